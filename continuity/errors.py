@@ -1,0 +1,131 @@
+"""Every error `continuity` raises on purpose, each with a stable code and a location.
+
+The tree::
+
+    ContinuityError                    code, location, message
+    ├── UsageError                     bad command-line or API arguments
+    │     codes: suite_unknown, seeds_invalid, trace_file_unreadable, store_path_invalid
+    ├── TraceError
+    │   ├── TraceInvalid               a trace failed validation; carries every issue found
+    │   │     codes: trace_malformed, trace_schema_unsupported, trace_not_fictional,
+    │   │            duplicate_id, sequence_invalid, tool_call_invalid, shape_out_of_range,
+    │   │            steer_missing, category_missing, correction_missing, evidence_unknown,
+    │   │            evidence_mismatch, identifier_outside_tool_output,
+    │   │            secret_outside_tool_output, abstention_term_present, probe_leaks_answer,
+    │   │            placement_invalid, owner_rules_missing, vocabulary_not_neutral
+    │   └── TraceCollision             two generated traces share an identifier or secret
+    │         code: trace_value_collision
+    └── StoreError
+        ├── ObjectMissing              object_missing
+        │   └── ObjectCorrupt          object_corrupt (reported, quarantined, never returned)
+        ├── RecordCorrupt              record_corrupt (an action entry or ref failed its check)
+        └── DigestInvalid              digest_invalid
+
+A user can grep the code; tests assert it. `str(error)` is always
+``"<code>: <message> (at <location>)"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+__all__ = [
+    "ContinuityError",
+    "DigestInvalid",
+    "Issue",
+    "ObjectCorrupt",
+    "ObjectMissing",
+    "RecordCorrupt",
+    "StoreError",
+    "TraceCollision",
+    "TraceError",
+    "TraceInvalid",
+    "UsageError",
+]
+
+
+class Issue(msgspec.Struct, frozen=True):
+    """One finding: a stable code, where it is, and what is wrong."""
+
+    code: str
+    location: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message} (at {self.location})"
+
+
+class ContinuityError(Exception):
+    """Base of every deliberate error. `code` is stable; `location` says where."""
+
+    default_code = "continuity_error"
+
+    def __init__(self, message: str, *, code: str | None = None, location: str = "-") -> None:
+        self.code = code or self.default_code
+        self.location = location
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message} (at {self.location})"
+
+
+class UsageError(ContinuityError):
+    default_code = "usage_error"
+
+
+class TraceError(ContinuityError):
+    default_code = "trace_error"
+
+
+class TraceInvalid(TraceError):
+    """A trace failed validation. `issues` lists every finding, first one first.
+
+    `code` and `location` are those of the first issue, so a caller that only wants
+    one answer gets the most basic problem (decoding before shape, shape before
+    evidence).
+    """
+
+    default_code = "trace_malformed"
+
+    def __init__(self, issues: Sequence[Issue], *, source: str = "-") -> None:
+        if not issues:
+            raise ValueError("TraceInvalid needs at least one issue")
+        self.issues = tuple(issues)
+        self.source = source
+        first = self.issues[0]
+        more = f" (+{len(self.issues) - 1} more)" if len(self.issues) > 1 else ""
+        location = first.location if source == "-" else f"{source}:{first.location}"
+        super().__init__(first.message + more, code=first.code, location=location)
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(issue.code for issue in self.issues)
+
+
+class TraceCollision(TraceError):
+    default_code = "trace_value_collision"
+
+
+class StoreError(ContinuityError):
+    default_code = "store_error"
+
+
+class ObjectMissing(StoreError):
+    default_code = "object_missing"
+
+
+class ObjectCorrupt(ObjectMissing):
+    """An object's bytes do not hash to its name. It is never returned as data."""
+
+    default_code = "object_corrupt"
+
+
+class RecordCorrupt(StoreError):
+    default_code = "record_corrupt"
+
+
+class DigestInvalid(StoreError):
+    default_code = "digest_invalid"

@@ -1,0 +1,147 @@
+"""Garbage collection: remove what no ref and no recent plan can reach."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import msgspec
+
+from continuity.errors import ObjectMissing, RecordCorrupt
+from continuity.store._records import ObjectRef
+from continuity.store._store import Store
+
+__all__ = ["GcReport", "collect_garbage"]
+
+PLAN_PREFIX = "plans/"
+
+
+class GcReport(msgspec.Struct, kw_only=True):
+    """What `collect_garbage` removed (or would remove, with ``dry_run``)."""
+
+    dry_run: bool
+    kept_objects: int
+    kept_actions: int
+    kept_plans: int
+    removed_objects: int
+    removed_bytes: int
+    removed_actions: int
+    removed_plans: list[str]
+    removed_tmp: int
+    young_skipped: int
+
+    def summary(self) -> str:
+        verb = "would remove" if self.dry_run else "removed"
+        return (
+            f"gc {verb} {self.removed_objects} objects ({self.removed_bytes:,} bytes), "
+            f"{self.removed_actions} action entries, {len(self.removed_plans)} old plans, "
+            f"{self.removed_tmp} temp files; kept {self.kept_objects} objects, "
+            f"{self.kept_actions} action entries, {self.kept_plans} recent plans"
+            + (f"; {self.young_skipped} unreachable files younger than the grace period"
+               if self.young_skipped else "")
+        )
+
+
+def collect_garbage(
+    store: Store,
+    *,
+    keep_plans: int = 20,
+    grace_seconds: float = 3600.0,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> GcReport:
+    """Remove objects and action entries unreachable from refs and recent plans.
+
+    Roots are every ref outside ``plans/`` plus the `keep_plans` newest plan refs; older
+    plan refs are removed. Unreachable files younger than `grace_seconds` are kept, so
+    a build writing concurrently (object first, then its action entry) is never cut in
+    half. A corrupt ref is quarantined by the read and roots nothing.
+    """
+    now = time.time() if now is None else now
+    refs = []
+    for name in store.list_refs():
+        try:
+            ref = store.get_ref(name)
+        except RecordCorrupt:
+            continue
+        if ref is not None:
+            refs.append(ref)
+    plans = sorted((r for r in refs if r.name.startswith(PLAN_PREFIX)), key=lambda r: r.name)
+    old_plans = plans[: max(0, len(plans) - keep_plans)]
+    old_names = {r.name for r in old_plans}
+    roots = [r for r in refs if r.name not in old_names]
+
+    live_objects: set[str] = set()
+    live_actions: set[str] = set()
+    for ref in roots:
+        for obj in ref.objects:
+            _mark(store, obj, live_objects)
+        for key in ref.actions:
+            if key in live_actions:
+                continue
+            entry = store.get_action(key, verify_output=False)
+            if entry is None:
+                continue
+            live_actions.add(key)
+            _mark(store, entry.output, live_objects)
+
+    report = GcReport(
+        dry_run=dry_run,
+        kept_objects=0,
+        kept_actions=0,
+        kept_plans=len(plans) - len(old_plans),
+        removed_objects=0,
+        removed_bytes=0,
+        removed_actions=0,
+        removed_plans=sorted(old_names),
+        removed_tmp=0,
+        young_skipped=0,
+    )
+    for path in store.iter_objects():
+        if path.name in live_objects:
+            report.kept_objects += 1
+        elif _young(path, now, grace_seconds):
+            report.young_skipped += 1
+        else:
+            report.removed_objects += 1
+            report.removed_bytes += path.stat().st_size
+            _remove(path, dry_run)
+    for path in store.iter_actions():
+        if path.name.removesuffix(".json") in live_actions:
+            report.kept_actions += 1
+        elif _young(path, now, grace_seconds):
+            report.young_skipped += 1
+        else:
+            report.removed_actions += 1
+            _remove(path, dry_run)
+    for path in store.tmp_dir.iterdir():
+        if not _young(path, now, grace_seconds):
+            report.removed_tmp += 1
+            _remove(path, dry_run)
+    if not dry_run:
+        for name in old_names:
+            store.delete_ref(name)
+    return report
+
+
+def _mark(store: Store, ref: ObjectRef, live: set[str]) -> None:
+    try:
+        live.update(store.walk(ref))
+    except ObjectMissing:
+        live.add(ref.digest)  # a damaged tree keeps what it names; the rest is unreachable
+
+
+def _young(path: Path, now: float, grace_seconds: float) -> bool:
+    try:
+        return now - path.stat().st_mtime < grace_seconds
+    except FileNotFoundError:
+        return True
+
+
+def _remove(path: Path, dry_run: bool) -> None:
+    if dry_run:
+        return
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass

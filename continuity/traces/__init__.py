@@ -1,0 +1,1 @@
+"""Traces: the schema, the original suite, the hard generator, distractors, validation."""

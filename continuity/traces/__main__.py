@@ -1,0 +1,40 @@
+"""``python -m continuity.traces check FILE...``: validate trace files, list every issue."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from continuity.errors import TraceInvalid
+from continuity.traces.bounds import estimate_tokens
+from continuity.traces.validate import load_trace
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m continuity.traces")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="validate trace files and print every issue")
+    check.add_argument("files", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    failed = 0
+    for path in args.files:
+        try:
+            trace = load_trace(path.read_bytes(), source=str(path))
+        except OSError as exc:
+            print(f"trace_file_unreadable: {exc} (at {path})")
+            failed += 1
+        except TraceInvalid as exc:
+            failed += 1
+            for issue in exc.issues:
+                print(f"{path}: {issue}")
+        else:
+            print(
+                f"{path}: ok ({trace.family}, {len(trace.probes)} probes, "
+                f"~{estimate_tokens(trace):,} estimated tokens)"
+            )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

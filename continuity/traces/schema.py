@@ -1,0 +1,267 @@
+"""The trace schema: the single source of truth for every trace family.
+
+A trace is a fictional conversation (sessions of turns) plus the probes asked after it.
+Turn kinds mirror what a durable session records: an owner message, a scripted assistant
+message (optionally with tool calls), a tool result, and a steer (owner live input that
+arrives while a tool call is in flight and is appended after that call's result).
+
+Each probe carries a category-specific expectation that names its literal
+answer-bearing values (`Fact`) and the evidence locations (turn ids) where they occur,
+as LoCoMo's QA carries evidence ids. The *replay projection* (`ReplayTrace`) drops
+probes altogether: replay never sees expectations, rubrics or categories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Literal
+
+import msgspec
+
+__all__ = [
+    "ARTIFACT_STATUSES",
+    "CATEGORIES",
+    "COMMITMENT_STATUSES",
+    "SCHEMA_VERSION",
+    "TOOL_KINDS",
+    "AbstentionExpectation",
+    "ActiveConstraintExpectation",
+    "ArtifactStatusExpectation",
+    "AssistantMessage",
+    "CommitmentStatusExpectation",
+    "Expectation",
+    "Fact",
+    "NextActionExpectation",
+    "OwnerMessage",
+    "Probe",
+    "RedactionExpectation",
+    "ReplayTrace",
+    "Session",
+    "Steer",
+    "SupersededCurrentExpectation",
+    "ToolCall",
+    "ToolIdentifierExpectation",
+    "ToolResult",
+    "Trace",
+    "Turn",
+    "decode_trace",
+    "encode_trace",
+    "iter_turns",
+    "replay_projection",
+]
+
+SCHEMA_VERSION = 1
+
+Family = Literal["original", "hard", "hard-distractors", "imported"]
+ToolKind = Literal["email", "chat", "web", "document", "calendar", "parcel"]
+TOOL_KINDS: tuple[str, ...] = ("email", "chat", "web", "document", "calendar", "parcel")
+CATEGORIES: tuple[str, ...] = (
+    "tool_identifier",
+    "active_constraint",
+    "superseded_current",
+    "commitment_status",
+    "artifact_status",
+    "next_action",
+    "abstention",
+    "redaction",
+)
+COMMITMENT_STATUSES: tuple[str, ...] = ("SENT", "DRAFTED", "SCHEDULED", "CANCELLED", "DECLINED")
+ARTIFACT_STATUSES: tuple[str, ...] = ("DRAFT", "FINAL", "SHARED", "ARCHIVED", "SUPERSEDED")
+
+
+class _Strict(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+# -- turns ---------------------------------------------------------------------------------
+
+
+class ToolCall(_Strict):
+    """A scripted tool call. Arguments never carry identifiers (those are tool-only)."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, str | int | bool]
+
+
+class OwnerMessage(_Strict, tag="owner", tag_field="kind"):
+    turn_id: str
+    text: str
+
+
+class AssistantMessage(_Strict, tag="assistant", tag_field="kind"):
+    turn_id: str
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolResult(_Strict, tag="tool_result", tag_field="kind"):
+    """The frozen output of one tool call; `turn_id` is the tool-record id."""
+
+    turn_id: str
+    call_id: str
+    tool: str
+    tool_kind: ToolKind
+    output: str
+
+
+class Steer(_Strict, tag="steer", tag_field="kind"):
+    """Owner live input delivered while `during_call` was in flight."""
+
+    turn_id: str
+    during_call: str
+    text: str
+
+
+Turn = OwnerMessage | AssistantMessage | ToolResult | Steer
+
+
+class Session(_Strict):
+    session_id: str
+    date: str  # ISO 8601 calendar date
+    turns: tuple[Turn, ...]
+
+
+# -- probes ----------------------------------------------------------------------------------
+
+
+class Fact(_Strict):
+    """A literal answer-bearing value and the turn ids where it occurs verbatim."""
+
+    value: str
+    evidence: tuple[str, ...]
+
+
+class ToolIdentifierExpectation(_Strict, tag="tool_identifier", tag_field="category"):
+    answer: Fact
+    superseded: tuple[Fact, ...] = ()
+
+
+class ActiveConstraintExpectation(_Strict, tag="active_constraint", tag_field="category"):
+    """`recall`: every `required` term must appear. `task`: any `forbidden` is a violation."""
+
+    mode: Literal["recall", "task"]
+    required: tuple[Fact, ...] = ()
+    forbidden: tuple[Fact, ...] = ()
+
+
+class SupersededCurrentExpectation(_Strict, tag="superseded_current", tag_field="category"):
+    current: Fact
+    superseded: tuple[Fact, ...]
+
+
+class CommitmentStatusExpectation(_Strict, tag="commitment_status", tag_field="category"):
+    status: str
+    subject: Fact
+
+
+class ArtifactStatusExpectation(_Strict, tag="artifact_status", tag_field="category"):
+    status: str
+    subject: Fact
+
+
+class NextActionExpectation(_Strict, tag="next_action", tag_field="category"):
+    keywords: tuple[Fact, ...]
+
+
+class AbstentionExpectation(_Strict, tag="abstention", tag_field="category"):
+    """Terms that never occur anywhere in the conversation."""
+
+    never_mentioned: tuple[str, ...]
+
+
+class RedactionExpectation(_Strict, tag="redaction", tag_field="category"):
+    secret: Fact
+
+
+Expectation = (
+    ToolIdentifierExpectation
+    | ActiveConstraintExpectation
+    | SupersededCurrentExpectation
+    | CommitmentStatusExpectation
+    | ArtifactStatusExpectation
+    | NextActionExpectation
+    | AbstentionExpectation
+    | RedactionExpectation
+)
+
+
+class Probe(_Strict):
+    """A question asked after the boundary. Only `text` ever reaches a reader.
+
+    `design_role` names the generator invariant a probe exercises (for example
+    ``account_reference``); the validator checks the placement it implies.
+    """
+
+    probe_id: str
+    text: str
+    expectation: Expectation
+    design_role: str | None = None
+
+    @property
+    def category(self) -> str:
+        tag = self.expectation.__struct_config__.tag
+        assert isinstance(tag, str)
+        return tag
+
+
+# -- traces ----------------------------------------------------------------------------------
+
+
+class Trace(_Strict, kw_only=True):
+    schema_version: int
+    trace_id: str
+    fictional: bool
+    family: Family
+    scenario: str
+    title: str
+    seed: int | None = None
+    sessions: tuple[Session, ...]
+    probes: tuple[Probe, ...]
+
+
+class ReplayTrace(_Strict, kw_only=True):
+    """The replay projection: the conversation without probes or expectations."""
+
+    schema_version: int
+    trace_id: str
+    fictional: bool
+    family: Family
+    scenario: str
+    title: str
+    seed: int | None = None
+    sessions: tuple[Session, ...]
+
+
+def replay_projection(trace: Trace) -> ReplayTrace:
+    return ReplayTrace(
+        schema_version=trace.schema_version,
+        trace_id=trace.trace_id,
+        fictional=trace.fictional,
+        family=trace.family,
+        scenario=trace.scenario,
+        title=trace.title,
+        seed=trace.seed,
+        sessions=trace.sessions,
+    )
+
+
+def iter_turns(trace: Trace | ReplayTrace) -> Iterator[tuple[int, int, Turn]]:
+    """(session index, turn index, turn) in conversation order."""
+    for s_index, session in enumerate(trace.sessions):
+        for t_index, turn in enumerate(session.turns):
+            yield s_index, t_index, turn
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_trace(trace: Trace | ReplayTrace) -> bytes:
+    """Canonical bytes of a trace: field order is the schema's, so equal traces give
+    equal bytes (and therefore equal store digests)."""
+    return _encoder.encode(trace)
+
+
+def decode_trace(data: bytes) -> Trace:
+    """Decode without validation; see `continuity.traces.validate.load_trace`."""
+    return msgspec.json.decode(data, type=Trace)

@@ -1,0 +1,85 @@
+"""Per-family shape rules, as the seed states them ("Suites", "Original suite",
+"Hard suite (generated)")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from continuity.traces.schema import CATEGORIES
+
+__all__ = ["FAMILY_SHAPES", "HARD_DESIGN_ROLES", "FamilyShape"]
+
+Range = tuple[int, int]
+
+# The generator invariants a hard trace's probes must exercise (see `validate`).
+HARD_DESIGN_ROLES: tuple[str, ...] = (
+    "owner_rules",
+    "account_reference",
+    "mid_result_identifier",
+    "head_identifier",
+    "moved_date",
+    "revised_amount",
+)
+
+
+class FamilyShape(msgspec.Struct, frozen=True, kw_only=True):
+    owner_turns: Range | None = None
+    sessions: Range | None = None
+    distinct_days: int | None = None
+    tool_records: Range | None = None
+    result_bytes: Range | None = None
+    oversized_results: Range | None = None
+    all_tool_kinds: bool = False
+    steers: int | None = None
+    probes: Range | None = None
+    categories: tuple[str, ...] = ()
+    forbidden_categories: tuple[str, ...] = ()
+    estimated_tokens: Range | None = None
+    fits_projection: bool = False
+    sent_and_drafted: bool = False
+    early_constraint: bool = False
+    design_roles: tuple[str, ...] = ()
+    neutral_vocabulary: bool = False
+
+
+_SEVEN = tuple(c for c in CATEGORIES if c != "redaction")
+
+_HARD = FamilyShape(
+    owner_turns=(84, 116),
+    sessions=(7, 10),
+    tool_records=(64, 96),
+    result_bytes=(8 * 1024, 64 * 1024),
+    oversized_results=(2, 3),
+    all_tool_kinds=True,
+    steers=3,
+    probes=(13, 20),
+    categories=CATEGORIES,
+    estimated_tokens=(212_000, 232_000),
+    sent_and_drafted=True,
+    early_constraint=True,
+    design_roles=HARD_DESIGN_ROLES,
+    neutral_vocabulary=True,
+)
+
+FAMILY_SHAPES: Mapping[str, FamilyShape] = {
+    "original": FamilyShape(
+        owner_turns=(36, 38),
+        distinct_days=5,
+        tool_records=(24, 32),
+        all_tool_kinds=True,
+        steers=1,
+        probes=(13, 13),
+        categories=_SEVEN,
+        forbidden_categories=("redaction",),
+        fits_projection=True,
+        sent_and_drafted=True,
+        early_constraint=True,
+    ),
+    "hard": _HARD,
+    "hard-distractors": _HARD,
+    # Imported conversations keep only the universal rules (fictional, well formed,
+    # evidence that verifies, identifiers only in tool output).
+    "imported": FamilyShape(),
+}
