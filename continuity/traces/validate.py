@@ -56,7 +56,13 @@ from continuity.traces.schema import (
 from continuity.traces.shapes import FAMILY_SHAPES, FamilyShape
 from continuity.traces.tools import TOOLS, argument_problems
 
-__all__ = ["CREDENTIAL_ASSIGNMENT", "load_trace", "trace_issues", "validate_trace"]
+__all__ = [
+    "CREDENTIAL_ASSIGNMENT",
+    "load_trace",
+    "sensitive_word",
+    "trace_issues",
+    "validate_trace",
+]
 
 _TRACE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{2,95}$")
 _MSGSPEC_PATH = re.compile(r" - at `(\$[^`]*)`$")
@@ -65,12 +71,35 @@ _MSGSPEC_PATH = re.compile(r" - at `(\$[^`]*)`$")
 CREDENTIAL_ASSIGNMENT = re.compile(
     r"(?i)\b(?:pass(?:word|code|phrase)|pin|secret|token|api[ _-]?key)\b[^\n:=]{0,24}[:=]\s*\S"
 )
-# Relationship, health, religion and politics vocabulary the generated suites avoid.
-_SENSITIVE = re.compile(
-    r"(?i)\b(?:divorc\w*|pregnan\w*|therap\w*|diagnos\w*|medical|hospital\w*|funeral\w*|"
-    r"boyfriend|girlfriend|husband|wife|dating|romance|romantic|religio\w*|church|mosque|"
-    r"synagogue|politic\w*|election\w*|sexual\w*|lawsuit\w*|bereave\w*|illness\w*)\b"
-)
+# Relationship, health, religion and politics vocabulary the generated suites avoid:
+# stems match any word starting with them, whole words only themselves.
+_SENSITIVE_STEMS = ("divorc", "pregnan", "therap", "diagnos", "hospital", "funeral", "religio",
+                    "politic", "election", "sexual", "lawsuit", "bereave", "illness")
+_SENSITIVE_WORDS = ("medical", "boyfriend", "girlfriend", "husband", "wife", "dating",
+                    "romance", "romantic", "church", "mosque", "synagogue")
+
+
+def sensitive_word(text: str) -> str | None:
+    """The first sensitive word in `text`, if any (case-insensitive).
+
+    Uses `str.find` per term rather than one big case-insensitive regex: generated
+    traces are ~1 MB each and this check is on the hot path of every build.
+    """
+    low = text.lower()
+    for whole, terms in ((False, _SENSITIVE_STEMS), (True, _SENSITIVE_WORDS)):
+        for term in terms:
+            start = low.find(term)
+            while start >= 0:
+                end = start + len(term)
+                before_ok = start == 0 or not low[start - 1].isalnum()
+                after_ok = not whole or end == len(low) or not low[end].isalnum()
+                if before_ok and after_ok:
+                    stop = end
+                    while stop < len(low) and low[stop].isalnum():
+                        stop += 1
+                    return text[start:stop]
+                start = low.find(term, start + 1)
+    return None
 
 
 class _Located(NamedTuple):
@@ -726,10 +755,10 @@ class _Checker:
             (loc.path, loc.text) for loc in self.turns.values()
         ] + [(f"$.probes[{i}].text", p.text) for i, p in enumerate(self.trace.probes)]
         for path, text in texts:
-            match = _SENSITIVE.search(text)
-            if match:
+            word = sensitive_word(text)
+            if word:
                 self.add(
                     "vocabulary_not_neutral",
                     path,
-                    f"generated suites avoid sensitive vocabulary; found {match.group(0)!r}",
+                    f"generated suites avoid sensitive vocabulary; found {word!r}",
                 )

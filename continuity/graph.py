@@ -1,0 +1,103 @@
+"""The doit side of the content-addressed build: configuration, checker, uptodate.
+
+doit writes its dependency database only when a run ends, so after a SIGKILL it forgets
+finished tasks; the store does not. Tasks therefore decide "up to date" through
+`uptodate` callables that consult the store, and the database only backs the remaining
+`file_dep` checks (fixtures), with the blake3 `Blake3Checker` below.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from blake3 import blake3
+from doit.dependency import FileChangedChecker
+from doit.exceptions import TaskFailed
+
+from continuity.errors import ContinuityError
+from continuity.store import resolve_store_path
+
+__all__ = [
+    "DEP_FILE_NAME",
+    "Blake3Checker",
+    "doit_config",
+    "file_blake3",
+    "task_action",
+]
+
+DEP_FILE_NAME = "doit-deps.sqlite3"
+
+
+def file_blake3(path: str | os.PathLike[str]) -> str:
+    hasher = blake3()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
+class Blake3Checker(FileChangedChecker):  # type: ignore[misc]
+    """doit `check_file_uptodate` by content: (mtime, size) as a fast path, then blake3.
+
+    A touched file with the same bytes is unchanged; an edit that keeps the size and
+    mtime-resolution timestamp is still caught whenever the mtime moved.
+    """
+
+    def check_modified(self, file_path: str, file_stat: os.stat_result, state: Any) -> bool:
+        try:
+            timestamp, size, digest = state
+        except (TypeError, ValueError):
+            return True  # a state written by another checker
+        if file_stat.st_mtime == timestamp and file_stat.st_size == size:
+            return False
+        if file_stat.st_size != size:
+            return True
+        return bool(digest != file_blake3(file_path))
+
+    def get_state(self, dep: str, current_state: Any) -> tuple[float, int, str] | None:
+        info = os.stat(dep)
+        if current_state and tuple(current_state[:2]) == (info.st_mtime, info.st_size):
+            return None  # unchanged: doit keeps the stored state
+        return info.st_mtime, info.st_size, file_blake3(dep)
+
+
+def doit_config(store: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """``DOIT_CONFIG`` for dodo.py: the dependency file lives inside the store, in the
+    sqlite3 backend (which tolerates a second doit process), checked with blake3."""
+    root = resolve_store_path(store)
+    root.mkdir(parents=True, exist_ok=True)
+    return {
+        "dep_file": str(root / DEP_FILE_NAME),
+        "backend": "sqlite3",
+        "check_file_uptodate": Blake3Checker,
+        "default_tasks": ["offline_contract"],
+        "verbosity": 2,
+    }
+
+
+def task_action(run: Callable[..., str | None]) -> Callable[..., TaskFailed | None]:
+    """Wrap a task body so a `ContinuityError` fails the task with its code and location
+    (one line, no traceback) and the task's last line says where the results are."""
+
+    def action(**options: Any) -> TaskFailed | None:
+        try:
+            where = run(**options)
+        except ContinuityError as exc:
+            for issue in getattr(exc, "issues", ())[1:]:
+                print(f"also {issue}", flush=True)
+            return TaskFailed(f"{exc.code}: {exc.message} (at {exc.location})")
+        if where:
+            print(where, flush=True)
+        return None
+
+    action.__name__ = getattr(run, "__name__", "action")
+    action.__doc__ = run.__doc__
+    return action
+
+
+def project_path(*parts: str) -> Path:
+    """A path inside the checkout (next to dodo.py)."""
+    return Path(__file__).resolve().parents[1].joinpath(*parts)

@@ -1,0 +1,27 @@
+"""`doit offline_contract`: the offline end-to-end contract CI runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from continuity.graph import task_action
+from rules.params import OUT, STORE
+
+
+def _run(store: str, out: str) -> str:
+    from continuity.contract import run_offline_contract
+    from continuity.store import Store
+    from continuity.traces.suites import resolve_out_path
+
+    report, path = run_offline_contract(Store(store or None), out_dir=resolve_out_path(out or None))
+    traces = sum(s.traces for s in report.suites)
+    return f"offline contract passed: {traces} traces in {len(report.suites)} suites; report at {path}"
+
+
+def task_offline_contract() -> dict[str, Any]:
+    """Run the offline contract (all default suites, scripted models) and write its report."""
+    return {
+        "actions": [task_action(_run)],
+        "params": [STORE, OUT],
+        "verbosity": 2,
+    }
