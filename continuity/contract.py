@@ -17,8 +17,9 @@ from continuity.errors import ContinuityError
 from continuity.progress import progress
 from continuity.store import Store, utc_now
 from continuity.traces.distractors import distractor_differences
+from continuity.traces.keys import SUITES, resolve_out_path
 from continuity.traces.schema import decode_trace
-from continuity.traces.suites import SUITES, SuiteResult, build_suite, resolve_out_path
+from continuity.traces.suites import SuiteResult, build_suite
 
 __all__ = ["ContractReport", "SuiteSummary", "run_offline_contract"]
 
@@ -42,7 +43,9 @@ class ContractReport(msgspec.Struct, frozen=True, kw_only=True):
     passed: bool
 
 
-def run_offline_contract(store: Store, *, out_dir: Path | None = None) -> tuple[ContractReport, Path]:
+def run_offline_contract(
+    store: Store, *, out_dir: Path | None = None
+) -> tuple[ContractReport, Path]:
     """Run the offline contract; return the report and the path of ``contract.md``.
 
     Raises:
@@ -97,11 +100,11 @@ def _markdown(report: ContractReport) -> str:
         "| suite | traces | built this run | suite tree | manifest |",
         "|---|---:|---:|---|---|",
     ]
-    for s in report.suites:
-        lines.append(
-            f"| {s.suite} | {s.traces} | {s.built} | `{s.tree[:16]}` | "
-            f"`{os.path.relpath(s.manifest)}` |"
-        )
+    lines += [
+        f"| {s.suite} | {s.traces} | {s.built} | `{s.tree[:16]}` | "
+        f"`{os.path.relpath(s.manifest)}` |"
+        for s in report.suites
+    ]
     lines += ["", "## Checks", ""]
     lines += [f"- **{name}**: {text}" for name, text in report.checks.items()]
     lines += ["", f"Result: {'PASSED' if report.passed else 'FAILED'}", ""]

@@ -71,9 +71,7 @@ def _tag(value: Any) -> Any:
     if isinstance(value, msgspec.Struct):
         fields = {name: getattr(value, name) for name in value.__struct_fields__}
         return ("R", type(value).__qualname__, _tag(fields))
-    raise TypeError(
-        f"{type(value).__name__} cannot enter a key; convert it to a plain value first"
-    )
+    raise TypeError(f"{type(value).__name__} cannot enter a key; convert it to a plain value first")
 
 
 def canonical(value: Any) -> bytes:
@@ -142,9 +140,7 @@ def artifact_key(
     inputs: Mapping[str, str] | None = None,
 ) -> str:
     """Shorthand for ``KeySpec(...).key()``."""
-    return KeySpec(
-        kind=kind, salt=salt, code=code, params=params or {}, inputs=inputs or {}
-    ).key()
+    return KeySpec(kind=kind, salt=salt, code=code, params=params or {}, inputs=inputs or {}).key()
 
 
 def _module_files(name: str) -> list[tuple[str, Path]]:
@@ -162,7 +158,7 @@ def _module_files(name: str) -> list[tuple[str, Path]]:
     return [(name, origin)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _code_digest(names: tuple[str, ...]) -> str:
     files: dict[str, str] = {}
     for name in names:

@@ -12,12 +12,8 @@ from rules.params import OUT, STORE
 def _build(suite: str, seeds: str, file: str, store: str, out: str) -> str:
     from continuity.progress import progress
     from continuity.store import Store
-    from continuity.traces.suites import (
-        build_suite,
-        parse_seeds,
-        resolve_out_path,
-        store_trace_file,
-    )
+    from continuity.traces.keys import parse_seeds, resolve_out_path
+    from continuity.traces.suites import build_suite, store_trace_file
 
     artifact_store = Store(store or None)
     out_dir = resolve_out_path(out or None)
@@ -36,7 +32,7 @@ def _build(suite: str, seeds: str, file: str, store: str, out: str) -> str:
 
 def _current(task: Any, values: Any) -> bool:
     from continuity.store import Store
-    from continuity.traces.suites import parse_seeds, resolve_out_path, suite_is_current
+    from continuity.traces.keys import parse_seeds, resolve_out_path, suite_is_current
 
     options = task.options or {}
     if options.get("file"):
@@ -54,7 +50,7 @@ def _current(task: Any, values: Any) -> bool:
 
 
 def task_traces() -> dict[str, Any]:
-    """Build, validate and store a trace suite into out/traces/<suite>/ (--suite, --seeds, --file)."""
+    """Build, validate and store a trace suite in out/traces/<suite>/ (--suite --seeds --file)."""
     return {
         "actions": [task_action(_build)],
         "params": [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -37,8 +38,11 @@ class GcReport(msgspec.Struct, kw_only=True):
             f"{self.removed_actions} action entries, {len(self.removed_plans)} old plans, "
             f"{self.removed_tmp} temp files; kept {self.kept_objects} objects, "
             f"{self.kept_actions} action entries, {self.kept_plans} recent plans"
-            + (f"; {self.young_skipped} unreachable files younger than the grace period"
-               if self.young_skipped else "")
+            + (
+                f"; {self.young_skipped} unreachable files younger than the grace period"
+                if self.young_skipped
+                else ""
+            )
         )
 
 
@@ -141,7 +145,5 @@ def _young(path: Path, now: float, grace_seconds: float) -> bool:
 def _remove(path: Path, dry_run: bool) -> None:
     if dry_run:
         return
-    try:
+    with contextlib.suppress(FileNotFoundError):
         path.unlink()
-    except FileNotFoundError:
-        pass

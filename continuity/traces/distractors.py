@@ -90,7 +90,9 @@ def distractor_differences(hard: Trace, distractors: Trace) -> list[str]:
     changed_units = 0
     for s_hard, s_dx in zip(hard.sessions, distractors.sessions, strict=True):
         if (s_hard.session_id, s_hard.date, len(s_hard.turns)) != (
-            s_dx.session_id, s_dx.date, len(s_dx.turns)
+            s_dx.session_id,
+            s_dx.date,
+            len(s_dx.turns),
         ):
             problems.append(f"session {s_hard.session_id} differs in id, date or turn count")
             continue
@@ -100,7 +102,10 @@ def distractor_differences(hard: Trace, distractors: Trace) -> list[str]:
                     problems.append(f"turn {t_hard.turn_id} is not a tool result and differs")
                 continue
             if (t_hard.turn_id, t_hard.call_id, t_hard.tool, t_hard.tool_kind) != (
-                t_dx.turn_id, t_dx.call_id, t_dx.tool, t_dx.tool_kind
+                t_dx.turn_id,
+                t_dx.call_id,
+                t_dx.tool,
+                t_dx.tool_kind,
             ):
                 problems.append(f"record {t_hard.turn_id} changed identity")
                 continue
@@ -113,11 +118,11 @@ def distractor_differences(hard: Trace, distractors: Trace) -> list[str]:
                 problems.append(f"record {t_hard.turn_id} changed outside labelled units")
             for start, end in spans:
                 changed_units += 1
-                for value in values:
-                    if value in a[start:end] or value in b[start:end]:
-                        problems.append(
-                            f"record {t_hard.turn_id}: a rewritten unit touches an answer value"
-                        )
+                problems.extend(
+                    f"record {t_hard.turn_id}: a rewritten unit touches an answer value"
+                    for value in values
+                    if value in a[start:end] or value in b[start:end]
+                )
     if changed_units == 0:
         problems.append("no filler unit was rewritten")
     return problems

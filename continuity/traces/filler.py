@@ -16,19 +16,62 @@ from continuity.traces.scenarios import Scenario
 
 __all__ = ["DISTRACTOR_LABELS", "FillerSource", "compose", "distractor_unit"]
 
-_VERBS = ("confirmed", "checked", "noted", "rechecked", "updated", "logged", "queried",
-          "measured", "scheduled", "rearranged", "agreed", "flagged")
-_LOGISTICS = ("the pallet labels", "the loading bay", "the delivery window", "the tail-lift van",
-              "the storage shelving", "the packing list", "the invoice copy", "the site access",
-              "the parking permit", "the goods-in desk", "the doorway width",
-              "the floor protection", "the collection slot", "the spare keys",
-              "the waste removal", "the cable ties", "the stock count", "the dust sheets",
-              "the trolley route", "the lift dimensions")
-_ROLES = ("the site manager", "the warehouse team", "the driver", "the accounts clerk",
-          "the workshop lead", "the volunteer coordinator", "the duty manager",
-          "the goods-in supervisor", "the estimator", "the dispatcher")
-_TIMES = ("early in the morning", "before noon", "after lunch", "late in the afternoon",
-          "at the start of the shift", "at the end of the day")
+_VERBS = (
+    "confirmed",
+    "checked",
+    "noted",
+    "rechecked",
+    "updated",
+    "logged",
+    "queried",
+    "measured",
+    "scheduled",
+    "rearranged",
+    "agreed",
+    "flagged",
+)
+_LOGISTICS = (
+    "the pallet labels",
+    "the loading bay",
+    "the delivery window",
+    "the tail-lift van",
+    "the storage shelving",
+    "the packing list",
+    "the invoice copy",
+    "the site access",
+    "the parking permit",
+    "the goods-in desk",
+    "the doorway width",
+    "the floor protection",
+    "the collection slot",
+    "the spare keys",
+    "the waste removal",
+    "the cable ties",
+    "the stock count",
+    "the dust sheets",
+    "the trolley route",
+    "the lift dimensions",
+)
+_ROLES = (
+    "the site manager",
+    "the warehouse team",
+    "the driver",
+    "the accounts clerk",
+    "the workshop lead",
+    "the volunteer coordinator",
+    "the duty manager",
+    "the goods-in supervisor",
+    "the estimator",
+    "the dispatcher",
+)
+_TIMES = (
+    "early in the morning",
+    "before noon",
+    "after lunch",
+    "late in the afternoon",
+    "at the start of the shift",
+    "at the end of the day",
+)
 _QUANT = ("two", "three", "four", "five", "six", "a handful of", "several", "a dozen")
 _TEMPLATES = (
     "{P} {v} {L} with {R} and asked for nothing else to change.",
@@ -78,27 +121,27 @@ _DISTRACTOR_TEMPLATES = (
 class FillerSource:
     """Filler units for one trace, from a pre-rendered pool of neutral sentences."""
 
-    def __init__(self, rng: Rng, scenario: Scenario, people: Sequence[str],
-                 towns: Sequence[str]) -> None:
+    def __init__(
+        self, rng: Rng, scenario: Scenario, people: Sequence[str], towns: Sequence[str]
+    ) -> None:
         self.rng = rng
         self.people = tuple(people)
         self.towns = tuple(towns)
         pool = []
         for _ in range(360):
             template = rng.choice(_TEMPLATES)
-            pool.append(
-                template.format(
-                    P=rng.choice(self.people),
-                    R=rng.choice(_ROLES),
-                    L=rng.choice(_LOGISTICS),
-                    E="the " + rng.choice(scenario.equipment),
-                    O=rng.choice(scenario.topics),
-                    D="the " + rng.choice(scenario.documents),
-                    T=rng.choice(_TIMES),
-                    q=rng.choice(_QUANT),
-                    v=rng.choice(_VERBS),
-                )
+            sentence = template.format(
+                P=rng.choice(self.people),
+                R=rng.choice(_ROLES),
+                L=rng.choice(_LOGISTICS),
+                E="the " + rng.choice(scenario.equipment),
+                O=rng.choice(scenario.topics),
+                D="the " + rng.choice(scenario.documents),
+                T=rng.choice(_TIMES),
+                q=rng.choice(_QUANT),
+                v=rng.choice(_VERBS),
             )
+            pool.append(sentence[0].upper() + sentence[1:])
         self.sentences = tuple(pool)
 
     def sentence(self) -> str:
@@ -184,8 +227,9 @@ def compose(
     return text
 
 
-def distractor_unit(rng: Rng, length: int, values: dict[str, str],
-                    filler: Callable[[], str]) -> str:
+def distractor_unit(
+    rng: Rng, length: int, values: dict[str, str], filler: Callable[[], str]
+) -> str:
     """A labelled hypothetical paragraph of exactly `length` characters."""
     text = rng.choice(_DISTRACTOR_TEMPLATES).format(**values)
     while len(text) < length:

@@ -76,7 +76,7 @@ class _Strict(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
 # -- turns ---------------------------------------------------------------------------------
 
 
-class ToolCall(_Strict):
+class ToolCall(_Strict, frozen=True):
     """A scripted tool call. Arguments never carry identifiers (those are tool-only)."""
 
     call_id: str
@@ -84,18 +84,18 @@ class ToolCall(_Strict):
     arguments: dict[str, str | int | bool]
 
 
-class OwnerMessage(_Strict, tag="owner", tag_field="kind"):
+class OwnerMessage(_Strict, frozen=True, tag="owner", tag_field="kind"):
     turn_id: str
     text: str
 
 
-class AssistantMessage(_Strict, tag="assistant", tag_field="kind"):
+class AssistantMessage(_Strict, frozen=True, tag="assistant", tag_field="kind"):
     turn_id: str
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
 
 
-class ToolResult(_Strict, tag="tool_result", tag_field="kind"):
+class ToolResult(_Strict, frozen=True, tag="tool_result", tag_field="kind"):
     """The frozen output of one tool call; `turn_id` is the tool-record id."""
 
     turn_id: str
@@ -105,7 +105,7 @@ class ToolResult(_Strict, tag="tool_result", tag_field="kind"):
     output: str
 
 
-class Steer(_Strict, tag="steer", tag_field="kind"):
+class Steer(_Strict, frozen=True, tag="steer", tag_field="kind"):
     """Owner live input delivered while `during_call` was in flight."""
 
     turn_id: str
@@ -116,7 +116,7 @@ class Steer(_Strict, tag="steer", tag_field="kind"):
 Turn = OwnerMessage | AssistantMessage | ToolResult | Steer
 
 
-class Session(_Strict):
+class Session(_Strict, frozen=True):
     session_id: str
     date: str  # ISO 8601 calendar date
     turns: tuple[Turn, ...]
@@ -125,19 +125,21 @@ class Session(_Strict):
 # -- probes ----------------------------------------------------------------------------------
 
 
-class Fact(_Strict):
+class Fact(_Strict, frozen=True):
     """A literal answer-bearing value and the turn ids where it occurs verbatim."""
 
     value: str
     evidence: tuple[str, ...]
 
 
-class ToolIdentifierExpectation(_Strict, tag="tool_identifier", tag_field="category"):
+class ToolIdentifierExpectation(_Strict, frozen=True, tag="tool_identifier", tag_field="category"):
     answer: Fact
     superseded: tuple[Fact, ...] = ()
 
 
-class ActiveConstraintExpectation(_Strict, tag="active_constraint", tag_field="category"):
+class ActiveConstraintExpectation(
+    _Strict, frozen=True, tag="active_constraint", tag_field="category"
+):
     """`recall`: every `required` term must appear. `task`: any `forbidden` is a violation."""
 
     mode: Literal["recall", "task"]
@@ -145,32 +147,36 @@ class ActiveConstraintExpectation(_Strict, tag="active_constraint", tag_field="c
     forbidden: tuple[Fact, ...] = ()
 
 
-class SupersededCurrentExpectation(_Strict, tag="superseded_current", tag_field="category"):
+class SupersededCurrentExpectation(
+    _Strict, frozen=True, tag="superseded_current", tag_field="category"
+):
     current: Fact
     superseded: tuple[Fact, ...]
 
 
-class CommitmentStatusExpectation(_Strict, tag="commitment_status", tag_field="category"):
+class CommitmentStatusExpectation(
+    _Strict, frozen=True, tag="commitment_status", tag_field="category"
+):
     status: str
     subject: Fact
 
 
-class ArtifactStatusExpectation(_Strict, tag="artifact_status", tag_field="category"):
+class ArtifactStatusExpectation(_Strict, frozen=True, tag="artifact_status", tag_field="category"):
     status: str
     subject: Fact
 
 
-class NextActionExpectation(_Strict, tag="next_action", tag_field="category"):
+class NextActionExpectation(_Strict, frozen=True, tag="next_action", tag_field="category"):
     keywords: tuple[Fact, ...]
 
 
-class AbstentionExpectation(_Strict, tag="abstention", tag_field="category"):
+class AbstentionExpectation(_Strict, frozen=True, tag="abstention", tag_field="category"):
     """Terms that never occur anywhere in the conversation."""
 
     never_mentioned: tuple[str, ...]
 
 
-class RedactionExpectation(_Strict, tag="redaction", tag_field="category"):
+class RedactionExpectation(_Strict, frozen=True, tag="redaction", tag_field="category"):
     secret: Fact
 
 
@@ -186,7 +192,7 @@ Expectation = (
 )
 
 
-class Probe(_Strict):
+class Probe(_Strict, frozen=True):
     """A question asked after the boundary. Only `text` ever reaches a reader.
 
     `design_role` names the generator invariant a probe exercises (for example
@@ -208,7 +214,7 @@ class Probe(_Strict):
 # -- traces ----------------------------------------------------------------------------------
 
 
-class Trace(_Strict, kw_only=True):
+class Trace(_Strict, frozen=True, kw_only=True):
     schema_version: int
     trace_id: str
     fictional: bool
@@ -220,7 +226,7 @@ class Trace(_Strict, kw_only=True):
     probes: tuple[Probe, ...]
 
 
-class ReplayTrace(_Strict, kw_only=True):
+class ReplayTrace(_Strict, frozen=True, kw_only=True):
     """The replay projection: the conversation without probes or expectations."""
 
     schema_version: int

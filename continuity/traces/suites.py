@@ -1,9 +1,9 @@
 """Build, validate, store and materialise the trace suites.
 
-Each trace is an artifact keyed by `trace_key` (kind, version salt, code digest,
-parameters, input keys). Building a suite looks every key up in the store first and
-only generates, validates and stores what is missing, so a rerun after a crash finishes
-only the missing traces. A suite is then recorded as a tree object
+Each trace is an artifact keyed as `continuity.traces.keys` plans it (kind, version
+salt, code digest, parameters, input keys). Building a suite looks every key up in the
+store first and only generates, validates and stores what is missing, so a rerun after
+a crash finishes only the missing traces. A suite is then recorded as a tree object
 (``<trace-id>.json`` -> trace blob) under the ref ``traces/<suite>`` and materialised as
 ``out/traces/<suite>/<trace-id>.json`` plus ``manifest.json``.
 """
@@ -11,19 +11,26 @@ only the missing traces. A suite is then recorded as a tree object
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
 import msgspec
 
-from continuity.digest import code_digest, digest_bytes, value_digest
-from continuity.digest import KeySpec
+from continuity.digest import KeySpec, code_digest, digest_bytes, value_digest
 from continuity.errors import TraceCollision, UsageError
 from continuity.store import ObjectRef, Store, TreeEntry
 from continuity.traces import generator
 from continuity.traces.bounds import estimate_tokens
+from continuity.traces.keys import (
+    USER_TRACE_SALT,
+    VALIDATION_CODE,
+    Manifest,
+    PlannedTrace,
+    resolve_out_path,
+    suite_dir,
+    suite_specs,
+)
 from continuity.traces.schema import (
     RedactionExpectation,
     ToolIdentifierExpectation,
@@ -32,147 +39,10 @@ from continuity.traces.schema import (
 )
 from continuity.traces.validate import load_trace, validate_trace
 
-__all__ = [
-    "ORIGINAL_SALT",
-    "SUITES",
-    "USER_TRACE_SALT",
-    "SuiteItem",
-    "SuiteResult",
-    "build_suite",
-    "fixtures_dir",
-    "parse_seeds",
-    "resolve_out_path",
-    "store_trace_file",
-    "suite_is_current",
-    "suite_specs",
-]
-
-SUITES: tuple[str, ...] = ("original", "hard", "hard-distractors")
-ORIGINAL_SALT = "original-suite-v1"
-USER_TRACE_SALT = "user-trace-v1"
-OUT_ENV = "CONTINUITY_OUT"
-MANIFEST_SCHEMA = "continuity-trace-manifest-v1"
-MAX_SEEDS = 512
-
-_VALIDATION_CODE = (
-    "continuity.traces.schema",
-    "continuity.traces.validate",
-    "continuity.traces.bounds",
-    "continuity.traces.shapes",
-    "continuity.traces.tools",
-)
-_GENERATOR_CODE = (
-    *_VALIDATION_CODE,
-    "continuity.traces.generator",
-    "continuity.traces.filler",
-    "continuity.traces.prng",
-    "continuity.traces.scenarios",
-)
-_SEEDS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+__all__ = ["SuiteItem", "SuiteResult", "build_suite", "store_trace_file"]
 
 Status = Literal["built", "cached"]
 Progress = Callable[[int, int, str, str], None]
-
-
-def resolve_out_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The output root: `explicit`, else ``$CONTINUITY_OUT``, else ``./out``."""
-    chosen = explicit or os.environ.get(OUT_ENV) or "out"
-    return Path(chosen).expanduser().absolute()
-
-
-def fixtures_dir() -> Path:
-    """The checked-in ``fixtures/`` directory next to the package (editable install)."""
-    return Path(__file__).resolve().parents[2] / "fixtures"
-
-
-def parse_seeds(text: str | None) -> tuple[int, ...]:
-    """Parse ``"101-124"``, ``"101,105,110-112"`` or ``"103"``; None gives the defaults.
-
-    Raises:
-        UsageError: ``seeds_invalid`` for anything else, a reversed or huge range.
-    """
-    if text is None or not text.strip():
-        return generator.DEFAULT_SEEDS
-    seeds: list[int] = []
-    for part in text.split(","):
-        match = _SEEDS.match(part)
-        if not match:
-            raise UsageError(
-                f"cannot read seeds {part.strip()!r}; use A-B, A or a comma list",
-                code="seeds_invalid",
-                location="--seeds",
-            )
-        low = int(match.group(1))
-        high = int(match.group(2) or low)
-        if high < low:
-            raise UsageError(f"seed range {low}-{high} is reversed", code="seeds_invalid",
-                             location="--seeds")
-        seeds.extend(range(low, high + 1))
-        if len(seeds) > MAX_SEEDS:
-            raise UsageError(f"more than {MAX_SEEDS} seeds", code="seeds_invalid",
-                             location="--seeds")
-    return tuple(dict.fromkeys(seeds))
-
-
-class _Spec(msgspec.Struct, frozen=True):
-    """One planned trace: its key spec and how to build it."""
-
-    label: str  # seed or fixture file name, for messages
-    spec: KeySpec
-    seed: int | None = None
-    source: str | None = None  # fixture path for the original suite
-
-
-def _hard_spec(seed: int) -> KeySpec:
-    return KeySpec(
-        kind="trace",
-        salt=generator.GENERATOR_SALT,
-        code=code_digest(_GENERATOR_CODE),
-        params={"family": "hard", "seed": seed},
-    )
-
-
-def suite_specs(
-    suite: str, seeds: Sequence[int] | None = None, *, fixtures: Path | None = None
-) -> list[_Spec]:
-    """The planned traces of a suite, with keys computable before anything runs."""
-    if suite not in SUITES:
-        raise UsageError(f"unknown suite {suite!r}; choose one of {', '.join(SUITES)}",
-                         code="suite_unknown", location="--suite")
-    if suite == "original":
-        if seeds:
-            raise UsageError("--seeds applies to the generated suites, not original",
-                             code="seeds_invalid", location="--seeds")
-        folder = (fixtures or fixtures_dir()) / "original"
-        files = sorted(folder.glob("*.json"))
-        if not files:
-            raise UsageError(f"no original traces in {folder}", code="trace_file_unreadable",
-                             location=str(folder))
-        code = code_digest(_VALIDATION_CODE)
-        return [
-            _Spec(
-                path.name,
-                KeySpec(kind="trace", salt=ORIGINAL_SALT, code=code,
-                        params={"family": "original", "file": path.name},
-                        inputs={"source": digest_bytes(path.read_bytes())}),
-                source=str(path),
-            )
-            for path in files
-        ]
-    chosen = tuple(seeds) if seeds else generator.DEFAULT_SEEDS
-    if suite == "hard":
-        return [_Spec(str(seed), _hard_spec(seed), seed=seed) for seed in chosen]
-    return [
-        _Spec(
-            str(seed),
-            KeySpec(kind="trace", salt=generator.DISTRACTOR_SALT,
-                    code=code_digest(_GENERATOR_CODE),
-                    params={"family": "hard-distractors", "seed": seed},
-                    inputs={"hard": _hard_spec(seed).key()}),
-            seed=seed,
-        )
-        for seed in chosen
-    ]
 
 
 class SuiteItem(msgspec.Struct, frozen=True):
@@ -194,13 +64,6 @@ class SuiteResult(msgspec.Struct, frozen=True):
         return sum(item.status == "built" for item in self.items)
 
 
-class Manifest(msgspec.Struct, frozen=True, kw_only=True):
-    schema: str = MANIFEST_SCHEMA
-    suite: str
-    tree: str
-    traces: dict[str, str]  # trace id -> blob digest
-
-
 def _trace_meta(trace: Trace, data: bytes) -> dict[str, object]:
     # Digests, never the values: a secret must not reach the store's metadata.
     values = []
@@ -219,13 +82,16 @@ def _trace_meta(trace: Trace, data: bytes) -> dict[str, object]:
     }
 
 
-def _build_one(item: _Spec, suite: str) -> tuple[Trace, bytes]:
+def _build_one(item: PlannedTrace, suite: str) -> tuple[Trace, bytes]:
     if item.source is not None:
         data = Path(item.source).read_bytes()
         trace = load_trace(data, source=item.source)
         if trace.family != "original":
-            raise UsageError(f"{item.source} is family {trace.family!r}, not original",
-                             code="suite_unknown", location=item.source)
+            raise UsageError(
+                f"{item.source} is family {trace.family!r}, not original",
+                code="suite_unknown",
+                location=item.source,
+            )
         return trace, data
     assert item.seed is not None
     trace = generator.generate_trace(item.seed, distractors=suite == "hard-distractors")
@@ -257,15 +123,15 @@ def build_suite(
         entry = store.get_action(key)
         if entry is not None:
             trace_id = str(entry.meta["trace_id"])
-            items.append(SuiteItem(trace_id, key, entry.output.digest, entry.output.size,
-                                   "cached"))
+            items.append(SuiteItem(trace_id, key, entry.output.digest, entry.output.size, "cached"))
             metas[trace_id] = entry.meta
         else:
             trace, data = _build_one(item, suite)
             meta = _trace_meta(trace, data)
             ref = store.put_blob(data)
-            store.record_action(key, kind="trace", output=ref, inputs=dict(item.spec.inputs),
-                                meta=meta)
+            store.record_action(
+                key, kind="trace", output=ref, inputs=dict(item.spec.inputs), meta=meta
+            )
             items.append(SuiteItem(trace.trace_id, key, ref.digest, ref.size, "built"))
             metas[trace.trace_id] = meta
         if progress:
@@ -276,8 +142,9 @@ def build_suite(
         {f"{i.trace_id}.json": TreeEntry("blob", i.digest, i.size) for i in items}
     )
     keys = [i.key for i in items]
-    store.set_ref(f"traces/{suite}", objects=[tree], actions=keys,
-                  meta={"seeds": list(seeds or ())})
+    store.set_ref(
+        f"traces/{suite}", objects=[tree], actions=keys, meta={"seeds": list(seeds or ())}
+    )
     store.record_plan(f"traces --suite {suite}", actions=keys, objects=[tree])
     manifest_path = _materialise(store, suite, items, tree, out_dir or resolve_out_path())
     return SuiteResult(suite, tuple(items), tree, str(manifest_path))
@@ -287,8 +154,9 @@ def _check_unique_ids(suite: str, items: Iterable[SuiteItem]) -> None:
     seen: set[str] = set()
     for item in items:
         if item.trace_id in seen:
-            raise TraceCollision(f"two traces of suite {suite} are named {item.trace_id}",
-                                 location=f"traces/{suite}")
+            raise TraceCollision(
+                f"two traces of suite {suite} are named {item.trace_id}", location=f"traces/{suite}"
+            )
         seen.add(item.trace_id)
 
 
@@ -306,13 +174,10 @@ def _check_collisions(suite: str, metas: dict[str, dict[str, object]]) -> None:
                 )
 
 
-def _suite_dir(out_dir: Path, suite: str) -> Path:
-    return out_dir / "traces" / suite
-
-
-def _materialise(store: Store, suite: str, items: Sequence[SuiteItem], tree: ObjectRef,
-                 out_dir: Path) -> Path:
-    folder = _suite_dir(out_dir, suite)
+def _materialise(
+    store: Store, suite: str, items: Sequence[SuiteItem], tree: ObjectRef, out_dir: Path
+) -> Path:
+    folder = suite_dir(out_dir, suite)
     folder.mkdir(parents=True, exist_ok=True)
     wanted = {f"{i.trace_id}.json": i.digest for i in items}
     for name, digest in wanted.items():
@@ -323,8 +188,7 @@ def _materialise(store: Store, suite: str, items: Sequence[SuiteItem], tree: Obj
     for stale in folder.glob("*.json"):
         if stale.name != "manifest.json" and stale.name not in wanted:
             stale.unlink()
-    manifest = Manifest(suite=suite, tree=tree.digest,
-                        traces={i.trace_id: i.digest for i in items})
+    manifest = Manifest(suite=suite, tree=tree.digest, traces={i.trace_id: i.digest for i in items})
     manifest_path = folder / "manifest.json"
     _write_atomic(manifest_path, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n")
     return manifest_path
@@ -334,43 +198,6 @@ def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
-
-
-def suite_is_current(
-    store: Store,
-    suite: str,
-    seeds: Sequence[int] | None = None,
-    *,
-    out_dir: Path | None = None,
-    fixtures: Path | None = None,
-) -> bool:
-    """Whether building the suite would do nothing: every key has a verified action
-    entry and the materialised files match. Reads only the store and ``out/``."""
-    try:
-        specs = suite_specs(suite, seeds, fixtures=fixtures)
-    except UsageError:
-        return False  # let the action run and report the error
-    folder = _suite_dir(out_dir or resolve_out_path(), suite)
-    try:
-        manifest = msgspec.json.decode((folder / "manifest.json").read_bytes(), type=Manifest)
-    except (OSError, msgspec.MsgspecError):
-        return False
-    expected: dict[str, str] = {}
-    for item in specs:
-        entry = store.get_action(item.spec.key())
-        if entry is None:
-            return False
-        expected[str(entry.meta.get("trace_id"))] = entry.output.digest
-    if manifest.traces != expected or not store.has_object(manifest.tree):
-        return False
-    for trace_id, digest in expected.items():
-        try:
-            data = (folder / f"{trace_id}.json").read_bytes()
-        except OSError:
-            return False
-        if digest_bytes(data) != digest:
-            return False
-    return True
 
 
 def store_trace_file(store: Store, path: Path, *, out_dir: Path | None = None) -> SuiteItem:
@@ -383,16 +210,24 @@ def store_trace_file(store: Store, path: Path, *, out_dir: Path | None = None) -
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise UsageError(f"cannot read trace file: {exc.strerror}",
-                         code="trace_file_unreadable", location=str(path)) from None
+        raise UsageError(
+            f"cannot read trace file: {exc.strerror}",
+            code="trace_file_unreadable",
+            location=str(path),
+        ) from None
     trace = load_trace(data, source=str(path))
-    spec = KeySpec(kind="trace", salt=USER_TRACE_SALT, code=code_digest(_VALIDATION_CODE),
-                   params={"family": trace.family, "trace_id": trace.trace_id},
-                   inputs={"source": digest_bytes(data)})
+    spec = KeySpec(
+        kind="trace",
+        salt=USER_TRACE_SALT,
+        code=code_digest(VALIDATION_CODE),
+        params={"family": trace.family, "trace_id": trace.trace_id},
+        inputs={"source": digest_bytes(data)},
+    )
     key = spec.key()
     ref = store.put_blob(data)
-    store.record_action(key, kind="trace", output=ref, inputs=dict(spec.inputs),
-                        meta=_trace_meta(trace, data))
+    store.record_action(
+        key, kind="trace", output=ref, inputs=dict(spec.inputs), meta=_trace_meta(trace, data)
+    )
     store.set_ref(f"traces/file/{trace.trace_id}", objects=[ref], actions=[key])
     folder = (out_dir or resolve_out_path()) / "traces" / "file"
     folder.mkdir(parents=True, exist_ok=True)

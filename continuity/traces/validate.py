@@ -73,10 +73,34 @@ CREDENTIAL_ASSIGNMENT = re.compile(
 )
 # Relationship, health, religion and politics vocabulary the generated suites avoid:
 # stems match any word starting with them, whole words only themselves.
-_SENSITIVE_STEMS = ("divorc", "pregnan", "therap", "diagnos", "hospital", "funeral", "religio",
-                    "politic", "election", "sexual", "lawsuit", "bereave", "illness")
-_SENSITIVE_WORDS = ("medical", "boyfriend", "girlfriend", "husband", "wife", "dating",
-                    "romance", "romantic", "church", "mosque", "synagogue")
+_SENSITIVE_STEMS = (
+    "divorc",
+    "pregnan",
+    "therap",
+    "diagnos",
+    "hospital",
+    "funeral",
+    "religio",
+    "politic",
+    "election",
+    "sexual",
+    "lawsuit",
+    "bereave",
+    "illness",
+)
+_SENSITIVE_WORDS = (
+    "medical",
+    "boyfriend",
+    "girlfriend",
+    "husband",
+    "wife",
+    "dating",
+    "romance",
+    "romantic",
+    "church",
+    "mosque",
+    "synagogue",
+)
 
 
 def sensitive_word(text: str) -> str | None:
@@ -138,8 +162,7 @@ def load_trace(data: bytes, *, source: str = "-") -> Trace:
                 Issue(
                     "trace_schema_unsupported",
                     "$.schema_version",
-                    f"schema version {header.schema_version}; this build reads "
-                    f"{SCHEMA_VERSION}",
+                    f"schema version {header.schema_version}; this build reads {SCHEMA_VERSION}",
                 )
             ],
             source=source,
@@ -277,9 +300,7 @@ class _Checker:
                     self.add("sequence_invalid", f"{s_path}.date", "sessions go back in time")
                 previous_date = date
             if session.turns and not isinstance(session.turns[0], OwnerMessage):
-                self.add(
-                    "sequence_invalid", f"{s_path}.turns[0]", "a session opens with the owner"
-                )
+                self.add("sequence_invalid", f"{s_path}.turns[0]", "a session opens with the owner")
             for t_index, turn in enumerate(session.turns):
                 path = f"{s_path}.turns[{t_index}]"
                 if isinstance(turn, (OwnerMessage, AssistantMessage)) and pending:
@@ -291,9 +312,7 @@ class _Checker:
                     pending.clear()
                 if isinstance(turn, OwnerMessage):
                     if awaiting_reply:
-                        self.add(
-                            "sequence_invalid", path, "the previous owner input got no reply"
-                        )
+                        self.add("sequence_invalid", path, "the previous owner input got no reply")
                     awaiting_reply = True
                     answered = set()
                 elif isinstance(turn, AssistantMessage):
@@ -381,8 +400,7 @@ class _Checker:
                 self.add(
                     "shape_out_of_range",
                     "$.sessions",
-                    f"the conversation spans {days} days; the family needs "
-                    f"{shape.distinct_days}",
+                    f"the conversation spans {days} days; the family needs {shape.distinct_days}",
                 )
         if shape.result_bytes:
             low, high = shape.result_bytes
@@ -654,8 +672,7 @@ class _Checker:
                     self.add(
                         "correction_missing",
                         f"$.probes[{p_index}].expectation.superseded",
-                        f"{role} is superseded {len(exp.superseded)} times; needs "
-                        f"{supersessions}",
+                        f"{role} is superseded {len(exp.superseded)} times; needs {supersessions}",
                     )
 
         found = self._role_probe("account_reference", ToolIdentifierExpectation)
@@ -751,9 +768,9 @@ class _Checker:
             )
 
     def _vocabulary(self) -> None:
-        texts: Iterable[tuple[str, str]] = [
-            (loc.path, loc.text) for loc in self.turns.values()
-        ] + [(f"$.probes[{i}].text", p.text) for i, p in enumerate(self.trace.probes)]
+        texts: Iterable[tuple[str, str]] = [(loc.path, loc.text) for loc in self.turns.values()] + [
+            (f"$.probes[{i}].text", p.text) for i, p in enumerate(self.trace.probes)
+        ]
         for path, text in texts:
             word = sensitive_word(text)
             if word:

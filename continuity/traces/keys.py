@@ -1,0 +1,231 @@
+"""Trace artifact keys: salts, seeds and the planned traces of a suite.
+
+Light on imports on purpose: doit's uptodate check for ``doit traces`` runs this on
+every invocation, so computing keys and checking the store must not import the
+generator or the validator.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from continuity.digest import KeySpec, code_digest, digest_bytes
+from continuity.errors import UsageError
+from continuity.store import Store
+
+__all__ = [
+    "DEFAULT_SEEDS",
+    "DISTRACTOR_SALT",
+    "GENERATOR_SALT",
+    "ORIGINAL_SALT",
+    "SUITES",
+    "USER_TRACE_SALT",
+    "VALIDATION_CODE",
+    "Manifest",
+    "PlannedTrace",
+    "fixtures_dir",
+    "parse_seeds",
+    "resolve_out_path",
+    "suite_dir",
+    "suite_is_current",
+    "suite_specs",
+]
+
+SUITES: tuple[str, ...] = ("original", "hard", "hard-distractors")
+DEFAULT_SEEDS: tuple[int, ...] = tuple(range(101, 109))
+# Version salts: bump one to rebuild exactly the artifacts its rule produces.
+GENERATOR_SALT = "hard-generator-v1"
+DISTRACTOR_SALT = "hard-distractors-v1"
+ORIGINAL_SALT = "original-suite-v1"
+USER_TRACE_SALT = "user-trace-v1"
+OUT_ENV = "CONTINUITY_OUT"
+MANIFEST_SCHEMA = "continuity-trace-manifest-v1"
+MAX_SEEDS = 512
+
+VALIDATION_CODE = (
+    "continuity.traces.schema",
+    "continuity.traces.validate",
+    "continuity.traces.bounds",
+    "continuity.traces.shapes",
+    "continuity.traces.tools",
+)
+GENERATOR_CODE = (
+    *VALIDATION_CODE,
+    "continuity.traces.generator",
+    "continuity.traces.filler",
+    "continuity.traces.prng",
+    "continuity.traces.scenarios",
+)
+_SEEDS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+
+
+def resolve_out_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The output root: `explicit`, else ``$CONTINUITY_OUT``, else ``./out``."""
+    chosen = explicit or os.environ.get(OUT_ENV) or "out"
+    return Path(chosen).expanduser().absolute()
+
+
+def fixtures_dir() -> Path:
+    """The checked-in ``fixtures/`` directory next to the package (editable install)."""
+    return Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def parse_seeds(text: str | None) -> tuple[int, ...]:
+    """Parse ``"101-124"``, ``"101,105,110-112"`` or ``"103"``; None gives the defaults.
+
+    Raises:
+        UsageError: ``seeds_invalid`` for anything else, a reversed or huge range.
+    """
+    if text is None or not text.strip():
+        return DEFAULT_SEEDS
+    seeds: list[int] = []
+    for part in text.split(","):
+        match = _SEEDS.match(part)
+        if not match:
+            raise UsageError(
+                f"cannot read seeds {part.strip()!r}; use A-B, A or a comma list",
+                code="seeds_invalid",
+                location="--seeds",
+            )
+        low = int(match.group(1))
+        high = int(match.group(2) or low)
+        if high < low:
+            raise UsageError(
+                f"seed range {low}-{high} is reversed", code="seeds_invalid", location="--seeds"
+            )
+        seeds.extend(range(low, high + 1))
+        if len(seeds) > MAX_SEEDS:
+            raise UsageError(
+                f"more than {MAX_SEEDS} seeds", code="seeds_invalid", location="--seeds"
+            )
+    return tuple(dict.fromkeys(seeds))
+
+
+class PlannedTrace(msgspec.Struct, frozen=True):
+    """One planned trace: its key spec and how to build it."""
+
+    label: str  # seed or fixture file name, for messages
+    spec: KeySpec
+    seed: int | None = None
+    source: str | None = None  # fixture path for the original suite
+
+
+def _hard_spec(seed: int) -> KeySpec:
+    return KeySpec(
+        kind="trace",
+        salt=GENERATOR_SALT,
+        code=code_digest(GENERATOR_CODE),
+        params={"family": "hard", "seed": seed},
+    )
+
+
+def suite_specs(
+    suite: str, seeds: Sequence[int] | None = None, *, fixtures: Path | None = None
+) -> list[PlannedTrace]:
+    """The planned traces of a suite, with keys computable before anything runs."""
+    if suite not in SUITES:
+        raise UsageError(
+            f"unknown suite {suite!r}; choose one of {', '.join(SUITES)}",
+            code="suite_unknown",
+            location="--suite",
+        )
+    if suite == "original":
+        if seeds:
+            raise UsageError(
+                "--seeds applies to the generated suites, not original",
+                code="seeds_invalid",
+                location="--seeds",
+            )
+        folder = (fixtures or fixtures_dir()) / "original"
+        files = sorted(folder.glob("*.json"))
+        if not files:
+            raise UsageError(
+                f"no original traces in {folder}",
+                code="trace_file_unreadable",
+                location=str(folder),
+            )
+        code = code_digest(VALIDATION_CODE)
+        return [
+            PlannedTrace(
+                path.name,
+                KeySpec(
+                    kind="trace",
+                    salt=ORIGINAL_SALT,
+                    code=code,
+                    params={"family": "original", "file": path.name},
+                    inputs={"source": digest_bytes(path.read_bytes())},
+                ),
+                source=str(path),
+            )
+            for path in files
+        ]
+    chosen = tuple(seeds) if seeds else DEFAULT_SEEDS
+    if suite == "hard":
+        return [PlannedTrace(str(seed), _hard_spec(seed), seed=seed) for seed in chosen]
+    return [
+        PlannedTrace(
+            str(seed),
+            KeySpec(
+                kind="trace",
+                salt=DISTRACTOR_SALT,
+                code=code_digest(GENERATOR_CODE),
+                params={"family": "hard-distractors", "seed": seed},
+                inputs={"hard": _hard_spec(seed).key()},
+            ),
+            seed=seed,
+        )
+        for seed in chosen
+    ]
+
+
+class Manifest(msgspec.Struct, frozen=True, kw_only=True):
+    schema: str = MANIFEST_SCHEMA
+    suite: str
+    tree: str
+    traces: dict[str, str]  # trace id -> blob digest
+
+
+def suite_dir(out_dir: Path, suite: str) -> Path:
+    return out_dir / "traces" / suite
+
+
+def suite_is_current(
+    store: Store,
+    suite: str,
+    seeds: Sequence[int] | None = None,
+    *,
+    out_dir: Path | None = None,
+    fixtures: Path | None = None,
+) -> bool:
+    """Whether building the suite would do nothing: every key has a verified action
+    entry and the materialised files match. Reads only the store and ``out/``."""
+    try:
+        specs = suite_specs(suite, seeds, fixtures=fixtures)
+    except UsageError:
+        return False  # let the action run and report the error
+    folder = suite_dir(out_dir or resolve_out_path(), suite)
+    try:
+        manifest = msgspec.json.decode((folder / "manifest.json").read_bytes(), type=Manifest)
+    except (OSError, msgspec.MsgspecError):
+        return False
+    expected: dict[str, str] = {}
+    for item in specs:
+        entry = store.get_action(item.spec.key())
+        if entry is None:
+            return False
+        expected[str(entry.meta.get("trace_id"))] = entry.output.digest
+    if manifest.traces != expected or not store.has_object(manifest.tree):
+        return False
+    for trace_id, digest in expected.items():
+        try:
+            data = (folder / f"{trace_id}.json").read_bytes()
+        except OSError:
+            return False
+        if digest_bytes(data) != digest:
+            return False
+    return True

@@ -1,0 +1,41 @@
+"""Shared fixtures: every test gets its own store and output directory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from continuity.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+ORIGINALS = REPO / "fixtures" / "original"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # Nothing a test does may touch the checkout's store/ or out/.
+    monkeypatch.setenv("CONTINUITY_STORE", str(tmp_path / "env-store"))
+    monkeypatch.setenv("CONTINUITY_OUT", str(tmp_path / "env-out"))
+    yield
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "store")
+
+
+@pytest.fixture
+def out_dir(tmp_path: Path) -> Path:
+    return tmp_path / "out"
+
+
+def store_files(store: Store) -> dict[str, bytes]:
+    """Every file under objects/, actions/ and refs/ with its bytes."""
+    files = {}
+    for folder in (store.objects_dir, store.actions_dir, store.refs_dir):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                files[str(path.relative_to(store.root))] = path.read_bytes()
+    return files

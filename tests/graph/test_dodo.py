@@ -1,0 +1,209 @@
+"""The doit build graph end to end: real doit processes over a temporary store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from continuity.graph import DEP_FILE_NAME
+from continuity.store import Store
+from continuity.traces import generator, keys
+from continuity.traces.suites import build_suite
+from tests.conftest import REPO, store_files
+
+
+def doit(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "CONTINUITY_STORE": str(tmp_path / "store"),
+        "CONTINUITY_OUT": str(tmp_path / "out"),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_list_shows_the_named_commands(tmp_path: Path) -> None:
+    listing = doit(tmp_path, "list").stdout
+    lines = {line.split()[0]: line for line in listing.splitlines() if line.strip()}
+    assert {"traces", "offline_contract", "gc"} <= set(lines)
+    assert all(len(lines[name].split(None, 1)) == 2 for name in ("traces", "offline_contract"))
+    assert (tmp_path / "store" / DEP_FILE_NAME).parent.is_dir()
+    info = doit(tmp_path, "info", "traces", check=False)  # exit 1 = "not up to date"
+    assert info.returncode == 1 and "uptodate" in info.stdout
+    assert "--seeds" in doit(tmp_path, "help", "traces").stdout
+
+
+def test_noop_rerun_executes_nothing_even_without_the_dep_file(tmp_path: Path) -> None:
+    first = doit(tmp_path, "traces", "--suite", "hard")
+    assert ".  traces" in first.stdout and "8 built" in first.stdout
+    manifest = json.loads((tmp_path / "out/traces/hard/manifest.json").read_text())
+    assert sorted(manifest["traces"]) == sorted(generator.trace_id_for(s) for s in range(101, 109))
+    store = Store(tmp_path / "store")
+    before = store_files(store)
+    again = doit(tmp_path, "traces", "--suite", "hard")
+    assert "-- traces" in again.stdout and "built" not in again.stdout
+    (tmp_path / "store" / DEP_FILE_NAME).unlink()
+    after_delete = doit(tmp_path, "traces", "--suite", "hard")
+    assert "-- traces" in after_delete.stdout
+    assert store_files(store) == before
+
+
+def test_missing_output_or_other_seeds_rerun_only_what_is_needed(tmp_path: Path) -> None:
+    doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101-102")
+    (tmp_path / "out/traces/hard/gen-grant-101.json").unlink()
+    rerun = doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101-102")
+    assert ".  traces" in rerun.stdout and "(0 built, 2 from the store)" in rerun.stdout
+    assert (tmp_path / "out/traces/hard/gen-grant-101.json").is_file()
+    more = doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101-104")
+    assert "(2 built, 2 from the store)" in more.stdout
+
+
+def test_a_corrupt_object_is_reported_and_rebuilt(tmp_path: Path) -> None:
+    doit(tmp_path, "traces", "--suite", "hard", "--seeds", "103")
+    store = Store(tmp_path / "store")
+    manifest = json.loads((tmp_path / "out/traces/hard/manifest.json").read_text())
+    path = store.object_path(manifest["traces"]["gen-rowing-103"])
+    path.chmod(0o644)
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0xFF
+    path.write_bytes(bytes(data))
+    rerun = doit(tmp_path, "traces", "--suite", "hard", "--seeds", "103")
+    assert "corrupt file" in rerun.stderr and "quarantined" in rerun.stderr
+    assert "(1 built, 0 from the store)" in rerun.stdout
+    assert store.get_blob(manifest["traces"]["gen-rowing-103"])
+
+
+def test_bad_input_fails_with_its_code(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    doc = json.loads((REPO / "fixtures/original/brightline-return.json").read_text())
+    doc["fictional"] = False
+    broken.write_text(json.dumps(doc))
+    result = doit(tmp_path, "traces", "--file", str(broken), check=False)
+    assert result.returncode != 0
+    assert "trace_not_fictional" in result.stdout + result.stderr
+    assert not list((tmp_path / "store" / "objects").rglob("*"))
+    seeds = doit(tmp_path, "traces", "--suite", "hard", "--seeds", "9-1", check=False)
+    assert seeds.returncode != 0 and "seeds_invalid" in seeds.stdout + seeds.stderr
+    suite = doit(tmp_path, "traces", "--suite", "tiny", check=False)
+    assert suite.returncode != 0 and "suite_unknown" in suite.stdout + suite.stderr
+
+
+def test_a_valid_user_trace_is_stored(tmp_path: Path) -> None:
+    result = doit(
+        tmp_path, "traces", "--file", str(REPO / "fixtures/original/brightline-return.json")
+    )
+    assert "is valid; stored as" in result.stdout
+    assert (tmp_path / "out/traces/file/brightline-return.json").is_file()
+
+
+def test_two_doit_processes_share_one_store(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "CONTINUITY_STORE": str(tmp_path / "store"),
+        "CONTINUITY_OUT": str(tmp_path / "out"),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "doit",
+        "-f",
+        str(REPO / "dodo.py"),
+        "traces",
+        "--suite",
+        "hard",
+        "--seeds",
+        "101-104",
+    ]
+    procs = [
+        subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    assert "-- traces" in doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101-104").stdout
+
+
+def test_sigkill_mid_build_then_rerun_finishes_only_the_rest(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "CONTINUITY_STORE": str(tmp_path / "store"),
+        "CONTINUITY_OUT": str(tmp_path / "out"),
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "doit",
+            "-f",
+            str(REPO / "dodo.py"),
+            "traces",
+            "--suite",
+            "hard",
+            "--seeds",
+            "101-124",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "[4/24]" in line:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    done = sum(1 for _ in Store(tmp_path / "store").iter_actions())
+    assert 4 <= done < 24
+    rerun = doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101-124")
+    assert f"({24 - done} built, {done} from the store)" in rerun.stdout
+
+
+def test_bumping_the_generator_salt_rebuilds_hard_but_not_original(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store(tmp_path / "store")
+    out = tmp_path / "out"
+    build_suite(store, "hard", (101, 102), out_dir=out)
+    build_suite(store, "original", out_dir=out)
+    build_suite(store, "hard-distractors", (101,), out_dir=out)
+    monkeypatch.setattr(keys, "GENERATOR_SALT", "hard-generator-bumped")
+    assert build_suite(store, "hard", (101, 102), out_dir=out).built == 2
+    assert build_suite(store, "original", out_dir=out).built == 0
+    # Distractors are keyed on their hard twin, so they follow the generator.
+    assert build_suite(store, "hard-distractors", (101,), out_dir=out).built == 1
+    monkeypatch.setattr(keys, "DISTRACTOR_SALT", "hard-distractors-bumped")
+    assert build_suite(store, "hard", (101, 102), out_dir=out).built == 0
+    assert build_suite(store, "hard-distractors", (101,), out_dir=out).built == 1
+
+
+def test_gc_dry_run_and_run(tmp_path: Path) -> None:
+    doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101")
+    preview = doit(tmp_path, "gc", "--dry-run", "--grace", "0")
+    assert "would remove 0 objects" in preview.stdout
+    store = Store(tmp_path / "store")
+    store.put_blob(b"orphan")
+    time.sleep(0.01)
+    assert "would remove 1 objects" in doit(tmp_path, "gc", "--dry-run", "--grace", "0").stdout
+    assert "removed 1 objects" in doit(tmp_path, "gc", "--grace", "0").stdout
+    assert "-- traces" in doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101").stdout
