@@ -207,3 +207,29 @@ def test_gc_dry_run_and_run(tmp_path: Path) -> None:
     assert "would remove 1 objects" in doit(tmp_path, "gc", "--dry-run", "--grace", "0").stdout
     assert "removed 1 objects" in doit(tmp_path, "gc", "--grace", "0").stdout
     assert "-- traces" in doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101").stdout
+
+
+def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_path: Path) -> None:
+    result = doit(tmp_path, "offline_contract")
+    assert "offline contract passed" in result.stdout
+    report = tmp_path / "out" / "contract" / "contract.md"
+    assert f"report at {report}" in result.stdout
+    data = json.loads((tmp_path / "out" / "contract" / "contract.json").read_text())
+    assert data["passed"] is True
+    assert {s["suite"]: s["traces"] for s in data["suites"]} == {
+        "original": 4, "hard": 8, "hard-distractors": 8}
+    for suite in ("original", "hard", "hard-distractors"):
+        assert (tmp_path / "out" / "traces" / suite / "manifest.json").is_file()
+    again = doit(tmp_path, "offline_contract")
+    assert "offline contract passed" in again.stdout
+    assert json.loads((tmp_path / "out/contract/contract.json").read_text())["suites"][0][
+        "built"] == 0
+
+
+def test_store_and_out_params_move_everything(tmp_path: Path) -> None:
+    store, out = tmp_path / "param-store", tmp_path / "param-out"
+    doit(tmp_path, "traces", "--suite", "hard", "--seeds", "105", "--store", str(store),
+         "--out", str(out))
+    assert (out / "traces/hard/gen-cider-105.json").is_file()
+    assert list(Store(store).iter_actions())
+    assert not (tmp_path / "out").exists()
