@@ -217,19 +217,33 @@ def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_pat
     data = json.loads((tmp_path / "out" / "contract" / "contract.json").read_text())
     assert data["passed"] is True
     assert {s["suite"]: s["traces"] for s in data["suites"]} == {
-        "original": 4, "hard": 8, "hard-distractors": 8}
+        "original": 4,
+        "hard": 8,
+        "hard-distractors": 8,
+    }
     for suite in ("original", "hard", "hard-distractors"):
         assert (tmp_path / "out" / "traces" / suite / "manifest.json").is_file()
     again = doit(tmp_path, "offline_contract")
     assert "offline contract passed" in again.stdout
-    assert json.loads((tmp_path / "out/contract/contract.json").read_text())["suites"][0][
-        "built"] == 0
+    assert (
+        json.loads((tmp_path / "out/contract/contract.json").read_text())["suites"][0]["built"] == 0
+    )
 
 
 def test_store_and_out_params_move_everything(tmp_path: Path) -> None:
     store, out = tmp_path / "param-store", tmp_path / "param-out"
-    doit(tmp_path, "traces", "--suite", "hard", "--seeds", "105", "--store", str(store),
-         "--out", str(out))
+    doit(
+        tmp_path,
+        "traces",
+        "--suite",
+        "hard",
+        "--seeds",
+        "105",
+        "--store",
+        str(store),
+        "--out",
+        str(out),
+    )
     assert (out / "traces/hard/gen-cider-105.json").is_file()
     assert list(Store(store).iter_actions())
     assert not (tmp_path / "out").exists()

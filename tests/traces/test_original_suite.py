@@ -28,8 +28,15 @@ from continuity.traces.validate import load_trace
 from tests.conftest import ORIGINALS
 
 FILES = sorted(ORIGINALS.glob("*.json"))
-SEVEN = {"tool_identifier", "active_constraint", "superseded_current", "commitment_status",
-         "artifact_status", "next_action", "abstention"}
+SEVEN = {
+    "tool_identifier",
+    "active_constraint",
+    "superseded_current",
+    "commitment_status",
+    "artifact_status",
+    "next_action",
+    "abstention",
+}
 
 
 @functools.cache
@@ -53,15 +60,24 @@ def test_original_shape(path: Path) -> None:
     assert len({s.date for s in trace.sessions}) == 5
     assert 36 <= sum(isinstance(t, OwnerMessage) for t in turns) <= 38
     assert 24 <= len(results) <= 32
-    assert {r.tool_kind for r in results} == {"email", "chat", "web", "document", "calendar",
-                                              "parcel"}
+    assert {r.tool_kind for r in results} == {
+        "email",
+        "chat",
+        "web",
+        "document",
+        "calendar",
+        "parcel",
+    }
     # One mid-turn steer.
     assert sum(isinstance(t, Steer) for t in turns) == 1
     # 13 probes in the seven categories; sent versus drafted.
     assert len(trace.probes) == 13
     assert {p.category for p in trace.probes} == SEVEN
-    statuses = {p.expectation.status for p in trace.probes
-                if isinstance(p.expectation, CommitmentStatusExpectation)}
+    statuses = {
+        p.expectation.status
+        for p in trace.probes
+        if isinstance(p.expectation, CommitmentStatusExpectation)
+    }
     assert {"SENT", "DRAFTED"} <= statuses
     # Fits inside the cold-rebuild bounds (32 records / 64 KiB of retained results).
     assert sum(retained_bytes(r) for r in results) <= 65536
@@ -75,14 +91,21 @@ def test_original_shape(path: Path) -> None:
     assert all("tool result" in p.text.lower() for p in trace.probes)
 
 
-@pytest.mark.parametrize("trace", [load(FILES[0]), generate_trace(104)],
-                         ids=["original", "hard"])
+@pytest.mark.parametrize("trace", [load(FILES[0]), generate_trace(104)], ids=["original", "hard"])
 def test_replay_projection_has_no_probes_or_expectations(trace: Trace) -> None:
     projection = replay_projection(trace)
     data = encode_trace(projection)
     document = json.loads(data)
-    assert set(document) == {"schema_version", "trace_id", "fictional", "family", "scenario",
-                             "title", "seed", "sessions"}
+    assert set(document) == {
+        "schema_version",
+        "trace_id",
+        "fictional",
+        "family",
+        "scenario",
+        "title",
+        "seed",
+        "sessions",
+    }
     text = data.decode()
     for word in ('"probes"', '"expectation"', '"category"', '"design_role"', '"evidence"'):
         assert word not in text
