@@ -21,7 +21,12 @@ from continuity.traces.keys import SUITES, resolve_out_path
 from continuity.traces.schema import decode_trace
 from continuity.traces.suites import SuiteResult, build_suite
 
-__all__ = ["ContractReport", "SuiteSummary", "run_offline_contract"]
+__all__ = [
+    "ContractReport",
+    "SuiteSummary",
+    "check_distractor_pairs",
+    "run_offline_contract",
+]
 
 CONTRACT_SCHEMA = "continuity-offline-contract-v1"
 
@@ -59,16 +64,7 @@ def run_offline_contract(
     checks: dict[str, str] = {
         "suites_valid": "every trace of the three default suites validated before storage",
     }
-    hard = {i.trace_id: i.digest for i in results["hard"].items}
-    for item in results["hard-distractors"].items:
-        twin = item.trace_id.removesuffix("-distractors")
-        problems = distractor_differences(
-            decode_trace(store.get_blob(hard[twin])), decode_trace(store.get_blob(item.digest))
-        )
-        if problems:
-            raise ContinuityError(
-                "; ".join(problems[:3]), code="distractors_changed_facts", location=item.trace_id
-            )
+    check_distractor_pairs(store, results["hard"], results["hard-distractors"])
     checks["distractors_neutral"] = (
         "hard-distractors differ from their hard twins only in labelled filler units; "
         "facts, probes, byte sizes and estimated tokens are identical"
@@ -89,6 +85,28 @@ def run_offline_contract(
     md_path = folder / "contract.md"
     md_path.write_text(_markdown(report), encoding="utf-8")
     return report, md_path
+
+
+def check_distractor_pairs(store: Store, hard: SuiteResult, distractors: SuiteResult) -> None:
+    """Compare every stored distractor trace with its stored hard twin.
+
+    Raises:
+        ContinuityError: ``distractors_changed_facts`` naming the first bad trace.
+    """
+    twins = {i.trace_id: i.digest for i in hard.items}
+    for item in distractors.items:
+        twin = twins.get(item.trace_id.removesuffix("-distractors"))
+        problems = (
+            ["no hard twin was built"]
+            if twin is None
+            else distractor_differences(
+                decode_trace(store.get_blob(twin)), decode_trace(store.get_blob(item.digest))
+            )
+        )
+        if problems:
+            raise ContinuityError(
+                "; ".join(problems[:3]), code="distractors_changed_facts", location=item.trace_id
+            )
 
 
 def _markdown(report: ContractReport) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from continuity.digest import digest_bytes
-from continuity.errors import ObjectCorrupt, ObjectMissing, RecordCorrupt, UsageError
+from continuity.errors import ObjectCorrupt, ObjectMissing, RecordCorrupt, StoreError, UsageError
 from continuity.store import Store, TreeEntry, resolve_store_path
 
 
@@ -136,9 +136,9 @@ def test_symlinks_are_not_stored(store: Store, tmp_path: Path) -> None:
     source = tmp_path / "ws"
     source.mkdir()
     (source / "link").symlink_to("/etc/hostname")
-    with pytest.raises(Exception) as err:
+    with pytest.raises(StoreError) as err:
         store.put_dir(source)
-    assert getattr(err.value, "code", "") == "tree_entry_invalid"
+    assert err.value.code == "tree_entry_invalid"
 
 
 def test_store_location_follows_the_environment(
@@ -157,3 +157,25 @@ def test_a_file_is_not_a_store(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as err:
         Store(path)
     assert err.value.code == "store_path_invalid"
+
+
+def test_restore_refuses_a_non_empty_target(store: Store, tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "f").write_text("x")
+    tree = store.put_dir(source)
+    target = tmp_path / "busy"
+    target.mkdir()
+    (target / "already").write_text("here")
+    with pytest.raises(StoreError) as err:
+        store.restore_tree(tree.digest, target)
+    assert err.value.code == "restore_target_not_empty"
+    assert (target / "already").read_text() == "here"
+
+
+def test_tree_entry_names_are_checked(store: Store) -> None:
+    blob = store.put_blob(b"x")
+    for bad in ("a/b", "..", ""):
+        with pytest.raises(StoreError) as err:
+            store.put_tree({bad: TreeEntry("blob", blob.digest, blob.size)})
+        assert err.value.code == "tree_entry_invalid"
