@@ -20,7 +20,6 @@ from continuity.traces.schema import (
     ReplayTrace,
     Steer,
     ToolResult,
-    Trace,
     Turn,
     iter_turns,
 )
@@ -64,7 +63,7 @@ def turn_tokens(turn: Turn) -> int:
     return -(-estimate_chars(turn) // 4)
 
 
-def estimate_tokens(trace: Trace | ReplayTrace) -> int:
+def estimate_tokens(trace: ReplayTrace) -> int:
     """Pi's context estimate with the whole conversation in context (the probe turn)."""
     return sum(turn_tokens(turn) for _, _, turn in iter_turns(trace))
 

@@ -214,18 +214,6 @@ class Probe(_Strict, frozen=True):
 # -- traces ----------------------------------------------------------------------------------
 
 
-class Trace(_Strict, frozen=True, kw_only=True):
-    schema_version: int
-    trace_id: str
-    fictional: bool
-    family: Family
-    scenario: str
-    title: str
-    seed: int | None = None
-    sessions: tuple[Session, ...]
-    probes: tuple[Probe, ...]
-
-
 class ReplayTrace(_Strict, frozen=True, kw_only=True):
     """The replay projection: the conversation without probes or expectations."""
 
@@ -239,20 +227,17 @@ class ReplayTrace(_Strict, frozen=True, kw_only=True):
     sessions: tuple[Session, ...]
 
 
+class Trace(ReplayTrace, frozen=True, kw_only=True):
+    """A conversation and the probes asked after it."""
+
+    probes: tuple[Probe, ...]
+
+
 def replay_projection(trace: Trace) -> ReplayTrace:
-    return ReplayTrace(
-        schema_version=trace.schema_version,
-        trace_id=trace.trace_id,
-        fictional=trace.fictional,
-        family=trace.family,
-        scenario=trace.scenario,
-        title=trace.title,
-        seed=trace.seed,
-        sessions=trace.sessions,
-    )
+    return ReplayTrace(**{name: getattr(trace, name) for name in ReplayTrace.__struct_fields__})
 
 
-def iter_turns(trace: Trace | ReplayTrace) -> Iterator[tuple[int, int, Turn]]:
+def iter_turns(trace: ReplayTrace) -> Iterator[tuple[int, int, Turn]]:
     """(session index, turn index, turn) in conversation order."""
     for s_index, session in enumerate(trace.sessions):
         for t_index, turn in enumerate(session.turns):
@@ -262,7 +247,7 @@ def iter_turns(trace: Trace | ReplayTrace) -> Iterator[tuple[int, int, Turn]]:
 _encoder = msgspec.json.Encoder()
 
 
-def encode_trace(trace: Trace | ReplayTrace) -> bytes:
+def encode_trace(trace: ReplayTrace) -> bytes:
     """Canonical bytes of a trace: field order is the schema's, so equal traces give
     equal bytes (and therefore equal store digests)."""
     return _encoder.encode(trace)

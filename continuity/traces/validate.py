@@ -209,7 +209,6 @@ class _Checker:
         self.turns: dict[str, _Located] = {}
         self.records: list[ToolResult] = []
         self.record_paths: list[str] = []
-        self.record_index: dict[str, int] = {}
 
     def add(self, code: str, location: str, message: str) -> None:
         self.issues.append(Issue(code, location, message))
@@ -273,7 +272,6 @@ class _Checker:
                 self.turns[turn.turn_id] = _Located(path, turn, text, order, s_index)
                 order += 1
                 if isinstance(turn, ToolResult):
-                    self.record_index[turn.turn_id] = len(self.records)
                     self.records.append(turn)
                     self.record_paths.append(path)
         probe_ids = Counter(p.probe_id for p in self.trace.probes)
@@ -636,11 +634,12 @@ class _Checker:
         self.add(code, "$.probes", f"no {kind.__name__} probe with design_role {role!r}")
         return None
 
-    def _record_of(self, fact: Fact) -> tuple[int, ToolResult] | None:
+    def _record_of(self, fact: Fact) -> ToolResult | None:
+        """The first tool result among a fact's evidence."""
         for turn_id in fact.evidence:
             located = self.turns.get(turn_id)
             if located and isinstance(located.turn, ToolResult):
-                return self.record_index[turn_id], located.turn
+                return located.turn
         return None
 
     def _design_roles(self) -> None:
@@ -675,32 +674,42 @@ class _Checker:
                         f"{role} is superseded {len(exp.superseded)} times; needs {supersessions}",
                     )
 
-        found = self._role_probe("account_reference", ToolIdentifierExpectation)
-        if found:
-            self._account_reference(*found, projected)
-        found = self._role_probe("mid_result_identifier", ToolIdentifierExpectation)
-        if found:
-            self._mid_result(*found)
-        found = self._role_probe("head_identifier", ToolIdentifierExpectation)
-        if found:
-            self._head_identifier(*found, projected)
+        projected_ids = {self.records[i].turn_id for i in projected}
+        checks = (
+            ("account_reference", self._account_reference),
+            ("mid_result_identifier", self._mid_result),
+            ("head_identifier", self._head_identifier),
+        )
+        for role, check in checks:
+            located = self._identifier_record(role)
+            if located:
+                check(*located, projected_ids)
         for p_index, probe in enumerate(self.trace.probes):
             if isinstance(probe.expectation, RedactionExpectation):
                 self._secret(p_index, probe.expectation.secret)
 
-    def _account_reference(self, p_index: int, probe: Probe, projected: set[int]) -> None:
-        exp = probe.expectation
-        assert isinstance(exp, ToolIdentifierExpectation)
-        path = f"$.probes[{p_index}].expectation.answer"
-        found = self._record_of(exp.answer)
+    def _identifier_record(
+        self, role: str
+    ) -> tuple[str, ToolIdentifierExpectation, ToolResult] | None:
+        """The probe playing `role`, its expectation and the record holding its answer."""
+        found = self._role_probe(role, ToolIdentifierExpectation)
         if found is None:
-            return
-        index, record = found
+            return None
+        p_index, probe = found
+        assert isinstance(probe.expectation, ToolIdentifierExpectation)
+        record = self._record_of(probe.expectation.answer)
+        if record is None:
+            return None
+        return f"$.probes[{p_index}].expectation.answer", probe.expectation, record
+
+    def _account_reference(
+        self, path: str, exp: ToolIdentifierExpectation, record: ToolResult, projected: set[str]
+    ) -> None:
         after = self.turns[record.turn_id].order
         later_text = sum(
             1 for loc in self.turns.values() if loc.order > after and is_text_message(loc.turn)
         )
-        if index in projected:
+        if record.turn_id in projected:
             self.add(
                 "placement_invalid",
                 path,
@@ -714,53 +723,45 @@ class _Checker:
                 "outside the canonical last-64 window",
             )
 
-    def _mid_result(self, p_index: int, probe: Probe) -> None:
-        exp = probe.expectation
-        assert isinstance(exp, ToolIdentifierExpectation)
-        found = self._record_of(exp.answer)
-        if found is None:
-            return
-        _, record = found
+    def _mid_result(
+        self, path: str, exp: ToolIdentifierExpectation, record: ToolResult, projected: set[str]
+    ) -> None:
         offset = record.output.find(exp.answer.value)
         end = offset + len(exp.answer.value)
         if offset < SUMMARY_RESULT_CHARS or end > len(record.output) - SUMMARY_RESULT_CHARS:
             self.add(
                 "placement_invalid",
-                f"$.probes[{p_index}].expectation.answer",
+                path,
                 f"the identifier sits at {offset:,} of {len(record.output):,} chars; it must "
                 f"be outside the first and last {SUMMARY_RESULT_CHARS:,}",
             )
 
-    def _head_identifier(self, p_index: int, probe: Probe, projected: set[int]) -> None:
-        exp = probe.expectation
-        assert isinstance(exp, ToolIdentifierExpectation)
-        path = f"$.probes[{p_index}].expectation"
-        found = self._record_of(exp.answer)
-        if found is None:
-            return
-        index, record = found
+    def _head_identifier(
+        self, path: str, exp: ToolIdentifierExpectation, record: ToolResult, projected: set[str]
+    ) -> None:
         data = record.output.encode("utf-8")
-        offset = data.find(exp.answer.value.encode("utf-8"))
+        value = exp.answer.value.encode("utf-8")
+        offset = data.find(value)
         problems = []
         if len(data) <= RESULT_HEAD_BYTES:
             problems.append("its result is not over 16 KiB")
-        if offset < 0 or offset + len(exp.answer.value.encode("utf-8")) > RESULT_HEAD_BYTES:
+        if offset < 0 or offset + len(value) > RESULT_HEAD_BYTES:
             problems.append("it is not inside the first 16 KiB")
-        if index not in projected:
+        if record.turn_id not in projected:
             problems.append("its record is not among the newest projected records")
         if "booking pack" not in record.output[:400].lower():
             problems.append("its result is not the booking pack")
         if not exp.superseded:
             problems.append("it has no superseded decoy")
         for problem in problems:
-            self.add("placement_invalid", f"{path}.answer", f"head-of-result identifier: {problem}")
+            self.add("placement_invalid", path, f"head-of-result identifier: {problem}")
 
     def _secret(self, p_index: int, secret: Fact) -> None:
         path = f"$.probes[{p_index}].expectation.secret"
         if len(secret.value) < 8:
             self.add("placement_invalid", path, "a secret needs at least 8 characters")
-        found = self._record_of(secret)
-        if found and not CREDENTIAL_ASSIGNMENT.search(found[1].output):
+        record = self._record_of(secret)
+        if record and not CREDENTIAL_ASSIGNMENT.search(record.output):
             self.add(
                 "placement_invalid",
                 path,

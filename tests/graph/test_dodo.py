@@ -19,16 +19,23 @@ from continuity.traces.suites import build_suite
 from tests.conftest import REPO, store_files
 
 
-def doit(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {
+def doit_env(tmp_path: Path) -> dict[str, str]:
+    return {
         **os.environ,
         "CONTINUITY_STORE": str(tmp_path / "store"),
         "CONTINUITY_OUT": str(tmp_path / "out"),
     }
+
+
+def doit_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), *args]
+
+
+def doit(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), *args],
+        doit_command(*args),
         cwd=REPO,
-        env=env,
+        env=doit_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=300,
@@ -113,26 +120,15 @@ def test_a_valid_user_trace_is_stored(tmp_path: Path) -> None:
 
 
 def test_two_doit_processes_share_one_store(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "CONTINUITY_STORE": str(tmp_path / "store"),
-        "CONTINUITY_OUT": str(tmp_path / "out"),
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "doit",
-        "-f",
-        str(REPO / "dodo.py"),
-        "traces",
-        "--suite",
-        "hard",
-        "--seeds",
-        "101-104",
-    ]
+    command = doit_command("traces", "--suite", "hard", "--seeds", "101-104")
     procs = [
         subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            command,
+            cwd=REPO,
+            env=doit_env(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for _ in range(2)
     ]
@@ -142,26 +138,10 @@ def test_two_doit_processes_share_one_store(tmp_path: Path) -> None:
 
 
 def test_sigkill_mid_build_then_rerun_finishes_only_the_rest(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "CONTINUITY_STORE": str(tmp_path / "store"),
-        "CONTINUITY_OUT": str(tmp_path / "out"),
-    }
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "doit",
-            "-f",
-            str(REPO / "dodo.py"),
-            "traces",
-            "--suite",
-            "hard",
-            "--seeds",
-            "101-124",
-        ],
+        doit_command("traces", "--suite", "hard", "--seeds", "101-124"),
         cwd=REPO,
-        env=env,
+        env=doit_env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
