@@ -314,3 +314,7 @@ def test_two_traces_sharing_identifiers_collide(store: Store, tmp_path: Path) ->
     with pytest.raises(TraceCollision) as err:
         build_suite(store, "original", fixtures=fixtures, out_dir=tmp_path / "out")
     assert err.value.code == "trace_value_collision"
+    # Each trace is a valid artifact on its own and stays cached; the suite is not: no
+    # suite ref, no plan, no manifest.
+    assert store.list_refs() == []
+    assert not (tmp_path / "out" / "traces" / "original").exists()
