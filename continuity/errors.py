@@ -15,11 +15,18 @@ The tree::
     │   │            placement_invalid, owner_rules_missing, vocabulary_not_neutral
     │   └── TraceCollision             two generated traces share an identifier or secret
     │         code: trace_value_collision
-    └── StoreError
-        ├── ObjectMissing              object_missing
-        │   └── ObjectCorrupt          object_corrupt (reported, quarantined, never returned)
-        ├── RecordCorrupt              record_corrupt (an action entry or ref failed its check)
-        └── DigestInvalid              digest_invalid
+    ├── StoreError
+    │   ├── ObjectMissing              object_missing
+    │   │   └── ObjectCorrupt          object_corrupt (reported, quarantined, never returned)
+    │   ├── RecordCorrupt              record_corrupt (an action entry or ref failed its check)
+    │   └── DigestInvalid              digest_invalid
+    └── HarnessError                   the reference harness could not complete a run
+        ├── ScriptExhausted            script_exhausted (a scripted model ran out of steps)
+        ├── ToolError                  a real MCP tool call failed
+        │     codes: tool_server_unavailable, tool_response_malformed, tool_call_failed
+        ├── SessionCorrupt             session_corrupt (a durable session file is unreadable)
+        ├── ReplayFidelityError        replay_fidelity_failed (replay diverged from the trace)
+        └── CheckpointError            checkpoint_busy, checkpoint_missing, child_failed
 
 A user can grep the code; tests assert it. `str(error)` is always
 ``"<code>: <message> (at <location>)"``.
@@ -32,13 +39,19 @@ from collections.abc import Sequence
 import msgspec
 
 __all__ = [
+    "CheckpointError",
     "ContinuityError",
     "DigestInvalid",
+    "HarnessError",
     "Issue",
     "ObjectCorrupt",
     "ObjectMissing",
     "RecordCorrupt",
+    "ReplayFidelityError",
+    "ScriptExhausted",
+    "SessionCorrupt",
     "StoreError",
+    "ToolError",
     "TraceCollision",
     "TraceError",
     "TraceInvalid",
@@ -129,3 +142,27 @@ class RecordCorrupt(StoreError):
 
 class DigestInvalid(StoreError):
     default_code = "digest_invalid"
+
+
+class HarnessError(ContinuityError):
+    default_code = "harness_error"
+
+
+class ScriptExhausted(HarnessError):
+    default_code = "script_exhausted"
+
+
+class ToolError(HarnessError):
+    default_code = "tool_call_failed"
+
+
+class SessionCorrupt(HarnessError):
+    default_code = "session_corrupt"
+
+
+class ReplayFidelityError(HarnessError):
+    default_code = "replay_fidelity_failed"
+
+
+class CheckpointError(HarnessError):
+    default_code = "checkpoint_missing"

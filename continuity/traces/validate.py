@@ -287,6 +287,7 @@ class _Checker:
         pending: dict[str, str] = {}  # call id -> tool, awaiting a result
         answered: set[str] = set()  # calls of the latest assistant step already answered
         awaiting_reply = False  # an owner message or steer not yet answered
+        turn_over = False  # the last assistant message had no tool calls
         for s_index, session in enumerate(self.trace.sessions):
             s_path = f"$.sessions[{s_index}]"
             try:
@@ -301,6 +302,12 @@ class _Checker:
                 self.add("sequence_invalid", f"{s_path}.turns[0]", "a session opens with the owner")
             for t_index, turn in enumerate(session.turns):
                 path = f"{s_path}.turns[{t_index}]"
+                if turn_over and not isinstance(turn, OwnerMessage):
+                    self.add(
+                        "sequence_invalid",
+                        path,
+                        "a reply without tool calls ends the turn; the owner speaks next",
+                    )
                 if isinstance(turn, (OwnerMessage, AssistantMessage)) and pending:
                     self.add(
                         "sequence_invalid",
@@ -337,6 +344,7 @@ class _Checker:
                             f"step; {turn.during_call!r} is not one",
                         )
                     awaiting_reply = True
+                turn_over = isinstance(turn, AssistantMessage) and not turn.tool_calls
         if pending:
             self.add("sequence_invalid", "$.sessions", f"calls {sorted(pending)} never answered")
         if awaiting_reply:

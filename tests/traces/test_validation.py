@@ -101,6 +101,20 @@ def m_date_backwards(doc: Doc) -> tuple[Doc, str]:
     return doc, "$.sessions[1].date"
 
 
+def m_reply_then_more(doc: Doc) -> tuple[Doc, str]:
+    for s_index, session in enumerate(doc["sessions"]):
+        for t_index, turn in enumerate(session["turns"]):
+            if turn["kind"] == "assistant" and not turn.get("tool_calls") and t_index > 0:
+                extra = {
+                    "kind": "assistant",
+                    "turn_id": "extra-reply",
+                    "text": "And another thing.",
+                }
+                session["turns"].insert(t_index + 1, extra)
+                return doc, f"$.sessions[{s_index}].turns[{t_index + 1}]"
+    raise AssertionError
+
+
 def m_unknown_tool(doc: Doc) -> tuple[Doc, str]:
     for path, turn in turns(doc):
         if turn["kind"] == "assistant" and turn.get("tool_calls"):
@@ -217,6 +231,7 @@ CASES: list[tuple[str, Callable[[], Doc], Mutation]] = [
     ("trace_malformed", original, m_unknown_field),
     ("duplicate_id", original, m_duplicate),
     ("sequence_invalid", original, m_date_backwards),
+    ("sequence_invalid", original, m_reply_then_more),
     ("tool_call_invalid", original, m_unknown_tool),
     ("shape_out_of_range", original, m_four_days),
     ("steer_missing", original, m_no_steer),
