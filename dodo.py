@@ -1,10 +1,17 @@
 """doit entry point: wires `rules/` into doit. No benchmark logic lives here."""
 
 from continuity.graph import doit_config
+from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
 from rules.store import task_gc
 from rules.traces import task_traces
 
 DOIT_CONFIG = doit_config()
 
-__all__ = ["DOIT_CONFIG", "task_gc", "task_offline_contract", "task_traces"]
+__all__ = [
+    "DOIT_CONFIG",
+    "task_checkpoints",
+    "task_gc",
+    "task_offline_contract",
+    "task_traces",
+]

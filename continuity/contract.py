@@ -1,9 +1,11 @@
 """The offline contract: what CI runs and the README's main command produces.
 
-For now it builds and validates all three default trace suites (the original fixtures,
-hard seeds 101-108, hard-distractors 101-108), checks the distractor invariants against
-their hard twins, and writes a small report. Later stages (checkpoints, arms, units,
-aggregate) extend it.
+It builds and validates all three default trace suites (the original fixtures, hard
+seeds 101-108, hard-distractors 101-108) and checks the distractor invariants against
+their hard twins. It then replays the originals and hard seeds 101-102 through the
+reference harness into checkpoints (scripted model, real MCP tool calls), forks each
+checkpoint into a fresh child process at its original path, and checks what the child
+sees. Later stages (arms, units, aggregate) extend it.
 """
 
 from __future__ import annotations
@@ -14,16 +16,22 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import ContinuityError
+from continuity.harness.checkpoints import CheckpointResult, fork, run_child
 from continuity.progress import progress
+from continuity.runner.checkpoints import build_checkpoints
 from continuity.store import Store, utc_now
+from continuity.traces.bounds import RESULT_HEAD_BYTES
 from continuity.traces.distractors import distractor_differences
 from continuity.traces.keys import SUITES, resolve_out_path
-from continuity.traces.schema import decode_trace
+from continuity.traces.schema import Steer, ToolResult, decode_trace, iter_turns
 from continuity.traces.suites import SuiteResult, build_suite
+
+CONTRACT_CHECKPOINTS = (("original", None), ("hard", "gen-grant-101,gen-oven-102"))
 
 __all__ = [
     "ContractReport",
     "SuiteSummary",
+    "check_checkpoint",
     "check_distractor_pairs",
     "run_offline_contract",
 ]
@@ -65,6 +73,18 @@ def run_offline_contract(
         "suites_valid": "every trace of the three default suites validated before storage",
     }
     check_distractor_pairs(store, results["hard"], results["hard-distractors"])
+    checkpoints = 0
+    for suite, traces in CONTRACT_CHECKPOINTS:
+        with progress(f"checkpoints {suite}") as tick:
+            built, _ = build_checkpoints(store, suite, traces=traces, out_dir=out, progress=tick)
+        for result in built:
+            check_checkpoint(store, result, results[suite])
+        checkpoints += len(built)
+    checks["checkpoints"] = (
+        f"{checkpoints} checkpoints replayed with real MCP calls: every tool record served "
+        "once in order, every steer delivered as owner input, durable state reloaded "
+        "equal; each fork seen intact by a fresh child at the original path"
+    )
     checks["distractors_neutral"] = (
         "hard-distractors differ from their hard twins only in labelled filler units; "
         "facts, probes, byte sizes and estimated tokens are identical"
@@ -85,6 +105,38 @@ def run_offline_contract(
     md_path = folder / "contract.md"
     md_path.write_text(_markdown(report), encoding="utf-8")
     return report, md_path
+
+
+def check_checkpoint(store: Store, result: CheckpointResult, suite: SuiteResult) -> None:
+    """Fork a checkpoint into a fresh child and compare what it sees with the receipt.
+
+    Raises:
+        ContinuityError: ``checkpoint_contract_failed`` naming the trace.
+    """
+    trace = decode_trace(
+        store.get_blob(next(i.digest for i in suite.items if i.trace_id == result.trace_id))
+    )
+    turns = [t for _, _, t in iter_turns(trace)]
+    records = [t for t in turns if isinstance(t, ToolResult)]
+    oversized = sum(len(r.output.encode("utf-8")) > RESULT_HEAD_BYTES for r in records)
+    with fork(store, result.key) as root:
+        child = run_child(root)
+    receipt = result.receipt
+    problems = []
+    if not receipt.call_log_verified or receipt.tool_calls != len(records):
+        problems.append("tool calls do not match the trace's records")
+    if receipt.steers_owner != sum(isinstance(t, Steer) for t in turns):
+        problems.append("not every steer arrived as owner input")
+    if receipt.truncated_records != oversized:
+        problems.append("oversized results were not cut to their 16 KiB head")
+    if child.tool_history_status != "ok" or child.tool_records_visible != len(records):
+        problems.append(f"the child saw tool history {child.tool_history_status}")
+    if child.context_digest != receipt.context_digest or child.workspace != result.root:
+        problems.append("the child's context differs from the replayed one")
+    if problems:
+        raise ContinuityError(
+            "; ".join(problems), code="checkpoint_contract_failed", location=result.trace_id
+        )
 
 
 def check_distractor_pairs(store: Store, hard: SuiteResult, distractors: SuiteResult) -> None:

@@ -8,6 +8,21 @@ from typing import Any
 from continuity.graph import task_action
 from rules.params import OUT, STORE
 
+SUITE: dict[str, Any] = {
+    "name": "suite",
+    "long": "suite",
+    "type": str,
+    "default": "original",
+    "help": "original | hard | hard-distractors",
+}
+SEEDS: dict[str, Any] = {
+    "name": "seeds",
+    "long": "seeds",
+    "type": str,
+    "default": "",
+    "help": "generated-suite seeds, e.g. 101-124 (default 101-108)",
+}
+
 
 def _build(suite: str, seeds: str, file: str, store: str, out: str) -> str:
     from continuity.progress import progress
@@ -54,20 +69,8 @@ def task_traces() -> dict[str, Any]:
     return {
         "actions": [task_action(_build)],
         "params": [
-            {
-                "name": "suite",
-                "long": "suite",
-                "type": str,
-                "default": "original",
-                "help": "original | hard | hard-distractors",
-            },
-            {
-                "name": "seeds",
-                "long": "seeds",
-                "type": str,
-                "default": "",
-                "help": "generated-suite seeds, e.g. 101-124 (default 101-108)",
-            },
+            SUITE,
+            SEEDS,
             {
                 "name": "file",
                 "long": "file",

@@ -1,0 +1,1 @@
+"""The reference harness: durable sessions, tool history, the agent loop, replay."""

@@ -1,0 +1,202 @@
+"""Checkpoints: a replayed workspace, snapshotted as a content-addressed tree.
+
+A checkpoint's key covers the trace key, the replay configuration and the digest of the
+harness code, so a harness change rebuilds checkpoints and a report change does not.
+Its workspace lives at a fixed absolute path under the store (``checkpoints/``); the
+tool-history sidecar pins that path. A fork restores the pristine snapshot at that same
+path and runs its probe in a fresh child process, so the pinned root matches and the
+artifact-root guard is never bypassed. Forks of one checkpoint never overlap: each holds
+an exclusive lock on the checkpoint for as long as it uses the workspace.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from continuity.errors import CheckpointError
+from continuity.harness.child import ChildReport
+from continuity.harness.keys import ReplayConfig, checkpoint_key, checkpoint_root
+from continuity.harness.replay import ReplayReceipt, replay_trace
+from continuity.store import ObjectRef, Store
+from continuity.traces.schema import ReplayTrace
+
+__all__ = [
+    "CheckpointResult",
+    "ChildReport",
+    "build_checkpoint",
+    "checkpoint_lock",
+    "fork",
+    "run_child",
+]
+
+
+class CheckpointResult(msgspec.Struct, frozen=True):
+    trace_id: str
+    key: str
+    tree: ObjectRef
+    root: str
+    status: str  # built | cached
+    receipt: ReplayReceipt
+
+
+@contextmanager
+def checkpoint_lock(store: Store, key: str, *, timeout: float = 600.0) -> Iterator[float]:
+    """Hold the checkpoint's exclusive lock; yield how long it took to get it.
+
+    Raises:
+        CheckpointError: ``checkpoint_busy`` when the lock is not free within `timeout`.
+    """
+    folder = store.root / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"checkpoint-{key}.lock"
+    started = time.monotonic()
+    with open(path, "a+b") as handle:
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() - started > timeout:
+                    raise CheckpointError(
+                        f"checkpoint {key[:16]} stayed locked for {timeout:.0f}s",
+                        code="checkpoint_busy",
+                        location=str(path),
+                    ) from None
+                time.sleep(0.01)
+        try:
+            yield time.monotonic() - started
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _clear(root: Path) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+
+
+def build_checkpoint(
+    store: Store,
+    trace: ReplayTrace,
+    *,
+    trace_key: str,
+    trace_digest: str,
+    config: ReplayConfig | None = None,
+    tool_server_url: str | None = None,
+    read_timeout: float = 30.0,
+) -> CheckpointResult:
+    """Replay `trace` and store the pristine workspace, unless the checkpoint exists.
+
+    Raises:
+        HarnessError (and subclasses): the replay failed. Nothing is stored and the
+            half-written workspace is removed.
+    """
+    config = config or ReplayConfig()
+    key = checkpoint_key(trace_key, config)
+    entry = store.get_action(key)
+    if entry is not None:
+        return CheckpointResult(
+            trace.trace_id,
+            key,
+            entry.output,
+            str(entry.meta["root"]),
+            "cached",
+            msgspec.convert(entry.meta["receipt"], ReplayReceipt),
+        )
+    root = checkpoint_root(store, trace.trace_id, key)
+    with checkpoint_lock(store, key):
+        _clear(root)  # left behind by a killed build
+        started = time.monotonic()
+        try:
+            receipt = anyio.run(
+                lambda: replay_trace(
+                    trace,
+                    root,
+                    config=config,
+                    trace_digest=trace_digest,
+                    tool_server_url=tool_server_url,
+                    read_timeout=read_timeout,
+                )
+            )
+        except BaseException:
+            _clear(root)
+            raise
+        seconds = time.monotonic() - started
+        tree = store.put_dir(root)
+        store.record_action(
+            key,
+            kind="checkpoint",
+            output=tree,
+            inputs={"trace": trace_key},
+            meta={
+                "trace_id": trace.trace_id,
+                "root": str(root),
+                "receipt": msgspec.to_builtins(receipt),
+                "replay_seconds": round(seconds, 3),
+            },
+        )
+    return CheckpointResult(trace.trace_id, key, tree, str(root), "built", receipt)
+
+
+@contextmanager
+def fork(store: Store, key: str, *, timeout: float = 600.0) -> Iterator[Path]:
+    """Restore checkpoint `key` at its original path and hold it exclusively.
+
+    Raises:
+        CheckpointError: ``checkpoint_missing`` (no verified checkpoint) or
+            ``checkpoint_busy``.
+    """
+    entry = store.get_action(key)
+    if entry is None or entry.kind != "checkpoint":
+        raise CheckpointError(
+            f"no verified checkpoint {key[:16]}",
+            code="checkpoint_missing",
+            location=str(store.action_path(key)),
+        )
+    root = Path(str(entry.meta["root"]))
+    with checkpoint_lock(store, key, timeout=timeout):
+        _clear(root)
+        store.restore_tree(entry.output.digest, root)
+        yield root
+
+
+def run_child(workspace: Path, *, timeout: float = 120.0) -> ChildReport:
+    """Open `workspace` in a fresh Python process and return what it saw.
+
+    Raises:
+        CheckpointError: ``child_failed`` with the child's exit code and error line.
+    """
+    command = [sys.executable, "-m", "continuity.harness.child", "--workspace", str(workspace)]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+    if result.returncode != 0:
+        last = (
+            result.stdout.strip().splitlines()
+            or result.stderr.strip().splitlines()
+            or ["no output"]
+        )[-1]
+        raise CheckpointError(
+            f"child exited {result.returncode}: {last}",
+            code="child_failed",
+            location=str(workspace),
+        )
+    return msgspec.convert(json.loads(result.stdout), ChildReport)

@@ -1,0 +1,60 @@
+"""Checkpoint keys and the replay configuration, light enough for doit's uptodate check
+(no MCP, HTTP or provider imports)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from continuity.digest import KeySpec, code_digest
+from continuity.store import Store
+
+__all__ = [
+    "CHECKPOINT_SALT",
+    "HARNESS_CODE",
+    "ReplayConfig",
+    "checkpoint_key",
+    "checkpoint_root",
+    "checkpoint_spec",
+]
+
+CHECKPOINT_SALT = "checkpoint-v1"
+# The code a checkpoint depends on: a change here rebuilds checkpoints; a change to
+# scoring or reports does not.
+HARNESS_CODE = (
+    "continuity.harness",
+    "continuity.providers",
+    "continuity.servers",
+    "continuity.traces.schema",
+    "continuity.traces.tools",
+    "continuity.traces.bounds",
+)
+
+
+class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What shapes a replay (and so a checkpoint's key). Execution-only settings such as
+    timeouts are not part of it."""
+
+    schema: str = "continuity-replay-config-v1"
+    history_provider: str = "openai-codex"
+    history_model: str = "gpt-6-luna"
+
+
+def checkpoint_spec(trace_key: str, config: ReplayConfig) -> KeySpec:
+    return KeySpec(
+        kind="checkpoint",
+        salt=CHECKPOINT_SALT,
+        code=code_digest(HARNESS_CODE),
+        params={"replay": msgspec.to_builtins(config)},
+        inputs={"trace": trace_key},
+    )
+
+
+def checkpoint_key(trace_key: str, config: ReplayConfig | None = None) -> str:
+    return checkpoint_spec(trace_key, config or ReplayConfig()).key()
+
+
+def checkpoint_root(store: Store, trace_id: str, key: str) -> Path:
+    """The workspace's absolute path: fixed per checkpoint, pinned by its sidecar."""
+    return store.root / "checkpoints" / f"{trace_id}-{key[:16]}"

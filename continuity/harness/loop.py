@@ -1,0 +1,167 @@
+"""The agent loop: one owner turn = model requests and real tool calls until a reply.
+
+Each request carries the session's context at the leaf. An assistant message with tool
+calls is followed by one MCP call per tool call (results go to the session and the
+tool-history sidecar); live input offered meanwhile is appended after the results, so
+it reaches the next request. A message without tool calls ends the turn. The loop never
+compacts: boundaries are separate operations (see the arms).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from continuity.errors import HarnessError
+from continuity.harness.history import CanonicalHistory
+from continuity.harness.live_input import LiveInput
+from continuity.harness.messages import (
+    Attribution,
+    ModelRequest,
+    ToolDefinition,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    UserSource,
+)
+from continuity.harness.session import DurableSession
+from continuity.harness.tool_history import ToolHistory
+from continuity.harness.toolbox import McpToolbox
+from continuity.providers.protocol import Provider, complete
+from continuity.traces.tools import TOOLS
+
+__all__ = ["SYSTEM_PROMPT", "AgentLoop", "TurnReport"]
+
+SYSTEM_PROMPT = (
+    "You are the owner's assistant. You help with their projects by reading email, chat, "
+    "web pages, documents, calendars and parcel tracking through the tools offered, and "
+    "you keep track of what was decided, sent, drafted and still open."
+)
+
+
+class TurnReport(msgspec.Struct, frozen=True):
+    requests: int
+    tool_calls: int
+    live_inputs: int
+    usage: Usage
+
+
+class AgentLoop:
+    """Runs owner turns against a provider with real MCP tools.
+
+    Args:
+        session, history, tool_history: the durable state the loop writes.
+        toolbox: an open `McpToolbox`, or None for a tool-free harness.
+        provider: the model; `model` is the identity requests are bound to.
+        max_rounds: tool rounds allowed in one turn (a runaway guard).
+    """
+
+    def __init__(
+        self,
+        *,
+        session: DurableSession,
+        history: CanonicalHistory,
+        tool_history: ToolHistory,
+        toolbox: McpToolbox | None,
+        provider: Provider,
+        model: str,
+        live_input: LiveInput | None = None,
+        system: str = SYSTEM_PROMPT,
+        max_rounds: int = 64,
+    ) -> None:
+        self.session = session
+        self.history = history
+        self.tool_history = tool_history
+        self.toolbox = toolbox
+        self.provider = provider
+        self.model = model
+        self.live_input = live_input or LiveInput()
+        self.system = system
+        self.max_rounds = max_rounds
+
+    @property
+    def tools(self) -> tuple[ToolDefinition, ...]:
+        return self.toolbox.definitions if self.toolbox else ()
+
+    def request(self) -> ModelRequest:
+        return ModelRequest(
+            session_id=self.session.header.session_id,
+            provider=self.provider.name,
+            model=self.model,
+            system=self.system,
+            messages=tuple(self.session.context()),
+            tools=self.tools,
+        )
+
+    def add_user(self, message: UserMessage) -> None:
+        entry = self.session.append_message(message)
+        self.history.append(
+            "user",
+            message.text,
+            attribution=message.attribution,
+            source=message.source,
+            entry_id=entry.id,
+        )
+
+    async def run_turn(
+        self, text: str, *, attribution: Attribution = "owner", source: UserSource = "owner"
+    ) -> TurnReport:
+        self.add_user(UserMessage(text=text, attribution=attribution, source=source))
+        requests = calls = live = 0
+        usage = Usage()
+        while True:
+            done = await complete(self.provider, self.request())
+            requests += 1
+            usage = usage + done.usage
+            entry = self.session.append_message(
+                done.message,
+                provider=done.provider,
+                model=done.model,
+                usage=done.usage,
+                stop_reason=done.stop_reason,
+            )
+            if done.message.text:
+                self.history.append(
+                    "assistant",
+                    done.message.text,
+                    attribution="host",
+                    source="model",
+                    entry_id=entry.id,
+                )
+            if not done.message.tool_calls:
+                break
+            if requests > self.max_rounds:
+                raise HarnessError(
+                    f"more than {self.max_rounds} tool rounds in one turn",
+                    code="turn_round_limit",
+                    location=self.session.path.name,
+                )
+            if self.toolbox is None:
+                raise HarnessError(
+                    "the model called a tool but none is offered",
+                    code="tool_not_offered",
+                    location=self.session.path.name,
+                )
+            for call in done.message.tool_calls:
+                self.live_input.in_flight_call = call.call_id
+                try:
+                    output = await self.toolbox.call(call)
+                finally:
+                    self.live_input.in_flight_call = None
+                calls += 1
+                self.session.append_message(
+                    ToolResultMessage(call_id=call.call_id, tool=call.name, text=output)
+                )
+                spec = TOOLS.get(call.name)
+                self.tool_history.record(
+                    call_id=call.call_id,
+                    tool=call.name,
+                    kind=spec.kind if spec else "other",
+                    output=output,
+                )
+            for offer in self.live_input.drain():
+                live += 1
+                self.add_user(
+                    UserMessage(text=offer.text, attribution=offer.attribution, source="steer")
+                )
+        self.session.sync()
+        return TurnReport(requests, calls, live, usage)

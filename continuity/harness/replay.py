@@ -1,0 +1,311 @@
+"""Replay a trace through the harness: scripted model, real MCP tools, durable state.
+
+Every owner turn goes through the agent loop. The scripted provider poses as the bound
+history model and answers with the trace's assistant messages; their tool calls are
+real MCP calls to a loopback fixture server holding the trace's frozen outputs, so the
+production path writes the native transcript and the tool-history records. A steer is
+offered through live input while its tool call is in flight, bound to the exact steer
+text, and the scripted reply after it checks that it reached the request, attributed to
+the owner. Scripted turns never compact.
+
+After the last turn the replay proves its own fidelity or fails with
+``replay_fidelity_failed``: every scripted step consumed, the server's call log equal to
+the trace's tool records in order (one call each), every steer delivered as owner input,
+and the session, history and sidecar reloaded from disk equal to what was in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from continuity.digest import value_digest
+from continuity.errors import ContinuityError, HarnessError, ReplayFidelityError
+from continuity.harness.keys import ReplayConfig
+from continuity.harness.live_input import LiveInput
+from continuity.harness.loop import AgentLoop
+from continuity.harness.messages import (
+    ModelRequest,
+    ToolCallRequest,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from continuity.harness.toolbox import McpToolbox
+from continuity.harness.workspace import Workspace
+from continuity.providers.scripted import ScriptedProvider, ScriptedStep
+from continuity.servers.fixture import FixtureToolServer, frozen_records
+from continuity.traces.schema import (
+    AssistantMessage,
+    OwnerMessage,
+    ReplayTrace,
+    Steer,
+    iter_turns,
+)
+
+__all__ = ["ReplayClock", "ReplayConfig", "ReplayReceipt", "replay_trace", "scripted_steps"]
+
+
+class ReplayReceipt(msgspec.Struct, frozen=True, kw_only=True):
+    """Content-free facts about one replay: counts, digests, usage."""
+
+    schema: str = "continuity-replay-receipt-v1"
+    trace_id: str
+    trace_digest: str
+    config: ReplayConfig
+    owner_turns: int
+    requests: int
+    tool_calls: int
+    steers_offered: int
+    steers_owner: int
+    session_entries: int
+    context_messages: int
+    context_digest: str
+    history_records: int
+    tool_records: int
+    truncated_records: int
+    retained_bytes: int
+    call_log_verified: bool
+    usage: Usage
+
+
+class ReplayClock:
+    """Deterministic timestamps: each sitting starts at 09:00 on its trace date and every
+    entry advances one second, so a replay writes byte-identical files."""
+
+    def __init__(self, date: str) -> None:
+        self.start(date)
+
+    def start(self, date: str) -> None:
+        self.date = date
+        self.tick = 9 * 3600
+
+    def __call__(self) -> str:
+        value = self.tick
+        self.tick += 1
+        hours, rest = divmod(value, 3600)
+        return f"{self.date}T{hours:02d}:{rest // 60:02d}:{rest % 60:02d}Z"
+
+
+def _expect_steers(
+    step: ScriptedStep, steers: list[Steer]
+) -> Callable[[ModelRequest], ScriptedStep]:
+    def reply(request: ModelRequest) -> ScriptedStep:
+        last_result = max(
+            (i for i, m in enumerate(request.messages) if isinstance(m, ToolResultMessage)),
+            default=-1,
+        )
+        arrived = [
+            m
+            for m in request.messages[last_result + 1 :]
+            if isinstance(m, UserMessage) and m.source == "steer"
+        ]
+        for steer in steers:
+            if not any(m.text == steer.text and m.attribution == "owner" for m in arrived):
+                raise ReplayFidelityError(
+                    "the steer did not reach the next model request as owner input",
+                    location=steer.turn_id,
+                )
+        return step
+
+    return reply
+
+
+def scripted_steps(
+    trace: ReplayTrace,
+) -> list[ScriptedStep | Callable[[ModelRequest], ScriptedStep]]:
+    """The trace's assistant messages as scripted replies, in order."""
+    steps: list[ScriptedStep | Callable[[ModelRequest], ScriptedStep]] = []
+    pending: list[Steer] = []
+    for _, _, turn in iter_turns(trace):
+        if isinstance(turn, Steer):
+            pending.append(turn)
+        elif isinstance(turn, AssistantMessage):
+            step = ScriptedStep(
+                text=turn.text,
+                tool_calls=tuple(
+                    ToolCallRequest(call_id=c.call_id, name=c.tool, arguments=dict(c.arguments))
+                    for c in turn.tool_calls
+                ),
+            )
+            steps.append(_expect_steers(step, pending) if pending else step)
+            pending = []
+    return steps
+
+
+def _first_typed(exc: BaseException) -> ContinuityError | None:
+    if isinstance(exc, ContinuityError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _first_typed(inner)
+            if found is not None:
+                return found
+    return None
+
+
+async def replay_trace(
+    trace: ReplayTrace,
+    root: Path,
+    *,
+    config: ReplayConfig | None = None,
+    trace_digest: str = "",
+    tool_server_url: str | None = None,
+    read_timeout: float = 30.0,
+) -> ReplayReceipt:
+    """Replay `trace` into a new workspace at `root` and return its receipt.
+
+    With `tool_server_url`, calls go to that MCP server instead of an in-process
+    fixture server (the call log then cannot be checked here).
+
+    Raises:
+        ScriptExhausted, ToolError, ReplayFidelityError, HarnessError: typed failures.
+            The workspace is left as it was when the failure happened; callers store
+            nothing (see `checkpoints`).
+    """
+    try:
+        return await _replay(
+            trace, root, config or ReplayConfig(), trace_digest, tool_server_url, read_timeout
+        )
+    except BaseExceptionGroup as group:  # anyio task groups wrap the typed error
+        typed = _first_typed(group)
+        if typed is None:
+            raise
+        raise typed from None
+
+
+async def _replay(
+    trace: ReplayTrace,
+    root: Path,
+    config: ReplayConfig,
+    trace_digest: str,
+    tool_server_url: str | None,
+    read_timeout: float,
+) -> ReplayReceipt:
+    workspace = Workspace(root.absolute())
+    if workspace.root.exists() and any(workspace.root.iterdir()):
+        raise HarnessError(
+            "replay needs an empty workspace",
+            code="workspace_not_empty",
+            location=str(workspace.root),
+        )
+    clock = ReplayClock(trace.sessions[0].date)
+    session_id = value_digest(("continuity-session", trace.trace_id, trace_digest, config))[:32]
+    session, history, tools = workspace.create(session_id=session_id, clock=clock)
+    steers = {t.during_call: t for _, _, t in iter_turns(trace) if isinstance(t, Steer)}
+    live = LiveInput()
+
+    def offer_steer(call: ToolCallRequest) -> None:
+        steer = steers.get(call.call_id)
+        if steer is not None:  # owner-authored web live input binds the exact text
+            live.offer(steer.text, owner_text=steer.text)
+
+    provider = ScriptedProvider(
+        scripted_steps(trace), name=config.history_provider, model=config.history_model
+    )
+    server = FixtureToolServer(frozen_records(trace)) if tool_server_url is None else None
+    usage = Usage()
+    owner_turns = 0
+    try:
+        session.append_model_change(
+            config.history_provider, config.history_model, reason="bound history model"
+        )
+        async with contextlib.AsyncExitStack() as stack:
+            url = tool_server_url
+            if server is not None:
+                url = await stack.enter_async_context(server.running())
+            assert url is not None
+            toolbox = await stack.enter_async_context(
+                McpToolbox(url, read_timeout=read_timeout, on_call_started=offer_steer)
+            )
+            loop = AgentLoop(
+                session=session,
+                history=history,
+                tool_history=tools,
+                toolbox=toolbox,
+                provider=provider,
+                model=config.history_model,
+                live_input=live,
+            )
+            for sitting in trace.sessions:
+                clock.start(sitting.date)
+                session.append_custom(
+                    "sitting", {"session_id": sitting.session_id, "date": sitting.date}
+                )
+                for turn in sitting.turns:
+                    if isinstance(turn, OwnerMessage):
+                        report = await loop.run_turn(turn.text)
+                        usage = usage + report.usage
+                        owner_turns += 1
+        in_memory = (
+            list(session.entries),
+            session.context(),
+            list(history.records),
+            tools.records(),
+        )
+    finally:
+        session.close()
+        history.close()
+
+    problems = []
+    if provider.remaining:
+        problems.append(f"{provider.remaining} scripted replies were never requested")
+    if server is not None:
+        expected = [(r.tool, r.arguments, r.record_id) for r in server.records]
+        served = [(c.tool, c.arguments, c.record_id) for c in server.call_log]
+        if served != expected or not all(c.matched for c in server.call_log):
+            problems.append(
+                f"the fixture server saw {len(served)} calls, not the trace's "
+                f"{len(expected)} tool records in order"
+            )
+    owner_offers = [o for o in live.log if o.attribution == "owner"]
+    if len(owner_offers) != len(steers) or len(live.log) != len(steers):
+        problems.append(f"{len(owner_offers)} of {len(steers)} steers were offered as owner input")
+    reloaded_session, reloaded_history, reloaded_tools = workspace.open(clock=clock)
+    try:
+        reloaded = (
+            list(reloaded_session.entries),
+            reloaded_session.context(),
+            list(reloaded_history.records),
+            reloaded_tools.records(),
+        )
+    finally:
+        reloaded_session.close()
+        reloaded_history.close()
+    if reloaded != in_memory:
+        problems.append("the durable state reloaded from disk differs from the in-memory state")
+    if problems:
+        raise ReplayFidelityError("; ".join(problems), location=trace.trace_id)
+
+    records = in_memory[3]
+    receipt = ReplayReceipt(
+        trace_id=trace.trace_id,
+        trace_digest=trace_digest,
+        config=config,
+        owner_turns=owner_turns,
+        requests=len(provider.requests),
+        tool_calls=sum(1 for _ in records),
+        steers_offered=len(live.log),
+        steers_owner=len(owner_offers),
+        session_entries=len(in_memory[0]),
+        context_messages=len(in_memory[1]),
+        context_digest=value_digest(in_memory[1]),
+        history_records=len(in_memory[2]),
+        tool_records=len(records),
+        truncated_records=sum(r.truncated for r in records),
+        retained_bytes=sum(r.retained_bytes for r in records),
+        call_log_verified=server is not None,
+        usage=usage,
+    )
+    workspace.receipt_path.write_bytes(msgspec.json.format(msgspec.json.encode(receipt)) + b"\n")
+    return receipt
+
+
+def clear_workspace(root: Path) -> None:
+    """Remove a workspace left behind by an interrupted replay."""
+    if root.exists():
+        shutil.rmtree(root)

@@ -1,0 +1,125 @@
+"""The harness's MCP client: real tool calls over streamable HTTP.
+
+Transport failures, protocol errors and malformed results each end the run with a typed
+`ToolError`: ``tool_server_unavailable`` (connection refused or closed, the server died,
+a timeout), ``tool_response_malformed`` (a result that is not exactly text content, or
+an unparsable message), ``tool_call_failed`` (the server reported an error).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from continuity.errors import ToolError
+from continuity.harness.messages import ToolCallRequest, ToolDefinition
+
+__all__ = ["McpToolbox"]
+
+_UNAVAILABLE = {types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT}
+
+
+class McpToolbox:
+    """An open MCP client session. Use as ``async with McpToolbox(url) as toolbox``."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        read_timeout: float = 30.0,
+        on_call_started: Callable[[ToolCallRequest], None] | None = None,
+    ) -> None:
+        self.url = url
+        self.read_timeout = read_timeout
+        self.on_call_started = on_call_started
+        self.definitions: tuple[ToolDefinition, ...] = ()
+        self.calls = 0
+        self._stack = contextlib.AsyncExitStack()
+        self._session: ClientSession | None = None
+
+    async def __aenter__(self) -> McpToolbox:
+        try:
+            read, write = await self._stack.enter_async_context(streamable_http_client(self.url))
+            session = await self._stack.enter_async_context(
+                ClientSession(read, write, read_timeout_seconds=self.read_timeout)
+            )
+            await session.initialize()
+            listing = await session.list_tools()
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                await self._stack.aclose()
+            if isinstance(exc, Exception):
+                raise _mapped(exc, self.url, "connecting") from None
+            raise
+        self._session = session
+        self.definitions = tuple(
+            ToolDefinition(
+                name=t.name, description=t.description or "", input_schema=dict(t.input_schema)
+            )
+            for t in listing.tools
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):
+            await self._stack.aclose()
+
+    async def call(self, call: ToolCallRequest) -> str:
+        """Call a tool and return its text. Raises `ToolError` (see the module doc)."""
+        assert self._session is not None, "use McpToolbox as an async context manager"
+        self.calls += 1
+        if self.on_call_started is not None:
+            self.on_call_started(call)
+        try:
+            result = await self._session.call_tool(call.name, call.arguments)
+        except Exception as exc:  # cancellation (a BaseException) propagates untouched
+            raise _mapped(exc, self.url, f"calling {call.name} ({call.call_id})") from None
+        if result.is_error:
+            raise ToolError(
+                f"{call.name} failed: {_text_of(result)[:300]}",
+                code="tool_call_failed",
+                location=f"{self.url} {call.call_id}",
+            )
+        if not result.content or not all(
+            isinstance(item, types.TextContent) for item in result.content
+        ):
+            kinds = sorted({type(item).__name__ for item in result.content})
+            raise ToolError(
+                f"{call.name} returned {kinds or 'no content'}, not text",
+                code="tool_response_malformed",
+                location=f"{self.url} {call.call_id}",
+            )
+        return _text_of(result)
+
+
+def _text_of(result: types.CallToolResult) -> str:
+    return "".join(item.text for item in result.content if isinstance(item, types.TextContent))
+
+
+def _mapped(exc: Exception, url: str, doing: str) -> ToolError:
+    leaf = _first_leaf(exc)
+    if isinstance(leaf, MCPError):
+        if leaf.code in _UNAVAILABLE:
+            code = "tool_server_unavailable"
+        elif leaf.code in (types.PARSE_ERROR, types.INVALID_REQUEST):
+            code = "tool_response_malformed"
+        else:
+            code = "tool_call_failed"
+        return ToolError(f"{doing}: {leaf.message}", code=code, location=url)
+    name = type(leaf).__name__
+    if name in ("ValidationError", "JSONDecodeError", "DecodeError"):
+        return ToolError(
+            f"{doing}: malformed MCP message ({leaf})", code="tool_response_malformed", location=url
+        )
+    return ToolError(f"{doing}: {name}: {leaf}", code="tool_server_unavailable", location=url)
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc

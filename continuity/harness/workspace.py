@@ -1,0 +1,59 @@
+"""A harness workspace: the durable roots a conversation lives in.
+
+    <root>/session/session.jsonl    the durable session (JSONL tree)
+    <root>/session/history.jsonl    the canonical history store
+    <root>/tool-history/            the tool-history sidecar (pins <root>)
+    <root>/replay.json              the content-free replay receipt
+
+`root` is always absolute: the sidecar pins it, and a copy at another path degrades.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from continuity.harness.history import CanonicalHistory
+from continuity.harness.session import Clock, DurableSession
+from continuity.harness.tool_history import ToolHistory
+
+__all__ = ["Workspace"]
+
+
+class Workspace(msgspec.Struct, frozen=True):
+    root: Path
+
+    @property
+    def session_path(self) -> Path:
+        return self.root / "session" / "session.jsonl"
+
+    @property
+    def history_path(self) -> Path:
+        return self.root / "session" / "history.jsonl"
+
+    @property
+    def tool_history_dir(self) -> Path:
+        return self.root / "tool-history"
+
+    @property
+    def receipt_path(self) -> Path:
+        return self.root / "replay.json"
+
+    def create(
+        self, *, session_id: str, clock: Clock
+    ) -> tuple[DurableSession, CanonicalHistory, ToolHistory]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        session = DurableSession.create(self.session_path, session_id=session_id, clock=clock)
+        history = CanonicalHistory.create(self.history_path)
+        tools = ToolHistory.create(self.tool_history_dir, artifact_root=self.root)
+        return session, history, tools
+
+    def open(
+        self, *, clock: Clock | None = None
+    ) -> tuple[DurableSession, CanonicalHistory, ToolHistory]:
+        """Reopen the durable roots as seen from this path (see `ToolHistory.open`)."""
+        session = DurableSession.load(self.session_path, clock=clock)
+        history = CanonicalHistory.load(self.history_path)
+        tools = ToolHistory.open(self.tool_history_dir, artifact_root=self.root)
+        return session, history, tools

@@ -1,0 +1,23 @@
+"""Model providers behind one async, streaming protocol."""
+
+from continuity.providers.protocol import (
+    Completed,
+    Provider,
+    ProviderEvent,
+    TextDelta,
+    ToolCallEvent,
+    complete,
+)
+from continuity.providers.scripted import RequestRecord, ScriptedProvider, ScriptedStep
+
+__all__ = [
+    "Completed",
+    "Provider",
+    "ProviderEvent",
+    "RequestRecord",
+    "ScriptedProvider",
+    "ScriptedStep",
+    "TextDelta",
+    "ToolCallEvent",
+    "complete",
+]

@@ -1,0 +1,1 @@
+"""Running the plan: checkpoints per suite (later: units and executors)."""

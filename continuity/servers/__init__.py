@@ -1,0 +1,1 @@
+"""MCP servers the benchmark runs on loopback (never a module named `mcp`)."""

@@ -1,0 +1,44 @@
+"""Serve an ASGI app on 127.0.0.1 at an ephemeral port, inside the caller's event loop."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import uvicorn
+
+__all__ = ["bound_socket", "serve_asgi"]
+
+
+def bound_socket(host: str = "127.0.0.1") -> socket.socket:
+    """A listening TCP socket on `host` with a port chosen by the kernel."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    sock.listen(128)
+    return sock
+
+
+@asynccontextmanager
+async def serve_asgi(app: Any, *, host: str = "127.0.0.1") -> AsyncIterator[str]:
+    """Run `app` with uvicorn until the block exits; yield its base URL."""
+    sock = bound_socket(host)
+    port = sock.getsockname()[1]
+    # log_config=None: uvicorn must not reconfigure the process's logging.
+    config = uvicorn.Config(
+        app, log_config=None, log_level="warning", access_log=False, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.serve, [sock])
+        with anyio.fail_after(10):
+            while not server.started:
+                await anyio.sleep(0.005)
+        try:
+            yield f"http://{host}:{port}"
+        finally:
+            server.should_exit = True
+    sock.close()

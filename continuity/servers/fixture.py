@@ -1,0 +1,187 @@
+"""The fixture tool server: a real MCP server serving a trace's frozen tool outputs.
+
+Built on the official `mcp` SDK (low-level `Server`, streamable HTTP), it lists the six
+catalog tools with their input schemas and answers each call with the next frozen
+output of the trace, after checking that the call names the expected tool with the
+expected arguments. Every call is logged. A mismatched call gets an MCP error result,
+so the caller's replay fails rather than drifting.
+
+Run standalone: ``python -m continuity.servers.fixture --trace FILE [--delay-ms N]``
+prints ``listening http://127.0.0.1:PORT/mcp`` and serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import msgspec
+from mcp.server.lowlevel.server import Server
+
+from continuity.traces.schema import AssistantMessage, ReplayTrace, ToolResult, iter_turns
+from continuity.traces.tools import TOOLS, argument_problems, input_schema
+
+__all__ = ["CallLogEntry", "FixtureToolServer", "FrozenRecord", "frozen_records"]
+
+MCP_PATH = "/mcp"
+
+
+class FrozenRecord(msgspec.Struct, frozen=True):
+    record_id: str
+    tool: str
+    arguments: dict[str, Any]
+    output: str
+
+
+class CallLogEntry(msgspec.Struct, frozen=True):
+    seq: int
+    tool: str
+    arguments: dict[str, Any]
+    record_id: str | None
+    matched: bool
+    output_bytes: int
+
+
+def frozen_records(trace: ReplayTrace) -> list[FrozenRecord]:
+    """The trace's tool results, in order, each with the call that produced it."""
+    calls = {}
+    records = []
+    for _, _, turn in iter_turns(trace):
+        if isinstance(turn, AssistantMessage):
+            calls.update({c.call_id: c for c in turn.tool_calls})
+        elif isinstance(turn, ToolResult):
+            call = calls[turn.call_id]
+            records.append(FrozenRecord(turn.turn_id, call.tool, dict(call.arguments), turn.output))
+    return records
+
+
+class FixtureToolServer:
+    """Serves `records` in order over MCP. `call_log` holds every call received."""
+
+    def __init__(
+        self, records: Sequence[FrozenRecord], *, delay_s: float = 0.0, log_path: Path | None = None
+    ) -> None:
+        self.records = list(records)
+        self.delay_s = delay_s
+        self.log_path = log_path
+        self.call_log: list[CallLogEntry] = []
+        self._lock = threading.Lock()
+        self._next = 0
+
+    def build(self) -> Server[Any]:
+        async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+            return types.ListToolsResult(
+                tools=[
+                    types.Tool(
+                        name=spec.name,
+                        description=spec.description,
+                        input_schema=input_schema(spec),
+                    )
+                    for spec in TOOLS.values()
+                ]
+            )
+
+        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            if self.delay_s:
+                await anyio.sleep(self.delay_s)
+            return self._answer(params.name, dict(params.arguments or {}))
+
+        return Server(
+            "continuity-fixture-tools",
+            version="1",
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
+
+    def _answer(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        with self._lock:
+            seq = len(self.call_log) + 1
+            expected = self.records[self._next] if self._next < len(self.records) else None
+            spec = TOOLS.get(tool)
+            problems = ["unknown tool"] if spec is None else argument_problems(spec, arguments)
+            matched = (
+                not problems
+                and expected is not None
+                and expected.tool == tool
+                and expected.arguments == arguments
+            )
+            if matched and expected is not None:
+                self._next += 1
+                entry = CallLogEntry(
+                    seq,
+                    tool,
+                    arguments,
+                    expected.record_id,
+                    True,
+                    len(expected.output.encode("utf-8")),
+                )
+                result = types.CallToolResult(
+                    content=[types.TextContent(type="text", text=expected.output)]
+                )
+            else:
+                why = "; ".join(problems) or (
+                    "no call was expected"
+                    if expected is None
+                    else f"expected {expected.tool} {expected.arguments}"
+                )
+                entry = CallLogEntry(seq, tool, arguments, None, False, 0)
+                result = types.CallToolResult(
+                    content=[types.TextContent(type="text", text=f"unexpected call: {why}")],
+                    is_error=True,
+                )
+            self.call_log.append(entry)
+            if self.log_path is not None:
+                with open(self.log_path, "ab") as handle:
+                    handle.write(msgspec.json.encode(entry) + b"\n")
+        return result
+
+    @property
+    def served_all(self) -> bool:
+        return self._next == len(self.records)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[str]:
+        """Serve on 127.0.0.1 at an ephemeral port; yield the MCP endpoint URL."""
+        from continuity.servers.asgi import serve_asgi
+
+        app = self.build().streamable_http_app(host="127.0.0.1")
+        async with serve_asgi(app) as base:
+            yield base + MCP_PATH
+
+
+def main(argv: list[str] | None = None) -> int:
+    from continuity.errors import TraceInvalid
+    from continuity.traces.validate import load_trace
+
+    parser = argparse.ArgumentParser(prog="python -m continuity.servers.fixture")
+    parser.add_argument("--trace", type=Path, required=True)
+    parser.add_argument("--delay-ms", type=int, default=0)
+    parser.add_argument("--log", type=Path, default=None)
+    args = parser.parse_args(argv)
+    try:
+        trace = load_trace(args.trace.read_bytes(), source=str(args.trace))
+    except (OSError, TraceInvalid) as exc:
+        print(f"error {exc}", file=sys.stderr)
+        return 2
+    server = FixtureToolServer(
+        frozen_records(trace), delay_s=args.delay_ms / 1000, log_path=args.log
+    )
+
+    async def serve() -> None:
+        async with server.running() as url:
+            print(f"listening {url}", flush=True)
+            await anyio.sleep_forever()
+
+    anyio.run(serve)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
