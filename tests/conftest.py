@@ -39,3 +39,9 @@ def store_files(store: Store) -> dict[str, bytes]:
             if path.is_file():
                 files[str(path.relative_to(store.root))] = path.read_bytes()
     return files
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    # uvicorn (which serves the MCP fixture servers) runs on asyncio only.
+    return "asyncio"

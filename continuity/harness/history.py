@@ -7,7 +7,7 @@ A model-change reseed rebuilds context from its last 64 text messages.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import msgspec
 
@@ -35,7 +35,7 @@ class CanonicalHistory:
     def __init__(self, path: Path, records: list[HistoryRecord]) -> None:
         self.path = path
         self.records = records
-        self._handle = open(path, "ab")  # noqa: SIM115 - held for the store's lifetime
+        self._handle: BinaryIO | None = None  # opened on the first append
 
     @classmethod
     def create(cls, path: Path) -> CanonicalHistory:
@@ -63,6 +63,8 @@ class CanonicalHistory:
         entry_id: str,
     ) -> HistoryRecord:
         record = HistoryRecord(len(self.records) + 1, role, text, attribution, source, entry_id)
+        if self._handle is None:
+            self._handle = open(self.path, "ab")  # noqa: SIM115 - closed by close()
         self._handle.write(_encoder.encode(record) + b"\n")
         self._handle.flush()
         self.records.append(record)
@@ -72,5 +74,6 @@ class CanonicalHistory:
         return self.records[-count:] if count else []
 
     def close(self) -> None:
-        if not self._handle.closed:
+        if self._handle is not None:
             self._handle.close()
+            self._handle = None

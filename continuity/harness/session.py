@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -106,7 +106,7 @@ class DurableSession:
         self.by_id: dict[str, Entry] = {e.id: e for e in entries}
         self.leaf_id: str | None = entries[-1].id if entries else None
         self.clock = clock
-        self._handle = open(path, "ab")  # noqa: SIM115 - held for the session's lifetime
+        self._handle: BinaryIO | None = None  # opened on the first append
 
     @classmethod
     def create(cls, path: Path, *, session_id: str, clock: Clock) -> DurableSession:
@@ -166,6 +166,8 @@ class DurableSession:
         }
 
     def _append(self, entry: Entry) -> Entry:
+        if self._handle is None:
+            self._handle = open(self.path, "ab")  # noqa: SIM115 - closed by close()
         self._handle.write(_encoder.encode(entry) + b"\n")
         self._handle.flush()
         self.entries.append(entry)
@@ -229,13 +231,15 @@ class DurableSession:
         return self.append_custom("branch", {"from": entry_id})
 
     def sync(self) -> None:
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        if self._handle is not None:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
 
     def close(self) -> None:
-        if not self._handle.closed:
+        if self._handle is not None:
             self.sync()
             self._handle.close()
+            self._handle = None
 
     def __enter__(self) -> DurableSession:
         return self

@@ -16,7 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from continuity.errors import ToolError
+from continuity.errors import ContinuityError, ToolError
 from continuity.harness.messages import ToolCallRequest, ToolDefinition
 
 __all__ = ["McpToolbox"]
@@ -51,11 +51,8 @@ class McpToolbox:
             await session.initialize()
             listing = await session.list_tools()
         except BaseException as exc:
-            with contextlib.suppress(Exception):
-                await self._stack.aclose()
-            if isinstance(exc, Exception):
-                raise _mapped(exc, self.url, "connecting") from None
-            raise
+            await self._close_after(exc, "connecting")
+            raise  # unreachable: _close_after always raises
         self._session = session
         self.definitions = tuple(
             ToolDefinition(
@@ -65,9 +62,31 @@ class McpToolbox:
         )
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        with contextlib.suppress(Exception):
+    async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            try:
+                await self._stack.aclose()
+            except Exception as close_error:
+                raise _mapped(close_error, self.url, "closing") from None
+            return
+        await self._close_after(exc, "calling a tool")
+
+    async def _close_after(self, exc: BaseException, doing: str) -> None:
+        """Close the transport after `exc` and raise the most telling typed error.
+
+        When the transport's own task group fails (connection refused, the server
+        died), the SDK cancels the waiting request; the real cause only surfaces when
+        the transport is closed, so it is mapped here instead of the cancellation.
+        """
+        try:
             await self._stack.aclose()
+        except Exception as close_error:
+            if isinstance(exc, ContinuityError):
+                raise exc from None
+            raise _mapped(close_error, self.url, doing) from None
+        if isinstance(exc, Exception) and not isinstance(exc, ContinuityError):
+            raise _mapped(exc, self.url, doing) from None
+        raise exc
 
     async def call(self, call: ToolCallRequest) -> str:
         """Call a tool and return its text. Raises `ToolError` (see the module doc)."""

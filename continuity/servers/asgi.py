@@ -32,13 +32,15 @@ async def serve_asgi(app: Any, *, host: str = "127.0.0.1") -> AsyncIterator[str]
         app, log_config=None, log_level="warning", access_log=False, lifespan="on"
     )
     server = uvicorn.Server(config)
-    async with anyio.create_task_group() as group:
-        group.start_soon(server.serve, [sock])
-        with anyio.fail_after(10):
-            while not server.started:
-                await anyio.sleep(0.005)
-        try:
-            yield f"http://{host}:{port}"
-        finally:
-            server.should_exit = True
-    sock.close()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(server.serve, [sock])
+            with anyio.fail_after(10):
+                while not server.started:
+                    await anyio.sleep(0.005)
+            try:
+                yield f"http://{host}:{port}"
+            finally:
+                server.should_exit = True
+    finally:
+        sock.close()

@@ -227,3 +227,44 @@ def test_store_and_out_params_move_everything(tmp_path: Path) -> None:
     assert (out / "traces/hard/gen-cider-105.json").is_file()
     assert list(Store(store).iter_actions())
     assert not (tmp_path / "out").exists()
+
+
+def test_checkpoints_build_skip_and_select_by_trace(tmp_path: Path) -> None:
+    first = doit(tmp_path, "checkpoints", "--suite", "original", "--trace", "brightline-return")
+    assert "(1 replayed, 0 from the store)" in first.stdout
+    manifest = json.loads((tmp_path / "out/checkpoints/original/manifest.json").read_text())
+    assert list(manifest["checkpoints"]) == ["brightline-return"]
+    item = manifest["checkpoints"]["brightline-return"]
+    assert item["tool_calls"] == 28 and item["steers_owner"] == 1
+    assert Path(item["root"]).is_dir()
+    again = doit(tmp_path, "checkpoints", "--suite", "original", "--trace", "brightline-return")
+    assert "-- checkpoints" in again.stdout
+    (tmp_path / "store" / DEP_FILE_NAME).unlink()
+    assert "-- checkpoints" in doit(
+        tmp_path, "checkpoints", "--suite", "original", "--trace", "brightline-return"
+    ).stdout
+    unknown = doit(tmp_path, "checkpoints", "--suite", "original", "--trace", "nope",
+                   check=False)
+    assert unknown.returncode != 0 and "trace_unknown" in unknown.stdout + unknown.stderr
+
+
+def test_sigkill_during_checkpoints_then_rerun_replays_only_the_rest(tmp_path: Path) -> None:
+    doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101-104")
+    proc = subprocess.Popen(
+        doit_command("checkpoints", "--suite", "hard", "--seeds", "101-104"),
+        cwd=REPO, env=doit_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "[1/4]" in line:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    store = Store(tmp_path / "store")
+    done = sum(1 for p in store.iter_actions()
+               if (e := store.get_action(p.name.removesuffix(".json"))) and e.kind == "checkpoint")
+    assert 1 <= done < 4
+    rerun = doit(tmp_path, "checkpoints", "--suite", "hard", "--seeds", "101-104")
+    assert f"({4 - done} replayed, {done} from the store)" in rerun.stdout

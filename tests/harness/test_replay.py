@@ -1,0 +1,256 @@
+"""Replay fidelity on every original and hard seeds 101-108, and its typed failures."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import msgspec
+import pytest
+from mcp.server.lowlevel.server import Server
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from continuity.errors import ReplayFidelityError, ScriptExhausted, ToolError
+from continuity.harness.live_input import LiveInput
+from continuity.harness.messages import ToolResultMessage, UserMessage
+from continuity.harness.replay import replay_trace
+from continuity.harness.session import DurableSession
+from continuity.harness.tool_history import ToolHistory
+from continuity.servers.asgi import serve_asgi
+from continuity.traces.generator import generate_trace
+from continuity.traces.schema import (
+    AssistantMessage,
+    ReplayTrace,
+    Session,
+    Steer,
+    ToolResult,
+    Trace,
+    iter_turns,
+    replay_projection,
+)
+from continuity.traces.validate import load_trace
+from tests.conftest import ORIGINALS
+
+TRACES = [p.stem for p in sorted(ORIGINALS.glob("*.json"))] + [f"hard-{s}" for s in range(101, 109)]
+
+
+@functools.cache
+def trace_named(name: str) -> Trace:
+    if name.startswith("hard-"):
+        return generate_trace(int(name.removeprefix("hard-")))
+    return load_trace((ORIGINALS / f"{name}.json").read_bytes())
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_replay_fidelity(name: str, tmp_path: Path) -> None:
+    trace = trace_named(name)
+    root = tmp_path / "ws"
+    receipt = anyio.run(lambda: replay_trace(replay_projection(trace), root))
+    turns = [t for _, _, t in iter_turns(trace)]
+    results = [t for t in turns if isinstance(t, ToolResult)]
+    steers = [t for t in turns if isinstance(t, Steer)]
+    assert receipt.call_log_verified and receipt.tool_calls == len(results)
+    assert receipt.steers_owner == receipt.steers_offered == len(steers)
+    assert receipt.requests == sum(isinstance(t, AssistantMessage) for t in turns)
+    # Independently of the replay's own checks, read the durable session back.
+    session = DurableSession.load(root / "session" / "session.jsonl")
+    context = session.context()
+    outputs = [m.text for m in context if isinstance(m, ToolResultMessage)]
+    assert outputs == [r.output for r in results]
+    owner_steers = [m for m in context if isinstance(m, UserMessage) and m.source == "steer"]
+    assert [m.text for m in owner_steers] == [s.text for s in steers]
+    assert all(m.attribution == "owner" for m in owner_steers)
+    for steer in owner_steers:  # each steer directly follows the results of its call
+        index = context.index(steer)
+        assert isinstance(context[index - 1], (ToolResultMessage, UserMessage))
+    sidecar = ToolHistory.open(root / "tool-history", artifact_root=root)
+    assert [r.bytes for r in sidecar.records()] == [len(r.output.encode()) for r in results]
+    oversized = [r for r in sidecar.records() if r.bytes > 16384]
+    assert all(r.truncated and r.retained_bytes == 16384 for r in oversized)
+    assert receipt.truncated_records == len(oversized)
+
+
+def test_replay_is_byte_identical_across_runs(tmp_path: Path) -> None:
+    trace = replay_projection(trace_named("harbor-market-stall"))
+    anyio.run(lambda: replay_trace(trace, tmp_path / "a"))
+    anyio.run(lambda: replay_trace(trace, tmp_path / "a2"))
+    for part in ("session/session.jsonl", "session/history.jsonl", "tool-history/records.jsonl"):
+        assert (tmp_path / "a" / part).read_bytes() == (tmp_path / "a2" / part).read_bytes()
+
+
+def _without_last_reply(trace: ReplayTrace) -> ReplayTrace:
+    last = trace.sessions[-1]
+    shortened = Session(session_id=last.session_id, date=last.date, turns=last.turns[:-1])
+    return msgspec.structs.replace(trace, sessions=(*trace.sessions[:-1], shortened))
+
+
+def test_a_scripted_queue_that_runs_dry_is_a_typed_error(tmp_path: Path) -> None:
+    trace = _without_last_reply(replay_projection(trace_named("brightline-return")))
+    with pytest.raises(ScriptExhausted) as err:
+        anyio.run(lambda: replay_trace(trace, tmp_path / "ws"))
+    assert err.value.code == "script_exhausted"
+
+
+def test_a_steer_that_never_arrives_fails_fidelity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def lost(self: LiveInput, text: str, *, owner_text: str | None = None) -> Any:
+        return None  # a harness bug: the offer is dropped
+
+    monkeypatch.setattr(LiveInput, "offer", lost)
+    with pytest.raises(ReplayFidelityError) as err:
+        anyio.run(
+            lambda: replay_trace(
+                replay_projection(trace_named("brightline-return")), tmp_path / "ws"
+            )
+        )
+    assert err.value.code == "replay_fidelity_failed"
+
+
+def test_a_workspace_must_be_empty(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "stray").write_text("x")
+    with pytest.raises(Exception) as err:
+        anyio.run(
+            lambda: replay_trace(
+                replay_projection(trace_named("brightline-return")), tmp_path / "ws"
+            )
+        )
+    assert getattr(err.value, "code", "") == "workspace_not_empty"
+
+
+class _Background:
+    """An ASGI app served on loopback from a thread, for servers that misbehave."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.url = ""
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=lambda: anyio.run(self._serve), daemon=True)
+
+    async def _serve(self) -> None:
+        async with serve_asgi(self.app) as base:
+            self.url = base + "/mcp"
+            self._ready.set()
+            while not self._stop.is_set():
+                await anyio.sleep(0.02)
+
+    def __enter__(self) -> str:
+        self._thread.start()
+        assert self._ready.wait(10)
+        return self.url
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def _image_server() -> Any:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name="email_search", description="d", input_schema={"type": "object"})
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        return types.CallToolResult(
+            content=[types.ImageContent(type="image", data="AAAA", mime_type="image/png")]
+        )
+
+    server: Server[Any] = Server("broken", on_list_tools=list_tools, on_call_tool=call_tool)
+    return server.streamable_http_app(host="127.0.0.1")
+
+
+def _garbage_app() -> Any:
+    async def endpoint(request: Request) -> JSONResponse:
+        return JSONResponse({"jsonrpc": "2.0", "id": 0, "result": {"unexpected": True}})
+
+    return Starlette(routes=[Route("/mcp", endpoint, methods=["POST", "GET", "DELETE"])])
+
+
+def test_a_malformed_tool_result_is_a_typed_error(tmp_path: Path) -> None:
+    trace = replay_projection(trace_named("brightline-return"))
+    with _Background(_image_server()) as url, pytest.raises(ToolError) as err:
+        anyio.run(lambda: replay_trace(trace, tmp_path / "ws", tool_server_url=url))
+    assert err.value.code == "tool_response_malformed"
+
+
+def test_a_malformed_protocol_message_is_a_typed_error(tmp_path: Path) -> None:
+    trace = replay_projection(trace_named("brightline-return"))
+    with _Background(_garbage_app()) as url, pytest.raises(ToolError) as err:
+        anyio.run(lambda: replay_trace(trace, tmp_path / "ws", tool_server_url=url, read_timeout=5))
+    assert err.value.code in ("tool_response_malformed", "tool_server_unavailable")
+
+
+def test_a_server_that_dies_mid_call_is_a_typed_error(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "continuity.servers.fixture",
+            "--trace",
+            str(ORIGINALS / "brightline-return.json"),
+            "--delay-ms",
+            "3000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    url = proc.stdout.readline().split()[-1]
+
+    def kill_soon() -> None:
+        time.sleep(1.0)  # the first tool call is waiting on the server's 3 s delay
+        os.kill(proc.pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_soon)
+    killer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ToolError) as err:
+            anyio.run(
+                lambda: replay_trace(
+                    replay_projection(trace_named("brightline-return")),
+                    tmp_path / "ws",
+                    tool_server_url=url,
+                    read_timeout=20,
+                )
+            )
+    finally:
+        killer.join()
+        proc.wait(10)
+        proc.stdout.close()
+    assert err.value.code == "tool_server_unavailable"
+    assert time.monotonic() - started < 15
+
+
+def test_no_server_at_all_is_unavailable(tmp_path: Path) -> None:
+    from continuity.servers.asgi import bound_socket
+
+    sock = bound_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    with pytest.raises(ToolError) as err:
+        anyio.run(
+            lambda: replay_trace(
+                replay_projection(trace_named("brightline-return")),
+                tmp_path / "ws",
+                tool_server_url=f"http://127.0.0.1:{port}/mcp",
+            )
+        )
+    assert err.value.code == "tool_server_unavailable"
