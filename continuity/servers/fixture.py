@@ -151,7 +151,7 @@ class FixtureToolServer:
         """Serve on 127.0.0.1 at an ephemeral port; yield the MCP endpoint URL."""
         from continuity.servers.asgi import serve_asgi
 
-        app = self.build().streamable_http_app(host="127.0.0.1")
+        app = self.build().streamable_http_app(host="127.0.0.1", json_response=True)
         async with serve_asgi(app) as base:
             yield base + MCP_PATH
 
