@@ -119,14 +119,20 @@ async def main(runs: int, calls: int) -> None:
     print(f"## Harness benchmarks ({runs} runs, medians)\n")
     print("| measurement | median | baseline (same run) | ratio | goal |")
     print("|---|---:|---:|---:|---|")
-    print(f"| replay hard seed 101 ({len(frozen_records(one))} tool calls) | "
-          f"{replay_one:.2f} s | bare MCP calls: {bare_one:.2f} s | "
-          f"{replay_one / bare_one:.1f}x | <= 3 s |")
+    print(
+        f"| replay hard seed 101 ({len(frozen_records(one))} tool calls) | "
+        f"{replay_one:.2f} s | bare MCP calls: {bare_one:.2f} s | "
+        f"{replay_one / bare_one:.1f}x | <= 3 s |"
+    )
     print(f"| replay hard 101-108 (whole default suite) | {replay_suite:.2f} s | - | - | - |")
-    print(f"| MCP tool call, 8 KiB result, p50 | {mcp50 * 1000:.2f} ms | raw httpx POST: "
-          f"{raw50 * 1000:.2f} ms | {mcp50 / raw50:.2f}x | <= 2x |")
-    print(f"| MCP tool call, 8 KiB result, p95 | {_p95(mcp) * 1000:.2f} ms | raw httpx POST: "
-          f"{_p95(raw) * 1000:.2f} ms | {_p95(mcp) / _p95(raw):.2f}x | - |")
+    print(
+        f"| MCP tool call, 8 KiB result, p50 | {mcp50 * 1000:.2f} ms | raw httpx POST: "
+        f"{raw50 * 1000:.2f} ms | {mcp50 / raw50:.2f}x | <= 2x |"
+    )
+    print(
+        f"| MCP tool call, 8 KiB result, p95 | {_p95(mcp) * 1000:.2f} ms | raw httpx POST: "
+        f"{_p95(raw) * 1000:.2f} ms | {_p95(mcp) / _p95(raw):.2f}x | - |"
+    )
 
 
 if __name__ == "__main__":

@@ -240,11 +240,13 @@ def test_checkpoints_build_skip_and_select_by_trace(tmp_path: Path) -> None:
     again = doit(tmp_path, "checkpoints", "--suite", "original", "--trace", "brightline-return")
     assert "-- checkpoints" in again.stdout
     (tmp_path / "store" / DEP_FILE_NAME).unlink()
-    assert "-- checkpoints" in doit(
-        tmp_path, "checkpoints", "--suite", "original", "--trace", "brightline-return"
-    ).stdout
-    unknown = doit(tmp_path, "checkpoints", "--suite", "original", "--trace", "nope",
-                   check=False)
+    assert (
+        "-- checkpoints"
+        in doit(
+            tmp_path, "checkpoints", "--suite", "original", "--trace", "brightline-return"
+        ).stdout
+    )
+    unknown = doit(tmp_path, "checkpoints", "--suite", "original", "--trace", "nope", check=False)
     assert unknown.returncode != 0 and "trace_unknown" in unknown.stdout + unknown.stderr
 
 
@@ -252,7 +254,10 @@ def test_sigkill_during_checkpoints_then_rerun_replays_only_the_rest(tmp_path: P
     doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101-104")
     proc = subprocess.Popen(
         doit_command("checkpoints", "--suite", "hard", "--seeds", "101-104"),
-        cwd=REPO, env=doit_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env=doit_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
     )
     assert proc.stdout is not None
@@ -263,8 +268,11 @@ def test_sigkill_during_checkpoints_then_rerun_replays_only_the_rest(tmp_path: P
     proc.wait(timeout=30)
     proc.stdout.close()
     store = Store(tmp_path / "store")
-    done = sum(1 for p in store.iter_actions()
-               if (e := store.get_action(p.name.removesuffix(".json"))) and e.kind == "checkpoint")
+    done = sum(
+        1
+        for p in store.iter_actions()
+        if (e := store.get_action(p.name.removesuffix(".json"))) and e.kind == "checkpoint"
+    )
     assert 1 <= done < 4
     rerun = doit(tmp_path, "checkpoints", "--suite", "hard", "--seeds", "101-104")
     assert f"({4 - done} replayed, {done} from the store)" in rerun.stdout

@@ -23,12 +23,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from continuity.errors import ReplayFidelityError, ScriptExhausted, ToolError
+from continuity.harness.checkpoints import build_checkpoint
 from continuity.harness.live_input import LiveInput
 from continuity.harness.messages import ToolResultMessage, UserMessage
 from continuity.harness.replay import replay_trace
 from continuity.harness.session import DurableSession
 from continuity.harness.tool_history import ToolHistory
 from continuity.servers.asgi import serve_asgi
+from continuity.store import Store
 from continuity.traces.generator import generate_trace
 from continuity.traces.schema import (
     AssistantMessage,
@@ -41,15 +43,21 @@ from continuity.traces.schema import (
     replay_projection,
 )
 from continuity.traces.validate import load_trace
-from tests.conftest import ORIGINALS
+from tests.conftest import ORIGINALS, store_files
 
-TRACES = [p.stem for p in sorted(ORIGINALS.glob("*.json"))] + [f"hard-{s}" for s in range(101, 109)]
+TRACES = [
+    *(p.stem for p in sorted(ORIGINALS.glob("*.json"))),
+    *(f"hard-{seed}" for seed in range(101, 109)),
+    "distractors-103",
+]
 
 
 @functools.cache
 def trace_named(name: str) -> Trace:
     if name.startswith("hard-"):
         return generate_trace(int(name.removeprefix("hard-")))
+    if name.startswith("distractors-"):
+        return generate_trace(int(name.removeprefix("distractors-")), distractors=True)
     return load_trace((ORIGINALS / f"{name}.json").read_bytes())
 
 
@@ -182,11 +190,29 @@ def _garbage_app() -> Any:
     return Starlette(routes=[Route("/mcp", endpoint, methods=["POST", "GET", "DELETE"])])
 
 
-def test_a_malformed_tool_result_is_a_typed_error(tmp_path: Path) -> None:
-    trace = replay_projection(trace_named("brightline-return"))
+def _checkpoint_through(store: Store, url: str, read_timeout: float = 30.0) -> None:
+    trace = trace_named("brightline-return")
+    build_checkpoint(
+        store,
+        trace,
+        trace_key="ab" * 32,
+        trace_digest="cd" * 32,
+        tool_server_url=url,
+        read_timeout=read_timeout,
+    )
+
+
+def _nothing_stored(store: Store, before: dict[str, bytes]) -> bool:
+    leftovers = store.root / "checkpoints"
+    return store_files(store) == before and not (leftovers.exists() and any(leftovers.iterdir()))
+
+
+def test_a_malformed_tool_result_is_a_typed_error(store: Store) -> None:
+    before = store_files(store)
     with _Background(_image_server()) as url, pytest.raises(ToolError) as err:
-        anyio.run(lambda: replay_trace(trace, tmp_path / "ws", tool_server_url=url))
+        _checkpoint_through(store, url)
     assert err.value.code == "tool_response_malformed"
+    assert _nothing_stored(store, before)
 
 
 def test_a_malformed_protocol_message_is_a_typed_error(tmp_path: Path) -> None:
@@ -196,7 +222,7 @@ def test_a_malformed_protocol_message_is_a_typed_error(tmp_path: Path) -> None:
     assert err.value.code in ("tool_response_malformed", "tool_server_unavailable")
 
 
-def test_a_server_that_dies_mid_call_is_a_typed_error(tmp_path: Path) -> None:
+def test_a_server_that_dies_mid_call_is_a_typed_error(store: Store) -> None:
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -221,22 +247,17 @@ def test_a_server_that_dies_mid_call_is_a_typed_error(tmp_path: Path) -> None:
     killer = threading.Thread(target=kill_soon)
     killer.start()
     started = time.monotonic()
+    before = store_files(store)
     try:
         with pytest.raises(ToolError) as err:
-            anyio.run(
-                lambda: replay_trace(
-                    replay_projection(trace_named("brightline-return")),
-                    tmp_path / "ws",
-                    tool_server_url=url,
-                    read_timeout=20,
-                )
-            )
+            _checkpoint_through(store, url, read_timeout=20)
     finally:
         killer.join()
         proc.wait(10)
         proc.stdout.close()
     assert err.value.code == "tool_server_unavailable"
     assert time.monotonic() - started < 15
+    assert _nothing_stored(store, before)
 
 
 def test_no_server_at_all_is_unavailable(tmp_path: Path) -> None:
