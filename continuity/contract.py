@@ -17,12 +17,13 @@ import msgspec
 
 from continuity.errors import ContinuityError
 from continuity.harness.checkpoints import CheckpointResult, fork, run_child
+from continuity.outputs import resolve_out_path, write_json, write_output
 from continuity.progress import progress
 from continuity.runner.checkpoints import build_checkpoints
 from continuity.store import Store, utc_now
 from continuity.traces.bounds import RESULT_HEAD_BYTES
 from continuity.traces.distractors import distractor_differences
-from continuity.traces.keys import SUITES, resolve_out_path
+from continuity.traces.keys import SUITES
 from continuity.traces.schema import Steer, ToolResult, decode_trace, iter_turns
 from continuity.traces.suites import SuiteResult, build_suite
 
@@ -100,10 +101,9 @@ def run_offline_contract(
         passed=True,
     )
     folder = out / "contract"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "contract.json").write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
+    write_json(folder / "contract.json", report)
     md_path = folder / "contract.md"
-    md_path.write_text(_markdown(report), encoding="utf-8")
+    write_output(md_path, _markdown(report).encode("utf-8"))
     return report, md_path
 
 

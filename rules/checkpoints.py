@@ -5,49 +5,41 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE
+from rules.params import OUT, STORE, Selection, selection_or_none
 from rules.traces import SEEDS, SUITE
 
 
-def _build(suite: str, seeds: str, trace: str, store: str, out: str) -> str:
+def _build(**options: Any) -> str:
     from continuity.progress import progress
     from continuity.runner.checkpoints import build_checkpoints
-    from continuity.store import Store
-    from continuity.traces.keys import parse_seeds, resolve_out_path
 
-    chosen = parse_seeds(seeds) if seeds else None
-    with progress(f"checkpoints {suite}") as tick:
+    chosen = Selection(options)
+    with progress(f"checkpoints {chosen.suite}") as tick:
         results, manifest = build_checkpoints(
-            Store(store or None),
-            suite,
-            chosen,
-            traces=trace or None,
-            out_dir=resolve_out_path(out or None),
+            chosen.store,
+            chosen.suite,
+            chosen.seeds,
+            traces=options.get("trace") or None,
+            out_dir=chosen.out,
             progress=tick,
         )
     built = sum(r.status == "built" for r in results)
     return (
-        f"checkpoints: {len(results)} {suite} checkpoints ({built} replayed, "
+        f"checkpoints: {len(results)} {chosen.suite} checkpoints ({built} replayed, "
         f"{len(results) - built} from the store); manifest at {manifest}"
     )
 
 
 def _current(task: Any, values: Any) -> bool:
     from continuity.runner.checkpoints import checkpoints_current
-    from continuity.store import Store
-    from continuity.traces.keys import parse_seeds, resolve_out_path
 
-    options = task.options or {}
-    try:
-        seeds = parse_seeds(options["seeds"]) if options.get("seeds") else None
-    except Exception:
-        return False  # the action reports the error
-    return checkpoints_current(
-        Store(options.get("store") or None),
-        options.get("suite", "original"),
-        seeds,
-        traces=options.get("trace") or None,
-        out_dir=resolve_out_path(options.get("out") or None),
+    chosen = selection_or_none(task)
+    return chosen is not None and checkpoints_current(
+        chosen.store,
+        chosen.suite,
+        chosen.seeds,
+        traces=(task.options or {}).get("trace") or None,
+        out_dir=chosen.out,
     )
 
 

@@ -10,8 +10,8 @@ from rules.params import OUT, STORE
 
 def _run(store: str, out: str) -> str:
     from continuity.contract import run_offline_contract
+    from continuity.outputs import resolve_out_path
     from continuity.store import Store
-    from continuity.traces.keys import resolve_out_path
 
     report, path = run_offline_contract(Store(store or None), out_dir=resolve_out_path(out or None))
     traces = sum(s.traces for s in report.suites)

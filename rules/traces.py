@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE
+from rules.params import OUT, STORE, Selection, selection_or_none
 
 SUITE: dict[str, Any] = {
     "name": "suite",
@@ -24,43 +24,33 @@ SEEDS: dict[str, Any] = {
 }
 
 
-def _build(suite: str, seeds: str, file: str, store: str, out: str) -> str:
+def _build(**options: Any) -> str:
     from continuity.progress import progress
-    from continuity.store import Store
-    from continuity.traces.keys import parse_seeds, resolve_out_path
     from continuity.traces.suites import build_suite, store_trace_file
 
-    artifact_store = Store(store or None)
-    out_dir = resolve_out_path(out or None)
-    if file:
-        item = store_trace_file(artifact_store, Path(file), out_dir=out_dir)
-        return f"traces: {file} is valid; stored as {item.digest} ({item.trace_id})"
-    chosen = parse_seeds(seeds) if seeds else None
-    with progress(f"traces {suite}") as tick:
-        result = build_suite(artifact_store, suite, chosen, out_dir=out_dir, progress=tick)
+    chosen = Selection(options)
+    if options.get("file"):
+        item = store_trace_file(chosen.store, Path(options["file"]), out_dir=chosen.out)
+        return f"traces: {options['file']} is valid; stored as {item.digest} ({item.trace_id})"
+    with progress(f"traces {chosen.suite}") as tick:
+        result = build_suite(
+            chosen.store, chosen.suite, chosen.seeds, out_dir=chosen.out, progress=tick
+        )
     return (
-        f"traces: {len(result.items)} {suite} traces ({result.built} built, "
+        f"traces: {len(result.items)} {chosen.suite} traces ({result.built} built, "
         f"{len(result.items) - result.built} from the store); manifest at "
         f"{result.manifest_path}"
     )
 
 
 def _current(task: Any, values: Any) -> bool:
-    from continuity.store import Store
-    from continuity.traces.keys import parse_seeds, resolve_out_path, suite_is_current
+    from continuity.traces.keys import suite_is_current
 
-    options = task.options or {}
-    if options.get("file"):
+    if (task.options or {}).get("file"):
         return False  # validating a user file is the point of the call
-    try:
-        seeds = parse_seeds(options["seeds"]) if options.get("seeds") else None
-    except Exception:
-        return False  # the action reports the error
-    return suite_is_current(
-        Store(options.get("store") or None),
-        options.get("suite", "original"),
-        seeds,
-        out_dir=resolve_out_path(options.get("out") or None),
+    chosen = selection_or_none(task)
+    return chosen is not None and suite_is_current(
+        chosen.store, chosen.suite, chosen.seeds, out_dir=chosen.out
     )
 
 

@@ -8,7 +8,6 @@ workspace paths and content-free replay receipts.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,9 +16,10 @@ import msgspec
 
 from continuity.errors import UsageError
 from continuity.harness.keys import ReplayConfig, checkpoint_key
+from continuity.outputs import resolve_out_path, write_json
 from continuity.progress import Tick
 from continuity.store import Store
-from continuity.traces.keys import resolve_out_path, suite_specs
+from continuity.traces.keys import suite_specs
 
 if TYPE_CHECKING:
     from continuity.harness.checkpoints import CheckpointResult
@@ -120,10 +120,7 @@ def build_checkpoints(
     store.set_ref(f"checkpoints/{suite}", actions=keys)
     store.record_plan(f"checkpoints --suite {suite}", actions=keys)
     path = _manifest_path(out, suite)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".manifest.{os.getpid()}.tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(manifest)) + b"\n")
-    os.replace(tmp, path)
+    write_json(path, manifest)
     return results, path
 
 

@@ -7,7 +7,6 @@ generator or the validator.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ import msgspec
 
 from continuity.digest import KeySpec, code_digest, digest_bytes
 from continuity.errors import UsageError
+from continuity.outputs import resolve_out_path
 from continuity.store import Store
 
 __all__ = [
@@ -43,7 +43,6 @@ GENERATOR_SALT = "hard-generator-v1"
 DISTRACTOR_SALT = "hard-distractors-v1"
 ORIGINAL_SALT = "original-suite-v1"
 USER_TRACE_SALT = "user-trace-v1"
-OUT_ENV = "CONTINUITY_OUT"
 MANIFEST_SCHEMA = "continuity-trace-manifest-v1"
 MAX_SEEDS = 512
 
@@ -62,12 +61,6 @@ GENERATOR_CODE = (
     "continuity.traces.scenarios",
 )
 _SEEDS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
-
-
-def resolve_out_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The output root: `explicit`, else ``$CONTINUITY_OUT``, else ``./out``."""
-    chosen = explicit or os.environ.get(OUT_ENV) or "out"
-    return Path(chosen).expanduser().absolute()
 
 
 def fixtures_dir() -> Path:

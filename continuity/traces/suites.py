@@ -10,7 +10,6 @@ a crash finishes only the missing traces. A suite is then recorded as a tree obj
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -19,6 +18,7 @@ import msgspec
 
 from continuity.digest import KeySpec, code_digest, digest_bytes, value_digest
 from continuity.errors import TraceCollision, UsageError
+from continuity.outputs import resolve_out_path, write_json, write_output
 from continuity.store import ObjectRef, Store, TreeEntry
 from continuity.traces import generator
 from continuity.traces.bounds import estimate_tokens
@@ -27,7 +27,6 @@ from continuity.traces.keys import (
     VALIDATION_CODE,
     Manifest,
     PlannedTrace,
-    resolve_out_path,
     suite_dir,
     suite_specs,
 )
@@ -184,20 +183,14 @@ def _materialise(
         path = folder / name
         if path.is_file() and digest_bytes(path.read_bytes()) == digest:
             continue
-        _write_atomic(path, store.get_blob(digest))
+        write_output(path, store.get_blob(digest))
     for stale in folder.glob("*.json"):
         if stale.name != "manifest.json" and stale.name not in wanted:
             stale.unlink()
     manifest = Manifest(suite=suite, tree=tree.digest, traces={i.trace_id: i.digest for i in items})
     manifest_path = folder / "manifest.json"
-    _write_atomic(manifest_path, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n")
+    write_json(manifest_path, manifest)
     return manifest_path
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def store_trace_file(store: Store, path: Path, *, out_dir: Path | None = None) -> SuiteItem:
@@ -231,5 +224,5 @@ def store_trace_file(store: Store, path: Path, *, out_dir: Path | None = None) -
     store.set_ref(f"traces/file/{trace.trace_id}", objects=[ref], actions=[key])
     folder = (out_dir or resolve_out_path()) / "traces" / "file"
     folder.mkdir(parents=True, exist_ok=True)
-    _write_atomic(folder / f"{trace.trace_id}.json", data)
+    write_output(folder / f"{trace.trace_id}.json", data)
     return SuiteItem(trace.trace_id, key, ref.digest, ref.size, "built")

@@ -31,6 +31,25 @@ def doit_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), *args]
 
 
+def start_then_kill(tmp_path: Path, marker: str, *args: str) -> None:
+    """Start a doit command, SIGKILL it once a progress line contains `marker`."""
+    proc = subprocess.Popen(
+        doit_command(*args),
+        cwd=REPO,
+        env=doit_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if marker in line:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+
+
 def doit(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         doit_command(*args),
@@ -138,21 +157,7 @@ def test_two_doit_processes_share_one_store(tmp_path: Path) -> None:
 
 
 def test_sigkill_mid_build_then_rerun_finishes_only_the_rest(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        doit_command("traces", "--suite", "hard", "--seeds", "101-124"),
-        cwd=REPO,
-        env=doit_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "[4/24]" in line:
-            break
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    proc.stdout.close()
+    start_then_kill(tmp_path, "[4/24]", "traces", "--suite", "hard", "--seeds", "101-124")
     done = sum(1 for _ in Store(tmp_path / "store").iter_actions())
     assert 4 <= done < 24
     rerun = doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101-124")
@@ -252,21 +257,7 @@ def test_checkpoints_build_skip_and_select_by_trace(tmp_path: Path) -> None:
 
 def test_sigkill_during_checkpoints_then_rerun_replays_only_the_rest(tmp_path: Path) -> None:
     doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101-104")
-    proc = subprocess.Popen(
-        doit_command("checkpoints", "--suite", "hard", "--seeds", "101-104"),
-        cwd=REPO,
-        env=doit_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "[1/4]" in line:
-            break
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    proc.stdout.close()
+    start_then_kill(tmp_path, "[1/4]", "checkpoints", "--suite", "hard", "--seeds", "101-104")
     store = Store(tmp_path / "store")
     done = sum(
         1
