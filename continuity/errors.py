@@ -56,6 +56,7 @@ __all__ = [
     "TraceError",
     "TraceInvalid",
     "UsageError",
+    "typed_error",
 ]
 
 
@@ -166,3 +167,16 @@ class ReplayFidelityError(HarnessError):
 
 class CheckpointError(HarnessError):
     default_code = "checkpoint_missing"
+
+
+def typed_error(exc: BaseException) -> ContinuityError | None:
+    """The first `ContinuityError` in `exc`, looking inside exception groups (anyio task
+    groups wrap what their tasks raise); None when there is none."""
+    if isinstance(exc, ContinuityError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = typed_error(inner)
+            if found is not None:
+                return found
+    return None

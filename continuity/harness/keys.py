@@ -39,6 +39,8 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     schema: str = "continuity-replay-config-v1"
     history_provider: str = "openai-codex"
     history_model: str = "gpt-6-luna"
+    retained_records: bool = False  # record retained evidence (store and pack arms)
+    mid_trace_compaction: bool = False  # a promptless manual compaction mid-trace
 
 
 def checkpoint_spec(trace_key: str, config: ReplayConfig) -> KeySpec:

@@ -9,13 +9,17 @@ compacts: boundaries are separate operations (see the arms).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal
+
 import msgspec
 
-from continuity.errors import HarnessError
+from continuity.errors import HarnessError, ToolError
 from continuity.harness.history import CanonicalHistory
 from continuity.harness.live_input import LiveInput
 from continuity.harness.messages import (
     Attribution,
+    Message,
     ModelRequest,
     ToolDefinition,
     ToolResultMessage,
@@ -26,6 +30,7 @@ from continuity.harness.messages import (
 from continuity.harness.session import DurableSession
 from continuity.harness.tool_history import ToolHistory
 from continuity.harness.toolbox import McpToolbox
+from continuity.memory.retained import RetainedStore
 from continuity.providers.protocol import Provider, complete
 from continuity.traces.tools import TOOLS
 
@@ -53,6 +58,8 @@ class AgentLoop:
         toolbox: an open `McpToolbox`, or None for a tool-free harness.
         provider: the model; `model` is the identity requests are bound to.
         max_rounds: tool rounds allowed in one turn (a runaway guard).
+        tool_errors: ``raise`` (replay: any failed call ends the run) or ``report`` (a
+            probe turn: the model gets the error as the tool result, as in production).
     """
 
     def __init__(
@@ -67,6 +74,10 @@ class AgentLoop:
         live_input: LiveInput | None = None,
         system: str = SYSTEM_PROMPT,
         max_rounds: int = 64,
+        retained: RetainedStore | None = None,
+        injected: Sequence[Message] = (),
+        before_request: Callable[[], Awaitable[None]] | None = None,
+        tool_errors: Literal["raise", "report"] = "raise",
     ) -> None:
         self.session = session
         self.history = history
@@ -77,6 +88,10 @@ class AgentLoop:
         self.live_input = live_input or LiveInput()
         self.system = system
         self.max_rounds = max_rounds
+        self.retained = retained
+        self.injected = tuple(injected)
+        self.before_request = before_request
+        self.tool_errors = tool_errors
 
     @property
     def tools(self) -> tuple[ToolDefinition, ...]:
@@ -88,7 +103,7 @@ class AgentLoop:
             provider=self.provider.name,
             model=self.model,
             system=self.system,
-            messages=tuple(self.session.context()),
+            messages=(*self.injected, *self.session.context()),
             tools=self.tools,
         )
 
@@ -101,6 +116,13 @@ class AgentLoop:
             source=message.source,
             entry_id=entry.id,
         )
+        owner_turn = message.attribution == "owner" and message.source in ("owner", "steer")
+        if self.retained is not None and owner_turn:
+            self.retained.retain_owner(
+                message.text,
+                source="steer" if message.source == "steer" else "owner",
+                entry_ref=entry.id,
+            )
 
     async def run_turn(
         self, text: str, *, attribution: Attribution = "owner", source: UserSource = "owner"
@@ -109,6 +131,8 @@ class AgentLoop:
         requests = calls = live = 0
         usage = Usage()
         while True:
+            if requests and self.before_request is not None:
+                await self.before_request()
             done = await complete(self.provider, self.request())
             requests += 1
             usage = usage + done.usage
@@ -143,21 +167,32 @@ class AgentLoop:
                 )
             for call in done.message.tool_calls:
                 self.live_input.in_flight_call = call.call_id
+                failed = False
                 try:
                     output = await self.toolbox.call(call)
+                except ToolError as error:
+                    if self.tool_errors == "raise":
+                        raise
+                    output, failed = str(error), True  # the model sees the error result
                 finally:
                     self.live_input.in_flight_call = None
                 calls += 1
-                self.session.append_message(
-                    ToolResultMessage(call_id=call.call_id, tool=call.name, text=output)
+                result = self.session.append_message(
+                    ToolResultMessage(
+                        call_id=call.call_id, tool=call.name, text=output, is_error=failed
+                    )
                 )
+                if failed:
+                    continue
                 spec = TOOLS.get(call.name)
+                kind = spec.kind if spec else "other"
                 self.tool_history.record(
-                    call_id=call.call_id,
-                    tool=call.name,
-                    kind=spec.kind if spec else "other",
-                    output=output,
+                    call_id=call.call_id, tool=call.name, kind=kind, output=output
                 )
+                if self.retained is not None:
+                    self.retained.retain_tool_result(
+                        output, tool=call.name, tool_kind=kind, entry_ref=result.id
+                    )
             for offer in self.live_input.drain():
                 live += 1
                 self.add_user(

@@ -24,7 +24,9 @@ from pathlib import Path
 import msgspec
 
 from continuity.digest import value_digest
-from continuity.errors import ContinuityError, HarnessError, ReplayFidelityError
+from continuity.errors import HarnessError, ReplayFidelityError, typed_error
+from continuity.harness.compaction import CompactionEvent, compact_conversation
+from continuity.harness.config import SMALLEST_TRIGGER, CompactionPolicy
 from continuity.harness.keys import ReplayConfig
 from continuity.harness.live_input import LiveInput
 from continuity.harness.loop import AgentLoop
@@ -35,9 +37,11 @@ from continuity.harness.messages import (
     Usage,
     UserMessage,
 )
+from continuity.harness.session import DurableSession
 from continuity.harness.toolbox import McpToolbox
 from continuity.harness.workspace import Workspace
-from continuity.providers.scripted import ScriptedProvider, ScriptedStep
+from continuity.memory.retained import RetainedStats, RetainedStore
+from continuity.providers.scripted import ScriptedProvider, ScriptedStep, ScriptedSummarizer
 from continuity.servers.fixture import FixtureToolServer, frozen_records
 from continuity.traces.schema import (
     AssistantMessage,
@@ -71,6 +75,8 @@ class ReplayReceipt(msgspec.Struct, frozen=True, kw_only=True):
     retained_bytes: int
     call_log_verified: bool
     usage: Usage
+    retained: RetainedStats | None = None
+    mid_trace_compaction: CompactionEvent | None = None
 
 
 class ReplayClock:
@@ -137,17 +143,6 @@ def scripted_steps(
     return steps
 
 
-def _first_typed(exc: BaseException) -> ContinuityError | None:
-    if isinstance(exc, ContinuityError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _first_typed(inner)
-            if found is not None:
-                return found
-    return None
-
-
 async def replay_trace(
     trace: ReplayTrace,
     root: Path,
@@ -172,10 +167,27 @@ async def replay_trace(
             trace, root, config or ReplayConfig(), trace_digest, tool_server_url, read_timeout
         )
     except BaseExceptionGroup as group:  # anyio task groups wrap the typed error
-        typed = _first_typed(group)
+        typed = typed_error(group)
         if typed is None:
             raise
         raise typed from None
+
+
+async def _mid_trace_compaction(
+    session: DurableSession, config: ReplayConfig, trace: ReplayTrace
+) -> CompactionEvent:
+    event = await compact_conversation(
+        session,
+        ScriptedSummarizer(name=config.history_provider, model=config.history_model),
+        policy=CompactionPolicy(**SMALLEST_TRIGGER),
+        reason="manual",
+        model=config.history_model,
+    )
+    if event is None:
+        raise ReplayFidelityError(
+            "the mid-trace compaction had nothing to summarize", location=trace.trace_id
+        )
+    return event
 
 
 async def _replay(
@@ -208,6 +220,10 @@ async def _replay(
         scripted_steps(trace), name=config.history_provider, model=config.history_model
     )
     server = FixtureToolServer(frozen_records(trace)) if tool_server_url is None else None
+    retained = RetainedStore(workspace.retained_path) if config.retained_records else None
+    total_owner_turns = sum(isinstance(t, OwnerMessage) for _, _, t in iter_turns(trace))
+    mid_turn = total_owner_turns // 2 if config.mid_trace_compaction else None
+    mid_event: CompactionEvent | None = None
     usage = Usage()
     owner_turns = 0
     try:
@@ -230,6 +246,7 @@ async def _replay(
                 provider=provider,
                 model=config.history_model,
                 live_input=live,
+                retained=retained,
             )
             for sitting in trace.sessions:
                 clock.start(sitting.date)
@@ -237,19 +254,25 @@ async def _replay(
                     "sitting", {"session_id": sitting.session_id, "date": sitting.date}
                 )
                 for turn in sitting.turns:
-                    if isinstance(turn, OwnerMessage):
-                        report = await loop.run_turn(turn.text)
-                        usage = usage + report.usage
-                        owner_turns += 1
+                    if not isinstance(turn, OwnerMessage):
+                        continue
+                    if owner_turns == mid_turn:  # the operator's promptless compaction
+                        mid_event = await _mid_trace_compaction(session, config, trace)
+                    report = await loop.run_turn(turn.text)
+                    usage = usage + report.usage
+                    owner_turns += 1
         in_memory = (
             list(session.entries),
             session.context(),
             list(history.records),
             tools.records(),
         )
+        retained_stats = retained.stats() if retained is not None else None
     finally:
         session.close()
         history.close()
+        if retained is not None:
+            retained.close()
 
     problems = []
     if provider.remaining:
@@ -300,6 +323,8 @@ async def _replay(
         retained_bytes=sum(r.retained_bytes for r in records),
         call_log_verified=server is not None,
         usage=usage,
+        retained=retained_stats,
+        mid_trace_compaction=mid_event,
     )
     workspace.receipt_path.write_bytes(msgspec.json.format(msgspec.json.encode(receipt)) + b"\n")
     return receipt

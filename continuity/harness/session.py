@@ -220,7 +220,13 @@ class DurableSession:
     def append_custom(self, custom_type: str, data: dict[str, Any] | None = None) -> Entry:
         return self._append(CustomEntry(**self._next(), custom_type=custom_type, data=data or {}))
 
-    def append_boundary(self, kind: str, details: dict[str, Any] | None = None) -> Entry:
+    def append_boundary(
+        self, kind: str, details: dict[str, Any] | None = None, *, new_root: bool = False
+    ) -> Entry:
+        """Record a boundary event. With `new_root`, the entry starts a new root: the
+        context after it is only what is appended below it (a model-change reseed)."""
+        if new_root:
+            self.leaf_id = None
         return self._append(SessionBoundaryEntry(**self._next(), kind=kind, details=details or {}))
 
     def branch(self, entry_id: str) -> Entry:

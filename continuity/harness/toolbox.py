@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
+import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -63,13 +64,14 @@ class McpToolbox:
         return self
 
     async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if exc is None:
-            try:
-                await self._stack.aclose()
-            except Exception as close_error:
-                raise _mapped(close_error, self.url, "closing") from None
-            return
-        await self._close_after(exc, "calling a tool")
+        """Close the transport. If it failed underneath the body (the SDK then cancels
+        the waiting request), raise that failure as a typed error; an exception raised
+        by the body itself is left to propagate untouched."""
+        try:
+            await self._stack.aclose()
+        except Exception as close_error:
+            if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
+                raise _mapped(close_error, self.url, "calling a tool") from None
 
     async def _close_after(self, exc: BaseException, doing: str) -> None:
         """Close the transport after `exc` and raise the most telling typed error.

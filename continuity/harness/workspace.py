@@ -3,6 +3,7 @@
     <root>/session/session.jsonl    the durable session (JSONL tree)
     <root>/session/history.jsonl    the canonical history store
     <root>/tool-history/            the tool-history sidecar (pins <root>)
+    <root>/continuity/retained.sqlite3  retained evidence (store and pack arms only)
     <root>/replay.json              the content-free replay receipt
 
 `root` is always absolute: the sidecar pins it, and a copy at another path degrades.
@@ -35,6 +36,10 @@ class Workspace(msgspec.Struct, frozen=True):
     @property
     def tool_history_dir(self) -> Path:
         return self.root / "tool-history"
+
+    @property
+    def retained_path(self) -> Path:
+        return self.root / "continuity" / "retained.sqlite3"
 
     @property
     def receipt_path(self) -> Path:

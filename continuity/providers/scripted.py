@@ -24,7 +24,15 @@ from continuity.harness.messages import (
 )
 from continuity.providers.protocol import Completed, ProviderEvent, TextDelta, ToolCallEvent
 
-__all__ = ["RequestRecord", "ScriptedProvider", "ScriptedStep", "shared_prefix"]
+__all__ = [
+    "SUMMARY_SECTIONS",
+    "RequestRecord",
+    "ScriptedProvider",
+    "ScriptedStep",
+    "ScriptedSummarizer",
+    "Step",
+    "shared_prefix",
+]
 
 
 class ScriptedStep(msgspec.Struct, frozen=True):
@@ -162,3 +170,33 @@ def tool_step(text: str, calls: Iterable[tuple[str, str, dict[str, Any]]]) -> Sc
     return ScriptedStep(
         text=text, tool_calls=tuple(ToolCallRequest(i, n, dict(a)) for i, n, a in calls)
     )
+
+
+SUMMARY_SECTIONS: tuple[str, ...] = (
+    "Goal",
+    "Constraints & Preferences",
+    "Progress",
+    "Key Decisions",
+    "Next Steps",
+    "Critical Context",
+)
+
+
+class ScriptedSummarizer(ScriptedProvider):
+    """A scripted summarizer that never runs dry: every request gets a summary with the
+    fixed section structure and a content-free note of how much it was asked to
+    summarize. A faux model extracts nothing, so facts that are compacted away are
+    gone offline; that is the point of the offline contract, not a flaw of the arm."""
+
+    def __init__(self, *, name: str = "scripted", model: str = "scripted-summarizer") -> None:
+        super().__init__((), name=name, model=model)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        chars = sum(len(getattr(m, "text", "")) for m in request.messages)
+        body = "\n".join(
+            f"## {section}\n(scripted summary of {chars:,} characters; nothing extracted)"
+            for section in SUMMARY_SECTIONS
+        )
+        self.push(ScriptedStep(text=body))
+        async for event in super().stream(request):
+            yield event

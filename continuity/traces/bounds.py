@@ -34,6 +34,7 @@ __all__ = [
     "estimate_tokens",
     "is_text_message",
     "projected_records",
+    "projection_indexes",
     "retained_bytes",
     "turn_tokens",
 ]
@@ -80,8 +81,8 @@ def retained_bytes(result: ToolResult) -> int:
     return min(len(result.output.encode("utf-8")), RESULT_HEAD_BYTES)
 
 
-def projected_records(records: Sequence[ToolResult]) -> list[int]:
-    """Indexes (into `records`, oldest first) of the cold-rebuild tool projection.
+def projection_indexes(retained_sizes: Sequence[int]) -> list[int]:
+    """Indexes (oldest first) of the records the cold-rebuild tool projection keeps.
 
     Walks from the newest record back, taking records while fewer than 32 are taken and
     the retained bytes stay within 64 KiB; the first record that would break either
@@ -89,10 +90,15 @@ def projected_records(records: Sequence[ToolResult]) -> list[int]:
     """
     taken: list[int] = []
     total = 0
-    for index in range(len(records) - 1, -1, -1):
-        size = retained_bytes(records[index])
+    for index in range(len(retained_sizes) - 1, -1, -1):
+        size = retained_sizes[index]
         if len(taken) >= PROJECTION_MAX_RECORDS or total + size > PROJECTION_MAX_BYTES:
             break
         taken.append(index)
         total += size
     return sorted(taken)
+
+
+def projected_records(records: Sequence[ToolResult]) -> list[int]:
+    """`projection_indexes` for a trace's tool results."""
+    return projection_indexes([retained_bytes(r) for r in records])

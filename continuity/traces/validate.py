@@ -20,6 +20,7 @@ from typing import NamedTuple
 import msgspec
 
 from continuity.errors import Issue, TraceInvalid
+from continuity.privacy import CREDENTIAL_ASSIGNMENT
 from continuity.traces.bounds import (
     PROJECTION_MAX_BYTES,
     PROJECTION_MAX_RECORDS,
@@ -66,11 +67,6 @@ __all__ = [
 
 _TRACE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{2,95}$")
 _MSGSPEC_PATH = re.compile(r" - at `(\$[^`]*)`$")
-# A textual credential assignment ("Temporary password: X", "pin=1234"). Retention omits
-# a whole tool result containing one; a redaction secret must sit in such a result.
-CREDENTIAL_ASSIGNMENT = re.compile(
-    r"(?i)\b(?:pass(?:word|code|phrase)|pin|secret|token|api[ _-]?key)\b[^\n:=]{0,24}[:=]\s*\S"
-)
 # Relationship, health, religion and politics vocabulary the generated suites avoid:
 # stems match any word starting with them, whole words only themselves.
 _SENSITIVE_STEMS = (

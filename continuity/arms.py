@@ -1,0 +1,279 @@
+"""The arms: which boundary a probe crosses, as data.
+
+Each arm is a record: its boundary, which model the scripted history is bound to,
+whether replay records retained evidence, the configuration patches for the probe turn
+(applied over the harness defaults and validated, so an unknown key fails), the tools
+the reader is offered, the evidence a sample must show, and the pressure threshold on
+long traces. Planned-but-unavailable arms are declared with their intended evidence;
+selecting one fails with ``arm_not_available_at_revision:<id>``.
+
+Arms (a) to (f) pin retained conversation evidence off in replay and probe, so they stay
+comparable with baselines recorded before the feature existed; (g) and (h) record
+evidence but pin packs off; (i) turns packs on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from continuity.errors import ContinuityError
+from continuity.harness.config import SMALLEST_TRIGGER, HarnessConfig, resolve_config
+from continuity.harness.keys import ReplayConfig
+
+__all__ = [
+    "ARMS",
+    "Arm",
+    "ArmError",
+    "Pressure",
+    "arm_config",
+    "arm_ids",
+    "replay_config_for",
+    "resolve_arms",
+]
+
+Boundary = Literal[
+    "none",
+    "model_change",
+    "compaction",
+    "compaction_mid_and_probe",
+    "ceiling",
+    "restart_switch_compact",
+]
+
+
+class ArmError(ContinuityError):
+    default_code = "arm_unknown"
+
+
+class Pressure(msgspec.Struct, frozen=True, kw_only=True):
+    """The pressure a long-trace sample must show (the seed's threshold table)."""
+
+    probe_input_tokens: int | None = None
+    replayed_messages: int | None = None
+    dropped_records: int | None = None
+    compaction_tokens_before: int | None = None
+    mid_tokens_before: int | None = None
+
+
+class Arm(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    letter: str
+    label: str
+    boundary: Boundary
+    history: Literal["reader", "alternate"]
+    retained: bool = False
+    pack: bool = False
+    mid_trace_compaction: bool = False
+    history_tool: bool = False
+    probe_patches: tuple[Mapping[str, Any], ...] = ()
+    evidence: tuple[str, ...] = ()
+    pressure: Pressure | None = None
+    hard_only: bool = False
+    available: bool = True
+    aliases: tuple[str, ...] = ()
+
+
+_OFF = {"runtime": {"session": {"continuity": {"enabled": False, "pack_enabled": False}}}}
+_STORE_ONLY = {
+    "runtime": {"session": {"continuity": {"enabled": True, "pack_enabled": False}}},
+    "tools": {"allowed_tools": ["ConversationHistory"]},
+}
+_PACK = {
+    "runtime": {"session": {"continuity": {"enabled": True, "pack_enabled": True}}},
+    "tools": {"allowed_tools": ["ConversationHistory"]},
+}
+_SMALLEST = {"runtime": {"compaction": SMALLEST_TRIGGER}}
+_NO_CEILING = {"runtime": {"compaction": {"max_input_tokens": 0}}}
+_RESEED = Pressure(replayed_messages=64, dropped_records=32)
+
+ARMS: Mapping[str, Arm] = {
+    arm.id: arm
+    for arm in (
+        Arm(
+            id="native",
+            letter="a",
+            label="Native resume",
+            boundary="none",
+            history="reader",
+            probe_patches=(_OFF, _NO_CEILING),
+            evidence=("no_boundary",),
+            pressure=Pressure(probe_input_tokens=150_000),
+        ),
+        Arm(
+            id="cold-rebuild",
+            letter="b",
+            label="Model-change reseed",
+            boundary="model_change",
+            history="alternate",
+            probe_patches=(_OFF, _NO_CEILING),
+            evidence=("model_change",),
+            pressure=_RESEED,
+        ),
+        Arm(
+            id="compaction-1",
+            letter="c",
+            label="One proactive compaction",
+            boundary="compaction",
+            history="reader",
+            probe_patches=(_OFF, _SMALLEST),
+            evidence=("compaction",),
+            pressure=Pressure(compaction_tokens_before=150_000),
+        ),
+        Arm(
+            id="compaction-2",
+            letter="d",
+            label="Manual mid-trace, then proactive",
+            boundary="compaction_mid_and_probe",
+            history="reader",
+            mid_trace_compaction=True,
+            probe_patches=(_OFF, _SMALLEST),
+            evidence=("mid_compaction", "compaction"),
+            pressure=Pressure(mid_tokens_before=80_000, compaction_tokens_before=40_000),
+        ),
+        Arm(
+            id="ceiling",
+            letter="e",
+            label="Default 200k ceiling",
+            boundary="ceiling",
+            history="reader",
+            probe_patches=(_OFF,),
+            evidence=("compaction",),
+            pressure=Pressure(compaction_tokens_before=200_000),
+            hard_only=True,
+        ),
+        Arm(
+            id="restart-switch-compact",
+            letter="f",
+            label="Restart, reseed, compact",
+            boundary="restart_switch_compact",
+            history="alternate",
+            probe_patches=(_OFF, _SMALLEST),
+            evidence=("restart", "model_change", "compaction"),
+            pressure=_RESEED,
+        ),
+        Arm(
+            id="continuity-store",
+            letter="g",
+            label="Retained store, reseed",
+            boundary="model_change",
+            history="alternate",
+            retained=True,
+            history_tool=True,
+            probe_patches=(_STORE_ONLY, _NO_CEILING),
+            evidence=("model_change", "store", "history_tool"),
+            pressure=_RESEED,
+        ),
+        Arm(
+            id="continuity-store-compaction",
+            letter="h",
+            label="Retained store, compaction",
+            boundary="compaction",
+            history="reader",
+            retained=True,
+            history_tool=True,
+            probe_patches=(_STORE_ONLY, _SMALLEST),
+            evidence=("compaction", "store", "history_tool"),
+            pressure=Pressure(compaction_tokens_before=150_000),
+        ),
+        Arm(
+            id="continuity-pack-cold",
+            letter="i",
+            label="Deterministic pack, reseed",
+            boundary="model_change",
+            history="alternate",
+            retained=True,
+            pack=True,
+            history_tool=True,
+            probe_patches=(_PACK, _NO_CEILING),
+            evidence=("model_change", "store", "history_tool", "pack"),
+            pressure=_RESEED,
+            aliases=("continuity-pack-boundary",),
+        ),
+        Arm(
+            id="continuity-pack-per-turn",
+            letter="j",
+            label="Per-turn pack maintenance",
+            boundary="model_change",
+            history="alternate",
+            retained=True,
+            pack=True,
+            history_tool=True,
+            probe_patches=(_PACK,),
+            evidence=("model_change", "store", "pack", "per_turn_upkeep"),
+            available=False,
+        ),
+        Arm(
+            id="pack+stubs",
+            letter="k",
+            label="Pack with tool-result stubs",
+            boundary="model_change",
+            history="alternate",
+            retained=True,
+            pack=True,
+            history_tool=True,
+            probe_patches=(_PACK,),
+            evidence=("model_change", "store", "pack", "tool_result_clearing"),
+            available=False,
+        ),
+    )
+}
+_ALIASES = {alias: arm.id for arm in ARMS.values() for alias in arm.aliases}
+
+
+def arm_ids(*, available_only: bool = True) -> list[str]:
+    return [a.id for a in ARMS.values() if a.available or not available_only]
+
+
+def resolve_arms(ids: Iterable[str], *, family: str | None = None) -> list[Arm]:
+    """The arms named by `ids` (aliases accepted), in registry order.
+
+    Raises:
+        ArmError: ``arm_unknown`` for a name that is no arm, or
+            ``arm_not_available_at_revision:<id>`` for a declared arm that is not
+            runnable at this revision.
+    """
+    chosen: set[str] = set()
+    for raw in ids:
+        name = _ALIASES.get(raw.strip(), raw.strip())
+        arm = ARMS.get(name)
+        if arm is None:
+            raise ArmError(f"no arm {raw!r}; arms: {', '.join(arm_ids())}", location="--arms")
+        if not arm.available:
+            raise ArmError(
+                f"arm {arm.id} is declared but not runnable at this revision",
+                code=f"arm_not_available_at_revision:{arm.id}",
+                location="--arms",
+            )
+        chosen.add(arm.id)
+    arms = [a for a in ARMS.values() if a.id in chosen]
+    if family is not None and family == "original":
+        arms = [a for a in arms if not a.hard_only]
+    return arms
+
+
+def parse_arms(text: str | None, *, family: str | None = None) -> list[Arm]:
+    """``"native,cold-rebuild"`` or ``"all"`` (None means all available arms)."""
+    if not text or text.strip() == "all":
+        return resolve_arms(arm_ids(), family=family)
+    return resolve_arms(text.split(","), family=family)
+
+
+def arm_config(arm: Arm, extra: Sequence[Mapping[str, Any]] = ()) -> HarnessConfig:
+    """The probe-turn configuration of `arm` (defaults, then its patches, then `extra`)."""
+    return resolve_config([*arm.probe_patches, *extra], where=f"arm {arm.id}")
+
+
+def replay_config_for(arm: Arm) -> ReplayConfig:
+    """The replay (checkpoint) configuration an arm's probes fork from."""
+    config = arm_config(arm)
+    model = config.models.alternate if arm.history == "alternate" else config.models.reader
+    provider, _, name = model.partition(":")
+    return ReplayConfig(
+        history_provider=provider,
+        history_model=name,
+        retained_records=arm.retained,
+        mid_trace_compaction=arm.mid_trace_compaction,
+    )

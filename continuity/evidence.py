@@ -1,0 +1,134 @@
+"""Classifying a probe sample from its evidence.
+
+A sample counts toward accuracy only if it is ``valid``. Otherwise it is excluded and
+counted by class, never scored as a pass or a failure:
+
+- ``store_degraded``: a store or pack arm without retained records, with a degraded
+  tool-history sidecar or history warnings, or whose retrieval was unavailable;
+- ``boundary_unverified``: the sample did not cross its arm's boundary (for example no
+  compaction, no model-change reseed, the wrong order for restart-switch-compact, a
+  missing pack in the pack arm, or any pack in a control arm);
+- ``pressure_unverified``: on a long trace, the boundary was crossed under less
+  pressure than the seed's threshold table asks;
+- ``failed``: the probe child failed (its code is kept).
+
+Mid-run compactions in store arms are reported but never count as the boundary.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from continuity.arms import Arm
+from continuity.harness.probe import SampleEvidence
+
+__all__ = ["LONG_FAMILIES", "Classification", "classify"]
+
+LONG_FAMILIES = ("hard", "hard-distractors")
+Status = Literal["valid", "store_degraded", "boundary_unverified", "pressure_unverified", "failed"]
+
+
+class Classification(msgspec.Struct, frozen=True):
+    status: Status
+    reasons: list[str]
+
+
+def _boundary(arm: Arm, e: SampleEvidence) -> list[str]:
+    problems: list[str] = []
+    compaction = e.compaction
+    if arm.boundary == "none":
+        if e.operations:
+            problems.append(f"native crossed {e.operations}")
+        if e.history_model != e.reader_model:
+            problems.append("history was not on the reader's native session")
+    if arm.boundary in ("model_change", "restart_switch_compact"):
+        if e.reseed is None or e.reseed.to_model != e.reader_model:
+            problems.append("no model-change reseed to the reader")
+        elif e.reseed.from_model == e.reseed.to_model:
+            problems.append("the reseed did not change model")
+    if (
+        arm.boundary
+        in ("compaction", "compaction_mid_and_probe", "ceiling", "restart_switch_compact")
+        and compaction is None
+    ):
+        problems.append("no pre-turn compaction")
+    if arm.boundary == "ceiling" and compaction is not None and compaction.reason != "ceiling":
+        problems.append(f"compaction was {compaction.reason}, not the ceiling")
+    if arm.boundary == "compaction_mid_and_probe" and e.mid_trace_compaction is None:
+        problems.append("no mid-trace compaction in the checkpoint")
+    if arm.boundary == "restart_switch_compact":
+        if e.operations != ["restart", "model_change", "compaction"]:
+            problems.append(f"operations {e.operations}, not restart, reseed, compaction")
+        if e.child_pid == e.parent_pid:
+            problems.append("the probe did not run in a fresh process")
+    if arm.boundary in ("model_change", "none") and compaction is not None:
+        problems.append("an unexpected pre-turn compaction")
+    if arm.pack:
+        sections = e.pack.sections if e.pack else []
+        if e.pack is None or e.pack.status == "invalid":
+            problems.append("the pack is missing or invalid")
+        elif not any(s.included for s in sections):
+            problems.append("the pack has no evidence sections")
+        if any(count != 1 for count in e.packs_per_request):
+            problems.append(f"packs per request {e.packs_per_request}, not exactly one")
+    elif any(e.packs_per_request):
+        problems.append("a control arm's request carried a pack")
+    if arm.history_tool and e.tools_offered != ["ConversationHistory"]:
+        problems.append(f"tools offered {e.tools_offered}, not only ConversationHistory")
+    if not arm.history_tool and e.tools_offered:
+        problems.append(f"a tool-free arm offered {e.tools_offered}")
+    return problems
+
+
+def _pressure(arm: Arm, e: SampleEvidence) -> list[str]:
+    rule = arm.pressure
+    if rule is None:
+        return []
+    problems = []
+    if rule.probe_input_tokens is not None and e.probe_input_tokens < rule.probe_input_tokens:
+        problems.append(f"probe input {e.probe_input_tokens:,} < {rule.probe_input_tokens:,}")
+    if rule.replayed_messages is not None and (
+        e.reseed is None or e.reseed.text_messages < rule.replayed_messages
+    ):
+        problems.append(f"fewer than {rule.replayed_messages} replayed messages")
+    if rule.dropped_records is not None and (
+        e.reseed is None or e.reseed.dropped_records < rule.dropped_records
+    ):
+        problems.append(f"fewer than {rule.dropped_records} tool records dropped")
+    if rule.compaction_tokens_before is not None and (
+        e.compaction is None or e.compaction.tokens_before < rule.compaction_tokens_before
+    ):
+        problems.append(f"compaction tokensBefore < {rule.compaction_tokens_before:,}")
+    if rule.mid_tokens_before is not None and (
+        e.mid_trace_compaction is None
+        or e.mid_trace_compaction.tokens_before < rule.mid_tokens_before
+    ):
+        problems.append(f"mid-trace tokensBefore < {rule.mid_tokens_before:,}")
+    return problems
+
+
+def _store(arm: Arm, e: SampleEvidence) -> list[str]:
+    if not arm.retained:
+        return []
+    problems = []
+    if e.store is None or e.store.records == 0:
+        problems.append(e.store_error or "no retained records")
+    if e.tool_history_status != "ok" or e.tool_history_warnings:
+        problems.append(f"tool history {e.tool_history_status} {e.tool_history_warnings}")
+    if any(c.status == "unavailable" for c in e.history_calls):
+        problems.append("a ConversationHistory call was unavailable")
+    return problems
+
+
+def classify(arm: Arm, evidence: SampleEvidence, *, family: str) -> Classification:
+    """Classify one sample (see the module doc for the order of precedence)."""
+    for status, problems in (
+        ("store_degraded", _store(arm, evidence)),
+        ("boundary_unverified", _boundary(arm, evidence)),
+        ("pressure_unverified", _pressure(arm, evidence) if family in LONG_FAMILIES else []),
+    ):
+        if problems:
+            return Classification(status, problems)  # type: ignore[arg-type]
+    return Classification("valid", [])

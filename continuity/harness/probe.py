@@ -1,0 +1,338 @@
+"""The probe child: cross an arm's boundary in a fresh process and ask one probe.
+
+``python -m continuity.harness.probe --workspace PATH --request FILE`` runs over a
+checkpoint restored at its original path. It applies the arm's boundary operations in
+order (restart marker, model-change reseed, pre-turn compaction under the arm's policy),
+offers the arm's tools (ConversationHistory only, for the store and pack arms, served
+by a real MCP server over the retained store), injects the continuity pack for the pack
+arm, and asks the probe on the reader in a new, otherwise tool-free turn. The reader is
+scripted: it answers ``UNKNOWN`` and, when ConversationHistory is offered, first searches
+and gets one record, so the retrieval path runs. Its accuracy means nothing.
+
+It prints a content-free `SampleEvidence` as JSON. With ``dump_requests`` it also writes
+every reader request's wire payload to that file, for inspection and tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import msgspec
+
+from continuity.arms import ARMS, Arm, arm_config
+from continuity.errors import ToolError, typed_error
+from continuity.harness.compaction import CompactionEvent, compact_conversation, should_compact
+from continuity.harness.config import HarnessConfig
+from continuity.harness.loop import AgentLoop
+from continuity.harness.messages import (
+    Message,
+    ModelRequest,
+    ToolCallRequest,
+    ToolResultMessage,
+    Usage,
+    wire_payload,
+)
+from continuity.harness.reseed import ReseedEvent, reseed
+from continuity.harness.toolbox import McpToolbox
+from continuity.harness.workspace import Workspace
+from continuity.memory.pack import PackReceipt, build_pack, is_pack
+from continuity.memory.retained import HistoryError, RetainedStats, RetainedStore
+from continuity.providers.scripted import (
+    ScriptedProvider,
+    ScriptedStep,
+    ScriptedSummarizer,
+    Step,
+)
+from continuity.servers.history import HISTORY_TOOL, serve_history
+from continuity.store import utc_now
+
+__all__ = ["HistoryCall", "ProbeRequest", "SampleEvidence", "run_probe"]
+
+UNKNOWN_ANSWER = "UNKNOWN"
+
+
+class ProbeRequest(msgspec.Struct, frozen=True, kw_only=True):
+    arm: str
+    probe_text: str
+    probe_index: int = 0
+    parent_pid: int
+    dump_requests: str | None = None
+
+
+class HistoryCall(msgspec.Struct, frozen=True):
+    action: str
+    status: Literal["succeeded", "unavailable", "invalid"]
+    bytes: int
+
+
+class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
+    """What one probe sample observed. Content-free: counts, events, digests."""
+
+    schema: str = "continuity-sample-evidence-v1"
+    arm: str
+    probe_index: int
+    trace_id: str
+    parent_pid: int
+    child_pid: int
+    history_model: str
+    reader_model: str
+    operations: list[str]
+    reseed: ReseedEvent | None
+    compaction: CompactionEvent | None
+    mid_trace_compaction: CompactionEvent | None
+    mid_run_compactions: list[CompactionEvent]
+    tools_offered: list[str]
+    history_calls: list[HistoryCall]
+    store: RetainedStats | None
+    store_error: str | None
+    tool_history_status: str
+    tool_history_warnings: list[str]
+    pack: PackReceipt | None
+    packs_per_request: list[int]
+    requests: int
+    probe_input_tokens: int
+    usage: Usage
+    compaction_usage: Usage
+    answer: str
+
+
+def _model(binding: str) -> tuple[str, str]:
+    provider, _, model = binding.partition(":")
+    return provider, model
+
+
+def _reader_steps(
+    probe_text: str, history_tool: bool, seen: list[ModelRequest], dump: Path | None
+) -> list[Step]:
+    """The scripted reader: search, get the first hit, then answer UNKNOWN."""
+
+    def record(request: ModelRequest) -> None:
+        seen.append(request)
+        if dump is not None:
+            with open(dump, "ab") as handle:
+                handle.write(wire_payload(request) + b"\n")
+
+    def answer(request: ModelRequest) -> ScriptedStep:
+        record(request)
+        return ScriptedStep(text=UNKNOWN_ANSWER)
+
+    if not history_tool:
+        return [answer]
+    words = " ".join(probe_text.replace(":", " ").split()[-8:])
+
+    def search(request: ModelRequest) -> ScriptedStep:
+        record(request)
+        call = ToolCallRequest(
+            "probe-1", HISTORY_TOOL, {"action": "search", "query": words, "limit": 5}
+        )
+        return ScriptedStep(text="", tool_calls=(call,))
+
+    def get_first(request: ModelRequest) -> ScriptedStep:
+        last = request.messages[-1]
+        hits = []
+        if isinstance(last, ToolResultMessage) and not last.is_error:
+            with contextlib.suppress(ValueError):
+                hits = json.loads(last.text).get("hits", [])
+        if not hits:
+            return answer(request)
+        record(request)
+        call = ToolCallRequest(
+            "probe-2", HISTORY_TOOL, {"action": "get", "id": hits[0]["packed_id"]}
+        )
+        return ScriptedStep(text="", tool_calls=(call,))
+
+    def after_get(request: ModelRequest) -> ScriptedStep:
+        return answer(request)
+
+    return [search, get_first, after_get]
+
+
+class _RecordingToolbox(McpToolbox):
+    """Records every ConversationHistory call: action, outcome and returned bytes."""
+
+    calls_made: list[HistoryCall]
+
+    async def call(self, call: ToolCallRequest) -> str:
+        action = str(call.arguments.get("action", "?"))
+        try:
+            text = await super().call(call)
+        except ToolError as error:
+            status: Literal["unavailable", "invalid"] = (
+                "unavailable" if error.code == "tool_server_unavailable" else "invalid"
+            )
+            self.calls_made.append(HistoryCall(action, status, 0))
+            raise
+        self.calls_made.append(HistoryCall(action, "succeeded", len(text.encode("utf-8"))))
+        return text
+
+
+async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEvidence:
+    """Cross the arm's boundary over `workspace` and ask the probe. See the module doc."""
+    arm: Arm = ARMS[request.arm]
+    config: HarnessConfig = arm_config(arm)
+    policy = config.runtime.compaction
+    reader_provider, reader_model = _model(config.models.reader)
+    receipt = msgspec.json.decode(workspace.receipt_path.read_bytes())
+    session, history, tool_history = workspace.open(clock=utc_now)
+    summarizer = ScriptedSummarizer(name=reader_provider, model=reader_model)
+    operations: list[str] = []
+    history_model = ":".join(session.current_model() or ("?", "?"))
+    reseed_event: ReseedEvent | None = None
+    compaction: CompactionEvent | None = None
+    mid_run: list[CompactionEvent] = []
+    store: RetainedStore | None = None
+    store_error: str | None = None
+    compaction_usage = Usage()
+    try:
+        if arm.retained:
+            try:
+                store = RetainedStore(workspace.retained_path, readonly=True)
+            except HistoryError as exc:
+                store_error = exc.code
+        allowed = config.tools.allowed_tools
+        history_tool = arm.history_tool and (allowed is None or HISTORY_TOOL in allowed)
+        if arm.boundary == "restart_switch_compact":
+            session.append_boundary(
+                "restart", {"parent_pid": request.parent_pid, "child_pid": os.getpid()}
+            )
+            operations.append("restart")
+        switches = arm.boundary in ("model_change", "restart_switch_compact")
+        if switches and history_model != config.models.reader:
+            reseed_event = reseed(
+                session,
+                history,
+                tool_history,
+                provider=reader_provider,
+                model=reader_model,
+                history_tool=history_tool,
+            )
+            operations.append("model_change")
+        reason = should_compact(session, policy)
+        if reason is not None:
+            compaction = await compact_conversation(
+                session, summarizer, policy=policy, reason=reason, model=reader_model
+            )
+            if compaction is not None:
+                operations.append("compaction")
+                compaction_usage = compaction_usage + compaction.usage
+        pack_receipt: PackReceipt | None = None
+        injected: tuple[Message, ...] = ()
+        if arm.pack and config.runtime.session.continuity.pack_enabled:
+            from continuity.harness.compaction import context_tokens
+
+            pack = build_pack(
+                store,
+                history,
+                context=session.context(),
+                window_tokens=policy.window,
+                context_tokens=context_tokens(session.context()),
+            )
+            pack_receipt = pack.receipt
+            if pack.receipt.status != "invalid":
+                injected = (pack.message(),)
+
+        async def mid_run_compaction() -> None:
+            nonlocal compaction_usage
+            if should_compact(session, policy) is not None:
+                event = await compact_conversation(
+                    session, summarizer, policy=policy, reason="mid_run", model=reader_model
+                )
+                if event is not None:
+                    mid_run.append(event)
+                    compaction_usage = compaction_usage + event.usage
+
+        seen: list[ModelRequest] = []
+        dump = Path(request.dump_requests) if request.dump_requests else None
+        provider = ScriptedProvider(
+            _reader_steps(request.probe_text, history_tool, seen, dump),
+            name=reader_provider,
+            model=reader_model,
+        )
+        calls: list[HistoryCall] = []
+        async with contextlib.AsyncExitStack() as stack:
+            toolbox: McpToolbox | None = None
+            if history_tool and store is not None:
+                url = await stack.enter_async_context(serve_history(store))
+                recording = _RecordingToolbox(url)
+                recording.calls_made = calls
+                toolbox = await stack.enter_async_context(recording)
+            loop = AgentLoop(
+                session=session,
+                history=history,
+                tool_history=tool_history,
+                toolbox=toolbox,
+                provider=provider,
+                model=reader_model,
+                injected=injected,
+                before_request=mid_run_compaction,
+                tool_errors="report",
+            )
+            report = await loop.run_turn(request.probe_text, source="probe")
+        first_input = provider.requests[0].usage.total_input if provider.requests else 0
+        answer = session.context()[-1]
+        return SampleEvidence(
+            arm=arm.id,
+            probe_index=request.probe_index,
+            trace_id=str(receipt.get("trace_id", "")),
+            parent_pid=request.parent_pid,
+            child_pid=os.getpid(),
+            history_model=history_model,
+            reader_model=config.models.reader,
+            operations=operations,
+            reseed=reseed_event,
+            compaction=compaction,
+            mid_trace_compaction=msgspec.convert(receipt["mid_trace_compaction"], CompactionEvent)
+            if receipt.get("mid_trace_compaction")
+            else None,
+            mid_run_compactions=mid_run,
+            tools_offered=[d.name for d in toolbox.definitions] if toolbox else [],
+            history_calls=calls,
+            store=store.stats() if store is not None else None,
+            store_error=store_error,
+            tool_history_status=tool_history.status,
+            tool_history_warnings=list(tool_history.warnings),
+            pack=pack_receipt,
+            packs_per_request=[sum(is_pack(m) for m in r.messages) for r in seen],
+            requests=report.requests,
+            probe_input_tokens=first_input,
+            usage=report.usage,
+            compaction_usage=compaction_usage,
+            answer=getattr(answer, "text", ""),
+        )
+    finally:
+        session.close()
+        history.close()
+        if store is not None:
+            store.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m continuity.harness.probe")
+    parser.add_argument("--workspace", type=Path, required=True)
+    parser.add_argument("--request", type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        request = msgspec.json.decode(args.request.read_bytes(), type=ProbeRequest)
+        evidence = anyio.run(run_probe, Workspace(args.workspace.absolute()), request)
+    except BaseException as exc:
+        typed = typed_error(exc)
+        if typed is None:
+            raise
+        print(f"error {typed}")
+        return 3
+    except (OSError, msgspec.MsgspecError) as exc:
+        print(f"error probe_request_invalid: {exc} (at {args.request})")
+        return 3
+    sys.stdout.write(msgspec.json.encode(evidence).decode() + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

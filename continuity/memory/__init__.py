@@ -1,0 +1,1 @@
+"""Retained conversation evidence and the deterministic continuity pack."""

@@ -1,0 +1,201 @@
+"""Arm samples: fork an arm's checkpoint, cross its boundary in a child, classify.
+
+One sample per trace and arm (the trace's first probe) shows that the arm crosses its
+boundary under its pressure; probe units over every probe build on the same child. A
+sample is a store artifact keyed by the arm's definition, the probe index, the harness
+and evidence code, and the checkpoint's key, so a rerun skips what exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from continuity.arms import Arm, parse_arms, replay_config_for
+from continuity.digest import KeySpec, code_digest
+from continuity.errors import CheckpointError
+from continuity.evidence import Classification, classify
+from continuity.harness.checkpoints import CheckpointResult, build_checkpoint, fork
+from continuity.harness.keys import HARNESS_CODE
+from continuity.harness.probe import ProbeRequest, SampleEvidence
+from continuity.outputs import resolve_out_path, write_json
+from continuity.progress import Tick
+from continuity.store import Store
+from continuity.traces.schema import Trace
+from continuity.traces.suites import SuiteItem, build_suite
+from continuity.traces.validate import load_trace
+
+__all__ = ["SAMPLE_SALT", "SampleRecord", "build_arm_samples", "run_probe_child", "sample_key"]
+
+SAMPLE_SALT = "arm-sample-v1"
+SAMPLE_CODE = (*HARNESS_CODE, "continuity.arms", "continuity.memory", "continuity.evidence")
+
+
+class SampleRecord(msgspec.Struct, frozen=True, kw_only=True):
+    schema: str = "continuity-arm-sample-v1"
+    trace_id: str
+    family: str
+    arm: str
+    checkpoint: str
+    classification: Classification
+    evidence: SampleEvidence | None
+    failure: str | None = None
+
+
+def sample_key(arm: Arm, checkpoint_key: str, probe_index: int = 0) -> str:
+    return KeySpec(
+        kind="arm-sample",
+        salt=SAMPLE_SALT,
+        code=code_digest(SAMPLE_CODE),
+        params={"arm": msgspec.to_builtins(arm), "probe": probe_index},
+        inputs={"checkpoint": checkpoint_key},
+    ).key()
+
+
+def run_probe_child(
+    workspace: Path, request: ProbeRequest, *, timeout: float = 720.0
+) -> SampleEvidence:
+    """Run the probe child over `workspace`; raise `CheckpointError` (``child_failed``,
+    with the child's own error code in the message) when it fails."""
+    with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as handle:
+        handle.write(msgspec.json.encode(request))
+    try:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "continuity.harness.probe",
+                "--workspace",
+                str(workspace),
+                "--request",
+                handle.name,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    finally:
+        os.unlink(handle.name)
+    if result.returncode != 0:
+        lines = result.stdout.strip().splitlines() or result.stderr.strip().splitlines()
+        raise CheckpointError(
+            f"probe child exited {result.returncode}: {(lines or ['no output'])[-1]}",
+            code="child_failed",
+            location=str(workspace),
+        )
+    return msgspec.convert(json.loads(result.stdout), SampleEvidence)
+
+
+def _checkpoint(store: Store, trace: Trace, item: SuiteItem, arm: Arm) -> CheckpointResult:
+    return build_checkpoint(
+        store, trace, trace_key=item.key, trace_digest=item.digest, config=replay_config_for(arm)
+    )
+
+
+def sample_arm(
+    store: Store, trace: Trace, item: SuiteItem, arm: Arm, *, dump_requests: Path | None = None
+) -> tuple[SampleRecord, str]:
+    """Build (or reuse) one arm sample; return it and whether it was ``built``."""
+    checkpoint = _checkpoint(store, trace, item, arm)
+    key = sample_key(arm, checkpoint.key)
+    cached = store.load_output(key) if dump_requests is None else None
+    if cached is not None:
+        return msgspec.json.decode(cached, type=SampleRecord), "cached"
+    request = ProbeRequest(
+        arm=arm.id,
+        probe_text=trace.probes[0].text,
+        probe_index=0,
+        parent_pid=os.getpid(),
+        dump_requests=str(dump_requests) if dump_requests else None,
+    )
+    try:
+        with fork(store, checkpoint.key) as root:
+            evidence = run_probe_child(root, request)
+    except CheckpointError as exc:
+        record = SampleRecord(
+            trace_id=trace.trace_id,
+            family=trace.family,
+            arm=arm.id,
+            checkpoint=checkpoint.key,
+            classification=Classification("failed", [exc.message]),
+            evidence=None,
+            failure=exc.message,
+        )
+    else:
+        record = SampleRecord(
+            trace_id=trace.trace_id,
+            family=trace.family,
+            arm=arm.id,
+            checkpoint=checkpoint.key,
+            classification=classify(arm, evidence, family=trace.family),
+            evidence=evidence,
+        )
+    blob = store.put_blob(msgspec.json.encode(record))
+    store.record_action(
+        key,
+        kind="arm-sample",
+        output=blob,
+        inputs={"checkpoint": checkpoint.key},
+        meta={"trace_id": trace.trace_id, "arm": arm.id, "status": record.classification.status},
+    )
+    return record, "built"
+
+
+class ArmsManifest(msgspec.Struct, frozen=True, kw_only=True):
+    schema: str = "continuity-arm-samples-v1"
+    suite: str
+    samples: list[SampleRecord]
+
+
+def build_arm_samples(
+    store: Store,
+    suite: str,
+    seeds: Sequence[int] | None = None,
+    *,
+    arms: str | None = None,
+    traces: str | None = None,
+    out_dir: Path | None = None,
+    progress: Tick | None = None,
+) -> tuple[list[SampleRecord], Path, int]:
+    """Run one sample per trace and arm. Returns the records, the manifest path
+    (``out/checkpoints/<suite>/arms.json``) and how many samples were built."""
+    from continuity.runner.checkpoints import select_traces
+
+    out = out_dir or resolve_out_path()
+    result = build_suite(store, suite, seeds, out_dir=out)
+    chosen = set(select_traces([i.trace_id for i in result.items], traces))
+    items = [i for i in result.items if i.trace_id in chosen]
+    plans: list[tuple[SuiteItem, Trace, Arm]] = []
+    for item in items:
+        trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
+        plans.extend((item, trace, arm) for arm in parse_arms(arms, family=trace.family))
+    records: list[SampleRecord] = []
+    built = 0
+    for position, (item, trace, arm) in enumerate(plans, start=1):
+        record, status = sample_arm(store, trace, item, arm)
+        built += status == "built"
+        records.append(record)
+        if progress is not None:
+            progress(
+                position,
+                len(plans),
+                f"{item.trace_id} {arm.id}",
+                f"{status}, {record.classification.status}",
+            )
+    keys = [
+        sample_key(arm, replay_key)
+        for arm, replay_key in (
+            (next(a for a in parse_arms(arms) if a.id == r.arm), r.checkpoint) for r in records
+        )
+    ]
+    store.record_plan(f"arms --suite {suite}", actions=keys)
+    path = out / "checkpoints" / suite / "arms.json"
+    write_json(path, ArmsManifest(suite=suite, samples=records))
+    return records, path, built

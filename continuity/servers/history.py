@@ -1,0 +1,172 @@
+"""The ConversationHistory MCP server over a retained evidence store.
+
+One tool, ``ConversationHistory``, with two operations:
+
+- ``{"action": "search", "query": "...", "limit": 5, "cursor": null}``: ranked hits
+  (record id, packed id, kind, source, size, snippet) and a ``next_cursor`` for the next
+  page;
+- ``{"action": "get", "id": "tool-00031" | "c31", "cursor": null}``: one 8 KiB page of
+  the record and a ``next_cursor`` until the end.
+
+Results are JSON text content. A request the store cannot answer is an MCP error result
+whose text starts with its code (``history_invalid_request``, ``history_record_unknown``,
+``history_cursor_invalid``, ``history_unavailable``).
+
+Standalone, for any MCP client::
+
+    python -m continuity.servers.history --store PATH/retained.sqlite3           # stdio
+    python -m continuity.servers.history --store PATH/retained.sqlite3 --http    # HTTP
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import msgspec
+from mcp.server.lowlevel.server import Server
+
+from continuity.memory.retained import SEARCH_LIMIT_MAX, HistoryError, RetainedStore
+
+__all__ = ["HISTORY_TOOL", "INPUT_SCHEMA", "history_server", "serve_history"]
+
+HISTORY_TOOL = "ConversationHistory"
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {
+            "type": "string",
+            "enum": ["search", "get"],
+            "description": "search the retained conversation, or get one record",
+        },
+        "query": {"type": "string", "description": "words to search for (search)"},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": SEARCH_LIMIT_MAX,
+            "description": "hits per page (search; default 5)",
+        },
+        "id": {"type": "string", "description": "a record id or packed id (get)"},
+        "cursor": {"type": "string", "description": "next_cursor of the previous page"},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+DESCRIPTION = (
+    "Look up earlier parts of this conversation that may no longer be in context: owner "
+    "messages and tool results (emails, chats, pages, documents, calendars, tracking). "
+    "Use action=search with a query, then action=get with a result's id; follow "
+    "next_cursor to page through long records."
+)
+
+
+def _answer(store: RetainedStore, arguments: dict[str, Any]) -> types.CallToolResult:
+    try:
+        unknown = set(arguments) - set(INPUT_SCHEMA["properties"])
+        if unknown:
+            raise HistoryError(f"unknown arguments {sorted(unknown)}", location="arguments")
+        action = arguments.get("action")
+        cursor = arguments.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise HistoryError("cursor must be a string", location="cursor")
+        if action == "search":
+            query = arguments.get("query")
+            limit = arguments.get("limit", 5)
+            if not isinstance(query, str) or not isinstance(limit, int) or isinstance(limit, bool):
+                raise HistoryError(
+                    "search needs a string query and an integer limit", location="query"
+                )
+            payload: Any = store.search(query, limit=limit, cursor=cursor)
+        elif action == "get":
+            record = arguments.get("id")
+            if not isinstance(record, str):
+                raise HistoryError("get needs an id", location="id")
+            payload = store.get(record, cursor=cursor)
+        else:
+            raise HistoryError("action must be search or get", location="action")
+    except HistoryError as exc:
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=str(exc))], is_error=True
+        )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=msgspec.json.encode(payload).decode())]
+    )
+
+
+def history_server(store: RetainedStore) -> Server[Any]:
+    """A low-level MCP server exposing `store` as the ConversationHistory tool."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=HISTORY_TOOL, description=DESCRIPTION, input_schema=INPUT_SCHEMA)
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name != HISTORY_TOOL:
+            return types.CallToolResult(
+                content=[
+                    types.TextContent(
+                        type="text", text=f"history_invalid_request: no tool {params.name}"
+                    )
+                ],
+                is_error=True,
+            )
+        return _answer(store, dict(params.arguments or {}))
+
+    return Server(
+        "continuity-conversation-history",
+        version="1",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+@asynccontextmanager
+async def serve_history(store: RetainedStore) -> AsyncIterator[str]:
+    """Serve ConversationHistory on 127.0.0.1 at an ephemeral port; yield the MCP URL."""
+    from continuity.servers.asgi import serve_asgi
+
+    app = history_server(store).streamable_http_app(host="127.0.0.1", json_response=True)
+    async with serve_asgi(app) as base:
+        yield base + "/mcp"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m continuity.servers.history")
+    parser.add_argument(
+        "--store", type=Path, required=True, help="a retained evidence store (retained.sqlite3)"
+    )
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP on loopback")
+    args = parser.parse_args(argv)
+    try:
+        store = RetainedStore(args.store, readonly=True)
+    except HistoryError as exc:
+        print(f"error {exc}", file=sys.stderr)
+        return 2
+    server = history_server(store)
+
+    async def run() -> None:
+        if args.http:
+            async with serve_history(store) as url:
+                print(f"listening {url}", flush=True)
+                await anyio.sleep_forever()
+        else:
+            from mcp.server.stdio import stdio_server
+
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
