@@ -20,6 +20,8 @@ from continuity.harness.checkpoints import CheckpointResult, fork, run_child
 from continuity.outputs import resolve_out_path, write_json, write_output
 from continuity.progress import progress
 from continuity.runner.checkpoints import build_checkpoints
+from continuity.runner.design import check_design
+from continuity.runner.samples import build_arm_samples
 from continuity.store import Store, utc_now
 from continuity.traces.bounds import RESULT_HEAD_BYTES
 from continuity.traces.distractors import distractor_differences
@@ -28,6 +30,7 @@ from continuity.traces.schema import Steer, ToolResult, decode_trace, iter_turns
 from continuity.traces.suites import SuiteResult, build_suite
 
 CONTRACT_CHECKPOINTS = (("original", None), ("hard", "gen-grant-101,gen-oven-102"))
+CONTRACT_DESIGN_TRACES = ("gen-grant-101", "gen-oven-102")
 
 __all__ = [
     "ContractReport",
@@ -81,6 +84,35 @@ def run_offline_contract(
         for result in built:
             check_checkpoint(store, result, results[suite])
         checkpoints += len(built)
+    samples = 0
+    for suite, traces in CONTRACT_CHECKPOINTS:
+        with progress(f"arms {suite}") as tick:
+            records, _, _ = build_arm_samples(
+                store, suite, arms="all", traces=traces, out_dir=out, progress=tick
+            )
+        bad = [r for r in records if r.classification.status != "valid"]
+        if bad:
+            first = bad[0]
+            raise ContinuityError(
+                f"{len(bad)} samples did not cross their boundary under pressure; first: "
+                f"{first.arm} {first.classification.status} {first.classification.reasons}",
+                code="arm_contract_failed",
+                location=first.trace_id,
+            )
+        samples += len(records)
+    for item in results["hard"].items:
+        if item.trace_id in CONTRACT_DESIGN_TRACES:
+            check_design(store, decode_trace(store.get_blob(item.digest)), item)
+    checks["arms"] = (
+        f"{samples} arm samples, every arm on the originals and hard 101-102: each crossed "
+        "its boundary, met its pressure threshold on the hard traces, and had a healthy "
+        "store where it needs one; packs only in the pack arm, exactly one per request"
+    )
+    checks["design"] = (
+        "on hard 101-102 the early account reference is in the native context and not the "
+        "cold one, the booking pack's head identifier survives cold rebuild, and the secret "
+        "is in no retained store, pack or receipt"
+    )
     checks["checkpoints"] = (
         f"{checkpoints} checkpoints replayed with real MCP calls: every tool record served "
         "once in order, every steer delivered as owner input, durable state reloaded "

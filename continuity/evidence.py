@@ -22,7 +22,7 @@ from typing import Literal
 import msgspec
 
 from continuity.arms import Arm
-from continuity.harness.probe import SampleEvidence
+from continuity.harness.receipts import SampleEvidence
 
 __all__ = ["LONG_FAMILIES", "Classification", "classify"]
 

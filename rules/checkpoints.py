@@ -14,6 +14,28 @@ def _build(**options: Any) -> str:
     from continuity.runner.checkpoints import build_checkpoints
 
     chosen = Selection(options)
+    if options.get("arms"):
+        from continuity.runner.samples import build_arm_samples
+
+        with progress(f"arms {chosen.suite}") as tick:
+            records, path, built = build_arm_samples(
+                chosen.store,
+                chosen.suite,
+                chosen.seeds,
+                arms=options["arms"],
+                traces=options.get("trace") or None,
+                out_dir=chosen.out,
+                progress=tick,
+            )
+        counts: dict[str, int] = {}
+        for record in records:
+            status = record.classification.status
+            counts[status] = counts.get(status, 0) + 1
+        summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        return (
+            f"arms: {len(records)} samples ({built} run, {len(records) - built} from the "
+            f"store): {summary}; manifest at {path}"
+        )
     with progress(f"checkpoints {chosen.suite}") as tick:
         results, manifest = build_checkpoints(
             chosen.store,
@@ -34,6 +56,18 @@ def _current(task: Any, values: Any) -> bool:
     from continuity.runner.checkpoints import checkpoints_current
 
     chosen = selection_or_none(task)
+    options = task.options or {}
+    if chosen is not None and options.get("arms"):
+        from continuity.runner.samples import arm_samples_current
+
+        return arm_samples_current(
+            chosen.store,
+            chosen.suite,
+            chosen.seeds,
+            arms=options["arms"],
+            traces=options.get("trace") or None,
+            out_dir=chosen.out,
+        )
     return chosen is not None and checkpoints_current(
         chosen.store,
         chosen.suite,
@@ -44,12 +78,20 @@ def _current(task: Any, values: Any) -> bool:
 
 
 def task_checkpoints() -> dict[str, Any]:
-    """Replay a suite's traces through the harness into checkpoints (--suite --seeds --trace)."""
+    """Replay a suite into checkpoints; with --arms, cross each arm's boundary per trace."""
     return {
         "actions": [task_action(_build)],
         "params": [
             SUITE,
             SEEDS,
+            {
+                "name": "arms",
+                "long": "arms",
+                "type": str,
+                "default": "",
+                "help": "also fork each trace's checkpoint per arm and cross its boundary "
+                "(comma-separated arm ids, or all)",
+            },
             {
                 "name": "trace",
                 "long": "trace",

@@ -39,11 +39,12 @@ from continuity.harness.messages import (
     Usage,
     wire_payload,
 )
+from continuity.harness.receipts import HistoryCall, ProbeRequest, SampleEvidence
 from continuity.harness.reseed import ReseedEvent, reseed
 from continuity.harness.toolbox import McpToolbox
 from continuity.harness.workspace import Workspace
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
-from continuity.memory.retained import HistoryError, RetainedStats, RetainedStore
+from continuity.memory.retained import HistoryError, RetainedStore
 from continuity.providers.scripted import (
     ScriptedProvider,
     ScriptedStep,
@@ -53,54 +54,9 @@ from continuity.providers.scripted import (
 from continuity.servers.history import HISTORY_TOOL, serve_history
 from continuity.store import utc_now
 
-__all__ = ["HistoryCall", "ProbeRequest", "SampleEvidence", "run_probe"]
+__all__ = ["run_probe"]
 
 UNKNOWN_ANSWER = "UNKNOWN"
-
-
-class ProbeRequest(msgspec.Struct, frozen=True, kw_only=True):
-    arm: str
-    probe_text: str
-    probe_index: int = 0
-    parent_pid: int
-    dump_requests: str | None = None
-
-
-class HistoryCall(msgspec.Struct, frozen=True):
-    action: str
-    status: Literal["succeeded", "unavailable", "invalid"]
-    bytes: int
-
-
-class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
-    """What one probe sample observed. Content-free: counts, events, digests."""
-
-    schema: str = "continuity-sample-evidence-v1"
-    arm: str
-    probe_index: int
-    trace_id: str
-    parent_pid: int
-    child_pid: int
-    history_model: str
-    reader_model: str
-    operations: list[str]
-    reseed: ReseedEvent | None
-    compaction: CompactionEvent | None
-    mid_trace_compaction: CompactionEvent | None
-    mid_run_compactions: list[CompactionEvent]
-    tools_offered: list[str]
-    history_calls: list[HistoryCall]
-    store: RetainedStats | None
-    store_error: str | None
-    tool_history_status: str
-    tool_history_warnings: list[str]
-    pack: PackReceipt | None
-    packs_per_request: list[int]
-    requests: int
-    probe_input_tokens: int
-    usage: Usage
-    compaction_usage: Usage
-    answer: str
 
 
 def _model(binding: str) -> tuple[str, str]:

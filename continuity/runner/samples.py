@@ -15,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -22,17 +23,26 @@ from continuity.arms import Arm, parse_arms, replay_config_for
 from continuity.digest import KeySpec, code_digest
 from continuity.errors import CheckpointError
 from continuity.evidence import Classification, classify
-from continuity.harness.checkpoints import CheckpointResult, build_checkpoint, fork
-from continuity.harness.keys import HARNESS_CODE
-from continuity.harness.probe import ProbeRequest, SampleEvidence
+from continuity.harness.keys import HARNESS_CODE, checkpoint_key
+from continuity.harness.receipts import ProbeRequest, SampleEvidence
 from continuity.outputs import resolve_out_path, write_json
 from continuity.progress import Tick
 from continuity.store import Store
+from continuity.traces.keys import suite_specs
 from continuity.traces.schema import Trace
-from continuity.traces.suites import SuiteItem, build_suite
-from continuity.traces.validate import load_trace
 
-__all__ = ["SAMPLE_SALT", "SampleRecord", "build_arm_samples", "run_probe_child", "sample_key"]
+if TYPE_CHECKING:
+    from continuity.harness.checkpoints import CheckpointResult
+    from continuity.traces.suites import SuiteItem
+
+__all__ = [
+    "SAMPLE_SALT",
+    "SampleRecord",
+    "arm_samples_current",
+    "build_arm_samples",
+    "run_probe_child",
+    "sample_key",
+]
 
 SAMPLE_SALT = "arm-sample-v1"
 SAMPLE_CODE = (*HARNESS_CODE, "continuity.arms", "continuity.memory", "continuity.evidence")
@@ -94,6 +104,8 @@ def run_probe_child(
 
 
 def _checkpoint(store: Store, trace: Trace, item: SuiteItem, arm: Arm) -> CheckpointResult:
+    from continuity.harness.checkpoints import build_checkpoint
+
     return build_checkpoint(
         store, trace, trace_key=item.key, trace_digest=item.digest, config=replay_config_for(arm)
     )
@@ -103,6 +115,8 @@ def sample_arm(
     store: Store, trace: Trace, item: SuiteItem, arm: Arm, *, dump_requests: Path | None = None
 ) -> tuple[SampleRecord, str]:
     """Build (or reuse) one arm sample; return it and whether it was ``built``."""
+    from continuity.harness.checkpoints import fork
+
     checkpoint = _checkpoint(store, trace, item, arm)
     key = sample_key(arm, checkpoint.key)
     cached = store.load_output(key) if dump_requests is None else None
@@ -167,6 +181,8 @@ def build_arm_samples(
     """Run one sample per trace and arm. Returns the records, the manifest path
     (``out/checkpoints/<suite>/arms.json``) and how many samples were built."""
     from continuity.runner.checkpoints import select_traces
+    from continuity.traces.suites import build_suite
+    from continuity.traces.validate import load_trace
 
     out = out_dir or resolve_out_path()
     result = build_suite(store, suite, seeds, out_dir=out)
@@ -196,6 +212,46 @@ def build_arm_samples(
         )
     ]
     store.record_plan(f"arms --suite {suite}", actions=keys)
-    path = out / "checkpoints" / suite / "arms.json"
+    path = _arms_path(out, suite)
     write_json(path, ArmsManifest(suite=suite, samples=records))
     return records, path, built
+
+
+def _arms_path(out: Path, suite: str) -> Path:
+    return out / "checkpoints" / suite / "arms.json"
+
+
+def arm_samples_current(
+    store: Store,
+    suite: str,
+    seeds: Sequence[int] | None = None,
+    *,
+    arms: str | None = None,
+    traces: str | None = None,
+    out_dir: Path | None = None,
+) -> bool:
+    """Whether `build_arm_samples` would build nothing (store and manifest only)."""
+    from continuity.errors import ContinuityError
+    from continuity.runner.checkpoints import select_traces
+
+    try:
+        specs = suite_specs(suite, seeds)
+        entries = [(s.spec.key(), store.get_action(s.spec.key())) for s in specs]
+        if any(e is None for _, e in entries):
+            return False
+        by_id = {str(e.meta["trace_id"]): (k, str(e.meta["family"])) for k, e in entries if e}
+        chosen = select_traces(list(by_id), traces)
+        manifest = msgspec.json.decode(
+            _arms_path(out_dir or resolve_out_path(), suite).read_bytes(), type=ArmsManifest
+        )
+        expected: set[tuple[str, str]] = set()
+        for trace_id in chosen:
+            trace_key, family = by_id[trace_id]
+            for arm in parse_arms(arms, family=family):
+                replay = checkpoint_key(trace_key, replay_config_for(arm))
+                if store.get_action(sample_key(arm, replay)) is None:
+                    return False
+                expected.add((trace_id, arm.id))
+        return {(r.trace_id, r.arm) for r in manifest.samples} == expected
+    except (ContinuityError, OSError, msgspec.MsgspecError):
+        return False
