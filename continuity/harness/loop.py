@@ -10,7 +10,7 @@ compacts: boundaries are separate operations (see the arms).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -29,10 +29,12 @@ from continuity.harness.messages import (
 )
 from continuity.harness.session import DurableSession
 from continuity.harness.tool_history import ToolHistory
-from continuity.harness.toolbox import McpToolbox
 from continuity.memory.retained import RetainedStore
 from continuity.providers.protocol import Provider, complete
 from continuity.traces.tools import TOOLS
+
+if TYPE_CHECKING:  # the MCP client is imported only where tools are offered
+    from continuity.harness.toolbox import McpToolbox
 
 __all__ = ["SYSTEM_PROMPT", "AgentLoop", "TurnReport"]
 

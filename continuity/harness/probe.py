@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 import msgspec
@@ -41,7 +41,6 @@ from continuity.harness.messages import (
 )
 from continuity.harness.receipts import HistoryCall, ProbeRequest, SampleEvidence
 from continuity.harness.reseed import ReseedEvent, reseed
-from continuity.harness.toolbox import McpToolbox
 from continuity.harness.workspace import Workspace
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
 from continuity.memory.retained import HistoryError, RetainedStore
@@ -51,8 +50,10 @@ from continuity.providers.scripted import (
     ScriptedSummarizer,
     Step,
 )
-from continuity.servers.history import HISTORY_TOOL, serve_history
 from continuity.store import utc_now
+
+if TYPE_CHECKING:
+    from continuity.harness.toolbox import McpToolbox
 
 __all__ = ["run_probe"]
 
@@ -110,23 +111,29 @@ def _reader_steps(
     return [search, get_first, after_get]
 
 
-class _RecordingToolbox(McpToolbox):
-    """Records every ConversationHistory call: action, outcome and returned bytes."""
+HISTORY_TOOL = "ConversationHistory"  # continuity.servers.history.HISTORY_TOOL, unimported
 
-    calls_made: list[HistoryCall]
 
-    async def call(self, call: ToolCallRequest) -> str:
-        action = str(call.arguments.get("action", "?"))
-        try:
-            text = await super().call(call)
-        except ToolError as error:
-            status: Literal["unavailable", "invalid"] = (
-                "unavailable" if error.code == "tool_server_unavailable" else "invalid"
-            )
-            self.calls_made.append(HistoryCall(action, status, 0))
-            raise
-        self.calls_made.append(HistoryCall(action, "succeeded", len(text.encode("utf-8"))))
-        return text
+def _recording_toolbox(url: str, calls: list[HistoryCall]) -> McpToolbox:
+    """An MCP client that records every ConversationHistory call: action, outcome, bytes.
+    The MCP SDK is imported here, so tool-free probe children never pay for it."""
+    from continuity.harness.toolbox import McpToolbox
+
+    class RecordingToolbox(McpToolbox):
+        async def call(self, call: ToolCallRequest) -> str:
+            action = str(call.arguments.get("action", "?"))
+            try:
+                text = await super().call(call)
+            except ToolError as error:
+                status: Literal["unavailable", "invalid"] = (
+                    "unavailable" if error.code == "tool_server_unavailable" else "invalid"
+                )
+                calls.append(HistoryCall(action, status, 0))
+                raise
+            calls.append(HistoryCall(action, "succeeded", len(text.encode("utf-8"))))
+            return text
+
+    return RecordingToolbox(url)
 
 
 async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEvidence:
@@ -215,10 +222,10 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
         async with contextlib.AsyncExitStack() as stack:
             toolbox: McpToolbox | None = None
             if history_tool and store is not None:
+                from continuity.servers.history import serve_history
+
                 url = await stack.enter_async_context(serve_history(store))
-                recording = _RecordingToolbox(url)
-                recording.calls_made = calls
-                toolbox = await stack.enter_async_context(recording)
+                toolbox = await stack.enter_async_context(_recording_toolbox(url, calls))
             loop = AgentLoop(
                 session=session,
                 history=history,
