@@ -27,7 +27,7 @@ import anyio
 import msgspec
 
 from continuity.arms import ARMS, Arm, arm_config
-from continuity.errors import ToolError, typed_error
+from continuity.errors import SessionCorrupt, ToolError, typed_error
 from continuity.harness.compaction import CompactionEvent, compact_conversation, should_compact
 from continuity.harness.config import HarnessConfig
 from continuity.harness.loop import AgentLoop
@@ -142,8 +142,15 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
     config: HarnessConfig = arm_config(arm)
     policy = config.runtime.compaction
     reader_provider, reader_model = _model(config.models.reader)
-    receipt = msgspec.json.decode(workspace.receipt_path.read_bytes())
     session, history, tool_history = workspace.open(clock=utc_now)
+    try:
+        receipt = msgspec.json.decode(workspace.receipt_path.read_bytes())
+    except (OSError, msgspec.MsgspecError) as exc:
+        session.close()
+        history.close()
+        raise SessionCorrupt(
+            f"no readable replay receipt: {exc}", location=str(workspace.receipt_path)
+        ) from None
     summarizer = ScriptedSummarizer(name=reader_provider, model=reader_model)
     operations: list[str] = []
     history_model = ":".join(session.current_model() or ("?", "?"))
@@ -160,7 +167,10 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
             except HistoryError as exc:
                 store_error = exc.code
         allowed = config.tools.allowed_tools
-        history_tool = arm.history_tool and (allowed is None or HISTORY_TOOL in allowed)
+        # Offered only when the arm offers it, the config allows it and a store exists.
+        history_tool = (
+            arm.history_tool and (allowed is None or HISTORY_TOOL in allowed) and store is not None
+        )
         if arm.boundary == "restart_switch_compact":
             session.append_boundary(
                 "restart", {"parent_pid": request.parent_pid, "child_pid": os.getpid()}
@@ -221,7 +231,7 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
         calls: list[HistoryCall] = []
         async with contextlib.AsyncExitStack() as stack:
             toolbox: McpToolbox | None = None
-            if history_tool and store is not None:
+            if history_tool and store is not None:  # (store is not None: for the type checker)
                 from continuity.servers.history import serve_history
 
                 url = await stack.enter_async_context(serve_history(store))

@@ -36,6 +36,60 @@ __all__ = [
 GET_PAGE_BYTES = 8 * 1024
 SEARCH_LIMIT_MAX = 10
 SNIPPET_CHARS = 300
+# Words too common to rank by; a query made only of them is searched as given.
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "for",
+        "from",
+        "give",
+        "gave",
+        "has",
+        "have",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "us",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+        "you",
+        "your",
+    ]
+)
 _TOKEN = re.compile(r"[\w][\w'-]*", re.UNICODE)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -196,19 +250,36 @@ class RetainedStore:
         if not 1 <= limit <= SEARCH_LIMIT_MAX:
             raise HistoryError(f"limit must be 1-{SEARCH_LIMIT_MAX}", location="limit")
         offset = _decode_cursor(cursor, "s")
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        rows = self.db.execute(
-            "SELECT r.record_id, r.seq, r.kind, r.source, r.bytes, "
-            "snippet(records_fts, 0, '[', ']', ' ... ', 24) "
-            "FROM records_fts JOIN records r ON r.seq = records_fts.rowid "
-            "WHERE records_fts MATCH ? ORDER BY bm25(records_fts), r.seq LIMIT ? OFFSET ?",
+        words = [t for t in terms if t.lower() not in _STOPWORDS] or terms
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in words)
+        # Rank first (FTS5 sorts by its built-in bm25 rank without touching text), then
+        # build snippets for the page only: a snippet per matching row would read every
+        # record on a broad query.
+        ranked = self.db.execute(
+            "SELECT rowid FROM records_fts WHERE records_fts MATCH ? ORDER BY rank, rowid "
+            "LIMIT ? OFFSET ?",
             (match, limit + 1, offset),
         ).fetchall()
-        hits = [
-            SearchHit(str(a), f"c{b}", str(c), str(d), int(e), str(f)[:SNIPPET_CHARS])
-            for a, b, c, d, e, f in rows[:limit]
-        ]
-        following = f"s{offset + limit}" if len(rows) > limit else None
+        hits = []
+        for (seq,) in ranked[:limit]:
+            record_id, kind, source, size, snippet = self.db.execute(
+                "SELECT r.record_id, r.kind, r.source, r.bytes, "
+                "snippet(records_fts, 0, '[', ']', ' ... ', 24) "
+                "FROM records_fts JOIN records r ON r.seq = records_fts.rowid "
+                "WHERE records_fts MATCH ? AND records_fts.rowid = ?",
+                (match, seq),
+            ).fetchone()
+            hits.append(
+                SearchHit(
+                    str(record_id),
+                    f"c{seq}",
+                    str(kind),
+                    str(source),
+                    int(size),
+                    str(snippet)[:SNIPPET_CHARS],
+                )
+            )
+        following = f"s{offset + limit}" if len(ranked) > limit else None
         return SearchPage(hits, following)
 
     def get(self, record: str, *, cursor: str | None = None) -> RecordPage:

@@ -1,0 +1,142 @@
+"""Every arm on hard seeds 101-108: boundary, pressure, contexts, packs, the store."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from continuity.arms import ARMS, replay_config_for
+from continuity.errors import CheckpointError
+from continuity.evidence import classify
+from continuity.harness.checkpoints import build_checkpoint, fork
+from continuity.harness.receipts import ProbeRequest
+from continuity.harness.workspace import Workspace
+from continuity.runner.design import check_design
+from continuity.runner.samples import SampleRecord, build_arm_samples, run_probe_child
+from continuity.store import Store
+from continuity.traces.schema import Trace, decode_trace
+from continuity.traces.suites import SuiteItem, build_suite
+
+SEEDS = tuple(range(101, 109))
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Path]]:
+    root = tmp_path_factory.mktemp("arms")
+    yield Store(root / "store"), root / "out"
+
+
+@pytest.fixture(scope="module")
+def samples(shared: tuple[Store, Path]) -> list[SampleRecord]:
+    store, out = shared
+    records, path, built = build_arm_samples(store, "hard", SEEDS, arms="all", out_dir=out)
+    assert path.is_file() and built == len(records) == 9 * len(SEEDS)
+    return records
+
+
+def test_every_arm_crosses_its_boundary_under_pressure(samples: list[SampleRecord]) -> None:
+    bad = [(r.trace_id, r.arm, r.classification) for r in samples
+           if r.classification.status != "valid"]
+    assert bad == []
+    for record in samples:
+        e = record.evidence
+        assert e is not None
+        if record.arm == "native":
+            assert e.probe_input_tokens >= 150_000 and e.operations == []
+        if record.arm in ("cold-rebuild", "restart-switch-compact"):
+            assert e.reseed is not None and e.reseed.text_messages == 64
+            assert e.reseed.dropped_records >= 32
+        if record.arm == "compaction-1":
+            assert e.compaction is not None and e.compaction.tokens_before >= 150_000
+        if record.arm == "compaction-2":
+            assert e.mid_trace_compaction is not None
+            assert e.mid_trace_compaction.tokens_before >= 80_000
+            assert e.compaction is not None and e.compaction.tokens_before >= 40_000
+        if record.arm == "ceiling":
+            assert e.compaction is not None and e.compaction.reason == "ceiling"
+            assert e.compaction.tokens_before >= 200_000
+        if record.arm == "restart-switch-compact":
+            assert e.operations == ["restart", "model_change", "compaction"]
+            assert e.child_pid != e.parent_pid
+
+
+def test_packs_only_in_the_pack_arm_exactly_once(samples: list[SampleRecord]) -> None:
+    for record in samples:
+        assert record.evidence is not None
+        packs = record.evidence.packs_per_request
+        if record.arm == "continuity-pack-cold":
+            assert packs and all(count == 1 for count in packs)
+            assert len(packs) == record.evidence.requests == 3  # it called the tool twice
+        else:
+            assert not any(packs), record.arm
+
+
+def test_store_arms_offer_only_conversation_history(samples: list[SampleRecord]) -> None:
+    for record in samples:
+        e = record.evidence
+        assert e is not None
+        if ARMS[record.arm].history_tool:
+            assert e.tools_offered == ["ConversationHistory"]
+            assert [c.action for c in e.history_calls] == ["search", "get"]
+            assert all(c.status == "succeeded" for c in e.history_calls)
+            assert e.store is not None and e.store.records > 0
+            assert e.store.omitted_tool_results >= 1  # the credential result
+        else:
+            assert e.tools_offered == [] and e.history_calls == []
+
+
+def _hard(store: Store, out: Path, seed: int) -> tuple[Trace, SuiteItem]:
+    item = build_suite(store, "hard", (seed,), out_dir=out).items[0]
+    return decode_trace(store.get_blob(item.digest)), item
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_trace_design_shows_in_the_contexts(
+    samples: list[SampleRecord], shared: tuple[Store, Path], seed: int
+) -> None:
+    store, out = shared
+    trace, item = _hard(store, out, seed)
+    report = check_design(store, trace, item)
+    assert report.account_in_native and not report.account_in_cold
+    assert report.head_identifier_in_cold and report.secret_runs_found == []
+
+
+def test_a_store_without_records_is_store_degraded(
+    samples: list[SampleRecord], shared: tuple[Store, Path]
+) -> None:
+    store, out = shared
+    trace, item = _hard(store, out, 101)
+    arm = ARMS["continuity-store"]
+    checkpoint = build_checkpoint(store, trace, trace_key=item.key, trace_digest=item.digest,
+                                  config=replay_config_for(arm))
+    with fork(store, checkpoint.key) as root:
+        Workspace(root).retained_path.unlink()
+        evidence = run_probe_child(root, ProbeRequest(arm=arm.id, probe_text="where?",
+                                                      parent_pid=os.getpid()))
+    assert evidence.store_error == "history_unavailable"
+    assert classify(arm, evidence, family="hard").status == "store_degraded"
+
+
+def test_the_wrong_checkpoint_leaves_the_boundary_unverified(
+    samples: list[SampleRecord], shared: tuple[Store, Path]
+) -> None:
+    store, out = shared
+    trace, item = _hard(store, out, 102)
+    native_checkpoint = build_checkpoint(store, trace, trace_key=item.key,
+                                         trace_digest=item.digest,
+                                         config=replay_config_for(ARMS["native"]))
+    with fork(store, native_checkpoint.key) as root:  # history already on the reader
+        evidence = run_probe_child(root, ProbeRequest(arm="cold-rebuild", probe_text="x?",
+                                                      parent_pid=os.getpid()))
+    result = classify(ARMS["cold-rebuild"], evidence, family="hard")
+    assert result.status == "boundary_unverified"
+    assert "no model-change reseed to the reader" in result.reasons
+
+
+def test_a_failing_child_keeps_its_code(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError) as err:
+        run_probe_child(tmp_path, ProbeRequest(arm="native", probe_text="x", parent_pid=1))
+    assert err.value.code == "child_failed" and "session_corrupt" in err.value.message
