@@ -13,7 +13,6 @@ Three measurements, same run:
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -47,8 +46,9 @@ def _p(samples: list[float], q: float) -> float:
 async def main(runs: int, searches: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "ws"
-        await replay_trace(replay_projection(generate_trace(101)), root,
-                           config=ReplayConfig(retained_records=True))
+        await replay_trace(
+            replay_projection(generate_trace(101)), root, config=ReplayConfig(retained_records=True)
+        )
         store = RetainedStore(Workspace(root).retained_path, readonly=True)
         queries = _queries(searches)
         ours: list[float] = []
@@ -61,28 +61,36 @@ async def main(runs: int, searches: int) -> None:
                 ours.append(time.perf_counter() - started)
                 match = " OR ".join(f'"{w}"' for w in query.split())
                 started = time.perf_counter()
-                store.db.execute("SELECT rowid FROM records_fts WHERE records_fts MATCH ? "
-                                 "LIMIT 6", (match,)).fetchall()
+                store.db.execute(
+                    "SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT 6", (match,)
+                ).fetchall()
                 bare.append(time.perf_counter() - started)
             async with serve_history(store) as url, McpToolbox(url) as toolbox:
                 for query in queries:
-                    call = ToolCallRequest("c", HISTORY_TOOL,
-                                           {"action": "search", "query": query, "limit": 5})
+                    call = ToolCallRequest(
+                        "c", HISTORY_TOOL, {"action": "search", "query": query, "limit": 5}
+                    )
                     started = time.perf_counter()
                     await toolbox.call(call)
                     tool.append(time.perf_counter() - started)
         stats = store.stats()
         store.close()
     ms = 1000
-    print(f"## ConversationHistory search ({runs} runs x {searches} queries; store of "
-          f"{stats.records} records, {stats.retained_bytes / 1e6:.2f} MB)\n")
+    print(
+        f"## ConversationHistory search ({runs} runs x {searches} queries; store of "
+        f"{stats.records} records, {stats.retained_bytes / 1e6:.2f} MB)\n"
+    )
     print("| measurement | p50 | p95 | baseline p95 (same run) | ratio at p95 | goal |")
     print("|---|---:|---:|---:|---:|---|")
-    print(f"| `RetainedStore.search` | {_p(ours, .5) * ms:.2f} ms | {_p(ours, .95) * ms:.2f} ms "
-          f"| bare FTS5 MATCH: {_p(bare, .95) * ms:.2f} ms | "
-          f"{_p(ours, .95) / _p(bare, .95):.1f}x | p95 <= 5 ms |")
-    print(f"| ConversationHistory tool call (MCP, loopback) | {_p(tool, .5) * ms:.2f} ms | "
-          f"{_p(tool, .95) * ms:.2f} ms | - | - | - |")
+    print(
+        f"| `RetainedStore.search` | {_p(ours, 0.5) * ms:.2f} ms | {_p(ours, 0.95) * ms:.2f} ms "
+        f"| bare FTS5 MATCH: {_p(bare, 0.95) * ms:.2f} ms | "
+        f"{_p(ours, 0.95) / _p(bare, 0.95):.1f}x | p95 <= 5 ms |"
+    )
+    print(
+        f"| ConversationHistory tool call (MCP, loopback) | {_p(tool, 0.5) * ms:.2f} ms | "
+        f"{_p(tool, 0.95) * ms:.2f} ms | - | - | - |"
+    )
 
 
 if __name__ == "__main__":

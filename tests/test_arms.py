@@ -10,13 +10,20 @@ from continuity.harness.config import ConfigError
 
 def test_the_nine_runnable_arms() -> None:
     assert arm_ids() == [
-        "native", "cold-rebuild", "compaction-1", "compaction-2", "ceiling",
-        "restart-switch-compact", "continuity-store", "continuity-store-compaction",
+        "native",
+        "cold-rebuild",
+        "compaction-1",
+        "compaction-2",
+        "ceiling",
+        "restart-switch-compact",
+        "continuity-store",
+        "continuity-store-compaction",
         "continuity-pack-cold",
     ]
     assert [a.letter for a in parse_arms("all")] == list("abcdefghi")
     assert [a.id for a in parse_arms("all", family="original")] == [
-        a for a in arm_ids() if a != "ceiling"]  # ceiling needs a long trace
+        a for a in arm_ids() if a != "ceiling"
+    ]  # ceiling needs a long trace
     assert [a.id for a in parse_arms("continuity-pack-boundary")] == ["continuity-pack-cold"]
 
 
@@ -39,8 +46,12 @@ def test_continuity_pins_match_the_seed() -> None:
 def test_policies_and_bindings() -> None:
     assert arm_config(ARMS["native"]).runtime.compaction.max_input_tokens == 0
     assert arm_config(ARMS["ceiling"]).runtime.compaction.max_input_tokens == 200_000
-    for arm_id in ("compaction-1", "compaction-2", "restart-switch-compact",
-                   "continuity-store-compaction"):
+    for arm_id in (
+        "compaction-1",
+        "compaction-2",
+        "restart-switch-compact",
+        "continuity-store-compaction",
+    ):
         assert arm_config(ARMS[arm_id]).runtime.compaction.trigger_tokens == 6_400
     assert replay_config_for(ARMS["cold-rebuild"]).history_model == "gpt-6.1-sol"
     assert replay_config_for(ARMS["native"]).history_model == "gpt-6-luna"

@@ -7,7 +7,7 @@ import pytest
 
 from continuity.arms import ARMS
 from continuity.evidence import classify
-from continuity.harness.compaction import CompactionEvent
+from continuity.harness.compaction import CompactionEvent, Reason
 from continuity.harness.messages import Usage
 from continuity.harness.receipts import HistoryCall, SampleEvidence
 from continuity.harness.reseed import ReseedEvent
@@ -18,20 +18,42 @@ READER = "openai-codex:gpt-6-luna"
 ALTERNATE = "openai-codex:gpt-6.1-sol"
 
 
-def _compaction(tokens: int, reason: str = "proactive") -> CompactionEvent:
-    return CompactionEvent(reason=reason, tokens_before=tokens, tokens_after=900,  # type: ignore[arg-type]
-                           summarized_messages=300, kept_messages=4, split_turn=False,
-                           summary_requests=1, usage=Usage(), entry_id="e1")
+def _compaction(tokens: int, reason: Reason = "proactive") -> CompactionEvent:
+    return CompactionEvent(
+        reason=reason,
+        tokens_before=tokens,
+        tokens_after=900,
+        summarized_messages=300,
+        kept_messages=4,
+        split_turn=False,
+        summary_requests=1,
+        usage=Usage(),
+        entry_id="e1",
+    )
 
 
-RESEED = ReseedEvent(from_model=ALTERNATE, to_model=READER, text_messages=64,
-                     projected_records=5, dropped_records=70, projected_bytes=60_000,
-                     tool_history_status="ok", history_tool_hint=False, entry_id="e9")
-PACK = PackReceipt(status="ok", budget_tokens=8000, total_tokens=7000,
-                   sections=[PackSection("owner", 3, 0, 900)], omitted_credential_results=1,
-                   uncertain_overlap=0)
-STORE = RetainedStats(records=170, owner_records=100, tool_records=70,
-                      omitted_tool_results=1, retained_bytes=800_000)
+RESEED = ReseedEvent(
+    from_model=ALTERNATE,
+    to_model=READER,
+    text_messages=64,
+    projected_records=5,
+    dropped_records=70,
+    projected_bytes=60_000,
+    tool_history_status="ok",
+    history_tool_hint=False,
+    entry_id="e9",
+)
+PACK = PackReceipt(
+    status="ok",
+    budget_tokens=8000,
+    total_tokens=7000,
+    sections=[PackSection("owner", 3, 0, 900)],
+    omitted_credential_results=1,
+    uncertain_overlap=0,
+)
+STORE = RetainedStats(
+    records=170, owner_records=100, tool_records=70, omitted_tool_results=1, retained_bytes=800_000
+)
 
 
 def valid(arm_id: str) -> SampleEvidence:
@@ -43,24 +65,42 @@ def valid(arm_id: str) -> SampleEvidence:
     if arm.history == "alternate":
         operations.append("model_change")
         reseed = RESEED
-    if arm.boundary in ("compaction", "compaction_mid_and_probe", "ceiling",
-                        "restart_switch_compact"):
+    if arm.boundary in (
+        "compaction",
+        "compaction_mid_and_probe",
+        "ceiling",
+        "restart_switch_compact",
+    ):
         operations.append("compaction")
         compaction = _compaction(220_000, "ceiling" if arm.boundary == "ceiling" else "proactive")
     if arm.mid_trace_compaction:
         mid = _compaction(110_000, "manual")
     return SampleEvidence(
-        arm=arm_id, probe_index=0, trace_id="gen-grant-101", parent_pid=1, child_pid=2,
-        history_model=ALTERNATE if arm.history == "alternate" else READER, reader_model=READER,
-        operations=operations, reseed=reseed, compaction=compaction,
-        mid_trace_compaction=mid, mid_run_compactions=[],
+        arm=arm_id,
+        probe_index=0,
+        trace_id="gen-grant-101",
+        parent_pid=1,
+        child_pid=2,
+        history_model=ALTERNATE if arm.history == "alternate" else READER,
+        reader_model=READER,
+        operations=operations,
+        reseed=reseed,
+        compaction=compaction,
+        mid_trace_compaction=mid,
+        mid_run_compactions=[],
         tools_offered=["ConversationHistory"] if arm.history_tool else [],
         history_calls=[HistoryCall("search", "succeeded", 900)] if arm.history_tool else [],
-        store=STORE if arm.retained else None, store_error=None, tool_history_status="ok",
-        tool_history_warnings=[], pack=PACK if arm.pack else None,
+        store=STORE if arm.retained else None,
+        store_error=None,
+        tool_history_status="ok",
+        tool_history_warnings=[],
+        pack=PACK if arm.pack else None,
         packs_per_request=[1, 1, 1] if arm.pack else [0],
-        requests=3 if arm.history_tool else 1, probe_input_tokens=226_000, usage=Usage(),
-        compaction_usage=Usage(), answer="UNKNOWN",
+        requests=3 if arm.history_tool else 1,
+        probe_input_tokens=226_000,
+        usage=Usage(),
+        compaction_usage=Usage(),
+        answer="UNKNOWN",
     )
 
 
@@ -74,53 +114,80 @@ def _replace(evidence: SampleEvidence, **changes: object) -> SampleEvidence:
 
 
 CASES = [
-    ("native", {"operations": ["compaction"], "compaction": _compaction(250_000)},
-     "boundary_unverified"),
+    (
+        "native",
+        {"operations": ["compaction"], "compaction": _compaction(250_000)},
+        "boundary_unverified",
+    ),
     ("native", {"history_model": ALTERNATE}, "boundary_unverified"),
     ("native", {"probe_input_tokens": 149_999}, "pressure_unverified"),
     ("cold-rebuild", {"reseed": None, "operations": []}, "boundary_unverified"),
-    ("cold-rebuild", {"reseed": msgspec.structs.replace(RESEED, dropped_records=31)},
-     "pressure_unverified"),
-    ("cold-rebuild", {"reseed": msgspec.structs.replace(RESEED, text_messages=63)},
-     "pressure_unverified"),
+    (
+        "cold-rebuild",
+        {"reseed": msgspec.structs.replace(RESEED, dropped_records=31)},
+        "pressure_unverified",
+    ),
+    (
+        "cold-rebuild",
+        {"reseed": msgspec.structs.replace(RESEED, text_messages=63)},
+        "pressure_unverified",
+    ),
     ("cold-rebuild", {"packs_per_request": [1]}, "boundary_unverified"),
     ("compaction-1", {"compaction": None, "operations": []}, "boundary_unverified"),
     ("compaction-1", {"compaction": _compaction(149_999)}, "pressure_unverified"),
     ("compaction-2", {"mid_trace_compaction": None}, "boundary_unverified"),
-    ("compaction-2", {"mid_trace_compaction": _compaction(79_999, "manual")},
-     "pressure_unverified"),
+    (
+        "compaction-2",
+        {"mid_trace_compaction": _compaction(79_999, "manual")},
+        "pressure_unverified",
+    ),
     ("compaction-2", {"compaction": _compaction(39_999)}, "pressure_unverified"),
     ("ceiling", {"compaction": _compaction(220_000, "proactive")}, "boundary_unverified"),
     ("ceiling", {"compaction": _compaction(199_999, "ceiling")}, "pressure_unverified"),
-    ("restart-switch-compact", {"operations": ["model_change", "restart", "compaction"]},
-     "boundary_unverified"),
+    (
+        "restart-switch-compact",
+        {"operations": ["model_change", "restart", "compaction"]},
+        "boundary_unverified",
+    ),
     ("restart-switch-compact", {"child_pid": 1}, "boundary_unverified"),
-    ("continuity-store", {"store": None, "store_error": "history_unavailable"},
-     "store_degraded"),
-    ("continuity-store", {"store": msgspec.structs.replace(STORE, records=0)},
-     "store_degraded"),
-    ("continuity-store", {"tool_history_status": "degraded",
-                          "tool_history_warnings": ["history_artifact_root_mismatch"]},
-     "store_degraded"),
-    ("continuity-store", {"history_calls": [HistoryCall("search", "unavailable", 0)]},
-     "store_degraded"),
-    ("continuity-store", {"tools_offered": ["ConversationHistory", "web_fetch"]},
-     "boundary_unverified"),
-    ("continuity-store-compaction", {"compaction": None, "operations": []},
-     "boundary_unverified"),
+    ("continuity-store", {"store": None, "store_error": "history_unavailable"}, "store_degraded"),
+    ("continuity-store", {"store": msgspec.structs.replace(STORE, records=0)}, "store_degraded"),
+    (
+        "continuity-store",
+        {
+            "tool_history_status": "degraded",
+            "tool_history_warnings": ["history_artifact_root_mismatch"],
+        },
+        "store_degraded",
+    ),
+    (
+        "continuity-store",
+        {"history_calls": [HistoryCall("search", "unavailable", 0)]},
+        "store_degraded",
+    ),
+    (
+        "continuity-store",
+        {"tools_offered": ["ConversationHistory", "web_fetch"]},
+        "boundary_unverified",
+    ),
+    ("continuity-store-compaction", {"compaction": None, "operations": []}, "boundary_unverified"),
     ("continuity-pack-cold", {"pack": None}, "boundary_unverified"),
-    ("continuity-pack-cold", {"pack": msgspec.structs.replace(PACK, sections=[
-        PackSection("owner", 0, 3, 0)])}, "boundary_unverified"),
+    (
+        "continuity-pack-cold",
+        {"pack": msgspec.structs.replace(PACK, sections=[PackSection("owner", 0, 3, 0)])},
+        "boundary_unverified",
+    ),
     ("continuity-pack-cold", {"packs_per_request": [1, 2, 1]}, "boundary_unverified"),
-    ("continuity-pack-cold", {"pack": msgspec.structs.replace(PACK, status="invalid",
-                                                              reason="headroom")},
-     "boundary_unverified"),
+    (
+        "continuity-pack-cold",
+        {"pack": msgspec.structs.replace(PACK, status="invalid", reason="headroom")},
+        "boundary_unverified",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("arm_id", "changes", "expected"), CASES)
-def test_each_failure_is_classified(arm_id: str, changes: dict[str, object],
-                                    expected: str) -> None:
+def test_each_failure_is_classified(arm_id: str, changes: dict[str, object], expected: str) -> None:
     result = classify(ARMS[arm_id], _replace(valid(arm_id), **changes), family="hard")
     assert result.status == expected and result.reasons
 
@@ -129,11 +196,13 @@ def test_pressure_applies_to_long_traces_only() -> None:
     low = _replace(valid("native"), probe_input_tokens=13_000)
     assert classify(ARMS["native"], low, family="original").status == "valid"
     assert classify(ARMS["native"], low, family="hard-distractors").status == (
-        "pressure_unverified")
+        "pressure_unverified"
+    )
 
 
 def test_a_pack_overflow_is_recorded_not_invalid() -> None:
-    overflow = msgspec.structs.replace(PACK, status="overflow",
-                                       sections=[PackSection("tool", 20, 40, 2800)])
+    overflow = msgspec.structs.replace(
+        PACK, status="overflow", sections=[PackSection("tool", 20, 40, 2800)]
+    )
     evidence = _replace(valid("continuity-pack-cold"), pack=overflow)
     assert classify(ARMS["continuity-pack-cold"], evidence, family="hard").status == "valid"

@@ -41,6 +41,7 @@ from continuity.traces.bounds import SUMMARY_RESULT_CHARS
 
 __all__ = [
     "CompactionEvent",
+    "Reason",
     "compact_conversation",
     "context_tokens",
     "message_tokens",

@@ -53,26 +53,35 @@ def _close_sessions() -> Iterator[None]:
 
 
 def _session(tmp_path: Path, turns: int, *, result_chars: int = 6000) -> DurableSession:
-    session = DurableSession.create(tmp_path / "session.jsonl", session_id="s",
-                                    clock=ReplayClock("2027-01-04"))
+    session = DurableSession.create(
+        tmp_path / "session.jsonl", session_id="s", clock=ReplayClock("2027-01-04")
+    )
     _OPEN.append(session)
     for index in range(turns):
         session.append_message(UserMessage(text=f"owner turn {index} " + "o" * 400))
         call = ToolCallRequest(f"c{index}", "email_search", {"query": f"q{index}"})
         session.append_message(AssistantMessage(text="checking", tool_calls=(call,)))
-        session.append_message(ToolResultMessage(call_id=f"c{index}", tool="email_search",
-                                                 text=f"result {index} " + "r" * result_chars))
+        session.append_message(
+            ToolResultMessage(
+                call_id=f"c{index}",
+                tool="email_search",
+                text=f"result {index} " + "r" * result_chars,
+            )
+        )
         session.append_message(AssistantMessage(text=f"reply {index} " + "a" * 300))
     return session
 
 
 def test_summary_serialization_blocks_and_result_cut() -> None:
-    text = serialize_for_summary([
-        UserMessage(text="find it"),
-        AssistantMessage(text="looking", tool_calls=(ToolCallRequest("c", "web_fetch",
-                                                                      {"url": "u"}),)),
-        ToolResultMessage(call_id="c", tool="web_fetch", text="x" * 5000),
-    ])
+    text = serialize_for_summary(
+        [
+            UserMessage(text="find it"),
+            AssistantMessage(
+                text="looking", tool_calls=(ToolCallRequest("c", "web_fetch", {"url": "u"}),)
+            ),
+            ToolResultMessage(call_id="c", tool="web_fetch", text="x" * 5000),
+        ]
+    )
     assert text.startswith("[User]: find it\n\n[Assistant]: looking\n\n")
     assert '[Assistant tool calls]: web_fetch({"url":"u"})' in text
     assert text.endswith("[Tool result]: " + "x" * 2000)
@@ -82,8 +91,11 @@ def test_compaction_keeps_a_recent_tail_and_inserts_a_summary(tmp_path: Path) ->
     session = _session(tmp_path, 12)
     before = session.context()
     summarizer = _Recorder()
-    event = anyio.run(lambda: compact_conversation(session, summarizer, policy=SMALL,
-                                                   reason="proactive", model="m"))
+    event = anyio.run(
+        lambda: compact_conversation(
+            session, summarizer, policy=SMALL, reason="proactive", model="m"
+        )
+    )
     assert event is not None and event.reason == "proactive"
     assert event.tokens_before == context_tokens(before)
     assert event.tokens_after < event.tokens_before
@@ -115,14 +127,15 @@ def test_compaction_keeps_a_recent_tail_and_inserts_a_summary(tmp_path: Path) ->
 def test_a_cut_inside_a_turn_gets_a_parallel_turn_prefix_summary(tmp_path: Path) -> None:
     session = _session(tmp_path, 10, result_chars=15000)  # a tail of ~4k lands mid-turn
     summarizer = _Recorder()
-    event = anyio.run(lambda: compact_conversation(session, summarizer, policy=SMALL,
-                                                   reason="manual", model="m"))
+    event = anyio.run(
+        lambda: compact_conversation(session, summarizer, policy=SMALL, reason="manual", model="m")
+    )
     assert event is not None and event.split_turn and event.summary_requests == 2
     assert len(summarizer.seen) == 2
     prefix_prompt = summarizer.seen[1].messages[0]
     assert isinstance(prefix_prompt, UserMessage)
     assert "first part of the turn" in prefix_prompt.text
-    assert "## Turn in progress (prefix)" in session.context()[0].text  # type: ignore[union-attr]
+    assert "## Turn in progress (prefix)" in session.context()[0].text
 
 
 def test_a_second_compaction_carries_the_previous_summary(tmp_path: Path) -> None:
@@ -132,17 +145,20 @@ def test_a_second_compaction_carries_the_previous_summary(tmp_path: Path) -> Non
     for index in range(12, 20):
         session.append_message(UserMessage(text=f"more {index} " + "m" * 3000))
         session.append_message(AssistantMessage(text="ok " + "k" * 3000))
-    second = anyio.run(lambda: compact_conversation(session, summarizer, policy=SMALL,
-                                                    model="m"))
+    second = anyio.run(lambda: compact_conversation(session, summarizer, policy=SMALL, model="m"))
     assert second is not None
-    assert "The previous summary, to update" in summarizer.seen[-1].messages[0].text  # type: ignore[union-attr]
+    assert "The previous summary, to update" in summarizer.seen[-1].messages[0].text
     assert sum(isinstance(e, CompactionEntry) for e in session.entries) == 2
 
 
 def test_nothing_to_summarize_is_no_compaction(tmp_path: Path) -> None:
     session = _session(tmp_path, 1, result_chars=100)
-    assert anyio.run(lambda: compact_conversation(session, ScriptedSummarizer(),
-                                                  policy=SMALL, model="m")) is None
+    assert (
+        anyio.run(
+            lambda: compact_conversation(session, ScriptedSummarizer(), policy=SMALL, model="m")
+        )
+        is None
+    )
 
 
 @pytest.mark.parametrize(
@@ -156,8 +172,9 @@ def test_nothing_to_summarize_is_no_compaction(tmp_path: Path) -> None:
         (CompactionPolicy(max_input_tokens=0), 5, None),  # 0 disables the ceiling
     ],
 )
-def test_triggers(tmp_path: Path, policy: CompactionPolicy, turns: int,
-                  expected: str | None) -> None:
+def test_triggers(
+    tmp_path: Path, policy: CompactionPolicy, turns: int, expected: str | None
+) -> None:
     session = _session(tmp_path, turns)
     assert should_compact(session, policy) == expected
 

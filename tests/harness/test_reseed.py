@@ -24,13 +24,16 @@ def test_reseed_rebuilds_from_canonical_history_and_the_projection(tmp_path: Pat
     anyio.run(lambda: replay_trace(trace, root, config=ReplayConfig(history_model="gpt-6.1-sol")))
     session, history, tools = Workspace(root).open()
     entries_before = len(session.entries)
-    event = reseed(session, history, tools, provider="openai-codex", model="gpt-6-luna",
-                   history_tool=True)
+    event = reseed(
+        session, history, tools, provider="openai-codex", model="gpt-6-luna", history_tool=True
+    )
     context = session.context()
     records = tools.records()
     kept = projection_indexes([r.retained_bytes for r in records])
     assert event.text_messages == 64 and event.from_model == "openai-codex:gpt-6.1-sol"
-    assert event.projected_records == len(kept) and event.dropped_records == len(records) - len(kept)
+    assert event.projected_records == len(kept) and event.dropped_records == len(records) - len(
+        kept
+    )
     assert event.dropped_records >= 32 and event.projected_bytes <= PROJECTION_MAX_BYTES
     assert session.current_model() == ("openai-codex", "gpt-6-luna")
     # The new context: exactly the canonical last 64 text messages, then the projection.
@@ -38,7 +41,9 @@ def test_reseed_rebuilds_from_canonical_history_and_the_projection(tmp_path: Pat
     assert texts == [r.text for r in history.last(64)]
     assert not any(isinstance(m, ToolResultMessage) for m in context)
     projection = context[-1]
-    assert isinstance(projection, UserMessage) and projection.text.startswith(f"[{PROJECTION_HEADER}")
+    assert isinstance(projection, UserMessage) and projection.text.startswith(
+        f"[{PROJECTION_HEADER}"
+    )
     assert "ConversationHistory" in projection.text
     for index in kept:
         assert records[index].record_id in projection.text
@@ -62,6 +67,6 @@ def test_a_degraded_sidecar_projects_nothing(tmp_path: Path) -> None:
     assert tools.warnings == [ROOT_MISMATCH]
     event = reseed(session, history, tools, provider="p", model="m")
     assert event.projected_records == 0 and event.tool_history_status == "degraded"
-    assert "ConversationHistory" not in session.context()[-1].text  # type: ignore[union-attr]
+    assert "ConversationHistory" not in session.context()[-1].text
     session.close()
     history.close()

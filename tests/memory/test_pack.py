@@ -19,20 +19,40 @@ SECRET = "Zq8#kW3mRt6!pL"
 def sources(tmp_path: Path) -> Iterator[tuple[RetainedStore, CanonicalHistory]]:
     store = RetainedStore(tmp_path / "retained.sqlite3")
     history = CanonicalHistory.create(tmp_path / "history.jsonl")
-    store.retain_owner("Never mention Project Tamarisk to the hire desk.", source="owner",
-                       entry_ref="e1")
+    store.retain_owner(
+        "Never mention Project Tamarisk to the hire desk.", source="owner", entry_ref="e1"
+    )
     store.retain_owner("Share it view-only with Wren.", source="steer", entry_ref="e2")
-    store.retain_tool_result(f"Portal.\nTemporary password: {SECRET}", tool="email_search",
-                             tool_kind="email", entry_ref="e3")
+    store.retain_tool_result(
+        f"Portal.\nTemporary password: {SECRET}",
+        tool="email_search",
+        tool_kind="email",
+        entry_ref="e3",
+    )
     for index in range(60):
-        store.retain_tool_result(f"Rig note {index}: " + "dimmer rack and truss " * 60,
-                                 tool="document_open", tool_kind="document", entry_ref=f"d{index}")
-    history.append("user", "Never mention Project Tamarisk.", attribution="owner",
-                   source="owner", entry_id="e1")
-    history.append("assistant", "I've shared the load-in checklist with the crew.",
-                   attribution="host", source="model", entry_id="e4")
-    history.append("user", "a note from someone", attribution="unknown", source="steer",
-                   entry_id="e5")
+        store.retain_tool_result(
+            f"Rig note {index}: " + "dimmer rack and truss " * 60,
+            tool="document_open",
+            tool_kind="document",
+            entry_ref=f"d{index}",
+        )
+    history.append(
+        "user",
+        "Never mention Project Tamarisk.",
+        attribution="owner",
+        source="owner",
+        entry_id="e1",
+    )
+    history.append(
+        "assistant",
+        "I've shared the load-in checklist with the crew.",
+        attribution="host",
+        source="model",
+        entry_id="e4",
+    )
+    history.append(
+        "user", "a note from someone", attribution="unknown", source="steer", entry_id="e5"
+    )
     yield store, history
     store.close()
     history.close()
@@ -57,7 +77,7 @@ def test_sections_budget_and_receipt(sources: tuple[RetainedStore, CanonicalHist
 
 
 def test_uncertain_overlap_counts_items_already_in_context(
-    sources: tuple[RetainedStore, CanonicalHistory]
+    sources: tuple[RetainedStore, CanonicalHistory],
 ) -> None:
     from continuity.harness.messages import UserMessage
 
@@ -68,12 +88,15 @@ def test_uncertain_overlap_counts_items_already_in_context(
 
 
 def test_source_and_headroom_failures_invalidate(
-    sources: tuple[RetainedStore, CanonicalHistory]
+    sources: tuple[RetainedStore, CanonicalHistory],
 ) -> None:
     store, history = sources
     missing = build_pack(None, history)
     assert (missing.receipt.status, missing.receipt.reason, missing.text) == (
-        "invalid", "source_unavailable", "")
+        "invalid",
+        "source_unavailable",
+        "",
+    )
     tight = build_pack(store, history, window_tokens=32_000, context_tokens=31_000)
     assert (tight.receipt.status, tight.receipt.reason) == ("invalid", "headroom")
     store.db.execute("DROP TABLE records_fts")

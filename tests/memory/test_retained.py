@@ -10,22 +10,32 @@ import pytest
 from continuity.digest import digest_bytes
 from continuity.memory.retained import GET_PAGE_BYTES, HistoryError, RetainedStore
 
-BIG = "".join(f"Line {i:05d}: pallet {i % 7} goes to bay {i % 3}; booking pack note é.\n"
-              for i in range(700))
+BIG = "".join(
+    f"Line {i:05d}: pallet {i % 7} goes to bay {i % 3}; booking pack note é.\n" for i in range(700)
+)
 
 
 @pytest.fixture
 def retained(tmp_path: Path) -> Iterator[RetainedStore]:
     store = RetainedStore(tmp_path / "retained.sqlite3")
-    store.retain_owner("Never mention Project Larkspur to the vendors.", source="owner",
-                       entry_ref="e1")
+    store.retain_owner(
+        "Never mention Project Larkspur to the vendors.", source="owner", entry_ref="e1"
+    )
     store.retain_owner("Hold the escalation, just draft it.", source="steer", entry_ref="e2")
-    store.retain_tool_result("Portal ready.\nTemporary password: Qx7#mP2qLw9!", tool="email_search",
-                             tool_kind="email", entry_ref="e3")
+    store.retain_tool_result(
+        "Portal ready.\nTemporary password: Qx7#mP2qLw9!",
+        tool="email_search",
+        tool_kind="email",
+        entry_ref="e3",
+    )
     store.retain_tool_result(BIG, tool="document_open", tool_kind="document", entry_ref="e4")
     for index in range(12):
-        store.retain_tool_result(f"Tracking update {index}: the crates reached Ashford depot.",
-                                 tool="parcel_track", tool_kind="parcel", entry_ref=f"t{index}")
+        store.retain_tool_result(
+            f"Tracking update {index}: the crates reached Ashford depot.",
+            tool="parcel_track",
+            tool_kind="parcel",
+            entry_ref=f"t{index}",
+        )
     yield store
     store.close()
 
@@ -67,15 +77,18 @@ def test_get_pages_reassemble_a_long_record(retained: RetainedStore) -> None:
     assert retained.get(hit.id).text == pages[0]
 
 
-@pytest.mark.parametrize(("call", "code"), [
-    (lambda s: s.search("   "), "history_invalid_request"),
-    (lambda s: s.search("crates", limit=0), "history_invalid_request"),
-    (lambda s: s.search("crates", limit=11), "history_invalid_request"),
-    (lambda s: s.search("crates", cursor="g5"), "history_cursor_invalid"),
-    (lambda s: s.get("tool-99999"), "history_record_unknown"),
-    (lambda s: s.get("c2", cursor="s1"), "history_cursor_invalid"),
-    (lambda s: s.get("c4", cursor="g999999999"), "history_cursor_invalid"),
-])
+@pytest.mark.parametrize(
+    ("call", "code"),
+    [
+        (lambda s: s.search("   "), "history_invalid_request"),
+        (lambda s: s.search("crates", limit=0), "history_invalid_request"),
+        (lambda s: s.search("crates", limit=11), "history_invalid_request"),
+        (lambda s: s.search("crates", cursor="g5"), "history_cursor_invalid"),
+        (lambda s: s.get("tool-99999"), "history_record_unknown"),
+        (lambda s: s.get("c2", cursor="s1"), "history_cursor_invalid"),
+        (lambda s: s.get("c4", cursor="g999999999"), "history_cursor_invalid"),
+    ],
+)
 def test_bad_requests_have_codes(retained: RetainedStore, call: object, code: str) -> None:
     assert callable(call)
     with pytest.raises(HistoryError) as err:

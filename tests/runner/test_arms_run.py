@@ -38,8 +38,9 @@ def samples(shared: tuple[Store, Path]) -> list[SampleRecord]:
 
 
 def test_every_arm_crosses_its_boundary_under_pressure(samples: list[SampleRecord]) -> None:
-    bad = [(r.trace_id, r.arm, r.classification) for r in samples
-           if r.classification.status != "valid"]
+    bad = [
+        (r.trace_id, r.arm, r.classification) for r in samples if r.classification.status != "valid"
+    ]
     assert bad == []
     for record in samples:
         e = record.evidence
@@ -110,12 +111,14 @@ def test_a_store_without_records_is_store_degraded(
     store, out = shared
     trace, item = _hard(store, out, 101)
     arm = ARMS["continuity-store"]
-    checkpoint = build_checkpoint(store, trace, trace_key=item.key, trace_digest=item.digest,
-                                  config=replay_config_for(arm))
+    checkpoint = build_checkpoint(
+        store, trace, trace_key=item.key, trace_digest=item.digest, config=replay_config_for(arm)
+    )
     with fork(store, checkpoint.key) as root:
         Workspace(root).retained_path.unlink()
-        evidence = run_probe_child(root, ProbeRequest(arm=arm.id, probe_text="where?",
-                                                      parent_pid=os.getpid()))
+        evidence = run_probe_child(
+            root, ProbeRequest(arm=arm.id, probe_text="where?", parent_pid=os.getpid())
+        )
     assert evidence.store_error == "history_unavailable"
     assert classify(arm, evidence, family="hard").status == "store_degraded"
 
@@ -125,12 +128,17 @@ def test_the_wrong_checkpoint_leaves_the_boundary_unverified(
 ) -> None:
     store, out = shared
     trace, item = _hard(store, out, 102)
-    native_checkpoint = build_checkpoint(store, trace, trace_key=item.key,
-                                         trace_digest=item.digest,
-                                         config=replay_config_for(ARMS["native"]))
+    native_checkpoint = build_checkpoint(
+        store,
+        trace,
+        trace_key=item.key,
+        trace_digest=item.digest,
+        config=replay_config_for(ARMS["native"]),
+    )
     with fork(store, native_checkpoint.key) as root:  # history already on the reader
-        evidence = run_probe_child(root, ProbeRequest(arm="cold-rebuild", probe_text="x?",
-                                                      parent_pid=os.getpid()))
+        evidence = run_probe_child(
+            root, ProbeRequest(arm="cold-rebuild", probe_text="x?", parent_pid=os.getpid())
+        )
     result = classify(ARMS["cold-rebuild"], evidence, family="hard")
     assert result.status == "boundary_unverified"
     assert "no model-change reseed to the reader" in result.reasons

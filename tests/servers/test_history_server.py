@@ -29,8 +29,12 @@ def store_path(tmp_path: Path) -> Iterator[Path]:
     store.retain_owner("Keep the side entrance for deliveries.", source="steer", entry_ref="e1")
     store.retain_tool_result(LONG, tool="document_open", tool_kind="document", entry_ref="e2")
     for index in range(7):
-        store.retain_tool_result(f"Quayside board update {index}.", tool="chat_history",
-                                 tool_kind="chat", entry_ref=f"e{index + 3}")
+        store.retain_tool_result(
+            f"Quayside board update {index}.",
+            tool="chat_history",
+            tool_kind="chat",
+            entry_ref=f"e{index + 3}",
+        )
     store.close()
     yield path
 
@@ -44,7 +48,8 @@ async def test_search_pagination_and_cursor_traversal(store_path: Path) -> None:
     try:
         async with serve_history(store) as url, McpToolbox(url) as toolbox:
             assert [(d.name, d.input_schema) for d in toolbox.definitions] == [
-                (HISTORY_TOOL, INPUT_SCHEMA)]
+                (HISTORY_TOOL, INPUT_SCHEMA)
+            ]
             seen: list[str] = []
             cursor = None
             while True:
@@ -60,7 +65,9 @@ async def test_search_pagination_and_cursor_traversal(store_path: Path) -> None:
             long_id = next(i for i in seen if i == "tool-00002")
             text, cursor, pages = "", None, 0
             while True:
-                arguments = {"id": long_id} | ({"cursor": cursor} if cursor else {})
+                arguments = {"id": long_id}
+                if cursor:
+                    arguments["cursor"] = cursor
                 page = json.loads(await toolbox.call(_call("get", **arguments)))
                 text += page["text"]
                 pages += 1
@@ -73,8 +80,10 @@ async def test_search_pagination_and_cursor_traversal(store_path: Path) -> None:
                 (_call("search", query="x", limit=50), "history_invalid_request"),
                 (_call("teleport"), "history_invalid_request"),
                 (_call("get", id="c2", cursor="bogus"), "history_cursor_invalid"),
-                (ToolCallRequest("c", HISTORY_TOOL, {"action": "get", "id": "c1", "x": 1}),
-                 "history_invalid_request"),
+                (
+                    ToolCallRequest("c", HISTORY_TOOL, {"action": "get", "id": "c1", "x": 1}),
+                    "history_invalid_request",
+                ),
             ):
                 with pytest.raises(ToolError) as err:
                     await toolbox.call(bad)
@@ -92,16 +101,20 @@ async def test_standalone_over_stdio(store_path: Path) -> None:
         await session.initialize()
         tools = await session.list_tools()
         assert [t.name for t in tools.tools] == [HISTORY_TOOL]
-        result = await session.call_tool(HISTORY_TOOL, {"action": "search",
-                                                        "query": "side entrance"})
+        result = await session.call_tool(
+            HISTORY_TOOL, {"action": "search", "query": "side entrance"}
+        )
         hits = json.loads(result.content[0].text)["hits"]  # type: ignore[union-attr]
         assert hits[0]["kind"] == "owner" and hits[0]["source"] == "steer"
 
 
 async def test_standalone_over_http(store_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "continuity.servers.history", "--store", str(store_path),
-         "--http"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        [sys.executable, "-m", "continuity.servers.history", "--store", str(store_path), "--http"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().split()[-1]
@@ -116,6 +129,15 @@ async def test_standalone_over_http(store_path: Path) -> None:
 
 def test_standalone_refuses_a_missing_store(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "continuity.servers.history", "--store",
-         str(tmp_path / "none.sqlite3")], capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "continuity.servers.history",
+            "--store",
+            str(tmp_path / "none.sqlite3"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2 and "history_unavailable" in result.stderr
