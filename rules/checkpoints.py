@@ -15,7 +15,7 @@ def _build(**options: Any) -> str:
 
     chosen = Selection(options)
     if options.get("arms"):
-        from continuity.runner.samples import build_arm_samples
+        from continuity.runner.samples import DEFAULT_JOBS, build_arm_samples
 
         with progress(f"arms {chosen.suite}") as tick:
             records, path, built = build_arm_samples(
@@ -26,6 +26,7 @@ def _build(**options: Any) -> str:
                 traces=options.get("trace") or None,
                 out_dir=chosen.out,
                 progress=tick,
+                jobs=int(options.get("jobs") or 0) or DEFAULT_JOBS,
             )
         counts: dict[str, int] = {}
         for record in records:
@@ -91,6 +92,13 @@ def task_checkpoints() -> dict[str, Any]:
                 "default": "",
                 "help": "also fork each trace's checkpoint per arm and cross its boundary "
                 "(comma-separated arm ids, or all)",
+            },
+            {
+                "name": "jobs",
+                "long": "jobs",
+                "type": int,
+                "default": 0,
+                "help": "traces to run in parallel with --arms (default: up to 2 cores)",
             },
             {
                 "name": "trace",

@@ -1,4 +1,5 @@
-"""The offline contract's own checks, through the Python API."""
+"""The offline contract's own checks, through the Python API. (The whole contract runs
+through doit in tests/graph/test_dodo.py, and again in CI.)"""
 
 from __future__ import annotations
 
@@ -7,18 +8,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from continuity.contract import check_distractor_pairs, run_offline_contract
+from continuity.contract import check_distractor_pairs
 from continuity.errors import ContinuityError
 from continuity.store import Store
 from continuity.traces.schema import decode_trace, encode_trace
 from continuity.traces.suites import SuiteItem, build_suite
-
-
-def test_contract_passes_and_writes_its_report(store: Store, out_dir: Path) -> None:
-    report, path = run_offline_contract(store, out_dir=out_dir)
-    assert report.passed and path == out_dir / "contract" / "contract.md"
-    assert "PASSED" in path.read_text()
-    assert [s.traces for s in report.suites] == [4, 8, 8]
 
 
 def test_a_distractor_trace_with_changed_facts_fails_the_contract(

@@ -13,7 +13,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +47,7 @@ __all__ = [
 ]
 
 SAMPLE_SALT = "arm-sample-v1"
+DEFAULT_JOBS = min(2, os.cpu_count() or 1)
 SAMPLE_CODE = (*HARNESS_CODE, "continuity.arms", "continuity.memory", "continuity.evidence")
 
 
@@ -177,9 +180,10 @@ def build_arm_samples(
     traces: str | None = None,
     out_dir: Path | None = None,
     progress: Tick | None = None,
+    jobs: int = DEFAULT_JOBS,
 ) -> tuple[list[SampleRecord], Path, int]:
-    """Run one sample per trace and arm. Returns the records, the manifest path
-    (``out/checkpoints/<suite>/arms.json``) and how many samples were built."""
+    """Run one sample per trace and arm, `jobs` traces at a time. Returns the records,
+    the manifest path (``out/checkpoints/<suite>/arms.json``) and how many were built."""
     from continuity.runner.checkpoints import select_traces
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace
@@ -192,24 +196,38 @@ def build_arm_samples(
     for item in items:
         trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
         plans.extend((item, trace, arm) for arm in parse_arms(arms, family=trace.family))
-    records: list[SampleRecord] = []
-    built = 0
-    for position, (item, trace, arm) in enumerate(plans, start=1):
-        record, status = sample_arm(store, trace, item, arm)
-        built += status == "built"
-        records.append(record)
-        if progress is not None:
-            progress(
-                position,
-                len(plans),
-                f"{item.trace_id} {arm.id}",
-                f"{status}, {record.classification.status}",
-            )
+    outcomes: list[tuple[SampleRecord, str] | None] = [None] * len(plans)
+    finished = 0
+    lock = threading.Lock()
+
+    def run_group(indexes: list[int]) -> None:
+        # One trace's arms run in order (they share checkpoints); traces run in parallel.
+        nonlocal finished
+        for index in indexes:
+            item, trace, arm = plans[index]
+            record, status = sample_arm(store, trace, item, arm)
+            with lock:
+                outcomes[index] = (record, status)
+                finished += 1
+                if progress is not None:
+                    progress(
+                        finished,
+                        len(plans),
+                        f"{item.trace_id} {arm.id}",
+                        f"{status}, {record.classification.status}",
+                    )
+
+    groups: dict[str, list[int]] = {}
+    for index, (item, _, _) in enumerate(plans):
+        groups.setdefault(item.trace_id, []).append(index)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for future in [pool.submit(run_group, g) for g in groups.values()]:
+            future.result()  # re-raise the first failure
+    records = [outcome[0] for outcome in outcomes if outcome is not None]
+    built = sum(1 for outcome in outcomes if outcome is not None and outcome[1] == "built")
     keys = [
-        sample_key(arm, replay_key)
-        for arm, replay_key in (
-            (next(a for a in parse_arms(arms) if a.id == r.arm), r.checkpoint) for r in records
-        )
+        sample_key(arm, record.checkpoint)
+        for (_, _, arm), record in zip(plans, records, strict=True)
     ]
     store.record_plan(f"arms --suite {suite}", actions=keys)
     path = _arms_path(out, suite)
