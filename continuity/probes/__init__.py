@@ -1,0 +1,1 @@
+"""Probes: deterministic scoring, the optional judge, availability analysis."""
