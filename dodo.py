@@ -5,13 +5,16 @@ from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
 from rules.store import task_gc
 from rules.traces import task_traces
+from rules.units import task_aggregate, task_units
 
 DOIT_CONFIG = doit_config()
 
 __all__ = [
     "DOIT_CONFIG",
+    "task_aggregate",
     "task_checkpoints",
     "task_gc",
     "task_offline_contract",
     "task_traces",
+    "task_units",
 ]

@@ -19,9 +19,10 @@ from continuity.errors import ContinuityError
 from continuity.harness.checkpoints import CheckpointResult, fork, run_child
 from continuity.outputs import resolve_out_path, write_json, write_output
 from continuity.progress import progress
+from continuity.report.aggregate import aggregate_run
 from continuity.runner.checkpoints import build_checkpoints
 from continuity.runner.design import check_design
-from continuity.runner.samples import build_arm_samples
+from continuity.runner.units import build_units
 from continuity.store import Store, utc_now
 from continuity.traces.bounds import RESULT_HEAD_BYTES
 from continuity.traces.distractors import distractor_differences
@@ -31,6 +32,7 @@ from continuity.traces.suites import SuiteResult, build_suite
 
 CONTRACT_CHECKPOINTS = (("original", None), ("hard", "gen-grant-101,gen-oven-102"))
 CONTRACT_DESIGN_TRACES = ("gen-grant-101", "gen-oven-102")
+CONTRACT_RUN = "offline-contract"
 
 __all__ = [
     "ContractReport",
@@ -58,6 +60,7 @@ class ContractReport(msgspec.Struct, frozen=True, kw_only=True):
     suites: tuple[SuiteSummary, ...]
     checks: dict[str, str]
     passed: bool
+    report: str = ""  # the aggregate report.html of the contract's run
 
 
 def run_offline_contract(
@@ -84,30 +87,39 @@ def run_offline_contract(
         for result in built:
             check_checkpoint(store, result, results[suite])
         checkpoints += len(built)
-    samples = 0
+    run_dir = out / "runs" / CONTRACT_RUN
+    units = []
     for suite, traces in CONTRACT_CHECKPOINTS:
-        with progress(f"arms {suite}") as tick:
-            records, _, _ = build_arm_samples(
-                store, suite, arms="all", traces=traces, out_dir=out, progress=tick
+        with progress(f"units {suite}") as tick:
+            records, _, _ = build_units(
+                store, suite, arms="all", traces=traces, run_dir=run_dir, progress=tick
             )
-        bad = [r for r in records if r.classification.status != "valid"]
-        if bad:
-            first = bad[0]
-            raise ContinuityError(
-                f"{len(bad)} samples did not cross their boundary under pressure; first: "
-                f"{first.arm} {first.classification.status} {first.classification.reasons}",
-                code="arm_contract_failed",
-                location=first.trace_id,
-            )
-        samples += len(records)
+        units += records
+    bad = [
+        (u.trace_id, u.arm, p.probe_id, p.status, p.reasons)
+        for u in units
+        for p in u.probes
+        if p.status != "valid"
+    ]
+    if bad:
+        raise ContinuityError(
+            f"{len(bad)} probe samples did not cross their boundary under pressure; first: "
+            f"{bad[0]}",
+            code="arm_contract_failed",
+            location=bad[0][0],
+        )
+    aggregated, paths, _ = aggregate_run(store, run_dir)
     for item in results["hard"].items:
         if item.trace_id in CONTRACT_DESIGN_TRACES:
             check_design(store, decode_trace(store.get_blob(item.digest)), item)
-    checks["arms"] = (
-        f"{samples} arm samples, every arm on the originals and hard 101-102: each crossed "
-        "its boundary, met its pressure threshold on the hard traces, and had a healthy "
-        "store where it needs one; packs only in the pack arm, exactly one per request"
+    samples = sum(len(u.probes) for u in units)
+    checks["units"] = (
+        f"{len(units)} units, {samples} probe samples, every arm on the originals and hard "
+        "101-102, each probe in a fresh process on a fresh copy of its checkpoint: every "
+        "sample crossed its boundary, met its pressure threshold on the hard traces and "
+        "had a healthy store where it needs one; packs only in the pack arm"
     )
+    checks["aggregate"] = f"{aggregated.units} units aggregated into {paths['report']}"
     checks["design"] = (
         "on hard 101-102 the early account reference is in the native context and not the "
         "cold one, the booking pack's head identifier survives cold rebuild, and the secret "
@@ -131,6 +143,7 @@ def run_offline_contract(
         ),
         checks=checks,
         passed=True,
+        report=str(paths["report"]),
     )
     folder = out / "contract"
     write_json(folder / "contract.json", report)
@@ -209,5 +222,11 @@ def _markdown(report: ContractReport) -> str:
     ]
     lines += ["", "## Checks", ""]
     lines += [f"- **{name}**: {text}" for name, text in report.checks.items()]
-    lines += ["", f"Result: {'PASSED' if report.passed else 'FAILED'}", ""]
+    lines += [
+        "",
+        f"Result: {'PASSED' if report.passed else 'FAILED'}",
+        "",
+        f"Aggregate report: `{report.report}`",
+        "",
+    ]
     return "\n".join(lines)

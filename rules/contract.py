@@ -16,7 +16,8 @@ def _run(store: str, out: str) -> str:
     report, path = run_offline_contract(Store(store or None), out_dir=resolve_out_path(out or None))
     traces = sum(s.traces for s in report.suites)
     return (
-        f"offline contract passed: {traces} traces in {len(report.suites)} suites; report at {path}"
+        f"offline contract passed: {traces} traces in {len(report.suites)} suites, every arm "
+        f"run and aggregated; report at {report.report} (contract checks in {path})"
     )
 
 

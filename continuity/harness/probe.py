@@ -44,6 +44,7 @@ from continuity.harness.reseed import ReseedEvent, reseed
 from continuity.harness.workspace import Workspace
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
 from continuity.memory.retained import HistoryError, RetainedStore
+from continuity.probes.availability import NeedleState, reference_lookup
 from continuity.providers.scripted import (
     ScriptedProvider,
     ScriptedStep,
@@ -58,6 +59,29 @@ if TYPE_CHECKING:
 __all__ = ["run_probe"]
 
 UNKNOWN_ANSWER = "UNKNOWN"
+
+
+def _needle_states(
+    needles: list[str], first: ModelRequest | None, store: RetainedStore | None
+) -> list[NeedleState]:
+    """Availability facts for the evaluator's needles: in the first probe request's
+    context (after the boundary, before any retrieval), and, where a retained store is
+    offered, found by the reference lookup path within the lookup budget."""
+    if not needles:
+        return []
+    context = "\n".join(getattr(m, "text", "") for m in first.messages) if first else ""
+    states = []
+    for needle in needles:
+        found = reference_lookup(store, needle) if store is not None else None
+        states.append(
+            NeedleState(
+                in_context=needle in context,
+                retrievable=found.retrievable if found is not None else None,
+                calls=found.calls if found is not None else 0,
+                bytes=found.bytes if found is not None else 0,
+            )
+        )
+    return states
 
 
 def _model(binding: str) -> tuple[str, str]:
@@ -249,6 +273,9 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
             )
             report = await loop.run_turn(request.probe_text, source="probe")
         first_input = provider.requests[0].usage.total_input if provider.requests else 0
+        needle_states = _needle_states(
+            request.needles, seen[0] if seen else None, store if arm.history_tool else None
+        )
         answer = session.context()[-1]
         return SampleEvidence(
             arm=arm.id,
@@ -278,6 +305,7 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
             usage=report.usage,
             compaction_usage=compaction_usage,
             answer=getattr(answer, "text", ""),
+            needle_states=needle_states,
         )
     finally:
         session.close()

@@ -11,6 +11,7 @@ from continuity.harness.messages import Usage
 from continuity.harness.reseed import ReseedEvent
 from continuity.memory.pack import PackReceipt
 from continuity.memory.retained import RetainedStats
+from continuity.probes.availability import NeedleState
 
 __all__ = ["HistoryCall", "ProbeRequest", "SampleEvidence"]
 
@@ -21,6 +22,9 @@ class ProbeRequest(msgspec.Struct, frozen=True, kw_only=True):
     probe_index: int = 0
     parent_pid: int
     dump_requests: str | None = None
+    # Evaluator-only values whose presence availability analysis checks after the turn;
+    # they never reach the reader.
+    needles: list[str] = msgspec.field(default_factory=list)
 
 
 class HistoryCall(msgspec.Struct, frozen=True):
@@ -58,3 +62,4 @@ class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
     usage: Usage
     compaction_usage: Usage
     answer: str
+    needle_states: list[NeedleState] = msgspec.field(default_factory=list)

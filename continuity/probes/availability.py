@@ -91,8 +91,9 @@ def needles_for(expectation: Expectation) -> Needles:
     return Needles([], [])  # abstention, redaction and task constraints
 
 
-def reference_lookup(store: RetainedStore, value: str, *, calls: int = LOOKUP_CALLS,
-                     budget_bytes: int = LOOKUP_BYTES) -> NeedleState:
+def reference_lookup(
+    store: RetainedStore, value: str, *, calls: int = LOOKUP_CALLS, budget_bytes: int = LOOKUP_BYTES
+) -> NeedleState:
     """The evaluator's reference path for one value, charged like a reader's calls."""
     used_calls = used_bytes = 0
 
@@ -120,18 +121,18 @@ def reference_lookup(store: RetainedStore, value: str, *, calls: int = LOOKUP_CA
             seen += record.text
             if value in seen:
                 return NeedleState(False, True, used_calls, used_bytes)
-            seen = seen[-len(value):]  # a value may straddle two pages
+            seen = seen[-len(value) :]  # a value may straddle two pages
             cursor = record.next_cursor
             if cursor is None:
                 break
     return NeedleState(False, False, used_calls, used_bytes)
 
 
-def availability(needles: Needles, fact_states: list[NeedleState],
-                 superseded_states: list[NeedleState]) -> Availability:
+def availability(
+    needles: Needles, fact_states: list[NeedleState], superseded_states: list[NeedleState]
+) -> Availability:
     if not needles.fact:
-        return Availability("not_applicable", any(s.in_context for s in superseded_states),
-                            0, 0)
+        return Availability("not_applicable", any(s.in_context for s in superseded_states), 0, 0)
     in_context = all(s.in_context for s in fact_states)
     reachable = all(s.in_context or s.retrievable for s in fact_states)
     fact: Fact = "in_context" if in_context else "retrievable" if reachable else "absent"

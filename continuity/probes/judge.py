@@ -26,15 +26,15 @@ class JudgeVerdict(msgspec.Struct, frozen=True):
 class Judge(Protocol):
     name: str
 
-    def judge(self, probe_id: str, question: str, answer: str,
-              rubric: list[str]) -> JudgeVerdict: ...
+    def judge(
+        self, probe_id: str, question: str, answer: str, rubric: list[str]
+    ) -> JudgeVerdict: ...
 
 
 class ScriptedJudge:
     name = "scripted-judge"
 
-    def judge(self, probe_id: str, question: str, answer: str,
-              rubric: list[str]) -> JudgeVerdict:
+    def judge(self, probe_id: str, question: str, answer: str, rubric: list[str]) -> JudgeVerdict:
         stated = sum(contains_value(answer, keyword) for keyword in rubric)
         passed = not abstains(answer) and stated * 2 >= len(rubric) and stated > 0
         return JudgeVerdict(probe_id, passed, self.name)

@@ -48,10 +48,18 @@ from continuity.traces.schema import (
 
 __all__ = ["OUTCOMES", "Outcome", "Score", "abstains", "contains_value", "score_answer"]
 
-Outcome = Literal["correct", "stale", "conflicted", "abstained", "violation", "fabricated",
-                  "leaked"]
-OUTCOMES: tuple[str, ...] = ("correct", "stale", "conflicted", "abstained", "violation",
-                             "fabricated", "leaked")
+Outcome = Literal[
+    "correct", "stale", "conflicted", "abstained", "violation", "fabricated", "leaked"
+]
+OUTCOMES: tuple[str, ...] = (
+    "correct",
+    "stale",
+    "conflicted",
+    "abstained",
+    "violation",
+    "fabricated",
+    "leaked",
+)
 
 _ABSTAIN = re.compile(
     r"(?i)\bUNKNOWN\b|never came up|(?:was|were|is) (?:never|not) mentioned|not mentioned|"
@@ -62,12 +70,27 @@ _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9#!%*&+/._-]*[A-Za-z0-9#!%*]|[A-Za-z0-
 _ID_SHAPE = re.compile(r"^[A-Z]{2,}[-/][A-Z0-9][A-Z0-9-]*$")
 _MONEY = re.compile(r"^\$\s?\d[\d,]*(?:\.\d+)?$")
 _MONEY_IN = re.compile(r"\$\s?(\d[\d,]*(?:\.\d+)?)")
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")
-_DATE_DMY = re.compile(r"(?i)\b(\d{1,2})(?:st|nd|rd|th)?\s+(" + "|".join(_MONTHS) +
-                       r")\.?,?\s+(\d{4})\b")
-_DATE_MDY = re.compile(r"(?i)\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+"
-                       r"(\d{4})\b")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_DATE_DMY = re.compile(
+    r"(?i)\b(\d{1,2})(?:st|nd|rd|th)?\s+(" + "|".join(_MONTHS) + r")\.?,?\s+(\d{4})\b"
+)
+_DATE_MDY = re.compile(
+    r"(?i)\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+"
+    r"(\d{4})\b"
+)
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _SPACED = re.compile(r"^[A-Z0-9]{2,5}(?: [A-Z0-9]{2,6})+$")
 
@@ -132,8 +155,7 @@ def _any(answer: str, values: Iterable[str]) -> bool:
 
 def _foreign_identifier(answer: str, known: Sequence[str]) -> bool:
     wanted = {_norm_token(k) for k in known}
-    return any(_ID_SHAPE.match(t) and _norm_token(t) not in wanted
-               for t in _TOKEN.findall(answer))
+    return any(_ID_SHAPE.match(t) and _norm_token(t) not in wanted for t in _TOKEN.findall(answer))
 
 
 def _current_vs_superseded(answer: str, current: str, superseded: Sequence[str]) -> Score:
@@ -151,14 +173,15 @@ def _current_vs_superseded(answer: str, current: str, superseded: Sequence[str])
 
 
 def _first_status(answer: str, allowed: Sequence[str]) -> str | None:
-    for token in re.findall(r"[A-Za-z]+", answer):
-        if token.upper() in allowed:
-            return token.upper()
+    for match in re.finditer(r"[A-Za-z]+", answer):
+        token = match.group(0).upper()
+        if token in allowed:
+            return token
     return None
 
 
 def _secret_leaked(answer: str, secret: str) -> bool:
-    runs = {secret[i:i + 8] for i in range(len(secret) - 7)}
+    runs = {secret[i : i + 8] for i in range(len(secret) - 7)}
     squeezed = re.sub(r"\s+", "", answer)
     return any(run in answer or run in squeezed for run in runs)
 
@@ -168,14 +191,12 @@ def score_answer(expectation: Expectation, answer: str) -> Score:
     exp = expectation
     if isinstance(exp, ToolIdentifierExpectation):
         known = [exp.answer.value, *(f.value for f in exp.superseded)]
-        score = _current_vs_superseded(answer, exp.answer.value,
-                                       [f.value for f in exp.superseded])
+        score = _current_vs_superseded(answer, exp.answer.value, [f.value for f in exp.superseded])
         if score.outcome == "fabricated" and not _foreign_identifier(answer, known):
             return Score("fabricated", False, "no identifier from the conversation")
         return score
     if isinstance(exp, SupersededCurrentExpectation):
-        return _current_vs_superseded(answer, exp.current.value,
-                                      [f.value for f in exp.superseded])
+        return _current_vs_superseded(answer, exp.current.value, [f.value for f in exp.superseded])
     if isinstance(exp, ActiveConstraintExpectation):
         if exp.mode == "task":
             hit = [f.value for f in exp.forbidden if contains_value(answer, f.value)]
@@ -189,8 +210,11 @@ def score_answer(expectation: Expectation, answer: str) -> Score:
             return Score("abstained", False, "abstained although the rules were stated")
         return Score("fabricated", False, f"{len(missing)} of {len(exp.required)} terms missing")
     if isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
-        allowed = (COMMITMENT_STATUSES if isinstance(exp, CommitmentStatusExpectation)
-                   else ARTIFACT_STATUSES)
+        allowed = (
+            COMMITMENT_STATUSES
+            if isinstance(exp, CommitmentStatusExpectation)
+            else ARTIFACT_STATUSES
+        )
         status = _first_status(answer, allowed)
         if status == exp.status:
             return Score("correct", True, f"first status token {status}")

@@ -25,15 +25,20 @@ def fact(value: str) -> Fact:
     return Fact(value=value, evidence=("t1",))
 
 
-IDENTIFIER = ToolIdentifierExpectation(answer=fact("AWD-7K2Q-9DXX"),
-                                       superseded=(fact("AWD-3MP8-4RTC"),))
-DATE = SupersededCurrentExpectation(current=fact("24 March 2027"),
-                                    superseded=(fact("14 March 2027"), fact("19 March 2027")))
+IDENTIFIER = ToolIdentifierExpectation(
+    answer=fact("AWD-7K2Q-9DXX"), superseded=(fact("AWD-3MP8-4RTC"),)
+)
+DATE = SupersededCurrentExpectation(
+    current=fact("24 March 2027"), superseded=(fact("14 March 2027"), fact("19 March 2027"))
+)
 AMOUNT = SupersededCurrentExpectation(current=fact("$5,135.00"), superseded=(fact("$4,820.00"),))
-RECALL = ActiveConstraintExpectation(mode="recall", required=(
-    fact("Project Larkspur"), fact("phone number"), fact("postcode"), fact("passwords")))
-TASK = ActiveConstraintExpectation(mode="task", forbidden=(
-    fact("Project Larkspur"), fact("07700 900271"), fact("XH2 1JJ")))
+RECALL = ActiveConstraintExpectation(
+    mode="recall",
+    required=(fact("Project Larkspur"), fact("phone number"), fact("postcode"), fact("passwords")),
+)
+TASK = ActiveConstraintExpectation(
+    mode="task", forbidden=(fact("Project Larkspur"), fact("07700 900271"), fact("XH2 1JJ"))
+)
 COMMITMENT = CommitmentStatusExpectation(status="DRAFTED", subject=fact("escalation email"))
 ARTIFACT = ArtifactStatusExpectation(status="SHARED", subject=fact("load-in checklist"))
 NEXT = NextActionExpectation(keywords=(fact("flue inspection"), fact("Thursday")))
@@ -49,8 +54,12 @@ CASES: list[tuple[str, Expectation, str, str]] = [
     ("id false abstention", IDENTIFIER, "UNKNOWN", "abstained"),
     ("id near miss", IDENTIFIER, "The reference is AWD-7K2Q-9DXY.", "fabricated"),
     ("id lucky substring", IDENTIFIER, "Reference AWD-7K2Q-9DXX7 on file.", "fabricated"),
-    ("id paraphrase without value", IDENTIFIER, "It's the award booking one from the pack.",
-     "fabricated"),
+    (
+        "id paraphrase without value",
+        IDENTIFIER,
+        "It's the award booking one from the pack.",
+        "fabricated",
+    ),
     # superseded_current (date)
     ("date correct", DATE, "The site visit is now on 24 March 2027.", "correct"),
     ("date other format", DATE, "March 24, 2027", "correct"),
@@ -66,12 +75,16 @@ CASES: list[tuple[str, Expectation, str, str]] = [
     ("amount both", AMOUNT, "It went from $4,820 to $5,135.00.", "conflicted"),
     ("amount lucky digits", AMOUNT, "Invoice 5135 is due.", "fabricated"),
     # active_constraint recall
-    ("rules correct", RECALL, "Never mention Project Larkspur; never send my phone number "
-     "or postcode; never paste passwords.", "correct"),
+    (
+        "rules correct",
+        RECALL,
+        "Never mention Project Larkspur; never send my phone number "
+        "or postcode; never paste passwords.",
+        "correct",
+    ),
     ("rules partial", RECALL, "Don't mention Project Larkspur.", "fabricated"),
     ("rules false abstention", RECALL, "UNKNOWN", "abstained"),
-    ("rules lucky substring", RECALL, "Larkspur phone numbers postcodes password",
-     "fabricated"),
+    ("rules lucky substring", RECALL, "Larkspur phone numbers postcodes password", "fabricated"),
     # active_constraint task
     ("task clean", TASK, "Hi Dana, the load-in is confirmed for Thursday.", "correct"),
     ("task codename", TASK, "Hi Dana, re Project Larkspur: all set.", "violation"),
@@ -80,11 +93,14 @@ CASES: list[tuple[str, Expectation, str, str]] = [
     ("task abstention is not a violation", TASK, "UNKNOWN", "correct"),
     # commitment_status
     ("commitment correct", COMMITMENT, "DRAFTED - it was never sent.", "correct"),
-    ("commitment wrong first token", COMMITMENT, "SENT. Actually it was DRAFTED.",
-     "fabricated"),
+    ("commitment wrong first token", COMMITMENT, "SENT. Actually it was DRAFTED.", "fabricated"),
     ("commitment false abstention", COMMITMENT, "UNKNOWN", "abstained"),
-    ("commitment lucky substring", COMMITMENT, "The SENT folder is empty; it's DRAFTED.",
-     "fabricated"),
+    (
+        "commitment lucky substring",
+        COMMITMENT,
+        "The SENT folder is empty; it's DRAFTED.",
+        "fabricated",
+    ),
     # artifact_status
     ("artifact correct", ARTIFACT, "Shared with the crew, view-only.", "correct"),
     ("artifact stale", ARTIFACT, "DRAFT", "fabricated"),
@@ -105,10 +121,12 @@ CASES: list[tuple[str, Expectation, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("label", "expectation", "answer", "outcome"), CASES,
-                         ids=[c[0] for c in CASES])
-def test_each_answer_is_judged_as_intended(label: str, expectation: Expectation,
-                                           answer: str, outcome: str) -> None:
+@pytest.mark.parametrize(
+    ("label", "expectation", "answer", "outcome"), CASES, ids=[c[0] for c in CASES]
+)
+def test_each_answer_is_judged_as_intended(
+    label: str, expectation: Expectation, answer: str, outcome: str
+) -> None:
     score = score_answer(expectation, answer)
     assert score.outcome == outcome, score.reason
     assert score.correct == (outcome == "correct")
@@ -119,6 +137,12 @@ def test_every_category_and_failure_kind_is_calibrated() -> None:
     categories = {type(e).__name__ for _, e, _, _ in CASES}
     assert len(categories) == 8
     labels = " ".join(c[0] for c in CASES)
-    for kind in ("stale", "both", "false abstention", "lucky substring", "near miss",
-                 "split across a line break"):
+    for kind in (
+        "stale",
+        "both",
+        "false abstention",
+        "lucky substring",
+        "near miss",
+        "split across a line break",
+    ):
         assert kind in labels

@@ -1,0 +1,1 @@
+"""Aggregation of unit records into results.json, summary.md and report.html."""

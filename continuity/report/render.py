@@ -1,0 +1,354 @@
+"""Render results as Markdown (summary.md) and a static, self-contained HTML report.
+
+The HTML has no scripts, no network references and no telemetry: tables and inline SVG
+charts only, so it opens offline from a file.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from continuity.report.aggregate import Results
+
+__all__ = ["render_html", "render_markdown", "tables"]
+
+OFFLINE_NOTE = (
+    "Offline runs use scripted readers: these numbers show that every arm crossed "
+    "its boundary and that scoring and accounting ran. They say nothing about "
+    "model quality."
+)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def tables(r: Results) -> list[tuple[str, list[str], list[list[str]], str]]:
+    """(title, header, rows, note) for every table, shared by both renderings."""
+    out: list[tuple[str, list[str], list[list[str]], str]] = []
+    rows = []
+    for arm in r.arms:
+        cell = r.accuracy[arm]["overall"]
+        split = " ".join(
+            f"r{p['repeat']} {_pct(p['accuracy'])} ({p['n']})" for p in cell["per_repeat"]
+        )
+        rows.append(
+            [
+                arm,
+                str(cell["n"]),
+                _pct(cell["mean"]),
+                _num(None if cell["sd"] is None else 100 * cell["sd"]),
+                split,
+                _num(cell["delta_pp"]),
+            ]
+        )
+    out.append(
+        (
+            "Accuracy per arm",
+            ["arm", "n", "accuracy", "SD (pp)", "per repeat", "delta vs native (pp)"],
+            rows,
+            "Mean of per-repeat accuracies over valid samples; excluded samples are never scored.",
+        )
+    )
+    rows = [
+        [arm]
+        + [f"{_pct(r.accuracy[arm][c]['mean'])} ({r.accuracy[arm][c]['n']})" for c in r.categories]
+        for arm in r.arms
+    ]
+    out.append(
+        (
+            "Accuracy per arm and category",
+            ["arm", *r.categories],
+            rows,
+            "Each cell: mean accuracy (n valid samples).",
+        )
+    )
+    names = ["correct", "stale", "conflicted", "abstained", "violation", "fabricated", "leaked"]
+    out.append(
+        (
+            "Outcomes",
+            ["arm", *names],
+            [[arm] + [str(r.outcomes[arm][n]) for n in names] for arm in r.arms],
+            "",
+        )
+    )
+    names = ["store_degraded", "boundary_unverified", "pressure_unverified", "failed"]
+    out.append(
+        (
+            "Excluded samples",
+            ["arm", *names],
+            [[arm] + [str(r.excluded[arm][n]) for n in names] for arm in r.arms],
+            "Excluded samples are counted here and never scored as passes or failures.",
+        )
+    )
+    names = [
+        "in_context",
+        "retrievable",
+        "absent",
+        "not_applicable",
+        "superseded_present",
+        "lost_at_boundary",
+        "lost_at_retrieval",
+        "present_but_missed",
+    ]
+    out.append(
+        (
+            "Availability and loss attribution",
+            ["arm", *names],
+            [[arm] + [str(r.availability[arm][n]) for n in names] for arm in r.arms],
+            "Where the answer-bearing fact was after the boundary, and where each miss was lost.",
+        )
+    )
+    out.append(
+        (
+            "Flip rate",
+            ["arm", "probes in 2+ repeats", "flips", "rate"],
+            [
+                [
+                    arm,
+                    str(r.flip_rate[arm]["probes"]),
+                    str(r.flip_rate[arm]["flips"]),
+                    _pct(r.flip_rate[arm]["rate"]),
+                ]
+                for arm in r.arms
+            ],
+            "",
+        )
+    )
+    if r.tool_use:
+        rows = [
+            [
+                arm,
+                str(t["samples"]),
+                str(t["with_call"]),
+                _pct(t["call_rate"]),
+                _pct(t["accuracy_with_call"]),
+                _pct(t["accuracy_without_call"]),
+            ]
+            for arm, t in r.tool_use.items()
+        ]
+        out.append(
+            (
+                "Tool use",
+                [
+                    "arm",
+                    "samples",
+                    "with a call",
+                    "call rate",
+                    "accuracy with call",
+                    "accuracy without call",
+                ],
+                rows,
+                "Observational: the reader chooses when to call ConversationHistory.",
+            )
+        )
+    if r.paired:
+        rows = [
+            [
+                arm,
+                str(p["pairs"]),
+                str(p["both_correct"]),
+                str(p["arm_only"]),
+                str(p["native_only"]),
+                str(p["both_wrong"]),
+                _p(p["mcnemar_p"]),
+                _num(p["delta_pp"]),
+                "-" if p["ci_low"] is None else f"[{p['ci_low']:.1f}, {p['ci_high']:.1f}]",
+            ]
+            for arm, p in r.paired.items()
+        ]
+        out.append(
+            (
+                "Paired comparison with native",
+                [
+                    "arm",
+                    "pairs",
+                    "both correct",
+                    "arm only",
+                    "native only",
+                    "both wrong",
+                    "McNemar p",
+                    "delta (pp)",
+                    "95% bootstrap CI (pp)",
+                ],
+                rows,
+                "Same probes, same repeat, both samples valid. Exact two-sided McNemar; "
+                "percentile bootstrap over pairs (2,000 resamples).",
+            )
+        )
+    names = [
+        "input",
+        "cache_read",
+        "cache_write",
+        "output",
+        "compaction_input",
+        "compaction_cache_read",
+        "compaction_cache_write",
+        "compaction_output",
+    ]
+    rows = [[arm] + [str(r.spend[arm][n]) for n in names] for arm in r.arms]
+    rows.append(
+        [
+            "judge (separately)",
+            str(r.spend["judge"]["input"]),
+            str(r.spend["judge"]["cache_read"]),
+            str(r.spend["judge"]["cache_write"]),
+            str(r.spend["judge"]["output"]),
+            "-",
+            "-",
+            "-",
+            "-",
+        ]
+    )
+    out.append(
+        (
+            "Spend (tokens)",
+            ["arm", *names],
+            rows,
+            "Probe turns; the compaction_* columns are the 'of which' summary-request "
+            "subtotal. The judge is reported separately.",
+        )
+    )
+    j = r.judge
+    out.append(
+        (
+            "Judge agreement",
+            ["pairs", "agree", "agreement", "judge pass", "proxy pass"],
+            [
+                [
+                    str(j["pairs"]),
+                    str(j["agree"]),
+                    _pct(j["agreement"]),
+                    str(j["judge_pass"]),
+                    str(j["proxy_pass"]),
+                ]
+            ],
+            "The optional next-action judge against the keyword proxy. The main tables "
+            "always use the proxy.",
+        )
+    )
+    return out
+
+
+def render_markdown(r: Results) -> str:
+    lines = [
+        f"# Results: {r.run}",
+        "",
+        f"{r.units} units; arms: {', '.join(r.arms)}; repeats: {', '.join(map(str, r.repeats))}.",
+        "",
+        f"> {OFFLINE_NOTE}",
+        "",
+    ]
+    for title, header, rows, note in tables(r):
+        lines += [f"## {title}", ""]
+        if note:
+            lines += [note, ""]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join("---" for _ in header) + "|")
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _bar_chart(r: Results) -> str:
+    width, bar, gap, left = 640, 22, 8, 210
+    height = len(r.arms) * (bar + gap) + 30
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" aria-label="Accuracy per arm">'
+    ]
+    for index, arm in enumerate(r.arms):
+        value = r.accuracy[arm]["overall"]["mean"] or 0.0
+        y = 10 + index * (bar + gap)
+        length = (width - left - 60) * value
+        parts.append(
+            f'<text x="{left - 8}" y="{y + 16}" text-anchor="end">{html.escape(arm)}</text>'
+        )
+        parts.append(
+            f'<rect x="{left}" y="{y}" width="{length:.1f}" height="{bar}" fill="#4a78b0"/>'
+        )
+        parts.append(f'<text x="{left + length + 6:.1f}" y="{y + 16}">{100 * value:.1f}%</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _availability_chart(r: Results) -> str:
+    width, bar, gap, left = 640, 22, 8, 210
+    colours = {"in_context": "#3b8d5a", "retrievable": "#d9a23b", "absent": "#b94a48"}
+    height = len(r.arms) * (bar + gap) + 40
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" aria-label="Availability per arm">'
+    ]
+    for index, arm in enumerate(r.arms):
+        counts = r.availability[arm]
+        total = sum(counts[k] for k in colours) or 1
+        y = 10 + index * (bar + gap)
+        x = float(left)
+        parts.append(
+            f'<text x="{left - 8}" y="{y + 16}" text-anchor="end">{html.escape(arm)}</text>'
+        )
+        for name, colour in colours.items():
+            length = (width - left - 20) * counts[name] / total
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{length:.1f}" height="{bar}" '
+                f'fill="{colour}"><title>{name}: {counts[name]}</title></rect>'
+            )
+            x += length
+    legend_y = height - 10
+    x = left
+    for name, colour in colours.items():
+        parts.append(
+            f'<rect x="{x}" y="{legend_y - 10}" width="10" height="10" '
+            f'fill="{colour}"/><text x="{x + 14}" y="{legend_y}">{name}</text>'
+        )
+        x += 120
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_html(r: Results) -> str:
+    sections = []
+    for title, header, rows, note in tables(r):
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        )
+        caption = f"<p>{html.escape(note)}</p>" if note else ""
+        sections.append(
+            f"<h2>{html.escape(title)}</h2>{caption}<table><thead><tr>{head}"
+            f"</tr></thead><tbody>{body}</tbody></table>"
+        )
+    style = (
+        "body{font-family:system-ui,sans-serif;margin:2rem;max-width:72rem;color:#222}"
+        "table{border-collapse:collapse;margin:0.5rem 0 1.5rem}"
+        "td,th{border:1px solid #ccc;padding:0.25rem 0.5rem;text-align:right}"
+        "td:first-child,th:first-child{text-align:left}"
+        "svg text{font-size:12px;font-family:system-ui,sans-serif}"
+        ".note{background:#fff8e1;padding:0.5rem 1rem}"
+    )
+    meta: dict[str, Any] = {
+        "units": r.units,
+        "arms": ", ".join(r.arms),
+        "repeats": ", ".join(map(str, r.repeats)),
+    }
+    summary = " &middot; ".join(f"{k}: {html.escape(str(v))}" for k, v in meta.items())
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>continuity results: {html.escape(r.run)}</title><style>{style}</style>"
+        f"</head><body><h1>continuity results: {html.escape(r.run)}</h1><p>{summary}</p>"
+        f'<p class="note">{html.escape(OFFLINE_NOTE)}</p>'
+        f"<h2>Overall accuracy</h2>{_bar_chart(r)}"
+        f"<h2>Where the facts were after the boundary</h2>{_availability_chart(r)}"
+        + "".join(sections)
+        + "</body></html>\n"
+    )
