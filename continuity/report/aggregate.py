@@ -27,7 +27,7 @@ from continuity.errors import ContinuityError
 from continuity.harness.messages import Usage
 from continuity.outputs import write_json, write_output
 from continuity.report.stats import mcnemar_exact, mean, paired_bootstrap, sample_sd
-from continuity.runner.units import UnitRecord, content_digest, unit_filename, unit_key
+from continuity.runner.units import UnitRecord, content_digest, unit_key
 from continuity.store import Store
 
 __all__ = ["AggregateError", "ProbeRow", "Results", "UnitSummary", "aggregate_run"]
@@ -144,12 +144,6 @@ def _verify(path: Path, data: bytes) -> UnitRecord:
             code="unit_key_mismatch",
             location=str(path),
         )
-    if path.name != unit_filename(record):
-        raise AggregateError(
-            f"the file is named {path.name}, its content says {unit_filename(record)}",
-            code="unit_key_mismatch",
-            location=str(path),
-        )
     return record
 
 
@@ -173,6 +167,13 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
             read += 1
             store.record_action(
                 cache_key, kind="unit-summary", output=store.put_blob(msgspec.json.encode(summary))
+            )
+        named = f"r{summary.repeat}-{summary.trace_id}-{summary.arm}.json"
+        if path.name != named:  # checked even when the summary came from the cache
+            raise AggregateError(
+                f"the file is named {path.name}, its content says {named}",
+                code="unit_key_mismatch",
+                location=str(path),
             )
         slot = (summary.repeat, summary.trace_id, summary.arm)
         if slot in seen:

@@ -1,0 +1,113 @@
+"""Aggregation: outputs, verification of unit files, incremental re-aggregation."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from continuity.report.aggregate import AggregateError, aggregate_run
+from continuity.runner.units import UnitRecord, seal
+from continuity.store import Store
+
+
+def _units(run: Path) -> list[Path]:
+    return sorted((run / "units").rglob("*.json"))
+
+
+def test_outputs_exist_and_the_html_is_self_contained(run: tuple[Store, Path]) -> None:
+    store, folder = run
+    results, paths, read = aggregate_run(store, folder)
+    assert results.units == 6 and read == 6
+    assert results.arms == ["native", "cold-rebuild", "continuity-store"]
+    assert results.repeats == [1, 2]
+    for path in paths.values():
+        assert path.is_file() and path.parent == folder
+    data = json.loads(paths["results"].read_text())
+    assert data["accuracy"]["native"]["overall"]["n"] == 26
+    page = paths["report"].read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page
+    assert not re.search(r"<script|<link|<img|\bsrc=|@import|url\(", page, re.I)
+    assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", page)
+    assert "Paired comparison with native" in paths["summary"].read_text()
+
+
+def test_reaggregating_reads_only_what_changed(run: tuple[Store, Path]) -> None:
+    store, folder = run
+    aggregate_run(store, folder)
+    assert aggregate_run(store, folder)[2] == 0
+    path = _units(folder)[0]
+    record = msgspec.json.decode(path.read_bytes(), type=UnitRecord)
+    changed = msgspec.structs.replace(
+        record, probes=[msgspec.structs.replace(p, answer="something else") for p in record.probes]
+    )
+    path.write_bytes(msgspec.json.encode(seal(changed)))
+    assert aggregate_run(store, folder)[2] == 1
+
+
+def _edit(path: Path, change: object) -> None:
+    record = msgspec.json.decode(path.read_bytes(), type=UnitRecord)
+    assert callable(change)
+    path.write_bytes(msgspec.json.encode(change(record)))
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [
+        (lambda p: p.write_text("{not a unit"), "unit_malformed"),
+        (lambda p: p.write_text(json.dumps({"schema": "continuity-unit-v1"})), "unit_malformed"),
+        (
+            lambda p: _edit(
+                p,
+                lambda r: msgspec.structs.replace(
+                    r,
+                    probes=[
+                        msgspec.structs.replace(x, correct=True, outcome="correct")
+                        for x in r.probes
+                    ],
+                ),
+            ),
+            "unit_tampered",
+        ),
+        (
+            lambda p: _edit(p, lambda r: seal(msgspec.structs.replace(r, repeat=r.repeat + 7))),
+            "unit_key_mismatch",
+        ),
+        (
+            lambda p: _edit(p, lambda r: seal(msgspec.structs.replace(r, key="ab" * 32))),
+            "unit_key_mismatch",
+        ),
+        (lambda p: p.rename(p.with_name("r9-" + p.name[3:])), "unit_key_mismatch"),
+    ],
+    ids=["not-json", "not-a-unit", "tampered", "relabelled-repeat", "foreign-key", "renamed"],
+)
+def test_bad_unit_files_are_refused(run: tuple[Store, Path], damage: object, code: str) -> None:
+    store, folder = run
+    target = _units(folder)[2]
+    assert callable(damage)
+    damage(target)
+    with pytest.raises(AggregateError) as err:
+        aggregate_run(store, folder)
+    assert err.value.code == code
+    assert not (folder / "results.json").exists()
+
+
+def test_a_duplicate_unit_is_refused(run: tuple[Store, Path]) -> None:
+    store, folder = run
+    chunk = folder / "units" / "chunk-b"
+    chunk.mkdir()
+    shutil.copy(_units(folder)[0], chunk)
+    with pytest.raises(AggregateError) as err:
+        aggregate_run(store, folder)
+    assert err.value.code == "unit_duplicate"
+
+
+def test_an_empty_run_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "units").mkdir()
+    with pytest.raises(AggregateError) as err:
+        aggregate_run(Store(tmp_path / "store"), tmp_path)
+    assert err.value.code == "run_empty"
