@@ -1,0 +1,178 @@
+"""Probe units: availability on hard traces, excluded samples, no leakage to readers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from continuity.arms import ARMS
+from continuity.harness.keys import ReplayConfig
+from continuity.runner import units as units_module
+from continuity.runner.units import UnitRecord, build_units, run_unit
+from continuity.store import Store
+from continuity.traces.schema import CATEGORIES, Trace, decode_trace, iter_turns
+from continuity.traces.suites import SuiteItem, build_suite
+
+
+@pytest.fixture(scope="module")
+def hard_units(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[UnitRecord]]:
+    root = tmp_path_factory.mktemp("units")
+    records, folder, built = build_units(
+        Store(root / "store"),
+        "hard",
+        (101,),
+        arms="native,cold-rebuild,continuity-store",
+        run_dir=root / "out" / "runs" / "t",
+    )
+    assert built == 3 and sorted(p.name for p in folder.glob("*.json")) == [
+        "r1-gen-grant-101-cold-rebuild.json",
+        "r1-gen-grant-101-continuity-store.json",
+        "r1-gen-grant-101-native.json",
+    ]
+    yield records
+
+
+def _probe(units: list[UnitRecord], arm: str, role: str) -> object:
+    unit = next(u for u in units if u.arm == arm)
+    return next(p for p in unit.probes if p.design_role == role)
+
+
+def test_the_account_reference_is_where_the_design_puts_it(
+    hard_units: list[UnitRecord],
+) -> None:
+    native = _probe(hard_units, "native", "account_reference")
+    cold = _probe(hard_units, "cold-rebuild", "account_reference")
+    store = _probe(hard_units, "continuity-store", "account_reference")
+    assert native.availability.fact == "in_context"  # type: ignore[attr-defined]
+    assert cold.availability.fact == "absent"  # type: ignore[attr-defined]
+    assert store.availability.fact == "retrievable"  # type: ignore[attr-defined]
+    assert (native.loss, cold.loss, store.loss) == (  # type: ignore[attr-defined]
+        "present_but_missed",
+        "lost_at_boundary",
+        "lost_at_retrieval",
+    )
+    head = _probe(hard_units, "cold-rebuild", "head_identifier")
+    assert head.availability.fact == "in_context"  # type: ignore[attr-defined]
+    assert head.availability.superseded_present is False  # type: ignore[attr-defined]
+
+
+def test_every_probe_is_scored_with_its_evidence(hard_units: list[UnitRecord]) -> None:
+    for unit in hard_units:
+        assert unit.content_digest and len(unit.probes) == 14
+        assert {p.category for p in unit.probes} == set(CATEGORIES)
+        for probe in unit.probes:
+            assert probe.status == "valid" and probe.outcome is not None
+            assert probe.evidence is not None and probe.evidence.answer == probe.answer
+            assert probe.usage.input + probe.usage.cache_read > 0
+        pids = {p.evidence.child_pid for p in unit.probes if p.evidence}
+        assert len(pids) == 14  # a fresh process per probe
+        assert unit.judge and all(v.judge == "scripted-judge" for v in unit.judge)
+
+
+def test_units_are_cached_in_the_store(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
+    trace = decode_trace(store.get_blob(item.digest))
+    first, status = run_unit(store, trace, item, ARMS["native"], probe_limit=2)
+    assert status == "built" and len(first.probes) == 2
+    again, status = run_unit(store, trace, item, ARMS["native"], probe_limit=2)
+    assert status == "cached" and again == first
+    other, status = run_unit(store, trace, item, ARMS["native"], probe_limit=2, repeat=2)
+    assert status == "built" and other.key != first.key
+
+
+def test_excluded_samples_are_kept_with_their_class_and_never_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkpoint replayed without retention: the store arm finds no retained records.
+    monkeypatch.setattr(units_module, "replay_config_for", lambda arm: ReplayConfig())
+    store = Store(tmp_path / "store")
+    item = build_suite(store, "original", out_dir=tmp_path / "out").items[1]
+    trace = decode_trace(store.get_blob(item.digest))
+    record, _ = run_unit(store, trace, item, ARMS["continuity-store"], probe_limit=3)
+    assert [p.status for p in record.probes] == ["store_degraded"] * 3
+    for probe in record.probes:
+        assert probe.outcome is None and probe.correct is None and probe.availability is None
+        assert probe.reasons and probe.evidence is not None
+
+
+def _conversation(trace: Trace) -> str:
+    return "\n".join(
+        getattr(t, "text", "") + getattr(t, "output", "") for _, _, t in iter_turns(trace)
+    )
+
+
+def _facts(expectation: object, keys: tuple[str, ...] | None = None) -> list[str]:
+    """Literal values named by an expectation (all of them, or only under `keys`)."""
+    values: list[str] = []
+
+    def walk(node: object, wanted: bool) -> None:
+        if isinstance(node, dict):
+            if wanted and "value" in node:
+                values.append(str(node["value"]))
+            for key, child in node.items():
+                walk(child, wanted or keys is None or key in keys)
+        elif isinstance(node, (list, tuple)):
+            for child in node:
+                walk(child, wanted)
+
+    walk(msgspec.to_builtins(expectation), keys is None)
+    return values
+
+
+def _leaks(payload: dict[str, object], trace: Trace) -> list[str]:
+    text = json.dumps(payload)
+    found = [
+        name
+        for name in (*CATEGORIES, "expectation", "design_role", "never_mentioned", "evidence")
+        if name in text
+    ]
+    conversation = _conversation(trace)
+    found += [
+        value
+        for probe in trace.probes
+        for value in _facts(probe.expectation)
+        if value in text and value not in conversation
+    ]
+    messages = payload["messages"]
+    assert isinstance(messages, list)
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    probe_text = str(users[-1]) if users else ""  # the probe is the last user message
+    answers = ("answer", "current", "superseded", "secret")  # not framing like a subject
+    found += [
+        f"probe message carries {value}"
+        for probe in trace.probes
+        for value in _facts(probe.expectation, answers)
+        if value in probe_text
+    ]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("suite", "seed", "arms"),
+    [
+        ("original", None, "all"),
+        ("hard", 101, "native,continuity-store-compaction,continuity-pack-cold"),
+    ],
+)
+def test_no_expected_value_rubric_or_category_reaches_a_reader(
+    tmp_path: Path, suite: str, seed: int | None, arms: str
+) -> None:
+    store = Store(tmp_path / "store")
+    result = build_suite(store, suite, (seed,) if seed else None, out_dir=tmp_path / "out")
+    item: SuiteItem = result.items[0]
+    trace = decode_trace(store.get_blob(item.digest))
+    dumps = 0
+    from continuity.arms import parse_arms
+
+    for arm in parse_arms(arms, family=trace.family):
+        dump = tmp_path / f"{arm.id}.jsonl"
+        run_unit(store, trace, item, arm, dump_requests=dump)
+        for line in dump.read_text().splitlines():
+            dumps += 1
+            assert _leaks(json.loads(line), trace) == [], arm.id
+    assert dumps >= len(trace.probes) * 3
