@@ -197,8 +197,11 @@ def test_gc_dry_run_and_run(tmp_path: Path) -> None:
 def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_path: Path) -> None:
     result = doit(tmp_path, "offline_contract")
     assert "offline contract passed" in result.stdout
-    report = tmp_path / "out" / "contract" / "contract.md"
+    report = tmp_path / "out" / "runs" / "offline-contract" / "report.html"
     assert f"report at {report}" in result.stdout
+    assert f"contract checks in {tmp_path / 'out' / 'contract' / 'contract.md'}" in result.stdout
+    for name in ("results.json", "summary.md", "report.html"):
+        assert (report.parent / name).is_file()
     data = json.loads((tmp_path / "out" / "contract" / "contract.json").read_text())
     assert data["passed"] is True
     assert {s["suite"]: s["traces"] for s in data["suites"]} == {
@@ -267,3 +270,36 @@ def test_sigkill_during_checkpoints_then_rerun_replays_only_the_rest(tmp_path: P
     assert 1 <= done < 4
     rerun = doit(tmp_path, "checkpoints", "--suite", "hard", "--seeds", "101-104")
     assert f"({4 - done} replayed, {done} from the store)" in rerun.stdout
+
+
+def test_units_then_aggregate_say_where_their_outputs_are(tmp_path: Path) -> None:
+    units = doit(
+        tmp_path,
+        "units",
+        "--suite",
+        "original",
+        "--trace",
+        "brightline-return",
+        "--arms",
+        "native,cold-rebuild",
+        "--probe-limit",
+        "2",
+        "--run",
+        "smoke",
+    )
+    folder = tmp_path / "out" / "runs" / "smoke" / "units"
+    assert f"units in {folder}" in units.stdout and "(2 run, 0 from the store)" in units.stdout
+    assert sorted(p.name for p in folder.glob("*.json")) == [
+        "r1-brightline-return-cold-rebuild.json",
+        "r1-brightline-return-native.json",
+    ]
+    report = doit(tmp_path, "aggregate", "--run", "smoke")
+    assert f"report at {folder.parent / 'report.html'}" in report.stdout
+    assert "(2 read, 0 from the cache)" in report.stdout
+    again = doit(tmp_path, "aggregate", "--run", "smoke")
+    assert "(0 read, 2 from the cache)" in again.stdout
+    (folder / "r1-brightline-return-native.json").write_text("{}")
+    broken = doit(tmp_path, "aggregate", "--run", "smoke", check=False)
+    assert broken.returncode != 0 and "unit_malformed" in broken.stdout + broken.stderr
+    bad_arm = doit(tmp_path, "units", "--suite", "original", "--arms", "pack+stubs", check=False)
+    assert "arm_not_available_at_revision:pack+stubs" in bad_arm.stdout + bad_arm.stderr

@@ -29,3 +29,18 @@ def test_bootstrap_is_deterministic_and_brackets_the_delta() -> None:
     assert first is not None and first[0] <= 25.0 <= first[1]
     assert paired_bootstrap([], []) is None
     assert paired_bootstrap([True, True], [True, True]) == (0.0, 0.0)
+
+
+def test_bootstrap_matches_naive_resampling() -> None:
+    import random
+
+    arm = [True] * 45 + [False] * 25 + [True] * 10 + [False] * 20
+    base = [True] * 45 + [True] * 25 + [False] * 10 + [False] * 20
+    interval = paired_bootstrap(arm, base, resamples=4000)
+    assert interval is not None
+    rnd = random.Random(7)  # the naive method, as a reference only
+    naive = sorted(
+        100 * sum(int(arm[i]) - int(base[i]) for i in (rnd.randrange(100) for _ in range(100)))
+        / 100 for _ in range(4000))
+    assert abs(interval[0] - naive[100]) <= 2.0 and abs(interval[1] - naive[3899]) <= 2.0
+    assert interval[0] < -15.0 < interval[1]  # the observed delta
