@@ -44,14 +44,25 @@ def _binomial_cdf(trials: int, p: float) -> list[float]:
     total = 0.0
     cdf = []
     for k in range(trials + 1):
-        total += math.exp(math.lgamma(trials + 1) - math.lgamma(k + 1)
-                          - math.lgamma(trials - k + 1) + k * log_p + (trials - k) * log_q)
+        total += math.exp(
+            math.lgamma(trials + 1)
+            - math.lgamma(k + 1)
+            - math.lgamma(trials - k + 1)
+            + k * log_p
+            + (trials - k) * log_q
+        )
         cdf.append(total)
     return [value / total for value in cdf]
 
 
-def paired_bootstrap(arm: Sequence[bool], baseline: Sequence[bool], *, resamples: int = 2000,
-                     seed: int = 20_261_129, level: float = 0.95) -> tuple[float, float] | None:
+def paired_bootstrap(
+    arm: Sequence[bool],
+    baseline: Sequence[bool],
+    *,
+    resamples: int = 2000,
+    seed: int = 20_261_129,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
     """Percentile interval of the accuracy difference (percentage points) over pairs
     resampled with replacement; None without pairs.
 

@@ -40,7 +40,10 @@ def test_bootstrap_matches_naive_resampling() -> None:
     assert interval is not None
     rnd = random.Random(7)  # the naive method, as a reference only
     naive = sorted(
-        100 * sum(int(arm[i]) - int(base[i]) for i in (rnd.randrange(100) for _ in range(100)))
-        / 100 for _ in range(4000))
+        100
+        * sum(int(arm[i]) - int(base[i]) for i in (rnd.randrange(100) for _ in range(100)))
+        / 100
+        for _ in range(4000)
+    )
     assert abs(interval[0] - naive[100]) <= 2.0 and abs(interval[1] - naive[3899]) <= 2.0
     assert interval[0] < -15.0 < interval[1]  # the observed delta
