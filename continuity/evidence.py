@@ -24,9 +24,15 @@ import msgspec
 from continuity.arms import Arm
 from continuity.harness.receipts import SampleEvidence
 
-__all__ = ["LONG_FAMILIES", "Classification", "classify"]
+__all__ = ["EXCLUDED_CLASSES", "LONG_FAMILIES", "Classification", "classify"]
 
 LONG_FAMILIES = ("hard", "hard-distractors")
+EXCLUDED_CLASSES: tuple[str, ...] = (
+    "store_degraded",
+    "boundary_unverified",
+    "pressure_unverified",
+    "failed",
+)
 Status = Literal["valid", "store_degraded", "boundary_unverified", "pressure_unverified", "failed"]
 
 

@@ -36,6 +36,7 @@ from continuity.traces.schema import (
 )
 
 __all__ = [
+    "AVAILABILITY_COLUMNS",
     "LOOKUP_BYTES",
     "LOOKUP_CALLS",
     "Availability",
@@ -49,6 +50,17 @@ __all__ = [
 
 LOOKUP_CALLS = 8
 LOOKUP_BYTES = 126_976
+# The availability table's columns: fact states, then superseded presence, then losses.
+AVAILABILITY_COLUMNS: tuple[str, ...] = (
+    "in_context",
+    "retrievable",
+    "absent",
+    "not_applicable",
+    "superseded_present",
+    "lost_at_boundary",
+    "lost_at_retrieval",
+    "present_but_missed",
+)
 Fact = Literal["in_context", "retrievable", "absent", "not_applicable"]
 Loss = Literal["lost_at_boundary", "lost_at_retrieval", "present_but_missed"]
 

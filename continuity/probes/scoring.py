@@ -28,7 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 import msgspec
 
@@ -51,15 +51,7 @@ __all__ = ["OUTCOMES", "Outcome", "Score", "abstains", "contains_value", "score_
 Outcome = Literal[
     "correct", "stale", "conflicted", "abstained", "violation", "fabricated", "leaked"
 ]
-OUTCOMES: tuple[str, ...] = (
-    "correct",
-    "stale",
-    "conflicted",
-    "abstained",
-    "violation",
-    "fabricated",
-    "leaked",
-)
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 _ABSTAIN = re.compile(
     r"(?i)\bUNKNOWN\b|never came up|(?:was|were|is) (?:never|not) mentioned|not mentioned|"

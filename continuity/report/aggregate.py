@@ -24,8 +24,11 @@ import msgspec
 from continuity.arms import ARMS
 from continuity.digest import KeySpec, code_digest, digest_bytes, value_digest
 from continuity.errors import ContinuityError
+from continuity.evidence import EXCLUDED_CLASSES
 from continuity.harness.messages import Usage
 from continuity.outputs import write_json, write_output
+from continuity.probes.availability import AVAILABILITY_COLUMNS
+from continuity.probes.scoring import OUTCOMES
 from continuity.report.stats import mcnemar_exact, mean, paired_bootstrap, sample_sd
 from continuity.runner.units import UnitRecord, content_digest, unit_key
 from continuity.store import Store
@@ -34,8 +37,7 @@ __all__ = ["AggregateError", "ProbeRow", "Results", "UnitSummary", "aggregate_ru
 
 SUMMARY_SALT = "unit-summary-v1"
 BOOTSTRAP_SALT = "paired-bootstrap-v1"
-REPORT_CODE = ("continuity.report", "continuity.probes.scoring")
-CLASSES = ("store_degraded", "boundary_unverified", "pressure_unverified", "failed")
+REPORT_CODE = ("continuity.report", "continuity.probes", "continuity.evidence")
 
 
 class AggregateError(ContinuityError):
@@ -292,32 +294,9 @@ def combine(store: Store, run: str, summaries: list[UnitSummary]) -> Results:
             "flips": flips,
             "rate": flips / len(repeated) if repeated else None,
         }
-        outcomes[arm] = {
-            name: counts.get(name, 0)
-            for name in (
-                "correct",
-                "stale",
-                "conflicted",
-                "abstained",
-                "violation",
-                "fabricated",
-                "leaked",
-            )
-        }
-        excluded[arm] = {name: excl.get(name, 0) for name in CLASSES}
-        availability[arm] = {
-            name: avail.get(name, 0)
-            for name in (
-                "in_context",
-                "retrievable",
-                "absent",
-                "not_applicable",
-                "superseded_present",
-                "lost_at_boundary",
-                "lost_at_retrieval",
-                "present_but_missed",
-            )
-        }
+        outcomes[arm] = {name: counts.get(name, 0) for name in OUTCOMES}
+        excluded[arm] = {name: excl.get(name, 0) for name in EXCLUDED_CLASSES}
+        availability[arm] = {name: avail.get(name, 0) for name in AVAILABILITY_COLUMNS}
         spend[arm] = {
             "input": usage.input,
             "cache_read": usage.cache_read,

@@ -9,6 +9,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from continuity.evidence import EXCLUDED_CLASSES
+from continuity.probes.availability import AVAILABILITY_COLUMNS
+from continuity.probes.scoring import OUTCOMES
 from continuity.report.aggregate import Results
 
 __all__ = ["render_html", "render_markdown", "tables"]
@@ -72,7 +75,7 @@ def tables(r: Results) -> list[tuple[str, list[str], list[list[str]], str]]:
             "Each cell: mean accuracy (n valid samples).",
         )
     )
-    names = ["correct", "stale", "conflicted", "abstained", "violation", "fabricated", "leaked"]
+    names = list(OUTCOMES)
     out.append(
         (
             "Outcomes",
@@ -81,7 +84,7 @@ def tables(r: Results) -> list[tuple[str, list[str], list[list[str]], str]]:
             "",
         )
     )
-    names = ["store_degraded", "boundary_unverified", "pressure_unverified", "failed"]
+    names = list(EXCLUDED_CLASSES)
     out.append(
         (
             "Excluded samples",
@@ -90,16 +93,7 @@ def tables(r: Results) -> list[tuple[str, list[str], list[list[str]], str]]:
             "Excluded samples are counted here and never scored as passes or failures.",
         )
     )
-    names = [
-        "in_context",
-        "retrievable",
-        "absent",
-        "not_applicable",
-        "superseded_present",
-        "lost_at_boundary",
-        "lost_at_retrieval",
-        "present_but_missed",
-    ]
+    names = list(AVAILABILITY_COLUMNS)
     out.append(
         (
             "Availability and loss attribution",

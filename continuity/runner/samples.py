@@ -13,9 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +27,7 @@ from continuity.harness.keys import HARNESS_CODE, checkpoint_key
 from continuity.harness.receipts import ProbeRequest, SampleEvidence
 from continuity.outputs import resolve_out_path, write_json
 from continuity.progress import Tick
+from continuity.runner.parallel import run_by_trace
 from continuity.store import Store
 from continuity.traces.keys import suite_specs
 from continuity.traces.schema import Trace
@@ -196,35 +195,16 @@ def build_arm_samples(
     for item in items:
         trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
         plans.extend((item, trace, arm) for arm in parse_arms(arms, family=trace.family))
-    outcomes: list[tuple[SampleRecord, str] | None] = [None] * len(plans)
-    finished = 0
-    lock = threading.Lock()
-
-    def run_group(indexes: list[int]) -> None:
-        # One trace's arms run in order (they share checkpoints); traces run in parallel.
-        nonlocal finished
-        for index in indexes:
-            item, trace, arm = plans[index]
-            record, status = sample_arm(store, trace, item, arm)
-            with lock:
-                outcomes[index] = (record, status)
-                finished += 1
-                if progress is not None:
-                    progress(
-                        finished,
-                        len(plans),
-                        f"{item.trace_id} {arm.id}",
-                        f"{status}, {record.classification.status}",
-                    )
-
-    groups: dict[str, list[int]] = {}
-    for index, (item, _, _) in enumerate(plans):
-        groups.setdefault(item.trace_id, []).append(index)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for future in [pool.submit(run_group, g) for g in groups.values()]:
-            future.result()  # re-raise the first failure
-    records = [outcome[0] for outcome in outcomes if outcome is not None]
-    built = sum(1 for outcome in outcomes if outcome is not None and outcome[1] == "built")
+    done = run_by_trace(
+        plans,
+        trace_of=lambda plan: plan[0].trace_id,
+        work=lambda plan: sample_arm(store, plan[1], plan[0], plan[2]),
+        describe=lambda plan: f"{plan[0].trace_id} {plan[2].id}",
+        jobs=jobs,
+        progress=progress,
+    )
+    records = [record for record, _ in done]
+    built = sum(1 for _, status in done if status == "built")
     keys = [
         sample_key(arm, record.checkpoint)
         for (_, _, arm), record in zip(plans, records, strict=True)

@@ -19,9 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +37,7 @@ from continuity.probes.availability import Availability, availability, loss, nee
 from continuity.probes.judge import JudgeVerdict, ScriptedJudge
 from continuity.probes.scoring import score_answer
 from continuity.progress import Tick
+from continuity.runner.parallel import run_by_trace
 from continuity.runner.samples import DEFAULT_JOBS, SAMPLE_CODE
 from continuity.store import Store
 from continuity.traces.schema import NextActionExpectation, Trace
@@ -300,32 +299,18 @@ def build_units(
             for repeat in range(1, repeats + 1)
             for arm in parse_arms(arms, family=trace.family)
         )
-    outcomes: list[tuple[UnitRecord, str] | None] = [None] * len(plans)
-    finished = 0
-    lock = threading.Lock()
-
-    def run_group(indexes: list[int]) -> None:
-        # One trace's units run in order (they share checkpoints); traces run in parallel.
-        nonlocal finished
-        for index in indexes:
-            item, trace, arm, repeat = plans[index]
-            record, status = run_unit(
-                store, trace, item, arm, repeat=repeat, probe_limit=probe_limit
-            )
-            with lock:
-                outcomes[index] = (record, status)
-                finished += 1
-                if progress is not None:
-                    progress(finished, len(plans), f"r{repeat} {item.trace_id} {arm.id}", status)
-
-    groups: dict[str, list[int]] = {}
-    for index, plan in enumerate(plans):
-        groups.setdefault(plan[0].trace_id, []).append(index)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for future in [pool.submit(run_group, g) for g in groups.values()]:
-            future.result()
-    records = [o[0] for o in outcomes if o is not None]
-    built = sum(1 for o in outcomes if o is not None and o[1] == "built")
+    done = run_by_trace(
+        plans,
+        trace_of=lambda plan: plan[0].trace_id,
+        work=lambda plan: run_unit(
+            store, plan[1], plan[0], plan[2], repeat=plan[3], probe_limit=probe_limit
+        ),
+        describe=lambda plan: f"r{plan[3]} {plan[0].trace_id} {plan[2].id}",
+        jobs=jobs,
+        progress=progress,
+    )
+    records = [record for record, _ in done]
+    built = sum(1 for _, status in done if status == "built")
     folder = run / "units"
     for record in records:
         write_output(
