@@ -145,6 +145,33 @@ def tables(r: Results) -> list[tuple[str, list[str], list[list[str]], str]]:
                 "Observational: the reader chooses when to call ConversationHistory.",
             )
         )
+        rows = [
+            [
+                arm,
+                category,
+                str(c["samples"]),
+                _pct(c["call_rate"]),
+                _pct(c["accuracy_with_call"]),
+                _pct(c["accuracy_without_call"]),
+            ]
+            for arm, t in r.tool_use.items()
+            for category, c in t["by_category"].items()
+        ]
+        out.append(
+            (
+                "Tool use by category",
+                [
+                    "arm",
+                    "category",
+                    "samples",
+                    "call rate",
+                    "accuracy with call",
+                    "accuracy without call",
+                ],
+                rows,
+                "",
+            )
+        )
     if r.paired:
         rows = [
             [

@@ -144,6 +144,19 @@ def test_summary_numbers_recompute_from_units(run: tuple[Store, Path]) -> None:
             sum(bool(p["correct"]) for p in uncalled) / len(uncalled) if uncalled else None
         )
 
+    for row in tables["Tool use by category"]:
+        valid = [p for _, _, p in probes(row["arm"]) if p["category"] == row["category"]]
+        called = [p for p in valid if p["history_calls"] > 0]
+        uncalled = [p for p in valid if p["history_calls"] == 0]
+        assert row["samples"] == str(len(valid))
+        assert row["call rate"] == _pct(len(called) / len(valid) if valid else None)
+        assert row["accuracy with call"] == _pct(
+            sum(bool(p["correct"]) for p in called) / len(called) if called else None
+        )
+        assert row["accuracy without call"] == _pct(
+            sum(bool(p["correct"]) for p in uncalled) / len(uncalled) if uncalled else None
+        )
+
     native = {(r, t, p["probe_id"]): bool(p["correct"]) for r, t, p in probes("native")}
     for row in tables["Paired comparison with native"]:
         pairs = [
