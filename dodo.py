@@ -3,6 +3,7 @@
 from continuity.graph import doit_config
 from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
+from rules.plan import task_dry_run, task_estimate, task_plan
 from rules.store import task_gc
 from rules.traces import task_traces
 from rules.units import task_aggregate, task_units
@@ -13,8 +14,11 @@ __all__ = [
     "DOIT_CONFIG",
     "task_aggregate",
     "task_checkpoints",
+    "task_dry_run",
+    "task_estimate",
     "task_gc",
     "task_offline_contract",
+    "task_plan",
     "task_traces",
     "task_units",
 ]

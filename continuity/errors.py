@@ -4,7 +4,13 @@ The tree::
 
     ContinuityError                    code, location, message
     ├── UsageError                     bad command-line or API arguments
-    │     codes: suite_unknown, seeds_invalid, trace_file_unreadable, store_path_invalid
+    │     codes: suite_unknown, seeds_invalid, trace_file_unreadable, store_path_invalid,
+    │            plan_invalid, cost_limit_exceeded, cost_unknown, estimate_real_refused,
+    │            pricing_invalid; real-mode guards (continuity.plan.guards):
+    │            real_refused_ci, real_provider_required, credentials_required,
+    │            confirmation_required, confirmation_mismatch, confirmation_unknown,
+    │            credentials_missing, output_required, output_inside_checkout,
+    │            checkout_unknown, checkout_dirty, checkout_flags_refused
     ├── TraceError
     │   ├── TraceInvalid               a trace failed validation; carries every issue found
     │   │     codes: trace_malformed, trace_schema_unsupported, trace_not_fictional,
@@ -26,7 +32,13 @@ The tree::
         │     codes: tool_server_unavailable, tool_response_malformed, tool_call_failed
         ├── SessionCorrupt             session_corrupt (a durable session file is unreadable)
         ├── ReplayFidelityError        replay_fidelity_failed (replay diverged from the trace)
-        └── CheckpointError            checkpoint_busy, checkpoint_missing, child_failed
+        ├── CheckpointError            checkpoint_busy, checkpoint_missing, child_failed
+        ├── ProviderError              a real model endpoint failed
+        │     codes: provider_auth_failed, provider_quota_exhausted (both stop admission),
+        │            provider_rate_limited, provider_unavailable, provider_request_rejected,
+        │            provider_stream_invalid, provider_stream_interrupted,
+        │            credentials_invalid
+        └── AdmissionStopped           admission_stopped (a stop rule fired; resume later)
 
 A user can grep the code; tests assert it. `str(error)` is always
 ``"<code>: <message> (at <location>)"``.
@@ -39,6 +51,7 @@ from collections.abc import Sequence
 import msgspec
 
 __all__ = [
+    "AdmissionStopped",
     "CheckpointError",
     "ContinuityError",
     "DigestInvalid",
@@ -46,6 +59,7 @@ __all__ = [
     "Issue",
     "ObjectCorrupt",
     "ObjectMissing",
+    "ProviderError",
     "RecordCorrupt",
     "ReplayFidelityError",
     "ScriptExhausted",
@@ -167,6 +181,25 @@ class ReplayFidelityError(HarnessError):
 
 class CheckpointError(HarnessError):
     default_code = "checkpoint_missing"
+
+
+class ProviderError(HarnessError):
+    """A real model endpoint failed. `stops_admission` marks failures after which an
+    invocation admits no new live turn (auth and quota); `retryable` marks failures a
+    later run may retry (nothing was recorded)."""
+
+    default_code = "provider_error"
+    STOPPING = frozenset({"provider_auth_failed", "provider_quota_exhausted"})
+
+    @property
+    def stops_admission(self) -> bool:
+        return self.code in self.STOPPING
+
+
+class AdmissionStopped(HarnessError):
+    """The invocation admits no more live turns (a stop rule fired)."""
+
+    default_code = "admission_stopped"
 
 
 def typed_error(exc: BaseException) -> ContinuityError | None:

@@ -72,8 +72,11 @@ class ToolDefinition(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Usage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Token usage of one model call. `input` excludes cached tokens, which are counted
-    once, under `cache_read`; `cache_write` is the part newly written to the cache."""
+    """Token usage of one model call, normalised across providers so every input token
+    is counted once: `input` is the input not read from the cache (it includes the part
+    newly written to the cache, `cache_write`, an "of which" count); cached input is
+    under `cache_read`. OpenAI reports cached tokens inside its input count, Anthropic on
+    top of it; the providers convert both to this form."""
 
     input: int = 0
     cache_read: int = 0

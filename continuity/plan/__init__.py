@@ -1,0 +1,1 @@
+"""Plans, workload and price estimates, and the guards around real mode."""

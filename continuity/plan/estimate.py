@@ -1,0 +1,277 @@
+"""The dry run and the workload-only estimate: what a plan will do and what it may cost.
+
+Both read no credential and make no network call: they need only the plan, its traces
+(generated in memory or read from ``fixtures/``) and the pricing catalog.
+
+- `dry_run` prints the workload, the list-price upper bound (no prompt cache) and the
+  expected value (forks reuse the cached prefix), and the confirmation digest a real run
+  must quote. With a cost limit it refuses to confirm a plan whose upper bound exceeds it
+  (or cannot be computed because a price is unknown).
+- `estimate` prices the same workload under three profiles, never pooled: the plan's
+  reader (main), a cheaper screening model and a fixed high-end sensitivity model, each
+  with 0/50/90% cache sensitivities, plus the call-input histogram.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from continuity.digest import DIGEST_RE
+from continuity.errors import UsageError
+from continuity.outputs import write_output
+from continuity.plan.plan import Plan, plan_digest
+from continuity.plan.pricing import Catalog
+from continuity.plan.workload import (
+    ASSUMPTIONS,
+    PlannedCall,
+    Price,
+    Workload,
+    histogram,
+    price_calls,
+)
+from continuity.store import Store
+
+__all__ = [
+    "CACHE_LEVELS",
+    "DEFAULT_HIGH_END",
+    "DEFAULT_SCREENING",
+    "DryRun",
+    "Profile",
+    "check_cost_limit",
+    "confirmed_dry_run",
+    "dry_run",
+    "estimate",
+    "format_dry_run",
+    "format_estimate",
+    "record_dry_run",
+]
+
+DEFAULT_SCREENING = "openai-codex:gpt-6-mini"
+DEFAULT_HIGH_END = "anthropic:claude-opus-5-5"
+CACHE_LEVELS = (0.0, 0.5, 0.9)
+
+
+class PriceView(msgspec.Struct, frozen=True):
+    usd: float | None  # None: at least one call is unpriced (never counted as zero)
+    priced_calls: int
+    unpriced_calls: int
+    known_subtotal: float
+
+
+class DryRun(msgspec.Struct, frozen=True, kw_only=True):
+    plan: Plan
+    digest: str
+    units: int
+    live_turns: int
+    answer_calls: int
+    compaction_calls: int
+    judge_calls: int
+    planned_input_tokens: int
+    upper_bound: PriceView
+    expected: PriceView
+    tiered_calls: int
+    histogram: dict[str, int]
+    assumptions: dict[str, int]
+
+
+class Profile(msgspec.Struct, frozen=True, kw_only=True):
+    role: str  # main | screening | high-end
+    model: str
+    upper_bound: PriceView
+    expected: PriceView
+    cache: dict[str, PriceView]  # "0%" | "50%" | "90%"
+    tiered_calls: int
+
+
+def _view(price: Price, calls: int) -> PriceView:
+    return PriceView(
+        usd=round(price.known, 6) if price.complete else None,
+        priced_calls=calls - price.unpriced_calls,
+        unpriced_calls=price.unpriced_calls,
+        known_subtotal=round(price.known, 6),
+    )
+
+
+def _tiered(catalog: Catalog, calls: Sequence[PlannedCall], model: str | None = None) -> int:
+    """Calls whose input (cached included) strictly exceeds their model's first tier."""
+    count = 0
+    for call in calls:
+        price = catalog.models.get(model or call.model)
+        if (
+            price is not None
+            and price.tiers
+            and call.input_tokens > price.tiers[0].above_input_tokens
+        ):
+            count += 1
+    return count
+
+
+def dry_run(plan: Plan, load: Workload, catalog: Catalog) -> DryRun:
+    return DryRun(
+        plan=plan,
+        digest=plan_digest(plan),
+        units=load.units,
+        live_turns=load.live_turns,
+        answer_calls=load.answer_calls,
+        compaction_calls=load.compaction_calls,
+        judge_calls=load.judge_calls,
+        planned_input_tokens=load.planned_input_tokens,
+        upper_bound=_view(price_calls(catalog, load.calls, cache=False), len(load.calls)),
+        expected=_view(price_calls(catalog, load.calls, cache=True), len(load.calls)),
+        tiered_calls=_tiered(catalog, load.calls),
+        histogram=histogram(load.calls),
+        assumptions=dict(ASSUMPTIONS),
+    )
+
+
+def check_cost_limit(result: DryRun | Profile, limit: float | None) -> None:
+    """Refuse to confirm a plan whose upper bound exceeds `limit` USD.
+
+    Raises:
+        UsageError: ``cost_limit_exceeded`` when the upper bound is above the limit, or
+            ``cost_unknown`` when a price is missing so the bound cannot be checked.
+    """
+    if limit is None:
+        return
+    bound = result.upper_bound
+    if bound.usd is None:
+        raise UsageError(
+            f"the upper bound cannot be checked against the {limit:.2f} USD limit: "
+            f"{bound.unpriced_calls} planned calls have no catalog price "
+            f"(known subtotal {bound.known_subtotal:.2f} USD)",
+            code="cost_unknown",
+            location="--cost-limit",
+        )
+    if bound.usd > limit:
+        raise UsageError(
+            f"upper bound {bound.usd:.2f} USD exceeds the {limit:.2f} USD limit; "
+            "the plan is not confirmed",
+            code="cost_limit_exceeded",
+            location="--cost-limit",
+        )
+
+
+def estimate(
+    plan: Plan,
+    load: Workload,
+    catalog: Catalog,
+    *,
+    screening: str = DEFAULT_SCREENING,
+    high_end: str = DEFAULT_HIGH_END,
+) -> list[Profile]:
+    """The workload priced per profile (every call re-priced at that profile's model)."""
+    profiles = []
+    for role, model in (("main", plan.reader), ("screening", screening), ("high-end", high_end)):
+        n = len(load.calls)
+        profiles.append(
+            Profile(
+                role=role,
+                model=model,
+                upper_bound=_view(price_calls(catalog, load.calls, cache=False, model=model), n),
+                expected=_view(price_calls(catalog, load.calls, cache=True, model=model), n),
+                cache={
+                    f"{int(level * 100)}%": _view(
+                        price_calls(
+                            catalog, load.calls, cache=True, model=model, cache_fraction=level
+                        ),
+                        n,
+                    )
+                    for level in CACHE_LEVELS
+                },
+                tiered_calls=_tiered(catalog, load.calls, model),
+            )
+        )
+    return profiles
+
+
+def _usd(view: PriceView) -> str:
+    if view.usd is not None:
+        return f"{view.usd:,.2f} USD"
+    return (
+        f"unknown ({view.unpriced_calls} calls unpriced; known subtotal "
+        f"{view.known_subtotal:,.2f} USD)"
+    )
+
+
+def _workload_lines(result: DryRun) -> list[str]:
+    return [
+        f"  units                {result.units:>12,}",
+        f"  live turns           {result.live_turns:>12,}",
+        f"  answer calls         {result.answer_calls:>12,}",
+        f"  compaction calls     {result.compaction_calls:>12,}",
+        f"  judge calls          {result.judge_calls:>12,}",
+        f"  planned input tokens {result.planned_input_tokens:>12,}",
+        f"  calls above a tier   {result.tiered_calls:>12,}",
+    ]
+
+
+def format_dry_run(result: DryRun) -> str:
+    plan = result.plan
+    lines = [
+        f"dry run: {plan.mode} plan, suite {plan.suite}, arms {','.join(plan.arms)}, "
+        f"repeats {plan.repeats}, probe limit {plan.probe_limit or 'none'}",
+        f"  reader {plan.reader} ({plan.reader_effort}); judge {plan.judge or 'none'}; "
+        f"endpoint {plan.endpoint.kind} {plan.endpoint.base_url}".rstrip(),
+        "workload (no network call, no credential read):",
+        *_workload_lines(result),
+        "list-price estimate (catalog prices; heuristics, not an invoice):",
+        f"  upper bound, no prompt cache:       {_usd(result.upper_bound)}",
+        f"  expected, forks reuse their prefix: {_usd(result.expected)}",
+        "call inputs: " + ", ".join(f"{k}: {v}" for k, v in result.histogram.items()),
+        f"confirmation digest: {result.digest}",
+    ]
+    return "\n".join(lines)
+
+
+def format_estimate(result: DryRun, profiles: Sequence[Profile]) -> str:
+    lines = [
+        f"estimate: suite {result.plan.suite}, arms {','.join(result.plan.arms)}, "
+        f"repeats {result.plan.repeats}, probe limit {result.plan.probe_limit or 'none'} "
+        "(workload-only arithmetic; no checkout, build, credential or network)",
+        *_workload_lines(result),
+        "profiles (each priced alone, never pooled):",
+    ]
+    for profile in profiles:
+        cache = "; ".join(f"cache {k}: {_usd(v)}" for k, v in profile.cache.items())
+        lines += [
+            f"  {profile.role:<9} {profile.model}",
+            f"    upper bound {_usd(profile.upper_bound)}; expected {_usd(profile.expected)}; "
+            f"calls above a tier {profile.tiered_calls}",
+            f"    {cache}",
+        ]
+    lines.append("call inputs: " + ", ".join(f"{k}: {v}" for k, v in result.histogram.items()))
+    lines.append("assumptions: " + ", ".join(f"{k}={v}" for k, v in result.assumptions.items()))
+    return "\n".join(lines)
+
+
+DRY_RUN_KIND = "dry-run"
+
+
+def record_dry_run(store: Store, result: DryRun, out: Path) -> Path:
+    """Keep a confirmed dry run: in the store under its plan digest (what a real run
+    checks) and as ``<out>/plans/<digest>/dry-run.json`` for the user."""
+    data = msgspec.json.encode(result)
+    blob = store.put_blob(data)
+    store.record_action(
+        result.digest,
+        kind=DRY_RUN_KIND,
+        output=blob,
+        meta={"suite": result.plan.suite, "mode": result.plan.mode},
+    )
+    path = out / "plans" / result.digest[:16] / "dry-run.json"
+    write_output(path, msgspec.json.format(data) + b"\n")
+    write_output(
+        path.with_name("plan.json"), msgspec.json.format(msgspec.json.encode(result.plan)) + b"\n"
+    )
+    return path
+
+
+def confirmed_dry_run(store: Store, digest: str) -> DryRun | None:
+    """The dry run recorded under `digest`, or None."""
+    entry = store.get_action(digest) if DIGEST_RE.match(digest) else None
+    if entry is None or entry.kind != DRY_RUN_KIND:
+        return None
+    return msgspec.json.decode(store.get_blob(entry.output.digest), type=DryRun)

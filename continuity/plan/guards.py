@@ -1,0 +1,176 @@
+"""The guards a real (paid) run must pass, in order, before any credential is read.
+
+1. ``real_refused_ci``: a ``CI`` variable exists in the environment, even empty.
+2. ``real_provider_required``: the plan names no real endpoint (``--provider``).
+3. ``credentials_required``: no ``--credentials`` file was given.
+4. ``confirmation_required``: no ``--confirm-plan DIGEST`` was given.
+5. ``confirmation_mismatch``: the digest is not this plan's (some bound field differs).
+6. ``confirmation_unknown``: no dry run of this plan is recorded in the store.
+7. ``credentials_missing``: the credentials path is not a regular file (``stat`` only).
+8. ``output_required`` / ``output_inside_checkout``: the output directory is missing or,
+   with symlinks resolved, inside the checkout.
+9. ``checkout_unknown`` / ``checkout_dirty`` / ``checkout_flags_refused``: the checkout
+   is not a git work tree, has changes (untracked files count), or hides changes with
+   assume-unchanged or skip-worktree flags.
+
+Nothing here opens the credentials file; the provider reads it lazily, in the probe
+process, after every guard has passed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from continuity.errors import UsageError
+from continuity.plan.estimate import DryRun, confirmed_dry_run
+from continuity.plan.plan import Plan, plan_digest
+from continuity.store import Store
+
+__all__ = ["RealModeError", "check_real_mode", "default_checkout"]
+
+
+class RealModeError(UsageError):
+    default_code = "real_refused"
+
+
+def default_checkout() -> Path:
+    """The checkout this code runs from (the directory holding ``dodo.py``)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def _git(checkout: Path, *args: str) -> str:
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(checkout), *args], capture_output=True, text=True, check=False
+        )
+    except OSError as exc:
+        raise RealModeError(
+            f"git is not available: {exc.strerror}",
+            code="checkout_unknown",
+            location=str(checkout),
+        ) from None
+    if result.returncode != 0:
+        raise RealModeError(
+            f"not a git checkout: {result.stderr.strip().splitlines()[-1:]}",
+            code="checkout_unknown",
+            location=str(checkout),
+        )
+    return result.stdout
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def check_checkout(checkout: Path) -> None:
+    """A clean git work tree: no changes, no untracked files, no hiding flags."""
+    top = Path(_git(checkout, "rev-parse", "--show-toplevel").strip()).resolve()
+    status = _git(top, "status", "--porcelain=v1", "--untracked-files=all")
+    if status.strip():
+        first = status.strip().splitlines()
+        raise RealModeError(
+            f"the checkout has {len(first)} uncommitted or untracked paths "
+            f"(first: {first[0][3:]!r}); commit or remove them",
+            code="checkout_dirty",
+            location=str(top),
+        )
+    # `git ls-files -v`: a lowercase tag marks assume-unchanged, S skip-worktree.
+    flagged = [
+        line[2:]
+        for line in _git(top, "ls-files", "-v").splitlines()
+        if line and (line[0].islower() or line[0] == "S")
+    ]
+    if flagged:
+        raise RealModeError(
+            f"{len(flagged)} paths are marked assume-unchanged or skip-worktree "
+            f"(first: {flagged[0]!r}); clear the flags so the checkout's state is visible",
+            code="checkout_flags_refused",
+            location=str(top),
+        )
+
+
+def check_real_mode(
+    plan: Plan,
+    *,
+    confirm: str | None,
+    credentials: str | None,
+    output: str | None,
+    store: Store,
+    checkout: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Path, DryRun]:
+    """Run every guard in order; return the resolved output directory and the
+    confirmed dry run. See the module doc for the codes.
+
+    Raises:
+        RealModeError: the first guard that fails, with its code.
+    """
+    env = os.environ if environ is None else environ
+    if "CI" in env:
+        raise RealModeError(
+            "real mode never runs where a CI variable exists (even an empty one)",
+            code="real_refused_ci",
+            location="$CI",
+        )
+    if plan.mode != "real":
+        raise RealModeError(
+            "real mode needs a real endpoint: --provider openai-chat, openai-responses or "
+            "anthropic",
+            code="real_provider_required",
+            location="--provider",
+        )
+    if not credentials:
+        raise RealModeError(
+            "real mode needs an explicit --credentials file",
+            code="credentials_required",
+            location="--credentials",
+        )
+    digest = plan_digest(plan)
+    if not confirm:
+        raise RealModeError(
+            f"real mode needs --confirm-plan with the digest of an identical dry run "
+            f"(run doit dry_run with the same options; this plan is {digest[:16]}...)",
+            code="confirmation_required",
+            location="--confirm-plan",
+        )
+    if confirm != digest:
+        raise RealModeError(
+            f"--confirm-plan {confirm[:16]}... is not this plan's digest {digest[:16]}...: a "
+            "bound option (suite, seeds, models, efforts, repeats, arms, probe limit, "
+            "endpoint or credentials path) differs from the dry run",
+            code="confirmation_mismatch",
+            location="--confirm-plan",
+        )
+    dry = confirmed_dry_run(store, digest)
+    if dry is None:
+        raise RealModeError(
+            f"no dry run of plan {digest[:16]}... is recorded in {store.root}; run doit "
+            "dry_run first (a dry run refused by --cost-limit is not recorded)",
+            code="confirmation_unknown",
+            location="--confirm-plan",
+        )
+    if not os.path.isfile(credentials):  # a stat, never an open
+        raise RealModeError(
+            "the credentials file does not exist or is not a regular file",
+            code="credentials_missing",
+            location=credentials,
+        )
+    if not output:
+        raise RealModeError(
+            "real mode needs an explicit --out directory outside the checkout",
+            code="output_required",
+            location="--out",
+        )
+    root = (checkout or default_checkout()).resolve()
+    resolved = Path(output).expanduser().resolve()
+    if _inside(resolved, root):
+        raise RealModeError(
+            f"the output directory resolves to {resolved}, inside the checkout {root}",
+            code="output_inside_checkout",
+            location=output,
+        )
+    check_checkout(root)
+    return resolved, dry

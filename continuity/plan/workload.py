@@ -1,0 +1,279 @@
+"""Workload and list-price estimates for a plan, with no build, credential or network.
+
+Every planned model call is listed with its input and output token estimate. The
+estimates come from the traces themselves (Pi's ``ceil(chars / 4)``) and the arms'
+boundaries; where the real size depends on the model, a labelled assumption is used:
+
+- a reader answer is 300 output tokens; a compaction summary 1,200; a judge verdict 50;
+- a post-compaction context is the keep-recent tail plus a 1,500-token summary;
+- a ConversationHistory arm plans three reader rounds (search, get, answer), each
+  adding 2,048 tokens (one 8 KiB page);
+- the pack arm adds the full 8,000-token pack to every reader request.
+
+Two prices are computed from the catalog: an **upper bound** with no prompt cache, and an
+**expected** value where the forks of one checkpoint reuse its cached prefix (the first
+probe of a unit writes the prefix to the cache, the others read it). A call whose price
+is unknown is counted as unpriced, never as free.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from continuity.arms import Arm, arm_config, parse_arms
+from continuity.harness.messages import Usage
+from continuity.plan.plan import Plan
+from continuity.plan.pricing import Catalog, call_cost
+from continuity.traces.bounds import (
+    RESEED_TEXT_MESSAGES,
+    SUMMARY_RESULT_CHARS,
+    is_text_message,
+    projection_indexes,
+    retained_bytes,
+    turn_tokens,
+)
+from continuity.traces.schema import (
+    NextActionExpectation,
+    ToolResult,
+    Trace,
+    iter_turns,
+)
+
+__all__ = [
+    "ASSUMPTIONS",
+    "HISTOGRAM_BINS",
+    "PlannedCall",
+    "Price",
+    "Workload",
+    "histogram",
+    "load_plan_traces",
+    "price_calls",
+    "workload",
+]
+
+ASSUMPTIONS = {
+    "answer_output_tokens": 300,
+    "summary_output_tokens": 1_200,
+    "judge_output_tokens": 50,
+    "summary_tokens": 1_500,
+    "history_rounds": 3,
+    "tokens_per_history_round": 2_048,
+    "pack_tokens": 8_000,
+    "system_tokens": 60,
+    "judge_input_tokens": 400,
+}
+HISTOGRAM_BINS = (8_000, 32_000, 64_000, 128_000, 200_000, 272_000)
+
+
+class PlannedCall(msgspec.Struct, frozen=True):
+    role: Literal["answer", "summary", "judge"]
+    model: str
+    input_tokens: int
+    cached_tokens: int  # the part a warm prefix cache would serve (expected case)
+    cache_write_tokens: int  # the part this call writes to the cache (expected case)
+    output_tokens: int
+
+
+class Workload(msgspec.Struct, frozen=True, kw_only=True):
+    units: int
+    live_turns: int
+    answer_calls: int
+    compaction_calls: int
+    judge_calls: int
+    planned_input_tokens: int
+    calls: list[PlannedCall]
+
+
+class Price(msgspec.Struct, frozen=True):
+    known: float
+    unpriced_calls: int
+
+    @property
+    def complete(self) -> bool:
+        return self.unpriced_calls == 0
+
+
+def load_plan_traces(plan: Plan, fixtures: Path | None = None) -> list[Trace]:
+    """The plan's traces, generated or read from fixtures (validated, never stored)."""
+    from continuity.traces.generator import generate_trace
+    from continuity.traces.keys import suite_specs
+    from continuity.traces.validate import load_trace, validate_trace
+
+    traces = []
+    for spec in suite_specs(plan.suite, plan.seeds, fixtures=fixtures):
+        if spec.source is not None:
+            traces.append(load_trace(Path(spec.source).read_bytes(), source=spec.source))
+        else:
+            assert spec.seed is not None
+            trace = generate_trace(spec.seed, distractors=plan.suite == "hard-distractors")
+            validate_trace(trace, source=trace.trace_id)
+            traces.append(trace)
+    return traces
+
+
+def _shape(trace: Trace) -> dict[str, int]:
+    turns = [t for _, _, t in iter_turns(trace)]
+    records = [t for t in turns if isinstance(t, ToolResult)]
+    texts = [t for t in turns if is_text_message(t)]
+    kept = projection_indexes([retained_bytes(r) for r in records])
+    serialized = sum(
+        -(-min(len(t.output), SUMMARY_RESULT_CHARS) // 4)
+        if isinstance(t, ToolResult)
+        else turn_tokens(t)
+        for t in turns
+    )
+    return {
+        "full": sum(turn_tokens(t) for t in turns),
+        "reseed": sum(turn_tokens(t) for t in texts[-RESEED_TEXT_MESSAGES:])
+        + sum(-(-retained_bytes(records[i]) // 4) for i in kept)
+        + 100,
+        "summary_input": serialized + 300,
+    }
+
+
+def _arm_calls(
+    arm: Arm, shape: dict[str, int], probe_tokens: int, reader: str, first: bool
+) -> list[PlannedCall]:
+    a = ASSUMPTIONS
+    policy = arm_config(arm).runtime.compaction
+    system = a["system_tokens"]
+    calls: list[PlannedCall] = []
+    switched = arm.boundary in ("model_change", "restart_switch_compact")
+    context = shape["reseed"] if switched else shape["full"]
+    compacts = arm.boundary in (
+        "compaction",
+        "compaction_mid_and_probe",
+        "ceiling",
+        "restart_switch_compact",
+    )
+    if arm.boundary == "compaction_mid_and_probe":
+        context = a["summary_tokens"] + shape["full"] // 2
+    if compacts:
+        summary_input = (
+            shape["summary_input"] if arm.boundary != "restart_switch_compact" else context + 300
+        )
+        if arm.boundary == "compaction_mid_and_probe":
+            summary_input = context + 300
+        # Every probe compacts the same context: the request repeats, so it is cached.
+        calls.append(
+            PlannedCall(
+                "summary",
+                reader,
+                summary_input,
+                0 if first else summary_input,
+                summary_input if first else 0,
+                a["summary_output_tokens"],
+            )
+        )
+        context = policy.keep_recent_tokens + a["summary_tokens"]
+    if arm.pack:
+        context += a["pack_tokens"]
+    prefix = system + context
+    rounds = a["history_rounds"] if arm.history_tool else 1
+    previous = 0
+    for round_index in range(rounds):
+        total = prefix + probe_tokens + round_index * a["tokens_per_history_round"]
+        if round_index == 0:
+            cached = 0 if first else prefix
+            written = prefix if first else 0
+        else:
+            cached, written = previous, total - previous
+        calls.append(
+            PlannedCall("answer", reader, total, cached, written, a["answer_output_tokens"])
+        )
+        previous = total
+    return calls
+
+
+def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
+    """Every call the plan makes, estimated. Deterministic; no I/O beyond the traces."""
+    traces = list(traces) if traces is not None else load_plan_traces(plan)
+    calls: list[PlannedCall] = []
+    units = live = 0
+    for trace in traces:
+        shape = _shape(trace)
+        probes = list(trace.probes[: plan.probe_limit] if plan.probe_limit else trace.probes)
+        for arm in parse_arms(",".join(plan.arms), family=trace.family):
+            for _ in range(plan.repeats):
+                units += 1
+                for index, probe in enumerate(probes):
+                    live += 1
+                    calls += _arm_calls(
+                        arm, shape, -(-len(probe.text) // 4), plan.reader, first=index == 0
+                    )
+                    if plan.judge and isinstance(probe.expectation, NextActionExpectation):
+                        calls.append(
+                            PlannedCall(
+                                "judge",
+                                plan.judge,
+                                ASSUMPTIONS["judge_input_tokens"],
+                                0,
+                                0,
+                                ASSUMPTIONS["judge_output_tokens"],
+                            )
+                        )
+    roles = Counter(c.role for c in calls)
+    return Workload(
+        units=units,
+        live_turns=live,
+        answer_calls=roles["answer"],
+        compaction_calls=roles["summary"],
+        judge_calls=roles["judge"],
+        planned_input_tokens=sum(c.input_tokens for c in calls),
+        calls=calls,
+    )
+
+
+def price_calls(
+    catalog: Catalog,
+    calls: Iterable[PlannedCall],
+    *,
+    cache: bool,
+    model: str | None = None,
+    cache_fraction: float | None = None,
+) -> Price:
+    """Total list price. ``cache=False``: every input token at the input rate (upper
+    bound). ``cache=True``: the planned prefix reuse (expected), or, with
+    `cache_fraction`, that share of every call's input read from cache (sensitivity).
+    `model` replaces the reader and judge model (profiles)."""
+    known = 0.0
+    unpriced = 0
+    for call in calls:
+        name = model or call.model
+        if not cache:
+            usage = Usage(input=call.input_tokens, output=call.output_tokens)
+        elif cache_fraction is not None:
+            cached = int(call.input_tokens * cache_fraction)
+            usage = Usage(
+                input=call.input_tokens - cached, cache_read=cached, output=call.output_tokens
+            )
+        else:
+            usage = Usage(
+                input=call.input_tokens - call.cached_tokens,
+                cache_read=call.cached_tokens,
+                cache_write=call.cache_write_tokens,
+                output=call.output_tokens,
+            )
+        cost = call_cost(catalog, name, usage)
+        if cost is None:
+            unpriced += 1
+        else:
+            known += cost
+    return Price(known, unpriced)
+
+
+def histogram(calls: Iterable[PlannedCall]) -> dict[str, int]:
+    """Planned calls by input size."""
+    labels = [f"<= {b // 1000}k" for b in HISTOGRAM_BINS] + [f"> {HISTOGRAM_BINS[-1] // 1000}k"]
+    counts = dict.fromkeys(labels, 0)
+    for call in calls:
+        index = next(
+            (i for i, b in enumerate(HISTOGRAM_BINS) if call.input_tokens <= b), len(HISTOGRAM_BINS)
+        )
+        counts[labels[index]] += 1
+    return counts

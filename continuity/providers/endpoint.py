@@ -1,0 +1,48 @@
+"""A real model binding, as plain data (light: the probe request carries it)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = ["EndpointKind", "EndpointSpec", "RealBinding"]
+
+EndpointKind = Literal["openai-chat", "openai-responses", "anthropic"]
+
+
+class EndpointSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One real model binding. Everything but the credentials path and the execution
+    knobs (retries, concurrency, slots, timeouts) enters the call-cache key."""
+
+    kind: EndpointKind
+    base_url: str
+    model: str  # the model name sent on the wire
+    credentials_path: str
+    effort: str | None = None  # reasoning effort; None: not sent
+    max_output_tokens: int = 4096
+    max_retries: int = 3
+    max_retry_after: float = 120.0
+    concurrency: int = 4
+    slots_dir: str | None = None
+    timeout: float = 600.0
+
+    @property
+    def provider_name(self) -> str:
+        return self.kind
+
+    def generation(self) -> dict[str, Any]:
+        """The generation config (part of the call-cache key)."""
+        return {"effort": self.effort, "max_output_tokens": self.max_output_tokens}
+
+
+class RealBinding(msgspec.Struct, frozen=True, kw_only=True):
+    """What a probe process needs to call a real model: the reader endpoint, the store
+    holding the call cache, the repeat index, the invocation's ledger and, optionally,
+    where to log call-key explanations."""
+
+    endpoint: EndpointSpec
+    store_root: str
+    repeat: int
+    ledger: str | None = None
+    explain_log: str | None = None

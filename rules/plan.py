@@ -1,0 +1,150 @@
+"""`doit plan`, `doit dry_run` and `doit estimate`: the plan, its workload and its price.
+
+None of them reads a credential or opens a network connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from continuity.graph import task_action
+from rules.params import OUT, STORE, Selection
+from rules.traces import SEEDS, SUITE
+
+
+def _param(name: str, kind: type, default: Any, text: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "long": name.replace("_", "-"),
+        "type": kind,
+        "default": default,
+        "help": text,
+    }
+
+
+ARMS = _param("arms", str, "all", "arm ids (comma-separated) or all")
+REPEATS = _param("repeats", int, 1, "repeats per trace and arm")
+PROBE_LIMIT = _param("probe_limit", int, 0, "only the first N probes of each trace")
+# The fields a plan digest binds (with SUITE, SEEDS, ARMS, REPEATS and PROBE_LIMIT).
+PLAN_PARAMS: list[dict[str, Any]] = [
+    SUITE,
+    SEEDS,
+    ARMS,
+    REPEATS,
+    PROBE_LIMIT,
+    _param("reader", str, "", "reader provider:model (default openai-codex:gpt-6-luna)"),
+    _param("effort", str, "low", "reader reasoning effort"),
+    _param("alternate", str, "", "alternate binding for scripted history (never called)"),
+    _param("judge", str, "", "judge provider:model, or none (default openai-codex:gpt-6.1-sol)"),
+    _param("judge_effort", str, "low", "judge reasoning effort"),
+    _param(
+        "provider",
+        str,
+        "scripted",
+        "scripted | openai-chat | openai-responses | anthropic (real endpoints)",
+    ),
+    _param("base_url", str, "", "endpoint base URL (default: the provider's public API)"),
+    _param("credentials", str, "", "credentials file (only a fingerprint of its path is planned)"),
+]
+PRICING = _param("pricing", str, "", "pricing catalog (default fixtures/pricing/catalog.json)")
+COST_LIMIT = _param(
+    "cost_limit", float, 0.0, "refuse to confirm a plan whose upper bound exceeds this many USD"
+)
+
+
+def _workload(options: dict[str, Any]) -> tuple[Any, Any, Any]:
+    from pathlib import Path
+
+    from continuity.plan.estimate import dry_run
+    from continuity.plan.plan import plan_from_options
+    from continuity.plan.pricing import load_catalog
+    from continuity.plan.workload import workload
+
+    plan = plan_from_options(options)
+    catalog = load_catalog(Path(options["pricing"]) if options.get("pricing") else None)
+    load = workload(plan)
+    return dry_run(plan, load, catalog), catalog, load
+
+
+def _plan(**options: Any) -> str:
+    import msgspec
+
+    from continuity.outputs import write_output
+    from continuity.plan.plan import plan_digest, plan_from_options
+
+    plan = plan_from_options(options)
+    digest = plan_digest(plan)
+    path = Selection(options).out / "plans" / digest[:16] / "plan.json"
+    write_output(path, msgspec.json.format(msgspec.json.encode(plan)) + b"\n")
+    print(msgspec.json.format(msgspec.json.encode(plan)).decode())
+    return f"plan digest: {digest}\nplan in {path}"
+
+
+def _dry_run(**options: Any) -> str:
+    from continuity.plan.estimate import check_cost_limit, format_dry_run, record_dry_run
+
+    result, _, _ = _workload(options)
+    print(format_dry_run(result).rsplit("\n", 1)[0])
+    check_cost_limit(result, options.get("cost_limit") or None)
+    chosen = Selection(options)
+    path = record_dry_run(chosen.store, result, chosen.out)
+    return f"confirmation digest: {result.digest}\ndry run in {path}"
+
+
+def _estimate(**options: Any) -> None:
+    from continuity.errors import UsageError
+    from continuity.plan.estimate import (
+        DEFAULT_HIGH_END,
+        DEFAULT_SCREENING,
+        check_cost_limit,
+        estimate,
+        format_estimate,
+    )
+
+    if options.get("real"):
+        raise UsageError(
+            "the estimator never runs a real plan; use doit dry_run",
+            code="estimate_real_refused",
+            location="--real",
+        )
+    result, catalog, load = _workload(options)
+    profiles = estimate(
+        result.plan,
+        load,
+        catalog,
+        screening=options.get("screening_model") or DEFAULT_SCREENING,
+        high_end=options.get("high_end_model") or DEFAULT_HIGH_END,
+    )
+    print(format_estimate(result, profiles))
+    check_cost_limit(profiles[0], options.get("cost_limit") or None)
+    return None
+
+
+def task_plan() -> dict[str, Any]:
+    """Print the plan record the options bind and its digest (no network, no credential)."""
+    return {"actions": [task_action(_plan)], "params": [*PLAN_PARAMS, OUT], "verbosity": 2}
+
+
+def task_dry_run() -> dict[str, Any]:
+    """Print a plan's workload, list-price estimate and confirmation digest (no network)."""
+    return {
+        "actions": [task_action(_dry_run)],
+        "params": [*PLAN_PARAMS, PRICING, COST_LIMIT, STORE, OUT],
+        "verbosity": 2,
+    }
+
+
+def task_estimate() -> dict[str, Any]:
+    """Workload-only cost arithmetic: main, screening and high-end profiles, cache 0/50/90%."""
+    return {
+        "actions": [task_action(_estimate)],
+        "params": [
+            *PLAN_PARAMS,
+            PRICING,
+            COST_LIMIT,
+            _param("screening_model", str, "", "cheaper screening profile model"),
+            _param("high_end_model", str, "", "fixed high-end sensitivity model"),
+            _param("real", bool, False, "refused: the estimator never runs a plan"),
+        ],
+        "verbosity": 2,
+    }
