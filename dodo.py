@@ -6,7 +6,7 @@ from rules.contract import task_offline_contract
 from rules.plan import task_dry_run, task_estimate, task_plan
 from rules.store import task_gc
 from rules.traces import task_traces
-from rules.units import task_aggregate, task_units
+from rules.units import task_aggregate, task_score, task_units
 
 DOIT_CONFIG = doit_config()
 
@@ -19,6 +19,7 @@ __all__ = [
     "task_gc",
     "task_offline_contract",
     "task_plan",
+    "task_score",
     "task_traces",
     "task_units",
 ]

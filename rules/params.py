@@ -20,6 +20,17 @@ OUT: dict[str, Any] = {
 }
 
 
+def param(name: str, kind: type, default: Any, text: str) -> dict[str, Any]:
+    """A doit task parameter whose long option is `name` with dashes."""
+    return {
+        "name": name,
+        "long": name.replace("_", "-"),
+        "type": kind,
+        "default": default,
+        "help": text,
+    }
+
+
 class Selection:
     """The store, suite, seeds and output directory a task's options select."""
 

@@ -8,23 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, Selection
+from rules.params import OUT, STORE, Selection, param
 from rules.traces import SEEDS, SUITE
 
-
-def _param(name: str, kind: type, default: Any, text: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "long": name.replace("_", "-"),
-        "type": kind,
-        "default": default,
-        "help": text,
-    }
-
-
-ARMS = _param("arms", str, "all", "arm ids (comma-separated) or all")
-REPEATS = _param("repeats", int, 1, "repeats per trace and arm")
-PROBE_LIMIT = _param("probe_limit", int, 0, "only the first N probes of each trace")
+ARMS = param("arms", str, "all", "arm ids (comma-separated) or all")
+REPEATS = param("repeats", int, 1, "repeats per trace and arm")
+PROBE_LIMIT = param("probe_limit", int, 0, "only the first N probes of each trace")
 # The fields a plan digest binds (with SUITE, SEEDS, ARMS, REPEATS and PROBE_LIMIT).
 PLAN_PARAMS: list[dict[str, Any]] = [
     SUITE,
@@ -32,22 +21,22 @@ PLAN_PARAMS: list[dict[str, Any]] = [
     ARMS,
     REPEATS,
     PROBE_LIMIT,
-    _param("reader", str, "", "reader provider:model (default openai-codex:gpt-6-luna)"),
-    _param("effort", str, "low", "reader reasoning effort"),
-    _param("alternate", str, "", "alternate binding for scripted history (never called)"),
-    _param("judge", str, "", "judge provider:model, or none (default openai-codex:gpt-6.1-sol)"),
-    _param("judge_effort", str, "low", "judge reasoning effort"),
-    _param(
+    param("reader", str, "", "reader provider:model (default openai-codex:gpt-6-luna)"),
+    param("effort", str, "low", "reader reasoning effort"),
+    param("alternate", str, "", "alternate binding for scripted history (never called)"),
+    param("judge", str, "", "judge provider:model, or none (default openai-codex:gpt-6.1-sol)"),
+    param("judge_effort", str, "low", "judge reasoning effort"),
+    param(
         "provider",
         str,
         "scripted",
         "scripted | openai-chat | openai-responses | anthropic (real endpoints)",
     ),
-    _param("base_url", str, "", "endpoint base URL (default: the provider's public API)"),
-    _param("credentials", str, "", "credentials file (only a fingerprint of its path is planned)"),
+    param("base_url", str, "", "endpoint base URL (default: the provider's public API)"),
+    param("credentials", str, "", "credentials file (only a fingerprint of its path is planned)"),
 ]
-PRICING = _param("pricing", str, "", "pricing catalog (default fixtures/pricing/catalog.json)")
-COST_LIMIT = _param(
+PRICING = param("pricing", str, "", "pricing catalog (default fixtures/pricing/catalog.json)")
+COST_LIMIT = param(
     "cost_limit", float, 0.0, "refuse to confirm a plan whose upper bound exceeds this many USD"
 )
 
@@ -142,9 +131,9 @@ def task_estimate() -> dict[str, Any]:
             *PLAN_PARAMS,
             PRICING,
             COST_LIMIT,
-            _param("screening_model", str, "", "cheaper screening profile model"),
-            _param("high_end_model", str, "", "fixed high-end sensitivity model"),
-            _param("real", bool, False, "refused: the estimator never runs a plan"),
+            param("screening_model", str, "", "cheaper screening profile model"),
+            param("high_end_model", str, "", "fixed high-end sensitivity model"),
+            param("real", bool, False, "refused: the estimator never runs a plan"),
         ],
         "verbosity": 2,
     }

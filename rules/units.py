@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, Selection
-from rules.traces import SEEDS, SUITE
+from rules.params import OUT, STORE, Selection, param
+from rules.plan import PLAN_PARAMS
 
 RUN: dict[str, Any] = {
     "name": "run",
@@ -20,6 +20,17 @@ RUN: dict[str, Any] = {
 def _units(**options: Any) -> str:
     from continuity.progress import progress
     from continuity.runner.samples import DEFAULT_JOBS
+
+    if options.get("real"):
+        return _real_units(options)
+    if (options.get("provider") or "scripted") != "scripted":
+        from continuity.errors import UsageError
+
+        raise UsageError(
+            "a real --provider runs only with --real (after doit dry_run)",
+            code="real_flag_required",
+            location="--provider",
+        )
     from continuity.runner.units import build_units
 
     chosen = Selection(options)
@@ -36,7 +47,25 @@ def _units(**options: Any) -> str:
             run_dir=run_dir,
             progress=tick,
             jobs=int(options.get("jobs") or 0) or DEFAULT_JOBS,
+            only_repeats=_repeats(options),
         )
+    return _summary(records, folder, built)
+
+
+def _repeats(options: dict[str, Any]) -> list[int] | None:
+    from continuity.errors import UsageError
+    from continuity.traces.keys import parse_seeds
+
+    chosen = options.get("repeat")
+    if not chosen:
+        return None
+    try:
+        return list(parse_seeds(chosen))
+    except UsageError as exc:
+        raise UsageError(exc.message, code="repeat_unknown", location="--repeat") from None
+
+
+def _summary(records: Any, folder: Any, built: int) -> str:
     excluded = sum(1 for r in records for p in r.probes if p.status != "valid")
     return (
         f"units: {len(records)} units ({built} run, {len(records) - built} from the store), "
@@ -45,15 +74,99 @@ def _units(**options: Any) -> str:
     )
 
 
+def _real_units(options: dict[str, Any]) -> str:
+    import os
+
+    from continuity.plan.guards import RealModeError
+    from continuity.plan.plan import plan_from_options
+    from continuity.progress import progress
+    from continuity.runner.real import DEFAULT_MAX_OBSERVED_INPUT_TOKENS, run_real
+    from continuity.store import Store
+
+    if "CI" in os.environ:  # first, before the options are even read
+        raise RealModeError(
+            "real mode never runs where a CI variable exists (even an empty one)",
+            code="real_refused_ci",
+            location="$CI",
+        )
+    plan = plan_from_options(options)
+    with progress(f"units {plan.suite} (real: {plan.endpoint.kind})") as tick:
+        result = run_real(
+            plan,
+            Store(options.get("store") or None),
+            confirm=options.get("confirm_plan") or None,
+            credentials=options.get("credentials") or None,
+            output=options.get("out") or None,
+            traces=options.get("trace") or None,
+            only_repeats=_repeats(options),
+            jobs=int(options.get("jobs") or 0) or 1,
+            concurrency=int(options.get("concurrency") or 4),
+            max_observed_input_tokens=int(options.get("max_input_tokens") or 0)
+            or DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
+            explain_cache=bool(options.get("explain_cache")),
+            progress=tick,
+        )
+    if result.explain_log:
+        _print_explain(result.explain_log)
+    calls = [c for r in result.records for p in r.probes if p.evidence for c in p.evidence.calls]
+    fresh = sum(1 for c in calls if not c.cached)
+    return (
+        _summary(result.records, result.folder, result.built)
+        + f"; {len(calls)} model calls ({fresh} made, {len(calls) - fresh} from the call cache)"
+    )
+
+
+def _print_explain(path: str) -> None:
+    import json
+
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            entry = json.loads(line)
+            messages = entry["messages"]
+            print(
+                f"cache {'hit ' if entry['hit'] else 'miss'} {entry['key'][:16]} "
+                f"{entry['role']:<7} {entry['provider']} {entry['model']} {entry['base_url']} "
+                f"repeat={entry['repeat']} generation={entry['generation']} "
+                f"system={entry['system']} messages={messages['count']}:{messages['roles']}:"
+                f"{messages['digest']} tools={entry['tools']}",
+                flush=True,
+            )
+    print(f"cache explanations in {path}", flush=True)
+
+
+def _run_dir(options: dict[str, Any]) -> Any:
+    from pathlib import Path
+
+    if options.get("run_dir"):
+        return Path(options["run_dir"]).expanduser().absolute()
+    return Selection(options).out / "runs" / options["run"]
+
+
 def _aggregate(**options: Any) -> str:
     from continuity.report.aggregate import aggregate_run
 
     chosen = Selection(options)
-    results, paths, read = aggregate_run(chosen.store, chosen.out / "runs" / options["run"])
+    results, paths, read = aggregate_run(chosen.store, _run_dir(options))
     return (
         f"aggregate: {results.units} units ({read} read, {results.units - read} from the "
         f"cache); report at {paths['report']}"
     )
+
+
+def _score(**options: Any) -> str:
+    from continuity.report.rescore import rescore_run
+
+    run = _run_dir(options)
+    result = rescore_run(Selection(options).store, run)
+    return (
+        f"score: {result.units} units re-scored from their recorded answers with no model "
+        f"call ({result.rewritten} rewritten, {result.probes_changed} probe results changed); "
+        f"run doit aggregate{' --run-dir ' + str(run) if options.get('run_dir') else ''} "
+        "to refresh the report"
+    )
+
+
+RUN_DIR = param("run_dir", str, "", "a run directory (a real run's --out); overrides --run")
 
 
 def task_units() -> dict[str, Any]:
@@ -61,35 +174,26 @@ def task_units() -> dict[str, Any]:
     return {
         "actions": [task_action(_units)],
         "params": [
-            SUITE,
-            SEEDS,
-            {
-                "name": "arms",
-                "long": "arms",
-                "type": str,
-                "default": "all",
-                "help": "arm ids (comma-separated) or all",
-            },
-            {
-                "name": "repeats",
-                "long": "repeats",
-                "type": int,
-                "default": 1,
-                "help": "repeats per trace and arm",
-            },
+            *PLAN_PARAMS,
+            param("real", bool, False, "run against the plan's real endpoint (paid)"),
+            param("confirm_plan", str, "", "real mode: the digest printed by doit dry_run"),
+            param("repeat", str, "", "only these repeats, e.g. 2 or 1-2 (execution only)"),
+            param("concurrency", int, 4, "real mode: concurrent calls per model"),
+            param(
+                "max_input_tokens",
+                int,
+                0,
+                "real mode: limits.max_observed_input_tokens_per_invocation",
+            ),
+            param(
+                "explain_cache", bool, False, "real mode: print what went into every call-cache key"
+            ),
             {
                 "name": "trace",
                 "long": "trace",
                 "type": str,
                 "default": "",
                 "help": "only these trace ids (comma-separated)",
-            },
-            {
-                "name": "probe_limit",
-                "long": "probe-limit",
-                "type": int,
-                "default": 0,
-                "help": "only the first N probes of each trace",
             },
             {
                 "name": "jobs",
@@ -110,6 +214,15 @@ def task_aggregate() -> dict[str, Any]:
     """Aggregate a run's units into results.json, summary.md and report.html (incremental)."""
     return {
         "actions": [task_action(_aggregate)],
-        "params": [RUN, STORE, OUT],
+        "params": [RUN, RUN_DIR, STORE, OUT],
+        "verbosity": 2,
+    }
+
+
+def task_score() -> dict[str, Any]:
+    """Re-score a run's recorded answers with the current scorer (no model call)."""
+    return {
+        "actions": [task_action(_score)],
+        "params": [RUN, RUN_DIR, STORE, OUT],
         "verbosity": 2,
     }

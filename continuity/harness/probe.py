@@ -45,6 +45,8 @@ from continuity.harness.workspace import Workspace
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
 from continuity.memory.retained import HistoryError, RetainedStore
 from continuity.probes.availability import NeedleState, reference_lookup
+from continuity.providers.endpoint import CallReceipt, RealBinding
+from continuity.providers.protocol import Provider
 from continuity.providers.scripted import (
     ScriptedProvider,
     ScriptedStep,
@@ -55,6 +57,7 @@ from continuity.store import utc_now
 
 if TYPE_CHECKING:
     from continuity.harness.toolbox import McpToolbox
+    from continuity.providers.cache import CachedProvider
 
 __all__ = ["run_probe"]
 
@@ -160,12 +163,63 @@ def _recording_toolbox(url: str, calls: list[HistoryCall]) -> McpToolbox:
     return RecordingToolbox(url)
 
 
+class _RealCalls:
+    """Real mode: one HTTP client shared by the reader and the summarizer, each behind
+    the call cache; the invocation's ledger admits the live turn first."""
+
+    def __init__(self, binding: RealBinding) -> None:
+        from continuity.providers.cache import Ledger
+        from continuity.providers.real import make_provider
+        from continuity.store import Store
+
+        self.binding = binding
+        self.ledger = Ledger(binding.ledger) if binding.ledger else None
+        self.store = Store(binding.store_root)
+        self.inner = make_provider(binding.endpoint)
+        self.wrapped: list[CachedProvider] = []
+
+    @classmethod
+    def open(cls, binding: RealBinding) -> _RealCalls:
+        calls = cls(binding)
+        if calls.ledger is not None:
+            try:
+                calls.ledger.admit()  # raises admission_stopped: nothing else happens
+            except BaseException:
+                calls.ledger.close()
+                raise
+        return calls
+
+    def provider(self, role: Literal["answer", "summary"]) -> CachedProvider:
+        from continuity.providers.cache import CachedProvider
+
+        wrapped = CachedProvider(
+            self.inner,
+            self.binding.endpoint,
+            self.store,
+            repeat=self.binding.repeat,
+            role=role,
+            ledger=self.ledger,
+            explain_log=self.binding.explain_log,
+        )
+        self.wrapped.append(wrapped)
+        return wrapped
+
+    def receipts(self) -> list[CallReceipt]:
+        return [r for w in self.wrapped for r in w.receipts]
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+        if self.ledger is not None:
+            self.ledger.close()
+
+
 async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEvidence:
     """Cross the arm's boundary over `workspace` and ask the probe. See the module doc."""
     arm: Arm = ARMS[request.arm]
     config: HarnessConfig = arm_config(arm)
     policy = config.runtime.compaction
     reader_provider, reader_model = _model(config.models.reader)
+    real = _RealCalls.open(request.real) if request.real is not None else None
     session, history, tool_history = workspace.open(clock=utc_now)
     try:
         receipt = msgspec.json.decode(workspace.receipt_path.read_bytes())
@@ -175,7 +229,11 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
         raise SessionCorrupt(
             f"no readable replay receipt: {exc}", location=str(workspace.receipt_path)
         ) from None
-    summarizer = ScriptedSummarizer(name=reader_provider, model=reader_model)
+    summarizer: Provider = (
+        real.provider("summary")
+        if real is not None
+        else ScriptedSummarizer(name=reader_provider, model=reader_model)
+    )
     operations: list[str] = []
     history_model = ":".join(session.current_model() or ("?", "?"))
     reseed_event: ReseedEvent | None = None
@@ -247,11 +305,17 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
 
         seen: list[ModelRequest] = []
         dump = Path(request.dump_requests) if request.dump_requests else None
-        provider = ScriptedProvider(
-            _reader_steps(request.probe_text, history_tool, seen, dump),
-            name=reader_provider,
-            model=reader_model,
-        )
+        provider: Provider
+        if real is not None:
+            reader = real.provider("answer")
+            seen = reader.requests
+            provider = reader
+        else:
+            provider = ScriptedProvider(
+                _reader_steps(request.probe_text, history_tool, seen, dump),
+                name=reader_provider,
+                model=reader_model,
+            )
         calls: list[HistoryCall] = []
         async with contextlib.AsyncExitStack() as stack:
             toolbox: McpToolbox | None = None
@@ -272,7 +336,15 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
                 tool_errors="report",
             )
             report = await loop.run_turn(request.probe_text, source="probe")
-        first_input = provider.requests[0].usage.total_input if provider.requests else 0
+        if real is not None:
+            answers = [c for c in real.receipts() if c.role == "answer"]
+            first_input = answers[0].usage.total_input if answers else 0
+            if dump is not None:
+                with open(dump, "ab") as handle:
+                    handle.writelines(wire_payload(r) + b"\n" for r in seen)
+        else:
+            assert isinstance(provider, ScriptedProvider)
+            first_input = provider.requests[0].usage.total_input if provider.requests else 0
         needle_states = _needle_states(
             request.needles, seen[0] if seen else None, store if arm.history_tool else None
         )
@@ -306,12 +378,15 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
             compaction_usage=compaction_usage,
             answer=getattr(answer, "text", ""),
             needle_states=needle_states,
+            calls=real.receipts() if real is not None else [],
         )
     finally:
         session.close()
         history.close()
         if store is not None:
             store.close()
+        if real is not None:
+            await real.aclose()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ from continuity.harness.reseed import ReseedEvent
 from continuity.memory.pack import PackReceipt
 from continuity.memory.retained import RetainedStats
 from continuity.probes.availability import NeedleState
+from continuity.providers.endpoint import CallReceipt, RealBinding
 
 __all__ = ["HistoryCall", "ProbeRequest", "SampleEvidence"]
 
@@ -25,6 +26,8 @@ class ProbeRequest(msgspec.Struct, frozen=True, kw_only=True):
     # Evaluator-only values whose presence availability analysis checks after the turn;
     # they never reach the reader.
     needles: list[str] = msgspec.field(default_factory=list)
+    # Real mode: the reader endpoint, call cache and ledger (None: the scripted reader).
+    real: RealBinding | None = None
 
 
 class HistoryCall(msgspec.Struct, frozen=True):
@@ -63,3 +66,5 @@ class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
     compaction_usage: Usage
     answer: str
     needle_states: list[NeedleState] = msgspec.field(default_factory=list)
+    # Real mode: one receipt per model call (answer and summary), cached or not.
+    calls: list[CallReceipt] = msgspec.field(default_factory=list)

@@ -27,6 +27,7 @@ import msgspec
 from continuity.errors import typed_error
 from continuity.harness.receipts import ProbeRequest, SampleEvidence
 from continuity.harness.workspace import Workspace
+from continuity.providers.endpoint import RealBinding
 from continuity.store import Store
 
 __all__ = ["ProbeOutcome", "ProbeSpec", "UnitRequest", "UnitWorkerResult", "main"]
@@ -45,6 +46,7 @@ class UnitRequest(msgspec.Struct, frozen=True, kw_only=True):
     arm: str
     probes: list[ProbeSpec]
     dump_requests: str | None = None
+    real: RealBinding | None = None
 
 
 class ProbeOutcome(msgspec.Struct, frozen=True):
@@ -94,6 +96,7 @@ def run_unit(request: UnitRequest) -> UnitWorkerResult:
             parent_pid=os.getpid(),
             dump_requests=request.dump_requests,
             needles=spec.needles,
+            real=request.real,
         )
         read_fd, write_fd = os.pipe()
         pid = os.fork()
@@ -123,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     import continuity.harness.probe
     from continuity.arms import ARMS
 
+    if request.real is not None:
+        import continuity.providers.cache
+        import continuity.providers.real
     if ARMS[request.arm].history_tool:
         import continuity.harness.toolbox
         import continuity.servers.history  # noqa: F401

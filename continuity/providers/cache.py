@@ -32,7 +32,7 @@ from continuity.harness.messages import (
     Usage,
     UserMessage,
 )
-from continuity.providers.endpoint import EndpointSpec
+from continuity.providers.endpoint import CallReceipt, EndpointSpec
 from continuity.providers.protocol import Completed, ProviderEvent, TextDelta, ToolCallEvent
 from continuity.store import Store, utc_now
 
@@ -68,16 +68,6 @@ class CallRecord(msgspec.Struct, frozen=True, kw_only=True):
     completed: Completed
     attempts: list[int]
     recorded_at: str
-
-
-class CallReceipt(msgspec.Struct, frozen=True):
-    """Content-free evidence of one call made (or replayed) by a probe."""
-
-    key: str
-    role: Literal["answer", "summary", "judge"]
-    cached: bool
-    served_model: str
-    usage: Usage
 
 
 def _message(message: Any) -> list[Any]:

@@ -6,7 +6,9 @@ from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["EndpointKind", "EndpointSpec", "RealBinding"]
+from continuity.harness.messages import Usage
+
+__all__ = ["CallReceipt", "EndpointKind", "EndpointSpec", "RealBinding"]
 
 EndpointKind = Literal["openai-chat", "openai-responses", "anthropic"]
 
@@ -46,3 +48,13 @@ class RealBinding(msgspec.Struct, frozen=True, kw_only=True):
     repeat: int
     ledger: str | None = None
     explain_log: str | None = None
+
+
+class CallReceipt(msgspec.Struct, frozen=True):
+    """Content-free evidence of one call made (or replayed) by a probe."""
+
+    key: str
+    role: Literal["answer", "summary", "judge"]
+    cached: bool
+    served_model: str
+    usage: Usage

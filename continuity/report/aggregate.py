@@ -136,7 +136,14 @@ def _verify(path: Path, data: bytes) -> UnitRecord:
         )
     arm = ARMS.get(record.arm)
     expected = (
-        unit_key(record.repeat, record.trace_key, arm, record.checkpoint, record.probe_ids)
+        unit_key(
+            record.repeat,
+            record.trace_key,
+            arm,
+            record.checkpoint,
+            record.probe_ids,
+            record.binding,
+        )
         if arm
         else None
     )

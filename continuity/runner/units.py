@@ -21,22 +21,23 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from continuity.arms import Arm, parse_arms, replay_config_for
 from continuity.digest import KeySpec, code_digest, value_digest
-from continuity.errors import CheckpointError
+from continuity.errors import CheckpointError, ContinuityError, UsageError
 from continuity.evidence import classify
 from continuity.harness.compaction import CompactionEvent
 from continuity.harness.messages import Usage
 from continuity.harness.receipts import SampleEvidence
 from continuity.outputs import resolve_out_path, write_output
 from continuity.probes.availability import Availability, availability, loss, needles_for
-from continuity.probes.judge import JudgeVerdict, ScriptedJudge
+from continuity.probes.judge import Judge, JudgeVerdict, ProviderJudge, ScriptedJudge
 from continuity.probes.scoring import score_answer
 from continuity.progress import Tick
+from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
 from continuity.runner.parallel import run_by_trace
 from continuity.runner.samples import DEFAULT_JOBS, SAMPLE_CODE
 from continuity.store import Store
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 __all__ = [
     "UNIT_SALT",
     "ProbeResult",
+    "RealRun",
+    "RunIncomplete",
     "UnitRecord",
     "build_units",
     "run_unit",
@@ -93,19 +96,60 @@ class UnitRecord(msgspec.Struct, frozen=True, kw_only=True):
     probe_ids: list[str]
     probes: list[ProbeResult]
     judge: list[JudgeVerdict]
+    # Real mode: the endpoint binding the unit ran on (None offline) and the judge's
+    # call receipts.
+    binding: dict[str, Any] | None = None
+    judge_calls: list[CallReceipt] = msgspec.field(default_factory=list)
     content_digest: str = ""
 
 
 def unit_key(
-    repeat: int, trace_key: str, arm: Arm, checkpoint_key: str, probe_ids: Sequence[str]
+    repeat: int,
+    trace_key: str,
+    arm: Arm,
+    checkpoint_key: str,
+    probe_ids: Sequence[str],
+    binding: dict[str, Any] | None = None,
 ) -> str:
+    params: dict[str, Any] = {
+        "repeat": repeat,
+        "arm": msgspec.to_builtins(arm),
+        "probes": list(probe_ids),
+    }
+    if binding is not None:  # real mode; offline keys stay as they were
+        params["binding"] = binding
     return KeySpec(
         kind="unit",
         salt=UNIT_SALT,
         code=code_digest(UNIT_CODE),
-        params={"repeat": repeat, "arm": msgspec.to_builtins(arm), "probes": list(probe_ids)},
+        params=params,
         inputs={"checkpoint": checkpoint_key, "trace": trace_key},
     ).key()
+
+
+class RealRun(msgspec.Struct, frozen=True, kw_only=True):
+    """A real-mode invocation: the reader and judge endpoints and the shared state of
+    this invocation (its ledger and, optionally, the call-key explain log)."""
+
+    reader: EndpointSpec
+    judge: EndpointSpec | None
+    ledger: str
+    explain_log: str | None = None
+
+    def binding(self) -> dict[str, Any]:
+        """What the unit key binds (never the credentials path or execution knobs)."""
+
+        def part(spec: EndpointSpec | None) -> dict[str, Any] | None:
+            if spec is None:
+                return None
+            return {
+                "kind": spec.kind,
+                "base_url": spec.base_url,
+                "model": spec.model,
+                "generation": spec.generation(),
+            }
+
+        return {"reader": part(self.reader), "judge": part(self.judge)}
 
 
 def content_digest(record: UnitRecord) -> str:
@@ -154,8 +198,14 @@ def run_unit(
     probe_limit: int | None = None,
     dump_requests: Path | None = None,
     timeout: float = 3600.0,
+    real: RealRun | None = None,
 ) -> tuple[UnitRecord, str]:
-    """Build (or reuse) one unit; return it and ``built`` or ``cached``."""
+    """Build (or reuse) one unit; return it and ``built`` or ``cached``.
+
+    In real mode a unit whose probe or judge call failed (a provider error, or a stop
+    rule refusing admission) is returned as ``incomplete``: it is neither stored nor
+    materialised, so the next run retries it, and its finished calls come from the call
+    cache."""
     from continuity.harness.checkpoints import build_checkpoint, checkpoint_lock
     from continuity.harness.unit import ProbeSpec, UnitRequest
 
@@ -163,7 +213,8 @@ def run_unit(
         store, trace, trace_key=item.key, trace_digest=item.digest, config=replay_config_for(arm)
     )
     probes = list(trace.probes[:probe_limit] if probe_limit else trace.probes)
-    key = unit_key(repeat, item.key, arm, checkpoint.key, [p.probe_id for p in probes])
+    binding = real.binding() if real is not None else None
+    key = unit_key(repeat, item.key, arm, checkpoint.key, [p.probe_id for p in probes], binding)
     cached = store.load_output(key) if dump_requests is None else None
     if cached is not None:
         return msgspec.json.decode(cached, type=UnitRecord), "cached"
@@ -178,15 +229,34 @@ def run_unit(
         arm=arm.id,
         probes=specs,
         dump_requests=str(dump_requests) if dump_requests else None,
+        real=RealBinding(
+            endpoint=real.reader,
+            store_root=str(store.root),
+            repeat=repeat,
+            ledger=real.ledger,
+            explain_log=real.explain_log,
+        )
+        if real is not None
+        else None,
     )
     with checkpoint_lock(store, checkpoint.key):  # no other fork while the unit runs
         outcomes = _run_worker(request, timeout)
     results = []
-    judge = ScriptedJudge()
+    judge: Judge = ScriptedJudge()
+    if real is not None and real.judge is not None:
+        judge = ProviderJudge(
+            real.judge,
+            str(store.root),
+            repeat=repeat,
+            ledger=real.ledger,
+            explain_log=real.explain_log,
+        )
     verdicts = []
+    incomplete: list[str] = []
     for probe, raw in zip(probes, outcomes, strict=True):
         evidence = msgspec.convert(raw["evidence"], SampleEvidence) if raw.get("evidence") else None
         if evidence is None:
+            incomplete.append(str(raw.get("error")))
             results.append(
                 ProbeResult(
                     probe_id=probe.probe_id,
@@ -233,15 +303,22 @@ def run_unit(
                 loss=loss(available, score),
             )
         )
-        if isinstance(probe.expectation, NextActionExpectation):
-            verdicts.append(
-                judge.judge(
-                    probe.probe_id,
-                    probe.text,
-                    evidence.answer,
-                    [f.value for f in probe.expectation.keywords],
+        if isinstance(probe.expectation, NextActionExpectation) and (
+            real is None or real.judge is not None
+        ):
+            try:
+                verdicts.append(
+                    judge.judge(
+                        probe.probe_id,
+                        probe.text,
+                        evidence.answer,
+                        [f.value for f in probe.expectation.keywords],
+                    )
                 )
-            )
+            except ContinuityError as error:
+                if real is None:
+                    raise
+                incomplete.append(str(error))
     record = seal(
         UnitRecord(
             key=key,
@@ -254,8 +331,12 @@ def run_unit(
             probe_ids=[p.probe_id for p in probes],
             probes=results,
             judge=verdicts,
+            binding=binding,
+            judge_calls=list(getattr(judge, "receipts", [])),
         )
     )
+    if real is not None and incomplete:
+        return record, "incomplete"
     blob = store.put_blob(msgspec.json.encode(record))
     store.record_action(
         key,
@@ -265,6 +346,12 @@ def run_unit(
         meta={"trace_id": trace.trace_id, "arm": arm.id, "repeat": repeat},
     )
     return record, "built"
+
+
+class RunIncomplete(ContinuityError):
+    """Some units of a real run did not finish; the finished ones are kept."""
+
+    default_code = "run_incomplete"
 
 
 def build_units(
@@ -279,37 +366,80 @@ def build_units(
     run_dir: Path | None = None,
     progress: Tick | None = None,
     jobs: int = DEFAULT_JOBS,
+    only_repeats: Sequence[int] | None = None,
+    real: RealRun | None = None,
+    max_observed_input_tokens: int | None = None,
+    traces_root: Path | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
     """Run every unit of the selection; materialise them under ``<run>/units/``.
 
+    `traces` and `only_repeats` select part of the plan (they never change a unit's
+    key). In real mode, `real.ledger` names this invocation's ledger, created here with
+    the selection's live-turn count and the observed-input cap.
+
     Returns the records, the units directory and how many units were built.
+    Raises:
+        RunIncomplete: real mode only, after the finished units are written:
+            ``run_stopped`` when a stop rule fired, else ``run_incomplete``.
     """
     from continuity.runner.checkpoints import select_traces
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace
 
     run = run_dir or resolve_out_path() / "runs" / "offline"
-    result = build_suite(store, suite, seeds, out_dir=run.parent.parent)
+    result = build_suite(store, suite, seeds, out_dir=traces_root or run.parent.parent)
     chosen = set(select_traces([i.trace_id for i in result.items], traces))
+    wanted = set(only_repeats) if only_repeats else None
+    if wanted is not None and not wanted <= set(range(1, repeats + 1)):
+        raise UsageError(
+            f"--repeat {sorted(wanted)} is outside the plan's repeats 1-{repeats}",
+            code="repeat_unknown",
+            location="--repeat",
+        )
     plans: list[tuple[SuiteItem, Trace, Arm, int]] = []
     for item in (i for i in result.items if i.trace_id in chosen):
         trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
         plans.extend(
             (item, trace, arm, repeat)
             for repeat in range(1, repeats + 1)
+            if wanted is None or repeat in wanted
             for arm in parse_arms(arms, family=trace.family)
         )
-    done = run_by_trace(
-        plans,
-        trace_of=lambda plan: plan[0].trace_id,
-        work=lambda plan: run_unit(
-            store, plan[1], plan[0], plan[2], repeat=plan[3], probe_limit=probe_limit
-        ),
-        describe=lambda plan: f"r{plan[3]} {plan[0].trace_id} {plan[2].id}",
-        jobs=jobs,
-        progress=progress,
-    )
-    records = [record for record, _ in done]
+    ledger = None
+    if real is not None:
+        from continuity.providers.cache import Ledger
+
+        planned = sum(
+            len(t.probes[:probe_limit] if probe_limit else t.probes) for _, t, _, _ in plans
+        )
+        ledger = Ledger.create(
+            Path(real.ledger),
+            planned_live_turns=planned,
+            max_observed_input_tokens=max_observed_input_tokens,
+        )
+    try:
+        done = run_by_trace(
+            plans,
+            trace_of=lambda plan: plan[0].trace_id,
+            work=lambda plan: run_unit(
+                store,
+                plan[1],
+                plan[0],
+                plan[2],
+                repeat=plan[3],
+                probe_limit=probe_limit,
+                real=real,
+            ),
+            describe=lambda plan: f"r{plan[3]} {plan[0].trace_id} {plan[2].id}",
+            jobs=jobs,
+            progress=progress,
+        )
+        state = ledger.state() if ledger is not None else None
+    finally:
+        if ledger is not None:
+            ledger.close()
+    records = [record for record, status in done if status != "incomplete"]
+    missing = [record for record, status in done if status == "incomplete"]
     built = sum(1 for _, status in done if status == "built")
     folder = run / "units"
     for record in records:
@@ -317,4 +447,21 @@ def build_units(
             folder / unit_filename(record), msgspec.json.format(msgspec.json.encode(record)) + b"\n"
         )
     store.record_plan(f"units --suite {suite}", actions=[r.key for r in records])
+    if missing:
+        assert state is not None
+        first = next(
+            (p.reasons[0] for r in missing for p in r.probes if p.status == "failed" and p.reasons),
+            "a judge call failed",
+        )
+        stopped = state.get("stopped")
+        raise RunIncomplete(
+            f"{len(missing)} of {len(done)} units did not finish "
+            f"({len(records)} kept in {folder}); "
+            + (f"admission stopped: {stopped}; " if stopped else f"first error: {first}; ")
+            + f"{state['admitted']} live turns admitted of {state['planned']} planned, "
+            f"{state['observed_input']:,} input tokens observed over {state['calls']} calls. "
+            "Run the same command again to resume: finished units and calls are reused.",
+            code="run_stopped" if stopped else "run_incomplete",
+            location=str(run),
+        )
     return records, folder, built

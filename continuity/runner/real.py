@@ -1,0 +1,143 @@
+"""A real (paid) run: guards, endpoint bindings, the invocation ledger, then the units.
+
+Every guard in `continuity.plan.guards` runs before anything else, so a refused run
+reads no credential, writes nothing and opens no connection. A run writes into its
+output directory (outside the checkout): ``plan.json``, ``traces/``, ``units/`` and,
+after ``doit aggregate --run-dir``, the reports. Its ledger (``.ledger/``) and model
+slots (``.slots/``) are kept there too; the call cache lives in the store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from continuity.outputs import write_output
+from continuity.plan.guards import check_real_mode
+from continuity.plan.plan import Plan, plan_digest
+from continuity.progress import Tick
+from continuity.providers.endpoint import EndpointSpec
+from continuity.runner.units import RealRun, UnitRecord, build_units
+from continuity.store import Store
+
+__all__ = ["DEFAULT_MAX_OBSERVED_INPUT_TOKENS", "RealResult", "endpoint_for", "run_real"]
+
+# limits.max_observed_input_tokens_per_invocation, unless --max-input-tokens says otherwise.
+DEFAULT_MAX_OBSERVED_INPUT_TOKENS = 50_000_000
+
+
+class RealResult(msgspec.Struct, frozen=True):
+    records: list[UnitRecord]
+    folder: str
+    built: int
+    explain_log: str | None
+
+
+def endpoint_for(
+    plan: Plan,
+    model: str,
+    effort: str | None,
+    credentials: str,
+    *,
+    concurrency: int,
+    slots_dir: Path,
+) -> EndpointSpec:
+    """The wire binding of one plan model (``provider:model``: the model part is sent)."""
+    return msgspec.convert(
+        {
+            "kind": plan.endpoint.kind,
+            "base_url": plan.endpoint.base_url,
+            "model": model.split(":", 1)[1],
+            "credentials_path": credentials,
+            "effort": None if effort in (None, "", "none") else effort,
+            "concurrency": concurrency,
+            "slots_dir": str(slots_dir),
+        },
+        EndpointSpec,
+    )
+
+
+def run_real(
+    plan: Plan,
+    store: Store,
+    *,
+    confirm: str | None,
+    credentials: str | None,
+    output: str | None,
+    traces: str | None = None,
+    only_repeats: Sequence[int] | None = None,
+    jobs: int = 1,
+    concurrency: int = 4,
+    max_observed_input_tokens: int = DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
+    explain_cache: bool = False,
+    checkout: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    progress: Tick | None = None,
+) -> RealResult:
+    """Guard, then run the selected part of a confirmed plan against its endpoint.
+
+    Raises:
+        RealModeError: a guard refused (see `continuity.plan.guards`).
+        RunIncomplete: some units did not finish (``run_stopped``/``run_incomplete``).
+    """
+    out, _ = check_real_mode(
+        plan,
+        confirm=confirm,
+        credentials=credentials,
+        output=output,
+        store=store,
+        checkout=checkout,
+        environ=environ,
+    )
+    assert credentials is not None
+    credentials = os.path.abspath(credentials)
+    slots = out / ".slots"
+    reader = endpoint_for(
+        plan, plan.reader, plan.reader_effort, credentials, concurrency=concurrency, slots_dir=slots
+    )
+    judge = (
+        endpoint_for(
+            plan,
+            plan.judge,
+            plan.judge_effort,
+            credentials,
+            concurrency=concurrency,
+            slots_dir=slots,
+        )
+        if plan.judge
+        else None
+    )
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
+    explain_log = str(out / "cache-explain.jsonl") if explain_cache else None
+    if explain_log is not None and os.path.exists(explain_log):
+        os.unlink(explain_log)  # one invocation's account, not an ever-growing log
+    real = RealRun(
+        reader=reader,
+        judge=judge,
+        ledger=str(out / ".ledger" / f"{stamp}-{os.getpid()}.sqlite3"),
+        explain_log=explain_log,
+    )
+    document: dict[str, Any] = {"digest": plan_digest(plan), "plan": msgspec.to_builtins(plan)}
+    write_output(out / "plan.json", msgspec.json.format(msgspec.json.encode(document)) + b"\n")
+    records, folder, built = build_units(
+        store,
+        plan.suite,
+        plan.seeds,
+        arms=",".join(plan.arms),
+        repeats=plan.repeats,
+        traces=traces,
+        probe_limit=plan.probe_limit,
+        run_dir=out,
+        progress=progress,
+        jobs=jobs,
+        only_repeats=only_repeats,
+        real=real,
+        max_observed_input_tokens=max_observed_input_tokens,
+        traces_root=out,
+    )
+    return RealResult(records, str(folder), built, explain_log)
