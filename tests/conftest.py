@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,3 +46,26 @@ def store_files(store: Store) -> dict[str, bytes]:
 def anyio_backend() -> str:
     # uvicorn (which serves the MCP fixture servers) runs on asyncio only.
     return "asyncio"
+
+
+_OPENED: list[str] | None = None
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if _OPENED is not None and event == "open" and args and isinstance(args[0], str | Path):
+        _OPENED.append(str(args[0]))
+
+
+@pytest.fixture
+def opened_files() -> Iterator[list[str]]:
+    """Every path this process opens while the test runs (a `sys.addaudithook` hook,
+    installed once: audit hooks cannot be removed)."""
+    global _OPENED
+    if not getattr(_audit, "installed", False):
+        sys.addaudithook(_audit)
+        _audit.installed = True  # type: ignore[attr-defined]
+    _OPENED = []
+    try:
+        yield _OPENED
+    finally:
+        _OPENED = None

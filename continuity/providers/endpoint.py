@@ -28,6 +28,7 @@ class EndpointSpec(msgspec.Struct, frozen=True, kw_only=True):
     concurrency: int = 4
     slots_dir: str | None = None
     timeout: float = 600.0
+    catalog_ref: str = ""  # the plan's provider:model, for list prices (not in any key)
 
     @property
     def provider_name(self) -> str:

@@ -27,6 +27,7 @@ from continuity.errors import ContinuityError
 from continuity.evidence import EXCLUDED_CLASSES
 from continuity.harness.messages import Usage
 from continuity.outputs import write_json, write_output
+from continuity.plan.pricing import Catalog, call_cost, load_catalog
 from continuity.probes.availability import AVAILABILITY_COLUMNS
 from continuity.probes.scoring import OUTCOMES
 from continuity.report.stats import mcnemar_exact, mean, paired_bootstrap, sample_sd
@@ -37,7 +38,12 @@ __all__ = ["AggregateError", "ProbeRow", "Results", "UnitSummary", "aggregate_ru
 
 SUMMARY_SALT = "unit-summary-v1"
 BOOTSTRAP_SALT = "paired-bootstrap-v1"
-REPORT_CODE = ("continuity.report", "continuity.probes", "continuity.evidence")
+REPORT_CODE = (
+    "continuity.report",
+    "continuity.probes",
+    "continuity.evidence",
+    "continuity.plan.pricing",
+)
 
 
 class AggregateError(ContinuityError):
@@ -68,6 +74,9 @@ class UnitSummary(msgspec.Struct, frozen=True):
     usage: Usage
     compaction_usage: Usage
     judge: list[tuple[str, bool]]
+    # Real mode: every model call as (call key, catalog model, usage), judge included.
+    calls: list[tuple[str, str, str, Usage]] = []
+    live_turns: int = 0
 
 
 class Results(msgspec.Struct, frozen=True, kw_only=True):
@@ -84,8 +93,28 @@ class Results(msgspec.Struct, frozen=True, kw_only=True):
     excluded: dict[str, dict[str, int]]
     availability: dict[str, dict[str, int]]
     judge: dict[str, Any]
-    spend: dict[str, dict[str, int]]
+    spend: dict[str, dict[str, Any]]
     paired: dict[str, dict[str, Any]]
+
+
+def _cost(catalog: Catalog, calls: list[tuple[str, str, str, Usage]]) -> dict[str, Any]:
+    """List price of distinct calls (a call replayed from the cache is paid once).
+    ``cost_usd`` is None when any call is unpriced or there were no real calls."""
+    unique = {key: (ref, usage) for key, _, ref, usage in calls}
+    known = 0.0
+    unpriced = 0
+    for ref, usage in unique.values():
+        cost = call_cost(catalog, ref, usage)
+        if cost is None:
+            unpriced += 1
+        else:
+            known += cost
+    return {
+        "model_calls": len(unique),
+        "cost_usd": round(known, 6) if unique and not unpriced else None,
+        "cost_known_usd": round(known, 6),
+        "unpriced_calls": unpriced,
+    }
 
 
 def _summarize(record: UnitRecord) -> UnitSummary:
@@ -110,6 +139,16 @@ def _summarize(record: UnitRecord) -> UnitSummary:
         )
     proxy = {p.probe_id: bool(p.correct) for p in record.probes}
     judge = [(v.probe_id, v.passed) for v in record.judge if v.probe_id in proxy]
+    binding = record.binding or {}
+    reader_ref = (binding.get("reader") or {}).get("ref", "")
+    judge_ref = (binding.get("judge") or {}).get("ref", "")
+    calls: list[tuple[str, str, str, Usage]] = [
+        (c.key, c.role, reader_ref, c.usage)
+        for p in record.probes
+        if p.evidence is not None
+        for c in p.evidence.calls
+    ]
+    calls += [(c.key, "judge", judge_ref, c.usage) for c in record.judge_calls]
     return UnitSummary(
         record.key,
         record.repeat,
@@ -120,6 +159,8 @@ def _summarize(record: UnitRecord) -> UnitSummary:
         usage,
         compaction,
         judge,
+        calls,
+        len(record.probes),
     )
 
 
@@ -274,7 +315,8 @@ def combine(store: Store, run: str, summaries: list[UnitSummary]) -> Results:
     tool_use: dict[str, dict[str, Any]] = {}
     excluded: dict[str, dict[str, int]] = {}
     availability: dict[str, dict[str, int]] = {}
-    spend: dict[str, dict[str, int]] = {}
+    spend: dict[str, dict[str, Any]] = {}
+    catalog = load_catalog()
     for arm in arms:
         per_probe: dict[tuple[str, str], list[bool]] = defaultdict(list)
         counts: Counter[str] = Counter()
@@ -313,6 +355,8 @@ def combine(store: Store, run: str, summaries: list[UnitSummary]) -> Results:
             "compaction_cache_read": compaction.cache_read,
             "compaction_cache_write": compaction.cache_write,
             "compaction_output": compaction.output,
+            "live_turns": sum(s.live_turns for s in by_arm[arm]),
+            **_cost(catalog, [c for s in by_arm[arm] for c in s.calls if c[1] != "judge"]),
         }
         if ARMS[arm].history_tool:
             valid = [(r.category, r) for s in by_arm[arm] for r in s.rows if r.status == "valid"]
@@ -337,12 +381,15 @@ def combine(store: Store, run: str, summaries: list[UnitSummary]) -> Results:
         "proxy_pass": sum(1 for _, p in judge_pairs if p),
     }
     judge["agreement"] = judge["agree"] / judge["pairs"] if judge["pairs"] else None
+    judge_calls = {c[0]: c for s in summaries for c in s.calls if c[1] == "judge"}
+    judge_usage = sum((c[3] for c in judge_calls.values()), Usage())
     spend["judge"] = {
         "calls": judge["pairs"],
-        "input": 0,
-        "cache_read": 0,
-        "cache_write": 0,
-        "output": 0,
+        "input": judge_usage.input,
+        "cache_read": judge_usage.cache_read,
+        "cache_write": judge_usage.cache_write,
+        "output": judge_usage.output,
+        **_cost(catalog, list(judge_calls.values())),
     }
 
     paired: dict[str, dict[str, Any]] = {}

@@ -23,6 +23,14 @@ OFFLINE_NOTE = (
 )
 
 
+def _cost_cell(spend: dict[str, Any]) -> str:
+    if not spend.get("model_calls"):
+        return "-"
+    if spend.get("cost_usd") is not None:
+        return f"{spend['cost_usd']:.4f}"
+    return f"unknown ({spend['unpriced_calls']} unpriced; known {spend['cost_known_usd']:.4f})"
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
@@ -216,10 +224,16 @@ def tables(r: Results) -> list[tuple[str, list[str], list[list[str]], str]]:
         "compaction_cache_write",
         "compaction_output",
     ]
-    rows = [[arm] + [str(r.spend[arm][n]) for n in names] for arm in r.arms]
+    rows = [
+        [arm, str(r.spend[arm].get("live_turns", "-"))]
+        + [str(r.spend[arm][n]) for n in names]
+        + [_cost_cell(r.spend[arm])]
+        for arm in r.arms
+    ]
     rows.append(
         [
             "judge (separately)",
+            "-",
             str(r.spend["judge"]["input"]),
             str(r.spend["judge"]["cache_read"]),
             str(r.spend["judge"]["cache_write"]),
@@ -228,15 +242,18 @@ def tables(r: Results) -> list[tuple[str, list[str], list[list[str]], str]]:
             "-",
             "-",
             "-",
+            _cost_cell(r.spend["judge"]),
         ]
     )
     out.append(
         (
             "Spend (tokens)",
-            ["arm", *names],
+            ["arm", "live turns", *names, "list price (USD)"],
             rows,
             "Probe turns; the compaction_* columns are the 'of which' summary-request "
-            "subtotal. The judge is reported separately.",
+            "subtotal. The judge is reported separately. List price: real calls at catalog "
+            "prices, each distinct call once; an estimate, not an invoice; unpriced calls "
+            "make it unknown, never zero; scripted runs are not billed (-).",
         )
     )
     j = r.judge

@@ -57,6 +57,7 @@ def endpoint_for(
             "effort": None if effort in (None, "", "none") else effort,
             "concurrency": concurrency,
             "slots_dir": str(slots_dir),
+            "catalog_ref": model,
         },
         EndpointSpec,
     )

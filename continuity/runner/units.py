@@ -147,6 +147,7 @@ class RealRun(msgspec.Struct, frozen=True, kw_only=True):
                 "base_url": spec.base_url,
                 "model": spec.model,
                 "generation": spec.generation(),
+                "ref": spec.catalog_ref,
             }
 
         return {"reader": part(self.reader), "judge": part(self.judge)}

@@ -1,0 +1,364 @@
+"""Plans, digests, pricing, the dry run and the estimate (all offline, no credential)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from continuity.errors import UsageError
+from continuity.harness.messages import Usage
+from continuity.plan.estimate import (
+    check_cost_limit,
+    confirmed_dry_run,
+    dry_run,
+    estimate,
+    format_dry_run,
+    record_dry_run,
+)
+from continuity.plan.plan import build_plan, plan_digest, plan_from_options
+from continuity.plan.pricing import PricingError, call_cost, load_catalog
+from continuity.plan.workload import PlannedCall, price_calls, workload
+from continuity.store import Store
+from tests.conftest import REPO
+
+# The default offline plan: original suite, every arm, one repeat, default models.
+DEFAULT_DIGEST = "984f03fb73c119e089d87deaba451519b254a492979560cb914de6c731a57ce3"
+
+
+def test_default_offline_plan_digest_is_pinned() -> None:
+    assert plan_digest(build_plan()) == DEFAULT_DIGEST
+    assert plan_digest(plan_from_options({})) == DEFAULT_DIGEST
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"suite": "hard"},
+        {"suite": "hard", "seeds": "101-102"},
+        {"arms": "native"},
+        {"repeats": 2},
+        {"probe_limit": 1},
+        {"reader": "openai:other"},
+        {"effort": "high"},
+        {"alternate": "openai:other"},
+        {"judge": "none"},
+        {"judge": "openai:judge"},
+        {"judge_effort": "high"},
+        {"provider": "openai-chat", "credentials": "/c.json"},
+        {"provider": "anthropic", "credentials": "/c.json"},
+    ],
+)
+def test_every_bound_field_changes_the_digest(change: dict[str, Any]) -> None:
+    assert plan_digest(plan_from_options(change)) != DEFAULT_DIGEST
+
+
+def test_endpoint_and_credentials_path_are_bound_but_not_the_credentials() -> None:
+    base = {"provider": "openai-chat", "credentials": "/a/creds.json"}
+    digest = plan_digest(plan_from_options(base))
+    assert plan_digest(plan_from_options({**base, "base_url": "http://127.0.0.1:1/v1"})) != digest
+    assert plan_digest(plan_from_options({**base, "credentials": "/b/creds.json"})) != digest
+    plan = plan_from_options(base)
+    assert "/a/creds.json" not in msgspec.json.encode(plan).decode()  # a fingerprint only
+
+
+@pytest.mark.parametrize(
+    "execution",
+    [
+        {"trace": "orig-garden-01"},
+        {"repeat": "1"},
+        {"jobs": 4},
+        {"concurrency": 9},
+        {"out": "/elsewhere"},
+        {"run": "other"},
+        {"confirm_plan": "x"},
+        {"max_input_tokens": 5},
+        {"explain_cache": True},
+    ],
+)
+def test_execution_only_fields_do_not_change_the_digest(execution: dict[str, Any]) -> None:
+    assert plan_digest(plan_from_options(execution)) == DEFAULT_DIGEST
+
+
+@pytest.mark.parametrize(
+    ("options", "location"),
+    [
+        ({"repeats": -1}, "--repeats"),
+        ({"reader": "no-colon"}, "--reader"),
+        ({"provider": "telepathy"}, "--provider"),
+        ({"base_url": "http://127.0.0.1:9"}, "--base-url"),
+    ],
+)
+def test_bad_plan_options(options: dict[str, Any], location: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        plan_from_options(options)
+    assert caught.value.code == "plan_invalid"
+    assert caught.value.location == location
+
+
+def test_unknown_arm_and_suite_keep_their_codes() -> None:
+    with pytest.raises(UsageError) as caught:
+        plan_from_options({"suite": "nope"})
+    assert caught.value.code == "suite_unknown"
+
+
+# -- pricing -----------------------------------------------------------------------------
+
+
+def test_highest_strictly_exceeded_tier_applies_cached_input_included() -> None:
+    catalog = load_catalog()
+    model = "openai-codex:gpt-6-luna"  # base 1.25/10/0.125; above 200k: 2.5/15/0.25
+    at = call_cost(catalog, model, Usage(input=200_000, output=1_000_000))
+    assert at == pytest.approx(200_000 * 1.25 / 1e6 + 10.0)  # not strictly above: base
+    # 100k fresh + 100,001 cached = 200,001 input tokens: the tier applies to all of it.
+    above = call_cost(catalog, model, Usage(input=100_000, cache_read=100_001))
+    assert above == pytest.approx(100_000 * 2.5 / 1e6 + 100_001 * 0.25 / 1e6)
+
+
+def test_cache_writes_are_priced_once_at_the_write_rate() -> None:
+    catalog = load_catalog()
+    cost = call_cost(
+        catalog, "anthropic:claude-opus-5-5", Usage(input=1_000, cache_write=400, cache_read=0)
+    )
+    assert cost == pytest.approx(600 * 15.0 / 1e6 + 400 * 18.75 / 1e6)
+
+
+def test_unknown_prices_stay_unknown_never_zero() -> None:
+    catalog = load_catalog()
+    assert call_cost(catalog, "openai:local-model", Usage(input=10)) is None
+    assert call_cost(catalog, "nobody:knows", Usage(input=10)) is None
+    calls = [
+        PlannedCall("answer", "openai:local-model", 100, 0, 0, 10),
+        PlannedCall("answer", "openai-codex:gpt-6-mini", 1_000_000, 0, 0, 0),
+    ]
+    price = price_calls(catalog, calls, cache=False)
+    assert price.unpriced_calls == 1 and not price.complete
+    assert price.known == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.update(schema="other"),
+        lambda d: d["models"]["openai-codex:gpt-6-mini"].update(input=-1),
+        lambda d: d["models"]["openai-codex:gpt-6-luna"].update(
+            tiers=[{"above_input_tokens": 5}, {"above_input_tokens": 5}]
+        ),
+        lambda d: d.update(extra=1),
+    ],
+)
+def test_bad_catalogs_are_refused(mutate: Any, tmp_path: Path) -> None:
+    from continuity.plan.pricing import default_catalog_path
+
+    document = json.loads(default_catalog_path().read_text())
+    mutate(document)
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(PricingError) as caught:
+        load_catalog(path)
+    assert caught.value.code == "pricing_invalid"
+    assert str(path) in caught.value.location
+
+
+def test_missing_catalog_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(PricingError) as caught:
+        load_catalog(tmp_path / "missing.json")
+    assert caught.value.code == "pricing_invalid"
+
+
+# -- workload, dry run and estimate --------------------------------------------------
+
+
+def test_workload_counts_follow_the_plan() -> None:
+    one = workload(build_plan(arms="native", probe_limit=2))
+    two = workload(build_plan(arms="native", probe_limit=2, repeats=2))
+    assert one.units == 4 and one.live_turns == 8  # 4 original traces x 2 probes
+    assert two.live_turns == 2 * one.live_turns
+    assert one.compaction_calls == 0
+    compaction = workload(build_plan(arms="compaction-1", probe_limit=2))
+    assert compaction.compaction_calls == compaction.live_turns
+    store = workload(build_plan(arms="continuity-store", probe_limit=2))
+    assert store.answer_calls == 3 * store.live_turns  # search, get, answer
+    assert workload(build_plan(judge=None)).judge_calls == 0
+
+
+def test_dry_run_prices_upper_bound_above_expected() -> None:
+    plan = build_plan()
+    result = dry_run(plan, workload(plan), load_catalog())
+    assert result.digest == DEFAULT_DIGEST
+    assert result.upper_bound.usd is not None and result.expected.usd is not None
+    assert result.upper_bound.usd > result.expected.usd > 0
+    text = format_dry_run(result)
+    assert f"confirmation digest: {DEFAULT_DIGEST}" in text
+    for word in (
+        "units",
+        "live turns",
+        "answer calls",
+        "compaction calls",
+        "judge calls",
+        "planned input tokens",
+        "upper bound",
+        "expected",
+    ):
+        assert word in text
+
+
+def test_unpriced_plan_shows_unknown_and_cannot_pass_a_cost_limit() -> None:
+    plan = build_plan(reader="openai:local-model", judge=None)
+    result = dry_run(plan, workload(plan), load_catalog())
+    assert result.upper_bound.usd is None
+    assert "unknown" in format_dry_run(result)
+    with pytest.raises(UsageError) as caught:
+        check_cost_limit(result, 1_000_000.0)
+    assert caught.value.code == "cost_unknown"
+
+
+def test_cost_limit_refuses_an_expensive_plan() -> None:
+    plan = build_plan()
+    result = dry_run(plan, workload(plan), load_catalog())
+    assert result.upper_bound.usd is not None
+    check_cost_limit(result, result.upper_bound.usd + 1)
+    with pytest.raises(UsageError) as caught:
+        check_cost_limit(result, result.upper_bound.usd - 1)
+    assert caught.value.code == "cost_limit_exceeded"
+
+
+def test_estimate_profiles_are_separate_with_cache_sensitivities() -> None:
+    plan = build_plan(probe_limit=2)
+    load = workload(plan)
+    profiles = estimate(plan, load, load_catalog())
+    assert [p.role for p in profiles] == ["main", "screening", "high-end"]
+    assert [p.model for p in profiles] == [
+        plan.reader,
+        "openai-codex:gpt-6-mini",
+        "anthropic:claude-opus-5-5",
+    ]
+    for profile in profiles:
+        levels = [profile.cache[k].usd for k in ("0%", "50%", "90%")]
+        assert all(v is not None for v in levels)
+        assert levels[0] > levels[1] > levels[2]  # type: ignore[operator]
+        assert profile.cache["0%"].usd == profile.upper_bound.usd
+    assert profiles[1].upper_bound.usd < profiles[0].upper_bound.usd  # type: ignore[operator]
+    assert profiles[2].upper_bound.usd > profiles[0].upper_bound.usd  # type: ignore[operator]
+
+
+def test_recorded_dry_run_is_found_by_its_digest(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    plan = build_plan(probe_limit=1)
+    result = dry_run(plan, workload(plan), load_catalog())
+    path = record_dry_run(store, result, tmp_path / "out")
+    assert path.is_file() and (path.parent / "plan.json").is_file()
+    assert confirmed_dry_run(store, result.digest) == result
+    assert confirmed_dry_run(store, "0" * 64) is None
+    assert confirmed_dry_run(store, "not-a-digest") is None
+
+
+# -- the doit tasks, in a fresh process with every socket refused ----------------------
+
+GUARDED_DOIT = """
+import importlib, json, socket, sys
+def refuse(*args, **kwargs):
+    raise SystemExit(f"network access attempted: {args!r}")
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+socket.create_connection = refuse
+socket.getaddrinfo = refuse
+opened = []
+def audit(event, args):
+    if event == "open" and args and isinstance(args[0], str):
+        opened.append(args[0])
+sys.addaudithook(audit)
+sys.path.insert(0, sys.argv[1])
+from doit.cmd_base import ModuleTaskLoader
+from doit.doit_cmd import DoitMain
+code = DoitMain(ModuleTaskLoader(importlib.import_module("dodo"))).run(sys.argv[3:])
+log = list(opened)
+with open(sys.argv[2], "w") as handle:
+    json.dump(log, handle)
+sys.exit(code)
+"""
+
+
+def guarded_doit(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run a doit task where any socket connection or DNS lookup aborts the process;
+    return the result and every file the process opened."""
+    log = tmp_path / "opened.json"
+    result = subprocess.run(
+        [sys.executable, "-c", GUARDED_DOIT, str(REPO), str(log), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={
+            **os.environ,
+            "CONTINUITY_STORE": str(tmp_path / "store"),
+            "CONTINUITY_OUT": str(tmp_path / "out"),
+        },
+    )
+    assert "network access attempted" not in result.stdout + result.stderr
+    opened = json.loads(log.read_text()) if log.exists() else []
+    return result, opened
+
+
+def test_dry_run_task_makes_no_network_call_and_reads_no_credential(tmp_path: Path) -> None:
+    credentials = tmp_path / "credentials.json"
+    credentials.write_text('{"api_key": "sk-secret"}')
+    result, opened = guarded_doit(
+        tmp_path,
+        "dry_run",
+        "--provider",
+        "openai-chat",
+        "--credentials",
+        str(credentials),
+        "--base-url",
+        "https://models.invalid/v1",
+        "--probe-limit",
+        "1",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "confirmation digest:" in result.stdout and "real plan" in result.stdout
+    assert opened, "the audit hook saw no file at all"
+    assert str(credentials) not in opened
+
+
+def test_estimate_task_prints_profiles_and_refuses_real(tmp_path: Path) -> None:
+    result, _ = guarded_doit(tmp_path, "estimate", "--probe-limit", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for word in (
+        "main",
+        "screening",
+        "high-end",
+        "cache 0%",
+        "cache 50%",
+        "cache 90%",
+        "call inputs",
+    ):
+        assert word in result.stdout
+    refused, _ = guarded_doit(tmp_path, "estimate", "--real")
+    assert refused.returncode != 0
+    assert "estimate_real_refused" in refused.stdout + refused.stderr
+
+
+def test_dry_run_cost_limit_refuses_and_records_nothing(tmp_path: Path) -> None:
+    result, _ = guarded_doit(tmp_path, "dry_run", "--cost-limit", "0.01")
+    assert result.returncode != 0
+    assert "cost_limit_exceeded" in result.stdout + result.stderr
+    assert confirmed_dry_run(Store(tmp_path / "store"), DEFAULT_DIGEST) is None
+    unknown, _ = guarded_doit(
+        tmp_path,
+        "dry_run",
+        "--reader",
+        "openai:local-model",
+        "--judge",
+        "none",
+        "--cost-limit",
+        "100",
+    )
+    assert "cost_unknown" in unknown.stdout + unknown.stderr
