@@ -69,3 +69,23 @@ def opened_files() -> Iterator[list[str]]:
         yield _OPENED
     finally:
         _OPENED = None
+
+
+def git(checkout: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-C", str(checkout), *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def clean_checkout(tmp_path: Path) -> Path:
+    """A clean git checkout standing in for this repository in real-mode guards."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "t@example.invalid")
+    git(root, "config", "user.name", "t")
+    (root / "tracked.txt").write_text("tracked\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "init")
+    return root

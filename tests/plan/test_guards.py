@@ -16,25 +16,13 @@ from continuity.plan.pricing import load_catalog
 from continuity.plan.workload import workload
 from continuity.runner.real import run_real
 from continuity.store import Store
+from tests.conftest import git
 from tests.graph.test_dodo import doit
 
 
-def git(checkout: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(checkout), *args], check=True, capture_output=True)
-
-
 @pytest.fixture
-def checkout(tmp_path: Path) -> Path:
-    """A clean git checkout standing in for this repository."""
-    root = tmp_path / "checkout"
-    root.mkdir()
-    git(root, "init", "-q")
-    git(root, "config", "user.email", "t@example.invalid")
-    git(root, "config", "user.name", "t")
-    (root / "tracked.txt").write_text("tracked\n")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "init")
-    return root
+def checkout(clean_checkout: Path) -> Path:
+    return clean_checkout
 
 
 @pytest.fixture

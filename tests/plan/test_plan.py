@@ -71,7 +71,7 @@ def test_endpoint_and_credentials_path_are_bound_but_not_the_credentials() -> No
 @pytest.mark.parametrize(
     "execution",
     [
-        {"trace": "orig-garden-01"},
+        {"trace": "brightline-return"},
         {"repeat": "1"},
         {"jobs": 4},
         {"concurrency": 9},

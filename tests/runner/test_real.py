@@ -1,0 +1,357 @@
+"""Real mode end to end against loopback servers speaking the three wire formats.
+
+The model is scripted behind the loopback server; everything else is the real path:
+guards, the plan and its recorded dry run, unit workers and forked probe processes,
+MCP tool calls, compaction, httpx streaming, the call cache, the ledger and the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from continuity.plan.estimate import dry_run, record_dry_run
+from continuity.plan.plan import Plan, plan_from_options
+from continuity.plan.pricing import load_catalog
+from continuity.plan.workload import workload
+from continuity.report.aggregate import aggregate_run
+from continuity.report.rescore import rescore_run
+from continuity.runner.real import run_real
+from continuity.runner.units import RunIncomplete, UnitRecord, build_units
+from continuity.servers.wire import Faults, WireServer, serve_in_thread
+from continuity.store import Store
+from tests.conftest import REPO
+
+TRACE = "brightline-return"
+
+
+class Rig:
+    """A confirmed plan against one loopback server, ready to run."""
+
+    def __init__(self, tmp_path: Path, checkout: Path, url: str, kind: str, **options: Any) -> None:
+        self.tmp = tmp_path
+        self.store = Store(tmp_path / "store")
+        self.checkout = checkout
+        self.credentials = tmp_path / "credentials.json"
+        self.credentials.write_text('{"api_key": "sk-loopback"}')
+        self.output = tmp_path / "run-1"
+        self.options = {
+            "provider": kind,
+            "base_url": url if kind == "anthropic" else url + "/v1",
+            "credentials": str(self.credentials),
+            "reader": "openai-codex:gpt-6-mini",  # priced in the catalog
+            "judge": "openai-codex:gpt-6-mini",
+            "arms": "native,compaction-1,continuity-store",
+            "probe_limit": 2,
+            **options,
+        }
+        self.plan: Plan = plan_from_options(self.options)
+        result = dry_run(self.plan, workload(self.plan), load_catalog())
+        record_dry_run(self.store, result, tmp_path / "plans")
+        self.digest = result.digest
+
+    def run(self, **extra: Any) -> Any:
+        arguments: dict[str, Any] = {
+            "confirm": self.digest,
+            "credentials": str(self.credentials),
+            "output": str(self.output),
+            "traces": TRACE,
+            "checkout": self.checkout,
+            "environ": {},
+            "jobs": 1,
+        }
+        arguments.update(extra)
+        return run_real(self.plan, self.store, **arguments)
+
+
+def units_on_disk(folder: Path) -> dict[str, UnitRecord]:
+    return {
+        p.name: msgspec.json.decode(p.read_bytes(), type=UnitRecord)
+        for p in sorted(folder.glob("*.json"))
+    }
+
+
+@pytest.mark.parametrize("kind", ["openai-chat", "openai-responses", "anthropic"])
+def test_real_run_finishes_the_plan_the_offline_run_finishes(
+    kind: str, tmp_path: Path, clean_checkout: Path
+) -> None:
+    app = WireServer(model="served-model-7")
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path, clean_checkout, url, kind)
+        result = rig.run()
+        offline, _, _ = build_units(
+            rig.store,
+            "original",
+            arms=rig.options["arms"],
+            traces=TRACE,
+            probe_limit=2,
+            run_dir=tmp_path / "offline",
+        )
+        made = app.count()
+        results, paths, _ = aggregate_run(rig.store, rig.output)
+    real_units = {(r.repeat, r.trace_id, r.arm): r for r in result.records}
+    offline_units = {(r.repeat, r.trace_id, r.arm): r for r in offline}
+    assert set(real_units) == set(offline_units) and len(real_units) == 3
+    for slot, record in real_units.items():
+        assert record.probe_ids == offline_units[slot].probe_ids
+        assert [p.status for p in record.probes] == ["valid", "valid"], record.probes
+        assert record.binding is not None and record.binding["reader"]["kind"] == kind
+        for probe in record.probes:
+            assert probe.evidence is not None and probe.evidence.calls
+            assert all(c.served_model == "served-model-7" for c in probe.evidence.calls)
+            assert probe.usage.total_input > 0 and probe.usage.output > 0
+    # Compaction really ran on the endpoint; the second probe reused the summary.
+    compaction = real_units[(1, TRACE, "compaction-1")]
+    roles = [
+        [(c.role, c.cached) for c in p.evidence.calls]
+        for p in compaction.probes
+    ]
+    assert ("summary", False) in roles[0] and ("summary", True) in roles[1]
+    # The store arm called ConversationHistory through MCP, chosen by the endpoint.
+    store_arm = real_units[(1, TRACE, "continuity-store")]
+    assert all(p.history_calls >= 1 for p in store_arm.probes)
+    # Usage is normalised (cached tokens once) and priced.
+    usage = [
+        c.usage for r in result.records for p in r.probes if p.evidence for c in p.evidence.calls
+    ]
+    assert any(u.cache_read > 0 for u in usage)
+    if kind == "anthropic":
+        assert all(u.cache_write <= u.input for u in usage)
+        assert any(u.cache_write > 0 for u in usage)
+    assert results.spend["native"]["cost_usd"] > 0
+    assert results.spend["native"]["live_turns"] == 2
+    assert (rig.output / "plan.json").is_file() and paths["report"].is_file()
+    assert made == sum(
+        1
+        for r in result.records
+        for p in r.probes
+        if p.evidence
+        for c in p.evidence.calls
+        if not c.cached
+    ) + sum(len(r.judge_calls) for r in result.records)
+
+
+def test_second_run_skips_completed_units_and_calls_nothing(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path, clean_checkout, url, "openai-chat")
+        first = rig.run()
+        calls = app.count()
+        again = rig.run()
+        assert app.count() == calls
+    assert first.built == 3 and again.built == 0
+
+
+def test_auth_failure_stops_admission(tmp_path: Path, clean_checkout: Path) -> None:
+    app = WireServer(faults=Faults(auth_fail_from=2))
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path, clean_checkout, url, "openai-responses", arms="native", judge="none")
+        with pytest.raises(RunIncomplete) as caught:
+            rig.run(traces=None)  # four traces, two live turns each
+        assert app.count() == 2  # the first answer, then the refused call; nothing after
+    assert caught.value.code == "run_stopped"
+    assert "provider_auth_failed" in caught.value.message
+    assert not list((rig.output / "units").glob("*.json"))
+
+
+def test_observed_input_cap_stops_admission_then_resume_finishes(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path, clean_checkout, url, "anthropic", arms="native", judge="none")
+        with pytest.raises(RunIncomplete) as caught:
+            rig.run(max_observed_input_tokens=1)
+        assert caught.value.code == "run_stopped"
+        assert "max_observed_input_tokens" in caught.value.message
+        assert app.count() == 1  # the admitted turn finished; no new turn was admitted
+        first_body = app.calls[0][1]
+        resumed = rig.run()
+        assert app.count() == 2  # only the second probe; the first answer is cached
+        assert first_body not in [body for _, body in app.calls[1:]]
+    assert [p.status for p in resumed.records[0].probes] == ["valid", "valid"]
+
+
+def test_planned_live_turn_count_bounds_admission(tmp_path: Path) -> None:
+    from continuity.errors import AdmissionStopped
+    from continuity.providers.cache import Ledger
+
+    ledger = Ledger.create(
+        tmp_path / "ledger.sqlite3", planned_live_turns=2, max_observed_input_tokens=None
+    )
+    ledger.admit()
+    ledger.admit()
+    with pytest.raises(AdmissionStopped) as caught:
+        ledger.admit()
+    assert caught.value.code == "admission_stopped"
+    assert ledger.state()["admitted"] == 2
+    ledger.close()
+
+
+KILLABLE = """
+import sys
+from pathlib import Path
+import msgspec
+from continuity.plan.plan import Plan
+from continuity.runner.real import run_real
+from continuity.store import Store
+args = msgspec.json.decode(Path(sys.argv[1]).read_bytes())
+plan = msgspec.convert(args.pop("plan"), Plan)
+store = Store(args.pop("store"))
+args["checkout"] = Path(args["checkout"])
+run_real(plan, store, **args)
+"""
+
+
+def test_killed_run_resumes_without_recalling_completed_units(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    # native: 2 answer calls; compaction-1: 2 summary calls + 1 answer for probe 1,
+    # the cached summary + 1 answer for probe 2. Call 5 hangs; the run is killed there.
+    app = WireServer(faults=Faults(hang_from=5))
+    with serve_in_thread(app) as url:
+        rig = Rig(
+            tmp_path, clean_checkout, url, "openai-chat", arms="native,compaction-1", judge="none"
+        )
+        request = tmp_path / "run.json"
+        request.write_bytes(
+            msgspec.json.encode(
+                {
+                    "plan": rig.plan,
+                    "store": str(rig.store.root),
+                    "confirm": rig.digest,
+                    "credentials": str(rig.credentials),
+                    "output": str(rig.output),
+                    "traces": TRACE,
+                    "checkout": str(clean_checkout),
+                    "jobs": 1,
+                }
+            )
+        )
+        env = {k: v for k, v in os.environ.items() if k != "CI"}
+        proc = subprocess.Popen(
+            [sys.executable, "-c", KILLABLE, str(request)],
+            cwd=REPO,
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while app.count() < 5:
+                assert proc.poll() is None, "the run ended before it could be killed"
+                assert time.monotonic() < deadline, "the run never reached call 5"
+                time.sleep(0.05)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        before = [json.dumps(body, sort_keys=True) for _, body in app.calls]
+        assert len(before) == 5
+        app.faults = Faults()
+        resumed = rig.run()
+        after = [json.dumps(body, sort_keys=True) for _, body in app.calls[5:]]
+    # Only the hung call is sent again, plus the one call never reached before the kill.
+    assert len(after) == 2
+    assert after[0] == before[4]
+    assert not set(after) & set(before[:4])
+    assert {r.arm for r in resumed.records} == {"native", "compaction-1"}
+    assert resumed.built == 1  # native finished before the kill and was skipped
+
+
+def test_score_rescores_recorded_answers_with_zero_http_calls(
+    tmp_path: Path, clean_checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from continuity.probes.scoring import Score
+    from tests.graph.test_dodo import doit
+
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path, clean_checkout, url, "openai-chat")
+        rig.run()
+        aggregate_run(rig.store, rig.output)
+        calls = app.count()
+        before = units_on_disk(rig.output / "units")
+        # Unchanged scorer: the same scores, nothing rewritten.
+        same = rescore_run(rig.store, rig.output)
+        assert same.rewritten == 0 and same.probes_changed == 0
+        assert units_on_disk(rig.output / "units") == before
+        # A "fixed" scorer: every answer now passes; still no model call.
+        monkeypatch.setattr(
+            "continuity.report.rescore.score_answer",
+            lambda expectation, answer: Score("correct", True, "patched"),
+        )
+        fixed = rescore_run(rig.store, rig.output)
+        assert fixed.probes_changed == sum(
+            1 for r in before.values() for p in r.probes if p.status == "valid"
+        )
+        results, _, _ = aggregate_run(rig.store, rig.output)
+        assert results.accuracy["native"]["overall"]["mean"] == 1.0
+        # The doit task, in its own process, makes no call either.
+        result = doit(
+            tmp_path, "score", "--run-dir", str(rig.output), "--store", str(rig.store.root)
+        )
+        assert "no model call" in result.stdout
+        assert app.count() == calls
+
+
+def test_explain_cache_shows_what_went_into_each_key(tmp_path: Path, clean_checkout: Path) -> None:
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path, clean_checkout, url, "openai-chat", arms="compaction-1", judge="none")
+        first = rig.run(explain_cache=True)
+    assert first.explain_log is not None
+    entries = [json.loads(line) for line in Path(first.explain_log).read_text().splitlines()]
+    assert {
+        "key",
+        "hit",
+        "role",
+        "provider",
+        "model",
+        "base_url",
+        "messages",
+        "tools",
+        "generation",
+        "repeat",
+        "system",
+    } <= set(entries[0])
+    assert entries[0]["provider"] == "openai-chat" and entries[0]["model"] == "gpt-6-mini"
+    assert entries[0]["repeat"] == 1
+    hits = [e for e in entries if e["hit"]]
+    assert hits and all(e["role"] == "summary" for e in hits)  # probe 2 reuses the summary
+    assert len({e["key"] for e in entries}) < len(entries)
+
+
+def test_repeats_are_independent_samples(tmp_path: Path, clean_checkout: Path) -> None:
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        rig = Rig(
+            tmp_path,
+            clean_checkout,
+            url,
+            "openai-chat",
+            arms="native",
+            judge="none",
+            repeats=2,
+            probe_limit=1,
+        )
+        result = rig.run()
+        assert app.count() == 2  # same request, two repeats: two calls, not one
+        only_two = rig.run(only_repeats=[2])
+        assert app.count() == 2 and only_two.built == 0
+    keys = {
+        r.repeat: r.probes[0].evidence.calls[0].key
+        for r in result.records
+    }
+    assert keys[1] != keys[2]
