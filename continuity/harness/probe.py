@@ -9,6 +9,11 @@ arm, and asks the probe on the reader in a new, otherwise tool-free turn. The re
 scripted: it answers ``UNKNOWN`` and, when ConversationHistory is offered, first searches
 and gets one record, so the retrieval path runs. Its accuracy means nothing.
 
+In real mode (`ProbeRequest.real`) the invocation's ledger admits the live turn first,
+and the reader and the compaction summarizer are the plan's endpoint behind the call
+cache; the evidence then carries one receipt per call (key, cached or not, the model the
+server returned, usage).
+
 It prints a content-free `SampleEvidence` as JSON. With ``dump_requests`` it also writes
 every reader request's wire payload to that file, for inspection and tests.
 """
