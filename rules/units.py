@@ -118,7 +118,11 @@ def _real_units(options: dict[str, Any]) -> str:
 
 def _print_explain(path: str) -> None:
     import json
+    import os
 
+    if not os.path.exists(path):
+        print("cache: no call was looked up (every selected unit was already complete)")
+        return
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             entry = json.loads(line)

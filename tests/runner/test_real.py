@@ -111,10 +111,7 @@ def test_real_run_finishes_the_plan_the_offline_run_finishes(
             assert probe.usage.total_input > 0 and probe.usage.output > 0
     # Compaction really ran on the endpoint; the second probe reused the summary.
     compaction = real_units[(1, TRACE, "compaction-1")]
-    roles = [
-        [(c.role, c.cached) for c in p.evidence.calls]
-        for p in compaction.probes
-    ]
+    roles = [[(c.role, c.cached) for c in p.evidence.calls] for p in compaction.probes]
     assert ("summary", False) in roles[0] and ("summary", True) in roles[1]
     # The store arm called ConversationHistory through MCP, chosen by the endpoint.
     store_arm = real_units[(1, TRACE, "continuity-store")]
@@ -333,6 +330,24 @@ def test_explain_cache_shows_what_went_into_each_key(tmp_path: Path, clean_check
     assert len({e["key"] for e in entries}) < len(entries)
 
 
+def test_explain_cache_task_output(
+    tmp_path: Path, clean_checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rules.units import _print_explain
+
+    _print_explain(str(tmp_path / "none.jsonl"))  # every unit was already complete
+    assert "no call was looked up" in capsys.readouterr().out
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        rig = Rig(
+            tmp_path, clean_checkout, url, "openai-chat", arms="native", judge="none", probe_limit=1
+        )
+        result = rig.run(explain_cache=True)
+    _print_explain(result.explain_log)
+    out = capsys.readouterr().out
+    assert "cache miss" in out and "openai-chat gpt-6-mini" in out and "repeat=1" in out
+
+
 def test_repeats_are_independent_samples(tmp_path: Path, clean_checkout: Path) -> None:
     app = WireServer()
     with serve_in_thread(app) as url:
@@ -350,8 +365,28 @@ def test_repeats_are_independent_samples(tmp_path: Path, clean_checkout: Path) -
         assert app.count() == 2  # same request, two repeats: two calls, not one
         only_two = rig.run(only_repeats=[2])
         assert app.count() == 2 and only_two.built == 0
-    keys = {
-        r.repeat: r.probes[0].evidence.calls[0].key
-        for r in result.records
-    }
+    keys = {r.repeat: r.probes[0].evidence.calls[0].key for r in result.records}
     assert keys[1] != keys[2]
+
+
+def test_every_arm_runs_real_with_the_offline_classification(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        rig = Rig(
+            tmp_path,
+            clean_checkout,
+            url,
+            "openai-responses",
+            arms="all",
+            probe_limit=1,
+            judge="none",
+        )
+        result = rig.run()
+        offline, _, _ = build_units(
+            rig.store, "original", traces=TRACE, probe_limit=1, run_dir=tmp_path / "offline"
+        )
+    real = {r.arm: [p.status for p in r.probes] for r in result.records}
+    expected = {r.arm: [p.status for p in r.probes] for r in offline}
+    assert real == expected and len(real) == len(offline) >= 8
