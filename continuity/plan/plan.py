@@ -160,7 +160,7 @@ def plan_from_options(options: Mapping[str, Any]) -> Plan:
         options.get("suite") or "original",
         parse_seeds(seeds) if seeds else None,
         arms=options.get("arms") or None,
-        repeats=int(options.get("repeats") or 1),
+        repeats=int(1 if options.get("repeats") is None else options["repeats"]),
         probe_limit=int(options.get("probe_limit") or 0) or None,
         reader=options.get("reader") or DEFAULT_MODELS["reader"],
         reader_effort=options.get("effort") or "low",

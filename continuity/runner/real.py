@@ -125,20 +125,38 @@ def run_real(
     )
     document: dict[str, Any] = {"digest": plan_digest(plan), "plan": msgspec.to_builtins(plan)}
     write_output(out / "plan.json", msgspec.json.format(msgspec.json.encode(document)) + b"\n")
-    records, folder, built = build_units(
-        store,
-        plan.suite,
-        plan.seeds,
-        arms=",".join(plan.arms),
-        repeats=plan.repeats,
-        traces=traces,
-        probe_limit=plan.probe_limit,
-        run_dir=out,
-        progress=progress,
-        jobs=jobs,
-        only_repeats=only_repeats,
-        real=real,
-        max_observed_input_tokens=max_observed_input_tokens,
-        traces_root=out,
-    )
+    try:
+        records, folder, built = build_units(
+            store,
+            plan.suite,
+            plan.seeds,
+            arms=",".join(plan.arms),
+            repeats=plan.repeats,
+            traces=traces,
+            probe_limit=plan.probe_limit,
+            run_dir=out,
+            progress=progress,
+            jobs=jobs,
+            only_repeats=only_repeats,
+            real=real,
+            max_observed_input_tokens=max_observed_input_tokens,
+            traces_root=out,
+        )
+    finally:
+        _root_under_plan(store, plan_digest(plan), out)
     return RealResult(records, str(folder), built, explain_log)
+
+
+def _root_under_plan(store: Store, digest: str, out: Path) -> None:
+    """Point ``refs/confirmed/<digest>`` at the confirmed dry run and every unit
+    this plan has finished so far (chunks accumulate), so the plan digest roots its
+    artifacts and `doit gc` keeps them."""
+    name = f"confirmed/{digest}"
+    previous = store.get_ref(name)
+    keys = set(previous.actions if previous else ()) | {digest}
+    for path in (out / "units").glob("*.json"):
+        try:
+            keys.add(msgspec.json.decode(path.read_bytes(), type=UnitRecord).key)
+        except (OSError, msgspec.MsgspecError):
+            continue  # the aggregate reports a bad unit file; the ref just skips it
+    store.set_ref(name, actions=sorted(keys), meta={"output": str(out)})

@@ -362,3 +362,13 @@ def test_dry_run_cost_limit_refuses_and_records_nothing(tmp_path: Path) -> None:
         "100",
     )
     assert "cost_unknown" in unknown.stdout + unknown.stderr
+
+
+def test_plan_task_prints_the_record_and_its_digest(tmp_path: Path) -> None:
+    result, _ = guarded_doit(tmp_path, "plan")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"plan digest: {DEFAULT_DIGEST}" in result.stdout
+    written = tmp_path / "out" / "plans" / DEFAULT_DIGEST[:16] / "plan.json"
+    assert json.loads(written.read_text())["schema"] == "continuity-plan-v1"
+    bad, _ = guarded_doit(tmp_path, "plan", "--repeats", "0")
+    assert bad.returncode != 0 and "plan_invalid" in bad.stdout + bad.stderr

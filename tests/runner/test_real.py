@@ -148,6 +148,26 @@ def test_second_run_skips_completed_units_and_calls_nothing(
         again = rig.run()
         assert app.count() == calls
     assert first.built == 3 and again.built == 0
+    # The plan digest roots the run: its dry run and every finished unit.
+    ref = rig.store.get_ref(f"confirmed/{rig.digest}")
+    assert ref is not None
+    assert set(ref.actions) == {rig.digest} | {r.key for r in first.records}
+
+
+def test_errors_are_never_cached(tmp_path: Path, clean_checkout: Path) -> None:
+    app = WireServer(faults=Faults(auth_fail_from=1))
+    with serve_in_thread(app) as url:
+        rig = Rig(
+            tmp_path, clean_checkout, url, "openai-chat", arms="native", judge="none", probe_limit=1
+        )
+        with pytest.raises(RunIncomplete):
+            rig.run()
+        assert app.count() == 1
+        app.faults = Faults()
+        result = rig.run()  # the refused call is made again, not replayed
+        assert app.count() == 2
+    assert app.calls[0][1] == app.calls[1][1]
+    assert result.records[0].probes[0].evidence.calls[0].cached is False
 
 
 def test_auth_failure_stops_admission(tmp_path: Path, clean_checkout: Path) -> None:
