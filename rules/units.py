@@ -31,8 +31,10 @@ def _units(**options: Any) -> str:
             code="real_flag_required",
             location="--provider",
         )
+    from continuity.plan.plan import plan_from_options
     from continuity.runner.units import build_units
 
+    plan_from_options(options)  # the same validation (and codes) as the plan tasks
     chosen = Selection(options)
     run_dir = chosen.out / "runs" / options["run"]
     with progress(f"units {chosen.suite}") as tick:

@@ -224,6 +224,9 @@ def test_doit_units_real_provider_without_real_flag(tmp_path: Path) -> None:
     result = doit(tmp_path, "units", "--provider", "openai-chat", check=False)
     assert result.returncode != 0
     assert "real_flag_required" in result.stdout + result.stderr
+    result = doit(tmp_path, "units", "--repeats", "0", check=False)
+    assert result.returncode != 0
+    assert "plan_invalid" in result.stdout + result.stderr
 
 
 def doit_with_env(tmp_path: Path, extra: dict[str, str], *args: str) -> Any:
