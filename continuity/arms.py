@@ -193,6 +193,17 @@ ARMS: Mapping[str, Arm] = {
             aliases=("continuity-pack-boundary",),
         ),
         Arm(
+            id="native-lookup",
+            letter="n",
+            label="Native session, metered ConversationHistory (lookup mode only)",
+            boundary="none",
+            history="reader",
+            retained=True,
+            history_tool=True,
+            probe_patches=(_STORE_ONLY, _NO_CEILING),
+            evidence=("no_boundary", "store", "history_tool", "no_pack"),
+        ),
+        Arm(
             id="continuity-pack-per-turn",
             letter="j",
             label="Per-turn pack maintenance",
@@ -221,19 +232,34 @@ ARMS: Mapping[str, Arm] = {
     )
 }
 _ALIASES = {alias: arm.id for arm in ARMS.values() for alias in arm.aliases}
+PROBE_MODES = ("recall-only", "lookup-allowed-v1")
+# Lookup mode admits exactly these arms; native-lookup exists only in lookup mode (kept
+# out of the Arm record so recall-only arm keys stay as they were).
+LOOKUP_ARMS = ("native-lookup", "continuity-pack-cold")
+LOOKUP_ONLY = frozenset({"native-lookup"})
 
 
-def arm_ids(*, available_only: bool = True) -> list[str]:
-    return [a.id for a in ARMS.values() if a.available or not available_only]
+def arm_ids(*, available_only: bool = True, probe_mode: str = "recall-only") -> list[str]:
+    if probe_mode == "lookup-allowed-v1":
+        return list(LOOKUP_ARMS)
+    return [
+        a.id
+        for a in ARMS.values()
+        if (a.available or not available_only) and a.id not in LOOKUP_ONLY
+    ]
 
 
-def resolve_arms(ids: Iterable[str], *, family: str | None = None) -> list[Arm]:
+def resolve_arms(
+    ids: Iterable[str], *, family: str | None = None, probe_mode: str = "recall-only"
+) -> list[Arm]:
     """The arms named by `ids` (aliases accepted), in registry order.
 
     Raises:
-        ArmError: ``arm_unknown`` for a name that is no arm, or
+        ArmError: ``arm_unknown`` for a name that is no arm,
             ``arm_not_available_at_revision:<id>`` for a declared arm that is not
-            runnable at this revision.
+            runnable at this revision, ``arm_lookup_only:<id>`` for a lookup arm in a
+            recall-only plan and ``arm_not_admitted_in_lookup:<id>`` for any arm but
+            native-lookup and continuity-pack-cold in a lookup plan.
     """
     chosen: set[str] = set()
     for raw in ids:
@@ -247,6 +273,18 @@ def resolve_arms(ids: Iterable[str], *, family: str | None = None) -> list[Arm]:
                 code=f"arm_not_available_at_revision:{arm.id}",
                 location="--arms",
             )
+        if probe_mode == "lookup-allowed-v1" and arm.id not in LOOKUP_ARMS:
+            raise ArmError(
+                f"lookup-allowed-v1 admits only {', '.join(LOOKUP_ARMS)}",
+                code=f"arm_not_admitted_in_lookup:{arm.id}",
+                location="--arms",
+            )
+        if probe_mode != "lookup-allowed-v1" and arm.id in LOOKUP_ONLY:
+            raise ArmError(
+                f"arm {arm.id} runs only with --probe-mode lookup-allowed-v1",
+                code=f"arm_lookup_only:{arm.id}",
+                location="--arms",
+            )
         chosen.add(arm.id)
     arms = [a for a in ARMS.values() if a.id in chosen]
     if family is not None and family == "original":
@@ -254,11 +292,20 @@ def resolve_arms(ids: Iterable[str], *, family: str | None = None) -> list[Arm]:
     return arms
 
 
-def parse_arms(text: str | None, *, family: str | None = None) -> list[Arm]:
-    """``"native,cold-rebuild"`` or ``"all"`` (None means all available arms)."""
+def parse_arms(
+    text: str | None, *, family: str | None = None, probe_mode: str = "recall-only"
+) -> list[Arm]:
+    """``"native,cold-rebuild"`` or ``"all"`` (None means all available arms of the
+    probe mode)."""
+    if probe_mode not in PROBE_MODES:
+        raise ArmError(
+            f"unknown probe mode {probe_mode!r}; use {' or '.join(PROBE_MODES)}",
+            code="probe_mode_unknown",
+            location="--probe-mode",
+        )
     if not text or text.strip() == "all":
-        return resolve_arms(arm_ids(), family=family)
-    return resolve_arms(text.split(","), family=family)
+        return resolve_arms(arm_ids(probe_mode=probe_mode), family=family, probe_mode=probe_mode)
+    return resolve_arms(text.split(","), family=family, probe_mode=probe_mode)
 
 
 def arm_config(arm: Arm, extra: Sequence[Mapping[str, Any]] = ()) -> HarnessConfig:
@@ -266,8 +313,9 @@ def arm_config(arm: Arm, extra: Sequence[Mapping[str, Any]] = ()) -> HarnessConf
     return resolve_config([*arm.probe_patches, *extra], where=f"arm {arm.id}")
 
 
-def replay_config_for(arm: Arm) -> ReplayConfig:
-    """The replay (checkpoint) configuration an arm's probes fork from."""
+def replay_config_for(arm: Arm, probe_mode: str = "recall-only") -> ReplayConfig:
+    """The replay (checkpoint) configuration an arm's probes fork from. Lookup mode's
+    checkpoints are namespaced, so they never reuse recall-only ones."""
     config = arm_config(arm)
     model = config.models.alternate if arm.history == "alternate" else config.models.reader
     provider, _, name = model.partition(":")
@@ -276,4 +324,5 @@ def replay_config_for(arm: Arm) -> ReplayConfig:
         history_model=name,
         retained_records=arm.retained,
         mid_trace_compaction=arm.mid_trace_compaction,
+        namespace="" if probe_mode == "recall-only" else probe_mode,
     )

@@ -41,6 +41,16 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     history_model: str = "gpt-6-luna"
     retained_records: bool = False  # record retained evidence (store and pack arms)
     mid_trace_compaction: bool = False  # a promptless manual compaction mid-trace
+    namespace: str = ""  # "" for recall-only; the probe mode otherwise (lookup)
+
+
+def _replay_params(config: ReplayConfig) -> dict[str, object]:
+    """The key's view of a replay config: the namespace only when set, so recall-only
+    checkpoint keys are what they were before namespaces existed."""
+    params: dict[str, object] = msgspec.to_builtins(config)
+    if not config.namespace:
+        params.pop("namespace")
+    return params
 
 
 def checkpoint_spec(trace_key: str, config: ReplayConfig) -> KeySpec:
@@ -48,7 +58,7 @@ def checkpoint_spec(trace_key: str, config: ReplayConfig) -> KeySpec:
         kind="checkpoint",
         salt=CHECKPOINT_SALT,
         code=code_digest(HARNESS_CODE),
-        params={"replay": msgspec.to_builtins(config)},
+        params={"replay": _replay_params(config)},
         inputs={"trace": trace_key},
     )
 

@@ -25,6 +25,8 @@ import contextlib
 import json
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -32,21 +34,31 @@ import anyio
 import msgspec
 
 from continuity.arms import ARMS, Arm, arm_config
-from continuity.errors import SessionCorrupt, ToolError, typed_error
+from continuity.errors import HarnessError, SessionCorrupt, ToolError, typed_error
 from continuity.harness.compaction import CompactionEvent, compact_conversation, should_compact
 from continuity.harness.config import HarnessConfig
-from continuity.harness.loop import AgentLoop
+from continuity.harness.loop import SYSTEM_PROMPT, AgentLoop, TurnReport
 from continuity.harness.messages import (
     Message,
     ModelRequest,
     ToolCallRequest,
     ToolResultMessage,
     Usage,
+    UserMessage,
     wire_payload,
 )
-from continuity.harness.receipts import HistoryCall, ProbeRequest, SampleEvidence
+from continuity.harness.receipts import (
+    HistoryCall,
+    LookupBinding,
+    LookupWitness,
+    PathReceipt,
+    ProbeRequest,
+    SampleEvidence,
+)
 from continuity.harness.reseed import ReseedEvent, reseed
 from continuity.harness.workspace import Workspace
+from continuity.lookup.probe import PageTracker, reference_path
+from continuity.lookup.reader import LookupReader
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
 from continuity.memory.retained import HistoryError, RetainedStore
 from continuity.probes.availability import NeedleState, reference_lookup
@@ -62,6 +74,7 @@ from continuity.store import utc_now
 
 if TYPE_CHECKING:
     from continuity.harness.toolbox import McpToolbox
+    from continuity.lookup.meter import Meter
     from continuity.providers.cache import CachedProvider
 
 __all__ = ["run_probe"]
@@ -146,7 +159,41 @@ def _reader_steps(
 HISTORY_TOOL = "ConversationHistory"  # continuity.servers.history.HISTORY_TOOL, unimported
 
 
-def _recording_toolbox(url: str, calls: list[HistoryCall]) -> McpToolbox:
+def _witness(
+    lookup: LookupBinding,
+    meter: Meter | None,
+    reader: LookupReader | None,
+    tracker: PageTracker,
+    paths: list[PathReceipt],
+    seen: list[ModelRequest],
+    soul_sha256: str,
+    *,
+    deadline: bool = False,
+) -> LookupWitness:
+    """The probe's content-free lookup witness, also written to its witness file so a
+    failing or killed child leaves it behind."""
+    from continuity.lookup.probe import write_witness
+    from continuity.lookup.state import MeterState
+
+    witness = LookupWitness(
+        meter=meter.state()
+        if meter is not None
+        else MeterState(lookup.call_budget, lookup.byte_budget, 0, 0, 0, 0, [], None),
+        reader_stopped=reader.stopped if reader is not None else None,
+        records_returned=sorted(tracker.whole()),
+        sources_returned=tracker.sources_returned(lookup.sources),
+        first_request_bytes=len(wire_payload(seen[0])) if seen else 0,
+        deadline_exceeded=deadline,
+        soul_sha256=soul_sha256,
+        paths=paths,
+    )
+    write_witness(lookup.witness_path, witness)
+    return witness
+
+
+def _recording_toolbox(
+    url: str, calls: list[HistoryCall], after_call: Callable[[str], None] | None = None
+) -> McpToolbox:
     """An MCP client that records every ConversationHistory call: action, outcome, bytes.
     The MCP SDK is imported here, so tool-free probe children never pay for it."""
     from continuity.harness.toolbox import McpToolbox
@@ -163,6 +210,8 @@ def _recording_toolbox(url: str, calls: list[HistoryCall]) -> McpToolbox:
                 calls.append(HistoryCall(action, status, 0))
                 raise
             calls.append(HistoryCall(action, "succeeded", len(text.encode("utf-8"))))
+            if after_call is not None:
+                after_call(text)
             return text
 
     return RecordingToolbox(url)
@@ -218,12 +267,25 @@ class _RealCalls:
             self.ledger.close()
 
 
-async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEvidence:
-    """Cross the arm's boundary over `workspace` and ask the probe. See the module doc."""
+async def run_probe(
+    workspace: Workspace, request: ProbeRequest, *, clock: Callable[[], float] | None = None
+) -> SampleEvidence:
+    """Cross the arm's boundary over `workspace` and ask the probe. See the module doc.
+    `clock` (seconds, monotonic) times the lookup deadline; tests inject a fake one."""
     arm: Arm = ARMS[request.arm]
     config: HarnessConfig = arm_config(arm)
     policy = config.runtime.compaction
     reader_provider, reader_model = _model(config.models.reader)
+    lookup = request.lookup
+    now = clock or time.monotonic
+    started = now()
+    system = SYSTEM_PROMPT
+    soul_sha256 = ""
+    if lookup is not None:
+        from continuity.lookup.soul import install_soul
+
+        soul = install_soul(workspace.root, lookup.soul_sha256, lookup.soul_core_sha256)
+        system, soul_sha256 = SYSTEM_PROMPT + "\n\n" + soul.core, soul.sha256
     real = _RealCalls.open(request.real) if request.real is not None else None
     session, history, tool_history = workspace.open(clock=utc_now)
     try:
@@ -234,6 +296,8 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
         raise SessionCorrupt(
             f"no readable replay receipt: {exc}", location=str(workspace.receipt_path)
         ) from None
+    # Lookup's native arm runs on the reader's native session and never compacts.
+    never_compact = lookup is not None and arm.boundary == "none"
     summarizer: Provider = (
         real.provider("summary")
         if real is not None
@@ -274,7 +338,7 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
                 history_tool=history_tool,
             )
             operations.append("model_change")
-        reason = should_compact(session, policy)
+        reason = None if never_compact else should_compact(session, policy)
         if reason is not None:
             compaction = await compact_conversation(
                 session, summarizer, policy=policy, reason=reason, model=reader_model
@@ -298,8 +362,21 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
             if pack.receipt.status != "invalid":
                 injected = (pack.message(),)
 
+        tracker = PageTracker()
+
         async def mid_run_compaction() -> None:
             nonlocal compaction_usage
+            if lookup is not None and now() - started > lookup.probe_deadline:
+                _witness(
+                    lookup, meter, lookup_reader, tracker, [], seen, soul_sha256, deadline=True
+                )
+                raise HarnessError(
+                    f"the lookup probe passed its {lookup.probe_deadline:.0f} s deadline",
+                    code="lookup_deadline_exceeded",
+                    location=request.arm,
+                )
+            if never_compact:
+                return
             if should_compact(session, policy) is not None:
                 event = await compact_conversation(
                     session, summarizer, policy=policy, reason="mid_run", model=reader_model
@@ -311,7 +388,23 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
         seen: list[ModelRequest] = []
         dump = Path(request.dump_requests) if request.dump_requests else None
         provider: Provider
-        if real is not None:
+        lookup_reader: LookupReader | None = None
+        meter: Meter | None = None
+        if lookup is not None and real is None:
+            lookup_reader = LookupReader(request.probe_text, call_budget=lookup.call_budget)
+
+            def lookup_step(step_request: ModelRequest) -> ScriptedStep:
+                assert lookup_reader is not None
+                seen.append(step_request)
+                if dump is not None:
+                    with open(dump, "ab") as handle:
+                        handle.write(wire_payload(step_request) + b"\n")
+                return lookup_reader(step_request)
+
+            provider = ScriptedProvider(
+                [lookup_step] * (lookup.call_budget + 3), name=reader_provider, model=reader_model
+            )
+        elif real is not None:
             reader = real.provider("answer")
             seen = reader.requests
             provider = reader
@@ -328,7 +421,27 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
                 from continuity.servers.history import serve_history
 
                 url = await stack.enter_async_context(serve_history(store))
-                toolbox = await stack.enter_async_context(_recording_toolbox(url, calls))
+                if lookup is not None:
+                    from continuity.lookup.meter import metered_history
+                    from continuity.lookup.policy import BYTE_CAP, CALL_CAP
+
+                    reference = lookup.mode == "reference"
+                    url, meter = await stack.enter_async_context(
+                        metered_history(
+                            url,
+                            calls=CALL_CAP if reference else lookup.call_budget,
+                            budget_bytes=BYTE_CAP if reference else lookup.byte_budget,
+                        )
+                    )
+
+                def after_call(text: str) -> None:
+                    if lookup is not None:
+                        tracker.absorb(text)
+                        _witness(lookup, meter, lookup_reader, tracker, [], seen, soul_sha256)
+
+                toolbox = await stack.enter_async_context(
+                    _recording_toolbox(url, calls, after_call)
+                )
             loop = AgentLoop(
                 session=session,
                 history=history,
@@ -339,17 +452,54 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
                 injected=injected,
                 before_request=mid_run_compaction,
                 tool_errors="report",
+                system=system,
+                max_rounds=lookup.call_budget + 2 if lookup is not None else 64,
             )
-            report = await loop.run_turn(request.probe_text, source="probe")
+            paths: list[PathReceipt] = []
+            if lookup is not None and lookup.mode == "reference":
+                # The evaluator's reference path, not the reader: the first request the
+                # reader would get, then one path per source through the metered proxy.
+                loop.add_user(UserMessage(text=request.probe_text, source="probe"))
+                seen.append(loop.request())
+                if toolbox is not None and meter is not None:
+                    context_text = "\n".join(getattr(m, "text", "") for m in seen[0].messages)
+                    paths.extend(
+                        [
+                            await reference_path(toolbox, meter, s, context_text)
+                            for s in lookup.sources
+                        ]
+                    )
+                report = TurnReport(0, 0, 0, Usage())
+            elif lookup is not None:
+                try:
+                    with anyio.fail_after(lookup.turn_safety_seconds):
+                        report = await loop.run_turn(request.probe_text, source="probe")
+                except TimeoutError:
+                    _witness(lookup, meter, lookup_reader, tracker, [], seen, soul_sha256)
+                    raise HarnessError(
+                        f"the probe turn passed its {lookup.turn_safety_seconds:.0f} s "
+                        "safety timeout",
+                        code="lookup_turn_timeout",
+                        location=request.arm,
+                    ) from None
+            else:
+                report = await loop.run_turn(request.probe_text, source="probe")
         if real is not None:
             answers = [c for c in real.receipts() if c.role == "answer"]
             first_input = answers[0].usage.total_input if answers else 0
             if dump is not None:
                 with open(dump, "ab") as handle:
                     handle.writelines(wire_payload(r) + b"\n" for r in seen)
+        elif lookup is not None and lookup.mode == "reference":
+            first_input = -(-len(wire_payload(seen[0])) // 4) if seen else 0
         else:
             assert isinstance(provider, ScriptedProvider)
             first_input = provider.requests[0].usage.total_input if provider.requests else 0
+        witness = (
+            _witness(lookup, meter, lookup_reader, tracker, paths, seen, soul_sha256)
+            if lookup is not None
+            else None
+        )
         needle_states = _needle_states(
             request.needles, seen[0] if seen else None, store if arm.history_tool else None
         )
@@ -384,6 +534,7 @@ async def run_probe(workspace: Workspace, request: ProbeRequest) -> SampleEviden
             answer=getattr(answer, "text", ""),
             needle_states=needle_states,
             calls=real.receipts() if real is not None else [],
+            lookup=witness,
         )
     finally:
         session.close()

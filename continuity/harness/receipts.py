@@ -9,12 +9,73 @@ import msgspec
 from continuity.harness.compaction import CompactionEvent
 from continuity.harness.messages import Usage
 from continuity.harness.reseed import ReseedEvent
+from continuity.lookup.state import MeterState
 from continuity.memory.pack import PackReceipt
 from continuity.memory.retained import RetainedStats
 from continuity.probes.availability import NeedleState
 from continuity.providers.endpoint import CallReceipt, RealBinding
 
-__all__ = ["HistoryCall", "ProbeRequest", "SampleEvidence"]
+__all__ = [
+    "HistoryCall",
+    "LookupBinding",
+    "LookupWitness",
+    "PathReceipt",
+    "ProbeRequest",
+    "SampleEvidence",
+    "SourceRef",
+]
+
+
+class SourceRef(msgspec.Struct, frozen=True):
+    """Evaluator-only: one answer-bearing source (a literal tool-identifier value, the
+    source line holding it, and the UTF-8 size and blake3 digest of the whole tool
+    output). Never sent to a reader; never persisted in a witness."""
+
+    value: str
+    line: str
+    digest: str
+    size: int
+
+
+class LookupBinding(msgspec.Struct, frozen=True, kw_only=True):
+    """Lookup mode for one probe: the budget, the bound soul, the deadlines and the
+    sources. ``reference`` runs the evaluator's reference path instead of the reader
+    (to measure the sizing inventory)."""
+
+    mode: Literal["reader", "reference"] = "reader"
+    call_budget: int
+    byte_budget: int
+    soul_sha256: str
+    soul_core_sha256: str
+    sources: list[SourceRef] = msgspec.field(default_factory=list)
+    probe_deadline: float = 600.0
+    cleanup_seconds: float = 60.0
+    turn_safety_seconds: float = 690.0
+    witness_path: str | None = None
+
+
+class PathReceipt(msgspec.Struct, frozen=True, kw_only=True):
+    """The reference path of one source (content-free)."""
+
+    discovered: bool
+    verified: bool
+    displayed: bool  # the source's packed id was in the first request
+    calls: int
+    bytes: int
+    responses: list[int]
+
+
+class LookupWitness(msgspec.Struct, frozen=True, kw_only=True):
+    """What a lookup probe did: ids, digests, counts and classifications only."""
+
+    meter: MeterState
+    reader_stopped: str | None
+    records_returned: list[str]  # record ids fully returned (every page)
+    sources_returned: int  # sources fully returned with a verified digest
+    first_request_bytes: int
+    deadline_exceeded: bool = False
+    soul_sha256: str = ""
+    paths: list[PathReceipt] = msgspec.field(default_factory=list)
 
 
 class ProbeRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -28,6 +89,8 @@ class ProbeRequest(msgspec.Struct, frozen=True, kw_only=True):
     needles: list[str] = msgspec.field(default_factory=list)
     # Real mode: the reader endpoint, call cache and ledger (None: the scripted reader).
     real: RealBinding | None = None
+    # Lookup mode (lookup-allowed-v1); None for recall-only.
+    lookup: LookupBinding | None = None
 
 
 class HistoryCall(msgspec.Struct, frozen=True):
@@ -68,3 +131,4 @@ class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
     needle_states: list[NeedleState] = msgspec.field(default_factory=list)
     # Real mode: one receipt per model call (answer and summary), cached or not.
     calls: list[CallReceipt] = msgspec.field(default_factory=list)
+    lookup: LookupWitness | None = None

@@ -40,6 +40,9 @@ class McpToolbox:
         self.on_call_started = on_call_started
         self.definitions: tuple[ToolDefinition, ...] = ()
         self.calls = 0
+        self.server_name = ""
+        self.server_version = ""
+        self.listing: types.ListToolsResult | None = None
         self._stack = contextlib.AsyncExitStack()
         self._session: ClientSession | None = None
 
@@ -49,12 +52,15 @@ class McpToolbox:
             session = await self._stack.enter_async_context(
                 ClientSession(read, write, read_timeout_seconds=self.read_timeout)
             )
-            await session.initialize()
+            initialized = await session.initialize()
             listing = await session.list_tools()
         except BaseException as exc:
             await self._close_after(exc, "connecting")
             raise  # unreachable: _close_after always raises
         self._session = session
+        self.server_name = initialized.server_info.name
+        self.server_version = initialized.server_info.version or ""
+        self.listing = listing
         self.definitions = tuple(
             ToolDefinition(
                 name=t.name, description=t.description or "", input_schema=dict(t.input_schema)
@@ -89,6 +95,14 @@ class McpToolbox:
         if isinstance(exc, Exception) and not isinstance(exc, ContinuityError):
             raise _mapped(exc, self.url, doing) from None
         raise exc
+
+    async def call_raw(self, name: str, arguments: dict[str, object]) -> types.CallToolResult:
+        """Call a tool and return the MCP result as received (for forwarding)."""
+        assert self._session is not None, "use McpToolbox as an async context manager"
+        try:
+            return await self._session.call_tool(name, arguments)
+        except Exception as exc:
+            raise _mapped(exc, self.url, f"calling {name}") from None
 
     async def call(self, call: ToolCallRequest) -> str:
         """Call a tool and return its text. Raises `ToolError` (see the module doc)."""

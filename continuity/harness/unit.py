@@ -17,15 +17,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import shutil
+import signal
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import msgspec
 
 from continuity.errors import typed_error
-from continuity.harness.receipts import ProbeRequest, SampleEvidence
+from continuity.harness.receipts import (
+    LookupBinding,
+    LookupWitness,
+    ProbeRequest,
+    SampleEvidence,
+)
 from continuity.harness.workspace import Workspace
 from continuity.providers.endpoint import RealBinding
 from continuity.store import Store
@@ -37,6 +46,7 @@ class ProbeSpec(msgspec.Struct, frozen=True):
     index: int
     text: str
     needles: list[str]
+    lookup: LookupBinding | None = None
 
 
 class UnitRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,12 +57,44 @@ class UnitRequest(msgspec.Struct, frozen=True, kw_only=True):
     probes: list[ProbeSpec]
     dump_requests: str | None = None
     real: RealBinding | None = None
+    # The parent-enforced child watchdog (lookup: 720 s); None waits without a limit.
+    watchdog_seconds: float | None = None
 
 
 class ProbeOutcome(msgspec.Struct, frozen=True):
     index: int
     evidence: SampleEvidence | None
     error: str | None
+    # A failed lookup child's last content-free witness (its meter state survives).
+    witness: LookupWitness | None = None
+
+
+def collect_child(
+    pid: int,
+    read_fd: int,
+    *,
+    watchdog: float | None,
+    clock: Callable[[], float] = time.monotonic,
+    poll: float = 0.05,
+) -> tuple[bytes, int, bool]:
+    """Read a probe child's report until it closes the pipe, then reap it; kill it when
+    the watchdog expires first. Returns the report, the wait status and whether the
+    watchdog fired. `clock` is injectable, so tests never wait."""
+    chunks: list[bytes] = []
+    started = clock()
+    with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+        while True:
+            if watchdog is not None and clock() - started > watchdog:
+                os.kill(pid, signal.SIGKILL)
+                return b"".join(chunks), os.waitpid(pid, 0)[1], True
+            ready, _, _ = select.select([pipe], [], [], poll if watchdog is not None else None)
+            if not ready:
+                continue
+            chunk = pipe.read(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks), os.waitpid(pid, 0)[1], False
 
 
 class UnitWorkerResult(msgspec.Struct, frozen=True):
@@ -81,6 +123,13 @@ def _child(workspace: Path, request: ProbeRequest, write_fd: int) -> None:
     os._exit(code)
 
 
+def read_witness(path: Path) -> LookupWitness | None:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=LookupWitness)
+    except (OSError, msgspec.MsgspecError):
+        return None
+
+
 def run_unit(request: UnitRequest) -> UnitWorkerResult:
     store = Store(request.store_root)
     root = Path(request.workspace)
@@ -89,6 +138,10 @@ def run_unit(request: UnitRequest) -> UnitWorkerResult:
         if root.exists():
             shutil.rmtree(root)
         store.restore_tree(request.tree, root)
+        lookup = spec.lookup
+        witness_path = root / ".lookup-witness.json"
+        if lookup is not None:
+            lookup = msgspec.structs.replace(lookup, witness_path=str(witness_path))
         probe = ProbeRequest(
             arm=request.arm,
             probe_text=spec.text,
@@ -97,6 +150,7 @@ def run_unit(request: UnitRequest) -> UnitWorkerResult:
             dump_requests=request.dump_requests,
             needles=spec.needles,
             real=request.real,
+            lookup=lookup,
         )
         read_fd, write_fd = os.pipe()
         pid = os.fork()
@@ -104,15 +158,22 @@ def run_unit(request: UnitRequest) -> UnitWorkerResult:
             os.close(read_fd)
             _child(root, probe, write_fd)
         os.close(write_fd)
-        with os.fdopen(read_fd, "rb") as pipe:
-            data = pipe.read()
-        _, status = os.waitpid(pid, 0)
+        data, status, fired = collect_child(pid, read_fd, watchdog=request.watchdog_seconds)
         try:
             outcome = msgspec.json.decode(data, type=ProbeOutcome)
         except msgspec.MsgspecError:
             outcome = ProbeOutcome(
                 spec.index, None, f"child_failed: probe child died (wait status {status})"
             )
+        if fired:
+            outcome = ProbeOutcome(
+                spec.index,
+                None,
+                f"child_watchdog: the probe child ran past the {request.watchdog_seconds:.0f} s "
+                "watchdog and was killed",
+            )
+        if outcome.evidence is None and lookup is not None:
+            outcome = msgspec.structs.replace(outcome, witness=read_witness(witness_path))
         outcomes.append(outcome)
     return UnitWorkerResult(os.getpid(), outcomes)
 

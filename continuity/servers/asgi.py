@@ -26,9 +26,12 @@ def bound_socket(host: str = "127.0.0.1") -> socket.socket:
 
 
 @asynccontextmanager
-async def serve_asgi(app: Any, *, host: str = "127.0.0.1") -> AsyncIterator[str]:
-    """Run `app` with uvicorn until the block exits; yield its base URL."""
-    sock = bound_socket(host)
+async def serve_asgi(
+    app: Any, *, host: str = "127.0.0.1", sock: socket.socket | None = None
+) -> AsyncIterator[str]:
+    """Run `app` with uvicorn until the block exits; yield its base URL. `sock`: an
+    already bound listening socket (when the app must know its port up front)."""
+    sock = sock or bound_socket(host)
     port = sock.getsockname()[1]
     # log_config=None: uvicorn must not reconfigure the process's logging.
     config = uvicorn.Config(

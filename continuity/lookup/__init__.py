@@ -1,0 +1,1 @@
+"""Lookup mode (``lookup-allowed-v1``): a metered ConversationHistory budget per probe."""

@@ -1,0 +1,188 @@
+"""The lookup sizing policy: budget arithmetic, path feasibility, the frozen policy file.
+
+The budget comes from a measured inventory of reference paths (see
+`continuity.lookup.inventory`), with the seed's formulas:
+
+- calls = max(path calls) + 2, capped at min(96, 100 - 2);
+- bytes = max(path bytes) + 2 x the largest serialized response, rounded up to KiB and
+  capped at 8 MiB.
+
+The seed's own frozen example (a maximum path of 6 calls / 61,718 bytes and a largest
+response of 32,608 bytes) gives 8 calls and 126,976 bytes.
+
+Feasibility reserves a 16,000-token margin inside the scripted reader's 272,000-token
+window; each serialized response byte is charged as one token, plus 300 tokens per
+round; the initial input is the larger of the first forwarded context's UTF-8 JSON
+bytes / 3 and the trace estimate; a native arm's input is at least 150,000 tokens and a
+pack arm's at least the cold estimate plus 12,000.
+
+The checked-in policy (`fixtures/lookup/budget-v1.json`) is used unless another is
+given by path plus sha256; a mismatch fails closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from continuity.errors import UsageError
+
+__all__ = [
+    "BYTE_CAP",
+    "CALL_CAP",
+    "Classification",
+    "LookupPolicy",
+    "PathCost",
+    "SlotPolicy",
+    "budget_from_paths",
+    "classify_path",
+    "default_policy_path",
+    "load_policy",
+    "policy_sha256",
+]
+
+CALL_CAP = min(96, 100 - 2)
+BYTE_CAP = 8 * 1024 * 1024
+KIB = 1024
+WINDOW_TOKENS = 272_000
+MARGIN_TOKENS = 16_000
+TOKENS_PER_ROUND = 300
+NATIVE_FLOOR_TOKENS = 150_000
+PACK_EXTRA_TOKENS = 12_000
+POLICY_SCHEMA = "continuity-lookup-budget-v1"
+
+Classification = Literal[
+    "feasible",  # the reference path fits the budget and the context
+    "budget_infeasible",  # the path needs more calls or bytes than the budget allows
+    "context_bound",  # the conservative request estimate exceeds the reader's window
+    "undiscovered",  # the reference path did not find the source
+    "unverified",  # found, but the concatenated pages did not match the source digest
+]
+
+
+class LookupError_(UsageError):
+    default_code = "lookup_policy_invalid"
+
+
+class PathCost(msgspec.Struct, frozen=True, kw_only=True):
+    """One measured reference path, content-free."""
+
+    trace_id: str
+    arm: str
+    probe_id: str
+    discovered: bool
+    verified: bool
+    calls: int
+    bytes: int
+    largest_response: int
+    responses: list[int]  # the serialized size of every response, in order
+    initial_tokens: int  # the conservative first-request estimate
+    cold_tokens: int = 0  # the cold estimate a pack arm's floor builds on
+
+
+class SlotPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    trace_id: str
+    arm: str
+    probe_id: str
+    classification: Classification
+    calls: int
+    bytes: int
+
+
+class LookupPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    schema: str = POLICY_SCHEMA
+    calls: int
+    bytes: int
+    max_path_calls: int
+    max_path_bytes: int
+    largest_response: int
+    inventory_sha256: str
+    soul_sha256: str
+    soul_core_sha256: str
+    paths: int
+    slots: list[SlotPolicy]
+    note: str = ""
+
+    def slot(self, trace_id: str, arm: str, probe_id: str) -> SlotPolicy | None:
+        for slot in self.slots:
+            if (slot.trace_id, slot.arm, slot.probe_id) == (trace_id, arm, probe_id):
+                return slot
+        return None
+
+
+def budget_from_paths(max_calls: int, max_bytes: int, largest_response: int) -> tuple[int, int]:
+    """The seed's budget formulas: (calls, bytes)."""
+    calls = min(max_calls + 2, CALL_CAP)
+    raw = max_bytes + 2 * largest_response
+    return calls, min(-(-raw // KIB) * KIB, BYTE_CAP)
+
+
+def context_tokens(path: PathCost, arm: str) -> int:
+    """The conservative peak request of a path: the floor-adjusted initial input, every
+    response byte as a token, 300 tokens per round."""
+    initial = path.initial_tokens
+    if arm == "native-lookup":
+        initial = max(initial, NATIVE_FLOOR_TOKENS)
+    elif path.cold_tokens:
+        initial = max(initial, path.cold_tokens + PACK_EXTRA_TOKENS)
+    return initial + sum(path.responses) + TOKENS_PER_ROUND * (len(path.responses) + 1)
+
+
+def classify_path(path: PathCost, calls: int, budget_bytes: int) -> Classification:
+    if not path.discovered:
+        return "undiscovered"
+    if not path.verified:
+        return "unverified"
+    if path.calls > calls or path.bytes > budget_bytes:
+        return "budget_infeasible"
+    if context_tokens(path, path.arm) > WINDOW_TOKENS - MARGIN_TOKENS:
+        return "context_bound"
+    return "feasible"
+
+
+def default_policy_path() -> Path:
+    return Path(__file__).resolve().parents[2] / "fixtures" / "lookup" / "budget-v1.json"
+
+
+def policy_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_policy(path: Path | None = None, sha256: str | None = None) -> LookupPolicy:
+    """The frozen policy, or the one at `path`, whose bytes must hash to `sha256`.
+
+    Raises:
+        UsageError: ``lookup_policy_sha256_required`` (a path without its sha256, or an
+            empty one), ``lookup_policy_sha256_mismatch``, ``lookup_policy_invalid``.
+    """
+    if path is not None and not (sha256 or "").strip():
+        raise LookupError_(
+            "a policy given by path needs --policy-sha256 (the sha256 of its bytes)",
+            code="lookup_policy_sha256_required",
+            location="--policy-sha256",
+        )
+    source = path or default_policy_path()
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise LookupError_(
+            f"cannot read the policy: {exc.strerror}", location=str(source)
+        ) from None
+    if sha256 is not None and policy_sha256(data) != sha256.strip().lower():
+        raise LookupError_(
+            f"the policy's sha256 is {policy_sha256(data)}, not {sha256.strip()}",
+            code="lookup_policy_sha256_mismatch",
+            location=str(source),
+        )
+    try:
+        policy = msgspec.json.decode(data, type=LookupPolicy)
+    except msgspec.MsgspecError as exc:
+        raise LookupError_(str(exc), location=str(source)) from None
+    if policy.schema != POLICY_SCHEMA:
+        raise LookupError_(f"schema {policy.schema!r}", location=f"{source}:$.schema")
+    if not 1 <= policy.calls <= CALL_CAP or not 1 <= policy.bytes <= BYTE_CAP:
+        raise LookupError_("budget out of range", location=f"{source}:$.calls")
+    return policy

@@ -1,0 +1,142 @@
+"""Lookup-mode pieces of a probe child: page tracking, the reference path, the witness.
+
+The probe child (`continuity.harness.probe`) uses these when its request carries a
+`LookupBinding`:
+
+- `PageTracker` reassembles the ConversationHistory ``get`` pages a reader received and
+  says which records came back whole, and which of those are a probe's sources (by the
+  blake3 digest of the concatenated UTF-8 text);
+- `reference_path` is the evaluator's path to one source, through the same metered
+  proxy a reader uses: the source's packed id when the first request displays it,
+  otherwise one search with the evaluator-only source line at limit 10, then every
+  8 KiB get cursor of the source record. It never lists records linearly;
+- `write_witness` persists the content-free witness after every call, so a child that
+  fails or is killed still leaves its meter state behind for the parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from continuity.digest import digest_bytes
+from continuity.harness.receipts import LookupWitness, PathReceipt, SourceRef
+from continuity.lookup.reader import displayed_packed_ids
+
+if TYPE_CHECKING:
+    from continuity.harness.toolbox import McpToolbox
+    from continuity.lookup.meter import Meter
+
+__all__ = ["PageTracker", "reference_path", "write_witness"]
+
+HISTORY_TOOL = "ConversationHistory"
+
+
+class PageTracker:
+    """Pages of ``get`` results, by record id."""
+
+    def __init__(self) -> None:
+        self._pages: dict[str, dict[int, str]] = {}
+        self._total: dict[str, int] = {}
+
+    def absorb(self, text: str) -> dict[str, object] | None:
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(payload, dict) or "offset" not in payload or "id" not in payload:
+            return payload if isinstance(payload, dict) else None
+        self._pages.setdefault(payload["id"], {})[int(payload["offset"])] = payload["text"]
+        self._total[payload["id"]] = int(payload["total_bytes"])
+        return payload
+
+    def whole(self) -> dict[str, str]:
+        """Record id -> blake3 of the record's text, for every record returned whole."""
+        complete = {}
+        for record, pages in self._pages.items():
+            data = b""
+            for offset in sorted(pages):
+                if offset != len(data):
+                    break
+                data += pages[offset].encode("utf-8")
+            else:
+                if len(data) == self._total[record]:
+                    complete[record] = digest_bytes(data)
+        return complete
+
+    def sources_returned(self, sources: list[SourceRef]) -> int:
+        digests = set(self.whole().values())
+        return sum(1 for s in sources if s.digest in digests)
+
+
+async def reference_path(
+    toolbox: McpToolbox, meter: Meter, source: SourceRef, first_context: str
+) -> PathReceipt:
+    """The evaluator's reference path to `source` (see the module doc)."""
+    before = meter.state()
+    tracker = PageTracker()
+    displayed = {pid: line for pid, line in displayed_packed_ids(first_context)}
+
+    async def call(arguments: dict[str, object]) -> dict[str, object] | None:
+        result = await toolbox.call_raw(HISTORY_TOOL, arguments)
+        text = "".join(getattr(item, "text", "") for item in result.content)
+        if result.is_error:
+            return None
+        return tracker.absorb(text)
+
+    target: str | None = None
+    packed = [pid for pid, line in displayed.items() if source.value in line]
+    shown = bool(packed)
+    if packed:
+        target = packed[0]
+    else:
+        page = await call({"action": "search", "query": source.line, "limit": 10})
+        hits = page.get("hits", []) if page else []
+        assert isinstance(hits, list)
+        # Which hit is the source: the evaluator knows its size (and checks its digest
+        # after the pages come back); it never reads other records to find it.
+        target = next(
+            (
+                str(h["id"])
+                for h in hits
+                if h.get("kind") == "tool" and h.get("bytes") == source.size
+            ),
+            None,
+        )
+    discovered = target is not None
+    cursor: str | None = None
+    while target is not None:
+        arguments: dict[str, object] = {"action": "get", "id": target}
+        if cursor:
+            arguments["cursor"] = cursor
+        page = await call(arguments)
+        if page is None:
+            break
+        target = str(page["id"])
+        cursor = page.get("next_cursor")  # type: ignore[assignment]
+        if not cursor:
+            break
+    after = meter.state()
+    verified = tracker.sources_returned([source]) == 1
+    return PathReceipt(
+        discovered=discovered,
+        verified=verified,
+        displayed=shown,
+        calls=after.calls - before.calls,
+        bytes=after.bytes - before.bytes,
+        responses=after.responses[len(before.responses) :],
+    )
+
+
+def write_witness(path: str | None, witness: LookupWitness) -> None:
+    """Persist the witness atomically (content-free: ids, digests, counts)."""
+    if path is None:
+        return
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(msgspec.json.encode(witness))
+    os.replace(temporary, target)
