@@ -463,9 +463,12 @@ async def run_probe(
                 seen.append(loop.request())
                 if toolbox is not None and meter is not None:
                     context_text = "\n".join(getattr(m, "text", "") for m in seen[0].messages)
+                    assert store is not None
                     paths.extend(
                         [
-                            await reference_path(toolbox, meter, s, context_text)
+                            await reference_path(
+                                toolbox, meter, s, context_text, store.find_by_digest(s.digest)
+                            )
                             for s in lookup.sources
                         ]
                     )

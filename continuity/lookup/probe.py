@@ -74,12 +74,18 @@ class PageTracker:
 
 
 async def reference_path(
-    toolbox: McpToolbox, meter: Meter, source: SourceRef, first_context: str
+    toolbox: McpToolbox,
+    meter: Meter,
+    source: SourceRef,
+    first_context: str,
+    record: tuple[str, str] | None,
 ) -> PathReceipt:
-    """The evaluator's reference path to `source` (see the module doc)."""
+    """The evaluator's reference path to `source`, whose (record id, packed id) in the
+    arm's store the evaluator resolved by digest (None: not retained). See the module
+    doc."""
     before = meter.state()
     tracker = PageTracker()
-    displayed = {pid: line for pid, line in displayed_packed_ids(first_context)}
+    displayed = {pid for pid, _ in displayed_packed_ids(first_context)}
 
     async def call(arguments: dict[str, object]) -> dict[str, object] | None:
         result = await toolbox.call_raw(HISTORY_TOOL, arguments)
@@ -89,24 +95,14 @@ async def reference_path(
         return tracker.absorb(text)
 
     target: str | None = None
-    packed = [pid for pid, line in displayed.items() if source.value in line]
-    shown = bool(packed)
-    if packed:
-        target = packed[0]
-    else:
+    shown = record is not None and record[1] in displayed
+    if record is not None and shown:
+        target = record[1]
+    elif record is not None:
         page = await call({"action": "search", "query": source.line, "limit": 10})
         hits = page.get("hits", []) if page else []
         assert isinstance(hits, list)
-        # Which hit is the source: the evaluator knows its size (and checks its digest
-        # after the pages come back); it never reads other records to find it.
-        target = next(
-            (
-                str(h["id"])
-                for h in hits
-                if h.get("kind") == "tool" and h.get("bytes") == source.size
-            ),
-            None,
-        )
+        target = next((str(h["id"]) for h in hits if h.get("id") == record[0]), None)
     discovered = target is not None
     cursor: str | None = None
     while target is not None:

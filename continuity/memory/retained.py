@@ -240,6 +240,14 @@ class RetainedStore:
         )
         return [(str(a), str(b), str(c), str(d)) for a, b, c, d in rows]
 
+    def find_by_digest(self, digest: str) -> tuple[str, str] | None:
+        """(record id, packed id) of the record whose text has this blake3 digest (the
+        evaluator's way to name a source without reading other records)."""
+        row = self.db.execute(
+            "SELECT record_id, seq FROM records WHERE digest = ? ORDER BY seq LIMIT 1", (digest,)
+        ).fetchone()
+        return (str(row[0]), f"c{row[1]}") if row else None
+
     # -- ConversationHistory operations -------------------------------------------------
 
     def search(self, query: str, *, limit: int = 5, cursor: str | None = None) -> SearchPage:
