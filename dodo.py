@@ -3,6 +3,7 @@
 from continuity.graph import doit_config
 from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
+from rules.lookup import task_lookup_budget
 from rules.plan import task_dry_run, task_estimate, task_plan
 from rules.store import task_gc
 from rules.traces import task_traces
@@ -17,6 +18,7 @@ __all__ = [
     "task_dry_run",
     "task_estimate",
     "task_gc",
+    "task_lookup_budget",
     "task_offline_contract",
     "task_plan",
     "task_score",

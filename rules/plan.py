@@ -34,6 +34,9 @@ PLAN_PARAMS: list[dict[str, Any]] = [
     ),
     param("base_url", str, "", "endpoint base URL (default: the provider's public API)"),
     param("credentials", str, "", "credentials file (only a fingerprint of its path is planned)"),
+    param("probe_mode", str, "recall-only", "recall-only | lookup-allowed-v1 (offline only)"),
+    param("policy", str, "", "lookup: a sizing policy file (default: the frozen one in fixtures/)"),
+    param("policy_sha256", str, "", "lookup: the sha256 of --policy's bytes (required with it)"),
 ]
 PRICING = param("pricing", str, "", "pricing catalog (default fixtures/pricing/catalog.json)")
 COST_LIMIT = param(

@@ -31,12 +31,14 @@ def _units(**options: Any) -> str:
             code="real_flag_required",
             location="--provider",
         )
-    from continuity.plan.plan import plan_from_options
+    from continuity.plan.plan import LookupPlan, plan_from_options
     from continuity.runner.units import build_units
 
-    plan_from_options(options)  # the same validation (and codes) as the plan tasks
+    plan = plan_from_options(options)  # the same validation (and codes) as the plan tasks
+    lookup = _lookup_run(plan, options) if isinstance(plan, LookupPlan) else None
     chosen = Selection(options)
-    run_dir = chosen.out / "runs" / options["run"]
+    run_name = "lookup" if lookup is not None and options["run"] == "offline" else options["run"]
+    run_dir = chosen.out / "runs" / run_name
     with progress(f"units {chosen.suite}") as tick:
         records, folder, built = build_units(
             chosen.store,
@@ -50,8 +52,24 @@ def _units(**options: Any) -> str:
             progress=tick,
             jobs=int(options.get("jobs") or 0) or DEFAULT_JOBS,
             only_repeats=_repeats(options),
+            lookup=lookup,
         )
     return _summary(records, folder, built)
+
+
+def _lookup_run(plan: Any, options: dict[str, Any]) -> Any:
+    from pathlib import Path
+
+    from continuity.lookup.policy import load_policy
+    from continuity.runner.units import LookupRun
+
+    path = Path(options["policy"]) if options.get("policy") else None
+    return LookupRun(
+        policy=load_policy(path, options.get("policy_sha256") if path else None),
+        policy_sha256=plan.policy_sha256,
+        soul_sha256=plan.soul_sha256,
+        soul_core_sha256=plan.soul_core_sha256,
+    )
 
 
 def _repeats(options: dict[str, Any]) -> list[int] | None:
@@ -85,7 +103,14 @@ def _real_units(options: dict[str, Any]) -> str:
     from continuity.runner.real import DEFAULT_MAX_OBSERVED_INPUT_TOKENS, run_real
     from continuity.store import Store
 
-    if "CI" in os.environ:  # first, before the options are even read
+    if (options.get("probe_mode") or "recall-only") != "recall-only":
+        raise RealModeError(
+            "lookup-allowed-v1 is offline preparation only; --real is refused before any "
+            "credential or provider work",
+            code="lookup_real_refused",
+            location="--probe-mode",
+        )
+    if "CI" in os.environ:  # before the options are even read
         raise RealModeError(
             "real mode never runs where a CI variable exists (even an empty one)",
             code="real_refused_ci",

@@ -169,6 +169,7 @@ def _witness(
     soul_sha256: str,
     *,
     deadline: bool = False,
+    elapsed: float = 0.0,
 ) -> LookupWitness:
     """The probe's content-free lookup witness, also written to its witness file so a
     failing or killed child leaves it behind."""
@@ -186,6 +187,8 @@ def _witness(
         deadline_exceeded=deadline,
         soul_sha256=soul_sha256,
         paths=paths,
+        sources=len(lookup.sources),
+        elapsed_seconds=round(elapsed, 3),
     )
     write_witness(lookup.witness_path, witness)
     return witness
@@ -368,7 +371,15 @@ async def run_probe(
             nonlocal compaction_usage
             if lookup is not None and now() - started > lookup.probe_deadline:
                 _witness(
-                    lookup, meter, lookup_reader, tracker, [], seen, soul_sha256, deadline=True
+                    lookup,
+                    meter,
+                    lookup_reader,
+                    tracker,
+                    [],
+                    seen,
+                    soul_sha256,
+                    deadline=True,
+                    elapsed=now() - started,
                 )
                 raise HarnessError(
                     f"the lookup probe passed its {lookup.probe_deadline:.0f} s deadline",
@@ -437,7 +448,16 @@ async def run_probe(
                 def after_call(text: str) -> None:
                     if lookup is not None:
                         tracker.absorb(text)
-                        _witness(lookup, meter, lookup_reader, tracker, [], seen, soul_sha256)
+                        _witness(
+                            lookup,
+                            meter,
+                            lookup_reader,
+                            tracker,
+                            [],
+                            seen,
+                            soul_sha256,
+                            elapsed=now() - started,
+                        )
 
                 toolbox = await stack.enter_async_context(
                     _recording_toolbox(url, calls, after_call)
@@ -478,7 +498,16 @@ async def run_probe(
                     with anyio.fail_after(lookup.turn_safety_seconds):
                         report = await loop.run_turn(request.probe_text, source="probe")
                 except TimeoutError:
-                    _witness(lookup, meter, lookup_reader, tracker, [], seen, soul_sha256)
+                    _witness(
+                        lookup,
+                        meter,
+                        lookup_reader,
+                        tracker,
+                        [],
+                        seen,
+                        soul_sha256,
+                        elapsed=now() - started,
+                    )
                     raise HarnessError(
                         f"the probe turn passed its {lookup.turn_safety_seconds:.0f} s "
                         "safety timeout",
@@ -499,7 +528,16 @@ async def run_probe(
             assert isinstance(provider, ScriptedProvider)
             first_input = provider.requests[0].usage.total_input if provider.requests else 0
         witness = (
-            _witness(lookup, meter, lookup_reader, tracker, paths, seen, soul_sha256)
+            _witness(
+                lookup,
+                meter,
+                lookup_reader,
+                tracker,
+                paths,
+                seen,
+                soul_sha256,
+                elapsed=now() - started,
+            )
             if lookup is not None
             else None
         )

@@ -75,6 +75,8 @@ class LookupWitness(msgspec.Struct, frozen=True, kw_only=True):
     first_request_bytes: int
     deadline_exceeded: bool = False
     soul_sha256: str = ""
+    sources: int = 0  # annotated sources of the probe (evaluator-side count only)
+    elapsed_seconds: float = 0.0
     paths: list[PathReceipt] = msgspec.field(default_factory=list)
 
 

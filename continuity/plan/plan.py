@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_BASE_URLS",
     "DEFAULT_MODELS",
     "Endpoint",
+    "LookupPlan",
     "Plan",
     "build_plan",
     "plan_digest",
@@ -66,6 +67,18 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     credentials_fingerprint: str | None = None
 
 
+class LookupPlan(Plan, frozen=True, kw_only=True):
+    """A ``lookup-allowed-v1`` plan: also binds the soul (raw and normalised-core
+    sha256) and the sizing policy (its file's sha256 and budgets). A subclass, so a
+    recall-only plan encodes (and digests) exactly as it did before lookup existed."""
+
+    soul_sha256: str
+    soul_core_sha256: str
+    policy_sha256: str
+    call_budget: int
+    byte_budget: int
+
+
 def plan_digest(plan: Plan) -> str:
     return value_digest(("continuity-plan", plan))
 
@@ -85,6 +98,7 @@ def build_plan(
     mode: Literal["offline", "real"] = "offline",
     endpoint: Endpoint | None = None,
     credentials_path: str | None = None,
+    probe_mode: str = "recall-only",
 ) -> Plan:
     """A plan from command-line choices (validated; unknown arms fail as in
     `continuity.arms.parse_arms`).
@@ -103,7 +117,7 @@ def build_plan(
         if model is not None and (":" not in model or model.startswith(":")):
             raise UsageError(f"{model!r} is not provider:model", code="plan_invalid", location=name)
     specs = suite_specs(suite, seeds)
-    chosen = parse_arms(arms)
+    chosen = parse_arms(arms, probe_mode=probe_mode)
     return Plan(
         mode=mode,
         suite=suite,
@@ -118,6 +132,7 @@ def build_plan(
         repeats=repeats,
         arms=[a.id for a in chosen],
         probe_limit=probe_limit,
+        probe_mode=probe_mode,
         credentials_fingerprint=(
             value_digest(("credentials-path", credentials_path))[:16] if credentials_path else None
         ),
@@ -156,7 +171,14 @@ def plan_from_options(options: Mapping[str, Any]) -> Plan:
     judge = options.get("judge")
     seeds = options.get("seeds")
     credentials = options.get("credentials") or None
-    return build_plan(
+    probe_mode = options.get("probe_mode") or "recall-only"
+    if probe_mode == "lookup-allowed-v1" and kind != "scripted":
+        raise UsageError(
+            "lookup-allowed-v1 is offline preparation only; it never calls a real model",
+            code="lookup_real_refused",
+            location="--probe-mode",
+        )
+    plan = build_plan(
         options.get("suite") or "original",
         parse_seeds(seeds) if seeds else None,
         arms=options.get("arms") or None,
@@ -170,4 +192,37 @@ def plan_from_options(options: Mapping[str, Any]) -> Plan:
         mode="offline" if kind == "scripted" else "real",
         endpoint=msgspec.convert({"kind": kind, "base_url": base_url}, Endpoint),
         credentials_path=os.path.abspath(credentials) if credentials else None,
+        probe_mode=probe_mode,
+    )
+    if probe_mode != "lookup-allowed-v1":
+        return plan
+    return lookup_plan(plan, options.get("policy") or None, options.get("policy_sha256"))
+
+
+def lookup_plan(plan: Plan, policy_path: str | None, policy_sha256: str | None) -> LookupPlan:
+    """Bind the frozen soul and the sizing policy into a lookup plan.
+
+    Raises:
+        UsageError: the policy's codes (`continuity.lookup.policy.load_policy`), and
+            ``lookup_soul_mismatch`` / ``lookup_soul_missing`` when the soul file is
+            not the one the policy was measured with.
+    """
+    from pathlib import Path
+
+    from continuity.lookup.policy import default_policy_path, load_policy
+    from continuity.lookup.policy import policy_sha256 as sha
+    from continuity.lookup.soul import check_soul, read_soul
+
+    path = Path(policy_path) if policy_path else None
+    policy = load_policy(path, policy_sha256 if path else None)
+    soul = read_soul()
+    check_soul(soul, policy.soul_sha256, policy.soul_core_sha256, where="fixtures/lookup")
+    data = (path or default_policy_path()).read_bytes()
+    return LookupPlan(
+        **msgspec.structs.asdict(plan),
+        soul_sha256=soul.sha256,
+        soul_core_sha256=soul.core_sha256,
+        policy_sha256=sha(data),
+        call_budget=policy.calls,
+        byte_budget=policy.bytes,
     )

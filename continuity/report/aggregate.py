@@ -30,6 +30,7 @@ from continuity.outputs import write_json, write_output
 from continuity.plan.pricing import Catalog, call_cost, load_catalog
 from continuity.probes.availability import AVAILABILITY_COLUMNS
 from continuity.probes.scoring import OUTCOMES
+from continuity.report.lookup import LookupRow, lookup_rows, lookup_table
 from continuity.report.stats import mcnemar_exact, mean, paired_bootstrap, sample_sd
 from continuity.runner.units import UnitRecord, content_digest, unit_key
 from continuity.store import Store
@@ -77,6 +78,7 @@ class UnitSummary(msgspec.Struct, frozen=True):
     # Real mode: every model call as (call key, catalog model, usage), judge included.
     calls: list[tuple[str, str, str, Usage]] = []
     live_turns: int = 0
+    lookup_rows: list[LookupRow] = []
 
 
 class Results(msgspec.Struct, frozen=True, kw_only=True):
@@ -95,6 +97,7 @@ class Results(msgspec.Struct, frozen=True, kw_only=True):
     judge: dict[str, Any]
     spend: dict[str, dict[str, Any]]
     paired: dict[str, dict[str, Any]]
+    lookup: dict[str, dict[str, Any]] = {}
 
 
 def _cost(catalog: Catalog, calls: list[tuple[str, str, str, Usage]]) -> dict[str, Any]:
@@ -161,6 +164,7 @@ def _summarize(record: UnitRecord) -> UnitSummary:
         judge,
         calls,
         len(record.probes),
+        lookup_rows(record),
     )
 
 
@@ -283,7 +287,12 @@ def _bootstrap(
     return interval
 
 
-def combine(store: Store, run: str, summaries: list[UnitSummary]) -> Results:
+def combine(
+    store: Store,
+    run: str,
+    summaries: list[UnitSummary],
+    planned_slots: list[dict[str, Any]] | None = None,
+) -> Results:
     order = {arm_id: i for i, arm_id in enumerate(ARMS)}
     arms = sorted({s.arm for s in summaries}, key=lambda a: order.get(a, 99))
     repeats = sorted({s.repeat for s in summaries})
@@ -443,6 +452,9 @@ def combine(store: Store, run: str, summaries: list[UnitSummary]) -> Results:
         judge=judge,
         spend=spend,
         paired=paired,
+        lookup=lookup_table(
+            ((s.repeat, s.trace_id, s.arm, s.lookup_rows) for s in summaries), planned_slots
+        ),
     )
 
 
@@ -469,6 +481,16 @@ def _tool_use(valid: Iterable[tuple[str, ProbeRow]], categories: list[str]) -> d
     return result
 
 
+def _planned_slots(run_dir: Path) -> list[dict[str, Any]] | None:
+    """The lookup slots a run planned (``lookup-slots.json``), if it is a lookup run."""
+    try:
+        document = msgspec.json.decode((run_dir / "lookup-slots.json").read_bytes())
+    except (OSError, msgspec.MsgspecError):
+        return None
+    slots = document.get("slots") if isinstance(document, dict) else None
+    return slots if isinstance(slots, list) else None
+
+
 def aggregate_run(store: Store, run_dir: Path) -> tuple[Results, dict[str, Path], int]:
     """Aggregate ``<run_dir>/units`` and write the three outputs into `run_dir`.
 
@@ -479,7 +501,7 @@ def aggregate_run(store: Store, run_dir: Path) -> tuple[Results, dict[str, Path]
     from continuity.report.render import render_html, render_markdown
 
     summaries, read = load_summaries(store, run_dir / "units")
-    results = combine(store, run_dir.name, summaries)
+    results = combine(store, run_dir.name, summaries, _planned_slots(run_dir))
     paths = {
         "results": run_dir / "results.json",
         "summary": run_dir / "summary.md",

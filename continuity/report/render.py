@@ -274,7 +274,63 @@ def tables(r: Results) -> list[tuple[str, list[str], list[list[str]], str]]:
             "always use the proxy.",
         )
     )
+    if r.lookup:
+        out.append(_lookup_section(r))
     return out
+
+
+def _lookup_section(r: Results) -> tuple[str, list[str], list[list[str]], str]:
+    rows = []
+    for arm, cell in r.lookup.items():
+        exact, with_failures = cell["exact"], cell["exact_with_failures"]
+        rows.append(
+            [
+                arm,
+                str(cell["slots_planned"]),
+                str(cell["missing"]),
+                str(cell["unstarted"]),
+                str(cell["failed"]),
+                str(cell["inventory_infeasible"]),
+                str(cell["unknown_provenance"]),
+                f"{_pct(exact['rate'])} ({exact['correct']}/{exact['n']})",
+                f"{_pct(with_failures['rate'])} ({with_failures['correct']}/"
+                f"{with_failures['n']}; {cell['failed_feasible']} failed)",
+                str(cell["witnessed_recovery"]),
+                _num(cell["mean_calls"]),
+                _num(cell["mean_bytes"], 0),
+                _num(cell["mean_latency_s"], 2),
+                ", ".join(f"{k} {v}" for k, v in cell["exhausted"].items()) or "-",
+                str(cell["reader_budget_stops"]),
+            ]
+        )
+    return (
+        "Lookup (lookup-allowed-v1)",
+        [
+            "arm",
+            "planned",
+            "missing",
+            "unstarted",
+            "failed",
+            "inventory-infeasible",
+            "unknown provenance",
+            "exact",
+            "exact with failures",
+            "witnessed recovery",
+            "calls/slot",
+            "bytes/slot",
+            "latency s",
+            "exhausted",
+            "reader budget stops",
+        ],
+        rows,
+        "Every planned slot is kept. Exact: correct over completed eligible tool-identifier "
+        "slots (inventory-infeasible slots are in neither part). Exact with failures also "
+        "counts failed feasible slots as incorrect; missing and unstarted slots are "
+        "coverage only. Witnessed recovery: initially absent, source returned whole with a "
+        "verified digest, and correct; descriptive, not causal. Exhaustion is an explicit "
+        "mechanics outcome of the metered budget; the scripted reader's answers are not a "
+        "semantic evaluation.",
+    )
 
 
 def render_markdown(r: Results) -> str:

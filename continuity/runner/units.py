@@ -31,7 +31,9 @@ from continuity.errors import CheckpointError, ContinuityError, UsageError
 from continuity.evidence import classify
 from continuity.harness.compaction import CompactionEvent
 from continuity.harness.messages import Usage
-from continuity.harness.receipts import SampleEvidence
+from continuity.harness.receipts import LookupBinding, LookupWitness, SampleEvidence, SourceRef
+from continuity.lookup.policy import LookupPolicy
+from continuity.lookup.sources import sources_for
 from continuity.outputs import resolve_out_path, write_output
 from continuity.probes.availability import Availability, availability, loss, needles_for
 from continuity.probes.judge import Judge, JudgeVerdict, ProviderJudge, ScriptedJudge
@@ -41,7 +43,7 @@ from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
 from continuity.runner.parallel import run_by_trace
 from continuity.runner.samples import DEFAULT_JOBS, SAMPLE_CODE
 from continuity.store import Store
-from continuity.traces.schema import NextActionExpectation, Trace
+from continuity.traces.schema import NextActionExpectation, Probe, Trace
 
 if TYPE_CHECKING:
     from continuity.traces.suites import SuiteItem
@@ -78,6 +80,8 @@ class ProbeResult(msgspec.Struct, frozen=True, kw_only=True):
     availability: Availability | None = None
     loss: str | None = None
     history_calls: int = 0
+    # Lookup mode: a failed child's last witness (its meter state survives the failure).
+    witness: LookupWitness | None = None
     usage: Usage = Usage()
     compaction_usage: Usage = Usage()
     compactions: list[CompactionEvent] = msgspec.field(default_factory=list)
@@ -125,6 +129,38 @@ def unit_key(
         params=params,
         inputs={"checkpoint": checkpoint_key, "trace": trace_key},
     ).key()
+
+
+class LookupRun(msgspec.Struct, frozen=True, kw_only=True):
+    """A lookup-allowed-v1 run: the sizing policy and the soul it binds."""
+
+    policy: LookupPolicy
+    policy_sha256: str
+    soul_sha256: str
+    soul_core_sha256: str
+    watchdog_seconds: float = 720.0
+
+    def binding(self) -> dict[str, Any]:
+        return {
+            "lookup": {
+                "probe_mode": "lookup-allowed-v1",
+                "policy_sha256": self.policy_sha256,
+                "soul_sha256": self.soul_sha256,
+                "soul_core_sha256": self.soul_core_sha256,
+                "calls": self.policy.calls,
+                "bytes": self.policy.bytes,
+            }
+        }
+
+    def disposition(self, trace: Trace, arm: Arm, probe: Probe) -> tuple[list[SourceRef], str]:
+        """The probe's sources and its slot class: ``feasible`` (or ``unannotated``,
+        no source) runs; any other class is inventory-infeasible; ``unknown`` (a source
+        the policy never measured) blocks execution."""
+        sources = sources_for(trace, probe)
+        if not sources:
+            return [], "unannotated"
+        slot = self.policy.slot(trace.trace_id, arm.id, probe.probe_id)
+        return sources, slot.classification if slot is not None else "unknown"
 
 
 class RealRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -200,29 +236,68 @@ def run_unit(
     dump_requests: Path | None = None,
     timeout: float = 3600.0,
     real: RealRun | None = None,
+    lookup: LookupRun | None = None,
 ) -> tuple[UnitRecord, str]:
     """Build (or reuse) one unit; return it and ``built`` or ``cached``.
+
+    In lookup mode, slots the policy classes as inventory-infeasible get an
+    ``inventory_infeasible`` result with no usage, score or answer; only eligible probes
+    run, and a unit with none needs no checkpoint.
 
     In real mode a unit whose probe or judge call failed (a provider error, or a stop
     rule refusing admission) is returned as ``incomplete``: it is neither stored nor
     materialised, so the next run retries it, and its finished calls come from the call
     cache."""
     from continuity.harness.checkpoints import build_checkpoint, checkpoint_lock
+    from continuity.harness.keys import checkpoint_key
     from continuity.harness.unit import ProbeSpec, UnitRequest
 
-    checkpoint = build_checkpoint(
-        store, trace, trace_key=item.key, trace_digest=item.digest, config=replay_config_for(arm)
-    )
+    config = replay_config_for(arm, "lookup-allowed-v1" if lookup is not None else "recall-only")
     probes = list(trace.probes[:probe_limit] if probe_limit else trace.probes)
-    binding = real.binding() if real is not None else None
-    key = unit_key(repeat, item.key, arm, checkpoint.key, [p.probe_id for p in probes], binding)
+    binding = real.binding() if real is not None else lookup.binding() if lookup else None
+    planned_checkpoint = checkpoint_key(item.key, config)
+    key = unit_key(repeat, item.key, arm, planned_checkpoint, [p.probe_id for p in probes], binding)
     cached = store.load_output(key) if dump_requests is None else None
     if cached is not None:
         return msgspec.json.decode(cached, type=UnitRecord), "cached"
     specs = []
+    skipped: dict[str, str] = {}
     for index, probe in enumerate(probes):
         needles = needles_for(probe.expectation)
-        specs.append(ProbeSpec(index, probe.text, needles.fact + needles.superseded))
+        binding_for_probe = None
+        if lookup is not None:
+            sources, slot = lookup.disposition(trace, arm, probe)
+            if slot not in ("feasible", "unannotated"):
+                skipped[probe.probe_id] = slot
+                continue
+            binding_for_probe = LookupBinding(
+                call_budget=lookup.policy.calls,
+                byte_budget=lookup.policy.bytes,
+                soul_sha256=lookup.soul_sha256,
+                soul_core_sha256=lookup.soul_core_sha256,
+                sources=sources,
+            )
+        specs.append(
+            ProbeSpec(index, probe.text, needles.fact + needles.superseded, binding_for_probe)
+        )
+    if not specs:  # every slot inventory-infeasible: no checkpoint, no worker
+        return _seal_and_store(
+            store,
+            key,
+            item,
+            trace,
+            arm,
+            repeat,
+            planned_checkpoint,
+            probes,
+            [],
+            skipped,
+            binding,
+        ), "built"
+    checkpoint = build_checkpoint(
+        store, trace, trace_key=item.key, trace_digest=item.digest, config=config
+    )
+    assert checkpoint.key == planned_checkpoint
     request = UnitRequest(
         store_root=str(store.root),
         tree=checkpoint.tree.digest,
@@ -239,6 +314,7 @@ def run_unit(
         )
         if real is not None
         else None,
+        watchdog_seconds=lookup.watchdog_seconds if lookup is not None else None,
     )
     with checkpoint_lock(store, checkpoint.key):  # no other fork while the unit runs
         outcomes = _run_worker(request, timeout)
@@ -254,7 +330,8 @@ def run_unit(
         )
     verdicts = []
     incomplete: list[str] = []
-    for probe, raw in zip(probes, outcomes, strict=True):
+    eligible = [p for p in probes if p.probe_id not in skipped]
+    for probe, raw in zip(eligible, outcomes, strict=True):
         evidence = msgspec.convert(raw["evidence"], SampleEvidence) if raw.get("evidence") else None
         if evidence is None:
             incomplete.append(str(raw.get("error")))
@@ -267,6 +344,9 @@ def run_unit(
                     status="failed",
                     reasons=[str(raw.get("error"))],
                     answer="",
+                    witness=msgspec.convert(raw["witness"], LookupWitness)
+                    if raw.get("witness")
+                    else None,
                 )
             )
             continue
@@ -320,7 +400,72 @@ def run_unit(
                 if real is None:
                     raise
                 incomplete.append(str(error))
-    record = seal(
+    if real is not None and incomplete:
+        record = _seal(
+            key,
+            item,
+            trace,
+            arm,
+            repeat,
+            checkpoint.key,
+            probes,
+            results,
+            skipped,
+            binding,
+            verdicts,
+            list(getattr(judge, "receipts", [])),
+        )
+        return record, "incomplete"
+    return _seal_and_store(
+        store,
+        key,
+        item,
+        trace,
+        arm,
+        repeat,
+        checkpoint.key,
+        probes,
+        results,
+        skipped,
+        binding,
+        verdicts,
+        list(getattr(judge, "receipts", [])),
+    ), "built"
+
+
+def _seal(
+    key: str,
+    item: SuiteItem,
+    trace: Trace,
+    arm: Arm,
+    repeat: int,
+    checkpoint: str,
+    probes: Sequence[Probe],
+    results: list[ProbeResult],
+    skipped: dict[str, str],
+    binding: dict[str, Any] | None,
+    verdicts: list[JudgeVerdict] | None = None,
+    judge_calls: list[CallReceipt] | None = None,
+) -> UnitRecord:
+    """The sealed record, with inventory-infeasible slots in their probe order."""
+    ran = {r.probe_id: r for r in results}
+    ordered = []
+    for index, probe in enumerate(probes):
+        if probe.probe_id in skipped:
+            ordered.append(
+                ProbeResult(
+                    probe_id=probe.probe_id,
+                    index=index,
+                    category=probe.category,
+                    design_role=probe.design_role,
+                    status="inventory_infeasible",
+                    reasons=[skipped[probe.probe_id]],
+                    answer="",
+                )
+            )
+        else:
+            ordered.append(ran[probe.probe_id])
+    return seal(
         UnitRecord(
             key=key,
             repeat=repeat,
@@ -328,25 +473,113 @@ def run_unit(
             trace_id=trace.trace_id,
             trace_key=item.key,
             arm=arm.id,
-            checkpoint=checkpoint.key,
+            checkpoint=checkpoint,
             probe_ids=[p.probe_id for p in probes],
-            probes=results,
-            judge=verdicts,
+            probes=ordered,
+            judge=verdicts or [],
             binding=binding,
-            judge_calls=list(getattr(judge, "receipts", [])),
+            judge_calls=judge_calls or [],
         )
     )
-    if real is not None and incomplete:
-        return record, "incomplete"
+
+
+def _seal_and_store(
+    store: Store,
+    key: str,
+    item: SuiteItem,
+    trace: Trace,
+    arm: Arm,
+    repeat: int,
+    checkpoint: str,
+    probes: Sequence[Probe],
+    results: list[ProbeResult],
+    skipped: dict[str, str],
+    binding: dict[str, Any] | None,
+    verdicts: list[JudgeVerdict] | None = None,
+    judge_calls: list[CallReceipt] | None = None,
+) -> UnitRecord:
+    record = _seal(
+        key,
+        item,
+        trace,
+        arm,
+        repeat,
+        checkpoint,
+        probes,
+        results,
+        skipped,
+        binding,
+        verdicts,
+        judge_calls,
+    )
     blob = store.put_blob(msgspec.json.encode(record))
     store.record_action(
         key,
         kind="unit",
         output=blob,
-        inputs={"checkpoint": checkpoint.key, "trace": item.key},
+        inputs={"checkpoint": checkpoint, "trace": item.key},
         meta={"trace_id": trace.trace_id, "arm": arm.id, "repeat": repeat},
     )
-    return record, "built"
+    return record
+
+
+def _check_lookup_slots(
+    lookup: LookupRun,
+    plans: Sequence[tuple[SuiteItem, Trace, Arm, int]],
+    probe_limit: int | None,
+    run: Path,
+) -> None:
+    """Record every planned lookup slot (``<run>/lookup-slots.json``) and refuse to run
+    when any annotated slot has unknown feasibility (the policy never measured it).
+
+    Raises:
+        UsageError: ``lookup_unknown_feasibility``, before any unit runs.
+    """
+    slots = []
+    unknown = []
+    for _, trace, arm, repeat in plans:
+        for probe in trace.probes[:probe_limit] if probe_limit else trace.probes:
+            _, disposition = lookup.disposition(trace, arm, probe)
+            slots.append(
+                {
+                    "repeat": repeat,
+                    "trace_id": trace.trace_id,
+                    "arm": arm.id,
+                    "probe_id": probe.probe_id,
+                    "category": probe.category,
+                    "disposition": disposition,
+                }
+            )
+            if disposition == "unknown":
+                unknown.append(f"{trace.trace_id} {arm.id} {probe.probe_id}")
+    if unknown:
+        raise UsageError(
+            f"{len(unknown)} lookup slots have unknown feasibility (first: {unknown[0]}); "
+            "the sizing policy never measured them. Measure a policy that covers them "
+            "(doit lookup_budget) or leave those traces out",
+            code="lookup_unknown_feasibility",
+            location="--policy",
+        )
+    # Chunks of one run (by trace or repeat) add their slots to the run's list.
+    path = run / "lookup-slots.json"
+    try:
+        earlier = msgspec.json.decode(path.read_bytes())
+    except (OSError, msgspec.MsgspecError):
+        earlier = {}
+    if earlier.get("policy_sha256") == lookup.policy_sha256:
+        mine = {(d["repeat"], d["trace_id"], d["arm"], d["probe_id"]) for d in slots}
+        slots = [
+            d
+            for d in earlier.get("slots", [])
+            if (d["repeat"], d["trace_id"], d["arm"], d["probe_id"]) not in mine
+        ] + slots
+    write_output(
+        path,
+        msgspec.json.format(
+            msgspec.json.encode({"policy_sha256": lookup.policy_sha256, "slots": slots})
+        )
+        + b"\n",
+    )
 
 
 class RunIncomplete(ContinuityError):
@@ -371,6 +604,7 @@ def build_units(
     real: RealRun | None = None,
     max_observed_input_tokens: int | None = None,
     traces_root: Path | None = None,
+    lookup: LookupRun | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
     """Run every unit of the selection; materialise them under ``<run>/units/``.
 
@@ -404,8 +638,14 @@ def build_units(
             (item, trace, arm, repeat)
             for repeat in range(1, repeats + 1)
             if wanted is None or repeat in wanted
-            for arm in parse_arms(arms, family=trace.family)
+            for arm in parse_arms(
+                arms,
+                family=trace.family,
+                probe_mode="lookup-allowed-v1" if lookup is not None else "recall-only",
+            )
         )
+    if lookup is not None:
+        _check_lookup_slots(lookup, plans, probe_limit, run)
     ledger = None
     if real is not None:
         from continuity.providers.cache import Ledger
@@ -430,6 +670,7 @@ def build_units(
                 repeat=plan[3],
                 probe_limit=probe_limit,
                 real=real,
+                lookup=lookup,
             ),
             describe=lambda plan: f"r{plan[3]} {plan[0].trace_id} {plan[2].id}",
             jobs=jobs,
