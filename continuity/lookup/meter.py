@@ -52,26 +52,34 @@ class Meter:
         self._calls = self._refused = self._bytes = self._withheld = 0
         self._responses: list[int] = []
         self._exhausted: Cause | None = None
+        self._bytes_aborted = False
 
     def reserve(self) -> Cause | None:
-        """Reserve one call before dispatch; the refusal cause, or None when reserved."""
+        """Reserve one call before dispatch; the refusal cause, or None when reserved.
+        After a byte abort every call is refused; past the call budget too."""
         with self._lock:
-            if self._exhausted is None and self._calls >= self.call_budget:
-                self._exhausted = "calls"
-            if self._exhausted is not None:
+            cause: Cause | None = None
+            if self._bytes_aborted:
+                cause = "bytes"
+            elif self._calls >= self.call_budget:
+                cause = "calls"
+            if cause is not None:
+                self._exhausted = self._exhausted or cause
                 self._refused += 1
-                return self._exhausted
+                return cause
             self._calls += 1
             return None
 
     def charge(self, size: int) -> Cause | None:
-        """Charge a response before delivery; the withholding cause, or None."""
+        """Charge a reserved call's response before delivery; the withholding cause, or
+        None. A response that would cross the byte budget aborts the lookup."""
         with self._lock:
-            if self._exhausted is None and self._bytes + size > self.byte_budget:
-                self._exhausted = "bytes"
-            if self._exhausted is not None:
+            if not self._bytes_aborted and self._bytes + size > self.byte_budget:
+                self._bytes_aborted = True
+                self._exhausted = self._exhausted or "bytes"
+            if self._bytes_aborted:
                 self._withheld += 1
-                return self._exhausted
+                return "bytes"
             self._bytes += size
             self._responses.append(size)
             return None

@@ -1,0 +1,159 @@
+"""Budget arithmetic, feasibility classes, the frozen policy and the soul."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from continuity.errors import ContinuityError, UsageError
+from continuity.lookup.policy import (
+    BYTE_CAP,
+    CALL_CAP,
+    PathCost,
+    budget_from_paths,
+    classify_path,
+    default_policy_path,
+    load_policy,
+)
+from continuity.lookup.soul import SoulError, check_soul, install_soul, normalise_core, read_soul
+
+
+def test_the_seeds_frozen_example() -> None:
+    # A maximum reference path of 6 calls / 61,718 bytes and a largest response of
+    # 32,608 bytes give 8 calls and 126,976 bytes (124 KiB).
+    assert budget_from_paths(6, 61_718, 32_608) == (8, 126_976)
+
+
+def test_budget_rounds_up_to_kib_and_caps() -> None:
+    assert budget_from_paths(1, 1, 0) == (3, 1024)
+    assert budget_from_paths(1, 1024, 0) == (3, 1024)
+    assert budget_from_paths(1, 1025, 0) == (3, 2048)
+    assert CALL_CAP == 96
+    assert budget_from_paths(500, 1, 0)[0] == 96
+    assert budget_from_paths(1, 10**9, 10**9)[1] == BYTE_CAP == 8 * 1024 * 1024
+
+
+def path(**overrides: object) -> PathCost:
+    fields: dict[str, object] = {
+        "trace_id": "t", "arm": "continuity-pack-cold", "probe_id": "p01",
+        "discovered": True, "verified": True, "calls": 3, "bytes": 20_000,
+        "largest_response": 9_000, "responses": [2_000, 9_000, 9_000],
+        "initial_tokens": 30_000, "cold_tokens": 20_000,
+    }
+    fields.update(overrides)
+    return PathCost(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({}, "feasible"),
+        ({"discovered": False}, "undiscovered"),
+        ({"verified": False}, "unverified"),
+        ({"calls": 9}, "budget_infeasible"),
+        ({"bytes": 126_977}, "budget_infeasible"),
+        # 272,000 - 16,000 margin: an initial 240,000 plus 20,000 response bytes and
+        # 4 x 300 tokens crosses it.
+        ({"initial_tokens": 240_000}, "context_bound"),
+        # The native floor: at least 150,000 tokens on every round.
+        ({"arm": "native-lookup", "initial_tokens": 1_000}, "feasible"),
+        ({"arm": "native-lookup", "initial_tokens": 1_000, "responses": [110_000]},
+         "context_bound"),
+        # The pack floor: the cold estimate plus 12,000.
+        ({"cold_tokens": 230_000, "initial_tokens": 1_000}, "context_bound"),
+    ],
+)
+def test_path_classes(overrides: dict[str, object], expected: str) -> None:
+    assert classify_path(path(**overrides), 8, 126_976) == expected
+
+
+def test_the_frozen_policy_is_the_seeds_budget_over_this_projects_inventory() -> None:
+    policy = load_policy()
+    assert (policy.calls, policy.bytes) == (8, 126_976)
+    soul = read_soul()
+    assert (policy.soul_sha256, policy.soul_core_sha256) == (soul.sha256, soul.core_sha256)
+    # This project's inventory: 112 slot paths plus the two regression records.
+    assert policy.paths == 114 and len(policy.slots) == 112
+    classes = Counter((s.arm, s.classification) for s in policy.slots)
+    assert classes == {("continuity-pack-cold", "feasible"): 56,
+                       ("native-lookup", "feasible"): 8,
+                       ("native-lookup", "context_bound"): 48}
+    # What the formulas derive from it (the README explains the difference).
+    assert budget_from_paths(policy.max_path_calls, policy.max_path_bytes,
+                             policy.largest_response) == (9, 66_560)
+    assert len(policy.inventory_sha256) == 64
+
+
+def test_a_policy_by_path_needs_its_sha256(tmp_path: Path) -> None:
+    copy = tmp_path / "policy.json"
+    data = default_policy_path().read_bytes()
+    copy.write_bytes(data)
+    with pytest.raises(UsageError) as caught:
+        load_policy(copy, None)
+    assert caught.value.code == "lookup_policy_sha256_required"
+    with pytest.raises(UsageError) as caught:
+        load_policy(copy, "   ")
+    assert caught.value.code == "lookup_policy_sha256_required"
+    with pytest.raises(UsageError) as caught:
+        load_policy(copy, "0" * 64)
+    assert caught.value.code == "lookup_policy_sha256_mismatch"
+    assert load_policy(copy, hashlib.sha256(data).hexdigest()).calls == 8
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d.update(schema="other"),
+    lambda d: d.update(calls=0),
+    lambda d: d.update(unknown=1),
+])
+def test_bad_policies_are_refused(mutate: object, tmp_path: Path) -> None:
+    document = json.loads(default_policy_path().read_text())
+    mutate(document)  # type: ignore[operator]
+    copy = tmp_path / "policy.json"
+    copy.write_text(json.dumps(document))
+    with pytest.raises(UsageError) as caught:
+        load_policy(copy, hashlib.sha256(copy.read_bytes()).hexdigest())
+    assert caught.value.code == "lookup_policy_invalid"
+
+
+# -- the soul -----------------------------------------------------------------------
+
+
+def test_soul_digests_tell_cosmetic_from_substantive_edits(tmp_path: Path) -> None:
+    soul = read_soul()
+    cosmetic = tmp_path / "cosmetic.md"
+    cosmetic.write_text(read_soul().core.replace("\n", "  \r\n") + "\n<!-- note -->\n")
+    edited = read_soul(cosmetic)
+    assert edited.sha256 != soul.sha256 and edited.core_sha256 == soul.core_sha256
+    substantive = tmp_path / "substantive.md"
+    substantive.write_text(soul.core.replace("UNKNOWN", "a guess"))
+    assert read_soul(substantive).core_sha256 != soul.core_sha256
+    assert normalise_core("a  \n\n\n\nb") == "a\n\nb\n"
+
+
+def test_install_copies_and_fails_closed(tmp_path: Path) -> None:
+    soul = read_soul()
+    installed = install_soul(tmp_path, soul.sha256, soul.core_sha256)
+    assert (tmp_path / "continuity-soul-v1.md").read_bytes() == default_soul_bytes()
+    assert installed.sha256 == soul.sha256
+    with pytest.raises(SoulError) as caught:
+        install_soul(tmp_path, "0" * 64, soul.core_sha256)
+    assert caught.value.code == "lookup_soul_mismatch"
+    with pytest.raises(SoulError) as caught:
+        install_soul(tmp_path, soul.sha256, soul.core_sha256, source=tmp_path / "missing.md")
+    assert caught.value.code == "lookup_soul_missing"
+    with pytest.raises(SoulError) as caught:
+        read_soul(tmp_path / "missing.md")
+    assert caught.value.code == "lookup_soul_missing"
+    with pytest.raises(ContinuityError) as caught_any:
+        check_soul(soul, soul.sha256, "1" * 64, where="here")
+    assert caught_any.value.code == "lookup_soul_mismatch" and "core" in caught_any.value.message
+
+
+def default_soul_bytes() -> bytes:
+    from continuity.lookup.soul import default_soul_path
+
+    return default_soul_path().read_bytes()
