@@ -24,16 +24,18 @@ RECORD = "The spare key sits under the blue pot by the shed door. " * 300  # ~17
 
 
 @asynccontextmanager
-async def proxied(tmp_path: Path, calls: int = 8, budget: int = 126_976) -> AsyncIterator[
-    tuple[str, Meter, RetainedStore]
-]:
+async def proxied(
+    tmp_path: Path, calls: int = 8, budget: int = 126_976
+) -> AsyncIterator[tuple[str, Meter, RetainedStore]]:
     store = RetainedStore(tmp_path / "retained.sqlite3")
     for index in range(12):
-        store.retain_tool_result(f"record {index}: " + RECORD, tool="mail", tool_kind="email",
-                                 entry_ref=f"e{index}")
-    async with serve_history(store) as upstream, metered_history(
-        upstream, calls=calls, budget_bytes=budget
-    ) as (url, meter):
+        store.retain_tool_result(
+            f"record {index}: " + RECORD, tool="mail", tool_kind="email", entry_ref=f"e{index}"
+        )
+    async with (
+        serve_history(store) as upstream,
+        metered_history(upstream, calls=calls, budget_bytes=budget) as (url, meter),
+    ):
         yield url, meter, store
 
 
@@ -71,11 +73,13 @@ async def test_unlisted_endpoint_is_refused(tmp_path: Path) -> None:
 async def test_the_ninth_call_is_refused_before_dispatch(tmp_path: Path) -> None:
     async with proxied(tmp_path, budget=10**6) as (url, meter, _), McpToolbox(url) as client:
         for _ in range(8):
-            result = await client.call_raw("ConversationHistory",
-                                           {"action": "search", "query": "spare key"})
+            result = await client.call_raw(
+                "ConversationHistory", {"action": "search", "query": "spare key"}
+            )
             assert not result.is_error
-        ninth = await client.call_raw("ConversationHistory",
-                                      {"action": "search", "query": "spare key"})
+        ninth = await client.call_raw(
+            "ConversationHistory", {"action": "search", "query": "spare key"}
+        )
     assert ninth.is_error
     text = ninth.content[0].text  # type: ignore[union-attr]
     assert text.startswith("lookup_budget_exhausted: calls")
@@ -106,8 +110,11 @@ async def test_parallel_calls_never_exceed_the_budget(tmp_path: Path) -> None:
 
         async def one(index: int) -> None:
             async with McpToolbox(url) as client:
-                results.append(await client.call_raw(
-                    "ConversationHistory", {"action": "get", "id": f"c{index % 12 + 1}"}))
+                results.append(
+                    await client.call_raw(
+                        "ConversationHistory", {"action": "get", "id": f"c{index % 12 + 1}"}
+                    )
+                )
 
         async with anyio.create_task_group() as group:
             for index in range(16):
@@ -118,8 +125,9 @@ async def test_parallel_calls_never_exceed_the_budget(tmp_path: Path) -> None:
 
 def test_content_bytes_is_json_stringify_of_the_content_array() -> None:
     result = types.CallToolResult(content=[types.TextContent(type="text", text='é "q"\n')])
-    expected = json.dumps([{"type": "text", "text": 'é "q"\n'}], separators=(",", ":"),
-                          ensure_ascii=False).encode()
+    expected = json.dumps(
+        [{"type": "text", "text": 'é "q"\n'}], separators=(",", ":"), ensure_ascii=False
+    ).encode()
     assert content_bytes(result) == len(expected)
 
 
@@ -137,6 +145,7 @@ async def test_a_tool_error_through_the_proxy_is_typed(tmp_path: Path) -> None:
         from continuity.harness.messages import ToolCallRequest
 
         with pytest.raises(ToolError) as caught:
-            await client.call(ToolCallRequest("x", "ConversationHistory",
-                                              {"action": "get", "id": "nope"}))
+            await client.call(
+                ToolCallRequest("x", "ConversationHistory", {"action": "get", "id": "nope"})
+            )
     assert caught.value.code == "tool_call_failed"

@@ -39,10 +39,17 @@ def test_budget_rounds_up_to_kib_and_caps() -> None:
 
 def path(**overrides: object) -> PathCost:
     fields: dict[str, object] = {
-        "trace_id": "t", "arm": "continuity-pack-cold", "probe_id": "p01",
-        "discovered": True, "verified": True, "calls": 3, "bytes": 20_000,
-        "largest_response": 9_000, "responses": [2_000, 9_000, 9_000],
-        "initial_tokens": 30_000, "cold_tokens": 20_000,
+        "trace_id": "t",
+        "arm": "continuity-pack-cold",
+        "probe_id": "p01",
+        "discovered": True,
+        "verified": True,
+        "calls": 3,
+        "bytes": 20_000,
+        "largest_response": 9_000,
+        "responses": [2_000, 9_000, 9_000],
+        "initial_tokens": 30_000,
+        "cold_tokens": 20_000,
     }
     fields.update(overrides)
     return PathCost(**fields)  # type: ignore[arg-type]
@@ -61,8 +68,10 @@ def path(**overrides: object) -> PathCost:
         ({"initial_tokens": 240_000}, "context_bound"),
         # The native floor: at least 150,000 tokens on every round.
         ({"arm": "native-lookup", "initial_tokens": 1_000}, "feasible"),
-        ({"arm": "native-lookup", "initial_tokens": 1_000, "responses": [110_000]},
-         "context_bound"),
+        (
+            {"arm": "native-lookup", "initial_tokens": 1_000, "responses": [110_000]},
+            "context_bound",
+        ),
         # The pack floor: the cold estimate plus 12,000.
         ({"cold_tokens": 230_000, "initial_tokens": 1_000}, "context_bound"),
     ],
@@ -79,12 +88,15 @@ def test_the_frozen_policy_is_the_seeds_budget_over_this_projects_inventory() ->
     # This project's inventory: 112 slot paths plus the two regression records.
     assert policy.paths == 114 and len(policy.slots) == 112
     classes = Counter((s.arm, s.classification) for s in policy.slots)
-    assert classes == {("continuity-pack-cold", "feasible"): 56,
-                       ("native-lookup", "feasible"): 8,
-                       ("native-lookup", "context_bound"): 48}
+    assert classes == {
+        ("continuity-pack-cold", "feasible"): 56,
+        ("native-lookup", "feasible"): 8,
+        ("native-lookup", "context_bound"): 48,
+    }
     # What the formulas derive from it (the README explains the difference).
-    assert budget_from_paths(policy.max_path_calls, policy.max_path_bytes,
-                             policy.largest_response) == (9, 66_560)
+    assert budget_from_paths(
+        policy.max_path_calls, policy.max_path_bytes, policy.largest_response
+    ) == (9, 66_560)
     assert len(policy.inventory_sha256) == 64
 
 
@@ -104,11 +116,14 @@ def test_a_policy_by_path_needs_its_sha256(tmp_path: Path) -> None:
     assert load_policy(copy, hashlib.sha256(data).hexdigest()).calls == 8
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda d: d.update(schema="other"),
-    lambda d: d.update(calls=0),
-    lambda d: d.update(unknown=1),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.update(schema="other"),
+        lambda d: d.update(calls=0),
+        lambda d: d.update(unknown=1),
+    ],
+)
 def test_bad_policies_are_refused(mutate: object, tmp_path: Path) -> None:
     document = json.loads(default_policy_path().read_text())
     mutate(document)  # type: ignore[operator]

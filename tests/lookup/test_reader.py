@@ -18,15 +18,15 @@ QUESTION = "Which return authorisation number did the vendor finally confirm?"
 
 
 def request(*messages: Message) -> ModelRequest:
-    return ModelRequest(session_id="s", provider="p", model="m", system="",
-                        messages=messages)
+    return ModelRequest(session_id="s", provider="p", model="m", system="", messages=messages)
 
 
-def drive(reader: LookupReader, context: list[Message],
-          respond: Any, rounds: int = 40) -> list[dict[str, Any]]:
+def drive(
+    reader: LookupReader, context: list[Message], respond: Any, rounds: int = 40
+) -> list[dict[str, Any]]:
     """Run the reader against `respond(arguments) -> (text, is_error)`; return calls."""
     messages = [*context, UserMessage(QUESTION, source="probe")]
-    calls = []
+    calls: list[dict[str, Any]] = []
     for _ in range(rounds):
         step = reader(request(*messages))
         if not step.tool_calls:
@@ -35,16 +35,27 @@ def drive(reader: LookupReader, context: list[Message],
         (call,) = step.tool_calls
         calls.append(call.arguments)
         text, error = respond(call.arguments)
-        messages += [AssistantMessage(tool_calls=(call,)),
-                     ToolResultMessage(call.call_id, call.name, text, is_error=error)]
+        messages += [
+            AssistantMessage(tool_calls=(call,)),
+            ToolResultMessage(call.call_id, call.name, text, is_error=error),
+        ]
     raise AssertionError("the reader never answered")
 
 
 def page(record: str, offset: int, total: int, size: int) -> str:
     end = min(offset + size, total)
-    return json.dumps({"id": record, "packed_id": "c1", "kind": "tool", "source": "mail",
-                       "total_bytes": total, "offset": offset, "text": "x" * (end - offset),
-                       "next_cursor": f"g{end}" if end < total else None})
+    return json.dumps(
+        {
+            "id": record,
+            "packed_id": "c1",
+            "kind": "tool",
+            "source": "mail",
+            "total_bytes": total,
+            "offset": offset,
+            "text": "x" * (end - offset),
+            "next_cursor": f"g{end}" if end < total else None,
+        }
+    )
 
 
 def library(arguments: dict[str, Any]) -> tuple[str, bool]:
@@ -52,8 +63,17 @@ def library(arguments: dict[str, Any]) -> tuple[str, bool]:
     if arguments["action"] == "search":
         second = arguments.get("cursor") == "s2"
         ids = ["tool-3", "tool-4"] if second else ["tool-1", "tool-2"]
-        hits = [{"id": i, "packed_id": "c" + i[-1], "kind": "tool", "source": "mail",
-                 "bytes": 24_000, "snippet": "..."} for i in ids]
+        hits = [
+            {
+                "id": i,
+                "packed_id": "c" + i[-1],
+                "kind": "tool",
+                "source": "mail",
+                "bytes": 24_000,
+                "snippet": "...",
+            }
+            for i in ids
+        ]
         return json.dumps({"hits": hits, "next_cursor": None if second else "s2"}), False
     offset = int(arguments.get("cursor", "g0")[1:])
     return page(arguments["id"], offset, 24_000, 8_192), False
@@ -63,8 +83,7 @@ def test_search_pagination_and_complete_cursor_traversal() -> None:
     reader = LookupReader(QUESTION, call_budget=40)
     calls = drive(reader, [], library)
     assert calls[0]["action"] == "search" and "confirm?" in calls[0]["query"]
-    assert calls[1] == {"action": "search", "query": calls[0]["query"], "limit": 5,
-                        "cursor": "s2"}
+    assert calls[1] == {"action": "search", "query": calls[0]["query"], "limit": 5, "cursor": "s2"}
     gets = [c for c in calls if c["action"] == "get"]
     # Four records, each fetched page by page to the end: 4 x 3 pages.
     assert len(gets) == 12
@@ -81,7 +100,9 @@ def test_it_stops_voluntarily_before_an_excess_call() -> None:
 def test_a_displayed_packed_id_is_fetched_directly() -> None:
     pack = UserMessage(
         "<continuity-pack v1>\n- c7 [tool mail] the vendor confirmed authorisation RMA-1\n"
-        "- c9 [owner] lunch on Friday", source="pack")
+        "- c9 [owner] lunch on Friday",
+        source="pack",
+    )
     reader = LookupReader(QUESTION, call_budget=8)
     calls = drive(reader, [pack], library)
     assert calls[0] == {"action": "get", "id": "c7"}  # the best-matching displayed item

@@ -1,0 +1,351 @@
+"""Lookup mode end to end: recall-only untouched, a lookup run and its report, slot
+disposition, deadlines and the watchdog, `doit lookup_budget`, and the real-mode refusal."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+
+from continuity.arms import ARMS, ArmError, parse_arms, replay_config_for
+from continuity.errors import HarnessError, UsageError, typed_error
+from continuity.harness.keys import checkpoint_key
+from continuity.harness.receipts import LookupBinding, LookupWitness, ProbeRequest
+from continuity.harness.unit import collect_child
+from continuity.harness.workspace import Workspace
+from continuity.lookup.policy import default_policy_path, load_policy, policy_sha256
+from continuity.lookup.soul import read_soul
+from continuity.lookup.sources import sources_for
+from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
+from continuity.report.aggregate import aggregate_run
+from continuity.runner.units import LookupRun, build_units, run_unit
+from continuity.store import Store
+from continuity.traces.suites import build_suite
+from continuity.traces.validate import load_trace
+from tests.graph.test_dodo import doit
+from tests.plan.test_plan import DEFAULT_DIGEST, guarded_doit
+
+LOOKUP = "lookup-allowed-v1"
+
+
+def frozen_run(policy_path: Path | None = None) -> LookupRun:
+    path = policy_path or default_policy_path()
+    soul = read_soul()
+    return LookupRun(
+        policy=load_policy(path, policy_sha256(path.read_bytes())),
+        policy_sha256=policy_sha256(path.read_bytes()),
+        soul_sha256=soul.sha256,
+        soul_core_sha256=soul.core_sha256,
+    )
+
+
+# -- recall-only is untouched ----------------------------------------------------------
+
+# Prompt bytes of probes 1-2 of brightline-return, as dumped before lookup mode existed
+# (measured at the previous commit and again after: identical).
+GOLDEN_PROMPTS = {
+    "native": "1680975ea453a63ebe946f09e0c7e29d9e97f704979526177af4e34998c804cb",
+    "continuity-store": "4b8c2439c64471cc9701b25d543a3b02a1887ee4bc683998664b530f68d0f310",
+    "continuity-pack-cold": "be69a7e8ea289bb0445333bdced1b46134738316a42f5594ba95639925aa0c2d",
+}
+RECALL_ARMS = [
+    "native",
+    "cold-rebuild",
+    "compaction-1",
+    "compaction-2",
+    "ceiling",
+    "restart-switch-compact",
+    "continuity-store",
+    "continuity-store-compaction",
+    "continuity-pack-cold",
+]
+
+
+def test_recall_only_plan_arms_and_prompt_bytes_are_unchanged(tmp_path: Path) -> None:
+    assert plan_digest(plan_from_options({})) == DEFAULT_DIGEST
+    assert plan_digest(plan_from_options({"probe_mode": "recall-only"})) == DEFAULT_DIGEST
+    assert [a.id for a in parse_arms(None)] == RECALL_ARMS
+    store = Store(tmp_path / "store")
+    item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
+    trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
+    for arm_id, digest in GOLDEN_PROMPTS.items():
+        dump = tmp_path / f"{arm_id}.jsonl"
+        run_unit(store, trace, item, ARMS[arm_id], probe_limit=2, dump_requests=dump)
+        assert hashlib.sha256(dump.read_bytes()).hexdigest() == digest, arm_id
+
+
+def test_lookup_plans_bind_soul_and_policy_and_admit_two_arms() -> None:
+    plan = plan_from_options({"probe_mode": LOOKUP})
+    assert isinstance(plan, LookupPlan)
+    assert sorted(plan.arms) == ["continuity-pack-cold", "native-lookup"]
+    assert plan.call_budget == 8 and plan.byte_budget == 126_976
+    assert plan.soul_sha256 == read_soul().sha256
+    assert plan_digest(plan) != DEFAULT_DIGEST
+    with pytest.raises(ArmError) as caught:
+        plan_from_options({"probe_mode": LOOKUP, "arms": "native"})
+    assert caught.value.code == "arm_not_admitted_in_lookup:native"
+    with pytest.raises(ArmError) as caught:
+        plan_from_options({"arms": "native-lookup"})
+    assert caught.value.code == "arm_lookup_only:native-lookup"
+    with pytest.raises(ArmError) as caught:
+        plan_from_options({"probe_mode": "guess"})
+    assert caught.value.code == "probe_mode_unknown"
+    with pytest.raises(UsageError) as real:
+        plan_from_options({"probe_mode": LOOKUP, "provider": "openai-chat"})
+    assert real.value.code == "lookup_real_refused"
+
+
+def test_lookup_checkpoints_are_namespaced() -> None:
+    arm = ARMS["continuity-pack-cold"]
+    recall = checkpoint_key("a" * 64, replay_config_for(arm))
+    lookup = checkpoint_key("a" * 64, replay_config_for(arm, LOOKUP))
+    assert recall != lookup
+
+
+def test_a_changed_policy_changes_the_plan(tmp_path: Path) -> None:
+    document = json.loads(default_policy_path().read_text())
+    document["note"] = "another measurement"
+    other = tmp_path / "policy.json"
+    other.write_text(json.dumps(document))
+    sha = hashlib.sha256(other.read_bytes()).hexdigest()
+    changed = plan_from_options({"probe_mode": LOOKUP, "policy": str(other), "policy_sha256": sha})
+    assert plan_digest(changed) != plan_digest(plan_from_options({"probe_mode": LOOKUP}))
+
+
+def test_a_soul_mismatch_fails_the_plan(tmp_path: Path) -> None:
+    document = json.loads(default_policy_path().read_text())
+    document["soul_core_sha256"] = "0" * 64
+    other = tmp_path / "policy.json"
+    other.write_text(json.dumps(document))
+    with pytest.raises(Exception) as caught:
+        plan_from_options(
+            {
+                "probe_mode": LOOKUP,
+                "policy": str(other),
+                "policy_sha256": hashlib.sha256(other.read_bytes()).hexdigest(),
+            }
+        )
+    assert getattr(caught.value, "code", "") == "lookup_soul_mismatch"
+
+
+# -- a lookup run and its report ------------------------------------------------------
+
+
+def test_an_offline_lookup_run_over_the_originals_reports_every_slot(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    run = tmp_path / "out" / "runs" / "lookup"
+    records, folder, built = build_units(
+        store, "original", probe_limit=2, run_dir=run, lookup=frozen_run()
+    )
+    assert built == 8 and {r.arm for r in records} == {"native-lookup", "continuity-pack-cold"}
+    for record in records:
+        assert record.binding is not None and record.binding["lookup"]["calls"] == 8
+        for probe in record.probes:
+            assert probe.status == "valid", probe.reasons
+            witness = probe.evidence.lookup  # type: ignore[union-attr]
+            assert witness is not None and witness.sources == 1
+            assert witness.meter.call_budget == 8
+            # Witnesses hold ids, digests, counts and classes, never values.
+            encoded = msgspec.json.encode(witness).decode()
+            answer = sources_for(
+                load_trace(store.load_output(record.trace_key) or b"", source=record.trace_id),
+                next(
+                    p
+                    for p in load_trace(
+                        store.load_output(record.trace_key) or b"", source=record.trace_id
+                    ).probes
+                    if p.probe_id == probe.probe_id
+                ),
+            )[0]
+            assert answer.value not in encoded and answer.line not in encoded
+    native = [p for r in records if r.arm == "native-lookup" for p in r.probes]
+    assert all(p.evidence.tools_offered == ["ConversationHistory"] for p in native)  # type: ignore[union-attr]
+    assert all(
+        p.evidence.packs_per_request == [0] * len(p.evidence.packs_per_request)  # type: ignore[union-attr]
+        for p in native
+    )
+    results, paths, _ = aggregate_run(store, run)
+    table = results.lookup
+    assert set(table) == {"native-lookup", "continuity-pack-cold"}
+    assert table["native-lookup"]["slots_planned"] == 8 and table["native-lookup"]["missing"] == 0
+    assert table["native-lookup"]["exact"]["n"] == 8
+    # Budget exhaustion is an explicit mechanics outcome: the native reader hit its
+    # eight-call budget and stopped voluntarily.
+    assert table["native-lookup"]["reader_budget_stops"] > 0
+    assert table["native-lookup"]["mean_calls"] > table["continuity-pack-cold"]["mean_calls"]
+    summary = paths["summary"].read_text()
+    assert "Lookup (lookup-allowed-v1)" in summary and "reader budget stops" in summary
+    # A missing unit file is a missing slot, never a silent drop.
+    next(folder.glob("r1-brightline-return-native-lookup.json")).unlink()
+    results, _, _ = aggregate_run(store, run)
+    assert results.lookup["native-lookup"]["missing"] == 2
+
+
+def test_inventory_infeasible_and_unknown_slots(tmp_path: Path) -> None:
+    document = json.loads(default_policy_path().read_text())
+    for slot in document["slots"]:
+        if (slot["trace_id"], slot["arm"], slot["probe_id"]) == (
+            "brightline-return",
+            "continuity-pack-cold",
+            "p01",
+        ):
+            slot["classification"] = "budget_infeasible"
+    edited = tmp_path / "policy.json"
+    edited.write_text(json.dumps(document))
+    store = Store(tmp_path / "store")
+    records, _, _ = build_units(
+        store,
+        "original",
+        arms="continuity-pack-cold",
+        traces="brightline-return",
+        probe_limit=2,
+        run_dir=tmp_path / "run",
+        lookup=frozen_run(edited),
+    )
+    first, second = records[0].probes
+    assert first.status == "inventory_infeasible" and first.reasons == ["budget_infeasible"]
+    assert first.answer == "" and first.correct is None and first.evidence is None
+    assert first.usage.total_input == 0
+    assert second.status == "valid"
+    # A slot the policy never measured blocks the run before anything starts.
+    document["slots"] = [s for s in document["slots"] if s["trace_id"] != "fernway-office-move"]
+    edited.write_text(json.dumps(document))
+    with pytest.raises(UsageError) as caught:
+        build_units(
+            store, "original", probe_limit=1, run_dir=tmp_path / "run2", lookup=frozen_run(edited)
+        )
+    assert caught.value.code == "lookup_unknown_feasibility"
+    assert not (tmp_path / "run2" / "units").exists()
+
+
+def test_the_probe_deadline_with_a_fake_clock(tmp_path: Path) -> None:
+    from continuity.harness.checkpoints import build_checkpoint
+    from continuity.harness.probe import run_probe
+
+    store = Store(tmp_path / "store")
+    item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
+    trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
+    arm = ARMS["native-lookup"]
+    checkpoint = build_checkpoint(
+        store,
+        trace,
+        trace_key=item.key,
+        trace_digest=item.digest,
+        config=replay_config_for(arm, LOOKUP),
+    )
+    root = Path(checkpoint.root)
+    shutil.rmtree(root)
+    store.restore_tree(checkpoint.tree.digest, root)
+    soul = read_soul()
+    witness_path = tmp_path / "witness.json"
+    probe = trace.probes[0]
+    request = ProbeRequest(
+        arm=arm.id,
+        probe_text=probe.text,
+        parent_pid=os.getpid(),
+        lookup=LookupBinding(
+            call_budget=8,
+            byte_budget=126_976,
+            soul_sha256=soul.sha256,
+            soul_core_sha256=soul.core_sha256,
+            sources=sources_for(trace, probe),
+            witness_path=str(witness_path),
+        ),
+    )
+    ticks = iter([0.0, 0.0, 0.0, 601.0, 601.0, 601.0])
+
+    def clock() -> float:
+        return next(ticks, 601.0)
+
+    started = time.monotonic()
+    with pytest.raises(BaseException) as caught:  # raised through the MCP task groups
+        anyio.run(lambda: run_probe(Workspace(root), request, clock=clock))
+    typed = typed_error(caught.value)
+    assert isinstance(typed, HarnessError) and typed.code == "lookup_deadline_exceeded"
+    assert time.monotonic() - started < 60  # the fake clock: no waiting
+    witness = msgspec.json.decode(witness_path.read_bytes(), type=LookupWitness)
+    assert witness.deadline_exceeded and witness.meter.calls >= 1
+
+
+def test_the_parent_watchdog_with_a_fake_clock() -> None:
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a hung probe child
+        os.close(read_fd)
+        time.sleep(120)
+        os._exit(0)
+    os.close(write_fd)
+    ticks = iter([0.0, 100.0, 721.0])
+    started = time.monotonic()
+    data, status, fired = collect_child(
+        pid, read_fd, watchdog=720.0, clock=lambda: next(ticks, 721.0), poll=0.01
+    )
+    assert fired and data == b""
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert time.monotonic() - started < 10
+
+
+def test_a_finished_child_is_collected_without_the_watchdog() -> None:
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        os.write(write_fd, b"report")
+        os._exit(0)
+    os.close(write_fd)
+    data, status, fired = collect_child(pid, read_fd, watchdog=720.0, poll=0.01)
+    assert (data, fired) == (b"report", False) and os.WEXITSTATUS(status) == 0
+
+
+# -- the commands ----------------------------------------------------------------------
+
+
+def test_doit_lookup_budget_writes_a_policy_and_refuses_an_existing_directory(
+    tmp_path: Path,
+) -> None:
+    output = tmp_path / "sizing"
+    result = doit(tmp_path, "lookup_budget", "--output", str(output), "--suites", "original")
+    assert "inventory sha256" in result.stdout
+    policy = json.loads((output / "policy.json").read_text())
+    assert policy["inventory_sha256"] and len(policy["slots"]) == 16
+    assert {s["classification"] for s in policy["slots"]} == {"feasible"}
+    assert (output / "inventory.json").is_file() and (output / "summary.md").is_file()
+    # The frozen policy is never touched, and the new one is stored under a ref.
+    assert load_policy().calls == 8
+    sha = hashlib.sha256((output / "policy.json").read_bytes()).hexdigest()
+    assert Store(tmp_path / "store").get_ref(f"lookup/policies/{sha}") is not None
+    again = doit(tmp_path, "lookup_budget", "--output", str(output), check=False)
+    assert again.returncode != 0 and "lookup_output_exists" in again.stdout + again.stderr
+    missing = doit(tmp_path, "lookup_budget", check=False)
+    assert "lookup_output_required" in missing.stdout + missing.stderr
+
+
+def test_real_lookup_is_refused_before_any_credential(tmp_path: Path) -> None:
+    credentials = tmp_path / "credentials.json"
+    credentials.write_text('{"api_key": "sk"}')
+    result, opened = guarded_doit(
+        tmp_path,
+        "units",
+        "--real",
+        "--probe-mode",
+        LOOKUP,
+        "--provider",
+        "openai-chat",
+        "--credentials",
+        str(credentials),
+        "--confirm-plan",
+        "0" * 64,
+        "--out",
+        str(tmp_path / "run"),
+    )
+    assert result.returncode != 0
+    assert "lookup_real_refused" in result.stdout + result.stderr
+    assert str(credentials) not in opened
