@@ -10,7 +10,11 @@ The tree::
     │            real_refused_ci, real_provider_required, credentials_required,
     │            confirmation_required, confirmation_mismatch, confirmation_unknown,
     │            credentials_missing, output_required, output_inside_checkout,
-    │            checkout_unknown, checkout_dirty, checkout_flags_refused
+    │            checkout_unknown, checkout_dirty, checkout_flags_refused; lookup mode:
+    │            lookup_real_refused, lookup_policy_invalid,
+    │            lookup_policy_sha256_required, lookup_policy_sha256_mismatch,
+    │            lookup_unknown_feasibility, lookup_output_exists, lookup_output_required,
+    │            probe_mode_unknown, arm_lookup_only:<id>, arm_not_admitted_in_lookup:<id>
     ├── TraceError
     │   ├── TraceInvalid               a trace failed validation; carries every issue found
     │   │     codes: trace_malformed, trace_schema_unsupported, trace_not_fictional,
@@ -38,7 +42,10 @@ The tree::
         │            provider_rate_limited, provider_unavailable, provider_request_rejected,
         │            provider_stream_invalid, provider_stream_interrupted,
         │            credentials_invalid
-        └── AdmissionStopped           admission_stopped (a stop rule fired; resume later)
+        ├── AdmissionStopped           admission_stopped (a stop rule fired; resume later)
+        └── (lookup probes)            lookup_deadline_exceeded, lookup_turn_timeout,
+                                       child_watchdog; lookup_soul_missing and
+                                       lookup_soul_mismatch (continuity.lookup.soul)
 
 A user can grep the code; tests assert it. `str(error)` is always
 ``"<code>: <message> (at <location>)"``.

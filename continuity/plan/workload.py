@@ -198,7 +198,7 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
     for trace in traces:
         shape = _shape(trace)
         probes = list(trace.probes[: plan.probe_limit] if plan.probe_limit else trace.probes)
-        for arm in parse_arms(",".join(plan.arms), family=trace.family):
+        for arm in parse_arms(",".join(plan.arms), family=trace.family, probe_mode=plan.probe_mode):
             for _ in range(plan.repeats):
                 units += 1
                 for index, probe in enumerate(probes):

@@ -89,6 +89,9 @@ def test_lookup_plans_bind_soul_and_policy_and_admit_two_arms() -> None:
     assert plan.call_budget == 8 and plan.byte_budget == 126_976
     assert plan.soul_sha256 == read_soul().sha256
     assert plan_digest(plan) != DEFAULT_DIGEST
+    from continuity.plan.workload import workload
+
+    assert workload(plan).units == 8  # the dry run sizes a lookup plan too
     with pytest.raises(ArmError) as caught:
         plan_from_options({"probe_mode": LOOKUP, "arms": "native"})
     assert caught.value.code == "arm_not_admitted_in_lookup:native"
