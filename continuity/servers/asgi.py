@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,6 +24,15 @@ def bound_socket(host: str = "127.0.0.1") -> socket.socket:
     sock.bind((host, 0))
     sock.listen(128)
     return sock
+
+
+def _quiet_shutdown(record: logging.LogRecord) -> bool:
+    """Drop uvicorn's note about a streaming response cut off by our own shutdown (an
+    MCP session's idle event stream when a loopback server closes): noise, not an error."""
+    return "ASGI callable returned without completing response" not in record.getMessage()
+
+
+logging.getLogger("uvicorn.error").addFilter(_quiet_shutdown)
 
 
 @asynccontextmanager
