@@ -89,7 +89,9 @@ def test_excluded_samples_are_kept_with_their_class_and_never_scored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A checkpoint replayed without retention: the store arm finds no retained records.
-    monkeypatch.setattr(units_module, "replay_config_for", lambda arm, probe_mode="recall-only": ReplayConfig())
+    monkeypatch.setattr(
+        units_module, "replay_config_for", lambda arm, probe_mode="recall-only": ReplayConfig()
+    )
     store = Store(tmp_path / "store")
     item = build_suite(store, "original", out_dir=tmp_path / "out").items[1]
     trace = decode_trace(store.get_blob(item.digest))
