@@ -30,6 +30,7 @@ __all__ = [
     "Pressure",
     "arm_config",
     "arm_ids",
+    "models_patch",
     "replay_config_for",
     "resolve_arms",
 ]
@@ -313,10 +314,20 @@ def arm_config(arm: Arm, extra: Sequence[Mapping[str, Any]] = ()) -> HarnessConf
     return resolve_config([*arm.probe_patches, *extra], where=f"arm {arm.id}")
 
 
-def replay_config_for(arm: Arm, probe_mode: str = "recall-only") -> ReplayConfig:
+def models_patch(models: tuple[str, str] | None) -> list[Mapping[str, Any]]:
+    """The config patch that sets (reader, alternate) models (none for ``None``)."""
+    if models is None:
+        return []
+    return [{"models": {"reader": models[0], "alternate": models[1]}}]
+
+
+def replay_config_for(
+    arm: Arm, probe_mode: str = "recall-only", models: tuple[str, str] | None = None
+) -> ReplayConfig:
     """The replay (checkpoint) configuration an arm's probes fork from. Lookup mode's
-    checkpoints are namespaced, so they never reuse recall-only ones."""
-    config = arm_config(arm)
+    checkpoints are namespaced, so they never reuse recall-only ones; `models` (a lookup
+    reader binding's reader and alternate) replaces the configured pair."""
+    config = arm_config(arm, models_patch(models))
     model = config.models.alternate if arm.history == "alternate" else config.models.reader
     provider, _, name = model.partition(":")
     return ReplayConfig(

@@ -37,6 +37,7 @@ PLAN_PARAMS: list[dict[str, Any]] = [
     param("probe_mode", str, "recall-only", "recall-only | lookup-allowed-v1 (offline only)"),
     param("policy", str, "", "lookup: a sizing policy file (default: the frozen one in fixtures/)"),
     param("policy_sha256", str, "", "lookup: the sha256 of --policy's bytes (required with it)"),
+    param("lookup_reader", str, "", "lookup: scripted reader, default (Sol) | alternate (Luna)"),
 ]
 PRICING = param("pricing", str, "", "pricing catalog (default fixtures/pricing/catalog.json)")
 COST_LIMIT = param(

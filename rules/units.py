@@ -67,6 +67,7 @@ def _lookup_run(plan: Any, options: dict[str, Any]) -> Any:
     return LookupRun(
         policy=load_policy(path, options.get("policy_sha256") if path else None),
         policy_sha256=plan.policy_sha256,
+        reader_binding=plan.reader_binding,
         soul_sha256=plan.soul_sha256,
         soul_core_sha256=plan.soul_core_sha256,
     )

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 import msgspec
 
-from continuity.arms import ARMS, Arm, arm_config
+from continuity.arms import ARMS, Arm, arm_config, models_patch
 from continuity.errors import HarnessError, SessionCorrupt, ToolError, typed_error
 from continuity.harness.compaction import CompactionEvent, compact_conversation, should_compact
 from continuity.harness.config import HarnessConfig
@@ -57,7 +57,7 @@ from continuity.harness.receipts import (
 )
 from continuity.harness.reseed import ReseedEvent, reseed
 from continuity.harness.workspace import Workspace
-from continuity.lookup.probe import PageTracker, reference_path
+from continuity.lookup.probe import PageTracker, bounded_cleanup, reference_path
 from continuity.lookup.reader import LookupReader
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
 from continuity.memory.retained import HistoryError, RetainedStore
@@ -276,10 +276,12 @@ async def run_probe(
     """Cross the arm's boundary over `workspace` and ask the probe. See the module doc.
     `clock` (seconds, monotonic) times the lookup deadline; tests inject a fake one."""
     arm: Arm = ARMS[request.arm]
-    config: HarnessConfig = arm_config(arm)
+    config: HarnessConfig = arm_config(
+        arm, models_patch(request.lookup.models if request.lookup is not None else None)
+    )
     policy = config.runtime.compaction
-    reader_provider, reader_model = _model(config.models.reader)
     lookup = request.lookup
+    reader_provider, reader_model = _model(config.models.reader)
     now = clock or time.monotonic
     started = now()
     system = SYSTEM_PROMPT
@@ -426,7 +428,26 @@ async def run_probe(
                 model=reader_model,
             )
         calls: list[HistoryCall] = []
-        async with contextlib.AsyncExitStack() as stack:
+
+        def cleanup_overran() -> None:
+            assert lookup is not None
+            _witness(
+                lookup,
+                meter,
+                lookup_reader,
+                tracker,
+                [],
+                seen,
+                soul_sha256,
+                elapsed=now() - started,
+            )
+
+        async with bounded_cleanup(
+            lookup.cleanup_seconds if lookup is not None else None,
+            now,
+            cleanup_overran,
+            location=request.arm,
+        ) as stack:
             toolbox: McpToolbox | None = None
             if history_tool and store is not None:  # (store is not None: for the type checker)
                 from continuity.servers.history import serve_history

@@ -48,6 +48,8 @@ class LookupBinding(msgspec.Struct, frozen=True, kw_only=True):
     soul_sha256: str
     soul_core_sha256: str
     sources: list[SourceRef] = msgspec.field(default_factory=list)
+    # The scripted reader binding: its reader and alternate provider:model.
+    models: tuple[str, str] | None = None
     probe_deadline: float = 600.0
     cleanup_seconds: float = 60.0
     turn_safety_seconds: float = 690.0

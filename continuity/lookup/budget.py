@@ -49,6 +49,7 @@ def summary_text(inventory: Inventory, policy: LookupPolicy, sha: str) -> str:
         f"- maximum reference path: {policy.max_path_calls} calls / "
         f"{policy.max_path_bytes:,} bytes; largest response {policy.largest_response:,} bytes",
         f"- budget: {policy.calls} calls, {policy.bytes:,} bytes per arm and probe",
+        f"- measured on the scripted reader {policy.reader or '?'}",
         f"- soul sha256 {policy.soul_sha256} (core {policy.soul_core_sha256})",
         f"- policy sha256 {sha}",
         "",

@@ -10,8 +10,10 @@ bytes (one plain, one full of characters JSON must escape) go through the real h
 and its 8 KiB response splitter the same way.
 
 The inventory is content-free (ids, counts, sizes, flags). Its sha256 over canonical
-JSON binds the policy computed from it; the measurement is not byte-reproducible
-(record identities differ between runs), so a new measurement has its own digest.
+JSON binds the policy computed from it. Replays and record ids are deterministic here,
+so re-measuring the same code, corpus and reader binding reproduces the digest; any
+change to them gives a new one (and needs a new frozen policy). Paths are measured on
+the default scripted reader binding (Sol), whose model the inventory and policy record.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from continuity.lookup.policy import (
     budget_from_paths,
     classify_path,
 )
+from continuity.lookup.reader import binding_models
 from continuity.lookup.soul import Soul
 from continuity.lookup.sources import sources_for
 from continuity.store import Store
@@ -65,6 +68,7 @@ class Inventory(msgspec.Struct, frozen=True, kw_only=True):
     schema: str = "continuity-lookup-inventory-v1"
     corpus: list[str]
     paths: list[PathCost]
+    reader: str = ""  # the scripted reader binding's model (its native history's model)
 
 
 def inventory_sha256(inventory: Inventory) -> str:
@@ -156,21 +160,24 @@ def measure_inventory(
     *,
     corpus: Sequence[tuple[str, Sequence[int] | None]] = CORPUS,
     progress: Callable[[int, int, str, str], None] | None = None,
+    binding: str = "default",
 ) -> Inventory:
-    """Measure every reference path of the corpus (see the module doc)."""
+    """Measure every reference path of the corpus (see the module doc) on a scripted
+    reader binding's models (the default one: the policy's reader)."""
     from continuity.harness.checkpoints import build_checkpoint, checkpoint_lock
     from continuity.harness.unit import ProbeSpec, UnitRequest
     from continuity.runner.units import _run_worker
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace
 
-    jobs: list[tuple[SuiteItem, Trace, Arm]] = []
+    models = binding_models(binding)
+    jobs: list[tuple[str, SuiteItem, Trace, Arm]] = []
     for suite, seeds in corpus:
         for item in build_suite(store, suite, seeds).items:
             trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
-            jobs.extend((item, trace, ARMS[arm_id]) for arm_id in LOOKUP_ARMS)
+            jobs.extend((suite, item, trace, ARMS[arm_id]) for arm_id in LOOKUP_ARMS)
     paths: list[PathCost] = []
-    for done, (item, trace, arm) in enumerate(jobs, start=1):
+    for done, (suite, item, trace, arm) in enumerate(jobs, start=1):
         annotated = [(i, p, sources_for(trace, p)) for i, p in enumerate(trace.probes)]
         annotated = [(i, p, s) for i, p, s in annotated if s]
         if annotated:
@@ -179,7 +186,7 @@ def measure_inventory(
                 trace,
                 trace_key=item.key,
                 trace_digest=item.digest,
-                config=replay_config_for(arm, PROBE_MODE),
+                config=replay_config_for(arm, PROBE_MODE, models),
             )
             specs = [
                 ProbeSpec(
@@ -193,6 +200,7 @@ def measure_inventory(
                         soul_sha256=soul.sha256,
                         soul_core_sha256=soul.core_sha256,
                         sources=sources[:1],
+                        models=models,
                     ),
                 )
                 for index, probe, sources in annotated
@@ -234,6 +242,7 @@ def measure_inventory(
                         responses=path.responses,
                         initial_tokens=max(observed, estimate),
                         cold_tokens=cold if arm.pack else 0,
+                        suite=suite,
                     )
                 )
         if progress is not None:
@@ -243,7 +252,7 @@ def measure_inventory(
         f"{suite}{'' if seeds is None else f':{min(seeds)}-{max(seeds)}'}"
         for suite, seeds in corpus
     ]
-    return Inventory(corpus=names, paths=paths)
+    return Inventory(corpus=names, reader=models[0], paths=paths)
 
 
 def compute_policy(inventory: Inventory, soul: Soul, *, note: str = "") -> LookupPolicy:
@@ -292,4 +301,5 @@ def policy_for(
         paths=len(inventory.paths),
         slots=slots,
         note=note,
+        reader=inventory.reader,
     )

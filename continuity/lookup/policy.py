@@ -14,7 +14,9 @@ Feasibility reserves a 16,000-token margin inside the scripted reader's 272,000-
 window; each serialized response byte is charged as one token, plus 300 tokens per
 round; the initial input is the larger of the first forwarded context's UTF-8 JSON
 bytes / 3 and the trace estimate; a native arm's input is at least 150,000 tokens and a
-pack arm's at least the cold estimate plus 12,000.
+pack arm's at least the cold estimate plus 12,000. The sum of a path's repeated
+inputs (every round's whole request) must also fit the per-invocation observed-input
+admission cap: 6 million tokens for the originals, 400 million for the long suites.
 
 The checked-in policy (`fixtures/lookup/budget-v1.json`) is used unless another is
 given by path plus sha256; a mismatch fails closed.
@@ -37,11 +39,13 @@ __all__ = [
     "LookupPolicy",
     "PathCost",
     "SlotPolicy",
+    "admission_cap",
     "budget_from_paths",
     "classify_path",
     "default_policy_path",
     "load_policy",
     "policy_sha256",
+    "round_inputs",
 ]
 
 CALL_CAP = min(96, 100 - 2)
@@ -52,12 +56,16 @@ MARGIN_TOKENS = 16_000
 TOKENS_PER_ROUND = 300
 NATIVE_FLOOR_TOKENS = 150_000
 PACK_EXTRA_TOKENS = 12_000
+# The per-invocation observed-input admission cap, by suite (the long suites: 400 M).
+ADMISSION_CAPS = {"original": 6_000_000}
+LONG_SUITE_ADMISSION_CAP = 400_000_000
 POLICY_SCHEMA = "continuity-lookup-budget-v1"
 
 Classification = Literal[
     "feasible",  # the reference path fits the budget and the context
     "budget_infeasible",  # the path needs more calls or bytes than the budget allows
     "context_bound",  # the conservative request estimate exceeds the reader's window
+    "admission_bound",  # the repeated inputs exceed the per-invocation admission cap
     "undiscovered",  # the reference path did not find the source
     "unverified",  # found, but the concatenated pages did not match the source digest
 ]
@@ -81,6 +89,7 @@ class PathCost(msgspec.Struct, frozen=True, kw_only=True):
     responses: list[int]  # the serialized size of every response, in order
     initial_tokens: int  # the conservative first-request estimate
     cold_tokens: int = 0  # the cold estimate a pack arm's floor builds on
+    suite: str = "original"  # which admission cap applies
 
 
 class SlotPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,6 +114,7 @@ class LookupPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     paths: int
     slots: list[SlotPolicy]
     note: str = ""
+    reader: str = ""  # the scripted reader binding's model the inventory was measured on
 
     def slot(self, trace_id: str, arm: str, probe_id: str) -> SlotPolicy | None:
         for slot in self.slots:
@@ -120,15 +130,34 @@ def budget_from_paths(max_calls: int, max_bytes: int, largest_response: int) -> 
     return calls, min(-(-raw // KIB) * KIB, BYTE_CAP)
 
 
-def context_tokens(path: PathCost, arm: str) -> int:
-    """The conservative peak request of a path: the floor-adjusted initial input, every
-    response byte as a token, 300 tokens per round."""
-    initial = path.initial_tokens
+def _initial(path: PathCost, arm: str) -> int:
     if arm == "native-lookup":
-        initial = max(initial, NATIVE_FLOOR_TOKENS)
-    elif path.cold_tokens:
-        initial = max(initial, path.cold_tokens + PACK_EXTRA_TOKENS)
-    return initial + sum(path.responses) + TOKENS_PER_ROUND * (len(path.responses) + 1)
+        return max(path.initial_tokens, NATIVE_FLOOR_TOKENS)
+    if path.cold_tokens:
+        return max(path.initial_tokens, path.cold_tokens + PACK_EXTRA_TOKENS)
+    return path.initial_tokens
+
+
+def round_inputs(path: PathCost, arm: str) -> list[int]:
+    """The conservative input of every round of a path: the floor-adjusted initial input,
+    every response byte returned so far as a token, 300 tokens per round."""
+    initial = _initial(path, arm)
+    inputs = []
+    returned = 0
+    for index in range(len(path.responses) + 1):
+        inputs.append(initial + returned + TOKENS_PER_ROUND * (index + 1))
+        if index < len(path.responses):
+            returned += path.responses[index]
+    return inputs
+
+
+def context_tokens(path: PathCost, arm: str) -> int:
+    """The conservative peak request of a path (its last round's input)."""
+    return round_inputs(path, arm)[-1]
+
+
+def admission_cap(suite: str) -> int:
+    return ADMISSION_CAPS.get(suite, LONG_SUITE_ADMISSION_CAP)
 
 
 def classify_path(path: PathCost, calls: int, budget_bytes: int) -> Classification:
@@ -140,6 +169,8 @@ def classify_path(path: PathCost, calls: int, budget_bytes: int) -> Classificati
         return "budget_infeasible"
     if context_tokens(path, path.arm) > WINDOW_TOKENS - MARGIN_TOKENS:
         return "context_bound"
+    if sum(round_inputs(path, path.arm)) > admission_cap(path.suite):
+        return "admission_bound"
     return "feasible"
 
 

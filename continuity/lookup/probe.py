@@ -11,19 +11,26 @@ The probe child (`continuity.harness.probe`) uses these when its request carries
   otherwise one search with the evaluator-only source line at limit 10, then every
   8 KiB get cursor of the source record. It never lists records linearly;
 - `write_witness` persists the content-free witness after every call, so a child that
-  fails or is killed still leaves its meter state behind for the parent.
+  fails or is killed still leaves its meter state behind for the parent;
+- `bounded_cleanup` closes the probe's servers and clients inside the 60 s cleanup
+  allowance (timed on the event loop and checked on an injectable clock), and fails
+  a probe whose cleanup overran with ``lookup_cleanup_timeout``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
 import msgspec
 
 from continuity.digest import digest_bytes
+from continuity.errors import HarnessError
 from continuity.harness.receipts import LookupWitness, PathReceipt, SourceRef
 from continuity.lookup.reader import displayed_packed_ids
 
@@ -31,7 +38,7 @@ if TYPE_CHECKING:
     from continuity.harness.toolbox import McpToolbox
     from continuity.lookup.meter import Meter
 
-__all__ = ["PageTracker", "reference_path", "write_witness"]
+__all__ = ["PageTracker", "bounded_cleanup", "reference_path", "write_witness"]
 
 HISTORY_TOOL = "ConversationHistory"
 
@@ -136,3 +143,48 @@ def write_witness(path: str | None, witness: LookupWitness) -> None:
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     temporary.write_bytes(msgspec.json.encode(witness))
     os.replace(temporary, target)
+
+
+@contextlib.asynccontextmanager
+async def bounded_cleanup(
+    seconds: float | None,
+    clock: Callable[[], float],
+    on_timeout: Callable[[], object],
+    *,
+    location: str = "",
+) -> AsyncIterator[contextlib.AsyncExitStack]:
+    """An exit stack whose closing (servers, clients, the meter) must finish within
+    `seconds` (``None``: unbounded, the recall-only path).
+
+    The stack lives inside a cancel scope entered before anything is pushed onto it, so
+    the scope can bound the whole cleanup: when cleanup starts it gets a deadline
+    `seconds` away and a shield (an outer cancellation cannot skip the cleanup). The
+    overrun is also checked on `clock`, so tests drive it with a fake clock. On an
+    overrun it calls `on_timeout` (the child's last witness) and raises
+    ``lookup_cleanup_timeout``, unless the body already failed: that first error is the
+    probe's error and is raised as it was.
+
+    Raises:
+        HarnessError: ``lookup_cleanup_timeout``.
+    """
+    stack = contextlib.AsyncExitStack()
+    failure: BaseException | None = None
+    with anyio.CancelScope() as scope:
+        try:
+            yield stack
+        except BaseException as exc:  # re-raised below, once everything is closed
+            failure = exc
+        begun = clock()
+        if seconds is not None:
+            scope.deadline = anyio.current_time() + seconds
+            scope.shield = True
+        await stack.aclose()
+    if failure is not None:
+        raise failure
+    if seconds is not None and (scope.cancelled_caught or clock() - begun > seconds):
+        on_timeout()
+        raise HarnessError(
+            f"the lookup probe's cleanup passed its {seconds:.0f} s allowance",
+            code="lookup_cleanup_timeout",
+            location=location,
+        )

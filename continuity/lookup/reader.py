@@ -11,10 +11,13 @@ For each probe it
 4. stops voluntarily before a call that would exceed the planned call budget, or when
    the proxy reports the lookup exhausted, and answers ``UNKNOWN``.
 
-It has two scripted bindings, a default and an alternate, which differ only in their
-names. Its dispatch capacity (one call per round, any number of rounds) exceeds the
-probe turn's ceiling (call budget + 2 rounds), so budget exhaustion is an explicit,
-expected mechanics outcome.
+It has two scripted bindings, chosen per plan with ``--lookup-reader``: the default
+reads as Sol (``openai-codex:gpt-6.1-sol``) with Luna as the other model (the
+cold-pack arm's history), and the alternate swaps them. The native arm's history is
+replayed on the binding's reader model, so it stays the reader's native session. Both
+run the same scripted mechanics; neither is ever a model call. Its dispatch capacity
+(one call per round, any number of rounds) exceeds the probe turn's ceiling (call budget
++ 2 rounds), so budget exhaustion is an explicit, expected mechanics outcome.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 import re
 from collections import deque
 
+from continuity.errors import UsageError
 from continuity.harness.messages import (
     ModelRequest,
     ToolCallRequest,
@@ -31,12 +35,31 @@ from continuity.harness.messages import (
 )
 from continuity.providers.scripted import ScriptedStep
 
-__all__ = ["LOOKUP_BINDINGS", "LookupReader", "displayed_packed_ids"]
+__all__ = ["LOOKUP_BINDINGS", "LookupReader", "binding_models", "displayed_packed_ids"]
 
 HISTORY_TOOL = "ConversationHistory"
 UNKNOWN_ANSWER = "UNKNOWN"
-# The two scripted bindings (provider:model): the default reader and the alternate.
-LOOKUP_BINDINGS = {"default": "scripted:lookup-sol", "alternate": "scripted:lookup-luna"}
+SOL = "openai-codex:gpt-6.1-sol"
+LUNA = "openai-codex:gpt-6-luna"
+# The two scripted reader bindings: (the reader's model, the other model).
+LOOKUP_BINDINGS = {"default": (SOL, LUNA), "alternate": (LUNA, SOL)}
+
+
+def binding_models(name: str) -> tuple[str, str]:
+    """(reader, alternate) provider:model of a scripted reader binding.
+
+    Raises:
+        UsageError: ``lookup_reader_unknown`` for a name that is not a binding.
+    """
+    if name not in LOOKUP_BINDINGS:
+        raise UsageError(
+            f"unknown lookup reader binding {name!r}; use one of {', '.join(LOOKUP_BINDINGS)}",
+            code="lookup_reader_unknown",
+            location="--lookup-reader",
+        )
+    return LOOKUP_BINDINGS[name]
+
+
 _PACKED = re.compile(r"\b(c\d+)\b")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 

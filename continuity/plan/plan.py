@@ -69,9 +69,11 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
 
 class LookupPlan(Plan, frozen=True, kw_only=True):
     """A ``lookup-allowed-v1`` plan: also binds the soul (raw and normalised-core
-    sha256) and the sizing policy (its file's sha256 and budgets). A subclass, so a
-    recall-only plan encodes (and digests) exactly as it did before lookup existed."""
+    sha256), the sizing policy (its file's sha256 and budgets) and the scripted reader
+    binding (default Sol, alternate Luna). A subclass, so a recall-only plan encodes (and
+    digests) exactly as it did before lookup existed."""
 
+    reader_binding: str
     soul_sha256: str
     soul_core_sha256: str
     policy_sha256: str
@@ -172,6 +174,14 @@ def plan_from_options(options: Mapping[str, Any]) -> Plan:
     seeds = options.get("seeds")
     credentials = options.get("credentials") or None
     probe_mode = options.get("probe_mode") or "recall-only"
+    binding = options.get("lookup_reader") or ""
+    if binding and probe_mode != "lookup-allowed-v1":
+        raise UsageError(
+            "--lookup-reader chooses the lookup-allowed-v1 reader; add "
+            "--probe-mode lookup-allowed-v1",
+            code="plan_invalid",
+            location="--lookup-reader",
+        )
     if probe_mode == "lookup-allowed-v1" and kind != "scripted":
         raise UsageError(
             "lookup-allowed-v1 is offline preparation only; it never calls a real model",
@@ -196,22 +206,29 @@ def plan_from_options(options: Mapping[str, Any]) -> Plan:
     )
     if probe_mode != "lookup-allowed-v1":
         return plan
-    return lookup_plan(plan, options.get("policy") or None, options.get("policy_sha256"))
+    return lookup_plan(
+        plan, options.get("policy") or None, options.get("policy_sha256"), binding or "default"
+    )
 
 
-def lookup_plan(plan: Plan, policy_path: str | None, policy_sha256: str | None) -> LookupPlan:
-    """Bind the frozen soul and the sizing policy into a lookup plan.
+def lookup_plan(
+    plan: Plan, policy_path: str | None, policy_sha256: str | None, binding: str = "default"
+) -> LookupPlan:
+    """Bind the frozen soul, the sizing policy and the reader binding into a lookup plan.
 
     Raises:
-        UsageError: the policy's codes (`continuity.lookup.policy.load_policy`), and
+        UsageError: the policy's codes (`continuity.lookup.policy.load_policy`),
             ``lookup_soul_mismatch`` / ``lookup_soul_missing`` when the soul file is
-            not the one the policy was measured with.
+            not the one the policy was measured with, and ``lookup_reader_unknown``.
     """
     from pathlib import Path
 
     from continuity.lookup.policy import default_policy_path, load_policy
     from continuity.lookup.policy import policy_sha256 as sha
+    from continuity.lookup.reader import binding_models
     from continuity.lookup.soul import check_soul, read_soul
+
+    binding_models(binding)  # an unknown name fails before anything is read
 
     path = Path(policy_path) if policy_path else None
     policy = load_policy(path, policy_sha256 if path else None)
@@ -220,6 +237,7 @@ def lookup_plan(plan: Plan, policy_path: str | None, policy_sha256: str | None) 
     data = (path or default_policy_path()).read_bytes()
     return LookupPlan(
         **msgspec.structs.asdict(plan),
+        reader_binding=binding,
         soul_sha256=soul.sha256,
         soul_core_sha256=soul.core_sha256,
         policy_sha256=sha(data),

@@ -1,8 +1,10 @@
 """The lookup report (lookup-allowed-v1): every planned slot, mechanics and recovery.
 
 Per arm it keeps every planned slot (from ``<run>/lookup-slots.json``): missing (no unit
-file), duplicate (refused by the aggregate before this point, so always 0 here),
-unstarted, failed and inventory-infeasible. It reports
+file), duplicate (a slot met more than once; a duplicate unit file is already refused
+by the aggregate, so these are probe-level repeats inside units, counted once), unstarted,
+failed and inventory-infeasible. It names the scripted reader binding(s) the units ran
+on, and reports
 
 - **source availability** of annotated slots (in context, retrievable, absent) and how
   many slots have unknown source provenance;
@@ -49,12 +51,14 @@ class LookupRow(msgspec.Struct, frozen=True, array_like=True):
     elapsed: float
     exhausted: str | None
     reader_stopped: str | None
+    reader: str  # the scripted reader binding's provider:model
 
 
 def lookup_rows(record: UnitRecord) -> list[LookupRow]:
     """The lookup view of one unit (empty for a recall-only unit)."""
     if not record.binding or "lookup" not in record.binding:
         return []
+    reader = str(record.binding["lookup"].get("reader", ""))
     rows = []
     for probe in record.probes:
         witness = probe.evidence.lookup if probe.evidence is not None else probe.witness
@@ -78,6 +82,7 @@ def lookup_rows(record: UnitRecord) -> list[LookupRow]:
                 witness.elapsed_seconds if witness else 0.0,
                 witness.meter.exhausted if witness else None,
                 witness.reader_stopped if witness else None,
+                reader,
             )
         )
     return rows
@@ -93,9 +98,14 @@ def lookup_table(
 ) -> dict[str, dict[str, Any]]:
     """Per-arm lookup figures from (repeat, trace id, arm, rows) of every unit."""
     present: dict[tuple[int, str, str, str], LookupRow] = {}
+    duplicates: Counter[str] = Counter()
     for repeat, trace_id, arm, rows in units:
         for row in rows:
-            present[(repeat, trace_id, arm, row.probe_id)] = row
+            key = (repeat, trace_id, arm, row.probe_id)
+            if key in present:
+                duplicates[arm] += 1
+                continue
+            present[key] = row
     if not present:
         return {}
     planned_keys = (
@@ -122,10 +132,11 @@ def lookup_table(
         failed_feasible = sum(1 for r in failed if r.category == "tool_identifier")
         availability = Counter(r.fact for r in annotated if r.status == "valid" and r.fact)
         table[arm] = {
+            "readers": sorted({r.reader for r in rows if r.reader}),
             "slots_planned": planned_n,
             "slots_present": len(rows),
             "missing": missing,
-            "duplicate": 0,
+            "duplicate": duplicates[arm],
             "unstarted": len(unstarted),
             "failed": len(failed),
             "inventory_infeasible": sum(infeasible.values()),

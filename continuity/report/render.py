@@ -286,8 +286,10 @@ def _lookup_section(r: Results) -> tuple[str, list[str], list[list[str]], str]:
         rows.append(
             [
                 arm,
+                ", ".join(cell.get("readers", [])) or "-",
                 str(cell["slots_planned"]),
                 str(cell["missing"]),
+                str(cell["duplicate"]),
                 str(cell["unstarted"]),
                 str(cell["failed"]),
                 str(cell["inventory_infeasible"]),
@@ -307,8 +309,10 @@ def _lookup_section(r: Results) -> tuple[str, list[str], list[list[str]], str]:
         "Lookup (lookup-allowed-v1)",
         [
             "arm",
+            "reader",
             "planned",
             "missing",
+            "duplicate",
             "unstarted",
             "failed",
             "inventory-infeasible",

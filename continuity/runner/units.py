@@ -33,6 +33,7 @@ from continuity.harness.compaction import CompactionEvent
 from continuity.harness.messages import Usage
 from continuity.harness.receipts import LookupBinding, LookupWitness, SampleEvidence, SourceRef
 from continuity.lookup.policy import LookupPolicy
+from continuity.lookup.reader import binding_models
 from continuity.lookup.sources import sources_for
 from continuity.outputs import resolve_out_path, write_output
 from continuity.probes.availability import Availability, availability, loss, needles_for
@@ -138,7 +139,12 @@ class LookupRun(msgspec.Struct, frozen=True, kw_only=True):
     policy_sha256: str
     soul_sha256: str
     soul_core_sha256: str
+    reader_binding: str = "default"
     watchdog_seconds: float = 720.0
+
+    def models(self) -> tuple[str, str]:
+        """The reader binding's (reader, alternate) models."""
+        return binding_models(self.reader_binding)
 
     def binding(self) -> dict[str, Any]:
         return {
@@ -147,6 +153,7 @@ class LookupRun(msgspec.Struct, frozen=True, kw_only=True):
                 "policy_sha256": self.policy_sha256,
                 "soul_sha256": self.soul_sha256,
                 "soul_core_sha256": self.soul_core_sha256,
+                "reader": self.models()[0],
                 "calls": self.policy.calls,
                 "bytes": self.policy.bytes,
             }
@@ -252,7 +259,11 @@ def run_unit(
     from continuity.harness.keys import checkpoint_key
     from continuity.harness.unit import ProbeSpec, UnitRequest
 
-    config = replay_config_for(arm, "lookup-allowed-v1" if lookup is not None else "recall-only")
+    config = (
+        replay_config_for(arm, "lookup-allowed-v1", lookup.models())
+        if lookup is not None
+        else replay_config_for(arm)
+    )
     probes = list(trace.probes[:probe_limit] if probe_limit else trace.probes)
     binding = real.binding() if real is not None else lookup.binding() if lookup else None
     planned_checkpoint = checkpoint_key(item.key, config)
@@ -276,6 +287,7 @@ def run_unit(
                 soul_sha256=lookup.soul_sha256,
                 soul_core_sha256=lookup.soul_core_sha256,
                 sources=sources,
+                models=lookup.models(),
             )
         specs.append(
             ProbeSpec(index, probe.text, needles.fact + needles.superseded, binding_for_probe)

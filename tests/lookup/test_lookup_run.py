@@ -22,10 +22,12 @@ from continuity.harness.receipts import LookupBinding, LookupWitness, ProbeReque
 from continuity.harness.unit import collect_child
 from continuity.harness.workspace import Workspace
 from continuity.lookup.policy import default_policy_path, load_policy, policy_sha256
+from continuity.lookup.reader import LUNA, SOL, binding_models
 from continuity.lookup.soul import read_soul
 from continuity.lookup.sources import sources_for
 from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
 from continuity.report.aggregate import aggregate_run
+from continuity.report.lookup import LookupRow, lookup_table
 from continuity.runner.units import LookupRun, build_units, run_unit
 from continuity.store import Store
 from continuity.traces.suites import build_suite
@@ -36,7 +38,7 @@ from tests.plan.test_plan import DEFAULT_DIGEST, guarded_doit
 LOOKUP = "lookup-allowed-v1"
 
 
-def frozen_run(policy_path: Path | None = None) -> LookupRun:
+def frozen_run(policy_path: Path | None = None, binding: str = "default") -> LookupRun:
     path = policy_path or default_policy_path()
     soul = read_soul()
     return LookupRun(
@@ -44,6 +46,7 @@ def frozen_run(policy_path: Path | None = None) -> LookupRun:
         policy_sha256=policy_sha256(path.read_bytes()),
         soul_sha256=soul.sha256,
         soul_core_sha256=soul.core_sha256,
+        reader_binding=binding,
     )
 
 
@@ -106,6 +109,36 @@ def test_lookup_plans_bind_soul_and_policy_and_admit_two_arms() -> None:
     assert real.value.code == "lookup_real_refused"
 
 
+def test_the_two_scripted_reader_bindings() -> None:
+    default = plan_from_options({"probe_mode": LOOKUP})
+    alternate = plan_from_options({"probe_mode": LOOKUP, "lookup_reader": "alternate"})
+    assert isinstance(default, LookupPlan) and isinstance(alternate, LookupPlan)
+    assert (default.reader_binding, alternate.reader_binding) == ("default", "alternate")
+    assert plan_digest(default) != plan_digest(alternate)
+    assert plan_digest(plan_from_options({"probe_mode": LOOKUP, "lookup_reader": "default"})) == (
+        plan_digest(default)
+    )
+    # Sol reads by default; its native history is replayed on Sol (the reader's own
+    # session) and the cold pack arm's history on Luna. The alternate swaps them.
+    native, cold = ARMS["native-lookup"], ARMS["continuity-pack-cold"]
+    assert binding_models("default") == (SOL, LUNA)
+    assert replay_config_for(native, LOOKUP, binding_models("default")).history_model == (
+        "gpt-6.1-sol"
+    )
+    assert replay_config_for(cold, LOOKUP, binding_models("default")).history_model == (
+        "gpt-6-luna"
+    )
+    assert replay_config_for(native, LOOKUP, binding_models("alternate")).history_model == (
+        "gpt-6-luna"
+    )
+    with pytest.raises(UsageError) as caught:
+        plan_from_options({"probe_mode": LOOKUP, "lookup_reader": "terra"})
+    assert caught.value.code == "lookup_reader_unknown"
+    with pytest.raises(UsageError) as caught:
+        plan_from_options({"lookup_reader": "alternate"})
+    assert caught.value.code == "plan_invalid" and caught.value.location == "--lookup-reader"
+
+
 def test_lookup_checkpoints_are_namespaced() -> None:
     arm = ARMS["continuity-pack-cold"]
     recall = checkpoint_key("a" * 64, replay_config_for(arm))
@@ -151,9 +184,11 @@ def test_an_offline_lookup_run_over_the_originals_reports_every_slot(tmp_path: P
     assert built == 8 and {r.arm for r in records} == {"native-lookup", "continuity-pack-cold"}
     for record in records:
         assert record.binding is not None and record.binding["lookup"]["calls"] == 8
+        assert record.binding["lookup"]["reader"] == SOL
         for probe in record.probes:
             assert probe.status == "valid", probe.reasons
-            witness = probe.evidence.lookup  # type: ignore[union-attr]
+            assert probe.evidence is not None and probe.evidence.reader_model == SOL
+            witness = probe.evidence.lookup
             assert witness is not None and witness.sources == 1
             assert witness.meter.call_budget == 8
             # Witnesses hold ids, digests, counts and classes, never values.
@@ -179,6 +214,7 @@ def test_an_offline_lookup_run_over_the_originals_reports_every_slot(tmp_path: P
     table = results.lookup
     assert set(table) == {"native-lookup", "continuity-pack-cold"}
     assert table["native-lookup"]["slots_planned"] == 8 and table["native-lookup"]["missing"] == 0
+    assert table["native-lookup"]["readers"] == [SOL] and table["native-lookup"]["duplicate"] == 0
     assert table["native-lookup"]["exact"]["n"] == 8
     # Budget exhaustion is an explicit mechanics outcome: the native reader hit its
     # eight-call budget and stopped voluntarily.
@@ -190,6 +226,65 @@ def test_an_offline_lookup_run_over_the_originals_reports_every_slot(tmp_path: P
     next(folder.glob("r1-brightline-return-native-lookup.json")).unlink()
     results, _, _ = aggregate_run(store, run)
     assert results.lookup["native-lookup"]["missing"] == 2
+
+
+def test_the_alternate_reader_binding_runs_on_its_own_native_session(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    records, _, _ = build_units(
+        store,
+        "original",
+        traces="brightline-return",
+        probe_limit=1,
+        run_dir=tmp_path / "run",
+        lookup=frozen_run(binding="alternate"),
+    )
+    by_arm = {r.arm: r for r in records}
+    assert set(by_arm) == {"native-lookup", "continuity-pack-cold"}
+    for record in records:
+        assert record.binding is not None and record.binding["lookup"]["reader"] == LUNA
+        (probe,) = record.probes
+        assert probe.status == "valid", probe.reasons
+        assert probe.evidence is not None and probe.evidence.reader_model == LUNA
+    native = by_arm["native-lookup"].probes[0].evidence
+    cold = by_arm["continuity-pack-cold"].probes[0].evidence
+    assert native is not None and native.history_model == LUNA  # the reader's own session
+    assert cold is not None and cold.history_model == SOL  # the cold arm switched models
+    # A different binding is a different unit: nothing is reused across bindings.
+    default, _, built = build_units(
+        store,
+        "original",
+        traces="brightline-return",
+        probe_limit=1,
+        run_dir=tmp_path / "run2",
+        lookup=frozen_run(),
+    )
+    assert built == 2 and {r.key for r in default}.isdisjoint({r.key for r in records})
+
+
+def test_the_lookup_table_counts_a_slot_met_twice_once_as_a_duplicate() -> None:
+    row = LookupRow(
+        "p01",
+        "tool_identifier",
+        "valid",
+        "",
+        True,
+        True,
+        "absent",
+        True,
+        True,
+        2,
+        900,
+        0.1,
+        None,
+        "done",
+        SOL,
+    )
+    table = lookup_table(
+        [(1, "t", "native-lookup", [row, row]), (1, "t", "native-lookup", [row])], None
+    )
+    cell = table["native-lookup"]
+    assert cell["duplicate"] == 2 and cell["slots_present"] == 1
+    assert cell["exact"] == {"correct": 1, "n": 1, "rate": 1.0}
 
 
 def test_inventory_infeasible_and_unknown_slots(tmp_path: Path) -> None:

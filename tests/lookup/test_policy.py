@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from continuity.errors import ContinuityError, UsageError
@@ -14,10 +15,12 @@ from continuity.lookup.policy import (
     BYTE_CAP,
     CALL_CAP,
     PathCost,
+    admission_cap,
     budget_from_paths,
     classify_path,
     default_policy_path,
     load_policy,
+    round_inputs,
 )
 from continuity.lookup.soul import SoulError, check_soul, install_soul, normalise_core, read_soul
 
@@ -78,6 +81,22 @@ def path(**overrides: object) -> PathCost:
 )
 def test_path_classes(overrides: dict[str, object], expected: str) -> None:
     assert classify_path(path(**overrides), 8, 126_976) == expected
+
+
+def test_repeated_inputs_must_fit_the_per_invocation_admission_cap() -> None:
+    # 31 rounds of about 200,000 tokens each: every round fits the window, but their sum
+    # (about 6.2 M) crosses the originals' 6 M admission cap; a long suite's 400 M takes it.
+    long_path = path(
+        calls=30, bytes=3_000, responses=[100] * 30, initial_tokens=200_000, cold_tokens=0
+    )
+    assert sum(round_inputs(long_path, long_path.arm)) > 6_000_000
+    assert classify_path(long_path, CALL_CAP, BYTE_CAP) == "admission_bound"
+    hard = msgspec.structs.replace(long_path, suite="hard")
+    assert classify_path(hard, CALL_CAP, BYTE_CAP) == "feasible"
+    assert admission_cap("original") == 6_000_000
+    assert admission_cap("hard-distractors") == 400_000_000
+    # Each round's input: the initial input, every byte returned so far, 300 a round.
+    assert round_inputs(path(), "continuity-pack-cold") == [32_300, 34_600, 43_900, 53_200]
 
 
 def test_the_frozen_policy_is_the_seeds_budget_over_this_projects_inventory() -> None:
