@@ -48,15 +48,22 @@ COST_LIMIT = param(
 def _workload(options: dict[str, Any]) -> tuple[Any, Any, Any]:
     from pathlib import Path
 
+    from continuity.lookup.policy import load_policy
     from continuity.plan.estimate import dry_run
-    from continuity.plan.plan import plan_from_options
+    from continuity.plan.plan import LookupPlan, plan_from_options
     from continuity.plan.pricing import load_catalog
-    from continuity.plan.workload import workload
+    from continuity.plan.workload import load_plan_traces, lookup_sizing, workload
 
     plan = plan_from_options(options)
     catalog = load_catalog(Path(options["pricing"]) if options.get("pricing") else None)
-    load = workload(plan)
-    return dry_run(plan, load, catalog), catalog, load
+    traces = load_plan_traces(plan)
+    load = workload(plan, traces)
+    sizing = None
+    if isinstance(plan, LookupPlan):
+        path = Path(options["policy"]) if options.get("policy") else None
+        policy = load_policy(path, options.get("policy_sha256") if path else None)
+        sizing = lookup_sizing(plan, policy, traces)
+    return dry_run(plan, load, catalog, sizing), catalog, load
 
 
 def _plan(**options: Any) -> str:
@@ -77,11 +84,14 @@ def _dry_run(**options: Any) -> str:
     from continuity.plan.estimate import check_cost_limit, format_dry_run, record_dry_run
 
     result, _, _ = _workload(options)
-    print(format_dry_run(result).rsplit("\n", 1)[0])
+    text, last = format_dry_run(result).rsplit("\n", 1)
+    print(text)
     check_cost_limit(result, options.get("cost_limit") or None)
     chosen = Selection(options)
-    path = record_dry_run(chosen.store, result, chosen.out)
-    return f"confirmation digest: {result.digest}\ndry run in {path}"
+    # A lookup plan is never confirmed (nothing is billed): its dry run is not recorded
+    # as a confirmation in the store, only written for the user.
+    path = record_dry_run(chosen.store, result, chosen.out, confirm=result.lookup is None)
+    return f"{last}\ndry run in {path}"
 
 
 def _estimate(**options: Any) -> None:
@@ -91,6 +101,7 @@ def _estimate(**options: Any) -> None:
         DEFAULT_SCREENING,
         check_cost_limit,
         estimate,
+        format_dry_run,
         format_estimate,
     )
 
@@ -101,6 +112,10 @@ def _estimate(**options: Any) -> None:
             location="--real",
         )
     result, catalog, load = _workload(options)
+    if result.lookup is not None:
+        print(format_dry_run(result))
+        print("estimate: nothing to price; lookup-allowed-v1 never calls a model")
+        return None
     profiles = estimate(
         result.plan,
         load,

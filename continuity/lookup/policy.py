@@ -122,6 +122,15 @@ class LookupPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
                 return slot
         return None
 
+    def disposition(self, trace_id: str, arm: str, probe_id: str, annotated: bool) -> str:
+        """A planned slot's disposition: ``unannotated`` (no source; it runs with unknown
+        provenance), its class (``feasible`` runs; any other class is
+        inventory-infeasible), or ``unknown`` (never measured; blocks execution)."""
+        if not annotated:
+            return "unannotated"
+        slot = self.slot(trace_id, arm, probe_id)
+        return slot.classification if slot is not None else "unknown"
+
 
 def budget_from_paths(max_calls: int, max_bytes: int, largest_response: int) -> tuple[int, int]:
     """The seed's budget formulas: (calls, bytes)."""

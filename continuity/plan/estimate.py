@@ -26,6 +26,7 @@ from continuity.plan.plan import Plan, plan_digest
 from continuity.plan.pricing import Catalog
 from continuity.plan.workload import (
     ASSUMPTIONS,
+    LookupSizing,
     PlannedCall,
     Price,
     Workload,
@@ -75,6 +76,8 @@ class DryRun(msgspec.Struct, frozen=True, kw_only=True):
     tiered_calls: int
     histogram: dict[str, int]
     assumptions: dict[str, int]
+    # lookup-allowed-v1: what runs (offline mechanics; nothing is priced or confirmed).
+    lookup: LookupSizing | None = None
 
 
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,7 +112,29 @@ def _tiered(catalog: Catalog, calls: Sequence[PlannedCall], model: str | None = 
     return count
 
 
-def dry_run(plan: Plan, load: Workload, catalog: Catalog) -> DryRun:
+def dry_run(
+    plan: Plan, load: Workload, catalog: Catalog, lookup: LookupSizing | None = None
+) -> DryRun:
+    """The plan's workload and list prices; for a lookup plan (`lookup`), its runnable
+    slots and their round ceiling instead, at zero: lookup never calls a model."""
+    if lookup is not None:
+        nothing = PriceView(usd=0.0, priced_calls=0, unpriced_calls=0, known_subtotal=0.0)
+        return DryRun(
+            plan=plan,
+            digest=plan_digest(plan),
+            units=load.units,
+            live_turns=lookup.runnable,
+            answer_calls=lookup.runnable * lookup.max_rounds,
+            compaction_calls=0,
+            judge_calls=0,
+            planned_input_tokens=0,
+            upper_bound=nothing,
+            expected=nothing,
+            tiered_calls=0,
+            histogram={},
+            assumptions={},
+            lookup=lookup,
+        )
     return DryRun(
         plan=plan,
         digest=plan_digest(plan),
@@ -208,8 +233,52 @@ def _workload_lines(result: DryRun) -> list[str]:
     ]
 
 
+def _lookup_lines(result: DryRun, sizing: LookupSizing) -> list[str]:
+    plan = result.plan
+    infeasible = {
+        k: v for k, v in sizing.slots.items() if k not in ("feasible", "unannotated", "unknown")
+    }
+
+    def row(label: str, value: int, why: str = "") -> str:
+        return f"  {label:<24}{value:>10,}" + (f"  ({why})" if why else "")
+
+    return [
+        f"dry run: {plan.mode} plan, suite {plan.suite}, arms {','.join(plan.arms)}, "
+        f"repeats {plan.repeats}, probe limit {plan.probe_limit or 'none'}, "
+        f"probe mode {plan.probe_mode}",
+        f"  reader binding {sizing.binding}: {sizing.reader} (scripted; never called)",
+        "lookup workload (no network call, no credential read):",
+        row("units", result.units),
+        row("planned slots", sum(sizing.slots.values())),
+        row(
+            "  runnable",
+            sizing.runnable,
+            f"feasible {sizing.slots.get('feasible', 0)}, "
+            f"no annotated source {sizing.slots.get('unannotated', 0)}",
+        ),
+        row(
+            "  inventory-infeasible",
+            sum(infeasible.values()),
+            ", ".join(f"{k} {v}" for k, v in infeasible.items()),
+        ),
+        row("  unknown feasibility", sizing.slots.get("unknown", 0), "any blocks the run"),
+        row(
+            "reader rounds, ceiling",
+            result.answer_calls,
+            f"{sizing.max_rounds} per slot: call budget {sizing.call_budget} + 2",
+        ),
+        f"  metered budget per slot: {sizing.call_budget} calls, {sizing.byte_budget:,} bytes",
+        "  deadlines per slot: 600 s probe, 60 s cleanup, 690 s turn safety, 720 s watchdog",
+        "list price: none; lookup-allowed-v1 is offline preparation: no model is called and "
+        "nothing is billed, so there is nothing to confirm",
+        f"plan digest: {result.digest}",
+    ]
+
+
 def format_dry_run(result: DryRun) -> str:
     plan = result.plan
+    if result.lookup is not None:
+        return "\n".join(_lookup_lines(result, result.lookup))
     lines = [
         f"dry run: {plan.mode} plan, suite {plan.suite}, arms {','.join(plan.arms)}, "
         f"repeats {plan.repeats}, probe limit {plan.probe_limit or 'none'}",
@@ -250,17 +319,18 @@ def format_estimate(result: DryRun, profiles: Sequence[Profile]) -> str:
 DRY_RUN_KIND = "dry-run"
 
 
-def record_dry_run(store: Store, result: DryRun, out: Path) -> Path:
-    """Keep a confirmed dry run: in the store under its plan digest (what a real run
-    checks) and as ``<out>/plans/<digest>/dry-run.json`` for the user."""
+def record_dry_run(store: Store, result: DryRun, out: Path, *, confirm: bool = True) -> Path:
+    """Keep a dry run as ``<out>/plans/<digest>/dry-run.json`` for the user and, with
+    `confirm`, in the store under its plan digest (the confirmation a real run checks)."""
     data = msgspec.json.encode(result)
-    blob = store.put_blob(data)
-    store.record_action(
-        result.digest,
-        kind=DRY_RUN_KIND,
-        output=blob,
-        meta={"suite": result.plan.suite, "mode": result.plan.mode},
-    )
+    if confirm:
+        blob = store.put_blob(data)
+        store.record_action(
+            result.digest,
+            kind=DRY_RUN_KIND,
+            output=blob,
+            meta={"suite": result.plan.suite, "mode": result.plan.mode},
+        )
     path = out / "plans" / result.digest[:16] / "dry-run.json"
     write_output(path, msgspec.json.format(data) + b"\n")
     write_output(

@@ -27,7 +27,8 @@ import msgspec
 
 from continuity.arms import Arm, arm_config, parse_arms
 from continuity.harness.messages import Usage
-from continuity.plan.plan import Plan
+from continuity.lookup.policy import LookupPolicy
+from continuity.plan.plan import LookupPlan, Plan
 from continuity.plan.pricing import Catalog, call_cost
 from continuity.traces.bounds import (
     RESEED_TEXT_MESSAGES,
@@ -47,11 +48,13 @@ from continuity.traces.schema import (
 __all__ = [
     "ASSUMPTIONS",
     "HISTOGRAM_BINS",
+    "LookupSizing",
     "PlannedCall",
     "Price",
     "Workload",
     "histogram",
     "load_plan_traces",
+    "lookup_sizing",
     "price_calls",
     "workload",
 ]
@@ -277,3 +280,43 @@ def histogram(calls: Iterable[PlannedCall]) -> dict[str, int]:
         )
         counts[labels[index]] += 1
     return counts
+
+
+class LookupSizing(msgspec.Struct, frozen=True, kw_only=True):
+    """What a lookup-allowed-v1 plan will run: offline mechanics, never billed."""
+
+    binding: str
+    reader: str  # the binding's provider:model (scripted; never called)
+    call_budget: int
+    byte_budget: int
+    max_rounds: int  # the probe turn's ceiling: call budget + 2
+    slots: dict[str, int]  # planned slots by disposition
+    runnable: int  # feasible and unannotated slots (each one probe child)
+
+
+def lookup_sizing(
+    plan: LookupPlan, policy: LookupPolicy, traces: Sequence[Trace] | None = None
+) -> LookupSizing:
+    """Every planned slot (repeat x trace x arm x probe) dispositioned by `policy`, as a
+    lookup run will before anything runs."""
+    from continuity.lookup.reader import binding_models
+    from continuity.lookup.sources import sources_for
+
+    traces = list(traces) if traces is not None else load_plan_traces(plan)
+    slots: Counter[str] = Counter()
+    for trace in traces:
+        probes = list(trace.probes[: plan.probe_limit] if plan.probe_limit else trace.probes)
+        for arm in parse_arms(",".join(plan.arms), family=trace.family, probe_mode=plan.probe_mode):
+            for probe in probes:
+                annotated = bool(sources_for(trace, probe))
+                disposition = policy.disposition(trace.trace_id, arm.id, probe.probe_id, annotated)
+                slots[disposition] += plan.repeats
+    return LookupSizing(
+        binding=plan.reader_binding,
+        reader=binding_models(plan.reader_binding)[0],
+        call_budget=plan.call_budget,
+        byte_budget=plan.byte_budget,
+        max_rounds=plan.call_budget + 2,
+        slots=dict(sorted(slots.items())),
+        runnable=slots["feasible"] + slots["unannotated"],
+    )

@@ -164,10 +164,9 @@ class LookupRun(msgspec.Struct, frozen=True, kw_only=True):
         no source) runs; any other class is inventory-infeasible; ``unknown`` (a source
         the policy never measured) blocks execution."""
         sources = sources_for(trace, probe)
-        if not sources:
-            return [], "unannotated"
-        slot = self.policy.slot(trace.trace_id, arm.id, probe.probe_id)
-        return sources, slot.classification if slot is not None else "unknown"
+        return sources, self.policy.disposition(
+            trace.trace_id, arm.id, probe.probe_id, bool(sources)
+        )
 
 
 class RealRun(msgspec.Struct, frozen=True, kw_only=True):

@@ -447,3 +447,39 @@ def test_real_lookup_is_refused_before_any_credential(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "lookup_real_refused" in result.stdout + result.stderr
     assert str(credentials) not in opened
+
+
+def test_a_lookup_dry_run_sizes_the_slots_and_prices_nothing(tmp_path: Path) -> None:
+    from continuity.plan.estimate import confirmed_dry_run, dry_run, format_dry_run
+    from continuity.plan.pricing import load_catalog
+    from continuity.plan.workload import load_plan_traces, lookup_sizing, workload
+
+    plan = plan_from_options({"probe_mode": LOOKUP})
+    assert isinstance(plan, LookupPlan)
+    traces = load_plan_traces(plan)
+    sizing = lookup_sizing(plan, load_policy(), traces)
+    # The originals: two annotated probes per trace and arm, all feasible in the frozen
+    # policy; every other probe runs with unknown provenance.
+    total = sum(len(t.probes) for t in traces) * 2
+    assert sizing.slots == {"feasible": 16, "unannotated": total - 16}
+    assert sizing.runnable == total and sizing.max_rounds == 10 and sizing.reader == SOL
+    result = dry_run(plan, workload(plan, traces), load_catalog(), sizing)
+    assert result.upper_bound.usd == 0.0 and result.answer_calls == total * 10
+    text = format_dry_run(result)
+    assert "nothing is billed" in text and "USD" not in text and SOL in text
+    # A lookup plan's inventory-infeasible slots are counted by class.
+    hard = plan_from_options({"probe_mode": LOOKUP, "suite": "hard", "seeds": "101-102"})
+    assert isinstance(hard, LookupPlan)
+    hard_sizing = lookup_sizing(hard, load_policy())
+    assert hard_sizing.slots["context_bound"] == 6 and hard_sizing.slots["feasible"] == 6
+    assert "context_bound 6" in format_dry_run(
+        dry_run(hard, workload(hard), load_catalog(), hard_sizing)
+    )
+    # Through doit: no network, a plan digest rather than a confirmation, nothing
+    # recorded as confirmable, and the estimate has nothing to price.
+    ran, _ = guarded_doit(tmp_path, "dry_run", "--probe-mode", LOOKUP, "--probe-limit", "1")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "plan digest:" in ran.stdout and "confirmation digest" not in ran.stdout
+    assert confirmed_dry_run(Store(tmp_path / "store"), result.digest) is None
+    estimated, _ = guarded_doit(tmp_path, "estimate", "--probe-mode", LOOKUP)
+    assert estimated.returncode == 0 and "nothing to price" in estimated.stdout
