@@ -95,12 +95,8 @@ CASES: list[tuple[str, Expectation, str, str]] = [
     ("commitment correct", COMMITMENT, "DRAFTED - it was never sent.", "correct"),
     ("commitment wrong first token", COMMITMENT, "SENT. Actually it was DRAFTED.", "fabricated"),
     ("commitment false abstention", COMMITMENT, "UNKNOWN", "abstained"),
-    (
-        "commitment lucky substring",
-        COMMITMENT,
-        "The SENT folder is empty; it's DRAFTED.",
-        "fabricated",
-    ),
+    # "draft" is not the status DRAFTED, and the answer says it went out
+    ("commitment lucky substring", COMMITMENT, "The draft went out on Tuesday.", "fabricated"),
     # artifact_status
     ("artifact correct", ARTIFACT, "Shared with the crew, view-only.", "correct"),
     ("artifact stale", ARTIFACT, "DRAFT", "fabricated"),
@@ -146,3 +142,26 @@ def test_every_category_and_failure_kind_is_calibrated() -> None:
         "split across a line break",
     ):
         assert kind in labels
+
+
+# Right answers the scorer misjudges, as the README's blind spots list says. Each asserts
+# the right judgement and is expected to fail; if the scorer learns the case, the strict
+# xfail fails and the README must drop the blind spot.
+BLIND_SPOTS: list[tuple[str, Expectation, str, str]] = [
+    (
+        "status word used in another sense",
+        COMMITMENT,
+        "The SENT folder is empty; it's DRAFTED.",
+        "correct",
+    ),
+]
+
+
+@pytest.mark.xfail(reason="a blind spot listed in the README", strict=True)
+@pytest.mark.parametrize(
+    ("label", "expectation", "answer", "outcome"), BLIND_SPOTS, ids=[c[0] for c in BLIND_SPOTS]
+)
+def test_known_blind_spots_are_misjudged(
+    label: str, expectation: Expectation, answer: str, outcome: str
+) -> None:
+    assert score_answer(expectation, answer).outcome == outcome
