@@ -62,6 +62,12 @@ def _boundary(arm: Arm, e: SampleEvidence) -> list[str]:
         problems.append("no pre-turn compaction")
     if arm.boundary == "ceiling" and compaction is not None and compaction.reason != "ceiling":
         problems.append(f"compaction was {compaction.reason}, not the ceiling")
+    if (
+        arm.boundary in ("compaction", "compaction_mid_and_probe", "restart_switch_compact")
+        and compaction is not None
+        and compaction.reason != "proactive"
+    ):
+        problems.append(f"compaction was {compaction.reason}, not proactive")
     if arm.boundary == "compaction_mid_and_probe" and e.mid_trace_compaction is None:
         problems.append("no mid-trace compaction in the checkpoint")
     if arm.boundary == "restart_switch_compact":
@@ -116,14 +122,18 @@ def _pressure(arm: Arm, e: SampleEvidence) -> list[str]:
 
 
 def _store(arm: Arm, e: SampleEvidence) -> list[str]:
-    if not arm.retained:
+    # A reseed projects tool records from the sidecar, so a degraded sidecar confounds
+    # every reseeding arm (its dropped records would not be the boundary's doing), not
+    # only the store arms.
+    reseeds = arm.boundary in ("model_change", "restart_switch_compact")
+    if not arm.retained and not reseeds:
         return []
     problems = []
-    if e.store is None or e.store.records == 0:
+    if arm.retained and (e.store is None or e.store.records == 0):
         problems.append(e.store_error or "no retained records")
     if e.tool_history_status != "ok" or e.tool_history_warnings:
         problems.append(f"tool history {e.tool_history_status} {e.tool_history_warnings}")
-    if any(c.status == "unavailable" for c in e.history_calls):
+    if arm.retained and any(c.status == "unavailable" for c in e.history_calls):
         problems.append("a ConversationHistory call was unavailable")
     return problems
 

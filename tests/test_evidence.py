@@ -171,6 +171,53 @@ CASES = [
         "boundary_unverified",
     ),
     ("continuity-store-compaction", {"compaction": None, "operations": []}, "boundary_unverified"),
+    # The smallest-trigger arms compact proactively, never at the ceiling.
+    ("compaction-1", {"compaction": _compaction(220_000, "ceiling")}, "boundary_unverified"),
+    (
+        "continuity-store-compaction",
+        {"compaction": _compaction(220_000, "ceiling")},
+        "boundary_unverified",
+    ),
+    (
+        "restart-switch-compact",
+        {"compaction": _compaction(220_000, "ceiling")},
+        "boundary_unverified",
+    ),
+    # A degraded sidecar confounds every reseed, not only the store arms'.
+    *[
+        (
+            arm_id,
+            {"tool_history_status": "degraded", "tool_history_warnings": ["artifact_missing"]},
+            "store_degraded",
+        )
+        for arm_id in ("cold-rebuild", "restart-switch-compact", "continuity-pack-cold")
+    ],
+    # Pressure failures of the store and pack arms.
+    (
+        "continuity-store",
+        {"reseed": msgspec.structs.replace(RESEED, dropped_records=31)},
+        "pressure_unverified",
+    ),
+    (
+        "continuity-store-compaction",
+        {"compaction": _compaction(149_999)},
+        "pressure_unverified",
+    ),
+    (
+        "continuity-pack-cold",
+        {"reseed": msgspec.structs.replace(RESEED, text_messages=63)},
+        "pressure_unverified",
+    ),
+    (
+        "restart-switch-compact",
+        {"reseed": msgspec.structs.replace(RESEED, dropped_records=31)},
+        "pressure_unverified",
+    ),
+    (
+        "continuity-pack-cold",
+        {"store": None, "store_error": "history_unavailable"},
+        "store_degraded",
+    ),
     ("continuity-pack-cold", {"pack": None}, "boundary_unverified"),
     (
         "continuity-pack-cold",

@@ -90,15 +90,20 @@ def context_tokens(messages: Sequence[Message]) -> int:
 def should_compact(
     session: DurableSession, policy: CompactionPolicy, *, turns_since_last: int | None = None
 ) -> Reason | None:
-    """Whether a pre-turn compaction is due, and why."""
+    """Whether a pre-turn compaction is due, and why. When the context is past both the
+    proactive trigger and the input ceiling, the lower of the two names the reason: it is
+    the one that fires first as a context grows (the smallest trigger is proactive even
+    on a context past the 200k ceiling; the default policy's trigger sits above the
+    ceiling, so there the ceiling fires)."""
     if turns_since_last is not None and turns_since_last < policy.cooldown_turns:
         return None
     estimate = context_tokens(session.context())
+    fired: list[tuple[int, Reason]] = []
     if policy.max_input_tokens and estimate > policy.max_input_tokens:
-        return "ceiling"
+        fired.append((policy.max_input_tokens, "ceiling"))
     if estimate > policy.trigger_tokens:
-        return "proactive"
-    return None
+        fired.append((policy.trigger_tokens, "proactive"))
+    return min(fired)[1] if fired else None
 
 
 def serialize_for_summary(messages: Sequence[Message]) -> str:

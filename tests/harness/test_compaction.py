@@ -170,6 +170,9 @@ def test_nothing_to_summarize_is_no_compaction(tmp_path: Path) -> None:
         (CompactionPolicy(max_input_tokens=5_000), 5, "ceiling"),
         (CompactionPolicy(max_input_tokens=0, **SMALLEST_TRIGGER), 5, "proactive"),
         (CompactionPolicy(max_input_tokens=0), 5, None),  # 0 disables the ceiling
+        # Past both thresholds, the lower one names the reason (it fires first).
+        (CompactionPolicy(**{**SMALLEST_TRIGGER, "max_input_tokens": 6_500}), 5, "proactive"),
+        (CompactionPolicy(**{**SMALLEST_TRIGGER, "max_input_tokens": 5_000}), 5, "ceiling"),
     ],
 )
 def test_triggers(
