@@ -24,6 +24,8 @@ CHECKPOINT_SALT = "checkpoint-v1"
 # scoring or reports does not.
 HARNESS_CODE = (
     "continuity.harness",
+    "continuity.memory",  # replay writes the retained store (and its pack inputs)
+    "continuity.privacy",  # the credential-omission rule applied while retaining
     "continuity.providers",
     "continuity.servers",
     "continuity.traces.schema",

@@ -113,6 +113,28 @@ def test_the_key_follows_trace_config_and_harness_code(
     assert checkpoint_key("a" * 64) != key
 
 
+def test_every_module_replay_runs_is_in_the_checkpoint_key() -> None:
+    # Import replay and checkpoints in a clean interpreter and list the project modules
+    # they pull in: each must be covered by HARNESS_CODE, or be infrastructure that
+    # cannot change what a replay writes (keys, errors, the store itself).
+    probe = (
+        "import sys, continuity.harness.replay, continuity.harness.checkpoints; "
+        "print('\\n'.join(m for m in sys.modules if m.startswith('continuity')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
+    infrastructure = ("continuity", "continuity.digest", "continuity.errors", "continuity.traces")
+    uncovered = [
+        m
+        for m in loaded
+        if m not in infrastructure
+        and not m.startswith("continuity.store")
+        and not any(m == p or m.startswith(p + ".") for p in keys.HARNESS_CODE)
+    ]
+    assert uncovered == []
+
+
 def test_a_held_checkpoint_is_busy(store: Store) -> None:
     with (
         checkpoint_lock(store, "c" * 64),
