@@ -308,6 +308,12 @@ class RetainedStore:
             raise HistoryError(
                 "cursor beyond the record", code="history_cursor_invalid", location="cursor"
             )
+        if offset < len(data) and (data[offset] & 0xC0) == 0x80:
+            raise HistoryError(
+                "cursor inside a character (not one this server issued)",
+                code="history_cursor_invalid",
+                location="cursor",
+            )
         end = min(offset + GET_PAGE_BYTES, len(data))
         while end < len(data) and (data[end] & 0xC0) == 0x80:  # never split a character
             end -= 1

@@ -16,6 +16,8 @@ Standalone, for any MCP client::
 
     python -m continuity.servers.history --store PATH/retained.sqlite3           # stdio
     python -m continuity.servers.history --store PATH/retained.sqlite3 --http    # HTTP
+    python -m continuity.servers.history --store WORKSPACE_OR_DIR                # a directory:
+        its continuity/retained.sqlite3 (a checkpoint workspace) or retained.sqlite3
 """
 
 from __future__ import annotations
@@ -142,12 +144,20 @@ async def serve_history(store: RetainedStore) -> AsyncIterator[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m continuity.servers.history")
     parser.add_argument(
-        "--store", type=Path, required=True, help="a retained evidence store (retained.sqlite3)"
+        "--store",
+        type=Path,
+        required=True,
+        help="a retained evidence store (retained.sqlite3), or a directory holding one "
+        "(a checkpoint workspace: continuity/retained.sqlite3)",
     )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP on loopback")
     args = parser.parse_args(argv)
+    path: Path = args.store
+    if path.is_dir():
+        nested = path / "continuity" / "retained.sqlite3"
+        path = nested if nested.exists() else path / "retained.sqlite3"
     try:
-        store = RetainedStore(args.store, readonly=True)
+        store = RetainedStore(path, readonly=True)
     except HistoryError as exc:
         print(f"error {exc}", file=sys.stderr)
         return 2

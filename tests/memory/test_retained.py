@@ -96,6 +96,16 @@ def test_bad_requests_have_codes(retained: RetainedStore, call: object, code: st
     assert err.value.code == code
 
 
+def test_a_cursor_inside_a_character_is_refused_not_a_crash(tmp_path: Path) -> None:
+    store = RetainedStore(tmp_path / "accents.sqlite3")
+    store.retain_tool_result("é" * 100, tool="document_open", tool_kind="document", entry_ref="e1")
+    assert store.get("c1", cursor="g2").text == "é" * 99  # a boundary this server issues
+    with pytest.raises(HistoryError) as err:
+        store.get("c1", cursor="g1")  # the second byte of the first "é"
+    assert err.value.code == "history_cursor_invalid" and err.value.location == "cursor"
+    store.close()
+
+
 def test_fts_syntax_in_a_query_is_just_words(retained: RetainedStore) -> None:
     assert retained.search('crates" OR NOT (Ashford*').hits
 

@@ -108,9 +108,13 @@ async def test_standalone_over_stdio(store_path: Path) -> None:
         assert hits[0]["kind"] == "owner" and hits[0]["source"] == "steer"
 
 
-async def test_standalone_over_http(store_path: Path) -> None:
+async def test_standalone_over_http_given_a_workspace_directory(store_path: Path) -> None:
+    # A checkpoint workspace keeps its store at continuity/retained.sqlite3.
+    workspace = store_path.parent / "workspace"
+    (workspace / "continuity").mkdir(parents=True)
+    store_path.rename(workspace / "continuity" / "retained.sqlite3")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "continuity.servers.history", "--store", str(store_path), "--http"],
+        [sys.executable, "-m", "continuity.servers.history", "--store", str(workspace), "--http"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
