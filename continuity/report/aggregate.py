@@ -168,7 +168,46 @@ def _summarize(record: UnitRecord) -> UnitSummary:
     )
 
 
-def _verify(path: Path, data: bytes) -> UnitRecord:
+class _TraceHead(msgspec.Struct):
+    """The fields of a stored trace a unit's identity is checked against."""
+
+    trace_id: str
+    family: str
+
+
+def _check_against_store(store: Store, path: Path, record: UnitRecord) -> None:
+    """A resealed edit passes the digest check (anyone can recompute a digest), so the
+    unit is also checked against what the store knows: its probes must be the probes
+    its key binds, its trace id and family those of the trace its key binds, and, when
+    the store holds this unit, its content must be the stored unit's content."""
+
+    def tampered(why: str) -> AggregateError:
+        return AggregateError(why, code="unit_tampered", location=str(path))
+
+    if Counter(p.probe_id for p in record.probes) != Counter(record.probe_ids):
+        raise tampered("the unit's probes are not the probes its key binds")
+    stored_trace = store.load_output(record.trace_key)
+    if stored_trace is not None:
+        try:
+            head = msgspec.json.decode(stored_trace, type=_TraceHead)
+        except msgspec.MsgspecError:
+            head = None
+        if head is not None and (head.trace_id, head.family) != (record.trace_id, record.family):
+            raise tampered(
+                f"the unit names trace {record.trace_id} ({record.family}); its trace key "
+                f"is {head.trace_id} ({head.family})"
+            )
+    stored_unit = store.load_output(record.key)
+    if stored_unit is not None:
+        try:
+            digest = msgspec.json.decode(stored_unit, type=UnitRecord).content_digest
+        except msgspec.MsgspecError:
+            digest = None
+        if digest is not None and digest != record.content_digest:
+            raise tampered("the unit's content differs from the store's copy of this unit")
+
+
+def _verify(path: Path, data: bytes, store: Store | None = None) -> UnitRecord:
     try:
         record = msgspec.json.decode(data, type=UnitRecord)
     except msgspec.MsgspecError as exc:
@@ -198,6 +237,8 @@ def _verify(path: Path, data: bytes) -> UnitRecord:
             code="unit_key_mismatch",
             location=str(path),
         )
+    if store is not None:
+        _check_against_store(store, path, record)
     return record
 
 
@@ -217,7 +258,7 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
         if cached is not None:
             summary = msgspec.json.decode(cached, type=UnitSummary)
         else:
-            summary = _summarize(_verify(path, data))
+            summary = _summarize(_verify(path, data, store))
             read += 1
             store.record_action(
                 cache_key, kind="unit-summary", output=store.put_blob(msgspec.json.encode(summary))
@@ -355,11 +396,12 @@ def combine(
         outcomes[arm] = {name: counts.get(name, 0) for name in OUTCOMES}
         excluded[arm] = {name: excl.get(name, 0) for name in EXCLUDED_CLASSES}
         availability[arm] = {name: avail.get(name, 0) for name in AVAILABILITY_COLUMNS}
+        total = usage + compaction  # per-arm totals include the compaction requests
         spend[arm] = {
-            "input": usage.input,
-            "cache_read": usage.cache_read,
-            "cache_write": usage.cache_write,
-            "output": usage.output,
+            "input": total.input,
+            "cache_read": total.cache_read,
+            "cache_write": total.cache_write,
+            "output": total.output,
             "compaction_input": compaction.input,
             "compaction_cache_read": compaction.cache_read,
             "compaction_cache_write": compaction.cache_write,

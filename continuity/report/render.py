@@ -21,6 +21,17 @@ OFFLINE_NOTE = (
     "its boundary and that scoring and accounting ran. They say nothing about "
     "model quality."
 )
+REAL_NOTE = (
+    "Real run: answers came from the plan's model endpoint (every call is in the spend "
+    "table). Accuracy describes that model on these fictional traces; with few traces "
+    "and repeats, read the intervals, not just the means."
+)
+
+
+def run_note(r: Results) -> str:
+    """The report's caveat: offline (scripted readers) or real (model calls made)."""
+    real = any(cell.get("model_calls") for cell in r.spend.values())
+    return REAL_NOTE if real else OFFLINE_NOTE
 
 
 def _cost_cell(spend: dict[str, Any]) -> str:
@@ -250,10 +261,12 @@ def tables(r: Results) -> list[tuple[str, list[str], list[list[str]], str]]:
             "Spend (tokens)",
             ["arm", "live turns", *names, "list price (USD)"],
             rows,
-            "Probe turns; the compaction_* columns are the 'of which' summary-request "
-            "subtotal. The judge is reported separately. List price: real calls at catalog "
-            "prices, each distinct call once; an estimate, not an invoice; unpriced calls "
-            "make it unknown, never zero; scripted runs are not billed (-).",
+            "Probe turns including their compaction summary requests; the compaction_* "
+            "columns are the 'of which' summary-request subtotal. Token counts are per "
+            "sample: a call one sample replayed from the call cache counts in every sample "
+            "that used it. The judge is reported separately. List price: real calls at "
+            "catalog prices, each distinct call once; an estimate, not an invoice; unpriced "
+            "calls make it unknown, never zero; scripted runs are not billed (-).",
         )
     )
     j = r.judge
@@ -343,7 +356,7 @@ def render_markdown(r: Results) -> str:
         "",
         f"{r.units} units; arms: {', '.join(r.arms)}; repeats: {', '.join(map(str, r.repeats))}.",
         "",
-        f"> {OFFLINE_NOTE}",
+        f"> {run_note(r)}",
         "",
     ]
     for title, header, rows, note in tables(r):
@@ -444,7 +457,7 @@ def render_html(r: Results) -> str:
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>continuity results: {html.escape(r.run)}</title><style>{style}</style>"
         f"</head><body><h1>continuity results: {html.escape(r.run)}</h1><p>{summary}</p>"
-        f'<p class="note">{html.escape(OFFLINE_NOTE)}</p>'
+        f'<p class="note">{html.escape(run_note(r))}</p>'
         f"<h2>Overall accuracy</h2>{_bar_chart(r)}"
         f"<h2>Where the facts were after the boundary</h2>{_availability_chart(r)}"
         + "".join(sections)

@@ -68,11 +68,15 @@ def rescore_run(store: Store, run_dir: Path) -> RescoreResult:
             when the unit's trace is no longer in the store, and ``run_empty``.
     """
     folder = run_dir / "units"
-    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    # Every unit file, chunk subfolders included (as `doit aggregate` reads them).
+    paths = sorted(folder.rglob("*.json")) if folder.is_dir() else []
     if not paths:
         raise AggregateError("no unit files to re-score", code="run_empty", location=str(folder))
     rewritten = changed = 0
     traces: dict[str, Trace] = {}
+    # Every unit is verified and re-scored before any is written: a refusal leaves the
+    # whole run as it was.
+    pending: list[tuple[Path, bytes, UnitRecord]] = []
     for path in paths:
         data = path.read_bytes()
         try:
@@ -130,19 +134,21 @@ def rescore_run(store: Store, run_dir: Path) -> RescoreResult:
         updated = seal(msgspec.structs.replace(record, key=key, probes=probes, judge=verdicts))
         encoded = msgspec.json.format(msgspec.json.encode(updated)) + b"\n"
         if encoded != data:
-            blob = store.put_blob(msgspec.json.encode(updated))
-            store.record_action(
-                key,
-                kind="unit",
-                output=blob,
-                inputs={"checkpoint": record.checkpoint, "trace": record.trace_key},
-                meta={
-                    "trace_id": record.trace_id,
-                    "arm": record.arm,
-                    "repeat": record.repeat,
-                    "rescored": True,
-                },
-            )
-            write_output(path, encoded)
-            rewritten += 1
+            pending.append((path, encoded, updated))
+    for path, encoded, updated in pending:
+        blob = store.put_blob(msgspec.json.encode(updated))
+        store.record_action(
+            updated.key,
+            kind="unit",
+            output=blob,
+            inputs={"checkpoint": updated.checkpoint, "trace": updated.trace_key},
+            meta={
+                "trace_id": updated.trace_id,
+                "arm": updated.arm,
+                "repeat": updated.repeat,
+                "rescored": True,
+            },
+        )
+        write_output(path, encoded)
+        rewritten += 1
     return RescoreResult(len(paths), rewritten, changed)

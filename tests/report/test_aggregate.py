@@ -36,17 +36,77 @@ def test_outputs_exist_and_the_html_is_self_contained(run: tuple[Store, Path]) -
     assert "Paired comparison with native" in paths["summary"].read_text()
 
 
-def test_reaggregating_reads_only_what_changed(run: tuple[Store, Path]) -> None:
-    store, folder = run
+def test_reaggregating_reads_only_what_changed(run: tuple[Store, Path], tmp_path: Path) -> None:
+    shared, folder = run
+    store = Store(shutil.copytree(shared.root, tmp_path / "store"))  # this test writes to it
     aggregate_run(store, folder)
     assert aggregate_run(store, folder)[2] == 0
     path = _units(folder)[0]
     record = msgspec.json.decode(path.read_bytes(), type=UnitRecord)
-    changed = msgspec.structs.replace(
-        record, probes=[msgspec.structs.replace(p, answer="something else") for p in record.probes]
+    changed = seal(
+        msgspec.structs.replace(
+            record,
+            probes=[msgspec.structs.replace(p, answer="something else") for p in record.probes],
+        )
     )
-    path.write_bytes(msgspec.json.encode(seal(changed)))
+    # A legitimate change (as `doit score` makes): the file and the store's copy agree.
+    data = msgspec.json.encode(changed)
+    store.record_action(record.key, kind="unit", output=store.put_blob(data))
+    path.write_bytes(data)
     assert aggregate_run(store, folder)[2] == 1
+
+
+def _reseal_as_other_trace(path: Path) -> None:
+    record = msgspec.json.decode(path.read_bytes(), type=UnitRecord)
+    forged = seal(msgspec.structs.replace(record, trace_id="brightline-return"))
+    path.unlink()
+    path.with_name(f"r{forged.repeat}-brightline-return-{forged.arm}.json").write_bytes(
+        msgspec.json.encode(forged)
+    )
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        # Every probe marked correct, then resealed: the digest matches, the store's
+        # copy of this unit does not.
+        lambda p: _edit(
+            p,
+            lambda r: seal(
+                msgspec.structs.replace(
+                    r,
+                    probes=[
+                        msgspec.structs.replace(x, correct=True, outcome="correct")
+                        for x in r.probes
+                    ],
+                )
+            ),
+        ),
+        # Probe ids rewritten, then resealed: not the probes the key binds.
+        lambda p: _edit(
+            p,
+            lambda r: seal(
+                msgspec.structs.replace(
+                    r,
+                    probes=[
+                        msgspec.structs.replace(x, probe_id=f"x{i}") for i, x in enumerate(r.probes)
+                    ],
+                )
+            ),
+        ),
+        # Relabelled as another trace (renamed to match), then resealed.
+        _reseal_as_other_trace,
+    ],
+    ids=["resealed-scores", "resealed-probe-ids", "resealed-trace-id"],
+)
+def test_a_resealed_edit_is_refused(run: tuple[Store, Path], forge: object) -> None:
+    store, folder = run
+    assert callable(forge)
+    forge(_units(folder)[2])
+    with pytest.raises(AggregateError) as err:
+        aggregate_run(store, folder)
+    assert err.value.code == "unit_tampered"
+    assert not (folder / "results.json").exists()
 
 
 def _edit(path: Path, change: object) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -22,8 +23,10 @@ from continuity.runner.units import UnitRecord, seal
 from continuity.store import Store
 
 
-def _vary(folder: Path) -> None:
-    """Mark some valid answers correct, differently per arm and repeat."""
+def _vary(folder: Path, store: Store) -> None:
+    """Mark some valid answers correct, differently per arm and repeat (in the unit files
+    and the store's copies, as a re-score would; the aggregate refuses a unit whose file
+    and stored copy disagree)."""
     for index, path in enumerate(sorted((folder / "units").glob("*.json"))):
         record = msgspec.json.decode(path.read_bytes(), type=UnitRecord)
         probes = []
@@ -31,7 +34,9 @@ def _vary(folder: Path) -> None:
             if probe.status == "valid" and (n + index + record.repeat) % 3 == 0:
                 probe = msgspec.structs.replace(probe, correct=True, outcome="correct")
             probes.append(probe)
-        path.write_bytes(msgspec.json.encode(seal(msgspec.structs.replace(record, probes=probes))))
+        data = msgspec.json.encode(seal(msgspec.structs.replace(record, probes=probes)))
+        store.record_action(record.key, kind="unit", output=store.put_blob(data))
+        path.write_bytes(data)
 
 
 def _tables(markdown: str) -> dict[str, list[dict[str, str]]]:
@@ -55,9 +60,10 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def test_summary_numbers_recompute_from_units(run: tuple[Store, Path]) -> None:
-    store, folder = run
-    _vary(folder)
+def test_summary_numbers_recompute_from_units(run: tuple[Store, Path], tmp_path: Path) -> None:
+    shared, folder = run
+    store = Store(shutil.copytree(shared.root, tmp_path / "store"))  # this test writes to it
+    _vary(folder, store)
     _, paths, _ = aggregate_run(store, folder)
     tables = _tables(paths["summary"].read_text())
     units = [json.loads(p.read_text()) for p in sorted((folder / "units").glob("*.json"))]
@@ -195,7 +201,10 @@ def test_summary_numbers_recompute_from_units(run: tuple[Store, Path]) -> None:
             p for _, _, p in probes(row["arm"], valid=False)
         ]
         for column, field in fields.items():
-            assert row[column] == str(sum(p["usage"][field] for p in every))
+            # Totals include the compaction requests; compaction_* is the "of which".
+            assert row[column] == str(
+                sum(p["usage"][field] + p["compaction_usage"][field] for p in every)
+            )
             assert row[f"compaction_{column}"] == str(
                 sum(p["compaction_usage"][field] for p in every)
             )

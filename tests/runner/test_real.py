@@ -127,6 +127,9 @@ def test_real_run_finishes_the_plan_the_offline_run_finishes(
     assert results.spend["native"]["cost_usd"] > 0
     assert results.spend["native"]["live_turns"] == 2
     assert (rig.output / "plan.json").is_file() and paths["report"].is_file()
+    # A real run's report says so; it never carries the offline caveat.
+    summary = paths["summary"].read_text()
+    assert "Real run:" in summary and "Offline runs use scripted readers" not in summary
     assert made == sum(
         1
         for r in result.records
