@@ -158,9 +158,8 @@ def check_checkpoint(store: Store, result: CheckpointResult, suite: SuiteResult)
     Raises:
         ContinuityError: ``checkpoint_contract_failed`` naming the trace.
     """
-    trace = decode_trace(
-        store.get_blob(next(i.digest for i in suite.items if i.trace_id == result.trace_id))
-    )
+    digest = next(i.digest for i in suite.items if i.trace_id == result.trace_id)
+    trace = decode_trace(store.get_blob(digest))
     turns = [t for _, _, t in iter_turns(trace)]
     records = [t for t in turns if isinstance(t, ToolResult)]
     oversized = sum(len(r.output.encode("utf-8")) > RESULT_HEAD_BYTES for r in records)
@@ -168,6 +167,8 @@ def check_checkpoint(store: Store, result: CheckpointResult, suite: SuiteResult)
         child = run_child(root)
     receipt = result.receipt
     problems = []
+    if receipt.trace_digest != digest:
+        problems.append("the checkpoint was replayed from another trace")
     if not receipt.call_log_verified or receipt.tool_calls != len(records):
         problems.append("tool calls do not match the trace's records")
     if receipt.steers_owner != sum(isinstance(t, Steer) for t in turns):

@@ -82,8 +82,12 @@ def _repeats(options: dict[str, Any]) -> list[int] | None:
         return None
     try:
         return list(parse_seeds(chosen))
-    except UsageError as exc:
-        raise UsageError(exc.message, code="repeat_unknown", location="--repeat") from None
+    except UsageError:
+        raise UsageError(
+            f"cannot read repeats {chosen!r}; use N, A-B or a comma-separated list",
+            code="repeat_unknown",
+            location="--repeat",
+        ) from None
 
 
 def _summary(records: Any, folder: Any, built: int) -> str:

@@ -116,7 +116,10 @@ def _checkpoint(store: Store, trace: Trace, item: SuiteItem, arm: Arm) -> Checkp
 def sample_arm(
     store: Store, trace: Trace, item: SuiteItem, arm: Arm, *, dump_requests: Path | None = None
 ) -> tuple[SampleRecord, str]:
-    """Build (or reuse) one arm sample; return it and whether it was ``built``."""
+    """Build (or reuse) one arm sample; return it and whether it was ``built``.
+
+    A sample whose probe child failed (busy checkpoint, timeout, crash) is returned but
+    not stored, so the next run retries it; a classified sample is stored."""
     from continuity.harness.checkpoints import fork
 
     checkpoint = _checkpoint(store, trace, item, arm)
@@ -153,6 +156,8 @@ def sample_arm(
             classification=classify(arm, evidence, family=trace.family),
             evidence=evidence,
         )
+    if record.failure is not None:
+        return record, "built"
     blob = store.put_blob(msgspec.json.encode(record))
     store.record_action(
         key,

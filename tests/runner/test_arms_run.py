@@ -148,3 +148,25 @@ def test_a_failing_child_keeps_its_code(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError) as err:
         run_probe_child(tmp_path, ProbeRequest(arm="native", probe_text="x", parent_pid=1))
     assert err.value.code == "child_failed" and "session_corrupt" in err.value.message
+
+
+def test_a_failed_sample_is_not_stored_so_the_next_run_retries_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from continuity.runner import samples as samples_module
+
+    store = Store(tmp_path / "store")
+    item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
+    trace = decode_trace(store.get_blob(item.digest))
+    real_child = samples_module.run_probe_child
+
+    def busy(*_: object, **__: object) -> object:
+        raise CheckpointError("the checkpoint is busy", code="checkpoint_busy")
+
+    monkeypatch.setattr(samples_module, "run_probe_child", busy)
+    failed, how = samples_module.sample_arm(store, trace, item, ARMS["native"])
+    assert how == "built" and failed.classification.status == "failed"
+    monkeypatch.setattr(samples_module, "run_probe_child", real_child)
+    retried, how = samples_module.sample_arm(store, trace, item, ARMS["native"])
+    assert how == "built" and retried.classification.status == "valid"
+    assert samples_module.sample_arm(store, trace, item, ARMS["native"])[1] == "cached"
