@@ -5,6 +5,13 @@ Anthropic reports cached input on top of its input count: ``input_tokens`` exclu
 every input token is counted once: ``input`` = input + cache creation (of which
 ``cache_write`` = cache creation), ``cache_read`` = cache read.
 
+Anthropic caches only up to explicit breakpoints, so every request marks three (of the
+four allowed) with ``cache_control: ephemeral``: the system prompt (tools and system),
+the second-to-last content block (in a probe's first request, the end of the shared
+history its sibling probes fork from, so the second probe reads what the first wrote)
+and the last block (each tool round reads the previous round's prefix, which lies
+within the API's 20-block lookback).
+
 The plan's reasoning effort is not sent: extended thinking would require replaying
 signed thinking blocks across tool rounds, which the harness does not keep.
 """
@@ -28,9 +35,10 @@ from continuity.harness.messages import (
 from continuity.providers.http import HttpProvider, parse_arguments
 from continuity.providers.protocol import Completed, ProviderEvent, TextDelta, ToolCallEvent
 
-__all__ = ["ANTHROPIC_VERSION", "AnthropicProvider", "anthropic_usage"]
+__all__ = ["ANTHROPIC_VERSION", "CACHE_CONTROL", "AnthropicProvider", "anthropic_usage"]
 
 ANTHROPIC_VERSION = "2023-06-01"
+CACHE_CONTROL = {"type": "ephemeral"}
 
 
 def anthropic_usage(raw: dict[str, Any]) -> Usage:
@@ -91,10 +99,20 @@ class AnthropicProvider(HttpProvider):
                             "input": call.arguments,
                         },
                     )
+        # Cache breakpoints on the last two content blocks (the system prompt's is below).
+        marked = 0
+        for turn in reversed(messages):
+            for index in range(len(turn["content"]) - 1, -1, -1):
+                if marked == 2:
+                    break
+                turn["content"][index] = {**turn["content"][index], "cache_control": CACHE_CONTROL}
+                marked += 1
         body: dict[str, Any] = {
             "model": self.spec.model,
             "max_tokens": self.spec.max_output_tokens,
-            "system": request.system,
+            "system": [{"type": "text", "text": request.system, "cache_control": CACHE_CONTROL}]
+            if request.system
+            else [],
             "messages": messages,
             "stream": True,
         }

@@ -203,9 +203,12 @@ class WireServer:
             )
             return
         text, tool = self.reply(path, body)
+        # Anthropic caches only up to explicit cache_control breakpoints: an unmarked
+        # request neither reads nor writes the cache.
+        anthropic_cache = path.endswith("/messages") and b'"cache_control"' in raw
         usage = (
             _tokens(len(raw)),
-            cached // 4,
+            cached // 4 if anthropic_cache or not path.endswith("/messages") else 0,
             _tokens(len(text) + (len(json.dumps(tool)) if tool else 0)),
         )
         if path.endswith("/chat/completions"):
@@ -213,7 +216,7 @@ class WireServer:
         elif path.endswith("/responses"):
             events = self._responses(text, tool, usage)
         else:
-            events = self._anthropic(text, tool, usage)
+            events = self._anthropic(text, tool, usage, caching=anthropic_cache)
         await send(
             {
                 "type": "http.response.start",
@@ -451,12 +454,17 @@ class WireServer:
         return events
 
     def _anthropic(
-        self, text: str, tool: dict[str, Any] | None, usage: tuple[int, int, int]
+        self,
+        text: str,
+        tool: dict[str, Any] | None,
+        usage: tuple[int, int, int],
+        *,
+        caching: bool = True,
     ) -> list[tuple[str, str]]:
         total, cached, output = usage
-        written = total - cached
+        written = total - cached if caching else 0
         start_usage = {
-            "input_tokens": 0,
+            "input_tokens": 0 if caching else total,
             "cache_creation_input_tokens": written,
             "cache_read_input_tokens": cached,
             "output_tokens": 1,

@@ -207,8 +207,14 @@ def test_provider_streams_text_tool_calls_and_served_model(
         assert path == "/v1/responses" and body["instructions"] == "You are terse."
         assert body["input"][-1]["type"] == "function_call_output"
     else:
-        assert path == "/v1/messages" and body["system"] == "You are terse."
+        assert path == "/v1/messages"
+        assert body["system"] == [
+            {"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}
+        ]
         assert body["messages"][-1]["content"][0]["type"] == "tool_result"
+        # Breakpoints on the last two content blocks only (three in all, of four allowed).
+        blocks = [b for m in body["messages"] for b in m["content"]]
+        assert [("cache_control" in b) for b in blocks][-3:] == [False, True, True]
     assert body["stream"] is True
 
 
@@ -225,6 +231,38 @@ def test_cached_tokens_are_counted_once(
     # normalised, the total input is the request's size, counted once.
     assert done.usage.cache_read > 0
     assert done.usage.total_input < 1_500  # ~4,400 chars / 4, not doubled
+
+
+def test_an_anthropic_request_without_breakpoints_is_not_cached(
+    wire: tuple[WireServer, str],
+) -> None:
+    # The loopback server caches Anthropic requests only up to cache_control markers,
+    # as the API does; the provider's markers are what make the cache work.
+    _, url = wire
+
+    def body(question: str) -> dict[str, Any]:
+        blocks = [{"type": "text", "text": "background " * 400}, {"type": "text", "text": question}]
+        return {
+            "model": "local-model",
+            "max_tokens": 64,
+            "system": "You are terse.",
+            "messages": [{"role": "user", "content": blocks}],
+            "stream": True,
+        }
+
+    usages = []
+    with httpx.Client() as client:
+        for question in ("first", "second"):
+            response = client.post(f"{url}/v1/messages", json=body(question))
+            start = next(
+                json.loads(line[len("data: ") :])
+                for line in response.text.splitlines()
+                if line.startswith("data: ") and "message_start" in line
+            )
+            usages.append(start["message"]["usage"])
+    assert usages[1]["cache_read_input_tokens"] == 0
+    assert usages[1]["cache_creation_input_tokens"] == 0
+    assert usages[1]["input_tokens"] > 1_000
 
 
 def test_usage_normalisation_by_hand() -> None:
