@@ -7,10 +7,11 @@ The tree::
     │     codes: suite_unknown, seeds_invalid, trace_file_unreadable, store_path_invalid,
     │            plan_invalid, cost_limit_exceeded, cost_unknown, estimate_real_refused,
     │            pricing_invalid; real-mode guards (continuity.plan.guards):
-    │            real_refused_ci, real_provider_required, credentials_required,
-    │            confirmation_required, confirmation_mismatch, confirmation_unknown,
-    │            credentials_missing, output_required, output_inside_checkout,
-    │            checkout_unknown, checkout_dirty, checkout_flags_refused; lookup mode:
+    │            real_refused (their base), real_refused_ci, real_provider_required,
+    │            credentials_required, confirmation_required, confirmation_mismatch,
+    │            confirmation_unknown, credentials_missing, output_required,
+    │            output_inside_checkout, checkout_unknown, checkout_dirty,
+    │            checkout_flags_refused; lookup mode:
     │            lookup_real_refused, lookup_policy_invalid,
     │            lookup_policy_sha256_required, lookup_policy_sha256_mismatch,
     │            lookup_unknown_feasibility, lookup_output_exists, lookup_output_required,
@@ -47,7 +48,29 @@ The tree::
                                        child_watchdog; lookup_soul_missing and
                                        lookup_soul_mismatch (continuity.lookup.soul)
 
-A user can grep the code; tests assert it. `str(error)` is always
+Raised with the classes above from other modules (by area)::
+
+    store            ref_name_invalid, tree_entry_invalid, restore_target_not_empty
+    traces           distractors_changed_facts, trace_unknown
+    arms, config     arm_unknown, arm_not_available_at_revision:<id>, config_key_unknown,
+                     config_value_invalid
+    harness          turn_round_limit, tool_not_offered, workspace_not_empty,
+                     lookup_cleanup_timeout
+    ConversationHistory  history_unavailable, history_invalid_request,
+                     history_record_unknown, history_cursor_invalid
+    offline contract arm_contract_failed, checkpoint_contract_failed,
+                     design_check_failed
+    units            real_flag_required, repeat_unknown, run_stopped, run_incomplete,
+                     lookup_reader_unknown, lookup_inventory_empty,
+                     lookup_inventory_failed
+    aggregate, score unit_malformed, unit_tampered, unit_key_mismatch, unit_duplicate,
+                     run_empty, trace_missing
+
+A base class raised without a specific code falls back to its own: continuity_error,
+usage_error, trace_error, store_error, harness_error, provider_error.
+
+A user can grep the code; tests assert it (and a test checks that every code the
+source raises is listed here). `str(error)` is always
 ``"<code>: <message> (at <location>)"``.
 """
 

@@ -59,6 +59,31 @@ def test_every_bound_field_changes_the_digest(change: dict[str, Any]) -> None:
     assert plan_digest(plan_from_options(change)) != DEFAULT_DIGEST
 
 
+@pytest.mark.parametrize(
+    ("base", "change"),
+    [
+        # Each pair differs in one bound field only, so the field itself is proven bound.
+        ({"suite": "hard", "seeds": "101-102"}, {"seeds": "101-103"}),
+        ({"suite": "hard", "seeds": "101-102"}, {"seeds": "102-103"}),
+        (
+            {"provider": "openai-chat", "credentials": "/c.json"},
+            {"provider": "openai-responses"},
+        ),
+        (
+            {"provider": "openai-chat", "credentials": "/c.json"},
+            {"base_url": "https://models.invalid/v1"},
+        ),
+        ({"probe_mode": "lookup-allowed-v1"}, {"lookup_reader": "alternate"}),
+    ],
+)
+def test_one_field_changed_alone_changes_the_digest(
+    base: dict[str, Any], change: dict[str, Any]
+) -> None:
+    assert plan_digest(plan_from_options({**base, **change})) != plan_digest(
+        plan_from_options(base)
+    )
+
+
 def test_endpoint_and_credentials_path_are_bound_but_not_the_credentials() -> None:
     base = {"provider": "openai-chat", "credentials": "/a/creds.json"}
     digest = plan_digest(plan_from_options(base))
