@@ -330,10 +330,12 @@ def replay_config_for(
     config = arm_config(arm, models_patch(models))
     model = config.models.alternate if arm.history == "alternate" else config.models.reader
     provider, _, name = model.partition(":")
+    # The replay records retained evidence exactly when the arm's configuration pins
+    # continuity on (the seed pins it off for arms a-f in replay and probe configs).
     return ReplayConfig(
         history_provider=provider,
         history_model=name,
-        retained_records=arm.retained,
+        retained_records=config.runtime.session.continuity.enabled,
         mid_trace_compaction=arm.mid_trace_compaction,
         namespace="" if probe_mode == "recall-only" else probe_mode,
     )

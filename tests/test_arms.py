@@ -27,6 +27,9 @@ def test_the_nine_runnable_arms() -> None:
     assert [a.id for a in parse_arms("continuity-pack-boundary")] == ["continuity-pack-cold"]
 
 
+_ENABLED = {"runtime": {"session": {"continuity": {"enabled": True}}}}
+
+
 def test_continuity_pins_match_the_seed() -> None:
     for arm_id in arm_ids()[:6]:
         continuity = arm_config(ARMS[arm_id]).runtime.session.continuity
@@ -41,6 +44,19 @@ def test_continuity_pins_match_the_seed() -> None:
     pack = arm_config(ARMS["continuity-pack-cold"])
     assert pack.runtime.session.continuity.pack_enabled
     assert pack.tools.allowed_tools == ("ConversationHistory",)
+    # The replay reads the pin from the configuration, and it agrees with the arm record.
+    for arm in ARMS.values():
+        pinned = arm_config(arm).runtime.session.continuity.enabled
+        assert replay_config_for(arm).retained_records == pinned == arm.retained, arm.id
+
+
+def test_the_continuity_pin_drives_what_the_replay_records() -> None:
+    import msgspec
+
+    arm = ARMS["native"]
+    flipped = msgspec.structs.replace(arm, probe_patches=(*arm.probe_patches, _ENABLED))
+    assert not replay_config_for(arm).retained_records
+    assert replay_config_for(flipped).retained_records
 
 
 def test_policies_and_bindings() -> None:
