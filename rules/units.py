@@ -6,7 +6,7 @@ from typing import Any
 
 from continuity.graph import task_action
 from rules.params import OUT, STORE, Selection, param
-from rules.plan import PLAN_PARAMS
+from rules.plan import PLAN_PARAMS, PRICING
 
 RUN: dict[str, Any] = {
     "name": "run",
@@ -179,10 +179,14 @@ def _run_dir(options: dict[str, Any]) -> Any:
 
 
 def _aggregate(**options: Any) -> str:
+    from pathlib import Path
+
+    from continuity.plan.pricing import load_catalog
     from continuity.report.aggregate import aggregate_run
 
     chosen = Selection(options)
-    results, paths, read = aggregate_run(chosen.store, _run_dir(options))
+    catalog = load_catalog(Path(options["pricing"]) if options.get("pricing") else None)
+    results, paths, read = aggregate_run(chosen.store, _run_dir(options), catalog)
     return (
         f"aggregate: {results.units} units ({read} read, {results.units - read} from the "
         f"cache); report at {paths['report']}"
@@ -250,7 +254,7 @@ def task_aggregate() -> dict[str, Any]:
     """Aggregate a run's units into results.json, summary.md and report.html (incremental)."""
     return {
         "actions": [task_action(_aggregate)],
-        "params": [RUN, RUN_DIR, STORE, OUT],
+        "params": [RUN, RUN_DIR, PRICING, STORE, OUT],
         "verbosity": 2,
     }
 

@@ -244,25 +244,51 @@ def _verify(path: Path, data: bytes, store: Store | None = None) -> UnitRecord:
 
 def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], int]:
     """Verify and summarise every unit file; return the summaries and how many were
-    read in full (the rest came from the cache)."""
+    read in full (the rest came from the cache).
+
+    The cache has two levels, both keyed by the report code: one entry per unit file
+    (keyed by the file's blake3 digest), and one index per run directory mapping the
+    digest of each of its files to its summary, so an incremental aggregate reads one
+    store entry instead of one per unit. A digest the index lacks falls back to the
+    per-unit entry, then to verifying the file."""
     code = code_digest([*REPORT_CODE, "continuity.runner.units"])
+    index_key = KeySpec(
+        kind="unit-summary-index",
+        salt=SUMMARY_SALT,
+        code=code,
+        params={"units": str(units_dir.resolve())},
+    ).key()
+    stored_index = store.load_output(index_key)
+    try:
+        index = (
+            msgspec.json.decode(stored_index, type=dict[str, UnitSummary]) if stored_index else {}
+        )
+    except msgspec.MsgspecError:
+        index = {}
+    fresh_index: dict[str, UnitSummary] = {}
     summaries: list[UnitSummary] = []
     seen: dict[tuple[int, str, str], Path] = {}
     read = 0
     for path in sorted(units_dir.rglob("*.json")):
         data = path.read_bytes()
-        cache_key = KeySpec(
-            kind="unit-summary", salt=SUMMARY_SALT, code=code, inputs={"unit": digest_bytes(data)}
-        ).key()
-        cached = store.load_output(cache_key)
-        if cached is not None:
-            summary = msgspec.json.decode(cached, type=UnitSummary)
-        else:
-            summary = _summarize(_verify(path, data, store))
-            read += 1
-            store.record_action(
-                cache_key, kind="unit-summary", output=store.put_blob(msgspec.json.encode(summary))
-            )
+        digest = digest_bytes(data)
+        summary_or_none = index.get(digest)
+        if summary_or_none is None:
+            cache_key = KeySpec(
+                kind="unit-summary", salt=SUMMARY_SALT, code=code, inputs={"unit": digest}
+            ).key()
+            cached = store.load_output(cache_key)
+            if cached is not None:
+                summary_or_none = msgspec.json.decode(cached, type=UnitSummary)
+            else:
+                summary_or_none = _summarize(_verify(path, data, store))
+                read += 1
+                store.record_action(
+                    cache_key,
+                    kind="unit-summary",
+                    output=store.put_blob(msgspec.json.encode(summary_or_none)),
+                )
+        summary = summary_or_none
         named = f"r{summary.repeat}-{summary.trace_id}-{summary.arm}.json"
         if path.name != named:  # checked even when the summary came from the cache
             raise AggregateError(
@@ -279,26 +305,36 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
             )
         seen[slot] = path
         summaries.append(summary)
+        fresh_index[digest] = summary
     if not summaries:
         raise AggregateError(
             "no unit records to aggregate", code="run_empty", location=str(units_dir)
+        )
+    if fresh_index.keys() != index.keys():
+        store.record_action(
+            index_key,
+            kind="unit-summary-index",
+            output=store.put_blob(msgspec.json.encode(fresh_index)),
         )
     return summaries, read
 
 
 def _accuracy(rows: list[tuple[int, ProbeRow]], repeats: list[int]) -> dict[str, Any]:
-    per_repeat = []
-    for repeat in repeats:
-        scored = [r for rep, r in rows if rep == repeat and r.status == "valid"]
-        correct = sum(1 for r in scored if r.correct)
-        per_repeat.append(
-            {
-                "repeat": repeat,
-                "correct": correct,
-                "n": len(scored),
-                "accuracy": correct / len(scored) if scored else None,
-            }
-        )
+    scored: Counter[int] = Counter()
+    right: Counter[int] = Counter()
+    for repeat, row in rows:  # one pass, not one per repeat
+        if row.status == "valid":
+            scored[repeat] += 1
+            right[repeat] += bool(row.correct)
+    per_repeat = [
+        {
+            "repeat": repeat,
+            "correct": right[repeat],
+            "n": scored[repeat],
+            "accuracy": right[repeat] / scored[repeat] if scored[repeat] else None,
+        }
+        for repeat in repeats
+    ]
     values = [p["accuracy"] for p in per_repeat if p["accuracy"] is not None]
     return {
         "mean": mean(values),
@@ -333,6 +369,7 @@ def combine(
     run: str,
     summaries: list[UnitSummary],
     planned_slots: list[dict[str, Any]] | None = None,
+    catalog: Catalog | None = None,
 ) -> Results:
     order = {arm_id: i for i, arm_id in enumerate(ARMS)}
     arms = sorted({s.arm for s in summaries}, key=lambda a: order.get(a, 99))
@@ -345,11 +382,12 @@ def combine(
     accuracy: dict[str, dict[str, dict[str, Any]]] = {}
     for arm in arms:
         rows = [(s.repeat, r) for s in by_arm[arm] for r in s.rows]
+        by_category: dict[str, list[tuple[int, ProbeRow]]] = defaultdict(list)
+        for repeat, row in rows:
+            by_category[row.category].append((repeat, row))
         accuracy[arm] = {"overall": _accuracy(rows, repeats)}
         for category in categories:
-            accuracy[arm][category] = _accuracy(
-                [(rep, r) for rep, r in rows if r.category == category], repeats
-            )
+            accuracy[arm][category] = _accuracy(by_category[category], repeats)
     native = accuracy.get("native")
     for arm in arms:
         for category, cell in accuracy[arm].items():
@@ -366,7 +404,7 @@ def combine(
     excluded: dict[str, dict[str, int]] = {}
     availability: dict[str, dict[str, int]] = {}
     spend: dict[str, dict[str, Any]] = {}
-    catalog = load_catalog()
+    catalog = catalog or load_catalog()
     for arm in arms:
         per_probe: dict[tuple[str, str], list[bool]] = defaultdict(list)
         counts: Counter[str] = Counter()
@@ -533,8 +571,11 @@ def _planned_slots(run_dir: Path) -> list[dict[str, Any]] | None:
     return slots if isinstance(slots, list) else None
 
 
-def aggregate_run(store: Store, run_dir: Path) -> tuple[Results, dict[str, Path], int]:
-    """Aggregate ``<run_dir>/units`` and write the three outputs into `run_dir`.
+def aggregate_run(
+    store: Store, run_dir: Path, catalog: Catalog | None = None
+) -> tuple[Results, dict[str, Path], int]:
+    """Aggregate ``<run_dir>/units`` and write the three outputs into `run_dir`, pricing
+    real calls with `catalog` (default: the checked-in pricing catalog).
 
     Returns the results, the output paths and how many units were read in full.
     Raises:
@@ -543,7 +584,7 @@ def aggregate_run(store: Store, run_dir: Path) -> tuple[Results, dict[str, Path]
     from continuity.report.render import render_html, render_markdown
 
     summaries, read = load_summaries(store, run_dir / "units")
-    results = combine(store, run_dir.name, summaries, _planned_slots(run_dir))
+    results = combine(store, run_dir.name, summaries, _planned_slots(run_dir), catalog)
     paths = {
         "results": run_dir / "results.json",
         "summary": run_dir / "summary.md",

@@ -91,7 +91,42 @@ def tables(r: Results) -> list[tuple[str, list[str], list[list[str]], str]]:
             "Accuracy per arm and category",
             ["arm", *r.categories],
             rows,
-            "Each cell: mean accuracy (n valid samples).",
+            "Each cell: mean accuracy (n valid samples). The SD, per-repeat split and delta "
+            "of every cell are in the next table.",
+        )
+    )
+    rows = []
+    for arm in r.arms:
+        for category in r.categories:
+            cell = r.accuracy[arm][category]
+            rows.append(
+                [
+                    arm,
+                    category,
+                    str(cell["n"]),
+                    _pct(cell["mean"]),
+                    _num(None if cell["sd"] is None else 100 * cell["sd"]),
+                    " ".join(
+                        f"r{p['repeat']} {_pct(p['accuracy'])} ({p['n']})"
+                        for p in cell["per_repeat"]
+                    ),
+                    _num(cell.get("delta_pp")),
+                ]
+            )
+    out.append(
+        (
+            "Accuracy per arm and category, in full",
+            [
+                "arm",
+                "category",
+                "n",
+                "accuracy",
+                "SD (pp)",
+                "per repeat",
+                "delta vs native (pp)",
+            ],
+            rows,
+            "As the per-arm table, for each category.",
         )
     )
     names = list(OUTCOMES)

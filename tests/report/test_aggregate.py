@@ -15,12 +15,21 @@ from continuity.runner.units import UnitRecord, seal
 from continuity.store import Store
 
 
+def _no_summaries(directory: str, names: list[str]) -> list[str]:
+    """copytree filter: copy the store without its action entries (no cached summaries)."""
+    return [n for n in names if n == "actions"] if Path(directory).name == "store" else []
+
+
 def _units(run: Path) -> list[Path]:
     return sorted((run / "units").rglob("*.json"))
 
 
-def test_outputs_exist_and_the_html_is_self_contained(run: tuple[Store, Path]) -> None:
-    store, folder = run
+def test_outputs_exist_and_the_html_is_self_contained(
+    run: tuple[Store, Path], tmp_path: Path
+) -> None:
+    shared, folder = run
+    # A private store: the shared one may already cache these units' summaries.
+    store = Store(shutil.copytree(shared.root, tmp_path / "store", ignore=_no_summaries))
     results, paths, read = aggregate_run(store, folder)
     assert results.units == 6 and read == 6
     assert results.arms == ["native", "cold-rebuild", "continuity-store"]
@@ -54,6 +63,21 @@ def test_reaggregating_reads_only_what_changed(run: tuple[Store, Path], tmp_path
     store.record_action(record.key, kind="unit", output=store.put_blob(data))
     path.write_bytes(data)
     assert aggregate_run(store, folder)[2] == 1
+
+
+def test_another_run_with_the_same_unit_files_reuses_their_summaries(
+    run: tuple[Store, Path], tmp_path: Path
+) -> None:
+    shared, folder = run
+    store = Store(shutil.copytree(shared.root, tmp_path / "store"))
+    aggregate_run(store, folder)
+    # A second run directory (its own summary index is empty): every unit's summary
+    # comes from the per-unit cache, keyed by the file's digest.
+    other = tmp_path / "runs" / "other"
+    shutil.copytree(folder / "units", other / "units")
+    results, _, read = aggregate_run(store, other)
+    assert read == 0 and results.units == 6
+    assert aggregate_run(store, other)[2] == 0  # and now from its own index
 
 
 def _reseal_as_other_trace(path: Path) -> None:

@@ -108,6 +108,27 @@ def test_summary_numbers_recompute_from_units(run: tuple[Store, Path], tmp_path:
             rows = [x for x in probes(row["arm"]) if x[2]["category"] == category]
             assert cell == f"{_pct(accuracy(rows)[0])} ({len(rows)})"
 
+    native_by_category = {
+        c: accuracy([x for x in probes("native") if x[2]["category"] == c])[0]
+        for c in {p["category"] for _, _, p in probes("native")}
+    }
+    for row in tables["Accuracy per arm and category, in full"]:
+        rows = [x for x in probes(row["arm"]) if x[2]["category"] == row["category"]]
+        mean_value, per = accuracy(rows)
+        values = [c / n for _, c, n in per if n]
+        assert row["n"] == str(len(rows))
+        assert row["accuracy"] == _pct(mean_value)
+        assert row["SD (pp)"] == (
+            f"{100 * statistics.stdev(values):.1f}" if len(values) > 1 else "-"
+        )
+        assert row["per repeat"] == " ".join(
+            f"r{r} {_pct(c / n if n else None)} ({n})" for r, c, n in per
+        )
+        base = native_by_category.get(row["category"])
+        assert row["delta vs native (pp)"] == (
+            "-" if mean_value is None or base is None else f"{100 * (mean_value - base):.1f}"
+        )
+
     for row in tables["Outcomes"]:
         counts = Counter(p["outcome"] for _, _, p in probes(row["arm"]))
         assert {k: int(v) for k, v in row.items() if k != "arm"} == {
@@ -143,6 +164,7 @@ def test_summary_numbers_recompute_from_units(run: tuple[Store, Path], tmp_path:
         called = [p for p in valid if p["history_calls"] > 0]
         uncalled = [p for p in valid if p["history_calls"] == 0]
         assert (row["samples"], row["with a call"]) == (str(len(valid)), str(len(called)))
+        assert row["call rate"] == _pct(len(called) / len(valid) if valid else None)
         assert row["accuracy with call"] == _pct(
             sum(bool(p["correct"]) for p in called) / len(called) if called else None
         )
@@ -208,6 +230,11 @@ def test_summary_numbers_recompute_from_units(run: tuple[Store, Path], tmp_path:
             assert row[f"compaction_{column}"] == str(
                 sum(p["compaction_usage"][field] for p in every)
             )
+        # Offline: every probe sample is a live turn, and nothing is billed.
+        assert row["live turns"] == str(len(every))
+        assert row["list price (USD)"] == "-"
+    header = paths["summary"].read_text().split("\n## ", 1)[0]
+    assert f"{len(units)} units; arms: {', '.join(arms)};" in header
 
 
 def test_judge_agreement_recomputes_from_units(run: tuple[Store, Path]) -> None:

@@ -127,6 +127,18 @@ def test_real_run_finishes_the_plan_the_offline_run_finishes(
     assert results.spend["native"]["cost_usd"] > 0
     assert results.spend["native"]["live_turns"] == 2
     assert (rig.output / "plan.json").is_file() and paths["report"].is_file()
+    # The report prices with the catalog it is given: without the model, unknown.
+    from continuity.plan.pricing import default_catalog_path, load_catalog
+
+    document = json.loads(default_catalog_path().read_text())
+    ref = real_units[(1, TRACE, "native")].binding["reader"]["ref"]
+    del document["models"][ref]
+    other = tmp_path / "catalog.json"
+    other.write_text(json.dumps(document))
+    unpriced, _, _ = aggregate_run(rig.store, rig.output, load_catalog(other))
+    assert unpriced.spend["native"]["cost_usd"] is None
+    assert unpriced.spend["native"]["unpriced_calls"] > 0
+    results, paths, _ = aggregate_run(rig.store, rig.output)
     # A real run's report says so; it never carries the offline caveat.
     summary = paths["summary"].read_text()
     assert "Real run:" in summary and "Offline runs use scripted readers" not in summary
