@@ -5,8 +5,9 @@ The tree::
     ContinuityError                    code, location, message
     ├── UsageError                     bad command-line or API arguments
     │     codes: suite_unknown, seeds_invalid, trace_file_unreadable, store_path_invalid,
-    │            plan_invalid, cost_limit_exceeded, cost_unknown, estimate_real_refused,
-    │            pricing_invalid; real-mode guards (continuity.plan.guards):
+    │            plan_invalid, cost_limit_exceeded, cost_unknown, model_limit_exceeded,
+    │            estimate_real_refused, pricing_invalid; real-mode guards
+    │            (continuity.plan.guards):
     │            real_refused (their base), real_refused_ci, real_provider_required,
     │            credentials_required, confirmation_required, confirmation_mismatch,
     │            confirmation_unknown, credentials_missing, output_required,

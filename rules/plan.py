@@ -81,11 +81,17 @@ def _plan(**options: Any) -> str:
 
 
 def _dry_run(**options: Any) -> str:
-    from continuity.plan.estimate import check_cost_limit, format_dry_run, record_dry_run
+    from continuity.plan.estimate import (
+        check_cost_limit,
+        check_model_limits,
+        format_dry_run,
+        record_dry_run,
+    )
 
     result, _, _ = _workload(options)
     text, last = format_dry_run(result).rsplit("\n", 1)
     print(text)
+    check_model_limits(result)
     check_cost_limit(result, options.get("cost_limit") or None)
     chosen = Selection(options)
     # A lookup plan is never confirmed (nothing is billed): its dry run is not recorded

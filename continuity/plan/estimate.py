@@ -42,6 +42,7 @@ __all__ = [
     "DryRun",
     "Profile",
     "check_cost_limit",
+    "check_model_limits",
     "confirmed_dry_run",
     "dry_run",
     "estimate",
@@ -78,6 +79,9 @@ class DryRun(msgspec.Struct, frozen=True, kw_only=True):
     assumptions: dict[str, int]
     # lookup-allowed-v1: what runs (offline mechanics; nothing is priced or confirmed).
     lookup: LookupSizing | None = None
+    # Planned calls whose input plus output exceeds their model's context window, or
+    # whose output exceeds its output limit (catalog limits; unknown limits never count).
+    over_limit_calls: int = 0
 
 
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
@@ -107,6 +111,22 @@ def _tiered(catalog: Catalog, calls: Sequence[PlannedCall], model: str | None = 
             price is not None
             and price.tiers
             and call.input_tokens > price.tiers[0].above_input_tokens
+        ):
+            count += 1
+    return count
+
+
+def _over_limit(catalog: Catalog, calls: Sequence[PlannedCall]) -> int:
+    """Calls that cannot fit their model: input + output above the context window, or
+    output above the output limit (a model or limit the catalog lacks never counts)."""
+    count = 0
+    for call in calls:
+        price = catalog.models.get(call.model)
+        if price is None:
+            continue
+        window = price.context_window
+        if (window and call.input_tokens + call.output_tokens > window) or (
+            price.max_output and call.output_tokens > price.max_output
         ):
             count += 1
     return count
@@ -147,9 +167,25 @@ def dry_run(
         upper_bound=_view(price_calls(catalog, load.calls, cache=False), len(load.calls)),
         expected=_view(price_calls(catalog, load.calls, cache=True), len(load.calls)),
         tiered_calls=_tiered(catalog, load.calls),
+        over_limit_calls=_over_limit(catalog, load.calls),
         histogram=histogram(load.calls),
         assumptions=dict(ASSUMPTIONS),
     )
+
+
+def check_model_limits(result: DryRun) -> None:
+    """Refuse to confirm a plan with calls that cannot fit their model.
+
+    Raises:
+        UsageError: ``model_limit_exceeded`` naming how many planned calls are over.
+    """
+    if result.over_limit_calls:
+        raise UsageError(
+            f"{result.over_limit_calls} planned calls exceed their model's context window or "
+            "output limit (catalog limits); choose arms, suites or a model that fit",
+            code="model_limit_exceeded",
+            location="--reader",
+        )
 
 
 def check_cost_limit(result: DryRun | Profile, limit: float | None) -> None:
@@ -230,6 +266,12 @@ def _workload_lines(result: DryRun) -> list[str]:
         f"  judge calls          {result.judge_calls:>12,}",
         f"  planned input tokens {result.planned_input_tokens:>12,}",
         f"  calls above a tier   {result.tiered_calls:>12,}",
+        f"  calls over a limit   {result.over_limit_calls:>12,}"
+        + (
+            "  (input + output above the model's context window or output limit)"
+            if result.over_limit_calls
+            else ""
+        ),
     ]
 
 

@@ -16,6 +16,7 @@ from continuity.errors import UsageError
 from continuity.harness.messages import Usage
 from continuity.plan.estimate import (
     check_cost_limit,
+    check_model_limits,
     confirmed_dry_run,
     dry_run,
     estimate,
@@ -23,7 +24,7 @@ from continuity.plan.estimate import (
     record_dry_run,
 )
 from continuity.plan.plan import build_plan, plan_digest, plan_from_options
-from continuity.plan.pricing import PricingError, call_cost, load_catalog
+from continuity.plan.pricing import PricingError, call_cost, default_catalog_path, load_catalog
 from continuity.plan.workload import PlannedCall, price_calls, workload
 from continuity.store import Store
 from tests.conftest import REPO
@@ -211,6 +212,40 @@ def test_workload_counts_follow_the_plan() -> None:
     store = workload(build_plan(arms="continuity-store", probe_limit=2))
     assert store.answer_calls == 3 * store.live_turns  # search, get, answer
     assert workload(build_plan(judge=None)).judge_calls == 0
+
+
+def test_calls_that_cannot_fit_their_model_refuse_the_confirmation(tmp_path: Path) -> None:
+    plan = build_plan("hard", [101], arms="native", probe_limit=1)
+    load = workload(plan)
+    assert dry_run(plan, load, load_catalog()).over_limit_calls == 0  # 272k fits
+    document = json.loads(default_catalog_path().read_text())
+    document["models"][plan.reader]["context_window"] = 100_000  # the ~226k probe cannot
+    small = tmp_path / "catalog.json"
+    small.write_text(json.dumps(document))
+    result = dry_run(plan, load, load_catalog(small))
+    assert result.over_limit_calls == load.answer_calls > 0
+    assert "calls over a limit" in format_dry_run(result)
+    with pytest.raises(UsageError) as err:
+        check_model_limits(result)
+    assert err.value.code == "model_limit_exceeded"
+    # Through doit: refused, and nothing recorded as a confirmation.
+    refused, _ = guarded_doit(
+        tmp_path,
+        "dry_run",
+        "--suite",
+        "hard",
+        "--seeds",
+        "101",
+        "--arms",
+        "native",
+        "--probe-limit",
+        "1",
+        "--pricing",
+        str(small),
+    )
+    assert refused.returncode != 0
+    assert "model_limit_exceeded" in refused.stdout + refused.stderr
+    assert confirmed_dry_run(Store(tmp_path / "store"), plan_digest(plan)) is None
 
 
 def test_dry_run_prices_upper_bound_above_expected() -> None:
