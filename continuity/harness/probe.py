@@ -56,6 +56,7 @@ from continuity.harness.receipts import (
     SampleEvidence,
 )
 from continuity.harness.reseed import ReseedEvent, reseed
+from continuity.harness.session import recorded_operations
 from continuity.harness.workspace import Workspace
 from continuity.lookup.probe import PageTracker, bounded_cleanup, reference_path
 from continuity.lookup.reader import LookupReader
@@ -327,6 +328,7 @@ async def run_probe(
         history_tool = (
             arm.history_tool and (allowed is None or HISTORY_TOOL in allowed) and store is not None
         )
+        recorded_from = len(session.entries)  # the checkpoint's own entries end here
         if arm.boundary == "restart_switch_compact":
             session.append_boundary(
                 "restart", {"parent_pid": request.parent_pid, "child_pid": os.getpid()}
@@ -351,6 +353,16 @@ async def run_probe(
             if compaction is not None:
                 operations.append("compaction")
                 compaction_usage = compaction_usage + compaction.usage
+        # The evidence is what the durable session recorded, read back from disk.
+        session.sync()
+        recorded = recorded_operations(session.path, recorded_from)
+        if recorded != operations:
+            raise HarnessError(
+                f"the session file records {recorded}, the probe performed {operations}",
+                code="boundary_record_mismatch",
+                location=str(session.path),
+            )
+        operations = recorded
         pack_receipt: PackReceipt | None = None
         injected: tuple[Message, ...] = ()
         if arm.pack and config.runtime.session.continuity.pack_enabled:

@@ -35,6 +35,7 @@ __all__ = [
     "ModelChangeEntry",
     "SessionBoundaryEntry",
     "SessionHeader",
+    "recorded_operations",
 ]
 
 SESSION_VERSION = 1
@@ -296,3 +297,20 @@ class DurableSession:
 
     def iter_entries(self, kind: type) -> Iterator[Entry]:
         return (e for e in self.entries if isinstance(e, kind))
+
+
+def recorded_operations(path: Path, after: int) -> list[str]:
+    """The boundary operations a session file records after its first `after` entries,
+    read back from disk: ``restart`` and ``model_change`` boundaries and compactions, in
+    order. Evidence is taken from here, not from what the code meant to do.
+
+    Raises:
+        SessionCorrupt: the file does not load (see `DurableSession.load`).
+    """
+    operations = []
+    for entry in DurableSession.load(path).entries[after:]:
+        if isinstance(entry, SessionBoundaryEntry) and entry.kind in ("restart", "model_change"):
+            operations.append(entry.kind)
+        elif isinstance(entry, CompactionEntry):
+            operations.append("compaction")
+    return operations

@@ -15,7 +15,7 @@ from continuity.harness.messages import (
     UserMessage,
 )
 from continuity.harness.replay import ReplayClock
-from continuity.harness.session import DurableSession, MessageEntry
+from continuity.harness.session import DurableSession, MessageEntry, recorded_operations
 
 
 def _session(tmp_path: Path) -> DurableSession:
@@ -137,4 +137,19 @@ def test_message_entries_carry_provider_metadata(tmp_path: Path) -> None:
         Usage(10, 0, 10, 3),
         "tool_use",
     )
+    session.close()
+
+
+def test_recorded_operations_are_read_back_from_the_file(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    _fill(session)  # the checkpoint's entries (including its own model_change boundary)
+    start = len(session.entries)
+    session.append_boundary("restart", {"child_pid": 2})
+    session.append_boundary("model_change", {"from": "a", "to": "b"}, new_root=True)
+    session.append_message(UserMessage(text="replayed"))
+    session.append_compaction("Goal.", session.entries[-1].id, tokens_before=99)
+    session.append_custom("note")
+    session.sync()
+    assert recorded_operations(session.path, start) == ["restart", "model_change", "compaction"]
+    assert recorded_operations(session.path, len(session.entries)) == []
     session.close()

@@ -170,3 +170,41 @@ def test_a_failed_sample_is_not_stored_so_the_next_run_retries_it(
     retried, how = samples_module.sample_arm(store, trace, item, ARMS["native"])
     assert how == "built" and retried.classification.status == "valid"
     assert samples_module.sample_arm(store, trace, item, ARMS["native"])[1] == "cached"
+
+
+def test_a_boundary_the_session_file_did_not_record_fails_the_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    import anyio
+
+    from continuity.errors import HarnessError, typed_error
+    from continuity.harness.probe import run_probe
+    from continuity.harness.session import DurableSession, SessionBoundaryEntry
+
+    store = Store(tmp_path / "store")
+    item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
+    trace = decode_trace(store.get_blob(item.digest))
+    arm = ARMS["restart-switch-compact"]
+    checkpoint = build_checkpoint(
+        store, trace, trace_key=item.key, trace_digest=item.digest, config=replay_config_for(arm)
+    )
+    root = Path(checkpoint.root)
+    shutil.rmtree(root)
+    store.restore_tree(checkpoint.tree.digest, root)
+    original = DurableSession.append_boundary
+
+    def lossy(
+        self: DurableSession, kind: str, details: object = None, *, new_root: bool = False
+    ) -> object:
+        if kind == "restart":  # performed, but the write is lost
+            return SessionBoundaryEntry(**self._next(), kind=kind, details={})
+        return original(self, kind, details, new_root=new_root)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DurableSession, "append_boundary", lossy)
+    request = ProbeRequest(arm=arm.id, probe_text=trace.probes[0].text, parent_pid=os.getpid())
+    with pytest.raises(BaseException) as caught:
+        anyio.run(lambda: run_probe(Workspace(root), request))
+    typed = typed_error(caught.value)
+    assert isinstance(typed, HarnessError) and typed.code == "boundary_record_mismatch"
