@@ -146,13 +146,22 @@ def availability(
     if not needles.fact:
         return Availability("not_applicable", any(s.in_context for s in superseded_states), 0, 0)
     in_context = all(s.in_context for s in fact_states)
-    reachable = all(s.in_context or s.retrievable for s in fact_states)
+    # The values not in context must all be found within ONE lookup budget: a
+    # multi-value probe does not get a fresh budget per value.
+    missing = [s for s in fact_states if not s.in_context]
+    used_calls = sum(s.calls for s in missing)
+    used_bytes = sum(s.bytes for s in missing)
+    reachable = (
+        all(s.retrievable for s in missing)
+        and used_calls <= LOOKUP_CALLS
+        and used_bytes <= LOOKUP_BYTES
+    )
     fact: Fact = "in_context" if in_context else "retrievable" if reachable else "absent"
     return Availability(
         fact=fact,
         superseded_present=any(s.in_context for s in superseded_states),
-        reference_calls=sum(s.calls for s in fact_states),
-        reference_bytes=sum(s.bytes for s in fact_states),
+        reference_calls=used_calls,
+        reference_bytes=used_bytes,
     )
 
 
