@@ -208,3 +208,41 @@ def test_a_boundary_the_session_file_did_not_record_fails_the_probe(
         anyio.run(lambda: run_probe(Workspace(root), request))
     typed = typed_error(caught.value)
     assert isinstance(typed, HarnessError) and typed.code == "boundary_record_mismatch"
+
+
+def test_mid_run_compactions_are_reported_but_not_the_boundary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    import anyio
+
+    from continuity.harness.compaction import should_compact as real
+    from continuity.harness.probe import run_probe
+
+    store = Store(tmp_path / "store")
+    item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
+    trace = decode_trace(store.get_blob(item.digest))
+    arm = ARMS["continuity-store-compaction"]
+    checkpoint = build_checkpoint(
+        store, trace, trace_key=item.key, trace_digest=item.digest, config=replay_config_for(arm)
+    )
+    root = Path(checkpoint.root)
+    shutil.rmtree(root)
+    store.restore_tree(checkpoint.tree.digest, root)
+    calls: list[object] = []
+
+    def between_rounds_too(*args: object, **kwargs: object) -> object:
+        # The pre-turn check is real; every check between tool rounds finds the
+        # context over the trigger, as retrieved text can push it there.
+        calls.append(args)
+        return real(*args, **kwargs) if len(calls) == 1 else "proactive"  # type: ignore[arg-type]
+
+    monkeypatch.setattr("continuity.harness.probe.should_compact", between_rounds_too)
+    request = ProbeRequest(arm=arm.id, probe_text=trace.probes[0].text, parent_pid=os.getpid())
+    evidence = anyio.run(lambda: run_probe(Workspace(root), request))
+    assert evidence.compaction is not None and evidence.compaction.reason == "proactive"
+    assert evidence.mid_run_compactions, "no mid-run compaction happened"
+    assert all(c.reason == "mid_run" for c in evidence.mid_run_compactions)
+    assert evidence.operations == ["compaction"]  # the boundary is the pre-turn one only
+    assert classify(arm, evidence, family="original").status == "valid"
