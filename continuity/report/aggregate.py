@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from continuity.arms import ARMS
-from continuity.digest import KeySpec, code_digest, digest_bytes, value_digest
+from continuity.digest import KeySpec, code_digest, digest_bytes
 from continuity.errors import ContinuityError
 from continuity.evidence import EXCLUDED_CLASSES
 from continuity.harness.messages import Usage
@@ -250,7 +250,10 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
     (keyed by the file's blake3 digest), and one index per run directory mapping the
     digest of each of its files to its summary, so an incremental aggregate reads one
     store entry instead of one per unit. A digest the index lacks falls back to the
-    per-unit entry, then to verifying the file."""
+    per-unit entry, then to verifying the file. Per-unit entries (what lets another run
+    directory reuse a summary) are written when a run directory has no index yet; once
+    it has one, a re-aggregate records new summaries in the index only, which keeps the
+    incremental path to one store write."""
     code = code_digest([*REPORT_CODE, "continuity.runner.units"])
     index_key = KeySpec(
         kind="unit-summary-index",
@@ -283,11 +286,12 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
             else:
                 summary_or_none = _summarize(_verify(path, data, store))
                 read += 1
-                store.record_action(
-                    cache_key,
-                    kind="unit-summary",
-                    output=store.put_blob(msgspec.json.encode(summary_or_none)),
-                )
+                if not index:
+                    store.record_action(
+                        cache_key,
+                        kind="unit-summary",
+                        output=store.put_blob(msgspec.json.encode(summary_or_none)),
+                    )
         summary = summary_or_none
         named = f"r{summary.repeat}-{summary.trace_id}-{summary.arm}.json"
         if path.name != named:  # checked even when the summary came from the cache
@@ -320,8 +324,8 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
 
 
 def _accuracy(rows: list[tuple[int, ProbeRow]], repeats: list[int]) -> dict[str, Any]:
-    scored: Counter[int] = Counter()
-    right: Counter[int] = Counter()
+    scored = dict.fromkeys(repeats, 0)
+    right = dict.fromkeys(repeats, 0)
     for repeat, row in rows:  # one pass, not one per repeat
         if row.status == "valid":
             scored[repeat] += 1
@@ -351,7 +355,9 @@ def _bootstrap(
         kind="paired-bootstrap",
         salt=BOOTSTRAP_SALT,
         code=code_digest(["continuity.report.stats", "continuity.traces.prng"]),
-        params={"pairs": value_digest((arm_vector, base_vector))},
+        # The pairs as two byte strings of 0/1 (equal lengths): a cheap, unambiguous
+        # pre-image for a thousand booleans.
+        params={"pairs": digest_bytes(bytes(arm_vector) + b"|" + bytes(base_vector))},
     ).key()
     cached = store.load_output(key)
     if cached is not None:
