@@ -381,20 +381,27 @@ async def run_probe(
 
         tracker = PageTracker()
 
+        def witness_now(
+            paths: list[PathReceipt] | None = None, *, deadline: bool = False
+        ) -> LookupWitness:
+            """The lookup witness as of now, also written to its file (lookup mode)."""
+            assert lookup is not None
+            return _witness(
+                lookup,
+                meter,
+                lookup_reader,
+                tracker,
+                paths or [],
+                seen,
+                soul_sha256,
+                deadline=deadline,
+                elapsed=now() - started,
+            )
+
         async def mid_run_compaction() -> None:
             nonlocal compaction_usage
             if lookup is not None and now() - started > lookup.probe_deadline:
-                _witness(
-                    lookup,
-                    meter,
-                    lookup_reader,
-                    tracker,
-                    [],
-                    seen,
-                    soul_sha256,
-                    deadline=True,
-                    elapsed=now() - started,
-                )
+                witness_now(deadline=True)
                 raise HarnessError(
                     f"the lookup probe passed its {lookup.probe_deadline:.0f} s deadline",
                     code="lookup_deadline_exceeded",
@@ -441,23 +448,10 @@ async def run_probe(
             )
         calls: list[HistoryCall] = []
 
-        def cleanup_overran() -> None:
-            assert lookup is not None
-            _witness(
-                lookup,
-                meter,
-                lookup_reader,
-                tracker,
-                [],
-                seen,
-                soul_sha256,
-                elapsed=now() - started,
-            )
-
         async with bounded_cleanup(
             lookup.cleanup_seconds if lookup is not None else None,
             now,
-            cleanup_overran,
+            witness_now,
             location=request.arm,
         ) as stack:
             toolbox: McpToolbox | None = None
@@ -481,16 +475,7 @@ async def run_probe(
                 def after_call(text: str) -> None:
                     if lookup is not None:
                         tracker.absorb(text)
-                        _witness(
-                            lookup,
-                            meter,
-                            lookup_reader,
-                            tracker,
-                            [],
-                            seen,
-                            soul_sha256,
-                            elapsed=now() - started,
-                        )
+                        witness_now()
 
                 toolbox = await stack.enter_async_context(
                     _recording_toolbox(url, calls, after_call)
@@ -531,16 +516,7 @@ async def run_probe(
                     with anyio.fail_after(lookup.turn_safety_seconds):
                         report = await loop.run_turn(request.probe_text, source="probe")
                 except TimeoutError:
-                    _witness(
-                        lookup,
-                        meter,
-                        lookup_reader,
-                        tracker,
-                        [],
-                        seen,
-                        soul_sha256,
-                        elapsed=now() - started,
-                    )
+                    witness_now()
                     raise HarnessError(
                         f"the probe turn passed its {lookup.turn_safety_seconds:.0f} s "
                         "safety timeout",
@@ -560,20 +536,7 @@ async def run_probe(
         else:
             assert isinstance(provider, ScriptedProvider)
             first_input = provider.requests[0].usage.total_input if provider.requests else 0
-        witness = (
-            _witness(
-                lookup,
-                meter,
-                lookup_reader,
-                tracker,
-                paths,
-                seen,
-                soul_sha256,
-                elapsed=now() - started,
-            )
-            if lookup is not None
-            else None
-        )
+        witness = witness_now(paths) if lookup is not None else None
         needle_states = _needle_states(
             request.needles, seen[0] if seen else None, store if arm.history_tool else None
         )

@@ -26,6 +26,7 @@ from continuity.runner.units import (
     UnitRecord,
     content_digest,
     seal,
+    store_unit,
     unit_key,
 )
 from continuity.store import Store
@@ -136,19 +137,7 @@ def rescore_run(store: Store, run_dir: Path) -> RescoreResult:
         if encoded != data:
             pending.append((path, encoded, updated))
     for path, encoded, updated in pending:
-        blob = store.put_blob(msgspec.json.encode(updated))
-        store.record_action(
-            updated.key,
-            kind="unit",
-            output=blob,
-            inputs={"checkpoint": updated.checkpoint, "trace": updated.trace_key},
-            meta={
-                "trace_id": updated.trace_id,
-                "arm": updated.arm,
-                "repeat": updated.repeat,
-                "rescored": True,
-            },
-        )
+        store_unit(store, updated, rescored=True)
         write_output(path, encoded)
         rewritten += 1
     return RescoreResult(len(paths), rewritten, changed)

@@ -58,6 +58,7 @@ __all__ = [
     "build_units",
     "run_unit",
     "seal",
+    "store_unit",
     "unit_filename",
     "unit_key",
 ]
@@ -292,19 +293,10 @@ def run_unit(
             ProbeSpec(index, probe.text, needles.fact + needles.superseded, binding_for_probe)
         )
     if not specs:  # every slot inventory-infeasible: no checkpoint, no worker
-        return _seal_and_store(
-            store,
-            key,
-            item,
-            trace,
-            arm,
-            repeat,
-            planned_checkpoint,
-            probes,
-            [],
-            skipped,
-            binding,
-        ), "built"
+        empty = _seal(
+            key, item, trace, arm, repeat, planned_checkpoint, probes, [], skipped, binding
+        )
+        return store_unit(store, empty), "built"
     checkpoint = build_checkpoint(
         store, trace, trace_key=item.key, trace_digest=item.digest, config=config
     )
@@ -411,24 +403,7 @@ def run_unit(
                 if real is None:
                     raise
                 incomplete.append(str(error))
-    if real is not None and incomplete:
-        record = _seal(
-            key,
-            item,
-            trace,
-            arm,
-            repeat,
-            checkpoint.key,
-            probes,
-            results,
-            skipped,
-            binding,
-            verdicts,
-            list(getattr(judge, "receipts", [])),
-        )
-        return record, "incomplete"
-    return _seal_and_store(
-        store,
+    record = _seal(
         key,
         item,
         trace,
@@ -441,7 +416,10 @@ def run_unit(
         binding,
         verdicts,
         list(getattr(judge, "receipts", [])),
-    ), "built"
+    )
+    if real is not None and incomplete:
+        return record, "incomplete"  # neither stored nor materialised: the next run retries
+    return store_unit(store, record), "built"
 
 
 def _seal(
@@ -494,42 +472,14 @@ def _seal(
     )
 
 
-def _seal_and_store(
-    store: Store,
-    key: str,
-    item: SuiteItem,
-    trace: Trace,
-    arm: Arm,
-    repeat: int,
-    checkpoint: str,
-    probes: Sequence[Probe],
-    results: list[ProbeResult],
-    skipped: dict[str, str],
-    binding: dict[str, Any] | None,
-    verdicts: list[JudgeVerdict] | None = None,
-    judge_calls: list[CallReceipt] | None = None,
-) -> UnitRecord:
-    record = _seal(
-        key,
-        item,
-        trace,
-        arm,
-        repeat,
-        checkpoint,
-        probes,
-        results,
-        skipped,
-        binding,
-        verdicts,
-        judge_calls,
-    )
-    blob = store.put_blob(msgspec.json.encode(record))
+def store_unit(store: Store, record: UnitRecord, **meta: Any) -> UnitRecord:
+    """Record a sealed unit in the store under its key (what later runs reuse)."""
     store.record_action(
-        key,
+        record.key,
         kind="unit",
-        output=blob,
-        inputs={"checkpoint": checkpoint, "trace": item.key},
-        meta={"trace_id": trace.trace_id, "arm": arm.id, "repeat": repeat},
+        output=store.put_blob(msgspec.json.encode(record)),
+        inputs={"checkpoint": record.checkpoint, "trace": record.trace_key},
+        meta={"trace_id": record.trace_id, "arm": record.arm, "repeat": record.repeat, **meta},
     )
     return record
 
