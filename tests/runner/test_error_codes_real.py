@@ -17,17 +17,12 @@ import pytest
 
 from continuity.errors import ProviderError, UsageError
 from continuity.harness.messages import ModelRequest, UserMessage
-from continuity.plan.estimate import dry_run, record_dry_run
-from continuity.plan.plan import plan_from_options
-from continuity.plan.pricing import load_catalog
-from continuity.plan.workload import workload
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.protocol import Completed, complete
 from continuity.providers.real import make_provider
-from continuity.runner.real import RealResult, run_real
 from continuity.runner.units import RunIncomplete
 from continuity.servers.wire import WireServer, serve_in_thread
-from continuity.store import Store
+from tests.runner.test_real import Rig
 
 KINDS = ("openai-chat", "openai-responses", "anthropic")
 PATHS = {
@@ -119,44 +114,10 @@ def test_a_non_auth_4xx_is_rejected_once_and_does_not_stop_admission(
     assert attempts == [status] and app.received == 1  # never retried
 
 
-class RealRig:
+def real_rig(tmp_path: Path, checkout: Path, url: str, **options: Any) -> Rig:
     """A confirmed real plan (one original trace, the native arm, no judge) against
-    one loopback endpoint."""
-
-    def __init__(self, tmp_path: Path, checkout: Path, url: str, **options: Any) -> None:
-        self.store = Store(tmp_path / "store")
-        self.checkout = checkout
-        self.credentials = tmp_path / "credentials.json"
-        self.credentials.write_text('{"api_key": "sk-loopback"}')
-        self.output = tmp_path / "run-1"
-        self.plan = plan_from_options(
-            {
-                "provider": "openai-chat",
-                "base_url": url + "/v1",
-                "credentials": str(self.credentials),
-                "reader": "openai-codex:gpt-6-mini",
-                "judge": "none",
-                "arms": "native",
-                "probe_limit": 2,
-                **options,
-            }
-        )
-        result = dry_run(self.plan, workload(self.plan), load_catalog())
-        record_dry_run(self.store, result, tmp_path / "plans")
-        self.digest = result.digest
-
-    def run(self, **extra: Any) -> RealResult:
-        arguments: dict[str, Any] = {
-            "confirm": self.digest,
-            "credentials": str(self.credentials),
-            "output": str(self.output),
-            "traces": TRACE,
-            "checkout": self.checkout,
-            "environ": {},
-            "jobs": 1,
-            **extra,
-        }
-        return run_real(self.plan, self.store, **arguments)
+    one loopback openai-chat endpoint: test_real's rig with these options."""
+    return Rig(tmp_path, checkout, url, "openai-chat", judge="none", arms="native", **options)
 
 
 def test_a_rejected_call_leaves_the_run_incomplete_and_admission_open(
@@ -165,7 +126,7 @@ def test_a_rejected_call_leaves_the_run_incomplete_and_admission_open(
     # Two probes, each one live turn with one answer call; the first call is rejected.
     app = RejectingWire(reject=1)
     with serve_in_thread(app) as url:
-        rig = RealRig(tmp_path, clean_checkout, url)
+        rig = real_rig(tmp_path, clean_checkout, url)
         with pytest.raises(RunIncomplete) as caught:
             rig.run()
         # The rejection stopped nothing: the second probe was still admitted and asked.
@@ -190,7 +151,7 @@ def test_real_repeat_outside_the_confirmed_plan_is_refused(
 ) -> None:
     app = WireServer()
     with serve_in_thread(app) as url:
-        rig = RealRig(tmp_path, clean_checkout, url, repeats=2)
+        rig = real_rig(tmp_path, clean_checkout, url, repeats=2)
         with pytest.raises(UsageError) as caught:
             rig.run(only_repeats=[3])
         assert app.count() == 0
