@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
-from continuity.arms import ARMS, replay_config_for
-from continuity.errors import CheckpointError
+from continuity.arms import ARMS, Arm, replay_config_for
+from continuity.errors import CheckpointError, HarnessError, typed_error
 from continuity.evidence import classify
 from continuity.harness.checkpoints import build_checkpoint, fork
+from continuity.harness.compaction import should_compact
+from continuity.harness.probe import run_probe
 from continuity.harness.receipts import ProbeRequest
+from continuity.harness.session import DurableSession, SessionBoundaryEntry
 from continuity.harness.workspace import Workspace
 from continuity.runner.design import check_design
 from continuity.runner.samples import SampleRecord, build_arm_samples, run_probe_child
@@ -172,27 +177,26 @@ def test_a_failed_sample_is_not_stored_so_the_next_run_retries_it(
     assert samples_module.sample_arm(store, trace, item, ARMS["native"])[1] == "cached"
 
 
-def test_a_boundary_the_session_file_did_not_record_fails_the_probe(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import shutil
-
-    import anyio
-
-    from continuity.errors import HarnessError, typed_error
-    from continuity.harness.probe import run_probe
-    from continuity.harness.session import DurableSession, SessionBoundaryEntry
-
+def _restored_in_place(tmp_path: Path, arm: Arm) -> tuple[Trace, Path]:
+    """The first original trace's checkpoint for `arm`, restored at its own path (as a
+    probe child's parent does), ready for an in-process `run_probe`."""
     store = Store(tmp_path / "store")
     item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
     trace = decode_trace(store.get_blob(item.digest))
-    arm = ARMS["restart-switch-compact"]
     checkpoint = build_checkpoint(
         store, trace, trace_key=item.key, trace_digest=item.digest, config=replay_config_for(arm)
     )
     root = Path(checkpoint.root)
     shutil.rmtree(root)
     store.restore_tree(checkpoint.tree.digest, root)
+    return trace, root
+
+
+def test_a_boundary_the_session_file_did_not_record_fails_the_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    arm = ARMS["restart-switch-compact"]
+    trace, root = _restored_in_place(tmp_path, arm)
     original = DurableSession.append_boundary
 
     def lossy(
@@ -213,30 +217,15 @@ def test_a_boundary_the_session_file_did_not_record_fails_the_probe(
 def test_mid_run_compactions_are_reported_but_not_the_boundary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import shutil
-
-    import anyio
-
-    from continuity.harness.compaction import should_compact as real
-    from continuity.harness.probe import run_probe
-
-    store = Store(tmp_path / "store")
-    item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
-    trace = decode_trace(store.get_blob(item.digest))
     arm = ARMS["continuity-store-compaction"]
-    checkpoint = build_checkpoint(
-        store, trace, trace_key=item.key, trace_digest=item.digest, config=replay_config_for(arm)
-    )
-    root = Path(checkpoint.root)
-    shutil.rmtree(root)
-    store.restore_tree(checkpoint.tree.digest, root)
+    trace, root = _restored_in_place(tmp_path, arm)
     calls: list[object] = []
 
     def between_rounds_too(*args: object, **kwargs: object) -> object:
         # The pre-turn check is real; every check between tool rounds finds the
         # context over the trigger, as retrieved text can push it there.
         calls.append(args)
-        return real(*args, **kwargs) if len(calls) == 1 else "proactive"  # type: ignore[arg-type]
+        return should_compact(*args, **kwargs) if len(calls) == 1 else "proactive"  # type: ignore[arg-type]
 
     monkeypatch.setattr("continuity.harness.probe.should_compact", between_rounds_too)
     request = ProbeRequest(arm=arm.id, probe_text=trace.probes[0].text, parent_pid=os.getpid())
