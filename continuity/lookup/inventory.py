@@ -29,7 +29,7 @@ import msgspec
 from continuity.arms import ARMS, LOOKUP_ARMS, Arm, replay_config_for
 from continuity.digest import digest_bytes
 from continuity.errors import ContinuityError
-from continuity.harness.receipts import LookupBinding, SampleEvidence, SourceRef
+from continuity.harness.receipts import LookupBinding, PathReceipt, SampleEvidence, SourceRef
 from continuity.lookup.policy import (
     BYTE_CAP,
     CALL_CAP,
@@ -91,6 +91,33 @@ def _regression_texts() -> dict[str, str]:
     return texts
 
 
+def _cost(
+    trace_id: str,
+    arm: str,
+    probe_id: str,
+    path: PathReceipt,
+    *,
+    initial_tokens: int,
+    cold_tokens: int = 0,
+    suite: str = "original",
+) -> PathCost:
+    """A measured reference path as the policy's content-free path cost."""
+    return PathCost(
+        trace_id=trace_id,
+        arm=arm,
+        probe_id=probe_id,
+        discovered=path.discovered,
+        verified=path.verified,
+        calls=path.calls,
+        bytes=path.bytes,
+        largest_response=max(path.responses, default=0),
+        responses=path.responses,
+        initial_tokens=initial_tokens,
+        cold_tokens=cold_tokens,
+        suite=suite,
+    )
+
+
 async def _regression(root: Path) -> list[PathCost]:
     from continuity.harness.toolbox import McpToolbox
     from continuity.lookup.meter import metered_history
@@ -122,20 +149,7 @@ async def _regression(root: Path) -> list[PathCost]:
                 path = await reference_path(
                     toolbox, meter, source, "", store.find_by_digest(source.digest)
                 )
-            paths.append(
-                PathCost(
-                    trace_id="regression",
-                    arm="handler",
-                    probe_id=name,
-                    discovered=path.discovered,
-                    verified=path.verified,
-                    calls=path.calls,
-                    bytes=path.bytes,
-                    largest_response=max(path.responses, default=0),
-                    responses=path.responses,
-                    initial_tokens=0,
-                )
-            )
+            paths.append(_cost("regression", "handler", name, path, initial_tokens=0))
     store.close()
     return paths
 
@@ -230,16 +244,11 @@ def measure_inventory(
                 observed = -(-evidence.lookup.first_request_bytes // 3)
                 estimate = full if arm.id == "native-lookup" else cold + 8_000
                 paths.append(
-                    PathCost(
-                        trace_id=trace.trace_id,
-                        arm=arm.id,
-                        probe_id=probe.probe_id,
-                        discovered=path.discovered,
-                        verified=path.verified,
-                        calls=path.calls,
-                        bytes=path.bytes,
-                        largest_response=max(path.responses, default=0),
-                        responses=path.responses,
+                    _cost(
+                        trace.trace_id,
+                        arm.id,
+                        probe.probe_id,
+                        path,
                         initial_tokens=max(observed, estimate),
                         cold_tokens=cold if arm.pack else 0,
                         suite=suite,

@@ -207,7 +207,9 @@ def _check_against_store(store: Store, path: Path, record: UnitRecord) -> None:
             raise tampered("the unit's content differs from the store's copy of this unit")
 
 
-def _verify(path: Path, data: bytes, store: Store | None = None) -> UnitRecord:
+def decode_unit(path: Path, data: bytes) -> UnitRecord:
+    """A unit file's record, refused if it does not decode (``unit_malformed``) or its
+    content does not match its digest (``unit_tampered``)."""
     try:
         record = msgspec.json.decode(data, type=UnitRecord)
     except msgspec.MsgspecError as exc:
@@ -218,6 +220,11 @@ def _verify(path: Path, data: bytes, store: Store | None = None) -> UnitRecord:
         raise AggregateError(
             "the unit's content does not match its digest", code="unit_tampered", location=str(path)
         )
+    return record
+
+
+def _verify(path: Path, data: bytes, store: Store | None = None) -> UnitRecord:
+    record = decode_unit(path, data)
     arm = ARMS.get(record.arm)
     expected = (
         unit_key(

@@ -17,14 +17,12 @@ import msgspec
 
 from continuity.arms import ARMS
 from continuity.outputs import write_output
-from continuity.probes.availability import availability, loss, needles_for
 from continuity.probes.judge import ScriptedJudge
-from continuity.probes.scoring import score_answer
-from continuity.report.aggregate import AggregateError
+from continuity.report.aggregate import AggregateError, decode_unit
 from continuity.runner.units import (
     ProbeResult,
     UnitRecord,
-    content_digest,
+    score_result,
     seal,
     store_unit,
     unit_key,
@@ -46,17 +44,8 @@ def _rescore_probe(result: ProbeResult, trace: Trace) -> ProbeResult:
     if result.status != "valid":
         return result
     probe = next(p for p in trace.probes if p.probe_id == result.probe_id)
-    score = score_answer(probe.expectation, result.answer)
-    needles = needles_for(probe.expectation)
-    states = result.evidence.needle_states if result.evidence is not None else []
-    available = availability(needles, states[: len(needles.fact)], states[len(needles.fact) :])
-    return msgspec.structs.replace(
-        result,
-        outcome=score.outcome,
-        correct=score.correct,
-        score_reason=score.reason,
-        availability=available,
-        loss=loss(available, score),
+    return score_result(
+        result, probe, result.evidence.needle_states if result.evidence is not None else []
     )
 
 
@@ -80,18 +69,7 @@ def rescore_run(store: Store, run_dir: Path) -> RescoreResult:
     pending: list[tuple[Path, bytes, UnitRecord]] = []
     for path in paths:
         data = path.read_bytes()
-        try:
-            record = msgspec.json.decode(data, type=UnitRecord)
-        except msgspec.MsgspecError as exc:
-            raise AggregateError(
-                f"not a unit record: {exc}", code="unit_malformed", location=str(path)
-            ) from None
-        if content_digest(record) != record.content_digest:
-            raise AggregateError(
-                "the unit's content does not match its digest",
-                code="unit_tampered",
-                location=str(path),
-            )
+        record = decode_unit(path, data)
         arm = ARMS.get(record.arm)
         if arm is None:
             raise AggregateError(

@@ -36,7 +36,13 @@ from continuity.lookup.policy import LookupPolicy
 from continuity.lookup.reader import binding_models
 from continuity.lookup.sources import sources_for
 from continuity.outputs import resolve_out_path, write_output
-from continuity.probes.availability import Availability, availability, loss, needles_for
+from continuity.probes.availability import (
+    Availability,
+    NeedleState,
+    availability,
+    loss,
+    needles_for,
+)
 from continuity.probes.judge import Judge, JudgeVerdict, ProviderJudge, ScriptedJudge
 from continuity.probes.scoring import score_answer
 from continuity.progress import Tick
@@ -57,6 +63,7 @@ __all__ = [
     "UnitRecord",
     "build_units",
     "run_unit",
+    "score_result",
     "seal",
     "store_unit",
     "unit_filename",
@@ -373,20 +380,7 @@ def run_unit(
         if verdict.status != "valid":
             results.append(result)  # excluded: kept with its class, never scored
             continue
-        score = score_answer(probe.expectation, evidence.answer)
-        needles = needles_for(probe.expectation)
-        states = evidence.needle_states
-        available = availability(needles, states[: len(needles.fact)], states[len(needles.fact) :])
-        results.append(
-            msgspec.structs.replace(
-                result,
-                outcome=score.outcome,
-                correct=score.correct,
-                score_reason=score.reason,
-                availability=available,
-                loss=loss(available, score),
-            )
-        )
+        results.append(score_result(result, probe, evidence.needle_states))
         if isinstance(probe.expectation, NextActionExpectation) and (
             real is None or real.judge is not None
         ):
@@ -469,6 +463,24 @@ def _seal(
             binding=binding,
             judge_calls=judge_calls or [],
         )
+    )
+
+
+def score_result(result: ProbeResult, probe: Probe, states: Sequence[NeedleState]) -> ProbeResult:
+    """A valid probe result scored against its probe's expectation: outcome, the
+    scorer's reason, availability from the recorded needle states, and the loss label.
+    (`doit score` re-runs exactly this on recorded answers.)"""
+    score = score_answer(probe.expectation, result.answer)
+    needles = needles_for(probe.expectation)
+    facts = len(needles.fact)
+    available = availability(needles, list(states[:facts]), list(states[facts:]))
+    return msgspec.structs.replace(
+        result,
+        outcome=score.outcome,
+        correct=score.correct,
+        score_reason=score.reason,
+        availability=available,
+        loss=loss(available, score),
     )
 
 
