@@ -328,7 +328,7 @@ async def run_probe(
         history_tool = (
             arm.history_tool and (allowed is None or HISTORY_TOOL in allowed) and store is not None
         )
-        recorded_from = len(session.entries)  # the checkpoint's own entries end here
+        recorded_from = session.path.stat().st_size  # the checkpoint's own entries end here
         if arm.boundary == "restart_switch_compact":
             session.append_boundary(
                 "restart", {"parent_pid": request.parent_pid, "child_pid": os.getpid()}

@@ -299,16 +299,24 @@ class DurableSession:
         return (e for e in self.entries if isinstance(e, kind))
 
 
-def recorded_operations(path: Path, after: int) -> list[str]:
-    """The boundary operations a session file records after its first `after` entries,
-    read back from disk: ``restart`` and ``model_change`` boundaries and compactions, in
-    order. Evidence is taken from here, not from what the code meant to do.
+def recorded_operations(path: Path, offset: int) -> list[str]:
+    """The boundary operations a session file records after byte `offset` (its size
+    before they ran), read back from disk: ``restart`` and ``model_change`` boundaries
+    and compactions, in order. Evidence is taken from here, not from what the code
+    meant to do; only the appended lines are read.
 
     Raises:
-        SessionCorrupt: the file does not load (see `DurableSession.load`).
+        SessionCorrupt: an appended line does not decode as an entry.
     """
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        tail = handle.read()
     operations = []
-    for entry in DurableSession.load(path).entries[after:]:
+    for number, line in enumerate(tail.splitlines(), start=1):
+        try:
+            entry = _decoder.decode(line)
+        except msgspec.MsgspecError as exc:
+            raise SessionCorrupt(str(exc), location=f"{path}:+{number}") from None
         if isinstance(entry, SessionBoundaryEntry) and entry.kind in ("restart", "model_change"):
             operations.append(entry.kind)
         elif isinstance(entry, CompactionEntry):

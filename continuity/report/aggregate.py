@@ -175,7 +175,9 @@ class _TraceHead(msgspec.Struct):
     family: str
 
 
-def _check_against_store(store: Store, path: Path, record: UnitRecord) -> None:
+def _check_against_store(
+    store: Store, path: Path, record: UnitRecord, heads: dict[str, _TraceHead | None]
+) -> None:
     """A resealed edit passes the digest check (anyone can recompute a digest), so the
     unit is also checked against what the store knows: its probes must be the probes
     its key binds, its trace id and family those of the trace its key binds, and, when
@@ -186,17 +188,20 @@ def _check_against_store(store: Store, path: Path, record: UnitRecord) -> None:
 
     if Counter(p.probe_id for p in record.probes) != Counter(record.probe_ids):
         raise tampered("the unit's probes are not the probes its key binds")
-    stored_trace = store.load_output(record.trace_key)
-    if stored_trace is not None:
+    if record.trace_key not in heads:  # one read per trace, not per unit
+        stored_trace = store.load_output(record.trace_key)
         try:
-            head = msgspec.json.decode(stored_trace, type=_TraceHead)
-        except msgspec.MsgspecError:
-            head = None
-        if head is not None and (head.trace_id, head.family) != (record.trace_id, record.family):
-            raise tampered(
-                f"the unit names trace {record.trace_id} ({record.family}); its trace key "
-                f"is {head.trace_id} ({head.family})"
+            heads[record.trace_key] = (
+                msgspec.json.decode(stored_trace, type=_TraceHead) if stored_trace else None
             )
+        except msgspec.MsgspecError:
+            heads[record.trace_key] = None
+    head = heads[record.trace_key]
+    if head is not None and (head.trace_id, head.family) != (record.trace_id, record.family):
+        raise tampered(
+            f"the unit names trace {record.trace_id} ({record.family}); its trace key "
+            f"is {head.trace_id} ({head.family})"
+        )
     stored_unit = store.load_output(record.key)
     if stored_unit is not None:
         try:
@@ -223,7 +228,9 @@ def decode_unit(path: Path, data: bytes) -> UnitRecord:
     return record
 
 
-def _verify(path: Path, data: bytes, store: Store | None = None) -> UnitRecord:
+def _verify(
+    path: Path, data: bytes, store: Store, heads: dict[str, _TraceHead | None]
+) -> UnitRecord:
     record = decode_unit(path, data)
     arm = ARMS.get(record.arm)
     expected = (
@@ -244,8 +251,7 @@ def _verify(path: Path, data: bytes, store: Store | None = None) -> UnitRecord:
             code="unit_key_mismatch",
             location=str(path),
         )
-    if store is not None:
-        _check_against_store(store, path, record)
+    _check_against_store(store, path, record, heads)
     return record
 
 
@@ -276,6 +282,7 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
     except msgspec.MsgspecError:
         index = {}
     fresh_index: dict[str, UnitSummary] = {}
+    heads: dict[str, _TraceHead | None] = {}  # stored traces' identities, read once each
     summaries: list[UnitSummary] = []
     seen: dict[tuple[int, str, str], Path] = {}
     read = 0
@@ -291,7 +298,7 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
             if cached is not None:
                 summary_or_none = msgspec.json.decode(cached, type=UnitSummary)
             else:
-                summary_or_none = _summarize(_verify(path, data, store))
+                summary_or_none = _summarize(_verify(path, data, store, heads))
                 read += 1
                 if not index:
                     store.record_action(

@@ -143,7 +143,8 @@ def test_message_entries_carry_provider_metadata(tmp_path: Path) -> None:
 def test_recorded_operations_are_read_back_from_the_file(tmp_path: Path) -> None:
     session = _session(tmp_path)
     _fill(session)  # the checkpoint's entries (including its own model_change boundary)
-    start = len(session.entries)
+    session.sync()
+    start = session.path.stat().st_size
     session.append_boundary("restart", {"child_pid": 2})
     session.append_boundary("model_change", {"from": "a", "to": "b"}, new_root=True)
     session.append_message(UserMessage(text="replayed"))
@@ -151,5 +152,5 @@ def test_recorded_operations_are_read_back_from_the_file(tmp_path: Path) -> None
     session.append_custom("note")
     session.sync()
     assert recorded_operations(session.path, start) == ["restart", "model_change", "compaction"]
-    assert recorded_operations(session.path, len(session.entries)) == []
+    assert recorded_operations(session.path, session.path.stat().st_size) == []
     session.close()
