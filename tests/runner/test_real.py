@@ -321,7 +321,7 @@ def test_score_rescores_recorded_answers_with_zero_http_calls(
         assert units_on_disk(rig.output / "units") == before
         # A "fixed" scorer: every answer now passes; still no model call.
         monkeypatch.setattr(
-            "continuity.report.rescore.score_answer",
+            "continuity.runner.units.score_answer",  # what score_result calls
             lambda expectation, answer: Score("correct", True, "patched"),
         )
         fixed = rescore_run(rig.store, rig.output)
