@@ -7,10 +7,14 @@
   entries (a user or assistant message, never a tool result). When the cut falls inside
   a turn, that turn's prefix gets a second, parallel turn-prefix summary.
 - **Summary request**: the summarized messages serialized as ``[User]:``,
-  ``[Assistant]:``, ``[Assistant tool calls]:`` and ``[Tool result]:`` blocks (results cut
-  to 2,000 characters), asking for the sections Goal, Constraints & Preferences,
-  Progress (Done/In Progress/Blocked), Key Decisions, Next Steps, Critical Context; a
-  previous summary is carried forward.
+  ``[Assistant]:``, ``[Assistant tool calls]:`` and ``[Tool result]:`` blocks, asking
+  for the sections Goal, Constraints & Preferences, Progress (Done/In Progress/Blocked),
+  Key Decisions, Next Steps, Critical Context; a previous summary is carried forward. A
+  tool result longer than 2,000 characters keeps its head and its tail (the first and
+  the last 1,000 characters) around an explicit marker saying how many characters were
+  left out, so what sits in the middle of a long result is what a summary loses (the
+  seed: "the summary serializer keeps only result heads and tails"; the trace validator
+  places its middle-of-result identifier outside the first and last 2,000 characters).
 - **Result**: a ``compaction`` entry; the context becomes the summary as a user message in
   ``<summary>`` tags followed by the kept entries.
 - **Triggers**: proactive (estimate above ``window * ratio``), the ``max_input_tokens``
@@ -47,6 +51,7 @@ __all__ = [
     "message_tokens",
     "serialize_for_summary",
     "should_compact",
+    "summary_result_text",
 ]
 
 Reason = Literal["proactive", "ceiling", "manual", "mid_run"]
@@ -106,6 +111,23 @@ def should_compact(
     return min(fired)[1] if fired else None
 
 
+# A long result keeps its first and last halves of SUMMARY_RESULT_CHARS.
+SUMMARY_HEAD_CHARS = SUMMARY_RESULT_CHARS // 2
+SUMMARY_TAIL_CHARS = SUMMARY_RESULT_CHARS - SUMMARY_HEAD_CHARS
+
+
+def summary_result_text(text: str) -> str:
+    """A tool result as the summary request shows it: whole up to SUMMARY_RESULT_CHARS,
+    otherwise its head and tail around a marker naming how many characters were cut."""
+    if len(text) <= SUMMARY_RESULT_CHARS:
+        return text
+    left_out = len(text) - SUMMARY_HEAD_CHARS - SUMMARY_TAIL_CHARS
+    return (
+        f"{text[:SUMMARY_HEAD_CHARS]}\n[... {left_out:,} characters of this result left out "
+        f"...]\n{text[-SUMMARY_TAIL_CHARS:]}"
+    )
+
+
 def serialize_for_summary(messages: Sequence[Message]) -> str:
     blocks = []
     for message in messages:
@@ -120,7 +142,7 @@ def serialize_for_summary(messages: Sequence[Message]) -> str:
                 )
                 blocks.append(f"[Assistant tool calls]: {calls}")
         else:
-            blocks.append(f"[Tool result]: {message.text[:SUMMARY_RESULT_CHARS]}")
+            blocks.append(f"[Tool result]: {summary_result_text(message.text)}")
     return "\n\n".join(blocks)
 
 

@@ -63,6 +63,7 @@ from continuity.lookup.reader import LookupReader
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
 from continuity.memory.retained import HistoryError, RetainedStore
 from continuity.probes.availability import NeedleState, reference_lookup
+from continuity.probes.protocol import probe_turn_text
 from continuity.providers.endpoint import CallReceipt, RealBinding
 from continuity.providers.protocol import Provider
 from continuity.providers.scripted import (
@@ -497,7 +498,7 @@ async def run_probe(
             if lookup is not None and lookup.mode == "reference":
                 # The evaluator's reference path, not the reader: the first request the
                 # reader would get, then one path per source through the metered proxy.
-                loop.add_user(UserMessage(text=request.probe_text, source="probe"))
+                loop.add_user(UserMessage(text=probe_turn_text(request.probe_text), source="probe"))
                 seen.append(loop.request())
                 if toolbox is not None and meter is not None:
                     context_text = "\n".join(getattr(m, "text", "") for m in seen[0].messages)
@@ -514,7 +515,9 @@ async def run_probe(
             elif lookup is not None:
                 try:
                     with anyio.fail_after(lookup.turn_safety_seconds):
-                        report = await loop.run_turn(request.probe_text, source="probe")
+                        report = await loop.run_turn(
+                            probe_turn_text(request.probe_text), source="probe"
+                        )
                 except TimeoutError:
                     witness_now()
                     raise HarnessError(
@@ -524,7 +527,7 @@ async def run_probe(
                         location=request.arm,
                     ) from None
             else:
-                report = await loop.run_turn(request.probe_text, source="probe")
+                report = await loop.run_turn(probe_turn_text(request.probe_text), source="probe")
         if real is not None:
             answers = [c for c in real.receipts() if c.role == "answer"]
             first_input = answers[0].usage.total_input if answers else 0

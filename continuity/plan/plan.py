@@ -1,9 +1,10 @@
 """The plan: what a run will measure, bound into one digest.
 
 The digest binds the suite, its seeds (and the keys of the traces they produce), the
-models and efforts, repeats, arms, the probe limit, the probe mode, whether the run is
-real, the provider endpoints and a fingerprint of the credentials path (never the
-credentials). Trace, repeat, concurrency and output only select part of a confirmed
+models and efforts, repeats, arms, the probe limit, the probe mode, the probe protocol
+version (the fixed bytes every probe turn carries, `continuity.probes.protocol`), whether
+the run is real, the provider endpoints and a fingerprint of the credentials path (never
+the credentials). Trace, repeat, concurrency and output only select part of a confirmed
 plan and never change its digest. The digest is the root of the artifact graph: it
 covers the trace keys, which cover the generator and validator code.
 """
@@ -19,6 +20,7 @@ import msgspec
 from continuity.arms import parse_arms
 from continuity.digest import value_digest
 from continuity.errors import UsageError
+from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.traces.keys import suite_specs
 
 __all__ = [
@@ -65,6 +67,8 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     probe_limit: int | None
     probe_mode: str = "recall-only"
     credentials_fingerprint: str | None = None
+    # The probe turn's bytes (`continuity.probes.protocol`): a new protocol, a new digest.
+    probe_protocol: str = PROBE_PROTOCOL
 
 
 class LookupPlan(Plan, frozen=True, kw_only=True):

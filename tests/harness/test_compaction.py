@@ -14,6 +14,7 @@ from continuity.harness.compaction import (
     message_tokens,
     serialize_for_summary,
     should_compact,
+    summary_result_text,
 )
 from continuity.harness.config import SMALLEST_TRIGGER, CompactionPolicy
 from continuity.harness.messages import (
@@ -84,7 +85,25 @@ def test_summary_serialization_blocks_and_result_cut() -> None:
     )
     assert text.startswith("[User]: find it\n\n[Assistant]: looking\n\n")
     assert '[Assistant tool calls]: web_fetch({"url":"u"})' in text
-    assert text.endswith("[Tool result]: " + "x" * 2000)
+    assert text.endswith(
+        "[Tool result]: " + "x" * 1000 + "\n[... 3,000 characters of this result left out "
+        "...]\n" + "x" * 1000
+    )
+
+
+def test_a_long_result_keeps_its_head_and_tail_and_loses_its_middle() -> None:
+    head, middle, tail = "H" * 1000, "KLN-4471-QX " + "m" * 2988, "T" * 999 + "!"
+    result = head + middle + tail
+    text = serialize_for_summary([ToolResultMessage(call_id="c", tool="t", text=result)])
+    assert text.startswith("[Tool result]: " + head + "\n[... ")
+    assert text.endswith(" ...]\n" + tail)
+    assert "KLN-4471-QX" not in text and "m" not in text.replace("left", "")
+    assert f"{len(middle):,} characters of this result left out" in text
+    assert summary_result_text(result).count("H") == 1000
+    # Up to 2,000 characters a result is kept whole, with no marker.
+    exact = "a" * 1999 + "Z"
+    assert summary_result_text(exact) == exact
+    assert summary_result_text(exact + "b").endswith("\n" + "a" * 998 + "Zb")
 
 
 def test_compaction_keeps_a_recent_tail_and_inserts_a_summary(tmp_path: Path) -> None:

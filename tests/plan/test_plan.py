@@ -30,7 +30,7 @@ from continuity.store import Store
 from tests.conftest import REPO
 
 # The default offline plan: original suite, every arm, one repeat, default models.
-DEFAULT_DIGEST = "984f03fb73c119e089d87deaba451519b254a492979560cb914de6c731a57ce3"
+DEFAULT_DIGEST = "406e6460dc5790a309efea4544f77233988a7ff8211a4207a01fc7303dd2e50e"
 
 
 def test_default_offline_plan_digest_is_pinned() -> None:
