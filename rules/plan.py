@@ -24,7 +24,7 @@ PLAN_PARAMS: list[dict[str, Any]] = [
     param("reader", str, "", "reader provider:model (default openai-codex:gpt-6-luna)"),
     param("effort", str, "low", "reader reasoning effort"),
     param("alternate", str, "", "alternate binding for scripted history (never called)"),
-    param("judge", str, "", "judge provider:model, or none (default openai-codex:gpt-6.1-sol)"),
+    param("judge", str, "", "judge provider:model grading every answer (default: none)"),
     param("judge_effort", str, "low", "judge reasoning effort"),
     param(
         "provider",

@@ -4,7 +4,8 @@ Every planned model call is listed with its input and output token estimate. The
 estimates come from the traces themselves (Pi's ``ceil(chars / 4)``) and the arms'
 boundaries; where the real size depends on the model, a labelled assumption is used:
 
-- a reader answer is 300 output tokens; a compaction summary 1,200; a judge verdict 50;
+- a reader answer is 300 output tokens; a compaction summary 1,200; a judge verdict 50
+  (one per planned probe answer when the plan has a judge; 400 input tokens each);
 - a post-compaction context is the keep-recent tail plus a 1,500-token summary;
 - a ConversationHistory arm plans three reader rounds (search, get, answer), each
   adding 2,048 tokens (one 8 KiB page);
@@ -38,12 +39,7 @@ from continuity.traces.bounds import (
     retained_bytes,
     turn_tokens,
 )
-from continuity.traces.schema import (
-    NextActionExpectation,
-    ToolResult,
-    Trace,
-    iter_turns,
-)
+from continuity.traces.schema import ToolResult, Trace, iter_turns
 
 __all__ = [
     "ASSUMPTIONS",
@@ -209,7 +205,7 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
                     calls += _arm_calls(
                         arm, shape, -(-len(probe.text) // 4), plan.reader, first=index == 0
                     )
-                    if plan.judge and isinstance(probe.expectation, NextActionExpectation):
+                    if plan.judge:  # the judge grades every answer
                         calls.append(
                             PlannedCall(
                                 "judge",
