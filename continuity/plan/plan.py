@@ -99,7 +99,7 @@ def build_plan(
     reader: str = DEFAULT_MODELS["reader"],
     reader_effort: str = "low",
     alternate: str = DEFAULT_MODELS["alternate"],
-    judge: str | None = DEFAULT_MODELS["judge"],
+    judge: str | None = None,
     judge_effort: str | None = "low",
     mode: Literal["offline", "real"] = "offline",
     endpoint: Endpoint | None = None,
@@ -201,7 +201,8 @@ def plan_from_options(options: Mapping[str, Any]) -> Plan:
         reader=options.get("reader") or DEFAULT_MODELS["reader"],
         reader_effort=options.get("effort") or "low",
         alternate=options.get("alternate") or DEFAULT_MODELS["alternate"],
-        judge=None if judge == "none" else (judge or DEFAULT_MODELS["judge"]),
+        # The judge is opt-in: no --judge (or --judge none) plans no verdict and no call.
+        judge=None if judge in (None, "", "none") else judge,
         judge_effort=options.get("judge_effort") or "low",
         mode="offline" if kind == "scripted" else "real",
         endpoint=msgspec.convert({"kind": kind, "base_url": base_url}, Endpoint),

@@ -30,7 +30,7 @@ from continuity.store import Store
 from tests.conftest import REPO
 
 # The default offline plan: original suite, every arm, one repeat, default models.
-DEFAULT_DIGEST = "406e6460dc5790a309efea4544f77233988a7ff8211a4207a01fc7303dd2e50e"
+DEFAULT_DIGEST = "4a9691b54311c1f1f91484057465b973b20a96404b2795a3f84430bc7d068723"
 
 
 def test_default_offline_plan_digest_is_pinned() -> None:
@@ -49,9 +49,8 @@ def test_default_offline_plan_digest_is_pinned() -> None:
         {"reader": "openai:other"},
         {"effort": "high"},
         {"alternate": "openai:other"},
-        {"judge": "none"},
         {"judge": "openai:judge"},
-        {"judge_effort": "high"},
+        {"judge": "openai:judge", "judge_effort": "high"},
         {"provider": "openai-chat", "credentials": "/c.json"},
         {"provider": "anthropic", "credentials": "/c.json"},
     ],
@@ -75,6 +74,7 @@ def test_every_bound_field_changes_the_digest(change: dict[str, Any]) -> None:
             {"base_url": "https://models.invalid/v1"},
         ),
         ({"probe_mode": "lookup-allowed-v1"}, {"lookup_reader": "alternate"}),
+        ({"judge": "openai:judge"}, {"judge_effort": "high"}),
     ],
 )
 def test_one_field_changed_alone_changes_the_digest(
@@ -212,6 +212,11 @@ def test_workload_counts_follow_the_plan() -> None:
     store = workload(build_plan(arms="continuity-store", probe_limit=2))
     assert store.answer_calls == 3 * store.live_turns  # search, get, answer
     assert workload(build_plan(judge=None)).judge_calls == 0
+    # The judge is opt-in (`--judge none` still means none) and grades every answer.
+    assert plan_from_options({"judge": "none"}) == plan_from_options({}) == build_plan()
+    judged = workload(build_plan(arms="native,compaction-1", probe_limit=2, judge="openai:j"))
+    assert judged.judge_calls == judged.live_turns == 16
+    assert {c.model for c in judged.calls if c.role == "judge"} == {"openai:j"}
 
 
 def test_calls_that_cannot_fit_their_model_refuse_the_confirmation(tmp_path: Path) -> None:
