@@ -53,6 +53,9 @@ Raised with the classes above from other modules (by area)::
 
     store            ref_name_invalid, tree_entry_invalid, restore_target_not_empty
     traces           distractors_changed_facts, trace_unknown
+    availability     status_evidence_missing
+    calibration      calibration_case_invalid (a malformed suite line, at file:line),
+                     calibration_verdict_invalid (a grader verdict outside the outcomes)
     arms, config     arm_unknown, arm_not_available_at_revision:<id>, config_key_unknown,
                      config_value_invalid
     harness          turn_round_limit, tool_not_offered, workspace_not_empty,
@@ -63,7 +66,8 @@ Raised with the classes above from other modules (by area)::
                      design_check_failed
     units            real_flag_required, repeat_unknown, run_stopped, run_incomplete,
                      lookup_reader_unknown, lookup_inventory_empty,
-                     lookup_inventory_failed
+                     lookup_inventory_failed, lookup_partial_coverage (skipped slots;
+                     the units are kept), lookup_slot_observed (never overwritten)
     aggregate, score unit_malformed, unit_tampered, unit_key_mismatch, unit_duplicate,
                      run_empty, trace_missing
 
