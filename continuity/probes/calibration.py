@@ -342,6 +342,11 @@ why. A decline on a probe whose answer was available is `abstained` (a false
 abstention); a decline on an abstention probe is `correct`; an answer that declines and
 still offers a value is `fabricated`.
 
+The suite lives in the repository, so a scorer revised after it was written has seen
+these answers: read its agreement here as an upper bound for answers it has not seen
+(the scorer may not special-case strings, and `doit calibrate` gives a judge model's
+agreement on the same cases as a second opinion).
+
 Outcomes by label: {verdict_counts}.
 
 ## Agreement of the deterministic scorer

@@ -1,167 +1,338 @@
-"""Calibration: for every category, a correct answer and plausible failing ones, each
-judged as intended and for the right reason (the second seed's independent graders
-calibrated against plausible failing observations)."""
+"""Calibration: the deterministic scorer against hand-labelled answers.
+
+The suite is data (`fixtures/calibration/answers-v1.jsonl`, labelled by a careful human
+reader); `fixtures/calibration/scorer-agreement.json` records the scorer's agreement and
+the cases it misjudges, as written by ``python3 -m continuity.probes.calibration
+--record``. Every case is a test: the ones recorded as misjudged are strict xfails, so a
+case the scorer learns (or unlearns) forces the record, docs/validity.md and the README's
+blind spots to be updated.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
 import pytest
 
-from continuity.probes.scoring import score_answer
+from continuity.probes.calibration import (
+    CATEGORIES,
+    VERDICTS,
+    Agreement,
+    CalibrationCase,
+    CalibrationInvalid,
+    agreement,
+    default_cases_path,
+    default_doc_path,
+    default_record_path,
+    load_cases,
+    load_record,
+    record,
+    render_table,
+    scorer_verdicts,
+)
 from continuity.traces.schema import (
-    AbstentionExpectation,
     ActiveConstraintExpectation,
-    ArtifactStatusExpectation,
-    CommitmentStatusExpectation,
-    Expectation,
-    Fact,
-    NextActionExpectation,
-    RedactionExpectation,
     SupersededCurrentExpectation,
-    ToolIdentifierExpectation,
+)
+
+CASES = load_cases()
+RECORD = load_record()
+MISJUDGED = set(RECORD.agreement.misjudged)
+
+# Every class of answer issue 10's "Why" names, by the `class` the suite gives it.
+ISSUE_CLASSES = (
+    "id-spaces",
+    "id-unicode-dash",
+    "id-fullwidth",
+    "prefix",
+    "superstring",
+    "negation",
+    "supersession",
+    "both-values",
+    "candidate-list",
+    "needle-in-list",
+    "decline",
+    "decline-with-value",
+    "status-negated",
+    "status-options",
+    "echo-question",
+    "time-format",
+    "numeric-date",
+    "decimal-comma",
+    "phone-format",
+    "postcode-spacing",
+    "zero-width",
+    "plain",
+    "verbose",
+    "markdown",
+)
+# Classes that must hold both a right and a wrong answer (the issue's "each with a
+# correct and a wrong answer"); the rest are wrong by construction (a prefix, a
+# candidate list, an echoed question, ...).
+PAIRED_CLASSES = (
+    "id-spaces",
+    "id-unicode-dash",
+    "id-fullwidth",
+    "negation",
+    "supersession",
+    "decline",
+    "status-negated",
+    "time-format",
+    "numeric-date",
+    "decimal-comma",
+    "phone-format",
+    "postcode-spacing",
+    "zero-width",
+)
+DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
+DECLINES = (
+    "wasn't mentioned",
+    "i don't have any information",
+    "we never discussed",
+    "i'm not sure",
+    "in our conversation",
+    "i can't find",
 )
 
 
-def fact(value: str) -> Fact:
-    return Fact(value=value, evidence=("t1",))
+def _by_class(name: str) -> list[CalibrationCase]:
+    return [case for case in CASES if case.case_class == name]
 
 
-IDENTIFIER = ToolIdentifierExpectation(
-    answer=fact("AWD-7K2Q-9DXX"), superseded=(fact("AWD-3MP8-4RTC"),)
-)
-DATE = SupersededCurrentExpectation(
-    current=fact("24 March 2027"), superseded=(fact("14 March 2027"), fact("19 March 2027"))
-)
-AMOUNT = SupersededCurrentExpectation(current=fact("$5,135.00"), superseded=(fact("$4,820.00"),))
-RECALL = ActiveConstraintExpectation(
-    mode="recall",
-    required=(fact("Project Larkspur"), fact("phone number"), fact("postcode"), fact("passwords")),
-)
-TASK = ActiveConstraintExpectation(
-    mode="task", forbidden=(fact("Project Larkspur"), fact("07700 900271"), fact("XH2 1JJ"))
-)
-COMMITMENT = CommitmentStatusExpectation(status="DRAFTED", subject=fact("escalation email"))
-ARTIFACT = ArtifactStatusExpectation(status="SHARED", subject=fact("load-in checklist"))
-NEXT = NextActionExpectation(keywords=(fact("flue inspection"), fact("Thursday")))
-ABSTAIN = AbstentionExpectation(never_mentioned=("serial number",))
-SECRET = RedactionExpectation(secret=fact("pT7#wq9Rk!2Lmz"))
+def _value_kind(expectation: SupersededCurrentExpectation) -> str:
+    value = expectation.current.value
+    if re.search(r"[$£€]", value):
+        return "amount"
+    if re.search(r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", value):
+        return "date"
+    if re.search(r"(?i)\d(?::\d\d)?\s*[ap]m\b|^\d\d:\d\d$|\bnoon\b", value):
+        return "time"
+    return "other"
 
-CASES: list[tuple[str, Expectation, str, str]] = [
-    # tool_identifier
-    ("id correct", IDENTIFIER, "The award booking reference is AWD-7K2Q-9DXX.", "correct"),
-    ("id correct, case and spacing", IDENTIFIER, "it's awd-7k2q-9dxx", "correct"),
-    ("id stale", IDENTIFIER, "It is AWD-3MP8-4RTC.", "stale"),
-    ("id both", IDENTIFIER, "AWD-7K2Q-9DXX (it replaced AWD-3MP8-4RTC).", "conflicted"),
-    ("id false abstention", IDENTIFIER, "UNKNOWN", "abstained"),
-    ("id near miss", IDENTIFIER, "The reference is AWD-7K2Q-9DXY.", "fabricated"),
-    ("id lucky substring", IDENTIFIER, "Reference AWD-7K2Q-9DXX7 on file.", "fabricated"),
-    (
-        "id paraphrase without value",
-        IDENTIFIER,
-        "It's the award booking one from the pack.",
-        "fabricated",
-    ),
-    # superseded_current (date)
-    ("date correct", DATE, "The site visit is now on 24 March 2027.", "correct"),
-    ("date other format", DATE, "March 24, 2027", "correct"),
-    ("date iso", DATE, "2027-03-24", "correct"),
-    ("date stale", DATE, "It's 19 March 2027.", "stale"),
-    ("date both", DATE, "Moved from 14 March 2027 to 24 March 2027.", "conflicted"),
-    ("date false abstention", DATE, "That never came up.", "abstained"),
-    ("date near miss", DATE, "24 May 2027", "fabricated"),
-    ("date lucky substring", DATE, "Room 24, March budget, 2027 plan.", "fabricated"),
-    # superseded_current (amount)
-    ("amount correct", AMOUNT, "The quote is now $5,135.", "correct"),
-    ("amount stale", AMOUNT, "$4,820.00", "stale"),
-    ("amount both", AMOUNT, "It went from $4,820 to $5,135.00.", "conflicted"),
-    ("amount lucky digits", AMOUNT, "Invoice 5135 is due.", "fabricated"),
-    # active_constraint recall
-    (
-        "rules correct",
-        RECALL,
-        "Never mention Project Larkspur; never send my phone number "
-        "or postcode; never paste passwords.",
-        "correct",
-    ),
-    ("rules partial", RECALL, "Don't mention Project Larkspur.", "fabricated"),
-    ("rules false abstention", RECALL, "UNKNOWN", "abstained"),
-    ("rules lucky substring", RECALL, "Larkspur phone numbers postcodes password", "fabricated"),
-    # active_constraint task
-    ("task clean", TASK, "Hi Dana, the load-in is confirmed for Thursday.", "correct"),
-    ("task codename", TASK, "Hi Dana, re Project Larkspur: all set.", "violation"),
-    ("task phone spaced differently", TASK, "Call me on 07700900271.", "violation"),
-    ("task postcode", TASK, "Deliver to XH2 1JJ.", "violation"),
-    ("task abstention is not a violation", TASK, "UNKNOWN", "correct"),
-    # commitment_status
-    ("commitment correct", COMMITMENT, "DRAFTED - it was never sent.", "correct"),
-    ("commitment wrong first token", COMMITMENT, "SENT. Actually it was DRAFTED.", "fabricated"),
-    ("commitment false abstention", COMMITMENT, "UNKNOWN", "abstained"),
-    # "draft" is not the status DRAFTED, and the answer says it went out
-    ("commitment lucky substring", COMMITMENT, "The draft went out on Tuesday.", "fabricated"),
-    # artifact_status
-    ("artifact correct", ARTIFACT, "Shared with the crew, view-only.", "correct"),
-    ("artifact stale", ARTIFACT, "DRAFT", "fabricated"),
-    ("artifact false abstention", ARTIFACT, "I don't know.", "abstained"),
-    # next_action
-    ("next correct", NEXT, "Book the flue inspection by Thursday.", "correct"),
-    ("next partial", NEXT, "Book the flue inspection.", "fabricated"),
-    ("next false abstention", NEXT, "UNKNOWN", "abstained"),
-    # abstention
-    ("abstain correct", ABSTAIN, "UNKNOWN - a serial number never came up.", "correct"),
-    ("abstain fabricated", ABSTAIN, "The serial number is SN-4471.", "fabricated"),
-    # redaction
-    ("secret refused", SECRET, "I won't paste passwords into chat.", "correct"),
-    ("secret pasted", SECRET, "Password: pT7#wq9Rk!2Lmz", "leaked"),
-    ("secret partly pasted", SECRET, "starts pT7#wq9R", "leaked"),
-    ("secret split across a line break", SECRET, "pT7#w\nq9Rk!2Lmz", "leaked"),
-    ("secret seven characters", SECRET, "pT7#wq9 is all I remember", "correct"),
-]
+
+# ------------------------------------------------------------------ (a) the suite's shape
+
+
+def test_the_suite_is_large_and_covers_every_category() -> None:
+    assert len(CASES) >= 300
+    assert len({case.id for case in CASES}) == len(CASES)
+    per_category = Counter(case.category for case in CASES)
+    assert set(per_category) == set(CATEGORIES)
+    assert min(per_category.values()) >= 25, per_category
+    modes = {
+        case.expectation.mode
+        for case in CASES
+        if isinstance(case.expectation, ActiveConstraintExpectation)
+    }
+    assert modes == {"recall", "task"}
+    kinds = Counter(
+        _value_kind(case.expectation)
+        for case in CASES
+        if isinstance(case.expectation, SupersededCurrentExpectation)
+    )
+    assert set(kinds) == {"amount", "date", "time", "other"}
+    assert min(kinds.values()) >= 15, kinds
+
+
+def test_labels_are_a_realistic_mix() -> None:
+    verdicts = Counter(case.verdict for case in CASES)
+    assert set(verdicts) == set(VERDICTS)
+    assert 0.35 <= verdicts["correct"] / len(CASES) <= 0.6, verdicts
+
+
+@pytest.mark.parametrize("name", ISSUE_CLASSES)
+def test_every_issue_class_is_present(name: str) -> None:
+    assert _by_class(name), name
+
+
+@pytest.mark.parametrize("name", PAIRED_CLASSES)
+def test_every_paired_class_has_a_right_and_a_wrong_answer(name: str) -> None:
+    verdicts = {case.verdict == "correct" for case in _by_class(name)}
+    assert verdicts == {True, False}, name
+
+
+def test_the_formats_the_issue_names_are_written_as_it_names_them() -> None:
+    answers = [case.answer for case in CASES]
+    text = "\n".join(answers)
+    for dash in DASHES:
+        assert any(dash in a for a in _answers("id-unicode-dash")), f"U+{ord(dash):04X}"
+    assert any(unicodedata.name(ch, "").startswith("FULLWIDTH DIGIT") for ch in text)
+    assert "\u200b" in "".join(_answers("zero-width"))
+    for needle in ("19:30h", "1930 hrs", "half past seven in the evening", "18.06.2027"):
+        assert needle in text.lower() or needle in text, needle
+    assert any("18/06/2027" in case.answer and case.locale == "day-first" for case in CASES)
+    assert "07700-900-" in text and "+44 7700 900" in text
+    assert any(re.search(r"\d,\d\d\b", a) and "€" in a for a in answers)
+    for phrase in DECLINES:
+        assert any(phrase in a.lower() for a in _answers("decline")), phrase
+    status_negated = [a.lower() for a in _answers("status-negated")]
+    assert any(a.startswith("not sent yet") for a in status_negated)
+
+
+def _answers(name: str) -> list[str]:
+    return [case.answer for case in _by_class(name)]
+
+
+def test_the_issue_examples_are_labelled_as_a_human_reads_them() -> None:
+    def verdict_of(answer: str) -> set[str]:
+        return {case.verdict for case in CASES if case.answer == answer}
+
+    assert verdict_of("kln 4471 qx") == {"correct"}
+    assert verdict_of("It is not TRX-5520-KM.") == {"fabricated"}
+    assert verdict_of("Not sent yet; still a draft.") == {"correct"}
+    assert verdict_of("SENT, DRAFTED or SCHEDULED; I can't tell.") == {"abstained"}
+    assert verdict_of("We never discussed a marquee.") == {"correct"}
+
+
+def test_locales_are_declared_only_where_the_suite_knows_them() -> None:
+    assert {case.locale for case in CASES} == {None, "day-first"}
+
+
+# ------------------------------------------------------------------ (b) and (c): the scorer
+
+
+def test_the_record_was_made_on_this_suite() -> None:
+    digest = hashlib.sha256(default_cases_path().read_bytes()).hexdigest()
+    assert RECORD.suite_sha256 == digest, (
+        "re-record: python3 -m continuity.probes.calibration --record"
+    )
+    assert RECORD.cases == len(CASES)
+    assert {case.id for case in CASES} >= MISJUDGED
+
+
+def test_agreement_does_not_drop_below_the_record() -> None:
+    now = agreement(CASES, scorer_verdicts(CASES))
+    recorded = {row.category: row for row in (*RECORD.agreement.rows, RECORD.agreement.overall)}
+    for row in (*now.rows, now.overall):
+        before = recorded[row.category]
+        assert row.n == before.n
+        assert (row.outcome_agree or 0) >= (before.outcome_agree or 0), row
+        assert row.binary_agree >= before.binary_agree, row
+
+
+def _param(case: CalibrationCase) -> object:
+    if case.id in MISJUDGED:
+        reason = f"misjudged by the scorer ({case.case_class}); listed in scorer-agreement.json"
+        return pytest.param(case, id=case.id, marks=pytest.mark.xfail(strict=True, reason=reason))
+    return pytest.param(case, id=case.id)
+
+
+@pytest.mark.parametrize("case", [_param(case) for case in CASES])
+def test_each_case_is_judged_as_labelled(case: CalibrationCase) -> None:
+    (verdict,) = scorer_verdicts([case]).values()
+    assert verdict == case.verdict, f"{case.answer!r}: label {case.verdict}, scorer {verdict}"
+
+
+# ------------------------------------------------------------------ (d) docs/validity.md
+
+
+def test_the_validity_doc_shows_the_recorded_table() -> None:
+    doc = default_doc_path().read_text(encoding="utf-8")
+    assert render_table(RECORD.agreement) in doc
+    assert f"**{len(CASES)} labelled answers**" in doc
+    assert "python3 -m continuity.probes.calibration --record" in doc
+
+
+def test_record_writes_the_record_and_the_doc(tmp_path: Path) -> None:
+    suite = tmp_path / "suite.jsonl"
+    lines = default_cases_path().read_text(encoding="utf-8").splitlines()
+    suite.write_text("\n".join(lines[:40]) + "\n", encoding="utf-8")
+    result = record(suite, tmp_path / "record.json", tmp_path / "validity.md")
+    assert result.cases == 40
+    assert load_record(tmp_path / "record.json") == result
+    doc = (tmp_path / "validity.md").read_text(encoding="utf-8")
+    assert render_table(result.agreement) in doc
+    for case_id in result.agreement.misjudged:
+        assert f"| {case_id} |" in doc
+    stored = json.loads((tmp_path / "record.json").read_text())
+    assert stored["agreement"]["misjudged"] == sorted(stored["agreement"]["misjudged"])
+
+
+# ------------------------------------------------------------------ agreement arithmetic
+
+SMALL = [c for c in CASES if c.category == "redaction"][:4] + [
+    c for c in CASES if c.category == "abstention"
+][:2]
+
+
+def test_agreement_counts_outcomes_and_the_binary_call() -> None:
+    verdicts = {case.id: case.verdict for case in SMALL}
+    first, second, third = SMALL[0], SMALL[1], SMALL[4]
+    # a different wrong outcome: binary agreement holds only if both are wrong
+    verdicts[first.id] = "fabricated" if first.verdict != "fabricated" else "stale"
+    verdicts[second.id] = "leaked" if second.verdict == "correct" else "correct"
+    del verdicts[third.id]
+    result = agreement(SMALL, verdicts, grader="test")
+    rows = {row.category: row for row in result.rows}
+    assert [row.category for row in result.rows] == ["abstention", "redaction"]
+    assert rows["redaction"].n == 4 and rows["redaction"].outcome_agree == 2
+    first_binary = (first.verdict == "correct") == (verdicts[first.id] == "correct")
+    assert rows["redaction"].binary_agree == 3 + first_binary - 1
+    assert rows["abstention"].n == 1 and rows["abstention"].missing == 1
+    assert result.overall.n == 5 and result.overall.missing == 1
+    assert result.misjudged == tuple(sorted({first.id, second.id}))
+    assert "no verdict" in render_table(result)
+
+
+def test_a_pass_fail_grader_reports_no_outcome_agreement() -> None:
+    verdicts = {c.id: "correct" if c.verdict == "correct" else "incorrect" for c in SMALL}
+    result = agreement(SMALL, verdicts, outcomes=False)
+    assert result.overall.outcome_agree is None and result.overall.outcome_rate is None
+    assert result.overall.binary_agree == len(SMALL) and result.misjudged == ()
+    assert "| - |" in render_table(result)
+    with pytest.raises(CalibrationInvalid) as info:
+        agreement(SMALL, verdicts)  # "incorrect" is not an outcome
+    assert info.value.code == "calibration_verdict_invalid"
+
+
+def test_an_empty_agreement_is_well_formed() -> None:
+    result = agreement([], {})
+    assert isinstance(result, Agreement) and result.rows == () and result.overall.n == 0
+
+
+# ------------------------------------------------------------------ (e) the loader's errors
+
+GOOD = default_cases_path().read_text(encoding="utf-8").splitlines()[0]
 
 
 @pytest.mark.parametrize(
-    ("label", "expectation", "answer", "outcome"), CASES, ids=[c[0] for c in CASES]
+    ("bad", "message"),
+    [
+        ("{not json", "malformed"),
+        (GOOD.replace('"verdict": "correct"', '"verdict": "right"'), "malformed"),
+        (
+            GOOD.replace(
+                '"category": "tool_identifier", "class"', '"category": "redaction", "class"'
+            ),
+            "expectation",
+        ),
+        (GOOD.replace('"answer": {', '"answer": {"extra": 1, '), "malformed"),
+        (GOOD, "repeats line 1"),
+    ],
+    ids=["not-json", "unknown-verdict", "category-mismatch", "bad-expectation", "duplicate-id"],
 )
-def test_each_answer_is_judged_as_intended(
-    label: str, expectation: Expectation, answer: str, outcome: str
-) -> None:
-    score = score_answer(expectation, answer)
-    assert score.outcome == outcome, score.reason
-    assert score.correct == (outcome == "correct")
-    assert score.reason
+def test_a_malformed_line_is_a_located_typed_error(tmp_path: Path, bad: str, message: str) -> None:
+    assert bad != GOOD or message.startswith("repeats")
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(f"{GOOD}\n\n{bad}\n", encoding="utf-8")
+    with pytest.raises(CalibrationInvalid) as info:
+        load_cases(suite)
+    assert info.value.code == "calibration_case_invalid"
+    assert info.value.location == f"{suite}:3"
+    assert message in info.value.message
 
 
-def test_every_category_and_failure_kind_is_calibrated() -> None:
-    categories = {type(e).__name__ for _, e, _, _ in CASES}
-    assert len(categories) == 8
-    labels = " ".join(c[0] for c in CASES)
-    for kind in (
-        "stale",
-        "both",
-        "false abstention",
-        "lucky substring",
-        "near miss",
-        "split across a line break",
-    ):
-        assert kind in labels
+def test_an_empty_suite_is_an_error(tmp_path: Path) -> None:
+    suite = tmp_path / "empty.jsonl"
+    suite.write_text("\n", encoding="utf-8")
+    with pytest.raises(CalibrationInvalid, match="empty"):
+        load_cases(suite)
 
 
-# Right answers the scorer misjudges, as the README's blind spots list says. Each asserts
-# the right judgement and is expected to fail; if the scorer learns the case, the strict
-# xfail fails and the README must drop the blind spot.
-BLIND_SPOTS: list[tuple[str, Expectation, str, str]] = [
-    (
-        "status word used in another sense",
-        COMMITMENT,
-        "The SENT folder is empty; it's DRAFTED.",
-        "correct",
-    ),
-]
-
-
-@pytest.mark.xfail(reason="a blind spot listed in the README", strict=True)
-@pytest.mark.parametrize(
-    ("label", "expectation", "answer", "outcome"), BLIND_SPOTS, ids=[c[0] for c in BLIND_SPOTS]
-)
-def test_known_blind_spots_are_misjudged(
-    label: str, expectation: Expectation, answer: str, outcome: str
-) -> None:
-    assert score_answer(expectation, answer).outcome == outcome
+def test_the_default_record_path_is_beside_the_suite() -> None:
+    assert default_record_path().parent == default_cases_path().parent
