@@ -1,0 +1,112 @@
+"""Abstention: whether an answer declines, and whether it still guesses.
+
+An answer abstains when a clause of it says the thing is unknown, was never mentioned or
+cannot be found, in any tense, contraction or word order: ``UNKNOWN``; a negation before
+a verb of telling (``wasn't mentioned``, ``we never discussed a marquee``, ``it did not
+come up``, ``nobody specified``) or of knowing or finding (``I don't know``, ``I can't
+find``, ``I don't recall``, ``I don't have any information``); ``no record``/``no
+information``/``no idea``/``no mention``; ``there is no ... in our conversation``;
+``nothing about``; ``not sure``/``unsure``/``unclear``; ``not in our conversation``.
+A phrase inside a question or an ``if``/``whether`` clause, or in a clause that tells
+someone how to decline (``say that it never came up and answer UNKNOWN``), does not
+abstain.
+
+`guesses` finds a clause that, outside any abstention, commits to something anyway
+(``it's probably ...``, ``I think it was ...``, ``it might be ...``): an answer that
+abstains and then guesses has not abstained.
+"""
+
+from __future__ import annotations
+
+import re
+
+from continuity.probes.polarity import clause_bounds, sentence_bounds
+
+__all__ = ["abstains", "abstention_clauses", "guesses"]
+
+_NEG = r"(?:\bnot|\bnever|n't|\bno one|\bnobody|\bunable to|\bfailed to|\bcannot)"
+_GAP = r"\s+(?:\w+\s+){0,3}?"
+_TELLING = (
+    r"(?:mention|discuss|talk|rais|cover|brought|bring|specif|stat|said|say|note|appear"
+    r"|feature|refer|record|includ|exist|arrang|book|hir|organi[sz]|set\s+up|come\s+up"
+    r"|came\s+up|comes\s+up|crop|show\s+up|turn\s+up|surfac)\w*"
+)
+_KNOWING = (
+    r"(?:find|found|see|seen|saw|locat|recall|remember|know|knew|tell|determin|confirm"
+    r"|identif|access|verif|spot|retriev|answer|have|had|got)\w*"
+)
+_ABSTAIN = re.compile(
+    r"\bunknown\b"
+    + r"|"
+    + _NEG
+    + _GAP
+    + r"\b"
+    + _TELLING
+    + r"|"
+    + _NEG
+    + r"\s+(?:\w+\s+){0,2}?\b"
+    + _KNOWING
+    + r"|\bno\s+(?:\w+\s+){0,2}?(?:information|info|record|records|mention|mentions|details"
+    r"|data|indication|evidence|trace|idea|knowledge|reference|note|notes|sign)\b"
+    r"|\b(?:there\s+(?:is|was|are|were|has been|have been)|there's|i\s+(?:see|found|have|had)"
+    r"|we\s+(?:have|had))\s+no\b"
+    r"|\bno\s+\w+(?:\s+\w+)?\s+(?:was|were|has\s+been|had\s+been|is|are|got)\b"
+    r"|\bnothing\s+(?:about|on|regarding|related|in|was|has been|came|comes|that|like)\b"
+    r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|aware|known|available|specified|clear)\b|\bunsure\b"
+    r"|\bunclear\b|\bno such\b|\bnever\s+heard\b"
+    r"|\bnot\s+(?:\w+\s+){0,3}?(?:in|part of|anywhere in|from)\s+(?:our|the|this|my|your)\s+"
+    r"(?:conversation|chat|discussion|history|context|messages|records|notes|thread)",
+    re.IGNORECASE,
+)
+_QUALIFIER = re.compile(r"\b(?:if|whether|unless)\b[^,.;:!?]*$", re.IGNORECASE)
+# A clause that tells someone how to decline ("say that it never came up and answer
+# UNKNOWN": the answer format echoed back) is an instruction, not a refusal.
+_DIRECTIVE = re.compile(
+    r"\W*(?:and\s+|then\s+)?(?:please\s+)?(?:say|answer|reply|respond|write|state)\s+"
+    r"(?:that|with|so|it|unknown)\b",
+    re.IGNORECASE,
+)
+_GUESS = re.compile(
+    r"\b(?:probably|likely|presumably|perhaps|maybe|possibly|i\s+(?:think|believe|guess|assume"
+    r"|suspect|reckon)|my\s+(?:best\s+)?guess(?:\s+is)?|best\s+guess)\s+(?:that\s+)?"
+    r"(?:it|that|this|the\s+\w+|they|we|he|she|you)?\s*(?:'s|'re|is|was|were|are|will\s+be"
+    r"|would\s+be|cost|costs|charged|booked|arranged|hired|used|had|came|went)\b"
+    r"|\b(?:it|that|this|they)\s+(?:might|may|could|must|would)\s+(?:have\s+)?be(?:en)?\b",
+    re.IGNORECASE,
+)
+
+
+def _asks(text: str, position: int) -> bool:
+    for start, end in sentence_bounds(text):
+        if start <= position < end:
+            return text[start:end].rstrip().endswith("?")
+    return False
+
+
+def abstention_clauses(text: str) -> list[tuple[int, int]]:
+    """The clauses of normalised `text` that abstain (see the module doc)."""
+    found: list[tuple[int, int]] = []
+    for start, end in clause_bounds(text):
+        if _DIRECTIVE.match(text, start):
+            continue
+        for m in _ABSTAIN.finditer(text, start, end):
+            if _QUALIFIER.search(text, start, m.start()) or _asks(text, m.start()):
+                continue
+            found.append((start, end))
+            break
+    return found
+
+
+def abstains(text: str) -> bool:
+    return bool(abstention_clauses(text))
+
+
+def guesses(text: str) -> bool:
+    """Whether a clause outside every abstention commits to an answer anyway."""
+    declined = abstention_clauses(text)
+    for start, end in clause_bounds(text):
+        if (start, end) in declined:
+            continue
+        if (m := _GUESS.search(text, start, end)) and not _asks(text, m.start()):
+            return True
+    return False

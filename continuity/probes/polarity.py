@@ -1,0 +1,207 @@
+"""Polarity: whether an answer asserts each value it mentions.
+
+A mention is read in its clause. Clauses end at sentence ends, ``;``, ``:``, brackets,
+a spaced dash, a contrast (``but``, ``however``, ``although``, ``whereas``) and a comma
+that starts a new clause (``, it is ...``). Within a clause:
+
+- a negation cue (``not``, ``n't``, ``never``, ``no``, ``no longer``, ``neither``/``nor``,
+  ``instead of``, ``rather than``, ``in place of``) negates the first mention after it,
+  and the mentions chained to that one by ``or``/``nor``. A cue that hedges (``not sure``,
+  ``if I'm not mistaken``), an interjection (``No, ...``) and a bound (``no later than``,
+  ``not until``, ``not before``) negate nothing. A mention followed by ``is wrong``,
+  ``is not right``, ``is no longer ...`` is negated too;
+- ``if``, ``whether`` and ``unless`` make every mention up to the next comma
+  hypothetical, and a sentence that ends in ``?`` asks rather than asserts;
+- with `supersession`, a change marks the earlier value as past: ``from X to Y`` after a
+  change verb, ``X was replaced by Y``, ``X, now Y``, ``X -> Y``, ``Y (previously X)``,
+  ``Y, replacing X``, ``X at first``, ``X is the old one``. The scorer counts a past
+  mention only when the answer asserts no other value of the kind, so a lone
+  ``originally X`` still states X.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+__all__ = ["Stance", "clause_bounds", "sentence_bounds", "stances"]
+
+Stance = Literal["asserted", "negated", "past", "hypothetical", "asked"]
+
+_SENTENCE_END = re.compile(r"[.!?]+(?=[\s\"')\]]|$)|\n+")
+_CLAUSE_END = re.compile(
+    r"[.!?]+(?=[\s\"')\]]|$)|\n+|[;()\[\]]|:(?=\s)|\s-+\s"
+    r"|,?\s+(?=(?:but|however|although|though|whereas|whilst|except)\b)"
+    r"|,\s+(?=(?:it|it's|its|this|that's|that|the|we|i|i'm|they|he|she|you|so|which|and it)\b)",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(
+    r"\b(?:not|never|no longer|neither|nor|instead of|rather than|in place of|cannot|no)\b"
+    r"|n't\b",
+    re.IGNORECASE,
+)
+# After a cue: what makes it a hedge, an interjection or a bound rather than a negation.
+_NOT_NEGATING = re.compile(
+    r"\s*(?:[,.!?;:]|-\s)"
+    r"|\s+(?:\w+\s+){0,2}?(?:sure|certain|mistaken|wrong|positive|confident|100\b)"
+    r"|\s+(?:later|earlier|more|less|sooner|fewer)\s+than\b|\s+(?:\w+\s+)?(?:until|till|before)\b"
+    r"|\s+(?:only|forget|forgetting|miss|hesitate|worry|neglect)\b",
+    re.IGNORECASE,
+)
+_CHAINED = re.compile(r"\s*,?\s*(?:or|nor|and/or)\s+(?:\w+\s+){0,2}?$", re.IGNORECASE)
+_POST_NEGATION = re.compile(
+    r"^\W*(?:(?:is|was|are|were|'s)\s+)?(?:not\s+(?:right|correct|valid|current|it)\b"
+    r"|wrong\b|incorrect\b|invalid\b|no longer\b)",
+    re.IGNORECASE,
+)
+_CONDITION = re.compile(r"\b(?:if|whether|unless)\b", re.IGNORECASE)
+_CONDITION_END = re.compile(r",|[.!?;:()]|\n")
+
+_CHANGE = (
+    r"(?:chang|mov|went|gone|go|updat|revis|reschedul|rebook|increas|decreas|rose|raise|risen"
+    r"|fell|fallen|drop|reduc|switch|bump|push|brought|shift|amend|correct|jump|climb|adjust"
+    r"|re-?issu|replac|supersed|swapp?|cut)\w*"
+)
+_PAST_BEFORE = re.compile(
+    r"\b(?:previously|formerly|originally|initially|at first|earlier|used to be|old|previous"
+    r"|original|prior|former|(?:replacing|replaced|superseding|superseded)(?!\s+(?:by|with)\b))"
+    r"\s+(?:\w+\s+){0,3}?$",
+    re.IGNORECASE,
+)
+_PAST_AFTER = re.compile(
+    r"^\W*(?:(?:was|were|has been|had been|got|is|is now|'s)\s+)?(?:replaced|superseded"
+    r"|changed|moved|cancelled|canceled|withdrawn|outdated|obsolete|out of date"
+    r"|the (?:old|previous|original|earlier|former|first)\b|at first|originally|initially"
+    r"|previously|earlier|before that)",
+    re.IGNORECASE,
+)
+_CURRENT_BEFORE = re.compile(
+    r"(?:\b(?:now|currently|instead|new|latest|updated|revised)|->|=>|\u2192"
+    r"|\b" + _CHANGE + r"\s+(?:\w+\s+){0,3}?(?:to|for|into|by|with)|\bbecame)\s+"
+    r"(?:\w+\s+){0,3}?$",
+    re.IGNORECASE,
+)
+_CHANGE_VERB = re.compile(r"\b" + _CHANGE, re.IGNORECASE)
+_TO = re.compile(r"^\s*(?:\w+\s+){0,2}?(?:to|into|->|=>|\u2192)\s+(?:\w+\s+){0,2}?$", re.IGNORECASE)
+
+
+def _bounds(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    cuts = [0, *(m.end() for m in pattern.finditer(text)), len(text)]
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+
+
+def sentence_bounds(text: str) -> list[tuple[int, int]]:
+    return _bounds(_SENTENCE_END, text)
+
+
+def clause_bounds(text: str) -> list[tuple[int, int]]:
+    return _bounds(_CLAUSE_END, text)
+
+
+def _enclosing(bounds: list[tuple[int, int]], position: int) -> tuple[int, int]:
+    for start, end in bounds:
+        if start <= position < end:
+            return start, end
+    return (len(bounds) and bounds[-1][0]), max(position, bounds[-1][1] if bounds else 0)
+
+
+def _negated(
+    text: str, spans: Sequence[tuple[int, int]], clauses: list[tuple[int, int]]
+) -> set[int]:
+    negated: set[int] = set()
+    inside = [range(a, b) for a, b in spans]
+    for cue in _NEGATION.finditer(text):
+        if any(cue.start() in r for r in inside) or _NOT_NEGATING.match(text, cue.end()):
+            continue
+        _, clause_end = _enclosing(clauses, cue.start())
+        after = [i for i, (a, _) in enumerate(spans) if cue.end() <= a < clause_end]
+        if not after:
+            continue
+        negated.add(after[0])
+        for previous, index in itertools.pairwise(after):
+            if not _CHAINED.match(text[spans[previous][1] : spans[index][0]]):
+                break
+            negated.add(index)
+    for i, (_, end) in enumerate(spans):
+        _, clause_end = _enclosing(clauses, end - 1 if end else 0)
+        following = [a for a, _ in spans if end <= a]
+        stop = min([clause_end, *following])
+        if _POST_NEGATION.match(text[end:stop]):
+            negated.add(i)
+    return negated
+
+
+def _conditional(text: str, spans: Sequence[tuple[int, int]]) -> set[int]:
+    found: set[int] = set()
+    for cue in _CONDITION.finditer(text):
+        end = _CONDITION_END.search(text, cue.end())
+        stop = end.start() if end else len(text)
+        found |= {i for i, (a, _) in enumerate(spans) if cue.end() <= a < stop}
+    return found
+
+
+def _past(text: str, spans: Sequence[tuple[int, int]], keys: Sequence[object]) -> set[int]:
+    past: set[int] = set()
+    clauses = clause_bounds(text)
+    sentences = sentence_bounds(text)
+    for i, (start, end) in enumerate(spans):
+        clause_start, clause_end = _enclosing(clauses, start)
+        sentence_start, _ = _enclosing(sentences, start)
+        before = text[clause_start:start]
+        later = [j for j, (a, _) in enumerate(spans) if a >= end and keys[j] != keys[i]]
+        if _PAST_BEFORE.search(before):
+            past.add(i)
+        if _PAST_AFTER.match(text[end : min([clause_end, *(spans[j][0] for j in later)])]):
+            past.add(i)
+        # "changed from X to Y": a change verb earlier in the sentence, then "to" Y.
+        if (
+            re.search(r"\bfrom\s+(?:\w+\s+){0,2}?$", before, re.IGNORECASE)
+            and later
+            and _TO.match(text[end : spans[later[0]][0]])
+            and _CHANGE_VERB.search(text[sentence_start:start])
+        ):
+            past.add(i)
+        # "X, now Y" / "X was replaced by Y": the value before a current marker is past.
+        earlier = [
+            j for j, (_, b) in enumerate(spans) if sentence_start <= spans[j][0] and b <= start
+        ]
+        if (
+            earlier
+            and keys[earlier[-1]] != keys[i]
+            and _CURRENT_BEFORE.search(text[spans[earlier[-1]][1] : start])
+        ):
+            past.add(earlier[-1])
+    return past
+
+
+def stances(
+    text: str,
+    spans: Sequence[tuple[int, int]],
+    keys: Sequence[object] | None = None,
+    *,
+    supersession: bool = True,
+) -> list[Stance]:
+    """The stance of each mention (`spans`, sorted, over normalised `text`): see the
+    module doc. `keys` say which mentions state the same value (a change needs two)."""
+    clauses = clause_bounds(text)
+    sentences = sentence_bounds(text)
+    negated = _negated(text, spans, clauses)
+    conditional = _conditional(text, spans)
+    past = _past(text, spans, keys or list(range(len(spans)))) if supersession else set()
+    result: list[Stance] = []
+    for i, (start, _) in enumerate(spans):
+        _, sentence_end = _enclosing(sentences, start)
+        ends = text[:sentence_end].rstrip()
+        if ends.endswith("?"):
+            result.append("asked")
+        elif i in negated:
+            result.append("negated")
+        elif i in conditional:
+            result.append("hypothetical")
+        elif i in past:
+            result.append("past")
+        else:
+            result.append("asserted")
+    return result
