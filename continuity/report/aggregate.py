@@ -10,12 +10,17 @@ Aggregation is incremental. Each verified unit is reduced to a small summary, ca
 the store under the digest of the unit file's bytes; paired bootstrap intervals are
 cached under the digest of the paired outcomes. Re-aggregating after one unit changed
 re-reads only that unit (and recomputes only the intervals its arm takes part in).
+
+Results are split by suite (the trace family: original, hard, hard-distractors): every
+accuracy, outcome, exclusion, availability, flip, tool-use, pressure and paired table is
+per suite and arm, and every "delta vs native" is paired (see continuity.report.paired).
+Units run under different probe protocols are never aggregated together
+(``unit_protocol_mixed``): their readers saw different bytes.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +29,33 @@ import msgspec
 from continuity.arms import ARMS
 from continuity.digest import KeySpec, code_digest, digest_bytes
 from continuity.errors import ContinuityError
-from continuity.evidence import EXCLUDED_CLASSES
-from continuity.harness.messages import Usage
 from continuity.outputs import write_json, write_output
-from continuity.plan.pricing import Catalog, call_cost, load_catalog
-from continuity.probes.availability import AVAILABILITY_COLUMNS
-from continuity.probes.scoring import OUTCOMES
-from continuity.report.lookup import LookupRow, lookup_rows, lookup_table
-from continuity.report.stats import mcnemar_exact, mean, paired_bootstrap, sample_sd
+from continuity.plan.pricing import Catalog, load_catalog
+from continuity.probes.protocol import PROBE_PROTOCOL
+from continuity.report.judging import judge_agreement
+from continuity.report.lookup import lookup_table
+from continuity.report.paired import paired_with_native
+from continuity.report.samples import (
+    accuracy_cells,
+    availability_counts,
+    excluded_counts,
+    flip_rate,
+    outcome_counts,
+    pressure_range,
+    tool_use,
+)
+from continuity.report.scores import Scorer, scorer_section
+from continuity.report.spend import arm_spend, judge_spend
+from continuity.report.summary import ProbeRow, UnitSummary, summarize
 from continuity.runner.units import UnitRecord, content_digest, unit_key
 from continuity.store import Store
 
 __all__ = ["AggregateError", "ProbeRow", "Results", "UnitSummary", "aggregate_run"]
 
-SUMMARY_SALT = "unit-summary-v1"
-BOOTSTRAP_SALT = "paired-bootstrap-v1"
+SUMMARY_SALT = "unit-summary-v2"
+SUITE_ORDER = ("original", "hard", "hard-distractors")
+# Units written before the probe protocol was recorded ran under its first version.
+LEGACY_PROTOCOL = "probe-protocol-v1"
 REPORT_CODE = (
     "continuity.report",
     "continuity.probes",
@@ -51,121 +68,33 @@ class AggregateError(ContinuityError):
     default_code = "unit_malformed"
 
 
-class ProbeRow(msgspec.Struct, frozen=True, array_like=True):
-    probe_id: str
-    category: str
-    status: str
-    correct: bool | None
-    outcome: str | None
-    fact: str | None
-    superseded_present: bool | None
-    loss: str | None
-    history_called: bool
-
-
-class UnitSummary(msgspec.Struct, frozen=True):
-    """What the aggregate needs from one verified unit (cached by the file's digest)."""
-
-    key: str
-    repeat: int
-    family: str
-    trace_id: str
-    arm: str
-    rows: list[ProbeRow]
-    usage: Usage
-    compaction_usage: Usage
-    judge: list[tuple[str, bool]]
-    # Real mode: every model call as (call key, catalog model, usage), judge included.
-    calls: list[tuple[str, str, str, Usage]] = []
-    live_turns: int = 0
-    lookup_rows: list[LookupRow] = []
-
-
 class Results(msgspec.Struct, frozen=True, kw_only=True):
-    schema: str = "continuity-results-v1"
+    """The run's results. Tables keyed ``[suite][arm]`` never mix trace families; spend
+    (accounting, not a comparison) and the lookup report are per arm."""
+
+    schema: str = "continuity-results-v2"
     run: str
     units: int
     arms: list[str]
+    suites: list[str]
     repeats: list[int]
     categories: list[str]
-    accuracy: dict[str, dict[str, dict[str, Any]]]
-    flip_rate: dict[str, dict[str, Any]]
-    outcomes: dict[str, dict[str, int]]
-    tool_use: dict[str, dict[str, Any]]
-    excluded: dict[str, dict[str, int]]
-    availability: dict[str, dict[str, int]]
+    probe_protocols: list[str]
+    protocol_note: str | None
+    accuracy: dict[str, dict[str, dict[str, dict[str, Any]]]]
+    flip_rate: dict[str, dict[str, dict[str, Any]]]
+    outcomes: dict[str, dict[str, dict[str, int]]]
+    tool_use: dict[str, dict[str, dict[str, Any]]]
+    excluded: dict[str, dict[str, dict[str, int]]]
+    availability: dict[str, dict[str, dict[str, int]]]
+    pressure: dict[str, dict[str, dict[str, dict[str, Any]]]]
     judge: dict[str, Any]
     spend: dict[str, dict[str, Any]]
-    paired: dict[str, dict[str, Any]]
+    paired: dict[str, dict[str, dict[str, Any]]]
     lookup: dict[str, dict[str, Any]] = {}
-
-
-def _cost(catalog: Catalog, calls: list[tuple[str, str, str, Usage]]) -> dict[str, Any]:
-    """List price of distinct calls (a call replayed from the cache is paid once).
-    ``cost_usd`` is None when any call is unpriced or there were no real calls."""
-    unique = {key: (ref, usage) for key, _, ref, usage in calls}
-    known = 0.0
-    unpriced = 0
-    for ref, usage in unique.values():
-        cost = call_cost(catalog, ref, usage)
-        if cost is None:
-            unpriced += 1
-        else:
-            known += cost
-    return {
-        "model_calls": len(unique),
-        "cost_usd": round(known, 6) if unique and not unpriced else None,
-        "cost_known_usd": round(known, 6),
-        "unpriced_calls": unpriced,
-    }
-
-
-def _summarize(record: UnitRecord) -> UnitSummary:
-    usage = Usage()
-    compaction = Usage()
-    rows = []
-    for probe in record.probes:
-        usage = usage + probe.usage
-        compaction = compaction + probe.compaction_usage
-        rows.append(
-            ProbeRow(
-                probe.probe_id,
-                probe.category,
-                probe.status,
-                probe.correct,
-                probe.outcome,
-                probe.availability.fact if probe.availability else None,
-                probe.availability.superseded_present if probe.availability else None,
-                probe.loss,
-                probe.history_calls > 0,
-            )
-        )
-    proxy = {p.probe_id: bool(p.correct) for p in record.probes}
-    judge = [(v.probe_id, v.passed) for v in record.judge if v.probe_id in proxy]
-    binding = record.binding or {}
-    reader_ref = (binding.get("reader") or {}).get("ref", "")
-    judge_ref = (binding.get("judge") or {}).get("ref", "")
-    calls: list[tuple[str, str, str, Usage]] = [
-        (c.key, c.role, reader_ref, c.usage)
-        for p in record.probes
-        if p.evidence is not None
-        for c in p.evidence.calls
-    ]
-    calls += [(c.key, "judge", judge_ref, c.usage) for c in record.judge_calls]
-    return UnitSummary(
-        record.key,
-        record.repeat,
-        record.family,
-        record.trace_id,
-        record.arm,
-        rows,
-        usage,
-        compaction,
-        judge,
-        calls,
-        len(record.probes),
-        lookup_rows(record),
-    )
+    # Which grades produced the numbers (continuity.report.scores.scorer_section): the
+    # scorer's version and, for the current scorer, the change against the original grades.
+    scorer: dict[str, Any] = {}
 
 
 class _TraceHead(msgspec.Struct):
@@ -241,6 +170,7 @@ def _verify(
             record.checkpoint,
             record.probe_ids,
             record.binding,
+            record.probe_protocol,
         )
         if arm
         else None
@@ -255,9 +185,12 @@ def _verify(
     return record
 
 
-def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], int]:
+def load_summaries(
+    store: Store, units_dir: Path, scorer: Scorer | None = None
+) -> tuple[list[UnitSummary], int]:
     """Verify and summarise every unit file; return the summaries and how many were
-    read in full (the rest came from the cache).
+    read in full (the rest came from the cache). `scorer` chooses the grades (default:
+    the unit files' original grades); its version is part of every cache key.
 
     The cache has two levels, both keyed by the report code: one entry per unit file
     (keyed by the file's blake3 digest), and one index per run directory mapping the
@@ -268,11 +201,12 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
     it has one, a re-aggregate records new summaries in the index only, which keeps the
     incremental path to one store write."""
     code = code_digest([*REPORT_CODE, "continuity.runner.units"])
+    label = scorer.label if scorer is not None else "original"
     index_key = KeySpec(
         kind="unit-summary-index",
         salt=SUMMARY_SALT,
         code=code,
-        params={"units": str(units_dir.resolve())},
+        params={"units": str(units_dir.resolve()), "scorer": label},
     ).key()
     stored_index = store.load_output(index_key)
     try:
@@ -292,13 +226,24 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
         summary_or_none = index.get(digest)
         if summary_or_none is None:
             cache_key = KeySpec(
-                kind="unit-summary", salt=SUMMARY_SALT, code=code, inputs={"unit": digest}
+                kind="unit-summary",
+                salt=SUMMARY_SALT,
+                code=code,
+                params={"scorer": label},
+                inputs={"unit": digest},
             ).key()
             cached = store.load_output(cache_key)
             if cached is not None:
                 summary_or_none = msgspec.json.decode(cached, type=UnitSummary)
             else:
-                summary_or_none = _summarize(_verify(path, data, store, heads))
+                record = _verify(path, data, store, heads)
+                if scorer is None:
+                    summary_or_none = summarize(record)
+                else:  # the chosen scorer's grades, with the original ones beside them
+                    graded, original = scorer.grade(path, record)
+                    summary_or_none = msgspec.structs.replace(
+                        summarize(graded), original=original
+                    )
                 read += 1
                 if not index:
                     store.record_action(
@@ -337,51 +282,44 @@ def load_summaries(store: Store, units_dir: Path) -> tuple[list[UnitSummary], in
     return summaries, read
 
 
-def _accuracy(rows: list[tuple[int, ProbeRow]], repeats: list[int]) -> dict[str, Any]:
-    scored = dict.fromkeys(repeats, 0)
-    right = dict.fromkeys(repeats, 0)
-    for repeat, row in rows:  # one pass, not one per repeat
-        if row.status == "valid":
-            scored[repeat] += 1
-            right[repeat] += bool(row.correct)
-    per_repeat = [
-        {
-            "repeat": repeat,
-            "correct": right[repeat],
-            "n": scored[repeat],
-            "accuracy": right[repeat] / scored[repeat] if scored[repeat] else None,
-        }
-        for repeat in repeats
-    ]
-    values = [p["accuracy"] for p in per_repeat if p["accuracy"] is not None]
-    return {
-        "mean": mean(values),
-        "sd": sample_sd(values),
-        "n": sum(p["n"] for p in per_repeat),
-        "per_repeat": per_repeat,
-    }
+def _suites(summaries: list[UnitSummary]) -> list[str]:
+    present = {s.family for s in summaries}
+    return [f for f in SUITE_ORDER if f in present] + sorted(present - set(SUITE_ORDER))
 
 
-def _bootstrap(
-    store: Store, arm_vector: list[bool], base_vector: list[bool]
-) -> tuple[float, float] | None:
-    key = KeySpec(
-        kind="paired-bootstrap",
-        salt=BOOTSTRAP_SALT,
-        code=code_digest(["continuity.report.stats", "continuity.traces.prng"]),
-        # The pairs as two byte strings of 0/1 (equal lengths): a cheap, unambiguous
-        # pre-image for a thousand booleans.
-        params={"pairs": digest_bytes(bytes(arm_vector) + b"|" + bytes(base_vector))},
-    ).key()
-    cached = store.load_output(key)
-    if cached is not None:
-        interval = msgspec.json.decode(cached)
-        return (interval[0], interval[1]) if interval else None
-    interval = paired_bootstrap(arm_vector, base_vector)
-    store.record_action(
-        key, kind="paired-bootstrap", output=store.put_blob(msgspec.json.encode(interval))
+def probe_protocols(summaries: list[UnitSummary], location: str) -> tuple[list[str], str | None]:
+    """The probe protocol of the run's units and the report's note on it (None when it
+    is the current protocol).
+
+    Raises:
+        AggregateError: ``unit_protocol_mixed`` when the units ran under different probe
+            protocols: their readers saw different bytes, so their results are not
+            comparable and are never averaged together.
+    """
+    example: dict[str, UnitSummary] = {}
+    for summary in summaries:
+        example.setdefault(summary.probe_protocol or LEGACY_PROTOCOL, summary)
+    if len(example) > 1:
+        named = "; ".join(
+            f"{protocol} (e.g. r{s.repeat}-{s.trace_id}-{s.arm})"
+            for protocol, s in sorted(example.items())
+        )
+        raise AggregateError(
+            f"the units ran under different probe protocols: {named}. Results under "
+            "different probe protocols are not comparable; aggregate each protocol's "
+            "units in a run directory of its own",
+            code="unit_protocol_mixed",
+            location=location,
+        )
+    protocols = sorted(example)
+    if protocols == [PROBE_PROTOCOL]:
+        return protocols, None
+    return protocols, (
+        f"These units ran under {protocols[0]}, older than the current {PROBE_PROTOCOL}: "
+        "the reader saw different probe-turn bytes. Results under different probe "
+        "protocols are not comparable; do not set these numbers beside a run under "
+        f"{PROBE_PROTOCOL}."
     )
-    return interval
 
 
 def combine(
@@ -391,194 +329,74 @@ def combine(
     planned_slots: list[dict[str, Any]] | None = None,
     catalog: Catalog | None = None,
 ) -> Results:
+    """The results of a run from its unit summaries, suite by suite (see the module doc).
+
+    Raises:
+        AggregateError: ``unit_protocol_mixed`` (see `probe_protocols`).
+    """
+    protocols, protocol_note = probe_protocols(summaries, run)
     order = {arm_id: i for i, arm_id in enumerate(ARMS)}
-    arms = sorted({s.arm for s in summaries}, key=lambda a: order.get(a, 99))
+    arms = sorted({s.arm for s in summaries}, key=lambda a: (order.get(a, len(order)), a))
+    suites = _suites(summaries)
     repeats = sorted({s.repeat for s in summaries})
     categories = sorted({r.category for s in summaries for r in s.rows})
-    by_arm: dict[str, list[UnitSummary]] = defaultdict(list)
+    units: dict[str, dict[str, list[UnitSummary]]] = defaultdict(lambda: defaultdict(list))
     for summary in summaries:
-        by_arm[summary.arm].append(summary)
+        units[summary.family][summary.arm].append(summary)
 
-    accuracy: dict[str, dict[str, dict[str, Any]]] = {}
-    for arm in arms:
-        rows = [(s.repeat, r) for s in by_arm[arm] for r in s.rows]
-        by_category: dict[str, list[tuple[int, ProbeRow]]] = defaultdict(list)
-        for repeat, row in rows:
-            by_category[row.category].append((repeat, row))
-        accuracy[arm] = {"overall": _accuracy(rows, repeats)}
-        for category in categories:
-            accuracy[arm][category] = _accuracy(by_category[category], repeats)
-    native = accuracy.get("native")
-    for arm in arms:
-        for category, cell in accuracy[arm].items():
-            base = native.get(category) if native else None
-            cell["delta_pp"] = (
-                100 * (cell["mean"] - base["mean"])
-                if base and cell["mean"] is not None and base["mean"] is not None
-                else None
-            )
+    accuracy: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    paired: dict[str, dict[str, dict[str, Any]]] = {}
+    flips: dict[str, dict[str, dict[str, Any]]] = {}
+    outcomes: dict[str, dict[str, dict[str, int]]] = {}
+    excluded: dict[str, dict[str, dict[str, int]]] = {}
+    availability: dict[str, dict[str, dict[str, int]]] = {}
+    tools: dict[str, dict[str, dict[str, Any]]] = {}
+    pressure: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for suite in suites:
+        by_arm = {arm: units[suite][arm] for arm in arms if units[suite][arm]}
+        in_suite = sorted({r.category for us in by_arm.values() for s in us for r in s.rows})
+        accuracy[suite] = {a: accuracy_cells(u, repeats, in_suite) for a, u in by_arm.items()}
+        paired[suite] = paired_with_native(store, by_arm, in_suite, accuracy[suite])
+        flips[suite] = {a: flip_rate(u) for a, u in by_arm.items()}
+        outcomes[suite] = {a: outcome_counts(u) for a, u in by_arm.items()}
+        excluded[suite] = {a: excluded_counts(u) for a, u in by_arm.items()}
+        availability[suite] = {a: availability_counts(u) for a, u in by_arm.items()}
+        pressure[suite] = {a: pressure_range(a, u) for a, u in by_arm.items()}
+        tools[suite] = {
+            a: tool_use(u, in_suite)
+            for a, u in by_arm.items()
+            if a in ARMS and ARMS[a].history_tool
+        }
 
-    flip_rate: dict[str, dict[str, Any]] = {}
-    outcomes: dict[str, dict[str, int]] = {}
-    tool_use: dict[str, dict[str, Any]] = {}
-    excluded: dict[str, dict[str, int]] = {}
-    availability: dict[str, dict[str, int]] = {}
-    spend: dict[str, dict[str, Any]] = {}
     catalog = catalog or load_catalog()
-    for arm in arms:
-        per_probe: dict[tuple[str, str], list[bool]] = defaultdict(list)
-        counts: Counter[str] = Counter()
-        excl: Counter[str] = Counter()
-        avail: Counter[str] = Counter()
-        usage = compaction = Usage()
-        for summary in by_arm[arm]:
-            usage = usage + summary.usage
-            compaction = compaction + summary.compaction_usage
-            for row in summary.rows:
-                if row.status != "valid":
-                    excl[row.status] += 1
-                    continue
-                per_probe[(summary.trace_id, row.probe_id)].append(bool(row.correct))
-                counts[row.outcome or "?"] += 1
-                avail[row.fact or "not_applicable"] += 1
-                avail["superseded_present"] += bool(row.superseded_present)
-                if row.loss:
-                    avail[row.loss] += 1
-        repeated = [v for v in per_probe.values() if len(v) > 1]
-        flips = sum(1 for v in repeated if len(set(v)) > 1)
-        flip_rate[arm] = {
-            "probes": len(repeated),
-            "flips": flips,
-            "rate": flips / len(repeated) if repeated else None,
-        }
-        outcomes[arm] = {name: counts.get(name, 0) for name in OUTCOMES}
-        excluded[arm] = {name: excl.get(name, 0) for name in EXCLUDED_CLASSES}
-        availability[arm] = {name: avail.get(name, 0) for name in AVAILABILITY_COLUMNS}
-        total = usage + compaction  # per-arm totals include the compaction requests
-        spend[arm] = {
-            "input": total.input,
-            "cache_read": total.cache_read,
-            "cache_write": total.cache_write,
-            "output": total.output,
-            "compaction_input": compaction.input,
-            "compaction_cache_read": compaction.cache_read,
-            "compaction_cache_write": compaction.cache_write,
-            "compaction_output": compaction.output,
-            "live_turns": sum(s.live_turns for s in by_arm[arm]),
-            **_cost(catalog, [c for s in by_arm[arm] for c in s.calls if c[1] != "judge"]),
-        }
-        if ARMS[arm].history_tool:
-            valid = [(r.category, r) for s in by_arm[arm] for r in s.rows if r.status == "valid"]
-            tool_use[arm] = _tool_use(valid, categories)
-
-    judge_pairs = [
-        (passed, proxy)
-        for s in summaries
-        for probe_id, passed in s.judge
-        for proxy in [
-            next(
-                (bool(r.correct) for r in s.rows if r.probe_id == probe_id and r.status == "valid"),
-                None,
-            )
-        ]
-        if proxy is not None
-    ]
-    judge: dict[str, Any] = {
-        "pairs": len(judge_pairs),
-        "agree": sum(1 for j, p in judge_pairs if j == p),
-        "judge_pass": sum(1 for j, _ in judge_pairs if j),
-        "proxy_pass": sum(1 for _, p in judge_pairs if p),
+    judge = judge_agreement(summaries, categories)
+    spend = {
+        arm: arm_spend(catalog, [s for s in summaries if s.arm == arm], suites) for arm in arms
     }
-    judge["agreement"] = judge["agree"] / judge["pairs"] if judge["pairs"] else None
-    judge_calls = {c[0]: c for s in summaries for c in s.calls if c[1] == "judge"}
-    judge_usage = sum((c[3] for c in judge_calls.values()), Usage())
-    spend["judge"] = {
-        "calls": judge["pairs"],
-        "input": judge_usage.input,
-        "cache_read": judge_usage.cache_read,
-        "cache_write": judge_usage.cache_write,
-        "output": judge_usage.output,
-        **_cost(catalog, list(judge_calls.values())),
-    }
-
-    paired: dict[str, dict[str, Any]] = {}
-    if "native" in by_arm:
-        native_correct = {
-            (s.repeat, s.trace_id, r.probe_id): bool(r.correct)
-            for s in by_arm["native"]
-            for r in s.rows
-            if r.status == "valid"
-        }
-        for arm in arms:
-            if arm == "native":
-                continue
-            pairs = sorted(
-                (k, bool(r.correct), native_correct[k])
-                for s in by_arm[arm]
-                for r in s.rows
-                for k in [(s.repeat, s.trace_id, r.probe_id)]
-                if r.status == "valid" and k in native_correct
-            )
-            b = sum(1 for _, a, n in pairs if a and not n)
-            c = sum(1 for _, a, n in pairs if n and not a)
-            arm_vector = [a for _, a, _ in pairs]
-            base_vector = [n for _, _, n in pairs]
-            interval = _bootstrap(store, arm_vector, base_vector)
-            paired[arm] = {
-                "pairs": len(pairs),
-                "both_correct": sum(1 for _, a, n in pairs if a and n),
-                "arm_only": b,
-                "native_only": c,
-                "both_wrong": sum(1 for _, a, n in pairs if not a and not n),
-                "mcnemar_p": mcnemar_exact(b, c),
-                "delta_pp": (
-                    100 * (sum(arm_vector) - sum(base_vector)) / len(pairs) if pairs else None
-                ),
-                "ci_low": interval[0] if interval else None,
-                "ci_high": interval[1] if interval else None,
-            }
+    spend["judge"] = judge_spend(catalog, summaries, judge["overall"]["pairs"])
     return Results(
         run=run,
         units=len(summaries),
         arms=arms,
+        suites=suites,
         repeats=repeats,
         categories=categories,
+        probe_protocols=protocols,
+        protocol_note=protocol_note,
         accuracy=accuracy,
-        flip_rate=flip_rate,
+        flip_rate=flips,
         outcomes=outcomes,
-        tool_use=tool_use,
+        tool_use={suite: table for suite, table in tools.items() if table},
         excluded=excluded,
         availability=availability,
+        pressure=pressure,
         judge=judge,
         spend=spend,
-        paired=paired,
+        paired={suite: table for suite, table in paired.items() if table},
         lookup=lookup_table(
             ((s.repeat, s.trace_id, s.arm, s.lookup_rows) for s in summaries), planned_slots
         ),
     )
-
-
-def _tool_use(valid: Iterable[tuple[str, ProbeRow]], categories: list[str]) -> dict[str, Any]:
-    rows = list(valid)
-
-    def split(selected: list[ProbeRow]) -> dict[str, Any]:
-        called = [r for r in selected if r.history_called]
-        uncalled = [r for r in selected if not r.history_called]
-        return {
-            "samples": len(selected),
-            "with_call": len(called),
-            "call_rate": len(called) / len(selected) if selected else None,
-            "accuracy_with_call": (
-                sum(1 for r in called if r.correct) / len(called) if called else None
-            ),
-            "accuracy_without_call": (
-                sum(1 for r in uncalled if r.correct) / len(uncalled) if uncalled else None
-            ),
-        }
-
-    result = split([r for _, r in rows])
-    result["by_category"] = {c: split([r for cat, r in rows if cat == c]) for c in categories}
-    return result
 
 
 def _planned_slots(run_dir: Path) -> list[dict[str, Any]] | None:
@@ -592,10 +410,12 @@ def _planned_slots(run_dir: Path) -> list[dict[str, Any]] | None:
 
 
 def aggregate_run(
-    store: Store, run_dir: Path, catalog: Catalog | None = None
+    store: Store, run_dir: Path, catalog: Catalog | None = None, scorer: str = "current"
 ) -> tuple[Results, dict[str, Path], int]:
     """Aggregate ``<run_dir>/units`` and write the three outputs into `run_dir`, pricing
-    real calls with `catalog` (default: the checked-in pricing catalog).
+    real calls with `catalog` (default: the checked-in pricing catalog) and grading with
+    `scorer`: ``current`` (the current scorer, `continuity.report.scores`) or
+    ``original`` (the grades recorded in the unit files).
 
     Returns the results, the output paths and how many units were read in full.
     Raises:
@@ -603,8 +423,10 @@ def aggregate_run(
     """
     from continuity.report.render import render_html, render_markdown
 
-    summaries, read = load_summaries(store, run_dir / "units")
+    chosen = Scorer(store, run_dir, scorer)
+    summaries, read = load_summaries(store, run_dir / "units", chosen)
     results = combine(store, run_dir.name, summaries, _planned_slots(run_dir), catalog)
+    results = msgspec.structs.replace(results, scorer=scorer_section(summaries, chosen))
     paths = {
         "results": run_dir / "results.json",
         "summary": run_dir / "summary.md",

@@ -1,10 +1,13 @@
 """The lookup report (lookup-allowed-v1): every planned slot, mechanics and recovery.
 
-Per arm it keeps every planned slot (from ``<run>/lookup-slots.json``): missing (no unit
-file), duplicate (a slot met more than once; a duplicate unit file is already refused
-by the aggregate, so these are probe-level repeats inside units, counted once), unstarted,
-failed and inventory-infeasible. It names the scripted reader binding(s) the units ran
-on, and reports
+Per arm it keeps every planned slot (from ``<run>/lookup-slots.json``): missing (never
+observed), duplicate (observed more than once, reported with its occurrence count),
+blocked (its planned disposition is ``unknown``: the policy never measured it, which
+raises ``lookup_unknown_feasibility``; counted independently of observation status, so
+it can overlap missing or duplicate), unstarted, failed and skipped
+(inventory-infeasible). A duplicate slot is ambiguous: none of its occurrences enters
+exact accuracy or the call, byte and latency statistics (never first- or last-wins).
+It names the scripted reader binding(s) the units ran on, and reports
 
 - **source availability** of annotated slots (in context, retrievable, absent) and how
   many slots have unknown source provenance;
@@ -33,7 +36,10 @@ import msgspec
 
 from continuity.runner.units import UnitRecord
 
-__all__ = ["LookupRow", "lookup_rows", "lookup_table"]
+__all__ = ["UNKNOWN", "LookupRow", "SlotKey", "lookup_rows", "lookup_table"]
+
+SlotKey = tuple[int, str, str, str]  # (repeat, trace id, arm, probe id)
+UNKNOWN = "unknown"  # a planned slot's disposition when the policy never measured it
 
 
 class LookupRow(msgspec.Struct, frozen=True, array_like=True):
@@ -92,77 +98,95 @@ def _rate(correct: int, n: int) -> dict[str, Any]:
     return {"correct": correct, "n": n, "rate": correct / n if n else None}
 
 
+def _observations(
+    units: Iterable[tuple[int, str, str, Sequence[LookupRow]]],
+) -> tuple[dict[SlotKey, LookupRow], dict[SlotKey, int]]:
+    """Slots observed exactly once (with their row) and slots observed more than once
+    (with their occurrence count). A duplicate is ambiguous: no occurrence is chosen."""
+    seen: dict[SlotKey, list[LookupRow]] = defaultdict(list)
+    for repeat, trace_id, arm, rows in units:
+        for row in rows:
+            seen[(repeat, trace_id, arm, row.probe_id)].append(row)
+    single = {key: rows[0] for key, rows in seen.items() if len(rows) == 1}
+    duplicate = {key: len(rows) for key, rows in seen.items() if len(rows) > 1}
+    return single, duplicate
+
+
 def lookup_table(
     units: Iterable[tuple[int, str, str, Sequence[LookupRow]]],
     planned: Sequence[dict[str, Any]] | None,
 ) -> dict[str, dict[str, Any]]:
-    """Per-arm lookup figures from (repeat, trace id, arm, rows) of every unit."""
-    present: dict[tuple[int, str, str, str], LookupRow] = {}
-    duplicates: Counter[str] = Counter()
-    for repeat, trace_id, arm, rows in units:
-        for row in rows:
-            key = (repeat, trace_id, arm, row.probe_id)
-            if key in present:
-                duplicates[arm] += 1
-                continue
-            present[key] = row
-    if not present:
+    """Per-arm lookup figures from (repeat, trace id, arm, rows) of every unit and the
+    planned slots of ``lookup-slots.json`` (each with its ``disposition``)."""
+    present, duplicates = _observations(units)
+    planned_slots = {
+        (d["repeat"], d["trace_id"], d["arm"], d["probe_id"]): str(d.get("disposition", ""))
+        for d in planned or []
+    }
+    if not present and not duplicates and not planned_slots:
         return {}
-    planned_keys = (
-        {(d["repeat"], d["trace_id"], d["arm"], d["probe_id"]) for d in planned}
-        if planned
-        else set(present)
-    )
+    planned_keys = set(planned_slots) if planned else set(present) | set(duplicates)
     by_arm: dict[str, list[LookupRow]] = defaultdict(list)
     for key, row in present.items():
         by_arm[key[2]].append(row)
-    arms = sorted({k[2] for k in planned_keys} | set(by_arm))
+    arms = sorted({k[2] for k in planned_keys} | set(by_arm) | {k[2] for k in duplicates})
     table: dict[str, dict[str, Any]] = {}
     for arm in arms:
-        rows = by_arm.get(arm, [])
-        planned_n = sum(1 for k in planned_keys if k[2] == arm)
-        missing = sum(1 for k in planned_keys if k[2] == arm and k not in present)
-        unstarted = [r for r in rows if r.status == "failed" and "admission_stopped" in r.reason]
-        failed = [r for r in rows if r.status == "failed" and r not in unstarted]
-        infeasible = Counter(r.reason for r in rows if r.status == "inventory_infeasible")
-        annotated = [r for r in rows if r.annotated]
-        completed = [r for r in rows if r.status not in ("failed", "inventory_infeasible")]
-        exact = [r for r in completed if r.category == "tool_identifier" and r.status == "valid"]
-        exact_correct = sum(1 for r in exact if r.correct)
-        failed_feasible = sum(1 for r in failed if r.category == "tool_identifier")
-        availability = Counter(r.fact for r in annotated if r.status == "valid" and r.fact)
-        table[arm] = {
-            "readers": sorted({r.reader for r in rows if r.reader}),
-            "slots_planned": planned_n,
-            "slots_present": len(rows),
-            "missing": missing,
-            "duplicate": duplicates[arm],
-            "unstarted": len(unstarted),
-            "failed": len(failed),
-            "inventory_infeasible": sum(infeasible.values()),
-            "infeasible_by_class": dict(sorted(infeasible.items())),
-            "unknown_provenance": sum(1 for r in rows if not r.annotated),
-            "source_availability": dict(sorted(availability.items())),
-            "reference_feasibility": {
-                "feasible": sum(1 for r in annotated if r.status != "inventory_infeasible"),
-                **dict(sorted(infeasible.items())),
-            },
-            "exact": _rate(exact_correct, len(exact)),
-            "exact_with_failures": _rate(exact_correct, len(exact) + failed_feasible),
-            "failed_feasible": failed_feasible,
-            "witnessed_recovery": sum(
-                1
-                for r in exact
-                if r.annotated and r.initially_absent and r.source_returned and r.correct
-            ),
-            "calls": sum(r.calls for r in completed),
-            "bytes": sum(r.bytes for r in completed),
-            "mean_calls": sum(r.calls for r in completed) / len(completed) if completed else None,
-            "mean_bytes": sum(r.bytes for r in completed) / len(completed) if completed else None,
-            "mean_latency_s": sum(r.elapsed for r in completed) / len(completed)
-            if completed
-            else None,
-            "exhausted": dict(sorted(Counter(r.exhausted for r in rows if r.exhausted).items())),
-            "reader_budget_stops": sum(1 for r in rows if r.reader_stopped == "budget"),
-        }
+        table[arm] = _arm_figures(by_arm.get(arm, []))
+        mine = [k for k in planned_keys if k[2] == arm]
+        table[arm].update(
+            slots_planned=len(mine),
+            missing=sum(1 for k in mine if k not in present and k not in duplicates),
+            blocked=sum(1 for k in mine if planned_slots.get(k) == UNKNOWN),
+            duplicate=sum(1 for k in duplicates if k[2] == arm),
+            duplicate_occurrences=[
+                {"repeat": k[0], "trace_id": k[1], "probe_id": k[3], "occurrences": n}
+                for k, n in sorted(duplicates.items())
+                if k[2] == arm
+            ],
+        )
     return table
+
+
+def _arm_figures(rows: list[LookupRow]) -> dict[str, Any]:
+    """The figures of one arm's slots observed exactly once."""
+    unstarted = [r for r in rows if r.status == "failed" and "admission_stopped" in r.reason]
+    failed = [r for r in rows if r.status == "failed" and r not in unstarted]
+    infeasible = Counter(r.reason for r in rows if r.status == "inventory_infeasible")
+    annotated = [r for r in rows if r.annotated]
+    completed = [r for r in rows if r.status not in ("failed", "inventory_infeasible")]
+    exact = [r for r in completed if r.category == "tool_identifier" and r.status == "valid"]
+    exact_correct = sum(1 for r in exact if r.correct)
+    failed_feasible = sum(1 for r in failed if r.category == "tool_identifier")
+    availability = Counter(r.fact for r in annotated if r.status == "valid" and r.fact)
+    return {
+        "readers": sorted({r.reader for r in rows if r.reader}),
+        "slots_present": len(rows),
+        "unstarted": len(unstarted),
+        "failed": len(failed),
+        "inventory_infeasible": sum(infeasible.values()),
+        "infeasible_by_class": dict(sorted(infeasible.items())),
+        "unknown_provenance": sum(1 for r in rows if not r.annotated),
+        "source_availability": dict(sorted(availability.items())),
+        "reference_feasibility": {
+            "feasible": sum(1 for r in annotated if r.status != "inventory_infeasible"),
+            **dict(sorted(infeasible.items())),
+        },
+        "exact": _rate(exact_correct, len(exact)),
+        "exact_with_failures": _rate(exact_correct, len(exact) + failed_feasible),
+        "failed_feasible": failed_feasible,
+        "witnessed_recovery": sum(
+            1
+            for r in exact
+            if r.annotated and r.initially_absent and r.source_returned and r.correct
+        ),
+        "calls": sum(r.calls for r in completed),
+        "bytes": sum(r.bytes for r in completed),
+        "mean_calls": sum(r.calls for r in completed) / len(completed) if completed else None,
+        "mean_bytes": sum(r.bytes for r in completed) / len(completed) if completed else None,
+        "mean_latency_s": (
+            sum(r.elapsed for r in completed) / len(completed) if completed else None
+        ),
+        "exhausted": dict(sorted(Counter(r.exhausted for r in rows if r.exhausted).items())),
+        "reader_budget_stops": sum(1 for r in rows if r.reader_stopped == "budget"),
+    }

@@ -1,0 +1,64 @@
+"""Agreement between the deterministic scorer and the independent judge.
+
+Over every valid sample that has a judge verdict, per category and overall: how often
+the scorer's ``correct`` and the judge's ``passed`` agree, and every disagreement with
+its sample, the answer and both verdicts, so a reader can see which side to doubt. The
+main tables always use the scorer; the judge is a check on it, never a replacement.
+A verdict the judge's reply did not carry (outcome ``unreadable``) is counted apart and
+left out of the agreement figures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from continuity.report.summary import JudgeRow, UnitSummary
+
+__all__ = ["UNREADABLE", "judge_agreement"]
+
+UNREADABLE = "unreadable"  # continuity.probes.judge: a reply that carried no verdict
+
+
+def _agreement(rows: list[JudgeRow]) -> dict[str, Any]:
+    agree = sum(1 for r in rows if r.passed == r.scorer_correct)
+    return {
+        "pairs": len(rows),
+        "agree": agree,
+        "agreement": agree / len(rows) if rows else None,
+        "judge_pass": sum(1 for r in rows if r.passed),
+        "proxy_pass": sum(1 for r in rows if r.scorer_correct),
+    }
+
+
+def judge_agreement(summaries: list[UnitSummary], categories: list[str]) -> dict[str, Any]:
+    """``overall``, ``by_category`` (only categories with a verdict), ``unreadable``
+    and ``disagreements`` (sorted by unit and probe)."""
+    every = [row for s in summaries for row in s.judge]
+    rows = [row for row in every if row.judge_outcome != UNREADABLE]
+    disagreements = [
+        {
+            "unit": f"r{s.repeat}/{s.trace_id}/{s.arm}",
+            "suite": s.family,
+            "probe_id": row.probe_id,
+            "category": row.category,
+            "answer": row.answer or "",
+            "scorer_correct": row.scorer_correct,
+            "scorer_outcome": row.scorer_outcome,
+            "judge_passed": row.passed,
+            "judge_outcome": row.judge_outcome,
+            "reason": row.reason,
+        }
+        for s in sorted(summaries, key=lambda s: (s.repeat, s.trace_id, s.arm))
+        for row in s.judge
+        if row.passed != row.scorer_correct and row.judge_outcome != UNREADABLE
+    ]
+    return {
+        "overall": _agreement(rows),
+        "unreadable": len(every) - len(rows),
+        "by_category": {
+            c: _agreement(judged)
+            for c in categories
+            if (judged := [r for r in rows if r.category == c])
+        },
+        "disagreements": disagreements,
+    }

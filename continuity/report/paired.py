@@ -1,0 +1,147 @@
+"""Paired comparisons with native, one suite at a time.
+
+Every "delta vs native" the report prints is paired: it is computed over the samples
+both arms answered validly (same suite, repeat, trace and probe), and carries that count.
+An unpaired difference of means would compare different trace sets whenever an arm
+runs on part of a suite only (``ceiling`` runs on long traces only) or loses different
+samples to exclusion; the paired one cannot.
+
+The delta is ``100 * (arm correct - native correct) / pairs``: the same figure in the
+accuracy tables (overall and per category) and in the paired table, where it comes with
+the discordant counts, an exact McNemar p-value and a paired bootstrap interval (cached
+in the store under the digest of the paired outcomes).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import msgspec
+
+from continuity.digest import KeySpec, code_digest, digest_bytes
+from continuity.report.stats import mcnemar_exact, paired_bootstrap
+from continuity.report.summary import UnitSummary
+from continuity.store import Store
+
+__all__ = ["BOOTSTRAP_SALT", "SampleKey", "paired_with_native", "valid_outcomes"]
+
+BOOTSTRAP_SALT = "paired-bootstrap-v1"
+SampleKey = tuple[int, str, str]  # (repeat, trace id, probe id)
+
+
+def valid_outcomes(units: list[UnitSummary]) -> dict[SampleKey, tuple[str, bool]]:
+    """(category, correct) of every valid sample of one arm in one suite."""
+    return {
+        (s.repeat, s.trace_id, r.probe_id): (r.category, bool(r.correct))
+        for s in units
+        for r in s.rows
+        if r.status == "valid"
+    }
+
+
+def _bootstrap(
+    store: Store, arm_vector: list[bool], base_vector: list[bool]
+) -> tuple[float, float] | None:
+    key = KeySpec(
+        kind="paired-bootstrap",
+        salt=BOOTSTRAP_SALT,
+        code=code_digest(["continuity.report.stats", "continuity.traces.prng"]),
+        # The pairs as two byte strings of 0/1 (equal lengths): a cheap, unambiguous
+        # pre-image for a thousand booleans.
+        params={"pairs": digest_bytes(bytes(arm_vector) + b"|" + bytes(base_vector))},
+    ).key()
+    cached = store.load_output(key)
+    if cached is not None:
+        interval = msgspec.json.decode(cached)
+        return (interval[0], interval[1]) if interval else None
+    interval = paired_bootstrap(arm_vector, base_vector)
+    store.record_action(
+        key, kind="paired-bootstrap", output=store.put_blob(msgspec.json.encode(interval))
+    )
+    return interval
+
+
+def _delta(pairs: list[tuple[bool, bool]]) -> float | None:
+    if not pairs:
+        return None
+    return 100 * (sum(a for a, _ in pairs) - sum(n for _, n in pairs)) / len(pairs)
+
+
+def _compare(
+    store: Store,
+    arm: dict[SampleKey, tuple[str, bool]],
+    native: dict[SampleKey, tuple[str, bool]],
+    categories: list[str],
+) -> dict[str, Any]:
+    keys = sorted(arm.keys() & native.keys())
+    pairs = [(arm[k][1], native[k][1]) for k in keys]
+    by_category: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for k in keys:
+        by_category[arm[k][0]].append((arm[k][1], native[k][1]))
+    b = sum(1 for a, n in pairs if a and not n)
+    c = sum(1 for a, n in pairs if n and not a)
+    interval = _bootstrap(store, [a for a, _ in pairs], [n for _, n in pairs])
+    return {
+        "pairs": len(pairs),
+        "both_correct": sum(1 for a, n in pairs if a and n),
+        "arm_only": b,
+        "native_only": c,
+        "both_wrong": sum(1 for a, n in pairs if not a and not n),
+        "mcnemar_p": mcnemar_exact(b, c),
+        "delta_pp": _delta(pairs),
+        "ci_low": interval[0] if interval else None,
+        "ci_high": interval[1] if interval else None,
+        "by_category": {
+            category: {
+                "pairs": len(by_category[category]),
+                "delta_pp": _delta(by_category[category]),
+            }
+            for category in categories
+        },
+    }
+
+
+def paired_with_native(
+    store: Store,
+    by_arm: dict[str, list[UnitSummary]],
+    categories: list[str],
+    accuracy: dict[str, dict[str, dict[str, Any]]],
+) -> dict[str, dict[str, Any]]:
+    """The paired comparison of every arm of one suite with that suite's native arm.
+
+    Also writes the paired delta and its pair count into every accuracy cell of the
+    suite (``delta_pp`` and ``delta_n``; native against itself is 0.0 over its valid
+    samples; without native in the suite both are None and 0). Returns the paired
+    table (empty without native)."""
+    native = valid_outcomes(by_arm["native"]) if "native" in by_arm else None
+    paired: dict[str, dict[str, Any]] = {}
+    for arm, cells in accuracy.items():
+        comparison: dict[str, Any] | None
+        if native is None:
+            comparison = None
+        elif arm == "native":
+            comparison = {
+                "delta_pp": 0.0 if native else None,
+                "pairs": len(native),
+                "by_category": {
+                    c: {
+                        "pairs": (n := sum(1 for cat, _ in native.values() if cat == c)),
+                        "delta_pp": 0.0 if n else None,
+                    }
+                    for c in categories
+                },
+            }
+        else:
+            comparison = paired[arm] = _compare(
+                store, valid_outcomes(by_arm[arm]), native, categories
+            )
+        for name, cell in cells.items():
+            part = (
+                comparison
+                if comparison is None or name == "overall"
+                else comparison["by_category"].get(name)
+            )
+            cell["delta_pp"] = part["delta_pp"] if part else None
+            cell["delta_n"] = part["pairs"] if part else 0
+    return paired

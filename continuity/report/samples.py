@@ -1,0 +1,157 @@
+"""Per-arm sample tables of one suite: accuracy, outcomes, exclusions, availability,
+flips, tool use and the observed pressure range.
+
+Each function takes the unit summaries of one arm in one suite; the aggregate calls them
+suite by suite, so no row ever mixes trace families.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import msgspec
+
+from continuity.arms import ARMS
+from continuity.evidence import EXCLUDED_CLASSES
+from continuity.probes.availability import AVAILABILITY_COLUMNS
+from continuity.probes.scoring import OUTCOMES
+from continuity.report.stats import mean, sample_sd
+from continuity.report.summary import PRESSURE_FIGURES, ProbeRow, UnitSummary
+
+__all__ = [
+    "EXCLUDED_COLUMNS",
+    "accuracy_cell",
+    "accuracy_cells",
+    "availability_counts",
+    "excluded_counts",
+    "flip_rate",
+    "outcome_counts",
+    "pressure_range",
+    "tool_use",
+]
+
+# Sample classes that never count toward accuracy; lookup mode adds its inventory skips.
+EXCLUDED_COLUMNS: tuple[str, ...] = (*EXCLUDED_CLASSES, "inventory_infeasible")
+
+
+def accuracy_cell(rows: list[tuple[int, ProbeRow]], repeats: list[int]) -> dict[str, Any]:
+    """Mean of per-repeat accuracies over valid samples, with the split and the SD."""
+    scored = dict.fromkeys(repeats, 0)
+    right = dict.fromkeys(repeats, 0)
+    for repeat, row in rows:  # one pass, not one per repeat
+        if row.status == "valid":
+            scored[repeat] += 1
+            right[repeat] += bool(row.correct)
+    per_repeat = [
+        {
+            "repeat": repeat,
+            "correct": right[repeat],
+            "n": scored[repeat],
+            "accuracy": right[repeat] / scored[repeat] if scored[repeat] else None,
+        }
+        for repeat in repeats
+    ]
+    values = [p["accuracy"] for p in per_repeat if p["accuracy"] is not None]
+    return {
+        "mean": mean(values),
+        "sd": sample_sd(values),
+        "n": sum(p["n"] for p in per_repeat),
+        "per_repeat": per_repeat,
+    }
+
+
+def accuracy_cells(
+    units: list[UnitSummary], repeats: list[int], categories: list[str]
+) -> dict[str, dict[str, Any]]:
+    """``overall`` and one cell per category for one arm in one suite."""
+    rows = [(s.repeat, r) for s in units for r in s.rows]
+    by_category: dict[str, list[tuple[int, ProbeRow]]] = defaultdict(list)
+    for repeat, row in rows:
+        by_category[row.category].append((repeat, row))
+    cells = {"overall": accuracy_cell(rows, repeats)}
+    for category in categories:
+        cells[category] = accuracy_cell(by_category[category], repeats)
+    return cells
+
+
+def _valid(units: list[UnitSummary]) -> list[tuple[UnitSummary, ProbeRow]]:
+    return [(s, r) for s in units for r in s.rows if r.status == "valid"]
+
+
+def flip_rate(units: list[UnitSummary]) -> dict[str, Any]:
+    per_probe: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for summary, row in _valid(units):
+        per_probe[(summary.trace_id, row.probe_id)].append(bool(row.correct))
+    repeated = [v for v in per_probe.values() if len(v) > 1]
+    flips = sum(1 for v in repeated if len(set(v)) > 1)
+    return {
+        "probes": len(repeated),
+        "flips": flips,
+        "rate": flips / len(repeated) if repeated else None,
+    }
+
+
+def outcome_counts(units: list[UnitSummary]) -> dict[str, int]:
+    counts = Counter(row.outcome or "?" for _, row in _valid(units))
+    return {name: counts.get(name, 0) for name in OUTCOMES}
+
+
+def excluded_counts(units: list[UnitSummary]) -> dict[str, int]:
+    counts = Counter(r.status for s in units for r in s.rows if r.status != "valid")
+    return {name: counts.get(name, 0) for name in EXCLUDED_COLUMNS}
+
+
+def availability_counts(units: list[UnitSummary]) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for _, row in _valid(units):
+        counts[row.fact or "not_applicable"] += 1
+        counts["superseded_present"] += bool(row.superseded_present)
+        if row.loss:
+            counts[row.loss] += 1
+    return {name: counts.get(name, 0) for name in AVAILABILITY_COLUMNS}
+
+
+def tool_use(units: list[UnitSummary], categories: list[str]) -> dict[str, Any]:
+    """Call rate and accuracy with and without a ConversationHistory call (observational)."""
+    rows = [row for _, row in _valid(units)]
+
+    def split(selected: list[ProbeRow]) -> dict[str, Any]:
+        called = [r for r in selected if r.history_called]
+        uncalled = [r for r in selected if not r.history_called]
+        return {
+            "samples": len(selected),
+            "with_call": len(called),
+            "call_rate": len(called) / len(selected) if selected else None,
+            "accuracy_with_call": (
+                sum(1 for r in called if r.correct) / len(called) if called else None
+            ),
+            "accuracy_without_call": (
+                sum(1 for r in uncalled if r.correct) / len(uncalled) if uncalled else None
+            ),
+        }
+
+    result = split(rows)
+    result["by_category"] = {c: split([r for r in rows if r.category == c]) for c in categories}
+    return result
+
+
+def pressure_range(arm: str, units: list[UnitSummary]) -> dict[str, dict[str, Any]]:
+    """Min and max of every figure the arm's pressure rule checks, over its valid
+    samples (empty for an arm without a pressure rule). The threshold is enforced on
+    long traces only; on other suites the range is descriptive."""
+    rule = ARMS[arm].pressure if arm in ARMS else None
+    if rule is None:
+        return {}
+    thresholds = {k: v for k, v in msgspec.structs.asdict(rule).items() if v is not None}
+    table: dict[str, dict[str, Any]] = {}
+    for name, threshold in thresholds.items():
+        values = [r.pressure[name] for _, r in _valid(units) if name in r.pressure]
+        table[name] = {
+            "figure": PRESSURE_FIGURES[name],
+            "threshold": threshold,
+            "min": min(values) if values else None,
+            "max": max(values) if values else None,
+            "n": len(values),
+        }
+    return table

@@ -1,0 +1,288 @@
+"""The report's tables as (title, header, rows, note), shared by summary.md and report.html.
+
+Every table of samples has a ``suite`` column: rows are per suite and arm, never pooled
+across trace families. Deltas are paired and carry their pair count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from continuity.probes.availability import AVAILABILITY_COLUMNS
+from continuity.probes.scoring import OUTCOMES
+from continuity.report.aggregate import Results
+from continuity.report.samples import EXCLUDED_COLUMNS
+
+__all__ = [
+    "Table",
+    "accuracy_tables",
+    "judge_tables",
+    "pct",
+    "per_arm_table",
+    "pressure_table",
+    "tool_use_tables",
+]
+
+Table = tuple[str, list[str], list[list[str]], str]
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _rows(r: Results, table: dict[str, dict[str, Any]]) -> list[tuple[str, str, Any]]:
+    """(suite, arm, cell) in report order for a ``[suite][arm]`` table."""
+    return [
+        (suite, arm, table[suite][arm])
+        for suite in r.suites
+        if suite in table
+        for arm in r.arms
+        if arm in table[suite]
+    ]
+
+
+def _split(cell: dict[str, Any]) -> str:
+    return " ".join(f"r{p['repeat']} {pct(p['accuracy'])} ({p['n']})" for p in cell["per_repeat"])
+
+
+def _sd(cell: dict[str, Any]) -> str:
+    return num(None if cell["sd"] is None else 100 * cell["sd"])
+
+
+DELTA_NOTE = (
+    "delta vs native is paired: arm minus native correct, over the samples both answered "
+    "validly (same suite, repeat, trace and probe); paired n is that count."
+)
+
+
+def accuracy_tables(r: Results) -> list[Table]:
+    overall = [
+        [
+            suite,
+            arm,
+            str(cells["overall"]["n"]),
+            pct(cells["overall"]["mean"]),
+            _sd(cells["overall"]),
+            _split(cells["overall"]),
+            num(cells["overall"]["delta_pp"]),
+            str(cells["overall"]["delta_n"]),
+        ]
+        for suite, arm, cells in _rows(r, r.accuracy)
+    ]
+    compact = [
+        [suite, arm]
+        + [
+            f"{pct(cells[c]['mean'])} ({cells[c]['n']})" if c in cells else "-"
+            for c in r.categories
+        ]
+        for suite, arm, cells in _rows(r, r.accuracy)
+    ]
+    full = [
+        [
+            suite,
+            arm,
+            category,
+            str(cell["n"]),
+            pct(cell["mean"]),
+            _sd(cell),
+            _split(cell),
+            num(cell["delta_pp"]),
+            str(cell["delta_n"]),
+        ]
+        for suite, arm, cells in _rows(r, r.accuracy)
+        for category, cell in cells.items()
+        if category != "overall"
+    ]
+    head = ["suite", "arm", "n", "accuracy", "SD (pp)", "per repeat"]
+    delta = ["delta vs native (pp)", "paired n"]
+    return [
+        (
+            "Accuracy per arm",
+            [*head, *delta],
+            overall,
+            "Per suite (trace family). Mean of per-repeat accuracies over valid samples; "
+            "excluded samples are never scored. " + DELTA_NOTE,
+        ),
+        (
+            "Accuracy per arm and category",
+            ["suite", "arm", *r.categories],
+            compact,
+            "Each cell: mean accuracy (n valid samples); '-' where the suite has no such "
+            "probe. The SD, per-repeat split and paired delta of every cell are in the "
+            "next table.",
+        ),
+        (
+            "Accuracy per arm and category, in full",
+            [*head[:2], "category", *head[2:], *delta],
+            full,
+            "As the per-arm table, for each category of the suite.",
+        ),
+    ]
+
+
+def per_arm_table(
+    r: Results, title: str, table: dict[str, dict[str, dict[str, int]]], names: list[str]
+) -> Table:
+    rows = [[suite, arm] + [str(cell[n]) for n in names] for suite, arm, cell in _rows(r, table)]
+    return (title, ["suite", "arm", *names], rows, "")
+
+
+def sample_count_tables(r: Results) -> list[Table]:
+    outcomes = per_arm_table(r, "Outcomes", r.outcomes, list(OUTCOMES))
+    excluded = per_arm_table(r, "Excluded samples", r.excluded, list(EXCLUDED_COLUMNS))
+    availability = per_arm_table(
+        r, "Availability and loss attribution", r.availability, list(AVAILABILITY_COLUMNS)
+    )
+    return [
+        outcomes,
+        (
+            *excluded[:3],
+            "Excluded samples are counted here and never scored as passes or failures; "
+            "inventory_infeasible counts lookup slots the frozen policy cannot run.",
+        ),
+        (
+            *availability[:3],
+            "Where the answer-bearing fact was after the boundary, and where each miss was lost.",
+        ),
+    ]
+
+
+def pressure_table(r: Results) -> Table:
+    rows = [
+        [
+            suite,
+            arm,
+            name,
+            f"{cell['threshold']:,}",
+            num(cell["min"], 0),
+            num(cell["max"], 0),
+            str(cell["n"]),
+        ]
+        for suite, arm, figures in _rows(r, r.pressure)
+        for name, cell in figures.items()
+    ]
+    return (
+        "Observed pressure",
+        ["suite", "arm", "figure", "threshold", "min", "max", "n"],
+        rows,
+        "Per arm, the figure its pressure rule checks, over valid samples: "
+        "probe_input_tokens (native: provider-reported probe input), replayed_messages and "
+        "dropped_records (reseeding arms), compaction_tokens_before (compaction-1, ceiling, "
+        "store-compaction; compaction-2's probe compaction), mid_tokens_before "
+        "(compaction-2's mid-trace compaction). Thresholds are enforced on long traces only.",
+    )
+
+
+def flip_table(r: Results) -> Table:
+    rows = [
+        [suite, arm, str(cell["probes"]), str(cell["flips"]), pct(cell["rate"])]
+        for suite, arm, cell in _rows(r, r.flip_rate)
+    ]
+    return ("Flip rate", ["suite", "arm", "probes in 2+ repeats", "flips", "rate"], rows, "")
+
+
+def tool_use_tables(r: Results) -> list[Table]:
+    if not r.tool_use:
+        return []
+
+    def cells(c: dict[str, Any]) -> list[str]:
+        return [pct(c["call_rate"]), pct(c["accuracy_with_call"]), pct(c["accuracy_without_call"])]
+
+    rates = ["call rate", "accuracy with call", "accuracy without call"]
+    overall = [
+        [suite, arm, str(t["samples"]), str(t["with_call"]), *cells(t)]
+        for suite, arm, t in _rows(r, r.tool_use)
+    ]
+    by_category = [
+        [suite, arm, category, str(c["samples"]), *cells(c)]
+        for suite, arm, t in _rows(r, r.tool_use)
+        for category, c in t["by_category"].items()
+    ]
+    return [
+        (
+            "Tool use",
+            ["suite", "arm", "samples", "with a call", *rates],
+            overall,
+            "Observational: the reader chooses when to call ConversationHistory.",
+        ),
+        ("Tool use by category", ["suite", "arm", "category", "samples", *rates], by_category, ""),
+    ]
+
+
+def paired_table(r: Results) -> list[Table]:
+    if not r.paired:
+        return []
+    rows = [
+        [
+            suite,
+            arm,
+            str(p["pairs"]),
+            str(p["both_correct"]),
+            str(p["arm_only"]),
+            str(p["native_only"]),
+            str(p["both_wrong"]),
+            "-" if p["mcnemar_p"] is None else f"{p['mcnemar_p']:.4f}",
+            num(p["delta_pp"]),
+            "-" if p["ci_low"] is None else f"[{p['ci_low']:.1f}, {p['ci_high']:.1f}]",
+        ]
+        for suite, arm, p in _rows(r, r.paired)
+    ]
+    header = ["suite", "arm", "pairs", "both correct", "arm only", "native only", "both wrong"]
+    return [
+        (
+            "Paired comparison with native",
+            [*header, "McNemar p", "delta (pp)", "95% bootstrap CI (pp)"],
+            rows,
+            "Same suite, repeat, trace and probe, both samples valid. Exact two-sided "
+            "McNemar; percentile bootstrap over pairs (2,000 resamples).",
+        )
+    ]
+
+
+def judge_tables(r: Results) -> list[Table]:
+    j = r.judge
+
+    def row(name: str, cell: dict[str, Any]) -> list[str]:
+        return [
+            name,
+            str(cell["pairs"]),
+            str(cell["agree"]),
+            pct(cell["agreement"]),
+            str(cell["judge_pass"]),
+            str(cell["proxy_pass"]),
+        ]
+
+    rows = [row(c, cell) for c, cell in j["by_category"].items()] + [row("all", j["overall"])]
+    disagreements = [
+        [
+            d["unit"],
+            d["probe_id"],
+            d["category"],
+            d["answer"],
+            f"{d['scorer_outcome'] or '-'} ({'pass' if d['scorer_correct'] else 'fail'})",
+            f"{'pass' if d['judge_passed'] else 'fail'} ({d['judge_outcome'] or '-'})",
+            d["reason"] or "-",
+        ]
+        for d in j["disagreements"]
+    ]
+    return [
+        (
+            "Judge agreement",
+            ["category", "pairs", "agree", "agreement", "judge pass", "proxy pass"],
+            rows,
+            "The independent judge against the deterministic scorer, over valid samples "
+            "with a verdict (the judge never sees the arm). The main tables always use the "
+            f"scorer. Unreadable verdicts, left out: {j['unreadable']}.",
+        ),
+        (
+            "Judge disagreements",
+            ["unit", "probe", "category", "answer", "scorer", "judge", "judge's reason"],
+            disagreements,
+            "Every sample where the scorer and the judge disagree; inspect the answer "
+            "before trusting either.",
+        ),
+    ]

@@ -1,0 +1,182 @@
+"""What the aggregate keeps of one verified unit: a small, cacheable summary.
+
+A unit record holds answers, evidence and receipts; the report needs a fraction of it.
+`summarize` reduces a record to a `UnitSummary` (cached in the store by the unit file's
+digest), so re-aggregating reads only the units that changed.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from continuity.arms import ARMS
+from continuity.harness.messages import Usage
+from continuity.harness.receipts import SampleEvidence
+from continuity.report.lookup import LookupRow, lookup_rows
+from continuity.runner.units import UnitRecord
+
+__all__ = [
+    "PRESSURE_FIGURES",
+    "JudgeRow",
+    "ProbeRow",
+    "UnitSummary",
+    "pressure_figures",
+    "summarize",
+]
+
+# The figure each pressure rule checks (continuity.evidence._pressure), by rule field.
+PRESSURE_FIGURES: dict[str, str] = {
+    "probe_input_tokens": "provider-reported probe input tokens",
+    "replayed_messages": "replayed text messages at the reseed",
+    "dropped_records": "tool records dropped from the reseed projection",
+    "compaction_tokens_before": "tokens before the probe's compaction",
+    "mid_tokens_before": "tokens before the mid-trace compaction",
+}
+
+
+class ProbeRow(msgspec.Struct, frozen=True, array_like=True):
+    probe_id: str
+    category: str
+    status: str
+    correct: bool | None
+    outcome: str | None
+    fact: str | None
+    superseded_present: bool | None
+    loss: str | None
+    history_called: bool
+    # The figures the arm's pressure rule checks, as observed (absent when not observed).
+    pressure: dict[str, int] = {}
+
+
+class JudgeRow(msgspec.Struct, frozen=True, array_like=True):
+    """One judge verdict beside the deterministic scorer's grade of the same answer."""
+
+    probe_id: str
+    category: str
+    passed: bool
+    scorer_correct: bool
+    scorer_outcome: str | None
+    judge_outcome: str | None
+    reason: str
+    # Kept only when the two disagree (the report lists each disagreement).
+    answer: str | None
+
+
+class UnitSummary(msgspec.Struct, frozen=True):
+    """What the aggregate needs from one verified unit (cached by the file's digest)."""
+
+    key: str
+    repeat: int
+    family: str
+    trace_id: str
+    arm: str
+    rows: list[ProbeRow]
+    usage: Usage
+    compaction_usage: Usage
+    judge: list[JudgeRow]
+    # Real mode: every model call as (call key, catalog model, usage), judge included.
+    calls: list[tuple[str, str, str, Usage]] = []
+    live_turns: int = 0
+    lookup_rows: list[LookupRow] = []
+    probe_protocol: str = ""
+    # Graded by a scorer other than the unit's own (continuity.report.scores): the unit
+    # file's original grades of its valid probes, as (probe_id, correct, outcome).
+    original: list[tuple[str, bool | None, str | None]] = []
+
+
+def pressure_figures(arm_id: str, evidence: SampleEvidence | None) -> dict[str, int]:
+    """The observed value of every figure the arm's pressure rule checks; a figure the
+    sample never observed (no reseed, no compaction) is left out, not zero."""
+    arm = ARMS.get(arm_id)
+    if evidence is None or arm is None or arm.pressure is None:
+        return {}
+    e = evidence
+    observed: dict[str, int | None] = {
+        "probe_input_tokens": e.probe_input_tokens,
+        "replayed_messages": e.reseed.text_messages if e.reseed else None,
+        "dropped_records": e.reseed.dropped_records if e.reseed else None,
+        "compaction_tokens_before": e.compaction.tokens_before if e.compaction else None,
+        "mid_tokens_before": (
+            e.mid_trace_compaction.tokens_before if e.mid_trace_compaction else None
+        ),
+    }
+    rule = msgspec.structs.asdict(arm.pressure)
+    return {
+        name: value
+        for name, value in observed.items()
+        if rule.get(name) is not None and value is not None
+    }
+
+
+def _judge_rows(record: UnitRecord) -> list[JudgeRow]:
+    valid = {p.probe_id: p for p in record.probes if p.status == "valid"}
+    rows = []
+    for verdict in record.judge:
+        probe = valid.get(verdict.probe_id)
+        if probe is None:  # an excluded sample is never graded, by either side
+            continue
+        scorer = bool(probe.correct)
+        rows.append(
+            JudgeRow(
+                verdict.probe_id,
+                probe.category,
+                verdict.passed,
+                scorer,
+                probe.outcome,
+                verdict.outcome,
+                verdict.reason,
+                probe.answer if scorer != verdict.passed else None,
+            )
+        )
+    return rows
+
+
+def summarize(record: UnitRecord) -> UnitSummary:
+    """The summary of one verified unit record."""
+    usage = Usage()
+    compaction = Usage()
+    rows = []
+    for probe in record.probes:
+        usage = usage + probe.usage
+        compaction = compaction + probe.compaction_usage
+        rows.append(
+            ProbeRow(
+                probe.probe_id,
+                probe.category,
+                probe.status,
+                probe.correct,
+                probe.outcome,
+                probe.availability.fact if probe.availability else None,
+                probe.availability.superseded_present if probe.availability else None,
+                probe.loss,
+                probe.history_calls > 0,
+                pressure_figures(record.arm, probe.evidence),
+            )
+        )
+    binding = record.binding or {}
+    reader_ref = (binding.get("reader") or {}).get("ref", "")
+    judge_ref = (binding.get("judge") or {}).get("ref", "")
+    calls: list[tuple[str, str, str, Usage]] = [
+        (c.key, c.role, reader_ref, c.usage)
+        for p in record.probes
+        if p.evidence is not None
+        for c in p.evidence.calls
+    ]
+    # Real (d): the checkpoint's mid-trace summary, once per unit (repeat).
+    calls += [(c.key, c.role, reader_ref, c.usage) for c in record.mid_trace_calls]
+    calls += [(c.key, "judge", judge_ref, c.usage) for c in record.judge_calls]
+    return UnitSummary(
+        record.key,
+        record.repeat,
+        record.family,
+        record.trace_id,
+        record.arm,
+        rows,
+        usage,
+        compaction,
+        _judge_rows(record),
+        calls,
+        len(record.probes),
+        lookup_rows(record),
+        record.probe_protocol,
+    )
