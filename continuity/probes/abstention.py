@@ -22,13 +22,14 @@ import re
 
 from continuity.probes.polarity import clause_bounds, sentence_bounds
 
-__all__ = ["abstains", "abstention_clauses", "guesses"]
+__all__ = ["abstains", "abstention_clauses", "claims", "guesses"]
 
 _NEG = r"(?:\bnot|\bnever|n't|\bno one|\bnobody|\bunable to|\bfailed to|\bcannot)"
 _GAP = r"\s+(?:\w+\s+){0,3}?"
 _TELLING = (
     r"(?:mention|discuss|talk|rais|cover|brought|bring|specif|stat|said|say|note|appear"
-    r"|feature|refer|record|includ|exist|arrang|book|hir|organi[sz]|set\s+up|come\s+up"
+    r"|feature|refer|record|includ|exist|arrang|book|hir|organi[sz]|set|come\s+up|gave|giv"
+    r"|told|provid|ask"
     r"|came\s+up|comes\s+up|crop|show\s+up|turn\s+up|surfac)\w*"
 )
 _KNOWING = (
@@ -71,9 +72,18 @@ _GUESS = re.compile(
     r"|suspect|reckon)|my\s+(?:best\s+)?guess(?:\s+is)?|best\s+guess)\s+(?:that\s+)?"
     r"(?:it|that|this|the\s+\w+|they|we|he|she|you)?\s*(?:'s|'re|is|was|were|are|will\s+be"
     r"|would\s+be|cost|costs|charged|booked|arranged|hired|used|had|came|went)\b"
-    r"|\b(?:it|that|this|they)\s+(?:might|may|could|must|would)\s+(?:have\s+)?be(?:en)?\b",
+    r"|\b(?:it|that|this|they)\s+(?:might|may|could|must|would)\s+(?:have\s+)?be(?:en)?\b"
+    r"|\bi(?:'d|\s+would)\s+(?:guess|say|think|assume|imagine)\b|,\s+i\s+(?:think|believe|guess)\b",
     re.IGNORECASE,
 )
+
+
+_CLAIM = re.compile(
+    r"\b(?:it|that|this|they|he|she|which)(?:'s|'re|\s+(?:is|was|were|are|cost|costs|charged"
+    r"|came|comes|would\s+be|will\s+be|might\s+be|may\s+be|could\s+be))\b",
+    re.IGNORECASE,
+)
+_NEGATIVE = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 
 
 def _asks(text: str, position: int) -> bool:
@@ -101,12 +111,42 @@ def abstains(text: str) -> bool:
     return bool(abstention_clauses(text))
 
 
+_HEDGE = re.compile(
+    r"\b(?:i\s+(?:think|believe|guess|reckon|suspect)|probably|likely|presumably|perhaps"
+    r"|maybe|possibly)\b",
+    re.IGNORECASE,
+)
+
+
 def guesses(text: str) -> bool:
-    """Whether a clause outside every abstention commits to an answer anyway."""
+    """Whether a clause outside every abstention commits to an answer anyway: a guess
+    (``it's probably ...``, ``I'd guess ...``), or a claim (``it was the 2 kW one``) in a
+    sentence that hedges it (``..., I believe``)."""
     declined = abstention_clauses(text)
+    sentences = sentence_bounds(text)
     for start, end in clause_bounds(text):
-        if (start, end) in declined:
+        if (start, end) in declined or _asks(text, start):
             continue
-        if (m := _GUESS.search(text, start, end)) and not _asks(text, m.start()):
+        if _GUESS.search(text, start, end):
             return True
+        if _CLAIM.search(text, start, end) and not _NEGATIVE.search(text, start, end):
+            sentence = next((a, b) for a, b in sentences if a <= start < b or b == len(text))
+            if _HEDGE.search(text, *sentence):
+                return True
+    return False
+
+
+def claims(text: str, position: int, subject: tuple[str, ...]) -> bool:
+    """Whether the value at `position` is offered as the answer: its clause lies outside
+    every abstention and names the asked-about `subject`, hands it over with a pronoun
+    (``it's ...``, ``they charged ...``), guesses, or is little more than the value."""
+    for start, end in clause_bounds(text):
+        if not start <= position < end:
+            continue
+        if (start, end) in abstention_clauses(text):
+            return False
+        clause = text[start:end]
+        words = re.findall(r"[A-Za-z]+", clause)
+        named = any(s.lower() in clause.lower() for s in subject)
+        return bool(named or _CLAIM.search(clause) or _GUESS.search(clause) or len(words) <= 3)
     return False

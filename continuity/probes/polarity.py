@@ -65,7 +65,8 @@ _CHANGE = (
     r"|re-?issu|replac|supersed|swapp?|cut)\w*"
 )
 _PAST_BEFORE = re.compile(
-    r"\b(?:previously|formerly|originally|initially|at first|earlier|used to be|old|previous"
+    r"\b(?:up|down|" + _CHANGE + r")\s+from\s+(?:\w+\s+){0,2}?$|"
+    r"\b(?:previously|formerly|originally|initially|at first|first|earlier|used to be|old|previous"
     r"|original|prior|former|(?:replacing|replaced|superseding|superseded)(?!\s+(?:by|with)\b))"
     r"\s+(?:\w+\s+){0,3}?$",
     re.IGNORECASE,
@@ -149,7 +150,9 @@ def _past(text: str, spans: Sequence[tuple[int, int]], keys: Sequence[object]) -
     for i, (start, end) in enumerate(spans):
         clause_start, clause_end = _enclosing(clauses, start)
         sentence_start, _ = _enclosing(sentences, start)
-        before = text[clause_start:start]
+        # A cue reaches back no further than the previous mention.
+        since = max([clause_start, *(b for _, b in spans if b <= start)])
+        before = text[since:start]
         later = [j for j, (a, _) in enumerate(spans) if a >= end and keys[j] != keys[i]]
         if _PAST_BEFORE.search(before):
             past.add(i)
@@ -163,10 +166,10 @@ def _past(text: str, spans: Sequence[tuple[int, int]], keys: Sequence[object]) -
             and _CHANGE_VERB.search(text[sentence_start:start])
         ):
             past.add(i)
-        # "X, now Y" / "X was replaced by Y": the value before a current marker is past.
-        earlier = [
-            j for j, (_, b) in enumerate(spans) if sentence_start <= spans[j][0] and b <= start
-        ]
+        # "X, now Y" / "X was replaced by Y" / "X. It is now Y.": the value before a
+        # current marker (in its sentence or the one before) is past.
+        previous = max((a for a, _ in sentences if a < sentence_start), default=sentence_start)
+        earlier = [j for j, (a, b) in enumerate(spans) if previous <= a and b <= start]
         if (
             earlier
             and keys[earlier[-1]] != keys[i]

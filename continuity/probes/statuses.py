@@ -42,6 +42,7 @@ _COMMITMENT: dict[str, tuple[str, ...]] = {
     "SENT": (
         r"sent",
         r"(?:went|gone|goes)\s+out",
+        r"sent\s+(?:\w+\s+)?(?:out|off|over)",
         r"e-?mailed",
         r"mailed",
         r"dispatched",
@@ -60,12 +61,12 @@ _COMMITMENT: dict[str, tuple[str, ...]] = {
     "SCHEDULED": (r"scheduled", r"queued", r"set\s+to\s+(?:go\s+out|send|be\s+sent)"),
     "CANCELLED": (
         r"cancell?ed",
-        r"called\s+off",
+        r"called\s+(?:\w+\s+)?off",
         r"scrapped",
         r"withdrawn",
         r"abandoned",
     ),
-    "DECLINED": (r"declined", r"refused", r"rejected", r"turned\s+down"),
+    "DECLINED": (r"declined", r"refused", r"rejected", r"turned\s+(?:\w+\s+)?down"),
 }
 _ARTIFACT: dict[str, tuple[str, ...]] = {
     "DRAFT": (
@@ -180,4 +181,6 @@ def asserted_statuses(text: str, kind: str) -> StatusReading:
         or (st == "negated" and s in _IMPLIED[kind] and _YET.search(text, max(0, end - 40), end))
     }
     chosen = strong or weak or implied
+    if kind == "artifact" and chosen & {"SHARED", "ARCHIVED"}:
+        chosen = chosen - {"FINAL"}  # a shared or archived document is final as well
     return StatusReading(frozenset(chosen), len(forms))

@@ -27,13 +27,24 @@ A value's kind is decided by the whole expected value (`kind_of`):
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
-from typing import Literal, NamedTuple
+from typing import Literal
 
+from continuity.probes.calendar import (
+    DATE_FORMS,
+    TIME_FORMS,
+    WEEKDAY_NUMBERS,
+    Locale,
+    Mention,
+    dates,
+    same_day,
+    same_time,
+    times,
+)
 from continuity.probes.normalise import mentions_pattern, normalise
 
 __all__ = [
@@ -49,23 +60,17 @@ __all__ = [
     "value_key",
 ]
 
-Locale = Literal["day-first", "month-first", "unknown"]
 Kind = Literal["money", "date", "time", "identifier", "digits", "code", "phrase"]
 KINDS: tuple[Kind, ...] = ("money", "date", "time", "identifier", "digits", "code", "phrase")
 
 
-class Mention(NamedTuple):
-    start: int
-    end: int
-    key: object
-
-
 # ---------------------------------------------------------------- money
-_NUMBER = r"\d(?:[\d,.]*\d)?"
+_NUMBER = r"\d{1,3}(?: \d{3})+(?:[.,]\d{1,2})?|\d(?:[\d,.]*\d)?"
 _MONEY = re.compile(
     r"(?i)(?P<symbol>[$£€])\s?(?P<a>" + _NUMBER + r")"
     r"|\b(?P<code>USD|GBP|EUR)\s?(?P<b>" + _NUMBER + r")"
-    r"|(?<![\d.,])(?P<c>" + _NUMBER + r")\s?(?P<unit>USD|GBP|EUR|dollars?|pounds?|euros?)\b"
+    r"|(?<![\d.,])(?P<c>" + _NUMBER + r")\s?(?P<unit>USD|GBP|EUR|dollars?|pounds?|euros?|[$£€])"
+    r"(?![A-Za-z])"
     r"|(?<![\w$£€.,-])(?P<bare>\d{1,3}(?:,\d{3})+(?:\.\d{2})?|\d+[.,]\d{2})(?!\w)(?![.,:-]\d)"
 )
 _CURRENCIES = {"$": "USD", "usd": "USD", "dollar": "USD", "dollars": "USD"} | {
@@ -84,6 +89,7 @@ _GROUPED = re.compile(r"\d{1,3}(?:([,.])\d{3})+|\d+")
 def _amount(number: str) -> Decimal | None:
     """``1,745`` / ``1745.00`` / ``456,00`` / ``1.745,00`` as a Decimal; None when the
     separators are not a grouping and a decimal mark."""
+    number = number.replace(" ", "")  # "1 280,50": a space groups thousands
     marks = [c for c in number if c in ",."]
     whole, fraction = number, ""
     if marks:
@@ -102,281 +108,66 @@ def _amount(number: str) -> Decimal | None:
     return Decimal(digits + ("." + fraction if fraction else ""))
 
 
+# A bare whole number is an amount right after a word that only money follows
+# ("refunding 456", "comes to 483"), never after "invoice", "order" or "room".
+_MONEY_VERB = re.compile(
+    r"(?i)\b(?:cost|costs|costing|charged?|charging|pay|paid|paying|refund|refunds|refunded"
+    r"|refunding|priced?|total|totals|totall?ing|comes\s+to|came\s+to|quoted?|budget|fee)"
+    r"\s+(?:of\s+|is\s+|was\s+|at\s+|us\s+|you\s+|me\s+)?(?P<bare>\d{2,7}(?:[.,]\d{1,2})?)"
+    r"(?![\w.,:/-]?\d)(?!\s?(?:%|[ap]\.?m\b|h\b|hrs?\b|x\b))(?![\w])"
+)
+
+
+_UNITS = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen",
+]  # fmt: skip
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_WORD_VALUES = {w: n for n, w in enumerate(_UNITS)} | {w: 20 + 10 * n for n, w in enumerate(_TENS)}
+_NUMBER_WORD = "|".join(
+    sorted([*_WORD_VALUES, "hundred", "thousand", "a", "and"], key=len, reverse=True)
+)
+_SPELLED_MONEY = re.compile(
+    r"(?i)\b(?P<words>(?:(?:" + _NUMBER_WORD + r")[\s-]+)+)(?P<unit>dollars?|pounds?|euros?)\b"
+)
+
+
+def _spelled(words: str) -> Decimal | None:
+    """``two thousand``, ``one hundred and fifty``, ``a thousand`` as a number."""
+    total = current = 0
+    seen = False
+    for word in re.split(r"[\s-]+", words.lower().strip()):
+        if word in _WORD_VALUES:
+            current, seen = current + _WORD_VALUES[word], True
+        elif word == "hundred":
+            current = max(current, 1) * 100
+        elif word == "thousand":
+            total, current = total + max(current, 1) * 1000, 0
+        elif word == "a":
+            current = current or 0
+        seen = seen or word in ("hundred", "thousand")
+    return Decimal(total + current) if seen else None
+
+
 def _money(text: str) -> Iterator[Mention]:
-    for m in _MONEY.finditer(text):
-        currency = m["symbol"] or m["code"] or m["unit"]
-        amount = _amount(m["a"] or m["b"] or m["c"] or m["bare"])
+    for m in _SPELLED_MONEY.finditer(text):
+        if (amount := _spelled(m["words"])) is not None:
+            yield Mention(m.start(), m.end(), (_CURRENCIES[m["unit"].lower()], amount))
+    for m in [*_MONEY.finditer(text), *_MONEY_VERB.finditer(text)]:
+        groups = m.groupdict()
+        currency = groups.get("symbol") or groups.get("code") or groups.get("unit")
+        number = groups.get("a") or groups.get("b") or groups.get("c") or groups["bare"]
+        amount = _amount(number)
         if amount is not None:
             key = (_CURRENCIES[currency.lower()] if currency else None, amount)
-            yield Mention(m.start(), m.end(), key)
+            start = m.start() if m.re is _MONEY else m.start("bare")
+            yield Mention(start, m.end(), key)
 
 
 def _same_money(expected: object, stated: object) -> bool:
     assert isinstance(expected, tuple) and isinstance(stated, tuple)
     return expected[1] == stated[1] and stated[0] in (None, expected[0])
-
-
-# ---------------------------------------------------------------- dates
-_MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
-_MONTH_NUMBERS = {n: i for i, n in enumerate(_MONTHS, 1)} | {
-    n[:3]: i for i, n in enumerate(_MONTHS, 1)
-}
-_MONTH_NUMBERS["sept"] = 9
-_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-_WEEKDAY_NUMBERS = {n: i for i, n in enumerate(_WEEKDAYS)} | {
-    n[:3]: i for i, n in enumerate(_WEEKDAYS)
-}
-_WEEKDAY_NUMBERS |= {"tues": 1, "weds": 2, "thur": 3, "thurs": 3}
-
-
-def _alternation(names: Iterable[str]) -> str:
-    return "|".join(sorted(names, key=len, reverse=True))
-
-
-_WEEKDAY = r"(?:\b(?P<weekday>" + _alternation(_WEEKDAY_NUMBERS) + r")\b\.?,?\s+)?"
-_ORDINALS = [
-    "first",
-    "second",
-    "third",
-    "fourth",
-    "fifth",
-    "sixth",
-    "seventh",
-    "eighth",
-    "ninth",
-    "tenth",
-    "eleventh",
-    "twelfth",
-    "thirteenth",
-    "fourteenth",
-    "fifteenth",
-    "sixteenth",
-    "seventeenth",
-    "eighteenth",
-    "nineteenth",
-    "twentieth",
-]
-_ORDINAL_NUMBERS = {word: n for n, word in enumerate(_ORDINALS, 1)}
-_ORDINAL_NUMBERS |= {f"twenty-{w}": 20 + n for n, w in enumerate(_ORDINALS[:9], 1)}
-_ORDINAL_NUMBERS |= {f"twenty {w}": 20 + n for n, w in enumerate(_ORDINALS[:9], 1)}
-_ORDINAL_NUMBERS |= {"thirtieth": 30, "thirty-first": 31, "thirty first": 31}
-_DAY = (
-    r"(?P<day>\d{1,2}(?:st|nd|rd|th)?|"
-    + "|".join(sorted(_ORDINAL_NUMBERS, key=len, reverse=True))
-    + r")\b"
-)
-_MONTH = r"\b(?P<month>" + _alternation(_MONTH_NUMBERS) + r")\b\.?"
-_YEAR = r"(?:,?\s+(?P<year>(?:19|20)\d{2})\b)?"
-_DATE_DMY = re.compile(
-    r"(?i)" + _WEEKDAY + r"(?:the\s+)?(?<![\d.,:/-])\b" + _DAY + r"(?:\s+of)?\s+" + _MONTH + _YEAR
-)
-_DATE_MDY = re.compile(
-    r"(?i)" + _WEEKDAY + _MONTH + r"\s+(?:the\s+)?" + _DAY + r"(?![:.]\d)" + _YEAR
-)
-_DATE_ISO = re.compile(r"(?<![\d-])(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})(?![\d-])")
-# Numeric dates: with a year in any separator, or zero-padded "18/06" with a slash.
-_DATE_NUMERIC = re.compile(
-    r"(?i)" + _WEEKDAY + r"(?<![\d.,:/$£€-])(?P<a>\d{1,2})(?P<sep>[./-])(?P<b>\d{1,2})"
-    r"(?P=sep)(?P<year>\d{4}|\d{2})(?![\d./-]?\d)"
-    r"|(?<![\d.,:/$£€-])(?P<a2>\d{2})/(?P<b2>\d{2})(?![\d./-]?\d)"
-)
-_NAMED_DATES = (_DATE_DMY, _DATE_MDY, _DATE_ISO)
-# The first day of a hedged list, "16 or 18 June", "16th and 18th June": it takes the
-# month (and year) of the day that follows it.
-_DATE_LISTED = re.compile(
-    r"(?i)(?<![\d.,:/-])\b(?P<day>\d{1,2})(?:st|nd|rd|th)?(?=\s*(?:,|or|and|/|&)\s*(?:the\s+)?"
-    r"\d{1,2}(?:st|nd|rd|th)?(?:\s+of)?\s+" + _MONTH + _YEAR + r")"
-)
-
-
-class Day(NamedTuple):
-    year: int | None
-    month: int
-    day: int
-    weekday: int | None
-
-    def implied_weekday(self) -> int | None:
-        if self.weekday is not None or self.year is None:
-            return self.weekday
-        return dt.date(self.year, self.month, self.day).weekday()
-
-
-def _day(year: int | None, month: int, day: int, weekday: str | None) -> Day | None:
-    try:
-        dt.date(year or 2000, month, day)  # 2000 is a leap year: 29 February stands
-    except ValueError:
-        return None
-    return Day(year, month, day, _WEEKDAY_NUMBERS[weekday.lower()] if weekday else None)
-
-
-def _named_day(m: re.Match[str]) -> Day | None:
-    month = m["month"]
-    number = int(month) if month.isdigit() else _MONTH_NUMBERS[month.lower()]
-    year = int(m["year"]) if m["year"] else None
-    day = m["day"].lower()
-    number_of_day = _ORDINAL_NUMBERS.get(day) or int(re.sub(r"\D", "", day))
-    return _day(year, number, number_of_day, m.groupdict().get("weekday"))
-
-
-def _numeric_days(m: re.Match[str], locale: Locale) -> list[Day]:
-    a, b = (int(m["a"]), int(m["b"])) if m["a"] else (int(m["a2"]), int(m["b2"]))
-    year: int | None = None
-    if m["year"]:
-        year = int(m["year"]) + (2000 if len(m["year"]) == 2 else 0)
-    if a > 12 or (b <= 12 and locale == "day-first"):
-        orders = [(a, b)]  # (day, month)
-    elif b > 12 or locale == "month-first":
-        orders = [(b, a)]
-    else:
-        return []  # ambiguous in an unknown locale: no reading
-    days = (_day(year, month, day, m["weekday"]) for day, month in orders)
-    return [d for d in days if d is not None]
-
-
-def _dates(text: str, locale: Locale) -> Iterator[Mention]:
-    for form in _NAMED_DATES:
-        for m in form.finditer(text):
-            if (day := _named_day(m)) is not None:
-                yield Mention(m.start(), m.end(), day)
-    for m in _DATE_LISTED.finditer(text):
-        if (day := _named_day(m)) is not None:
-            yield Mention(m.start(), m.end(), day)
-    for m in _DATE_NUMERIC.finditer(text):
-        for day in _numeric_days(m, locale):
-            yield Mention(m.start(), m.end(), day)
-
-
-def _same_day(expected: object, stated: object) -> bool:
-    """Same month and day; years, where both sides state one, agree; weekdays, where both
-    sides state or imply one, agree."""
-    assert isinstance(expected, Day) and isinstance(stated, Day)
-    if (expected.month, expected.day) != (stated.month, stated.day):
-        return False
-    if None not in (expected.year, stated.year) and stated.year != expected.year:
-        return False  # a year left out is no contradiction; another year is
-    wanted, said = expected.implied_weekday(), stated.implied_weekday()
-    return wanted is None or said is None or wanted == said
-
-
-# ---------------------------------------------------------------- times
-_NOT_AFTER = r"(?<![\d:.,$£€])"
-_TIME_12 = re.compile(
-    r"(?i)" + _NOT_AFTER + r"\b(?P<hour>\d{1,2})(?:[:.h](?P<minute>[0-5]\d))?\s?"
-    r"(?P<half>[ap])\.?\s?m\b\.?"
-)
-_TIME_24 = re.compile(
-    r"(?i)"
-    + _NOT_AFTER
-    + r"\b(?P<hour>\d{1,2})(?P<sep>[:.h])(?P<minute>[0-5]\d)(?:\s?h(?:rs?|ours)?\b)?"
-    r"(?![:.,]\d)(?!\s?[ap]\.?\s?m\b)"
-)
-_TIME_HRS = re.compile(
-    r"(?i)" + _NOT_AFTER + r"\b(?P<hour>[01]\d|2[0-3])(?P<minute>[0-5]\d)\s?h(?:rs?|ours)?\b"
-)
-_TIME_WORD = re.compile(r"(?i)\b(?:12\s?)?(?P<word>noon|midday|midnight)\b")
-_NUMBER_WORDS = [
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-]
-_HOUR_WORD = r"(?P<hw>" + "|".join(_NUMBER_WORDS) + r"|\d{1,2})"
-_MINUTE_WORDS = {"oh five": 5, "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30}
-_MINUTE_WORDS |= {"forty": 40, "forty-five": 45, "forty five": 45, "fifty": 50}
-_PART = (
-    r"(?:\s*(?:o'clock))?(?:\s*(?P<part>[ap]\.?\s?m\b\.?|in the (?:morning|afternoon|evening)"
-    r"|at night|tonight|this (?:morning|afternoon|evening)))?"
-)
-_TIME_SPOKEN = re.compile(
-    r"(?i)\b(?:(?P<rel>half|(?:a\s)?quarter|ten|five|twenty|twenty-five)\s+(?P<dir>past|to|after)\s+"
-    + _HOUR_WORD
-    + r"|(?P<hw2>"
-    + "|".join(_NUMBER_WORDS)
-    + r")(?:\s+(?P<mw>"
-    + _alternation(_MINUTE_WORDS)
-    + r"))?(?=\s*(?:o'clock|[ap]\.?\s?m\b|in the (?:morning|afternoon|evening)"
-    + r"|at night|tonight|this (?:morning|afternoon|evening))))"
-    + _PART
-)
-_RELATIVE = {"half": 30, "quarter": 15, "a quarter": 15, "ten": 10, "five": 5, "twenty": 20}
-_RELATIVE["twenty-five"] = 25
-
-
-def _readings(hour: int, minute: int, part: str | None) -> set[tuple[int, int]]:
-    """The (hour, minute) readings of a clock time with an optional half-day marker."""
-    if part:
-        if not 1 <= hour <= 12:
-            return set()
-        evening = part[0].lower() == "p" or any(
-            w in part.lower() for w in ("after", "even", "night")
-        )
-        return {(hour % 12 + (12 if evening else 0), minute)}
-    if hour > 23:
-        return set()
-    if hour >= 13 or hour == 0:
-        return {(hour, minute)}
-    return {(hour % 12, minute), (hour % 12 + 12, minute)}
-
-
-def _spoken(m: re.Match[str]) -> set[tuple[int, int]]:
-    word = m["hw"] or m["hw2"]
-    hour = _NUMBER_WORDS.index(word.lower()) + 1 if not word.isdigit() else int(word)
-    if m["rel"]:
-        offset = _RELATIVE[m["rel"].lower()]
-        hour, minute = (hour, offset) if m["dir"].lower() != "to" else (hour - 1, 60 - offset)
-        hour = hour or 12
-    else:
-        minute = _MINUTE_WORDS[m["mw"].lower()] if m["mw"] else 0
-    return _readings(hour, minute, m["part"])
-
-
-def _clock(m: re.Match[str]) -> set[tuple[int, int]]:
-    groups = m.groupdict()
-    if groups.get("word"):
-        return {(0, 0)} if groups["word"].lower() == "midnight" else {(12, 0)}
-    if "hw" in groups:
-        return _spoken(m)
-    hour, minute = int(groups["hour"]), int(groups["minute"] or 0)
-    if groups.get("half"):
-        return _readings(hour, minute, groups["half"] + "m")
-    if m.re is _TIME_HRS or groups["hour"].startswith("0") or "h" in m.group(0).lower():
-        return {(hour, minute)} if hour <= 23 else set()
-    if groups["sep"] == "." and hour <= 12:
-        return set()  # a bare "7.30" is as likely a number as a time
-    return _readings(hour, minute, None)
-
-
-def _times(text: str) -> Iterator[Mention]:
-    for form in (_TIME_12, _TIME_24, _TIME_HRS, _TIME_WORD, _TIME_SPOKEN):
-        for m in form.finditer(text):
-            if readings := _clock(m):
-                yield Mention(m.start(), m.end(), frozenset(readings))
-
-
-def _same_time(expected: object, stated: object) -> bool:
-    assert isinstance(expected, frozenset) and isinstance(stated, frozenset)
-    return bool(expected & stated)
 
 
 # ---------------------------------------------------------------- identifiers and codes
@@ -408,6 +199,12 @@ def _identifiers(text: str, value: str) -> Iterator[Mention]:
         for m in pattern.finditer(text):
             seen.add(m.span())
             yield Mention(m.start(), m.end(), _alnum(m.group(0)))
+    # The same characters grouped otherwise ("PWX 5812 0647" for "PWX-58120647").
+    loose = r"[\s./-]?".join(re.escape(c) for c in _alnum(value))
+    for m in re.finditer(_EDGE_BEFORE + loose + _EDGE_AFTER, text, re.IGNORECASE):
+        if m.span() not in seen:
+            seen.add(m.span())
+            yield Mention(m.start(), m.end(), _alnum(value))
     for m in _identifier_shape(value).finditer(text):
         token = m.group(0)
         if m.span() not in seen and re.search(r"\d", token):
@@ -418,10 +215,15 @@ def _digit_pattern(value: str) -> re.Pattern[str]:
     chars = _alnum(value)
     gap = r"[\s().-]*"
     body = gap.join(re.escape(c) for c in chars)
-    if chars.startswith("0") and chars.isdigit():
-        # "+44 7700 900123" and "+44 (0)7700 900123" for "07700 900123"
-        rest = gap.join(re.escape(c) for c in chars[1:])
-        body = rf"(?:{body}|\+\s?\d{{1,3}}{gap}(?:\(0\){gap})?{rest})"
+    national = re.fullmatch(
+        r"\+\s?(\d{1,3})[\s().-]*(\d[\d\s().-]+)|0(\d[\d\s().-]+)", value.strip()
+    )
+    if national:
+        # A national number: "+44 7700 900123", "+44 (0)7700 900123" and "07700 900123"
+        # are one number; so are "+1 202 555 0142", "(202) 555-0142" and "2025550142".
+        rest = gap.join(re.escape(c) for c in _alnum(national[2] or national[3]))
+        code = national[1] or r"\d{1,3}"
+        body = rf"(?:\+?\s?{code}{gap}(?:\(0\){gap})?|0{gap})?{rest}"
     return re.compile(r"(?<![A-Za-z0-9+])" + body + r"(?![A-Za-z0-9])", re.IGNORECASE)
 
 
@@ -444,7 +246,20 @@ def _codes(text: str, value: str | None) -> Iterator[Mention]:
 
 
 def _phrases(text: str, value: str) -> Iterator[Mention]:
+    day = WEEKDAY_NUMBERS.get(value.lower())
+    if day is not None:  # "Thursday" as "Thu", "Thur" or "Thurs"
+        names = sorted((n for n, d in WEEKDAY_NUMBERS.items() if d == day), key=len, reverse=True)
+        pattern = re.compile(r"\b(?:" + "|".join(names) + r")\b\.?", re.IGNORECASE)
+        for m in pattern.finditer(text):
+            yield Mention(m.start(), m.end(), value.lower())
+        return
     words = value.split()
+    if 1 < len(words) <= 3:  # "the Larkspur project" states "Project Larkspur"
+        for order in itertools.permutations(words):
+            if list(order) != words:
+                joined = r"\s+".join(re.escape(w) for w in order)
+                for m in re.finditer(r"(?<![A-Za-z0-9])" + joined + r"(?![A-Za-z0-9])", text, re.I):
+                    yield Mention(m.start(), m.end(), value.lower())
     body = r"\s+".join(re.escape(w) for w in words[:-1])
     stem = words[-1]
     if len(stem) > 3 and stem.endswith("s") and not stem.endswith(("ss", "us", "is")):
@@ -462,9 +277,9 @@ def kind_of(value: str) -> Kind:
     text = normalise(value)
     if (m := _MONEY.fullmatch(text)) and not m["bare"]:
         return "money"
-    if any(form.fullmatch(text) for form in _NAMED_DATES):
+    if any(form.fullmatch(text) for form in DATE_FORMS):
         return "date"
-    if any(form.fullmatch(text) for form in (_TIME_12, _TIME_24, _TIME_WORD)):
+    if any(form.fullmatch(text) for form in TIME_FORMS):
         return "time"
     if _ID_SHAPE.match(text):
         return "identifier"
@@ -477,8 +292,8 @@ def kind_of(value: str) -> Kind:
 
 _SAME: dict[Kind, Callable[[object, object], bool]] = {
     "money": _same_money,
-    "date": _same_day,
-    "time": _same_time,
+    "date": same_day,
+    "time": same_time,
 }
 
 
@@ -498,9 +313,9 @@ def find_all(text: str, value: str, locale: Locale = "day-first") -> list[Mentio
     if kind == "money":
         found: Iterable[Mention] = _money(text)
     elif kind == "date":
-        found = _dates(text, locale)
+        found = dates(text, locale)
     elif kind == "time":
-        found = _times(text)
+        found = times(text)
     elif kind == "identifier":
         found = _identifiers(text, value)
     elif kind == "digits":
@@ -539,7 +354,7 @@ _SPECIFIC = re.compile(
 def specifics(text: str, locale: Locale = "day-first") -> list[Mention]:
     """Every specific value normalised `text` states: amounts, dates, times, reference
     numbers and numbers of three or more digits (what an invented answer consists of)."""
-    found = [*_money(text), *_dates(text, locale), *_times(text)]
+    found = [*_money(text), *dates(text, locale), *times(text)]
     found += [Mention(m.start(), m.end(), _alnum(m.group(0))) for m in _SPECIFIC.finditer(text)]
     kept: list[Mention] = []
     for mention in sorted(found, key=lambda m: (m.start, -m.end)):
