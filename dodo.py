@@ -1,6 +1,7 @@
 """doit entry point: wires `rules/` into doit. No benchmark logic lives here."""
 
 from continuity.graph import doit_config
+from rules.calibrate import task_calibrate
 from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
 from rules.lookup import task_lookup_budget
@@ -14,6 +15,7 @@ DOIT_CONFIG = doit_config()
 __all__ = [
     "DOIT_CONFIG",
     "task_aggregate",
+    "task_calibrate",
     "task_checkpoints",
     "task_dry_run",
     "task_estimate",

@@ -33,6 +33,9 @@ from continuity.traces.suites import SuiteResult, build_suite
 CONTRACT_CHECKPOINTS = (("original", None), ("hard", "gen-grant-101,gen-oven-102"))
 CONTRACT_DESIGN_TRACES = ("gen-grant-101", "gen-oven-102")
 CONTRACT_RUN = "offline-contract"
+# The contract's plan opts in to the judge (played offline by the scripted judge), so its
+# report shows the judge's agreement with the scorer.
+CONTRACT_JUDGE = "openai-codex:gpt-6.1-sol"
 
 __all__ = [
     "ContractReport",
@@ -92,9 +95,27 @@ def run_offline_contract(
     for suite, traces in CONTRACT_CHECKPOINTS:
         with progress(f"units {suite}") as tick:
             records, _, _ = build_units(
-                store, suite, arms="all", traces=traces, run_dir=run_dir, progress=tick
+                store,
+                suite,
+                arms="all",
+                traces=traces,
+                run_dir=run_dir,
+                progress=tick,
+                judge=CONTRACT_JUDGE,  # the scripted judge grades every valid answer
             )
         units += records
+    unjudged = [
+        (u.trace_id, u.arm)
+        for u in units
+        if {v.probe_id for v in u.judge} != {p.probe_id for p in u.probes if p.status == "valid"}
+    ]
+    if unjudged:
+        raise ContinuityError(
+            f"{len(unjudged)} units lack a judge verdict for some valid answer; first: "
+            f"{unjudged[0]}",
+            code="arm_contract_failed",
+            location=unjudged[0][0],
+        )
     bad = [
         (u.trace_id, u.arm, p.probe_id, p.status, p.reasons)
         for u in units
@@ -120,6 +141,10 @@ def run_offline_contract(
         "had a healthy store where it needs one; packs only in the pack arm"
     )
     checks["aggregate"] = f"{aggregated.units} units aggregated into {paths['report']}"
+    checks["judge"] = (
+        f"the scripted judge graded every valid answer ({sum(len(u.judge) for u in units)} "
+        "verdicts); the report shows its agreement with the scorer (mechanics only)"
+    )
     checks["design"] = (
         "on hard 101-102 the early account reference is in the native context and not the "
         "cold one, the booking pack's head identifier survives cold rebuild, and the secret "

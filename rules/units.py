@@ -53,6 +53,7 @@ def _units(**options: Any) -> str:
             jobs=int(options.get("jobs") or 0) or DEFAULT_JOBS,
             only_repeats=_repeats(options),
             lookup=lookup,
+            judge=plan.judge,  # offline the scripted judge plays it
         )
     return _summary(records, folder, built)
 
@@ -162,7 +163,8 @@ def _print_explain(path: str) -> None:
             print(
                 f"cache {'hit ' if entry['hit'] else 'miss'} {entry['key'][:16]} "
                 f"{entry['role']:<7} {entry['provider']} {entry['model']} {entry['base_url']} "
-                f"repeat={entry['repeat']} generation={entry['generation']} "
+                f"repeat={entry['repeat']} probe={entry.get('probe')} "
+                f"generation={entry['generation']} "
                 f"system={entry['system']} messages={messages['count']}:{messages['roles']}:"
                 f"{messages['digest']} tools={entry['tools']}",
                 flush=True,
@@ -186,11 +188,18 @@ def _aggregate(**options: Any) -> str:
 
     chosen = Selection(options)
     catalog = load_catalog(Path(options["pricing"]) if options.get("pricing") else None)
-    results, paths, read = aggregate_run(chosen.store, _run_dir(options), catalog)
+    results, paths, read = aggregate_run(
+        chosen.store, _run_dir(options), catalog, options.get("scorer") or "current"
+    )
     return (
         f"aggregate: {results.units} units ({read} read, {results.units - read} from the "
-        f"cache); report at {paths['report']}"
+        f"cache), graded by the {_scorer_name(results.scorer)}; report at {paths['report']}"
     )
+
+
+def _scorer_name(section: dict[str, Any]) -> str:
+    digest = section.get("digest")
+    return f"current scorer {digest[:16]}" if digest else "original grades"
 
 
 def _score(**options: Any) -> str:
@@ -200,13 +209,20 @@ def _score(**options: Any) -> str:
     result = rescore_run(Selection(options).store, run)
     return (
         f"score: {result.units} units re-scored from their recorded answers with no model "
-        f"call ({result.rewritten} rewritten, {result.probes_changed} probe results changed); "
-        f"run doit aggregate{' --run-dir ' + str(run) if options.get('run_dir') else ''} "
-        "to refresh the report"
+        f"call by scorer {result.scorer[:16]} ({result.written} score artifacts written, "
+        f"{result.probes_changed} probe grades differ from the original; unit files "
+        f"unchanged); artifacts in {result.folder}; run doit aggregate"
+        f"{' --run-dir ' + str(run) if options.get('run_dir') else ''} to refresh the report"
     )
 
 
 RUN_DIR = param("run_dir", str, "", "a run directory (a real run's --out); overrides --run")
+SCORER = param(
+    "scorer",
+    str,
+    "current",
+    "current (the current scorer's grades; default) | original (the unit files' grades)",
+)
 
 
 def task_units() -> dict[str, Any]:
@@ -254,13 +270,13 @@ def task_aggregate() -> dict[str, Any]:
     """Aggregate a run's units into results.json, summary.md and report.html (incremental)."""
     return {
         "actions": [task_action(_aggregate)],
-        "params": [RUN, RUN_DIR, PRICING, STORE, OUT],
+        "params": [RUN, RUN_DIR, PRICING, SCORER, STORE, OUT],
         "verbosity": 2,
     }
 
 
 def task_score() -> dict[str, Any]:
-    """Re-score a run's recorded answers with the current scorer (no model call)."""
+    """Grade a run's recorded answers with the current scorer into new score artifacts."""
     return {
         "actions": [task_action(_score)],
         "params": [RUN, RUN_DIR, STORE, OUT],

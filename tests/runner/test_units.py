@@ -27,6 +27,7 @@ def hard_units(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[UnitRe
         (101,),
         arms="native,cold-rebuild,continuity-store",
         run_dir=root / "out" / "runs" / "t",
+        judge="openai-codex:gpt-6.1-sol",  # offline the scripted judge plays it
     )
     assert built == 3 and sorted(p.name for p in folder.glob("*.json")) == [
         "r1-gen-grant-101-cold-rebuild.json",
@@ -70,7 +71,25 @@ def test_every_probe_is_scored_with_its_evidence(hard_units: list[UnitRecord]) -
             assert probe.usage.input + probe.usage.cache_read > 0
         pids = {p.evidence.child_pid for p in unit.probes if p.evidence}
         assert len(pids) == 14  # a fresh process per probe
-        assert unit.judge and all(v.judge == "scripted-judge" for v in unit.judge)
+        # The plan has a judge: every valid answer has a verdict, every category judged.
+        assert [v.probe_id for v in unit.judge] == [
+            p.probe_id for p in unit.probes if p.status == "valid"
+        ]
+        assert all(v.judge == "scripted-judge" and v.outcome for v in unit.judge)
+
+
+def test_without_a_judge_no_answer_is_judged_and_the_key_says_so(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
+    trace = decode_trace(store.get_blob(item.digest))
+    plain, _ = run_unit(store, trace, item, ARMS["native"], probe_limit=2)
+    judged, status = run_unit(
+        store, trace, item, ARMS["native"], probe_limit=2, judge="openai:judge"
+    )
+    assert plain.judge == [] and plain.binding is None
+    assert status == "built" and judged.key != plain.key  # the judge is bound in the key
+    assert [v.probe_id for v in judged.judge] == [p.probe_id for p in judged.probes]
+    assert [p.answer for p in judged.probes] == [p.answer for p in plain.probes]
 
 
 def test_units_are_cached_in_the_store(tmp_path: Path) -> None:

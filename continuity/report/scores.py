@@ -1,0 +1,345 @@
+"""Score artifacts: a scorer's grades of a unit's recorded answers, kept beside the unit.
+
+A unit file holds the answers and the grades the scorer gave them when the unit ran:
+its original grades, which never change. A corrected scorer does not rewrite them (seed
+004: earlier grades stay as they were when the evaluator is corrected); it grades the
+same recorded answers again into a **score artifact**, keyed by the unit (its key and
+content digest) and by the scorer's code digest (`scorer_digest`: the scoring,
+normalising and availability modules). `doit score` stores each artifact in the store
+and materialises it as ``<run>/scores/<scorer16>/r<repeat>-<trace>-<arm>.json``.
+
+`doit aggregate` chooses the grades with `Scorer`: ``current`` (the default) uses the
+current scorer's artifacts, grading the recorded answers itself, with the same
+function, where `doit score` has not run; ``original`` uses the unit files' grades and
+reproduces the numbers a run reported before any re-score.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from continuity.digest import KeySpec, code_digest, value_digest
+from continuity.errors import UsageError
+from continuity.probes.availability import Availability
+from continuity.probes.scoring import locale_for
+from continuity.runner.units import ProbeResult, UnitRecord, score_result, unit_filename
+from continuity.store import Store
+from continuity.traces.schema import Trace
+from continuity.traces.validate import load_trace
+
+if TYPE_CHECKING:
+    from continuity.report.summary import UnitSummary
+
+__all__ = [
+    "SCORER_CHOICES",
+    "SCORER_MODULES",
+    "ProbeScore",
+    "ScoreRecord",
+    "Scorer",
+    "score_key",
+    "score_path",
+    "score_unit",
+    "scorer_digest",
+    "scorer_section",
+]
+
+SCORER_MODULES = (
+    "continuity.probes.scoring",
+    "continuity.probes.normalise",
+    "continuity.probes.values",
+    "continuity.probes.calendar",
+    "continuity.probes.polarity",
+    "continuity.probes.statuses",
+    "continuity.probes.abstention",
+    "continuity.probes.availability",
+)
+SCORE_SALT = "score-v1"
+SCORE_SCHEMA = "continuity-score-v1"
+SCORER_CHOICES = ("current", "original")
+
+
+def scorer_digest() -> str:
+    """The current scorer's version: the code digest of the scoring modules."""
+    return code_digest(SCORER_MODULES)
+
+
+class ProbeScore(msgspec.Struct, frozen=True, kw_only=True):
+    """One valid probe's grade under a scorer."""
+
+    probe_id: str
+    outcome: str | None
+    correct: bool | None
+    score_reason: str | None
+    availability: Availability | None
+    loss: str | None
+
+
+class ScoreRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A scorer's grades of one unit's valid probes (excluded samples are never graded)."""
+
+    schema: str = SCORE_SCHEMA
+    key: str
+    scorer: str  # the scorer's code digest
+    unit: str  # the unit's key
+    unit_digest: str  # the unit's content digest
+    repeat: int
+    trace_id: str
+    arm: str
+    probes: list[ProbeScore]
+    content_digest: str = ""
+
+
+def score_key(unit_key: str, unit_digest: str, scorer: str) -> str:
+    return KeySpec(
+        kind="score",
+        salt=SCORE_SALT,
+        code=scorer,
+        params={"unit_digest": unit_digest},
+        inputs={"unit": unit_key},
+    ).key()
+
+
+def _seal(record: ScoreRecord) -> ScoreRecord:
+    blank = msgspec.structs.replace(record, content_digest="")
+    digest = value_digest(("continuity-score", msgspec.json.encode(blank)))
+    return msgspec.structs.replace(record, content_digest=digest)
+
+
+def score_path(run_dir: Path, scorer: str, record: UnitRecord) -> Path:
+    """Where a unit's score artifact under `scorer` is materialised."""
+    return run_dir / "scores" / scorer[:16] / unit_filename(record)
+
+
+def score_unit(record: UnitRecord, trace: Trace, scorer: str) -> ScoreRecord:
+    """Grade a unit's recorded answers with the current scoring code (no model call)."""
+    by_id = {p.probe_id: p for p in trace.probes}
+    probes = []
+    for result in record.probes:
+        if result.status != "valid":
+            continue
+        states = result.evidence.needle_states if result.evidence is not None else []
+        graded = score_result(
+            result, by_id[result.probe_id], states, locale=locale_for(trace.family)
+        )
+        probes.append(
+            ProbeScore(
+                probe_id=graded.probe_id,
+                outcome=graded.outcome,
+                correct=graded.correct,
+                score_reason=graded.score_reason,
+                availability=graded.availability,
+                loss=graded.loss,
+            )
+        )
+    return _seal(
+        ScoreRecord(
+            key=score_key(record.key, record.content_digest, scorer),
+            scorer=scorer,
+            unit=record.key,
+            unit_digest=record.content_digest,
+            repeat=record.repeat,
+            trace_id=record.trace_id,
+            arm=record.arm,
+            probes=probes,
+        )
+    )
+
+
+def encode_score(record: ScoreRecord) -> bytes:
+    return msgspec.json.format(msgspec.json.encode(record)) + b"\n"
+
+
+def store_score(store: Store, record: ScoreRecord) -> None:
+    store.record_action(
+        record.key,
+        kind="score",
+        output=store.put_blob(msgspec.json.encode(record)),
+        inputs={"unit": record.unit},
+        meta={"scorer": record.scorer, "trace_id": record.trace_id, "arm": record.arm},
+    )
+
+
+def apply_scores(record: UnitRecord, scores: ScoreRecord) -> UnitRecord:
+    """The unit as `scores` grades it (for the report only; never written anywhere)."""
+    by_id = {s.probe_id: s for s in scores.probes}
+
+    def graded(result: ProbeResult) -> ProbeResult:
+        score = by_id.get(result.probe_id)
+        if result.status != "valid" or score is None:
+            return result
+        return msgspec.structs.replace(
+            result,
+            outcome=score.outcome,
+            correct=score.correct,
+            score_reason=score.score_reason,
+            availability=score.availability,
+            loss=score.loss,
+        )
+
+    return msgspec.structs.replace(record, probes=[graded(p) for p in record.probes])
+
+
+def load_unit_trace(
+    store: Store, record: UnitRecord, where: Path, cache: dict[str, Trace]
+) -> Trace:
+    """The unit's trace from the store (read once per trace).
+
+    Raises:
+        AggregateError: ``trace_missing`` when the store no longer holds it.
+    """
+    from continuity.report.aggregate import AggregateError
+
+    if record.trace_key not in cache:
+        stored = store.load_output(record.trace_key)
+        if stored is None:
+            raise AggregateError(
+                f"trace {record.trace_id} ({record.trace_key[:16]}...) is not in the store "
+                f"{store.root}; rebuild it with doit traces, then grade again",
+                code="trace_missing",
+                location=str(where),
+            )
+        cache[record.trace_key] = load_trace(stored, source=record.trace_id)
+    return cache[record.trace_key]
+
+
+class Scorer:
+    """Which grades a report uses: ``original`` (the unit files') or ``current``
+    (the current scorer's, from `doit score`'s artifacts or graded on the fly)."""
+
+    def __init__(self, store: Store, run_dir: Path, choice: str = "current") -> None:
+        if choice not in SCORER_CHOICES:
+            raise UsageError(
+                f"unknown scorer {choice!r}; use {' or '.join(SCORER_CHOICES)}",
+                code="scorer_unknown",
+                location="--scorer",
+            )
+        self.store = store
+        self.run_dir = run_dir
+        self.choice = choice
+        self.digest = scorer_digest() if choice == "current" else None
+        self._traces: dict[str, Trace] = {}
+
+    @property
+    def label(self) -> str:
+        """What enters summary cache keys: the choice and the scorer's version."""
+        return self.digest or "original"
+
+    def describe(self) -> str:
+        if self.digest is None:
+            return (
+                "original grades: the scorer as it was when each unit ran (the unit files' "
+                "grades, never rewritten)"
+            )
+        return (
+            f"current scorer {self.digest[:16]} (its score artifacts from doit score, or the "
+            "same grading of the recorded answers where doit score has not run); "
+            "--scorer original shows the grades recorded in the unit files"
+        )
+
+    def _artifact(self, path: Path, record: UnitRecord) -> ScoreRecord | None:
+        """The unit's verified score artifact, or None when there is none for this unit
+        and scorer (never written, or written for another version of the unit).
+
+        Raises:
+            AggregateError: ``score_tampered`` for an artifact that does not decode, whose
+                content does not match its digest, or that differs from the store's copy.
+        """
+        from continuity.report.aggregate import AggregateError
+
+        assert self.digest is not None
+        where = score_path(self.run_dir, self.digest, record)
+        try:
+            data = where.read_bytes()
+        except OSError:
+            return None
+        try:
+            scores = msgspec.json.decode(data, type=ScoreRecord)
+        except msgspec.MsgspecError as exc:
+            raise AggregateError(
+                f"not a score record: {exc}", code="score_tampered", location=str(where)
+            ) from None
+        if _seal(scores).content_digest != scores.content_digest:
+            raise AggregateError(
+                "the score's content does not match its digest",
+                code="score_tampered",
+                location=str(where),
+            )
+        if scores.key != score_key(record.key, record.content_digest, self.digest):
+            return None  # another unit version's grades: grade this one afresh
+        stored = self.store.load_output(scores.key)
+        if stored is not None and msgspec.json.decode(stored) != msgspec.to_builtins(scores):
+            raise AggregateError(
+                "the score differs from the store's copy of it",
+                code="score_tampered",
+                location=str(where),
+            )
+        return scores
+
+    def grade(self, path: Path, record: UnitRecord) -> tuple[UnitRecord, list[Any]]:
+        """The unit as this scorer grades it, and its original grades of valid probes as
+        ``(probe_id, correct, outcome)`` (empty for ``original``)."""
+        if self.digest is None:
+            return record, []
+        scores = self._artifact(path, record)
+        if scores is None:
+            trace = load_unit_trace(self.store, record, path, self._traces)
+            scores = score_unit(record, trace, self.digest)
+        original = [
+            (p.probe_id, p.correct, p.outcome) for p in record.probes if p.status == "valid"
+        ]
+        return apply_scores(record, scores), original
+
+
+def _mean(values: Iterable[bool | None]) -> float | None:
+    chosen = [bool(v) for v in values]
+    return sum(chosen) / len(chosen) if chosen else None
+
+
+def scorer_section(summaries: Iterable[UnitSummary], scorer: Scorer) -> dict[str, Any]:
+    """The report's scorer record: which grades produced the numbers and, for the
+    current scorer, the change against the original grades per arm (pooled accuracy
+    over valid samples) with every probe whose outcome changed."""
+    section: dict[str, Any] = {
+        "scorer": scorer.choice,
+        "digest": scorer.digest,
+        "description": scorer.describe(),
+        "changes": {},
+    }
+    if scorer.digest is None:
+        return section
+    rows: dict[str, list[tuple[bool | None, bool | None]]] = defaultdict(list)
+    changed: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for summary in summaries:
+        current = {r.probe_id: r for r in summary.rows if r.status == "valid"}
+        for probe_id, correct, outcome in summary.original:
+            row = current.get(probe_id)
+            if row is None:
+                continue
+            rows[summary.arm].append((correct, row.correct))
+            if (outcome, bool(correct)) != (row.outcome, bool(row.correct)):
+                changed[summary.arm].append(
+                    {
+                        "repeat": summary.repeat,
+                        "trace_id": summary.trace_id,
+                        "probe_id": probe_id,
+                        "original": outcome,
+                        "current": row.outcome,
+                    }
+                )
+    section["changes"] = {
+        arm: {
+            "n": len(pairs),
+            "original_accuracy": _mean(o for o, _ in pairs),
+            "current_accuracy": _mean(c for _, c in pairs),
+            "changed": sorted(
+                changed[arm], key=lambda c: (c["repeat"], c["trace_id"], c["probe_id"])
+            ),
+        }
+        for arm, pairs in rows.items()
+    }
+    return section

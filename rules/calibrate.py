@@ -1,0 +1,48 @@
+"""`doit calibrate`: the judge over the labelled calibration suite, agreement per category."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from continuity.graph import task_action
+from rules.params import OUT, STORE, Selection, param
+
+
+def _calibrate(**options: Any) -> str:
+    from continuity.probes.calibration import render_table
+    from continuity.probes.judge_calibration import run_calibration
+
+    chosen = Selection(options)
+    result, md, js = run_calibration(options, str(chosen.store.root), chosen.out)
+    print(f"judge {result.judge} on {result.cases} labelled cases ({result.suite}):")
+    print(render_table(result.agreement), end="")
+    return f"calibrate: judge agreement written to {md} (and {js.name})"
+
+
+def task_calibrate() -> dict[str, Any]:
+    """Run the judge over the labelled calibration suite; print its agreement per category."""
+    return {
+        "actions": [task_action(_calibrate)],
+        "params": [
+            param(
+                "judge_model",
+                str,
+                "",
+                "judge provider:model (default openai-codex:gpt-6.1-sol)",
+            ),
+            param("judge_effort", str, "", "judge reasoning effort (real only)"),
+            param(
+                "provider",
+                str,
+                "scripted",
+                "scripted (offline, the scripted judge) | openai-chat | openai-responses | "
+                "anthropic",
+            ),
+            param("base_url", str, "", "endpoint base URL (default: the provider's public API)"),
+            param("credentials", str, "", "credentials file (real providers only)"),
+            param("cases", str, "", "a calibration suite (default fixtures/calibration/)"),
+            STORE,
+            OUT,
+        ],
+        "verbosity": 2,
+    }
