@@ -18,8 +18,10 @@ pack arm's at least the cold estimate plus 12,000. The sum of a path's repeated
 inputs (every round's whole request) must also fit the per-invocation observed-input
 admission cap: 6 million tokens for the originals, 400 million for the long suites.
 
-The checked-in policy (`fixtures/lookup/budget-v1.json`) is used unless another is
-given by path plus sha256; a mismatch fails closed.
+The checked-in policy of the current probe protocol (`fixtures/lookup/budget-v2.json`,
+for probe-protocol-v2) is used unless another is given by path plus sha256; a mismatch
+fails closed. A protocol change re-measures and freezes a new file; an old one is never
+edited (`budget-v1.json` stays the policy probe-protocol-v1 runs were planned with).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Literal
 import msgspec
 
 from continuity.errors import UsageError
+from continuity.probes.protocol import PROBE_PROTOCOL
 
 __all__ = [
     "BYTE_CAP",
@@ -60,6 +63,12 @@ PACK_EXTRA_TOKENS = 12_000
 ADMISSION_CAPS = {"original": 6_000_000}
 LONG_SUITE_ADMISSION_CAP = 400_000_000
 POLICY_SCHEMA = "continuity-lookup-budget-v1"
+# The frozen policy of each probe protocol; new lookup plans use the current one's.
+POLICIES = {
+    "probe-protocol-v1": "budget-v1.json",
+    "probe-protocol-v2": "budget-v2.json",
+}
+DEFAULT_POLICY = POLICIES[PROBE_PROTOCOL]
 
 Classification = Literal[
     "feasible",  # the reference path fits the budget and the context
@@ -184,7 +193,7 @@ def classify_path(path: PathCost, calls: int, budget_bytes: int) -> Classificati
 
 
 def default_policy_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "fixtures" / "lookup" / "budget-v1.json"
+    return Path(__file__).resolve().parents[2] / "fixtures" / "lookup" / DEFAULT_POLICY
 
 
 def policy_sha256(data: bytes) -> str:

@@ -3,12 +3,31 @@
 For every probe and arm, the evaluator decides from the reader's actual post-boundary
 context and the retained store whether the answer-bearing fact is
 
-- ``in_context``: every answer-bearing value is in the reader's first probe request;
-- ``retrievable``: not all in context, but each missing value is found through
+- ``in_context``: every answer-bearing needle is in what the reader had *before* the
+  probe question: the messages of its first probe request up to the last one before the
+  probe turn (the question and the protocol's instruction never count, so a question
+  that names its subject cannot make that subject "available");
+- ``retrievable``: not all in context, but each missing needle is found through
   ConversationHistory within the lookup budget (8 calls, 126,976 bytes) by the
-  evaluator's reference path: one search for the value at limit 10, then every 8 KiB
-  get page of each hit until the value is seen (store and pack arms only);
+  evaluator's reference path: one search for the needle at limit 10, then every 8 KiB
+  get page of each hit until the needle is seen (store and pack arms only);
 - ``absent``: neither.
+
+Matching is the scorers' own: text goes through `normalise` once, and a needle is found
+by `mentions` whole-token matching (case-insensitive, identifiers with any separators,
+never inside a longer token: ``noon`` is not in ``afternoon``).
+
+A status probe's needle (commitment and artifact status) is its status-bearing
+evidence, not the subject's name: the subject and a word of the expected status
+(``sent``; ``drafted``, ``draft``, ``unsent``; ``final``; ...) in one unit of text. The
+unit is derived from the trace: the narrowest of sentence, paragraph and message in
+which one of the subject's evidence turns states the subject with its status ("I've
+sent the fault report email" is a sentence; "Done and sent. The launch invitation went
+out" is a paragraph). So a context where the status is gone but the subject survives (a
+compaction summary listing open items by name, or only the question) does not hold the
+fact, while a summary that restates the status in its own words ("the fault report
+email was sent") still does. A trace whose evidence never states the status is refused
+(``status_evidence_missing``).
 
 It also records whether a superseded value is in context. With the score, a miss is
 labelled ``lost_at_boundary`` (absent), ``lost_at_retrieval`` (retrievable but not in
@@ -19,11 +38,15 @@ needs no model, so it is meaningful offline.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 import msgspec
 
+from continuity.errors import TraceError
 from continuity.memory.retained import HistoryError, RetainedStore
+from continuity.probes.normalise import mentions, normalise
 from continuity.probes.scoring import Score
 from continuity.traces.schema import (
     ActiveConstraintExpectation,
@@ -33,19 +56,26 @@ from continuity.traces.schema import (
     NextActionExpectation,
     SupersededCurrentExpectation,
     ToolIdentifierExpectation,
+    ToolResult,
+    Trace,
 )
 
 __all__ = [
     "AVAILABILITY_COLUMNS",
     "LOOKUP_BYTES",
     "LOOKUP_CALLS",
+    "STATUS_WORDS",
     "Availability",
+    "ContextText",
     "NeedleState",
     "Needles",
     "availability",
+    "fact_count",
+    "found_in",
     "loss",
     "needles_for",
     "reference_lookup",
+    "status_needle",
 ]
 
 LOOKUP_CALLS = 8
@@ -63,6 +93,27 @@ AVAILABILITY_COLUMNS: tuple[str, ...] = (
 )
 Fact = Literal["in_context", "retrievable", "absent", "not_applicable"]
 Loss = Literal["lost_at_boundary", "lost_at_retrieval", "present_but_missed"]
+Scope = Literal["sentence", "paragraph", "message"]
+SCOPES: tuple[Scope, ...] = ("sentence", "paragraph", "message")
+
+# The words that state each status of the probes' closed status vocabularies.
+STATUS_WORDS: dict[str, tuple[str, ...]] = {
+    "SENT": ("sent",),
+    "DRAFTED": ("drafted", "draft", "drafts", "unsent"),
+    "SCHEDULED": ("scheduled",),
+    "CANCELLED": ("cancelled", "canceled"),
+    "DECLINED": ("declined",),
+    "DRAFT": ("draft", "drafts", "drafted"),
+    "FINAL": ("final", "finalised", "finalized"),
+    "SHARED": ("shared",),
+    "ARCHIVED": ("archived",),
+    "SUPERSEDED": ("superseded",),
+}
+# A status needle: subject, status words and scope joined by the ASCII unit separator,
+# which no trace text contains (it is a control character the schema's prose never has).
+_JOIN = "\x1f"
+_PARAGRAPH = re.compile(r"\n\s*")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 class Needles(msgspec.Struct, frozen=True):
@@ -88,25 +139,154 @@ class Availability(msgspec.Struct, frozen=True):
     reference_bytes: int
 
 
-def needles_for(expectation: Expectation) -> Needles:
+def status_needle(subject: str, status: str, scope: Scope) -> str:
+    """The needle for `subject` stated with `status` within one `scope` of text."""
+    words = STATUS_WORDS.get(status.upper(), (status.lower(),))
+    return _JOIN.join((subject, "|".join(words), scope))
+
+
+def _statement(sentence: str) -> bool:
+    """Whether a sentence can state a status: a question asks, it does not state."""
+    return bool(sentence.strip()) and not sentence.rstrip(" )\"'").endswith("?")
+
+
+def _units(text: str, scope: Scope) -> list[str]:
+    """`text` cut into units of `scope` (raw, not yet normalised), each made of its
+    statements only (questions left out)."""
+    paragraphs = [
+        " ".join(s for s in _SENTENCE.split(p) if _statement(s)) for p in _PARAGRAPH.split(text)
+    ]
+    if scope == "message":
+        return [" ".join(p for p in paragraphs if p)]
+    if scope == "paragraph":
+        return [p for p in paragraphs if p]
+    return [s for p in _PARAGRAPH.split(text) for s in _SENTENCE.split(p) if _statement(s)]
+
+
+# Status word groups for spotting a list of options (DRAFT and DRAFTED share one).
+_STATUS_GROUPS = sorted({frozenset(words) for words in STATUS_WORDS.values()}, key=sorted)
+_STATUS_GROUPS = [g for g in _STATUS_GROUPS if not any(g < other for other in _STATUS_GROUPS)]
+
+
+def _lists_options(unit: str) -> bool:
+    """Whether a unit names three or more statuses: a list of options states none."""
+    named = sum(any(mentions(unit, w, normalised=True) for w in group) for group in _STATUS_GROUPS)
+    return named >= 3
+
+
+class ContextText:
+    """Text a needle is looked for in: one or more messages, each normalised once."""
+
+    def __init__(self, messages: Iterable[str]) -> None:
+        self.messages = [m for m in messages if m]
+        self._flat: str | None = None
+        self._units: dict[Scope, list[str]] = {}
+
+    def flat(self) -> str:
+        if self._flat is None:
+            self._flat = normalise("\n".join(self.messages))
+        return self._flat
+
+    def units(self, scope: Scope) -> list[str]:
+        if scope not in self._units:
+            self._units[scope] = [normalise(u) for m in self.messages for u in _units(m, scope)]
+        return self._units[scope]
+
+    def holds(self, needle: str) -> bool:
+        """Whether this text states `needle` (a value, or a status needle)."""
+        if _JOIN not in needle:
+            return mentions(self.flat(), needle, normalised=True)
+        subject, words, scope = needle.split(_JOIN)
+        if scope not in SCOPES or not mentions(self.flat(), subject, normalised=True):
+            return False
+        return any(
+            mentions(unit, subject, normalised=True)
+            and any(mentions(unit, word, normalised=True) for word in words.split("|"))
+            and not _lists_options(unit)
+            for unit in self.units(SCOPES[SCOPES.index(scope)])
+        )
+
+
+def found_in(text: str, needle: str) -> bool:
+    """Whether `text` (one message or record) states `needle`."""
+    return ContextText([text]).holds(needle)
+
+
+def _turn_text(trace: Trace) -> dict[str, str]:
+    return {
+        turn.turn_id: turn.output if isinstance(turn, ToolResult) else turn.text
+        for session in trace.sessions
+        for turn in session.turns
+    }
+
+
+def _status_needle(
+    exp: CommitmentStatusExpectation | ArtifactStatusExpectation, texts: dict[str, str]
+) -> str:
+    """The narrowest scope in which an evidence turn states the subject's status.
+
+    Raises:
+        TraceError: ``status_evidence_missing`` when no evidence turn does.
+    """
+    evidence = [texts[e] for e in exp.subject.evidence if e in texts]
+    for scope in SCOPES:
+        needle = status_needle(exp.subject.value, exp.status, scope)
+        if any(found_in(text, needle) for text in evidence):
+            return needle
+    raise TraceError(
+        f"no evidence turn of {exp.subject.value!r} states it as {exp.status}",
+        code="status_evidence_missing",
+        location=",".join(exp.subject.evidence),
+    )
+
+
+def needles_for(expectation: Expectation, trace: Trace) -> Needles:
+    """The needles of a probe of `trace` (status needles are derived from its evidence).
+
+    Raises:
+        TraceError: ``status_evidence_missing`` (see `_status_needle`).
+    """
     exp = expectation
+    if isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
+        return Needles([_status_needle(exp, _turn_text(trace))], [])
+    return _value_needles(exp)
+
+
+def _value_needles(exp: Expectation) -> Needles:
     if isinstance(exp, ToolIdentifierExpectation):
         return Needles([exp.answer.value], [f.value for f in exp.superseded])
     if isinstance(exp, SupersededCurrentExpectation):
         return Needles([exp.current.value], [f.value for f in exp.superseded])
     if isinstance(exp, ActiveConstraintExpectation) and exp.mode == "recall":
         return Needles([f.value for f in exp.required], [])
-    if isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
-        return Needles([exp.subject.value], [])
     if isinstance(exp, NextActionExpectation):
         return Needles([f.value for f in exp.keywords], [])
     return Needles([], [])  # abstention, redaction and task constraints
 
 
+def fact_count(expectation: Expectation) -> int:
+    """How many of a probe's needles are fact needles (the rest are superseded values):
+    what splits recorded needle states, without the trace."""
+    if isinstance(expectation, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
+        return 1
+    return len(_value_needles(expectation).fact)
+
+
+def _query(needle: str) -> str:
+    """The reference path's search query for a needle: a status needle searches for its
+    subject and status words."""
+    if _JOIN not in needle:
+        return needle
+    subject, words, _ = needle.split(_JOIN)
+    return f"{subject} {' '.join(words.split('|'))}"
+
+
 def reference_lookup(
     store: RetainedStore, value: str, *, calls: int = LOOKUP_CALLS, budget_bytes: int = LOOKUP_BYTES
 ) -> NeedleState:
-    """The evaluator's reference path for one value, charged like a reader's calls."""
+    """The evaluator's reference path for one needle, charged like a reader's calls. A
+    record holds the needle when its text read so far states it (`ContextText.holds`,
+    the same matching as the in-context check)."""
     used_calls = used_bytes = 0
 
     def charge(payload: msgspec.Struct) -> bool:
@@ -116,13 +296,13 @@ def reference_lookup(
         return used_calls <= calls and used_bytes <= budget_bytes
 
     try:
-        page = store.search(value, limit=10)
+        page = store.search(_query(value), limit=10)
     except HistoryError:
         return NeedleState(False, False, 1, 0)
     if not charge(page):
         return NeedleState(False, False, used_calls, used_bytes)
     for hit in page.hits:
-        seen = ""
+        seen = ""  # the record's text so far: a value may straddle two pages
         cursor: str | None = None
         while True:
             if used_calls >= calls:
@@ -131,9 +311,8 @@ def reference_lookup(
             if not charge(record):
                 return NeedleState(False, False, used_calls, used_bytes)
             seen += record.text
-            if value in seen:
+            if found_in(seen, value):
                 return NeedleState(False, True, used_calls, used_bytes)
-            seen = seen[-len(value) :]  # a value may straddle two pages
             cursor = record.next_cursor
             if cursor is None:
                 break
@@ -141,9 +320,11 @@ def reference_lookup(
 
 
 def availability(
-    needles: Needles, fact_states: list[NeedleState], superseded_states: list[NeedleState]
+    facts: int, fact_states: Sequence[NeedleState], superseded_states: Sequence[NeedleState]
 ) -> Availability:
-    if not needles.fact:
+    """The fact's availability from the states of a probe's `facts` fact needles (see
+    `fact_count`) and of its superseded values."""
+    if not facts:
         return Availability("not_applicable", any(s.in_context for s in superseded_states), 0, 0)
     in_context = all(s.in_context for s in fact_states)
     # The values not in context must all be found within ONE lookup budget: a

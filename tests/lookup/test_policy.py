@@ -14,6 +14,7 @@ from continuity.errors import ContinuityError, UsageError
 from continuity.lookup.policy import (
     BYTE_CAP,
     CALL_CAP,
+    POLICIES,
     PathCost,
     admission_cap,
     budget_from_paths,
@@ -23,6 +24,8 @@ from continuity.lookup.policy import (
     round_inputs,
 )
 from continuity.lookup.soul import SoulError, check_soul, install_soul, normalise_core, read_soul
+from continuity.plan.plan import LookupPlan, plan_from_options
+from continuity.probes.protocol import PROBE_PROTOCOL
 
 
 def test_the_seeds_frozen_example() -> None:
@@ -117,6 +120,37 @@ def test_the_frozen_policy_is_the_seeds_budget_over_this_projects_inventory() ->
         policy.max_path_calls, policy.max_path_bytes, policy.largest_response
     ) == (9, 66_560)
     assert len(policy.inventory_sha256) == 64
+
+
+# The frozen policy of each probe protocol, by sha256 of its bytes. A protocol change
+# freezes a new file; an old one is never edited.
+FROZEN_POLICIES = {
+    "budget-v1.json": "58ca3014b58b54952e5d17aee3f484bd24a3fcffffaff66148943c809df08cc4",
+    "budget-v2.json": "501866af275caab5f0bafc7e617c74a04c409faca1f3e117add3233156b221d5",
+}
+
+
+def test_each_protocol_has_its_frozen_policy_and_new_plans_use_the_current_one() -> None:
+    folder = default_policy_path().parent
+    for name, sha in FROZEN_POLICIES.items():
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sha, name
+    assert POLICIES == {
+        "probe-protocol-v1": "budget-v1.json",
+        "probe-protocol-v2": "budget-v2.json",
+    }
+    assert default_policy_path().name == POLICIES[PROBE_PROTOCOL] == "budget-v2.json"
+    v1 = load_policy(folder / "budget-v1.json", FROZEN_POLICIES["budget-v1.json"])
+    v2 = load_policy()
+    # The v2 inventory moved (every first request carries the instruction), nothing else:
+    # the same budget, soul binding, reader and slot classes.
+    assert v1.inventory_sha256 != v2.inventory_sha256
+    assert v2.inventory_sha256.startswith("351e5ecb")
+    same = ("calls", "bytes", "soul_sha256", "soul_core_sha256", "reader", "slots", "paths")
+    assert all(getattr(v1, f) == getattr(v2, f) for f in same)
+    assert "probe-protocol-v2" in v2.note
+    plan = plan_from_options({"probe_mode": "lookup-allowed-v1"})
+    assert isinstance(plan, LookupPlan)
+    assert plan.policy_sha256 == FROZEN_POLICIES["budget-v2.json"]
 
 
 def test_a_policy_by_path_needs_its_sha256(tmp_path: Path) -> None:

@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from continuity.errors import TraceError
+from continuity.harness.messages import AssistantMessage, ModelRequest, UserMessage
+from continuity.harness.probe import _needle_states
+from continuity.memory.retained import RetainedStore
 from continuity.probes.availability import (
     LOOKUP_BYTES,
     LOOKUP_CALLS,
-    Needles,
+    ContextText,
     NeedleState,
     availability,
+    fact_count,
+    found_in,
+    needles_for,
+    reference_lookup,
+    status_needle,
 )
+from continuity.probes.protocol import probe_turn_text
+from continuity.traces import generator
+from continuity.traces.keys import fixtures_dir
+from continuity.traces.schema import (
+    ArtifactStatusExpectation,
+    CommitmentStatusExpectation,
+    Trace,
+)
+from continuity.traces.validate import load_trace
 
-TWO = Needles(["Harbor Vale", "pier 7"], [])
+TWO = 2  # two fact values, e.g. "Harbor Vale" and "pier 7"
 
 
 def test_in_context_needs_every_value() -> None:
@@ -38,5 +61,139 @@ def test_the_values_not_in_context_share_one_lookup_budget() -> None:
 
 
 def test_no_fact_values_is_not_applicable_but_stale_values_still_count() -> None:
-    result = availability(Needles([], ["old"]), [], [NeedleState(True, None, 0, 0)])
+    result = availability(0, [], [NeedleState(True, None, 0, 0)])
     assert result.fact == "not_applicable" and result.superseded_present
+
+
+# -- matching: the scorers' normaliser, whole tokens --------------------------------------
+
+
+def test_whole_token_matching_never_finds_a_value_inside_a_longer_word() -> None:
+    context = ContextText(["We meet in the afternoon, after the 12:30 train."])
+    assert not context.holds("noon")
+    assert not context.holds("12:3")
+    assert ContextText(["We meet at noon."]).holds("noon")
+    assert ContextText(["We meet at NOON."]).holds("Noon")  # case-insensitive
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "the account is kln 4471 qx",
+        "the account is KLN\u20114471\u2011QX",  # non-breaking hyphens
+        "the account is KLN\u2013\uff14\uff14\uff17\uff11\u2013QX",  # en dashes, full-width
+        "the account is KLN-44\u200b71-QX.",  # a zero-width space inside
+        "the account is\nKLN4471QX",
+    ],
+)
+def test_separator_and_unicode_variants_are_found(written: str) -> None:
+    assert ContextText(["first message", written]).holds("KLN-4471-QX")
+
+
+def test_a_prefix_or_superstring_of_an_identifier_is_not_found() -> None:
+    assert not ContextText(["the account is KLN-4471-QXZ"]).holds("KLN-4471-QX")
+    assert not ContextText(["the account is KLN-4471-Q"]).holds("KLN-4471-QX")
+
+
+# -- status needles ---------------------------------------------------------------------
+
+
+def test_a_status_needle_needs_the_subject_stated_with_its_status() -> None:
+    sentence = status_needle("fault report email", "SENT", "sentence")
+    assert found_in("Done. I've sent the fault report email to the returns team.", sentence)
+    assert found_in("Update: the Fault Report e-mail was SENT on Monday.", sentence) is False
+    assert found_in("Update: the fault report email was SENT on Monday.", sentence)
+    # The subject alone, or the status about something else, is not the fact.
+    assert not found_in("Open items: the fault report email.", sentence)
+    assert not found_in("The fault report email is open. The invoice was sent.", sentence)
+    # A paragraph-scope needle accepts the status a sentence earlier, not a paragraph.
+    paragraph = status_needle("launch invitation", "SENT", "paragraph")
+    assert found_in("Done and sent. The launch invitation went out at noon.", paragraph)
+    assert not found_in("Done and sent.\nThe launch invitation is still open.", paragraph)
+    drafted = status_needle("claim", "DRAFTED", "sentence")
+    assert found_in("The claim is unsent, in your drafts.", drafted)
+    assert not found_in("I have not drafted anything; the claimant is waiting.", drafted)
+
+
+def _shipped() -> list[Trace]:
+    traces = [
+        load_trace(p.read_bytes(), source=p.name)
+        for p in sorted((fixtures_dir() / "original").glob("*.json"))
+    ]
+    traces += [generator.generate_trace(s, distractors=d) for s in (101, 104) for d in (0, 1)]
+    return traces
+
+
+def test_every_shipped_status_probe_has_an_evidence_needle_its_evidence_holds() -> None:
+    seen = 0
+    for trace in _shipped():
+        turns = {t.turn_id: t for s in trace.sessions for t in s.turns}
+        for probe in trace.probes:
+            exp = probe.expectation
+            needles = needles_for(exp, trace)
+            assert fact_count(exp) == len(needles.fact), (trace.trace_id, probe.probe_id)
+            if not isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
+                continue
+            seen += 1
+            (needle,) = needles.fact
+            texts = [getattr(turns[e], "text", "") for e in exp.subject.evidence]
+            assert any(found_in(t, needle) for t in texts), (trace.trace_id, probe.probe_id)
+            # The question names the subject, but never states the status with it.
+            assert not found_in(probe.text, needle), (trace.trace_id, probe.probe_id)
+    assert seen >= 30
+
+
+def test_a_trace_whose_evidence_never_states_the_status_is_refused() -> None:
+    trace = _shipped()[0]
+    probe = next(p for p in trace.probes if isinstance(p.expectation, CommitmentStatusExpectation))
+    wrong = msgspec.structs.replace(probe.expectation, status="DECLINED")
+    with pytest.raises(TraceError) as raised:
+        needles_for(wrong, trace)
+    assert raised.value.code == "status_evidence_missing"
+
+
+# -- the probe child's context: what came before the question -----------------------------
+
+
+def _request(*messages: UserMessage | AssistantMessage) -> ModelRequest:
+    return ModelRequest(session_id="s", provider="p", model="m", system="sys", messages=messages)
+
+
+def test_the_probe_question_never_counts_as_context() -> None:
+    question = probe_turn_text("What is the status of the fault report email? Was it sent?")
+    status = status_needle("fault report email", "SENT", "sentence")
+    lost = _request(
+        UserMessage(text="<summary>\n## Goal\nnothing extracted\n</summary>"),
+        AssistantMessage(text="Noted; the return is on track."),
+        UserMessage(text=question, source="probe"),
+    )
+    states = _needle_states([status, "fault report email", "afternoon"], lost, None)
+    assert [s.in_context for s in states] == [False, False, False]
+    assert all(s.retrievable is None for s in states)  # no store offered
+    kept = _request(
+        AssistantMessage(text="I've sent the fault report email; we meet this afternoon."),
+        UserMessage(text=question, source="probe"),
+    )
+    states = _needle_states([status, "fault report email", "noon"], kept, None)
+    assert [s.in_context for s in states] == [True, True, False]
+
+
+def test_the_reference_lookup_uses_the_same_matching(tmp_path: Path) -> None:
+    store = RetainedStore(tmp_path / "retained.sqlite3")
+    store.retain_tool_result(
+        "Ledger: " + "filler line. " * 900 + "Account KLN\u20114471\u2011QX opened. "
+        "We meet in the afternoon.",
+        tool="mail",
+        tool_kind="email",
+        entry_ref="e1",
+    )
+    store.retain_owner("I've sent the fault report email.", source="owner", entry_ref="e2")
+    found = reference_lookup(store, "kln 4471 qx")
+    assert found.retrievable and found.calls >= 3  # a search, then the record's pages
+    assert not reference_lookup(store, "noon").retrievable
+    status = status_needle("fault report email", "SENT", "sentence")
+    assert reference_lookup(store, status).retrievable
+    assert not reference_lookup(
+        store, status_needle("fault report email", "DRAFTED", "message")
+    ).retrievable
+    store.close()

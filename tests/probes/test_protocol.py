@@ -1,0 +1,167 @@
+"""The probe protocol: one fixed, value-free instruction on every probe turn, bound into
+every plan digest; and availability read from what the reader had before the question.
+
+The probe children here are real (`run_unit` with ``dump_requests``), over an original
+and a hard trace and over arms that cross every kind of boundary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import msgspec
+import pytest
+
+from continuity.arms import ARMS
+from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
+from continuity.probes.availability import needles_for
+from continuity.probes.normalise import mentions
+from continuity.probes.protocol import PROBE_INSTRUCTION, PROBE_PROTOCOL, probe_turn_text
+from continuity.runner.units import UnitRecord, run_unit
+from continuity.store import Store
+from continuity.traces import generator
+from continuity.traces.keys import fixtures_dir
+from continuity.traces.schema import (
+    CATEGORIES,
+    ArtifactStatusExpectation,
+    CommitmentStatusExpectation,
+    Fact,
+    Trace,
+)
+from continuity.traces.suites import build_suite
+from continuity.traces.validate import load_trace
+
+RUNS = {
+    "original": "native,cold-rebuild,compaction-1,continuity-store,continuity-pack-cold",
+    "hard": "native,cold-rebuild,compaction-2,restart-switch-compact,continuity-store-compaction",
+}
+Run = tuple[Trace, UnitRecord, list[dict[str, object]]]
+
+
+def _shipped_traces() -> list[Trace]:
+    originals = sorted((fixtures_dir() / "original").glob("*.json"))
+    traces = [load_trace(p.read_bytes(), source=p.name) for p in originals]
+    for seed in range(101, 109):
+        traces.append(generator.generate_trace(seed))
+        traces.append(generator.generate_trace(seed, distractors=True))
+    return traces
+
+
+def _expected_strings(value: object) -> Iterator[str]:
+    """Every string an expectation holds: fact values, terms, statuses."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Fact):
+        yield value.value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _expected_strings(item)
+    elif isinstance(value, msgspec.Struct):
+        for field in value.__struct_fields__:
+            if field != "mode":  # recall/task: a mode, not a value
+                yield from _expected_strings(getattr(value, field))
+
+
+def test_the_instruction_names_no_expected_value_and_no_category() -> None:
+    values = {
+        v for t in _shipped_traces() for p in t.probes for v in _expected_strings(p.expectation)
+    }
+    assert len(values) > 200  # originals and hard 101-108, with and without distractors
+    assert [v for v in values if mentions(PROBE_INSTRUCTION, v)] == []
+    for category in CATEGORIES:
+        for spelling in (category, category.replace("_", " ")):
+            assert spelling.lower() not in PROBE_INSTRUCTION.lower(), category
+    # It tells the reader how to decline, the same way every time.
+    assert "UNKNOWN" in PROBE_INSTRUCTION and "never came up" in PROBE_INSTRUCTION
+    assert probe_turn_text("Q?") == "Q?\n\n" + PROBE_INSTRUCTION
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Run]:
+    root = tmp_path_factory.mktemp("protocol")
+    store = Store(root / "store")
+    found: dict[tuple[str, str], Run] = {}
+    for suite, arms in RUNS.items():
+        seeds = (101,) if suite == "hard" else None
+        item = build_suite(store, suite, seeds, out_dir=root / "out").items[0]
+        trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
+        for arm_id in arms.split(","):
+            dump = root / f"{suite}-{arm_id}.jsonl"
+            record, _ = run_unit(store, trace, item, ARMS[arm_id], dump_requests=dump)
+            requests = [json.loads(line) for line in dump.read_text().splitlines()]
+            found[(suite, arm_id)] = (trace, record, requests)
+    return found
+
+
+def _first_requests(requests: list[dict[str, object]]) -> list[list[dict[str, str]]]:
+    """The first reader request of every probe: the one that ends with a user turn (a
+    reader's later requests end with a tool result)."""
+    firsts = []
+    for request in requests:
+        messages = request["messages"]
+        assert isinstance(messages, list)
+        if messages[-1]["role"] == "user":
+            firsts.append(messages)
+    return firsts
+
+
+def test_every_probe_turn_ends_with_the_same_instruction_bytes(
+    runs: dict[tuple[str, str], Run],
+) -> None:
+    suffixes = set()
+    for (suite, arm_id), (trace, _, requests) in runs.items():
+        firsts = _first_requests(requests)
+        assert len(firsts) == len(trace.probes), (suite, arm_id)
+        for probe, messages in zip(trace.probes, firsts, strict=True):
+            last = messages[-1]["content"]
+            assert last == probe_turn_text(probe.text), (suite, arm_id, probe.probe_id)
+            assert last.endswith("\n\n" + PROBE_INSTRUCTION)
+            suffixes.add(last[len(probe.text) :].encode("utf-8"))
+            # The instruction is on the probe turn only, never earlier in the context.
+            assert all(PROBE_INSTRUCTION not in m["content"] for m in messages[:-1])
+    assert suffixes == {("\n\n" + PROBE_INSTRUCTION).encode("utf-8")}
+
+
+def test_a_status_subject_lost_at_the_boundary_is_absent_though_the_question_names_it(
+    runs: dict[tuple[str, str], Run],
+) -> None:
+    lost = 0
+    for (suite, arm_id), (trace, record, requests) in runs.items():
+        firsts = _first_requests(requests)
+        for probe, result, messages in zip(trace.probes, record.probes, firsts, strict=True):
+            exp = probe.expectation
+            if not isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
+                continue
+            before = "\n".join(m["content"] for m in messages[:-1])
+            assert mentions(messages[-1]["content"], exp.subject.value)  # the question names it
+            assert result.availability is not None
+            if not mentions(before, exp.subject.value):
+                lost += 1
+                assert result.availability.fact == "absent", (suite, arm_id, probe.probe_id)
+                assert result.loss == "lost_at_boundary"
+            if arm_id == "native":  # the evidence turn is there, verbatim
+                assert result.availability.fact == "in_context", probe.probe_id
+    assert lost >= 4  # the compacted and rebuilt arms of the hard trace lose subjects
+
+
+def test_the_status_needle_is_the_evidence_not_the_subject(
+    runs: dict[tuple[str, str], Run],
+) -> None:
+    """The needle the child checks for a status probe is the subject with its status,
+    never the bare subject (which the question itself names)."""
+    trace, _, _ = runs[("hard", "native")]
+    for probe in trace.probes:
+        exp = probe.expectation
+        if isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
+            (needle,) = needles_for(exp, trace).fact
+            assert needle != exp.subject.value and needle.startswith(exp.subject.value)
+
+
+def test_every_plan_digest_binds_the_protocol_version() -> None:
+    for options in ({}, {"suite": "hard", "seeds": "101"}, {"probe_mode": "lookup-allowed-v1"}):
+        plan = plan_from_options(options)
+        assert plan.probe_protocol == PROBE_PROTOCOL
+        older = msgspec.structs.replace(plan, probe_protocol="probe-protocol-v1")
+        assert plan_digest(older) != plan_digest(plan)
+        assert msgspec.structs.replace(older, probe_protocol=PROBE_PROTOCOL) == plan
+    assert isinstance(plan_from_options({"probe_mode": "lookup-allowed-v1"}), LookupPlan)
