@@ -120,7 +120,9 @@ def _shipped() -> list[Trace]:
         load_trace(p.read_bytes(), source=p.name)
         for p in sorted((fixtures_dir() / "original").glob("*.json"))
     ]
-    traces += [generator.generate_trace(s, distractors=d) for s in (101, 104) for d in (0, 1)]
+    traces += [
+        generator.generate_trace(s, distractors=d) for s in (101, 104) for d in (False, True)
+    ]
     return traces
 
 
