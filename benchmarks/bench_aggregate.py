@@ -33,7 +33,15 @@ def _relabel(record: UnitRecord, repeat: int, flip: int) -> UnitRecord:
         else p
         for i, p in enumerate(record.probes)
     ]
-    key = unit_key(repeat, record.trace_key, ARMS[record.arm], record.checkpoint, record.probe_ids)
+    key = unit_key(
+        repeat,
+        record.trace_key,
+        ARMS[record.arm],
+        record.checkpoint,
+        record.probe_ids,
+        record.binding,
+        record.probe_protocol,
+    )
     return seal(msgspec.structs.replace(record, repeat=repeat, key=key, probes=probes))
 
 

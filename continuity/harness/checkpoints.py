@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
@@ -32,6 +33,9 @@ from continuity.harness.keys import ReplayConfig, checkpoint_key, checkpoint_roo
 from continuity.harness.replay import ReplayReceipt, replay_trace
 from continuity.store import ObjectRef, Store
 from continuity.traces.schema import ReplayTrace
+
+if TYPE_CHECKING:
+    from continuity.providers.endpoint import RealBinding
 
 __all__ = [
     "CheckpointResult",
@@ -98,15 +102,20 @@ def build_checkpoint(
     config: ReplayConfig | None = None,
     tool_server_url: str | None = None,
     read_timeout: float = 30.0,
+    real: RealBinding | None = None,
 ) -> CheckpointResult:
     """Replay `trace` and store the pristine workspace, unless the checkpoint exists.
+
+    `real` (real mode, arm (d) only) makes the mid-trace compaction a real summarizer
+    call; the checkpoint's key then binds the repeat and the summarizer binding, so each
+    repeat has its own checkpoint and its own summary.
 
     Raises:
         HarnessError (and subclasses): the replay failed. Nothing is stored and the
             half-written workspace is removed.
     """
     config = config or ReplayConfig()
-    key = checkpoint_key(trace_key, config)
+    key = checkpoint_key(trace_key, config, real)
     entry = store.get_action(key)
     if entry is not None:
         return CheckpointResult(
@@ -130,6 +139,7 @@ def build_checkpoint(
                     trace_digest=trace_digest,
                     tool_server_url=tool_server_url,
                     read_timeout=read_timeout,
+                    summarizer=real,
                 )
             )
         except BaseException:

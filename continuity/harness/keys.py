@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from continuity.digest import KeySpec, code_digest
 from continuity.store import Store
+
+if TYPE_CHECKING:
+    from continuity.providers.endpoint import RealBinding
 
 __all__ = [
     "CHECKPOINT_SALT",
@@ -55,18 +59,43 @@ def _replay_params(config: ReplayConfig) -> dict[str, object]:
     return params
 
 
-def checkpoint_spec(trace_key: str, config: ReplayConfig) -> KeySpec:
+def real_summarizer_params(real: RealBinding) -> dict[str, Any]:
+    """What a real-mode checkpoint binds of its summarizer: the repeat and the endpoint
+    binding (never the credentials path, the ledger or execution knobs)."""
+    spec = real.endpoint
+    return {
+        "repeat": real.repeat,
+        "summarizer": {
+            "kind": spec.kind,
+            "base_url": spec.base_url.rstrip("/"),
+            "model": spec.model,
+            "generation": spec.generation(),
+        },
+    }
+
+
+def checkpoint_spec(
+    trace_key: str, config: ReplayConfig, real: RealBinding | None = None
+) -> KeySpec:
+    """A checkpoint's key spec. `real` only for a replay that calls a real model (the
+    mid-trace summary of arm (d) in real mode): such a checkpoint is one per repeat and
+    summarizer binding. Offline keys are what they were."""
+    params: dict[str, Any] = {"replay": _replay_params(config)}
+    if real is not None:
+        params["real"] = real_summarizer_params(real)
     return KeySpec(
         kind="checkpoint",
         salt=CHECKPOINT_SALT,
         code=code_digest(HARNESS_CODE),
-        params={"replay": _replay_params(config)},
+        params=params,
         inputs={"trace": trace_key},
     )
 
 
-def checkpoint_key(trace_key: str, config: ReplayConfig | None = None) -> str:
-    return checkpoint_spec(trace_key, config or ReplayConfig()).key()
+def checkpoint_key(
+    trace_key: str, config: ReplayConfig | None = None, real: RealBinding | None = None
+) -> str:
+    return checkpoint_spec(trace_key, config or ReplayConfig(), real).key()
 
 
 def checkpoint_root(store: Store, trace_id: str, key: str) -> Path:

@@ -248,7 +248,9 @@ class _RealCalls:
                 raise
         return calls
 
-    def provider(self, role: Literal["answer", "summary"]) -> CachedProvider:
+    def provider(
+        self, role: Literal["answer", "summary"], probe: str | None = None
+    ) -> CachedProvider:
         from continuity.providers.cache import CachedProvider
 
         wrapped = CachedProvider(
@@ -259,6 +261,7 @@ class _RealCalls:
             role=role,
             ledger=self.ledger,
             explain_log=self.binding.explain_log,
+            probe=probe,  # a probe's own summaries: once per probe, never shared
         )
         self.wrapped.append(wrapped)
         return wrapped
@@ -306,7 +309,7 @@ async def run_probe(
     # Lookup's native arm runs on the reader's native session and never compacts.
     never_compact = lookup is not None and arm.boundary == "none"
     summarizer: Provider = (
-        real.provider("summary")
+        real.provider("summary", probe=f"{request.arm}:{request.probe_index}")
         if real is not None
         else ScriptedSummarizer(name=reader_provider, model=reader_model)
     )

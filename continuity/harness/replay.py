@@ -12,6 +12,11 @@ After the last turn the replay proves its own fidelity or fails with
 ``replay_fidelity_failed``: every scripted step consumed, the server's call log equal to
 the trace's tool records in order (one call each), every steer delivered as owner input,
 and the session, history and sidecar reloaded from disk equal to what was in memory.
+
+The mid-trace compaction of arm (d) is promptless and scripted offline. In real mode
+(`summarizer`) it is a real summarizer call behind the call cache and the invocation's
+ledger, made once per repeat (its checkpoint is per repeat); its receipts are in the
+replay receipt. The history around it stays scripted, identical to the other arms.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import contextlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -41,6 +47,7 @@ from continuity.harness.session import DurableSession
 from continuity.harness.toolbox import McpToolbox
 from continuity.harness.workspace import Workspace
 from continuity.memory.retained import RetainedStats, RetainedStore
+from continuity.providers.endpoint import CallReceipt
 from continuity.providers.scripted import ScriptedProvider, ScriptedStep, ScriptedSummarizer
 from continuity.servers.fixture import FixtureToolServer, frozen_records
 from continuity.traces.schema import (
@@ -50,6 +57,9 @@ from continuity.traces.schema import (
     Steer,
     iter_turns,
 )
+
+if TYPE_CHECKING:
+    from continuity.providers.endpoint import RealBinding
 
 __all__ = ["ReplayClock", "ReplayConfig", "ReplayReceipt", "replay_trace", "scripted_steps"]
 
@@ -77,6 +87,8 @@ class ReplayReceipt(msgspec.Struct, frozen=True, kw_only=True):
     usage: Usage
     retained: RetainedStats | None = None
     mid_trace_compaction: CompactionEvent | None = None
+    # Real mode only: the receipts of the real mid-trace summary's calls.
+    mid_trace_calls: list[CallReceipt] = msgspec.field(default_factory=list)
 
 
 class ReplayClock:
@@ -151,11 +163,13 @@ async def replay_trace(
     trace_digest: str = "",
     tool_server_url: str | None = None,
     read_timeout: float = 30.0,
+    summarizer: RealBinding | None = None,
 ) -> ReplayReceipt:
     """Replay `trace` into a new workspace at `root` and return its receipt.
 
     With `tool_server_url`, calls go to that MCP server instead of an in-process
-    fixture server (the call log then cannot be checked here).
+    fixture server (the call log then cannot be checked here). With `summarizer` (real
+    mode), the mid-trace compaction calls that endpoint.
 
     Raises:
         ScriptExhausted, ToolError, ReplayFidelityError, HarnessError: typed failures.
@@ -164,7 +178,13 @@ async def replay_trace(
     """
     try:
         return await _replay(
-            trace, root, config or ReplayConfig(), trace_digest, tool_server_url, read_timeout
+            trace,
+            root,
+            config or ReplayConfig(),
+            trace_digest,
+            tool_server_url,
+            read_timeout,
+            summarizer,
         )
     except BaseExceptionGroup as group:  # anyio task groups wrap the typed error
         typed = typed_error(group)
@@ -174,20 +194,57 @@ async def replay_trace(
 
 
 async def _mid_trace_compaction(
-    session: DurableSession, config: ReplayConfig, trace: ReplayTrace
-) -> CompactionEvent:
-    event = await compact_conversation(
-        session,
-        ScriptedSummarizer(name=config.history_provider, model=config.history_model),
-        policy=CompactionPolicy(**SMALLEST_TRIGGER),
-        reason="manual",
-        model=config.history_model,
-    )
+    session: DurableSession,
+    config: ReplayConfig,
+    trace: ReplayTrace,
+    real: RealBinding | None,
+) -> tuple[CompactionEvent, list[CallReceipt]]:
+    """The operator's promptless compaction: scripted offline; in real mode one real
+    summarizer call (cache, ledger), gated by the ledger's stop rules."""
+    receipts: list[CallReceipt] = []
+    if real is None:
+        event = await compact_conversation(
+            session,
+            ScriptedSummarizer(name=config.history_provider, model=config.history_model),
+            policy=CompactionPolicy(**SMALLEST_TRIGGER),
+            reason="manual",
+            model=config.history_model,
+        )
+    else:
+        from continuity.providers.cache import CachedProvider, Ledger
+        from continuity.providers.real import make_provider
+        from continuity.store import Store
+
+        ledger = Ledger(real.ledger) if real.ledger else None
+        inner = make_provider(real.endpoint)
+        try:
+            summarizer = CachedProvider(
+                inner,
+                real.endpoint,
+                Store(real.store_root),
+                repeat=real.repeat,
+                role="summary",
+                ledger=ledger,
+                explain_log=real.explain_log,
+                gate=True,  # no live turn admits it: it runs only while admission is open
+            )
+            event = await compact_conversation(
+                session,
+                summarizer,
+                policy=CompactionPolicy(**SMALLEST_TRIGGER),
+                reason="manual",
+                model=real.endpoint.model,
+            )
+            receipts = list(summarizer.receipts)
+        finally:
+            await inner.aclose()
+            if ledger is not None:
+                ledger.close()
     if event is None:
         raise ReplayFidelityError(
             "the mid-trace compaction had nothing to summarize", location=trace.trace_id
         )
-    return event
+    return event, receipts
 
 
 async def _replay(
@@ -197,6 +254,7 @@ async def _replay(
     trace_digest: str,
     tool_server_url: str | None,
     read_timeout: float,
+    summarizer: RealBinding | None = None,
 ) -> ReplayReceipt:
     workspace = Workspace(root.absolute())
     if workspace.root.exists() and any(workspace.root.iterdir()):
@@ -224,6 +282,7 @@ async def _replay(
     total_owner_turns = sum(isinstance(t, OwnerMessage) for _, _, t in iter_turns(trace))
     mid_turn = total_owner_turns // 2 if config.mid_trace_compaction else None
     mid_event: CompactionEvent | None = None
+    mid_calls: list[CallReceipt] = []
     usage = Usage()
     owner_turns = 0
     try:
@@ -257,7 +316,9 @@ async def _replay(
                     if not isinstance(turn, OwnerMessage):
                         continue
                     if owner_turns == mid_turn:  # the operator's promptless compaction
-                        mid_event = await _mid_trace_compaction(session, config, trace)
+                        mid_event, mid_calls = await _mid_trace_compaction(
+                            session, config, trace, summarizer
+                        )
                     report = await loop.run_turn(turn.text)
                     usage = usage + report.usage
                     owner_turns += 1
@@ -325,6 +386,7 @@ async def _replay(
         usage=usage,
         retained=retained_stats,
         mid_trace_compaction=mid_event,
+        mid_trace_calls=mid_calls,
     )
     workspace.receipt_path.write_bytes(msgspec.json.format(msgspec.json.encode(receipt)) + b"\n")
     return receipt

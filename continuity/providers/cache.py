@@ -2,10 +2,15 @@
 
 **Call cache.** Every real model call is recorded in the store under a key of the
 provider, model, base URL, the messages without ids, the tools, the generation config
-and the repeat index (so repeats stay independent samples). A recorded call is replayed
-instead of calling the endpoint again; that is how a killed run resumes without paying
-twice, and how forks of one checkpoint share their identical compaction request. Errors
-are never recorded. With an explain log, every lookup appends what went into its key.
+and the repeat index (so repeats stay independent samples). A probe's compaction
+("summary") calls also bind the probe (its arm and index): every probe of a unit
+compacts the same final context, and each gets a summary of its own (seed 000's
+confound control: the final compaction happens once per probe), never one shared
+through the cache, not even with the same probe of another arm. A
+checkpoint's real mid-trace summary has no probe: one per repeat, shared by the
+repeat's probes. A recorded call is replayed instead of calling the endpoint again;
+that is how a killed run resumes without paying twice. Errors are never recorded. With
+an explain log, every lookup appends what went into its key.
 
 **Ledger.** One SQLite file per invocation holds the stop rules every probe process
 shares: no new live turn is admitted after an auth or quota failure, after the planned
@@ -79,9 +84,12 @@ def _message(message: Any) -> list[Any]:
     return ["assistant", message.text, [[c.name, c.arguments] for c in message.tool_calls]]
 
 
-def key_parts(spec: EndpointSpec, request: ModelRequest, repeat: int) -> dict[str, Any]:
-    """Everything a call key covers (messages without ids or attribution metadata)."""
-    return {
+def key_parts(
+    spec: EndpointSpec, request: ModelRequest, repeat: int, probe: str | None = None
+) -> dict[str, Any]:
+    """Everything a call key covers (messages without ids or attribution metadata);
+    `probe` (a probe's compaction calls) only when given, so other keys are unchanged."""
+    parts = {
         "provider": spec.kind,
         "model": spec.model,
         "base_url": spec.base_url.rstrip("/"),
@@ -91,21 +99,28 @@ def key_parts(spec: EndpointSpec, request: ModelRequest, repeat: int) -> dict[st
         "generation": spec.generation(),
         "repeat": repeat,
     }
+    if probe is not None:
+        parts["probe"] = probe
+    return parts
 
 
-def call_key(spec: EndpointSpec, request: ModelRequest, repeat: int) -> str:
+def call_key(
+    spec: EndpointSpec, request: ModelRequest, repeat: int, probe: str | None = None
+) -> str:
     return KeySpec(
         kind="model-call",
         salt=CALL_SALT,
         code=code_digest(["continuity.providers.cache"]),
-        params=key_parts(spec, request, repeat),
+        params=key_parts(spec, request, repeat, probe),
         inputs={},
     ).key()
 
 
-def explain(spec: EndpointSpec, request: ModelRequest, repeat: int) -> dict[str, Any]:
+def explain(
+    spec: EndpointSpec, request: ModelRequest, repeat: int, probe: str | None = None
+) -> dict[str, Any]:
     """A readable account of a key's inputs (large parts as digests and counts)."""
-    parts = key_parts(spec, request, repeat)
+    parts = key_parts(spec, request, repeat, probe)
     return {
         "provider": parts["provider"],
         "model": parts["model"],
@@ -119,6 +134,7 @@ def explain(spec: EndpointSpec, request: ModelRequest, repeat: int) -> dict[str,
         "tools": [t[0] for t in parts["tools"]],
         "generation": parts["generation"],
         "repeat": repeat,
+        "probe": probe,
     }
 
 
@@ -193,12 +209,22 @@ class Ledger:
         )
         self._db.execute("COMMIT")
 
+    def check_open(self) -> None:
+        """Raise `AdmissionStopped` when a stop rule has fired (admits nothing)."""
+        stopped = self._db.execute("SELECT stopped FROM ledger").fetchone()[0]
+        if stopped is not None:
+            raise AdmissionStopped(f"no new call: {stopped}", location=str(self.path))
+
     def stop(self, reason: str) -> None:
         self._db.execute("UPDATE ledger SET stopped = ? WHERE stopped IS NULL", (reason,))
 
 
 class CachedProvider:
-    """Wrap a real provider with the call cache, the ledger and call receipts."""
+    """Wrap a real provider with the call cache, the ledger and call receipts.
+
+    `probe` enters the call key (a probe's own compaction calls). With `gate`, a call
+    not in the cache is made only while the ledger admits work (calls outside a live
+    turn, such as a checkpoint's real mid-trace summary)."""
 
     def __init__(
         self,
@@ -210,6 +236,8 @@ class CachedProvider:
         role: Literal["answer", "summary", "judge"],
         ledger: Ledger | None = None,
         explain_log: str | None = None,
+        probe: str | None = None,
+        gate: bool = False,
     ) -> None:
         self.inner = inner
         self.spec = spec
@@ -218,6 +246,8 @@ class CachedProvider:
         self.role = role
         self.ledger = ledger
         self.explain_log = explain_log
+        self.probe = probe
+        self.gate = gate
         self.name = inner.name
         self.model = inner.model
         self.requests: list[ModelRequest] = []
@@ -231,14 +261,14 @@ class CachedProvider:
             "hit": hit,
             "role": self.role,
             "at": utc_now(),
-            **explain(self.spec, request, self.repeat),
+            **explain(self.spec, request, self.repeat, self.probe),
         }
         with open(self.explain_log, "ab") as handle:
             handle.write(msgspec.json.encode(line) + b"\n")
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         self.requests.append(request)
-        key = call_key(self.spec, request, self.repeat)
+        key = call_key(self.spec, request, self.repeat, self.probe)
         recorded = self.store.load_output(key)
         self._explain(key, request, recorded is not None)
         if recorded is not None:
@@ -251,6 +281,8 @@ class CachedProvider:
                 yield ToolCallEvent(call)
             yield done
             return
+        if self.gate and self.ledger is not None:
+            self.ledger.check_open()
         attempts = getattr(self.inner, "attempts", None)
         first_attempt = len(attempts) if attempts is not None else 0
         done_event: Completed | None = None

@@ -31,10 +31,7 @@ from continuity.errors import CheckpointError, ContinuityError, UsageError
 from continuity.evidence import classify
 from continuity.harness.compaction import CompactionEvent
 from continuity.harness.messages import Usage
-from continuity.harness.receipts import LookupBinding, LookupWitness, SampleEvidence, SourceRef
-from continuity.lookup.policy import LookupPolicy
-from continuity.lookup.reader import binding_models
-from continuity.lookup.sources import sources_for
+from continuity.harness.receipts import LookupBinding, LookupWitness, SampleEvidence
 from continuity.outputs import resolve_out_path, write_output
 from continuity.probes.availability import (
     Availability,
@@ -44,9 +41,11 @@ from continuity.probes.availability import (
     needles_for,
 )
 from continuity.probes.judge import Judge, JudgeVerdict, ProviderJudge, ScriptedJudge
+from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.probes.scoring import score_answer
 from continuity.progress import Tick
 from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
+from continuity.runner.lookup_run import LookupRun, check_coverage, check_lookup_slots
 from continuity.runner.parallel import run_by_trace
 from continuity.runner.samples import DEFAULT_JOBS, SAMPLE_CODE
 from continuity.store import Store
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "UNIT_SALT",
+    "LookupRun",
     "ProbeResult",
     "RealRun",
     "RunIncomplete",
@@ -71,7 +71,12 @@ __all__ = [
 ]
 
 UNIT_SALT = "unit-v1"
-UNIT_CODE = (*SAMPLE_CODE, "continuity.probes", "continuity.runner.units")
+UNIT_CODE = (
+    *SAMPLE_CODE,
+    "continuity.probes",
+    "continuity.runner.units",
+    "continuity.runner.lookup_run",
+)
 UNIT_SCHEMA = "continuity-unit-v1"
 
 
@@ -113,6 +118,19 @@ class UnitRecord(msgspec.Struct, frozen=True, kw_only=True):
     # call receipts.
     binding: dict[str, Any] | None = None
     judge_calls: list[CallReceipt] = msgspec.field(default_factory=list)
+    # The probe protocol its reader saw (`continuity.probes.protocol`); "" = a unit made
+    # before protocol v2, when the probe turn was the probe text alone.
+    probe_protocol: str = ""
+    # Coverage (None = a unit made before these were recorded): `complete` is False when
+    # any planned slot was skipped (inventory-infeasible); `eligible_terminal` is True
+    # when every eligible probe has a terminal result (valid, excluded or failed). A
+    # terminal unit is never run again, complete or not.
+    complete: bool | None = None
+    eligible_terminal: bool | None = None
+    # Real mode, arm (d): the receipts of the checkpoint's mid-trace compaction, one real
+    # summarizer call per repeat shared by the repeat's probes (its usage is also in every
+    # probe's compaction usage, the per-sample convention; list prices count it once).
+    mid_trace_calls: list[CallReceipt] = msgspec.field(default_factory=list)
     content_digest: str = ""
 
 
@@ -123,7 +141,10 @@ def unit_key(
     checkpoint_key: str,
     probe_ids: Sequence[str],
     binding: dict[str, Any] | None = None,
+    protocol: str = "",
 ) -> str:
+    """A unit's key. `protocol` is the probe protocol the unit's reader saw (every new
+    unit binds `PROBE_PROTOCOL`; "" recomputes the key of a unit made before v2)."""
     params: dict[str, Any] = {
         "repeat": repeat,
         "arm": msgspec.to_builtins(arm),
@@ -131,6 +152,8 @@ def unit_key(
     }
     if binding is not None:  # real mode; offline keys stay as they were
         params["binding"] = binding
+    if protocol:
+        params["protocol"] = protocol
     return KeySpec(
         kind="unit",
         salt=UNIT_SALT,
@@ -138,43 +161,6 @@ def unit_key(
         params=params,
         inputs={"checkpoint": checkpoint_key, "trace": trace_key},
     ).key()
-
-
-class LookupRun(msgspec.Struct, frozen=True, kw_only=True):
-    """A lookup-allowed-v1 run: the sizing policy and the soul it binds."""
-
-    policy: LookupPolicy
-    policy_sha256: str
-    soul_sha256: str
-    soul_core_sha256: str
-    reader_binding: str = "default"
-    watchdog_seconds: float = 720.0
-
-    def models(self) -> tuple[str, str]:
-        """The reader binding's (reader, alternate) models."""
-        return binding_models(self.reader_binding)
-
-    def binding(self) -> dict[str, Any]:
-        return {
-            "lookup": {
-                "probe_mode": "lookup-allowed-v1",
-                "policy_sha256": self.policy_sha256,
-                "soul_sha256": self.soul_sha256,
-                "soul_core_sha256": self.soul_core_sha256,
-                "reader": self.models()[0],
-                "calls": self.policy.calls,
-                "bytes": self.policy.bytes,
-            }
-        }
-
-    def disposition(self, trace: Trace, arm: Arm, probe: Probe) -> tuple[list[SourceRef], str]:
-        """The probe's sources and its slot class: ``feasible`` (or ``unannotated``,
-        no source) runs; any other class is inventory-infeasible; ``unknown`` (a source
-        the policy never measured) blocks execution."""
-        sources = sources_for(trace, probe)
-        return sources, self.policy.disposition(
-            trace.trace_id, arm.id, probe.probe_id, bool(sources)
-        )
 
 
 class RealRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -261,7 +247,11 @@ def run_unit(
     In real mode a unit whose probe or judge call failed (a provider error, or a stop
     rule refusing admission) is returned as ``incomplete``: it is neither stored nor
     materialised, so the next run retries it, and its finished calls come from the call
-    cache."""
+    cache. A stored unit is terminal (`UnitRecord.eligible_terminal`) and is never run
+    again, complete or not.
+
+    In real mode an arm with a mid-trace compaction (d) forks a checkpoint of its own
+    per repeat, whose mid-trace summary is a real summarizer call."""
     from continuity.harness.checkpoints import build_checkpoint, checkpoint_lock
     from continuity.harness.keys import checkpoint_key
     from continuity.harness.unit import ProbeSpec, UnitRequest
@@ -273,11 +263,16 @@ def run_unit(
     )
     probes = list(trace.probes[:probe_limit] if probe_limit else trace.probes)
     binding = real.binding() if real is not None else lookup.binding() if lookup else None
-    planned_checkpoint = checkpoint_key(item.key, config)
-    key = unit_key(repeat, item.key, arm, planned_checkpoint, [p.probe_id for p in probes], binding)
+    real_binding = _real_binding(real, store, repeat)
+    mid_real = real_binding if config.mid_trace_compaction else None
+    planned_checkpoint = checkpoint_key(item.key, config, mid_real)
+    ids = [p.probe_id for p in probes]
+    key = unit_key(repeat, item.key, arm, planned_checkpoint, ids, binding, PROBE_PROTOCOL)
     cached = store.load_output(key) if dump_requests is None else None
     if cached is not None:
-        return msgspec.json.decode(cached, type=UnitRecord), "cached"
+        stored = msgspec.json.decode(cached, type=UnitRecord)
+        if stored.eligible_terminal is not False:  # terminal: never replayed
+            return stored, "cached"
     specs = []
     skipped: dict[str, str] = {}
     for index, probe in enumerate(probes):
@@ -304,10 +299,30 @@ def run_unit(
             key, item, trace, arm, repeat, planned_checkpoint, probes, [], skipped, binding
         )
         return store_unit(store, empty), "built"
-    checkpoint = build_checkpoint(
-        store, trace, trace_key=item.key, trace_digest=item.digest, config=config
-    )
+    try:
+        checkpoint = build_checkpoint(
+            store,
+            trace,
+            trace_key=item.key,
+            trace_digest=item.digest,
+            config=config,
+            real=mid_real,
+        )
+    except ContinuityError as error:
+        if mid_real is None:
+            raise
+        # The real mid-trace summary failed (or admission stopped): nothing is stored,
+        # every eligible probe is unstarted, and the next run retries the unit.
+        failed = [
+            _failed(p, i, str(error)) for i, p in enumerate(probes) if p.probe_id not in skipped
+        ]
+        record = _seal(
+            key, item, trace, arm, repeat, planned_checkpoint, probes, failed, skipped, binding
+        )
+        return msgspec.structs.replace(record, eligible_terminal=False), "incomplete"
     assert checkpoint.key == planned_checkpoint
+    mid_calls = list(checkpoint.receipt.mid_trace_calls)
+    mid_usage = sum((c.usage for c in mid_calls), Usage())
     request = UnitRequest(
         store_root=str(store.root),
         tree=checkpoint.tree.digest,
@@ -315,15 +330,7 @@ def run_unit(
         arm=arm.id,
         probes=specs,
         dump_requests=str(dump_requests) if dump_requests else None,
-        real=RealBinding(
-            endpoint=real.reader,
-            store_root=str(store.root),
-            repeat=repeat,
-            ledger=real.ledger,
-            explain_log=real.explain_log,
-        )
-        if real is not None
-        else None,
+        real=real_binding,
         watchdog_seconds=lookup.watchdog_seconds if lookup is not None else None,
     )
     with checkpoint_lock(store, checkpoint.key):  # no other fork while the unit runs
@@ -345,20 +352,8 @@ def run_unit(
         evidence = msgspec.convert(raw["evidence"], SampleEvidence) if raw.get("evidence") else None
         if evidence is None:
             incomplete.append(str(raw.get("error")))
-            results.append(
-                ProbeResult(
-                    probe_id=probe.probe_id,
-                    index=int(str(raw["index"])),
-                    category=probe.category,
-                    design_role=probe.design_role,
-                    status="failed",
-                    reasons=[str(raw.get("error"))],
-                    answer="",
-                    witness=msgspec.convert(raw["witness"], LookupWitness)
-                    if raw.get("witness")
-                    else None,
-                )
-            )
+            witness = msgspec.convert(raw["witness"], LookupWitness) if raw.get("witness") else None
+            results.append(_failed(probe, int(str(raw["index"])), str(raw.get("error")), witness))
             continue
         verdict = classify(arm, evidence, family=trace.family)
         result = ProbeResult(
@@ -371,7 +366,8 @@ def run_unit(
             answer=evidence.answer,
             history_calls=len(evidence.history_calls),
             usage=evidence.usage,
-            compaction_usage=evidence.compaction_usage,
+            # Real (d): the repeat's mid-trace summary counts in each sample that used it.
+            compaction_usage=evidence.compaction_usage + mid_usage,
             compactions=[
                 c for c in (evidence.compaction, *evidence.mid_run_compactions) if c is not None
             ],
@@ -411,9 +407,44 @@ def run_unit(
         verdicts,
         list(getattr(judge, "receipts", [])),
     )
+    record = msgspec.structs.replace(
+        record,
+        mid_trace_calls=mid_calls,
+        eligible_terminal=real is None or not incomplete,
+        content_digest="",
+    )
     if real is not None and incomplete:
         return record, "incomplete"  # neither stored nor materialised: the next run retries
-    return store_unit(store, record), "built"
+    return store_unit(store, seal(record)), "built"
+
+
+def _real_binding(real: RealRun | None, store: Store, repeat: int) -> RealBinding | None:
+    """What a probe process (and a real mid-trace summary) needs to call the endpoint."""
+    if real is None:
+        return None
+    return RealBinding(
+        endpoint=real.reader,
+        store_root=str(store.root),
+        repeat=repeat,
+        ledger=real.ledger,
+        explain_log=real.explain_log,
+    )
+
+
+def _failed(
+    probe: Probe, index: int, reason: str, witness: LookupWitness | None = None
+) -> ProbeResult:
+    """A probe with no sample: its child (or the unit's checkpoint) failed."""
+    return ProbeResult(
+        probe_id=probe.probe_id,
+        index=index,
+        category=probe.category,
+        design_role=probe.design_role,
+        status="failed",
+        reasons=[reason],
+        answer="",
+        witness=witness,
+    )
 
 
 def _seal(
@@ -462,6 +493,9 @@ def _seal(
             judge=verdicts or [],
             binding=binding,
             judge_calls=judge_calls or [],
+            probe_protocol=PROBE_PROTOCOL,
+            complete=not skipped,
+            eligible_terminal=True,
         )
     )
 
@@ -496,63 +530,34 @@ def store_unit(store: Store, record: UnitRecord, **meta: Any) -> UnitRecord:
     return record
 
 
-def _check_lookup_slots(
-    lookup: LookupRun,
-    plans: Sequence[tuple[SuiteItem, Trace, Arm, int]],
-    probe_limit: int | None,
-    run: Path,
-) -> None:
-    """Record every planned lookup slot (``<run>/lookup-slots.json``) and refuse to run
-    when any annotated slot has unknown feasibility (the policy never measured it).
+def _refuse_second_observations(records: Sequence[UnitRecord], folder: Path) -> None:
+    """Lookup mode never replaces one observation of a slot with another: a unit file
+    already holding a different unit (another key) for the same repeat, trace and arm
+    stops the run before anything is written.
 
     Raises:
-        UsageError: ``lookup_unknown_feasibility``, before any unit runs.
+        UsageError: ``lookup_slot_observed``, naming the first such file.
     """
-    slots = []
-    unknown = []
-    for _, trace, arm, repeat in plans:
-        for probe in trace.probes[:probe_limit] if probe_limit else trace.probes:
-            _, disposition = lookup.disposition(trace, arm, probe)
-            slots.append(
-                {
-                    "repeat": repeat,
-                    "trace_id": trace.trace_id,
-                    "arm": arm.id,
-                    "probe_id": probe.probe_id,
-                    "category": probe.category,
-                    "disposition": disposition,
-                }
-            )
-            if disposition == "unknown":
-                unknown.append(f"{trace.trace_id} {arm.id} {probe.probe_id}")
-    if unknown:
+    clashes = []
+    for record in records:
+        path = folder / unit_filename(record)
+        try:
+            present = msgspec.json.decode(path.read_bytes(), type=UnitRecord).key
+        except FileNotFoundError:
+            continue
+        except (OSError, msgspec.MsgspecError):
+            present = "?"
+        if present != record.key:
+            clashes.append(path)
+    if clashes:
         raise UsageError(
-            f"{len(unknown)} lookup slots have unknown feasibility (first: {unknown[0]}); "
-            "the sizing policy never measured them. Measure a policy that covers them "
-            "(doit lookup_budget) or leave those traces out",
-            code="lookup_unknown_feasibility",
-            location="--policy",
+            f"{len(clashes)} unit files of this run already hold another observation of "
+            f"their slot (first: {clashes[0].name}); lookup mode never overwrites one. "
+            "Use a new --run, or remove those files to discard the old observations. The "
+            "new units are in the store, so the rerun only materialises them",
+            code="lookup_slot_observed",
+            location=str(clashes[0]),
         )
-    # Chunks of one run (by trace or repeat) add their slots to the run's list.
-    path = run / "lookup-slots.json"
-    try:
-        earlier = msgspec.json.decode(path.read_bytes())
-    except (OSError, msgspec.MsgspecError):
-        earlier = {}
-    if earlier.get("policy_sha256") == lookup.policy_sha256:
-        mine = {(d["repeat"], d["trace_id"], d["arm"], d["probe_id"]) for d in slots}
-        slots = [
-            d
-            for d in earlier.get("slots", [])
-            if (d["repeat"], d["trace_id"], d["arm"], d["probe_id"]) not in mine
-        ] + slots
-    write_output(
-        path,
-        msgspec.json.format(
-            msgspec.json.encode({"policy_sha256": lookup.policy_sha256, "slots": slots})
-        )
-        + b"\n",
-    )
 
 
 class RunIncomplete(ContinuityError):
@@ -618,7 +623,7 @@ def build_units(
             )
         )
     if lookup is not None:
-        _check_lookup_slots(lookup, plans, probe_limit, run)
+        check_lookup_slots(lookup, plans, probe_limit, run)
     ledger = None
     if real is not None:
         from continuity.providers.cache import Ledger
@@ -657,11 +662,15 @@ def build_units(
     missing = [record for record, status in done if status == "incomplete"]
     built = sum(1 for _, status in done if status == "built")
     folder = run / "units"
+    if lookup is not None:
+        _refuse_second_observations(records, folder)
     for record in records:
         write_output(
             folder / unit_filename(record), msgspec.json.format(msgspec.json.encode(record)) + b"\n"
         )
     store.record_plan(f"units --suite {suite}", actions=[r.key for r in records])
+    if lookup is not None:
+        check_coverage(records, folder)  # lookup_partial_coverage, after materialising
     if missing:
         assert state is not None
         first = next(

@@ -26,9 +26,11 @@ from continuity.lookup.reader import LUNA, SOL, binding_models
 from continuity.lookup.soul import read_soul
 from continuity.lookup.sources import sources_for
 from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
+from continuity.probes.protocol import PROBE_INSTRUCTION
 from continuity.report.aggregate import aggregate_run
 from continuity.report.lookup import LookupRow, lookup_table
-from continuity.runner.units import LookupRun, build_units, run_unit
+from continuity.runner.lookup_run import LookupCoverageIncomplete
+from continuity.runner.units import LookupRun, UnitRecord, build_units, run_unit
 from continuity.store import Store
 from continuity.traces.suites import build_suite
 from continuity.traces.validate import load_trace
@@ -52,13 +54,36 @@ def frozen_run(policy_path: Path | None = None, binding: str = "default") -> Loo
 
 # -- recall-only is untouched ----------------------------------------------------------
 
-# Prompt bytes of probes 1-2 of brightline-return, as dumped before lookup mode existed
-# (measured at the previous commit and again after: identical).
-GOLDEN_PROMPTS = {
+# Prompt bytes of probes 1-2 of brightline-return under probe-protocol-v1 (the probe text
+# alone), as dumped before lookup mode existed (measured at the previous commit and again
+# after: identical), and under probe-protocol-v2 (the probe text, a blank line and the
+# protocol's fixed instruction). Removing the instruction from a v2 dump gives back the
+# v1 bytes exactly: the protocol changed nothing else a reader sees.
+GOLDEN_PROMPTS_V1 = {
     "native": "1680975ea453a63ebe946f09e0c7e29d9e97f704979526177af4e34998c804cb",
     "continuity-store": "4b8c2439c64471cc9701b25d543a3b02a1887ee4bc683998664b530f68d0f310",
     "continuity-pack-cold": "be69a7e8ea289bb0445333bdced1b46134738316a42f5594ba95639925aa0c2d",
 }
+GOLDEN_PROMPTS = {
+    "native": "40348177151356bf743b8de560ae779dc933ccb984886344ffe9e5db76434b6e",
+    "continuity-store": "e7e8dc11be956d3bbf51d783225dfbd86381b33ab8184d72367f3fca6a0c9d9b",
+    "continuity-pack-cold": "5b5b4b368cb25421b66bfddde10698f99359f5a73ae92742a3ee6bd695661bd4",
+}
+
+
+def _without_instruction(dump: bytes) -> bytes:
+    """A v2 dump with the protocol's instruction taken out of every probe turn."""
+    suffix = "\n\n" + PROBE_INSTRUCTION
+    lines = []
+    for line in dump.splitlines():
+        payload = json.loads(line)
+        for message in payload["messages"]:
+            if message["role"] == "user" and message["content"].endswith(suffix):
+                message["content"] = message["content"][: -len(suffix)]
+        lines.append(msgspec.json.encode(payload) + b"\n")
+    return b"".join(lines)
+
+
 RECALL_ARMS = [
     "native",
     "cold-rebuild",
@@ -83,6 +108,8 @@ def test_recall_only_plan_arms_and_prompt_bytes_are_unchanged(tmp_path: Path) ->
         dump = tmp_path / f"{arm_id}.jsonl"
         run_unit(store, trace, item, ARMS[arm_id], probe_limit=2, dump_requests=dump)
         assert hashlib.sha256(dump.read_bytes()).hexdigest() == digest, arm_id
+        v1 = _without_instruction(dump.read_bytes())
+        assert hashlib.sha256(v1).hexdigest() == GOLDEN_PROMPTS_V1[arm_id], arm_id
 
 
 def test_lookup_plans_bind_soul_and_policy_and_admit_two_arms() -> None:
@@ -287,41 +314,182 @@ def test_the_lookup_table_counts_a_slot_met_twice_once_as_a_duplicate() -> None:
     assert cell["exact"] == {"correct": 1, "n": 1, "rate": 1.0}
 
 
-def test_inventory_infeasible_and_unknown_slots(tmp_path: Path) -> None:
+def edited_policy(tmp_path: Path, infeasible: set[tuple[str, str, str]]) -> Path:
+    """The frozen policy with the given (trace, arm, probe) slots budget-infeasible."""
     document = json.loads(default_policy_path().read_text())
     for slot in document["slots"]:
-        if (slot["trace_id"], slot["arm"], slot["probe_id"]) == (
-            "brightline-return",
-            "continuity-pack-cold",
-            "p01",
-        ):
+        if (slot["trace_id"], slot["arm"], slot["probe_id"]) in infeasible:
             slot["classification"] = "budget_infeasible"
     edited = tmp_path / "policy.json"
     edited.write_text(json.dumps(document))
+    return edited
+
+
+TRACE = "brightline-return"
+MIXED = {(TRACE, "continuity-pack-cold", "p01")}  # one of two slots skipped
+ALL_SKIPPED = {(TRACE, "native-lookup", "p01"), (TRACE, "native-lookup", "p02")}
+
+
+def test_inventory_infeasible_slots_keep_the_unit_partial_and_the_run_fails(
+    tmp_path: Path,
+) -> None:
     store = Store(tmp_path / "store")
-    records, _, _ = build_units(
-        store,
-        "original",
-        arms="continuity-pack-cold",
-        traces="brightline-return",
-        probe_limit=2,
-        run_dir=tmp_path / "run",
-        lookup=frozen_run(edited),
-    )
-    first, second = records[0].probes
+    run = tmp_path / "run"
+    with pytest.raises(LookupCoverageIncomplete) as caught:
+        build_units(
+            store,
+            "original",
+            traces=TRACE,
+            probe_limit=2,
+            run_dir=run,
+            lookup=frozen_run(edited_policy(tmp_path, MIXED | ALL_SKIPPED)),
+        )
+    error = caught.value
+    assert error.code == "lookup_partial_coverage"
+    assert "3 of 4 planned lookup slots were skipped" in error.message
+    assert "2 of 2 units partial, 1 of them with no eligible probe" in error.message
+    # Every unit is materialised before the run fails: partial coverage stays visible.
+    units = {
+        p.name: msgspec.json.decode(p.read_bytes(), type=UnitRecord)
+        for p in run.glob("units/*.json")
+    }
+    assert set(units) == {f"r1-{TRACE}-continuity-pack-cold.json", f"r1-{TRACE}-native-lookup.json"}
+    mixed = units[f"r1-{TRACE}-continuity-pack-cold.json"]
+    assert mixed.complete is False and mixed.eligible_terminal is True
+    first, second = mixed.probes
     assert first.status == "inventory_infeasible" and first.reasons == ["budget_infeasible"]
     assert first.answer == "" and first.correct is None and first.evidence is None
     assert first.usage.total_input == 0
     assert second.status == "valid"
-    # A slot the policy never measured blocks the run before anything starts.
+    empty = units[f"r1-{TRACE}-native-lookup.json"]
+    assert empty.complete is False and empty.eligible_terminal is True
+    assert {p.status for p in empty.probes} == {"inventory_infeasible"}
+    # The report still reads the partial run.
+    assert aggregate_run(store, run)[0].units == 2
+    # A run with every slot feasible is complete and ends normally.
+    records, _, _ = build_units(
+        store,
+        "original",
+        traces=TRACE,
+        probe_limit=1,
+        run_dir=tmp_path / "full",
+        lookup=frozen_run(),
+    )
+    assert all(r.complete and r.eligible_terminal for r in records)
+
+
+def test_doit_units_exits_non_zero_on_skipped_slots(tmp_path: Path) -> None:
+    policy = edited_policy(tmp_path, MIXED)
+    result = doit(
+        tmp_path,
+        "units",
+        "--probe-mode",
+        LOOKUP,
+        "--policy",
+        str(policy),
+        "--policy-sha256",
+        policy_sha256(policy.read_bytes()),
+        "--trace",
+        TRACE,
+        "--probe-limit",
+        "1",
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "lookup_partial_coverage" in output and "1 of 2 planned lookup slots" in output
+    assert len(list((tmp_path / "out" / "runs" / "lookup" / "units").glob("*.json"))) == 2
+
+
+def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import continuity.runner.units as units_module
+    from continuity.errors import CheckpointError
+
+    store = Store(tmp_path / "store")
+    lookup = frozen_run(edited_policy(tmp_path, MIXED))
+    real_worker = units_module._run_worker
+    workers: list[str] = []
+
+    def crashing_worker(request: object, timeout: float) -> list[dict[str, object]]:
+        workers.append(request.arm)  # type: ignore[attr-defined]
+        if request.arm == "native-lookup":  # type: ignore[attr-defined]
+            raise CheckpointError("unit worker exited -9: killed", code="child_failed")
+        return real_worker(request, timeout)
+
+    monkeypatch.setattr(units_module, "_run_worker", crashing_worker)
+    arguments: dict[str, object] = {
+        "traces": TRACE,
+        "probe_limit": 2,
+        "run_dir": tmp_path / "run",
+        "lookup": lookup,
+        "jobs": 1,
+    }
+    with pytest.raises(CheckpointError):  # the native unit never started its probes
+        build_units(store, "original", **arguments)  # type: ignore[arg-type]
+    assert workers == ["continuity-pack-cold", "native-lookup"]
+    counted = []
+    monkeypatch.setattr(
+        units_module,
+        "_run_worker",
+        lambda request, timeout: counted.append(request.arm) or real_worker(request, timeout),
+    )
+    with pytest.raises(LookupCoverageIncomplete):
+        build_units(store, "original", **arguments)  # type: ignore[arg-type]
+    # The terminal mixed unit was not run again; only the unstarted unit ran.
+    assert counted == ["native-lookup"]
+    counted.clear()
+    with pytest.raises(LookupCoverageIncomplete):
+        build_units(store, "original", **arguments)  # type: ignore[arg-type]
+    assert counted == []  # every unit terminal: nothing runs, the run is still partial
+
+
+def test_unknown_feasibility_lists_every_slot_before_refusing(tmp_path: Path) -> None:
+    document = json.loads(default_policy_path().read_text())
     document["slots"] = [s for s in document["slots"] if s["trace_id"] != "fernway-office-move"]
+    edited = tmp_path / "policy.json"
     edited.write_text(json.dumps(document))
+    store = Store(tmp_path / "store")
+    run = tmp_path / "run2"
+    with pytest.raises(UsageError) as caught:
+        build_units(store, "original", probe_limit=1, run_dir=run, lookup=frozen_run(edited))
+    assert caught.value.code == "lookup_unknown_feasibility"
+    assert not (run / "units").exists()
+    slots = json.loads((run / "lookup-slots.json").read_text())["slots"]
+    assert len(slots) == 8  # 4 traces x 2 arms x 1 probe, the blocked ones included
+    blocked = [s for s in slots if s["disposition"] == "unknown"]
+    assert {(s["trace_id"], s["arm"]) for s in blocked} == {
+        ("fernway-office-move", "native-lookup"),
+        ("fernway-office-move", "continuity-pack-cold"),
+    }
+
+
+def test_a_slot_already_observed_is_never_overwritten(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    run = tmp_path / "run"
+    records, folder, _ = build_units(
+        store, "original", traces=TRACE, probe_limit=1, run_dir=run, lookup=frozen_run()
+    )
+    # Another observation of the same slot (here: the alternate reader binding).
+    path = folder / f"r1-{TRACE}-native-lookup.json"
+    before = path.read_bytes()
     with pytest.raises(UsageError) as caught:
         build_units(
-            store, "original", probe_limit=1, run_dir=tmp_path / "run2", lookup=frozen_run(edited)
+            store,
+            "original",
+            traces=TRACE,
+            probe_limit=1,
+            run_dir=run,
+            lookup=frozen_run(binding="alternate"),
         )
-    assert caught.value.code == "lookup_unknown_feasibility"
-    assert not (tmp_path / "run2" / "units").exists()
+    assert caught.value.code == "lookup_slot_observed"
+    assert path.read_bytes() == before
+    # The same observation again is no second observation: the rerun is a no-op.
+    again, _, built = build_units(
+        store, "original", traces=TRACE, probe_limit=1, run_dir=run, lookup=frozen_run()
+    )
+    assert built == 0 and [r.key for r in again] == [r.key for r in records]
 
 
 def test_the_probe_deadline_with_a_fake_clock(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from continuity.harness.messages import Usage
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.plan import Plan, plan_from_options
 from continuity.plan.pricing import load_catalog
@@ -109,10 +110,12 @@ def test_real_run_finishes_the_plan_the_offline_run_finishes(
             assert probe.evidence is not None and probe.evidence.calls
             assert all(c.served_model == "served-model-7" for c in probe.evidence.calls)
             assert probe.usage.total_input > 0 and probe.usage.output > 0
-    # Compaction really ran on the endpoint; the second probe reused the summary.
+    # Compaction really ran on the endpoint, once per probe: no probe reuses another's
+    # summary through the call cache (seed 000's confound control).
     compaction = real_units[(1, TRACE, "compaction-1")]
     roles = [[(c.role, c.cached) for c in p.evidence.calls] for p in compaction.probes]
-    assert ("summary", False) in roles[0] and ("summary", True) in roles[1]
+    assert ("summary", False) in roles[0] and ("summary", False) in roles[1]
+    assert ("summary", True) not in roles[0] + roles[1]
     # The store arm called ConversationHistory through MCP, chosen by the endpoint.
     store_arm = real_units[(1, TRACE, "continuity-store")]
     assert all(p.history_calls >= 1 for p in store_arm.probes)
@@ -249,8 +252,8 @@ run_real(plan, store, **args)
 def test_killed_run_resumes_without_recalling_completed_units(
     tmp_path: Path, clean_checkout: Path
 ) -> None:
-    # native: 2 answer calls; compaction-1: 2 summary calls + 1 answer for probe 1,
-    # the cached summary + 1 answer for probe 2. Call 5 hangs; the run is killed there.
+    # native: 2 answer calls; compaction-1: 2 summary calls + 1 answer for probe 1, and
+    # the same for probe 2 (its own summary). Call 5 hangs; the run is killed there.
     app = WireServer(faults=Faults(hang_from=5))
     with serve_in_thread(app) as url:
         rig = Rig(
@@ -294,8 +297,8 @@ def test_killed_run_resumes_without_recalling_completed_units(
         app.faults = Faults()
         resumed = rig.run()
         after = [json.dumps(body, sort_keys=True) for _, body in app.calls[5:]]
-    # Only the hung call is sent again, plus the one call never reached before the kill.
-    assert len(after) == 2
+    # Only the hung call is sent again, plus probe 2's calls, never reached before the kill.
+    assert len(after) == 4
     assert after[0] == before[4]
     assert not set(after) & set(before[:4])
     assert {r.arm for r in resumed.records} == {"native", "compaction-1"}
@@ -425,3 +428,79 @@ def test_every_arm_runs_real_with_the_offline_classification(
     real = {r.arm: [p.status for p in r.probes] for r in result.records}
     expected = {r.arm: [p.status for p in r.probes] for r in offline}
     assert real == expected and len(real) == len(offline) >= 8
+
+
+SUMMARY_ASK = "You summarize conversations"
+
+
+def test_confound_controls_one_final_compaction_per_probe_one_mid_trace_per_repeat(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    """Seed 000's confound controls, counted on the wire: (c) and (d) compact the final
+    context once per probe; (d)'s mid-trace summary is one real call per repeat, shared
+    by that repeat's probes, and its spend is in the arm's totals."""
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        rig = Rig(
+            tmp_path,
+            clean_checkout,
+            url,
+            "openai-chat",
+            arms="compaction-1,compaction-2",
+            judge="none",
+            repeats=2,
+        )
+        result = rig.run()
+        summaries_on_wire = sum(1 for _, body in app.calls if SUMMARY_ASK in json.dumps(body))
+        calls = app.count()
+        again = rig.run()  # a resume calls nothing: both the summaries and units are reused
+        assert app.count() == calls and again.built == 0
+    units = {(r.repeat, r.arm): r for r in result.records}
+    assert len(units) == 4
+    final_keys: list[str] = []
+    for (repeat, arm), record in sorted(units.items()):
+        assert [p.status for p in record.probes] == ["valid", "valid"], record.probes
+        per_probe = []
+        for probe in record.probes:
+            assert probe.evidence is not None and probe.evidence.compaction is not None
+            summary = [c for c in probe.evidence.calls if c.role == "summary"]
+            # One final compaction per probe, made for that probe (never from the cache).
+            assert len(summary) == probe.evidence.compaction.summary_requests
+            assert not any(c.cached for c in summary), (repeat, arm, probe.probe_id, summary)
+            per_probe.append({c.key for c in summary})
+        assert per_probe[0].isdisjoint(per_probe[1])
+        final_keys += [k for keys in per_probe for k in keys]
+    assert len(set(final_keys)) == len(final_keys)  # 2 arms x 2 repeats x 2 probes, distinct
+    # (c) has no mid-trace compaction; (d) has one real one per repeat.
+    assert all(units[(r, "compaction-1")].mid_trace_calls == [] for r in (1, 2))
+    mid = {r: units[(r, "compaction-2")] for r in (1, 2)}
+    for record in mid.values():
+        events = [p.evidence.mid_trace_compaction for p in record.probes if p.evidence]
+        assert len(events) == 2 and events[0] == events[1]  # shared by the repeat's probes
+        event = events[0]
+        assert event is not None and event.reason == "manual"
+        # One compaction: its summary requests (history, and a split turn's prefix).
+        assert len(record.mid_trace_calls) == event.summary_requests >= 1
+        assert all(c.role == "summary" and not c.cached for c in record.mid_trace_calls)
+        assert sum((c.usage for c in record.mid_trace_calls), Usage()) == event.usage
+    repeat_keys = [{c.key for c in mid[r].mid_trace_calls} for r in (1, 2)]
+    assert repeat_keys[0].isdisjoint(repeat_keys[1])  # each repeat its own sample
+    assert mid[1].checkpoint != mid[2].checkpoint  # one checkpoint per repeat
+    assert units[(1, "compaction-1")].checkpoint == units[(2, "compaction-1")].checkpoint
+    # Every summary on the wire is one of these: finals per probe, plus (d)'s mid-trace.
+    assert summaries_on_wire == len(final_keys) + sum(len(k) for k in repeat_keys)
+    # The mid-trace spend is in (d)'s totals: in each sample's compaction usage and,
+    # as one call per repeat, in the arm's list-price call count.
+    for record in mid.values():
+        mid_usage = sum((c.usage for c in record.mid_trace_calls), Usage())
+        for probe in record.probes:
+            assert probe.evidence is not None
+            assert probe.compaction_usage == probe.evidence.compaction_usage + mid_usage
+    results, _, _ = aggregate_run(rig.store, rig.output)
+    d_calls = {
+        c.key for r in mid.values() for p in r.probes if p.evidence for c in p.evidence.calls
+    }
+    d_calls |= repeat_keys[0] | repeat_keys[1]
+    assert results.spend["compaction-2"]["model_calls"] == len(d_calls)
+    d_input = sum(p.compaction_usage.input for r in mid.values() for p in r.probes)
+    assert results.spend["compaction-2"]["compaction_input"] == d_input
