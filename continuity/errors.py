@@ -69,7 +69,9 @@ Raised with the classes above from other modules (by area)::
                      lookup_inventory_failed, lookup_partial_coverage (skipped slots;
                      the units are kept), lookup_slot_observed (never overwritten)
     aggregate, score unit_malformed, unit_tampered, unit_key_mismatch, unit_duplicate,
-                     run_empty, trace_missing
+                     run_empty, trace_missing, score_tampered (a score artifact),
+                     scorer_unknown (--scorer), unit_protocol_mixed (units of
+                     different probe protocols)
 
 A base class raised without a specific code falls back to its own: continuity_error,
 usage_error, trace_error, store_error, harness_error, provider_error.

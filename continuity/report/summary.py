@@ -131,6 +131,13 @@ def _judge_rows(record: UnitRecord) -> list[JudgeRow]:
     return rows
 
 
+def _catalog_ref(record: UnitRecord, role: str) -> str:
+    """The catalog model a real unit's `role` endpoint bills as ("" offline, where an
+    opted-in judge is bound by name only)."""
+    part = (record.binding or {}).get(role)
+    return str(part.get("ref", "")) if isinstance(part, dict) else ""
+
+
 def summarize(record: UnitRecord) -> UnitSummary:
     """The summary of one verified unit record."""
     usage = Usage()
@@ -153,9 +160,8 @@ def summarize(record: UnitRecord) -> UnitSummary:
                 pressure_figures(record.arm, probe.evidence),
             )
         )
-    binding = record.binding or {}
-    reader_ref = (binding.get("reader") or {}).get("ref", "")
-    judge_ref = (binding.get("judge") or {}).get("ref", "")
+    reader_ref = _catalog_ref(record, "reader")
+    judge_ref = _catalog_ref(record, "judge")
     calls: list[tuple[str, str, str, Usage]] = [
         (c.key, c.role, reader_ref, c.usage)
         for p in record.probes

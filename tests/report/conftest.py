@@ -24,6 +24,7 @@ def base_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
         repeats=2,
         traces="harbor-market-stall",
         run_dir=root / "out" / "runs" / "base",
+        judge="openai-codex:gpt-6.1-sol",  # the scripted judge grades every answer
     )
     yield root / "store", root / "out" / "runs" / "base"
 
@@ -35,3 +36,43 @@ def run(base_run: tuple[Path, Path], tmp_path: Path) -> tuple[Store, Path]:
     copy = tmp_path / "runs" / "copy"
     shutil.copytree(run_dir / "units", copy / "units")
     return Store(store_root), copy
+
+
+@pytest.fixture(scope="session")
+def mixed_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """Two suites in one run directory, as a chunked plan leaves them: one original
+    trace (native, cold-rebuild, continuity-store) and one hard trace (native, ceiling).
+    `ceiling` runs on long traces only, so a pooled native baseline would compare
+    different trace sets."""
+    root = tmp_path_factory.mktemp("mixed-run")
+    store = Store(root / "store")
+    run_dir = root / "out" / "runs" / "mixed"
+    build_units(
+        store,
+        "original",
+        arms="native,cold-rebuild,continuity-store",
+        repeats=2,
+        traces="harbor-market-stall",
+        run_dir=run_dir,
+        judge="scripted-judge",  # opted in: every valid answer gets a verdict
+    )
+    build_units(
+        store,
+        "hard",
+        arms="native,ceiling",
+        repeats=2,
+        traces="gen-rowing-103",
+        probe_limit=6,
+        run_dir=run_dir,
+        judge="scripted-judge",
+    )
+    yield root / "store", run_dir
+
+
+@pytest.fixture
+def mixed(mixed_base: tuple[Path, Path], tmp_path: Path) -> tuple[Store, Path]:
+    """A private copy of the two-suite run and of its store (tests re-seal units)."""
+    store_root, run_dir = mixed_base
+    copy = tmp_path / "runs" / "mixed"
+    shutil.copytree(run_dir / "units", copy / "units")
+    return Store(shutil.copytree(store_root, tmp_path / "store")), copy
