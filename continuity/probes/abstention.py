@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from continuity.probes.polarity import clause_bounds, sentence_bounds
+from continuity.probes.polarity import clause_bounds, sentence_bounds, stances
 
 __all__ = ["abstains", "abstention_clauses", "claims", "guesses"]
 
@@ -147,6 +147,8 @@ def claims(text: str, position: int, subject: tuple[str, ...]) -> bool:
             return False
         clause = text[start:end]
         words = re.findall(r"[A-Za-z]+", clause)
-        named = any(s.lower() in clause.lower() for s in subject)
+        spans = [m.span() for s in subject for m in re.finditer(re.escape(s), text[:end], re.I)]
+        spans = sorted(span for span in spans if span[0] >= start)
+        named = "asserted" in stances(text, spans, supersession=False)
         return bool(named or _CLAIM.search(clause) or _GUESS.search(clause) or len(words) <= 3)
     return False

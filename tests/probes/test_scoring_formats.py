@@ -49,6 +49,7 @@ CURRENT = "current value only"
 BOTH = "current and superseded values"
 OLD = "a superseded value"
 NEITHER = "neither the current nor a superseded value"
+OTHER = "1 other value(s), not the current value"
 
 CASES: list[tuple[str, Expectation, str, str, str]] = [
     # money: any of $ £ €, thousands separators and .00 optional, the currency must agree
@@ -58,25 +59,26 @@ CASES: list[tuple[str, Expectation, str, str, str]] = [
     ("pounds as a word", BUFFET, "483 pounds", "correct", CURRENT),
     ("pounds stale then current", BUFFET, "£414.00 then £483", "conflicted", BOTH),
     ("pounds stale", BUFFET, "It's £414.", "stale", OLD),
-    ("pounds near miss amount", BUFFET, "£438.00", "fabricated", NEITHER),
-    ("pounds near miss pence", BUFFET, "£483.50", "fabricated", NEITHER),
-    ("pounds near miss currency dollars", BUFFET, "$483", "fabricated", NEITHER),
-    ("pounds near miss currency euros", BUFFET, "€483.00", "fabricated", NEITHER),
+    ("pounds near miss amount", BUFFET, "£438.00", "fabricated", OTHER),
+    ("pounds near miss pence", BUFFET, "£483.50", "fabricated", OTHER),
+    ("pounds near miss currency dollars", BUFFET, "$483", "fabricated", OTHER),
+    ("pounds near miss currency euros", BUFFET, "€483.00", "fabricated", OTHER),
     ("pounds lucky digits", BUFFET, "Order 483 is confirmed.", "fabricated", NEITHER),
     ("euros without cents", REFUND, "Brightline is refunding €456.", "correct", CURRENT),
     ("euros as a word", REFUND, "456 euros", "correct", CURRENT),
-    ("euros stale then current", REFUND, "€387.60 at first, now €456", "conflicted", BOTH),
+    ("euros stale then current", REFUND, "€387.60, then €456", "conflicted", BOTH),
+    ("euros superseded explicitly", REFUND, "€387.60 at first, now €456", "correct", CURRENT),
     ("euros stale", REFUND, "€387.60", "stale", OLD),
-    ("euros near miss currency", REFUND, "£456.00", "fabricated", NEITHER),
+    ("euros near miss currency", REFUND, "£456.00", "fabricated", OTHER),
     ("thousands without separator", REMOVALS, "£1745 including VAT", "correct", CURRENT),
     ("thousands with pence", REMOVALS, "£1,745.00", "correct", CURRENT),
     ("thousands stale", REMOVALS, "£1640", "stale", OLD),
-    ("thousands near miss amount", REMOVALS, "£1,754", "fabricated", NEITHER),
-    ("thousands misgrouped", REMOVALS, "£17,45", "fabricated", NEITHER),
-    ("thousands near miss currency", REMOVALS, "$1,745", "fabricated", NEITHER),
+    ("thousands near miss amount", REMOVALS, "£1,754", "fabricated", OTHER),
+    ("thousands misgrouped", REMOVALS, "£17,45", "fabricated", OTHER),
+    ("thousands near miss currency", REMOVALS, "$1,745", "fabricated", OTHER),
     ("dollars one decimal", SIGNAGE, "$172.5", "correct", CURRENT),
     ("dollars stale", SIGNAGE, "$148", "stale", OLD),
-    ("dollars near miss currency", SIGNAGE, "£172.50", "fabricated", NEITHER),
+    ("dollars near miss currency", SIGNAGE, "£172.50", "fabricated", OTHER),
     # dates without a year: weekday optional, any year, abbreviated or ordinal
     ("day month", INSTALL, "18 June", "correct", CURRENT),
     ("weekday comma day month", INSTALL, "Friday, 18 June", "correct", CURRENT),
@@ -87,20 +89,21 @@ CASES: list[tuple[str, Expectation, str, str, str]] = [
     ("iso", INSTALL, "2027-06-18", "correct", CURRENT),
     ("date stale", INSTALL, "16 June", "stale", OLD),
     ("date stale then current", INSTALL, "Wed 16 June, then Fri 18 June", "conflicted", BOTH),
-    ("date near miss day", INSTALL, "19 June", "fabricated", NEITHER),
-    ("date near miss month", INSTALL, "Friday 18 July", "fabricated", NEITHER),
-    ("date near miss weekday", INSTALL, "Thursday 18 June", "fabricated", NEITHER),
-    ("date near miss year", INSTALL, "18 June 2026", "fabricated", NEITHER),  # a Thursday
+    ("date near miss day", INSTALL, "19 June", "fabricated", OTHER),
+    ("date near miss month", INSTALL, "Friday 18 July", "fabricated", OTHER),
+    ("date near miss weekday", INSTALL, "Thursday 18 June", "fabricated", OTHER),
+    ("date near miss year", INSTALL, "18 June 2026", "fabricated", OTHER),  # a Thursday
     ("date range", INSTALL, "16-18 June", "fabricated", NEITHER),
     ("abbreviated both", COLLECTION, "Thu 15 Apr", "correct", CURRENT),
     ("abbreviated stale", COLLECTION, "Wed 14 Apr", "stale", OLD),
-    ("collection rebooked", COLLECTION, "14 April, rebooked for 15 April", "conflicted", BOTH),
+    ("collection rebooked", COLLECTION, "14 April, rebooked for 15 April", "correct", CURRENT),
+    ("collection both", COLLECTION, "14 April and 15 April", "conflicted", BOTH),
     # dates with a year: the year must be stated
     ("abbreviated month", VISIT, "24 Mar 2027", "correct", CURRENT),
     ("abbreviated month first", VISIT, "Mar 24, 2027", "correct", CURRENT),
     ("weekday agrees", VISIT, "Wednesday 24 March 2027", "correct", CURRENT),
-    ("weekday disagrees", VISIT, "Tuesday 24 March 2027", "fabricated", NEITHER),
-    ("other year", VISIT, "24 March 2028", "fabricated", NEITHER),
+    ("weekday disagrees", VISIT, "Tuesday 24 March 2027", "fabricated", OTHER),
+    ("other year", VISIT, "24 March 2028", "fabricated", OTHER),
     ("abbreviated stale with year", VISIT, "14 Mar 2027", "stale", OLD),
     ("lucky month word", VISIT, "24 Marching bands, 2027", "fabricated", NEITHER),
     # times: 12-hour with or without a space or dots, 24-hour, a dot for the colon
@@ -113,18 +116,19 @@ CASES: list[tuple[str, Expectation, str, str, str]] = [
     ("time stale", DOORS, "7 pm", "stale", OLD),
     ("time stale 24-hour", DOORS, "19:00", "stale", OLD),
     ("time stale then current", DOORS, "7pm, then 7:30pm", "conflicted", BOTH),
-    ("time near miss hour", DOORS, "8:30pm", "fabricated", NEITHER),
-    ("time near miss minutes", DOORS, "7:15pm", "fabricated", NEITHER),
-    ("time near miss half", DOORS, "7:30am", "fabricated", NEITHER),
-    ("time near miss 24-hour", DOORS, "17:30", "fabricated", NEITHER),
+    ("time near miss hour", DOORS, "8:30pm", "fabricated", OTHER),
+    ("time near miss minutes", DOORS, "7:15pm", "fabricated", OTHER),
+    ("time near miss half", DOORS, "7:30am", "fabricated", OTHER),
+    ("time near miss 24-hour", DOORS, "17:30", "fabricated", OTHER),
     ("time lucky price", DOORS, "Tickets are $7.30 and $19.30.", "fabricated", NEITHER),
     # short codes: whole tokens, case and a space or hyphen ignored
     ("code", PITCH, "Pitch C7.", "correct", CURRENT),
     ("code lower case", PITCH, "pitch c7", "correct", CURRENT),
     ("code spaced", PITCH, "pitch C 7", "correct", CURRENT),
     ("code stale", PITCH, "B14", "stale", OLD),
-    ("code stale then current", PITCH, "B14, now C7", "conflicted", BOTH),
-    ("code near miss longer", PITCH, "C70", "fabricated", NEITHER),
+    ("code stale then current", PITCH, "B14, then C7", "conflicted", BOTH),
+    ("code superseded explicitly", PITCH, "B14, now C7", "correct", CURRENT),
+    ("code near miss longer", PITCH, "C70", "fabricated", OTHER),
     ("code inside a reference", PITCH, "HSM-C7", "fabricated", NEITHER),
 ]
 
@@ -230,11 +234,25 @@ def test_every_shipped_term_is_found_as_written() -> None:
         assert score_answer(exp, "; ".join(terms)).correct, terms
 
 
-BLIND_SPOTS: list[tuple[str, Expectation, str]] = [
+# Renderings that used to be blind spots, now read as the value.
+FORMERLY_MISSED: list[tuple[str, Expectation, str]] = [
     ("year left out", VISIT, "The visit is on 24 March."),
     ("amount without a currency", BUFFET, "It comes to 483.00 in total."),
     ("spelled-out day", INSTALL, "The eighteenth of June."),
     ("hours suffix", DOORS, "Doors at 1930 hrs."),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "expectation", "answer"), FORMERLY_MISSED, ids=[c[0] for c in FORMERLY_MISSED]
+)
+def test_former_blind_spots_are_read(label: str, expectation: Expectation, answer: str) -> None:
+    assert score_answer(expectation, answer).outcome == "correct"
+
+
+BLIND_SPOTS: list[tuple[str, Expectation, str]] = [
+    ("relative day", INSTALL, "The day after Thursday 17 June."),
+    ("amount in thousands shorthand", REMOVALS, "About £1.7k, so £1,745 exactly."),
 ]
 
 
