@@ -31,6 +31,7 @@ from continuity.harness.messages import Usage
 from continuity.lookup.policy import LookupPolicy
 from continuity.plan.plan import LookupPlan, Plan
 from continuity.plan.pricing import Catalog, call_cost
+from continuity.probes.protocol import probe_turn_text
 from continuity.traces.bounds import (
     RESEED_TEXT_MESSAGES,
     SUMMARY_RESULT_CHARS,
@@ -203,7 +204,11 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
                 for index, probe in enumerate(probes):
                     live += 1
                     calls += _arm_calls(
-                        arm, shape, -(-len(probe.text) // 4), plan.reader, first=index == 0
+                        arm,
+                        shape,
+                        -(-len(probe_turn_text(probe.text)) // 4),  # the turn the reader gets
+                        plan.reader,
+                        first=index == 0,
                     )
                     if plan.judge:  # the judge grades every answer
                         calls.append(
