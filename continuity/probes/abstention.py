@@ -29,7 +29,7 @@ _GAP = r"\s+(?:\w+\s+){0,3}?"
 _TELLING = (
     r"(?:mention|discuss|talk|rais|cover|brought|bring|specif|stat|said|say|note|appear"
     r"|feature|refer|record|includ|exist|arrang|book|hir|organi[sz]|set|come\s+up|gave|giv"
-    r"|told|provid|ask"
+    r"|told|provid|ask|shar"
     r"|came\s+up|comes\s+up|crop|show\s+up|turn\s+up|surfac)\w*"
 )
 _KNOWING = (

@@ -79,11 +79,12 @@ _PAST_AFTER = re.compile(
     re.IGNORECASE,
 )
 _CURRENT_BEFORE = re.compile(
-    r"(?:\b(?:now|currently|instead|new|latest|updated|revised)|->|=>|\u2192"
+    r"(?:\b(?:now|currently|instead|new|latest|updated|revised)(?!\s+from\b)|->|=>|\u2192"
     r"|\b" + _CHANGE + r"\s+(?:\w+\s+){0,3}?(?:to|for|into|by|with)|\bbecame)\s+"
     r"(?:\w+\s+){0,3}?$",
     re.IGNORECASE,
 )
+_THEN = re.compile(r"^\s*,?\s*(?:and\s+)?(?:then|later|after that)\s+(?:\w+\s+){0,2}?$", re.I)
 _CHANGE_VERB = re.compile(r"\b" + _CHANGE, re.IGNORECASE)
 _TO = re.compile(r"^\s*(?:\w+\s+){0,2}?(?:to|into|->|=>|\u2192)\s+(?:\w+\s+){0,2}?$", re.IGNORECASE)
 
@@ -176,6 +177,11 @@ def _past(text: str, spans: Sequence[tuple[int, int]], keys: Sequence[object]) -
             and _CURRENT_BEFORE.search(text[spans[earlier[-1]][1] : start])
         ):
             past.add(earlier[-1])
+    # "originally X, then Y" (both history) beside an asserted value: Y is past too.
+    for i in range(1, len(spans)):
+        gap = text[spans[i - 1][1] : spans[i][0]]
+        if i - 1 in past and _THEN.match(gap) and not _CURRENT_BEFORE.search(gap):
+            past.add(i)
     return past
 
 
