@@ -435,12 +435,16 @@ def test_score_reads_chunk_subfolders_and_writes_nothing_when_it_refuses(
         ),
     )
     stale = moved.read_bytes()
-    # ...and a malformed unit beside it: the refusal leaves the stale unit as it was.
+    # ...and a malformed unit beside it: the refusal writes no score artifact at all.
     second.write_text("{not a unit")
     output = score(tmp_path, run_copy, store)
     assert "unit_malformed: " in output
-    assert moved.read_bytes() == stale
-    # Repaired, the same run re-scores the unit found in the subfolder.
+    assert moved.read_bytes() == stale and not (run_copy / "scores").exists()
+    # Repaired, the same run re-scores the unit found in the subfolder: a new score
+    # artifact beside it, the unit file itself (its original grades) untouched.
     second.unlink()
     result = doit(tmp_path, "score", "--run-dir", str(run_copy), "--store", str(store))
-    assert "score: 1 units re-scored" in result.stdout and moved.read_bytes() != stale
+    assert "score: 1 units re-scored" in result.stdout and moved.read_bytes() == stale
+    (artifact,) = (run_copy / "scores").glob(f"*/{moved.name}")
+    assert "1 probe grades differ from the original" in result.stdout
+    assert json.loads(artifact.read_bytes())["unit"] == json.loads(stale)["key"]

@@ -152,7 +152,7 @@ def test_real_run_finishes_the_plan_the_offline_run_finishes(
         if p.evidence
         for c in p.evidence.calls
         if not c.cached
-    ) + sum(len(r.judge_calls) for r in result.records)
+    ) + sum(1 for r in result.records for c in r.judge_calls if not c.cached)
 
 
 def test_second_run_skips_completed_units_and_calls_nothing(
@@ -318,21 +318,24 @@ def test_score_rescores_recorded_answers_with_zero_http_calls(
         aggregate_run(rig.store, rig.output)
         calls = app.count()
         before = units_on_disk(rig.output / "units")
-        # Unchanged scorer: the same scores, nothing rewritten.
+        # Unchanged scorer: the same grades in new score artifacts; units untouched.
         same = rescore_run(rig.store, rig.output)
-        assert same.rewritten == 0 and same.probes_changed == 0
+        assert same.written == same.units == 3 and same.probes_changed == 0
         assert units_on_disk(rig.output / "units") == before
         # A "fixed" scorer: every answer now passes; still no model call.
         monkeypatch.setattr(
             "continuity.runner.units.score_answer",  # what score_result calls
-            lambda expectation, answer: Score("correct", True, "patched"),
+            lambda expectation, answer, **_: Score("correct", True, "patched"),
         )
+        for where in ("continuity.report.scores", "continuity.report.rescore"):
+            monkeypatch.setattr(f"{where}.scorer_digest", lambda: "f" * 64)
         fixed = rescore_run(rig.store, rig.output)
         assert fixed.probes_changed == sum(
-            1 for r in before.values() for p in r.probes if p.status == "valid"
+            1 for r in before.values() for p in r.probes if p.status == "valid" and not p.correct
         )
+        assert units_on_disk(rig.output / "units") == before  # never rewritten
         results, _, _ = aggregate_run(rig.store, rig.output)
-        assert results.accuracy["native"]["overall"]["mean"] == 1.0
+        assert results.accuracy["original"]["native"]["overall"]["mean"] == 1.0
         # The doit task, in its own process, makes no call either.
         result = doit(
             tmp_path, "score", "--run-dir", str(rig.output), "--store", str(rig.store.root)

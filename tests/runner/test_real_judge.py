@@ -1,0 +1,66 @@
+"""The judge in real mode, against the loopback wire server: every valid answer gets a
+verdict parsed from the server's reply, and no judge request says which arm answered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from continuity.probes.judge import JUDGE_SYSTEM
+from continuity.report.aggregate import aggregate_run
+from continuity.servers.wire import WireServer, serve_in_thread
+from tests.runner.test_real import TRACE, Rig
+
+ARMS = ("native", "compaction-1")
+
+
+class JudgingWire(WireServer):
+    """The loopback model, also playing a judge: a grading request gets a verdict whose
+    reason carries the call number, so each recorded verdict can be traced to a reply."""
+
+    def reply(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        if JUDGE_SYSTEM in json.dumps(body):
+            grading = json.dumps(body)
+            verdict = "INCORRECT (abstained)" if "grade:\\nUNKNOWN" in grading else "CORRECT"
+            return f"**{verdict}**\nloopback verdict {len(self.calls)}.", None
+        return super().reply(path, body)
+
+
+def test_every_valid_answer_is_judged_from_the_servers_replies_without_its_arm(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    app = JudgingWire()
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path, clean_checkout, url, "openai-chat", arms=",".join(ARMS))
+        result = rig.run()
+        results, _, _ = aggregate_run(rig.store, rig.output)
+    judge_bodies = [body for _, body in app.calls if JUDGE_SYSTEM in json.dumps(body)]
+    replies = {f"loopback verdict {n}." for n in range(1, len(app.calls) + 1)}
+    units = {r.arm: r for r in result.records}
+    assert set(units) == set(ARMS)
+    for record in units.values():
+        valid = [p for p in record.probes if p.status == "valid"]
+        assert valid and [v.probe_id for v in record.judge] == [p.probe_id for p in valid]
+        for verdict, probe in zip(record.judge, valid, strict=True):
+            assert verdict.judge == "openai-chat:gpt-6-mini" and verdict.reason in replies
+            assert (verdict.passed, verdict.outcome) == (False, "abstained")  # UNKNOWN
+            assert probe.answer == "UNKNOWN"
+        assert len(record.judge_calls) == len(valid)
+    # The judge request carries the question, reference and answer, never the arm, the
+    # trace, the unit or the repeat's identity.
+    assert judge_bodies
+    for body in judge_bodies:
+        text = json.dumps(body)
+        assert "Reference:" in text and "Answer to grade:" in text
+        for record in units.values():
+            for secret in (record.arm, record.trace_id, record.key, record.checkpoint):
+                assert secret not in text, secret
+        assert TRACE not in text and "native" not in text.lower()
+    # Both arms answered each probe alike, so their judge requests are byte-identical:
+    # the second is served by the call cache and the server saw one per probe.
+    assert len(judge_bodies) == len(units["native"].judge)
+    cached = [c.cached for r in units.values() for c in r.judge_calls]
+    assert cached.count(True) == len(units["compaction-1"].judge)
+    # The report compares the judge with the scorer.
+    assert results.judge["overall"]["pairs"] == sum(len(r.judge) for r in units.values())
