@@ -310,8 +310,10 @@ def test_the_lookup_table_counts_a_slot_met_twice_once_as_a_duplicate() -> None:
         [(1, "t", "native-lookup", [row, row]), (1, "t", "native-lookup", [row])], None
     )
     cell = table["native-lookup"]
-    assert cell["duplicate"] == 2 and cell["slots_present"] == 1
-    assert cell["exact"] == {"correct": 1, "n": 1, "rate": 1.0}
+    # One slot, met three times: ambiguous, so no occurrence is scored (never first-wins).
+    assert cell["duplicate"] == 1 and cell["slots_present"] == 0
+    assert cell["duplicate_occurrences"][0]["occurrences"] == 3
+    assert cell["exact"] == {"correct": 0, "n": 0, "rate": None}
 
 
 def edited_policy(tmp_path: Path, infeasible: set[tuple[str, str, str]]) -> Path:
