@@ -1,0 +1,118 @@
+"""`doit calibrate`: a judge over the labelled calibration suite, offline and real."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from continuity.errors import UsageError
+from continuity.probes.calibration import CATEGORIES, load_cases
+from continuity.probes.judge import ProviderJudge, ScriptedJudge
+from continuity.probes.judge_calibration import calibrate_judge, judge_for
+from continuity.servers.wire import serve_in_thread
+from tests.graph.test_dodo import doit
+from tests.runner.test_real_judge import JudgingWire
+
+
+def test_offline_calibrate_prints_agreement_per_category(tmp_path: Path) -> None:
+    result = doit(tmp_path, "calibrate")
+    out = result.stdout
+    cases = load_cases()
+    present = {case.category for case in cases}
+    assert f"judge scripted-judge on {len(cases)} labelled cases" in out
+    for category in CATEGORIES:
+        assert (f"| {category} | " in out) == (category in present)
+    assert "| **overall** | " in out
+    last = out.strip().splitlines()[-1]
+    md = tmp_path / "out" / "calibration" / "judge-scripted-judge.md"
+    assert last == f"calibrate: judge agreement written to {md} (and judge-scripted-judge.json)"
+    document = json.loads(md.with_suffix(".json").read_text())
+    assert document["cases"] == len(cases) == len(document["verdicts"])
+    assert document["agreement"]["overall"]["n"] == len(cases)
+    assert "offline stand-in" in md.read_text()
+
+
+def test_agreement_counts_what_the_judge_said(tmp_path: Path) -> None:
+    cases = load_cases()[:40]
+    result = calibrate_judge(ScriptedJudge(), cases, "suite")
+    by_id = {v.probe_id: v for v in result.verdicts}
+    agree = sum(by_id[c.id].outcome == c.verdict for c in cases)
+    assert result.agreement.overall.outcome_agree == agree
+    assert result.agreement.overall.n == 40
+
+
+@pytest.mark.parametrize(
+    ("options", "code"),
+    [
+        ({"provider": "gemini"}, "plan_invalid"),
+        ({"provider": "scripted", "base_url": "http://127.0.0.1:1/v1"}, "plan_invalid"),
+        ({"judge_model": "no-provider-part"}, "plan_invalid"),
+        ({"provider": "openai-chat"}, "credentials_required"),
+        (
+            {"provider": "anthropic", "credentials": "/nonexistent/creds.json"},
+            "credentials_missing",
+        ),
+    ],
+    ids=["unknown-provider", "base-url-offline", "bad-model", "no-credentials", "no-file"],
+)
+def test_bad_options_are_refused_with_their_code(
+    options: dict[str, Any], code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(UsageError) as err:
+        judge_for(options, str(tmp_path / "store"), tmp_path / "out")
+    assert err.value.code == code
+
+
+def test_a_real_judge_is_refused_under_ci(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    credentials = tmp_path / "creds.json"
+    credentials.write_text('{"api_key": "x"}')
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(UsageError) as err:
+        judge_for(
+            {"provider": "openai-chat", "credentials": str(credentials)},
+            str(tmp_path / "store"),
+            tmp_path / "out",
+        )
+    assert err.value.code == "real_refused_ci"
+    result = doit(
+        tmp_path, "calibrate", "--provider", "openai-chat", "--credentials", "/x", check=False
+    )
+    assert result.returncode != 0 and "real_refused_ci: " in result.stdout + result.stderr
+    monkeypatch.delenv("CI")
+    result = doit(tmp_path, "calibrate", "--provider", "openai-chat", check=False)
+    assert result.returncode != 0 and "credentials_required: " in result.stdout + result.stderr
+    result = doit(tmp_path, "calibrate", "--provider", "gemini", check=False)
+    assert result.returncode != 0 and "plan_invalid: " in result.stdout + result.stderr
+    assert not (tmp_path / "out" / "calibration").exists()
+
+
+def test_a_real_judge_grades_the_suite_against_the_loopback_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    credentials = tmp_path / "creds.json"
+    credentials.write_text('{"api_key": "sk-loopback"}')
+    cases = load_cases()[:6]
+    app = JudgingWire()
+    with serve_in_thread(app) as url:
+        options = {
+            "provider": "openai-chat",
+            "base_url": url + "/v1",
+            "credentials": str(credentials),
+            "judge_model": "openai:judge-model",
+        }
+        judge = judge_for(options, str(tmp_path / "store"), tmp_path / "out")
+        assert isinstance(judge, ProviderJudge)
+        result = calibrate_judge(judge, cases, "suite")
+        again = calibrate_judge(judge_for(options, str(tmp_path / "store"), tmp_path), cases)
+        assert app.count() == len(cases)  # the rerun came from the call cache
+    # Each verdict is the server's reply, parsed (it declines to credit an UNKNOWN answer).
+    expected = ["abstained" if c.answer.startswith("UNKNOWN") else "correct" for c in cases]
+    assert [v.outcome for v in result.verdicts] == expected
+    assert all(v.reason.startswith("loopback verdict") for v in result.verdicts)
+    assert result.agreement.overall.n == len(cases)
+    assert again.verdicts == result.verdicts
