@@ -62,7 +62,7 @@ from continuity.lookup.probe import PageTracker, bounded_cleanup, reference_path
 from continuity.lookup.reader import LookupReader
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
 from continuity.memory.retained import HistoryError, RetainedStore
-from continuity.probes.availability import NeedleState, reference_lookup
+from continuity.probes.availability import ContextText, NeedleState, reference_lookup
 from continuity.probes.protocol import probe_turn_text
 from continuity.providers.endpoint import CallReceipt, RealBinding
 from continuity.providers.protocol import Provider
@@ -84,21 +84,35 @@ __all__ = ["run_probe"]
 UNKNOWN_ANSWER = "UNKNOWN"
 
 
+def _before_probe(first: ModelRequest | None) -> list[str]:
+    """The texts the reader had before the probe question: the first probe request's
+    messages up to the last one before the probe turn (never the question itself)."""
+    if first is None:
+        return []
+    messages = list(first.messages)
+    probe_at = max(
+        (i for i, m in enumerate(messages) if isinstance(m, UserMessage) and m.source == "probe"),
+        default=len(messages),
+    )
+    return [getattr(m, "text", "") for m in messages[:probe_at]]
+
+
 def _needle_states(
     needles: list[str], first: ModelRequest | None, store: RetainedStore | None
 ) -> list[NeedleState]:
-    """Availability facts for the evaluator's needles: in the first probe request's
-    context (after the boundary, before any retrieval), and, where a retained store is
-    offered, found by the reference lookup path within the lookup budget."""
+    """Availability facts for the evaluator's needles: in the reader's context before the
+    probe question (after the boundary, before any retrieval; normalised once, matched
+    whole-token), and, where a retained store is offered, found by the reference lookup
+    path within the lookup budget."""
     if not needles:
         return []
-    context = "\n".join(getattr(m, "text", "") for m in first.messages) if first else ""
+    context = ContextText(_before_probe(first))
     states = []
     for needle in needles:
         found = reference_lookup(store, needle) if store is not None else None
         states.append(
             NeedleState(
-                in_context=needle in context,
+                in_context=context.holds(needle),
                 retrievable=found.retrievable if found is not None else None,
                 calls=found.calls if found is not None else 0,
                 bytes=found.bytes if found is not None else 0,
