@@ -37,6 +37,7 @@ from continuity.probes.availability import (
     Availability,
     NeedleState,
     availability,
+    fact_count,
     loss,
     needles_for,
 )
@@ -276,7 +277,7 @@ def run_unit(
     specs = []
     skipped: dict[str, str] = {}
     for index, probe in enumerate(probes):
-        needles = needles_for(probe.expectation)
+        needles = needles_for(probe.expectation, trace)
         binding_for_probe = None
         if lookup is not None:
             sources, slot = lookup.disposition(trace, arm, probe)
@@ -505,9 +506,8 @@ def score_result(result: ProbeResult, probe: Probe, states: Sequence[NeedleState
     scorer's reason, availability from the recorded needle states, and the loss label.
     (`doit score` re-runs exactly this on recorded answers.)"""
     score = score_answer(probe.expectation, result.answer)
-    needles = needles_for(probe.expectation)
-    facts = len(needles.fact)
-    available = availability(needles, list(states[:facts]), list(states[facts:]))
+    facts = fact_count(probe.expectation)
+    available = availability(facts, states[:facts], states[facts:])
     return msgspec.structs.replace(
         result,
         outcome=score.outcome,
