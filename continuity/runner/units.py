@@ -41,16 +41,16 @@ from continuity.probes.availability import (
     loss,
     needles_for,
 )
-from continuity.probes.judge import Judge, JudgeVerdict, ProviderJudge, ScriptedJudge
+from continuity.probes.judge import Judge, JudgeCase, JudgeVerdict, ProviderJudge, ScriptedJudge
 from continuity.probes.protocol import PROBE_PROTOCOL
-from continuity.probes.scoring import score_answer
+from continuity.probes.scoring import DEFAULT_LOCALE, Locale, locale_for, score_answer
 from continuity.progress import Tick
 from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
 from continuity.runner.lookup_run import LookupRun, check_coverage, check_lookup_slots
 from continuity.runner.parallel import run_by_trace
 from continuity.runner.samples import DEFAULT_JOBS, SAMPLE_CODE
 from continuity.store import Store
-from continuity.traces.schema import NextActionExpectation, Probe, Trace
+from continuity.traces.schema import Probe, Trace
 
 if TYPE_CHECKING:
     from continuity.traces.suites import SuiteItem
@@ -74,7 +74,11 @@ __all__ = [
 UNIT_SALT = "unit-v1"
 UNIT_CODE = (
     *SAMPLE_CODE,
-    "continuity.probes",
+    # Not the scorer (scoring, normalise, availability): a unit's grades are its original
+    # grades; a corrected scorer writes score artifacts beside it (continuity.report.scores)
+    # and never re-keys or rewrites a unit.
+    "continuity.probes.protocol",
+    "continuity.probes.judge",
     "continuity.runner.units",
     "continuity.runner.lookup_run",
 )
@@ -238,8 +242,12 @@ def run_unit(
     timeout: float = 3600.0,
     real: RealRun | None = None,
     lookup: LookupRun | None = None,
+    judge: str | None = None,
 ) -> tuple[UnitRecord, str]:
     """Build (or reuse) one unit; return it and ``built`` or ``cached``.
+
+    With a judge (offline: `judge`, the plan's judge model, played by the scripted judge;
+    real: `real.judge`) every valid answer gets a verdict; without one, none does.
 
     In lookup mode, slots the policy classes as inventory-infeasible get an
     ``inventory_infeasible`` result with no usage, score or answer; only eligible probes
@@ -264,6 +272,8 @@ def run_unit(
     )
     probes = list(trace.probes[:probe_limit] if probe_limit else trace.probes)
     binding = real.binding() if real is not None else lookup.binding() if lookup else None
+    if real is None and judge:  # offline: the scripted judge plays the plan's judge
+        binding = {**(binding or {}), "judge": ScriptedJudge.name}
     real_binding = _real_binding(real, store, repeat)
     mid_real = real_binding if config.mid_trace_compaction else None
     planned_checkpoint = checkpoint_key(item.key, config, mid_real)
@@ -337,16 +347,8 @@ def run_unit(
     with checkpoint_lock(store, checkpoint.key):  # no other fork while the unit runs
         outcomes = _run_worker(request, timeout)
     results = []
-    judge: Judge = ScriptedJudge()
-    if real is not None and real.judge is not None:
-        judge = ProviderJudge(
-            real.judge,
-            str(store.root),
-            repeat=repeat,
-            ledger=real.ledger,
-            explain_log=real.explain_log,
-        )
-    verdicts = []
+    grader = _unit_judge(store, real, judge, repeat)
+    judged: list[JudgeCase] = []
     incomplete: list[str] = []
     eligible = [p for p in probes if p.probe_id not in skipped]
     for probe, raw in zip(eligible, outcomes, strict=True):
@@ -377,23 +379,18 @@ def run_unit(
         if verdict.status != "valid":
             results.append(result)  # excluded: kept with its class, never scored
             continue
-        results.append(score_result(result, probe, evidence.needle_states))
-        if isinstance(probe.expectation, NextActionExpectation) and (
-            real is None or real.judge is not None
-        ):
-            try:
-                verdicts.append(
-                    judge.judge(
-                        probe.probe_id,
-                        probe.text,
-                        evidence.answer,
-                        [f.value for f in probe.expectation.keywords],
-                    )
-                )
-            except ContinuityError as error:
-                if real is None:
-                    raise
-                incomplete.append(str(error))
+        locale = locale_for(trace.family)
+        results.append(score_result(result, probe, evidence.needle_states, locale=locale))
+        # The judge gets the question, the expectation and the answer: never the arm.
+        judged.append(JudgeCase(probe.probe_id, probe.text, probe.expectation, evidence.answer))
+    verdicts: list[JudgeVerdict] = []
+    if grader is not None and judged:
+        try:
+            verdicts = grader.verdicts(judged)
+        except ContinuityError as error:
+            if real is None:
+                raise
+            incomplete.append(str(error))  # finished verdicts come from the call cache
     record = _seal(
         key,
         item,
@@ -406,7 +403,7 @@ def run_unit(
         skipped,
         binding,
         verdicts,
-        list(getattr(judge, "receipts", [])),
+        list(getattr(grader, "receipts", [])),
     )
     record = msgspec.structs.replace(
         record,
@@ -417,6 +414,22 @@ def run_unit(
     if real is not None and incomplete:
         return record, "incomplete"  # neither stored nor materialised: the next run retries
     return store_unit(store, seal(record)), "built"
+
+
+def _unit_judge(store: Store, real: RealRun | None, judge: str | None, repeat: int) -> Judge | None:
+    """The unit's judge: the judge model behind the call cache in real mode, the scripted
+    judge offline when the plan has a judge, else none."""
+    if real is not None:
+        if real.judge is None:
+            return None
+        return ProviderJudge(
+            real.judge,
+            str(store.root),
+            repeat=repeat,
+            ledger=real.ledger,
+            explain_log=real.explain_log,
+        )
+    return ScriptedJudge() if judge else None
 
 
 def _real_binding(real: RealRun | None, store: Store, repeat: int) -> RealBinding | None:
@@ -501,11 +514,18 @@ def _seal(
     )
 
 
-def score_result(result: ProbeResult, probe: Probe, states: Sequence[NeedleState]) -> ProbeResult:
+def score_result(
+    result: ProbeResult,
+    probe: Probe,
+    states: Sequence[NeedleState],
+    *,
+    locale: Locale = DEFAULT_LOCALE,
+) -> ProbeResult:
     """A valid probe result scored against its probe's expectation: outcome, the
     scorer's reason, availability from the recorded needle states, and the loss label.
+    `locale` is the trace family's numeric-date locale (`locale_for`).
     (`doit score` re-runs exactly this on recorded answers.)"""
-    score = score_answer(probe.expectation, result.answer)
+    score = score_answer(probe.expectation, result.answer, locale=locale)
     facts = fact_count(probe.expectation)
     available = availability(facts, states[:facts], states[facts:])
     return msgspec.structs.replace(
@@ -583,12 +603,14 @@ def build_units(
     max_observed_input_tokens: int | None = None,
     traces_root: Path | None = None,
     lookup: LookupRun | None = None,
+    judge: str | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
     """Run every unit of the selection; materialise them under ``<run>/units/``.
 
     `traces` and `only_repeats` select part of the plan (they never change a unit's
     key). In real mode, `real.ledger` names this invocation's ledger, created here with
-    the selection's live-turn count and the observed-input cap.
+    the selection's live-turn count and the observed-input cap. Offline, `judge` (the
+    plan's judge model) has the scripted judge grade every valid answer.
 
     Returns the records, the units directory and how many units were built.
     Raises:
@@ -649,6 +671,7 @@ def build_units(
                 probe_limit=probe_limit,
                 real=real,
                 lookup=lookup,
+                judge=judge,
             ),
             describe=lambda plan: f"r{plan[3]} {plan[0].trace_id} {plan[2].id}",
             jobs=jobs,
