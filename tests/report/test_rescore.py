@@ -31,7 +31,7 @@ def hashes(folder: Path) -> dict[str, str]:
 
 def numbers(results: Results) -> dict[str, object]:
     """Everything a report states, except which scorer stated it."""
-    data = msgspec.to_builtins(results)
+    data: dict[str, object] = msgspec.to_builtins(results)
     data.pop("scorer")
     return data
 
