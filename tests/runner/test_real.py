@@ -297,10 +297,13 @@ def test_killed_run_resumes_without_recalling_completed_units(
         app.faults = Faults()
         resumed = rig.run()
         after = [json.dumps(body, sort_keys=True) for _, body in app.calls[5:]]
-    # Only the hung call is sent again, plus probe 2's calls, never reached before the kill.
+    # Only the hung call is sent again, plus probe 2's calls, never reached before the kill:
+    # its own two summaries (the same requests as probe 1's, each probe its own summary)
+    # and its answer.
     assert len(after) == 4
     assert after[0] == before[4]
-    assert not set(after) & set(before[:4])
+    assert sorted(after[1:3]) == sorted(before[2:4])
+    assert after[3] not in before
     assert {r.arm for r in resumed.records} == {"native", "compaction-1"}
     assert resumed.built == 1  # native finished before the kill and was skipped
 
@@ -362,13 +365,23 @@ def test_explain_cache_shows_what_went_into_each_key(tmp_path: Path, clean_check
         "tools",
         "generation",
         "repeat",
+        "probe",
         "system",
     } <= set(entries[0])
     assert entries[0]["provider"] == "openai-chat" and entries[0]["model"] == "gpt-6-mini"
     assert entries[0]["repeat"] == 1
-    hits = [e for e in entries if e["hit"]]
-    assert hits and all(e["role"] == "summary" for e in hits)  # probe 2 reuses the summary
-    assert len({e["key"] for e in entries}) < len(entries)
+    # Every lookup of a fresh run misses: probe 2 compacts with a summary of its own (its
+    # key binds the probe), though its summary requests equal probe 1's.
+    assert not any(e["hit"] for e in entries)
+    summaries = [e for e in entries if e["role"] == "summary"]
+    assert {e["probe"] for e in summaries} == {"compaction-1:0", "compaction-1:1"}
+    assert all(e["probe"] is None for e in entries if e["role"] == "answer")
+    by_probe = {
+        p: sorted(e["messages"]["digest"] for e in summaries if e["probe"] == p)
+        for p in ("compaction-1:0", "compaction-1:1")
+    }
+    assert by_probe["compaction-1:0"] == by_probe["compaction-1:1"]  # the same requests
+    assert len({e["key"] for e in entries}) == len(entries)  # but never one shared call
 
 
 def test_explain_cache_task_output(
