@@ -1,11 +1,13 @@
 """Calibration: the deterministic scorer against hand-labelled answers.
 
-The suite is data (`fixtures/calibration/answers-v1.jsonl`, labelled by a careful human
-reader); `fixtures/calibration/scorer-agreement.json` records the scorer's agreement and
-the cases it misjudges, as written by ``python3 -m continuity.probes.calibration
---record``. Every case is a test: the ones recorded as misjudged are strict xfails, so a
-case the scorer learns (or unlearns) forces the record, docs/validity.md and the README's
-blind spots to be updated.
+Two suites are data, labelled by a careful human reader: the tuning suite
+(`fixtures/calibration/answers-v1.jsonl`) and the held-out suite
+(`fixtures/calibration/holdout-v1.jsonl`, whose first, blind measurement is frozen in
+`fixtures/calibration/holdout-v1-blind.json`). `fixtures/calibration/scorer-agreement.json`
+records the scorer's agreement on both and the cases it misjudges, as written by
+``python3 -m continuity.probes.calibration --record``. Every case of both suites is a
+test: the ones recorded as misjudged are strict xfails, so a case the scorer learns (or
+unlearns) forces the record, docs/validity.md and the README's blind spots to be updated.
 """
 
 from __future__ import annotations
@@ -28,12 +30,18 @@ from continuity.probes.calibration import (
     agreement,
     default_cases_path,
     default_doc_path,
+    default_holdout_path,
     default_record_path,
     load_cases,
-    load_record,
-    record,
     render_table,
     scorer_verdicts,
+)
+from continuity.probes.validity import (
+    default_blind_path,
+    default_suites,
+    load_blind,
+    load_record,
+    record,
 )
 from continuity.traces.schema import (
     ActiveConstraintExpectation,
@@ -41,8 +49,11 @@ from continuity.traces.schema import (
 )
 
 CASES = load_cases()
+HOLDOUT = load_cases(default_holdout_path())
+SUITES = {"tuning": CASES, "holdout": HOLDOUT}
 RECORD = load_record()
-MISJUDGED = set(RECORD.agreement.misjudged)
+BLIND = load_blind()
+MISJUDGED = {case_id for entry in RECORD.suites for case_id in entry.agreement.misjudged}
 
 # Every class of answer issue 10's "Why" names, by the `class` the suite gives it.
 ISSUE_CLASSES = (
@@ -196,18 +207,23 @@ def test_locales_are_declared_only_where_the_suite_knows_them() -> None:
 # ------------------------------------------------------------------ (b) and (c): the scorer
 
 
-def test_the_record_was_made_on_this_suite() -> None:
-    digest = hashlib.sha256(default_cases_path().read_bytes()).hexdigest()
-    assert RECORD.suite_sha256 == digest, (
+@pytest.mark.parametrize("name", ["tuning", "holdout"])
+def test_the_record_was_made_on_these_suites(name: str) -> None:
+    entry = RECORD.suite(name)
+    digest = hashlib.sha256(default_suites()[name].read_bytes()).hexdigest()
+    assert entry.suite_sha256 == digest, (
         "re-record: python3 -m continuity.probes.calibration --record"
     )
-    assert RECORD.cases == len(CASES)
-    assert {case.id for case in CASES} >= MISJUDGED
+    assert entry.cases == len(SUITES[name])
+    assert {case.id for case in SUITES[name]} >= set(entry.agreement.misjudged)
+    assert [e.name for e in RECORD.suites] == ["tuning", "holdout"]
 
 
-def test_agreement_does_not_drop_below_the_record() -> None:
-    now = agreement(CASES, scorer_verdicts(CASES))
-    recorded = {row.category: row for row in (*RECORD.agreement.rows, RECORD.agreement.overall)}
+@pytest.mark.parametrize("name", ["tuning", "holdout"])
+def test_agreement_does_not_drop_below_the_record(name: str) -> None:
+    now = agreement(SUITES[name], scorer_verdicts(SUITES[name]))
+    entry = RECORD.suite(name).agreement
+    recorded = {row.category: row for row in (*entry.rows, entry.overall)}
     for row in (*now.rows, now.overall):
         before = recorded[row.category]
         assert row.n == before.n
@@ -222,35 +238,91 @@ def _param(case: CalibrationCase) -> object:
     return pytest.param(case, id=case.id)
 
 
-@pytest.mark.parametrize("case", [_param(case) for case in CASES])
+@pytest.mark.parametrize("case", [_param(case) for case in (*CASES, *HOLDOUT)])
 def test_each_case_is_judged_as_labelled(case: CalibrationCase) -> None:
     (verdict,) = scorer_verdicts([case]).values()
     assert verdict == case.verdict, f"{case.answer!r}: label {case.verdict}, scorer {verdict}"
 
 
+# ------------------------------------------------------------------ the held-out suite
+
+
+def test_the_holdout_suite_covers_every_category_and_shares_no_case() -> None:
+    assert len(HOLDOUT) == 150
+    assert {case.category for case in HOLDOUT} == set(CATEGORIES)
+    assert not {case.id for case in HOLDOUT} & {case.id for case in CASES}
+
+
+def test_the_blind_measurement_is_frozen_as_first_taken() -> None:
+    """The held-out suite's first measurement (scorer at 0852d00, before anyone working on
+    the scorer read the cases) is history: these numbers never change."""
+    digest = hashlib.sha256(default_holdout_path().read_bytes()).hexdigest()
+    assert BLIND.suite_sha256 == digest and BLIND.cases == 150
+    assert BLIND.scorer_commit.startswith("0852d00") and BLIND.suite_commit.startswith("14416ca")
+    overall = BLIND.agreement.overall
+    assert (overall.n, overall.outcome_agree, overall.binary_agree) == (150, 142, 143)
+    per_category = {row.category: (row.outcome_agree, row.n) for row in BLIND.agreement.rows}
+    assert per_category == {
+        "tool_identifier": (22, 25),
+        "active_constraint": (20, 20),
+        "superseded_current": (27, 30),
+        "commitment_status": (15, 15),
+        "artifact_status": (15, 15),
+        "next_action": (15, 15),
+        "abstention": (14, 15),
+        "redaction": (14, 15),
+    }
+    assert BLIND.agreement.misjudged == (
+        "ho-ab-09", "ho-rd-06", "ho-sc-08", "ho-sc-16", "ho-sc-30", "ho-ti-08", "ho-ti-10",
+        "ho-ti-17",
+    )  # fmt: skip
+
+
 # ------------------------------------------------------------------ (d) docs/validity.md
 
 
-def test_the_validity_doc_shows_the_recorded_table() -> None:
+def test_the_validity_doc_shows_both_suites_and_the_blind_figure() -> None:
     doc = default_doc_path().read_text(encoding="utf-8")
-    assert render_table(RECORD.agreement) in doc
-    assert f"**{len(CASES)} labelled answers**" in doc
+    for entry in RECORD.suites:
+        assert render_table(entry.agreement) in doc
+        assert f"`{entry.suite}`, {entry.cases} cases" in doc
+    assert render_table(BLIND.agreement) in doc
+    assert "**142/150 (94.7%) outcome agreement**" in doc and "`0852d00`" in doc
+    assert "no longer blind" in doc and "fresh set" in doc
     assert "python3 -m continuity.probes.calibration --record" in doc
 
 
-def test_record_writes_the_record_and_the_doc(tmp_path: Path) -> None:
+def test_record_writes_the_record_and_the_doc_and_never_the_blind_figure(tmp_path: Path) -> None:
     suite = tmp_path / "suite.jsonl"
     lines = default_cases_path().read_text(encoding="utf-8").splitlines()
     suite.write_text("\n".join(lines[:40]) + "\n", encoding="utf-8")
-    result = record(suite, tmp_path / "record.json", tmp_path / "validity.md")
-    assert result.cases == 40
+    blind_before = default_blind_path().read_bytes()
+    suites = {"tuning": suite, "holdout": default_holdout_path()}
+    result = record(suites, tmp_path / "record.json", tmp_path / "validity.md")
+    assert default_blind_path().read_bytes() == blind_before
+    assert [e.name for e in result.suites] == ["tuning", "holdout"]
+    assert result.suite("tuning").cases == 40 and result.suite("holdout").cases == 150
     assert load_record(tmp_path / "record.json") == result
     doc = (tmp_path / "validity.md").read_text(encoding="utf-8")
-    assert render_table(result.agreement) in doc
-    for case_id in result.agreement.misjudged:
-        assert f"| {case_id} |" in doc
+    for entry in result.suites:
+        assert render_table(entry.agreement) in doc
+        for case_id in entry.agreement.misjudged:
+            assert f"| {case_id} |" in doc
+    assert render_table(BLIND.agreement) in doc
     stored = json.loads((tmp_path / "record.json").read_text())
-    assert stored["agreement"]["misjudged"] == sorted(stored["agreement"]["misjudged"])
+    for entry in stored["suites"]:
+        assert entry["agreement"]["misjudged"] == sorted(entry["agreement"]["misjudged"])
+
+
+def test_record_refuses_a_holdout_the_blind_figure_was_not_taken_on(tmp_path: Path) -> None:
+    suite = tmp_path / "holdout.jsonl"
+    lines = default_holdout_path().read_text(encoding="utf-8").splitlines()
+    suite.write_text("\n".join(lines[:20]) + "\n", encoding="utf-8")
+    with pytest.raises(CalibrationInvalid, match="blind measurement"):
+        record({"holdout": suite}, tmp_path / "r.json", tmp_path / "v.md")
+    with pytest.raises(CalibrationInvalid, match="unknown suite"):
+        record({"extra": suite}, tmp_path / "r.json", tmp_path / "v.md")
+    assert not (tmp_path / "r.json").exists()
 
 
 # ------------------------------------------------------------------ agreement arithmetic
