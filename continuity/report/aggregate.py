@@ -241,9 +241,7 @@ def load_summaries(
                     summary_or_none = summarize(record)
                 else:  # the chosen scorer's grades, with the original ones beside them
                     graded, original = scorer.grade(path, record)
-                    summary_or_none = msgspec.structs.replace(
-                        summarize(graded), original=original
-                    )
+                    summary_or_none = msgspec.structs.replace(summarize(graded), original=original)
                 read += 1
                 if not index:
                     store.record_action(
