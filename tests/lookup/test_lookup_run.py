@@ -431,12 +431,13 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
     with pytest.raises(CheckpointError):  # the native unit never started its probes
         build_units(store, "original", **arguments)  # type: ignore[arg-type]
     assert workers == ["continuity-pack-cold", "native-lookup"]
-    counted = []
-    monkeypatch.setattr(
-        units_module,
-        "_run_worker",
-        lambda request, timeout: counted.append(request.arm) or real_worker(request, timeout),
-    )
+    counted: list[str] = []
+
+    def counting_worker(request: object, timeout: float) -> list[dict[str, object]]:
+        counted.append(request.arm)  # type: ignore[attr-defined]
+        return real_worker(request, timeout)
+
+    monkeypatch.setattr(units_module, "_run_worker", counting_worker)
     with pytest.raises(LookupCoverageIncomplete):
         build_units(store, "original", **arguments)  # type: ignore[arg-type]
     # The terminal mixed unit was not run again; only the unstarted unit ran.

@@ -520,3 +520,33 @@ def test_confound_controls_one_final_compaction_per_probe_one_mid_trace_per_repe
     assert results.spend["compaction-2"]["model_calls"] == len(d_calls)
     d_input = sum(p.compaction_usage.input for r in mid.values() for p in r.probes)
     assert results.spend["compaction-2"]["compaction_input"] == d_input
+
+
+def test_a_failed_mid_trace_summary_leaves_the_unit_unstarted_then_resumes(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    """(d)'s real mid-trace summary is the run's first call: refused, it stops admission
+    and the unit is neither stored nor materialised; the next run builds it."""
+    app = WireServer(faults=Faults(auth_fail_from=1))
+    with serve_in_thread(app) as url:
+        rig = Rig(
+            tmp_path,
+            clean_checkout,
+            url,
+            "openai-chat",
+            arms="compaction-2",
+            judge="none",
+            probe_limit=1,
+        )
+        with pytest.raises(RunIncomplete) as caught:
+            rig.run()
+        # The mid-trace compaction's summary requests only (history and a split turn's
+        # prefix, sent side by side): no probe was started.
+        assert 1 <= app.count() <= 2
+        assert all(SUMMARY_ASK in json.dumps(body) for _, body in app.calls)
+        app.faults = Faults()
+        result = rig.run()
+    assert caught.value.code == "run_stopped" and "provider_auth_failed" in caught.value.message
+    (record,) = result.records
+    assert record.mid_trace_calls and record.probes[0].status == "valid"
+    assert record.eligible_terminal is True and record.complete is True
