@@ -7,6 +7,8 @@ boundaries; where the real size depends on the model, a labelled assumption is u
 - a reader answer is 300 output tokens; a compaction summary 1,200; a judge verdict 50
   (one per planned probe answer when the plan has a judge; 400 input tokens each);
 - a post-compaction context is the keep-recent tail plus a 1,500-token summary;
+- every probe of a compacting arm sends its own final summary request; in real plans
+  ``compaction-2`` adds one mid-trace summary per repeat and trace (half the trace);
 - a ConversationHistory arm plans three reader rounds (search, get, answer), each
   adding 2,048 tokens (one 8 KiB page);
 - the pack arm adds the full 8,000-token pack to every reader request.
@@ -136,6 +138,13 @@ def _shape(trace: Trace) -> dict[str, int]:
     }
 
 
+def _mid_trace_call(shape: dict[str, int], reader: str) -> PlannedCall:
+    """(d)'s mid-trace summary request: about half the trace, serialized for the summary
+    (tool results cut to their heads and tails), with nothing cached."""
+    summary_input = shape["summary_input"] // 2 + 300
+    return PlannedCall("summary", reader, summary_input, 0, 0, ASSUMPTIONS["summary_output_tokens"])
+
+
 def _arm_calls(
     arm: Arm, shape: dict[str, int], probe_tokens: int, reader: str, first: bool
 ) -> list[PlannedCall]:
@@ -159,7 +168,8 @@ def _arm_calls(
         )
         if arm.boundary == "compaction_mid_and_probe":
             summary_input = context + 300
-        # Every probe compacts the same context: the request repeats, so it is cached.
+        # Every probe compacts its own copy of the same context (one summary per probe,
+        # the confound control): a provider's prompt cache still serves the repeated prefix.
         calls.append(
             PlannedCall(
                 "summary",
@@ -201,6 +211,10 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
         for arm in parse_arms(",".join(plan.arms), family=trace.family, probe_mode=plan.probe_mode):
             for _ in range(plan.repeats):
                 units += 1
+                if plan.mode == "real" and arm.boundary == "compaction_mid_and_probe":
+                    # (d)'s promptless mid-trace compaction: one real summary per repeat,
+                    # shared by that repeat's probes (built into its checkpoint).
+                    calls.append(_mid_trace_call(shape, plan.reader))
                 for index, probe in enumerate(probes):
                     live += 1
                     calls += _arm_calls(

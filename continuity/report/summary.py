@@ -160,6 +160,10 @@ def summarize(record: UnitRecord) -> UnitSummary:
                 pressure_figures(record.arm, probe.evidence),
             )
         )
+    # Real (d): the checkpoint's mid-trace summary is one call per unit (repeat), shared
+    # by its probes, so its tokens count once, in the unit's compaction subtotal.
+    for call in record.mid_trace_calls:
+        compaction = compaction + call.usage
     reader_ref = _catalog_ref(record, "reader")
     judge_ref = _catalog_ref(record, "judge")
     calls: list[tuple[str, str, str, Usage]] = [

@@ -333,7 +333,6 @@ def run_unit(
         return msgspec.structs.replace(record, eligible_terminal=False), "incomplete"
     assert checkpoint.key == planned_checkpoint
     mid_calls = list(checkpoint.receipt.mid_trace_calls)
-    mid_usage = sum((c.usage for c in mid_calls), Usage())
     request = UnitRequest(
         store_root=str(store.root),
         tree=checkpoint.tree.digest,
@@ -370,7 +369,7 @@ def run_unit(
             history_calls=len(evidence.history_calls),
             usage=evidence.usage,
             # Real (d): the repeat's mid-trace summary counts in each sample that used it.
-            compaction_usage=evidence.compaction_usage + mid_usage,
+            compaction_usage=evidence.compaction_usage,
             compactions=[
                 c for c in (evidence.compaction, *evidence.mid_run_compactions) if c is not None
             ],

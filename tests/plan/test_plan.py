@@ -209,6 +209,12 @@ def test_workload_counts_follow_the_plan() -> None:
     assert one.compaction_calls == 0
     compaction = workload(build_plan(arms="compaction-1", probe_limit=2))
     assert compaction.compaction_calls == compaction.live_turns
+    # compaction-2: offline its mid-trace summary is scripted in the checkpoint; a real
+    # plan adds one real mid-trace summary per repeat and trace to the per-probe ones.
+    offline = workload(build_plan(arms="compaction-2", probe_limit=2, repeats=2))
+    assert offline.compaction_calls == offline.live_turns == 16
+    real = workload(build_plan(arms="compaction-2", probe_limit=2, repeats=2, mode="real"))
+    assert real.compaction_calls == real.live_turns + 4 * 2  # 4 traces x 2 repeats
     store = workload(build_plan(arms="continuity-store", probe_limit=2))
     assert store.answer_calls == 3 * store.live_turns  # search, get, answer
     assert workload(build_plan(judge=None)).judge_calls == 0

@@ -505,13 +505,14 @@ def test_confound_controls_one_final_compaction_per_probe_one_mid_trace_per_repe
     assert units[(1, "compaction-1")].checkpoint == units[(2, "compaction-1")].checkpoint
     # Every summary on the wire is one of these: finals per probe, plus (d)'s mid-trace.
     assert summaries_on_wire == len(final_keys) + sum(len(k) for k in repeat_keys)
-    # The mid-trace spend is in (d)'s totals: in each sample's compaction usage and,
-    # as one call per repeat, in the arm's list-price call count.
+    # The mid-trace spend is in (d)'s totals once per repeat (not once per probe that
+    # shares it): in the arm's compaction tokens and its list-price call count.
+    mid_input = 0
     for record in mid.values():
-        mid_usage = sum((c.usage for c in record.mid_trace_calls), Usage())
+        mid_input += sum(c.usage.input for c in record.mid_trace_calls)
         for probe in record.probes:
             assert probe.evidence is not None
-            assert probe.compaction_usage == probe.evidence.compaction_usage + mid_usage
+            assert probe.compaction_usage == probe.evidence.compaction_usage
     results, _, _ = aggregate_run(rig.store, rig.output)
     d_calls = {
         c.key for r in mid.values() for p in r.probes if p.evidence for c in p.evidence.calls
@@ -519,7 +520,8 @@ def test_confound_controls_one_final_compaction_per_probe_one_mid_trace_per_repe
     d_calls |= repeat_keys[0] | repeat_keys[1]
     assert results.spend["compaction-2"]["model_calls"] == len(d_calls)
     d_input = sum(p.compaction_usage.input for r in mid.values() for p in r.probes)
-    assert results.spend["compaction-2"]["compaction_input"] == d_input
+    assert mid_input > 0
+    assert results.spend["compaction-2"]["compaction_input"] == d_input + mid_input
 
 
 def test_a_failed_mid_trace_summary_leaves_the_unit_unstarted_then_resumes(
