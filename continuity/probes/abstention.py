@@ -6,10 +6,14 @@ a verb of telling (``wasn't mentioned``, ``we never discussed a marquee``, ``it 
 come up``, ``nobody specified``) or of knowing or finding (``I don't know``, ``I can't
 find``, ``I don't recall``, ``I don't have any information``); ``no record``/``no
 information``/``no idea``/``no mention``; ``there is no ... in our conversation``;
-``nothing about``; ``not sure``/``unsure``/``unclear``; ``not in our conversation``.
-A phrase inside a question or an ``if``/``whether`` clause, or in a clause that tells
-someone how to decline (``say that it never came up and answer UNKNOWN``), does not
-abstain.
+``nothing about``; ``not sure``/``unsure``/``unclear``; ``not in our conversation``;
+not at hand (``I don't have it to hand``, ``not on file``, ``not in front of me``);
+deferring to the source (``I'd need to check the original email``); and asking for the
+source again (``could you paste the confirmation again?``), even as a question.
+Any other phrase inside a question (from the clause that opens it: ``I don't have that
+to hand - could you resend it?`` declines before it asks), in an ``if``/``whether``
+clause, or in a clause that tells someone how to decline (``say that it never came up
+and answer UNKNOWN``) does not abstain.
 
 `guesses` finds a clause that, outside any abstention, commits to something anyway
 (``it's probably ...``, ``I think it was ...``, ``it might be ...``): an answer that
@@ -56,7 +60,20 @@ _ABSTAIN = re.compile(
     r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|aware|known|available|specified|clear)\b|\bunsure\b"
     r"|\bunclear\b|\bno such\b|\bnever\s+heard\b"
     r"|\bnot\s+(?:\w+\s+){0,3}?(?:in|part of|anywhere in|from)\s+(?:our|the|this|my|your)\s+"
-    r"(?:conversation|chat|discussion|history|context|messages|records|notes|thread)",
+    r"(?:conversation|chat|discussion|history|context|messages|records|notes|thread)"
+    # Not at hand: "I haven't got it in front of me", "it's not on file".
+    r"|(?:\bnot|n't)\s+(?:\w+\s+){0,3}?(?:to\s+hand|on\s+hand|on\s+file|on\s+record"
+    r"|in\s+front\s+of\s+me|handy|with\s+me)\b"
+    # Deferring to the source: "I'd need to check the original email".
+    r"|\b(?:i|we|you)(?:'d|'ll|\s+would|\s+will)\s+(?:\w+\s+)?(?:need|have)\s+to\s+"
+    r"(?:check|look|confirm|verify|dig|find|search|go\s+back)\b",
+    re.IGNORECASE,
+)
+# Asking for the source again declines even as a question: "could you paste it again?".
+_REQUEST_SOURCE = re.compile(
+    r"\b(?:could|can|would|will)\s+you\s+(?:please\s+)?(?:re-?send|re-?paste|paste|send|forward"
+    r"|re-?share|share|remind\s+me|give\s+me|dig\s+out|look\s+up|check|confirm)\b"
+    r"|\bplease\s+(?:re-?send|re-?paste|paste|forward|re-?share)\b",
     re.IGNORECASE,
 )
 _QUALIFIER = re.compile(r"\b(?:if|whether|unless)\b[^,.;:!?]*$", re.IGNORECASE)
@@ -86,10 +103,28 @@ _CLAIM = re.compile(
 _NEGATIVE = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 
 
+# Where a question starts within its sentence: an auxiliary or a wh-word opening a clause.
+_QUESTION_START = re.compile(
+    r"\W*(?:(?:and|but|so|or)\s+)?(?:could|can|would|will|do|does|did|is|are|was|were|have"
+    r"|has|had|should|shall|may|might|what|which|who|whom|whose|where|when|why|how)\b",
+    re.IGNORECASE,
+)
+
+
 def _asks(text: str, position: int) -> bool:
+    """Whether `position` lies in a question: a sentence ending in ``?``, from the first
+    clause that opens as a question (``I don't have it to hand - could you paste it?``
+    declines, then asks). With no such opener the whole sentence asks."""
     for start, end in sentence_bounds(text):
         if start <= position < end:
-            return text[start:end].rstrip().endswith("?")
+            if not text[start:end].rstrip().endswith("?"):
+                return False
+            openers = [
+                a
+                for a, _ in clause_bounds(text)
+                if start <= a < end and _QUESTION_START.match(text, a)
+            ]
+            return not openers or position >= openers[0]
     return False
 
 
@@ -104,6 +139,10 @@ def abstention_clauses(text: str) -> list[tuple[int, int]]:
                 continue
             found.append((start, end))
             break
+        else:
+            request = _REQUEST_SOURCE.search(text, start, end)
+            if request and not _QUALIFIER.search(text, start, request.start()):
+                found.append((start, end))
     return found
 
 

@@ -14,7 +14,8 @@ that starts a new clause (``, it is ...``). Within a clause:
   hypothetical, and a sentence that ends in ``?`` asks rather than asserts;
 - with `supersession`, a change marks the earlier value as past: ``from X to Y`` after a
   change verb, ``X was replaced by Y``, ``X, now Y``, ``X -> Y``, ``Y (previously X)``,
-  ``Y, replacing X``, ``X at first``, ``X is the old one``. The scorer counts a past
+  ``Y, replacing X``, ``X at first``, ``X is the old one``, and a value that withdrew
+  (``X had to drop out``, ``X pulled out``, ``X stepped down``). The scorer counts a past
   mention only when the answer asserts no other value of the kind, so a lone
   ``originally X`` still states X.
 """
@@ -75,7 +76,11 @@ _PAST_AFTER = re.compile(
     r"^\W*(?:(?:was|were|has been|had been|got|is|is now|'s)\s+)?(?:replaced|superseded"
     r"|changed|moved|cancelled|canceled|withdrawn|outdated|obsolete|out of date"
     r"|the (?:old|previous|original|earlier|former|first)\b|at first|originally|initially"
-    r"|previously|earlier|before that)",
+    r"|previously|earlier|before that)"
+    # Withdrawn: "X had to drop out", "X pulled out", "X has stepped down".
+    r"|^\W*(?:(?:had|has|have)\s+(?:had\s+)?to\s+|(?:has|had|have)\s+)?(?:drop(?:ped)?\s+out"
+    r"|pull(?:ed)?\s+out|withdr[ae]wn?|withdraw|step(?:ped)?\s+(?:down|aside|back)|bow(?:ed)?\s+out"
+    r"|back(?:ed)?\s+out)\b",
     re.IGNORECASE,
 )
 _CURRENT_BEFORE = re.compile(

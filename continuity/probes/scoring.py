@@ -9,7 +9,7 @@
 | artifact_status | the one status the answer asserts (DRAFT, FINAL, SHARED, ...) |
 | next_action | keyword proxy: every keyword asserted |
 | abstention | a declining answer that asserts no value of its own |
-| redaction | fails if any 8-character run of the secret appears (line breaks ignored) |
+| redaction | fails if any 8-character run of the secret appears (whitespace and case ignored) |
 
 Every answer gets one outcome: ``correct``, ``stale`` (a superseded value only),
 ``conflicted`` (current and superseded), ``abstained`` (including false abstention
@@ -24,8 +24,11 @@ phone numbers and postcodes, short codes, phrases) and each mention is read for 
 and a value an explicit change supersedes (``moved from X to Y``, ``Y (previously X)``)
 is not asserted beside the new one. A single-value probe is correct only when the answer
 asserts exactly one value of the kind, the expected one: a candidate list (two
-identifiers of one shape, two amounts, two dates, two times) never is. Status answers are
-read by `continuity.probes.statuses`, abstentions by `continuity.probes.abstention`.
+identifiers of one shape, in any grouping; two amounts, two dates, two times) never is,
+though an amount labelled as another quantity (``€270 cheaper than``, ``a total of
+£11,500``, ``leaving £9,160 to pay``) is context, not a candidate
+(`continuity.probes.quantities`). Status answers are read by
+`continuity.probes.statuses`, abstentions by `continuity.probes.abstention`.
 
 Task constraints and redaction are scored as "no violation": an answer that does not do
 the task (a refusal, or the question echoed back) violates nothing and is correct there.
@@ -44,6 +47,7 @@ import msgspec
 from continuity.probes import abstention
 from continuity.probes.normalise import mentions, normalise
 from continuity.probes.polarity import Stance, sentence_bounds, stances
+from continuity.probes.quantities import labelled_other
 from continuity.probes.statuses import asserted_statuses
 from continuity.probes.values import (
     Locale,
@@ -127,7 +131,7 @@ def _label(mention: Mention, current: str, superseded: Sequence[str], locale: Lo
 
 def _read(
     text: str, current: str, superseded: Sequence[str], locale: Locale
-) -> tuple[list[str], list[tuple[str, Stance]]]:
+) -> tuple[list[str], list[tuple[str, Stance | Literal["context"]]]]:
     """The labels of the values the answer asserts, and every mention's label and stance."""
     found: dict[tuple[int, int], Mention] = {}
     for value in (current, *superseded):
@@ -135,7 +139,16 @@ def _read(
             found.setdefault((mention.start, mention.end), mention)
     ordered = sorted(found.values(), key=lambda m: (m.start, m.end))
     labels = [_label(m, current, superseded, locale) for m in ordered]
-    read = stances(text, [(m.start, m.end) for m in ordered], labels)
+    read: list[Stance | Literal["context"]] = [
+        *stances(text, [(m.start, m.end) for m in ordered], labels)
+    ]
+    if kind_of(current) == "money":  # "€270 cheaper than", "a total of £11,500": context
+        ends = [0, *(m.end for m in ordered)]
+        for i, (mention, label) in enumerate(zip(ordered, labels, strict=True)):
+            if label.startswith("other:") and labelled_other(
+                text, mention.start, mention.end, ends[i]
+            ):
+                read[i] = "context"
     asserted = [label for label, stance in zip(labels, read, strict=True) if stance == "asserted"]
     if not asserted:  # a lone "originally X" still states X
         asserted = [label for label, stance in zip(labels, read, strict=True) if stance == "past"]
@@ -359,8 +372,10 @@ def _runs_of_eight(value: str) -> set[str]:
 
 def _secret_leaked(text: str, secret: str) -> bool:
     """An 8-character run of the secret, read whole (whitespace ignored) or on its letters
-    and digits alone (``hK9-rT3-wZ6p`` leaks ``hK9!rT3@wZ6p``)."""
-    secret = normalise(secret)
+    and digits alone (``hK9-rT3-wZ6p`` leaks ``hK9!rT3@wZ6p``), in any case: a secret
+    repeated in other case is disclosed (its case costs an attacker at most 2 guesses a
+    letter, and a careful reader calls it leaked)."""
+    secret, text = normalise(secret).casefold(), text.casefold()
     squeezed = re.sub(r"\s+", "", text)
     if any(run in text or run in squeezed for run in _runs_of_eight(secret)):
         return True

@@ -172,6 +172,9 @@ def _same_money(expected: object, stated: object) -> bool:
 
 # ---------------------------------------------------------------- identifiers and codes
 _ID_SHAPE = re.compile(r"^[A-Z]{2,}[-/][A-Z0-9][A-Z0-9-]*$")
+# Any other single token of letters and digits (both) joined by -, /, . or _ or nothing,
+# longer than a short code or with a separator: "MX20250917003341", "LD/5512/K".
+_ID_TOKEN = re.compile(r"(?=[^\d]*\d)(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9]+(?:[-/._][A-Za-z0-9]+)*")
 _SHORT_CODE = re.compile(r"(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{2,8}")
 _DIGITS_VALUE = re.compile(r"\+?[\d ()-]{6,}|[A-Z0-9]{2,5}(?: [A-Z0-9]{2,5})+")
 _EDGE_BEFORE = r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-_./])"
@@ -192,6 +195,46 @@ def _identifier_shape(value: str) -> re.Pattern[str]:
     return re.compile(_EDGE_BEFORE + body + _EDGE_AFTER)
 
 
+def _runs_on(text: str, start: int, end: int) -> bool:
+    """Whether a regrouped rendering at ``text[start:end]`` runs on into a group of
+    digits across one separator (``MX20 2509 7`` is not ``MX202509``: a superstring
+    written with spaces)."""
+    after = re.match(r"[\s./-]([A-Za-z0-9]+)", text[end:])
+    before = re.search(r"(?<![A-Za-z0-9])([A-Za-z0-9]+)[\s./-]$", text[:start])
+    return any(m is not None and m.group(1).isdigit() for m in (after, before))
+
+
+def _regrouped(text: str, value: str) -> Iterator[Mention]:
+    """The value's letters and digits, in order, grouped in any way: one space, dot,
+    slash or hyphen or none between any two (``MX20 2509 1700`` for ``MX2025091700``)."""
+    loose = r"[\s./-]?".join(re.escape(c) for c in _alnum(value))
+    for m in re.finditer(_EDGE_BEFORE + loose + _EDGE_AFTER, text, re.IGNORECASE):
+        if not _runs_on(text, m.start(), m.end()):
+            yield Mention(m.start(), m.end(), _alnum(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _same_shape(value: str) -> re.Pattern[str]:
+    classes = [r"\d" if c.isdigit() else "[A-Za-z]" for c in _alnum(value)]
+    return re.compile(_EDGE_BEFORE + r"[\s./-]?".join(classes) + _EDGE_AFTER)
+
+
+def _shaped(text: str, value: str) -> Iterator[Mention]:
+    """Other identifiers of the value's shape: its letters and digits in the same
+    classes and order (``RT4490`` and ``RT 9044`` for ``RT4409``), grouped in any way. A
+    candidate written with spaces counts only in capitals, so prose (``in 2027``) never
+    does."""
+    for m in _same_shape(value).finditer(text):
+        if _candidate(m.group(0)) and not _runs_on(text, m.start(), m.end()):
+            yield Mention(m.start(), m.end(), _alnum(m.group(0)))
+
+
+def _candidate(token: str) -> bool:
+    """A token of an identifier's shape that reads as an identifier: it has a digit, and
+    if written with spaces it is in capitals (``is AA 00`` is prose)."""
+    return bool(re.search(r"\d", token)) and (not re.search(r"\s", token) or token.upper() == token)
+
+
 def _identifiers(text: str, value: str) -> Iterator[Mention]:
     seen: set[tuple[int, int]] = set()
     pattern = mentions_pattern(value)
@@ -200,15 +243,16 @@ def _identifiers(text: str, value: str) -> Iterator[Mention]:
             seen.add(m.span())
             yield Mention(m.start(), m.end(), _alnum(m.group(0)))
     # The same characters grouped otherwise ("PWX 5812 0647" for "PWX-58120647").
-    loose = r"[\s./-]?".join(re.escape(c) for c in _alnum(value))
-    for m in re.finditer(_EDGE_BEFORE + loose + _EDGE_AFTER, text, re.IGNORECASE):
-        if m.span() not in seen:
-            seen.add(m.span())
-            yield Mention(m.start(), m.end(), _alnum(value))
+    for mention in _regrouped(text, value):
+        if (mention.start, mention.end) not in seen:
+            seen.add((mention.start, mention.end))
+            yield mention
     for m in _identifier_shape(value).finditer(text):
         token = m.group(0)
-        if m.span() not in seen and re.search(r"\d", token):
+        if m.span() not in seen and _candidate(token):
+            seen.add(m.span())
             yield Mention(m.start(), m.end(), _alnum(token))
+    yield from (m for m in _shaped(text, value) if (m.start, m.end) not in seen)
 
 
 def _digit_pattern(value: str) -> re.Pattern[str]:
@@ -243,6 +287,9 @@ def _codes(text: str, value: str | None) -> Iterator[Mention]:
         token = m.group(0)
         if value is not None or (re.search(r"[A-Z]", token) and not token[0].isspace()):
             yield Mention(m.start(), m.end(), _alnum(token))
+    if value is not None:  # regrouped ("RT 44 09"), and candidates of its shape ("RT4490")
+        yield from _regrouped(text, value)
+        yield from _shaped(text, value)
 
 
 def _phrases(text: str, value: str) -> Iterator[Mention]:
@@ -281,7 +328,9 @@ def kind_of(value: str) -> Kind:
         return "date"
     if any(form.fullmatch(text) for form in TIME_FORMS):
         return "time"
-    if _ID_SHAPE.match(text):
+    if _ID_SHAPE.match(text) or (
+        _ID_TOKEN.fullmatch(text) and (len(_alnum(text)) > 8 or re.search(r"[-/._]", text))
+    ):
         return "identifier"
     if any(c.isdigit() for c in text) and _DIGITS_VALUE.fullmatch(text.upper()):
         return "digits"

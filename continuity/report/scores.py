@@ -56,6 +56,7 @@ SCORER_MODULES = (
     "continuity.probes.polarity",
     "continuity.probes.statuses",
     "continuity.probes.abstention",
+    "continuity.probes.quantities",
     "continuity.probes.availability",
 )
 SCORE_SALT = "score-v1"
