@@ -101,6 +101,14 @@ _CLAIM = re.compile(
     re.IGNORECASE,
 )
 _NEGATIVE = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
+# A clause reporting what the conversation did hold ("the only van we discussed was ...",
+# "you mentioned ..."): a value there describes it, unless the clause names the subject or
+# the verb's object is a pronoun for it ("we booked it for £400").
+_HELD = re.compile(
+    r"\b(?:we|you|i)\s+(?:only\s+|did\s+|had\s+|have\s+)?(?:discussed|talked\s+about"
+    r"|mentioned|covered|went\s+over|ordered|booked|arranged)\b(?!\s+(?:it|them|that|this|one)\b)",
+    re.IGNORECASE,
+)
 
 
 # Where a question starts within its sentence: an auxiliary or a wh-word opening a clause.
@@ -178,7 +186,9 @@ def guesses(text: str) -> bool:
 def claims(text: str, position: int, subject: tuple[str, ...]) -> bool:
     """Whether the value at `position` is offered as the answer: its clause lies outside
     every abstention and names the asked-about `subject`, hands it over with a pronoun
-    (``it's ...``, ``they charged ...``), guesses, or is little more than the value."""
+    (``it's ...``, ``they charged ...``), guesses, or is little more than the value. A
+    clause that reports what the conversation did hold (``the only van we discussed was
+    ...``, ``you mentioned ...``) without naming the subject or guessing offers none."""
     for start, end in clause_bounds(text):
         if not start <= position < end:
             continue
@@ -189,5 +199,7 @@ def claims(text: str, position: int, subject: tuple[str, ...]) -> bool:
         spans = [m.span() for s in subject for m in re.finditer(re.escape(s), text[:end], re.I)]
         spans = sorted(span for span in spans if span[0] >= start)
         named = "asserted" in stances(text, spans, supersession=False)
+        if not named and _HELD.search(clause) and not _GUESS.search(clause):
+            return False  # "the only heater we discussed was ..., and that's the first one"
         return bool(named or _CLAIM.search(clause) or _GUESS.search(clause) or len(words) <= 3)
     return False
