@@ -4,7 +4,10 @@ Every unit file is verified before it counts: it must decode (``unit_malformed``
 content must match its digest (``unit_tampered``), its key must be the key its own
 fields produce and its file name must be the one its fields give
 (``unit_key_mismatch``), and no repeat x trace x arm may appear twice
-(``unit_duplicate``). A refused unit stops the aggregate; it is never averaged in.
+(``unit_duplicate``) unless every unit file for it is a lookup unit: then each slot they
+share is an ambiguous duplicate, reported with its occurrence count and kept out of
+every score and cost (continuity.report.duplicates). A refused unit stops the
+aggregate; it is never averaged in.
 
 Aggregation is incremental. Each verified unit is reduced to a small summary, cached in
 the store under the digest of the unit file's bytes; paired bootstrap intervals are
@@ -32,6 +35,7 @@ from continuity.errors import ContinuityError
 from continuity.outputs import write_json, write_output
 from continuity.plan.pricing import Catalog, load_catalog
 from continuity.probes.protocol import PROBE_PROTOCOL
+from continuity.report.duplicates import without_duplicate_slots
 from continuity.report.judging import judge_agreement
 from continuity.report.lookup import lookup_table
 from continuity.report.paired import paired_with_native
@@ -52,7 +56,7 @@ from continuity.store import Store
 
 __all__ = ["AggregateError", "ProbeRow", "Results", "UnitSummary", "aggregate_run"]
 
-SUMMARY_SALT = "unit-summary-v2"
+SUMMARY_SALT = "unit-summary-v3"
 SUITE_ORDER = ("original", "hard", "hard-distractors")
 # Units written before the probe protocol was recorded ran under its first version.
 LEGACY_PROTOCOL = "probe-protocol-v1"
@@ -190,7 +194,10 @@ def load_summaries(
 ) -> tuple[list[UnitSummary], int]:
     """Verify and summarise every unit file; return the summaries and how many were
     read in full (the rest came from the cache). `scorer` chooses the grades (default:
-    the unit files' original grades); its version is part of every cache key.
+    the unit files' original grades); its version is part of every cache key. Every
+    file is returned, a lookup unit's second file for the same repeat x trace x arm
+    included (`combine` takes the slots they share out of every score and cost), in an
+    order independent of the folders that hold them.
 
     The cache has two levels, both keyed by the report code: one entry per unit file
     (keyed by the file's blake3 digest), and one index per run directory mapping the
@@ -217,8 +224,8 @@ def load_summaries(
         index = {}
     fresh_index: dict[str, UnitSummary] = {}
     heads: dict[str, _TraceHead | None] = {}  # stored traces' identities, read once each
-    summaries: list[UnitSummary] = []
-    seen: dict[tuple[int, str, str], Path] = {}
+    summaries: list[tuple[str, str, str, UnitSummary]] = []
+    seen: dict[tuple[int, str, str], tuple[Path, UnitSummary]] = {}
     read = 0
     for path in sorted(units_dir.rglob("*.json")):
         data = path.read_bytes()
@@ -258,14 +265,15 @@ def load_summaries(
                 location=str(path),
             )
         slot = (summary.repeat, summary.trace_id, summary.arm)
-        if slot in seen:
+        first = seen.setdefault(slot, (path, summary))
+        # Only lookup units may observe a slot twice (continuity.report.duplicates).
+        if first[0] != path and not (summary.lookup_rows and first[1].lookup_rows):
             raise AggregateError(
-                f"r{slot[0]} {slot[1]} {slot[2]} appears twice (also in {seen[slot].name})",
+                f"r{slot[0]} {slot[1]} {slot[2]} appears twice (also in {first[0].name})",
                 code="unit_duplicate",
                 location=str(path),
             )
-        seen[slot] = path
-        summaries.append(summary)
+        summaries.append((path.name, summary.key, digest, summary))
         fresh_index[digest] = summary
     if not summaries:
         raise AggregateError(
@@ -277,7 +285,8 @@ def load_summaries(
             kind="unit-summary-index",
             output=store.put_blob(msgspec.json.encode(fresh_index)),
         )
-    return summaries, read
+    # Ordered by file name, then content: which chunk folder holds a copy never matters.
+    return [entry[3] for entry in sorted(summaries, key=lambda e: e[:3])], read
 
 
 def _suites(summaries: list[UnitSummary]) -> list[str]:
@@ -328,11 +337,13 @@ def combine(
     catalog: Catalog | None = None,
 ) -> Results:
     """The results of a run from its unit summaries, suite by suite (see the module doc).
+    Duplicate lookup slots are in the lookup table only (continuity.report.duplicates).
 
     Raises:
         AggregateError: ``unit_protocol_mixed`` (see `probe_protocols`).
     """
     protocols, protocol_note = probe_protocols(summaries, run)
+    observed, summaries = summaries, without_duplicate_slots(summaries)
     order = {arm_id: i for i, arm_id in enumerate(ARMS)}
     arms = sorted({s.arm for s in summaries}, key=lambda a: (order.get(a, len(order)), a))
     suites = _suites(summaries)
@@ -374,7 +385,7 @@ def combine(
     spend["judge"] = judge_spend(catalog, summaries, judge["overall"]["pairs"])
     return Results(
         run=run,
-        units=len(summaries),
+        units=len(observed),
         arms=arms,
         suites=suites,
         repeats=repeats,
@@ -392,7 +403,7 @@ def combine(
         spend=spend,
         paired={suite: table for suite, table in paired.items() if table},
         lookup=lookup_table(
-            ((s.repeat, s.trace_id, s.arm, s.lookup_rows) for s in summaries), planned_slots
+            ((s.repeat, s.trace_id, s.arm, s.lookup_rows) for s in observed), planned_slots
         ),
     )
 
@@ -424,7 +435,8 @@ def aggregate_run(
     chosen = Scorer(store, run_dir, scorer)
     summaries, read = load_summaries(store, run_dir / "units", chosen)
     results = combine(store, run_dir.name, summaries, _planned_slots(run_dir), catalog)
-    results = msgspec.structs.replace(results, scorer=scorer_section(summaries, chosen))
+    scored = without_duplicate_slots(summaries)
+    results = msgspec.structs.replace(results, scorer=scorer_section(scored, chosen))
     paths = {
         "results": run_dir / "results.json",
         "summary": run_dir / "summary.md",

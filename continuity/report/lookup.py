@@ -6,7 +6,9 @@ blocked (its planned disposition is ``unknown``: the policy never measured it, w
 raises ``lookup_unknown_feasibility``; counted independently of observation status, so
 it can overlap missing or duplicate), unstarted, failed and skipped
 (inventory-infeasible). A duplicate slot is ambiguous: none of its occurrences enters
-exact accuracy or the call, byte and latency statistics (never first- or last-wins).
+exact accuracy or the call, byte and latency statistics (never first- or last-wins);
+the aggregate also keeps it out of every other table and the spend
+(continuity.report.duplicates).
 It names the scripted reader binding(s) the units ran on, and reports
 
 - **source availability** of annotated slots (in context, retrievable, absent) and how
@@ -34,6 +36,7 @@ from typing import Any
 
 import msgspec
 
+from continuity.harness.messages import Usage
 from continuity.runner.units import UnitRecord
 
 __all__ = ["UNKNOWN", "LookupRow", "SlotKey", "lookup_rows", "lookup_table"]
@@ -58,6 +61,12 @@ class LookupRow(msgspec.Struct, frozen=True, array_like=True):
     exhausted: str | None
     reader_stopped: str | None
     reader: str  # the scripted reader binding's provider:model
+    # What the probe spent (its probe-turn and compaction tokens, and the keys of its
+    # model calls), so an ambiguous duplicate slot can be taken out of the arm's spend
+    # (continuity.report.duplicates).
+    usage: Usage = Usage()
+    compaction_usage: Usage = Usage()
+    call_keys: list[str] = []
 
 
 def lookup_rows(record: UnitRecord) -> list[LookupRow]:
@@ -89,6 +98,9 @@ def lookup_rows(record: UnitRecord) -> list[LookupRow]:
                 witness.meter.exhausted if witness else None,
                 witness.reader_stopped if witness else None,
                 reader,
+                probe.usage,
+                probe.compaction_usage,
+                [c.key for c in probe.evidence.calls] if probe.evidence is not None else [],
             )
         )
     return rows

@@ -67,8 +67,10 @@ def lookup_sections(lookup: dict[str, dict[str, Any]]) -> list[Table]:
             "policy cannot run the slot (neither a failure nor missing). Blocked: the "
             "policy never measured the slot (lookup_unknown_feasibility), counted "
             "independently of observation, so it can overlap missing or duplicate. "
-            "Duplicate: observed more than once; ambiguous, so left out of exact accuracy "
-            "and the call, byte and latency figures (never first- or last-wins).",
+            "Duplicate: observed more than once (e.g. by unit files in two chunk folders); "
+            "ambiguous, so no occurrence enters exact accuracy, the call, byte and latency "
+            "figures, any accuracy, outcome or paired table, or the spend (never first- or "
+            "last-wins).",
         ),
         (
             "Lookup (lookup-allowed-v1)",
@@ -98,6 +100,7 @@ def lookup_sections(lookup: dict[str, dict[str, Any]]) -> list[Table]:
             "Lookup duplicate slots",
             ["arm", "repeat", "trace", "probe", "occurrences"],
             duplicates,
-            "Each slot observed more than once, with how many times.",
+            "Each slot observed more than once, with how many times; none of its "
+            "occurrences is scored or costed anywhere in this report.",
         ),
     ]
