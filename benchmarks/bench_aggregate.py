@@ -24,6 +24,7 @@ from continuity.arms import ARMS
 from continuity.report.aggregate import aggregate_run
 from continuity.runner.units import UnitRecord, build_units, seal, unit_filename, unit_key
 from continuity.store import Store
+from continuity.traces.suites import build_suite
 
 
 def _relabel(record: UnitRecord, repeat: int, flip: int) -> UnitRecord:
@@ -56,6 +57,9 @@ def main(runs: int, repeats: int) -> None:
             traces="harbor-market-stall",
             run_dir=root / "runs" / "seed",
         )
+        # A store holding only the suite's traces: each attempt's summary cache starts
+        # from a copy of it (no units, no summaries).
+        build_suite(Store(root / "traces"), "original", out_dir=root / "out")
         run = root / "runs" / "bench"
         units = run / "units"
         units.mkdir(parents=True)
@@ -66,7 +70,10 @@ def main(runs: int, repeats: int) -> None:
         count = len(list(units.glob("*.json")))
         full, incremental = [], []
         for attempt in range(runs):
-            fresh = Store(root / f"cache-{attempt}")  # an empty summary cache
+            # An empty summary cache over a store that holds the run's traces (the
+            # current scorer grades recorded answers against them).
+            shutil.copytree(root / "traces", root / f"cache-{attempt}")
+            fresh = Store(root / f"cache-{attempt}")
             started = time.perf_counter()
             aggregate_run(fresh, run)
             full.append(time.perf_counter() - started)
