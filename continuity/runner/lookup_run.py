@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -29,7 +29,6 @@ from continuity.outputs import write_output
 from continuity.traces.schema import Probe, Trace
 
 if TYPE_CHECKING:
-    from continuity.runner.units import UnitRecord
     from continuity.traces.suites import SuiteItem
 
 __all__ = [
@@ -150,7 +149,23 @@ class LookupCoverageIncomplete(ContinuityError):
     default_code = "lookup_partial_coverage"
 
 
-def check_coverage(records: Sequence[UnitRecord], folder: Path) -> None:
+class _Slot(Protocol):
+    @property
+    def status(self) -> str: ...
+
+
+class _Covered(Protocol):
+    """What coverage reads of a unit record (`continuity.runner.units.UnitRecord`),
+    named structurally so this module does not import the runner it serves."""
+
+    @property
+    def complete(self) -> bool | None: ...
+
+    @property
+    def probes(self) -> Sequence[_Slot]: ...
+
+
+def check_coverage(records: Sequence[_Covered], folder: Path) -> None:
     """Fail a lookup run whose materialised units leave planned slots skipped.
 
     Raises:
