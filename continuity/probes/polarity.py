@@ -12,6 +12,15 @@ that starts a new clause (``, it is ...``). Within a clause:
   ``is not right``, ``is no longer ...`` is negated too;
 - ``if``, ``whether`` and ``unless`` make every mention up to the next comma
   hypothetical, and a sentence that ends in ``?`` asks rather than asserts;
+- a temporal clause (``before``, ``after``, ``once``, ``until``/``till``, ``when``, ``as
+  soon as``) that speaks of what has not happened makes its mentions hypothetical (``once
+  it's sent``, ``before it goes out``, ``when the fee is £40``): the clause runs to the next
+  comma or clause end, and its words before the mention carry a present or future marker
+  (``is``, ``'s``, ``are``, ``gets``, ``be``, ``will`` ..., or a present-tense ``goes``/
+  ``comes``) and no past auxiliary (``was``, ``had`` ...); ``once`` and ``as soon as`` need
+  only lack a past form. A clause in the past (``when it was sent``, ``after we mailed
+  it``) and a bare preposition (``before 5pm``, ``until the 12 June deadline``) assert as
+  usual;
 - with `supersession`, a change marks the earlier value as past: ``from X to Y`` after a
   change verb, ``X was replaced by Y``, ``X, now Y``, ``X -> Y``, ``Y (previously X)``,
   ``Y, replacing X``, ``X at first``, ``X is the old one``, and a value that withdrew
@@ -59,6 +68,16 @@ _POST_NEGATION = re.compile(
 )
 _CONDITION = re.compile(r"\b(?:if|whether|unless)\b", re.IGNORECASE)
 _CONDITION_END = re.compile(r",|[.!?;:()]|\n")
+_TEMPORAL = re.compile(r"\b(?:before|after|once|until|till|when|as soon as)\b", re.IGNORECASE)
+_TEMPORAL_END = re.compile(r",|[.!?;:()]|\n|\s-+\s|\b(?:but|and|so|then|for now)\b", re.I)
+# What a temporal clause's words say about its time: not yet happened, or in the past.
+_PRESENT = re.compile(
+    r"\b(?:is|are|am|be|been|being|get|gets|getting|will|shall|can|may|has|have|do|does|goes"
+    r"|comes|needs?)\b|'s\b|'re\b|'ll\b|'ve\b",
+    re.IGNORECASE,
+)
+_PAST_AUX = re.compile(r"\b(?:was|were|had|did)\b|'d\b", re.IGNORECASE)
+_PAST_TENSE = re.compile(r"\b(?:went|came|got|became|\w+ed)\b", re.IGNORECASE)
 
 _CHANGE = (
     r"(?:chang|mov|went|gone|go|updat|revis|reschedul|rebook|increas|decreas|rose|raise|risen"
@@ -149,6 +168,25 @@ def _conditional(text: str, spans: Sequence[tuple[int, int]]) -> set[int]:
     return found
 
 
+def _temporal(text: str, spans: Sequence[tuple[int, int]]) -> set[int]:
+    """Mentions inside a temporal clause about what has not happened yet (module doc)."""
+    found: set[int] = set()
+    for cue in _TEMPORAL.finditer(text):
+        end = _TEMPORAL_END.search(text, cue.end())
+        stop = end.start() if end else len(text)
+        open_ended = cue.group().lower() in ("once", "as soon as")
+        for i, (a, _) in enumerate(spans):
+            if not cue.end() <= a < stop:
+                continue
+            gap = text[cue.end() : a]
+            if not gap.strip() or _PAST_AUX.search(gap):
+                continue
+            future = bool(_PRESENT.search(gap) or _PRESENT.match(text, a))
+            if future or (open_ended and not _PAST_TENSE.search(gap)):
+                found.add(i)
+    return found
+
+
 def _past(text: str, spans: Sequence[tuple[int, int]], keys: Sequence[object]) -> set[int]:
     past: set[int] = set()
     clauses = clause_bounds(text)
@@ -202,7 +240,7 @@ def stances(
     clauses = clause_bounds(text)
     sentences = sentence_bounds(text)
     negated = _negated(text, spans, clauses)
-    conditional = _conditional(text, spans)
+    conditional = _conditional(text, spans) | _temporal(text, spans)
     past = _past(text, spans, keys or list(range(len(spans)))) if supersession else set()
     result: list[Stance] = []
     for i, (start, _) in enumerate(spans):

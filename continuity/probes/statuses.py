@@ -21,6 +21,12 @@ negated, hypothetical or asked form asserts nothing (``not sent yet`` asserts no
 (or ``finalised`` for a document) is a stage a later status supersedes, so ``drafted and
 then sent`` asserts SENT; it stands alone only when nothing else is asserted. A negated
 SENT with ``yet`` implies the draft stage, and a negated FINAL with ``yet`` the draft.
+
+A status is the subject's state now, so a form in the future or under a modal (``will be
+final``, ``it'll be sent``, ``is going to be``, ``is to be``, ``ready to be sent``,
+``should go out``) asserts nothing, like one in a temporal clause about what has not
+happened (``before it's sent``, ``once it goes out``: `polarity`). ``yet to be sent`` and
+``still to be sent``, like a negated ``not sent yet``, imply the draft stage.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from continuity.probes.polarity import stances
+from continuity.probes.polarity import Stance, stances
 
 __all__ = ["StatusReading", "asserted_statuses"]
 
@@ -133,7 +139,16 @@ _WEAK = {
     ],
 }
 _VOCABULARY = {"commitment": tuple(_COMMITMENT), "artifact": tuple(_ARTIFACT)}
-_YET = re.compile(r"\byet\b", re.IGNORECASE)
+_YET = re.compile(r"\byet\b|\bstill\s+to\s+be\b", re.IGNORECASE)
+# Before a status form: it speaks of the future or of what may be, not of the state now.
+_FUTURE = re.compile(
+    r"(?:\b(?:will|shall|would|could|should|might|may|must|can|cannot|gonna)|'ll)"
+    r"\s+(?:(?:not|then|only|also|just|soon|probably|definitely|never)\s+)?"
+    r"(?:(?:be|get|go|have\s+been)\s+)?(?:\w+\s+)?$"
+    r"|\bto\s+(?:be|get|have\s+been)\s+(?:\w+\s+)?$"
+    r"|\bgets?\s+(?:\w+\s+)?$",  # "it gets mailed": habitual or future, not a state
+    re.IGNORECASE,
+)
 _IMPLIED = {"commitment": {"SENT": "DRAFTED"}, "artifact": {"FINAL": "DRAFT", "SHARED": "DRAFT"}}
 
 
@@ -162,10 +177,27 @@ def _forms(text: str, kind: str) -> list[tuple[int, int, str, bool]]:
     ]
 
 
+_CHAIN = re.compile(r"\s*(?:,\s*)?(?:or|,|and/or)\s+(?:(?:a|an|the|maybe|perhaps)\s+)?", re.I)
+
+
+def _future(text: str, forms: list[tuple[int, int, str, bool]], read: list[Stance]) -> list[Stance]:
+    """`read` with each asserted form under a future or modal marker made hypothetical,
+    and the forms chained to it as options (``could be a draft, final or archived``)."""
+    result = list(read)
+    for i, (start, _, _, _) in enumerate(forms):
+        if result[i] != "asserted":
+            continue
+        chained = i > 0 and result[i - 1] == "hypothetical"
+        chained = chained and bool(_CHAIN.fullmatch(text[forms[i - 1][1] : start]))
+        if chained or _FUTURE.search(text[max(0, start - 40) : start]):
+            result[i] = "hypothetical"
+    return result
+
+
 def asserted_statuses(text: str, kind: str) -> StatusReading:
     """The statuses normalised `text` asserts; `kind` is ``commitment`` or ``artifact``."""
     forms = _forms(text, kind)
-    stance = stances(text, [(a, b) for a, b, _, _ in forms], supersession=False)
+    stance = _future(text, forms, stances(text, [(a, b) for a, b, *_ in forms], supersession=False))
     strong = {
         s for (_, _, s, firm), st in zip(forms, stance, strict=True) if firm and st == "asserted"
     }
@@ -177,8 +209,9 @@ def asserted_statuses(text: str, kind: str) -> StatusReading:
     implied = {
         _IMPLIED[kind][s]
         for (_, end, s, _), st in zip(forms, stance, strict=True)
-        if (st == "negated" and s in _IMPLIED[kind] and _YET.search(text, end, end + 24))
-        or (st == "negated" and s in _IMPLIED[kind] and _YET.search(text, max(0, end - 40), end))
+        if st in ("negated", "hypothetical")
+        and s in _IMPLIED[kind]
+        and (_YET.search(text, end, end + 24) or _YET.search(text, max(0, end - 40), end))
     }
     chosen = strong or weak or implied
     if kind == "artifact" and chosen & {"SHARED", "ARCHIVED"}:

@@ -1,0 +1,128 @@
+"""General rules added after a review with fresh answers, each on answers written here
+(in neither calibration suite, with subjects and values unlike theirs):
+
+- a status in a future, modal or temporal clause about what has not happened is not
+  asserted (``once it's posted``, ``it'll be signed off``, ``ready to be mailed``); a
+  temporal clause in the past still asserts (``after it was posted``);
+- a value in a temporal clause about what has not happened is hypothetical, a bare
+  preposition (``before 14 March``) is not a clause.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from continuity.probes.scoring import score_answer
+from continuity.traces.schema import (
+    ArtifactStatusExpectation,
+    CommitmentStatusExpectation,
+    Expectation,
+    Fact,
+    SupersededCurrentExpectation,
+)
+
+
+def fact(value: str) -> Fact:
+    return Fact(value=value, evidence=("t1",))
+
+
+NOTICE_DRAFTED = CommitmentStatusExpectation(
+    subject=fact("notice to the tenants"), status="DRAFTED"
+)
+NOTICE_SENT = CommitmentStatusExpectation(subject=fact("notice to the tenants"), status="SENT")
+SPEC_DRAFT = ArtifactStatusExpectation(subject=fact("lighting spec"), status="DRAFT")
+SPEC_FINAL = ArtifactStatusExpectation(subject=fact("lighting spec"), status="FINAL")
+HANDOVER = SupersededCurrentExpectation(current=fact("14 March"), superseded=(fact("11 March"),))
+
+CASES: list[tuple[str, Expectation, str, str]] = [
+    # ---- temporal clauses about what has not happened
+    ("temporal", NOTICE_DRAFTED, "It's written up; I'll post it once it's signed.", "correct"),
+    (
+        "temporal",
+        NOTICE_DRAFTED,
+        "Still a draft. It gets mailed when the agent is back.",
+        "correct",
+    ),
+    (
+        "temporal",
+        NOTICE_DRAFTED,
+        "Drafted, and held until Priya has checked it's mailed right.",
+        "correct",
+    ),
+    (
+        "temporal",
+        NOTICE_DRAFTED,
+        "The notice is a draft; we'll check it before it goes out.",
+        "correct",
+    ),
+    ("temporal", NOTICE_SENT, "I'll confirm as soon as it is emailed.", "fabricated"),
+    ("temporal", NOTICE_SENT, "Hold on until it's dispatched, for now it's a draft.", "fabricated"),
+    # a temporal clause in the past asserts
+    ("temporal", NOTICE_SENT, "Priya replied after it was emailed on Monday.", "correct"),
+    ("temporal", NOTICE_SENT, "When we mailed it, the agent acknowledged it.", "correct"),
+    ("temporal", NOTICE_DRAFTED, "It was posted after we drafted it.", "fabricated"),
+    # ---- future and modal forms
+    (
+        "future",
+        SPEC_DRAFT,
+        "It will be signed off next week; today it's a working draft.",
+        "correct",
+    ),
+    (
+        "future",
+        SPEC_DRAFT,
+        "The lighting spec is still in draft, and should be approved soon.",
+        "correct",
+    ),
+    ("future", SPEC_FINAL, "It'll be final after the site walk.", "fabricated"),
+    ("future", SPEC_FINAL, "The spec is going to be locked on Friday.", "fabricated"),
+    ("future", NOTICE_SENT, "The notice is ready to be emailed.", "fabricated"),
+    ("future", NOTICE_SENT, "It is to be posted tomorrow.", "fabricated"),
+    ("future", NOTICE_DRAFTED, "Yet to be posted - it's only been drafted.", "correct"),
+    ("future", NOTICE_DRAFTED, "It's still to be mailed.", "correct"),
+    ("future", SPEC_FINAL, "It was approved on Tuesday and is final.", "correct"),
+    ("future", SPEC_DRAFT, "It might be a draft, final or archived - I can't say.", "abstained"),
+    # ---- values in temporal clauses
+    ("value", HANDOVER, "The handover is on 14 March.", "correct"),
+    ("value", HANDOVER, "Keys are due back before 14 March.", "correct"),
+    ("value", HANDOVER, "14 March; it moved from 11 March when the survey slipped.", "correct"),
+    ("value", HANDOVER, "Unclear - once it's 11 March we'll know.", "abstained"),
+    ("value", HANDOVER, "I'll tell you when it is 14 March, not sooner.", "fabricated"),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "expectation", "answer", "outcome"),
+    CASES,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)],
+)
+def test_rule(rule: str, expectation: Expectation, answer: str, outcome: str) -> None:
+    assert score_answer(expectation, answer).outcome == outcome, rule
+
+
+VERBS = ["emailed", "posted", "mailed", "dispatched", "sent"]
+
+
+@given(
+    verb=st.sampled_from(VERBS),
+    cue=st.sampled_from(["once", "as soon as", "before", "until", "when", "after"]),
+    aux=st.sampled_from(["it's", "it is", "it gets", "it has been"]),
+)
+def test_a_status_in_a_clause_about_the_future_is_not_asserted(
+    verb: str, cue: str, aux: str
+) -> None:
+    answer = f"It's drafted; nothing more {cue} {aux} {verb}."
+    assert score_answer(NOTICE_DRAFTED, answer).outcome == "correct"
+    assert score_answer(NOTICE_SENT, answer).outcome == "fabricated"
+
+
+@given(
+    verb=st.sampled_from(VERBS),
+    modal=st.sampled_from(["will be", "'ll be", "is going to be", "is to be", "ready to be"]),
+)
+def test_a_status_in_the_future_is_not_asserted(verb: str, modal: str) -> None:
+    answer = f"The notice{modal if modal.startswith(chr(39)) else ' ' + modal} {verb} later."
+    assert score_answer(NOTICE_SENT, answer).outcome == "fabricated"
+    assert score_answer(NOTICE_SENT, f"The notice was {verb}.").outcome == "correct"
