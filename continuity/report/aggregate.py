@@ -378,11 +378,11 @@ def combine(
         }
 
     catalog = catalog or load_catalog()
-    judge = judge_agreement(summaries, categories)
+    judge = judge_agreement(summaries, categories, suites)
     spend = {
         arm: arm_spend(catalog, [s for s in summaries if s.arm == arm], suites) for arm in arms
     }
-    spend["judge"] = judge_spend(catalog, summaries, judge["overall"]["pairs"])
+    spend["judge"] = judge_spend(catalog, summaries, judge["pairs"])
     return Results(
         run=run,
         units=len(observed),

@@ -1,15 +1,17 @@
 """Agreement between the deterministic scorer and the independent judge.
 
-Over every valid sample that has a judge verdict, per category and overall: how often
-the scorer's ``correct`` and the judge's ``passed`` agree, and every disagreement with
-its sample, the answer and both verdicts, so a reader can see which side to doubt. The
-main tables always use the scorer; the judge is a check on it, never a replacement.
+Over every valid sample that has a judge verdict, suite by suite (never pooled across
+trace families), per category and over the suite: how often the scorer's ``correct`` and
+the judge's ``passed`` agree, and every disagreement with its sample, the answer and both
+verdicts, so a reader can see which side to doubt. The main tables always use the
+scorer; the judge is a check on it, never a replacement.
 A verdict the judge's reply did not carry (outcome ``unreadable``) is counted apart and
 left out of the agreement figures.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from continuity.report.summary import JudgeRow, UnitSummary
@@ -30,11 +32,35 @@ def _agreement(rows: list[JudgeRow]) -> dict[str, Any]:
     }
 
 
-def judge_agreement(summaries: list[UnitSummary], categories: list[str]) -> dict[str, Any]:
-    """``overall``, ``by_category`` (only categories with a verdict), ``unreadable``
-    and ``disagreements`` (sorted by unit and probe)."""
+def _suite_agreement(summaries: list[UnitSummary], categories: list[str]) -> dict[str, Any]:
     every = [row for s in summaries for row in s.judge]
     rows = [row for row in every if row.judge_outcome != UNREADABLE]
+    return {
+        "overall": _agreement(rows),
+        "unreadable": len(every) - len(rows),
+        "by_category": {
+            c: _agreement(judged)
+            for c in categories
+            if (judged := [r for r in rows if r.category == c])
+        },
+    }
+
+
+def judge_agreement(
+    summaries: list[UnitSummary], categories: list[str], suites: list[str]
+) -> dict[str, Any]:
+    """``by_suite`` (suite -> ``overall``, ``unreadable`` and ``by_category``, only
+    categories with a verdict; only suites with a verdict), the run's ``pairs`` and
+    ``unreadable`` counts (what the judge's spend line counts; no agreement figure pools
+    suites) and ``disagreements`` (sorted by unit and probe, each naming its suite)."""
+    grouped: dict[str, list[UnitSummary]] = defaultdict(list)
+    for summary in summaries:
+        grouped[summary.family].append(summary)
+    by_suite = {
+        suite: _suite_agreement(grouped[suite], categories)
+        for suite in suites
+        if any(s.judge for s in grouped[suite])
+    }
     disagreements = [
         {
             "unit": f"r{s.repeat}/{s.trace_id}/{s.arm}",
@@ -53,12 +79,8 @@ def judge_agreement(summaries: list[UnitSummary], categories: list[str]) -> dict
         if row.passed != row.scorer_correct and row.judge_outcome != UNREADABLE
     ]
     return {
-        "overall": _agreement(rows),
-        "unreadable": len(every) - len(rows),
-        "by_category": {
-            c: _agreement(judged)
-            for c in categories
-            if (judged := [r for r in rows if r.category == c])
-        },
+        "pairs": sum(cell["overall"]["pairs"] for cell in by_suite.values()),
+        "unreadable": sum(cell["unreadable"] for cell in by_suite.values()),
+        "by_suite": by_suite,
         "disagreements": disagreements,
     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from continuity.report.aggregate import Results
 from continuity.report.sections import Table, pct
 
@@ -17,40 +19,46 @@ def scorer_line(r: Results) -> str:
 
 
 def scorer_tables(r: Results) -> list[Table]:
-    """Per arm, accuracy under the original grades and the current scorer over the same
-    valid samples, and every sample whose outcome changed (none for ``original``)."""
-    changes = r.scorer.get("changes") or {}
+    """Per suite and arm, accuracy under the original grades and the current scorer over
+    the same valid samples, and every sample whose outcome changed (none for
+    ``original``)."""
+    changes: dict[str, dict[str, Any]] = r.scorer.get("changes") or {}
     if not changes:
         return []
-    order = {arm: i for i, arm in enumerate(r.arms)}
-    arms = sorted(changes, key=lambda a: order.get(a, len(order)))
+    suites = {s: i for i, s in enumerate(r.suites)}
+    arms = {a: i for i, a in enumerate(r.arms)}
+    cells = [
+        (suite, arm, changes[suite][arm])
+        for suite in sorted(changes, key=lambda s: (suites.get(s, len(suites)), s))
+        for arm in sorted(changes[suite], key=lambda a: (arms.get(a, len(arms)), a))
+    ]
     rows = []
-    for arm in arms:
-        cell = changes[arm]
+    for suite, arm, cell in cells:
         before, after = cell["original_accuracy"], cell["current_accuracy"]
         delta = "-" if before is None or after is None else f"{100 * (after - before):+.1f}"
         rows.append(
-            [arm, str(cell["n"]), pct(before), pct(after), delta, str(len(cell["changed"]))]
+            [suite, arm, str(cell["n"]), pct(before), pct(after), delta, str(len(cell["changed"]))]
         )
     out: list[Table] = [
         (
             "Scorer change vs original grades",
-            ["arm", "n", "original", "current", "change (pp)", "outcomes changed"],
+            ["suite", "arm", "n", "original", "current", "change (pp)", "outcomes changed"],
             rows,
-            "Pooled accuracy over the same valid samples (all suites and repeats), graded "
-            "by the scorer that ran with each unit (original, kept in the unit files) and by "
-            "the current scorer. doit aggregate --scorer original reports the original grades.",
+            "Per suite and arm, accuracy over the same valid samples (repeats pooled, suites "
+            "never), graded by the scorer that ran with each unit (original, kept in the unit "
+            "files) and by the current scorer. doit aggregate --scorer original reports the "
+            "original grades.",
         )
     ]
-    changed = [(arm, c) for arm in arms for c in changes[arm]["changed"]]
+    changed = [(suite, arm, c) for suite, arm, cell in cells for c in cell["changed"]]
     if changed:
         out.append(
             (
                 "Outcomes changed by the current scorer",
-                ["arm", "repeat", "trace", "probe", "original", "current"],
+                ["suite", "arm", "repeat", "trace", "probe", "original", "current"],
                 [
-                    [arm, str(c["repeat"]), c["trace_id"], c["probe_id"], *_outcomes(c)]
-                    for arm, c in changed[:CHANGED_ROWS]
+                    [suite, arm, str(c["repeat"]), c["trace_id"], c["probe_id"], *_outcomes(c)]
+                    for suite, arm, c in changed[:CHANGED_ROWS]
                 ],
                 f"{len(changed)} samples"
                 + (

@@ -4,8 +4,8 @@ A unit file holds the answers and the grades the scorer gave them when the unit 
 its original grades, which never change. A corrected scorer does not rewrite them (seed
 004: earlier grades stay as they were when the evaluator is corrected); it grades the
 same recorded answers again into a **score artifact**, keyed by the unit (its key and
-content digest) and by the scorer's code digest (`scorer_digest`: the scoring,
-normalising and availability modules). `doit score` stores each artifact in the store
+content digest) and by the scorer's code digest (`scorer_digest`: every scorer
+module, listed in `SCORER_MODULES`). `doit score` stores each artifact in the store
 and materialises it as ``<run>/scores/<scorer16>/r<repeat>-<trace>-<arm>.json``.
 
 `doit aggregate` chooses the grades with `Scorer`: ``current`` (the default) uses the
@@ -303,8 +303,9 @@ def _mean(values: Iterable[bool | None]) -> float | None:
 
 def scorer_section(summaries: Iterable[UnitSummary], scorer: Scorer) -> dict[str, Any]:
     """The report's scorer record: which grades produced the numbers and, for the
-    current scorer, the change against the original grades per arm (pooled accuracy
-    over valid samples) with every probe whose outcome changed."""
+    current scorer, the change against the original grades per suite and arm
+    (``changes[suite][arm]``: accuracy under both over the same valid samples, repeats
+    pooled, never suites) with every probe whose outcome changed."""
     section: dict[str, Any] = {
         "scorer": scorer.choice,
         "digest": scorer.digest,
@@ -313,17 +314,19 @@ def scorer_section(summaries: Iterable[UnitSummary], scorer: Scorer) -> dict[str
     }
     if scorer.digest is None:
         return section
-    rows: dict[str, list[tuple[bool | None, bool | None]]] = defaultdict(list)
-    changed: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    Cell = tuple[str, str]  # (suite, arm)
+    rows: dict[Cell, list[tuple[bool | None, bool | None]]] = defaultdict(list)
+    changed: dict[Cell, list[dict[str, Any]]] = defaultdict(list)
     for summary in summaries:
+        cell = (summary.family, summary.arm)
         current = {r.probe_id: r for r in summary.rows if r.status == "valid"}
         for probe_id, correct, outcome in summary.original:
             row = current.get(probe_id)
             if row is None:
                 continue
-            rows[summary.arm].append((correct, row.correct))
+            rows[cell].append((correct, row.correct))
             if (outcome, bool(correct)) != (row.outcome, bool(row.correct)):
-                changed[summary.arm].append(
+                changed[cell].append(
                     {
                         "repeat": summary.repeat,
                         "trace_id": summary.trace_id,
@@ -332,15 +335,15 @@ def scorer_section(summaries: Iterable[UnitSummary], scorer: Scorer) -> dict[str
                         "current": row.outcome,
                     }
                 )
-    section["changes"] = {
-        arm: {
+    changes: dict[str, dict[str, Any]] = defaultdict(dict)
+    for (suite, arm), pairs in sorted(rows.items()):
+        changes[suite][arm] = {
             "n": len(pairs),
             "original_accuracy": _mean(o for o, _ in pairs),
             "current_accuracy": _mean(c for _, c in pairs),
             "changed": sorted(
-                changed[arm], key=lambda c: (c["repeat"], c["trace_id"], c["probe_id"])
+                changed[(suite, arm)], key=lambda c: (c["repeat"], c["trace_id"], c["probe_id"])
             ),
         }
-        for arm, pairs in rows.items()
-    }
+    section["changes"] = dict(changes)
     return section

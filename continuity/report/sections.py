@@ -246,8 +246,9 @@ def paired_table(r: Results) -> list[Table]:
 def judge_tables(r: Results) -> list[Table]:
     j = r.judge
 
-    def row(name: str, cell: dict[str, Any]) -> list[str]:
+    def row(suite: str, name: str, cell: dict[str, Any]) -> list[str]:
         return [
+            suite,
             name,
             str(cell["pairs"]),
             str(cell["agree"]),
@@ -256,9 +257,20 @@ def judge_tables(r: Results) -> list[Table]:
             str(cell["proxy_pass"]),
         ]
 
-    rows = [row(c, cell) for c, cell in j["by_category"].items()] + [row("all", j["overall"])]
+    rows = [
+        line
+        for suite, t in j["by_suite"].items()
+        for line in [
+            *(row(suite, c, cell) for c, cell in t["by_category"].items()),
+            row(suite, "all", t["overall"]),
+        ]
+    ]
+    unreadable = (
+        ", ".join(f"{suite} {t['unreadable']}" for suite, t in j["by_suite"].items()) or "none"
+    )
     disagreements = [
         [
+            d["suite"],
             d["unit"],
             d["probe_id"],
             d["category"],
@@ -272,15 +284,16 @@ def judge_tables(r: Results) -> list[Table]:
     return [
         (
             "Judge agreement",
-            ["category", "pairs", "agree", "agreement", "judge pass", "proxy pass"],
+            ["suite", "category", "pairs", "agree", "agreement", "judge pass", "proxy pass"],
             rows,
-            "The independent judge against the deterministic scorer, over valid samples "
-            "with a verdict (the judge never sees the arm). The main tables always use the "
-            f"scorer. Unreadable verdicts, left out: {j['unreadable']}.",
+            "The independent judge against the deterministic scorer, per suite, over valid "
+            "samples with a verdict (the judge never sees the arm); the row 'all' is the "
+            "suite's total, never pooled across suites. The main tables always use the "
+            f"scorer. Unreadable verdicts, left out: {unreadable}.",
         ),
         (
             "Judge disagreements",
-            ["unit", "probe", "category", "answer", "scorer", "judge", "judge's reason"],
+            ["suite", "unit", "probe", "category", "answer", "scorer", "judge", "judge's reason"],
             disagreements,
             "Every sample where the scorer and the judge disagree; inspect the answer "
             "before trusting either.",

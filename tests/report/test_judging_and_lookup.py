@@ -46,13 +46,19 @@ def test_every_disagreement_is_listed_and_escaped(mixed: tuple[Store, Path]) -> 
     mine = [d for d in j["disagreements"] if d["answer"] == HOSTILE]
     assert mine and mine[0]["unit"] == f"r{target.repeat}/{target.trace_id}/cold-rebuild"
     assert mine[0]["judge_outcome"] == "wrong_value" and mine[0]["probe_id"] == row.probe_id
-    judged = [r for s in edited for r in s.judge]
-    for category, cell in j["by_category"].items():
-        rows = [r for r in judged if r.category == category and r.judge_outcome != "unreadable"]
-        assert cell["pairs"] == len(rows)
-        assert cell["agree"] == sum(1 for r in rows if r.passed == r.scorer_correct)
-    assert j["overall"]["pairs"] == sum(c["pairs"] for c in j["by_category"].values())
-    assert "next_action" in j["by_category"]  # the old next-action table is now this row
+    assert mine[0]["suite"] == target.family
+    assert set(j["by_suite"]) == {s.family for s in edited if s.judge}  # one entry per suite
+    for suite, table in j["by_suite"].items():
+        judged = [r for s in edited if s.family == suite for r in s.judge]
+        for category, cell in table["by_category"].items():
+            rows = [
+                r for r in judged if r.category == category and r.judge_outcome != "unreadable"
+            ]
+            assert cell["pairs"] == len(rows)
+            assert cell["agree"] == sum(1 for r in rows if r.passed == r.scorer_correct)
+        assert table["overall"]["pairs"] == sum(c["pairs"] for c in table["by_category"].values())
+    assert j["pairs"] == sum(t["overall"]["pairs"] for t in j["by_suite"].values())
+    assert "next_action" in j["by_suite"][target.family]["by_category"]  # the old table's row
     page = render_html(results)
     assert "<b>KLN" not in page and "&lt;b&gt;KLN-4471-QX&lt;/b&gt; | or &amp; maybe" in page
     markdown = render_markdown(results)

@@ -305,7 +305,7 @@ def test_judge_agreement_recomputes_from_units(mixed: tuple[Store, Path]) -> Non
     store, folder = mixed
     _, paths, _ = aggregate_run(store, folder, scorer="original")
     tables = _tables(paths["summary"].read_text())
-    pairs: list[tuple[str, bool, bool]] = []
+    pairs: list[tuple[str, str, bool, bool]] = []  # (suite, category, judge, scorer)
     disagreements = set()
     for path in sorted((folder / "units").glob("*.json")):
         unit = json.loads(path.read_text())
@@ -314,19 +314,56 @@ def test_judge_agreement_recomputes_from_units(mixed: tuple[Store, Path]) -> Non
             if v["probe_id"] not in valid or v.get("outcome") == "unreadable":
                 continue
             probe = valid[v["probe_id"]]
-            pairs.append((probe["category"], v["passed"], bool(probe["correct"])))
+            pairs.append((unit["family"], probe["category"], v["passed"], bool(probe["correct"])))
             if v["passed"] != bool(probe["correct"]):
                 unit_id = f"r{unit['repeat']}/{unit['trace_id']}/{unit['arm']}"
-                disagreements.add((unit_id, v["probe_id"]))
+                disagreements.add((unit["family"], unit_id, v["probe_id"]))
     assert pairs, "the offline scripted judge graded answers"
-    rows = {r["category"]: r for r in tables["Judge agreement"]}
-    assert set(rows) == {c for c, _, _ in pairs} | {"all"}
-    for category, row in rows.items():
-        mine = [(j, p) for c, j, p in pairs if category in ("all", c)]
+    assert {s for s, _, _, _ in pairs} == {"original", "hard"}  # two suites, never pooled
+    rows = {(r["suite"], r["category"]): r for r in tables["Judge agreement"]}
+    assert set(rows) == {(s, c) for s, c, _, _ in pairs} | {(s, "all") for s, _, _, _ in pairs}
+    for (suite, category), row in rows.items():
+        mine = [(j, p) for s, c, j, p in pairs if s == suite and category in ("all", c)]
         agree = sum(1 for j, p in mine if j == p)
         assert (row["pairs"], row["agree"]) == (str(len(mine)), str(agree))
         assert row["agreement"] == _pct(agree / len(mine))
         assert row["judge pass"] == str(sum(1 for j, _ in mine if j))
         assert row["proxy pass"] == str(sum(1 for _, p in mine if p))
-    listed = {(r["unit"], r["probe"]) for r in tables["Judge disagreements"]}
+    listed = {(r["suite"], r["unit"], r["probe"]) for r in tables["Judge disagreements"]}
     assert listed == disagreements
+
+
+def test_scorer_change_recomputes_per_suite_from_units(mixed: tuple[Store, Path]) -> None:
+    """Under the current scorer (which regrades the varied answers), the scorer-change
+    table has one row per suite and arm: its n and original accuracy recompute from the
+    unit files, its current accuracy from the same report's per-repeat accuracy split,
+    and every listed change names the outcome the unit file holds."""
+    store, folder = mixed
+    _vary(folder, store)
+    _, paths, _ = aggregate_run(store, folder)  # the current scorer
+    tables = _tables(paths["summary"].read_text())
+    u = Units(folder)
+    rows = {(r["suite"], r["arm"]): r for r in tables["Scorer change vs original grades"]}
+    assert set(rows) == {(x["family"], x["arm"]) for x in u.units}  # never pooled
+    assert {s for s, _ in rows} == {"original", "hard"}
+    accuracy = {(r["suite"], r["arm"]): r for r in tables["Accuracy per arm"]}
+    for (suite, arm), row in rows.items():
+        valid = u.probes(suite, arm)
+        assert row["n"] == str(len(valid))
+        assert row["original"] == _pct(sum(bool(p["correct"]) for _, _, p in valid) / len(valid))
+        split = re.findall(r"r\d+ ([\d.]+)% \((\d+)\)", accuracy[(suite, arm)]["per repeat"])
+        right = sum(round(float(a) * int(n) / 100) for a, n in split)
+        assert row["current"] == _pct(right / sum(int(n) for _, n in split))
+    outcomes = {
+        (x["family"], x["arm"], x["repeat"], x["trace_id"], p["probe_id"]): p["outcome"]
+        for x in u.units
+        for p in x["probes"]
+    }
+    listed = tables.get("Outcomes changed by the current scorer", [])
+    assert 0 < len(listed) < 200, "the varied grades differ; the list is not cut"
+    for change in listed:
+        key = (change["suite"], change["arm"], int(change["repeat"]), change["trace"])
+        assert change["original"] == (outcomes[(*key, change["probe"])] or "-")
+    for (suite, arm), row in rows.items():
+        mine = [c for c in listed if (c["suite"], c["arm"]) == (suite, arm)]
+        assert row["outcomes changed"] == str(len(mine))

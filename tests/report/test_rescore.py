@@ -61,8 +61,10 @@ def test_an_unchanged_scorer_reproduces_the_original_grades(private: tuple[Store
     assert numbers(current) == numbers(original)
     assert current.scorer["digest"] == scorer_digest() and original.scorer["digest"] is None
     changes = current.scorer["changes"]
-    assert changes and all(not c["changed"] for c in changes.values())
-    assert all(c["original_accuracy"] == c["current_accuracy"] for c in changes.values())
+    assert set(changes) == set(current.suites)  # keyed by suite, then arm
+    cells = [cell for arms in changes.values() for cell in arms.values()]
+    assert cells and all(not c["changed"] for c in cells)
+    assert all(c["original_accuracy"] == c["current_accuracy"] for c in cells)
     summary = paths["summary"].read_text()
     assert f"Grades: current scorer {scorer_digest()[:16]}" in summary
     assert "Scorer change vs original grades" in summary
@@ -112,7 +114,7 @@ def test_aggregate_uses_the_newest_scorer_and_original_reproduces_the_old_number
         for cell in suite.values():
             assert cell["overall"]["mean"] in (1.0, None)
     changes = current.scorer["changes"]
-    native = changes["native"]
+    native = changes["original"]["native"]
     assert native["current_accuracy"] == 1.0
     assert native["original_accuracy"] == pytest.approx(
         before.accuracy["original"]["native"]["overall"]["mean"]
@@ -161,3 +163,18 @@ def test_an_unknown_scorer_is_refused(private: tuple[Store, Path]) -> None:
     with pytest.raises(UsageError) as err:
         aggregate_run(store, folder, scorer="newest")
     assert (err.value.code, err.value.location) == ("scorer_unknown", "--scorer")
+
+
+def test_the_scorer_change_is_split_by_suite(mixed: tuple[Store, Path]) -> None:
+    """Two suites in one run: one scorer-change row per suite and arm, each over that
+    suite's valid samples only (never pooled across trace families)."""
+    store, folder = mixed
+    current, paths, _ = aggregate_run(store, folder)
+    changes = current.scorer["changes"]
+    assert set(changes) == {"original", "hard"}
+    assert set(changes["hard"]) == {"native", "ceiling"}
+    for suite, arms in changes.items():
+        for arm, cell in arms.items():
+            assert cell["n"] == current.accuracy[suite][arm]["overall"]["n"]
+    summary = paths["summary"].read_text()
+    assert "| suite | arm | n | original | current |" in summary

@@ -63,4 +63,4 @@ def test_every_valid_answer_is_judged_from_the_servers_replies_without_its_arm(
     cached = [c.cached for r in units.values() for c in r.judge_calls]
     assert cached.count(True) == len(units["compaction-1"].judge)
     # The report compares the judge with the scorer.
-    assert results.judge["overall"]["pairs"] == sum(len(r.judge) for r in units.values())
+    assert results.judge["pairs"] == sum(len(r.judge) for r in units.values())
