@@ -55,7 +55,9 @@ Raised with the classes above from other modules (by area)::
     traces           distractors_changed_facts, trace_unknown
     availability     status_evidence_missing
     calibration      calibration_case_invalid (a malformed suite line, at file:line),
-                     calibration_verdict_invalid (a grader verdict outside the outcomes)
+                     calibration_verdict_invalid (a grader verdict outside the outcomes),
+                     calibration_suite_unreadable (a suite path that is missing or not
+                     a readable file, e.g. a directory)
     arms, config     arm_unknown, arm_not_available_at_revision:<id>, config_key_unknown,
                      config_value_invalid
     harness          turn_round_limit, tool_not_offered, workspace_not_empty,

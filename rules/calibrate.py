@@ -40,7 +40,13 @@ def task_calibrate() -> dict[str, Any]:
             ),
             param("base_url", str, "", "endpoint base URL (default: the provider's public API)"),
             param("credentials", str, "", "credentials file (real providers only)"),
-            param("cases", str, "", "a calibration suite (default fixtures/calibration/)"),
+            param(
+                "cases",
+                str,
+                "",
+                "a calibration suite, one JSONL file "
+                "(default fixtures/calibration/answers-v1.jsonl)",
+            ),
             STORE,
             OUT,
         ],

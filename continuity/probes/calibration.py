@@ -108,12 +108,24 @@ def _category_of(expectation: Expectation) -> str:
 def load_cases(path: Path | None = None) -> tuple[CalibrationCase, ...]:
     """Every case of a JSONL suite, in file order. Raises `CalibrationInvalid`
     (``calibration_case_invalid``, located ``file:line``) for a line that does not decode,
-    whose ``category`` disagrees with its expectation, or whose id repeats."""
+    whose ``category`` disagrees with its expectation, or whose id repeats, and
+    (``calibration_suite_unreadable``, located at the path) for a path that is missing,
+    a directory or otherwise not a readable file."""
     path = path or default_cases_path()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        why = "it is a directory" if path.is_dir() else exc.strerror or type(exc).__name__
+        raise CalibrationInvalid(
+            f"cannot read the calibration suite ({why}); pass a JSONL file such as "
+            "fixtures/calibration/answers-v1.jsonl",
+            code="calibration_suite_unreadable",
+            location=str(path),
+        ) from None
     decoder = msgspec.json.Decoder(CalibrationCase)
     cases: list[CalibrationCase] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
+    for lineno, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"

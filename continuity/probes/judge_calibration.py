@@ -58,7 +58,8 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
 
     Raises:
         UsageError: ``plan_invalid`` for an unknown provider, a base URL without a real
-            provider or a model that is not ``provider:model``; real mode also
+            provider or a model that is not ``provider:model`` (both parts non-empty); real
+            mode also
             ``real_refused_ci`` (a ``CI`` variable exists), ``credentials_required`` (no
             ``--credentials``) and ``credentials_missing`` (not a regular file). No
             credential is read here.
@@ -80,7 +81,8 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
             location="--provider",
         )
     model = options.get("judge_model") or DEFAULT_MODELS["judge"]
-    if ":" not in model or model.startswith(":"):
+    provider, _, name = model.partition(":")
+    if not provider.strip() or not name.strip():
         raise UsageError(
             f"{model!r} is not provider:model", code="plan_invalid", location="--judge-model"
         )

@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from continuity.errors import UsageError
-from continuity.probes.calibration import CATEGORIES, load_cases
+from continuity.probes.calibration import (
+    CATEGORIES,
+    CalibrationInvalid,
+    default_cases_path,
+    load_cases,
+)
 from continuity.probes.judge import ProviderJudge, ScriptedJudge
 from continuity.probes.judge_calibration import calibrate_judge, judge_for
 from continuity.servers.wire import serve_in_thread
@@ -50,13 +55,23 @@ def test_agreement_counts_what_the_judge_said(tmp_path: Path) -> None:
         ({"provider": "gemini"}, "plan_invalid"),
         ({"provider": "scripted", "base_url": "http://127.0.0.1:1/v1"}, "plan_invalid"),
         ({"judge_model": "no-provider-part"}, "plan_invalid"),
+        ({"judge_model": "openai-codex:"}, "plan_invalid"),
+        ({"judge_model": " :gpt"}, "plan_invalid"),
         ({"provider": "openai-chat"}, "credentials_required"),
         (
             {"provider": "anthropic", "credentials": "/nonexistent/creds.json"},
             "credentials_missing",
         ),
     ],
-    ids=["unknown-provider", "base-url-offline", "bad-model", "no-credentials", "no-file"],
+    ids=[
+        "unknown-provider",
+        "base-url-offline",
+        "bad-model",
+        "empty-model-name",
+        "empty-provider-part",
+        "no-credentials",
+        "no-file",
+    ],
 )
 def test_bad_options_are_refused_with_their_code(
     options: dict[str, Any], code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -116,3 +131,29 @@ def test_a_real_judge_grades_the_suite_against_the_loopback_server(
     assert all(v.reason.startswith("loopback verdict") for v in result.verdicts)
     assert result.agreement.overall.n == len(cases)
     assert again.verdicts == result.verdicts
+
+
+@pytest.mark.parametrize("kind", ["directory", "missing"])
+def test_an_unreadable_suite_path_is_a_typed_error(tmp_path: Path, kind: str) -> None:
+    """A directory (say ``fixtures/calibration/``) or a missing file is refused with
+    ``calibration_suite_unreadable`` at the path, by the loader and by `doit calibrate`,
+    never as a raw traceback, and nothing is written."""
+    path = tmp_path / "suites" if kind == "directory" else tmp_path / "absent.jsonl"
+    if kind == "directory":
+        path.mkdir()
+    with pytest.raises(CalibrationInvalid) as err:
+        load_cases(path)
+    assert (err.value.code, err.value.location) == ("calibration_suite_unreadable", str(path))
+    result = doit(tmp_path, "calibrate", "--cases", str(path), check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "calibration_suite_unreadable: " in output and f"(at {path})" in output
+    assert "Traceback" not in output and "IsADirectoryError" not in output
+    assert not (tmp_path / "out" / "calibration").exists()
+
+
+def test_the_help_names_the_real_default_suite(tmp_path: Path) -> None:
+    text = doit(tmp_path, "help", "calibrate").stdout
+    default = "fixtures/calibration/answers-v1.jsonl"
+    assert default in " ".join(text.split())
+    assert default_cases_path().as_posix().endswith(default)  # what the loader reads
