@@ -1,30 +1,39 @@
-"""Amounts an answer labels as another quantity than the one asked about.
+"""Amounts an answer gives as context rather than as candidates for the asked value.
 
-A single-value answer about an amount often gives other amounts as context: "the fee
-is €2,340, €270 cheaper than their first figure", "the deposit is £2,340 out of a total
-of £11,500, leaving £9,160 to pay". Those amounts are not candidates for the asked value: a
-careful reader sees they are a difference, a total, a balance or a part. `labelled_other`
-finds them by an explicit label next to the amount, read over normalised text:
+A single-value answer about an amount often gives other amounts beside it: "the fee is
+€2,340, €270 cheaper than their first figure", "€456 back, plus €12 postage", "£2,340 (up
+£220 from the first quote)", "they waived the €35 admin charge". A careful reader sees
+those amounts are a difference, a total, a balance, a part or another charge, not a
+second candidate. `labelled_other` reads the structure around an amount, over normalised
+text. An amount is context when
 
-- after it, a comparison or difference (``less``, ``more``, ``cheaper``, ``lower``,
-  ``higher``, ``off``, ``extra``, ``saving``, ``discount``, ``difference``), a remainder
-  (``left``, ``remaining``, ``outstanding``, ``to pay``, ``still owed``) or a total
-  (``in total``, ``total``, ``overall``, ``altogether``);
-- before it, a total, a balance, a saving or a part (``a total (build cost) of``, ``out
-  of``, ``leaving``, ``balance of``, ``remaining``, ``saving of``, ``discount of``,
-  ``difference of``, ``of which``).
+- a relation word introduces it (``plus``, ``up``, ``down``, ``extra``, ``additional``,
+  ``minus``, ``off``, ``including``, ``excluding``, ``with``, ``without``, ``on top of``,
+  ``besides``, ``apart from``, optionally followed by an article: ``knocked off the``), or
+  a label before it names a total, a balance, a saving or a part (``a total (build cost)
+  of``, ``out of``, ``leaving``, ``balance of``, ``saving of``, ``of which``);
+- a label after it names a comparison, a remainder or a total (``less``, ``more``,
+  ``cheaper``, ``off``, ``saving``, ``discount``, ``left``, ``to pay``, ``in total``);
+- a noun follows it that names what it is (``€12 postage``, ``€35 admin charge``): any
+  word other than a function word, a verb in ``-ed`` (``€456 refunded``) or a word that
+  names the amount itself (``figure``, ``amount``, ``price``, ``quote`` ...: the same
+  slot);
+- its clause names its quantity and another mention's clause names a different one
+  (``the refund is €456; postage was €12``): each amount's slot is the noun before the
+  ``is``/``was``/``of``/``:`` that introduces it, and two different slot nouns are two
+  quantities. A pronoun (``it's``) names no slot.
 
-The scorer applies it only to an amount that is neither the current nor a superseded
-value; an amount offered as an alternative (``£2,340 or £2,430 in total``) stays a
-candidate. The scorer does not know which quantity the question asks about, so a label
-is read from its words alone; but the current and superseded values are never set
-aside, so the rule can only stop a labelled context amount from turning a right (or
-stale) answer into a candidate list.
+An amount offered as an alternative (``or``, ``either``, ``/``, ``maybe``, ``perhaps``
+between it and the mention before it) is never context, nor is one in the same slot.
+The scorer applies this only to an amount that is neither the current nor a superseded
+value, so the rule can only stop a context amount from turning a right (or stale)
+answer into a candidate list; it does not know which quantity the question asks about.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 __all__ = ["labelled_other"]
 
@@ -41,17 +50,151 @@ _BEFORE = re.compile(
     r"|(?:a|the)\s+(?:sub)?total\s+of)(?:\s+(?:a|an|the|another|just|only|about))?\s*$",
     re.IGNORECASE,
 )
+# A relation that introduces another quantity: an addition, a change, a deduction.
+_RELATION = re.compile(
+    r"(?:\b(?:plus|up|down|extra|additional|minus|off|including|incl|excluding|excl|with"
+    r"|without|besides)|\bon\s+top\s+of|\bapart\s+from|\+)"
+    r"(?:\s+(?:a|an|the|another|its|their|our|your|that|this|by|of|just|only|about))?\s*$",
+    re.IGNORECASE,
+)
 _ALTERNATIVE = re.compile(r"(?:\bor\b|\beither\b|/|\bmaybe\b|\bperhaps\b)", re.IGNORECASE)
+# Words after an amount that do not name another quantity: function words, and nouns
+# for the amount itself (which keep it in the asked value's slot).
+_NOT_A_LABEL = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "for",
+        "to",
+        "from",
+        "in",
+        "on",
+        "at",
+        "by",
+        "of",
+        "per",
+        "each",
+        "is",
+        "was",
+        "are",
+        "were",
+        "be",
+        "been",
+        "it",
+        "its",
+        "which",
+        "that",
+        "this",
+        "so",
+        "then",
+        "now",
+        "only",
+        "exactly",
+        "roughly",
+        "about",
+        "around",
+        "approx",
+        "approximately",
+        "inc",
+        "incl",
+        "including",
+        "ex",
+        "excl",
+        "excluding",
+        "vat",
+        "all",
+        "instead",
+        "not",
+        "no",
+        "as",
+        "with",
+        "plus",
+        "minus",
+        "if",
+        "figure",
+        "amount",
+        "sum",
+        "price",
+        "quote",
+        "quoted",
+        "estimate",
+        "cost",
+        "number",
+        "value",
+        "one",
+    ]
+)
+_NEXT_WORD = re.compile(r"\s+([a-z]+)\b", re.IGNORECASE)
+_SLOT = re.compile(
+    r"\b([a-z]+)\s+(?:(?:is|was|are|were|came\s+to|comes\s+to|of|at|totals?|costs?)\s+"
+    r"(?:(?:now|still|just|only|about|around|a|an|the)\s+)?|:\s*)$",
+    re.IGNORECASE,
+)
+_NO_SLOT = frozenset(
+    [
+        "it",
+        "this",
+        "that",
+        "which",
+        "what",
+        "there",
+        "here",
+        "they",
+        "we",
+        "i",
+        "you",
+        "he",
+        "she",
+        "one",
+    ]
+)
 
 
-def labelled_other(text: str, start: int, end: int, previous_end: int) -> bool:
-    """Whether the amount at ``text[start:end]`` is labelled as another quantity.
+def _slot(text: str, start: int) -> str | None:
+    """The noun naming the quantity an amount at `start` is given as, if its clause has one."""
+    window = re.split(r"[.;!?()\n]|,\s", text[max(0, start - 60) : start])[-1]
+    match = _SLOT.search(window)
+    if not match or match.group(1).lower() in _NO_SLOT:
+        return None
+    return match.group(1).lower()
+
+
+def _names_another(text: str, end: int) -> bool:
+    """Whether a noun naming what the amount is follows it (``€12 postage``)."""
+    match = _NEXT_WORD.match(text, end)
+    if not match:
+        return False
+    word = match.group(1).lower()
+    return word not in _NOT_A_LABEL and not word.endswith("ed")
+
+
+def labelled_other(
+    text: str,
+    start: int,
+    end: int,
+    previous_end: int,
+    anchors: Sequence[tuple[int, int]] = (),
+) -> bool:
+    """Whether the amount at ``text[start:end]`` is context, not a candidate (module doc).
 
     `previous_end` is where the mention before it ends (0 when there is none): a label
     is looked for only after it, and an amount joined to it as an alternative (``or``,
-    ``either``, ``/``, ``maybe``) is never set aside."""
+    ``either``, ``/``, ``maybe``) is never context. `anchors` are the spans of the
+    answer's current and superseded mentions, whose slots the amount's slot is compared
+    with."""
     before = text[previous_end:start]
     if previous_end and _ALTERNATIVE.search(before):
         return False
     window = before[-60:]
-    return bool(_BEFORE.search(window) or _AFTER.match(text, end))
+    if _BEFORE.search(window) or _RELATION.search(window) or _AFTER.match(text, end):
+        return True
+    if _names_another(text, end):
+        return True
+    own = _slot(text, start)
+    return own is not None and any(
+        (slot := _slot(text, a)) is not None and slot != own for a, _ in anchors
+    )

@@ -144,9 +144,14 @@ def _read(
     ]
     if kind_of(current) == "money":  # "€270 cheaper than", "a total of £11,500": context
         ends = [0, *(m.end for m in ordered)]
+        anchors = [
+            (m.start, m.end)
+            for m, label in zip(ordered, labels, strict=True)
+            if not label.startswith("other:")
+        ]
         for i, (mention, label) in enumerate(zip(ordered, labels, strict=True)):
             if label.startswith("other:") and labelled_other(
-                text, mention.start, mention.end, ends[i]
+                text, mention.start, mention.end, ends[i], anchors
             ):
                 read[i] = "context"
     asserted = [label for label, stance in zip(labels, read, strict=True) if stance == "asserted"]

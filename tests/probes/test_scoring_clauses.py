@@ -5,7 +5,10 @@
   asserted (``once it's posted``, ``it'll be signed off``, ``ready to be mailed``); a
   temporal clause in the past still asserts (``after it was posted``);
 - a value in a temporal clause about what has not happened is hypothetical, a bare
-  preposition (``before 14 March``) is not a clause.
+  preposition (``before 14 March``) is not a clause;
+- a second amount is a candidate only when offered as an alternative or in the asked
+  value's slot: one introduced by a relation (``plus``, ``down``, ``with``, ``off the``),
+  followed by a noun naming what it is, or in a clause naming another quantity is context.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ NOTICE_DRAFTED = CommitmentStatusExpectation(
 NOTICE_SENT = CommitmentStatusExpectation(subject=fact("notice to the tenants"), status="SENT")
 SPEC_DRAFT = ArtifactStatusExpectation(subject=fact("lighting spec"), status="DRAFT")
 SPEC_FINAL = ArtifactStatusExpectation(subject=fact("lighting spec"), status="FINAL")
+FARE = SupersededCurrentExpectation(current=fact("£86.50"), superseded=(fact("£92"),))
 HANDOVER = SupersededCurrentExpectation(current=fact("14 March"), superseded=(fact("11 March"),))
 
 CASES: list[tuple[str, Expectation, str, str]] = [
@@ -90,6 +94,20 @@ CASES: list[tuple[str, Expectation, str, str]] = [
     ("value", HANDOVER, "14 March; it moved from 11 March when the survey slipped.", "correct"),
     ("value", HANDOVER, "Unclear - once it's 11 March we'll know.", "abstained"),
     ("value", HANDOVER, "I'll tell you when it is 14 March, not sooner.", "fabricated"),
+    # ---- context amounts
+    ("amount", FARE, "£86.50, plus a £4 booking fee.", "correct"),
+    ("amount", FARE, "It came to £86.50 once they took off the £7 railcard saving.", "correct"),
+    ("amount", FARE, "£86.50 (down £5.50 on last week's fare).", "correct"),
+    ("amount", FARE, "£86.50 return, with £3 seat reservations on top.", "correct"),
+    ("amount", FARE, "The fare is £86.50; the parking was £12.", "correct"),
+    ("amount", FARE, "£86.50, and a £10 deposit is already paid.", "correct"),
+    ("amount", FARE, "£86.50 or £88.50.", "fabricated"),
+    ("amount", FARE, "The fare is £86.50, though the fare was £88.50 on the app.", "fabricated"),
+    ("amount", FARE, "Somewhere between £86.50 and £89.", "fabricated"),
+    ("amount", FARE, "£86.50 / £68.50", "fabricated"),
+    ("amount", FARE, "£86.50 plus a £4 booking fee - or maybe £90.", "fabricated"),
+    ("amount", FARE, "£92, plus a £4 booking fee.", "stale"),
+    ("amount", FARE, "£85 plus a £4 booking fee.", "fabricated"),
 ]
 
 
@@ -126,3 +144,16 @@ def test_a_status_in_the_future_is_not_asserted(verb: str, modal: str) -> None:
     answer = f"The notice{modal if modal.startswith(chr(39)) else ' ' + modal} {verb} later."
     assert score_answer(NOTICE_SENT, answer).outcome == "fabricated"
     assert score_answer(NOTICE_SENT, f"The notice was {verb}.").outcome == "correct"
+
+
+@given(
+    relation=st.sampled_from(["plus", "up", "down", "with", "minus", "on top of", "besides"]),
+    pence=st.integers(min_value=1, max_value=99_999),
+)
+def test_an_amount_introduced_by_a_relation_is_context(relation: str, pence: int) -> None:
+    other = f"£{pence // 100}.{pence % 100:02d}"
+    if other in ("£86.50", "£92.00"):
+        return
+    assert score_answer(FARE, f"£86.50 ({relation} {other}).").outcome == "correct"
+    assert score_answer(FARE, f"£86.50 or {other}.").outcome == "fabricated"
+    assert score_answer(FARE, f"The fare is £86.50, or {other}.").outcome == "fabricated"
