@@ -5,7 +5,11 @@ estimates come from the traces themselves (Pi's ``ceil(chars / 4)``) and the arm
 boundaries; where the real size depends on the model, a labelled assumption is used:
 
 - a reader answer is 300 output tokens; a compaction summary 1,200; a judge verdict 50
-  (one per planned probe answer when the plan has a judge; 400 input tokens each);
+  (one per planned probe answer when the plan has a judge);
+- a judge call's input is its real request with an answer of the assumed 300 tokens:
+  ``ceil(chars / 4)`` of the judge's system prompt plus that of the judge prompt built for
+  the probe (its question and the reference written from its expectation, by the
+  builder `ProviderJudge` sends), plus the 300 answer tokens;
 - a post-compaction context is the keep-recent tail plus a 1,500-token summary;
 - every probe of a compacting arm sends its own final summary request; in real plans
   ``compaction-2`` adds one mid-trace summary per repeat and trace (half the trace);
@@ -33,6 +37,7 @@ from continuity.harness.messages import Usage
 from continuity.lookup.policy import LookupPolicy
 from continuity.plan.plan import LookupPlan, Plan
 from continuity.plan.pricing import Catalog, call_cost
+from continuity.probes.judge import JUDGE_SYSTEM, judge_prompt
 from continuity.probes.protocol import probe_turn_text
 from continuity.traces.bounds import (
     RESEED_TEXT_MESSAGES,
@@ -42,7 +47,7 @@ from continuity.traces.bounds import (
     retained_bytes,
     turn_tokens,
 )
-from continuity.traces.schema import ToolResult, Trace, iter_turns
+from continuity.traces.schema import Probe, ToolResult, Trace, iter_turns
 
 __all__ = [
     "ASSUMPTIONS",
@@ -52,6 +57,7 @@ __all__ = [
     "Price",
     "Workload",
     "histogram",
+    "judge_input_tokens",
     "load_plan_traces",
     "lookup_sizing",
     "price_calls",
@@ -67,7 +73,6 @@ ASSUMPTIONS = {
     "tokens_per_history_round": 2_048,
     "pack_tokens": 8_000,
     "system_tokens": 60,
-    "judge_input_tokens": 400,
 }
 HISTOGRAM_BINS = (8_000, 32_000, 64_000, 128_000, 200_000, 272_000)
 
@@ -200,6 +205,21 @@ def _arm_calls(
     return calls
 
 
+def judge_input_tokens(probe: Probe) -> int:
+    """A judge call's input estimate for `probe`: its system prompt and the judge prompt
+    built for the probe's question and expectation (each ``ceil(chars / 4)``), plus an
+    answer of the assumed reader-answer size. Never below the real request's
+    ``ceil(chars / 4)`` when the answer is at most that size."""
+    prompt = judge_prompt(probe.text, probe.expectation, "")
+    return -(-len(JUDGE_SYSTEM) // 4) + -(-len(prompt) // 4) + ASSUMPTIONS["answer_output_tokens"]
+
+
+def _judge_call(probe: Probe, judge: str) -> PlannedCall:
+    return PlannedCall(
+        "judge", judge, judge_input_tokens(probe), 0, 0, ASSUMPTIONS["judge_output_tokens"]
+    )
+
+
 def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
     """Every call the plan makes, estimated. Deterministic; no I/O beyond the traces."""
     traces = list(traces) if traces is not None else load_plan_traces(plan)
@@ -225,16 +245,7 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
                         first=index == 0,
                     )
                     if plan.judge:  # the judge grades every answer
-                        calls.append(
-                            PlannedCall(
-                                "judge",
-                                plan.judge,
-                                ASSUMPTIONS["judge_input_tokens"],
-                                0,
-                                0,
-                                ASSUMPTIONS["judge_output_tokens"],
-                            )
-                        )
+                        calls.append(_judge_call(probe, plan.judge))
     roles = Counter(c.role for c in calls)
     return Workload(
         units=units,

@@ -225,6 +225,65 @@ def test_workload_counts_follow_the_plan() -> None:
     assert {c.model for c in judged.calls if c.role == "judge"} == {"openai:j"}
 
 
+def _judge_requests(monkeypatch: pytest.MonkeyPatch, cases: list[Any]) -> list[Any]:
+    """The requests `ProviderJudge` sends for `cases`, captured in place of the provider
+    (no network, no credential)."""
+    from contextlib import asynccontextmanager
+    from types import SimpleNamespace
+
+    from continuity.probes.judge import ProviderJudge
+    from continuity.providers.endpoint import EndpointSpec
+
+    sent: list[Any] = []
+
+    @asynccontextmanager
+    async def provider(_spec: Any) -> Any:
+        yield None
+
+    class Cached:  # the call cache, bypassed: every request reaches `complete`
+        def __init__(self, *_: Any, **__: Any) -> None:
+            self.receipts: list[Any] = []
+
+    async def complete(_provider: Any, request: Any) -> Any:
+        sent.append(request)
+        return SimpleNamespace(message=SimpleNamespace(text="CORRECT"))
+
+    monkeypatch.setattr("continuity.providers.real.make_provider", provider)
+    monkeypatch.setattr("continuity.providers.cache.CachedProvider", Cached)
+    monkeypatch.setattr("continuity.providers.protocol.complete", complete)
+    spec = EndpointSpec(
+        kind="openai-chat", base_url="http://127.0.0.1:1", model="j", credentials_path="/x"
+    )
+    ProviderJudge(spec, "/nonexistent-store", repeat=1).verdicts(cases)
+    return sent
+
+
+def test_the_judge_estimate_covers_its_real_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each judge call is priced from its own request: the judge's system prompt and the
+    prompt built for that probe, with an answer of the assumed 300 tokens (1,200
+    characters). The estimate is never below the request ProviderJudge actually sends."""
+    from continuity.plan.workload import ASSUMPTIONS, load_plan_traces
+    from continuity.probes.judge import JudgeCase
+
+    plan = build_plan("hard", [101], arms="native", judge="openai:j")
+    load = workload(plan)
+    probes = [p for t in load_plan_traces(plan) for p in t.probes]
+    estimates = [c.input_tokens for c in load.calls if c.role == "judge"]
+    assert len(estimates) == len(probes) > 5
+    answer = ("It was KLN-4471-QX, confirmed on 18 June at 19:30. " * 40)[
+        : 4 * ASSUMPTIONS["answer_output_tokens"]
+    ]
+    sent = _judge_requests(
+        monkeypatch, [JudgeCase(p.probe_id, p.text, p.expectation, answer) for p in probes]
+    )
+    assert len(sent) == len(probes)
+    for estimate_tokens, request in zip(estimates, sent, strict=True):
+        chars = len(request.system) + sum(len(m.text) for m in request.messages)
+        assert estimate_tokens >= -(-chars // 4) > 400  # the old flat figure underpriced it
+        assert estimate_tokens - -(-chars // 4) <= 2  # and the estimate is that request
+    assert len({*estimates}) > 1  # per probe, not one flat figure
+
+
 def test_calls_that_cannot_fit_their_model_refuse_the_confirmation(tmp_path: Path) -> None:
     plan = build_plan("hard", [101], arms="native", probe_limit=1)
     load = workload(plan)
