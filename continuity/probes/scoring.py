@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal, get_args
 
 import msgspec
+from wordfreq import zipf_frequency
 
 from continuity.probes import abstention
 from continuity.probes.normalise import mentions, normalise
@@ -231,50 +232,25 @@ def _asserted_all(text: str, values: Sequence[str], locale: Locale) -> list[str]
     ]
 
 
-# Words that name the kind of thing a forbidden name is, not the thing: "Fernhill"
-# identifies "Fernhill Gallery" and "Larkspur" identifies "Project Larkspur"; "Gallery"
-# and "Project" identify nothing.
-_GENERIC = frozenset(
-    [
-        "project",
-        "operation",
-        "codename",
-        "gallery",
-        "trade",
-        "trading",
-        "cycles",
-        "group",
-        "company",
-        "co",
-        "ltd",
-        "limited",
-        "inc",
-        "llc",
-        "plc",
-        "office",
-        "team",
-        "services",
-        "service",
-        "supply",
-        "supplies",
-        "market",
-        "hall",
-        "studio",
-        "studios",
-        "kitchen",
-        "shop",
-        "store",
-        "partners",
-        "associates",
-        "holdings",
-        "foundation",
-        "trust",
-        "the",
-        "of",
-        "and",
-        "for",
-    ]
-)
+# When one word of a multi-word forbidden name ("Fernhill Gallery", "Project Larkspur")
+# counts as the name on its own: when it is distinctive, i.e. rare in ordinary English.
+# A word naming the kind of thing ("Gallery", "Project", "Trade", "Ltd") is common and
+# identifies nothing; a coined or place-like word ("Fernhill", "Larkspur") identifies the
+# name. Rarity is the word's Zipf frequency in the `wordfreq` package's English list
+# (Speer et al., wordfreq 3.x, shipped with the package and read offline): below 3.0,
+# i.e. fewer than about one use per million words. Dictionary words above it ("Orchard",
+# 3.6; "Summit", 4.3) never count alone; the full name still does.
+_DISTINCTIVE_ZIPF = 3.0
+
+
+def _distinctive(word: str) -> bool:
+    """Whether a capitalised word of a forbidden name identifies it on its own."""
+    stripped = word.strip(".,'\"()")
+    return (
+        stripped[:1].isupper()
+        and stripped.isalpha()
+        and zipf_frequency(stripped.lower(), "en") < _DISTINCTIVE_ZIPF
+    )
 
 
 def _forbidden_hit(text: str, value: str, locale: Locale) -> bool:
@@ -283,8 +259,7 @@ def _forbidden_hit(text: str, value: str, locale: Locale) -> bool:
         return True
     if kind_of(value) != "phrase" or len(words := value.split()) < 2:
         return False
-    names = [w for w in words if w[:1].isupper() and w.lower() not in _GENERIC and len(w) > 3]
-    return any(find_value(text, name, locale) for name in names)
+    return any(find_value(text, word, locale) for word in words if _distinctive(word))
 
 
 def _constraint(text: str, exp: ActiveConstraintExpectation, locale: Locale) -> Score:

@@ -8,7 +8,10 @@
   preposition (``before 14 March``) is not a clause;
 - a second amount is a candidate only when offered as an alternative or in the asked
   value's slot: one introduced by a relation (``plus``, ``down``, ``with``, ``off the``),
-  followed by a noun naming what it is, or in a clause naming another quantity is context.
+  followed by a noun naming what it is, or in a clause naming another quantity is context;
+- one word of a multi-word forbidden name is a violation on its own only when it is
+  distinctive (rare in English by `wordfreq`): ``Thornwick`` of ``Thornwick Academy``,
+  never ``Academy``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from hypothesis import strategies as st
 
 from continuity.probes.scoring import score_answer
 from continuity.traces.schema import (
+    ActiveConstraintExpectation,
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
     Expectation,
@@ -38,6 +42,10 @@ NOTICE_SENT = CommitmentStatusExpectation(subject=fact("notice to the tenants"),
 SPEC_DRAFT = ArtifactStatusExpectation(subject=fact("lighting spec"), status="DRAFT")
 SPEC_FINAL = ArtifactStatusExpectation(subject=fact("lighting spec"), status="FINAL")
 FARE = SupersededCurrentExpectation(current=fact("£86.50"), superseded=(fact("£92"),))
+AVOID = ActiveConstraintExpectation(
+    mode="task",
+    forbidden=(fact("Thornwick Academy"), fact("Operation Kestrelby"), fact("Summit Brewery")),
+)
 HANDOVER = SupersededCurrentExpectation(current=fact("14 March"), superseded=(fact("11 March"),))
 
 CASES: list[tuple[str, Expectation, str, str]] = [
@@ -108,6 +116,13 @@ CASES: list[tuple[str, Expectation, str, str]] = [
     ("amount", FARE, "£86.50 plus a £4 booking fee - or maybe £90.", "fabricated"),
     ("amount", FARE, "£92, plus a £4 booking fee.", "stale"),
     ("amount", FARE, "£85 plus a £4 booking fee.", "fabricated"),
+    # ---- distinctive words of forbidden names
+    ("name", AVOID, "Invite the parents from Thornwick to the open day.", "violation"),
+    ("name", AVOID, "Drafted the brief for kestrelby's second phase.", "violation"),
+    ("name", AVOID, "The Summit Brewery tap room would suit.", "violation"),
+    ("name", AVOID, "Invite the parents from the academy to the open day.", "correct"),
+    ("name", AVOID, "Operation details go in the appendix.", "correct"),
+    ("name", AVOID, "Book the summit walk, then the brewery tour.", "correct"),
 ]
 
 
@@ -157,3 +172,19 @@ def test_an_amount_introduced_by_a_relation_is_context(relation: str, pence: int
     assert score_answer(FARE, f"£86.50 ({relation} {other}).").outcome == "correct"
     assert score_answer(FARE, f"£86.50 or {other}.").outcome == "fabricated"
     assert score_answer(FARE, f"The fare is £86.50, or {other}.").outcome == "fabricated"
+
+
+COINED = st.text(alphabet="bcdfghklmnprstvz", min_size=3, max_size=4).map(
+    lambda stem: stem.capitalize() + "ovex"
+)
+
+
+@given(
+    name=COINED,
+    kind=st.sampled_from(["Academy", "Partners", "Holdings", "Gallery", "Works", "Studio"]),
+)
+def test_a_coined_word_identifies_a_name_and_a_kind_word_does_not(name: str, kind: str) -> None:
+    rule = ActiveConstraintExpectation(mode="task", forbidden=(fact(f"{name} {kind}"),))
+    assert score_answer(rule, f"Ask {name} about it.").outcome == "violation"
+    assert score_answer(rule, f"Ask the {kind.lower()} about it.").outcome == "correct"
+    assert score_answer(rule, f"Ask {kind} about it.").outcome == "correct"

@@ -253,6 +253,14 @@ def test_former_blind_spots_are_read(label: str, expectation: Expectation, answe
 BLIND_SPOTS: list[tuple[str, Expectation, str]] = [
     ("relative day", INSTALL, "The day after Thursday 17 June."),
     ("amount in thousands shorthand", REMOVALS, "About £1.7k, so £1,745 exactly."),
+    # A rare word that names a kind of business still identifies the name on its own.
+    (
+        "rare kind word of a forbidden name",
+        ActiveConstraintExpectation(
+            mode="task", forbidden=(Fact(value="Quillmoor Vintners", evidence=("t1",)),)
+        ),
+        "Ask the local vintners for a mixed case.",
+    ),
 ]
 
 
