@@ -52,7 +52,11 @@ _ABSTAIN = re.compile(
     + r"\s+(?:\w+\s+){0,2}?\b"
     + _KNOWING
     + r"|\bno\s+(?:\w+\s+){0,2}?(?:information|info|record|records|mention|mentions|details"
-    r"|data|indication|evidence|trace|idea|knowledge|reference|note|notes|sign)\b"
+    r"|data|indication|evidence|trace|idea|knowledge|reference|note|notes|sign|recollection"
+    r"|memory|recall)\b"
+    # Idioms of not remembering: "doesn't ring a bell", "rings no bells", "I draw a blank".
+    r"|(?:\bnot|\bnever|n't)\s+(?:\w+\s+)?ring\s+(?:a|any)\s+bells?\b|\brings?\s+no\s+bells?\b"
+    r"|\bdr[ae]w(?:s|ing)?\s+a\s+blank\b"
     r"|\b(?:there\s+(?:is|was|are|were|has been|have been)|there's|i\s+(?:see|found|have|had)"
     r"|we\s+(?:have|had))\s+no\b"
     r"|\bno\s+\w+(?:\s+\w+)?\s+(?:was|were|has\s+been|had\s+been|is|are|got)\b"
@@ -100,6 +104,27 @@ _CLAIM = re.compile(
     r"|came|comes|would\s+be|will\s+be|might\s+be|may\s+be|could\s+be))\b",
     re.IGNORECASE,
 )
+# A value offered as an estimate rather than reported: "about £300", "most venues charge
+# ...", "usually": after a decline it is a guess at the answer.
+_ESTIMATE = re.compile(
+    r"\b(?:about|around|roughly|approximately|approx|circa|something\s+like|in\s+the\s+region"
+    r"\s+of|ballpark)\s*$",
+    re.IGNORECASE,
+)
+_GENERIC_CLAIM = re.compile(
+    r"\b(?:typically|usually|normally|generally|on\s+average|tends?\s+to|most\s+\w+\s+"
+    r"(?:charge|cost|ask|run|are|go\s+for))\b",
+    re.IGNORECASE,
+)
+# The asked thing handed over by a pronoun object: "we booked it for £40", "I paid them".
+_HANDED = re.compile(
+    r"\b(?:we|you|i|they)\s+(?:\w+\s+)?\w+ed\s+(?:it|them)\b|\b(?:we|you|i|they)\s+"
+    r"(?:paid|got|bought|set|put|made|took|gave|sold|kept|left|sent|had)\s+(?:it|them)\b",
+    re.IGNORECASE,
+)
+# A report of what the conversation did hold, without a verb: "- only the marquee, ...".
+_ONLY = re.compile(r"\W*(?:(?:but|though)\s+)?(?:only|just|merely|simply)\b", re.IGNORECASE)
+_RELATIVE = re.compile(r"\W*(?:which|that|who|whose)\b", re.IGNORECASE)
 _NEGATIVE = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 # A clause reporting what the conversation did hold ("the only van we discussed was ...",
 # "you mentioned ..."): a value there describes it, unless the clause names the subject or
@@ -189,7 +214,8 @@ def claims(text: str, position: int, subject: tuple[str, ...]) -> bool:
     (``it's ...``, ``they charged ...``), guesses, or is little more than the value. A
     clause that reports what the conversation did hold (``the only van we discussed was
     ...``, ``you mentioned ...``) without naming the subject or guessing offers none."""
-    for start, end in clause_bounds(text):
+    clauses = clause_bounds(text)
+    for index, (start, end) in enumerate(clauses):
         if not start <= position < end:
             continue
         if (start, end) in abstention_clauses(text):
@@ -199,7 +225,16 @@ def claims(text: str, position: int, subject: tuple[str, ...]) -> bool:
         spans = [m.span() for s in subject for m in re.finditer(re.escape(s), text[:end], re.I)]
         spans = sorted(span for span in spans if span[0] >= start)
         named = "asserted" in stances(text, spans, supersession=False)
-        if not named and _HELD.search(clause) and not _GUESS.search(clause):
+        guessed = bool(
+            _GUESS.search(clause)
+            or _ESTIMATE.search(text, start, position)
+            or _GENERIC_CLAIM.search(clause)
+            or _HANDED.search(clause)
+        )
+        # A relative clause ("..., which costs £900") belongs to the clause before it.
+        held_by = clauses[index - 1] if index and _RELATIVE.match(clause) else (start, end)
+        held = bool(_HELD.search(text, *held_by) or _ONLY.match(text, held_by[0]))
+        if not named and held and not guessed:
             return False  # "the only heater we discussed was ..., and that's the first one"
-        return bool(named or _CLAIM.search(clause) or _GUESS.search(clause) or len(words) <= 3)
+        return bool(named or _CLAIM.search(clause) or guessed or len(words) <= 3)
     return False

@@ -11,7 +11,11 @@
   followed by a noun naming what it is, or in a clause naming another quantity is context;
 - one word of a multi-word forbidden name is a violation on its own only when it is
   distinctive (rare in English by `wordfreq`): ``Thornwick`` of ``Thornwick Academy``,
-  never ``Academy``.
+  never ``Academy``;
+- declines by idiom (``rings no bells``, ``no memory of``); after a decline, a value that
+  describes what the conversation did hold (``only the ..., which ...``) is context, but
+  one offered as an estimate (``about``, ``usually``, ``most ... charge``) or handed over
+  by a pronoun (``we paid it ...``) is a guess at the answer: fabricated.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from hypothesis import strategies as st
 
 from continuity.probes.scoring import score_answer
 from continuity.traces.schema import (
+    AbstentionExpectation,
     ActiveConstraintExpectation,
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
@@ -46,6 +51,7 @@ AVOID = ActiveConstraintExpectation(
     mode="task",
     forbidden=(fact("Thornwick Academy"), fact("Operation Kestrelby"), fact("Summit Brewery")),
 )
+CANOE = AbstentionExpectation(never_mentioned=("canoe hire",))
 HANDOVER = SupersededCurrentExpectation(current=fact("14 March"), superseded=(fact("11 March"),))
 
 CASES: list[tuple[str, Expectation, str, str]] = [
@@ -123,6 +129,29 @@ CASES: list[tuple[str, Expectation, str, str]] = [
     ("name", AVOID, "Invite the parents from the academy to the open day.", "correct"),
     ("name", AVOID, "Operation details go in the appendix.", "correct"),
     ("name", AVOID, "Book the summit walk, then the brewery tour.", "correct"),
+    # ---- declines, and what follows them
+    ("decline", CANOE, "Canoe hire rings no bells, sorry.", "correct"),
+    ("decline", CANOE, "Hmm, that doesn't ring any bells for me.", "correct"),
+    ("decline", CANOE, "I've no memory of canoe hire coming up.", "correct"),
+    ("decline", CANOE, "I'm drawing a blank on that one.", "correct"),
+    ("decline", CANOE, "Canoe hire costs £65.", "fabricated"),
+    (
+        "decline",
+        CANOE,
+        "Canoe hire never came up - just the bike rental, which was £48.",
+        "correct",
+    ),
+    (
+        "decline",
+        CANOE,
+        "We didn't talk about canoes. We only covered the minibus, which came to £210.",
+        "correct",
+    ),
+    ("decline", CANOE, "Not discussed, though outfitters usually ask £35 a day.", "fabricated"),
+    ("decline", CANOE, "It never came up; expect roughly £50.", "fabricated"),
+    ("decline", CANOE, "No idea. We paid it on 3 May, £72.", "fabricated"),
+    ("decline", CANOE, "Can't recall it. I reserved it for £55 I think.", "fabricated"),
+    ("decline", CANOE, "No mention of it; most centres charge £40 for a half day.", "fabricated"),
 ]
 
 
