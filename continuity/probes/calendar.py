@@ -7,7 +7,9 @@ an ordinal day (``Thursday the 15th``), ISO ``2027-06-18``, and numeric dates
 where a day above 12 fixes the order and an ambiguous one in an unknown locale reads as
 nothing. Times: ``7:30pm``, ``19:30``, ``19.30``, ``19:30h``, ``1930 hrs``, ``19h30``,
 ``noon``, and spelled-out times (``half past seven in the evening``, ``seven thirty pm``,
-``quarter to eight``); a bare ``7:30`` may mean either half of the day.
+``quarter to eight``), a digit time with a spelled-out part of the day (``7.30 in the
+evening``) and British ``half seven`` (7:30); a bare ``7:30`` may mean either half of the
+day.
 """
 
 from __future__ import annotations
@@ -263,6 +265,18 @@ _TIME_SPOKEN = re.compile(
     + r"|at night|tonight|this (?:morning|afternoon|evening))))"
     + _PART
 )
+# A digit clock time with a spelled-out part of the day: "7.30 in the evening", "8 at night".
+_TIME_PART = re.compile(
+    r"(?i)" + _NOT_AFTER + r"\b(?P<hour>\d{1,2})(?:[:.](?P<minute>[0-5]\d))?"
+    r"(?:\s*o'clock)?\s+(?P<part>in the (?:morning|afternoon|evening)|at night|tonight"
+    r"|this (?:morning|afternoon|evening))\b"
+)
+# British "half seven" (7:30), never "half seven hundred" or "half of".
+_TIME_HALF = re.compile(
+    r"(?i)\bhalf\s+(?P<hw>" + "|".join(_NUMBER_WORDS) + r")\b"
+    r"(?!\s*(?:hundred|thousand|million|of|per|%|percent|kilo|mile|hour|day|week|pound|euro))"
+    + _PART
+)
 _RELATIVE = {"half": 30, "quarter": 15, "a quarter": 15, "ten": 10, "five": 5, "twenty": 20}
 _RELATIVE["twenty-five"] = 25
 
@@ -299,9 +313,13 @@ def _clock(m: re.Match[str]) -> set[tuple[int, int]]:
     groups = m.groupdict()
     if groups.get("word"):
         return {(0, 0)} if groups["word"].lower() == "midnight" else {(12, 0)}
+    if m.re is _TIME_HALF:
+        return _readings(_NUMBER_WORDS.index(groups["hw"].lower()) + 1, 30, groups["part"])
     if "hw" in groups:
         return _spoken(m)
     hour, minute = int(groups["hour"]), int(groups["minute"] or 0)
+    if groups.get("part"):
+        return _readings(hour, minute, groups["part"])
     if groups.get("half"):
         return _readings(hour, minute, groups["half"] + "m")
     if m.re is _TIME_HRS or groups["hour"].startswith("0") or "h" in m.group(0).lower():
@@ -312,10 +330,30 @@ def _clock(m: re.Match[str]) -> set[tuple[int, int]]:
 
 
 def times(text: str) -> Iterator[Mention]:
-    for form in (_TIME_12, _TIME_24, _TIME_HRS, _TIME_WORD, _TIME_SPOKEN):
-        for m in form.finditer(text):
-            if readings := _clock(m):
-                yield Mention(m.start(), m.end(), frozenset(readings))
+    """Every clock time in `text`; a time inside a longer reading of it (``7:30`` in
+    ``7:30 in the evening``, ``seven`` in ``half seven``) is not read again."""
+    found = [
+        Mention(m.start(), m.end(), frozenset(readings))
+        for form in (
+            _TIME_12,
+            _TIME_24,
+            _TIME_HRS,
+            _TIME_WORD,
+            _TIME_SPOKEN,
+            _TIME_PART,
+            _TIME_HALF,
+        )
+        for m in form.finditer(text)
+        if (readings := _clock(m))
+    ]
+    for mention in found:
+        if not any(
+            other.start <= mention.start
+            and mention.end <= other.end
+            and (other.end - other.start) > (mention.end - mention.start)
+            for other in found
+        ):
+            yield mention
 
 
 def same_time(expected: object, stated: object) -> bool:

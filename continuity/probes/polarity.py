@@ -24,7 +24,9 @@ that starts a new clause (``, it is ...``). Within a clause:
 - with `supersession`, a change marks the earlier value as past: ``from X to Y`` after a
   change verb, ``X was replaced by Y``, ``X, now Y``, ``X -> Y``, ``Y (previously X)``,
   ``Y, replacing X``, ``X at first``, ``X is the old one``, and a value that withdrew
-  (``X had to drop out``, ``X pulled out``, ``X stepped down``). The scorer counts a past
+  (``X had to drop out``, ``X pulled out``, ``X stepped down``), and a value an explicit
+  self-correction withdraws (``X. Actually, scratch that, Y``, ``X - sorry, I mean Y``,
+  ``X; correction: Y``). The scorer counts a past
   mention only when the answer asserts no other value of the kind, so a lone
   ``originally X`` still states X.
 """
@@ -106,6 +108,12 @@ _CURRENT_BEFORE = re.compile(
     r"(?:\b(?:now|currently|instead|new|latest|updated|revised)(?!\s+from\b)|->|=>|\u2192"
     r"|\b" + _CHANGE + r"\s+(?:\w+\s+){0,3}?(?:to|for|into|by|with)|\bbecame)\s+"
     r"(?:\w+\s+){0,3}?$",
+    re.IGNORECASE,
+)
+# An explicit self-correction between two values: the one before it is withdrawn.
+_CORRECTION = re.compile(
+    r"\b(?:actually|scratch\s+that|strike\s+that|correction|i\s+mean|i\s+meant|make\s+that"
+    r"|no\s*,?\s+wait|i\s+misspoke|my\s+mistake|let\s+me\s+correct|that'?s\s+wrong)\b",
     re.IGNORECASE,
 )
 _THEN = re.compile(r"^\s*,?\s*(?:and\s+)?(?:then|later|after that)\s+(?:\w+\s+){0,2}?$", re.I)
@@ -217,7 +225,10 @@ def _past(text: str, spans: Sequence[tuple[int, int]], keys: Sequence[object]) -
         if (
             earlier
             and keys[earlier[-1]] != keys[i]
-            and _CURRENT_BEFORE.search(text[spans[earlier[-1]][1] : start])
+            and (
+                _CURRENT_BEFORE.search(gap := text[spans[earlier[-1]][1] : start])
+                or _CORRECTION.search(gap)
+            )
         ):
             past.add(earlier[-1])
     # "originally X, then Y" (both history) beside an asserted value: Y is past too.

@@ -16,7 +16,9 @@ A value's kind is decided by the whole expected value (`kind_of`):
   ``18/06``) read in the trace's locale, where a day above 12 fixes the order;
 - ``time``: ``7:30pm``, ``19:30``, ``19.30``, ``19:30h``, ``1930 hrs``, ``19h30``,
   ``noon``, and spelled-out times (``half past seven in the evening``, ``seven thirty
-  pm``, ``quarter to eight``); a bare ``7:30`` may mean either half of the day;
+  pm``, ``quarter to eight``), a digit time with a spelled-out part of the day (``7.30
+  in the evening``) and British ``half seven`` (7:30); a bare ``7:30`` may mean either
+  half of the day;
 - ``identifier`` (``AWD-7K2Q-9DXX``): its alphanumeric runs in order with any separators
   or none, never inside a longer token;
 - ``digits`` (phone numbers and postcodes): their digits and letters in order with any

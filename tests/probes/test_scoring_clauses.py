@@ -15,7 +15,9 @@
 - declines by idiom (``rings no bells``, ``no memory of``); after a decline, a value that
   describes what the conversation did hold (``only the ..., which ...``) is context, but
   one offered as an estimate (``about``, ``usually``, ``most ... charge``) or handed over
-  by a pronoun (``we paid it ...``) is a guess at the answer: fabricated.
+  by a pronoun (``we paid it ...``) is a guess at the answer: fabricated;
+- a digit time with a spelled-out part of the day (``8.15 in the morning``), British
+  ``half nine``; an explicit self-correction asserts only the corrected value.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ AVOID = ActiveConstraintExpectation(
     forbidden=(fact("Thornwick Academy"), fact("Operation Kestrelby"), fact("Summit Brewery")),
 )
 CANOE = AbstentionExpectation(never_mentioned=("canoe hire",))
+CALL = SupersededCurrentExpectation(current=fact("20:15"), superseded=(fact("20:45"),))
+BREAKFAST = SupersededCurrentExpectation(current=fact("8:30am"), superseded=(fact("9am"),))
 HANDOVER = SupersededCurrentExpectation(current=fact("14 March"), superseded=(fact("11 March"),))
 
 CASES: list[tuple[str, Expectation, str, str]] = [
@@ -152,6 +156,22 @@ CASES: list[tuple[str, Expectation, str, str]] = [
     ("decline", CANOE, "No idea. We paid it on 3 May, £72.", "fabricated"),
     ("decline", CANOE, "Can't recall it. I reserved it for £55 I think.", "fabricated"),
     ("decline", CANOE, "No mention of it; most centres charge £40 for a half day.", "fabricated"),
+    # ---- times with a spelled-out part of the day
+    ("time", CALL, "The call is at 8.15 in the evening.", "correct"),
+    ("time", CALL, "8:15 at night.", "correct"),
+    ("time", CALL, "8.15 in the morning.", "fabricated"),
+    ("time", CALL, "8.45 tonight.", "stale"),
+    ("time", BREAKFAST, "Half eight in the morning.", "correct"),
+    ("time", BREAKFAST, "Breakfast is at half eight.", "correct"),
+    ("time", BREAKFAST, "Half eight in the evening.", "fabricated"),
+    ("time", BREAKFAST, "About half nine.", "fabricated"),
+    # ---- self-corrections
+    ("correction", CALL, "20:45 - sorry, I mean 20:15.", "correct"),
+    ("correction", CALL, "It's 8:45pm; correction: 8:15pm.", "correct"),
+    ("correction", CALL, "8:45pm. No, wait, make that 8:15pm.", "correct"),
+    ("correction", CALL, "20:15, actually no, I mean 20:45.", "stale"),
+    ("correction", CALL, "20:15 or 20:45.", "conflicted"),
+    ("correction", HANDOVER, "11 March - my mistake, it's 14 March.", "correct"),
 ]
 
 
