@@ -25,9 +25,10 @@ and a value an explicit change supersedes (``moved from X to Y``, ``Y (previousl
 is not asserted beside the new one. A single-value probe is correct only when the answer
 asserts exactly one value of the kind, the expected one: a candidate list (two
 identifiers of one shape, in any grouping; two amounts, two dates, two times) never is,
-though an amount labelled as another quantity (``€270 cheaper than``, ``a total of
-£11,500``, ``leaving £9,160 to pay``) is context, not a candidate
-(`continuity.probes.quantities`). Status answers are read by
+though an amount introduced by a relation (``plus €12``, ``up £220``), labelled as
+another quantity (``€270 cheaper than``, ``a total of £11,500``), followed by a noun
+naming what it is (``€12 postage``) or in another quantity's clause is context, not a
+candidate (`continuity.probes.quantities`). Status answers are read by
 `continuity.probes.statuses`, abstentions by `continuity.probes.abstention`.
 
 Task constraints and redaction are scored as "no violation": an answer that does not do

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from continuity.probes.scoring import contains_value, score_answer
 from continuity.traces.schema import (
     ActiveConstraintExpectation,
+    CommitmentStatusExpectation,
     Expectation,
     Fact,
     NextActionExpectation,
@@ -261,7 +262,44 @@ BLIND_SPOTS: list[tuple[str, Expectation, str]] = [
         ),
         "Ask the local vintners for a mixed case.",
     ),
+    # Readiness without a draft word asserts no stage.
+    (
+        "ready before it goes out",
+        CommitmentStatusExpectation(
+            subject=Fact(value="reply to the council", evidence=("t1",)), status="DRAFTED"
+        ),
+        "The reply is ready for your review before it goes out.",
+    ),
+    # "once" with a past verb the scorer does not know as past reads as not yet happened.
+    (
+        "once with an irregular past",
+        CommitmentStatusExpectation(
+            subject=Fact(value="reply to the council", evidence=("t1",)), status="SENT"
+        ),
+        "Once we sent it, the council replied.",
+    ),
 ]
+
+# Answers the scorer credits that a careful reader would not (strict xfails).
+FALSE_CREDITS: list[tuple[str, Expectation, str, str]] = [
+    # A second amount followed by the asked quantity's own noun reads as context.
+    (
+        "candidate amount labelled with the asked noun",
+        REFUND,
+        "The refund is €456.00, though one email said a €465 refund.",
+        "fabricated",
+    ),
+]
+
+
+@pytest.mark.xfail(reason="a blind spot listed in the README", strict=True)
+@pytest.mark.parametrize(
+    ("label", "expectation", "answer", "verdict"), FALSE_CREDITS, ids=[c[0] for c in FALSE_CREDITS]
+)
+def test_known_false_credits_are_misjudged(
+    label: str, expectation: Expectation, answer: str, verdict: str
+) -> None:
+    assert score_answer(expectation, answer).outcome == verdict
 
 
 @pytest.mark.xfail(reason="a blind spot listed in the README", strict=True)
