@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCORER_CHOICES",
+    "SCORER_DATA",
     "SCORER_MODULES",
     "ProbeScore",
     "ScoreRecord",
@@ -64,9 +65,18 @@ SCORE_SCHEMA = "continuity-score-v1"
 SCORER_CHOICES = ("current", "original")
 
 
+# Third-party data the scorer reads: the forbidden-name rule looks words up in
+# wordfreq's shipped frequency list, so its version is part of the scorer's version.
+SCORER_DATA = ("wordfreq",)
+
+
 def scorer_digest() -> str:
-    """The current scorer's version: the code digest of the scoring modules."""
-    return code_digest(SCORER_MODULES)
+    """The current scorer's version: the code digest of the scoring modules and the
+    installed versions of the data packages it reads (`SCORER_DATA`)."""
+    from importlib.metadata import version
+
+    data = {name: version(name) for name in SCORER_DATA}
+    return value_digest(("continuity-scorer", code_digest(SCORER_MODULES), data))
 
 
 class ProbeScore(msgspec.Struct, frozen=True, kw_only=True):

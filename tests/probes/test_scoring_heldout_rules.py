@@ -276,12 +276,14 @@ def test_the_scorer_digest_covers_every_module_the_scorer_reads() -> None:
     """A rule module the scorer imports (as `quantities` is) must be in the scorer's code
     digest, or a change to it would not make a new scorer version."""
     import ast
+    import sys
     from pathlib import Path
 
-    from continuity.report.scores import SCORER_MODULES
+    from continuity.report.scores import SCORER_DATA, SCORER_MODULES
 
     root = Path(__file__).resolve().parents[2]
     seen: set[str] = set()
+    third_party: set[str] = set()
     todo = ["continuity.probes.scoring", "continuity.probes.availability"]
     while todo:
         name = todo.pop()
@@ -290,9 +292,38 @@ def test_the_scorer_digest_covers_every_module_the_scorer_reads() -> None:
         seen.add(name)
         tree = ast.parse((root / (name.replace(".", "/") + ".py")).read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                if node.module.startswith("continuity.probes."):
-                    todo.append(node.module)
-                elif node.module == "continuity.probes":
+            modules = (
+                [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            for module in modules:
+                top = module.split(".")[0]
+                if module.startswith("continuity.probes."):
+                    todo.append(module)
+                elif module == "continuity.probes" and isinstance(node, ast.ImportFrom):
                     todo += [f"continuity.probes.{alias.name}" for alias in node.names]
+                elif top not in sys.stdlib_module_names and top not in ("continuity", "msgspec"):
+                    third_party.add(top)
     assert seen <= set(SCORER_MODULES), sorted(seen - set(SCORER_MODULES))
+    # A third-party package the scorer reads (wordfreq's word list) versions it too.
+    assert third_party <= set(SCORER_DATA), sorted(third_party - set(SCORER_DATA))
+
+
+def test_the_scorer_version_changes_with_its_data_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.metadata
+
+    from continuity.report.scores import scorer_digest
+
+    before = scorer_digest()
+    real = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata,
+        "version",
+        lambda name: "0.0-other" if name == "wordfreq" else real(name),
+    )
+    assert scorer_digest() != before
