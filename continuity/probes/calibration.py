@@ -8,7 +8,7 @@ was developed seeing it); `fixtures/calibration/holdout-v1.jsonl` was written wi
 sight of the scorer or the tuning suite (see `continuity.probes.validity`).
 
 `agreement` is grader-agnostic: the deterministic scorer here, a judge model in
-`doit calibrate`. ``python3 -m continuity.probes.calibration --record`` (which calls
+`doit calibrate`. ``python3 -m continuity.probes.validity --record`` (which calls
 `continuity.probes.validity.record`) is the one way
 `fixtures/calibration/scorer-agreement.json` and `docs/validity.md` change; a test fails
 when they are out of date or the scorer's agreement on either suite drops below the
@@ -17,9 +17,7 @@ record.
 
 from __future__ import annotations
 
-import argparse
 import inspect
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -297,38 +295,3 @@ def scorer_verdicts(cases: Iterable[CalibrationCase]) -> dict[str, str]:
             result = score(case.expectation, case.answer)
         verdicts[case.id] = str(result.outcome)
     return verdicts
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python3 -m continuity.probes.calibration",
-        description="The deterministic scorer's agreement with the labelled calibration suite.",
-    )
-    parser.add_argument("--record", action="store_true", help="rewrite the record and the doc")
-    parser.add_argument("--cases", type=Path, default=None, help="print one suite (JSONL) only")
-    parser.add_argument("--record-path", type=Path, default=None)
-    parser.add_argument("--doc", type=Path, default=None)
-    args = parser.parse_args(argv)
-    if args.record:
-        from continuity.probes.validity import record
-
-        recorded = record(None, args.record_path, args.doc)
-        results = {entry.name: entry.agreement for entry in recorded.suites}
-    else:
-        chosen = {"cases": args.cases} if args.cases else _suite_paths()
-        results = {}
-        for name, path in chosen.items():
-            cases = load_cases(path)
-            results[name] = agreement(cases, scorer_verdicts(cases), grader=SCORER_NAME)
-    for name, result in results.items():
-        sys.stdout.write(f"{name}:\n" + render_table(result))
-        sys.stdout.write(f"misjudged: {len(result.misjudged)} {', '.join(result.misjudged)}\n")
-    return 0
-
-
-def _suite_paths() -> dict[str, Path]:
-    return {"tuning": default_cases_path(), "holdout": default_holdout_path()}
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

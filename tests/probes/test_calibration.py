@@ -5,7 +5,7 @@ Two suites are data, labelled by a careful human reader: the tuning suite
 (`fixtures/calibration/holdout-v1.jsonl`, whose first, blind measurement is frozen in
 `fixtures/calibration/holdout-v1-blind.json`). `fixtures/calibration/scorer-agreement.json`
 records the scorer's agreement on both and the cases it misjudges, as written by
-``python3 -m continuity.probes.calibration --record``. Every case of both suites is a
+``python3 -m continuity.probes.validity --record``. Every case of both suites is a
 test: the ones recorded as misjudged are strict xfails, so a case the scorer learns (or
 unlearns) forces the record, docs/validity.md and the README's blind spots to be updated.
 """
@@ -212,7 +212,7 @@ def test_the_record_was_made_on_these_suites(name: str) -> None:
     entry = RECORD.suite(name)
     digest = hashlib.sha256(default_suites()[name].read_bytes()).hexdigest()
     assert entry.suite_sha256 == digest, (
-        "re-record: python3 -m continuity.probes.calibration --record"
+        "re-record: python3 -m continuity.probes.validity --record"
     )
     assert entry.cases == len(SUITES[name])
     assert {case.id for case in SUITES[name]} >= set(entry.agreement.misjudged)
@@ -289,7 +289,7 @@ def test_the_validity_doc_shows_both_suites_and_the_blind_figure() -> None:
     assert render_table(BLIND.agreement) in doc
     assert "**142/150 (94.7%) outcome agreement**" in doc and "`0852d00`" in doc
     assert "no longer blind" in doc and "fresh set" in doc
-    assert "python3 -m continuity.probes.calibration --record" in doc
+    assert "python3 -m continuity.probes.validity --record" in doc
 
 
 def test_record_writes_the_record_and_the_doc_and_never_the_blind_figure(tmp_path: Path) -> None:
