@@ -211,9 +211,7 @@ def test_locales_are_declared_only_where_the_suite_knows_them() -> None:
 def test_the_record_was_made_on_these_suites(name: str) -> None:
     entry = RECORD.suite(name)
     digest = hashlib.sha256(default_suites()[name].read_bytes()).hexdigest()
-    assert entry.suite_sha256 == digest, (
-        "re-record: python3 -m continuity.probes.validity --record"
-    )
+    assert entry.suite_sha256 == digest, "re-record: python3 -m continuity.probes.validity --record"
     assert entry.cases == len(SUITES[name])
     assert {case.id for case in SUITES[name]} >= set(entry.agreement.misjudged)
     assert [e.name for e in RECORD.suites] == ["tuning", "holdout"]

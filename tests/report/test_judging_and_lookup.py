@@ -51,9 +51,7 @@ def test_every_disagreement_is_listed_and_escaped(mixed: tuple[Store, Path]) -> 
     for suite, table in j["by_suite"].items():
         judged = [r for s in edited if s.family == suite for r in s.judge]
         for category, cell in table["by_category"].items():
-            rows = [
-                r for r in judged if r.category == category and r.judge_outcome != "unreadable"
-            ]
+            rows = [r for r in judged if r.category == category and r.judge_outcome != "unreadable"]
             assert cell["pairs"] == len(rows)
             assert cell["agree"] == sum(1 for r in rows if r.passed == r.scorer_correct)
         assert table["overall"]["pairs"] == sum(c["pairs"] for c in table["by_category"].values())
