@@ -22,17 +22,12 @@ from continuity.traces.schema import (
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
     Expectation,
-    Fact,
     NextActionExpectation,
     RedactionExpectation,
     SupersededCurrentExpectation,
     ToolIdentifierExpectation,
 )
-
-
-def fact(value: str) -> Fact:
-    return Fact(value=value, evidence=("t1",))
-
+from tests.probes.facts import fact
 
 IDENT = ToolIdentifierExpectation(answer=fact("QXR-5512-LM"), superseded=(fact("QXR-4410-LM"),))
 CURRENT = SupersededCurrentExpectation(current=fact("£1,745"), superseded=(fact("£1,520"),))

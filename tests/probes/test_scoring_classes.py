@@ -20,17 +20,12 @@ from continuity.traces.schema import (
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
     Expectation,
-    Fact,
     NextActionExpectation,
     RedactionExpectation,
     SupersededCurrentExpectation,
     ToolIdentifierExpectation,
 )
-
-
-def fact(value: str) -> Fact:
-    return Fact(value=value, evidence=("t1",))
-
+from tests.probes.facts import fact
 
 KLN = ToolIdentifierExpectation(answer=fact("KLN-4471-QX"), superseded=(fact("KLN-3902-TB"),))
 TRX = ToolIdentifierExpectation(answer=fact("TRX-5521-KM"), superseded=(fact("TRX-5520-KM"),))

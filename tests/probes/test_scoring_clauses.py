@@ -33,14 +33,9 @@ from continuity.traces.schema import (
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
     Expectation,
-    Fact,
     SupersededCurrentExpectation,
 )
-
-
-def fact(value: str) -> Fact:
-    return Fact(value=value, evidence=("t1",))
-
+from tests.probes.facts import fact
 
 NOTICE_DRAFTED = CommitmentStatusExpectation(
     subject=fact("notice to the tenants"), status="DRAFTED"

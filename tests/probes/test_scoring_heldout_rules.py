@@ -25,16 +25,11 @@ from continuity.probes.scoring import abstains, score_answer
 from continuity.traces.schema import (
     AbstentionExpectation,
     Expectation,
-    Fact,
     RedactionExpectation,
     SupersededCurrentExpectation,
     ToolIdentifierExpectation,
 )
-
-
-def fact(value: str) -> Fact:
-    return Fact(value=value, evidence=("t1",))
-
+from tests.probes.facts import fact
 
 ACCOUNT = ToolIdentifierExpectation(answer=fact("RT4409"), superseded=(fact("RT4094"),))
 WAYBILL = ToolIdentifierExpectation(answer=fact("MX20250917003341"))

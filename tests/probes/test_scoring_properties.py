@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from continuity.probes.scoring import contains_value, score_answer
-from continuity.traces.schema import Fact, SupersededCurrentExpectation, ToolIdentifierExpectation
+from continuity.traces.schema import SupersededCurrentExpectation, ToolIdentifierExpectation
+from tests.probes.facts import fact
 
 ALNUM = "ABCDEFGHJKLMNPQRSTUVWXYZ0123456789"
 run = st.text(alphabet=ALNUM, min_size=2, max_size=6)
@@ -29,10 +30,6 @@ def identifiers(draw: st.DrawFn) -> str:
 
 
 SEPARATORS = ["-", " ", "", "\u2010", "\u2011", "\u2013", "\u2014", "\u2212", " - ", "/", "."]
-
-
-def fact(value: str) -> Fact:
-    return Fact(value=value, evidence=("t1",))
 
 
 @given(value=identifiers(), separator=st.sampled_from(SEPARATORS), lower=st.booleans())
