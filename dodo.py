@@ -6,7 +6,7 @@ from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
 from rules.lookup import task_lookup_budget
 from rules.plan import task_dry_run, task_estimate, task_plan
-from rules.store import task_gc
+from rules.store import task_gc, task_verify
 from rules.traces import task_traces
 from rules.units import task_aggregate, task_score, task_units
 
@@ -26,4 +26,5 @@ __all__ = [
     "task_score",
     "task_traces",
     "task_units",
+    "task_verify",
 ]

@@ -1,19 +1,25 @@
-"""The content-addressed artifact store (objects, action entries, refs) and its gc."""
+"""The content-addressed artifact store (objects, action entries, refs), its gc and its scrub."""
 
 from continuity.store._gc import GcReport, collect_garbage
 from continuity.store._records import ActionEntry, ObjectRef, Ref, Tree, TreeEntry
 from continuity.store._store import CorruptionEvent, Store, resolve_store_path, utc_now
+from continuity.store._verify import KindCount, RefRepair, VerifyFinding, VerifyReport, verify_store
 
 __all__ = [
     "ActionEntry",
     "CorruptionEvent",
     "GcReport",
+    "KindCount",
     "ObjectRef",
     "Ref",
+    "RefRepair",
     "Store",
     "Tree",
     "TreeEntry",
+    "VerifyFinding",
+    "VerifyReport",
     "collect_garbage",
     "resolve_store_path",
     "utc_now",
+    "verify_store",
 ]

@@ -11,6 +11,7 @@ import msgspec
 from continuity.errors import ObjectMissing, RecordCorrupt
 from continuity.store._records import ObjectRef
 from continuity.store._store import Store
+from continuity.store._verify import object_problem
 
 __all__ = ["GcReport", "collect_garbage"]
 
@@ -30,6 +31,7 @@ class GcReport(msgspec.Struct, kw_only=True):
     removed_plans: list[str]
     removed_tmp: int
     young_skipped: int
+    corrupt_objects: list[str] = msgspec.field(default_factory=list)
 
     def summary(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
@@ -41,6 +43,12 @@ class GcReport(msgspec.Struct, kw_only=True):
             + (
                 f"; {self.young_skipped} unreachable files younger than the grace period"
                 if self.young_skipped
+                else ""
+            )
+            + (
+                f"; {len(self.corrupt_objects)} kept objects were corrupt "
+                + ("(run `doit verify --repair`)" if self.dry_run else "and were quarantined")
+                if self.corrupt_objects
                 else ""
             )
         )
@@ -59,7 +67,9 @@ def collect_garbage(
     Roots are every ref outside ``plans/`` plus the `keep_plans` newest plan refs; older
     plan refs are removed. Unreachable files younger than `grace_seconds` are kept, so
     a build writing concurrently (object first, then its action entry) is never cut in
-    half. A corrupt ref is quarantined by the read and roots nothing.
+    half. A corrupt ref is quarantined by the read and roots nothing. Every kept object is
+    hashed: a corrupt one is listed in ``corrupt_objects`` and (unless ``dry_run``) moved to
+    ``quarantine/``, so a build rebuilds it; ``doit verify --repair`` rebuilds trace suites.
     """
     now = time.time() if now is None else now
     refs = []
@@ -103,7 +113,13 @@ def collect_garbage(
     )
     for path in store.iter_objects():
         if path.name in live_objects:
-            report.kept_objects += 1
+            problem = object_problem(path)
+            if problem is None:
+                report.kept_objects += 1
+                continue
+            report.corrupt_objects.append(str(path))
+            if not dry_run:
+                store.quarantine(path, path.name, problem)
         elif _young(path, now, grace_seconds):
             report.young_skipped += 1
         else:

@@ -112,6 +112,15 @@ class Store:
         _fsync_dir(path.parent)
 
     def _quarantine(self, path: Path, expected: str, actual: str) -> None:
+        self.quarantine(path, expected, actual)
+
+    def quarantine(
+        self, path: Path, expected: str, actual: str, *, warn: bool = True
+    ) -> CorruptionEvent:
+        """Move `path` aside into ``quarantine/`` (never delete it) and record the event.
+
+        `expected`/`actual` describe the mismatch; the event's ``quarantined_to`` is ``-``
+        when another process moved the file first."""
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)
         target = self.quarantine_dir / f"{path.name}.{os.getpid()}.{utc_now()}"
         try:
@@ -120,14 +129,16 @@ class Store:
             target = Path("-")
         event = CorruptionEvent(str(path), expected, actual, str(target))
         self.corruption_events.append(event)
-        log.warning(
-            "store: corrupt file %s (expected %s, found %s); quarantined to %s and "
-            "treated as missing",
-            path,
-            expected[:16],
-            actual[:16],
-            target,
-        )
+        if warn:
+            log.warning(
+                "store: corrupt file %s (expected %s, found %s); quarantined to %s and "
+                "treated as missing",
+                path,
+                expected[:16],
+                actual[:16],
+                target,
+            )
+        return event
 
     # -- objects -------------------------------------------------------------------------
 
