@@ -52,6 +52,7 @@ The tree::
 Raised with the classes above from other modules (by area)::
 
     store            ref_name_invalid, tree_entry_invalid, restore_target_not_empty
+                     store_corrupt, store_repair_incomplete (doit verify)
     traces           distractors_changed_facts, trace_unknown
     availability     status_evidence_missing
     calibration      calibration_case_invalid (a malformed suite line, at file:line),
