@@ -46,7 +46,7 @@ class GcReport(msgspec.Struct, kw_only=True):
                 else ""
             )
             + (
-                f"; {len(self.corrupt_objects)} kept objects were corrupt "
+                f"; {len(self.corrupt_objects)} corrupt files found "
                 + ("(run `doit verify --repair`)" if self.dry_run else "and were quarantined")
                 if self.corrupt_objects
                 else ""
@@ -72,6 +72,7 @@ def collect_garbage(
     ``quarantine/``, so a build rebuilds it; ``doit verify --repair`` rebuilds trace suites.
     """
     now = time.time() if now is None else now
+    events_before = len(store.corruption_events)
     refs = []
     for name in store.list_refs():
         try:
@@ -117,8 +118,9 @@ def collect_garbage(
             if problem is None:
                 report.kept_objects += 1
                 continue
-            report.corrupt_objects.append(str(path))
-            if not dry_run:
+            if dry_run:
+                report.corrupt_objects.append(str(path))
+            else:  # the event lands in corrupt_objects below
                 store.quarantine(path, path.name, problem)
         elif _young(path, now, grace_seconds):
             report.young_skipped += 1
@@ -141,6 +143,9 @@ def collect_garbage(
     if not dry_run:
         for name in old_names:
             store.delete_ref(name)
+    # Trees, action entries and refs read while marking were verified (and quarantined) by
+    # the read itself, dry run or not.
+    report.corrupt_objects += [e.path for e in store.corruption_events[events_before:]]
     return report
 
 
