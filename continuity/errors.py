@@ -24,7 +24,8 @@ The tree::
     │   │            steer_missing, category_missing, correction_missing, evidence_unknown,
     │   │            evidence_mismatch, identifier_outside_tool_output,
     │   │            secret_outside_tool_output, abstention_term_present, probe_leaks_answer,
-    │   │            placement_invalid, owner_rules_missing, vocabulary_not_neutral
+    │   │            placement_invalid, owner_rules_missing, vocabulary_not_neutral,
+    │   │            trace_too_large (a file over the documented maximum size)
     │   └── TraceCollision             two generated traces share an identifier or secret
     │         code: trace_value_collision
     ├── StoreError

@@ -1,4 +1,8 @@
-"""``python -m continuity.traces check FILE...``: validate trace files, list every issue."""
+"""``python -m continuity.traces check FILE...``: validate trace files, list every issue.
+
+Every failure is a coded line (``path: code: message (at $.json.path)``) and exit 1; a
+file is read only up to the trace size limit, so even ``/dev/zero`` fails quickly.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from continuity.errors import TraceInvalid
+from continuity.errors import TraceInvalid, UsageError
 from continuity.traces.bounds import estimate_tokens
-from continuity.traces.validate import load_trace
+from continuity.traces.validate import load_trace, read_trace_file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,9 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for path in args.files:
         try:
-            trace = load_trace(path.read_bytes(), source=str(path))
-        except OSError as exc:
-            print(f"trace_file_unreadable: {exc} (at {path})")
+            trace = load_trace(read_trace_file(path), source=str(path))
+        except UsageError as exc:
+            print(exc)
             failed += 1
         except TraceInvalid as exc:
             failed += 1

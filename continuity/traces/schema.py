@@ -13,6 +13,7 @@ probes altogether: replay never sees expectations, rubrics or categories.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Literal
 
@@ -22,8 +23,14 @@ __all__ = [
     "ARTIFACT_STATUSES",
     "CATEGORIES",
     "COMMITMENT_STATUSES",
+    "FIELD_MAX_CHARS",
+    "ID_MAX_CHARS",
+    "ID_PATTERN",
     "SCHEMA_VERSION",
     "TOOL_KINDS",
+    "TRACE_ID_PATTERN",
+    "TRACE_MAX_BYTES",
+    "TRACE_MAX_DEPTH",
     "AbstentionExpectation",
     "ActiveConstraintExpectation",
     "ArtifactStatusExpectation",
@@ -67,6 +74,35 @@ CATEGORIES: tuple[str, ...] = (
 )
 COMMITMENT_STATUSES: tuple[str, ...] = ("SENT", "DRAFTED", "SCHEDULED", "CANCELLED", "DECLINED")
 ARTIFACT_STATUSES: tuple[str, ...] = ("DRAFT", "FINAL", "SHARED", "ARCHIVED", "SUPERSEDED")
+
+# -- input limits (README, "Validation and error codes") ------------------------------------
+# The largest generated trace (hard-distractors, seeds 101-124) is about 0.95 MB; 8 MiB
+# leaves more than 8x headroom for hand-written and imported traces.
+TRACE_MAX_BYTES = 8 * 1024 * 1024
+# A valid trace nests 8 levels (trace > sessions > session > turns > turn > tool_calls >
+# call > arguments); 32 leaves room, and stops a small file from exhausting the decoder.
+TRACE_MAX_DEPTH = 32
+# Ids are fully matched (`fullmatch`), so a trailing newline is refused. Trace ids become
+# file names; the other ids appear in logs, records and messages.
+TRACE_ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{2,95}")
+ID_MAX_CHARS = 128
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+# Short fields and their maximum length in characters. Ids that *refer* to another id
+# (evidence, a result's call id, a steer's call) are held to `ID_MAX_CHARS`; whether they
+# name something is checked by their own rule. Long texts (turn text, tool output, probe
+# text) are bounded by `TRACE_MAX_BYTES` only.
+FIELD_MAX_CHARS: dict[str, int] = {
+    "reference": ID_MAX_CHARS,
+    "scenario": 128,
+    "title": 256,
+    "date": 32,
+    "tool": 64,
+    "argument_name": 64,
+    "status": 32,
+    "design_role": 64,
+    "fact_value": 1024,
+    "never_mentioned": 256,
+}
 
 
 class _Strict(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -36,7 +36,7 @@ from continuity.traces.schema import (
     Trace,
     encode_trace,
 )
-from continuity.traces.validate import load_trace, validate_trace
+from continuity.traces.validate import load_trace, read_trace_file, validate_trace
 
 __all__ = ["SuiteItem", "SuiteResult", "build_suite", "store_trace_file"]
 
@@ -198,16 +198,9 @@ def store_trace_file(store: Store, path: Path, *, out_dir: Path | None = None) -
 
     Raises:
         UsageError: ``trace_file_unreadable``.
-        TraceInvalid: the trace failed validation.
+        TraceInvalid: the trace failed validation (or is over the size limit).
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read trace file: {exc.strerror}",
-            code="trace_file_unreadable",
-            location=str(path),
-        ) from None
+    data = read_trace_file(path)  # at most the size limit is read
     trace = load_trace(data, source=str(path))
     spec = KeySpec(
         kind="trace",

@@ -7,6 +7,13 @@ trace in one pass. Nothing here writes anywhere: a trace that fails never reache
 store.
 
 Locations are JSON paths into the trace (``$.sessions[2].turns[5].output``).
+
+Input limits (documented in the README's "Validation and error codes"): a trace file is at
+most `TRACE_MAX_BYTES` (``trace_too_large``) and nests at most `TRACE_MAX_DEPTH` levels;
+ids fully match `schema.ID_PATTERN` and every short field has a maximum length in
+`schema.FIELD_MAX_CHARS` (both ``trace_malformed`` at the field's path). The limits are
+checked before any other validation, so no message ever echoes an oversized value and no
+check ever walks one. `load_trace` raises nothing but `TraceInvalid`.
 """
 
 from __future__ import annotations
@@ -15,11 +22,12 @@ import datetime as dt
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from pathlib import Path
+from typing import NamedTuple, TypeVar
 
 import msgspec
 
-from continuity.errors import Issue, TraceInvalid
+from continuity.errors import Issue, TraceInvalid, UsageError
 from continuity.privacy import CREDENTIAL_ASSIGNMENT
 from continuity.traces.bounds import (
     PROJECTION_MAX_BYTES,
@@ -34,8 +42,14 @@ from continuity.traces.bounds import (
 from continuity.traces.schema import (
     ARTIFACT_STATUSES,
     COMMITMENT_STATUSES,
+    FIELD_MAX_CHARS,
+    ID_MAX_CHARS,
+    ID_PATTERN,
     SCHEMA_VERSION,
     TOOL_KINDS,
+    TRACE_ID_PATTERN,
+    TRACE_MAX_BYTES,
+    TRACE_MAX_DEPTH,
     AbstentionExpectation,
     ActiveConstraintExpectation,
     ArtifactStatusExpectation,
@@ -60,12 +74,13 @@ from continuity.traces.tools import TOOLS, argument_problems
 __all__ = [
     "CREDENTIAL_ASSIGNMENT",
     "load_trace",
+    "read_trace_file",
     "sensitive_word",
     "trace_issues",
     "validate_trace",
 ]
 
-_TRACE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{2,95}$")
+_T = TypeVar("_T")
 _MSGSPEC_PATH = re.compile(r" - at `(\$[^`]*)`$")
 # Relationship, health, religion and politics vocabulary the generated suites avoid:
 # stems match any word starting with them, whole words only themselves.
@@ -130,6 +145,11 @@ class _Located(NamedTuple):
     session: int
 
 
+def _shown(value: str) -> str:
+    """`value` for a message: its repr, cut short (an id may be megabytes long)."""
+    return repr(value) if len(value) <= 40 else f"{value[:40]!r}... ({len(value):,} chars)"
+
+
 def _turn_text(turn: Turn) -> str:
     if isinstance(turn, ToolResult):
         return turn.output
@@ -145,13 +165,17 @@ def load_trace(data: bytes, *, source: str = "-") -> Trace:
     """Decode and validate trace bytes.
 
     Raises:
-        TraceInvalid: with code ``trace_malformed`` (bad JSON or schema, with the JSON
-            path), ``trace_schema_unsupported``, or any validation code.
+        TraceInvalid: with code ``trace_too_large`` (over `TRACE_MAX_BYTES`),
+            ``trace_malformed`` (bad JSON or schema, nesting deeper than
+            `TRACE_MAX_DEPTH`, with the JSON path), ``trace_schema_unsupported``, or any
+            validation code. Never anything else.
     """
-    try:
-        header = msgspec.json.decode(data, type=_Header)
-    except msgspec.MsgspecError as exc:
-        raise TraceInvalid([_decode_issue(exc)], source=source) from None
+    if len(data) > TRACE_MAX_BYTES:
+        raise TraceInvalid([_too_large(len(data))], source=source)
+    deep = _nesting_issue(data)
+    if deep is not None:
+        raise TraceInvalid([deep], source=source)
+    header = _decode(data, _Header, source)
     if header.schema_version != SCHEMA_VERSION:
         raise TraceInvalid(
             [
@@ -163,16 +187,130 @@ def load_trace(data: bytes, *, source: str = "-") -> Trace:
             ],
             source=source,
         )
-    try:
-        trace = msgspec.json.decode(data, type=Trace)
-    except msgspec.MsgspecError as exc:
-        raise TraceInvalid([_decode_issue(exc)], source=source) from None
+    trace = _decode(data, Trace, source)
     validate_trace(trace, source=source)
     return trace
 
 
+def read_trace_file(path: Path) -> bytes:
+    """The bytes of a trace file, reading at most one byte past `TRACE_MAX_BYTES`.
+
+    Raises:
+        UsageError: ``trace_file_unreadable`` (missing, a directory, no permission).
+        TraceInvalid: ``trace_too_large``, before the rest is read.
+    """
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(TRACE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read trace file: {exc.strerror or exc}",
+            code="trace_file_unreadable",
+            location=str(path),
+        ) from None
+    if len(data) > TRACE_MAX_BYTES:
+        raise TraceInvalid([_too_large(len(data), read_all=False)], source=str(path))
+    return data
+
+
 class _Header(msgspec.Struct):
     schema_version: int
+
+
+def _too_large(size: int, *, read_all: bool = True) -> Issue:
+    shown = f"{size:,} bytes" if read_all else f"over {TRACE_MAX_BYTES:,} bytes"
+    return Issue(
+        "trace_too_large",
+        "$",
+        f"the trace is {shown}; a trace file holds at most {TRACE_MAX_BYTES:,}",
+    )
+
+
+def _decode(data: bytes, kind: type[_T], source: str) -> _T:
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.MsgspecError as exc:
+        raise TraceInvalid([_decode_issue(exc)], source=source) from None
+    except RecursionError:
+        # `_nesting_issue` should have refused it first; this is the boundary's backstop.
+        issue = Issue("trace_malformed", _deep_path(data), "nesting too deep to decode")
+        raise TraceInvalid([issue], source=source) from None
+
+
+# A JSON string (an unterminated one runs to the end), or one structural character.
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)'
+_STRINGS = re.compile(_STRING, re.DOTALL)
+_TOKENS = re.compile(_STRING + rb"|[\[\]{},:]", re.DOTALL)
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+_OPENERS = frozenset(b"[{")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _nesting_issue(data: bytes) -> Issue | None:
+    """`trace_malformed` at the first container nested past `TRACE_MAX_DEPTH`, if any.
+
+    Checked on the bytes before decoding: the decoder recurses once per level, so a 2 KB
+    file of brackets would otherwise exhaust the interpreter's stack. The fast pass strips
+    strings and counts brackets; only a trace that is too deep is walked token by token
+    for the path.
+    """
+    depth = deepest = 0
+    for char in _STRINGS.sub(b"", data).translate(None, _NOT_BRACKETS):
+        if char in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    if deepest <= TRACE_MAX_DEPTH:
+        return None
+    return Issue(
+        "trace_malformed",
+        _deep_path(data),
+        f"nested deeper than {TRACE_MAX_DEPTH} levels (a valid trace needs 8)",
+    )
+
+
+def _deep_path(data: bytes) -> str:
+    """The JSON path of the first container opened past `TRACE_MAX_DEPTH` ("$" if none)."""
+    path: list[str] = []  # one step per open container below the root
+    frames: list[list[object]] = []  # per open container: [opener, array index, object key]
+    key = ""
+    for match in _TOKENS.finditer(data):
+        token = match.group()
+        first = token[0]
+        if first == 0x22:  # '"'
+            key = _key_text(token)
+        elif first in _OPENERS:
+            if frames:
+                opener, index, name = frames[-1]
+                path.append(f"[{index}]" if opener == 0x5B else _key_step(str(name)))
+            if len(frames) == TRACE_MAX_DEPTH:
+                return "$" + "".join(path)
+            frames.append([first, 0, ""])
+        elif first in b"]}":
+            if frames:
+                frames.pop()
+            if path:
+                path.pop()
+        elif first == 0x3A and frames:  # ':' closes an object key
+            frames[-1][2] = key
+        elif first == 0x2C and frames and frames[-1][0] == 0x5B:  # ',' in an array
+            index = frames[-1][1]
+            assert isinstance(index, int)
+            frames[-1][1] = index + 1
+    return "$"
+
+
+def _key_text(token: bytes) -> str:
+    try:
+        text = msgspec.json.decode(token, type=str)
+    except msgspec.MsgspecError:
+        text = token.strip(b'"').decode("utf-8", "replace")
+    return text[:40]
+
+
+def _key_step(name: str) -> str:
+    return f".{name}" if _KEY.fullmatch(name) else f"[{msgspec.json.encode(name).decode()}]"
 
 
 def _decode_issue(exc: msgspec.MsgspecError) -> Issue:
@@ -222,12 +360,15 @@ class _Checker:
                 "$.fictional",
                 "every trace must be invented and marked fictional: true",
             )
-        if not _TRACE_ID.match(trace.trace_id):
+        if not TRACE_ID_PATTERN.fullmatch(trace.trace_id):
             self.add(
                 "trace_malformed",
                 "$.trace_id",
                 "trace ids are 3-96 lowercase letters, digits and hyphens",
             )
+        self._limits()
+        if any(i.code == "trace_malformed" for i in self.issues):
+            return self.issues  # no later check walks or echoes an oversized value
         self._index()
         self._sequence()
         if any(i.code in ("duplicate_id", "trace_malformed") for i in self.issues):
@@ -239,6 +380,77 @@ class _Checker:
         if self.shape.neutral_vocabulary:
             self._vocabulary()
         return self.issues
+
+    # -- input limits ------------------------------------------------------------------
+
+    def _id(self, value: str, location: str) -> None:
+        """An id the trace defines: it fully matches `ID_PATTERN`."""
+        if not ID_PATTERN.fullmatch(value):
+            self.add(
+                "trace_malformed",
+                location,
+                f"ids are 1-{ID_MAX_CHARS} ASCII letters, digits, '.', '_', ':' or '-', "
+                f"starting with a letter or digit; got {_shown(value)}",
+            )
+
+    def _short(self, value: str, field: str, location: str) -> None:
+        limit = FIELD_MAX_CHARS[field]
+        if len(value) > limit:
+            self.add(
+                "trace_malformed",
+                location,
+                f"{len(value):,} characters; this field holds at most {limit:,}",
+            )
+
+    def _limits(self) -> None:
+        trace = self.trace
+        self._short(trace.scenario, "scenario", "$.scenario")
+        self._short(trace.title, "title", "$.title")
+        for s_index, session in enumerate(trace.sessions):
+            s_path = f"$.sessions[{s_index}]"
+            self._id(session.session_id, f"{s_path}.session_id")
+            self._short(session.date, "date", f"{s_path}.date")
+            for t_index, turn in enumerate(session.turns):
+                self._turn_limits(turn, f"{s_path}.turns[{t_index}]")
+        for p_index, probe in enumerate(trace.probes):
+            p_path = f"$.probes[{p_index}]"
+            self._id(probe.probe_id, f"{p_path}.probe_id")
+            if probe.design_role is not None:
+                self._short(probe.design_role, "design_role", f"{p_path}.design_role")
+            self._expectation_limits(probe.expectation, f"{p_path}.expectation")
+
+    def _turn_limits(self, turn: Turn, path: str) -> None:
+        self._id(turn.turn_id, f"{path}.turn_id")
+        if isinstance(turn, AssistantMessage):
+            for c_index, call in enumerate(turn.tool_calls):
+                c_path = f"{path}.tool_calls[{c_index}]"
+                self._id(call.call_id, f"{c_path}.call_id")
+                self._short(call.tool, "tool", f"{c_path}.tool")
+                for name in call.arguments:
+                    self._short(name, "argument_name", f"{c_path}.arguments")
+        elif isinstance(turn, ToolResult):
+            self._short(turn.call_id, "reference", f"{path}.call_id")
+            self._short(turn.tool, "tool", f"{path}.tool")
+        elif isinstance(turn, Steer):
+            self._short(turn.during_call, "reference", f"{path}.during_call")
+
+    def _expectation_limits(self, exp: object, path: str) -> None:
+        if isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
+            self._short(exp.status, "status", f"{path}.status")
+        if isinstance(exp, AbstentionExpectation):
+            for i, term in enumerate(exp.never_mentioned):
+                self._short(term, "never_mentioned", f"{path}.never_mentioned[{i}]")
+            return
+        assert isinstance(exp, msgspec.Struct)
+        for name in exp.__struct_fields__:
+            value = getattr(exp, name)
+            facts = value if isinstance(value, tuple) else (value,)
+            for i, fact in enumerate(facts):
+                if isinstance(fact, Fact):
+                    f_path = f"{path}.{name}[{i}]" if isinstance(value, tuple) else f"{path}.{name}"
+                    self._short(fact.value, "fact_value", f"{f_path}.value")
+                    for e_index, turn_id in enumerate(fact.evidence):
+                        self._short(turn_id, "reference", f"{f_path}.evidence[{e_index}]")
 
     # -- structure ---------------------------------------------------------------------
 
@@ -254,8 +466,6 @@ class _Checker:
                 self.add("trace_malformed", f"{s_path}.turns", "a session needs turns")
             for t_index, turn in enumerate(session.turns):
                 path = f"{s_path}.turns[{t_index}]"
-                if not turn.turn_id:
-                    self.add("trace_malformed", f"{path}.turn_id", "empty turn id")
                 if turn.turn_id in self.turns:
                     self.add("duplicate_id", f"{path}.turn_id", f"{turn.turn_id!r} repeats")
                     continue
