@@ -73,7 +73,7 @@ def _boundary(arm: Arm, e: SampleEvidence) -> list[str]:
     if arm.boundary == "restart_switch_compact":
         if e.operations != ["restart", "model_change", "compaction"]:
             problems.append(f"operations {e.operations}, not restart, reseed, compaction")
-        if e.child_pid == e.parent_pid:
+        if not e.fresh_process:
             problems.append("the probe did not run in a fresh process")
     if arm.boundary in ("model_change", "none") and compaction is not None:
         problems.append("an unexpected pre-turn compaction")

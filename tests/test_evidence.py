@@ -79,8 +79,7 @@ def valid(arm_id: str) -> SampleEvidence:
         arm=arm_id,
         probe_index=0,
         trace_id="gen-grant-101",
-        parent_pid=1,
-        child_pid=2,
+        fresh_process=True,
         history_model=ALTERNATE if arm.history == "alternate" else READER,
         reader_model=READER,
         operations=operations,
@@ -149,7 +148,7 @@ CASES = [
         {"operations": ["model_change", "restart", "compaction"]},
         "boundary_unverified",
     ),
-    ("restart-switch-compact", {"child_pid": 1}, "boundary_unverified"),
+    ("restart-switch-compact", {"fresh_process": False}, "boundary_unverified"),
     ("continuity-store", {"store": None, "store_error": "history_unavailable"}, "store_degraded"),
     ("continuity-store", {"store": msgspec.structs.replace(STORE, records=0)}, "store_degraded"),
     (

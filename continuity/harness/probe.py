@@ -1,7 +1,9 @@
 """The probe child: cross an arm's boundary in a fresh process and ask one probe.
 
-``python -m continuity.harness.probe --workspace PATH --request FILE`` runs over a
-checkpoint restored at its original path. It applies the arm's boundary operations in
+``python -m continuity.harness.probe --workspace PATH`` reads its `ProbeRequest` (JSON)
+on stdin, never from a file: the request holds evaluator-only values (``needles``) that
+must not be left on disk by a killed run. It runs over a checkpoint restored at its
+original path. It applies the arm's boundary operations in
 order (restart marker, model-change reseed, pre-turn compaction under the arm's policy),
 offers the arm's tools (ConversationHistory only, for the store and pack arms, served
 by a real MCP server over the retained store), injects the continuity pack for the pack
@@ -565,8 +567,9 @@ async def run_probe(
             arm=arm.id,
             probe_index=request.probe_index,
             trace_id=str(receipt.get("trace_id", "")),
-            parent_pid=request.parent_pid,
-            child_pid=os.getpid(),
+            # The pids themselves differ between two runs of one sample: the parent
+            # keeps them in the sample's ProcessReceipt, outside the sealed evidence.
+            fresh_process=os.getpid() != request.parent_pid,
             history_model=history_model,
             reader_model=config.models.reader,
             operations=operations,
@@ -605,19 +608,19 @@ async def run_probe(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m continuity.harness.probe")
     parser.add_argument("--workspace", type=Path, required=True)
-    parser.add_argument("--request", type=Path, required=True)
     args = parser.parse_args(argv)
     try:
-        request = msgspec.json.decode(args.request.read_bytes(), type=ProbeRequest)
+        request = msgspec.json.decode(sys.stdin.buffer.read(), type=ProbeRequest)
+    except (OSError, msgspec.MsgspecError) as exc:
+        print(f"error probe_request_invalid: {exc} (at stdin)")
+        return 3
+    try:
         evidence = anyio.run(run_probe, Workspace(args.workspace.absolute()), request)
     except BaseException as exc:
         typed = typed_error(exc)
         if typed is None:
             raise
         print(f"error {typed}")
-        return 3
-    except (OSError, msgspec.MsgspecError) as exc:
-        print(f"error probe_request_invalid: {exc} (at {args.request})")
         return 3
     sys.stdout.write(msgspec.json.encode(evidence).decode() + "\n")
     return 0

@@ -21,6 +21,7 @@ __all__ = [
     "LookupWitness",
     "PathReceipt",
     "ProbeRequest",
+    "ProcessReceipt",
     "SampleEvidence",
     "SourceRef",
 ]
@@ -104,14 +105,19 @@ class HistoryCall(msgspec.Struct, frozen=True):
 
 
 class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
-    """What one probe sample observed. Content-free: counts, events, digests."""
+    """What one probe sample observed. Content-free: counts, events, digests.
 
-    schema: str = "continuity-sample-evidence-v1"
+    Deterministic: two samples of one key are the same bytes, so nothing that differs
+    between two runs of it (process ids, times) is here; those go in its
+    `ProcessReceipt`, kept beside the artifact, never in it."""
+
+    schema: str = "continuity-sample-evidence-v2"
     arm: str
     probe_index: int
     trace_id: str
-    parent_pid: int
-    child_pid: int
+    # The probe ran in a process other than the one that asked for it (the child's pid
+    # differed from the requesting parent's pid); the pids are in its ProcessReceipt.
+    fresh_process: bool
     history_model: str
     reader_model: str
     operations: list[str]
@@ -136,3 +142,15 @@ class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
     # Real mode: one receipt per model call (answer and summary), cached or not.
     calls: list[CallReceipt] = msgspec.field(default_factory=list)
     lookup: LookupWitness | None = None
+
+
+class ProcessReceipt(msgspec.Struct, frozen=True, kw_only=True):
+    """Which processes ran one probe sample, and for how long: what differs between two
+    runs of one sample, so it is kept beside the sealed artifact (the unit's or sample's
+    action-entry meta), never inside it."""
+
+    schema: str = "continuity-process-receipt-v1"
+    probe_index: int
+    parent_pid: int
+    child_pid: int
+    elapsed_seconds: float

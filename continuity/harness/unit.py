@@ -1,7 +1,9 @@
 """The unit worker: every probe of one unit, each in a fresh process on a fresh copy.
 
-``python -m continuity.harness.unit --request FILE`` is started once per unit (repeat x
-trace x arm) by the runner, which holds the checkpoint's lock for the whole unit. For
+``python -m continuity.harness.unit`` is started once per unit (repeat x trace x arm) by
+the runner, which holds the checkpoint's lock for the whole unit, and reads its
+`UnitRequest` on stdin: the request holds the probes' evaluator-only values (``needles``),
+so it never touches disk, and a killed worker leaves nothing of it behind. For
 each probe the worker restores the pristine checkpoint snapshot at its original path,
 then forks: the forked child is a new process (new pid, no state from earlier probes)
 that crosses the arm's boundary and asks that one probe (`continuity.harness.probe`),
@@ -9,8 +11,9 @@ and reports its evidence through a pipe. Forking a warmed-up worker makes "a fre
 process per probe" cost milliseconds instead of a Python start-up per probe.
 
 The worker prints a `UnitWorkerResult` as JSON: one `ProbeOutcome` per probe, either
-the sample's evidence or the child's error code. A probe that fails never stops the
-others.
+the sample's evidence or the child's error code, with the `ProcessReceipt` of the child
+that ran it (pids and time: kept beside the unit, never in it). A probe that fails never
+stops the others.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from continuity.harness.receipts import (
     LookupBinding,
     LookupWitness,
     ProbeRequest,
+    ProcessReceipt,
     SampleEvidence,
 )
 from continuity.harness.workspace import Workspace
@@ -67,6 +71,8 @@ class ProbeOutcome(msgspec.Struct, frozen=True):
     error: str | None
     # A failed lookup child's last content-free witness (its meter state survives).
     witness: LookupWitness | None = None
+    # Which processes ran the probe (set by the worker, which forked the child).
+    process: ProcessReceipt | None = None
 
 
 def collect_child(
@@ -153,6 +159,7 @@ def run_unit(request: UnitRequest) -> UnitWorkerResult:
             lookup=lookup,
         )
         read_fd, write_fd = os.pipe()
+        started = time.monotonic()
         pid = os.fork()
         if pid == 0:  # the fresh process for this probe
             os.close(read_fd)
@@ -174,15 +181,23 @@ def run_unit(request: UnitRequest) -> UnitWorkerResult:
             )
         if outcome.evidence is None and lookup is not None:
             outcome = msgspec.structs.replace(outcome, witness=read_witness(witness_path))
-        outcomes.append(outcome)
+        process = ProcessReceipt(
+            probe_index=spec.index,
+            parent_pid=probe.parent_pid,
+            child_pid=pid,
+            elapsed_seconds=round(time.monotonic() - started, 3),
+        )
+        outcomes.append(msgspec.structs.replace(outcome, process=process))
     return UnitWorkerResult(os.getpid(), outcomes)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m continuity.harness.unit")
-    parser.add_argument("--request", type=Path, required=True)
-    args = parser.parse_args(argv)
-    request = msgspec.json.decode(args.request.read_bytes(), type=UnitRequest)
+    parser = argparse.ArgumentParser(
+        prog="python -m continuity.harness.unit",
+        description="Run one unit's probes; the UnitRequest (JSON) is read on stdin.",
+    )
+    parser.parse_args(argv)
+    request = msgspec.json.decode(sys.stdin.buffer.read(), type=UnitRequest)
     # Warm the imports once here, so every forked probe starts with them loaded.
     import continuity.harness.probe
     from continuity.arms import ARMS

@@ -8,11 +8,10 @@ and evidence code, and the checkpoint's key, so a rerun skips what exists.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +23,7 @@ from continuity.digest import KeySpec, code_digest
 from continuity.errors import CheckpointError
 from continuity.evidence import Classification, classify
 from continuity.harness.keys import HARNESS_CODE, checkpoint_key
-from continuity.harness.receipts import ProbeRequest, SampleEvidence
+from continuity.harness.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
 from continuity.outputs import resolve_out_path, write_json
 from continuity.progress import Tick
 from continuity.runner.parallel import run_by_trace
@@ -42,6 +41,7 @@ __all__ = [
     "arm_samples_current",
     "build_arm_samples",
     "run_probe_child",
+    "run_probe_process",
     "sample_key",
 ]
 
@@ -76,33 +76,60 @@ def run_probe_child(
 ) -> SampleEvidence:
     """Run the probe child over `workspace`; raise `CheckpointError` (``child_failed``,
     with the child's own error code in the message) when it fails."""
-    with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as handle:
-        handle.write(msgspec.json.encode(request))
-    try:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "continuity.harness.probe",
-                "--workspace",
-                str(workspace),
-                "--request",
-                handle.name,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    finally:
-        os.unlink(handle.name)
-    if result.returncode != 0:
-        lines = result.stdout.strip().splitlines() or result.stderr.strip().splitlines()
+    return run_probe_process(workspace, request, timeout=timeout)[0]
+
+
+def run_probe_process(
+    workspace: Path, request: ProbeRequest, *, timeout: float = 720.0
+) -> tuple[SampleEvidence, ProcessReceipt]:
+    """`run_probe_child`, also returning which processes ran the probe and for how long.
+
+    The request goes to the child on its stdin, never through a file: it can hold
+    evaluator-only values, and a killed run must leave nothing of it on disk.
+
+    Raises:
+        CheckpointError: ``child_failed`` when the child exits non-zero, prints no
+            evidence, or runs past `timeout` (it is killed).
+    """
+    started = time.monotonic()
+    with subprocess.Popen(
+        [sys.executable, "-m", "continuity.harness.probe", "--workspace", str(workspace)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=False,
+    ) as child:
+        try:
+            out, err = child.communicate(msgspec.json.encode(request), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise CheckpointError(
+                f"probe child ran past its {timeout:.0f} s timeout and was killed",
+                code="child_failed",
+                location=str(workspace),
+            ) from None
+    stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
+    if child.returncode != 0:
+        lines = stdout.strip().splitlines() or stderr.strip().splitlines()
         raise CheckpointError(
-            f"probe child exited {result.returncode}: {(lines or ['no output'])[-1]}",
+            f"probe child exited {child.returncode}: {(lines or ['no output'])[-1]}",
             code="child_failed",
             location=str(workspace),
         )
-    return msgspec.convert(json.loads(result.stdout), SampleEvidence)
+    try:
+        evidence = msgspec.json.decode(out, type=SampleEvidence)
+    except msgspec.MsgspecError as exc:
+        raise CheckpointError(
+            f"probe child printed no evidence: {exc}", code="child_failed", location=str(workspace)
+        ) from None
+    receipt = ProcessReceipt(
+        probe_index=request.probe_index,
+        parent_pid=request.parent_pid,
+        child_pid=child.pid,
+        elapsed_seconds=round(time.monotonic() - started, 3),
+    )
+    return evidence, receipt
 
 
 def _checkpoint(store: Store, trace: Trace, item: SuiteItem, arm: Arm) -> CheckpointResult:
@@ -134,9 +161,10 @@ def sample_arm(
         parent_pid=os.getpid(),
         dump_requests=str(dump_requests) if dump_requests else None,
     )
+    process: ProcessReceipt | None = None
     try:
         with fork(store, checkpoint.key) as root:
-            evidence = run_probe_child(root, request)
+            evidence, process = run_probe_process(root, request)
     except CheckpointError as exc:
         record = SampleRecord(
             trace_id=trace.trace_id,
@@ -164,7 +192,13 @@ def sample_arm(
         kind="arm-sample",
         output=blob,
         inputs={"checkpoint": checkpoint.key},
-        meta={"trace_id": trace.trace_id, "arm": arm.id, "status": record.classification.status},
+        meta={
+            "trace_id": trace.trace_id,
+            "arm": arm.id,
+            "status": record.classification.status,
+            # Beside the record, never in it: pids and times differ between two builds.
+            "processes": msgspec.to_builtins([process] if process is not None else []),
+        },
     )
     return record, "built"
 

@@ -14,11 +14,8 @@ aggregator can refuse a tampered or mislabelled file.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,11 +24,16 @@ import msgspec
 
 from continuity.arms import Arm, parse_arms, replay_config_for
 from continuity.digest import KeySpec, code_digest, value_digest
-from continuity.errors import CheckpointError, ContinuityError, UsageError
+from continuity.errors import CheckpointError, ContinuityError, ObjectMissing, UsageError
 from continuity.evidence import classify
 from continuity.harness.compaction import CompactionEvent
 from continuity.harness.messages import Usage
-from continuity.harness.receipts import LookupBinding, LookupWitness, SampleEvidence
+from continuity.harness.receipts import (
+    LookupBinding,
+    LookupWitness,
+    ProcessReceipt,
+    SampleEvidence,
+)
 from continuity.outputs import resolve_out_path, write_output
 from continuity.probes.availability import (
     Availability,
@@ -53,6 +55,7 @@ from continuity.store import Store
 from continuity.traces.schema import Probe, Trace
 
 if TYPE_CHECKING:
+    from continuity.harness.unit import ProbeOutcome, UnitRequest
     from continuity.traces.suites import SuiteItem
 
 __all__ = [
@@ -208,26 +211,44 @@ def unit_filename(record: UnitRecord) -> str:
     return f"r{record.repeat}-{record.trace_id}-{record.arm}.json"
 
 
-def _run_worker(request: object, timeout: float) -> list[dict[str, object]]:
-    with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as handle:
-        handle.write(msgspec.json.encode(request))
-    try:
-        result = subprocess.run(
-            [sys.executable, "-m", "continuity.harness.unit", "--request", handle.name],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    finally:
-        os.unlink(handle.name)
-    if result.returncode != 0:
-        lines = result.stderr.strip().splitlines() or ["no output"]
+def _run_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
+    """Run the unit worker on `request` and return its outcomes, one per probe.
+
+    The request (probe texts and the evaluator-only needles) goes to the worker on its
+    stdin, never through a file, so a killed run leaves nothing of it on disk.
+
+    Raises:
+        CheckpointError: ``child_failed`` when the worker exits non-zero, prints no
+            result, or runs past `timeout` (it is killed).
+    """
+    from continuity.harness.unit import UnitWorkerResult
+
+    with subprocess.Popen(
+        [sys.executable, "-m", "continuity.harness.unit"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as worker:
+        try:
+            out, err = worker.communicate(msgspec.json.encode(request), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.communicate()
+            raise CheckpointError(
+                f"unit worker ran past its {timeout:.0f} s timeout and was killed",
+                code="child_failed",
+            ) from None
+    if worker.returncode != 0:
+        lines = err.decode(errors="replace").strip().splitlines() or ["no output"]
         raise CheckpointError(
-            f"unit worker exited {result.returncode}: {lines[-1]}", code="child_failed"
+            f"unit worker exited {worker.returncode}: {lines[-1]}", code="child_failed"
         )
-    outcomes = json.loads(result.stdout)["outcomes"]
-    assert isinstance(outcomes, list)
-    return outcomes
+    try:
+        return msgspec.json.decode(out, type=UnitWorkerResult).outcomes
+    except msgspec.MsgspecError as exc:
+        raise CheckpointError(
+            f"unit worker printed no result: {exc}", code="child_failed"
+        ) from None
 
 
 def run_unit(
@@ -350,12 +371,13 @@ def run_unit(
     judged: list[JudgeCase] = []
     incomplete: list[str] = []
     eligible = [p for p in probes if p.probe_id not in skipped]
-    for probe, raw in zip(eligible, outcomes, strict=True):
-        evidence = msgspec.convert(raw["evidence"], SampleEvidence) if raw.get("evidence") else None
+    # Pids and times: kept beside the unit (its action entry's meta), never in it.
+    processes: list[ProcessReceipt] = [o.process for o in outcomes if o.process is not None]
+    for probe, outcome in zip(eligible, outcomes, strict=True):
+        evidence = outcome.evidence
         if evidence is None:
-            incomplete.append(str(raw.get("error")))
-            witness = msgspec.convert(raw["witness"], LookupWitness) if raw.get("witness") else None
-            results.append(_failed(probe, int(str(raw["index"])), str(raw.get("error")), witness))
+            incomplete.append(str(outcome.error))
+            results.append(_failed(probe, outcome.index, str(outcome.error), outcome.witness))
             continue
         verdict = classify(arm, evidence, family=trace.family)
         result = ProbeResult(
@@ -412,7 +434,7 @@ def run_unit(
     )
     if real is not None and incomplete:
         return record, "incomplete"  # neither stored nor materialised: the next run retries
-    return store_unit(store, seal(record)), "built"
+    return store_unit(store, seal(record), processes=msgspec.to_builtins(processes)), "built"
 
 
 def _unit_judge(store: Store, real: RealRun | None, judge: str | None, repeat: int) -> Judge | None:
@@ -538,7 +560,10 @@ def score_result(
 
 
 def store_unit(store: Store, record: UnitRecord, **meta: Any) -> UnitRecord:
-    """Record a sealed unit in the store under its key (what later runs reuse)."""
+    """Record a sealed unit in the store under its key (what later runs reuse).
+
+    The record is deterministic bytes (two builds of one key write the same blob);
+    what differs between builds (the probes' `ProcessReceipt`s) goes in `meta`."""
     store.record_action(
         record.key,
         kind="unit",
@@ -577,6 +602,25 @@ def _refuse_second_observations(records: Sequence[UnitRecord], folder: Path) -> 
             code="lookup_slot_observed",
             location=str(clashes[0]),
         )
+
+
+def _materialise(store: Store, folder: Path, record: UnitRecord) -> UnitRecord:
+    """Write a stored unit's file from the store's copy, never from memory: when another
+    invocation built the same key concurrently, the file is what the store keeps.
+
+    Raises:
+        ObjectMissing: ``object_missing`` when the store no longer holds the unit (a
+            concurrent ``doit gc``, or its blob failed its digest); rerun to rebuild it.
+    """
+    stored = store.load_output(record.key)
+    if stored is None:
+        raise ObjectMissing(
+            f"unit {record.key[:16]} ({unit_filename(record)}) was stored but the store no "
+            "longer holds a verified copy; run the same command again to rebuild it",
+            location=str(folder / unit_filename(record)),
+        )
+    write_output(folder / unit_filename(record), msgspec.json.format(stored) + b"\n")
+    return msgspec.json.decode(stored, type=UnitRecord)
 
 
 class RunIncomplete(ContinuityError):
@@ -686,10 +730,7 @@ def build_units(
     folder = run / "units"
     if lookup is not None:
         _refuse_second_observations(records, folder)
-    for record in records:
-        write_output(
-            folder / unit_filename(record), msgspec.json.format(msgspec.json.encode(record)) + b"\n"
-        )
+    records = [_materialise(store, folder, record) for record in records]
     store.record_plan(f"units --suite {suite}", actions=[r.key for r in records])
     if lookup is not None:
         check_coverage(records, folder)  # lookup_partial_coverage, after materialising

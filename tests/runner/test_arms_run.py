@@ -66,7 +66,7 @@ def test_every_arm_crosses_its_boundary_under_pressure(samples: list[SampleRecor
             assert e.compaction.tokens_before >= 200_000
         if record.arm == "restart-switch-compact":
             assert e.operations == ["restart", "model_change", "compaction"]
-            assert e.child_pid != e.parent_pid
+            assert e.fresh_process
 
 
 def test_packs_only_in_the_pack_arm_exactly_once(samples: list[SampleRecord]) -> None:
@@ -163,15 +163,15 @@ def test_a_failed_sample_is_not_stored_so_the_next_run_retries_it(
     store = Store(tmp_path / "store")
     item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
     trace = decode_trace(store.get_blob(item.digest))
-    real_child = samples_module.run_probe_child
+    real_child = samples_module.run_probe_process
 
     def busy(*_: object, **__: object) -> object:
         raise CheckpointError("the checkpoint is busy", code="checkpoint_busy")
 
-    monkeypatch.setattr(samples_module, "run_probe_child", busy)
+    monkeypatch.setattr(samples_module, "run_probe_process", busy)
     failed, how = samples_module.sample_arm(store, trace, item, ARMS["native"])
     assert how == "built" and failed.classification.status == "failed"
-    monkeypatch.setattr(samples_module, "run_probe_child", real_child)
+    monkeypatch.setattr(samples_module, "run_probe_process", real_child)
     retried, how = samples_module.sample_arm(store, trace, item, ARMS["native"])
     assert how == "built" and retried.classification.status == "valid"
     assert samples_module.sample_arm(store, trace, item, ARMS["native"])[1] == "cached"

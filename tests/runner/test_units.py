@@ -11,6 +11,7 @@ import pytest
 
 from continuity.arms import ARMS
 from continuity.harness.keys import ReplayConfig
+from continuity.harness.receipts import ProcessReceipt
 from continuity.runner import units as units_module
 from continuity.runner.units import UnitRecord, build_units, run_unit
 from continuity.store import Store
@@ -19,10 +20,11 @@ from continuity.traces.suites import SuiteItem, build_suite
 
 
 @pytest.fixture(scope="module")
-def hard_units(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[UnitRecord]]:
+def hard_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, list[UnitRecord]]]:
     root = tmp_path_factory.mktemp("units")
+    store = Store(root / "store")
     records, folder, built = build_units(
-        Store(root / "store"),
+        store,
         "hard",
         (101,),
         arms="native,cold-rebuild,continuity-store",
@@ -34,7 +36,12 @@ def hard_units(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[UnitRe
         "r1-gen-grant-101-continuity-store.json",
         "r1-gen-grant-101-native.json",
     ]
-    yield records
+    yield store, records
+
+
+@pytest.fixture(scope="module")
+def hard_units(hard_run: tuple[Store, list[UnitRecord]]) -> list[UnitRecord]:
+    return hard_run[1]
 
 
 def _probe(units: list[UnitRecord], arm: str, role: str) -> object:
@@ -61,7 +68,10 @@ def test_the_account_reference_is_where_the_design_puts_it(
     assert head.availability.superseded_present is False  # type: ignore[attr-defined]
 
 
-def test_every_probe_is_scored_with_its_evidence(hard_units: list[UnitRecord]) -> None:
+def test_every_probe_is_scored_with_its_evidence(
+    hard_run: tuple[Store, list[UnitRecord]],
+) -> None:
+    store, hard_units = hard_run
     for unit in hard_units:
         assert unit.content_digest and len(unit.probes) == 14
         assert {p.category for p in unit.probes} == set(CATEGORIES)
@@ -69,8 +79,15 @@ def test_every_probe_is_scored_with_its_evidence(hard_units: list[UnitRecord]) -
             assert probe.status == "valid" and probe.outcome is not None
             assert probe.evidence is not None and probe.evidence.answer == probe.answer
             assert probe.usage.input + probe.usage.cache_read > 0
-        pids = {p.evidence.child_pid for p in unit.probes if p.evidence}
-        assert len(pids) == 14  # a fresh process per probe
+        assert all(p.evidence.fresh_process for p in unit.probes if p.evidence)
+        # The pids live beside the unit (its action entry), never in its sealed bytes.
+        entry = store.get_action(unit.key)
+        assert entry is not None
+        processes = msgspec.convert(entry.meta["processes"], list[ProcessReceipt])
+        assert [r.probe_index for r in processes] == list(range(14))
+        assert len({r.child_pid for r in processes}) == 14  # a fresh process per probe
+        assert all(r.child_pid != r.parent_pid for r in processes)
+        assert b"_pid" not in msgspec.json.encode(unit)
         # The plan has a judge: every valid answer has a verdict, every category judged.
         assert [v.probe_id for v in unit.judge] == [
             p.probe_id for p in unit.probes if p.status == "valid"
