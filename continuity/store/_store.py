@@ -122,7 +122,10 @@ class Store:
         `expected`/`actual` describe the mismatch; the event's ``quarantined_to`` is ``-``
         when another process moved the file first."""
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)
-        target = self.quarantine_dir / f"{path.name}.{os.getpid()}.{utc_now()}"
+        label = path.name
+        if path.is_relative_to(self.refs_dir):  # keep the ref's name: `doit verify --repair`
+            label = "refs~" + path.relative_to(self.refs_dir).as_posix().replace("/", "~")
+        target = self.quarantine_dir / f"{label}.{os.getpid()}.{utc_now()}"
         try:
             os.replace(path, target)
         except FileNotFoundError:  # another reader moved it first

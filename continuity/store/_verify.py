@@ -17,6 +17,9 @@ A file failing its check is moved to ``quarantine/`` (never deleted) and counted
 2. every ``traces/<suite>`` ref that lost anything (or was itself quarantined) is
    rebuilt with `build_suite`: the traces are regenerated from the generator or the
    original fixtures, byte for byte, and the ref is written again;
+   A ref quarantined earlier (by a read, or a ``doit verify`` without ``--repair``) and
+   not written since counts as lost too: quarantine keeps a ref's name in the file name
+   (``refs~traces~original.json.<pid>.<time>``);
 3. other refs that lost something cannot be rebuilt from what the store holds: they are
    listed, each with the command that rebuilds it (``traces/file/<id>`` needs its source
    file, ``checkpoints/<suite>`` a ``doit checkpoints`` run). ``plans/...`` refs are
@@ -254,8 +257,20 @@ def _ref_is_whole(store: Store, ref: Ref) -> bool:
     )
 
 
+def _lost_refs(store: Store) -> set[str]:
+    """Refs (plans aside) quarantined by an earlier read or scrub and never written again."""
+    if not store.quarantine_dir.is_dir():
+        return set()
+    lost = set()
+    for path in store.quarantine_dir.glob("refs~*"):
+        name = path.name.removeprefix("refs~").rpartition(".json.")[0].replace("~", "/")
+        if name and not name.startswith("plans/") and not store.ref_path(name).exists():
+            lost.add(name)
+    return lost
+
+
 def _repair_refs(store: Store, damaged: set[str], out_dir: Path | None) -> list[RefRepair]:
-    refs: dict[str, Ref | None] = dict.fromkeys(damaged)
+    refs: dict[str, Ref | None] = dict.fromkeys(damaged | _lost_refs(store))
     for name in store.list_refs():
         try:
             ref = store.get_ref(name)

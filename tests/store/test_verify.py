@@ -224,3 +224,16 @@ def test_bit_rot_in_a_finished_run_is_found_and_repaired(tmp_path: Path) -> None
     assert {name: (run / name).read_bytes() for name in clean} == clean
     assert doit(tmp_path, "verify").returncode == 0
     assert os.listdir(store.quarantine_dir)  # the corrupt bytes are still kept aside
+
+
+def test_repair_rebuilds_a_ref_an_earlier_scrub_quarantined(suite_store: Store) -> None:
+    store = suite_store
+    flip_byte(store.ref_path("traces/original"), random.Random(8))
+    assert verify_store(store).counts["ref"].quarantined == 1
+    assert store.get_ref("traces/original") is None
+    assert [p.name.startswith("refs~traces~original.json.") for p in quarantined(store)] == [True]
+    report = verify_store(store, repair=True, out_dir=store.root.parent / "out")
+    assert report.corrupt == 0
+    assert [(r.name, r.status) for r in report.refs] == [("traces/original", "rebuilt")]
+    assert store.get_ref("traces/original") is not None
+    assert verify_store(store, repair=True).refs == []  # rebuilt: no longer lost
