@@ -1,5 +1,6 @@
 """doit entry point: wires `rules/` into doit. No benchmark logic lives here."""
 
+from continuity.argv import front_door
 from continuity.graph import doit_config
 from rules.calibrate import task_calibrate
 from rules.checkpoints import task_checkpoints
@@ -10,6 +11,7 @@ from rules.store import task_gc, task_verify
 from rules.traces import task_traces
 from rules.units import task_aggregate, task_score, task_units
 
+front_door()  # run from another directory (-f), doit never read pyproject.toml's loader
 DOIT_CONFIG = doit_config()
 
 __all__ = [

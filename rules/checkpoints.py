@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, Selection, selection_or_none
+from rules.params import MAX_JOBS, OUT, STORE, IntOption, Selection, selection_or_none
 from rules.traces import SEEDS, SUITE
 
 
@@ -96,7 +96,7 @@ def task_checkpoints() -> dict[str, Any]:
             {
                 "name": "jobs",
                 "long": "jobs",
-                "type": int,
+                "type": IntOption("--jobs", 1, MAX_JOBS),
                 "default": 0,
                 "help": "traces to run in parallel with --arms (default: up to 2 cores)",
             },

@@ -5,39 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import STORE, param
+from rules.params import STORE, NewDirOption, SeedsOption, param
 
 
 def _budget(**options: Any) -> str:
-    from pathlib import Path
-
-    from continuity.errors import UsageError
     from continuity.lookup.budget import run_lookup_budget
-    from continuity.lookup.inventory import CORPUS
     from continuity.progress import progress
-    from continuity.store import Store
-    from continuity.traces.keys import parse_seeds
 
-    if not options.get("output"):
-        raise UsageError(
-            "lookup_budget needs --output DIR (a directory that does not exist)",
-            code="lookup_output_required",
-            location="--output",
-        )
-    corpus = list(CORPUS)
-    if options.get("suites"):
-        seeds = parse_seeds(options["seeds"]) if options.get("seeds") else tuple(range(101, 109))
-        corpus = [
-            (suite, None if suite == "original" else tuple(seeds))
-            for suite in options["suites"].split(",")
-        ]
+    store, output, corpus = _arguments(options)  # every argument, before any replay
     with progress("lookup_budget") as tick:
-        result = run_lookup_budget(
-            Store(options.get("store") or None),
-            Path(options["output"]).expanduser().absolute(),
-            corpus=corpus,
-            progress=tick,
-        )
+        result = run_lookup_budget(store, output, corpus=corpus, progress=tick)
     policy = result.policy
     return (
         f"lookup_budget: {policy.paths} paths, budget {policy.calls} calls / "
@@ -49,14 +26,59 @@ def _budget(**options: Any) -> str:
     )
 
 
+def _arguments(options: dict[str, Any]) -> tuple[Any, Any, list[tuple[str, Any]]]:
+    """The store, output directory and corpus `options` name, all checked.
+
+    Raises:
+        UsageError: ``lookup_output_required``, ``lookup_output_exists``,
+            ``lookup_output_invalid``, ``suite_unknown``, ``seeds_invalid``,
+            ``store_path_invalid``.
+    """
+    from continuity.errors import UsageError
+    from continuity.lookup.inventory import CORPUS
+    from continuity.outputs import check_new_directory
+    from continuity.store import Store
+    from continuity.traces.keys import DEFAULT_SEEDS, SUITES, parse_seeds
+
+    if not options.get("output"):
+        raise UsageError(
+            "lookup_budget needs --output DIR (a directory that does not exist)",
+            code="lookup_output_required",
+            location="--output",
+        )
+    output = check_new_directory(
+        options["output"], exists="lookup_output_exists", invalid="lookup_output_invalid"
+    )
+    seeds = parse_seeds(options["seeds"]) if options.get("seeds") else DEFAULT_SEEDS
+    corpus: list[tuple[str, Any]] = list(CORPUS)
+    if options.get("suites"):
+        suites = [name.strip() for name in options["suites"].split(",")]
+        for suite in suites:
+            if suite not in SUITES:
+                raise UsageError(
+                    f"unknown suite {suite[:40]!r}; choose from {', '.join(SUITES)}",
+                    code="suite_unknown",
+                    location="--suites",
+                )
+        corpus = [(suite, None if suite == "original" else tuple(seeds)) for suite in suites]
+    return Store(options.get("store") or None), output, corpus
+
+
 def task_lookup_budget() -> dict[str, Any]:
     """Measure a fresh lookup sizing inventory and derive a policy (never the frozen one)."""
     return {
         "actions": [task_action(_budget)],
         "params": [
-            param("output", str, "", "a directory that does not exist yet"),
+            param(
+                "output",
+                NewDirOption(
+                    "--output", exists="lookup_output_exists", invalid="lookup_output_invalid"
+                ),
+                "",
+                "a directory that does not exist yet",
+            ),
             param("suites", str, "", "corpus suites (default original,hard,hard-distractors)"),
-            param("seeds", str, "", "generated-suite seeds (default 101-108)"),
+            param("seeds", SeedsOption("--seeds"), "", "generated-suite seeds (default 101-108)"),
             STORE,
         ],
         "verbosity": 2,

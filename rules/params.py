@@ -1,26 +1,191 @@
-"""Task parameters shared by several task families."""
+"""Task parameters shared by several task families, and their checks.
+
+Numeric and path options carry a checking type (`IntOption`, `FloatOption`,
+`SeedsOption`, `DirOption`): doit calls it on the text the user gave (never on a
+default) while it parses the command line, before any task is loaded or run. A refusal
+raises `ValueError` whose text is the coded line ``<code>: <message> (at --option)``;
+doit prints it under its own ``ERROR: Error parsing parameter`` line and exits 3. Empty
+values never get this far: `continuity.argv` refuses them before doit's parser runs.
+
+The documented limits: `MAX_REPEATS` repeats and `MAX_PROBE_LIMIT` probes
+(`continuity.plan.limits`), `continuity.traces.keys.MAX_SEEDS` seeds, `MAX_JOBS` jobs,
+`MAX_CONCURRENCY` concurrent calls.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+from continuity.errors import UsageError
+from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
+
+__all__ = [
+    "MAX_CONCURRENCY",
+    "MAX_JOBS",
+    "MAX_PROBE_LIMIT",
+    "MAX_REPEATS",
+    "OUT",
+    "STORE",
+    "DirOption",
+    "FloatOption",
+    "IntOption",
+    "NewDirOption",
+    "SeedsOption",
+    "Selection",
+    "check_seeds",
+    "param",
+    "selection_or_none",
+]
+
+MAX_JOBS = 256
+MAX_CONCURRENCY = 256
+_MAX_DIGITS = 18  # int() on thousands of digits is slow; no count here needs more
+
+
+def _refuse(code: str, message: str, option: str) -> ValueError:
+    return ValueError(str(UsageError(message, code=code, location=option)))
+
+
+class IntOption:
+    """An integer from `minimum` to `maximum`, as a doit parameter type."""
+
+    def __init__(
+        self, option: str, minimum: int, maximum: int, *, code: str = "option_invalid"
+    ) -> None:
+        self.option, self.minimum, self.maximum, self.code = option, minimum, maximum, code
+
+    def __repr__(self) -> str:
+        return f"<integer {self.minimum} to {self.maximum}>"
+
+    def __call__(self, text: str) -> int:
+        stripped = text.strip()
+        digits = stripped.removeprefix("-").removeprefix("+")
+        if not digits.isascii() or not digits.isdigit() or len(digits) > _MAX_DIGITS:
+            raise _refuse(
+                self.code,
+                f"{text[:40]!r} is not a whole number from {self.minimum} to {self.maximum}",
+                self.option,
+            )
+        value = int(stripped)
+        if not self.minimum <= value <= self.maximum:
+            raise _refuse(
+                self.code, f"{value} is outside {self.minimum} to {self.maximum}", self.option
+            )
+        return value
+
+
+class FloatOption:
+    """A finite number above `minimum` (or at least it, with ``inclusive``)."""
+
+    def __init__(
+        self, option: str, minimum: float, *, inclusive: bool, code: str = "option_invalid"
+    ) -> None:
+        self.option, self.minimum, self.inclusive, self.code = option, minimum, inclusive, code
+
+    def __repr__(self) -> str:
+        return f"<number {'>=' if self.inclusive else '>'} {self.minimum:g}>"
+
+    def __call__(self, text: str) -> float:
+        bound = f"{'at least' if self.inclusive else 'above'} {self.minimum:g}"
+        try:
+            value = float(text) if len(text) <= 64 else math.nan
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise _refuse(self.code, f"{text[:40]!r} is not a finite number {bound}", self.option)
+        if value < self.minimum or (value == self.minimum and not self.inclusive):
+            raise _refuse(self.code, f"{value:g} is not {bound}", self.option)
+        return value
+
+
+class SeedsOption:
+    """A seed (or repeat) list checked by `continuity.traces.keys.parse_seeds`; the text
+    itself is the value (tasks parse it again, cheaply)."""
+
+    def __init__(self, option: str, *, code: str = "seeds_invalid", maximum: int = 0) -> None:
+        self.option, self.code, self.maximum = option, code, maximum
+
+    def __repr__(self) -> str:
+        return "<seeds, e.g. 101-108>"
+
+    def __call__(self, text: str) -> str:
+        check_seeds(text, self.option, code=self.code, maximum=self.maximum)
+        return text
+
+
+def check_seeds(text: str, option: str, *, code: str = "seeds_invalid", maximum: int = 0) -> None:
+    """Refuse a seed list `parse_seeds` cannot read, or (``maximum``) a number above it.
+
+    Raises:
+        ValueError: the coded line (for doit's parser).
+    """
+    from continuity.traces.keys import MAX_SEEDS, parse_seeds
+
+    try:
+        numbers = parse_seeds(text, maximum=maximum or MAX_SEEDS)
+    except UsageError as exc:
+        raise _refuse(code, exc.message, option) from None
+    if maximum and (min(numbers) < 1 or max(numbers) > maximum):
+        raise _refuse(code, f"{text.strip()!r}: each number must be 1 to {maximum}", option)
+
+
+class DirOption:
+    """A directory the command can use (created if missing), as a doit parameter type."""
+
+    def __init__(self, option: str, code: str) -> None:
+        self.option, self.code = option, code
+
+    def __repr__(self) -> str:
+        return "<directory>"
+
+    def __call__(self, text: str) -> str:
+        from continuity.outputs import usable_directory
+
+        try:
+            usable_directory(text, code=self.code)
+        except UsageError as exc:
+            raise _refuse(exc.code, f"{exc.location}: {exc.message}", self.option) from None
+        return text
+
+
+class NewDirOption:
+    """A directory that does not exist yet and can be created (the check creates and
+    removes it), as a doit parameter type."""
+
+    def __init__(self, option: str, *, exists: str, invalid: str) -> None:
+        self.option, self.exists, self.invalid = option, exists, invalid
+
+    def __repr__(self) -> str:
+        return "<new directory>"
+
+    def __call__(self, text: str) -> str:
+        from continuity.outputs import check_new_directory
+
+        try:
+            check_new_directory(text, exists=self.exists, invalid=self.invalid)
+        except UsageError as exc:
+            raise _refuse(exc.code, f"{exc.location}: {exc.message}", self.option) from None
+        return text
+
 
 STORE: dict[str, Any] = {
     "name": "store",
     "long": "store",
-    "type": str,
+    "type": DirOption("--store", "store_path_invalid"),
     "default": "",
     "help": "artifact store directory (default: $CONTINUITY_STORE or ./store)",
 }
 OUT: dict[str, Any] = {
     "name": "out",
     "long": "out",
-    "type": str,
+    "type": DirOption("--out", "out_path_invalid"),
     "default": "",
     "help": "output directory (default: $CONTINUITY_OUT or ./out)",
 }
 
 
-def param(name: str, kind: type, default: Any, text: str) -> dict[str, Any]:
+def param(name: str, kind: Any, default: Any, text: str) -> dict[str, Any]:
     """A doit task parameter whose long option is `name` with dashes."""
     return {
         "name": name,
@@ -32,10 +197,14 @@ def param(name: str, kind: type, default: Any, text: str) -> dict[str, Any]:
 
 
 class Selection:
-    """The store, suite, seeds and output directory a task's options select."""
+    """The store, suite, seeds and output directory a task's options select.
+
+    Raises:
+        UsageError: ``seeds_invalid``, ``store_path_invalid`` or ``out_path_invalid``.
+    """
 
     def __init__(self, options: dict[str, Any]) -> None:
-        from continuity.outputs import resolve_out_path
+        from continuity.outputs import usable_out_path
         from continuity.store import Store
         from continuity.traces.keys import parse_seeds
 
@@ -43,7 +212,7 @@ class Selection:
         seeds = options.get("seeds")
         self.seeds = parse_seeds(seeds) if seeds else None
         self.store = Store(options.get("store") or None)
-        self.out = resolve_out_path(options.get("out") or None)
+        self.out = usable_out_path(options.get("out") or None)
 
 
 def selection_or_none(task: Any) -> Selection | None:

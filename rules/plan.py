@@ -8,12 +8,31 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, Selection, param
+from rules.params import (
+    MAX_PROBE_LIMIT,
+    MAX_REPEATS,
+    OUT,
+    STORE,
+    FloatOption,
+    IntOption,
+    Selection,
+    param,
+)
 from rules.traces import SEEDS, SUITE
 
 ARMS = param("arms", str, "all", "arm ids (comma-separated) or all")
-REPEATS = param("repeats", int, 1, "repeats per trace and arm")
-PROBE_LIMIT = param("probe_limit", int, 0, "only the first N probes of each trace")
+REPEATS = param(
+    "repeats",
+    IntOption("--repeats", 1, MAX_REPEATS, code="plan_invalid"),
+    1,
+    f"repeats per trace and arm (1 to {MAX_REPEATS})",
+)
+PROBE_LIMIT = param(
+    "probe_limit",
+    IntOption("--probe-limit", 1, MAX_PROBE_LIMIT, code="plan_invalid"),
+    0,
+    "only the first N probes of each trace (N >= 1; default: every probe)",
+)
 # The fields a plan digest binds (with SUITE, SEEDS, ARMS, REPEATS and PROBE_LIMIT).
 PLAN_PARAMS: list[dict[str, Any]] = [
     SUITE,
@@ -41,7 +60,10 @@ PLAN_PARAMS: list[dict[str, Any]] = [
 ]
 PRICING = param("pricing", str, "", "pricing catalog (default fixtures/pricing/catalog.json)")
 COST_LIMIT = param(
-    "cost_limit", float, 0.0, "refuse to confirm a plan whose upper bound exceeds this many USD"
+    "cost_limit",
+    FloatOption("--cost-limit", 0.0, inclusive=False, code="cost_limit_invalid"),
+    0.0,
+    "refuse to confirm a plan whose upper bound exceeds this many USD (finite, > 0)",
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE
+from rules.params import OUT, STORE, FloatOption, IntOption
 
 
 def _gc(store: str, dry_run: bool, keep_plans: int, grace: float) -> str:
@@ -33,14 +33,14 @@ def task_gc() -> dict[str, Any]:
             {
                 "name": "keep_plans",
                 "long": "keep-plans",
-                "type": int,
+                "type": IntOption("--keep-plans", 0, 1_000_000),
                 "default": 20,
                 "help": "how many recent plans keep their artifacts alive",
             },
             {
                 "name": "grace",
                 "long": "grace",
-                "type": float,
+                "type": FloatOption("--grace", 0.0, inclusive=True),
                 "default": 3600.0,
                 "help": "never remove files younger than this many seconds",
             },

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, Selection, selection_or_none
+from rules.params import OUT, STORE, SeedsOption, Selection, selection_or_none
 
 SUITE: dict[str, Any] = {
     "name": "suite",
@@ -18,7 +18,7 @@ SUITE: dict[str, Any] = {
 SEEDS: dict[str, Any] = {
     "name": "seeds",
     "long": "seeds",
-    "type": str,
+    "type": SeedsOption("--seeds"),
     "default": "",
     "help": "generated-suite seeds, e.g. 101-124 (default 101-108)",
 }

@@ -5,7 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, Selection, param
+from rules.params import (
+    MAX_CONCURRENCY,
+    MAX_JOBS,
+    MAX_REPEATS,
+    OUT,
+    STORE,
+    IntOption,
+    SeedsOption,
+    Selection,
+    check_seeds,
+    param,
+)
 from rules.plan import PLAN_PARAMS, PRICING
 
 RUN: dict[str, Any] = {
@@ -82,13 +93,15 @@ def _repeats(options: dict[str, Any]) -> list[int] | None:
     if not chosen:
         return None
     try:
-        return list(parse_seeds(chosen))
-    except UsageError:
+        check_seeds(chosen, "--repeat", code="repeat_unknown", maximum=MAX_REPEATS)
+    except ValueError:
         raise UsageError(
-            f"cannot read repeats {chosen!r}; use N, A-B or a comma-separated list",
+            f"cannot read repeats {chosen[:40]!r}; use N, A-B or a comma-separated list "
+            f"of repeat numbers 1 to {MAX_REPEATS}",
             code="repeat_unknown",
             location="--repeat",
         ) from None
+    return list(parse_seeds(chosen, maximum=MAX_REPEATS))
 
 
 def _summary(records: Any, folder: Any, built: int) -> str:
@@ -233,11 +246,21 @@ def task_units() -> dict[str, Any]:
             *PLAN_PARAMS,
             param("real", bool, False, "run against the plan's real endpoint (paid)"),
             param("confirm_plan", str, "", "real mode: the digest printed by doit dry_run"),
-            param("repeat", str, "", "only these repeats, e.g. 2 or 1-2 (execution only)"),
-            param("concurrency", int, 4, "real mode: concurrent calls per model"),
+            param(
+                "repeat",
+                SeedsOption("--repeat", code="repeat_unknown", maximum=MAX_REPEATS),
+                "",
+                "only these repeats, e.g. 2 or 1-2 (execution only)",
+            ),
+            param(
+                "concurrency",
+                IntOption("--concurrency", 1, MAX_CONCURRENCY),
+                4,
+                "real mode: concurrent calls per model",
+            ),
             param(
                 "max_input_tokens",
-                int,
+                IntOption("--max-input-tokens", 1, 10**12),
                 0,
                 "real mode: limits.max_observed_input_tokens_per_invocation",
             ),
@@ -254,7 +277,7 @@ def task_units() -> dict[str, Any]:
             {
                 "name": "jobs",
                 "long": "jobs",
-                "type": int,
+                "type": IntOption("--jobs", 1, MAX_JOBS),
                 "default": 0,
                 "help": "traces to run in parallel (default: up to 2 cores)",
             },

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import msgspec
 
-from continuity.errors import UsageError
 from continuity.lookup.inventory import (
     CORPUS,
     Inventory,
@@ -26,7 +25,7 @@ from continuity.lookup.inventory import (
 )
 from continuity.lookup.policy import LookupPolicy, policy_sha256
 from continuity.lookup.soul import read_soul
-from continuity.outputs import write_output
+from continuity.outputs import check_new_directory, write_output
 from continuity.store import Store
 
 __all__ = ["LookupBudget", "run_lookup_budget", "summary_text"]
@@ -71,14 +70,11 @@ def run_lookup_budget(
     """Measure, derive and write a new policy into `output` (which must not exist).
 
     Raises:
-        UsageError: ``lookup_output_exists`` before anything is measured.
+        UsageError: ``lookup_output_exists`` (the directory exists) or
+            ``lookup_output_invalid`` (it cannot be created: ``/proc/nope``, under a file,
+            a read-only parent), before anything is measured.
     """
-    if output.exists():
-        raise UsageError(
-            "the output directory exists; a new measurement goes into a fresh directory",
-            code="lookup_output_exists",
-            location=str(output),
-        )
+    check_new_directory(output, exists="lookup_output_exists", invalid="lookup_output_invalid")
     soul = read_soul()
     inventory = measure_inventory(store, soul, corpus=corpus, progress=progress)
     policy = compute_policy(

@@ -14,6 +14,7 @@ Both read no credential and make no network call: they need only the plan, its t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -193,10 +194,17 @@ def check_cost_limit(result: DryRun | Profile, limit: float | None) -> None:
 
     Raises:
         UsageError: ``cost_limit_exceeded`` when the upper bound is above the limit, or
-            ``cost_unknown`` when a price is missing so the bound cannot be checked.
+            ``cost_unknown`` when a price is missing so the bound cannot be checked;
+            ``cost_limit_invalid`` for a limit that is not finite or not above 0.
     """
     if limit is None:
         return
+    if not math.isfinite(limit) or limit <= 0:  # nan would silently pass every bound
+        raise UsageError(
+            f"the cost limit must be a finite number of USD above 0, not {limit!r}",
+            code="cost_limit_invalid",
+            location="--cost-limit",
+        )
     bound = result.upper_bound
     if bound.usd is None:
         raise UsageError(

@@ -20,6 +20,7 @@ import msgspec
 from continuity.arms import parse_arms
 from continuity.digest import value_digest
 from continuity.errors import UsageError
+from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.traces.keys import suite_specs
 
@@ -110,14 +111,19 @@ def build_plan(
     `continuity.arms.parse_arms`).
 
     Raises:
-        UsageError: ``plan_invalid`` for a non-positive repeat count or probe limit, or a
-            model that is not ``provider:model``.
+        UsageError: ``plan_invalid`` for a repeat count outside 1 to `MAX_REPEATS`, a
+            probe limit outside 1 to `MAX_PROBE_LIMIT`, or a model that is not
+            ``provider:model``.
     """
-    if repeats < 1:
-        raise UsageError("repeats must be at least 1", code="plan_invalid", location="--repeats")
-    if probe_limit is not None and probe_limit < 1:
+    if not 1 <= repeats <= MAX_REPEATS:
         raise UsageError(
-            "probe limit must be at least 1", code="plan_invalid", location="--probe-limit"
+            f"repeats must be 1 to {MAX_REPEATS}", code="plan_invalid", location="--repeats"
+        )
+    if probe_limit is not None and not 1 <= probe_limit <= MAX_PROBE_LIMIT:
+        raise UsageError(
+            f"probe limit must be 1 to {MAX_PROBE_LIMIT}",
+            code="plan_invalid",
+            location="--probe-limit",
         )
     for name, model in (("--reader", reader), ("--alternate", alternate), ("--judge", judge)):
         if model is not None and (":" not in model or model.startswith(":")):

@@ -86,8 +86,15 @@ class Store:
         self.refs_dir = self.root / "refs"
         self.tmp_dir = self.root / "tmp"
         self.quarantine_dir = self.root / "quarantine"
-        for path in (self.objects_dir, self.actions_dir, self.refs_dir, self.tmp_dir):
-            path.mkdir(parents=True, exist_ok=True)
+        try:
+            for path in (self.objects_dir, self.actions_dir, self.refs_dir, self.tmp_dir):
+                path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # /proc/nope, /dev/null/x, a read-only parent
+            raise UsageError(
+                f"cannot use it as the store directory: {exc.strerror or type(exc).__name__}",
+                code="store_path_invalid",
+                location=str(self.root),
+            ) from None
         self.corruption_events: list[CorruptionEvent] = []
 
     def __repr__(self) -> str:

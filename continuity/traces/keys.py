@@ -22,6 +22,8 @@ __all__ = [
     "DEFAULT_SEEDS",
     "DISTRACTOR_SALT",
     "GENERATOR_SALT",
+    "MAX_SEEDS",
+    "MAX_SEED_DIGITS",
     "ORIGINAL_SALT",
     "SUITES",
     "USER_TRACE_SALT",
@@ -44,7 +46,10 @@ DISTRACTOR_SALT = "hard-distractors-v1"
 ORIGINAL_SALT = "original-suite-v1"
 USER_TRACE_SALT = "user-trace-v1"
 MANIFEST_SCHEMA = "continuity-trace-manifest-v1"
+# The documented limits of --seeds (and --repeat, which shares the parser).
 MAX_SEEDS = 512
+MAX_SEED_DIGITS = 12
+_MAX_SEEDS_TEXT = 4096
 
 VALIDATION_CODE = (
     "continuity.traces.schema",
@@ -60,7 +65,7 @@ GENERATOR_CODE = (
     "continuity.traces.prng",
     "continuity.traces.scenarios",
 )
-_SEEDS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+_SEEDS = re.compile(r"\s*([0-9]{1,12})\s*(?:-\s*([0-9]{1,12})\s*)?", re.ASCII)
 
 
 def fixtures_dir() -> Path:
@@ -68,20 +73,32 @@ def fixtures_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "fixtures"
 
 
-def parse_seeds(text: str | None) -> tuple[int, ...]:
+def parse_seeds(text: str | None, *, maximum: int = MAX_SEEDS) -> tuple[int, ...]:
     """Parse ``"101-124"``, ``"101,105,110-112"`` or ``"103"``; None gives the defaults.
 
+    The count is checked arithmetically, range by range, before any list is built, so
+    ``1-99999999999`` is refused at once; a number has at most `MAX_SEED_DIGITS` digits.
+
     Raises:
-        UsageError: ``seeds_invalid`` for anything else, a reversed or huge range.
+        UsageError: ``seeds_invalid`` for anything else, a reversed range or more than
+            `maximum` seeds (default `MAX_SEEDS`).
     """
     if text is None or not text.strip():
         return DEFAULT_SEEDS
-    seeds: list[int] = []
+    if len(text) > _MAX_SEEDS_TEXT:
+        raise UsageError(
+            f"seeds text is {len(text)} characters; at most {_MAX_SEEDS_TEXT}",
+            code="seeds_invalid",
+            location="--seeds",
+        )
+    ranges: list[tuple[int, int]] = []
+    count = 0
     for part in text.split(","):
-        match = _SEEDS.match(part)
+        match = _SEEDS.fullmatch(part)
         if not match:
             raise UsageError(
-                f"cannot read seeds {part.strip()!r}; use A-B, A or a comma list",
+                f"cannot read seeds {part.strip()!r}; use A-B, A or a comma list of numbers "
+                f"of at most {MAX_SEED_DIGITS} digits",
                 code="seeds_invalid",
                 location="--seeds",
             )
@@ -91,12 +108,11 @@ def parse_seeds(text: str | None) -> tuple[int, ...]:
             raise UsageError(
                 f"seed range {low}-{high} is reversed", code="seeds_invalid", location="--seeds"
             )
-        seeds.extend(range(low, high + 1))
-        if len(seeds) > MAX_SEEDS:
-            raise UsageError(
-                f"more than {MAX_SEEDS} seeds", code="seeds_invalid", location="--seeds"
-            )
-    return tuple(dict.fromkeys(seeds))
+        count += high - low + 1
+        if count > maximum:
+            raise UsageError(f"more than {maximum} seeds", code="seeds_invalid", location="--seeds")
+        ranges.append((low, high))
+    return tuple(dict.fromkeys(seed for low, high in ranges for seed in range(low, high + 1)))
 
 
 class PlannedTrace(msgspec.Struct, frozen=True):
