@@ -6,7 +6,9 @@ The tree::
     ├── UsageError                     bad command-line or API arguments
     │     codes: suite_unknown, seeds_invalid, trace_file_unreadable, store_path_invalid,
     │            plan_invalid, cost_limit_exceeded, cost_unknown, model_limit_exceeded,
-    │            estimate_real_refused, pricing_invalid; real-mode guards
+    │            estimate_real_refused, pricing_invalid; option checks (rules.params,
+    │            continuity.argv): option_empty, option_invalid, cost_limit_invalid,
+    │            out_path_invalid, lookup_output_invalid; real-mode guards
     │            (continuity.plan.guards):
     │            real_refused (their base), real_refused_ci, real_provider_required,
     │            credentials_required, confirmation_required, confirmation_mismatch,

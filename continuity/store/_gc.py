@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from pathlib import Path
 
 import msgspec
 
-from continuity.errors import ObjectMissing, RecordCorrupt
+from continuity.errors import ObjectMissing, RecordCorrupt, UsageError
 from continuity.store._records import ObjectRef
 from continuity.store._store import Store
 from continuity.store._verify import object_problem
@@ -70,7 +71,24 @@ def collect_garbage(
     half. A corrupt ref is quarantined by the read and roots nothing. Every kept object is
     hashed: a corrupt one is listed in ``corrupt_objects`` and (unless ``dry_run``) moved to
     ``quarantine/``, so a build rebuilds it; ``doit verify --repair`` rebuilds trace suites.
+
+    Raises:
+        UsageError: ``option_invalid`` for a negative `keep_plans` or a `grace_seconds`
+            that is negative or not finite, before anything is read.
     """
+    if isinstance(keep_plans, bool) or not isinstance(keep_plans, int) or keep_plans < 0:
+        raise UsageError(
+            f"keep_plans must be a whole number >= 0, not {keep_plans!r}",
+            code="option_invalid",
+            location="--keep-plans",
+        )
+    # nan would make every file "old" (now - mtime < nan is false): refused, as is < 0.
+    if not math.isfinite(grace_seconds) or grace_seconds < 0:
+        raise UsageError(
+            f"grace must be a finite number of seconds >= 0, not {grace_seconds!r}",
+            code="option_invalid",
+            location="--grace",
+        )
     now = time.time() if now is None else now
     events_before = len(store.corruption_events)
     refs = []
