@@ -87,12 +87,10 @@ TRACE_MAX_DEPTH = 32
 TRACE_ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{2,95}")
 ID_MAX_CHARS = 128
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
-# Short fields and their maximum length in characters. Ids that *refer* to another id
-# (evidence, a result's call id, a steer's call) are held to `ID_MAX_CHARS`; whether they
-# name something is checked by their own rule. Long texts (turn text, tool output, probe
-# text) are bounded by `TRACE_MAX_BYTES` only.
+# Ids that refer to another id (evidence, a result's call id, a steer's call) match
+# `ID_PATTERN` too. Short fields and their maximum length in characters; long texts (turn
+# text, tool output, probe text) are bounded by `TRACE_MAX_BYTES` only.
 FIELD_MAX_CHARS: dict[str, int] = {
-    "reference": ID_MAX_CHARS,
     "scenario": 128,
     "title": 256,
     "date": 32,

@@ -319,7 +319,12 @@ def _decode_issue(exc: msgspec.MsgspecError) -> Issue:
     location = match.group(1) if match else "$"
     if match:
         message = message[: match.start()]
-    return Issue("trace_malformed", location, message)
+    # The decoder quotes the offending value; a megabyte enum value stays out of the line.
+    return Issue("trace_malformed", _clipped(location), _clipped(message))
+
+
+def _clipped(text: str, limit: int = 240) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} chars)"
 
 
 def validate_trace(trace: Trace, *, source: str = "-") -> None:
@@ -384,7 +389,8 @@ class _Checker:
     # -- input limits ------------------------------------------------------------------
 
     def _id(self, value: str, location: str) -> None:
-        """An id the trace defines: it fully matches `ID_PATTERN`."""
+        """An id, or a reference to one: it fully matches `ID_PATTERN`. Whether a
+        reference names something is its own rule's check."""
         if not ID_PATTERN.fullmatch(value):
             self.add(
                 "trace_malformed",
@@ -429,10 +435,10 @@ class _Checker:
                 for name in call.arguments:
                     self._short(name, "argument_name", f"{c_path}.arguments")
         elif isinstance(turn, ToolResult):
-            self._short(turn.call_id, "reference", f"{path}.call_id")
+            self._id(turn.call_id, f"{path}.call_id")
             self._short(turn.tool, "tool", f"{path}.tool")
         elif isinstance(turn, Steer):
-            self._short(turn.during_call, "reference", f"{path}.during_call")
+            self._id(turn.during_call, f"{path}.during_call")
 
     def _expectation_limits(self, exp: object, path: str) -> None:
         if isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
@@ -450,7 +456,7 @@ class _Checker:
                     f_path = f"{path}.{name}[{i}]" if isinstance(value, tuple) else f"{path}.{name}"
                     self._short(fact.value, "fact_value", f"{f_path}.value")
                     for e_index, turn_id in enumerate(fact.evidence):
-                        self._short(turn_id, "reference", f"{f_path}.evidence[{e_index}]")
+                        self._id(turn_id, f"{f_path}.evidence[{e_index}]")
 
     # -- structure ---------------------------------------------------------------------
 

@@ -184,7 +184,7 @@ def test_every_short_field_has_its_maximum() -> None:
 
     def set_evidence(d: Doc) -> None:
         fact = next(p for p in d["probes"] if "answer" in p["expectation"])
-        fact["expectation"]["answer"]["evidence"].append(_long("reference"))
+        fact["expectation"]["answer"]["evidence"].append("t" * (ID_MAX_CHARS + 1))
 
     def set_fact_value(d: Doc) -> None:
         fact = next(p for p in d["probes"] if "answer" in p["expectation"])
@@ -219,7 +219,7 @@ def test_every_short_field_has_its_maximum() -> None:
         error = _refused(json.dumps(doc).encode())
         assert error.code == "trace_malformed", location
         assert _shape(error.location) == _shape(location), (error.location, location)
-        assert "holds at most" in error.message
+        assert "holds at most" in error.message or "ids are 1-128" in error.message
 
 
 def _shape(location: str) -> str:
@@ -227,17 +227,28 @@ def _shape(location: str) -> str:
     return re.sub(r"\[\d+\]|\[\.\.\.\]", "[...]", location)
 
 
-def test_result_and_steer_references_have_the_id_maximum() -> None:
+@pytest.mark.parametrize("bad", ["c" * (ID_MAX_CHARS + 1), "c1\n", ""])
+def test_result_steer_and_evidence_references_match_the_id_pattern(bad: str) -> None:
     doc = _doc()
     for s, session in enumerate(doc["sessions"]):
         for t, turn in enumerate(session["turns"]):
             if turn["kind"] in ("tool_result", "steer"):
                 field = "call_id" if turn["kind"] == "tool_result" else "during_call"
                 copy = _doc()
-                copy["sessions"][s]["turns"][t][field] = "c" * (ID_MAX_CHARS + 1)
+                copy["sessions"][s]["turns"][t][field] = bad
                 error = _refused(json.dumps(copy).encode())
                 where = f"$.sessions[{s}].turns[{t}].{field}"
                 assert (error.code, error.location) == ("trace_malformed", where)
+    doc = _doc()
+    p_index, fact = next(
+        (i, p["expectation"]["answer"])
+        for i, p in enumerate(doc["probes"])
+        if "answer" in p["expectation"]
+    )
+    fact["evidence"][0] = bad
+    error = _refused(json.dumps(doc).encode())
+    where = f"$.probes[{p_index}].expectation.answer.evidence[0]"
+    assert (error.code, error.location) == ("trace_malformed", where)
 
 
 # -- file size ---------------------------------------------------------------------------
