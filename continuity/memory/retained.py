@@ -115,6 +115,10 @@ CREATE TABLE IF NOT EXISTS omissions (
 """
 
 
+_TABLES = frozenset(["records", "records_fts", "omissions"])
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
 class HistoryError(ContinuityError):
     """A ConversationHistory request the store cannot answer (its code says why)."""
 
@@ -157,7 +161,13 @@ class RetainedStats(msgspec.Struct, frozen=True):
 
 
 class RetainedStore:
-    """A retained-evidence database at `path` (created if missing)."""
+    """A retained-evidence database at `path` (created if missing, unless `readonly`).
+
+    Opening checks the file before anything is served: a missing file (read-only), a
+    file that is not SQLite, or a SQLite file without the retained tables raises
+    `HistoryError` ``history_unavailable`` at the path. `identity` is the opened file's
+    (device, inode), so a server can tell when the path stops naming it.
+    """
 
     def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
@@ -166,11 +176,38 @@ class RetainedStore:
                 raise HistoryError(
                     "no retained store", code="history_unavailable", location=str(path)
                 )
+            _check_header(path)
             self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists():
+                _check_header(path)
             self.db = sqlite3.connect(path, check_same_thread=False)
-            self.db.executescript(_SCHEMA)
+        try:
+            if not readonly:
+                self.db.executescript(_SCHEMA)
+            tables = {
+                str(name)
+                for (name,) in self.db.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                )
+            }
+            if not _TABLES.issubset(tables):
+                raise HistoryError(
+                    "not a retained store (its tables are missing)",
+                    code="history_unavailable",
+                    location=str(path),
+                )
+            self.db.execute("SELECT COUNT(*) FROM records_fts WHERE rowid = 0").fetchone()
+            self.identity = _identity(path)
+        except sqlite3.Error as exc:
+            self.db.close()
+            raise HistoryError(
+                f"unreadable retained store ({exc})", code="history_unavailable", location=str(path)
+            ) from None
+        except BaseException:
+            self.db.close()
+            raise
 
     def close(self) -> None:
         self.db.close()
@@ -327,6 +364,27 @@ class RetainedStore:
             data[offset:end].decode("utf-8"),
             f"g{end}" if end < len(data) else None,
         )
+
+
+def _check_header(path: Path) -> None:
+    """Refuse a file that is not SQLite before sqlite3 opens it (sqlite3 would only fail
+    at the first query, and an empty file would silently become a new database)."""
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise HistoryError(
+            f"cannot read the retained store ({exc.strerror})",
+            code="history_unavailable",
+            location=str(path),
+        ) from None
+    if header != _SQLITE_HEADER:
+        raise HistoryError("not a SQLite database", code="history_unavailable", location=str(path))
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_dev, info.st_ino
 
 
 def _decode_cursor(cursor: str | None, prefix: str) -> int:

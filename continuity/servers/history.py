@@ -10,7 +10,10 @@ One tool, ``ConversationHistory``, with two operations:
 
 Results are JSON text content. A request the store cannot answer is an MCP error result
 whose text starts with its code (``history_invalid_request``, ``history_record_unknown``,
-``history_cursor_invalid``, ``history_unavailable``).
+``history_cursor_invalid``, ``history_unavailable``). ``history_unavailable`` also answers
+every call once the store's file is deleted, replaced or unreadable while serving; a store
+that is missing or not a retained SQLite store at start is refused before serving
+(standalone: one ``error history_unavailable: ...`` line on stderr, exit 2).
 
 Standalone, for any MCP client::
 
@@ -23,6 +26,7 @@ Standalone, for any MCP client::
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,7 +40,7 @@ from mcp.server.lowlevel.server import Server
 
 from continuity.memory.retained import SEARCH_LIMIT_MAX, HistoryError, RetainedStore
 
-__all__ = ["HISTORY_TOOL", "INPUT_SCHEMA", "history_server", "serve_history"]
+__all__ = ["HISTORY_TOOL", "INPUT_SCHEMA", "ensure_available", "history_server", "serve_history"]
 
 HISTORY_TOOL = "ConversationHistory"
 INPUT_SCHEMA: dict[str, Any] = {
@@ -68,8 +72,29 @@ DESCRIPTION = (
 )
 
 
+def ensure_available(store: RetainedStore) -> None:
+    """Raise `HistoryError` ``history_unavailable`` unless `store.path` still names the
+    file the store opened (deleted, or replaced by another file, it does not: the open
+    handle would go on answering from a file nobody can see)."""
+    try:
+        info = store.path.stat()
+    except OSError as exc:
+        raise HistoryError(
+            f"the retained store is gone ({exc.strerror})",
+            code="history_unavailable",
+            location=str(store.path),
+        ) from None
+    if (info.st_dev, info.st_ino) != store.identity:
+        raise HistoryError(
+            "the retained store was replaced while serving",
+            code="history_unavailable",
+            location=str(store.path),
+        )
+
+
 def _answer(store: RetainedStore, arguments: dict[str, Any]) -> types.CallToolResult:
     try:
+        ensure_available(store)
         unknown = set(arguments) - set(INPUT_SCHEMA["properties"])
         if unknown:
             raise HistoryError(f"unknown arguments {sorted(unknown)}", location="arguments")
@@ -93,11 +118,23 @@ def _answer(store: RetainedStore, arguments: dict[str, Any]) -> types.CallToolRe
         else:
             raise HistoryError("action must be search or get", location="action")
     except HistoryError as exc:
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=str(exc))], is_error=True
+        return _error(exc)
+    except sqlite3.Error as exc:  # the file broke under the open handle
+        return _error(
+            HistoryError(
+                f"the retained store cannot be read ({exc})",
+                code="history_unavailable",
+                location=str(store.path),
+            )
         )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=msgspec.json.encode(payload).decode())]
+    )
+
+
+def _error(exc: HistoryError) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=str(exc))], is_error=True
     )
 
 
@@ -133,9 +170,15 @@ def history_server(store: RetainedStore) -> Server[Any]:
 
 @asynccontextmanager
 async def serve_history(store: RetainedStore) -> AsyncIterator[str]:
-    """Serve ConversationHistory on 127.0.0.1 at an ephemeral port; yield the MCP URL."""
+    """Serve ConversationHistory on 127.0.0.1 at an ephemeral port; yield the MCP URL.
+
+    Raises:
+        HistoryError: ``history_unavailable`` when the store's file is gone or replaced
+            before serving starts (a store that fails later answers each call with it).
+    """
     from continuity.servers.asgi import serve_asgi
 
+    ensure_available(store)
     app = history_server(store).streamable_http_app(host="127.0.0.1", json_response=True)
     async with serve_asgi(app) as base:
         yield base + "/mcp"
