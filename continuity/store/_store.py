@@ -89,9 +89,9 @@ class Store:
         try:
             for path in (self.objects_dir, self.actions_dir, self.refs_dir, self.tmp_dir):
                 path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # /proc/nope, /dev/null/x, a read-only parent
+        except (OSError, ValueError) as exc:  # /proc/nope, /dev/null/x, a NUL byte
             raise UsageError(
-                f"cannot use it as the store directory: {exc.strerror or type(exc).__name__}",
+                f"cannot use it as the store directory: {getattr(exc, 'strerror', None) or exc}",
                 code="store_path_invalid",
                 location=str(self.root),
             ) from None
