@@ -37,7 +37,7 @@ __all__ = [
     "value_digest",
 ]
 
-DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
+DIGEST_RE = re.compile(r"^[0-9a-f]{64}\Z")  # \Z: a trailing newline is refused
 _KEY_DOMAIN = "continuity-artifact-key"
 _KEY_VERSION = 1
 

@@ -47,7 +47,7 @@ __all__ = ["CorruptionEvent", "Store", "resolve_store_path", "utc_now"]
 log = logging.getLogger("continuity.store")
 
 STORE_ENV = "CONTINUITY_STORE"
-_REF_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$")
+_REF_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*\Z")
 _TREE_NAME = re.compile(r"^[^/\x00]+$")
 
 

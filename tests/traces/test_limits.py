@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import continuity.traces.validate as validate
-from continuity.errors import Issue, TraceInvalid, UsageError
+from continuity.digest import check_digest
+from continuity.errors import DigestInvalid, Issue, TraceInvalid, UsageError
 from continuity.store import Store
 from continuity.traces.generator import generate_trace
 from continuity.traces.schema import (
@@ -317,3 +318,14 @@ def test_the_check_command_prints_coded_lines(tmp_path: Path) -> None:
         "hyphens (at $.trace_id)"
     )
     assert lines[2].startswith("/dev/zero: trace_too_large: ")
+
+
+def test_digests_and_ref_names_match_whole_strings_too(store: Store) -> None:
+    # A stored trace's ref is traces/file/<trace id>; its objects are named by digest.
+    with pytest.raises(DigestInvalid) as digest:
+        check_digest("a" * 64 + "\n")
+    assert digest.value.code == "digest_invalid"
+    with pytest.raises(UsageError) as ref:
+        store.set_ref("traces/file/harbor-market-stall\n", objects=[], actions=[])
+    assert ref.value.code == "ref_name_invalid"
+    assert not list(store.refs_dir.rglob("*harbor*"))
