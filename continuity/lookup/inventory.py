@@ -29,7 +29,7 @@ import msgspec
 from continuity.arms import ARMS, LOOKUP_ARMS, Arm, replay_config_for
 from continuity.digest import digest_bytes
 from continuity.errors import ContinuityError
-from continuity.harness.receipts import LookupBinding, PathReceipt, SampleEvidence, SourceRef
+from continuity.harness.receipts import LookupBinding, PathReceipt, SourceRef
 from continuity.lookup.policy import (
     BYTE_CAP,
     CALL_CAP,
@@ -230,15 +230,15 @@ def measure_inventory(
             with checkpoint_lock(store, checkpoint.key):
                 outcomes = _run_worker(request, 3600.0)
             full, cold = _trace_estimates(trace)
-            for (_, probe, _), raw in zip(annotated, outcomes, strict=True):
-                if not raw.get("evidence"):
+            for (_, probe, _), outcome in zip(annotated, outcomes, strict=True):
+                evidence = outcome.evidence
+                if evidence is None:
                     raise ContinuityError(
                         f"the reference path of {trace.trace_id} {arm.id} {probe.probe_id} "
-                        f"failed: {raw.get('error')}",
+                        f"failed: {outcome.error}",
                         code="lookup_inventory_failed",
                         location=trace.trace_id,
                     )
-                evidence = msgspec.convert(raw["evidence"], SampleEvidence)
                 assert evidence.lookup is not None and evidence.lookup.paths
                 path = evidence.lookup.paths[0]
                 observed = -(-evidence.lookup.first_request_bytes // 3)

@@ -408,15 +408,16 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
 ) -> None:
     import continuity.runner.units as units_module
     from continuity.errors import CheckpointError
+    from continuity.harness.unit import ProbeOutcome, UnitRequest
 
     store = Store(tmp_path / "store")
     lookup = frozen_run(edited_policy(tmp_path, MIXED))
     real_worker = units_module._run_worker
     workers: list[str] = []
 
-    def crashing_worker(request: object, timeout: float) -> list[dict[str, object]]:
-        workers.append(request.arm)  # type: ignore[attr-defined]
-        if request.arm == "native-lookup":  # type: ignore[attr-defined]
+    def crashing_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
+        workers.append(request.arm)
+        if request.arm == "native-lookup":
             raise CheckpointError("unit worker exited -9: killed", code="child_failed")
         return real_worker(request, timeout)
 
@@ -433,8 +434,8 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
     assert workers == ["continuity-pack-cold", "native-lookup"]
     counted: list[str] = []
 
-    def counting_worker(request: object, timeout: float) -> list[dict[str, object]]:
-        counted.append(request.arm)  # type: ignore[attr-defined]
+    def counting_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
+        counted.append(request.arm)
         return real_worker(request, timeout)
 
     monkeypatch.setattr(units_module, "_run_worker", counting_worker)
