@@ -30,7 +30,7 @@ from continuity.store import Store
 from tests.conftest import REPO
 
 # The default offline plan: original suite, every arm, one repeat, default models.
-DEFAULT_DIGEST = "4a9691b54311c1f1f91484057465b973b20a96404b2795a3f84430bc7d068723"
+DEFAULT_DIGEST = "6cc0e0d23d6bfb5295982f58f38bd8319db3985e74229ca262894dc310fc756f"
 
 
 def test_default_offline_plan_digest_is_pinned() -> None:
