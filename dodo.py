@@ -2,6 +2,7 @@
 
 from continuity.argv import front_door
 from continuity.graph import doit_config
+from continuity.interrupts import install as install_interrupt_handlers
 from rules.calibrate import task_calibrate
 from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
@@ -12,6 +13,7 @@ from rules.traces import task_traces
 from rules.units import task_aggregate, task_score, task_units
 
 front_door()  # run from another directory (-f), doit never read pyproject.toml's loader
+install_interrupt_handlers()  # Ctrl-C, SIGTERM: one line, exit 130 or 143, no traceback
 DOIT_CONFIG = doit_config()
 
 __all__ = [

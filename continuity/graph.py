@@ -18,6 +18,7 @@ from doit.dependency import FileChangedChecker
 from doit.exceptions import TaskFailed
 
 from continuity.errors import ContinuityError
+from continuity.interrupts import raise_if_interrupted
 from continuity.store import resolve_store_path
 
 __all__ = [
@@ -86,9 +87,16 @@ def task_action(run: Callable[..., str | None]) -> Callable[..., TaskFailed | No
         try:
             where = run(**options)
         except ContinuityError as exc:
+            raise_if_interrupted()
             for issue in getattr(exc, "issues", ())[1:]:
                 print(f"also {issue}", flush=True)
             return TaskFailed(f"{exc.code}: {exc.message} (at {exc.location})")
+        except Exception:
+            # Cleanup cut short by Ctrl-C or SIGTERM may raise its own error (a server
+            # that went away): the interrupt, not that error, is what happened.
+            raise_if_interrupted()
+            raise
+        raise_if_interrupted()  # an interrupt something swallowed still stops the command
         if where:
             print(where, flush=True)
         return None

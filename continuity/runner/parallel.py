@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from continuity.interrupts import interrupted
 from continuity.progress import Tick
 
 __all__ = ["run_by_trace"]
@@ -37,6 +38,8 @@ def run_by_trace(
     def run_group(indexes: list[int]) -> None:
         nonlocal finished
         for index in indexes:
+            if interrupted():  # Ctrl-C or SIGTERM: the main thread is unwinding
+                return
             outcome = work(items[index])
             with lock:
                 outcomes[index] = outcome

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
 import uvicorn
+
+from continuity.interrupts import handles_signals
 
 __all__ = ["bound_socket", "serve_asgi"]
 
@@ -35,6 +37,21 @@ def _quiet_shutdown(record: logging.LogRecord) -> bool:
 logging.getLogger("uvicorn.error").addFilter(_quiet_shutdown)
 
 
+class _LoopbackServer(uvicorn.Server):
+    """uvicorn's server, minus its signal handling inside a doit command: uvicorn swaps
+    in its own SIGINT/SIGTERM handlers while it serves (a graceful shutdown, then the
+    signal raised again from inside its task), which would delay and garble the
+    command's interrupt (`continuity.interrupts`)."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if handles_signals():
+            yield
+            return
+        with super().capture_signals():
+            yield
+
+
 @asynccontextmanager
 async def serve_asgi(
     app: Any, *, host: str = "127.0.0.1", sock: socket.socket | None = None
@@ -47,7 +64,7 @@ async def serve_asgi(
     config = uvicorn.Config(
         app, log_config=None, log_level="warning", access_log=False, lifespan="on"
     )
-    server = uvicorn.Server(config)
+    server = _LoopbackServer(config)
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(server.serve, [sock])
