@@ -131,7 +131,8 @@ def check_seeds(text: str, option: str, *, code: str = "seeds_invalid", maximum:
 
 
 class DirOption:
-    """A directory the command can use (created if missing), as a doit parameter type."""
+    """A directory the command can use (an existing writable one, or one that can be
+    created; the check creates nothing), as a doit parameter type."""
 
     def __init__(self, option: str, code: str) -> None:
         self.option, self.code = option, code
@@ -140,10 +141,17 @@ class DirOption:
         return "<directory>"
 
     def __call__(self, text: str) -> str:
-        from continuity.outputs import usable_directory
+        from pathlib import Path
 
+        from continuity.outputs import check_new_directory, usable_directory
+
+        # Checked, never created: a refused command leaves no directory behind (the
+        # real-mode guards refuse before anything is written).
         try:
-            usable_directory(text, code=self.code)
+            if text and "\x00" not in text and Path(text).expanduser().exists():
+                usable_directory(text, code=self.code, create=False)
+            else:
+                check_new_directory(text, exists=self.code, invalid=self.code)
         except UsageError as exc:
             raise _refuse(exc.code, f"{exc.location}: {exc.message}", self.option) from None
         return text
