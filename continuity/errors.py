@@ -49,7 +49,9 @@ The tree::
         │            credentials_invalid
         ├── AdmissionStopped           admission_stopped (a stop rule fired; resume later)
         └── (lookup probes)            lookup_deadline_exceeded, lookup_turn_timeout,
-                                       child_watchdog; lookup_soul_missing and
+                                       child_watchdog; tool errors the metering proxy
+                                       answers: lookup_budget_exhausted,
+                                       lookup_endpoint_refused; lookup_soul_missing and
                                        lookup_soul_mismatch (continuity.lookup.soul)
 
 Raised with the classes above from other modules (by area)::
