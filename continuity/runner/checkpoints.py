@@ -117,7 +117,7 @@ def build_checkpoints(
         },
     )
     keys = [r.key for r in results]
-    store.set_ref(f"checkpoints/{suite}", actions=keys)
+    store.set_ref(f"checkpoints/{suite}", actions=keys, meta={"seeds": list(seeds or ())})
     store.record_plan(f"checkpoints --suite {suite}", actions=keys)
     path = _manifest_path(out, suite)
     write_json(path, manifest)

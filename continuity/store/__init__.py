@@ -3,7 +3,14 @@
 from continuity.store._gc import GcReport, collect_garbage
 from continuity.store._records import ActionEntry, ObjectRef, Ref, Tree, TreeEntry
 from continuity.store._store import CorruptionEvent, Store, resolve_store_path, utc_now
-from continuity.store._verify import KindCount, RefRepair, VerifyFinding, VerifyReport, verify_store
+from continuity.store._verify import (
+    KindCount,
+    RefRebuilder,
+    RefRepair,
+    VerifyFinding,
+    VerifyReport,
+    verify_store,
+)
 
 __all__ = [
     "ActionEntry",
@@ -12,6 +19,7 @@ __all__ = [
     "KindCount",
     "ObjectRef",
     "Ref",
+    "RefRebuilder",
     "RefRepair",
     "Store",
     "Tree",

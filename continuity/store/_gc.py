@@ -70,7 +70,8 @@ def collect_garbage(
     a build writing concurrently (object first, then its action entry) is never cut in
     half. A corrupt ref is quarantined by the read and roots nothing. Every kept object is
     hashed: a corrupt one is listed in ``corrupt_objects`` and (unless ``dry_run``) moved to
-    ``quarantine/``, so a build rebuilds it; ``doit verify --repair`` rebuilds trace suites.
+    ``quarantine/``, so a build rebuilds it; ``doit verify --repair`` rebuilds the refs
+    that need it.
 
     Raises:
         UsageError: ``option_invalid`` for a negative `keep_plans` or a `grace_seconds`

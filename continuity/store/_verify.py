@@ -14,17 +14,18 @@ A file failing its check is moved to ``quarantine/`` (never deleted) and counted
 
 1. action entries whose output (or anything below it) is now missing are quarantined
    too, so every build sees a plain miss and rebuilds them;
-2. every ``traces/<suite>`` ref that lost anything (or was itself quarantined) is
-   rebuilt with `build_suite`: the traces are regenerated from the generator or the
-   original fixtures, byte for byte, and the ref is written again;
-   A ref quarantined earlier (by a read, or a ``doit verify`` without ``--repair``) and
-   not written since counts as lost too: quarantine keeps a ref's name in the file name
-   (``refs~traces~original.json.<pid>.<time>``);
-3. other refs that lost something cannot be rebuilt from what the store holds: they are
-   listed, each with the command that rebuilds it (``traces/file/<id>`` needs its source
-   file, ``checkpoints/<suite>`` a ``doit checkpoints`` run). ``plans/...`` refs are
-   history (they only root `gc`): what they lost is rebuilt by the next run of the
-   command they name and never fails a repair.
+2. every ref that lost anything (or was itself quarantined) is handed to the
+   `RefRebuilder` registered for its kind (the part of its name before the first ``/``,
+   e.g. ``traces`` or ``checkpoints``), kinds in the order they are registered; a ref
+   is ``rebuilt`` when it is whole afterwards. A ref quarantined earlier (by a read, or a
+   ``doit verify`` without ``--repair``) and not written since counts as lost too:
+   quarantine keeps a ref's name in the file name (``refs~traces~original.json.<pid>.<time>``);
+3. a ref no rebuilder can make whole is listed with the command that rebuilds it.
+   ``plans/...`` refs are history (they only root `gc`): what they lost is rebuilt by the
+   next run of the command they name and never fails a repair.
+
+The store knows nothing of what its refs mean: the rebuilders come from the caller
+(``rules/store.py`` for ``doit verify``), which may import the layers that build them.
 
 Units, checkpoints, scores and aggregate caches are keyed by what they were made from, so
 the next ``doit units`` / ``doit aggregate`` with the same options rebuilds exactly what the
@@ -33,20 +34,21 @@ repair quarantined, and skips the rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 import msgspec
 from blake3 import blake3
 
 from continuity.digest import DIGEST_RE
-from continuity.errors import ObjectMissing, RecordCorrupt
+from continuity.errors import ContinuityError, ObjectMissing, RecordCorrupt
 from continuity.store._records import ActionEntry, ObjectRef, Ref, decode_checked
 from continuity.store._store import Store
 
 __all__ = [
     "KindCount",
+    "RefRebuilder",
     "RefRepair",
     "VerifyFinding",
     "VerifyReport",
@@ -66,6 +68,20 @@ class KindCount(msgspec.Struct, kw_only=True):
     checked: int = 0
     corrupt: int = 0
     quarantined: int = 0
+
+
+class RefRebuilder(Protocol):
+    """Rebuilds one kind of ref from its sources, as the command that wrote it would.
+
+    Called with the store, the ref's name, the ref as last read (None when the ref file
+    itself was lost) and the folder to materialise outputs in. Returns a short note on what
+    it rebuilt, or None when it cannot rebuild this ref (e.g. a trace read from a file it
+    does not have). May raise a `ContinuityError`; the repair reports it as unrepaired.
+    """
+
+    def __call__(
+        self, store: Store, name: str, ref: Ref | None, out_dir: Path | None
+    ) -> str | None: ...
 
 
 class VerifyFinding(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,12 +142,19 @@ class VerifyReport(msgspec.Struct, kw_only=True):
 
 
 def verify_store(
-    store: Store, *, repair: bool = False, out_dir: Path | None = None
+    store: Store,
+    *,
+    repair: bool = False,
+    rebuild: Mapping[str, RefRebuilder] | None = None,
+    out_dir: Path | None = None,
 ) -> VerifyReport:
     """Check every object, action entry and ref of `store`; quarantine what fails.
 
-    `out_dir` is where a repaired trace suite is materialised (as ``doit traces`` would).
-    Never raises for bad data: the report says what was found and done.
+    With `repair`, `rebuild` maps a ref kind (``traces``, ``checkpoints``, ...) to the
+    `RefRebuilder` that makes such refs whole again, tried in the mapping's order; a kind
+    without one is listed as unrepaired. `out_dir` is where rebuilders materialise what
+    they rebuild (as the command that wrote the ref would). Never raises for bad data:
+    the report says what was found and done.
     """
     report = VerifyReport(
         store=str(store.root),
@@ -158,7 +181,7 @@ def verify_store(
             damaged_refs.add(_ref_name(store, path))
     if repair:
         report.orphaned_actions = _quarantine_orphans(store)
-        report.refs = _repair_refs(store, damaged_refs, out_dir)
+        report.refs = _repair_refs(store, damaged_refs, rebuild or {}, out_dir)
     return report
 
 
@@ -269,7 +292,9 @@ def _lost_refs(store: Store) -> set[str]:
     return lost
 
 
-def _repair_refs(store: Store, damaged: set[str], out_dir: Path | None) -> list[RefRepair]:
+def _repair_refs(
+    store: Store, damaged: set[str], rebuild: Mapping[str, RefRebuilder], out_dir: Path | None
+) -> list[RefRepair]:
     refs: dict[str, Ref | None] = dict.fromkeys(damaged | _lost_refs(store))
     for name in store.list_refs():
         try:
@@ -279,41 +304,57 @@ def _repair_refs(store: Store, damaged: set[str], out_dir: Path | None) -> list[
             continue
         if ref is not None and not _ref_is_whole(store, ref):
             refs[name] = ref
-    return [_repair_ref(store, name, ref, out_dir) for name, ref in sorted(refs.items())]
+    order = {kind: position for position, kind in enumerate(rebuild)}
+
+    def rank(name: str) -> tuple[int, str]:  # registered kinds first, in their order
+        return order.get(name.partition("/")[0], len(order)), name
+
+    done = {
+        name: _repair_ref(store, name, refs[name], rebuild, out_dir)
+        for name in sorted(refs, key=rank)
+    }
+    return [done[name] for name in sorted(done)]
 
 
-def _repair_ref(store: Store, name: str, ref: Ref | None, out_dir: Path | None) -> RefRepair:
-    from continuity.traces.keys import SUITES
+def _hint(head: str, rest: str) -> str:
+    """The command that rebuilds a ref no rebuilder could make whole."""
+    if head == "traces" and rest.startswith("file/"):
+        return f"run `doit traces --file <the {rest.removeprefix('file/')} trace file>`"
+    hints = {
+        "traces": f"run `doit traces --suite {rest}`",
+        "checkpoints": f"run `doit checkpoints --suite {rest}` with the seeds you used",
+        "confirmed": "run the confirmed real plan's `doit units --real` again",
+        "lookup": "run `doit lookup_budget` again",
+    }
+    return hints.get(head, "rerun the command that wrote it")
 
+
+def _repair_ref(
+    store: Store,
+    name: str,
+    ref: Ref | None,
+    rebuild: Mapping[str, RefRebuilder],
+    out_dir: Path | None,
+) -> RefRepair:
     head, _, rest = name.partition("/")
     if head == "plans":
         command = str(ref.meta.get("command", "")) if ref is not None else ""
         hint = f"the next `doit {command}` rebuilds what it lost" if command else "history only"
         return RefRepair(name=name, status="next-run", hint=hint)
-    if head == "traces" and rest in SUITES:
-        return _rebuild_suite(store, name, rest, ref, out_dir)
-    hints = {
-        "traces": f"run `doit traces --file <the {rest.removeprefix('file/')} trace file>`",
-        "checkpoints": f"run `doit checkpoints --suite {rest}` with the seeds you used",
-        "confirmed": "run the confirmed real plan's `doit units --real` again",
-        "lookup": "run `doit lookup_budget` again",
-    }
-    return RefRepair(
-        name=name, status="unrepaired", hint=hints.get(head, "rerun the command that wrote it")
-    )
-
-
-def _rebuild_suite(
-    store: Store, name: str, suite: str, ref: Ref | None, out_dir: Path | None
-) -> RefRepair:
-    from continuity.traces.suites import build_suite
-
-    seeds = [int(s) for s in ref.meta.get("seeds", [])] if ref is not None else []
-    build_suite(store, suite, seeds or None, out_dir=out_dir)
-    rebuilt = store.get_ref(name)
+    hint = _hint(head, rest)
+    rebuilder = rebuild.get(head)
+    if rebuilder is None:
+        return RefRepair(name=name, status="unrepaired", hint=hint)
+    try:
+        done = rebuilder(store, name, ref, out_dir)
+    except ContinuityError as exc:
+        return RefRepair(name=name, status="unrepaired", hint=f"{exc}; {hint}")
+    if done is None:
+        return RefRepair(name=name, status="unrepaired", hint=hint)
+    try:
+        rebuilt = store.get_ref(name)
+    except RecordCorrupt:
+        rebuilt = None
     if rebuilt is None or not _ref_is_whole(store, rebuilt):
-        return RefRepair(name=name, status="unrepaired", hint=f"run `doit traces --suite {suite}`")
-    hint = f"regenerated {suite} ({len(rebuilt.actions)} traces)"
-    if ref is None and suite != "original":
-        hint += "; its ref was corrupt, so the default seeds were used"
-    return RefRepair(name=name, status="rebuilt", hint=hint)
+        return RefRepair(name=name, status="unrepaired", hint=f"still incomplete; {hint}")
+    return RefRepair(name=name, status="rebuilt", hint=done)

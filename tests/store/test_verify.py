@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from continuity.errors import StoreError
-from continuity.store import Store, collect_garbage, verify_store
+from continuity.errors import StoreError, UsageError
+from continuity.runner.checkpoints import build_checkpoints
+from continuity.store import Ref, Store, collect_garbage, verify_store
 from continuity.traces.suites import build_suite, store_trace_file
-from rules.store import _verify
+from rules.store import _verify, rebuilders
 from tests.graph.test_dodo import doit
 
 UNITS = (
@@ -119,7 +120,7 @@ def test_repair_rebuilds_a_trace_suite_byte_for_byte(suite_store: Store, tmp_pat
     rng = random.Random(5)
     for path in [*store.iter_objects(), store.ref_path("traces/original")]:
         flip_byte(path, rng)
-    report = verify_store(store, repair=True, out_dir=tmp_path / "out")
+    report = verify_store(store, repair=True, rebuild=rebuilders(), out_dir=tmp_path / "out")
     assert report.corrupt == 6
     assert len(report.orphaned_actions) == 4  # every trace lost its blob
     by_name = {r.name: r.status for r in report.refs}
@@ -232,8 +233,95 @@ def test_repair_rebuilds_a_ref_an_earlier_scrub_quarantined(suite_store: Store) 
     assert verify_store(store).counts["ref"].quarantined == 1
     assert store.get_ref("traces/original") is None
     assert [p.name.startswith("refs~traces~original.json.") for p in quarantined(store)] == [True]
-    report = verify_store(store, repair=True, out_dir=store.root.parent / "out")
+    report = verify_store(
+        store, repair=True, rebuild=rebuilders(), out_dir=store.root.parent / "out"
+    )
     assert report.corrupt == 0
     assert [(r.name, r.status) for r in report.refs] == [("traces/original", "rebuilt")]
     assert store.get_ref("traces/original") is not None
-    assert verify_store(store, repair=True).refs == []  # rebuilt: no longer lost
+    assert (
+        verify_store(store, repair=True, rebuild=rebuilders()).refs == []
+    )  # rebuilt: no longer lost
+
+
+def test_the_store_rebuilds_nothing_it_was_not_given_a_rebuilder_for(suite_store: Store) -> None:
+    flip_byte(suite_store.ref_path("traces/original"), random.Random(9))
+    report = verify_store(suite_store, repair=True)  # the store alone knows no builders
+    assert [(r.name, r.status) for r in report.refs] == [("traces/original", "unrepaired")]
+    assert report.refs[0].hint == "run `doit traces --suite original`"
+    assert suite_store.get_ref("traces/original") is None
+
+
+def checkpoint_store(tmp_path: Path) -> tuple[Store, list[str], dict[str, bytes]]:
+    """A store holding one replayed checkpoint; its ref's action keys and object bytes."""
+    store = Store(tmp_path / "store")
+    build_checkpoints(store, "original", traces="brightline-return", out_dir=tmp_path / "out")
+    ref = store.get_ref("checkpoints/original")
+    assert ref is not None and ref.meta == {"seeds": []}
+    objects = {}
+    for key in ref.actions:
+        entry = store.get_action(key)
+        assert entry is not None
+        for digest in store.walk(entry.output):
+            objects[digest] = store.object_path(digest).read_bytes()
+    return store, ref.actions, objects
+
+
+def test_repair_replays_a_checkpoint_that_lost_its_objects(tmp_path: Path) -> None:
+    store, keys, objects = checkpoint_store(tmp_path)
+    manifest = tmp_path / "out" / "checkpoints" / "original" / "manifest.json"
+    clean_manifest = manifest.read_bytes()
+    rng = random.Random(12)
+    for digest in objects:
+        flip_byte(store.object_path(digest), rng)
+    manifest.unlink()
+    report = verify_store(store, repair=True, rebuild=rebuilders(), out_dir=tmp_path / "out")
+    assert report.counts["object"].corrupt == len(objects)
+    assert report.orphaned_actions == keys  # the checkpoint's entry lost its tree
+    statuses = {r.name: r.status for r in report.refs if not r.name.startswith("plans/")}
+    assert statuses == {"checkpoints/original": "rebuilt"}
+    assert [r.hint for r in report.refs if r.name == "checkpoints/original"] == [
+        "replayed 1 of 1 original checkpoints"
+    ]
+    ref = store.get_ref("checkpoints/original")
+    assert ref is not None and ref.actions == keys
+    for digest, data in objects.items():  # replayed: the same bytes under the same names
+        assert store.object_path(digest).read_bytes() == data
+    assert manifest.read_bytes() == clean_manifest
+    assert verify_store(store).corrupt == 0
+
+
+def test_repair_replays_a_checkpoint_ref_that_was_itself_corrupt(tmp_path: Path) -> None:
+    store, keys, _ = checkpoint_store(tmp_path)
+    flip_byte(store.ref_path("checkpoints/original"), random.Random(13))
+    report = verify_store(store, repair=True, rebuild=rebuilders(), out_dir=tmp_path / "out")
+    repaired = [r for r in report.refs if r.name == "checkpoints/original"]
+    assert [r.status for r in repaired] == ["rebuilt"]
+    assert "every trace of the suite was replayed" in repaired[0].hint
+    ref = store.get_ref("checkpoints/original")
+    assert ref is not None and set(keys) < set(ref.actions) and len(ref.actions) == 4
+
+
+def test_repair_refuses_a_checkpoint_ref_its_seeds_do_not_build(tmp_path: Path) -> None:
+    store, keys, _ = checkpoint_store(tmp_path)
+    stranger = "e" * 64  # a checkpoint no trace of these seeds replays into
+    store.set_ref("checkpoints/original", actions=[*keys, stranger], meta={"seeds": []})
+    report = verify_store(store, repair=True, rebuild=rebuilders(), out_dir=tmp_path / "out")
+    assert [(r.name, r.status, r.hint) for r in report.refs] == [
+        (
+            "checkpoints/original",
+            "unrepaired",
+            "run `doit checkpoints --suite original` with the seeds you used",
+        )
+    ]
+
+
+def test_a_rebuilder_error_is_reported_not_raised(suite_store: Store) -> None:
+    flip_byte(suite_store.ref_path("traces/original"), random.Random(14))
+
+    def broken(store: Store, name: str, ref: Ref | None, out_dir: Path | None) -> str | None:
+        raise UsageError("no fixtures here", code="trace_file_unreadable", location="fixtures")
+
+    report = verify_store(suite_store, repair=True, rebuild={"traces": broken})
+    assert [(r.name, r.status) for r in report.refs] == [("traces/original", "unrepaired")]
+    assert report.refs[0].hint.startswith("trace_file_unreadable: no fixtures here")
