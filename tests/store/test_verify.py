@@ -227,6 +227,42 @@ def test_bit_rot_in_a_finished_run_is_found_and_repaired(tmp_path: Path) -> None
     assert os.listdir(store.quarantine_dir)  # the corrupt bytes are still kept aside
 
 
+def test_a_finished_run_whose_checkpoints_rotted_aggregates_the_same_after_repair(
+    tmp_path: Path,
+) -> None:
+    checkpoints = ("checkpoints", "--suite", "original", "--trace", "brightline-return")
+    doit(tmp_path, *checkpoints)
+    doit(tmp_path, *UNITS)
+    doit(tmp_path, "aggregate")
+    run = tmp_path / "out" / "runs" / "offline"
+    clean = {name: (run / name).read_bytes() for name in ("results.json", "summary.md")}
+    store = Store(tmp_path / "store")
+    ref = store.get_ref("checkpoints/original")
+    assert ref is not None
+    entry = store.get_action(ref.actions[0])
+    assert entry is not None
+    rotted = sorted(store.object_path(d) for d in store.walk(entry.output))
+    rng = random.Random(15)
+    for path in rotted:
+        flip_byte(path, rng)
+    rotted[0].unlink()  # lost outright, not just flipped
+
+    repaired = doit(tmp_path, "verify", "--repair")
+    assert "ref checkpoints/original: rebuilt (replayed 1 of 1 original checkpoints)" in (
+        repaired.stdout
+    )
+    assert "0 unrepaired" in repaired.stdout
+    assert all(path.exists() for path in rotted)  # replayed under the same names
+    assert store.get_action(ref.actions[0]) is not None
+    for path in run.iterdir():
+        if path.is_file():
+            path.unlink()
+    doit(tmp_path, *UNITS)
+    doit(tmp_path, "aggregate")
+    assert {name: (run / name).read_bytes() for name in clean} == clean
+    assert doit(tmp_path, "verify").returncode == 0
+
+
 def test_repair_rebuilds_a_ref_an_earlier_scrub_quarantined(suite_store: Store) -> None:
     store = suite_store
     flip_byte(store.ref_path("traces/original"), random.Random(8))
