@@ -1,13 +1,17 @@
 """The output directory (``out/``): where commands materialise what users read.
 
 Everything here is derived from the store and can be rebuilt; files are still written
-atomically (temp file, then ``os.replace``) so a reader or an uptodate check never sees
-half a manifest.
+atomically (a hidden ``.NAME.PID.tmp`` sibling, then ``os.replace``) so a reader or an
+uptodate check never sees half a manifest. A write that fails or is interrupted removes
+its temp file; one left by a killed process (SIGKILL runs no cleanup) is swept by the next
+write into its folder once no process of that id is alive.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from pathlib import Path
 
 import msgspec
@@ -18,6 +22,7 @@ __all__ = [
     "OUT_ENV",
     "check_new_directory",
     "resolve_out_path",
+    "sweep_stale_temp_files",
     "usable_directory",
     "usable_out_path",
     "write_json",
@@ -109,11 +114,70 @@ def usable_out_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     return usable_directory(resolve_out_path(explicit), code="out_path_invalid")
 
 
+_TMP_NAME = re.compile(r"\A\..+\.(?P<pid>[0-9]{1,10})\.tmp\Z")
+_swept: set[Path] = set()  # folders this process has swept (once each: a listing per write
+# into a folder of thousands of units would make writing them quadratic)
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether a process `pid` exists on this host (a recycled id counts as alive, so
+    the worst case is a stale temp file kept, never a live writer's file removed)."""
+    if pid <= 0:
+        return True  # never signal a process group
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process (or an id no process can have: kept)
+    return True
+
+
+def sweep_stale_temp_files(folder: Path) -> list[Path]:
+    """Remove the ``.NAME.PID.tmp`` files in `folder` whose process is dead; return them.
+
+    Process ids are per host: an output folder shared between hosts is not supported
+    (a write from another host could look stale while it runs).
+    """
+    removed: list[Path] = []
+    try:
+        candidates = sorted(folder.glob(".*.tmp"))
+    except OSError:
+        return removed
+    for candidate in candidates:
+        match = _TMP_NAME.fullmatch(candidate.name)
+        if match is None:
+            continue
+        pid = int(match["pid"])
+        if pid == os.getpid() or _process_alive(pid):
+            continue
+        with contextlib.suppress(FileNotFoundError):  # another sweeper was first
+            candidate.unlink()
+            removed.append(candidate)
+    return removed
+
+
 def write_output(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write `data` to `path` atomically through a hidden temp sibling.
+
+    The first write of this process into a folder sweeps its stale temp files
+    (`sweep_stale_temp_files`). Any failure between creating the temp file and moving it
+    into place (an ``OSError``, ``KeyboardInterrupt``, ``SystemExit``) removes the temp
+    file and re-raises: `path` keeps its old content or stays absent.
+    """
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    if folder not in _swept:
+        sweep_stale_temp_files(folder)
+        _swept.add(folder)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def write_json(path: Path, record: msgspec.Struct) -> None:
