@@ -17,6 +17,10 @@ the previous request is reported as cached, in each format's own convention. Eve
 is counted and its body kept (`calls`), and faults can be injected: 429s with
 ``Retry-After``, auth failures and hangs after a given call.
 
+This module owns the ASGI app (routing, fault injection, call log, usage) and serving
+it; the scripted model is `wire_model`, and each format's stream is built by its own
+module: `wire_chat`, `wire_responses`, `wire_anthropic`.
+
 ``python -m continuity.servers.wire`` serves it on 127.0.0.1 and prints the base URL.
 """
 
@@ -35,20 +39,16 @@ import anyio
 import msgspec
 
 from continuity.providers.scripted import shared_prefix
+from continuity.servers.wire_anthropic import anthropic_events
+from continuity.servers.wire_chat import chat_events
+from continuity.servers.wire_model import Events, Usage, conversation, scripted_reply, tokens
+from continuity.servers.wire_responses import responses_events
 
 __all__ = ["Faults", "WireServer", "main", "serve_in_thread"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
-HISTORY_TOOL = "ConversationHistory"
-SECTIONS = (
-    "Goal",
-    "Constraints & Preferences",
-    "Progress",
-    "Key Decisions",
-    "Next Steps",
-    "Critical Context",
-)
+ROUTES = ("/chat/completions", "/responses", "/messages")
 
 
 class Faults(msgspec.Struct, kw_only=True):
@@ -62,61 +62,44 @@ class Faults(msgspec.Struct, kw_only=True):
     truncate_from: int | None = None  # calls from this number on stop mid-stream
 
 
-def _tokens(chars: int) -> int:
-    return -(-chars // 4)
+async def _lifespan(receive: Receive, send: Send) -> None:
+    """Acknowledge startup and shutdown; return at shutdown."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
-def _conversation(path: str, body: dict[str, Any]) -> tuple[str, bool, bool]:
-    """(last user text, history tool offered, a tool was already called this turn)."""
-    tools = body.get("tools") or []
-    names = {t.get("name") or (t.get("function") or {}).get("name") for t in tools}
-    offered = HISTORY_TOOL in names
-    if path.endswith("/responses"):
-        items = body.get("input") or []
-        if isinstance(items, str):
-            items = [{"role": "user", "content": items}]
-        user = [i for i, m in enumerate(items) if m.get("role") == "user"]
-        last = user[-1] if user else -1
-        text = str(items[last].get("content", "")) if user else ""
-        called = any(m.get("type") == "function_call_output" for m in items[last + 1 :])
-        return text, offered, called
-    messages = body.get("messages") or []
+async def _read_body(receive: Receive) -> bytes:
+    raw = b""
+    while True:
+        message = await receive()
+        chunk: bytes = message.get("body", b"")
+        raw += chunk
+        if not message.get("more_body"):
+            break
+    return raw
 
-    def user_text(message: dict[str, Any]) -> str | None:
-        content = message.get("content")
-        if message.get("role") != "user":
-            return None
-        if isinstance(content, str):
-            return content
-        texts = [c.get("text", "") for c in content or [] if c.get("type") == "text"]
-        return texts[-1] if texts else None
 
-    last, text = -1, ""
-    for index, message in enumerate(messages):
-        found = user_text(message)
-        if found is not None:
-            last, text = index, found
-    after = messages[last + 1 :] if last >= 0 else []
-    called = any(
-        m.get("role") in ("tool",)
-        or (
-            m.get("role") == "assistant"
-            and (
-                m.get("tool_calls")
-                or any(
-                    c.get("type") == "tool_use"
-                    for c in m.get("content") or []
-                    if isinstance(c, dict)
-                )
-            )
-        )
-        for m in after
+async def _stream(send: Send, events: Events) -> None:
+    """Send `events` as a server-sent event stream."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"text/event-stream"),
+                (b"cache-control", b"no-cache"),
+            ],
+        }
     )
-    if last >= 0 and not isinstance(messages[last].get("content"), str):
-        called = called or any(
-            c.get("type") == "tool_result" for c in messages[last].get("content") or []
-        )
-    return text, offered, called
+    for event, data in events:
+        chunk = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
+        await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class WireServer:
@@ -141,36 +124,30 @@ class WireServer:
 
     def reply(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         """The scripted model: (text, tool call arguments or None)."""
-        text, offered, called = _conversation(path, body)
-        if "summar" in text.lower() and not offered:
-            return "\n".join(f"## {s}\n(summary from the loopback model)" for s in SECTIONS), None
-        if offered and not called:
-            words = " ".join(text.replace(":", " ").split()[-8:])
-            return "", {"action": "search", "query": words, "limit": 5}
-        return "UNKNOWN", None
+        return scripted_reply(*conversation(path, body))
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+            await _lifespan(receive, send)
+            return
+        raw = await _read_body(receive)
         path = scope["path"]
-        if scope["method"] != "POST" or not path.endswith(
-            ("/chat/completions", "/responses", "/messages")
-        ):
+        if scope["method"] != "POST" or not path.endswith(ROUTES):
             await self._json(send, 404, {"error": {"message": f"no route {path}"}})
             return
         body = json.loads(raw)
+        number, cached = self._record(path, body, raw)
+        if await self._refused(send, number):
+            return
+        events = self._events(path, body, raw, cached)
+        truncate = self.faults.truncate_from
+        if truncate is not None and number >= truncate:
+            events = events[: len(events) // 2]
+        await _stream(send, events)
+
+    def _record(self, path: str, body: dict[str, Any], raw: bytes) -> tuple[int, int]:
+        """Log the call; return its 1-based number and the bytes it shares with the
+        previous request."""
         with self._lock:
             self.calls.append((path, body))
             number = len(self.calls)
@@ -179,6 +156,11 @@ class WireServer:
                 with open(self.log_path, "a", encoding="utf-8") as log:
                     log.write(json.dumps({"path": path, "body": body}) + "\n")
             self._previous = raw
+        return number, cached
+
+    async def _refused(self, send: Send, number: int) -> bool:
+        """Answer call `number` with its injected fault, if it has one (a hang never
+        returns); whether it did."""
         faults = self.faults
         if faults.hang_from is not None and number >= faults.hang_from:
             await anyio.sleep_forever()
@@ -186,14 +168,14 @@ class WireServer:
             await self._json(
                 send, 401, {"error": {"message": "invalid api key", "type": "authentication_error"}}
             )
-            return
+            return True
         if faults.quota_from is not None and number >= faults.quota_from:
             await self._json(
                 send,
                 429,
                 {"error": {"message": "You exceeded your quota", "code": "insufficient_quota"}},
             )
-            return
+            return True
         if number <= faults.rate_limit_first:
             await self._json(
                 send,
@@ -201,38 +183,26 @@ class WireServer:
                 {"error": {"message": "slow down"}},
                 [(b"retry-after", faults.retry_after.encode())],
             )
-            return
+            return True
+        return False
+
+    def _events(self, path: str, body: dict[str, Any], raw: bytes, cached: int) -> Events:
+        """The scripted reply to `body`, as the stream of the format `path` names."""
         text, tool = self.reply(path, body)
         # Anthropic caches only up to explicit cache_control breakpoints: an unmarked
         # request neither reads nor writes the cache.
         anthropic_cache = path.endswith("/messages") and b'"cache_control"' in raw
-        usage = (
-            _tokens(len(raw)),
+        usage = Usage(
+            tokens(len(raw)),
             cached // 4 if anthropic_cache or not path.endswith("/messages") else 0,
-            _tokens(len(text) + (len(json.dumps(tool)) if tool else 0)),
+            tokens(len(text) + (len(json.dumps(tool)) if tool else 0)),
         )
+        call = len(self.calls)
         if path.endswith("/chat/completions"):
-            events = self._chat(text, tool, usage)
-        elif path.endswith("/responses"):
-            events = self._responses(text, tool, usage)
-        else:
-            events = self._anthropic(text, tool, usage, caching=anthropic_cache)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"text/event-stream"),
-                    (b"cache-control", b"no-cache"),
-                ],
-            }
-        )
-        if faults.truncate_from is not None and number >= faults.truncate_from:
-            events = events[: len(events) // 2]
-        for event, data in events:
-            chunk = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
-            await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return chat_events(self.model, call, text, tool, usage)
+        if path.endswith("/responses"):
+            return responses_events(self.model, call, text, tool, usage)
+        return anthropic_events(self.model, call, text, tool, usage, caching=anthropic_cache)
 
     async def _json(
         self,
@@ -249,293 +219,6 @@ class WireServer:
             }
         )
         await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
-
-    def _chat(
-        self, text: str, tool: dict[str, Any] | None, usage: tuple[int, int, int]
-    ) -> list[tuple[str, str]]:
-        created = int(time.time())
-
-        def chunk(delta: dict[str, Any], finish: str | None) -> str:
-            return json.dumps(
-                {
-                    "id": "chatcmpl-loopback",
-                    "object": "chat.completion.chunk",
-                    "created": created,
-                    "model": self.model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                }
-            )
-
-        events = [("", chunk({"role": "assistant", "content": ""}, None))]
-        if tool is None:
-            for piece in _pieces(text):
-                events.append(("", chunk({"content": piece}, None)))
-            events.append(("", chunk({}, "stop")))
-        else:
-            arguments = json.dumps(tool)
-            events.append(
-                (
-                    "",
-                    chunk(
-                        {
-                            "tool_calls": [
-                                {
-                                    "index": 0,
-                                    "id": f"call_{len(self.calls)}",
-                                    "type": "function",
-                                    "function": {"name": HISTORY_TOOL, "arguments": ""},
-                                }
-                            ]
-                        },
-                        None,
-                    ),
-                )
-            )
-            for piece in _pieces(arguments):
-                events.append(
-                    (
-                        "",
-                        chunk(
-                            {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, None
-                        ),
-                    )
-                )
-            events.append(("", chunk({}, "tool_calls")))
-        total, cached, output = usage
-        events.append(
-            (
-                "",
-                json.dumps(
-                    {
-                        "id": "chatcmpl-loopback",
-                        "object": "chat.completion.chunk",
-                        "created": created,
-                        "model": self.model,
-                        "choices": [],
-                        "usage": {
-                            "prompt_tokens": total,
-                            "completion_tokens": output,
-                            "total_tokens": total + output,
-                            "prompt_tokens_details": {"cached_tokens": cached},
-                        },
-                    }
-                ),
-            )
-        )
-        events.append(("", "[DONE]"))
-        return events
-
-    def _responses(
-        self, text: str, tool: dict[str, Any] | None, usage: tuple[int, int, int]
-    ) -> list[tuple[str, str]]:
-        total, cached, output = usage
-        sequence = iter(range(1_000_000))
-        base = {
-            "id": "resp_loopback",
-            "object": "response",
-            "created_at": int(time.time()),
-            "model": self.model,
-            "status": "in_progress",
-            "output": [],
-            "parallel_tool_calls": True,
-            "tool_choice": "auto",
-            "tools": [],
-            "error": None,
-            "incomplete_details": None,
-            "instructions": None,
-            "metadata": {},
-            "temperature": 1.0,
-            "top_p": 1.0,
-        }
-
-        def event(kind: str, **fields: Any) -> tuple[str, str]:
-            return kind, json.dumps({"type": kind, "sequence_number": next(sequence), **fields})
-
-        events = [
-            event("response.created", response=base),
-            event("response.in_progress", response=base),
-        ]
-        if tool is None:
-            item_id = "msg_loopback"
-            item = {
-                "id": item_id,
-                "type": "message",
-                "role": "assistant",
-                "status": "in_progress",
-                "content": [],
-            }
-            events.append(event("response.output_item.added", output_index=0, item=item))
-            part = {"type": "output_text", "text": "", "annotations": []}
-            events.append(
-                event(
-                    "response.content_part.added",
-                    item_id=item_id,
-                    output_index=0,
-                    content_index=0,
-                    part=part,
-                )
-            )
-            for piece in _pieces(text):
-                events.append(
-                    event(
-                        "response.output_text.delta",
-                        item_id=item_id,
-                        output_index=0,
-                        content_index=0,
-                        delta=piece,
-                        logprobs=[],
-                    )
-                )
-            events.append(
-                event(
-                    "response.output_text.done",
-                    item_id=item_id,
-                    output_index=0,
-                    content_index=0,
-                    text=text,
-                    logprobs=[],
-                )
-            )
-            done_part = {"type": "output_text", "text": text, "annotations": []}
-            events.append(
-                event(
-                    "response.content_part.done",
-                    item_id=item_id,
-                    output_index=0,
-                    content_index=0,
-                    part=done_part,
-                )
-            )
-            done = {**item, "status": "completed", "content": [done_part]}
-        else:
-            arguments = json.dumps(tool)
-            item_id = "fc_loopback"
-            item = {
-                "id": item_id,
-                "type": "function_call",
-                "status": "in_progress",
-                "call_id": f"call_{len(self.calls)}",
-                "name": HISTORY_TOOL,
-                "arguments": "",
-            }
-            events.append(event("response.output_item.added", output_index=0, item=item))
-            for piece in _pieces(arguments):
-                events.append(
-                    event(
-                        "response.function_call_arguments.delta",
-                        item_id=item_id,
-                        output_index=0,
-                        delta=piece,
-                    )
-                )
-            events.append(
-                event(
-                    "response.function_call_arguments.done",
-                    item_id=item_id,
-                    output_index=0,
-                    arguments=arguments,
-                )
-            )
-            done = {**item, "status": "completed", "arguments": arguments}
-        events.append(event("response.output_item.done", output_index=0, item=done))
-        final = {
-            **base,
-            "status": "completed",
-            "output": [done],
-            "usage": {
-                "input_tokens": total,
-                "input_tokens_details": {"cached_tokens": cached},
-                "output_tokens": output,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": total + output,
-            },
-        }
-        events.append(event("response.completed", response=final))
-        return events
-
-    def _anthropic(
-        self,
-        text: str,
-        tool: dict[str, Any] | None,
-        usage: tuple[int, int, int],
-        *,
-        caching: bool = True,
-    ) -> list[tuple[str, str]]:
-        total, cached, output = usage
-        written = total - cached if caching else 0
-        start_usage = {
-            "input_tokens": 0 if caching else total,
-            "cache_creation_input_tokens": written,
-            "cache_read_input_tokens": cached,
-            "output_tokens": 1,
-        }
-
-        def event(kind: str, **fields: Any) -> tuple[str, str]:
-            return kind, json.dumps({"type": kind, **fields})
-
-        events = [
-            event(
-                "message_start",
-                message={
-                    "id": "msg_loopback",
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [],
-                    "model": self.model,
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": start_usage,
-                },
-            )
-        ]
-        events.append(("ping", json.dumps({"type": "ping"})))
-        if tool is None:
-            events.append(
-                event("content_block_start", index=0, content_block={"type": "text", "text": ""})
-            )
-            for piece in _pieces(text):
-                events.append(
-                    event(
-                        "content_block_delta", index=0, delta={"type": "text_delta", "text": piece}
-                    )
-                )
-            stop = "end_turn"
-        else:
-            events.append(
-                event(
-                    "content_block_start",
-                    index=0,
-                    content_block={
-                        "type": "tool_use",
-                        "id": f"toolu_{len(self.calls)}",
-                        "name": HISTORY_TOOL,
-                        "input": {},
-                    },
-                )
-            )
-            for piece in _pieces(json.dumps(tool)):
-                events.append(
-                    event(
-                        "content_block_delta",
-                        index=0,
-                        delta={"type": "input_json_delta", "partial_json": piece},
-                    )
-                )
-            stop = "tool_use"
-        events.append(event("content_block_stop", index=0))
-        events.append(
-            event(
-                "message_delta",
-                delta={"stop_reason": stop, "stop_sequence": None},
-                usage={"output_tokens": output},
-            )
-        )
-        events.append(event("message_stop"))
-        return events
-
-
-def _pieces(text: str, size: int = 7) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 @contextmanager
