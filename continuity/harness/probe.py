@@ -187,7 +187,6 @@ def _witness(
     soul_sha256: str,
     *,
     deadline: bool = False,
-    elapsed: float = 0.0,
 ) -> LookupWitness:
     """The probe's content-free lookup witness, also written to its witness file so a
     failing or killed child leaves it behind."""
@@ -206,7 +205,6 @@ def _witness(
         soul_sha256=soul_sha256,
         paths=paths,
         sources=len(lookup.sources),
-        elapsed_seconds=round(elapsed, 3),
     )
     write_witness(lookup.witness_path, witness)
     return witness
@@ -415,7 +413,6 @@ async def run_probe(
                 seen,
                 soul_sha256,
                 deadline=deadline,
-                elapsed=now() - started,
             )
 
         async def mid_run_compaction() -> None:

@@ -69,7 +69,11 @@ class PathReceipt(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class LookupWitness(msgspec.Struct, frozen=True, kw_only=True):
-    """What a lookup probe did: ids, digests, counts and classifications only."""
+    """What a lookup probe did: ids, digests, counts and classifications only.
+
+    Sealed in the unit, so deterministic: the probe's wall time differs between two
+    builds of one unit and is in its `ProcessReceipt` instead. (A unit written before
+    this has an ``elapsed_seconds`` here; decoding ignores it.)"""
 
     meter: MeterState
     reader_stopped: str | None
@@ -79,7 +83,6 @@ class LookupWitness(msgspec.Struct, frozen=True, kw_only=True):
     deadline_exceeded: bool = False
     soul_sha256: str = ""
     sources: int = 0  # annotated sources of the probe (evaluator-side count only)
-    elapsed_seconds: float = 0.0
     paths: list[PathReceipt] = msgspec.field(default_factory=list)
 
 

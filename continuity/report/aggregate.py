@@ -30,14 +30,15 @@ from typing import Any
 import msgspec
 
 from continuity.arms import ARMS
-from continuity.digest import KeySpec, code_digest, digest_bytes
+from continuity.digest import KeySpec, code_digest, digest_bytes, value_digest
 from continuity.errors import ContinuityError
+from continuity.harness.receipts import ProcessReceipt
 from continuity.outputs import write_json, write_output
 from continuity.plan.pricing import Catalog, load_catalog
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.report.duplicates import without_duplicate_slots
 from continuity.report.judging import judge_agreement
-from continuity.report.lookup import lookup_table
+from continuity.report.lookup import lookup_table, with_latency
 from continuity.report.paired import paired_with_native
 from continuity.report.samples import (
     accuracy_cells,
@@ -56,7 +57,7 @@ from continuity.store import Store
 
 __all__ = ["AggregateError", "ProbeRow", "Results", "UnitSummary", "aggregate_run"]
 
-SUMMARY_SALT = "unit-summary-v3"
+SUMMARY_SALT = "unit-summary-v4"
 SUITE_ORDER = ("original", "hard", "hard-distractors")
 # Units written before the probe protocol was recorded ran under its first version.
 LEGACY_PROTOCOL = "probe-protocol-v1"
@@ -154,11 +155,28 @@ def decode_unit(path: Path, data: bytes) -> UnitRecord:
         raise AggregateError(
             f"not a unit record: {exc}", code="unit_malformed", location=str(path)
         ) from None
-    if content_digest(record) != record.content_digest:
+    if content_digest(record) != record.content_digest and not _sealed_as_written(
+        data, record.content_digest
+    ):
         raise AggregateError(
             "the unit's content does not match its digest", code="unit_tampered", location=str(path)
         )
     return record
+
+
+def _sealed_as_written(data: bytes, digest: str) -> bool:
+    """Whether a unit file's JSON, as written, reproduces `digest`. A unit sealed before
+    a field moved out of the sealed content (a lookup witness's ``elapsed_seconds``, a
+    call receipt's ``cached``) decodes without that field, so its re-encoded record no
+    longer gives the digest it was sealed with; its own bytes still do."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.MsgspecError:
+        return False
+    if not isinstance(raw, dict) or not isinstance(raw.get("content_digest"), str):
+        return False
+    raw["content_digest"] = ""
+    return value_digest(("continuity-unit", msgspec.json.encode(raw))) == digest
 
 
 def _verify(
@@ -206,7 +224,10 @@ def load_summaries(
     per-unit entry, then to verifying the file. Per-unit entries (what lets another run
     directory reuse a summary) are written when a run directory has no index yet; once
     it has one, a re-aggregate records new summaries in the index only, which keeps the
-    incremental path to one store write."""
+    incremental path to one store write.
+
+    A lookup unit's latencies are not in its file (a unit is deterministic bytes): they
+    are joined from its action entry's `ProcessReceipt`s after the caches (`_timed`)."""
     code = code_digest([*REPORT_CODE, "continuity.runner.units"])
     label = scorer.label if scorer is not None else "original"
     index_key = KeySpec(
@@ -273,7 +294,7 @@ def load_summaries(
                 code="unit_duplicate",
                 location=str(path),
             )
-        summaries.append((path.name, summary.key, digest, summary))
+        summaries.append((path.name, summary.key, digest, _timed(store, summary)))
         fresh_index[digest] = summary
     if not summaries:
         raise AggregateError(
@@ -287,6 +308,26 @@ def load_summaries(
         )
     # Ordered by file name, then content: which chunk folder holds a copy never matters.
     return [entry[3] for entry in sorted(summaries, key=lambda e: e[:3])], read
+
+
+def _timed(store: Store, summary: UnitSummary) -> UnitSummary:
+    """A lookup unit's summary with its probes' latencies, read from the
+    `ProcessReceipt`s its action entry keeps beside the unit (a unit file holds no
+    times). Joined on every aggregate, after the caches, which stay functions of the
+    unit file alone. No entry, or an entry without receipts: latency unknown (None)."""
+    if not summary.lookup_rows:
+        return summary
+    entry = store.get_action(summary.key, verify_output=False)
+    try:
+        processes = msgspec.convert(
+            (entry.meta.get("processes") or []) if entry is not None else [],
+            list[ProcessReceipt],
+        )
+    except msgspec.ValidationError:
+        processes = []
+    return msgspec.structs.replace(
+        summary, lookup_rows=with_latency(summary.lookup_rows, processes)
+    )
 
 
 def _suites(summaries: list[UnitSummary]) -> list[str]:

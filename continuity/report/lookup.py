@@ -23,7 +23,11 @@ It names the scripted reader binding(s) the units ran on, and reports
   answer is correct. Unknown provenance never establishes recovery. Descriptive
   evidence, not a causal estimate;
 - calls, bytes and latency per completed slot, and exhaustion by cause (the proxy
-  aborted on calls or bytes) and the reader's voluntary budget stops.
+  aborted on calls or bytes) and the reader's voluntary budget stops. Latency is the
+  probe process's wall time (fork to reap) from its `ProcessReceipt`, which the unit's
+  action entry keeps beside the sealed unit (`with_latency`); a slot with no receipt
+  (the store holds no action entry for the unit) has no latency, is left out of the
+  mean and counted in ``latency_unknown``.
 
 Witnesses persist only ids, digests, counts and classifications.
 """
@@ -37,9 +41,10 @@ from typing import Any
 import msgspec
 
 from continuity.harness.messages import Usage
+from continuity.harness.receipts import ProcessReceipt
 from continuity.runner.units import UnitRecord
 
-__all__ = ["UNKNOWN", "LookupRow", "SlotKey", "lookup_rows", "lookup_table"]
+__all__ = ["UNKNOWN", "LookupRow", "SlotKey", "lookup_rows", "lookup_table", "with_latency"]
 
 SlotKey = tuple[int, str, str, str]  # (repeat, trace id, arm, probe id)
 UNKNOWN = "unknown"  # a planned slot's disposition when the policy never measured it
@@ -57,7 +62,8 @@ class LookupRow(msgspec.Struct, frozen=True, array_like=True):
     source_returned: bool
     calls: int
     bytes: int
-    elapsed: float
+    # The probe process's wall time in seconds (its ProcessReceipt); None when unknown.
+    elapsed: float | None
     exhausted: str | None
     reader_stopped: str | None
     reader: str  # the scripted reader binding's provider:model
@@ -67,10 +73,14 @@ class LookupRow(msgspec.Struct, frozen=True, array_like=True):
     usage: Usage = Usage()
     compaction_usage: Usage = Usage()
     call_keys: list[str] = []
+    # The probe's index in its trace (what its ProcessReceipt names); -1 when unknown.
+    index: int = -1
 
 
 def lookup_rows(record: UnitRecord) -> list[LookupRow]:
-    """The lookup view of one unit (empty for a recall-only unit)."""
+    """The lookup view of one unit (empty for a recall-only unit). The unit holds no
+    times (it is deterministic bytes), so every row's ``elapsed`` is None here; see
+    `with_latency`."""
     if not record.binding or "lookup" not in record.binding:
         return []
     reader = str(record.binding["lookup"].get("reader", ""))
@@ -94,16 +104,24 @@ def lookup_rows(record: UnitRecord) -> list[LookupRow]:
                 bool(witness and witness.sources_returned),
                 witness.meter.calls if witness else 0,
                 witness.meter.bytes if witness else 0,
-                witness.elapsed_seconds if witness else 0.0,
+                None,
                 witness.meter.exhausted if witness else None,
                 witness.reader_stopped if witness else None,
                 reader,
                 probe.usage,
                 probe.compaction_usage,
                 [c.key for c in probe.evidence.calls] if probe.evidence is not None else [],
+                probe.index,
             )
         )
     return rows
+
+
+def with_latency(rows: Sequence[LookupRow], processes: Sequence[ProcessReceipt]) -> list[LookupRow]:
+    """`rows` with each probe's latency from the `ProcessReceipt` of the process that ran
+    it (matched by probe index); a row with no receipt keeps ``elapsed`` None."""
+    elapsed = {p.probe_index: p.elapsed_seconds for p in processes}
+    return [msgspec.structs.replace(r, elapsed=elapsed.get(r.index)) for r in rows]
 
 
 def _rate(correct: int, n: int) -> dict[str, Any]:
@@ -171,6 +189,7 @@ def _arm_figures(rows: list[LookupRow]) -> dict[str, Any]:
     exact_correct = sum(1 for r in exact if r.correct)
     failed_feasible = sum(1 for r in failed if r.category == "tool_identifier")
     availability = Counter(r.fact for r in annotated if r.status == "valid" and r.fact)
+    timed = [r.elapsed for r in completed if r.elapsed is not None]
     return {
         "readers": sorted({r.reader for r in rows if r.reader}),
         "slots_present": len(rows),
@@ -196,9 +215,9 @@ def _arm_figures(rows: list[LookupRow]) -> dict[str, Any]:
         "bytes": sum(r.bytes for r in completed),
         "mean_calls": sum(r.calls for r in completed) / len(completed) if completed else None,
         "mean_bytes": sum(r.bytes for r in completed) / len(completed) if completed else None,
-        "mean_latency_s": (
-            sum(r.elapsed for r in completed) / len(completed) if completed else None
-        ),
+        # Over the completed slots whose latency is known; the others are counted.
+        "mean_latency_s": sum(timed) / len(timed) if timed else None,
+        "latency_unknown": len(completed) - len(timed),
         "exhausted": dict(sorted(Counter(r.exhausted for r in rows if r.exhausted).items())),
         "reader_budget_stops": sum(1 for r in rows if r.reader_stopped == "budget"),
     }

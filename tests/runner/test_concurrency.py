@@ -34,12 +34,17 @@ from continuity.runner.units import build_units
 from continuity.store import Store
 
 args = json.loads(sys.argv[1])
+lookup = None
+if args["lookup"]:
+    from tests.lookup.test_lookup_run import frozen_run
+
+    lookup = frozen_run()
 go = Path(args["go"])
 while not go.exists():
     time.sleep(0.01)
 records, folder, built = build_units(
     Store(args["store"]), "original", arms=args["arms"], traces=args["traces"],
-    probe_limit=args["probe_limit"], run_dir=Path(args["run"]), jobs=1,
+    probe_limit=args["probe_limit"], run_dir=Path(args["run"]), jobs=1, lookup=lookup,
 )
 print(json.dumps({"built": built, "units": len(records)}))
 """
@@ -54,14 +59,17 @@ def _invocation(
     probe_limit: int = 2,
     start_new_session: bool = False,
     env: dict[str, str] | None = None,
+    traces: str = TRACE,
+    lookup: bool = False,
 ) -> subprocess.Popen[str]:
     args = {
         "store": str(store),
         "run": str(run),
         "arms": arms,
-        "traces": TRACE,
+        "traces": traces,
         "probe_limit": probe_limit,
         "go": str(go),
+        "lookup": lookup,
     }
     return subprocess.Popen(
         [sys.executable, "-c", SCRIPT, json.dumps(args)],
@@ -131,6 +139,51 @@ def test_overlapping_concurrent_invocations_aggregate_like_one_clean_run(tmp_pat
     for unit in (run / "units").iterdir():
         assert unit.read_bytes() == (clean_run / "units" / unit.name).read_bytes()
     assert paths["results"].read_bytes() == clean_paths["results"].read_bytes()
+
+
+def test_overlapping_concurrent_lookup_invocations_aggregate_like_one_clean_run(
+    tmp_path: Path,
+) -> None:
+    """Lookup mode: two invocations sharing a trace (both arms) fill one run at once. Every
+    unit file is the clean run's bytes, the planned slots are the union of both
+    selections, and the aggregate (latencies aside: they are wall times) is the clean
+    run's."""
+    store, run = tmp_path / "shared" / "store", tmp_path / "shared" / "runs" / "t"
+    clean_store, clean_run = tmp_path / "clean" / "store", tmp_path / "clean" / "runs" / "t"
+    go = tmp_path / "go"
+    arms = "native-lookup,continuity-pack-cold"
+    both = [
+        _invocation(store, run, arms, go, probe_limit=1, traces=traces, lookup=True)
+        for traces in (
+            "brightline-return,harbor-market-stall",
+            "harbor-market-stall,orchard-hall-booking",
+        )
+    ]
+    alone = _invocation(
+        clean_store,
+        clean_run,
+        arms,
+        go,
+        probe_limit=1,
+        traces="brightline-return,harbor-market-stall,orchard-hall-booking",
+        lookup=True,
+    )
+    go.touch()
+    assert [_finish(p)["units"] for p in both] == [4, 4]
+    assert _finish(alone) == {"built": 6, "units": 6}
+    results, _, _ = aggregate_run(Store(store), run)  # no unit_tampered, no duplicate
+    clean, _, _ = aggregate_run(Store(clean_store), clean_run)
+    names = sorted(p.name for p in (clean_run / "units").iterdir())
+    assert sorted(p.name for p in (run / "units").iterdir()) == names
+    for name in names:
+        assert (run / "units" / name).read_bytes() == (clean_run / "units" / name).read_bytes()
+    slots = [json.loads((r / "lookup-slots.json").read_bytes())["slots"] for r in (run, clean_run)]
+    assert sorted(slots[0], key=repr) == sorted(slots[1], key=repr)  # no planned slot lost
+    for arm, cell in results.lookup.items():
+        # Latency comes from each build's ProcessReceipts (kept beside the units).
+        assert cell.pop("mean_latency_s") > 0 and clean.lookup[arm].pop("mean_latency_s") > 0
+        assert cell == clean.lookup[arm] and cell["duplicate"] == 0
+        assert cell["latency_unknown"] == 0 and cell["missing"] == 0
 
 
 def _needles(store: Store, out: Path) -> list[str]:
