@@ -1,1 +1,7 @@
-"""MCP servers the benchmark runs on loopback (never a module named `mcp`)."""
+"""Servers the benchmark runs on loopback: the MCP tool servers (`fixture`, `history`;
+never a module named `mcp`), the scripted model speaking the real wire formats (`wire`
+and its per-format modules) and the ASGI serving they share (`asgi`)."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

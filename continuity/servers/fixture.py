@@ -28,7 +28,14 @@ from mcp.server.lowlevel.server import Server
 from continuity.traces.schema import AssistantMessage, ReplayTrace, ToolResult, iter_turns
 from continuity.traces.tools import TOOLS, argument_problems, input_schema
 
-__all__ = ["CallLogEntry", "FixtureToolServer", "FrozenRecord", "frozen_records"]
+__all__ = [
+    "MCP_PATH",
+    "CallLogEntry",
+    "FixtureToolServer",
+    "FrozenRecord",
+    "frozen_records",
+    "main",
+]
 
 MCP_PATH = "/mcp"
 

@@ -40,7 +40,15 @@ from mcp.server.lowlevel.server import Server
 
 from continuity.memory.retained import SEARCH_LIMIT_MAX, HistoryError, RetainedStore
 
-__all__ = ["HISTORY_TOOL", "INPUT_SCHEMA", "ensure_available", "history_server", "serve_history"]
+__all__ = [
+    "DESCRIPTION",
+    "HISTORY_TOOL",
+    "INPUT_SCHEMA",
+    "ensure_available",
+    "history_server",
+    "main",
+    "serve_history",
+]
 
 HISTORY_TOOL = "ConversationHistory"
 INPUT_SCHEMA: dict[str, Any] = {

@@ -44,7 +44,7 @@ from continuity.servers.wire_chat import chat_events
 from continuity.servers.wire_model import Events, Usage, conversation, scripted_reply, tokens
 from continuity.servers.wire_responses import responses_events
 
-__all__ = ["Faults", "WireServer", "main", "serve_in_thread"]
+__all__ = ["ROUTES", "Faults", "Receive", "Send", "WireServer", "main", "serve_in_thread"]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
