@@ -9,22 +9,41 @@ builds before it splits the arguments; it refuses empty option values (also
 line on stderr and exit status 2. ``dodo.py`` calls `front_door` too, for a doit run
 from another directory (``-f``) where ``pyproject.toml`` is not read.
 
+Once the tasks are loaded, `CheckedDodoLoader.load_tasks` checks the task selection of
+doit's ``run`` command (``doit units --suite original``) the way doit will parse it, and
+turns what doit would refuse with an uncoded ``ERROR:`` line and exit 3 into one coded
+line and exit 2: ``option_unknown`` (an option the task does not take, or an ambiguous
+prefix; the line lists the task's options), ``option_value_unexpected`` (a value given to
+a flag, ``--repair=yes``), ``option_value_missing`` (``--suite`` at the end) and
+``task_unknown`` (a name that is no task, subtask, target or pattern). doit's other
+commands (``list``, ``help``, ``info``, ``forget``, ``clean`` ...) keep their own parsing.
+
 The checks run only when the process is doit's command line (``doit`` or
 ``python -m doit``): a program driving doit through its API has its own argv.
 """
 
 from __future__ import annotations
 
+import difflib
+import getopt
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from doit.cmd_base import DodoTaskLoader
+from doit.cmdparse import CmdOption, TaskParse
 
 from continuity.errors import UsageError
 
-__all__ = ["CheckedDodoLoader", "argv_problem", "environment_problem", "front_door"]
+__all__ = [
+    "CheckedDodoLoader",
+    "argv_problem",
+    "environment_problem",
+    "front_door",
+    "selection_problem",
+]
 
 EXIT_USAGE = 2
 _ENVIRONMENT = (("CONTINUITY_STORE", "store_path_invalid"), ("CONTINUITY_OUT", "out_path_invalid"))
@@ -96,10 +115,96 @@ def front_door(argv: Sequence[str] | None = None, environ: Mapping[str, str] | N
         raise SystemExit(EXIT_USAGE)
 
 
+_GETOPT_CODES = (
+    ("not recognized", "option_unknown"),
+    ("not a unique prefix", "option_unknown"),
+    ("must not have an argument", "option_value_unexpected"),
+    ("requires argument", "option_value_missing"),
+)
+
+
+def _option_problem(
+    task: str, params: Sequence[Mapping[str, Any]], args: list[str]
+) -> tuple[UsageError | None, list[str]]:
+    """Parse one task's options as doit will (its own `TaskParse`, through getopt, which
+    stops at the first non-option); the error, or the arguments left for the next task."""
+    parser = TaskParse([CmdOption(dict(param)) for param in params])
+    try:
+        _, rest = getopt.getopt(args, parser.get_short(), parser.get_long())
+    except getopt.GetoptError as exc:
+        dashes = "--" if exc.msg.startswith("option --") else "-"
+        option = f"{dashes}{exc.opt}"
+        code = next((c for text, c in _GETOPT_CODES if text in exc.msg), "option_unknown")
+        takes = ", ".join(f"-{o.short}" if not o.long else f"--{o.long}" for o in parser.options)
+        reason = {
+            "option_unknown": f"{task} has no option {option}",
+            "option_value_unexpected": f"{option} of {task} is a flag and takes no value",
+            "option_value_missing": f"{option} of {task} needs a value",
+        }[code]
+        if code == "option_unknown" and "unique prefix" in exc.msg:
+            reason = f"{task}: {option} is the start of more than one option"
+        options = f"its options: {takes}" if takes else "it takes no options"
+        return UsageError(f"{reason}; {options}", code=code, location=option), []
+    return None, rest
+
+
+def selection_problem(
+    args: Sequence[str],
+    params: Mapping[str, Sequence[Mapping[str, Any]]],
+    targets: Sequence[str] = (),
+) -> UsageError | None:
+    """The first problem doit's ``run`` command would refuse uncoded in `args` (its task
+    selection: ``[task [--option [value]] ...] ...``), else None.
+
+    `params` maps every task name (subtasks included) to its option dicts; `targets`
+    are the file targets doit also accepts by name. Patterns (``*``) are left to doit.
+    """
+    rest = list(args)
+    while rest:
+        name = rest.pop(0)
+        if "*" in name:
+            continue
+        if name in params:
+            problem, rest = _option_problem(name, params[name], rest)
+            if problem is not None:
+                return problem
+            continue
+        if name in targets or os.path.abspath(name) in targets:
+            continue
+        public = sorted(n for n in params if ":" not in n)
+        close = difflib.get_close_matches(name, public, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        return UsageError(
+            f"{name!r} is no task, command or target; {hint}tasks: {', '.join(public)} "
+            "(doit list describes them)",
+            code="task_unknown",
+            location=name,
+        )
+    return None
+
+
 class CheckedDodoLoader(DodoTaskLoader):  # type: ignore[misc]
     """doit's ``dodo.py`` loader, after `front_door` (doit builds its loader before it
-    parses anything)."""
+    parses anything); for the ``run`` command it also checks the task selection
+    (`selection_problem`) once the tasks are known."""
 
     def __init__(self) -> None:
         front_door()
         super().__init__()
+
+    def load_tasks(self, cmd: Any, pos_args: list[str]) -> list[Any]:
+        tasks: list[Any] = super().load_tasks(cmd, pos_args)
+        if getattr(cmd, "execute_tasks", False) and _is_doit_command_line(sys.argv):
+            problem = selection_problem(
+                pos_args,
+                {t.name: [*t.params, *t.creator_params] for t in tasks},
+                [
+                    target
+                    for t in tasks
+                    for target in (*t.targets, *(os.path.abspath(x) for x in t.targets))
+                ],
+            )
+            if problem is not None:
+                print(str(problem), file=sys.stderr, flush=True)
+                raise SystemExit(EXIT_USAGE)
+        return tasks

@@ -8,7 +8,9 @@ The tree::
     │            plan_invalid, cost_limit_exceeded, cost_unknown, model_limit_exceeded,
     │            estimate_real_refused, pricing_invalid; option checks (rules.params,
     │            continuity.argv): option_empty, option_invalid, cost_limit_invalid,
-    │            out_path_invalid, lookup_output_invalid; real-mode guards
+    │            out_path_invalid, lookup_output_invalid, option_unknown,
+    │            option_value_unexpected, option_value_missing, task_unknown (doit's
+    │            own usage errors, coded by continuity.argv); real-mode guards
     │            (continuity.plan.guards):
     │            real_refused (their base), real_refused_ci, real_provider_required,
     │            credentials_required, confirmation_required, confirmation_mismatch,

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from doit.cmdparse import CmdOption, CmdParse, CmdParseError
 
-from continuity.argv import argv_problem, environment_problem, front_door
+from continuity.argv import argv_problem, environment_problem, front_door, selection_problem
 from continuity.errors import UsageError
 from continuity.outputs import check_new_directory, usable_directory, usable_out_path
 from continuity.plan.estimate import check_cost_limit
@@ -37,7 +37,7 @@ from rules.lookup import _arguments as lookup_arguments
 from rules.lookup import task_lookup_budget
 from rules.params import DirOption, FloatOption, IntOption, NewDirOption, SeedsOption
 from rules.plan import task_dry_run, task_estimate, task_plan
-from rules.store import task_gc
+from rules.store import task_gc, task_verify
 from rules.traces import task_traces
 from rules.units import _repeats, task_aggregate, task_score, task_units
 from tests.conftest import REPO
@@ -55,6 +55,7 @@ TASKS: dict[str, Callable[[], dict[str, Any]]] = {
     "score": task_score,
     "traces": task_traces,
     "units": task_units,
+    "verify": task_verify,
 }
 CODED = re.compile(r"^[a-z][a-z0-9_]*(:[A-Za-z0-9_.-]+)?: .+ \(at .+\)$")
 
@@ -285,6 +286,118 @@ def test_front_door_exits_2_only_on_doits_command_line(capsys: pytest.CaptureFix
     assert capsys.readouterr().err.startswith("option_empty: ")
 
 
+# -- doit's own usage errors, coded (continuity.argv.selection_problem) ----------------------
+
+PARAMS = {name: build()["params"] for name, build in TASKS.items()}
+PARAMS["units:sub"] = []  # a subtask: selectable by name, takes no options
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "location", "text"),
+    [
+        (["units", "--nope"], "option_unknown", "--nope", "units has no option --nope; its "),
+        (["units", "--suite", "original", "--nope=2"], "option_unknown", "--nope", "--suite,"),
+        (["units", "-z"], "option_unknown", "-z", "units has no option -z"),
+        (["units", "--repair"], "option_unknown", "--repair", "--probe-limit"),
+        (["units", "--re"], "option_unknown", "--re", "start of more than one option"),
+        (["gc", "--dry-run=1"], "option_value_unexpected", "--dry-run", "is a flag"),
+        (["verify", "--repair=yes"], "option_value_unexpected", "--repair", "takes no value"),
+        (["units", "--suite"], "option_value_missing", "--suite", "--suite of units needs"),
+        (["units", "--suite", "original", "gc", "--nope"], "option_unknown", "--nope", "gc has"),
+        (["units:sub", "--x"], "option_unknown", "--x", "it takes no options"),
+        (["nosuchtask"], "task_unknown", "nosuchtask", "tasks: aggregate, calibrate"),
+        (["unit"], "task_unknown", "unit", "did you mean units?"),
+        (["gc", "--dry-run", "stray"], "task_unknown", "stray", "'stray' is no task"),
+    ],
+)
+def test_doits_usage_errors_are_coded(args: list[str], code: str, location: str, text: str) -> None:
+    problem = selection_problem(args, PARAMS)
+    assert problem is not None, args
+    assert (problem.code, problem.location) == (code, location)
+    assert text in problem.message
+    if code == "task_unknown":
+        assert "units:sub" not in problem.message  # subtasks are not offered
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["units", "--suite", "original", "--probe-limit", "2"],
+        ["units", "--suite=original", "--real", "aggregate", "--run", "r"],
+        ["verify", "--repair"],
+        ["verify", "--rep"],  # a unique prefix, as getopt (and so doit) accepts it
+        ["gc", "--dry-run", "--keep-plans", "3", "verify"],
+        ["g*"],  # a pattern: doit expands it
+        ["units:sub"],
+        ["out/report.json"],  # a target
+    ],
+)
+def test_selections_doit_accepts_pass(args: list[str]) -> None:
+    assert selection_problem(args, PARAMS, targets=["out/report.json"]) is None
+
+
+def doit_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "CONTINUITY_STORE": str(tmp_path / "store"),
+        "CONTINUITY_OUT": str(tmp_path / "out"),
+    }
+    env.pop("CI", None)
+    return subprocess.run(
+        [sys.executable, "-m", "doit", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("units", "--nope"), "option_unknown"),
+        (("run", "verify", "--repair=yes"), "option_value_unexpected"),
+        (("-n", "2", "gc", "--keep-plans"), "option_value_missing"),
+        (("nosuchtask",), "task_unknown"),
+    ],
+)
+def test_doits_usage_errors_are_one_coded_line_through_the_cli(
+    tmp_path: Path, args: tuple[str, ...], code: str
+) -> None:
+    result = doit_cli(tmp_path, *args)
+    assert result.returncode == 2, result
+    assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result
+    assert result.stderr.startswith(f"{code}: ") and coded_lines(result.stderr), result.stderr
+    assert not (tmp_path / "out").exists()  # refused before any work
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (("list",), "verify "),
+        (("help", "units"), "--probe-limit"),
+        (("--version",), "0."),
+        (("-n", "2", "gc", "--dry-run"), "gc would remove"),
+        (("gc", "--dry-run", "verify"), "verify report at"),
+        (("info", "gc"), "gc"),
+        (("forget", "gc"), "forgetting gc"),
+        (("clean", "gc"), ""),
+    ],
+)
+def test_doits_own_commands_still_work(tmp_path: Path, args: tuple[str, ...], expect: str) -> None:
+    result = doit_cli(tmp_path, *args)
+    assert result.returncode in (0, 1) and expect in result.stdout, result  # info: 1 = stale
+    assert not coded_lines(result.stderr) and "Traceback" not in result.stderr
+
+
+def test_doits_own_command_options_are_still_doits(tmp_path: Path) -> None:
+    result = doit_cli(tmp_path, "forget", "--nope")  # a command's options: doit's parser
+    assert result.returncode == 3 and "Error parsing Command" in result.stderr
+
+
 # -- every task's checking types, through doit's own parser (in process) ---------------------
 
 _BAD_INT = ["0", "-1", "-99999999999999999999", "abc", "1.5", "nan", "inf", "9" * 40, "0x10", "1e3"]
@@ -350,6 +463,21 @@ def test_every_checking_option_refuses_with_a_coded_line_in_doits_parser(tmp_pat
 # -- the real doit command line ---------------------------------------------------------------
 
 
+# doit's own usage errors (continuity.argv.selection_problem), for every task.
+USAGE_CASES: list[tuple[str, ...]] = [
+    *((task, "--no-such-option") for task in sorted(TASKS)),
+    ("units", "-z"),
+    ("units", "--suite", "original", "--nope=1"),
+    ("verify", "--repair=yes"),
+    ("gc", "--dry-run=1"),
+    ("aggregate", "--run"),
+    ("units", "--suite", "original", "gc", "--nope"),
+    ("run", "nosuchtask"),
+    ("run", "unit"),
+    ("run", "traces", "--suite", "original", "stray"),
+]
+
+
 def cli_cases() -> list[tuple[str, ...]]:
     """(args...) of doit calls that must be refused, generated over every task: up to four
     bad values per checking option, empty values (``--opt ''`` and ``--opt=``) for three
@@ -389,6 +517,7 @@ def cli_cases() -> list[tuple[str, ...]]:
         ("calibrate", "--provider", "carrier-pigeon"),
         ("units", "--policy", "/proc/nope", "--probe-mode", "lookup-allowed-v1"),
     ]
+    cases += USAGE_CASES
     return cases
 
 
@@ -436,7 +565,8 @@ def test_cli_refuses_malformed_options_full(tmp_path: Path, args: tuple[str, ...
 
 def test_cli_table_is_large_enough() -> None:
     assert len(CLI_CASES) >= 200 and 40 <= len(SAMPLE) <= 90
-    assert {c[0] for c in SAMPLE} == set(TASKS)
+    assert {c[0] for c in SAMPLE if c[0] != "run"} == set(TASKS)
+    assert set(USAGE_CASES) <= set(CLI_CASES)
 
 
 def test_cli_refuses_an_unusable_environment_store(tmp_path: Path) -> None:
