@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -391,6 +392,34 @@ def test_doits_own_commands_still_work(tmp_path: Path, args: tuple[str, ...], ex
     result = doit_cli(tmp_path, *args)
     assert result.returncode in (0, 1) and expect in result.stdout, result  # info: 1 = stale
     assert not coded_lines(result.stderr) and "Traceback" not in result.stderr
+
+
+def test_a_real_run_refused_for_its_out_leaves_no_directory_in_the_checkout(
+    tmp_path: Path,
+) -> None:
+    credentials = tmp_path / "credentials.json"
+    credentials.write_text("{}")
+    plan = ("--suite", "original", "--provider", "openai-chat", "--credentials", str(credentials))
+    dry = doit_cli(tmp_path, "dry_run", *plan)
+    assert dry.returncode == 0, dry
+    (digest,) = re.findall(r"confirmation digest: ([0-9a-f]{64})", dry.stdout)
+    inside = REPO / f".refused-out-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        real = doit_cli(
+            tmp_path,
+            "units",
+            "--real",
+            *plan,
+            "--confirm-plan",
+            digest,
+            "--out",
+            str(inside / "run"),
+        )
+        assert real.returncode != 0
+        assert "output_inside_checkout: " in real.stdout + real.stderr, real
+        assert not inside.exists()  # checked at parse time and by the guard, never created
+    finally:
+        shutil.rmtree(inside, ignore_errors=True)
 
 
 def test_doits_own_command_options_are_still_doits(tmp_path: Path) -> None:
