@@ -38,6 +38,7 @@ from doit.cmdparse import CmdOption, TaskParse
 from continuity.errors import UsageError
 
 __all__ = [
+    "EXIT_USAGE",
     "CheckedDodoLoader",
     "argv_problem",
     "environment_problem",

@@ -14,7 +14,11 @@ from continuity.store._records import ObjectRef
 from continuity.store._store import Store
 from continuity.store._verify import object_problem
 
-__all__ = ["GcReport", "collect_garbage"]
+__all__ = [
+    "PLAN_PREFIX",
+    "GcReport",
+    "collect_garbage",
+]
 
 PLAN_PREFIX = "plans/"
 

@@ -47,6 +47,9 @@ from continuity.store._records import ActionEntry, ObjectRef, Ref, decode_checke
 from continuity.store._store import Store
 
 __all__ = [
+    "KINDS",
+    "VERIFY_SCHEMA",
+    "Kind",
     "KindCount",
     "RefRebuilder",
     "RefRepair",
