@@ -30,7 +30,7 @@ from continuity.store import Store
 from tests.conftest import REPO
 
 # The default offline plan: original suite, every arm, one repeat, default models.
-DEFAULT_DIGEST = "6cc0e0d23d6bfb5295982f58f38bd8319db3985e74229ca262894dc310fc756f"
+DEFAULT_DIGEST = "cd1833c0b132cd725cc6aff4f9b7e9ed66a119122829fc7071b29e128404325d"
 
 
 def test_default_offline_plan_digest_is_pinned() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-import continuity.traces.validate as validate
+import continuity.traces.validate._limits as limits
 from continuity.digest import check_digest
 from continuity.errors import DigestInvalid, Issue, TraceInvalid, UsageError
 from continuity.store import Store
@@ -99,7 +99,7 @@ def test_unterminated_deep_input_is_still_a_typed_refusal() -> None:
 def test_the_decoder_recursion_backstop_is_typed(monkeypatch: pytest.MonkeyPatch) -> None:
     # With the pre-check disabled, the decoder itself runs out of stack: the boundary
     # still turns that into trace_malformed.
-    monkeypatch.setattr(validate, "TRACE_MAX_DEPTH", 10**9)
+    monkeypatch.setattr(limits, "TRACE_MAX_DEPTH", 10**9)
     error = _refused(b'{"title": ' + b"[" * 50_000 + b"]" * 50_000 + b"}")
     assert error.code == "trace_malformed"
     assert "nesting too deep" in error.message
@@ -107,8 +107,8 @@ def test_the_decoder_recursion_backstop_is_typed(monkeypatch: pytest.MonkeyPatch
 
 def test_valid_traces_nest_well_inside_the_limit() -> None:
     for path in sorted(ORIGINALS.glob("*.json")):
-        assert validate._nesting_issue(path.read_bytes()) is None
-    assert validate._nesting_issue(encode_trace(generate_trace(101))) is None
+        assert limits.nesting_issue(path.read_bytes()) is None
+    assert limits.nesting_issue(encode_trace(generate_trace(101))) is None
 
 
 # -- ids match whole strings -------------------------------------------------------------
