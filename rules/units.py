@@ -120,6 +120,7 @@ def _real_units(options: dict[str, Any]) -> str:
     from continuity.plan.plan import plan_from_options
     from continuity.progress import progress
     from continuity.runner.real import DEFAULT_MAX_OBSERVED_INPUT_TOKENS, run_real
+    from continuity.runner.units import replayed_calls
     from continuity.store import Store
 
     if (options.get("probe_mode") or "recall-only") != "recall-only":
@@ -136,10 +137,11 @@ def _real_units(options: dict[str, Any]) -> str:
             location="$CI",
         )
     plan = plan_from_options(options)
+    store = Store(options.get("store") or None)
     with progress(f"units {plan.suite} (real: {plan.endpoint.kind})") as tick:
         result = run_real(
             plan,
-            Store(options.get("store") or None),
+            store,
             confirm=options.get("confirm_plan") or None,
             credentials=options.get("credentials") or None,
             output=options.get("out") or None,
@@ -155,7 +157,9 @@ def _real_units(options: dict[str, Any]) -> str:
     if result.explain_log:
         _print_explain(result.explain_log)
     calls = [c for r in result.records for p in r.probes if p.evidence for c in p.evidence.calls]
-    fresh = sum(1 for c in calls if not c.cached)
+    # Which calls were replayed is kept beside each unit (its action entry), not in it.
+    replayed = set().union(*(replayed_calls(store, r) for r in result.records))
+    fresh = sum(1 for c in calls if c.key not in replayed)
     return (
         _summary(result.records, result.folder, result.built)
         + f"; {len(calls)} model calls ({fresh} made, {len(calls) - fresh} from the call cache)"

@@ -54,6 +54,10 @@ class CheckpointResult(msgspec.Struct, frozen=True):
     root: str
     status: str  # built | cached
     receipt: ReplayReceipt
+    # Built here in real mode: the keys of its mid-trace calls replayed from the call
+    # cache (its receipt, sealed in the tree, does not say). Also in the checkpoint's
+    # action-entry meta; empty when the checkpoint was reused.
+    replayed_calls: list[str] = msgspec.field(default_factory=list)
 
 
 @contextmanager
@@ -130,6 +134,7 @@ def build_checkpoint(
     with checkpoint_lock(store, key):
         _clear(root)  # left behind by a killed build
         started = time.monotonic()
+        replayed: list[str] = []
         try:
             receipt = anyio.run(
                 lambda: replay_trace(
@@ -140,6 +145,7 @@ def build_checkpoint(
                     tool_server_url=tool_server_url,
                     read_timeout=read_timeout,
                     summarizer=real,
+                    replayed=replayed,
                 )
             )
         except BaseException:
@@ -157,9 +163,11 @@ def build_checkpoint(
                 "root": str(root),
                 "receipt": msgspec.to_builtins(receipt),
                 "replay_seconds": round(seconds, 3),
+                # Beside the tree, never in it: differs between two builds of one key.
+                "replayed_calls": replayed,
             },
         )
-    return CheckpointResult(trace.trace_id, key, tree, str(root), "built", receipt)
+    return CheckpointResult(trace.trace_id, key, tree, str(root), "built", receipt, replayed)
 
 
 @contextmanager

@@ -13,8 +13,9 @@ and gets one record, so the retrieval path runs. Its accuracy means nothing.
 
 In real mode (`ProbeRequest.real`) the invocation's ledger admits the live turn first,
 and the reader and the compaction summarizer are the plan's endpoint behind the call
-cache; the evidence then carries one receipt per call (key, cached or not, the model the
-server returned, usage).
+cache; the evidence then carries one receipt per call (key, the model the server
+returned, usage), the same bytes whether the call was made or replayed from the cache
+(the replayed keys go to the caller beside the evidence: `run_probe`'s ``replayed``).
 
 It prints a content-free `SampleEvidence` as JSON. With ``dump_requests`` it also writes
 every reader request's wire payload to that file, for inspection and tests.
@@ -283,6 +284,10 @@ class _RealCalls:
     def receipts(self) -> list[CallReceipt]:
         return [r for w in self.wrapped for r in w.receipts]
 
+    def replayed(self) -> list[str]:
+        """The keys of the calls replayed from the call cache, in call order per role."""
+        return [k for w in self.wrapped for k in w.replayed]
+
     async def aclose(self) -> None:
         await self.inner.aclose()
         if self.ledger is not None:
@@ -290,10 +295,17 @@ class _RealCalls:
 
 
 async def run_probe(
-    workspace: Workspace, request: ProbeRequest, *, clock: Callable[[], float] | None = None
+    workspace: Workspace,
+    request: ProbeRequest,
+    *,
+    clock: Callable[[], float] | None = None,
+    replayed: list[str] | None = None,
 ) -> SampleEvidence:
     """Cross the arm's boundary over `workspace` and ask the probe. See the module doc.
-    `clock` (seconds, monotonic) times the lookup deadline; tests inject a fake one."""
+    `clock` (seconds, monotonic) times the lookup deadline; tests inject a fake one.
+    Real mode: `replayed`, when given, collects the keys of the calls replayed from the
+    call cache (also when the probe fails): the caller keeps them beside the sealed
+    evidence, which is the same bytes whether a call was replayed or made."""
     arm: Arm = ARMS[request.arm]
     config: HarnessConfig = arm_config(
         arm, models_patch(request.lookup.models if request.lookup is not None else None)
@@ -599,6 +611,8 @@ async def run_probe(
         if store is not None:
             store.close()
         if real is not None:
+            if replayed is not None:
+                replayed.extend(real.replayed())
             await real.aclose()
 
 

@@ -142,18 +142,22 @@ class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
     compaction_usage: Usage
     answer: str
     needle_states: list[NeedleState] = msgspec.field(default_factory=list)
-    # Real mode: one receipt per model call (answer and summary), cached or not.
+    # Real mode: one receipt per model call (answer and summary), made or replayed (the
+    # replayed keys are in the sample's ProcessReceipt).
     calls: list[CallReceipt] = msgspec.field(default_factory=list)
     lookup: LookupWitness | None = None
 
 
 class ProcessReceipt(msgspec.Struct, frozen=True, kw_only=True):
-    """Which processes ran one probe sample, and for how long: what differs between two
-    runs of one sample, so it is kept beside the sealed artifact (the unit's or sample's
-    action-entry meta), never inside it."""
+    """Which processes ran one probe sample, for how long, and which of its calls were
+    replayed: what differs between two runs of one sample, so it is kept beside the
+    sealed artifact (the unit's or sample's action-entry meta), never inside it."""
 
-    schema: str = "continuity-process-receipt-v1"
+    schema: str = "continuity-process-receipt-v2"
     probe_index: int
     parent_pid: int
     child_pid: int
     elapsed_seconds: float
+    # Real mode: the keys of the sample's calls that were replayed from the call cache
+    # (the rest were made live); its sealed `CallReceipt`s do not say which.
+    replayed_calls: list[str] = msgspec.field(default_factory=list)

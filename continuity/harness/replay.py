@@ -164,12 +164,15 @@ async def replay_trace(
     tool_server_url: str | None = None,
     read_timeout: float = 30.0,
     summarizer: RealBinding | None = None,
+    replayed: list[str] | None = None,
 ) -> ReplayReceipt:
     """Replay `trace` into a new workspace at `root` and return its receipt.
 
     With `tool_server_url`, calls go to that MCP server instead of an in-process
     fixture server (the call log then cannot be checked here). With `summarizer` (real
-    mode), the mid-trace compaction calls that endpoint.
+    mode), the mid-trace compaction calls that endpoint; `replayed`, when given,
+    collects the keys of its calls replayed from the call cache (the receipt, sealed in
+    the checkpoint, is the same bytes either way).
 
     Raises:
         ScriptExhausted, ToolError, ReplayFidelityError, HarnessError: typed failures.
@@ -185,6 +188,7 @@ async def replay_trace(
             tool_server_url,
             read_timeout,
             summarizer,
+            replayed,
         )
     except BaseExceptionGroup as group:  # anyio task groups wrap the typed error
         typed = typed_error(group)
@@ -198,6 +202,7 @@ async def _mid_trace_compaction(
     config: ReplayConfig,
     trace: ReplayTrace,
     real: RealBinding | None,
+    replayed: list[str] | None = None,
 ) -> tuple[CompactionEvent, list[CallReceipt]]:
     """The operator's promptless compaction: scripted offline; in real mode one real
     summarizer call (cache, ledger), gated by the ledger's stop rules."""
@@ -236,6 +241,8 @@ async def _mid_trace_compaction(
                 model=real.endpoint.model,
             )
             receipts = list(summarizer.receipts)
+            if replayed is not None:
+                replayed.extend(summarizer.replayed)
         finally:
             await inner.aclose()
             if ledger is not None:
@@ -255,6 +262,7 @@ async def _replay(
     tool_server_url: str | None,
     read_timeout: float,
     summarizer: RealBinding | None = None,
+    replayed: list[str] | None = None,
 ) -> ReplayReceipt:
     workspace = Workspace(root.absolute())
     if workspace.root.exists() and any(workspace.root.iterdir()):
@@ -317,7 +325,7 @@ async def _replay(
                         continue
                     if owner_turns == mid_turn:  # the operator's promptless compaction
                         mid_event, mid_calls = await _mid_trace_compaction(
-                            session, config, trace, summarizer
+                            session, config, trace, summarizer, replayed
                         )
                     report = await loop.run_turn(turn.text)
                     usage = usage + report.usage

@@ -19,6 +19,7 @@ stops the others.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import select
 import shutil
@@ -73,6 +74,9 @@ class ProbeOutcome(msgspec.Struct, frozen=True):
     witness: LookupWitness | None = None
     # Which processes ran the probe (set by the worker, which forked the child).
     process: ProcessReceipt | None = None
+    # Real mode: the keys of the probe's calls replayed from the call cache (reported
+    # by the child; the worker moves them into `process`).
+    replayed: list[str] = msgspec.field(default_factory=list)
 
 
 def collect_child(
@@ -113,16 +117,20 @@ def _child(workspace: Path, request: ProbeRequest, write_fd: int) -> None:
     from continuity.harness.probe import run_probe
 
     code = 0
+    replayed: list[str] = []
     try:
+        evidence = anyio.run(
+            functools.partial(run_probe, Workspace(workspace), request, replayed=replayed)
+        )
         payload = msgspec.json.encode(
-            ProbeOutcome(
-                request.probe_index, anyio.run(run_probe, Workspace(workspace), request), None
-            )
+            ProbeOutcome(request.probe_index, evidence, None, replayed=replayed)
         )
     except BaseException as exc:  # reported to the parent, whatever it is
         typed = typed_error(exc)
         message = str(typed) if typed is not None else f"{type(exc).__name__}: {exc}"
-        payload = msgspec.json.encode(ProbeOutcome(request.probe_index, None, message))
+        payload = msgspec.json.encode(
+            ProbeOutcome(request.probe_index, None, message, replayed=replayed)
+        )
         code = 3
     with os.fdopen(write_fd, "wb") as pipe:
         pipe.write(payload)
@@ -186,8 +194,9 @@ def run_unit(request: UnitRequest) -> UnitWorkerResult:
             parent_pid=probe.parent_pid,
             child_pid=pid,
             elapsed_seconds=round(time.monotonic() - started, 3),
+            replayed_calls=outcome.replayed,
         )
-        outcomes.append(msgspec.structs.replace(outcome, process=process))
+        outcomes.append(msgspec.structs.replace(outcome, process=process, replayed=[]))
     return UnitWorkerResult(os.getpid(), outcomes)
 
 

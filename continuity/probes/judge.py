@@ -299,7 +299,8 @@ class ScriptedJudge:
 class ProviderJudge:
     """The judge model on a real endpoint, behind the call cache (re-running a unit or
     the calibration never pays for a verdict twice). Its call receipts collect in
-    `receipts`. A reply with no verdict word is recorded as ``unreadable``."""
+    `receipts`, and the keys of the calls replayed from the cache in `replayed` (kept
+    beside the unit, never in it). A reply with no verdict word is recorded as ``unreadable``."""
 
     def __init__(
         self,
@@ -317,6 +318,7 @@ class ProviderJudge:
         self.explain_log = explain_log
         self.name = f"{spec.kind}:{spec.model}"
         self.receipts: list[Any] = []
+        self.replayed: list[str] = []
 
     async def _ask_all(self, prompts: Sequence[str]) -> list[str]:
         from continuity.harness.messages import ModelRequest, UserMessage
@@ -351,6 +353,7 @@ class ProviderJudge:
                         replies.append(done.message.text)
                 finally:
                     self.receipts.extend(provider.receipts)
+                    self.replayed.extend(provider.replayed)
         finally:
             if ledger is not None:
                 ledger.close()

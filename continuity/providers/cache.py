@@ -222,9 +222,12 @@ class Ledger:
 class CachedProvider:
     """Wrap a real provider with the call cache, the ledger and call receipts.
 
-    `probe` enters the call key (a probe's own compaction calls). With `gate`, a call
-    not in the cache is made only while the ledger admits work (calls outside a live
-    turn, such as a checkpoint's real mid-trace summary)."""
+    `receipts` has one `CallReceipt` per call, replayed or not (the same bytes either
+    way); `replayed` has the keys of the calls replayed from the cache, which the caller
+    keeps beside its artifact, never in it. `probe` enters the call key (a probe's own
+    compaction calls). With `gate`, a call not in the cache is made only while the ledger
+    admits work (calls outside a live turn, such as a checkpoint's real mid-trace
+    summary)."""
 
     def __init__(
         self,
@@ -251,7 +254,16 @@ class CachedProvider:
         self.name = inner.name
         self.model = inner.model
         self.requests: list[ModelRequest] = []
-        self.receipts: list[CallReceipt] = []
+        self.replayed: list[str] = []
+        # Receipts by the position of their request, so concurrent calls (a compaction's
+        # history and split-turn summaries) list in request order, not finishing order:
+        # a live build and a replaying build list them alike.
+        self._receipts: dict[int, CallReceipt] = {}
+
+    @property
+    def receipts(self) -> list[CallReceipt]:
+        """One receipt per finished call, in the order the calls were requested."""
+        return [self._receipts[slot] for slot in sorted(self._receipts)]
 
     def _explain(self, key: str, request: ModelRequest, hit: bool) -> None:
         if self.explain_log is None:
@@ -267,6 +279,7 @@ class CachedProvider:
             handle.write(msgspec.json.encode(line) + b"\n")
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        slot = len(self.requests)
         self.requests.append(request)
         key = call_key(self.spec, request, self.repeat, self.probe)
         recorded = self.store.load_output(key)
@@ -274,7 +287,8 @@ class CachedProvider:
         if recorded is not None:
             record = msgspec.json.decode(recorded, type=CallRecord)
             done = record.completed
-            self.receipts.append(CallReceipt(key, self.role, True, done.model, done.usage))
+            self._receipts[slot] = CallReceipt(key, self.role, done.model, done.usage)
+            self.replayed.append(key)
             if done.message.text:
                 yield TextDelta(done.message.text)
             for call in done.message.tool_calls:
@@ -320,5 +334,5 @@ class CachedProvider:
             output=blob,
             meta={"role": self.role, "model": done_event.model, "at": time.time()},
         )
-        self.receipts.append(CallReceipt(key, self.role, False, done_event.model, done_event.usage))
+        self._receipts[slot] = CallReceipt(key, self.role, done_event.model, done_event.usage)
         yield done_event

@@ -52,10 +52,15 @@ class RealBinding(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CallReceipt(msgspec.Struct, frozen=True):
-    """Content-free evidence of one call made (or replayed) by a probe."""
+    """Content-free evidence of one call made (or replayed) by a probe.
+
+    Sealed in units and checkpoints, so deterministic: whether the call was replayed
+    from the call cache differs between two builds of one key, so it is not here (the
+    replayed keys are kept beside the artifact: `ProcessReceipt.replayed_calls` and the
+    unit's and checkpoint's action-entry meta). A receipt written before this has a
+    ``cached`` field; decoding ignores it."""
 
     key: str
     role: Literal["answer", "summary", "judge"]
-    cached: bool
     served_model: str
     usage: Usage

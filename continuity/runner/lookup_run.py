@@ -13,6 +13,8 @@ exit), so partial coverage never passes for a finished run.
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -117,20 +119,28 @@ def check_lookup_slots(
             if disposition == "unknown":
                 unknown.append(f"{trace.trace_id} {arm.id} {probe.probe_id}")
     path = run / SLOTS_FILE
+    run.mkdir(parents=True, exist_ok=True)
+    # Two invocations filling one run merge their slots one at a time (a lock on the run
+    # directory itself, released by the kernel if a process dies): no slot is lost.
+    folder = os.open(run, os.O_RDONLY)
     try:
-        earlier = msgspec.json.decode(path.read_bytes())
-    except (OSError, msgspec.MsgspecError):
-        earlier = {}
-    if isinstance(earlier, dict) and earlier.get("policy_sha256") == lookup.policy_sha256:
-        mine = {_slot_id(d) for d in slots}
-        slots = [d for d in earlier.get("slots", []) if _slot_id(d) not in mine] + slots
-    write_output(
-        path,
-        msgspec.json.format(
-            msgspec.json.encode({"policy_sha256": lookup.policy_sha256, "slots": slots})
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        try:
+            earlier = msgspec.json.decode(path.read_bytes())
+        except (OSError, msgspec.MsgspecError):
+            earlier = {}
+        if isinstance(earlier, dict) and earlier.get("policy_sha256") == lookup.policy_sha256:
+            mine = {_slot_id(d) for d in slots}
+            slots = [d for d in earlier.get("slots", []) if _slot_id(d) not in mine] + slots
+        write_output(
+            path,
+            msgspec.json.format(
+                msgspec.json.encode({"policy_sha256": lookup.policy_sha256, "slots": slots})
+            )
+            + b"\n",
         )
-        + b"\n",
-    )
+    finally:
+        os.close(folder)  # releases the lock
     if unknown:
         raise UsageError(
             f"{len(unknown)} lookup slots have unknown feasibility (first: {unknown[0]}); "

@@ -66,6 +66,7 @@ __all__ = [
     "RunIncomplete",
     "UnitRecord",
     "build_units",
+    "replayed_calls",
     "run_unit",
     "score_result",
     "seal",
@@ -434,7 +435,16 @@ def run_unit(
     )
     if real is not None and incomplete:
         return record, "incomplete"  # neither stored nor materialised: the next run retries
-    return store_unit(store, seal(record), processes=msgspec.to_builtins(processes)), "built"
+    # Which calls were replayed from the call cache differs between two builds of one key:
+    # the probes' are in their ProcessReceipts; the judge's and the mid-trace summary's
+    # (None: this build reused the checkpoint, so it made no mid-trace call) beside them.
+    return store_unit(
+        store,
+        seal(record),
+        processes=msgspec.to_builtins(processes),
+        judge_replayed=list(getattr(grader, "replayed", [])),
+        mid_trace_replayed=checkpoint.replayed_calls if checkpoint.status == "built" else None,
+    ), "built"
 
 
 def _unit_judge(store: Store, real: RealRun | None, judge: str | None, repeat: int) -> Judge | None:
@@ -563,7 +573,8 @@ def store_unit(store: Store, record: UnitRecord, **meta: Any) -> UnitRecord:
     """Record a sealed unit in the store under its key (what later runs reuse).
 
     The record is deterministic bytes (two builds of one key write the same blob);
-    what differs between builds (the probes' `ProcessReceipt`s) goes in `meta`."""
+    what differs between builds (the probes' `ProcessReceipt`s, the replayed call keys)
+    goes in `meta`."""
     store.record_action(
         record.key,
         kind="unit",
@@ -572,6 +583,24 @@ def store_unit(store: Store, record: UnitRecord, **meta: Any) -> UnitRecord:
         meta={"trace_id": record.trace_id, "arm": record.arm, "repeat": record.repeat, **meta},
     )
     return record
+
+
+def replayed_calls(store: Store, record: UnitRecord) -> set[str]:
+    """The keys of the calls the unit's build replayed from the call cache instead of
+    making them (its probes', its judge's and its mid-trace summary's), read from its
+    action entry's meta: the sealed unit does not say. Empty when the store holds no
+    entry for it (nothing is known to have been replayed)."""
+    entry = store.get_action(record.key, verify_output=False)
+    if entry is None:
+        return set()
+    keys = {
+        key
+        for process in msgspec.convert(entry.meta.get("processes") or [], list[ProcessReceipt])
+        for key in process.replayed_calls
+    }
+    keys.update(entry.meta.get("judge_replayed") or [])
+    keys.update(entry.meta.get("mid_trace_replayed") or [])
+    return keys
 
 
 def _refuse_second_observations(records: Sequence[UnitRecord], folder: Path) -> None:

@@ -20,6 +20,7 @@ import msgspec
 import pytest
 
 from continuity.harness.messages import Usage
+from continuity.harness.receipts import ProcessReceipt
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.plan import Plan, plan_from_options
 from continuity.plan.pricing import load_catalog
@@ -74,6 +75,22 @@ class Rig:
         return run_real(self.plan, self.store, **arguments)
 
 
+def probe_replays(store: Store, record: UnitRecord) -> dict[int, set[str]]:
+    """The keys of each probe's calls replayed from the call cache, by probe index: kept
+    in the probes' ProcessReceipts beside the unit (the sealed call receipts never say)."""
+    entry = store.get_action(record.key)
+    assert entry is not None
+    receipts = msgspec.convert(entry.meta["processes"], list[ProcessReceipt])
+    return {r.probe_index: set(r.replayed_calls) for r in receipts}
+
+
+def judge_replays(store: Store, record: UnitRecord) -> set[str]:
+    """The keys of a unit's judge calls replayed from the call cache (its entry's meta)."""
+    entry = store.get_action(record.key)
+    assert entry is not None
+    return set(entry.meta["judge_replayed"])
+
+
 def units_on_disk(folder: Path) -> dict[str, UnitRecord]:
     return {
         p.name: msgspec.json.decode(p.read_bytes(), type=UnitRecord)
@@ -113,7 +130,10 @@ def test_real_run_finishes_the_plan_the_offline_run_finishes(
     # Compaction really ran on the endpoint, once per probe: no probe reuses another's
     # summary through the call cache (seed 000's confound control).
     compaction = real_units[(1, TRACE, "compaction-1")]
-    roles = [[(c.role, c.cached) for c in p.evidence.calls] for p in compaction.probes]
+    replays = probe_replays(rig.store, compaction)
+    roles = [
+        [(c.role, c.key in replays[p.index]) for c in p.evidence.calls] for p in compaction.probes
+    ]
     assert ("summary", False) in roles[0] and ("summary", False) in roles[1]
     assert ("summary", True) not in roles[0] + roles[1]
     # The store arm called ConversationHistory through MCP, chosen by the endpoint.
@@ -151,8 +171,10 @@ def test_real_run_finishes_the_plan_the_offline_run_finishes(
         for p in r.probes
         if p.evidence
         for c in p.evidence.calls
-        if not c.cached
-    ) + sum(1 for r in result.records for c in r.judge_calls if not c.cached)
+        if c.key not in probe_replays(rig.store, r)[p.index]
+    ) + sum(
+        1 for r in result.records for c in r.judge_calls if c.key not in judge_replays(rig.store, r)
+    )
 
 
 def test_second_run_skips_completed_units_and_calls_nothing(
@@ -172,6 +194,44 @@ def test_second_run_skips_completed_units_and_calls_nothing(
     assert set(ref.actions) == {rig.digest} | {r.key for r in first.records}
 
 
+def test_a_real_unit_rebuilt_from_the_call_cache_is_the_same_bytes(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    """Two builds of one real unit, the second replaying every call (its unit file, its
+    unit entry and its checkpoint entry deleted; the call cache kept): the unit and the
+    checkpoint are the same bytes. Which calls were replayed is kept beside them."""
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        # compaction-2 (d): probe answer and summary calls, a real mid-trace summary in its
+        # checkpoint, and the judge.
+        rig = Rig(tmp_path, clean_checkout, url, "openai-chat", arms="compaction-2")
+        (first,) = rig.run().records
+        made = app.count()
+        path = rig.output / "units" / f"r1-{TRACE}-compaction-2.json"
+        before = path.read_bytes()
+        checkpoint = rig.store.get_action(first.checkpoint)
+        assert checkpoint is not None and first.mid_trace_calls and first.judge_calls
+        assert probe_replays(rig.store, first) == {0: set(), 1: set()}
+        assert judge_replays(rig.store, first) == set()
+        path.unlink()
+        rig.store.action_path(first.key).unlink()
+        rig.store.action_path(first.checkpoint).unlink()
+        again = rig.run()
+        assert app.count() == made  # every call replayed from the call cache
+    assert again.built == 1 and path.read_bytes() == before
+    rebuilt = rig.store.get_action(first.checkpoint)
+    assert rebuilt is not None and rebuilt.output == checkpoint.output  # the same tree
+    probe_calls = {
+        p.index: {c.key for c in p.evidence.calls} for p in first.probes if p.evidence is not None
+    }
+    assert probe_replays(rig.store, first) == probe_calls
+    assert judge_replays(rig.store, first) == {c.key for c in first.judge_calls}
+    entry = rig.store.get_action(first.key)
+    assert entry is not None
+    mid = [c.key for c in first.mid_trace_calls]
+    assert entry.meta["mid_trace_replayed"] == rebuilt.meta["replayed_calls"] == mid
+
+
 def test_errors_are_never_cached(tmp_path: Path, clean_checkout: Path) -> None:
     app = WireServer(faults=Faults(auth_fail_from=1))
     with serve_in_thread(app) as url:
@@ -185,7 +245,9 @@ def test_errors_are_never_cached(tmp_path: Path, clean_checkout: Path) -> None:
         result = rig.run()  # the refused call is made again, not replayed
         assert app.count() == 2
     assert app.calls[0][1] == app.calls[1][1]
-    assert result.records[0].probes[0].evidence.calls[0].cached is False
+    (record,) = result.records
+    assert record.probes[0].evidence is not None
+    assert record.probes[0].evidence.calls[0].key not in probe_replays(rig.store, record)[0]
 
 
 def test_auth_failure_stops_admission(tmp_path: Path, clean_checkout: Path) -> None:
@@ -476,13 +538,14 @@ def test_confound_controls_one_final_compaction_per_probe_one_mid_trace_per_repe
     final_keys: list[str] = []
     for (repeat, arm), record in sorted(units.items()):
         assert [p.status for p in record.probes] == ["valid", "valid"], record.probes
+        replays = probe_replays(rig.store, record)
         per_probe = []
         for probe in record.probes:
             assert probe.evidence is not None and probe.evidence.compaction is not None
             summary = [c for c in probe.evidence.calls if c.role == "summary"]
             # One final compaction per probe, made for that probe (never from the cache).
             assert len(summary) == probe.evidence.compaction.summary_requests
-            assert not any(c.cached for c in summary), (repeat, arm, probe.probe_id, summary)
+            assert not any(c.key in replays[probe.index] for c in summary), (repeat, arm, summary)
             per_probe.append({c.key for c in summary})
         assert per_probe[0].isdisjoint(per_probe[1])
         final_keys += [k for keys in per_probe for k in keys]
@@ -497,7 +560,12 @@ def test_confound_controls_one_final_compaction_per_probe_one_mid_trace_per_repe
         assert event is not None and event.reason == "manual"
         # One compaction: its summary requests (history, and a split turn's prefix).
         assert len(record.mid_trace_calls) == event.summary_requests >= 1
-        assert all(c.role == "summary" and not c.cached for c in record.mid_trace_calls)
+        assert all(c.role == "summary" for c in record.mid_trace_calls)
+        # Made for this repeat, not replayed: the unit built its checkpoint and says so
+        # beside it, as does the checkpoint's own entry.
+        entry, checkpoint = (rig.store.get_action(k) for k in (record.key, record.checkpoint))
+        assert entry is not None and checkpoint is not None
+        assert entry.meta["mid_trace_replayed"] == checkpoint.meta["replayed_calls"] == []
         assert sum((c.usage for c in record.mid_trace_calls), Usage()) == event.usage
     repeat_keys = [{c.key for c in mid[r].mid_trace_calls} for r in (1, 2)]
     assert repeat_keys[0].isdisjoint(repeat_keys[1])  # each repeat its own sample
