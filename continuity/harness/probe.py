@@ -65,6 +65,7 @@ from continuity.lookup.probe import PageTracker, bounded_cleanup, reference_path
 from continuity.lookup.reader import LookupReader
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
 from continuity.memory.retained import HistoryError, RetainedStore
+from continuity.parent_death import die_with_parent
 from continuity.probes.availability import ContextText, NeedleState, reference_lookup
 from continuity.probes.protocol import probe_turn_text
 from continuity.providers.endpoint import CallReceipt, RealBinding
@@ -82,7 +83,12 @@ if TYPE_CHECKING:
     from continuity.lookup.meter import Meter
     from continuity.providers.cache import CachedProvider
 
-__all__ = ["run_probe"]
+__all__ = [
+    "HISTORY_TOOL",
+    "UNKNOWN_ANSWER",
+    "main",
+    "run_probe",
+]
 
 UNKNOWN_ANSWER = "UNKNOWN"
 
@@ -619,7 +625,15 @@ async def run_probe(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m continuity.harness.probe")
     parser.add_argument("--workspace", type=Path, required=True)
+    parser.add_argument(
+        "--parent-pid",
+        type=int,
+        default=None,
+        help="the requesting process's pid: the child is killed when it dies (Linux)",
+    )
     args = parser.parse_args(argv)
+    if args.parent_pid is not None:
+        die_with_parent(args.parent_pid)
     try:
         request = msgspec.json.decode(sys.stdin.buffer.read(), type=ProbeRequest)
     except (OSError, msgspec.MsgspecError) as exc:

@@ -41,10 +41,20 @@ from continuity.harness.receipts import (
     SampleEvidence,
 )
 from continuity.harness.workspace import Workspace
+from continuity.parent_death import die_with_parent
 from continuity.providers.endpoint import RealBinding
 from continuity.store import Store
 
-__all__ = ["ProbeOutcome", "ProbeSpec", "UnitRequest", "UnitWorkerResult", "main"]
+__all__ = [
+    "ProbeOutcome",
+    "ProbeSpec",
+    "UnitRequest",
+    "UnitWorkerResult",
+    "collect_child",
+    "main",
+    "read_witness",
+    "run_unit",
+]
 
 
 class ProbeSpec(msgspec.Struct, frozen=True):
@@ -114,6 +124,9 @@ class UnitWorkerResult(msgspec.Struct, frozen=True):
 
 def _child(workspace: Path, request: ProbeRequest, write_fd: int) -> None:
     """Runs in the forked child: never returns."""
+    # Killed with the worker (fork clears the worker's own request), so a SIGKILLed
+    # run leaves no probe child behind.
+    die_with_parent(request.parent_pid)
     from continuity.harness.probe import run_probe
 
     code = 0
@@ -205,7 +218,15 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m continuity.harness.unit",
         description="Run one unit's probes; the UnitRequest (JSON) is read on stdin.",
     )
-    parser.parse_args(argv)
+    parser.add_argument(
+        "--parent-pid",
+        type=int,
+        default=None,
+        help="the runner's pid: the worker is killed when it dies (Linux)",
+    )
+    args = parser.parse_args(argv)
+    if args.parent_pid is not None:  # before anything else: a dead runner has no use for it
+        die_with_parent(args.parent_pid)
     request = msgspec.json.decode(sys.stdin.buffer.read(), type=UnitRequest)
     # Warm the imports once here, so every forked probe starts with them loaded.
     import continuity.harness.probe

@@ -42,12 +42,14 @@ from continuity.providers.protocol import Completed, ProviderEvent, TextDelta, T
 from continuity.store import Store, utc_now
 
 __all__ = [
+    "CALL_KIND",
     "CALL_SALT",
     "CachedProvider",
     "CallReceipt",
     "CallRecord",
     "Ledger",
     "call_key",
+    "explain",
     "key_parts",
 ]
 

@@ -55,7 +55,21 @@ from continuity.report.summary import ProbeRow, UnitSummary, summarize
 from continuity.runner.units import UnitRecord, content_digest, unit_key
 from continuity.store import Store
 
-__all__ = ["AggregateError", "ProbeRow", "Results", "UnitSummary", "aggregate_run"]
+__all__ = [
+    "LEGACY_PROTOCOL",
+    "REPORT_CODE",
+    "SUITE_ORDER",
+    "SUMMARY_SALT",
+    "AggregateError",
+    "ProbeRow",
+    "Results",
+    "UnitSummary",
+    "aggregate_run",
+    "combine",
+    "decode_unit",
+    "load_summaries",
+    "probe_protocols",
+]
 
 SUMMARY_SALT = "unit-summary-v4"
 SUITE_ORDER = ("original", "hard", "hard-distractors")

@@ -36,12 +36,16 @@ if TYPE_CHECKING:
     from continuity.traces.suites import SuiteItem
 
 __all__ = [
+    "DEFAULT_JOBS",
+    "SAMPLE_CODE",
     "SAMPLE_SALT",
+    "ArmsManifest",
     "SampleRecord",
     "arm_samples_current",
     "build_arm_samples",
     "run_probe_child",
     "run_probe_process",
+    "sample_arm",
     "sample_key",
 ]
 
@@ -93,7 +97,10 @@ def run_probe_process(
     """
     started = time.monotonic()
     with subprocess.Popen(
-        [sys.executable, "-m", "continuity.harness.probe", "--workspace", str(workspace)],
+        [
+            *(sys.executable, "-m", "continuity.harness.probe", "--workspace", str(workspace)),
+            *("--parent-pid", str(os.getpid())),  # the child dies with this process (Linux)
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -14,6 +14,7 @@ aggregator can refuse a tampered or mislabelled file.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -59,13 +60,16 @@ if TYPE_CHECKING:
     from continuity.traces.suites import SuiteItem
 
 __all__ = [
+    "UNIT_CODE",
     "UNIT_SALT",
+    "UNIT_SCHEMA",
     "LookupRun",
     "ProbeResult",
     "RealRun",
     "RunIncomplete",
     "UnitRecord",
     "build_units",
+    "content_digest",
     "replayed_calls",
     "run_unit",
     "score_result",
@@ -225,7 +229,8 @@ def _run_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
     from continuity.harness.unit import UnitWorkerResult
 
     with subprocess.Popen(
-        [sys.executable, "-m", "continuity.harness.unit"],
+        # The worker dies with this process (Linux), and its probe children with it.
+        [sys.executable, "-m", "continuity.harness.unit", "--parent-pid", str(os.getpid())],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

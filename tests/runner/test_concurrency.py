@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from continuity.harness.receipts import ProcessReceipt
 from continuity.probes.availability import needles_for
@@ -257,6 +258,22 @@ def test_a_killed_unit_run_leaves_no_expected_value_outside_the_store(tmp_path: 
     # temp directory (`tempfile.gettempdir()` in each of them) is `system_tmp`, scanned
     # above; the shared /tmp is not scanned: other processes on the machine write there.
     assert {p.name for p in tmp_path.iterdir()} <= {"store", "out", "system-tmp", "go"}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_process_whose_parent_died_first_kills_itself(tmp_path: Path) -> None:
+    """The race `die_with_parent` closes: its parent is gone before the request (here,
+    a pid that is not its parent), so it kills itself as the kernel would have."""
+    script = "import sys; from continuity.parent_death import die_with_parent; "
+    script += "print(die_with_parent(int(sys.argv[1])), flush=True)"
+    gone = subprocess.run(
+        [sys.executable, "-c", script, "1"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert gone.returncode == -signal.SIGKILL and gone.stdout == ""
+    kept = subprocess.run(
+        [sys.executable, "-c", script, str(os.getpid())], cwd=ROOT, capture_output=True, text=True
+    )
+    assert kept.returncode == 0 and kept.stdout.strip() == str(sys.platform.startswith("linux"))
 
 
 def _holding_file(path: Path, markers: list[bytes], since: float) -> bool:

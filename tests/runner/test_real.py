@@ -7,6 +7,7 @@ MCP tool calls, compaction, httpx streaming, the call cache, the ledger and the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -25,12 +26,15 @@ from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.plan import Plan, plan_from_options
 from continuity.plan.pricing import load_catalog
 from continuity.plan.workload import workload
+from continuity.probes.availability import needles_for
 from continuity.report.aggregate import aggregate_run
 from continuity.report.rescore import rescore_run
 from continuity.runner.real import run_real
 from continuity.runner.units import RunIncomplete, UnitRecord, build_units
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from continuity.store import Store
+from continuity.traces.schema import decode_trace
+from continuity.traces.suites import build_suite
 from tests.conftest import REPO
 
 TRACE = "brightline-return"
@@ -368,6 +372,97 @@ def test_killed_run_resumes_without_recalling_completed_units(
     assert after[3] not in before
     assert {r.arm for r in resumed.records} == {"native", "compaction-1"}
     assert resumed.built == 1  # native finished before the kill and was skipped
+
+
+def _live_in_group(pgid: int) -> list[str]:
+    """The command lines of the live (not zombie) processes of process group `pgid`."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return alive
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_sigkilled_runner_takes_its_unit_worker_and_probe_child_with_it(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    """The runner alone is SIGKILLed (not its process group) while its probe child waits
+    on a call the server never answers: the unit worker and the probe child die with it
+    instead of waiting on, and no expected value is left outside the store."""
+    app = WireServer(faults=Faults(hang_from=1))
+    system_tmp = tmp_path / "system-tmp"  # the run's TMPDIR: where tempfile would write
+    system_tmp.mkdir()
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path, clean_checkout, url, "openai-chat", arms="native", judge="none")
+        request = tmp_path / "run.json"
+        request.write_bytes(
+            msgspec.json.encode(
+                {
+                    "plan": rig.plan,
+                    "store": str(rig.store.root),
+                    "confirm": rig.digest,
+                    "credentials": str(rig.credentials),
+                    "output": str(rig.output),
+                    "traces": TRACE,
+                    "checkout": str(clean_checkout),
+                    "jobs": 1,
+                }
+            )
+        )
+        env = {k: v for k, v in os.environ.items() if k != "CI"}
+        proc = subprocess.Popen(
+            [sys.executable, "-c", KILLABLE, str(request)],
+            cwd=REPO,
+            env={**env, "TMPDIR": str(system_tmp)},
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while app.count() < 1:  # the probe child's call: it hangs there
+                assert proc.poll() is None, "the run ended before it could be killed"
+                assert time.monotonic() < deadline, "the run never made its call"
+                time.sleep(0.05)
+            workers = [c for c in _live_in_group(proc.pid) if "continuity.harness.unit" in c]
+            assert len(workers) == 2  # the unit worker and its forked probe child
+            os.kill(proc.pid, signal.SIGKILL)  # the runner only: nothing forwards it
+            proc.wait(timeout=30)
+            gone_by = time.monotonic() + 5
+            while _live_in_group(proc.pid) and time.monotonic() < gone_by:
+                time.sleep(0.02)
+            assert _live_in_group(proc.pid) == []
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # only left when the test failed
+    item = next(
+        i
+        for i in build_suite(rig.store, "original", out_dir=tmp_path / "suite").items
+        if i.trace_id == TRACE
+    )
+    trace = decode_trace(rig.store.get_blob(item.digest))
+    needles = {
+        v
+        for probe in trace.probes
+        for v in (lambda n: n.fact + n.superseded)(needles_for(probe.expectation, trace))
+        if len(v) >= 4
+    }
+    markers = [n.encode() for n in needles] + [b'"needles"']
+    assert len(markers) > 1
+    leftovers = [
+        path
+        for path in system_tmp.rglob("*")
+        if path.is_file() and any(m in path.read_bytes() for m in markers)
+    ]
+    assert leftovers == []
 
 
 def test_score_rescores_recorded_answers_with_zero_http_calls(
