@@ -243,6 +243,7 @@ def _judge_requests(monkeypatch: pytest.MonkeyPatch, cases: list[Any]) -> list[A
     class Cached:  # the call cache, bypassed: every request reaches `complete`
         def __init__(self, *_: Any, **__: Any) -> None:
             self.receipts: list[Any] = []
+            self.replayed: list[str] = []
 
     async def complete(_provider: Any, request: Any) -> Any:
         sent.append(request)
