@@ -28,9 +28,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from continuity.harness.messages import ToolCallRequest
 from continuity.harness.replay import replay_trace
 from continuity.harness.toolbox import McpToolbox
+from continuity.messages import ToolCallRequest
 from continuity.servers.asgi import serve_asgi
 from continuity.servers.fixture import FixtureToolServer, FrozenRecord, frozen_records
 from continuity.traces.generator import generate_trace

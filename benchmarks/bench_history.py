@@ -20,11 +20,11 @@ from pathlib import Path
 import anyio
 
 from continuity.harness.keys import ReplayConfig
-from continuity.harness.messages import ToolCallRequest
 from continuity.harness.replay import replay_trace
 from continuity.harness.toolbox import McpToolbox
 from continuity.harness.workspace import Workspace
 from continuity.memory.retained import RetainedStore
+from continuity.messages import ToolCallRequest
 from continuity.servers.history import HISTORY_TOOL, serve_history
 from continuity.traces.generator import generate_trace
 from continuity.traces.schema import OwnerMessage, iter_turns, replay_projection

@@ -31,7 +31,7 @@ import anyio
 import httpx
 import msgspec
 
-from continuity.harness.messages import ModelRequest, UserMessage
+from continuity.messages import ModelRequest, UserMessage
 from continuity.plan.estimate import dry_run
 from continuity.plan.plan import build_plan
 from continuity.plan.pricing import load_catalog

@@ -10,7 +10,7 @@ from rules.params import OUT, STORE, Selection, param
 
 def _calibrate(**options: Any) -> str:
     from continuity.probes.calibration import render_table
-    from continuity.probes.judge_calibration import run_calibration
+    from continuity.runner.judge_calibration import run_calibration
 
     chosen = Selection(options)
     result, md, js = run_calibration(options, str(chosen.store.root), chosen.out)

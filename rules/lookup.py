@@ -9,7 +9,7 @@ from rules.params import STORE, NewDirOption, SeedsOption, param
 
 
 def _budget(**options: Any) -> str:
-    from continuity.lookup.budget import run_lookup_budget
+    from continuity.runner.lookup_budget import run_lookup_budget
     from continuity.progress import progress
 
     store, output, corpus = _arguments(options)  # every argument, before any replay
@@ -35,8 +35,8 @@ def _arguments(options: dict[str, Any]) -> tuple[Any, Any, list[tuple[str, Any]]
             ``store_path_invalid``.
     """
     from continuity.errors import UsageError
-    from continuity.lookup.inventory import CORPUS
     from continuity.outputs import check_new_directory
+    from continuity.runner.inventory import CORPUS
     from continuity.store import Store
     from continuity.traces.keys import DEFAULT_SEEDS, SUITES, parse_seeds
 

@@ -22,10 +22,10 @@ from continuity.contract import check_checkpoint, run_offline_contract
 from continuity.errors import ContinuityError, HarnessError, UsageError
 from continuity.harness.checkpoints import CheckpointResult
 from continuity.harness.loop import AgentLoop
-from continuity.harness.messages import ToolCallRequest
 from continuity.harness.replay import ReplayClock
 from continuity.harness.toolbox import McpToolbox
 from continuity.harness.workspace import Workspace
+from continuity.messages import ToolCallRequest
 from continuity.providers import ScriptedProvider, ScriptedStep
 from continuity.runner.checkpoints import build_checkpoints
 from continuity.runner.design import check_design

@@ -30,7 +30,8 @@ import anyio
 import msgspec
 
 from continuity.harness.config import CompactionPolicy
-from continuity.harness.messages import (
+from continuity.harness.session import CompactionEntry, DurableSession, MessageEntry
+from continuity.messages import (
     AssistantMessage,
     Message,
     ModelRequest,
@@ -38,7 +39,6 @@ from continuity.harness.messages import (
     Usage,
     UserMessage,
 )
-from continuity.harness.session import CompactionEntry, DurableSession, MessageEntry
 from continuity.providers.protocol import Provider, complete
 from continuity.providers.scripted import SUMMARY_SECTIONS
 from continuity.traces.bounds import SUMMARY_RESULT_CHARS

@@ -28,6 +28,7 @@ CHECKPOINT_SALT = "checkpoint-v1"
 # scoring or reports does not.
 HARNESS_CODE = (
     "continuity.harness",
+    "continuity.messages",  # the message types every session entry and request holds
     "continuity.memory",  # replay writes the retained store (and its pack inputs)
     "continuity.privacy",  # the credential-omission rule applied while retaining
     "continuity.providers",

@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from continuity.errors import HarnessError, ToolError
-from continuity.harness.history import CanonicalHistory
 from continuity.harness.live_input import LiveInput
-from continuity.harness.messages import (
+from continuity.harness.session import DurableSession
+from continuity.harness.tool_history import ToolHistory
+from continuity.memory.history import CanonicalHistory
+from continuity.memory.retained import RetainedStore
+from continuity.messages import (
     Attribution,
     Message,
     ModelRequest,
@@ -27,9 +30,6 @@ from continuity.harness.messages import (
     UserMessage,
     UserSource,
 )
-from continuity.harness.session import DurableSession
-from continuity.harness.tool_history import ToolHistory
-from continuity.memory.retained import RetainedStore
 from continuity.providers.protocol import Provider, complete
 from continuity.traces.tools import TOOLS
 

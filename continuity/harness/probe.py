@@ -41,15 +41,6 @@ from continuity.errors import HarnessError, SessionCorrupt, ToolError, typed_err
 from continuity.harness.compaction import CompactionEvent, compact_conversation, should_compact
 from continuity.harness.config import HarnessConfig
 from continuity.harness.loop import SYSTEM_PROMPT, AgentLoop, TurnReport
-from continuity.harness.messages import (
-    Message,
-    ModelRequest,
-    ToolCallRequest,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-    wire_payload,
-)
 from continuity.harness.receipts import (
     HistoryCall,
     LookupBinding,
@@ -65,6 +56,15 @@ from continuity.lookup.probe import PageTracker, bounded_cleanup, reference_path
 from continuity.lookup.reader import LookupReader
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
 from continuity.memory.retained import HistoryError, RetainedStore
+from continuity.messages import (
+    Message,
+    ModelRequest,
+    ToolCallRequest,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    wire_payload,
+)
 from continuity.parent_death import die_with_parent
 from continuity.probes.availability import ContextText, NeedleState, reference_lookup
 from continuity.probes.protocol import probe_turn_text

@@ -7,11 +7,11 @@ from typing import Literal
 import msgspec
 
 from continuity.harness.compaction import CompactionEvent
-from continuity.harness.messages import Usage
 from continuity.harness.reseed import ReseedEvent
 from continuity.lookup.state import MeterState
 from continuity.memory.pack import PackReceipt
 from continuity.memory.retained import RetainedStats
+from continuity.messages import Usage
 from continuity.probes.availability import NeedleState
 from continuity.providers.endpoint import CallReceipt, RealBinding
 

@@ -36,17 +36,17 @@ from continuity.harness.config import SMALLEST_TRIGGER, CompactionPolicy
 from continuity.harness.keys import ReplayConfig
 from continuity.harness.live_input import LiveInput
 from continuity.harness.loop import AgentLoop
-from continuity.harness.messages import (
+from continuity.harness.session import DurableSession
+from continuity.harness.toolbox import McpToolbox
+from continuity.harness.workspace import Workspace
+from continuity.memory.retained import RetainedStats, RetainedStore
+from continuity.messages import (
     ModelRequest,
     ToolCallRequest,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
-from continuity.harness.session import DurableSession
-from continuity.harness.toolbox import McpToolbox
-from continuity.harness.workspace import Workspace
-from continuity.memory.retained import RetainedStats, RetainedStore
 from continuity.providers.endpoint import CallReceipt
 from continuity.providers.scripted import ScriptedProvider, ScriptedStep, ScriptedSummarizer
 from continuity.servers.fixture import FixtureToolServer, frozen_records

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import msgspec
 
-from continuity.harness.history import CanonicalHistory
-from continuity.harness.messages import AssistantMessage, Attribution, UserMessage
 from continuity.harness.session import DurableSession
 from continuity.harness.tool_history import ToolHistory
+from continuity.memory.history import CanonicalHistory
+from continuity.messages import AssistantMessage, Attribution, UserMessage
 from continuity.traces.bounds import RESEED_TEXT_MESSAGES, projection_indexes
 
 __all__ = ["PROJECTION_HEADER", "ReseedEvent", "reseed"]

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from continuity.errors import SessionCorrupt
-from continuity.harness.messages import Message, Usage, UserMessage
+from continuity.messages import Message, Usage, UserMessage
 from continuity.store import utc_now
 
 __all__ = [

@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from continuity.errors import ContinuityError, ToolError
-from continuity.harness.messages import ToolCallRequest, ToolDefinition
+from continuity.messages import ToolCallRequest, ToolDefinition
 
 __all__ = ["McpToolbox"]
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import msgspec
 
-from continuity.harness.history import CanonicalHistory
 from continuity.harness.session import Clock, DurableSession
 from continuity.harness.tool_history import ToolHistory
+from continuity.memory.history import CanonicalHistory
 
 __all__ = ["Workspace"]
 

@@ -1,7 +1,7 @@
 """The lookup sizing policy: budget arithmetic, path feasibility, the frozen policy file.
 
 The budget comes from a measured inventory of reference paths (see
-`continuity.lookup.inventory`), with the seed's formulas:
+`continuity.runner.inventory`), with the seed's formulas:
 
 - calls = max(path calls) + 2, capped at min(96, 100 - 2);
 - bytes = max(path bytes) + 2 x the largest serialized response, rounded up to KiB and

@@ -27,7 +27,7 @@ import re
 from collections import deque
 
 from continuity.errors import UsageError
-from continuity.harness.messages import (
+from continuity.messages import (
     ModelRequest,
     ToolCallRequest,
     ToolResultMessage,

@@ -20,9 +20,9 @@ from typing import Literal
 
 import msgspec
 
-from continuity.harness.history import CanonicalHistory
-from continuity.harness.messages import Message, UserMessage
+from continuity.memory.history import CanonicalHistory
 from continuity.memory.retained import RetainedStore
+from continuity.messages import Message, UserMessage
 
 __all__ = ["PACK_BUDGET_TOKENS", "PACK_HEADER", "Pack", "PackReceipt", "build_pack", "is_pack"]
 

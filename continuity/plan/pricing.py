@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import UsageError
-from continuity.harness.messages import Usage
+from continuity.messages import Usage
 
 __all__ = ["Catalog", "ModelPrice", "PricingError", "Tier", "call_cost", "load_catalog"]
 

@@ -33,8 +33,8 @@ from typing import Literal
 import msgspec
 
 from continuity.arms import Arm, arm_config, parse_arms
-from continuity.harness.messages import Usage
 from continuity.lookup.policy import LookupPolicy
+from continuity.messages import Usage
 from continuity.plan.plan import LookupPlan, Plan
 from continuity.plan.pricing import Catalog, call_cost
 from continuity.probes.judge import JUDGE_SYSTEM, judge_prompt
@@ -123,7 +123,7 @@ def load_plan_traces(plan: Plan, fixtures: Path | None = None) -> list[Trace]:
     return traces
 
 
-def _shape(trace: Trace) -> dict[str, int]:
+def trace_shape(trace: Trace) -> dict[str, int]:
     turns = [t for _, _, t in iter_turns(trace)]
     records = [t for t in turns if isinstance(t, ToolResult)]
     texts = [t for t in turns if is_text_message(t)]
@@ -226,7 +226,7 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
     calls: list[PlannedCall] = []
     units = live = 0
     for trace in traces:
-        shape = _shape(trace)
+        shape = trace_shape(trace)
         probes = list(trace.probes[: plan.probe_limit] if plan.probe_limit else trace.probes)
         for arm in parse_arms(",".join(plan.arms), family=trace.family, probe_mode=plan.probe_mode):
             for _ in range(plan.repeats):

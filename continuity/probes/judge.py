@@ -321,7 +321,7 @@ class ProviderJudge:
         self.replayed: list[str] = []
 
     async def _ask_all(self, prompts: Sequence[str]) -> list[str]:
-        from continuity.harness.messages import ModelRequest, UserMessage
+        from continuity.messages import ModelRequest, UserMessage
         from continuity.providers.cache import CachedProvider, Ledger
         from continuity.providers.protocol import complete
         from continuity.providers.real import make_provider

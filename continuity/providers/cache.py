@@ -30,7 +30,7 @@ import msgspec
 
 from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.errors import AdmissionStopped, ProviderError
-from continuity.harness.messages import (
+from continuity.messages import (
     AssistantMessage,
     ModelRequest,
     ToolResultMessage,

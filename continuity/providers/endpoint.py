@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from continuity.harness.messages import Usage
+from continuity.messages import Usage
 
 __all__ = ["CallReceipt", "EndpointKind", "EndpointSpec", "RealBinding"]
 

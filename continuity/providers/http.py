@@ -15,7 +15,7 @@ what they share:
 - **stop classes**: 401/403 is ``provider_auth_failed`` and a quota or billing refusal
   ``provider_quota_exhausted``; both make the invocation admit no new live turn;
 - **concurrency** is limited per model across processes with lock-file slots;
-- **usage** is normalised to `continuity.harness.messages.Usage` (cached input counted
+- **usage** is normalised to `continuity.messages.Usage` (cached input counted
   once) and the model identity the server returned is kept on the `Completed` event.
 """
 
@@ -37,7 +37,7 @@ import msgspec
 
 from continuity.digest import value_digest
 from continuity.errors import ProviderError
-from continuity.harness.messages import ModelRequest
+from continuity.messages import ModelRequest
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.protocol import ProviderEvent
 

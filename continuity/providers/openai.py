@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from continuity.errors import ProviderError
-from continuity.harness.messages import (
+from continuity.messages import (
     AssistantMessage,
     ModelRequest,
     ToolCallRequest,

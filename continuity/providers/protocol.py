@@ -8,7 +8,7 @@ from typing import Literal, Protocol
 import msgspec
 
 from continuity.errors import HarnessError
-from continuity.harness.messages import AssistantMessage, ModelRequest, ToolCallRequest, Usage
+from continuity.messages import AssistantMessage, ModelRequest, ToolCallRequest, Usage
 
 __all__ = ["Completed", "Provider", "ProviderEvent", "TextDelta", "ToolCallEvent", "complete"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from continuity.errors import ScriptExhausted
-from continuity.harness.messages import (
+from continuity.messages import (
     AssistantMessage,
     ModelRequest,
     ToolCallRequest,

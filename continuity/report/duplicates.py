@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from continuity.harness.messages import Usage
+from continuity.messages import Usage
 from continuity.report.lookup import LookupRow, SlotKey
 from continuity.report.summary import UnitSummary
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from continuity.harness.messages import Usage
+from continuity.messages import Usage
 from continuity.plan.pricing import Catalog, call_cost
 from continuity.report.summary import UnitSummary
 

@@ -28,13 +28,13 @@ from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.errors import CheckpointError, ContinuityError, ObjectMissing, UsageError
 from continuity.evidence import classify
 from continuity.harness.compaction import CompactionEvent
-from continuity.harness.messages import Usage
 from continuity.harness.receipts import (
     LookupBinding,
     LookupWitness,
     ProcessReceipt,
     SampleEvidence,
 )
+from continuity.messages import Usage
 from continuity.outputs import resolve_out_path, write_output
 from continuity.probes.availability import (
     Availability,
@@ -216,7 +216,7 @@ def unit_filename(record: UnitRecord) -> str:
     return f"r{record.repeat}-{record.trace_id}-{record.arm}.json"
 
 
-def _run_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
+def run_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
     """Run the unit worker on `request` and return its outcomes, one per probe.
 
     The request (probe texts and the evaluator-only needles) goes to the worker on its
@@ -371,7 +371,7 @@ def run_unit(
         watchdog_seconds=lookup.watchdog_seconds if lookup is not None else None,
     )
     with checkpoint_lock(store, checkpoint.key):  # no other fork while the unit runs
-        outcomes = _run_worker(request, timeout)
+        outcomes = run_worker(request, timeout)
     results = []
     grader = _unit_judge(store, real, judge, repeat)
     judged: list[JudgeCase] = []

@@ -17,15 +17,15 @@ from continuity.harness.compaction import (
     summary_result_text,
 )
 from continuity.harness.config import SMALLEST_TRIGGER, CompactionPolicy
-from continuity.harness.messages import (
+from continuity.harness.replay import ReplayClock
+from continuity.harness.session import CompactionEntry, DurableSession
+from continuity.messages import (
     AssistantMessage,
     ModelRequest,
     ToolCallRequest,
     ToolResultMessage,
     UserMessage,
 )
-from continuity.harness.replay import ReplayClock
-from continuity.harness.session import CompactionEntry, DurableSession
 from continuity.providers import ProviderEvent
 from continuity.providers.scripted import SUMMARY_SECTIONS, ScriptedSummarizer
 

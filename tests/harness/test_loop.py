@@ -9,15 +9,15 @@ import pytest
 from continuity.errors import HarnessError
 from continuity.harness.live_input import LiveInput
 from continuity.harness.loop import AgentLoop
-from continuity.harness.messages import (
+from continuity.harness.replay import ReplayClock
+from continuity.harness.toolbox import McpToolbox
+from continuity.harness.workspace import Workspace
+from continuity.messages import (
     ModelRequest,
     ToolCallRequest,
     ToolResultMessage,
     UserMessage,
 )
-from continuity.harness.replay import ReplayClock
-from continuity.harness.toolbox import McpToolbox
-from continuity.harness.workspace import Workspace
 from continuity.providers import ScriptedProvider, ScriptedStep
 from continuity.servers.fixture import FixtureToolServer, FrozenRecord
 

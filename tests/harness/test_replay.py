@@ -25,10 +25,10 @@ from starlette.routing import Route
 from continuity.errors import ReplayFidelityError, ScriptExhausted, ToolError
 from continuity.harness.checkpoints import build_checkpoint
 from continuity.harness.live_input import LiveInput
-from continuity.harness.messages import ToolResultMessage, UserMessage
 from continuity.harness.replay import replay_trace
 from continuity.harness.session import DurableSession
 from continuity.harness.tool_history import ToolHistory
+from continuity.messages import ToolResultMessage, UserMessage
 from continuity.servers.asgi import serve_asgi
 from continuity.store import Store
 from continuity.traces.generator import generate_trace

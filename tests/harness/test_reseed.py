@@ -7,12 +7,12 @@ from pathlib import Path
 import anyio
 
 from continuity.harness.keys import ReplayConfig
-from continuity.harness.messages import AssistantMessage, ToolResultMessage, UserMessage
 from continuity.harness.replay import replay_trace
 from continuity.harness.reseed import PROJECTION_HEADER, reseed
 from continuity.harness.session import SessionBoundaryEntry
 from continuity.harness.tool_history import ROOT_MISMATCH
 from continuity.harness.workspace import Workspace
+from continuity.messages import AssistantMessage, ToolResultMessage, UserMessage
 from continuity.traces.bounds import PROJECTION_MAX_BYTES, projection_indexes
 from continuity.traces.generator import generate_trace
 from continuity.traces.schema import replay_projection

@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 from continuity.errors import SessionCorrupt
-from continuity.harness.messages import (
+from continuity.harness.replay import ReplayClock
+from continuity.harness.session import DurableSession, MessageEntry, recorded_operations
+from continuity.messages import (
     AssistantMessage,
     ToolCallRequest,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
-from continuity.harness.replay import ReplayClock
-from continuity.harness.session import DurableSession, MessageEntry, recorded_operations
 
 
 def _session(tmp_path: Path) -> DurableSession:

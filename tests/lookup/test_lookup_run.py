@@ -412,7 +412,7 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
 
     store = Store(tmp_path / "store")
     lookup = frozen_run(edited_policy(tmp_path, MIXED))
-    real_worker = units_module._run_worker
+    real_worker = units_module.run_worker
     workers: list[str] = []
 
     def crashing_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
@@ -421,7 +421,7 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
             raise CheckpointError("unit worker exited -9: killed", code="child_failed")
         return real_worker(request, timeout)
 
-    monkeypatch.setattr(units_module, "_run_worker", crashing_worker)
+    monkeypatch.setattr(units_module, "run_worker", crashing_worker)
     arguments: dict[str, object] = {
         "traces": TRACE,
         "probe_limit": 2,
@@ -438,7 +438,7 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
         counted.append(request.arm)
         return real_worker(request, timeout)
 
-    monkeypatch.setattr(units_module, "_run_worker", counting_worker)
+    monkeypatch.setattr(units_module, "run_worker", counting_worker)
     with pytest.raises(LookupCoverageIncomplete):
         build_units(store, "original", **arguments)  # type: ignore[arg-type]
     # The terminal mixed unit was not run again; only the unstarted unit ran.

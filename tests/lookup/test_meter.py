@@ -142,7 +142,7 @@ def test_meter_is_thread_safe_and_counts() -> None:
 
 async def test_a_tool_error_through_the_proxy_is_typed(tmp_path: Path) -> None:
     async with proxied(tmp_path) as (url, _, _), McpToolbox(url) as client:
-        from continuity.harness.messages import ToolCallRequest
+        from continuity.messages import ToolCallRequest
 
         with pytest.raises(ToolError) as caught:
             await client.call(

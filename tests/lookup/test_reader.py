@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from continuity.harness.messages import (
+from continuity.lookup.reader import LOOKUP_BINDINGS, LookupReader, displayed_packed_ids
+from continuity.messages import (
     AssistantMessage,
     Message,
     ModelRequest,
     ToolResultMessage,
     UserMessage,
 )
-from continuity.lookup.reader import LOOKUP_BINDINGS, LookupReader, displayed_packed_ids
 
 QUESTION = "Which return authorisation number did the vendor finally confirm?"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from continuity.harness.history import CanonicalHistory
+from continuity.memory.history import CanonicalHistory
 from continuity.memory.pack import PACK_BUDGET_TOKENS, PACK_HEADER, build_pack, is_pack
 from continuity.memory.retained import RetainedStore
 
@@ -79,7 +79,7 @@ def test_sections_budget_and_receipt(sources: tuple[RetainedStore, CanonicalHist
 def test_uncertain_overlap_counts_items_already_in_context(
     sources: tuple[RetainedStore, CanonicalHistory],
 ) -> None:
-    from continuity.harness.messages import UserMessage
+    from continuity.messages import UserMessage
 
     store, history = sources
     context = [UserMessage(text="Never mention Project Tamarisk to the hire desk.")]

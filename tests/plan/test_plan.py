@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from continuity.errors import UsageError
-from continuity.harness.messages import Usage
+from continuity.messages import Usage
 from continuity.plan.estimate import (
     check_cost_limit,
     check_model_limits,

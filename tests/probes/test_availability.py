@@ -8,9 +8,9 @@ import msgspec
 import pytest
 
 from continuity.errors import TraceError
-from continuity.harness.messages import AssistantMessage, ModelRequest, UserMessage
 from continuity.harness.probe import _needle_states
 from continuity.memory.retained import RetainedStore
+from continuity.messages import AssistantMessage, ModelRequest, UserMessage
 from continuity.probes.availability import (
     LOOKUP_BYTES,
     LOOKUP_CALLS,

@@ -20,7 +20,7 @@ import openai
 import pytest
 
 from continuity.errors import ProviderError
-from continuity.harness.messages import (
+from continuity.messages import (
     AssistantMessage,
     Message,
     ModelRequest,

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from continuity.errors import HarnessError, ScriptExhausted
-from continuity.harness.messages import (
+from continuity.messages import (
     AssistantMessage,
     ModelRequest,
     ToolCallRequest,
@@ -116,7 +116,7 @@ class _LyingProvider:
 
 
 async def test_complete_refuses_inconsistent_streams() -> None:
-    from continuity.harness.messages import Usage
+    from continuity.messages import Usage
 
     done = Completed(
         message=AssistantMessage(text="ab"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from continuity.harness.messages import Usage
+from continuity.messages import Usage
 from continuity.report.aggregate import AggregateError, Results, aggregate_run
 from continuity.runner.units import UnitRecord, build_units
 from continuity.store import Store

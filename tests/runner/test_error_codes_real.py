@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from continuity.errors import ProviderError, UsageError
-from continuity.harness.messages import ModelRequest, UserMessage
+from continuity.messages import ModelRequest, UserMessage
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.protocol import Completed, complete
 from continuity.providers.real import make_provider

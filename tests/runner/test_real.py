@@ -20,8 +20,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from continuity.harness.messages import Usage
 from continuity.harness.receipts import ProcessReceipt
+from continuity.messages import Usage
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.plan import Plan, plan_from_options
 from continuity.plan.pricing import load_catalog

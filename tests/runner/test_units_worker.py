@@ -29,20 +29,20 @@ def _request(tmp_path: Path, probes: list[ProbeSpec]) -> UnitRequest:
 
 def test_the_worker_reads_its_request_on_stdin(tmp_path: Path) -> None:
     Store(tmp_path / "store")
-    assert units_module._run_worker(_request(tmp_path, []), timeout=120) == []
+    assert units_module.run_worker(_request(tmp_path, []), timeout=120) == []
 
 
 def test_a_worker_that_fails_is_child_failed(tmp_path: Path) -> None:
     Store(tmp_path / "store")
     spec = ProbeSpec(0, "where?", ["needle"])  # its checkpoint tree is not in the store
     with pytest.raises(CheckpointError) as err:
-        units_module._run_worker(_request(tmp_path, [spec]), timeout=120)
+        units_module.run_worker(_request(tmp_path, [spec]), timeout=120)
     assert err.value.code == "child_failed" and "exited 1" in err.value.message
 
 
 def test_a_worker_past_its_timeout_is_killed_and_child_failed(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError) as err:
-        units_module._run_worker(_request(tmp_path, []), timeout=0.001)
+        units_module.run_worker(_request(tmp_path, []), timeout=0.001)
     assert err.value.code == "child_failed" and "timeout" in err.value.message
 
 

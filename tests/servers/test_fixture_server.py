@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from continuity.errors import ToolError
-from continuity.harness.messages import ToolCallRequest
 from continuity.harness.toolbox import McpToolbox
+from continuity.messages import ToolCallRequest
 from continuity.servers.fixture import FixtureToolServer, FrozenRecord, frozen_records
 from continuity.traces.tools import TOOLS, input_schema
 from continuity.traces.validate import load_trace

@@ -13,9 +13,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from continuity.errors import ToolError
-from continuity.harness.messages import ToolCallRequest
 from continuity.harness.toolbox import McpToolbox
 from continuity.memory.retained import RetainedStore
+from continuity.messages import ToolCallRequest
 from continuity.servers.history import HISTORY_TOOL, INPUT_SCHEMA, serve_history
 
 pytestmark = pytest.mark.anyio

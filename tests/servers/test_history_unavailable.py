@@ -20,9 +20,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from continuity.errors import ToolError
-from continuity.harness.messages import ToolCallRequest
 from continuity.harness.toolbox import McpToolbox
 from continuity.memory.retained import HistoryError, RetainedStore
+from continuity.messages import ToolCallRequest
 from continuity.servers.history import HISTORY_TOOL, serve_history
 
 SEARCH = {"action": "search", "query": "side entrance"}

@@ -16,7 +16,7 @@ from continuity.probes.calibration import (
     load_cases,
 )
 from continuity.probes.judge import ProviderJudge, ScriptedJudge
-from continuity.probes.judge_calibration import calibrate_judge, judge_for
+from continuity.runner.judge_calibration import calibrate_judge, judge_for
 from continuity.servers.wire import serve_in_thread
 from tests.graph.test_dodo import doit
 from tests.runner.test_real_judge import JudgingWire

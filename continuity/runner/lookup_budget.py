@@ -16,16 +16,16 @@ from pathlib import Path
 
 import msgspec
 
-from continuity.lookup.inventory import (
+from continuity.lookup.policy import LookupPolicy, policy_sha256
+from continuity.lookup.soul import read_soul
+from continuity.outputs import check_new_directory, write_output
+from continuity.runner.inventory import (
     CORPUS,
     Inventory,
     compute_policy,
     inventory_sha256,
     measure_inventory,
 )
-from continuity.lookup.policy import LookupPolicy, policy_sha256
-from continuity.lookup.soul import read_soul
-from continuity.outputs import check_new_directory, write_output
 from continuity.store import Store
 
 __all__ = ["LookupBudget", "run_lookup_budget", "summary_text"]

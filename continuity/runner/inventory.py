@@ -162,9 +162,9 @@ def regression_paths() -> list[PathCost]:
 
 def _trace_estimates(trace: object) -> tuple[int, int]:
     """(full context, cold reseed) token estimates from the trace alone."""
-    from continuity.plan.workload import ASSUMPTIONS, _shape
+    from continuity.plan.workload import ASSUMPTIONS, trace_shape
 
-    shape = _shape(trace)  # type: ignore[arg-type]
+    shape = trace_shape(trace)  # type: ignore[arg-type]
     return shape["full"] + ASSUMPTIONS["system_tokens"], shape["reseed"]
 
 
@@ -180,7 +180,7 @@ def measure_inventory(
     reader binding's models (the default one: the policy's reader)."""
     from continuity.harness.checkpoints import build_checkpoint, checkpoint_lock
     from continuity.harness.unit import ProbeSpec, UnitRequest
-    from continuity.runner.units import _run_worker
+    from continuity.runner.units import run_worker
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace
 
@@ -228,7 +228,7 @@ def measure_inventory(
                 watchdog_seconds=720.0,
             )
             with checkpoint_lock(store, checkpoint.key):
-                outcomes = _run_worker(request, 3600.0)
+                outcomes = run_worker(request, 3600.0)
             full, cold = _trace_estimates(trace)
             for (_, probe, _), outcome in zip(annotated, outcomes, strict=True):
                 evidence = outcome.evidence
