@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Unpack
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, Selection, param
+from rules.params import OUT, STORE, Selection, SelectionOptions, TaskSpec, param
 
 
-def _calibrate(**options: Any) -> str:
+class CalibrateOptions(SelectionOptions, total=False):
+    """`doit calibrate`: the judge and the labelled cases (no suite or seeds: `Selection`
+    reads only the store and output directory)."""
+
+    judge_model: str
+    judge_effort: str
+    provider: str
+    base_url: str
+    credentials: str
+    cases: str
+
+
+def _calibrate(**options: Unpack[CalibrateOptions]) -> str:
     from continuity.probes.calibration import render_table
     from continuity.runner.judge_calibration import run_calibration
 
@@ -19,7 +31,7 @@ def _calibrate(**options: Any) -> str:
     return f"calibrate: judge agreement written to {md} (and {js.name})"
 
 
-def task_calibrate() -> dict[str, Any]:
+def task_calibrate() -> TaskSpec:
     """Run the judge over the labelled calibration suite; print its agreement per category."""
     return {
         "actions": [task_action(_calibrate)],

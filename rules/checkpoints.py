@@ -2,19 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Unpack
 
 from continuity.graph import task_action
-from rules.params import MAX_JOBS, OUT, STORE, IntOption, Selection, selection_or_none
-from rules.traces import SEEDS, SUITE
+from rules.params import (
+    MAX_JOBS,
+    OUT,
+    STORE,
+    IntOption,
+    Selection,
+    SelectionOptions,
+    TaskSpec,
+    param,
+    selection_or_none,
+)
+from rules.traces import SEEDS, SUITE, TRACE
+
+if TYPE_CHECKING:
+    from doit.task import Task
 
 
-def _build(**options: Any) -> str:
+class CheckpointsOptions(SelectionOptions, total=False):
+    """`doit checkpoints`: the selection, and the arms to fork per trace."""
+
+    arms: str
+    jobs: int
+    trace: str
+
+
+def _build(**options: Unpack[CheckpointsOptions]) -> str:
     from continuity.progress import progress
     from continuity.runner.checkpoints import build_checkpoints
 
     chosen = Selection(options)
-    if options.get("arms"):
+    arms = options.get("arms")
+    if arms:
         from continuity.runner.samples import DEFAULT_JOBS, build_arm_samples
 
         with progress(f"arms {chosen.suite}") as tick:
@@ -22,7 +45,7 @@ def _build(**options: Any) -> str:
                 chosen.store,
                 chosen.suite,
                 chosen.seeds,
-                arms=options["arms"],
+                arms=arms,
                 traces=options.get("trace") or None,
                 out_dir=chosen.out,
                 progress=tick,
@@ -53,19 +76,20 @@ def _build(**options: Any) -> str:
     )
 
 
-def _current(task: Any, values: Any) -> bool:
+def _current(task: Task, values: Mapping[str, object]) -> bool:
     from continuity.runner.checkpoints import checkpoints_current
 
     chosen = selection_or_none(task)
-    options = task.options or {}
-    if chosen is not None and options.get("arms"):
+    options: CheckpointsOptions = task.options or CheckpointsOptions()
+    arms = options.get("arms")
+    if chosen is not None and arms:
         from continuity.runner.samples import arm_samples_current
 
         return arm_samples_current(
             chosen.store,
             chosen.suite,
             chosen.seeds,
-            arms=options["arms"],
+            arms=arms,
             traces=options.get("trace") or None,
             out_dir=chosen.out,
         )
@@ -73,40 +97,32 @@ def _current(task: Any, values: Any) -> bool:
         chosen.store,
         chosen.suite,
         chosen.seeds,
-        traces=(task.options or {}).get("trace") or None,
+        traces=options.get("trace") or None,
         out_dir=chosen.out,
     )
 
 
-def task_checkpoints() -> dict[str, Any]:
+def task_checkpoints() -> TaskSpec:
     """Replay a suite into checkpoints; with --arms, cross each arm's boundary per trace."""
     return {
         "actions": [task_action(_build)],
         "params": [
             SUITE,
             SEEDS,
-            {
-                "name": "arms",
-                "long": "arms",
-                "type": str,
-                "default": "",
-                "help": "also fork each trace's checkpoint per arm and cross its boundary "
+            param(
+                "arms",
+                str,
+                "",
+                "also fork each trace's checkpoint per arm and cross its boundary "
                 "(comma-separated arm ids, or all)",
-            },
-            {
-                "name": "jobs",
-                "long": "jobs",
-                "type": IntOption("--jobs", 1, MAX_JOBS),
-                "default": 0,
-                "help": "traces to run in parallel with --arms (default: up to 2 cores)",
-            },
-            {
-                "name": "trace",
-                "long": "trace",
-                "type": str,
-                "default": "",
-                "help": "only these trace ids (comma-separated)",
-            },
+            ),
+            param(
+                "jobs",
+                IntOption("--jobs", 1, MAX_JOBS),
+                0,
+                "traces to run in parallel with --arms (default: up to 2 cores)",
+            ),
+            TRACE,
             STORE,
             OUT,
         ],

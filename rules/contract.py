@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from continuity.graph import task_action
-from rules.params import OUT, STORE
+from rules.params import OUT, STORE, TaskSpec
 
 
 def _run(store: str, out: str) -> str:
@@ -21,7 +19,7 @@ def _run(store: str, out: str) -> str:
     )
 
 
-def task_offline_contract() -> dict[str, Any]:
+def task_offline_contract() -> TaskSpec:
     """Run the offline contract (all default suites, scripted models) and write its report."""
     return {
         "actions": [task_action(_run)],

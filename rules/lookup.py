@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from continuity.graph import task_action
-from rules.params import STORE, NewDirOption, SeedsOption, param
+from rules.params import STORE, NewDirOption, SeedsOption, TaskSpec, param
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from continuity.store import Store
 
 
-def _budget(**options: Any) -> str:
-    from continuity.runner.lookup_budget import run_lookup_budget
+class LookupBudgetOptions(TypedDict, total=False):
+    """`doit lookup_budget`: where the policy goes and the corpus it is measured on."""
+
+    output: str
+    suites: str
+    seeds: str
+    store: str
+
+
+def _budget(**options: Unpack[LookupBudgetOptions]) -> str:
     from continuity.progress import progress
+    from continuity.runner.lookup_budget import run_lookup_budget
 
     store, output, corpus = _arguments(options)  # every argument, before any replay
     with progress("lookup_budget") as tick:
@@ -26,7 +41,9 @@ def _budget(**options: Any) -> str:
     )
 
 
-def _arguments(options: dict[str, Any]) -> tuple[Any, Any, list[tuple[str, Any]]]:
+def _arguments(
+    options: LookupBudgetOptions,
+) -> tuple[Store, Path, list[tuple[str, Sequence[int] | None]]]:
     """The store, output directory and corpus `options` name, all checked.
 
     Raises:
@@ -40,19 +57,22 @@ def _arguments(options: dict[str, Any]) -> tuple[Any, Any, list[tuple[str, Any]]
     from continuity.store import Store
     from continuity.traces.keys import DEFAULT_SEEDS, SUITES, parse_seeds
 
-    if not options.get("output"):
+    chosen = options.get("output")
+    if not chosen:
         raise UsageError(
             "lookup_budget needs --output DIR (a directory that does not exist)",
             code="lookup_output_required",
             location="--output",
         )
     output = check_new_directory(
-        options["output"], exists="lookup_output_exists", invalid="lookup_output_invalid"
+        chosen, exists="lookup_output_exists", invalid="lookup_output_invalid"
     )
-    seeds = parse_seeds(options["seeds"]) if options.get("seeds") else DEFAULT_SEEDS
-    corpus: list[tuple[str, Any]] = list(CORPUS)
-    if options.get("suites"):
-        suites = [name.strip() for name in options["suites"].split(",")]
+    given = options.get("seeds")
+    seeds = parse_seeds(given) if given else DEFAULT_SEEDS
+    corpus: list[tuple[str, Sequence[int] | None]] = list(CORPUS)
+    named = options.get("suites")
+    if named:
+        suites = [name.strip() for name in named.split(",")]
         for suite in suites:
             if suite not in SUITES:
                 raise UsageError(
@@ -64,7 +84,7 @@ def _arguments(options: dict[str, Any]) -> tuple[Any, Any, list[tuple[str, Any]]
     return Store(options.get("store") or None), output, corpus
 
 
-def task_lookup_budget() -> dict[str, Any]:
+def task_lookup_budget() -> TaskSpec:
     """Measure a fresh lookup sizing inventory and derive a policy (never the frozen one)."""
     return {
         "actions": [task_action(_budget)],

@@ -1,4 +1,8 @@
-"""Task parameters shared by several task families, and their checks.
+"""Task parameters shared by several task families, their checks and their types.
+
+Every task option is declared with `param` (a typed `Param`, doit's parameter dict),
+and every action receives its options as a `TypedDict` of the option names (the keys
+doit passes); a task factory returns a `TaskSpec`.
 
 Numeric and path options carry a checking type (`IntOption`, `FloatOption`,
 `SeedsOption`, `DirOption`): doit calls it on the text the user gave (never on a
@@ -15,10 +19,15 @@ The documented limits: `MAX_REPEATS` repeats and `MAX_PROBE_LIMIT` probes
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from continuity.errors import UsageError
 from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
+
+if TYPE_CHECKING:
+    from doit.exceptions import TaskFailed
+    from doit.task import Task
 
 __all__ = [
     "MAX_CONCURRENCY",
@@ -31,8 +40,12 @@ __all__ = [
     "FloatOption",
     "IntOption",
     "NewDirOption",
+    "Param",
     "SeedsOption",
     "Selection",
+    "SelectionOptions",
+    "TaskSpec",
+    "Uptodate",
     "check_seeds",
     "param",
     "selection_or_none",
@@ -177,24 +190,26 @@ class NewDirOption:
         return text
 
 
-STORE: dict[str, Any] = {
-    "name": "store",
-    "long": "store",
-    "type": DirOption("--store", "store_path_invalid"),
-    "default": "",
-    "help": "artifact store directory (default: $CONTINUITY_STORE or ./store)",
-}
-OUT: dict[str, Any] = {
-    "name": "out",
-    "long": "out",
-    "type": DirOption("--out", "out_path_invalid"),
-    "default": "",
-    "help": "output directory (default: $CONTINUITY_OUT or ./out)",
-}
+T = TypeVar("T")
 
 
-def param(name: str, kind: Any, default: Any, text: str) -> dict[str, Any]:
-    """A doit task parameter whose long option is `name` with dashes."""
+class Param(TypedDict):
+    """A doit task parameter: ``--long`` sets option `name`; doit calls `type` on the
+    text given (never on the default)."""
+
+    name: str
+    long: str
+    type: Callable[[str], object]
+    default: object
+    help: str
+
+
+def param(name: str, kind: Callable[[str], T], default: T, text: str) -> Param:
+    """A doit task parameter whose long option is `name` with dashes.
+
+    `kind` reads the command-line text (``str``, ``bool`` for a flag, or a checking type
+    above); `default` is of the type it returns.
+    """
     return {
         "name": name,
         "long": name.replace("_", "-"),
@@ -204,6 +219,41 @@ def param(name: str, kind: Any, default: Any, text: str) -> dict[str, Any]:
     }
 
 
+STORE = param(
+    "store",
+    DirOption("--store", "store_path_invalid"),
+    "",
+    "artifact store directory (default: $CONTINUITY_STORE or ./store)",
+)
+OUT = param(
+    "out",
+    DirOption("--out", "out_path_invalid"),
+    "",
+    "output directory (default: $CONTINUITY_OUT or ./out)",
+)
+
+# doit's `uptodate` callable: the task (its options) and the values it saved.
+Uptodate = Callable[["Task", Mapping[str, object]], bool]
+
+
+class TaskSpec(TypedDict, total=False):
+    """What a ``task_*`` factory returns to doit (the keys these tasks use)."""
+
+    actions: list[Callable[..., TaskFailed | None]]
+    params: list[Param]
+    uptodate: list[Uptodate]
+    verbosity: int
+
+
+class SelectionOptions(TypedDict, total=False):
+    """The options `Selection` reads (a task without one gets its default)."""
+
+    suite: str
+    seeds: str
+    store: str
+    out: str
+
+
 class Selection:
     """The store, suite, seeds and output directory a task's options select.
 
@@ -211,7 +261,7 @@ class Selection:
         UsageError: ``seeds_invalid``, ``store_path_invalid`` or ``out_path_invalid``.
     """
 
-    def __init__(self, options: dict[str, Any]) -> None:
+    def __init__(self, options: SelectionOptions) -> None:
         from continuity.outputs import usable_out_path
         from continuity.store import Store
         from continuity.traces.keys import parse_seeds
@@ -223,12 +273,12 @@ class Selection:
         self.out = usable_out_path(options.get("out") or None)
 
 
-def selection_or_none(task: Any) -> Selection | None:
+def selection_or_none(task: Task) -> Selection | None:
     """The task's selection for an uptodate check; None when its options are bad (the
     action then runs and reports the error with its code)."""
     from continuity.errors import ContinuityError
 
     try:
-        return Selection(task.options or {})
+        return Selection(task.options or SelectionOptions())
     except ContinuityError:
         return None

@@ -5,7 +5,7 @@ None of them reads a credential or opens a network connection.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Unpack
 
 from continuity.graph import task_action
 from rules.params import (
@@ -15,10 +15,18 @@ from rules.params import (
     STORE,
     FloatOption,
     IntOption,
+    Param,
     Selection,
+    SelectionOptions,
+    TaskSpec,
     param,
 )
 from rules.traces import SEEDS, SUITE
+
+if TYPE_CHECKING:
+    from continuity.plan.estimate import DryRun
+    from continuity.plan.pricing import Catalog
+    from continuity.plan.workload import Workload
 
 ARMS = param("arms", str, "all", "arm ids (comma-separated) or all")
 REPEATS = param(
@@ -34,7 +42,7 @@ PROBE_LIMIT = param(
     "only the first N probes of each trace (N >= 1; default: every probe)",
 )
 # The fields a plan digest binds (with SUITE, SEEDS, ARMS, REPEATS and PROBE_LIMIT).
-PLAN_PARAMS: list[dict[str, Any]] = [
+PLAN_PARAMS: list[Param] = [
     SUITE,
     SEEDS,
     ARMS,
@@ -67,7 +75,43 @@ COST_LIMIT = param(
 )
 
 
-def _workload(options: dict[str, Any]) -> tuple[Any, Any, Any]:
+class PlanOptions(SelectionOptions, total=False):
+    """The plan parameters (`PLAN_PARAMS`, read by `plan_from_options`), and the store
+    and output directory of the tasks that take them."""
+
+    arms: str
+    repeats: int
+    probe_limit: int
+    reader: str
+    effort: str
+    alternate: str
+    judge: str
+    judge_effort: str
+    provider: str
+    base_url: str
+    credentials: str
+    probe_mode: str
+    policy: str
+    policy_sha256: str
+    lookup_reader: str
+
+
+class PricedOptions(PlanOptions, total=False):
+    """`doit dry_run` and `doit estimate`: a plan, its pricing and a cost limit."""
+
+    pricing: str
+    cost_limit: float
+
+
+class EstimateOptions(PricedOptions, total=False):
+    """`doit estimate`: the sensitivity profiles (and ``--real``, refused)."""
+
+    screening_model: str
+    high_end_model: str
+    real: bool
+
+
+def _workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
     from pathlib import Path
 
     from continuity.lookup.policy import load_policy
@@ -77,18 +121,20 @@ def _workload(options: dict[str, Any]) -> tuple[Any, Any, Any]:
     from continuity.plan.workload import load_plan_traces, lookup_sizing, workload
 
     plan = plan_from_options(options)
-    catalog = load_catalog(Path(options["pricing"]) if options.get("pricing") else None)
+    pricing = options.get("pricing")
+    catalog = load_catalog(Path(pricing) if pricing else None)
     traces = load_plan_traces(plan)
     load = workload(plan, traces)
     sizing = None
     if isinstance(plan, LookupPlan):
-        path = Path(options["policy"]) if options.get("policy") else None
+        policy_path = options.get("policy")
+        path = Path(policy_path) if policy_path else None
         policy = load_policy(path, options.get("policy_sha256") if path else None)
         sizing = lookup_sizing(plan, policy, traces)
     return dry_run(plan, load, catalog, sizing), catalog, load
 
 
-def _plan(**options: Any) -> str:
+def _plan(**options: Unpack[PlanOptions]) -> str:
     import msgspec
 
     from continuity.outputs import write_output
@@ -102,7 +148,7 @@ def _plan(**options: Any) -> str:
     return f"plan digest: {digest}\nplan in {path}"
 
 
-def _dry_run(**options: Any) -> str:
+def _dry_run(**options: Unpack[PricedOptions]) -> str:
     from continuity.plan.estimate import (
         check_cost_limit,
         check_model_limits,
@@ -122,7 +168,7 @@ def _dry_run(**options: Any) -> str:
     return f"{last}\ndry run in {path}"
 
 
-def _estimate(**options: Any) -> None:
+def _estimate(**options: Unpack[EstimateOptions]) -> None:
     from continuity.errors import UsageError
     from continuity.plan.estimate import (
         DEFAULT_HIGH_END,
@@ -156,12 +202,12 @@ def _estimate(**options: Any) -> None:
     return None
 
 
-def task_plan() -> dict[str, Any]:
+def task_plan() -> TaskSpec:
     """Print the plan record the options bind and its digest (no network, no credential)."""
     return {"actions": [task_action(_plan)], "params": [*PLAN_PARAMS, OUT], "verbosity": 2}
 
 
-def task_dry_run() -> dict[str, Any]:
+def task_dry_run() -> TaskSpec:
     """Print a plan's workload, list-price estimate and confirmation digest (no network)."""
     return {
         "actions": [task_action(_dry_run)],
@@ -170,7 +216,7 @@ def task_dry_run() -> dict[str, Any]:
     }
 
 
-def task_estimate() -> dict[str, Any]:
+def task_estimate() -> TaskSpec:
     """Workload-only cost arithmetic: main, screening and high-end profiles, cache 0/50/90%."""
     return {
         "actions": [task_action(_estimate)],

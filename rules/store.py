@@ -9,10 +9,10 @@ what those commands wrote.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, FloatOption, IntOption
+from rules.params import OUT, STORE, FloatOption, IntOption, TaskSpec, param
 
 if TYPE_CHECKING:
     from continuity.store import Ref, RefRebuilder, Store
@@ -27,33 +27,25 @@ def _gc(store: str, dry_run: bool, keep_plans: int, grace: float) -> str:
     return report.summary()
 
 
-def task_gc() -> dict[str, Any]:
+def task_gc() -> TaskSpec:
     """Remove store objects unreachable from refs and recent plans (--dry-run to preview)."""
     return {
         "actions": [task_action(_gc)],
         "params": [
             STORE,
-            {
-                "name": "dry_run",
-                "long": "dry-run",
-                "type": bool,
-                "default": False,
-                "help": "list what would be removed; remove nothing",
-            },
-            {
-                "name": "keep_plans",
-                "long": "keep-plans",
-                "type": IntOption("--keep-plans", 0, 1_000_000),
-                "default": 20,
-                "help": "how many recent plans keep their artifacts alive",
-            },
-            {
-                "name": "grace",
-                "long": "grace",
-                "type": FloatOption("--grace", 0.0, inclusive=True),
-                "default": 3600.0,
-                "help": "never remove files younger than this many seconds",
-            },
+            param("dry_run", bool, False, "list what would be removed; remove nothing"),
+            param(
+                "keep_plans",
+                IntOption("--keep-plans", 0, 1_000_000),
+                20,
+                "how many recent plans keep their artifacts alive",
+            ),
+            param(
+                "grace",
+                FloatOption("--grace", 0.0, inclusive=True),
+                3600.0,
+                "never remove files younger than this many seconds",
+            ),
         ],
         "verbosity": 2,
     }
@@ -158,21 +150,19 @@ def _verify(store: str, out: str, repair: bool) -> str:
     return f"verify report at {path}"
 
 
-def task_verify() -> dict[str, Any]:
+def task_verify() -> TaskSpec:
     """Check every store object, action entry and ref; quarantine the corrupt (--repair)."""
     return {
         "actions": [task_action(_verify)],
         "params": [
             STORE,
             OUT,
-            {
-                "name": "repair",
-                "long": "repair",
-                "type": bool,
-                "default": False,
-                "help": "also rebuild what the refs need (trace suites, checkpoints); "
-                "list the rest",
-            },
+            param(
+                "repair",
+                bool,
+                False,
+                "also rebuild what the refs need (trace suites, checkpoints); list the rest",
+            ),
         ],
         "verbosity": 2,
     }

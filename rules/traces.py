@@ -2,36 +2,48 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Unpack
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, SeedsOption, Selection, selection_or_none
+from rules.params import (
+    OUT,
+    STORE,
+    SeedsOption,
+    Selection,
+    SelectionOptions,
+    TaskSpec,
+    param,
+    selection_or_none,
+)
 
-SUITE: dict[str, Any] = {
-    "name": "suite",
-    "long": "suite",
-    "type": str,
-    "default": "original",
-    "help": "original | hard | hard-distractors",
-}
-SEEDS: dict[str, Any] = {
-    "name": "seeds",
-    "long": "seeds",
-    "type": SeedsOption("--seeds"),
-    "default": "",
-    "help": "generated-suite seeds, e.g. 101-124 (default 101-108)",
-}
+if TYPE_CHECKING:
+    from doit.task import Task
+
+SUITE = param("suite", str, "original", "original | hard | hard-distractors")
+SEEDS = param(
+    "seeds", SeedsOption("--seeds"), "", "generated-suite seeds, e.g. 101-124 (default 101-108)"
+)
+
+TRACE = param("trace", str, "", "only these trace ids (comma-separated)")
 
 
-def _build(**options: Any) -> str:
+class TracesOptions(SelectionOptions, total=False):
+    """`doit traces`: the selection, or one user file."""
+
+    file: str
+
+
+def _build(**options: Unpack[TracesOptions]) -> str:
     from continuity.progress import progress
     from continuity.traces.suites import build_suite, store_trace_file
 
     chosen = Selection(options)
-    if options.get("file"):
-        item = store_trace_file(chosen.store, Path(options["file"]), out_dir=chosen.out)
-        return f"traces: {options['file']} is valid; stored as {item.digest} ({item.trace_id})"
+    file = options.get("file")
+    if file:
+        item = store_trace_file(chosen.store, Path(file), out_dir=chosen.out)
+        return f"traces: {file} is valid; stored as {item.digest} ({item.trace_id})"
     with progress(f"traces {chosen.suite}") as tick:
         result = build_suite(
             chosen.store, chosen.suite, chosen.seeds, out_dir=chosen.out, progress=tick
@@ -43,10 +55,11 @@ def _build(**options: Any) -> str:
     )
 
 
-def _current(task: Any, values: Any) -> bool:
+def _current(task: Task, values: Mapping[str, object]) -> bool:
     from continuity.traces.keys import suite_is_current
 
-    if (task.options or {}).get("file"):
+    options: TracesOptions = task.options or TracesOptions()
+    if options.get("file"):
         return False  # validating a user file is the point of the call
     chosen = selection_or_none(task)
     return chosen is not None and suite_is_current(
@@ -54,20 +67,14 @@ def _current(task: Any, values: Any) -> bool:
     )
 
 
-def task_traces() -> dict[str, Any]:
+def task_traces() -> TaskSpec:
     """Build, validate and store a trace suite in out/traces/<suite>/ (--suite --seeds --file)."""
     return {
         "actions": [task_action(_build)],
         "params": [
             SUITE,
             SEEDS,
-            {
-                "name": "file",
-                "long": "file",
-                "type": str,
-                "default": "",
-                "help": "validate (and store) one user-supplied trace file instead",
-            },
+            param("file", str, "", "validate (and store) one user-supplied trace file instead"),
             STORE,
             OUT,
         ],

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Unpack
 
 from continuity.graph import task_action
 from rules.params import (
@@ -14,21 +15,48 @@ from rules.params import (
     IntOption,
     SeedsOption,
     Selection,
+    SelectionOptions,
+    TaskSpec,
     check_seeds,
     param,
 )
-from rules.plan import PLAN_PARAMS, PRICING
+from rules.plan import PLAN_PARAMS, PRICING, PlanOptions
+from rules.traces import TRACE
 
-RUN: dict[str, Any] = {
-    "name": "run",
-    "long": "run",
-    "type": str,
-    "default": "offline",
-    "help": "run name: units and reports go to <out>/runs/<run>/",
-}
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from continuity.plan.plan import LookupPlan
+    from continuity.runner.lookup_run import LookupRun
+    from continuity.runner.units import UnitRecord
+
+RUN = param("run", str, "offline", "run name: units and reports go to <out>/runs/<run>/")
 
 
-def _units(**options: Any) -> str:
+class UnitsOptions(PlanOptions, total=False):
+    """`doit units`: the plan, what of it to run, and (real mode) how."""
+
+    real: bool
+    confirm_plan: str
+    repeat: str
+    concurrency: int
+    max_input_tokens: int
+    explain_cache: bool
+    trace: str
+    jobs: int
+    run: str
+
+
+class RunOptions(SelectionOptions, total=False):
+    """`doit aggregate` and `doit score`: which run (and, to aggregate, how)."""
+
+    run: str
+    run_dir: str
+    pricing: str
+    scorer: str
+
+
+def _units(**options: Unpack[UnitsOptions]) -> str:
     from continuity.progress import progress
     from continuity.runner.samples import DEFAULT_JOBS
 
@@ -48,7 +76,8 @@ def _units(**options: Any) -> str:
     plan = plan_from_options(options)  # the same validation (and codes) as the plan tasks
     lookup = _lookup_run(plan, options) if isinstance(plan, LookupPlan) else None
     chosen = Selection(options)
-    run_name = "lookup" if lookup is not None and options["run"] == "offline" else options["run"]
+    run = options["run"]
+    run_name = "lookup" if lookup is not None and run == "offline" else run
     run_dir = chosen.out / "runs" / run_name
     with progress(f"units {chosen.suite}") as tick:
         records, folder, built = build_units(
@@ -69,13 +98,14 @@ def _units(**options: Any) -> str:
     return _summary(records, folder, built)
 
 
-def _lookup_run(plan: Any, options: dict[str, Any]) -> Any:
+def _lookup_run(plan: LookupPlan, options: UnitsOptions) -> LookupRun:
     from pathlib import Path
 
     from continuity.lookup.policy import load_policy
-    from continuity.runner.units import LookupRun
+    from continuity.runner.lookup_run import LookupRun
 
-    path = Path(options["policy"]) if options.get("policy") else None
+    policy = options.get("policy")
+    path = Path(policy) if policy else None
     return LookupRun(
         policy=load_policy(path, options.get("policy_sha256") if path else None),
         policy_sha256=plan.policy_sha256,
@@ -85,7 +115,7 @@ def _lookup_run(plan: Any, options: dict[str, Any]) -> Any:
     )
 
 
-def _repeats(options: dict[str, Any]) -> list[int] | None:
+def _repeats(options: UnitsOptions) -> list[int] | None:
     from continuity.errors import UsageError
     from continuity.traces.keys import parse_seeds
 
@@ -104,7 +134,7 @@ def _repeats(options: dict[str, Any]) -> list[int] | None:
     return list(parse_seeds(chosen, maximum=MAX_REPEATS))
 
 
-def _summary(records: Any, folder: Any, built: int) -> str:
+def _summary(records: Sequence[UnitRecord], folder: Path | str, built: int) -> str:
     excluded = sum(1 for r in records for p in r.probes if p.status != "valid")
     return (
         f"units: {len(records)} units ({built} run, {len(records) - built} from the store), "
@@ -113,7 +143,7 @@ def _summary(records: Any, folder: Any, built: int) -> str:
     )
 
 
-def _real_units(options: dict[str, Any]) -> str:
+def _real_units(options: UnitsOptions) -> str:
     import os
 
     from continuity.plan.guards import RealModeError
@@ -189,22 +219,24 @@ def _print_explain(path: str) -> None:
     print(f"cache explanations in {path}", flush=True)
 
 
-def _run_dir(options: dict[str, Any]) -> Any:
+def _run_dir(options: RunOptions) -> Path:
     from pathlib import Path
 
-    if options.get("run_dir"):
-        return Path(options["run_dir"]).expanduser().absolute()
+    run_dir = options.get("run_dir")
+    if run_dir:
+        return Path(run_dir).expanduser().absolute()
     return Selection(options).out / "runs" / options["run"]
 
 
-def _aggregate(**options: Any) -> str:
+def _aggregate(**options: Unpack[RunOptions]) -> str:
     from pathlib import Path
 
     from continuity.plan.pricing import load_catalog
     from continuity.report.aggregate import aggregate_run
 
     chosen = Selection(options)
-    catalog = load_catalog(Path(options["pricing"]) if options.get("pricing") else None)
+    pricing = options.get("pricing")
+    catalog = load_catalog(Path(pricing) if pricing else None)
     results, paths, read = aggregate_run(
         chosen.store, _run_dir(options), catalog, options.get("scorer") or "current"
     )
@@ -214,12 +246,12 @@ def _aggregate(**options: Any) -> str:
     )
 
 
-def _scorer_name(section: dict[str, Any]) -> str:
+def _scorer_name(section: Mapping[str, object]) -> str:
     digest = section.get("digest")
-    return f"current scorer {digest[:16]}" if digest else "original grades"
+    return f"current scorer {str(digest)[:16]}" if digest else "original grades"
 
 
-def _score(**options: Any) -> str:
+def _score(**options: Unpack[RunOptions]) -> str:
     from continuity.report.rescore import rescore_run
 
     run = _run_dir(options)
@@ -242,7 +274,7 @@ SCORER = param(
 )
 
 
-def task_units() -> dict[str, Any]:
+def task_units() -> TaskSpec:
     """Run probe units (repeat x trace x arm): fork, cross the boundary, ask every probe."""
     return {
         "actions": [task_action(_units)],
@@ -271,20 +303,13 @@ def task_units() -> dict[str, Any]:
             param(
                 "explain_cache", bool, False, "real mode: print what went into every call-cache key"
             ),
-            {
-                "name": "trace",
-                "long": "trace",
-                "type": str,
-                "default": "",
-                "help": "only these trace ids (comma-separated)",
-            },
-            {
-                "name": "jobs",
-                "long": "jobs",
-                "type": IntOption("--jobs", 1, MAX_JOBS),
-                "default": 0,
-                "help": "traces to run in parallel (default: up to 2 cores)",
-            },
+            TRACE,
+            param(
+                "jobs",
+                IntOption("--jobs", 1, MAX_JOBS),
+                0,
+                "traces to run in parallel (default: up to 2 cores)",
+            ),
             RUN,
             STORE,
             OUT,
@@ -293,7 +318,7 @@ def task_units() -> dict[str, Any]:
     }
 
 
-def task_aggregate() -> dict[str, Any]:
+def task_aggregate() -> TaskSpec:
     """Aggregate a run's units into results.json, summary.md and report.html (incremental)."""
     return {
         "actions": [task_action(_aggregate)],
@@ -302,7 +327,7 @@ def task_aggregate() -> dict[str, Any]:
     }
 
 
-def task_score() -> dict[str, Any]:
+def task_score() -> TaskSpec:
     """Grade a run's recorded answers with the current scorer into new score artifacts."""
     return {
         "actions": [task_action(_score)],

@@ -34,16 +34,23 @@ from continuity.traces.keys import MAX_SEEDS, parse_seeds
 from rules.calibrate import task_calibrate
 from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
+from rules.lookup import LookupBudgetOptions, task_lookup_budget
 from rules.lookup import _arguments as lookup_arguments
-from rules.lookup import task_lookup_budget
-from rules.params import DirOption, FloatOption, IntOption, NewDirOption, SeedsOption
+from rules.params import (
+    DirOption,
+    FloatOption,
+    IntOption,
+    NewDirOption,
+    SeedsOption,
+    TaskSpec,
+)
 from rules.plan import task_dry_run, task_estimate, task_plan
 from rules.store import task_gc, task_verify
 from rules.traces import task_traces
 from rules.units import _repeats, task_aggregate, task_score, task_units
 from tests.conftest import REPO
 
-TASKS: dict[str, Callable[[], dict[str, Any]]] = {
+TASKS: dict[str, Callable[[], TaskSpec]] = {
     "aggregate": task_aggregate,
     "calibrate": task_calibrate,
     "checkpoints": task_checkpoints,
@@ -232,7 +239,7 @@ def test_an_unusable_environment_root_is_refused(tmp_path: Path) -> None:
 def test_lookup_budget_checks_its_arguments_first(tmp_path: Path) -> None:
     exists = tmp_path / "exists"
     exists.mkdir()
-    cases = [
+    cases: list[tuple[LookupBudgetOptions, str]] = [
         ({"output": str(tmp_path / "p"), "seeds": "9-1", "suites": "hard"}, "seeds_invalid"),
         ({"output": str(exists)}, "lookup_output_exists"),
         ({"output": "/proc/nope/x"}, "lookup_output_invalid"),
