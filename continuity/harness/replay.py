@@ -36,11 +36,14 @@ from continuity.harness.config import SMALLEST_TRIGGER, CompactionPolicy
 from continuity.harness.keys import ReplayConfig
 from continuity.harness.live_input import LiveInput
 from continuity.harness.loop import AgentLoop
-from continuity.harness.session import DurableSession
+from continuity.harness.session import DurableSession, Entry
+from continuity.harness.tool_history import ToolHistory, ToolRecord
 from continuity.harness.toolbox import McpToolbox
 from continuity.harness.workspace import Workspace
+from continuity.memory.history import CanonicalHistory, HistoryRecord
 from continuity.memory.retained import RetainedStats, RetainedStore
 from continuity.messages import (
+    Message,
     ModelRequest,
     ToolCallRequest,
     ToolResultMessage,
@@ -254,6 +257,72 @@ async def _mid_trace_compaction(
     return event, receipts
 
 
+class _Replay:
+    """The parts of one replay in progress: the workspace and its durable roots, the
+    scripted history model, the fixture server (None with an outside tool server), the
+    steers waiting for their calls and the live input that carries them."""
+
+    def __init__(
+        self,
+        trace: ReplayTrace,
+        root: Path,
+        config: ReplayConfig,
+        trace_digest: str,
+        url: str | None,
+    ) -> None:
+        self.trace, self.config = trace, config
+        self.workspace = Workspace(root.absolute())
+        if self.workspace.root.exists() and any(self.workspace.root.iterdir()):
+            raise HarnessError(
+                "replay needs an empty workspace",
+                code="workspace_not_empty",
+                location=str(self.workspace.root),
+            )
+        self.clock = ReplayClock(trace.sessions[0].date)
+        session_id = value_digest(("continuity-session", trace.trace_id, trace_digest, config))
+        self.session, self.history, self.tools = self.workspace.create(
+            session_id=session_id[:32], clock=self.clock
+        )
+        self.steers = {t.during_call: t for _, _, t in iter_turns(trace) if isinstance(t, Steer)}
+        self.live = LiveInput()
+        self.provider = ScriptedProvider(
+            scripted_steps(trace), name=config.history_provider, model=config.history_model
+        )
+        self.server = FixtureToolServer(frozen_records(trace)) if url is None else None
+        self.retained = (
+            RetainedStore(self.workspace.retained_path) if config.retained_records else None
+        )
+
+    def offer_steer(self, call: ToolCallRequest) -> None:
+        steer = self.steers.get(call.call_id)
+        if steer is not None:  # owner-authored web live input binds the exact text
+            self.live.offer(steer.text, owner_text=steer.text)
+
+    def close(self) -> None:
+        self.session.close()
+        self.history.close()
+        if self.retained is not None:
+            self.retained.close()
+
+
+class _Played(msgspec.Struct, kw_only=True):
+    """What driving the sittings produced (besides the durable files)."""
+
+    owner_turns: int = 0
+    usage: Usage = msgspec.field(default_factory=Usage)
+    mid_event: CompactionEvent | None = None
+    mid_calls: list[CallReceipt] = msgspec.field(default_factory=list)
+
+
+# The durable state compared in memory and reloaded: session entries, the model context,
+# the canonical history records and the tool-history records.
+_State = tuple[list[Entry], list[Message], list[HistoryRecord], list[ToolRecord]]
+
+
+def _state(session: DurableSession, history: CanonicalHistory, tools: ToolHistory) -> _State:
+    return list(session.entries), session.context(), list(history.records), tools.records()
+
+
 async def _replay(
     trace: ReplayTrace,
     root: Path,
@@ -264,88 +333,85 @@ async def _replay(
     summarizer: RealBinding | None = None,
     replayed: list[str] | None = None,
 ) -> ReplayReceipt:
-    workspace = Workspace(root.absolute())
-    if workspace.root.exists() and any(workspace.root.iterdir()):
-        raise HarnessError(
-            "replay needs an empty workspace",
-            code="workspace_not_empty",
-            location=str(workspace.root),
-        )
-    clock = ReplayClock(trace.sessions[0].date)
-    session_id = value_digest(("continuity-session", trace.trace_id, trace_digest, config))[:32]
-    session, history, tools = workspace.create(session_id=session_id, clock=clock)
-    steers = {t.during_call: t for _, _, t in iter_turns(trace) if isinstance(t, Steer)}
-    live = LiveInput()
-
-    def offer_steer(call: ToolCallRequest) -> None:
-        steer = steers.get(call.call_id)
-        if steer is not None:  # owner-authored web live input binds the exact text
-            live.offer(steer.text, owner_text=steer.text)
-
-    provider = ScriptedProvider(
-        scripted_steps(trace), name=config.history_provider, model=config.history_model
+    replay = _Replay(trace, root, config, trace_digest, tool_server_url)
+    try:
+        played = await _play(replay, tool_server_url, read_timeout, summarizer, replayed)
+        in_memory = _state(replay.session, replay.history, replay.tools)
+        retained_stats = replay.retained.stats() if replay.retained is not None else None
+    finally:
+        replay.close()
+    _check_fidelity(replay, in_memory)
+    receipt = _receipt(replay, trace_digest, played, in_memory, retained_stats)
+    replay.workspace.receipt_path.write_bytes(
+        msgspec.json.format(msgspec.json.encode(receipt)) + b"\n"
     )
-    server = FixtureToolServer(frozen_records(trace)) if tool_server_url is None else None
-    retained = RetainedStore(workspace.retained_path) if config.retained_records else None
+    return receipt
+
+
+async def _play(
+    replay: _Replay,
+    tool_server_url: str | None,
+    read_timeout: float,
+    summarizer: RealBinding | None,
+    replayed: list[str] | None,
+) -> _Played:
+    """Every owner turn through the agent loop, sitting by sitting, with the mid-trace
+    compaction (when the config asks for it) before the middle owner turn."""
+    trace, config, session = replay.trace, replay.config, replay.session
     total_owner_turns = sum(isinstance(t, OwnerMessage) for _, _, t in iter_turns(trace))
     mid_turn = total_owner_turns // 2 if config.mid_trace_compaction else None
-    mid_event: CompactionEvent | None = None
-    mid_calls: list[CallReceipt] = []
-    usage = Usage()
-    owner_turns = 0
-    try:
-        session.append_model_change(
-            config.history_provider, config.history_model, reason="bound history model"
+    played = _Played()
+    session.append_model_change(
+        config.history_provider, config.history_model, reason="bound history model"
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        url = tool_server_url
+        if replay.server is not None:
+            url = await stack.enter_async_context(replay.server.running())
+        assert url is not None
+        toolbox = await stack.enter_async_context(
+            McpToolbox(url, read_timeout=read_timeout, on_call_started=replay.offer_steer)
         )
-        async with contextlib.AsyncExitStack() as stack:
-            url = tool_server_url
-            if server is not None:
-                url = await stack.enter_async_context(server.running())
-            assert url is not None
-            toolbox = await stack.enter_async_context(
-                McpToolbox(url, read_timeout=read_timeout, on_call_started=offer_steer)
-            )
-            loop = AgentLoop(
-                session=session,
-                history=history,
-                tool_history=tools,
-                toolbox=toolbox,
-                provider=provider,
-                model=config.history_model,
-                live_input=live,
-                retained=retained,
-            )
-            for sitting in trace.sessions:
-                clock.start(sitting.date)
-                session.append_custom(
-                    "sitting", {"session_id": sitting.session_id, "date": sitting.date}
-                )
-                for turn in sitting.turns:
-                    if not isinstance(turn, OwnerMessage):
-                        continue
-                    if owner_turns == mid_turn:  # the operator's promptless compaction
-                        mid_event, mid_calls = await _mid_trace_compaction(
-                            session, config, trace, summarizer, replayed
-                        )
-                    report = await loop.run_turn(turn.text)
-                    usage = usage + report.usage
-                    owner_turns += 1
-        in_memory = (
-            list(session.entries),
-            session.context(),
-            list(history.records),
-            tools.records(),
+        loop = AgentLoop(
+            session=session,
+            history=replay.history,
+            tool_history=replay.tools,
+            toolbox=toolbox,
+            provider=replay.provider,
+            model=config.history_model,
+            live_input=replay.live,
+            retained=replay.retained,
         )
-        retained_stats = retained.stats() if retained is not None else None
-    finally:
-        session.close()
-        history.close()
-        if retained is not None:
-            retained.close()
+        for sitting in trace.sessions:
+            replay.clock.start(sitting.date)
+            session.append_custom(
+                "sitting", {"session_id": sitting.session_id, "date": sitting.date}
+            )
+            for turn in sitting.turns:
+                if not isinstance(turn, OwnerMessage):
+                    continue
+                if played.owner_turns == mid_turn:  # the operator's promptless compaction
+                    played.mid_event, played.mid_calls = await _mid_trace_compaction(
+                        session, config, trace, summarizer, replayed
+                    )
+                report = await loop.run_turn(turn.text)
+                played.usage = played.usage + report.usage
+                played.owner_turns += 1
+    return played
 
+
+def _check_fidelity(replay: _Replay, in_memory: _State) -> None:
+    """Every scripted reply requested, the fixture server's call log equal to the trace's
+    tool records, every steer offered as owner input, and the durable state reloaded from
+    disk equal to `in_memory`.
+
+    Raises:
+        ReplayFidelityError: every problem found, in one message.
+    """
     problems = []
-    if provider.remaining:
-        problems.append(f"{provider.remaining} scripted replies were never requested")
+    if replay.provider.remaining:
+        problems.append(f"{replay.provider.remaining} scripted replies were never requested")
+    server = replay.server
     if server is not None:
         expected = [(r.tool, r.arguments, r.record_id) for r in server.records]
         served = [(c.tool, c.arguments, c.record_id) for c in server.call_log]
@@ -354,50 +420,52 @@ async def _replay(
                 f"the fixture server saw {len(served)} calls, not the trace's "
                 f"{len(expected)} tool records in order"
             )
-    owner_offers = [o for o in live.log if o.attribution == "owner"]
-    if len(owner_offers) != len(steers) or len(live.log) != len(steers):
+    steers, log = replay.steers, replay.live.log
+    owner_offers = [o for o in log if o.attribution == "owner"]
+    if len(owner_offers) != len(steers) or len(log) != len(steers):
         problems.append(f"{len(owner_offers)} of {len(steers)} steers were offered as owner input")
-    reloaded_session, reloaded_history, reloaded_tools = workspace.open(clock=clock)
+    reloaded_session, reloaded_history, reloaded_tools = replay.workspace.open(clock=replay.clock)
     try:
-        reloaded = (
-            list(reloaded_session.entries),
-            reloaded_session.context(),
-            list(reloaded_history.records),
-            reloaded_tools.records(),
-        )
+        reloaded = _state(reloaded_session, reloaded_history, reloaded_tools)
     finally:
         reloaded_session.close()
         reloaded_history.close()
     if reloaded != in_memory:
         problems.append("the durable state reloaded from disk differs from the in-memory state")
     if problems:
-        raise ReplayFidelityError("; ".join(problems), location=trace.trace_id)
+        raise ReplayFidelityError("; ".join(problems), location=replay.trace.trace_id)
 
-    records = in_memory[3]
-    receipt = ReplayReceipt(
-        trace_id=trace.trace_id,
+
+def _receipt(
+    replay: _Replay,
+    trace_digest: str,
+    played: _Played,
+    in_memory: _State,
+    retained: RetainedStats | None,
+) -> ReplayReceipt:
+    entries, context, history, records = in_memory
+    return ReplayReceipt(
+        trace_id=replay.trace.trace_id,
         trace_digest=trace_digest,
-        config=config,
-        owner_turns=owner_turns,
-        requests=len(provider.requests),
+        config=replay.config,
+        owner_turns=played.owner_turns,
+        requests=len(replay.provider.requests),
         tool_calls=sum(1 for _ in records),
-        steers_offered=len(live.log),
-        steers_owner=len(owner_offers),
-        session_entries=len(in_memory[0]),
-        context_messages=len(in_memory[1]),
-        context_digest=value_digest(in_memory[1]),
-        history_records=len(in_memory[2]),
+        steers_offered=len(replay.live.log),
+        steers_owner=sum(1 for o in replay.live.log if o.attribution == "owner"),
+        session_entries=len(entries),
+        context_messages=len(context),
+        context_digest=value_digest(context),
+        history_records=len(history),
         tool_records=len(records),
         truncated_records=sum(r.truncated for r in records),
         retained_bytes=sum(r.retained_bytes for r in records),
-        call_log_verified=server is not None,
-        usage=usage,
-        retained=retained_stats,
-        mid_trace_compaction=mid_event,
-        mid_trace_calls=mid_calls,
+        call_log_verified=replay.server is not None,
+        usage=played.usage,
+        retained=retained,
+        mid_trace_compaction=played.mid_event,
+        mid_trace_calls=played.mid_calls,
     )
-    workspace.receipt_path.write_bytes(msgspec.json.format(msgspec.json.encode(receipt)) + b"\n")
-    return receipt
 
 
 def clear_workspace(root: Path) -> None:
