@@ -185,26 +185,15 @@ def _is_turn_start(entry: MessageEntry) -> bool:
     return isinstance(message, UserMessage) and message.source in ("owner", "probe", "reseed")
 
 
-async def compact_conversation(
-    session: DurableSession,
-    summarizer: Provider,
-    *,
-    policy: CompactionPolicy,
-    reason: Reason = "manual",
-    model: str = "summarizer",
-) -> CompactionEvent | None:
-    """Compact the session now (the promptless manual trigger, or a due proactive one).
-
-    Returns None when nothing lies before the kept tail (there is nothing to summarize).
-    """
-    entries, previous = _candidates(session)
-    tokens_before = context_tokens(session.context())
+def _cut(entries: Sequence[MessageEntry], policy: CompactionPolicy) -> int | None:
+    """Where the kept tail starts: the recent entries worth `policy.keep_recent_tokens`,
+    moved forward past tool results (a result never opens the kept tail)."""
     kept_tokens = 0
     start = len(entries)
     while start > 0 and kept_tokens < policy.keep_recent_tokens:
         start -= 1
         kept_tokens += _entry_tokens(entries[start])
-    cut = next(
+    return next(
         (
             i
             for i in range(start, len(entries))
@@ -212,14 +201,32 @@ async def compact_conversation(
         ),
         None,
     )
-    if cut is None or cut == 0:
-        return None
+
+
+def _split_at(
+    entries: Sequence[MessageEntry], cut: int
+) -> tuple[list[Message], list[Message], bool]:
+    """The history to summarize and, when `cut` falls inside a turn, that turn's prefix
+    (summarized on its own) and True."""
     turn_start = cut
     while turn_start > 0 and not _is_turn_start(entries[turn_start]):
         turn_start -= 1
     split = turn_start < cut and not _is_turn_start(entries[cut])
     history = [e.message for e in entries[: turn_start if split else cut]]
     prefix = [e.message for e in entries[turn_start:cut]] if split else []
+    return history, prefix, split
+
+
+async def _summarize(
+    session: DurableSession,
+    summarizer: Provider,
+    model: str,
+    previous: str | None,
+    history: Sequence[Message],
+    prefix: Sequence[Message],
+) -> tuple[str, Usage]:
+    """The summary of `history` (and of the turn `prefix`, requested in parallel) and the
+    usage of its requests."""
 
     def request(messages: Sequence[Message], *, is_prefix: bool) -> ModelRequest:
         return ModelRequest(
@@ -247,11 +254,33 @@ async def compact_conversation(
 
     async with anyio.create_task_group() as group:  # the turn prefix runs in parallel
         group.start_soon(summarize, "history", history, False)
-        if split:
+        if prefix:
             group.start_soon(summarize, "prefix", prefix, True)
     summary = results["history"]
-    if split:
+    if prefix:
         summary += f"\n\n## Turn in progress (prefix)\n{results['prefix']}"
+    return summary, usage
+
+
+async def compact_conversation(
+    session: DurableSession,
+    summarizer: Provider,
+    *,
+    policy: CompactionPolicy,
+    reason: Reason = "manual",
+    model: str = "summarizer",
+) -> CompactionEvent | None:
+    """Compact the session now (the promptless manual trigger, or a due proactive one).
+
+    Returns None when nothing lies before the kept tail (there is nothing to summarize).
+    """
+    entries, previous = _candidates(session)
+    tokens_before = context_tokens(session.context())
+    cut = _cut(entries, policy)
+    if cut is None or cut == 0:
+        return None
+    history, prefix, split = _split_at(entries, cut)
+    summary, usage = await _summarize(session, summarizer, model, previous, history, prefix)
     entry = session.append_compaction(
         summary,
         entries[cut].id,
