@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import ObjectMissing, RecordCorrupt, UsageError
-from continuity.store._records import ObjectRef
+from continuity.store._records import ObjectRef, Ref
 from continuity.store._store import Store
 from continuity.store._verify import object_problem
 
@@ -81,6 +81,40 @@ def collect_garbage(
         UsageError: ``option_invalid`` for a negative `keep_plans` or a `grace_seconds`
             that is negative or not finite, before anything is read.
     """
+    _check_limits(keep_plans, grace_seconds)
+    now = time.time() if now is None else now
+    events_before = len(store.corruption_events)
+    refs = _readable_refs(store)
+    plans = sorted((r for r in refs if r.name.startswith(PLAN_PREFIX)), key=lambda r: r.name)
+    old_plans = plans[: max(0, len(plans) - keep_plans)]
+    old_names = {r.name for r in old_plans}
+    live_objects, live_actions = _mark_live(store, [r for r in refs if r.name not in old_names])
+    report = GcReport(
+        dry_run=dry_run,
+        kept_objects=0,
+        kept_actions=0,
+        kept_plans=len(plans) - len(old_plans),
+        removed_objects=0,
+        removed_bytes=0,
+        removed_actions=0,
+        removed_plans=sorted(old_names),
+        removed_tmp=0,
+        young_skipped=0,
+    )
+    sweep = _Sweep(store, report, now, grace_seconds)
+    sweep.objects(live_objects)
+    sweep.actions(live_actions)
+    sweep.tmp()
+    if not dry_run:
+        for name in old_names:
+            store.delete_ref(name)
+    # Trees, action entries and refs read while marking were verified (and quarantined) by
+    # the read itself, dry run or not.
+    report.corrupt_objects += [e.path for e in store.corruption_events[events_before:]]
+    return report
+
+
+def _check_limits(keep_plans: int, grace_seconds: float) -> None:
     if isinstance(keep_plans, bool) or not isinstance(keep_plans, int) or keep_plans < 0:
         raise UsageError(
             f"keep_plans must be a whole number >= 0, not {keep_plans!r}",
@@ -94,8 +128,10 @@ def collect_garbage(
             code="option_invalid",
             location="--grace",
         )
-    now = time.time() if now is None else now
-    events_before = len(store.corruption_events)
+
+
+def _readable_refs(store: Store) -> list[Ref]:
+    """Every ref that reads (a corrupt one is quarantined by the read and skipped)."""
     refs = []
     for name in store.list_refs():
         try:
@@ -104,11 +140,11 @@ def collect_garbage(
             continue
         if ref is not None:
             refs.append(ref)
-    plans = sorted((r for r in refs if r.name.startswith(PLAN_PREFIX)), key=lambda r: r.name)
-    old_plans = plans[: max(0, len(plans) - keep_plans)]
-    old_names = {r.name for r in old_plans}
-    roots = [r for r in refs if r.name not in old_names]
+    return refs
 
+
+def _mark_live(store: Store, roots: list[Ref]) -> tuple[set[str], set[str]]:
+    """The object digests and action keys the `roots` reach."""
     live_objects: set[str] = set()
     live_actions: set[str] = set()
     for ref in roots:
@@ -122,54 +158,54 @@ def collect_garbage(
                 continue
             live_actions.add(key)
             _mark(store, entry.output, live_objects)
+    return live_objects, live_actions
 
-    report = GcReport(
-        dry_run=dry_run,
-        kept_objects=0,
-        kept_actions=0,
-        kept_plans=len(plans) - len(old_plans),
-        removed_objects=0,
-        removed_bytes=0,
-        removed_actions=0,
-        removed_plans=sorted(old_names),
-        removed_tmp=0,
-        young_skipped=0,
-    )
-    for path in store.iter_objects():
-        if path.name in live_objects:
-            problem = object_problem(path)
-            if problem is None:
-                report.kept_objects += 1
-                continue
-            if dry_run:
-                report.corrupt_objects.append(str(path))
-            else:  # the event lands in corrupt_objects below
-                store.quarantine(path, path.name, problem)
-        elif _young(path, now, grace_seconds):
-            report.young_skipped += 1
-        else:
-            report.removed_objects += 1
-            report.removed_bytes += path.stat().st_size
-            _remove(path, dry_run)
-    for path in store.iter_actions():
-        if path.name.removesuffix(".json") in live_actions:
-            report.kept_actions += 1
-        elif _young(path, now, grace_seconds):
-            report.young_skipped += 1
-        else:
-            report.removed_actions += 1
-            _remove(path, dry_run)
-    for path in store.tmp_dir.iterdir():
-        if not _young(path, now, grace_seconds):
-            report.removed_tmp += 1
-            _remove(path, dry_run)
-    if not dry_run:
-        for name in old_names:
-            store.delete_ref(name)
-    # Trees, action entries and refs read while marking were verified (and quarantined) by
-    # the read itself, dry run or not.
-    report.corrupt_objects += [e.path for e in store.corruption_events[events_before:]]
-    return report
+
+class _Sweep:
+    """Counts into `report` (and, unless it is a dry run, removes) what is unreachable
+    and older than the grace period."""
+
+    def __init__(self, store: Store, report: GcReport, now: float, grace_seconds: float) -> None:
+        self.store, self.report, self.now, self.grace = store, report, now, grace_seconds
+
+    def _young(self, path: Path) -> bool:
+        return _young(path, self.now, self.grace)
+
+    def objects(self, live: set[str]) -> None:
+        report = self.report
+        for path in self.store.iter_objects():
+            if path.name in live:
+                problem = object_problem(path)
+                if problem is None:
+                    report.kept_objects += 1
+                    continue
+                if report.dry_run:
+                    report.corrupt_objects.append(str(path))
+                else:  # the event lands in corrupt_objects (see collect_garbage)
+                    self.store.quarantine(path, path.name, problem)
+            elif self._young(path):
+                report.young_skipped += 1
+            else:
+                report.removed_objects += 1
+                report.removed_bytes += path.stat().st_size
+                _remove(path, report.dry_run)
+
+    def actions(self, live: set[str]) -> None:
+        report = self.report
+        for path in self.store.iter_actions():
+            if path.name.removesuffix(".json") in live:
+                report.kept_actions += 1
+            elif self._young(path):
+                report.young_skipped += 1
+            else:
+                report.removed_actions += 1
+                _remove(path, report.dry_run)
+
+    def tmp(self) -> None:
+        for path in self.store.tmp_dir.iterdir():
+            if not self._young(path):
+                self.report.removed_tmp += 1
+                _remove(path, self.report.dry_run)
 
 
 def _mark(store: Store, ref: ObjectRef, live: set[str]) -> None:
