@@ -48,7 +48,19 @@ log = logging.getLogger("continuity.store")
 
 STORE_ENV = "CONTINUITY_STORE"
 _REF_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*\Z")
-_TREE_NAME = re.compile(r"^[^/\x00]+$")
+# A file name: no slash, no control character (C0, DEL, C1), the whole string (a trailing
+# newline would otherwise pass `$`).
+_TREE_NAME = re.compile(r"[^/\x00-\x1f\x7f-\x9f]+")
+
+
+def _check_tree_name(name: str) -> None:
+    """Refuse a tree entry name that is not one plain file name.
+
+    Raises:
+        StoreError: ``tree_entry_invalid``.
+    """
+    if not _TREE_NAME.fullmatch(name) or name in (".", ".."):
+        raise StoreError(f"invalid tree entry name {name!r}", code="tree_entry_invalid")
 
 
 def utc_now() -> str:
@@ -205,8 +217,7 @@ class Store:
 
     def put_tree(self, entries: Mapping[str, TreeEntry]) -> ObjectRef:
         for name in entries:
-            if not _TREE_NAME.match(name) or name in (".", ".."):
-                raise StoreError(f"invalid tree entry name {name!r}", code="tree_entry_invalid")
+            _check_tree_name(name)
         tree = Tree(TREE_SCHEMA, dict(sorted(entries.items())))
         ref = self.put_blob(msgspec.json.encode(tree))
         return ObjectRef("tree", ref.digest, ref.size)
@@ -251,6 +262,7 @@ class Store:
                 "restore target is not empty", code="restore_target_not_empty", location=str(target)
             )
         for name, entry in self.get_tree(digest).entries.items():
+            _check_tree_name(name)  # a tree object not written by put_tree
             if entry.kind == "tree":
                 self.restore_tree(entry.digest, target / name)
             else:

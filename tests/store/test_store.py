@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from continuity.digest import digest_bytes
 from continuity.errors import ObjectCorrupt, ObjectMissing, RecordCorrupt, StoreError, UsageError
-from continuity.store import Store, TreeEntry, resolve_store_path
+from continuity.store import Store, Tree, TreeEntry, resolve_store_path
 
 
 def flip_byte(path: Path, offset: int = 0) -> None:
@@ -175,7 +176,23 @@ def test_restore_refuses_a_non_empty_target(store: Store, tmp_path: Path) -> Non
 
 def test_tree_entry_names_are_checked(store: Store) -> None:
     blob = store.put_blob(b"x")
-    for bad in ("a/b", "..", ""):
+    bad_names = ("a/b", "..", "", "name\n", "\nname", "a\x00b", "tab\there", "bell\x07")
+    for bad in (*bad_names, "del\x7f", "csi\x9b", "line\u0085end"):
         with pytest.raises(StoreError) as err:
             store.put_tree({bad: TreeEntry("blob", blob.digest, blob.size)})
-        assert err.value.code == "tree_entry_invalid"
+        assert err.value.code == "tree_entry_invalid", bad
+    for good in ("report.json", ".hidden", "naïve ✓ name", "a b"):
+        store.put_tree({good: TreeEntry("blob", blob.digest, blob.size)})
+
+
+def test_restore_refuses_a_tree_object_with_a_bad_name(store: Store, tmp_path: Path) -> None:
+    """A tree object that put_tree never wrote (``../escape``) is refused, nothing written."""
+    blob = store.put_blob(b"x")
+    forged = msgspec.json.encode(
+        Tree("continuity-tree-v1", {"../escape": TreeEntry("blob", blob.digest, blob.size)})
+    )
+    tree = store.put_blob(forged)
+    with pytest.raises(StoreError) as err:
+        store.restore_tree(tree.digest, tmp_path / "out")
+    assert err.value.code == "tree_entry_invalid"
+    assert not (tmp_path / "escape").exists()
