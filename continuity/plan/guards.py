@@ -108,7 +108,21 @@ def check_real_mode(
     Raises:
         RealModeError: the first guard that fails, with its code.
     """
-    env = os.environ if environ is None else environ
+    credentials = _check_endpoint(plan, credentials, os.environ if environ is None else environ)
+    dry = _check_confirmation(plan, confirm, store)
+    if not os.path.isfile(credentials):  # a stat, never an open
+        raise RealModeError(
+            "the credentials file does not exist or is not a regular file",
+            code="credentials_missing",
+            location=credentials,
+        )
+    resolved, root = _check_output(output, checkout)
+    check_checkout(root)
+    return resolved, dry
+
+
+def _check_endpoint(plan: Plan, credentials: str | None, env: Mapping[str, str]) -> str:
+    """Guards 1 to 3: no CI, a real endpoint, a credentials path (returned)."""
     if "CI" in env:
         raise RealModeError(
             "real mode never runs where a CI variable exists (even an empty one)",
@@ -128,6 +142,11 @@ def check_real_mode(
             code="credentials_required",
             location="--credentials",
         )
+    return credentials
+
+
+def _check_confirmation(plan: Plan, confirm: str | None, store: Store) -> DryRun:
+    """Guards 4 to 6: `confirm` is this plan's digest and its dry run is recorded."""
     digest = plan_digest(plan)
     if not confirm:
         raise RealModeError(
@@ -152,12 +171,11 @@ def check_real_mode(
             code="confirmation_unknown",
             location="--confirm-plan",
         )
-    if not os.path.isfile(credentials):  # a stat, never an open
-        raise RealModeError(
-            "the credentials file does not exist or is not a regular file",
-            code="credentials_missing",
-            location=credentials,
-        )
+    return dry
+
+
+def _check_output(output: str | None, checkout: Path | None) -> tuple[Path, Path]:
+    """Guard 8: an output directory given, outside the checkout. Returns both resolved."""
     if not output:
         raise RealModeError(
             "real mode needs an explicit --out directory outside the checkout",
@@ -172,5 +190,4 @@ def check_real_mode(
             code="output_inside_checkout",
             location=output,
         )
-    check_checkout(root)
-    return resolved, dry
+    return resolved, root
