@@ -91,7 +91,7 @@ def task_action(run: Callable[..., str | None]) -> Callable[..., TaskFailed | No
             for issue in getattr(exc, "issues", ())[1:]:
                 print(f"also {issue}", flush=True)
             return TaskFailed(f"{exc.code}: {exc.message} (at {exc.location})")
-        except Exception:
+        except Exception:  # not mapped: re-raised, unless an interrupt explains it
             # Cleanup cut short by Ctrl-C or SIGTERM may raise its own error (a server
             # that went away): the interrupt, not that error, is what happened.
             raise_if_interrupted()

@@ -150,7 +150,7 @@ def _stop_descendants() -> None:
 def _mute_stderr() -> None:
     """Send what the unwinding writes to stderr (cleanup errors, a server's log of a
     request cut short) to /dev/null; keep the real stderr for the one line."""
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception):  # stderr may be closed or broken mid-unwind
         sys.stderr.flush()
     try:
         saved = os.dup(2)
@@ -219,7 +219,7 @@ def _exit(signum: int) -> NoReturn:
         threading.Event().wait()
     _stop_descendants()
     if threading.current_thread() is threading.main_thread():
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # nothing a flush raises may stop the exit
             sys.stdout.flush()
     with contextlib.suppress(OSError):
         os.write(_stderr[0] if _stderr else 2, (INTERRUPT_MESSAGE + "\n").encode())

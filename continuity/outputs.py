@@ -174,7 +174,7 @@ def write_output(path: Path, data: bytes) -> None:
     try:
         tmp.write_bytes(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException:  # cleanup only (an interrupt too), re-raised as it was
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise

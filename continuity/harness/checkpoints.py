@@ -148,7 +148,7 @@ def build_checkpoint(
                     replayed=replayed,
                 )
             )
-        except BaseException:
+        except BaseException:  # any failure, an interrupt too, leaves no half workspace
             _clear(root)
             raise
         seconds = time.monotonic() - started

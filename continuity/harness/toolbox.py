@@ -54,7 +54,7 @@ class McpToolbox:
             )
             initialized = await session.initialize()
             listing = await session.list_tools()
-        except BaseException as exc:
+        except BaseException as exc:  # the transport closes first; _close_after re-raises it
             await self._close_after(exc, "connecting")
             raise  # unreachable: _close_after always raises
         self._session = session
@@ -75,7 +75,7 @@ class McpToolbox:
         by the body itself is left to propagate untouched."""
         try:
             await self._stack.aclose()
-        except Exception as close_error:
+        except Exception as close_error:  # the SDK transport's errors are open-ended: _mapped
             if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
                 raise _mapped(close_error, self.url, "calling a tool") from None
 
@@ -88,7 +88,7 @@ class McpToolbox:
         """
         try:
             await self._stack.aclose()
-        except Exception as close_error:
+        except Exception as close_error:  # the SDK transport's errors are open-ended: _mapped
             if isinstance(exc, ContinuityError):
                 raise exc from None
             raise _mapped(close_error, self.url, doing) from None
@@ -101,7 +101,7 @@ class McpToolbox:
         assert self._session is not None, "use McpToolbox as an async context manager"
         try:
             return await self._session.call_tool(name, arguments)
-        except Exception as exc:
+        except Exception as exc:  # the SDK transport's errors are open-ended: _mapped types them
             raise _mapped(exc, self.url, f"calling {name}") from None
 
     async def call(self, call: ToolCallRequest) -> str:

@@ -205,7 +205,7 @@ class RetainedStore:
             raise HistoryError(
                 f"unreadable retained store ({exc})", code="history_unavailable", location=str(path)
             ) from None
-        except BaseException:
+        except BaseException:  # cleanup only (an interrupt too), re-raised as it was
             self.db.close()
             raise
 

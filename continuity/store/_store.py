@@ -124,7 +124,7 @@ class Store:
                 os.fsync(handle.fileno())
             path.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp_name, path)
-        except BaseException:
+        except BaseException:  # cleanup only (an interrupt too), re-raised as it was
             with _suppress_missing():
                 os.unlink(tmp_name)
             raise
