@@ -19,7 +19,11 @@ a flag, ``--repair=yes``), ``option_value_missing`` (``--suite`` at the end) and
 commands (``list``, ``help``, ``info``, ``forget``, ``clean`` ...) keep their own parsing.
 
 The checks run only when the process is doit's command line (``doit`` or
-``python -m doit``): a program driving doit through its API has its own argv.
+``python -m doit``): a program driving doit through its API has its own argv. From
+another directory (``doit -f path/dodo.py``) doit never reads ``pyproject.toml``, so the
+loader is doit's default and the argument split runs before ``dodo.py`` (and its
+`front_door` call) is imported: ``python -m continuity`` (`continuity.__main__`) runs
+every check here first, from any directory.
 """
 
 from __future__ import annotations
@@ -189,13 +193,20 @@ class CheckedDodoLoader(DodoTaskLoader):  # type: ignore[misc]
     parses anything); for the ``run`` command it also checks the task selection
     (`selection_problem`) once the tasks are known."""
 
-    def __init__(self) -> None:
-        front_door()
+    def __init__(self, *, command_line: bool | None = None) -> None:
+        """`command_line`: check the ``run`` command's task selection. None (doit builds the
+        plugin): only when the process is doit's command line, after `front_door`;
+        ``python -m continuity`` (`continuity.__main__`) checks its argv itself and passes
+        True."""
+        if command_line is None:
+            front_door()
+            command_line = _is_doit_command_line(sys.argv)
+        self.command_line = command_line
         super().__init__()
 
     def load_tasks(self, cmd: Any, pos_args: list[str]) -> list[Any]:
         tasks: list[Any] = super().load_tasks(cmd, pos_args)
-        if getattr(cmd, "execute_tasks", False) and _is_doit_command_line(sys.argv):
+        if getattr(cmd, "execute_tasks", False) and self.command_line:
             problem = selection_problem(
                 pos_args,
                 {t.name: [*t.params, *t.creator_params] for t in tasks},
