@@ -22,7 +22,7 @@ from typing import Literal
 import msgspec
 
 from continuity.arms import Arm
-from continuity.harness.receipts import SampleEvidence
+from continuity.probe.receipts import SampleEvidence
 
 __all__ = ["EXCLUDED_CLASSES", "LONG_FAMILIES", "Classification", "classify"]
 

@@ -8,11 +8,11 @@ import pytest
 from continuity.arms import ARMS
 from continuity.evidence import classify
 from continuity.harness.compaction import CompactionEvent, Reason
-from continuity.harness.receipts import HistoryCall, SampleEvidence
 from continuity.harness.reseed import ReseedEvent
 from continuity.memory.pack import PackReceipt, PackSection
 from continuity.memory.retained import RetainedStats
 from continuity.messages import Usage
+from continuity.probe.receipts import HistoryCall, SampleEvidence
 
 READER = "openai-codex:gpt-6-luna"
 ALTERNATE = "openai-codex:gpt-6.1-sol"

@@ -1,6 +1,6 @@
 """Lookup-mode pieces of a probe child: page tracking, the reference path, the witness.
 
-The probe child (`continuity.harness.probe`) uses these when its request carries a
+The probe child (`continuity.probe.child`) uses these when its request carries a
 `LookupBinding`:
 
 - `PageTracker` reassembles the ConversationHistory ``get`` pages a reader received and
@@ -31,8 +31,8 @@ import msgspec
 
 from continuity.digest import digest_bytes
 from continuity.errors import HarnessError
-from continuity.harness.receipts import LookupWitness, PathReceipt, SourceRef
 from continuity.lookup.reader import displayed_packed_ids
+from continuity.lookup.receipts import LookupWitness, PathReceipt, SourceRef
 
 if TYPE_CHECKING:
     from continuity.harness.toolbox import McpToolbox

@@ -11,7 +11,7 @@ its source line and the output's digest never reach a reader or a witness.
 from __future__ import annotations
 
 from continuity.digest import digest_bytes
-from continuity.harness.receipts import SourceRef
+from continuity.lookup.receipts import SourceRef
 from continuity.traces.schema import Probe, ToolIdentifierExpectation, ToolResult, Trace, iter_turns
 
 __all__ = ["sources_for"]

@@ -32,9 +32,9 @@ import msgspec
 from continuity.arms import ARMS
 from continuity.digest import KeySpec, code_digest, digest_bytes, value_digest
 from continuity.errors import ContinuityError
-from continuity.harness.receipts import ProcessReceipt
 from continuity.outputs import write_json, write_output
 from continuity.plan.pricing import Catalog, load_catalog
+from continuity.probe.receipts import ProcessReceipt
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.report.duplicates import without_duplicate_slots
 from continuity.report.judging import judge_agreement

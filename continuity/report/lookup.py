@@ -40,8 +40,8 @@ from typing import Any
 
 import msgspec
 
-from continuity.harness.receipts import ProcessReceipt
 from continuity.messages import Usage
+from continuity.probe.receipts import ProcessReceipt
 from continuity.runner.units import UnitRecord
 
 __all__ = ["UNKNOWN", "LookupRow", "SlotKey", "lookup_rows", "lookup_table", "with_latency"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import msgspec
 
 from continuity.arms import ARMS
-from continuity.harness.receipts import SampleEvidence
 from continuity.messages import Usage
+from continuity.probe.receipts import SampleEvidence
 from continuity.report.lookup import LookupRow, lookup_rows
 from continuity.runner.units import UnitRecord
 

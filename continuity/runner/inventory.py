@@ -29,7 +29,6 @@ import msgspec
 from continuity.arms import ARMS, LOOKUP_ARMS, Arm, replay_config_for
 from continuity.digest import digest_bytes
 from continuity.errors import ContinuityError
-from continuity.harness.receipts import LookupBinding, PathReceipt, SourceRef
 from continuity.lookup.policy import (
     BYTE_CAP,
     CALL_CAP,
@@ -40,6 +39,7 @@ from continuity.lookup.policy import (
     classify_path,
 )
 from continuity.lookup.reader import binding_models
+from continuity.lookup.receipts import LookupBinding, PathReceipt, SourceRef
 from continuity.lookup.soul import Soul
 from continuity.lookup.sources import sources_for
 from continuity.store import Store
@@ -179,7 +179,7 @@ def measure_inventory(
     """Measure every reference path of the corpus (see the module doc) on a scripted
     reader binding's models (the default one: the policy's reader)."""
     from continuity.harness.checkpoints import build_checkpoint, checkpoint_lock
-    from continuity.harness.unit import ProbeSpec, UnitRequest
+    from continuity.probe.worker import ProbeSpec, UnitRequest
     from continuity.runner.units import run_worker
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace

@@ -23,9 +23,9 @@ import msgspec
 
 from continuity.arms import Arm
 from continuity.errors import ContinuityError, UsageError
-from continuity.harness.receipts import SourceRef
 from continuity.lookup.policy import LookupPolicy
 from continuity.lookup.reader import binding_models
+from continuity.lookup.receipts import SourceRef
 from continuity.lookup.sources import sources_for
 from continuity.outputs import write_output
 from continuity.traces.schema import Probe, Trace

@@ -23,8 +23,8 @@ from continuity.digest import KeySpec, code_digest
 from continuity.errors import CheckpointError
 from continuity.evidence import Classification, classify
 from continuity.harness.keys import HARNESS_CODE, checkpoint_key
-from continuity.harness.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
 from continuity.outputs import resolve_out_path, write_json
+from continuity.probe.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
 from continuity.progress import Tick
 from continuity.runner.parallel import run_by_trace
 from continuity.store import Store
@@ -98,7 +98,7 @@ def run_probe_process(
     started = time.monotonic()
     with subprocess.Popen(
         [
-            *(sys.executable, "-m", "continuity.harness.probe", "--workspace", str(workspace)),
+            *(sys.executable, "-m", "continuity.probe.child", "--workspace", str(workspace)),
             *("--parent-pid", str(os.getpid())),  # the child dies with this process (Linux)
         ],
         stdin=subprocess.PIPE,

@@ -28,14 +28,10 @@ from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.errors import CheckpointError, ContinuityError, ObjectMissing, UsageError
 from continuity.evidence import classify
 from continuity.harness.compaction import CompactionEvent
-from continuity.harness.receipts import (
-    LookupBinding,
-    LookupWitness,
-    ProcessReceipt,
-    SampleEvidence,
-)
+from continuity.lookup.receipts import LookupBinding, LookupWitness
 from continuity.messages import Usage
 from continuity.outputs import resolve_out_path, write_output
+from continuity.probe.receipts import ProcessReceipt, SampleEvidence
 from continuity.probes.availability import (
     Availability,
     NeedleState,
@@ -56,7 +52,7 @@ from continuity.store import Store
 from continuity.traces.schema import Probe, Trace
 
 if TYPE_CHECKING:
-    from continuity.harness.unit import ProbeOutcome, UnitRequest
+    from continuity.probe.worker import ProbeOutcome, UnitRequest
     from continuity.traces.suites import SuiteItem
 
 __all__ = [
@@ -226,11 +222,11 @@ def run_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
         CheckpointError: ``child_failed`` when the worker exits non-zero, prints no
             result, or runs past `timeout` (it is killed).
     """
-    from continuity.harness.unit import UnitWorkerResult
+    from continuity.probe.worker import UnitWorkerResult
 
     with subprocess.Popen(
         # The worker dies with this process (Linux), and its probe children with it.
-        [sys.executable, "-m", "continuity.harness.unit", "--parent-pid", str(os.getpid())],
+        [sys.executable, "-m", "continuity.probe.worker", "--parent-pid", str(os.getpid())],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -290,7 +286,7 @@ def run_unit(
     per repeat, whose mid-trace summary is a real summarizer call."""
     from continuity.harness.checkpoints import build_checkpoint, checkpoint_lock
     from continuity.harness.keys import checkpoint_key
-    from continuity.harness.unit import ProbeSpec, UnitRequest
+    from continuity.probe.worker import ProbeSpec, UnitRequest
 
     config = (
         replay_config_for(arm, "lookup-allowed-v1", lookup.models())

@@ -18,14 +18,15 @@ import pytest
 from continuity.arms import ARMS, ArmError, parse_arms, replay_config_for
 from continuity.errors import HarnessError, UsageError, typed_error
 from continuity.harness.keys import checkpoint_key
-from continuity.harness.receipts import LookupBinding, LookupWitness, ProbeRequest
-from continuity.harness.unit import collect_child
 from continuity.harness.workspace import Workspace
 from continuity.lookup.policy import default_policy_path, load_policy, policy_sha256
 from continuity.lookup.reader import LUNA, SOL, binding_models
+from continuity.lookup.receipts import LookupBinding, LookupWitness
 from continuity.lookup.soul import read_soul
 from continuity.lookup.sources import sources_for
 from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
+from continuity.probe.receipts import ProbeRequest
+from continuity.probe.worker import collect_child
 from continuity.probes.protocol import PROBE_INSTRUCTION
 from continuity.report.aggregate import aggregate_run
 from continuity.report.lookup import LookupRow, lookup_table
@@ -408,7 +409,7 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
 ) -> None:
     import continuity.runner.units as units_module
     from continuity.errors import CheckpointError
-    from continuity.harness.unit import ProbeOutcome, UnitRequest
+    from continuity.probe.worker import ProbeOutcome, UnitRequest
 
     store = Store(tmp_path / "store")
     lookup = frozen_run(edited_policy(tmp_path, MIXED))
@@ -498,7 +499,7 @@ def test_a_slot_already_observed_is_never_overwritten(tmp_path: Path) -> None:
 
 def test_the_probe_deadline_with_a_fake_clock(tmp_path: Path) -> None:
     from continuity.harness.checkpoints import build_checkpoint
-    from continuity.harness.probe import run_probe
+    from continuity.probe.child import run_probe
 
     store = Store(tmp_path / "store")
     item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]

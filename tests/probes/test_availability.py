@@ -8,9 +8,9 @@ import msgspec
 import pytest
 
 from continuity.errors import TraceError
-from continuity.harness.probe import _needle_states
 from continuity.memory.retained import RetainedStore
 from continuity.messages import AssistantMessage, ModelRequest, UserMessage
+from continuity.probe.evidence import needle_states
 from continuity.probes.availability import (
     LOOKUP_BYTES,
     LOOKUP_CALLS,
@@ -169,14 +169,14 @@ def test_the_probe_question_never_counts_as_context() -> None:
         AssistantMessage(text="Noted; the return is on track."),
         UserMessage(text=question, source="probe"),
     )
-    states = _needle_states([status, "fault report email", "afternoon"], lost, None)
+    states = needle_states([status, "fault report email", "afternoon"], lost, None)
     assert [s.in_context for s in states] == [False, False, False]
     assert all(s.retrievable is None for s in states)  # no store offered
     kept = _request(
         AssistantMessage(text="I've sent the fault report email; we meet this afternoon."),
         UserMessage(text=question, source="probe"),
     )
-    states = _needle_states([status, "fault report email", "noon"], kept, None)
+    states = needle_states([status, "fault report email", "noon"], kept, None)
     assert [s.in_context for s in states] == [True, True, False]
 
 

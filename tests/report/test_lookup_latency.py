@@ -12,7 +12,7 @@ import pytest
 
 from continuity.digest import value_digest
 from continuity.errors import ContinuityError
-from continuity.harness.receipts import ProcessReceipt
+from continuity.probe.receipts import ProcessReceipt
 from continuity.report.aggregate import decode_unit, load_summaries
 from continuity.report.lookup import lookup_table
 from continuity.runner.units import UnitRecord, build_units

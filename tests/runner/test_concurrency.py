@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from continuity.harness.receipts import ProcessReceipt
+from continuity.probe.receipts import ProcessReceipt
 from continuity.probes.availability import needles_for
 from continuity.report.aggregate import aggregate_run
 from continuity.runner.units import UnitRecord
@@ -244,7 +244,7 @@ def test_a_killed_unit_run_leaves_no_expected_value_outside_the_store(tmp_path: 
     )
     try:
         deadline = time.monotonic() + 300
-        while not any(b"continuity.harness.unit" in c for _, c in _group(run.pid)):
+        while not any(b"continuity.probe.worker" in c for _, c in _group(run.pid)):
             assert run.poll() is None, run.communicate()[1][-2000:]
             assert time.monotonic() < deadline, "the unit worker never started"
             time.sleep(0.02)

@@ -20,12 +20,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from continuity.harness.receipts import ProcessReceipt
 from continuity.messages import Usage
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.plan import Plan, plan_from_options
 from continuity.plan.pricing import load_catalog
 from continuity.plan.workload import workload
+from continuity.probe.receipts import ProcessReceipt
 from continuity.probes.availability import needles_for
 from continuity.report.aggregate import aggregate_run
 from continuity.report.rescore import rescore_run
@@ -432,7 +432,7 @@ def test_a_sigkilled_runner_takes_its_unit_worker_and_probe_child_with_it(
                 assert proc.poll() is None, "the run ended before it could be killed"
                 assert time.monotonic() < deadline, "the run never made its call"
                 time.sleep(0.05)
-            workers = [c for c in _live_in_group(proc.pid) if "continuity.harness.unit" in c]
+            workers = [c for c in _live_in_group(proc.pid) if "continuity.probe.worker" in c]
             assert len(workers) == 2  # the unit worker and its forked probe child
             os.kill(proc.pid, signal.SIGKILL)  # the runner only: nothing forwards it
             proc.wait(timeout=30)

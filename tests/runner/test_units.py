@@ -11,7 +11,7 @@ import pytest
 
 from continuity.arms import ARMS
 from continuity.harness.keys import ReplayConfig
-from continuity.harness.receipts import ProcessReceipt
+from continuity.probe.receipts import ProcessReceipt
 from continuity.runner import units as units_module
 from continuity.runner.units import UnitRecord, build_units, run_unit
 from continuity.store import Store

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from continuity.errors import CheckpointError, ObjectMissing
-from continuity.harness import probe as probe_module
-from continuity.harness.unit import ProbeSpec, UnitRequest
+from continuity.probe import child as probe_module
+from continuity.probe.worker import ProbeSpec, UnitRequest
 from continuity.runner import units as units_module
 from continuity.runner.units import UnitRecord
 from continuity.store import Store

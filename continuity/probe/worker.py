@@ -1,12 +1,12 @@
 """The unit worker: every probe of one unit, each in a fresh process on a fresh copy.
 
-``python -m continuity.harness.unit`` is started once per unit (repeat x trace x arm) by
+``python -m continuity.probe.worker`` is started once per unit (repeat x trace x arm) by
 the runner, which holds the checkpoint's lock for the whole unit, and reads its
 `UnitRequest` on stdin: the request holds the probes' evaluator-only values (``needles``),
 so it never touches disk, and a killed worker leaves nothing of it behind. For
 each probe the worker restores the pristine checkpoint snapshot at its original path,
 then forks: the forked child is a new process (new pid, no state from earlier probes)
-that crosses the arm's boundary and asks that one probe (`continuity.harness.probe`),
+that crosses the arm's boundary and asks that one probe (`continuity.probe.child`),
 and reports its evidence through a pipe. Forking a warmed-up worker makes "a fresh
 process per probe" cost milliseconds instead of a Python start-up per probe.
 
@@ -33,15 +33,10 @@ import anyio
 import msgspec
 
 from continuity.errors import typed_error
-from continuity.harness.receipts import (
-    LookupBinding,
-    LookupWitness,
-    ProbeRequest,
-    ProcessReceipt,
-    SampleEvidence,
-)
 from continuity.harness.workspace import Workspace
+from continuity.lookup.receipts import LookupBinding, LookupWitness
 from continuity.parent_death import die_with_parent
+from continuity.probe.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
 from continuity.providers.endpoint import RealBinding
 from continuity.store import Store
 
@@ -127,7 +122,7 @@ def _child(workspace: Path, request: ProbeRequest, write_fd: int) -> None:
     # Killed with the worker (fork clears the worker's own request), so a SIGKILLed
     # run leaves no probe child behind.
     die_with_parent(request.parent_pid)
-    from continuity.harness.probe import run_probe
+    from continuity.probe.child import run_probe
 
     code = 0
     replayed: list[str] = []
@@ -215,7 +210,7 @@ def run_unit(request: UnitRequest) -> UnitWorkerResult:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m continuity.harness.unit",
+        prog="python -m continuity.probe.worker",
         description="Run one unit's probes; the UnitRequest (JSON) is read on stdin.",
     )
     parser.add_argument(
@@ -229,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         die_with_parent(args.parent_pid)
     request = msgspec.json.decode(sys.stdin.buffer.read(), type=UnitRequest)
     # Warm the imports once here, so every forked probe starts with them loaded.
-    import continuity.harness.probe
+    import continuity.probe.child
     from continuity.arms import ARMS
 
     if request.real is not None:

@@ -1,6 +1,6 @@
 """The probe child: cross an arm's boundary in a fresh process and ask one probe.
 
-``python -m continuity.harness.probe --workspace PATH`` reads its `ProbeRequest` (JSON)
+``python -m continuity.probe.child --workspace PATH`` reads its `ProbeRequest` (JSON)
 on stdin, never from a file: the request holds evaluator-only values (``needles``) that
 must not be left on disk by a killed run. It runs over a checkpoint restored at its
 original path. It applies the arm's boundary operations in
@@ -41,19 +41,12 @@ from continuity.errors import HarnessError, SessionCorrupt, ToolError, typed_err
 from continuity.harness.compaction import CompactionEvent, compact_conversation, should_compact
 from continuity.harness.config import HarnessConfig
 from continuity.harness.loop import SYSTEM_PROMPT, AgentLoop, TurnReport
-from continuity.harness.receipts import (
-    HistoryCall,
-    LookupBinding,
-    LookupWitness,
-    PathReceipt,
-    ProbeRequest,
-    SampleEvidence,
-)
 from continuity.harness.reseed import ReseedEvent, reseed
 from continuity.harness.session import recorded_operations
 from continuity.harness.workspace import Workspace
 from continuity.lookup.probe import PageTracker, bounded_cleanup, reference_path
 from continuity.lookup.reader import LookupReader
+from continuity.lookup.receipts import LookupBinding, LookupWitness, PathReceipt
 from continuity.memory.pack import PackReceipt, build_pack, is_pack
 from continuity.memory.retained import HistoryError, RetainedStore
 from continuity.messages import (
@@ -66,7 +59,8 @@ from continuity.messages import (
     wire_payload,
 )
 from continuity.parent_death import die_with_parent
-from continuity.probes.availability import ContextText, NeedleState, reference_lookup
+from continuity.probe.evidence import needle_states
+from continuity.probe.receipts import HistoryCall, ProbeRequest, SampleEvidence
 from continuity.probes.protocol import probe_turn_text
 from continuity.providers.endpoint import CallReceipt, RealBinding
 from continuity.providers.protocol import Provider
@@ -91,43 +85,6 @@ __all__ = [
 ]
 
 UNKNOWN_ANSWER = "UNKNOWN"
-
-
-def _before_probe(first: ModelRequest | None) -> list[str]:
-    """The texts the reader had before the probe question: the first probe request's
-    messages up to the last one before the probe turn (never the question itself)."""
-    if first is None:
-        return []
-    messages = list(first.messages)
-    probe_at = max(
-        (i for i, m in enumerate(messages) if isinstance(m, UserMessage) and m.source == "probe"),
-        default=len(messages),
-    )
-    return [getattr(m, "text", "") for m in messages[:probe_at]]
-
-
-def _needle_states(
-    needles: list[str], first: ModelRequest | None, store: RetainedStore | None
-) -> list[NeedleState]:
-    """Availability facts for the evaluator's needles: in the reader's context before the
-    probe question (after the boundary, before any retrieval; normalised once, matched
-    whole-token), and, where a retained store is offered, found by the reference lookup
-    path within the lookup budget."""
-    if not needles:
-        return []
-    context = ContextText(_before_probe(first))
-    states = []
-    for needle in needles:
-        found = reference_lookup(store, needle) if store is not None else None
-        states.append(
-            NeedleState(
-                in_context=context.holds(needle),
-                retrievable=found.retrievable if found is not None else None,
-                calls=found.calls if found is not None else 0,
-                bytes=found.bytes if found is not None else 0,
-            )
-        )
-    return states
 
 
 def _model(binding: str) -> tuple[str, str]:
@@ -574,7 +531,7 @@ async def run_probe(
             assert isinstance(provider, ScriptedProvider)
             first_input = provider.requests[0].usage.total_input if provider.requests else 0
         witness = witness_now(paths) if lookup is not None else None
-        needle_states = _needle_states(
+        states = needle_states(
             request.needles, seen[0] if seen else None, store if arm.history_tool else None
         )
         answer = session.context()[-1]
@@ -607,7 +564,7 @@ async def run_probe(
             usage=report.usage,
             compaction_usage=compaction_usage,
             answer=getattr(answer, "text", ""),
-            needle_states=needle_states,
+            needle_states=states,
             calls=real.receipts() if real is not None else [],
             lookup=witness,
         )
@@ -623,7 +580,7 @@ async def run_probe(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m continuity.harness.probe")
+    parser = argparse.ArgumentParser(prog="python -m continuity.probe.child")
     parser.add_argument("--workspace", type=Path, required=True)
     parser.add_argument(
         "--parent-pid",
