@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Unpack
 
 from continuity.graph import task_action
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from continuity.plan.plan import LookupPlan
+    from continuity.report.results import ScorerSection
     from continuity.runner.lookup_run import LookupRun
     from continuity.runner.units import UnitRecord
 
@@ -246,8 +247,8 @@ def _aggregate(**options: Unpack[RunOptions]) -> str:
     )
 
 
-def _scorer_name(section: Mapping[str, object]) -> str:
-    digest = section.get("digest")
+def _scorer_name(section: ScorerSection | None) -> str:
+    digest = section.digest if section is not None else None
     return f"current scorer {str(digest)[:16]}" if digest else "original grades"
 
 

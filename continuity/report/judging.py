@@ -12,8 +12,8 @@ left out of the agreement figures.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
+from continuity.report.results import Agreement, Disagreement, JudgeResults, SuiteAgreement
 from continuity.report.summary import JudgeRow, UnitSummary
 
 __all__ = ["UNREADABLE", "judge_agreement"]
@@ -21,34 +21,55 @@ __all__ = ["UNREADABLE", "judge_agreement"]
 UNREADABLE = "unreadable"  # continuity.probes.judge: a reply that carried no verdict
 
 
-def _agreement(rows: list[JudgeRow]) -> dict[str, Any]:
+def _agreement(rows: list[JudgeRow]) -> Agreement:
     agree = sum(1 for r in rows if r.passed == r.scorer_correct)
-    return {
-        "pairs": len(rows),
-        "agree": agree,
-        "agreement": agree / len(rows) if rows else None,
-        "judge_pass": sum(1 for r in rows if r.passed),
-        "proxy_pass": sum(1 for r in rows if r.scorer_correct),
-    }
+    return Agreement(
+        pairs=len(rows),
+        agree=agree,
+        agreement=agree / len(rows) if rows else None,
+        judge_pass=sum(1 for r in rows if r.passed),
+        proxy_pass=sum(1 for r in rows if r.scorer_correct),
+    )
 
 
-def _suite_agreement(summaries: list[UnitSummary], categories: list[str]) -> dict[str, Any]:
+def _suite_agreement(summaries: list[UnitSummary], categories: list[str]) -> SuiteAgreement:
     every = [row for s in summaries for row in s.judge]
     rows = [row for row in every if row.judge_outcome != UNREADABLE]
-    return {
-        "overall": _agreement(rows),
-        "unreadable": len(every) - len(rows),
-        "by_category": {
+    return SuiteAgreement(
+        overall=_agreement(rows),
+        unreadable=len(every) - len(rows),
+        by_category={
             c: _agreement(judged)
             for c in categories
             if (judged := [r for r in rows if r.category == c])
         },
-    }
+    )
+
+
+def _disagreements(summaries: list[UnitSummary]) -> list[Disagreement]:
+    """Every readable verdict that differs from the scorer, sorted by unit and probe."""
+    return [
+        Disagreement(
+            unit=f"r{s.repeat}/{s.trace_id}/{s.arm}",
+            suite=s.family,
+            probe_id=row.probe_id,
+            category=row.category,
+            answer=row.answer or "",
+            scorer_correct=row.scorer_correct,
+            scorer_outcome=row.scorer_outcome,
+            judge_passed=row.passed,
+            judge_outcome=row.judge_outcome,
+            reason=row.reason,
+        )
+        for s in sorted(summaries, key=lambda s: (s.repeat, s.trace_id, s.arm))
+        for row in s.judge
+        if row.passed != row.scorer_correct and row.judge_outcome != UNREADABLE
+    ]
 
 
 def judge_agreement(
     summaries: list[UnitSummary], categories: list[str], suites: list[str]
-) -> dict[str, Any]:
+) -> JudgeResults:
     """``by_suite`` (suite -> ``overall``, ``unreadable`` and ``by_category``, only
     categories with a verdict; only suites with a verdict), the run's ``pairs`` and
     ``unreadable`` counts (what the judge's spend line counts; no agreement figure pools
@@ -61,26 +82,9 @@ def judge_agreement(
         for suite in suites
         if any(s.judge for s in grouped[suite])
     }
-    disagreements = [
-        {
-            "unit": f"r{s.repeat}/{s.trace_id}/{s.arm}",
-            "suite": s.family,
-            "probe_id": row.probe_id,
-            "category": row.category,
-            "answer": row.answer or "",
-            "scorer_correct": row.scorer_correct,
-            "scorer_outcome": row.scorer_outcome,
-            "judge_passed": row.passed,
-            "judge_outcome": row.judge_outcome,
-            "reason": row.reason,
-        }
-        for s in sorted(summaries, key=lambda s: (s.repeat, s.trace_id, s.arm))
-        for row in s.judge
-        if row.passed != row.scorer_correct and row.judge_outcome != UNREADABLE
-    ]
-    return {
-        "pairs": sum(cell["overall"]["pairs"] for cell in by_suite.values()),
-        "unreadable": sum(cell["unreadable"] for cell in by_suite.values()),
-        "by_suite": by_suite,
-        "disagreements": disagreements,
-    }
+    return JudgeResults(
+        pairs=sum(cell.overall.pairs for cell in by_suite.values()),
+        unreadable=sum(cell.unreadable for cell in by_suite.values()),
+        by_suite=by_suite,
+        disagreements=_disagreements(summaries),
+    )

@@ -42,6 +42,7 @@ import msgspec
 
 from continuity.messages import Usage
 from continuity.probe.receipts import ProcessReceipt
+from continuity.report.results import DuplicateOccurrence, LookupArm, Rate
 from continuity.runner.units import UnitRecord
 
 __all__ = ["UNKNOWN", "LookupRow", "SlotKey", "lookup_rows", "lookup_table", "with_latency"]
@@ -124,8 +125,8 @@ def with_latency(rows: Sequence[LookupRow], processes: Sequence[ProcessReceipt])
     return [msgspec.structs.replace(r, elapsed=elapsed.get(r.index)) for r in rows]
 
 
-def _rate(correct: int, n: int) -> dict[str, Any]:
-    return {"correct": correct, "n": n, "rate": correct / n if n else None}
+def _rate(correct: int, n: int) -> Rate:
+    return Rate(correct=correct, n=n, rate=correct / n if n else None)
 
 
 def _observations(
@@ -142,10 +143,21 @@ def _observations(
     return single, duplicate
 
 
+class _Coverage(msgspec.Struct, frozen=True, kw_only=True):
+    """One arm's planned slots: how many, and how many are missing, blocked or
+    duplicate (with each duplicate's occurrences)."""
+
+    slots_planned: int
+    missing: int
+    blocked: int
+    duplicate: int
+    duplicate_occurrences: list[DuplicateOccurrence]
+
+
 def lookup_table(
     units: Iterable[tuple[int, str, str, Sequence[LookupRow]]],
     planned: Sequence[dict[str, Any]] | None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, LookupArm]:
     """Per-arm lookup figures from (repeat, trace id, arm, rows) of every unit and the
     planned slots of ``lookup-slots.json`` (each with its ``disposition``)."""
     present, duplicates = _observations(units)
@@ -160,26 +172,26 @@ def lookup_table(
     for key, row in present.items():
         by_arm[key[2]].append(row)
     arms = sorted({k[2] for k in planned_keys} | set(by_arm) | {k[2] for k in duplicates})
-    table: dict[str, dict[str, Any]] = {}
+    table: dict[str, LookupArm] = {}
     for arm in arms:
-        table[arm] = _arm_figures(by_arm.get(arm, []))
         mine = [k for k in planned_keys if k[2] == arm]
-        table[arm].update(
+        coverage = _Coverage(
             slots_planned=len(mine),
             missing=sum(1 for k in mine if k not in present and k not in duplicates),
             blocked=sum(1 for k in mine if planned_slots.get(k) == UNKNOWN),
             duplicate=sum(1 for k in duplicates if k[2] == arm),
             duplicate_occurrences=[
-                {"repeat": k[0], "trace_id": k[1], "probe_id": k[3], "occurrences": n}
+                DuplicateOccurrence(repeat=k[0], trace_id=k[1], probe_id=k[3], occurrences=n)
                 for k, n in sorted(duplicates.items())
                 if k[2] == arm
             ],
         )
+        table[arm] = _arm_figures(by_arm.get(arm, []), coverage)
     return table
 
 
-def _arm_figures(rows: list[LookupRow]) -> dict[str, Any]:
-    """The figures of one arm's slots observed exactly once."""
+def _arm_figures(rows: list[LookupRow], coverage: _Coverage) -> LookupArm:
+    """The figures of one arm's slots observed exactly once, and its coverage."""
     unstarted = [r for r in rows if r.status == "failed" and "admission_stopped" in r.reason]
     failed = [r for r in rows if r.status == "failed" and r not in unstarted]
     infeasible = Counter(r.reason for r in rows if r.status == "inventory_infeasible")
@@ -190,34 +202,35 @@ def _arm_figures(rows: list[LookupRow]) -> dict[str, Any]:
     failed_feasible = sum(1 for r in failed if r.category == "tool_identifier")
     availability = Counter(r.fact for r in annotated if r.status == "valid" and r.fact)
     timed = [r.elapsed for r in completed if r.elapsed is not None]
-    return {
-        "readers": sorted({r.reader for r in rows if r.reader}),
-        "slots_present": len(rows),
-        "unstarted": len(unstarted),
-        "failed": len(failed),
-        "inventory_infeasible": sum(infeasible.values()),
-        "infeasible_by_class": dict(sorted(infeasible.items())),
-        "unknown_provenance": sum(1 for r in rows if not r.annotated),
-        "source_availability": dict(sorted(availability.items())),
-        "reference_feasibility": {
+    return LookupArm(
+        readers=sorted({r.reader for r in rows if r.reader}),
+        slots_present=len(rows),
+        unstarted=len(unstarted),
+        failed=len(failed),
+        inventory_infeasible=sum(infeasible.values()),
+        infeasible_by_class=dict(sorted(infeasible.items())),
+        unknown_provenance=sum(1 for r in rows if not r.annotated),
+        source_availability=dict(sorted(availability.items())),
+        reference_feasibility={
             "feasible": sum(1 for r in annotated if r.status != "inventory_infeasible"),
             **dict(sorted(infeasible.items())),
         },
-        "exact": _rate(exact_correct, len(exact)),
-        "exact_with_failures": _rate(exact_correct, len(exact) + failed_feasible),
-        "failed_feasible": failed_feasible,
-        "witnessed_recovery": sum(
+        exact=_rate(exact_correct, len(exact)),
+        exact_with_failures=_rate(exact_correct, len(exact) + failed_feasible),
+        failed_feasible=failed_feasible,
+        witnessed_recovery=sum(
             1
             for r in exact
             if r.annotated and r.initially_absent and r.source_returned and r.correct
         ),
-        "calls": sum(r.calls for r in completed),
-        "bytes": sum(r.bytes for r in completed),
-        "mean_calls": sum(r.calls for r in completed) / len(completed) if completed else None,
-        "mean_bytes": sum(r.bytes for r in completed) / len(completed) if completed else None,
+        calls=sum(r.calls for r in completed),
+        bytes=sum(r.bytes for r in completed),
+        mean_calls=sum(r.calls for r in completed) / len(completed) if completed else None,
+        mean_bytes=sum(r.bytes for r in completed) / len(completed) if completed else None,
         # Over the completed slots whose latency is known; the others are counted.
-        "mean_latency_s": sum(timed) / len(timed) if timed else None,
-        "latency_unknown": len(completed) - len(timed),
-        "exhausted": dict(sorted(Counter(r.exhausted for r in rows if r.exhausted).items())),
-        "reader_budget_stops": sum(1 for r in rows if r.reader_stopped == "budget"),
-    }
+        mean_latency_s=sum(timed) / len(timed) if timed else None,
+        latency_unknown=len(completed) - len(timed),
+        exhausted=dict(sorted(Counter(r.exhausted for r in rows if r.exhausted).items())),
+        reader_budget_stops=sum(1 for r in rows if r.reader_stopped == "budget"),
+        **msgspec.structs.asdict(coverage),
+    )

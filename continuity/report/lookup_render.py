@@ -2,51 +2,50 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from continuity.report.results import LookupArm
 from continuity.report.sections import Table, num, pct
 
 __all__ = ["lookup_sections"]
 
 
-def _coverage_row(arm: str, cell: dict[str, Any]) -> list[str]:
+def _coverage_row(arm: str, cell: LookupArm) -> list[str]:
     return [
         arm,
-        str(cell["slots_planned"]),
-        str(cell["slots_present"]),
-        str(cell["missing"]),
-        str(cell["inventory_infeasible"]),
-        str(cell["blocked"]),
-        str(cell["duplicate"]),
-        str(cell["unstarted"]),
-        str(cell["failed"]),
+        str(cell.slots_planned),
+        str(cell.slots_present),
+        str(cell.missing),
+        str(cell.inventory_infeasible),
+        str(cell.blocked),
+        str(cell.duplicate),
+        str(cell.unstarted),
+        str(cell.failed),
     ]
 
 
-def _result_row(arm: str, cell: dict[str, Any]) -> list[str]:
-    exact, with_failures = cell["exact"], cell["exact_with_failures"]
+def _result_row(arm: str, cell: LookupArm) -> list[str]:
+    exact, with_failures = cell.exact, cell.exact_with_failures
     return [
         arm,
-        ", ".join(cell.get("readers", [])) or "-",
-        str(cell["unknown_provenance"]),
-        f"{pct(exact['rate'])} ({exact['correct']}/{exact['n']})",
-        f"{pct(with_failures['rate'])} ({with_failures['correct']}/"
-        f"{with_failures['n']}; {cell['failed_feasible']} failed)",
-        str(cell["witnessed_recovery"]),
-        num(cell["mean_calls"]),
-        num(cell["mean_bytes"], 0),
-        num(cell["mean_latency_s"], 2),
-        ", ".join(f"{k} {v}" for k, v in cell["exhausted"].items()) or "-",
-        str(cell["reader_budget_stops"]),
+        ", ".join(cell.readers) or "-",
+        str(cell.unknown_provenance),
+        f"{pct(exact.rate)} ({exact.correct}/{exact.n})",
+        f"{pct(with_failures.rate)} ({with_failures.correct}/"
+        f"{with_failures.n}; {cell.failed_feasible} failed)",
+        str(cell.witnessed_recovery),
+        num(cell.mean_calls),
+        num(cell.mean_bytes, 0),
+        num(cell.mean_latency_s, 2),
+        ", ".join(f"{k} {v}" for k, v in cell.exhausted.items()) or "-",
+        str(cell.reader_budget_stops),
     ]
 
 
-def lookup_sections(lookup: dict[str, dict[str, Any]]) -> list[Table]:
+def lookup_sections(lookup: dict[str, LookupArm]) -> list[Table]:
     """Coverage (every planned slot), results, and the duplicate slots one by one."""
     duplicates = [
-        [arm, f"r{d['repeat']}", d["trace_id"], d["probe_id"], str(d["occurrences"])]
+        [arm, f"r{d.repeat}", d.trace_id, d.probe_id, str(d.occurrences)]
         for arm, cell in lookup.items()
-        for d in cell["duplicate_occurrences"]
+        for d in cell.duplicate_occurrences
     ]
     return [
         (

@@ -15,11 +15,11 @@ in the store under the digest of the paired outcomes).
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 import msgspec
 
 from continuity.digest import KeySpec, code_digest, digest_bytes
+from continuity.report.results import AccuracyCell, CategoryDelta, Paired
 from continuity.report.stats import mcnemar_exact, paired_bootstrap
 from continuity.report.summary import UnitSummary
 from continuity.store import Store
@@ -73,7 +73,7 @@ def _compare(
     arm: dict[SampleKey, tuple[str, bool]],
     native: dict[SampleKey, tuple[str, bool]],
     categories: list[str],
-) -> dict[str, Any]:
+) -> Paired:
     keys = sorted(arm.keys() & native.keys())
     pairs = [(arm[k][1], native[k][1]) for k in keys]
     by_category: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
@@ -82,66 +82,76 @@ def _compare(
     b = sum(1 for a, n in pairs if a and not n)
     c = sum(1 for a, n in pairs if n and not a)
     interval = _bootstrap(store, [a for a, _ in pairs], [n for _, n in pairs])
-    return {
-        "pairs": len(pairs),
-        "both_correct": sum(1 for a, n in pairs if a and n),
-        "arm_only": b,
-        "native_only": c,
-        "both_wrong": sum(1 for a, n in pairs if not a and not n),
-        "mcnemar_p": mcnemar_exact(b, c),
-        "delta_pp": _delta(pairs),
-        "ci_low": interval[0] if interval else None,
-        "ci_high": interval[1] if interval else None,
-        "by_category": {
-            category: {
-                "pairs": len(by_category[category]),
-                "delta_pp": _delta(by_category[category]),
-            }
+    return Paired(
+        pairs=len(pairs),
+        both_correct=sum(1 for a, n in pairs if a and n),
+        arm_only=b,
+        native_only=c,
+        both_wrong=sum(1 for a, n in pairs if not a and not n),
+        mcnemar_p=mcnemar_exact(b, c),
+        delta_pp=_delta(pairs),
+        ci_low=interval[0] if interval else None,
+        ci_high=interval[1] if interval else None,
+        by_category={
+            category: CategoryDelta(
+                pairs=len(by_category[category]), delta_pp=_delta(by_category[category])
+            )
             for category in categories
         },
-    }
+    )
+
+
+def _native_deltas(
+    native: dict[SampleKey, tuple[str, bool]], categories: list[str]
+) -> tuple[CategoryDelta, dict[str, CategoryDelta]]:
+    """Native against itself: 0.0 over its valid samples (None where it has none)."""
+    by_category = {}
+    for category in categories:
+        n = sum(1 for cat, _ in native.values() if cat == category)
+        by_category[category] = CategoryDelta(pairs=n, delta_pp=0.0 if n else None)
+    return CategoryDelta(pairs=len(native), delta_pp=0.0 if native else None), by_category
+
+
+def _with_deltas(
+    cells: dict[str, AccuracyCell],
+    overall: CategoryDelta | None,
+    by_category: dict[str, CategoryDelta],
+) -> dict[str, AccuracyCell]:
+    """`cells` with the paired delta and its pair count of each (None and 0 without a
+    comparison)."""
+    out = {}
+    for name, cell in cells.items():
+        part = overall if name == "overall" else by_category.get(name)
+        out[name] = msgspec.structs.replace(
+            cell,
+            delta_pp=part.delta_pp if part else None,
+            delta_n=part.pairs if part else 0,
+        )
+    return out
 
 
 def paired_with_native(
     store: Store,
     by_arm: dict[str, list[UnitSummary]],
     categories: list[str],
-    accuracy: dict[str, dict[str, dict[str, Any]]],
-) -> dict[str, dict[str, Any]]:
-    """The paired comparison of every arm of one suite with that suite's native arm.
-
-    Also writes the paired delta and its pair count into every accuracy cell of the
-    suite (``delta_pp`` and ``delta_n``; native against itself is 0.0 over its valid
-    samples; without native in the suite both are None and 0). Returns the paired
-    table (empty without native)."""
+    accuracy: dict[str, dict[str, AccuracyCell]],
+) -> tuple[dict[str, Paired], dict[str, dict[str, AccuracyCell]]]:
+    """The paired comparison of every arm of one suite with that suite's native arm
+    (empty without native), and the suite's accuracy cells with the paired delta and
+    its pair count in each (``delta_pp`` and ``delta_n``; native against itself is 0.0
+    over its valid samples; without native in the suite both are None and 0)."""
     native = valid_outcomes(by_arm["native"]) if "native" in by_arm else None
-    paired: dict[str, dict[str, Any]] = {}
+    paired: dict[str, Paired] = {}
+    with_deltas: dict[str, dict[str, AccuracyCell]] = {}
     for arm, cells in accuracy.items():
-        comparison: dict[str, Any] | None
         if native is None:
-            comparison = None
+            with_deltas[arm] = _with_deltas(cells, None, {})
         elif arm == "native":
-            comparison = {
-                "delta_pp": 0.0 if native else None,
-                "pairs": len(native),
-                "by_category": {
-                    c: {
-                        "pairs": (n := sum(1 for cat, _ in native.values() if cat == c)),
-                        "delta_pp": 0.0 if n else None,
-                    }
-                    for c in categories
-                },
-            }
+            with_deltas[arm] = _with_deltas(cells, *_native_deltas(native, categories))
         else:
             comparison = paired[arm] = _compare(
                 store, valid_outcomes(by_arm[arm]), native, categories
             )
-        for name, cell in cells.items():
-            part = (
-                comparison
-                if comparison is None or name == "overall"
-                else comparison["by_category"].get(name)
-            )
-            cell["delta_pp"] = part["delta_pp"] if part else None
-            cell["delta_n"] = part["pairs"] if part else 0
-    return paired
+            overall = CategoryDelta(pairs=comparison.pairs, delta_pp=comparison.delta_pp)
+            with_deltas[arm] = _with_deltas(cells, overall, comparison.by_category)
+    return paired, with_deltas

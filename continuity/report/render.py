@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from continuity.report.aggregate import Results
 from continuity.report.lookup_render import lookup_sections
+from continuity.report.results import Results
 from continuity.report.scorer_render import scorer_line, scorer_tables
 from continuity.report.sections import (
     Table,
@@ -20,6 +20,7 @@ from continuity.report.sections import (
     paired_table,
     pressure_table,
     sample_count_tables,
+    spend_table,
     tool_use_tables,
 )
 
@@ -39,16 +40,8 @@ REAL_NOTE = (
 
 def run_note(r: Results) -> str:
     """The report's caveat: offline (scripted readers) or real (model calls made)."""
-    real = any(cell.get("model_calls") for cell in r.spend.values())
+    real = any(cell.model_calls for cell in r.spend.values())
     return REAL_NOTE if real else OFFLINE_NOTE
-
-
-def _cost_cell(spend: dict[str, Any]) -> str:
-    if not spend.get("model_calls"):
-        return "-"
-    if spend.get("cost_usd") is not None:
-        return f"{spend['cost_usd']:.4f}"
-    return f"unknown ({spend['unpriced_calls']} unpriced; known {spend['cost_known_usd']:.4f})"
 
 
 def tables(r: Results) -> list[Table]:
@@ -61,45 +54,9 @@ def tables(r: Results) -> list[Table]:
         *tool_use_tables(r),
         *paired_table(r),
         *scorer_tables(r),
+        spend_table(r),
+        *judge_tables(r),
     ]
-    names = [
-        "input",
-        "cache_read",
-        "cache_write",
-        "output",
-        "compaction_input",
-        "compaction_cache_read",
-        "compaction_cache_write",
-        "compaction_output",
-    ]
-    rows = [
-        [arm, ", ".join(r.spend[arm].get("suites", [])), str(r.spend[arm].get("live_turns", "-"))]
-        + [str(r.spend[arm][n]) for n in names]
-        + [_cost_cell(r.spend[arm])]
-        for arm in r.arms
-    ]
-    judge = r.spend["judge"]
-    rows.append(
-        ["judge (separately)", "-", "-"]
-        + [str(judge[n]) for n in ("input", "cache_read", "cache_write", "output")]
-        + ["-", "-", "-", "-", _cost_cell(judge)]
-    )
-    out.append(
-        (
-            "Spend (tokens)",
-            ["arm", "suites", "live turns", *names, "list price (USD)"],
-            rows,
-            "Probe turns including their compaction summary requests; the compaction_* "
-            "columns are the 'of which' summary-request subtotal. Token counts are per "
-            "sample: a call one sample replayed from the call cache counts in every sample "
-            "that used it. Spend is accounting, not a comparison: arms that ran on "
-            "different suites spent on different traces. The judge is reported separately. "
-            "List price: real calls at catalog prices, each distinct call once; an "
-            "estimate, not an invoice; unpriced calls make it unknown, never zero; "
-            "scripted runs are not billed (-).",
-        )
-    )
-    out += judge_tables(r)
     if r.lookup:
         out += lookup_sections(r.lookup)
     return out
@@ -161,7 +118,7 @@ def _bar_chart(r: Results) -> str:
         f'role="img" aria-label="Accuracy per suite and arm">'
     ]
     for index, (label, suite, arm) in enumerate(rows):
-        value = r.accuracy[suite][arm]["overall"]["mean"] or 0.0
+        value = r.accuracy[suite][arm]["overall"].mean or 0.0
         y = 10 + index * (bar + gap)
         length = (width - left - 60) * value
         parts.append(

@@ -20,7 +20,7 @@ import msgspec
 
 from continuity.arms import ARMS
 from continuity.outputs import write_output
-from continuity.report.aggregate import AggregateError, decode_unit
+from continuity.report.results import AggregateError
 from continuity.report.scores import (
     ScoreRecord,
     encode_score,
@@ -30,6 +30,7 @@ from continuity.report.scores import (
     scorer_digest,
     store_score,
 )
+from continuity.report.verify import decode_unit
 from continuity.runner.units import UnitRecord
 from continuity.store import Store
 from continuity.traces.schema import Trace

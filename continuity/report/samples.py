@@ -8,7 +8,6 @@ suite by suite, so no row ever mixes trace families.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
 
 import msgspec
 
@@ -16,6 +15,14 @@ from continuity.arms import ARMS
 from continuity.evidence import EXCLUDED_CLASSES
 from continuity.probes.availability import AVAILABILITY_COLUMNS
 from continuity.probes.scoring import OUTCOMES
+from continuity.report.results import (
+    AccuracyCell,
+    FlipRate,
+    PressureCell,
+    RepeatAccuracy,
+    ToolUse,
+    ToolUseSplit,
+)
 from continuity.report.stats import mean, sample_sd
 from continuity.report.summary import PRESSURE_FIGURES, ProbeRow, UnitSummary
 
@@ -35,7 +42,7 @@ __all__ = [
 EXCLUDED_COLUMNS: tuple[str, ...] = (*EXCLUDED_CLASSES, "inventory_infeasible")
 
 
-def accuracy_cell(rows: list[tuple[int, ProbeRow]], repeats: list[int]) -> dict[str, Any]:
+def accuracy_cell(rows: list[tuple[int, ProbeRow]], repeats: list[int]) -> AccuracyCell:
     """Mean of per-repeat accuracies over valid samples, with the split and the SD."""
     scored = dict.fromkeys(repeats, 0)
     right = dict.fromkeys(repeats, 0)
@@ -44,27 +51,28 @@ def accuracy_cell(rows: list[tuple[int, ProbeRow]], repeats: list[int]) -> dict[
             scored[repeat] += 1
             right[repeat] += bool(row.correct)
     per_repeat = [
-        {
-            "repeat": repeat,
-            "correct": right[repeat],
-            "n": scored[repeat],
-            "accuracy": right[repeat] / scored[repeat] if scored[repeat] else None,
-        }
+        RepeatAccuracy(
+            repeat=repeat,
+            correct=right[repeat],
+            n=scored[repeat],
+            accuracy=right[repeat] / scored[repeat] if scored[repeat] else None,
+        )
         for repeat in repeats
     ]
-    values = [p["accuracy"] for p in per_repeat if p["accuracy"] is not None]
-    return {
-        "mean": mean(values),
-        "sd": sample_sd(values),
-        "n": sum(p["n"] for p in per_repeat),
-        "per_repeat": per_repeat,
-    }
+    values = [p.accuracy for p in per_repeat if p.accuracy is not None]
+    return AccuracyCell(
+        mean=mean(values),
+        sd=sample_sd(values),
+        n=sum(p.n for p in per_repeat),
+        per_repeat=per_repeat,
+    )
 
 
 def accuracy_cells(
     units: list[UnitSummary], repeats: list[int], categories: list[str]
-) -> dict[str, dict[str, Any]]:
-    """``overall`` and one cell per category for one arm in one suite."""
+) -> dict[str, AccuracyCell]:
+    """``overall`` and one cell per category for one arm in one suite (without the
+    paired deltas, which continuity.report.paired adds)."""
     rows = [(s.repeat, r) for s in units for r in s.rows]
     by_category: dict[str, list[tuple[int, ProbeRow]]] = defaultdict(list)
     for repeat, row in rows:
@@ -79,17 +87,15 @@ def _valid(units: list[UnitSummary]) -> list[tuple[UnitSummary, ProbeRow]]:
     return [(s, r) for s in units for r in s.rows if r.status == "valid"]
 
 
-def flip_rate(units: list[UnitSummary]) -> dict[str, Any]:
+def flip_rate(units: list[UnitSummary]) -> FlipRate:
     per_probe: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for summary, row in _valid(units):
         per_probe[(summary.trace_id, row.probe_id)].append(bool(row.correct))
     repeated = [v for v in per_probe.values() if len(v) > 1]
     flips = sum(1 for v in repeated if len(set(v)) > 1)
-    return {
-        "probes": len(repeated),
-        "flips": flips,
-        "rate": flips / len(repeated) if repeated else None,
-    }
+    return FlipRate(
+        probes=len(repeated), flips=flips, rate=flips / len(repeated) if repeated else None
+    )
 
 
 def outcome_counts(units: list[UnitSummary]) -> dict[str, int]:
@@ -112,31 +118,32 @@ def availability_counts(units: list[UnitSummary]) -> dict[str, int]:
     return {name: counts.get(name, 0) for name in AVAILABILITY_COLUMNS}
 
 
-def tool_use(units: list[UnitSummary], categories: list[str]) -> dict[str, Any]:
+def tool_use(units: list[UnitSummary], categories: list[str]) -> ToolUse:
     """Call rate and accuracy with and without a ConversationHistory call (observational)."""
     rows = [row for _, row in _valid(units)]
 
-    def split(selected: list[ProbeRow]) -> dict[str, Any]:
+    def split(selected: list[ProbeRow]) -> ToolUseSplit:
         called = [r for r in selected if r.history_called]
         uncalled = [r for r in selected if not r.history_called]
-        return {
-            "samples": len(selected),
-            "with_call": len(called),
-            "call_rate": len(called) / len(selected) if selected else None,
-            "accuracy_with_call": (
+        return ToolUseSplit(
+            samples=len(selected),
+            with_call=len(called),
+            call_rate=len(called) / len(selected) if selected else None,
+            accuracy_with_call=(
                 sum(1 for r in called if r.correct) / len(called) if called else None
             ),
-            "accuracy_without_call": (
+            accuracy_without_call=(
                 sum(1 for r in uncalled if r.correct) / len(uncalled) if uncalled else None
             ),
-        }
+        )
 
-    result = split(rows)
-    result["by_category"] = {c: split([r for r in rows if r.category == c]) for c in categories}
-    return result
+    return ToolUse(
+        **msgspec.structs.asdict(split(rows)),
+        by_category={c: split([r for r in rows if r.category == c]) for c in categories},
+    )
 
 
-def pressure_range(arm: str, units: list[UnitSummary]) -> dict[str, dict[str, Any]]:
+def pressure_range(arm: str, units: list[UnitSummary]) -> dict[str, PressureCell]:
     """Min and max of every figure the arm's pressure rule checks, over its valid
     samples (empty for an arm without a pressure rule). The threshold is enforced on
     long traces only; on other suites the range is descriptive."""
@@ -144,14 +151,14 @@ def pressure_range(arm: str, units: list[UnitSummary]) -> dict[str, dict[str, An
     if rule is None:
         return {}
     thresholds = {k: v for k, v in msgspec.structs.asdict(rule).items() if v is not None}
-    table: dict[str, dict[str, Any]] = {}
+    table: dict[str, PressureCell] = {}
     for name, threshold in thresholds.items():
         values = [r.pressure[name] for _, r in _valid(units) if name in r.pressure]
-        table[name] = {
-            "figure": PRESSURE_FIGURES[name],
-            "threshold": threshold,
-            "min": min(values) if values else None,
-            "max": max(values) if values else None,
-            "n": len(values),
-        }
+        table[name] = PressureCell(
+            figure=PRESSURE_FIGURES[name],
+            threshold=threshold,
+            min=min(values) if values else None,
+            max=max(values) if values else None,
+            n=len(values),
+        )
     return table

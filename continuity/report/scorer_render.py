@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from continuity.report.aggregate import Results
+from continuity.report.results import ChangedOutcome, Results, ScorerChange
 from continuity.report.sections import Table, pct
 
 __all__ = ["CHANGED_ROWS", "scorer_line", "scorer_tables"]
@@ -14,7 +12,7 @@ CHANGED_ROWS = 200  # the changed-outcome list is cut here in the report (result
 
 def scorer_line(r: Results) -> str:
     """The header line saying which scorer version produced the numbers."""
-    description = r.scorer.get("description")
+    description = r.scorer.description if r.scorer is not None else ""
     return f"Grades: {description}." if description else "Grades: the unit files' own."
 
 
@@ -22,7 +20,7 @@ def scorer_tables(r: Results) -> list[Table]:
     """Per suite and arm, accuracy under the original grades and the current scorer over
     the same valid samples, and every sample whose outcome changed (none for
     ``original``)."""
-    changes: dict[str, dict[str, Any]] = r.scorer.get("changes") or {}
+    changes: dict[str, dict[str, ScorerChange]] = r.scorer.changes if r.scorer is not None else {}
     if not changes:
         return []
     suites = {s: i for i, s in enumerate(r.suites)}
@@ -34,10 +32,10 @@ def scorer_tables(r: Results) -> list[Table]:
     ]
     rows = []
     for suite, arm, cell in cells:
-        before, after = cell["original_accuracy"], cell["current_accuracy"]
+        before, after = cell.original_accuracy, cell.current_accuracy
         delta = "-" if before is None or after is None else f"{100 * (after - before):+.1f}"
         rows.append(
-            [suite, arm, str(cell["n"]), pct(before), pct(after), delta, str(len(cell["changed"]))]
+            [suite, arm, str(cell.n), pct(before), pct(after), delta, str(len(cell.changed))]
         )
     out: list[Table] = [
         (
@@ -50,14 +48,14 @@ def scorer_tables(r: Results) -> list[Table]:
             "original grades.",
         )
     ]
-    changed = [(suite, arm, c) for suite, arm, cell in cells for c in cell["changed"]]
+    changed = [(suite, arm, c) for suite, arm, cell in cells for c in cell.changed]
     if changed:
         out.append(
             (
                 "Outcomes changed by the current scorer",
                 ["suite", "arm", "repeat", "trace", "probe", "original", "current"],
                 [
-                    [suite, arm, str(c["repeat"]), c["trace_id"], c["probe_id"], *_outcomes(c)]
+                    [suite, arm, str(c.repeat), c.trace_id, c.probe_id, *_outcomes(c)]
                     for suite, arm, c in changed[:CHANGED_ROWS]
                 ],
                 f"{len(changed)} samples"
@@ -72,5 +70,5 @@ def scorer_tables(r: Results) -> list[Table]:
     return out
 
 
-def _outcomes(change: dict[str, str | None]) -> list[str]:
-    return [change.get("original") or "-", change.get("current") or "-"]
+def _outcomes(change: ChangedOutcome) -> list[str]:
+    return [change.original or "-", change.current or "-"]

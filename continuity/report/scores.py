@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -27,6 +27,12 @@ from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.errors import UsageError
 from continuity.probes.availability import Availability
 from continuity.probes.scoring import locale_for
+from continuity.report.results import (
+    AggregateError,
+    ChangedOutcome,
+    ScorerChange,
+    ScorerSection,
+)
 from continuity.runner.units import ProbeResult, UnitRecord, score_result, unit_filename
 from continuity.store import Store
 from continuity.traces.schema import Trace
@@ -203,8 +209,6 @@ def load_unit_trace(
     Raises:
         AggregateError: ``trace_missing`` when the store no longer holds it.
     """
-    from continuity.report.aggregate import AggregateError
-
     if record.trace_key not in cache:
         stored = store.load_output(record.trace_key)
         if stored is None:
@@ -260,8 +264,6 @@ class Scorer:
             AggregateError: ``score_tampered`` for an artifact that does not decode, whose
                 content does not match its digest, or that differs from the store's copy.
         """
-        from continuity.report.aggregate import AggregateError
-
         assert self.digest is not None
         where = score_path(self.run_dir, self.digest, record)
         try:
@@ -291,7 +293,9 @@ class Scorer:
             )
         return scores
 
-    def grade(self, path: Path, record: UnitRecord) -> tuple[UnitRecord, list[Any]]:
+    def grade(
+        self, path: Path, record: UnitRecord
+    ) -> tuple[UnitRecord, list[tuple[str, bool | None, str | None]]]:
         """The unit as this scorer grades it, and its original grades of valid probes as
         ``(probe_id, correct, outcome)`` (empty for ``original``)."""
         if self.digest is None:
@@ -300,7 +304,7 @@ class Scorer:
         if scores is None:
             trace = load_unit_trace(self.store, record, path, self._traces)
             scores = score_unit(record, trace, self.digest)
-        original = [
+        original: list[tuple[str, bool | None, str | None]] = [
             (p.probe_id, p.correct, p.outcome) for p in record.probes if p.status == "valid"
         ]
         return apply_scores(record, scores), original
@@ -311,22 +315,16 @@ def _mean(values: Iterable[bool | None]) -> float | None:
     return sum(chosen) / len(chosen) if chosen else None
 
 
-def scorer_section(summaries: Iterable[UnitSummary], scorer: Scorer) -> dict[str, Any]:
-    """The report's scorer record: which grades produced the numbers and, for the
-    current scorer, the change against the original grades per suite and arm
-    (``changes[suite][arm]``: accuracy under both over the same valid samples, repeats
-    pooled, never suites) with every probe whose outcome changed."""
-    section: dict[str, Any] = {
-        "scorer": scorer.choice,
-        "digest": scorer.digest,
-        "description": scorer.describe(),
-        "changes": {},
-    }
-    if scorer.digest is None:
-        return section
-    Cell = tuple[str, str]  # (suite, arm)
+Cell = tuple[str, str]  # (suite, arm)
+
+
+def _compared(
+    summaries: Iterable[UnitSummary],
+) -> tuple[dict[Cell, list[tuple[bool | None, bool | None]]], dict[Cell, list[ChangedOutcome]]]:
+    """Per suite and arm, the (original, current) correctness of every valid sample
+    graded both ways, and every sample whose outcome changed."""
     rows: dict[Cell, list[tuple[bool | None, bool | None]]] = defaultdict(list)
-    changed: dict[Cell, list[dict[str, Any]]] = defaultdict(list)
+    changed: dict[Cell, list[ChangedOutcome]] = defaultdict(list)
     for summary in summaries:
         cell = (summary.family, summary.arm)
         current = {r.probe_id: r for r in summary.rows if r.status == "valid"}
@@ -337,23 +335,37 @@ def scorer_section(summaries: Iterable[UnitSummary], scorer: Scorer) -> dict[str
             rows[cell].append((correct, row.correct))
             if (outcome, bool(correct)) != (row.outcome, bool(row.correct)):
                 changed[cell].append(
-                    {
-                        "repeat": summary.repeat,
-                        "trace_id": summary.trace_id,
-                        "probe_id": probe_id,
-                        "original": outcome,
-                        "current": row.outcome,
-                    }
+                    ChangedOutcome(
+                        repeat=summary.repeat,
+                        trace_id=summary.trace_id,
+                        probe_id=probe_id,
+                        original=outcome,
+                        current=row.outcome,
+                    )
                 )
-    changes: dict[str, dict[str, Any]] = defaultdict(dict)
-    for (suite, arm), pairs in sorted(rows.items()):
-        changes[suite][arm] = {
-            "n": len(pairs),
-            "original_accuracy": _mean(o for o, _ in pairs),
-            "current_accuracy": _mean(c for _, c in pairs),
-            "changed": sorted(
-                changed[(suite, arm)], key=lambda c: (c["repeat"], c["trace_id"], c["probe_id"])
-            ),
-        }
-    section["changes"] = dict(changes)
-    return section
+    return rows, changed
+
+
+def scorer_section(summaries: Iterable[UnitSummary], scorer: Scorer) -> ScorerSection:
+    """The report's scorer record: which grades produced the numbers and, for the
+    current scorer, the change against the original grades per suite and arm
+    (``changes[suite][arm]``: accuracy under both over the same valid samples, repeats
+    pooled, never suites) with every probe whose outcome changed."""
+    changes: dict[str, dict[str, ScorerChange]] = defaultdict(dict)
+    if scorer.digest is not None:
+        rows, changed = _compared(summaries)
+        for (suite, arm), pairs in sorted(rows.items()):
+            changes[suite][arm] = ScorerChange(
+                n=len(pairs),
+                original_accuracy=_mean(o for o, _ in pairs),
+                current_accuracy=_mean(c for _, c in pairs),
+                changed=sorted(
+                    changed[(suite, arm)], key=lambda c: (c.repeat, c.trace_id, c.probe_id)
+                ),
+            )
+    return ScorerSection(
+        scorer=scorer.choice,
+        digest=scorer.digest,
+        description=scorer.describe(),
+        changes=dict(changes),
+    )

@@ -6,11 +6,21 @@ across trace families. Deltas are paired and carry their pair count.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TypeVar
+
+from msgspec import UNSET
 
 from continuity.probes.availability import AVAILABILITY_COLUMNS
 from continuity.probes.scoring import OUTCOMES
-from continuity.report.aggregate import Results
+from continuity.report.results import (
+    AccuracyCell,
+    Agreement,
+    Disagreement,
+    Results,
+    Spend,
+    ToolUseSplit,
+)
 from continuity.report.samples import EXCLUDED_COLUMNS
 
 __all__ = [
@@ -20,10 +30,12 @@ __all__ = [
     "pct",
     "per_arm_table",
     "pressure_table",
+    "spend_table",
     "tool_use_tables",
 ]
 
 Table = tuple[str, list[str], list[list[str]], str]
+Cell = TypeVar("Cell")
 
 
 def pct(value: float | None) -> str:
@@ -34,7 +46,7 @@ def num(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _rows(r: Results, table: dict[str, dict[str, Any]]) -> list[tuple[str, str, Any]]:
+def _rows(r: Results, table: Mapping[str, Mapping[str, Cell]]) -> list[tuple[str, str, Cell]]:
     """(suite, arm, cell) in report order for a ``[suite][arm]`` table."""
     return [
         (suite, arm, table[suite][arm])
@@ -45,12 +57,12 @@ def _rows(r: Results, table: dict[str, dict[str, Any]]) -> list[tuple[str, str, 
     ]
 
 
-def _split(cell: dict[str, Any]) -> str:
-    return " ".join(f"r{p['repeat']} {pct(p['accuracy'])} ({p['n']})" for p in cell["per_repeat"])
+def _split(cell: AccuracyCell) -> str:
+    return " ".join(f"r{p.repeat} {pct(p.accuracy)} ({p.n})" for p in cell.per_repeat)
 
 
-def _sd(cell: dict[str, Any]) -> str:
-    return num(None if cell["sd"] is None else 100 * cell["sd"])
+def _sd(cell: AccuracyCell) -> str:
+    return num(None if cell.sd is None else 100 * cell.sd)
 
 
 DELTA_NOTE = (
@@ -64,21 +76,18 @@ def accuracy_tables(r: Results) -> list[Table]:
         [
             suite,
             arm,
-            str(cells["overall"]["n"]),
-            pct(cells["overall"]["mean"]),
+            str(cells["overall"].n),
+            pct(cells["overall"].mean),
             _sd(cells["overall"]),
             _split(cells["overall"]),
-            num(cells["overall"]["delta_pp"]),
-            str(cells["overall"]["delta_n"]),
+            num(cells["overall"].delta_pp),
+            str(cells["overall"].delta_n),
         ]
         for suite, arm, cells in _rows(r, r.accuracy)
     ]
     compact = [
         [suite, arm]
-        + [
-            f"{pct(cells[c]['mean'])} ({cells[c]['n']})" if c in cells else "-"
-            for c in r.categories
-        ]
+        + [f"{pct(cells[c].mean)} ({cells[c].n})" if c in cells else "-" for c in r.categories]
         for suite, arm, cells in _rows(r, r.accuracy)
     ]
     full = [
@@ -86,12 +95,12 @@ def accuracy_tables(r: Results) -> list[Table]:
             suite,
             arm,
             category,
-            str(cell["n"]),
-            pct(cell["mean"]),
+            str(cell.n),
+            pct(cell.mean),
             _sd(cell),
             _split(cell),
-            num(cell["delta_pp"]),
-            str(cell["delta_n"]),
+            num(cell.delta_pp),
+            str(cell.delta_n),
         ]
         for suite, arm, cells in _rows(r, r.accuracy)
         for category, cell in cells.items()
@@ -157,10 +166,10 @@ def pressure_table(r: Results) -> Table:
             suite,
             arm,
             name,
-            f"{cell['threshold']:,}",
-            num(cell["min"], 0),
-            num(cell["max"], 0),
-            str(cell["n"]),
+            f"{cell.threshold:,}",
+            num(cell.min, 0),
+            num(cell.max, 0),
+            str(cell.n),
         ]
         for suite, arm, figures in _rows(r, r.pressure)
         for name, cell in figures.items()
@@ -179,7 +188,7 @@ def pressure_table(r: Results) -> Table:
 
 def flip_table(r: Results) -> Table:
     rows = [
-        [suite, arm, str(cell["probes"]), str(cell["flips"]), pct(cell["rate"])]
+        [suite, arm, str(cell.probes), str(cell.flips), pct(cell.rate)]
         for suite, arm, cell in _rows(r, r.flip_rate)
     ]
     return ("Flip rate", ["suite", "arm", "probes in 2+ repeats", "flips", "rate"], rows, "")
@@ -189,18 +198,18 @@ def tool_use_tables(r: Results) -> list[Table]:
     if not r.tool_use:
         return []
 
-    def cells(c: dict[str, Any]) -> list[str]:
-        return [pct(c["call_rate"]), pct(c["accuracy_with_call"]), pct(c["accuracy_without_call"])]
+    def cells(c: ToolUseSplit) -> list[str]:
+        return [pct(c.call_rate), pct(c.accuracy_with_call), pct(c.accuracy_without_call)]
 
     rates = ["call rate", "accuracy with call", "accuracy without call"]
     overall = [
-        [suite, arm, str(t["samples"]), str(t["with_call"]), *cells(t)]
+        [suite, arm, str(t.samples), str(t.with_call), *cells(t)]
         for suite, arm, t in _rows(r, r.tool_use)
     ]
     by_category = [
-        [suite, arm, category, str(c["samples"]), *cells(c)]
+        [suite, arm, category, str(c.samples), *cells(c)]
         for suite, arm, t in _rows(r, r.tool_use)
-        for category, c in t["by_category"].items()
+        for category, c in t.by_category.items()
     ]
     return [
         (
@@ -220,14 +229,14 @@ def paired_table(r: Results) -> list[Table]:
         [
             suite,
             arm,
-            str(p["pairs"]),
-            str(p["both_correct"]),
-            str(p["arm_only"]),
-            str(p["native_only"]),
-            str(p["both_wrong"]),
-            "-" if p["mcnemar_p"] is None else f"{p['mcnemar_p']:.4f}",
-            num(p["delta_pp"]),
-            "-" if p["ci_low"] is None else f"[{p['ci_low']:.1f}, {p['ci_high']:.1f}]",
+            str(p.pairs),
+            str(p.both_correct),
+            str(p.arm_only),
+            str(p.native_only),
+            str(p.both_wrong),
+            f"{p.mcnemar_p:.4f}",
+            num(p.delta_pp),
+            "-" if p.ci_low is None or p.ci_high is None else f"[{p.ci_low:.1f}, {p.ci_high:.1f}]",
         ]
         for suite, arm, p in _rows(r, r.paired)
     ]
@@ -246,41 +255,27 @@ def paired_table(r: Results) -> list[Table]:
 def judge_tables(r: Results) -> list[Table]:
     j = r.judge
 
-    def row(suite: str, name: str, cell: dict[str, Any]) -> list[str]:
+    def row(suite: str, name: str, cell: Agreement) -> list[str]:
         return [
             suite,
             name,
-            str(cell["pairs"]),
-            str(cell["agree"]),
-            pct(cell["agreement"]),
-            str(cell["judge_pass"]),
-            str(cell["proxy_pass"]),
+            str(cell.pairs),
+            str(cell.agree),
+            pct(cell.agreement),
+            str(cell.judge_pass),
+            str(cell.proxy_pass),
         ]
 
     rows = [
         line
-        for suite, t in j["by_suite"].items()
+        for suite, t in j.by_suite.items()
         for line in [
-            *(row(suite, c, cell) for c, cell in t["by_category"].items()),
-            row(suite, "all", t["overall"]),
+            *(row(suite, c, cell) for c, cell in t.by_category.items()),
+            row(suite, "all", t.overall),
         ]
     ]
-    unreadable = (
-        ", ".join(f"{suite} {t['unreadable']}" for suite, t in j["by_suite"].items()) or "none"
-    )
-    disagreements = [
-        [
-            d["suite"],
-            d["unit"],
-            d["probe_id"],
-            d["category"],
-            d["answer"],
-            f"{d['scorer_outcome'] or '-'} ({'pass' if d['scorer_correct'] else 'fail'})",
-            f"{'pass' if d['judge_passed'] else 'fail'} ({d['judge_outcome'] or '-'})",
-            d["reason"] or "-",
-        ]
-        for d in j["disagreements"]
-    ]
+    unreadable = ", ".join(f"{suite} {t.unreadable}" for suite, t in j.by_suite.items()) or "none"
+    disagreements = [_disagreement_row(d) for d in j.disagreements]
     return [
         (
             "Judge agreement",
@@ -299,3 +294,72 @@ def judge_tables(r: Results) -> list[Table]:
             "before trusting either.",
         ),
     ]
+
+
+def _disagreement_row(d: Disagreement) -> list[str]:
+    return [
+        d.suite,
+        d.unit,
+        d.probe_id,
+        d.category,
+        d.answer,
+        f"{d.scorer_outcome or '-'} ({'pass' if d.scorer_correct else 'fail'})",
+        f"{'pass' if d.judge_passed else 'fail'} ({d.judge_outcome or '-'})",
+        d.reason or "-",
+    ]
+
+
+def _cost_cell(spend: Spend) -> str:
+    if not spend.model_calls:
+        return "-"
+    if spend.cost_usd is not None:
+        return f"{spend.cost_usd:.4f}"
+    return f"unknown ({spend.unpriced_calls} unpriced; known {spend.cost_known_usd:.4f})"
+
+
+SPEND_COLUMNS = (
+    "input",
+    "cache_read",
+    "cache_write",
+    "output",
+    "compaction_input",
+    "compaction_cache_read",
+    "compaction_cache_write",
+    "compaction_output",
+)
+
+
+def _spend_row(arm: str, spend: Spend) -> list[str]:
+    suites = spend.suites if spend.suites is not UNSET else []
+    live_turns = spend.live_turns if spend.live_turns is not UNSET else "-"
+    return [
+        arm,
+        ", ".join(suites),
+        str(live_turns),
+        *(str(getattr(spend, n)) for n in SPEND_COLUMNS),
+        _cost_cell(spend),
+    ]
+
+
+def spend_table(r: Results) -> Table:
+    """Tokens and list price per arm, and the judge's on a row of its own."""
+    judge = r.spend["judge"]
+    rows = [_spend_row(arm, r.spend[arm]) for arm in r.arms]
+    rows.append(
+        ["judge (separately)", "-", "-"]
+        + [str(getattr(judge, n)) for n in SPEND_COLUMNS[:4]]
+        + ["-", "-", "-", "-", _cost_cell(judge)]
+    )
+    return (
+        "Spend (tokens)",
+        ["arm", "suites", "live turns", *SPEND_COLUMNS, "list price (USD)"],
+        rows,
+        "Probe turns including their compaction summary requests; the compaction_* "
+        "columns are the 'of which' summary-request subtotal. Token counts are per "
+        "sample: a call one sample replayed from the call cache counts in every sample "
+        "that used it. Spend is accounting, not a comparison: arms that ran on "
+        "different suites spent on different traces. The judge is reported separately. "
+        "List price: real calls at catalog prices, each distinct call once; an "
+        "estimate, not an invoice; unpriced calls make it unknown, never zero; "
+        "scripted runs are not billed (-).",
+    )

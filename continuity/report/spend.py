@@ -9,16 +9,24 @@ different trace set.
 
 from __future__ import annotations
 
-from typing import Any
+import msgspec
 
 from continuity.messages import Usage
 from continuity.plan.pricing import Catalog, call_cost
+from continuity.report.results import Spend
 from continuity.report.summary import UnitSummary
 
 __all__ = ["arm_spend", "judge_spend"]
 
 
-def _cost(catalog: Catalog, calls: list[tuple[str, str, str, Usage]]) -> dict[str, Any]:
+class _Cost(msgspec.Struct, frozen=True, kw_only=True):
+    model_calls: int
+    cost_usd: float | None
+    cost_known_usd: float
+    unpriced_calls: int
+
+
+def _cost(catalog: Catalog, calls: list[tuple[str, str, str, Usage]]) -> _Cost:
     """List price of distinct calls (a call replayed from the cache is paid once).
     ``cost_usd`` is None when any call is unpriced or there were no real calls."""
     unique = {key: (ref, usage) for key, _, ref, usage in calls}
@@ -30,15 +38,15 @@ def _cost(catalog: Catalog, calls: list[tuple[str, str, str, Usage]]) -> dict[st
             unpriced += 1
         else:
             known += cost
-    return {
-        "model_calls": len(unique),
-        "cost_usd": round(known, 6) if unique and not unpriced else None,
-        "cost_known_usd": round(known, 6),
-        "unpriced_calls": unpriced,
-    }
+    return _Cost(
+        model_calls=len(unique),
+        cost_usd=round(known, 6) if unique and not unpriced else None,
+        cost_known_usd=round(known, 6),
+        unpriced_calls=unpriced,
+    )
 
 
-def arm_spend(catalog: Catalog, units: list[UnitSummary], suites: list[str]) -> dict[str, Any]:
+def arm_spend(catalog: Catalog, units: list[UnitSummary], suites: list[str]) -> Spend:
     """One arm's spend over all its units (`suites`: the suite order of the report)."""
     usage = compaction = Usage()
     for summary in units:
@@ -46,30 +54,32 @@ def arm_spend(catalog: Catalog, units: list[UnitSummary], suites: list[str]) -> 
         compaction = compaction + summary.compaction_usage
     total = usage + compaction  # per-arm totals include the compaction requests
     present = {s.family for s in units}
-    return {
-        "suites": [s for s in suites if s in present],
-        "input": total.input,
-        "cache_read": total.cache_read,
-        "cache_write": total.cache_write,
-        "output": total.output,
-        "compaction_input": compaction.input,
-        "compaction_cache_read": compaction.cache_read,
-        "compaction_cache_write": compaction.cache_write,
-        "compaction_output": compaction.output,
-        "live_turns": sum(s.live_turns for s in units),
-        **_cost(catalog, [c for s in units for c in s.calls if c[1] != "judge"]),
-    }
+    return Spend(
+        suites=[s for s in suites if s in present],
+        input=total.input,
+        cache_read=total.cache_read,
+        cache_write=total.cache_write,
+        output=total.output,
+        compaction_input=compaction.input,
+        compaction_cache_read=compaction.cache_read,
+        compaction_cache_write=compaction.cache_write,
+        compaction_output=compaction.output,
+        live_turns=sum(s.live_turns for s in units),
+        **msgspec.structs.asdict(
+            _cost(catalog, [c for s in units for c in s.calls if c[1] != "judge"])
+        ),
+    )
 
 
-def judge_spend(catalog: Catalog, summaries: list[UnitSummary], verdicts: int) -> dict[str, Any]:
+def judge_spend(catalog: Catalog, summaries: list[UnitSummary], verdicts: int) -> Spend:
     """The judge's spend over the whole run (each distinct call once)."""
     calls = {c[0]: c for s in summaries for c in s.calls if c[1] == "judge"}
     usage = sum((c[3] for c in calls.values()), Usage())
-    return {
-        "calls": verdicts,
-        "input": usage.input,
-        "cache_read": usage.cache_read,
-        "cache_write": usage.cache_write,
-        "output": usage.output,
-        **_cost(catalog, list(calls.values())),
-    }
+    return Spend(
+        calls=verdicts,
+        input=usage.input,
+        cache_read=usage.cache_read,
+        cache_write=usage.cache_write,
+        output=usage.output,
+        **msgspec.structs.asdict(_cost(catalog, list(calls.values()))),
+    )

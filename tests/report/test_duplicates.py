@@ -12,7 +12,8 @@ import msgspec
 import pytest
 
 from continuity.messages import Usage
-from continuity.report.aggregate import AggregateError, Results, aggregate_run
+from continuity.report.aggregate import aggregate_run
+from continuity.report.results import AggregateError, DuplicateOccurrence, Results
 from continuity.runner.units import UnitRecord, build_units
 from continuity.store import Store
 from continuity.traces.suites import build_suite
@@ -76,9 +77,9 @@ def test_an_identical_copy_in_a_second_chunk_is_two_duplicate_slots(
     store, first, _ = observations
     single = _chunked(tmp_path / "single" / "run", {"a": [first / NATIVE, first / COLD]})
     baseline, _, _ = aggregate_run(store, single)
-    assert baseline.lookup["native-lookup"]["exact"]["n"] == 2
-    assert baseline.accuracy["original"]["native-lookup"]["overall"]["n"] == 2
-    assert baseline.spend["native-lookup"]["input"] > 0
+    assert baseline.lookup["native-lookup"].exact.n == 2
+    assert baseline.accuracy["original"]["native-lookup"]["overall"].n == 2
+    assert baseline.spend["native-lookup"].input > 0
 
     run = _chunked(
         tmp_path / "copied" / "run", {"a": [first / NATIVE, first / COLD], "b": [first / NATIVE]}
@@ -86,19 +87,19 @@ def test_an_identical_copy_in_a_second_chunk_is_two_duplicate_slots(
     results, paths, _ = aggregate_run(store, run)  # no unit_duplicate
     assert results.units == 3
     cell = results.lookup["native-lookup"]
-    assert cell["duplicate"] == 2 and cell["slots_present"] == 0 and cell["missing"] == 0
-    assert [(d["probe_id"], d["occurrences"]) for d in cell["duplicate_occurrences"]] == [
+    assert cell.duplicate == 2 and cell.slots_present == 0 and cell.missing == 0
+    assert [(d.probe_id, d.occurrences) for d in cell.duplicate_occurrences] == [
         ("p01", 2),
         ("p02", 2),
     ]
-    assert cell["exact"]["n"] == 0 and cell["exact_with_failures"]["n"] == 0
-    assert cell["calls"] == 0 and cell["mean_latency_s"] is None
+    assert cell.exact.n == 0 and cell.exact_with_failures.n == 0
+    assert cell.calls == 0 and cell.mean_latency_s is None
     # Neither copy is scored or costed anywhere: not twice, not once.
     native = results.accuracy["original"]["native-lookup"]["overall"]
-    assert native["n"] == 0 and native["mean"] is None
+    assert native.n == 0 and native.mean is None
     assert sum(results.outcomes["original"]["native-lookup"].values()) == 0
     spend = results.spend["native-lookup"]
-    assert (spend["input"], spend["output"], spend["live_turns"]) == (0, 0, 0)
+    assert (spend.input, spend.output, spend.live_turns) == (0, 0, 0)
     # The other arm is untouched.
     assert (
         results.accuracy["original"]["continuity-pack-cold"]
@@ -122,23 +123,23 @@ def test_a_different_observation_excludes_only_the_shared_slot(
     results, _, _ = aggregate_run(store, run)
     cell = results.lookup["native-lookup"]
     # p01 was observed by both readers: ambiguous. p02 only by the first: scored.
-    assert cell["duplicate"] == 1 and cell["slots_present"] == 1
-    assert cell["duplicate_occurrences"] == [
-        {"repeat": 1, "trace_id": TRACE, "probe_id": "p01", "occurrences": 2}
+    assert cell.duplicate == 1 and cell.slots_present == 1
+    assert cell.duplicate_occurrences == [
+        DuplicateOccurrence(repeat=1, trace_id=TRACE, probe_id="p01", occurrences=2)
     ]
-    assert cell["exact"]["n"] == 1
-    assert results.accuracy["original"]["native-lookup"]["overall"]["n"] == 1
+    assert cell.exact.n == 1
+    assert results.accuracy["original"]["native-lookup"]["overall"].n == 1
     assert sum(results.outcomes["original"]["native-lookup"].values()) == 1
     # The arm's spend is p02's alone: neither occurrence of p01 counts.
     p02 = _spent(_record(first / NATIVE), {"p02"})
     assert p02.input > 0
     spend = results.spend["native-lookup"]
-    assert (spend["input"], spend["cache_read"], spend["output"]) == (
+    assert (spend.input, spend.cache_read, spend.output) == (
         p02.input,
         p02.cache_read,
         p02.output,
     )
-    assert spend["live_turns"] == 1
+    assert spend.live_turns == 1
     # Deterministic whatever the order of the files: the same files in swapped chunk
     # folders give byte-identical results.
     swapped = _chunked(
@@ -161,8 +162,8 @@ def test_the_summary_cache_still_serves_duplicates(
     _chunked(run, {"b": [again / NATIVE], "c": [first / COLD]})
     results, _, read = aggregate_run(store, run)
     assert read == 1
-    assert results.lookup["continuity-pack-cold"]["duplicate"] == 2
-    assert results.lookup["native-lookup"]["duplicate"] == 1
+    assert results.lookup["continuity-pack-cold"].duplicate == 2
+    assert results.lookup["native-lookup"].duplicate == 1
     again_results, _, read = aggregate_run(store, run)
     assert read == 0 and _plain(again_results) == _plain(results)
     # The cached answer is the answer of a full verification (the identical copy is

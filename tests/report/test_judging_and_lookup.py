@@ -8,10 +8,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from continuity.report.aggregate import combine, load_summaries
+from continuity.report.aggregate import combine
+from continuity.report.collect import load_summaries
 from continuity.report.lookup import LookupRow, lookup_table
 from continuity.report.lookup_render import lookup_sections
 from continuity.report.render import render_html, render_markdown
+from continuity.report.results import DuplicateOccurrence, Rate
 from continuity.report.summary import JudgeRow
 from continuity.store import Store
 
@@ -43,20 +45,20 @@ def test_every_disagreement_is_listed_and_escaped(mixed: tuple[Store, Path]) -> 
     ]
     results = combine(store, "judged", edited)
     j = results.judge
-    mine = [d for d in j["disagreements"] if d["answer"] == HOSTILE]
-    assert mine and mine[0]["unit"] == f"r{target.repeat}/{target.trace_id}/cold-rebuild"
-    assert mine[0]["judge_outcome"] == "wrong_value" and mine[0]["probe_id"] == row.probe_id
-    assert mine[0]["suite"] == target.family
-    assert set(j["by_suite"]) == {s.family for s in edited if s.judge}  # one entry per suite
-    for suite, table in j["by_suite"].items():
+    mine = [d for d in j.disagreements if d.answer == HOSTILE]
+    assert mine and mine[0].unit == f"r{target.repeat}/{target.trace_id}/cold-rebuild"
+    assert mine[0].judge_outcome == "wrong_value" and mine[0].probe_id == row.probe_id
+    assert mine[0].suite == target.family
+    assert set(j.by_suite) == {s.family for s in edited if s.judge}  # one entry per suite
+    for suite, table in j.by_suite.items():
         judged = [r for s in edited if s.family == suite for r in s.judge]
-        for category, cell in table["by_category"].items():
+        for category, cell in table.by_category.items():
             rows = [r for r in judged if r.category == category and r.judge_outcome != "unreadable"]
-            assert cell["pairs"] == len(rows)
-            assert cell["agree"] == sum(1 for r in rows if r.passed == r.scorer_correct)
-        assert table["overall"]["pairs"] == sum(c["pairs"] for c in table["by_category"].values())
-    assert j["pairs"] == sum(t["overall"]["pairs"] for t in j["by_suite"].values())
-    assert "next_action" in j["by_suite"][target.family]["by_category"]  # the old table's row
+            assert cell.pairs == len(rows)
+            assert cell.agree == sum(1 for r in rows if r.passed == r.scorer_correct)
+        assert table.overall.pairs == sum(c.pairs for c in table.by_category.values())
+    assert j.pairs == sum(t.overall.pairs for t in j.by_suite.values())
+    assert "next_action" in j.by_suite[target.family].by_category  # the old table's row
     page = render_html(results)
     assert "<b>KLN" not in page and "&lt;b&gt;KLN-4471-QX&lt;/b&gt; | or &amp; maybe" in page
     markdown = render_markdown(results)
@@ -102,14 +104,14 @@ def test_duplicate_slots_are_excluded_and_counted_never_first_or_last_wins() -> 
         (1, "t", "native-lookup", [_row("p2", correct=True, calls=5)]),
     ]
     cell = lookup_table(units, [_slot(1, "p1"), _slot(1, "p2")])["native-lookup"]
-    assert cell["duplicate"] == 1 and cell["missing"] == 0
-    assert cell["duplicate_occurrences"] == [
-        {"repeat": 1, "trace_id": "t", "probe_id": "p2", "occurrences": 3}
+    assert cell.duplicate == 1 and cell.missing == 0
+    assert cell.duplicate_occurrences == [
+        DuplicateOccurrence(repeat=1, trace_id="t", probe_id="p2", occurrences=3)
     ]
     # Only p1 (observed once) counts: neither occurrence of p2 is chosen.
-    assert cell["exact"] == {"correct": 1, "n": 1, "rate": 1.0}
-    assert (cell["calls"], cell["bytes"], cell["mean_calls"]) == (1, 100, 1.0)
-    assert cell["slots_present"] == 1
+    assert cell.exact == Rate(correct=1, n=1, rate=1.0)
+    assert (cell.calls, cell.bytes, cell.mean_calls) == (1, 100, 1.0)
+    assert cell.slots_present == 1
 
 
 def test_blocked_counts_unknown_slots_independently_of_observation() -> None:
@@ -129,8 +131,8 @@ def test_blocked_counts_unknown_slots_independently_of_observation() -> None:
         (1, "t", "native-lookup", [_row("p3")]),
     ]
     cell = lookup_table(units, planned)["native-lookup"]
-    assert (cell["blocked"], cell["missing"], cell["duplicate"]) == (2, 1, 1)
-    assert cell["inventory_infeasible"] == 1 and cell["slots_planned"] == 4
+    assert (cell.blocked, cell.missing, cell.duplicate) == (2, 1, 1)
+    assert cell.inventory_infeasible == 1 and cell.slots_planned == 4
     (coverage, _, duplicates) = lookup_sections({"native-lookup": cell})
     _, header, rows, _ = coverage
     assert {"missing", "skipped (inventory-infeasible)", "blocked (unknown feasibility)"} <= set(
@@ -147,4 +149,4 @@ def test_without_a_plan_the_observed_slots_are_the_planned_ones(
     planned: list[dict[str, object]] | None,
 ) -> None:
     cell = lookup_table([(1, "t", "native-lookup", [_row("p1")])], planned)["native-lookup"]
-    assert (cell["slots_planned"], cell["missing"], cell["blocked"]) == (1, 0, 0)
+    assert (cell.slots_planned, cell.missing, cell.blocked) == (1, 0, 0)

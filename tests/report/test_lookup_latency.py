@@ -13,8 +13,10 @@ import pytest
 from continuity.digest import value_digest
 from continuity.errors import ContinuityError
 from continuity.probe.receipts import ProcessReceipt
-from continuity.report.aggregate import decode_unit, load_summaries
+from continuity.report.collect import load_summaries
 from continuity.report.lookup import lookup_table
+from continuity.report.results import LookupArm
+from continuity.report.verify import decode_unit
 from continuity.runner.units import UnitRecord, build_units
 from continuity.store import Store
 from tests.lookup.test_lookup_run import frozen_run
@@ -36,7 +38,7 @@ def lookup_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Path]:
     return store, run
 
 
-def _table(store: Store, run: Path) -> dict[str, dict[str, Any]]:
+def _table(store: Store, run: Path) -> dict[str, LookupArm]:
     summaries, _ = load_summaries(store, run / "units")
     return lookup_table(((s.repeat, s.trace_id, s.arm, s.lookup_rows) for s in summaries), None)
 
@@ -57,8 +59,8 @@ def test_latency_comes_from_the_process_receipts_beside_the_unit(
         assert [r.probe_index for r in receipts] == [p.index for p in record.probes]
         expected[record.arm] = sum(r.elapsed_seconds for r in receipts) / len(receipts)
     table = _table(store, run)
-    assert {arm: cell["mean_latency_s"] for arm, cell in table.items()} == pytest.approx(expected)
-    assert all(cell["latency_unknown"] == 0 for cell in table.values())
+    assert {arm: cell.mean_latency_s for arm, cell in table.items()} == pytest.approx(expected)
+    assert all(cell.latency_unknown == 0 for cell in table.values())
     # The receipts change (another build of the same units): the cached summaries are
     # reused, and the latency follows the receipts, never the cache.
     for path in sorted((run / "units").glob("*.json")):
@@ -74,7 +76,7 @@ def test_latency_comes_from_the_process_receipts_beside_the_unit(
     _, read = load_summaries(store, run / "units")
     assert read == 0  # every summary came from the cache
     table = _table(store, run)
-    assert {a: c["mean_latency_s"] for a, c in table.items()} == pytest.approx(
+    assert {a: c.mean_latency_s for a, c in table.items()} == pytest.approx(
         {arm: mean + 10.0 for arm, mean in expected.items()}
     )
 
@@ -99,8 +101,8 @@ def test_a_unit_without_receipts_has_unknown_latency_never_zero(tmp_path: Path) 
         record.key, kind="unit", output=entry.output, inputs=entry.inputs, meta=meta
     )
     cell = _table(store, run)["native-lookup"]
-    assert cell["mean_latency_s"] is None and cell["latency_unknown"] == 2
-    assert cell["mean_calls"] is not None  # the rest of the report is unaffected
+    assert cell.mean_latency_s is None and cell.latency_unknown == 2
+    assert cell.mean_calls is not None  # the rest of the report is unaffected
 
 
 def _reseal(raw: dict[str, Any]) -> bytes:

@@ -8,8 +8,10 @@ import msgspec
 import pytest
 
 from continuity.probes.protocol import PROBE_PROTOCOL
-from continuity.report.aggregate import AggregateError, aggregate_run, combine, load_summaries
+from continuity.report.aggregate import aggregate_run, combine
+from continuity.report.collect import load_summaries
 from continuity.report.render import render_html, render_markdown
+from continuity.report.results import AggregateError
 from continuity.runner.units import UnitRecord, seal
 from continuity.store import Store
 
@@ -50,19 +52,20 @@ def test_the_ceiling_headline_delta_is_the_paired_delta(mixed: tuple[Store, Path
     assert "ceiling" not in results.accuracy["original"]
     cell = results.accuracy["hard"]["ceiling"]["overall"]
     paired = results.paired["hard"]["ceiling"]
-    assert cell["delta_pp"] == paired["delta_pp"] and cell["delta_n"] == paired["pairs"]
+    assert cell.delta_pp == paired.delta_pp and cell.delta_n == paired.pairs
     # Independently: ceiling 3/6 right per repeat, native 2/6 (probes 0 and 3).
-    assert paired["pairs"] == 12 and paired["delta_pp"] == pytest.approx(100 * (6 - 4) / 12)
+    assert paired.pairs == 12 and paired.delta_pp == pytest.approx(100 * (6 - 4) / 12)
     # The trace-mix artefact a pooled native mean would have produced.
     native_rows = [
         (s, c) for s in results.suites for c in [results.accuracy[s]["native"]["overall"]]
     ]
-    pooled = sum(c["mean"] * c["n"] for _, c in native_rows) / sum(c["n"] for _, c in native_rows)
-    assert abs(100 * (cell["mean"] - pooled) - cell["delta_pp"]) > 10
+    pooled = sum((c.mean or 0) * c.n for _, c in native_rows) / sum(c.n for _, c in native_rows)
+    assert cell.mean is not None and cell.delta_pp is not None
+    assert abs(100 * (cell.mean - pooled) - cell.delta_pp) > 10
     for category, cat_cell in results.accuracy["hard"]["ceiling"].items():
         if category != "overall":
-            assert cat_cell["delta_pp"] == paired["by_category"][category]["delta_pp"]
-            assert cat_cell["delta_n"] == paired["by_category"][category]["pairs"]
+            assert cat_cell.delta_pp == paired.by_category[category].delta_pp
+            assert cat_cell.delta_n == paired.by_category[category].pairs
     # The headline table shows the paired delta and its n, one row per suite and arm.
     summary = paths["summary"].read_text()
     head = summary.split("## Accuracy per arm\n", 1)[1].split("\n## ", 1)[0]
@@ -90,9 +93,9 @@ def test_an_excluded_sample_leaves_its_pair(mixed: tuple[Store, Path]) -> None:
     results, _, _ = aggregate_run(store, folder, scorer="original")
     paired = results.paired["hard"]["ceiling"]
     # One pair fewer; native's lost sample was a right answer, ceiling's was right too.
-    assert paired["pairs"] == 11
-    assert paired["delta_pp"] == pytest.approx(100 * (5 - 3) / 11)
-    assert results.accuracy["hard"]["ceiling"]["overall"]["delta_n"] == 11
+    assert paired.pairs == 11
+    assert paired.delta_pp == pytest.approx(100 * (5 - 3) / 11)
+    assert results.accuracy["hard"]["ceiling"]["overall"].delta_n == 11
     assert results.excluded["hard"]["native"]["pressure_unverified"] == 1
     assert results.excluded["hard"]["native"]["inventory_infeasible"] == 0
 
@@ -112,8 +115,8 @@ def test_the_pressure_range_is_the_figure_each_arm_checks(mixed: tuple[Store, Pa
         if p.status == "valid" and p.evidence and p.evidence.compaction
     ]
     figure = results.pressure["hard"]["ceiling"]["compaction_tokens_before"]
-    assert (figure["min"], figure["max"], figure["n"]) == (min(ceiling), max(ceiling), 12)
-    assert figure["threshold"] == 200_000 and figure["min"] >= 200_000
+    assert (figure.min, figure.max, figure.n) == (min(ceiling), max(ceiling), 12)
+    assert figure.threshold == 200_000 and figure.min is not None and figure.min >= 200_000
     assert set(results.pressure["hard"]["native"]) == {"probe_input_tokens"}
     assert set(results.pressure["original"]["cold-rebuild"]) == {
         "replayed_messages",

@@ -13,8 +13,9 @@ import pytest
 
 from continuity.errors import UsageError
 from continuity.probes.scoring import Score
-from continuity.report.aggregate import AggregateError, Results, aggregate_run
+from continuity.report.aggregate import aggregate_run
 from continuity.report.rescore import rescore_run
+from continuity.report.results import AggregateError, Results
 from continuity.report.scores import ScoreRecord, score_key, scorer_digest
 from continuity.runner.units import UnitRecord
 from continuity.store import Store
@@ -47,7 +48,7 @@ def private(run: tuple[Store, Path], tmp_path: Path) -> tuple[Store, Path]:
 def fixed_scorer(monkeypatch: pytest.MonkeyPatch) -> None:
     """A "corrected" scorer: every answer correct, under a new scorer version."""
     monkeypatch.setattr(
-        "continuity.runner.units.score_answer",  # what score_result calls
+        "continuity.runner.unit_grading.score_answer",  # what score_result calls
         lambda expectation, answer, **_: Score("correct", True, "patched"),
     )
     for where in ("continuity.report.scores", "continuity.report.rescore"):
@@ -59,12 +60,13 @@ def test_an_unchanged_scorer_reproduces_the_original_grades(private: tuple[Store
     original, _, _ = aggregate_run(store, folder, scorer="original")
     current, paths, _ = aggregate_run(store, folder)
     assert numbers(current) == numbers(original)
-    assert current.scorer["digest"] == scorer_digest() and original.scorer["digest"] is None
-    changes = current.scorer["changes"]
+    assert current.scorer is not None and original.scorer is not None
+    assert current.scorer.digest == scorer_digest() and original.scorer.digest is None
+    changes = current.scorer.changes
     assert set(changes) == set(current.suites)  # keyed by suite, then arm
     cells = [cell for arms in changes.values() for cell in arms.values()]
-    assert cells and all(not c["changed"] for c in cells)
-    assert all(c["original_accuracy"] == c["current_accuracy"] for c in cells)
+    assert cells and all(not c.changed for c in cells)
+    assert all(c.original_accuracy == c.current_accuracy for c in cells)
     summary = paths["summary"].read_text()
     assert f"Grades: current scorer {scorer_digest()[:16]}" in summary
     assert "Scorer change vs original grades" in summary
@@ -109,17 +111,17 @@ def test_aggregate_uses_the_newest_scorer_and_original_reproduces_the_old_number
     before, _, _ = aggregate_run(store, folder, scorer="original")
     rescore_run(store, folder)
     current, paths, _ = aggregate_run(store, folder)
-    assert current.scorer["digest"] == FIXED
+    assert current.scorer is not None and current.scorer.digest == FIXED
     for suite in current.accuracy.values():
         for cell in suite.values():
-            assert cell["overall"]["mean"] in (1.0, None)
-    changes = current.scorer["changes"]
+            assert cell["overall"].mean in (1.0, None)
+    changes = current.scorer.changes
     native = changes["original"]["native"]
-    assert native["current_accuracy"] == 1.0
-    assert native["original_accuracy"] == pytest.approx(
-        before.accuracy["original"]["native"]["overall"]["mean"]
+    assert native.current_accuracy == 1.0
+    assert native.original_accuracy == pytest.approx(
+        before.accuracy["original"]["native"]["overall"].mean
     )
-    assert native["changed"] and all(c["current"] == "correct" for c in native["changed"])
+    assert native.changed and all(c.current == "correct" for c in native.changed)
     summary = paths["summary"].read_text()
     assert "Outcomes changed by the current scorer" in summary and FIXED[:16] in summary
     # --scorer original: exactly the numbers reported before the re-score.
@@ -170,11 +172,12 @@ def test_the_scorer_change_is_split_by_suite(mixed: tuple[Store, Path]) -> None:
     suite's valid samples only (never pooled across trace families)."""
     store, folder = mixed
     current, paths, _ = aggregate_run(store, folder)
-    changes = current.scorer["changes"]
+    assert current.scorer is not None
+    changes = current.scorer.changes
     assert set(changes) == {"original", "hard"}
     assert set(changes["hard"]) == {"native", "ceiling"}
     for suite, arms in changes.items():
         for arm, cell in arms.items():
-            assert cell["n"] == current.accuracy[suite][arm]["overall"]["n"]
+            assert cell.n == current.accuracy[suite][arm]["overall"].n
     summary = paths["summary"].read_text()
     assert "| suite | arm | n | original | current |" in summary

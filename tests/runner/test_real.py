@@ -151,8 +151,8 @@ def test_real_run_finishes_the_plan_the_offline_run_finishes(
     if kind == "anthropic":
         assert all(u.cache_write <= u.input for u in usage)
         assert any(u.cache_write > 0 for u in usage)
-    assert results.spend["native"]["cost_usd"] > 0
-    assert results.spend["native"]["live_turns"] == 2
+    assert (results.spend["native"].cost_usd or 0) > 0
+    assert results.spend["native"].live_turns == 2
     assert (rig.output / "plan.json").is_file() and paths["report"].is_file()
     # The report prices with the catalog it is given: without the model, unknown.
     from continuity.plan.pricing import default_catalog_path, load_catalog
@@ -163,8 +163,8 @@ def test_real_run_finishes_the_plan_the_offline_run_finishes(
     other = tmp_path / "catalog.json"
     other.write_text(json.dumps(document))
     unpriced, _, _ = aggregate_run(rig.store, rig.output, load_catalog(other))
-    assert unpriced.spend["native"]["cost_usd"] is None
-    assert unpriced.spend["native"]["unpriced_calls"] > 0
+    assert unpriced.spend["native"].cost_usd is None
+    assert unpriced.spend["native"].unpriced_calls > 0
     results, paths, _ = aggregate_run(rig.store, rig.output)
     # A real run's report says so; it never carries the offline caveat.
     summary = paths["summary"].read_text()
@@ -484,7 +484,7 @@ def test_score_rescores_recorded_answers_with_zero_http_calls(
         assert units_on_disk(rig.output / "units") == before
         # A "fixed" scorer: every answer now passes; still no model call.
         monkeypatch.setattr(
-            "continuity.runner.units.score_answer",  # what score_result calls
+            "continuity.runner.unit_grading.score_answer",  # what score_result calls
             lambda expectation, answer, **_: Score("correct", True, "patched"),
         )
         for where in ("continuity.report.scores", "continuity.report.rescore"):
@@ -495,7 +495,7 @@ def test_score_rescores_recorded_answers_with_zero_http_calls(
         )
         assert units_on_disk(rig.output / "units") == before  # never rewritten
         results, _, _ = aggregate_run(rig.store, rig.output)
-        assert results.accuracy["original"]["native"]["overall"]["mean"] == 1.0
+        assert results.accuracy["original"]["native"]["overall"].mean == 1.0
         # The doit task, in its own process, makes no call either.
         result = doit(
             tmp_path, "score", "--run-dir", str(rig.output), "--store", str(rig.store.root)
@@ -681,10 +681,10 @@ def test_confound_controls_one_final_compaction_per_probe_one_mid_trace_per_repe
         c.key for r in mid.values() for p in r.probes if p.evidence for c in p.evidence.calls
     }
     d_calls |= repeat_keys[0] | repeat_keys[1]
-    assert results.spend["compaction-2"]["model_calls"] == len(d_calls)
+    assert results.spend["compaction-2"].model_calls == len(d_calls)
     d_input = sum(p.compaction_usage.input for r in mid.values() for p in r.probes)
     assert mid_input > 0
-    assert results.spend["compaction-2"]["compaction_input"] == d_input + mid_input
+    assert results.spend["compaction-2"].compaction_input == d_input + mid_input
 
 
 def test_a_failed_mid_trace_summary_leaves_the_unit_unstarted_then_resumes(

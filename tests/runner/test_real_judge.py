@@ -64,4 +64,4 @@ def test_every_valid_answer_is_judged_from_the_servers_replies_without_its_arm(
     assert sum(len(keys) for keys in replayed.values()) == len(units["compaction-1"].judge)
     assert all(replayed[a] <= {c.key for c in r.judge_calls} for a, r in units.items())
     # The report compares the judge with the scorer.
-    assert results.judge["pairs"] == sum(len(r.judge) for r in units.values())
+    assert results.judge.pairs == sum(len(r.judge) for r in units.values())

@@ -1,0 +1,293 @@
+"""The results document of a run (``results.json``) and the aggregate's refusal.
+
+Aggregation (continuity.report.aggregate) builds a `Results` from the statistics and
+tables that compute its parts; rendering (continuity.report.render) reads one. Both
+import this module, never each other.
+
+Every part is a struct whose fields are declared in the order ``results.json`` has
+always written them (msgspec encodes a struct's fields in declaration order), so the
+document's bytes do not depend on how it is built. Tables keyed ``[suite][arm]`` never
+mix trace families; the keys of the innermost dicts are names (categories, outcomes,
+sample classes, pressure figures) in the report's order.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from continuity.errors import ContinuityError
+
+__all__ = [
+    "AccuracyCell",
+    "AggregateError",
+    "Agreement",
+    "CategoryDelta",
+    "ChangedOutcome",
+    "Disagreement",
+    "DuplicateOccurrence",
+    "FlipRate",
+    "JudgeResults",
+    "LookupArm",
+    "Paired",
+    "PressureCell",
+    "Rate",
+    "RepeatAccuracy",
+    "Results",
+    "ScorerChange",
+    "ScorerSection",
+    "Spend",
+    "SuiteAgreement",
+    "ToolUse",
+    "ToolUseSplit",
+]
+
+
+class AggregateError(ContinuityError):
+    default_code = "unit_malformed"
+
+
+# -- samples (continuity.report.samples, continuity.report.paired) ---------------------
+
+
+class RepeatAccuracy(msgspec.Struct, frozen=True, kw_only=True):
+    """One repeat's share of an accuracy cell."""
+
+    repeat: int
+    correct: int
+    n: int
+    accuracy: float | None
+
+
+class AccuracyCell(msgspec.Struct, frozen=True, kw_only=True):
+    """Mean of per-repeat accuracies over valid samples, its SD and split, and the
+    paired delta vs native over the samples both answered validly (continuity.report.
+    paired; None and 0 without native in the suite)."""
+
+    mean: float | None
+    sd: float | None
+    n: int
+    per_repeat: list[RepeatAccuracy]
+    delta_pp: float | None = None
+    delta_n: int = 0
+
+
+class FlipRate(msgspec.Struct, frozen=True, kw_only=True):
+    probes: int  # probes answered validly in two or more repeats
+    flips: int
+    rate: float | None
+
+
+class ToolUseSplit(msgspec.Struct, frozen=True, kw_only=True):
+    """Call rate and accuracy with and without a ConversationHistory call."""
+
+    samples: int
+    with_call: int
+    call_rate: float | None
+    accuracy_with_call: float | None
+    accuracy_without_call: float | None
+
+
+class ToolUse(ToolUseSplit, frozen=True, kw_only=True):
+    by_category: dict[str, ToolUseSplit]
+
+
+class PressureCell(msgspec.Struct, frozen=True, kw_only=True):
+    """The observed range of one figure an arm's pressure rule checks."""
+
+    figure: str
+    threshold: int
+    min: int | None
+    max: int | None
+    n: int
+
+
+class CategoryDelta(msgspec.Struct, frozen=True, kw_only=True):
+    pairs: int
+    delta_pp: float | None
+
+
+class Paired(msgspec.Struct, frozen=True, kw_only=True):
+    """An arm against native over the samples both answered validly."""
+
+    pairs: int
+    both_correct: int
+    arm_only: int
+    native_only: int
+    both_wrong: int
+    mcnemar_p: float
+    delta_pp: float | None
+    ci_low: float | None
+    ci_high: float | None
+    by_category: dict[str, CategoryDelta]
+
+
+# -- judge (continuity.report.judging) -------------------------------------------------
+
+
+class Agreement(msgspec.Struct, frozen=True, kw_only=True):
+    pairs: int
+    agree: int
+    agreement: float | None
+    judge_pass: int
+    proxy_pass: int
+
+
+class SuiteAgreement(msgspec.Struct, frozen=True, kw_only=True):
+    overall: Agreement
+    unreadable: int
+    by_category: dict[str, Agreement]
+
+
+class Disagreement(msgspec.Struct, frozen=True, kw_only=True):
+    unit: str
+    suite: str
+    probe_id: str
+    category: str
+    answer: str
+    scorer_correct: bool
+    scorer_outcome: str | None
+    judge_passed: bool
+    judge_outcome: str | None
+    reason: str
+
+
+class JudgeResults(msgspec.Struct, frozen=True, kw_only=True):
+    pairs: int
+    unreadable: int
+    by_suite: dict[str, SuiteAgreement]
+    disagreements: list[Disagreement]
+
+
+# -- spend (continuity.report.spend) ---------------------------------------------------
+
+
+class Spend(msgspec.Struct, frozen=True, kw_only=True):
+    """An arm's spend, or (under the key ``judge``) the judge's. An arm's has the suites
+    its samples came from, the compaction subtotal and its live turns; the judge's has
+    its verdict count (``calls``). What a row does not have is left out of the document."""
+
+    suites: list[str] | UnsetType = UNSET
+    calls: int | UnsetType = UNSET
+    input: int
+    cache_read: int
+    cache_write: int
+    output: int
+    compaction_input: int | UnsetType = UNSET
+    compaction_cache_read: int | UnsetType = UNSET
+    compaction_cache_write: int | UnsetType = UNSET
+    compaction_output: int | UnsetType = UNSET
+    live_turns: int | UnsetType = UNSET
+    model_calls: int
+    cost_usd: float | None
+    cost_known_usd: float
+    unpriced_calls: int
+
+
+# -- lookup (continuity.report.lookup) -------------------------------------------------
+
+
+class Rate(msgspec.Struct, frozen=True, kw_only=True):
+    correct: int
+    n: int
+    rate: float | None
+
+
+class DuplicateOccurrence(msgspec.Struct, frozen=True, kw_only=True):
+    repeat: int
+    trace_id: str
+    probe_id: str
+    occurrences: int
+
+
+class LookupArm(msgspec.Struct, frozen=True, kw_only=True):
+    """One arm's lookup figures (continuity.report.lookup)."""
+
+    readers: list[str]
+    slots_present: int
+    unstarted: int
+    failed: int
+    inventory_infeasible: int
+    infeasible_by_class: dict[str, int]
+    unknown_provenance: int
+    source_availability: dict[str, int]
+    reference_feasibility: dict[str, int]
+    exact: Rate
+    exact_with_failures: Rate
+    failed_feasible: int
+    witnessed_recovery: int
+    calls: int
+    bytes: int
+    mean_calls: float | None
+    mean_bytes: float | None
+    mean_latency_s: float | None
+    latency_unknown: int
+    exhausted: dict[str, int]
+    reader_budget_stops: int
+    slots_planned: int
+    missing: int
+    blocked: int
+    duplicate: int
+    duplicate_occurrences: list[DuplicateOccurrence]
+
+
+# -- scorer (continuity.report.scores) -------------------------------------------------
+
+
+class ChangedOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    repeat: int
+    trace_id: str
+    probe_id: str
+    original: str | None
+    current: str | None
+
+
+class ScorerChange(msgspec.Struct, frozen=True, kw_only=True):
+    """One suite and arm under the original grades and the current scorer."""
+
+    n: int
+    original_accuracy: float | None
+    current_accuracy: float | None
+    changed: list[ChangedOutcome]
+
+
+class ScorerSection(msgspec.Struct, frozen=True, kw_only=True):
+    """Which grades produced the numbers and, for the current scorer, the change
+    against the original grades (``changes[suite][arm]``)."""
+
+    scorer: str
+    digest: str | None
+    description: str
+    changes: dict[str, dict[str, ScorerChange]]
+
+
+# -- the document ----------------------------------------------------------------------
+
+
+class Results(msgspec.Struct, frozen=True, kw_only=True):
+    """The run's results. Tables keyed ``[suite][arm]`` never mix trace families; spend
+    (accounting, not a comparison) and the lookup report are per arm."""
+
+    schema: str = "continuity-results-v2"
+    run: str
+    units: int
+    arms: list[str]
+    suites: list[str]
+    repeats: list[int]
+    categories: list[str]
+    probe_protocols: list[str]
+    protocol_note: str | None
+    accuracy: dict[str, dict[str, dict[str, AccuracyCell]]]
+    flip_rate: dict[str, dict[str, FlipRate]]
+    outcomes: dict[str, dict[str, dict[str, int]]]
+    tool_use: dict[str, dict[str, ToolUse]]
+    excluded: dict[str, dict[str, dict[str, int]]]
+    availability: dict[str, dict[str, dict[str, int]]]
+    pressure: dict[str, dict[str, dict[str, PressureCell]]]
+    judge: JudgeResults
+    spend: dict[str, Spend]
+    paired: dict[str, dict[str, Paired]]
+    lookup: dict[str, LookupArm] = {}
+    # Which grades produced the numbers (continuity.report.scores.scorer_section); None
+    # until the aggregate has chosen them.
+    scorer: ScorerSection | None = None
