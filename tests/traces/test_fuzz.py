@@ -7,21 +7,27 @@ UTF-8), NaN or Infinity, a duplicate id or JSON key, whitespace after an id, or
 reordered turns, sessions or probes. Every outcome must be a valid `Trace` with safe ids
 or a `ContinuityError` whose code is in the catalogue and which has a location.
 
-Through `load_trace` the default run is 1,000 examples (fixed seed); through the real
-`doit traces --file` command (and `python -m continuity.traces check`) a sample of 20:
-a coded line, no traceback, and no store write on refusal. The `slow` variants run the
-same properties at 3,000 and 50 examples.
+Through `load_trace` the default run is 1,000 examples (fixed seed). Through the
+``traces --file`` command, in process (doit's real command line parser and the real task,
+through the front door `continuity.__main__.main`, so no interpreter start per case), 40
+by default and 1,000 under ``slow``; through the real ``doit traces --file`` command in a
+subprocess (and ``python -m continuity.traces check``) a sample of 5 (10 under ``slow``).
+Each: a coded line, no traceback, and no store or output write on refusal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +36,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import continuity.errors
+from continuity.__main__ import main as front_door
 from continuity.errors import ContinuityError, TraceInvalid
 from continuity.graph import DEP_FILE_NAME
 from continuity.traces.schema import ID_PATTERN, TRACE_ID_PATTERN, TRACE_MAX_BYTES, Trace
@@ -347,33 +354,67 @@ def _run(args: list[str], store: Path, out: Path) -> subprocess.CompletedProcess
 _CODED_LINE = re.compile(r"^(?:also )?([a-z][a-z0-9_]*): .* \(at [^\n]+\)$", re.MULTILINE)
 
 
-def _through_doit(case: Mutated, tmp_path: Path, store: Path, out: Path) -> None:
+# One ``traces --file PATH`` call: (exit status, stdout + stderr).
+Runner = Callable[[Path, Path, Path], tuple[int, str]]
+
+
+def _subprocess_runner(path: Path, store: Path, out: Path) -> tuple[int, str]:
+    result = _run(doit_command("traces", "--file", str(path)), store, out)
+    return result.returncode, result.stdout + result.stderr
+
+
+def _in_process_runner(path: Path, store: Path, out: Path) -> tuple[int, str]:
+    """The front door's `main` in this process: doit's command line parser, the checked
+    loader, the real ``traces`` task. doit changes the directory and ``sys.path`` when it
+    loads ``dodo.py``, and importing ``dodo.py`` installs the interrupt handlers: all
+    restored after the call. doit's reporter writes to the ``sys.stdout`` of its import
+    time unless ``-o FILE`` (doit's own option) says otherwise."""
+    report = store.parent / "doit-output.txt"  # never beside the trace (a fixture)
+    args = ["-o", str(report), "traces", "--file", str(path), "--store", str(store)]
+    args += ["--out", str(out)]
+    captured = io.StringIO()
+    cwd, sys_path, hook = os.getcwd(), sys.path[:], sys.excepthook
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            status = front_door(args)
+    finally:
+        os.chdir(cwd)
+        sys.path[:] = sys_path
+        sys.excepthook = hook
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    reported = report.read_text() if report.exists() else ""
+    report.unlink(missing_ok=True)
+    return status, reported + captured.getvalue()
+
+
+def _through_doit(case: Mutated, tmp_path: Path, store: Path, out: Path, runner: Runner) -> None:
     expected = _load_outcome(case)
     path = tmp_path / "mutated.json"
     path.write_bytes(case.data)
     before, out_before = _store_tree(store), _store_tree(out)
-    result = _run(doit_command("traces", "--file", str(path)), store, out)
-    output = result.stdout + result.stderr
+    status, output = runner(path, store, out)
     assert "Traceback" not in output, (case, output[-3000:])
     if expected is None:
-        assert result.returncode == 0, (case, output[-3000:])
+        assert status == 0, (case, output[-3000:])
         return
-    assert result.returncode != 0, case
+    assert status != 0, case
     codes = _CODED_LINE.findall(output)
     assert codes and codes[0] == expected.code, (case, output[-3000:])
     assert _store_tree(store) == before, f"{case} wrote to the store"
     assert _store_tree(out) == out_before, f"{case} wrote an output"
 
 
-def _doit_sample(tmp_path: Path, cases: list[Mutated]) -> None:
+def _doit_sample(tmp_path: Path, cases: list[Mutated], runner: Runner = _subprocess_runner) -> None:
     store, out = tmp_path / "store", tmp_path / "out"
     # A store with content, so "no writes" compares something real.
-    seeded = _run(doit_command("traces", "--file", str(ORIGINALS / FILES[0])), store, out)
-    assert seeded.returncode == 0, seeded.stdout + seeded.stderr
+    status, output = runner(ORIGINALS / FILES[0], store, out)
+    assert status == 0, output
     for index, case in enumerate(cases):
         folder = tmp_path / f"case-{index}"
         folder.mkdir()
-        _through_doit(case, folder, store, out)
+        _through_doit(case, folder, store, out, runner)
 
 
 def _check_command(tmp_path: Path, cases: list[Mutated]) -> None:
@@ -404,7 +445,7 @@ def _check_command(tmp_path: Path, cases: list[Mutated]) -> None:
 def test_mutated_traces_through_doit_and_check(
     data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    cases = data.draw(st.lists(mutated_traces(), min_size=20, max_size=20))
+    cases = data.draw(st.lists(mutated_traces(), min_size=5, max_size=5))
     tmp_path = tmp_path_factory.mktemp("fuzz-doit")
     _doit_sample(tmp_path, cases)
     _check_command(tmp_path, cases)
@@ -417,7 +458,28 @@ def test_mutated_traces_through_doit_and_check(
 def test_mutated_traces_through_doit_and_check_full_size(
     data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    cases = data.draw(st.lists(mutated_traces(), min_size=50, max_size=50))
+    cases = data.draw(st.lists(mutated_traces(), min_size=10, max_size=10))
     tmp_path = tmp_path_factory.mktemp("fuzz-doit-full")
     _doit_sample(tmp_path, cases)
     _check_command(tmp_path, cases)
+
+
+@settings(deadline=None, database=None, max_examples=1, suppress_health_check=list(HealthCheck))
+@seed(20271105)
+@given(data=st.data())
+def test_mutated_traces_through_traces_file_in_process(
+    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    cases = data.draw(st.lists(mutated_traces(), min_size=40, max_size=40))
+    _doit_sample(tmp_path_factory.mktemp("fuzz-front-door"), cases, _in_process_runner)
+
+
+@pytest.mark.slow
+@settings(deadline=None, database=None, max_examples=1, suppress_health_check=list(HealthCheck))
+@seed(20271106)
+@given(data=st.data())
+def test_mutated_traces_through_traces_file_in_process_full_size(
+    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    cases = data.draw(st.lists(mutated_traces(), min_size=1_000, max_size=1_000))
+    _doit_sample(tmp_path_factory.mktemp("fuzz-front-door-full"), cases, _in_process_runner)
