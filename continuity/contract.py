@@ -11,7 +11,9 @@ sees. Later stages (arms, units, aggregate) extend it.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -30,6 +32,9 @@ from continuity.traces.keys import SUITES
 from continuity.traces.schema import Steer, ToolResult, decode_trace, iter_turns
 from continuity.traces.suites import SuiteResult, build_suite
 
+if TYPE_CHECKING:
+    from continuity.runner.units import UnitRecord
+
 CONTRACT_CHECKPOINTS = (("original", None), ("hard", "gen-grant-101,gen-oven-102"))
 CONTRACT_DESIGN_TRACES = ("gen-grant-101", "gen-oven-102")
 CONTRACT_RUN = "offline-contract"
@@ -42,6 +47,7 @@ __all__ = [
     "SuiteSummary",
     "check_checkpoint",
     "check_distractor_pairs",
+    "check_units",
     "run_offline_contract",
 ]
 
@@ -75,14 +81,48 @@ def run_offline_contract(
         ContinuityError: any stage's typed error (the report is not written).
     """
     out = out_dir or resolve_out_path()
+    results = _build_suites(store, out)
+    check_distractor_pairs(store, results["hard"], results["hard-distractors"])
+    checkpoints = _check_checkpoints(store, out, results)
+    run_dir = out / "runs" / CONTRACT_RUN
+    units = _run_units(store, run_dir)
+    check_units(units)
+    aggregated, paths, _ = aggregate_run(store, run_dir)
+    for item in results["hard"].items:
+        if item.trace_id in CONTRACT_DESIGN_TRACES:
+            check_design(store, decode_trace(store.get_blob(item.digest)), item)
+    report = ContractReport(
+        created_at=utc_now(),
+        store=str(store.root),
+        suites=tuple(
+            SuiteSummary(r.suite, len(r.items), r.built, r.tree.digest, r.manifest_path)
+            for r in results.values()
+        ),
+        checks=_checks(
+            units, checkpoints, f"{aggregated.units} units aggregated into {paths['report']}"
+        ),
+        passed=True,
+        report=str(paths["report"]),
+    )
+    folder = out / "contract"
+    write_json(folder / "contract.json", report)
+    md_path = folder / "contract.md"
+    write_output(md_path, _markdown(report).encode("utf-8"))
+    return report, md_path
+
+
+def _build_suites(store: Store, out: Path) -> dict[str, SuiteResult]:
+    """Build (or find in the store) and validate every default suite."""
     results: dict[str, SuiteResult] = {}
     for suite in SUITES:
         with progress(f"traces {suite}") as tick:
             results[suite] = build_suite(store, suite, out_dir=out, progress=tick)
-    checks: dict[str, str] = {
-        "suites_valid": "every trace of the three default suites validated before storage",
-    }
-    check_distractor_pairs(store, results["hard"], results["hard-distractors"])
+    return results
+
+
+def _check_checkpoints(store: Store, out: Path, results: dict[str, SuiteResult]) -> int:
+    """Replay the contract's traces into checkpoints and fork each into a fresh child;
+    return how many were checked."""
     checkpoints = 0
     for suite, traces in CONTRACT_CHECKPOINTS:
         with progress(f"checkpoints {suite}") as tick:
@@ -90,8 +130,12 @@ def run_offline_contract(
         for result in built:
             check_checkpoint(store, result, results[suite])
         checkpoints += len(built)
-    run_dir = out / "runs" / CONTRACT_RUN
-    units = []
+    return checkpoints
+
+
+def _run_units(store: Store, run_dir: Path) -> list[UnitRecord]:
+    """Every arm's units on the contract's traces, graded by the scripted judge."""
+    units: list[UnitRecord] = []
     for suite, traces in CONTRACT_CHECKPOINTS:
         with progress(f"units {suite}") as tick:
             records, _, _ = build_units(
@@ -104,6 +148,15 @@ def run_offline_contract(
                 judge=CONTRACT_JUDGE,  # the scripted judge grades every valid answer
             )
         units += records
+    return units
+
+
+def check_units(units: Sequence[UnitRecord]) -> None:
+    """Every valid answer judged, and every probe sample valid (crossed its boundary).
+
+    Raises:
+        ContinuityError: ``arm_contract_failed`` naming the first bad unit's trace.
+    """
     unjudged = [
         (u.trace_id, u.arm)
         for u in units
@@ -129,52 +182,39 @@ def run_offline_contract(
             code="arm_contract_failed",
             location=bad[0][0],
         )
-    aggregated, paths, _ = aggregate_run(store, run_dir)
-    for item in results["hard"].items:
-        if item.trace_id in CONTRACT_DESIGN_TRACES:
-            check_design(store, decode_trace(store.get_blob(item.digest)), item)
+
+
+def _checks(units: Sequence[UnitRecord], checkpoints: int, aggregate: str) -> dict[str, str]:
+    """The contract's checks, each a sentence saying what passed (in report order)."""
     samples = sum(len(u.probes) for u in units)
-    checks["units"] = (
-        f"{len(units)} units, {samples} probe samples, every arm on the originals and hard "
-        "101-102, each probe in a fresh process on a fresh copy of its checkpoint: every "
-        "sample crossed its boundary, met its pressure threshold on the hard traces and "
-        "had a healthy store where it needs one; packs only in the pack arm"
-    )
-    checks["aggregate"] = f"{aggregated.units} units aggregated into {paths['report']}"
-    checks["judge"] = (
-        f"the scripted judge graded every valid answer ({sum(len(u.judge) for u in units)} "
-        "verdicts); the report shows its agreement with the scorer (mechanics only)"
-    )
-    checks["design"] = (
-        "on hard 101-102 the early account reference is in the native context and not the "
-        "cold one, the booking pack's head identifier survives cold rebuild, and the secret "
-        "is in no retained store, pack or receipt"
-    )
-    checks["checkpoints"] = (
-        f"{checkpoints} checkpoints replayed with real MCP calls: every tool record served "
-        "once in order, every steer delivered as owner input, durable state reloaded "
-        "equal; each fork seen intact by a fresh child at the original path"
-    )
-    checks["distractors_neutral"] = (
-        "hard-distractors differ from their hard twins only in labelled filler units; "
-        "facts, probes, byte sizes and estimated tokens are identical"
-    )
-    report = ContractReport(
-        created_at=utc_now(),
-        store=str(store.root),
-        suites=tuple(
-            SuiteSummary(r.suite, len(r.items), r.built, r.tree.digest, r.manifest_path)
-            for r in results.values()
+    return {
+        "suites_valid": "every trace of the three default suites validated before storage",
+        "units": (
+            f"{len(units)} units, {samples} probe samples, every arm on the originals and hard "
+            "101-102, each probe in a fresh process on a fresh copy of its checkpoint: every "
+            "sample crossed its boundary, met its pressure threshold on the hard traces and "
+            "had a healthy store where it needs one; packs only in the pack arm"
         ),
-        checks=checks,
-        passed=True,
-        report=str(paths["report"]),
-    )
-    folder = out / "contract"
-    write_json(folder / "contract.json", report)
-    md_path = folder / "contract.md"
-    write_output(md_path, _markdown(report).encode("utf-8"))
-    return report, md_path
+        "aggregate": aggregate,
+        "judge": (
+            f"the scripted judge graded every valid answer ({sum(len(u.judge) for u in units)} "
+            "verdicts); the report shows its agreement with the scorer (mechanics only)"
+        ),
+        "design": (
+            "on hard 101-102 the early account reference is in the native context and not the "
+            "cold one, the booking pack's head identifier survives cold rebuild, and the secret "
+            "is in no retained store, pack or receipt"
+        ),
+        "checkpoints": (
+            f"{checkpoints} checkpoints replayed with real MCP calls: every tool record served "
+            "once in order, every steer delivered as owner input, durable state reloaded "
+            "equal; each fork seen intact by a fresh child at the original path"
+        ),
+        "distractors_neutral": (
+            "hard-distractors differ from their hard twins only in labelled filler units; "
+            "facts, probes, byte sizes and estimated tokens are identical"
+        ),
+    }
 
 
 def check_checkpoint(store: Store, result: CheckpointResult, suite: SuiteResult) -> None:
