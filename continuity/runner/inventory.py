@@ -22,6 +22,7 @@ import hashlib
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
@@ -43,8 +44,11 @@ from continuity.lookup.receipts import LookupBinding, PathReceipt, SourceRef
 from continuity.lookup.soul import Soul
 from continuity.lookup.sources import sources_for
 from continuity.store import Store
-from continuity.traces.schema import Trace
+from continuity.traces.schema import Probe, Trace
 from continuity.traces.suites import SuiteItem
+
+if TYPE_CHECKING:
+    from continuity.probe.worker import ProbeSpec
 
 __all__ = [
     "CORPUS",
@@ -168,6 +172,98 @@ def _trace_estimates(trace: object) -> tuple[int, int]:
     return shape["full"] + ASSUMPTIONS["system_tokens"], shape["reseed"]
 
 
+def _reference_specs(
+    annotated: Sequence[tuple[int, Probe, list[SourceRef]]],
+    soul: Soul,
+    models: tuple[str, str],
+) -> list[ProbeSpec]:
+    """One probe spec per annotated probe: the evaluator's reference path to its first
+    source, under the inventory's call and byte caps."""
+    from continuity.probe.worker import ProbeSpec
+
+    return [
+        ProbeSpec(
+            index,
+            probe.text,
+            [],
+            LookupBinding(
+                mode="reference",
+                call_budget=CALL_CAP,
+                byte_budget=BYTE_CAP,
+                soul_sha256=soul.sha256,
+                soul_core_sha256=soul.core_sha256,
+                sources=sources[:1],
+                models=models,
+            ),
+        )
+        for index, probe, sources in annotated
+    ]
+
+
+def _measure_paths(
+    store: Store,
+    soul: Soul,
+    models: tuple[str, str],
+    job: tuple[str, SuiteItem, Trace, Arm],
+    annotated: Sequence[tuple[int, Probe, list[SourceRef]]],
+) -> list[PathCost]:
+    """Run the reference paths of one trace x arm in a unit worker on the arm's
+    (lookup-namespaced) checkpoint; return their costs.
+
+    Raises:
+        ContinuityError: ``lookup_inventory_failed`` when a reference path's child failed.
+    """
+    from continuity.harness.checkpoints import build_checkpoint, checkpoint_lock
+    from continuity.probe.worker import UnitRequest
+    from continuity.runner.units import run_worker
+
+    suite, item, trace, arm = job
+    checkpoint = build_checkpoint(
+        store,
+        trace,
+        trace_key=item.key,
+        trace_digest=item.digest,
+        config=replay_config_for(arm, PROBE_MODE, models),
+    )
+    request = UnitRequest(
+        store_root=str(store.root),
+        tree=checkpoint.tree.digest,
+        workspace=checkpoint.root,
+        arm=arm.id,
+        probes=_reference_specs(annotated, soul, models),
+        watchdog_seconds=720.0,
+    )
+    with checkpoint_lock(store, checkpoint.key):
+        outcomes = run_worker(request, 3600.0)
+    full, cold = _trace_estimates(trace)
+    paths: list[PathCost] = []
+    for (_, probe, _), outcome in zip(annotated, outcomes, strict=True):
+        evidence = outcome.evidence
+        if evidence is None:
+            raise ContinuityError(
+                f"the reference path of {trace.trace_id} {arm.id} {probe.probe_id} "
+                f"failed: {outcome.error}",
+                code="lookup_inventory_failed",
+                location=trace.trace_id,
+            )
+        assert evidence.lookup is not None and evidence.lookup.paths
+        path = evidence.lookup.paths[0]
+        observed = -(-evidence.lookup.first_request_bytes // 3)
+        estimate = full if arm.id == "native-lookup" else cold + 8_000
+        paths.append(
+            _cost(
+                trace.trace_id,
+                arm.id,
+                probe.probe_id,
+                path,
+                initial_tokens=max(observed, estimate),
+                cold_tokens=cold if arm.pack else 0,
+                suite=suite,
+            )
+        )
+    return paths
+
+
 def measure_inventory(
     store: Store,
     soul: Soul,
@@ -178,9 +274,6 @@ def measure_inventory(
 ) -> Inventory:
     """Measure every reference path of the corpus (see the module doc) on a scripted
     reader binding's models (the default one: the policy's reader)."""
-    from continuity.harness.checkpoints import build_checkpoint, checkpoint_lock
-    from continuity.probe.worker import ProbeSpec, UnitRequest
-    from continuity.runner.units import run_worker
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace
 
@@ -191,69 +284,11 @@ def measure_inventory(
             trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
             jobs.extend((suite, item, trace, ARMS[arm_id]) for arm_id in LOOKUP_ARMS)
     paths: list[PathCost] = []
-    for done, (suite, item, trace, arm) in enumerate(jobs, start=1):
-        annotated = [(i, p, sources_for(trace, p)) for i, p in enumerate(trace.probes)]
-        annotated = [(i, p, s) for i, p, s in annotated if s]
+    for done, job in enumerate(jobs, start=1):
+        _, item, trace, arm = job
+        annotated = [(i, p, s) for i, p in enumerate(trace.probes) if (s := sources_for(trace, p))]
         if annotated:
-            checkpoint = build_checkpoint(
-                store,
-                trace,
-                trace_key=item.key,
-                trace_digest=item.digest,
-                config=replay_config_for(arm, PROBE_MODE, models),
-            )
-            specs = [
-                ProbeSpec(
-                    index,
-                    probe.text,
-                    [],
-                    LookupBinding(
-                        mode="reference",
-                        call_budget=CALL_CAP,
-                        byte_budget=BYTE_CAP,
-                        soul_sha256=soul.sha256,
-                        soul_core_sha256=soul.core_sha256,
-                        sources=sources[:1],
-                        models=models,
-                    ),
-                )
-                for index, probe, sources in annotated
-            ]
-            request = UnitRequest(
-                store_root=str(store.root),
-                tree=checkpoint.tree.digest,
-                workspace=checkpoint.root,
-                arm=arm.id,
-                probes=specs,
-                watchdog_seconds=720.0,
-            )
-            with checkpoint_lock(store, checkpoint.key):
-                outcomes = run_worker(request, 3600.0)
-            full, cold = _trace_estimates(trace)
-            for (_, probe, _), outcome in zip(annotated, outcomes, strict=True):
-                evidence = outcome.evidence
-                if evidence is None:
-                    raise ContinuityError(
-                        f"the reference path of {trace.trace_id} {arm.id} {probe.probe_id} "
-                        f"failed: {outcome.error}",
-                        code="lookup_inventory_failed",
-                        location=trace.trace_id,
-                    )
-                assert evidence.lookup is not None and evidence.lookup.paths
-                path = evidence.lookup.paths[0]
-                observed = -(-evidence.lookup.first_request_bytes // 3)
-                estimate = full if arm.id == "native-lookup" else cold + 8_000
-                paths.append(
-                    _cost(
-                        trace.trace_id,
-                        arm.id,
-                        probe.probe_id,
-                        path,
-                        initial_tokens=max(observed, estimate),
-                        cold_tokens=cold if arm.pack else 0,
-                        suite=suite,
-                    )
-                )
+            paths.extend(_measure_paths(store, soul, models, job, annotated))
         if progress is not None:
             progress(done, len(jobs), f"{item.trace_id} {arm.id}", f"{len(annotated)} paths")
     paths.extend(regression_paths())

@@ -96,7 +96,42 @@ def run_real(
         environ=environ,
     )
     assert credentials is not None
-    credentials = os.path.abspath(credentials)
+    real = _real_run(
+        plan,
+        out,
+        os.path.abspath(credentials),
+        concurrency=concurrency,
+        explain_cache=explain_cache,
+    )
+    _write_plan(plan, out)
+    try:
+        records, folder, built = build_units(
+            store,
+            plan.suite,
+            plan.seeds,
+            arms=",".join(plan.arms),
+            repeats=plan.repeats,
+            traces=traces,
+            probe_limit=plan.probe_limit,
+            run_dir=out,
+            progress=progress,
+            jobs=jobs,
+            only_repeats=only_repeats,
+            real=real,
+            max_observed_input_tokens=max_observed_input_tokens,
+            traces_root=out,
+        )
+    finally:
+        _root_under_plan(store, plan_digest(plan), out)
+    return RealResult(records, str(folder), built, real.explain_log)
+
+
+def _real_run(
+    plan: Plan, out: Path, credentials: str, *, concurrency: int, explain_cache: bool
+) -> RealRun:
+    """This invocation's endpoints (the reader, and the judge when the plan has one),
+    its own ledger under ``<out>/.ledger/`` and, with `explain_cache`, a fresh call-key
+    explain log."""
     slots = out / ".slots"
     reader = endpoint_for(
         plan, plan.reader, plan.reader_effort, credentials, concurrency=concurrency, slots_dir=slots
@@ -117,34 +152,18 @@ def run_real(
     explain_log = str(out / "cache-explain.jsonl") if explain_cache else None
     if explain_log is not None and os.path.exists(explain_log):
         os.unlink(explain_log)  # one invocation's account, not an ever-growing log
-    real = RealRun(
+    return RealRun(
         reader=reader,
         judge=judge,
         ledger=str(out / ".ledger" / f"{stamp}-{os.getpid()}.sqlite3"),
         explain_log=explain_log,
     )
+
+
+def _write_plan(plan: Plan, out: Path) -> None:
+    """Write the confirmed plan and its digest to ``<out>/plan.json``."""
     document: dict[str, Any] = {"digest": plan_digest(plan), "plan": msgspec.to_builtins(plan)}
     write_output(out / "plan.json", msgspec.json.format(msgspec.json.encode(document)) + b"\n")
-    try:
-        records, folder, built = build_units(
-            store,
-            plan.suite,
-            plan.seeds,
-            arms=",".join(plan.arms),
-            repeats=plan.repeats,
-            traces=traces,
-            probe_limit=plan.probe_limit,
-            run_dir=out,
-            progress=progress,
-            jobs=jobs,
-            only_repeats=only_repeats,
-            real=real,
-            max_observed_input_tokens=max_observed_input_tokens,
-            traces_root=out,
-        )
-    finally:
-        _root_under_plan(store, plan_digest(plan), out)
-    return RealResult(records, str(folder), built, explain_log)
 
 
 def _root_under_plan(store: Store, digest: str, out: Path) -> None:

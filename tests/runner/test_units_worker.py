@@ -7,13 +7,16 @@ import io
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from continuity.errors import CheckpointError, ObjectMissing
 from continuity.probe import child as probe_module
-from continuity.probe.worker import ProbeSpec, UnitRequest
+from continuity.probe.worker import ProbeOutcome, ProbeSpec, UnitRequest, UnitWorkerResult
 from continuity.runner import units as units_module
-from continuity.runner.units import UnitRecord
+from continuity.runner.unit_store import materialise
+from continuity.runner.unit_worker import decode_worker_reply
+from continuity.runner.units import ProbeResult, UnitRecord
 from continuity.store import Store
 
 
@@ -69,6 +72,59 @@ def test_a_unit_the_store_lost_is_never_materialised_from_memory(tmp_path: Path)
     )
     folder = tmp_path / "units"
     with pytest.raises(ObjectMissing) as err:
-        units_module._materialise(Store(tmp_path / "store"), folder, record)
+        materialise(Store(tmp_path / "store"), folder, record)
     assert err.value.code == "object_missing"
     assert not (folder / units_module.unit_filename(record)).exists()
+
+
+def test_a_worker_reply_decodes_into_its_outcomes(tmp_path: Path) -> None:
+    specs = [ProbeSpec(0, "where?", []), ProbeSpec(2, "when?", [])]
+    outcomes = [ProbeOutcome(0, None, "child_failed: x"), ProbeOutcome(2, None, "child_failed: y")]
+    reply = msgspec.json.encode(UnitWorkerResult(worker_pid=1, outcomes=outcomes))
+    assert decode_worker_reply(_request(tmp_path, specs), reply) == outcomes
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"",
+        b"not json",
+        b'{"worker_pid": 1}',
+        b'{"worker_pid": 1, "outcomes": [{"index": "0", "evidence": null, "error": null}]}',
+        b'{"worker_pid": 1, "outcomes": [["0", null, null]]}',
+    ],
+)
+def test_a_malformed_worker_reply_is_child_failed(tmp_path: Path, reply: bytes) -> None:
+    spec = ProbeSpec(0, "where?", [])
+    with pytest.raises(CheckpointError) as err:
+        decode_worker_reply(_request(tmp_path, [spec]), reply)
+    assert err.value.code == "child_failed" and "printed no result" in err.value.message
+
+
+@pytest.mark.parametrize("indexes", [[], [0], [0, 0], [2, 0], [0, 1], [0, 2, 3]])
+def test_a_worker_reply_for_other_probes_is_child_failed(
+    tmp_path: Path, indexes: list[int]
+) -> None:
+    specs = [ProbeSpec(0, "where?", []), ProbeSpec(2, "when?", [])]
+    outcomes = [ProbeOutcome(i, None, "child_failed: x") for i in indexes]
+    reply = msgspec.json.encode(UnitWorkerResult(worker_pid=1, outcomes=outcomes))
+    with pytest.raises(CheckpointError) as err:
+        decode_worker_reply(_request(tmp_path, specs), reply)
+    assert err.value.code == "child_failed" and "it was asked for [0, 2]" in err.value.message
+
+
+def test_a_probe_status_outside_the_vocabulary_does_not_decode() -> None:
+    result = {
+        "probe_id": "p1",
+        "index": 0,
+        "category": "recall",
+        "design_role": None,
+        "status": "valid",
+        "reasons": [],
+        "answer": "",
+    }
+    assert msgspec.convert(result, ProbeResult).status == "valid"
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({**result, "status": "passed"}, ProbeResult)
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({**result, "outcome": "right"}, ProbeResult)

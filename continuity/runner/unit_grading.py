@@ -1,0 +1,146 @@
+"""Grading a unit's outcomes: each sample classified from its evidence, the valid ones
+scored against their probe's expectation and handed to the judge.
+
+Only ``valid`` samples are scored and analysed for availability; an excluded sample
+keeps its class and reasons, never scored, never dropped; a failed child gives a failed
+result. The judge gets the question, the expectation and the answer, never the arm.
+`score_result` is also what ``doit score`` re-runs on recorded answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from continuity.errors import ContinuityError
+from continuity.evidence import Classification, classify
+from continuity.probe.receipts import SampleEvidence
+from continuity.probes.availability import NeedleState, availability, fact_count, loss
+from continuity.probes.judge import Judge, JudgeCase, JudgeVerdict, ProviderJudge, ScriptedJudge
+from continuity.probes.scoring import DEFAULT_LOCALE, Locale, locale_for, score_answer
+from continuity.runner.unit_record import ProbeResult, RealRun
+from continuity.runner.unit_store import UnitFrame, failed_result
+from continuity.store import Store
+from continuity.traces.schema import Probe
+
+if TYPE_CHECKING:
+    from continuity.probe.worker import ProbeOutcome
+
+__all__ = ["Graded", "grade", "judge_verdicts", "score_result", "unit_judge"]
+
+
+def unit_judge(store: Store, real: RealRun | None, judge: str | None, repeat: int) -> Judge | None:
+    """The unit's judge: the judge model behind the call cache in real mode, the scripted
+    judge offline when the plan has a judge, else none."""
+    if real is not None:
+        if real.judge is None:
+            return None
+        return ProviderJudge(
+            real.judge,
+            str(store.root),
+            repeat=repeat,
+            ledger=real.ledger,
+            explain_log=real.explain_log,
+        )
+    return ScriptedJudge() if judge else None
+
+
+def _sample_result(probe: Probe, evidence: SampleEvidence, verdict: Classification) -> ProbeResult:
+    """A probe's result from its sample's evidence and classification, not yet scored."""
+    return ProbeResult(
+        probe_id=probe.probe_id,
+        index=evidence.probe_index,
+        category=probe.category,
+        design_role=probe.design_role,
+        status=verdict.status,
+        reasons=verdict.reasons,
+        answer=evidence.answer,
+        history_calls=len(evidence.history_calls),
+        usage=evidence.usage,
+        # Real (d): the repeat's mid-trace summary counts in each sample that used it.
+        compaction_usage=evidence.compaction_usage,
+        compactions=[
+            c for c in (evidence.compaction, *evidence.mid_run_compactions) if c is not None
+        ],
+        evidence=evidence,
+    )
+
+
+@dataclass
+class Graded:
+    """The unit's probe results, the cases its judge grades, and why it is unfinished."""
+
+    results: list[ProbeResult]
+    judged: list[JudgeCase]
+    incomplete: list[str]
+
+
+def grade(frame: UnitFrame, outcomes: Sequence[ProbeOutcome]) -> Graded:
+    """Classify every outcome's sample; score the valid ones and queue them for the
+    judge. A failed child gives a failed result; an excluded sample keeps its class and
+    is never scored."""
+    graded = Graded([], [], [])
+    eligible = [p for p in frame.probes if p.probe_id not in frame.skipped]
+    for probe, outcome in zip(eligible, outcomes, strict=True):
+        evidence = outcome.evidence
+        if evidence is None:
+            graded.incomplete.append(str(outcome.error))
+            graded.results.append(
+                failed_result(probe, outcome.index, str(outcome.error), outcome.witness)
+            )
+            continue
+        verdict = classify(frame.arm, evidence, family=frame.trace.family)
+        result = _sample_result(probe, evidence, verdict)
+        if verdict.status != "valid":
+            graded.results.append(result)  # excluded: kept with its class, never scored
+            continue
+        locale = locale_for(frame.trace.family)
+        graded.results.append(score_result(result, probe, evidence.needle_states, locale=locale))
+        # The judge gets the question, the expectation and the answer: never the arm.
+        graded.judged.append(
+            JudgeCase(probe.probe_id, probe.text, probe.expectation, evidence.answer)
+        )
+    return graded
+
+
+def judge_verdicts(
+    grader: Judge | None, graded: Graded, real: RealRun | None
+) -> list[JudgeVerdict]:
+    """The judge's verdicts on the valid answers; in real mode a failed judge call
+    leaves the unit incomplete (finished verdicts come from the call cache)."""
+    if grader is None or not graded.judged:
+        return []
+    try:
+        return grader.verdicts(graded.judged)
+    except ContinuityError as error:
+        if real is None:
+            raise
+        graded.incomplete.append(str(error))
+        return []
+
+
+def score_result(
+    result: ProbeResult,
+    probe: Probe,
+    states: Sequence[NeedleState],
+    *,
+    locale: Locale = DEFAULT_LOCALE,
+) -> ProbeResult:
+    """A valid probe result scored against its probe's expectation: outcome, the
+    scorer's reason, availability from the recorded needle states, and the loss label.
+    `locale` is the trace family's numeric-date locale (`locale_for`).
+    (`doit score` re-runs exactly this on recorded answers.)"""
+    score = score_answer(probe.expectation, result.answer, locale=locale)
+    facts = fact_count(probe.expectation)
+    available = availability(facts, states[:facts], states[facts:])
+    return msgspec.structs.replace(
+        result,
+        outcome=score.outcome,
+        correct=score.correct,
+        score_reason=score.reason,
+        availability=available,
+        loss=loss(available, score),
+    )

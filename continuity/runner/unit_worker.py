@@ -1,0 +1,128 @@
+"""The unit worker call: what a unit's probes need to run, and the worker process that
+runs them.
+
+The runner hands the worker (``python -m continuity.probe.worker``) one `UnitRequest` on
+its stdin and reads one `UnitWorkerResult` from its stdout, decoded into that struct and
+checked against the request: one `ProbeOutcome` per requested probe, in request order.
+Anything else is a coded ``child_failed``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from continuity.errors import CheckpointError
+from continuity.providers.endpoint import RealBinding
+from continuity.runner.lookup_run import LookupRun
+from continuity.runner.unit_record import RealRun
+from continuity.store import Store
+
+if TYPE_CHECKING:
+    from continuity.harness.checkpoints import CheckpointResult
+    from continuity.probe.worker import ProbeOutcome, ProbeSpec, UnitRequest
+
+__all__ = ["decode_worker_reply", "real_binding_for", "run_worker", "worker_request"]
+
+
+def real_binding_for(real: RealRun | None, store: Store, repeat: int) -> RealBinding | None:
+    """What a probe process (and a real mid-trace summary) needs to call the endpoint."""
+    if real is None:
+        return None
+    return RealBinding(
+        endpoint=real.reader,
+        store_root=str(store.root),
+        repeat=repeat,
+        ledger=real.ledger,
+        explain_log=real.explain_log,
+    )
+
+
+def worker_request(
+    store: Store,
+    checkpoint: CheckpointResult,
+    arm: str,
+    specs: list[ProbeSpec],
+    *,
+    dump_requests: Path | None,
+    real: RealBinding | None,
+    lookup: LookupRun | None,
+) -> UnitRequest:
+    """The worker's request: run `specs` on fresh copies of the checkpoint's snapshot."""
+    from continuity.probe.worker import UnitRequest
+
+    return UnitRequest(
+        store_root=str(store.root),
+        tree=checkpoint.tree.digest,
+        workspace=checkpoint.root,
+        arm=arm,
+        probes=specs,
+        dump_requests=str(dump_requests) if dump_requests else None,
+        real=real,
+        watchdog_seconds=lookup.watchdog_seconds if lookup is not None else None,
+    )
+
+
+def decode_worker_reply(request: UnitRequest, out: bytes) -> list[ProbeOutcome]:
+    """The worker's outcomes, decoded from its stdout into `UnitWorkerResult`.
+
+    Raises:
+        CheckpointError: ``child_failed`` when the reply is not a `UnitWorkerResult`, or
+            its outcomes are not one per requested probe, in request order.
+    """
+    from continuity.probe.worker import UnitWorkerResult
+
+    try:
+        outcomes = msgspec.json.decode(out, type=UnitWorkerResult).outcomes
+    except msgspec.MsgspecError as exc:
+        raise CheckpointError(
+            f"unit worker printed no result: {exc}", code="child_failed"
+        ) from None
+    asked = [spec.index for spec in request.probes]
+    answered = [outcome.index for outcome in outcomes]
+    if answered != asked:
+        raise CheckpointError(
+            f"unit worker answered probes {answered}; it was asked for {asked}",
+            code="child_failed",
+        )
+    return outcomes
+
+
+def run_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
+    """Run the unit worker on `request` and return its outcomes, one per probe.
+
+    The request (probe texts and the evaluator-only needles) goes to the worker on its
+    stdin, never through a file, so a killed run leaves nothing of it on disk.
+
+    Raises:
+        CheckpointError: ``child_failed`` when the worker exits non-zero, prints no
+            result (or not one outcome per requested probe), or runs past `timeout`
+            (it is killed).
+    """
+    with subprocess.Popen(
+        # The worker dies with this process (Linux), and its probe children with it.
+        [sys.executable, "-m", "continuity.probe.worker", "--parent-pid", str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as worker:
+        try:
+            out, err = worker.communicate(msgspec.json.encode(request), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.communicate()
+            raise CheckpointError(
+                f"unit worker ran past its {timeout:.0f} s timeout and was killed",
+                code="child_failed",
+            ) from None
+    if worker.returncode != 0:
+        lines = err.decode(errors="replace").strip().splitlines() or ["no output"]
+        raise CheckpointError(
+            f"unit worker exited {worker.returncode}: {lines[-1]}", code="child_failed"
+        )
+    return decode_worker_reply(request, out)
