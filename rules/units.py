@@ -249,7 +249,7 @@ def _aggregate(**options: Unpack[RunOptions]) -> str:
 
 def _scorer_name(section: ScorerSection | None) -> str:
     digest = section.digest if section is not None else None
-    return f"current scorer {str(digest)[:16]}" if digest else "original grades"
+    return f"current scorer {digest[:16]}" if digest else "original grades"
 
 
 def _score(**options: Unpack[RunOptions]) -> str:
