@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -214,3 +215,25 @@ def test_no_expected_value_rubric_or_category_reaches_a_reader(
             dumps += 1
             assert _leaks(json.loads(line), trace) == [], arm.id
     assert dumps >= len(trace.probes) * 3
+
+
+# sha256 of each hard unit's content (canonical JSON, sorted keys) with its key, content
+# digest, checkpoint key and trace key blanked: what a refactor must leave unchanged.
+# Measured before the unit runner was split into steps (issue 12) and after: identical.
+# Keys move when code moves; a change here is a change in what a unit records.
+PINNED_CONTENT = {
+    "cold-rebuild": "2957a71b17b1956ccd8cf8e20d8633a074e37e47736f84f380bff701542c694b",
+    "continuity-store": "c4e2ff729cb1e1706e0ec2d6ab7716a0d31061f7f42f26c1aa4f560e4757f5ea",
+    "native": "358fc87492ef74a89a7a7c41222e27bf1121533fd59e7e5d49d156ab9c0207de",
+}
+
+
+def test_unit_contents_apart_from_keys_are_pinned(hard_units: list[UnitRecord]) -> None:
+    digests = {}
+    for unit in hard_units:
+        content = msgspec.to_builtins(unit)
+        for field in ("key", "content_digest", "checkpoint", "trace_key"):
+            content[field] = ""
+        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
+        digests[unit.arm] = hashlib.sha256(canonical.encode()).hexdigest()
+    assert digests == PINNED_CONTENT
