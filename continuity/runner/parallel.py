@@ -19,19 +19,20 @@ __all__ = ["run_by_trace"]
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+Status = TypeVar("Status", bound=str)  # the work's status word (e.g. `UnitStatus`)
 
 
 def run_by_trace(
     items: Sequence[Item],
     *,
     trace_of: Callable[[Item], str],
-    work: Callable[[Item], tuple[Result, str]],
+    work: Callable[[Item], tuple[Result, Status]],
     describe: Callable[[Item], str],
     jobs: int,
     progress: Tick | None = None,
-) -> list[tuple[Result, str]]:
+) -> list[tuple[Result, Status]]:
     """Apply `work` (returning a result and a status word) to every item."""
-    outcomes: list[tuple[Result, str] | None] = [None] * len(items)
+    outcomes: list[tuple[Result, Status] | None] = [None] * len(items)
     finished = 0
     lock = threading.Lock()
 
