@@ -69,7 +69,7 @@ Raised with the classes above from other modules (by area)::
     arms, config     arm_unknown, arm_not_available_at_revision:<id>, config_key_unknown,
                      config_value_invalid
     harness          turn_round_limit, tool_not_offered, workspace_not_empty,
-                     lookup_cleanup_timeout, boundary_record_mismatch
+                     lookup_cleanup_timeout, boundary_record_mismatch, probe_request_invalid
     ConversationHistory  history_unavailable, history_invalid_request,
                      history_record_unknown, history_cursor_invalid
     offline contract arm_contract_failed, checkpoint_contract_failed,

@@ -24,7 +24,13 @@ import msgspec
 from continuity.arms import Arm
 from continuity.probe.receipts import SampleEvidence
 
-__all__ = ["EXCLUDED_CLASSES", "LONG_FAMILIES", "Classification", "classify"]
+__all__ = [
+    "EXCLUDED_CLASSES",
+    "LONG_FAMILIES",
+    "Classification",
+    "Status",
+    "classify",
+]
 
 LONG_FAMILIES = ("hard", "hard-distractors")
 EXCLUDED_CLASSES: tuple[str, ...] = (

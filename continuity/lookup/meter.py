@@ -32,14 +32,13 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from continuity.lookup.policy import LookupPolicy
+from continuity.lookup.reader import HISTORY_TOOL
 from continuity.lookup.state import Cause, MeterState
 
 if TYPE_CHECKING:
     from continuity.harness.toolbox import McpToolbox
 
 __all__ = ["Meter", "MeterState", "content_bytes", "metered_history"]
-
-HISTORY_TOOL = "ConversationHistory"
 
 
 class Meter:

@@ -31,7 +31,7 @@ import msgspec
 
 from continuity.digest import digest_bytes
 from continuity.errors import HarnessError
-from continuity.lookup.reader import displayed_packed_ids
+from continuity.lookup.reader import HISTORY_TOOL, displayed_packed_ids
 from continuity.lookup.receipts import LookupWitness, PathReceipt, SourceRef
 
 if TYPE_CHECKING:
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from continuity.lookup.meter import Meter
 
 __all__ = ["PageTracker", "bounded_cleanup", "reference_path", "write_witness"]
-
-HISTORY_TOOL = "ConversationHistory"
 
 
 class PageTracker:

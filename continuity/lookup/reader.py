@@ -27,6 +27,7 @@ import re
 from collections import deque
 
 from continuity.errors import UsageError
+from continuity.lookup.state import ReaderStop
 from continuity.messages import (
     ModelRequest,
     ToolCallRequest,
@@ -35,7 +36,16 @@ from continuity.messages import (
 )
 from continuity.providers.scripted import ScriptedStep
 
-__all__ = ["LOOKUP_BINDINGS", "LookupReader", "binding_models", "displayed_packed_ids"]
+__all__ = [
+    "HISTORY_TOOL",
+    "LOOKUP_BINDINGS",
+    "LUNA",
+    "SOL",
+    "UNKNOWN_ANSWER",
+    "LookupReader",
+    "binding_models",
+    "displayed_packed_ids",
+]
 
 HISTORY_TOOL = "ConversationHistory"
 UNKNOWN_ANSWER = "UNKNOWN"
@@ -77,7 +87,7 @@ class LookupReader:
         self.call_budget = call_budget
         self.search_pages = search_pages
         self.calls = 0
-        self.stopped: str | None = None  # why the reader stopped looking
+        self.stopped: ReaderStop | None = None  # why the reader stopped looking
         self._queue: deque[tuple[str, str | None]] = deque()  # (record id, cursor)
         self._seen: set[str] = set()
         self._pages = 0

@@ -9,7 +9,7 @@ from typing import Literal
 
 import msgspec
 
-from continuity.lookup.state import MeterState
+from continuity.lookup.state import MeterState, ReaderStop
 
 __all__ = [
     "LookupBinding",
@@ -68,7 +68,7 @@ class LookupWitness(msgspec.Struct, frozen=True, kw_only=True):
     this has an ``elapsed_seconds`` here; decoding ignores it.)"""
 
     meter: MeterState
-    reader_stopped: str | None
+    reader_stopped: ReaderStop | None
     records_returned: list[str]  # record ids fully returned (every page)
     sources_returned: int  # sources fully returned with a verified digest
     first_request_bytes: int

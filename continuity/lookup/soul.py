@@ -19,7 +19,16 @@ import msgspec
 
 from continuity.errors import ContinuityError
 
-__all__ = ["SOUL_NAME", "Soul", "SoulError", "default_soul_path", "install_soul", "read_soul"]
+__all__ = [
+    "SOUL_NAME",
+    "Soul",
+    "SoulError",
+    "check_soul",
+    "default_soul_path",
+    "install_soul",
+    "normalise_core",
+    "read_soul",
+]
 
 SOUL_NAME = "continuity-soul-v1.md"
 

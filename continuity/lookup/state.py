@@ -1,4 +1,4 @@
-"""Content-free lookup meter state (light: probe receipts carry it)."""
+"""Content-free lookup meter state and reader stops (light: probe receipts carry them)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ from typing import Literal
 
 import msgspec
 
-__all__ = ["Cause", "MeterState"]
+__all__ = ["Cause", "MeterState", "ReaderStop"]
 
 Cause = Literal["calls", "bytes"]
+# Why the scripted lookup reader stopped looking: nothing left to follow, its own call
+# budget, or the meter refused a call.
+ReaderStop = Literal["done", "budget", "exhausted"]
 
 
 class MeterState(msgspec.Struct, frozen=True):

@@ -1,13 +1,40 @@
-"""What the reader had before the probe question, and the evaluator's needle states
-over it: availability facts sealed into the sample's evidence."""
+"""The probe child's last step: seal what the probe observed into its `SampleEvidence`.
+
+The evidence is content-free (counts, events, digests) apart from the reader's answer,
+and deterministic: two samples of one key are the same bytes. It includes the
+evaluator's needle states: whether each needle was in what the reader had before the
+probe question, and whether the reference lookup path finds it in the retained store.
+"""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
+from continuity.harness.loop import TurnReport
+from continuity.lookup.receipts import LookupWitness, PathReceipt
+from continuity.memory.pack import is_pack
 from continuity.memory.retained import RetainedStore
 from continuity.messages import ModelRequest, UserMessage
+from continuity.probe.boundary import Crossing, MidRunCompaction, ProbeSetup, Restored
+from continuity.probe.reader import ProbeReader
+from continuity.probe.receipts import HistoryCall, SampleEvidence
 from continuity.probes.availability import ContextText, NeedleState, reference_lookup
 
-__all__ = ["before_probe", "needle_states"]
+__all__ = ["Asked", "before_probe", "needle_states", "seal_evidence"]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the probe turn did: the loop's report, the tools offered, every history
+    call, the reference paths (lookup reference mode) and the first request's input
+    tokens when the turn step measured them itself (None: the reader's count)."""
+
+    report: TurnReport
+    tools_offered: list[str]
+    history_calls: list[HistoryCall]
+    paths: list[PathReceipt]
+    probe_input_tokens: int | None = None
 
 
 def before_probe(first: ModelRequest | None) -> list[str]:
@@ -45,3 +72,53 @@ def needle_states(
             )
         )
     return states
+
+
+def seal_evidence(
+    setup: ProbeSetup,
+    restored: Restored,
+    crossing: Crossing,
+    reader: ProbeReader,
+    asked: Asked,
+    mid_run: MidRunCompaction,
+    witness: LookupWitness | None,
+) -> SampleEvidence:
+    """The sample's evidence, once the turn and its tools are closed."""
+    request, arm, seen = setup.request, setup.arm, reader.seen
+    store = restored.store
+    states = needle_states(
+        request.needles, seen[0] if seen else None, store if arm.history_tool else None
+    )
+    answer = restored.session.context()[-1]
+    first_input = asked.probe_input_tokens
+    return SampleEvidence(
+        arm=arm.id,
+        probe_index=request.probe_index,
+        trace_id=restored.facts.trace_id,
+        # The pids themselves differ between two runs of one sample: the parent
+        # keeps them in the sample's ProcessReceipt, outside the sealed evidence.
+        fresh_process=os.getpid() != request.parent_pid,
+        history_model=crossing.history_model,
+        reader_model=setup.config.models.reader,
+        operations=crossing.operations,
+        reseed=crossing.reseed,
+        compaction=crossing.compaction,
+        mid_trace_compaction=restored.facts.mid_trace_compaction,
+        mid_run_compactions=mid_run.events,
+        tools_offered=asked.tools_offered,
+        history_calls=asked.history_calls,
+        store=store.stats() if store is not None else None,
+        store_error=restored.store_error,
+        tool_history_status=restored.tool_history.status,
+        tool_history_warnings=list(restored.tool_history.warnings),
+        pack=crossing.pack,
+        packs_per_request=[sum(is_pack(m) for m in r.messages) for r in seen],
+        requests=asked.report.requests,
+        probe_input_tokens=first_input if first_input is not None else reader.probe_input_tokens(),
+        usage=asked.report.usage,
+        compaction_usage=mid_run.usage(crossing.compaction),
+        answer=getattr(answer, "text", ""),
+        needle_states=states,
+        calls=reader.calls(),
+        lookup=witness,
+    )

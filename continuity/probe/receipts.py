@@ -69,7 +69,7 @@ class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
     history_calls: list[HistoryCall]
     store: RetainedStats | None
     store_error: str | None
-    tool_history_status: str
+    tool_history_status: Literal["ok", "degraded"]
     tool_history_warnings: list[str]
     pack: PackReceipt | None
     packs_per_request: list[int]

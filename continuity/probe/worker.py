@@ -47,6 +47,7 @@ __all__ = [
     "UnitWorkerResult",
     "collect_child",
     "main",
+    "probe_request",
     "read_witness",
     "run_unit",
 ]
@@ -133,7 +134,9 @@ def _child(workspace: Path, request: ProbeRequest, write_fd: int) -> None:
         payload = msgspec.json.encode(
             ProbeOutcome(request.probe_index, evidence, None, replayed=replayed)
         )
-    except BaseException as exc:  # reported to the parent, whatever it is
+    # Whatever it raises, even an interrupt, is reported to the parent and ends here in
+    # os._exit: a forked child must never unwind into the worker's loop.
+    except BaseException as exc:
         typed = typed_error(exc)
         message = str(typed) if typed is not None else f"{type(exc).__name__}: {exc}"
         payload = msgspec.json.encode(
@@ -153,6 +156,8 @@ def read_witness(path: Path) -> LookupWitness | None:
 
 
 def run_unit(request: UnitRequest) -> UnitWorkerResult:
+    """Every probe of the unit, in order, each on a fresh copy of the checkpoint in a
+    fresh forked child; a failed probe never stops the others."""
     store = Store(request.store_root)
     root = Path(request.workspace)
     outcomes = []
@@ -160,52 +165,68 @@ def run_unit(request: UnitRequest) -> UnitWorkerResult:
         if root.exists():
             shutil.rmtree(root)
         store.restore_tree(request.tree, root)
-        lookup = spec.lookup
-        witness_path = root / ".lookup-witness.json"
-        if lookup is not None:
-            lookup = msgspec.structs.replace(lookup, witness_path=str(witness_path))
-        probe = ProbeRequest(
-            arm=request.arm,
-            probe_text=spec.text,
-            probe_index=spec.index,
-            parent_pid=os.getpid(),
-            dump_requests=request.dump_requests,
-            needles=spec.needles,
-            real=request.real,
-            lookup=lookup,
-        )
-        read_fd, write_fd = os.pipe()
-        started = time.monotonic()
-        pid = os.fork()
-        if pid == 0:  # the fresh process for this probe
-            os.close(read_fd)
-            _child(root, probe, write_fd)
-        os.close(write_fd)
-        data, status, fired = collect_child(pid, read_fd, watchdog=request.watchdog_seconds)
-        try:
-            outcome = msgspec.json.decode(data, type=ProbeOutcome)
-        except msgspec.MsgspecError:
-            outcome = ProbeOutcome(
-                spec.index, None, f"child_failed: probe child died (wait status {status})"
-            )
-        if fired:
-            outcome = ProbeOutcome(
-                spec.index,
-                None,
-                f"child_watchdog: the probe child ran past the {request.watchdog_seconds:.0f} s "
-                "watchdog and was killed",
-            )
-        if outcome.evidence is None and lookup is not None:
-            outcome = msgspec.structs.replace(outcome, witness=read_witness(witness_path))
-        process = ProcessReceipt(
-            probe_index=spec.index,
-            parent_pid=probe.parent_pid,
-            child_pid=pid,
-            elapsed_seconds=round(time.monotonic() - started, 3),
-            replayed_calls=outcome.replayed,
-        )
-        outcomes.append(msgspec.structs.replace(outcome, process=process, replayed=[]))
+        outcomes.append(_run_probe_child(request, spec, root))
     return UnitWorkerResult(os.getpid(), outcomes)
+
+
+def probe_request(request: UnitRequest, spec: ProbeSpec, witness_path: Path) -> ProbeRequest:
+    """The probe child's request for one probe of the unit (this process is its parent;
+    a lookup probe writes its witness to `witness_path`)."""
+    lookup = spec.lookup
+    if lookup is not None:
+        lookup = msgspec.structs.replace(lookup, witness_path=str(witness_path))
+    return ProbeRequest(
+        arm=request.arm,
+        probe_text=spec.text,
+        probe_index=spec.index,
+        parent_pid=os.getpid(),
+        dump_requests=request.dump_requests,
+        needles=spec.needles,
+        real=request.real,
+        lookup=lookup,
+    )
+
+
+def _run_probe_child(request: UnitRequest, spec: ProbeSpec, root: Path) -> ProbeOutcome:
+    """Fork the fresh process for one probe, collect its outcome, and attach the
+    `ProcessReceipt` of the child that ran it."""
+    witness_path = root / ".lookup-witness.json"
+    probe = probe_request(request, spec, witness_path)
+    read_fd, write_fd = os.pipe()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the fresh process for this probe
+        os.close(read_fd)
+        _child(root, probe, write_fd)
+    os.close(write_fd)
+    data, status, fired = collect_child(pid, read_fd, watchdog=request.watchdog_seconds)
+    outcome = _outcome(spec.index, data, status, request.watchdog_seconds if fired else None)
+    if outcome.evidence is None and probe.lookup is not None:
+        outcome = msgspec.structs.replace(outcome, witness=read_witness(witness_path))
+    process = ProcessReceipt(
+        probe_index=spec.index,
+        parent_pid=probe.parent_pid,
+        child_pid=pid,
+        elapsed_seconds=round(time.monotonic() - started, 3),
+        replayed_calls=outcome.replayed,
+    )
+    return msgspec.structs.replace(outcome, process=process, replayed=[])
+
+
+def _outcome(index: int, data: bytes, status: int, watchdog: float | None) -> ProbeOutcome:
+    """The child's reported outcome; ``child_failed`` when it reported none (it died),
+    ``child_watchdog`` when the watchdog (`watchdog` seconds) killed it."""
+    if watchdog is not None:
+        return ProbeOutcome(
+            index,
+            None,
+            f"child_watchdog: the probe child ran past the {watchdog:.0f} s "
+            "watchdog and was killed",
+        )
+    try:
+        return msgspec.json.decode(data, type=ProbeOutcome)
+    except msgspec.MsgspecError:
+        return ProbeOutcome(index, None, f"child_failed: probe child died (wait status {status})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,7 +51,17 @@ __all__ = [
 
 SAMPLE_SALT = "arm-sample-v1"
 DEFAULT_JOBS = min(2, os.cpu_count() or 1)
-SAMPLE_CODE = (*HARNESS_CODE, "continuity.arms", "continuity.memory", "continuity.evidence")
+# The code a sample (and through UNIT_CODE a unit) depends on: the harness, the arms, the
+# probe child (continuity.probe) and the lookup reader, meter and policy it runs in lookup
+# mode (continuity.lookup), and the evidence rules.
+SAMPLE_CODE = (
+    *HARNESS_CODE,
+    "continuity.arms",
+    "continuity.memory",
+    "continuity.evidence",
+    "continuity.lookup",
+    "continuity.probe",
+)
 
 
 class SampleRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -227,7 +227,7 @@ def test_mid_run_compactions_are_reported_but_not_the_boundary(
         calls.append(args)
         return should_compact(*args, **kwargs) if len(calls) == 1 else "proactive"  # type: ignore[arg-type]
 
-    monkeypatch.setattr("continuity.probe.child.should_compact", between_rounds_too)
+    monkeypatch.setattr("continuity.probe.boundary.should_compact", between_rounds_too)
     request = ProbeRequest(arm=arm.id, probe_text=trace.probes[0].text, parent_pid=os.getpid())
     evidence = anyio.run(lambda: run_probe(Workspace(root), request))
     assert evidence.compaction is not None and evidence.compaction.reason == "proactive"
