@@ -31,6 +31,7 @@ from __future__ import annotations
 import difflib
 import getopt
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -135,7 +136,7 @@ def _option_problem(
     stops at the first non-option); the error, or the arguments left for the next task."""
     parser = TaskParse([CmdOption(dict(param)) for param in params])
     try:
-        _, rest = getopt.getopt(args, parser.get_short(), parser.get_long())
+        opts, rest = getopt.getopt(args, parser.get_short(), parser.get_long())
     except getopt.GetoptError as exc:
         dashes = "--" if exc.msg.startswith("option --") else "-"
         option = f"{dashes}{exc.opt}"
@@ -150,7 +151,34 @@ def _option_problem(
             reason = f"{task}: {option} is the start of more than one option"
         options = f"its options: {takes}" if takes else "it takes no options"
         return UsageError(f"{reason}; {options}", code=code, location=option), []
-    return None, rest
+    return _value_problem(parser, opts), rest
+
+
+_CODED = re.compile(
+    r"(?P<code>[a-z][a-z0-9_]*): (?P<message>.*) \(at (?P<location>[^()]*)\)\Z", re.S
+)
+
+
+def _value_problem(parser: TaskParse, opts: list[tuple[str, str]]) -> UsageError | None:
+    """The first value a typed option refuses (the checking types of `rules.params`
+    raise ``ValueError`` with a coded line), converted as doit will convert it."""
+    for flag, value in opts:
+        name = flag.lstrip("-")
+        option = next((o for o in parser.options if name in (o.long, o.short)), None)
+        if option is None or option.type is bool or not callable(option.type):
+            continue
+        try:
+            option.type(value)
+        except ValueError as exc:
+            match = _CODED.match(str(exc))
+            if match is None:  # doit's own conversions (int, float) say what is wrong
+                return UsageError(
+                    f"{value[:40]!r} is not a valid value: {exc}",
+                    code="option_invalid",
+                    location=flag,
+                )
+            return UsageError(match["message"], code=match["code"], location=match["location"])
+    return None
 
 
 def selection_problem(
