@@ -19,18 +19,22 @@ from typing import Any, Literal
 
 import msgspec
 
-from continuity.errors import ContinuityError
+from continuity.errors import ArmError
 from continuity.harness.config import SMALLEST_TRIGGER, HarnessConfig, resolve_config
 from continuity.harness.keys import ReplayConfig
 
 __all__ = [
     "ARMS",
+    "LOOKUP_ARMS",
+    "LOOKUP_ONLY",
+    "PROBE_MODES",
     "Arm",
-    "ArmError",
+    "Boundary",
     "Pressure",
     "arm_config",
     "arm_ids",
     "models_patch",
+    "parse_arms",
     "replay_config_for",
     "resolve_arms",
 ]
@@ -43,10 +47,6 @@ Boundary = Literal[
     "ceiling",
     "restart_switch_compact",
 ]
-
-
-class ArmError(ContinuityError):
-    default_code = "arm_unknown"
 
 
 class Pressure(msgspec.Struct, frozen=True, kw_only=True):

@@ -43,6 +43,11 @@ CONTRACT_RUN = "offline-contract"
 CONTRACT_JUDGE = "openai-codex:gpt-6.1-sol"
 
 __all__ = [
+    "CONTRACT_CHECKPOINTS",
+    "CONTRACT_DESIGN_TRACES",
+    "CONTRACT_JUDGE",
+    "CONTRACT_RUN",
+    "CONTRACT_SCHEMA",
     "ContractReport",
     "SuiteSummary",
     "check_checkpoint",

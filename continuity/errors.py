@@ -21,6 +21,20 @@ The tree::
     │            lookup_policy_sha256_required, lookup_policy_sha256_mismatch,
     │            lookup_unknown_feasibility, lookup_output_exists, lookup_output_required,
     │            probe_mode_unknown, arm_lookup_only:<id>, arm_not_admitted_in_lookup:<id>
+    │   ├── RealModeError          the real-mode guards above (real_refused and its kin)
+    │   ├── PricingError           pricing_invalid (a catalog or genai-prices lookup)
+    │   └── LookupError_           lookup_policy_invalid and the lookup-mode codes above
+    ├── ArmError                       arm_unknown, arm_not_available_at_revision:<id>
+    ├── ConfigError                    config_key_unknown, config_value_invalid
+    ├── HistoryError                   history_invalid_request, history_record_unknown,
+    │                                  history_cursor_invalid, history_unavailable
+    ├── CalibrationInvalid             calibration_case_invalid, calibration_verdict_invalid,
+    │                                  calibration_suite_unreadable
+    ├── SoulError                      lookup_soul_missing, lookup_soul_mismatch
+    ├── RunIncomplete                  run_incomplete (finished units are kept)
+    ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
+    ├── AggregateError                 unit_malformed, unit_tampered, unit_key_mismatch,
+    │                                  unit_duplicate, run_empty, trace_missing, ...
     ├── TraceError
     │   ├── TraceInvalid               a trace failed validation; carries every issue found
     │   │     codes: trace_malformed, trace_schema_unsupported, trace_not_fictional,
@@ -69,7 +83,8 @@ Raised with the classes above from other modules (by area)::
     arms, config     arm_unknown, arm_not_available_at_revision:<id>, config_key_unknown,
                      config_value_invalid
     harness          turn_round_limit, tool_not_offered, workspace_not_empty,
-                     lookup_cleanup_timeout, boundary_record_mismatch, probe_request_invalid
+                     lookup_cleanup_timeout, boundary_record_mismatch, probe_request_invalid,
+                     worker_request_invalid (the unit worker's stdin request)
     ConversationHistory  history_unavailable, history_invalid_request,
                      history_record_unknown, history_cursor_invalid
     offline contract arm_contract_failed, checkpoint_contract_failed,
@@ -82,6 +97,9 @@ Raised with the classes above from other modules (by area)::
                      run_empty, trace_missing, score_tampered (a score artifact),
                      scorer_unknown (--scorer), unit_protocol_mixed (units of
                      different probe protocols)
+
+`Interrupted` (SIGINT, SIGTERM) is a `KeyboardInterrupt` beside the tree, never caught as
+an error: it prints one line and exits 130 or 143 (`continuity.interrupts`).
 
 A base class raised without a specific code falls back to its own: continuity_error,
 usage_error, trace_error, store_error, harness_error, provider_error.
@@ -99,18 +117,30 @@ import msgspec
 
 __all__ = [
     "AdmissionStopped",
+    "AggregateError",
+    "ArmError",
+    "CalibrationInvalid",
     "CheckpointError",
+    "ConfigError",
     "ContinuityError",
     "DigestInvalid",
     "HarnessError",
+    "HistoryError",
+    "Interrupted",
     "Issue",
+    "LookupCoverageIncomplete",
+    "LookupError_",
     "ObjectCorrupt",
     "ObjectMissing",
+    "PricingError",
     "ProviderError",
+    "RealModeError",
     "RecordCorrupt",
     "ReplayFidelityError",
+    "RunIncomplete",
     "ScriptExhausted",
     "SessionCorrupt",
+    "SoulError",
     "StoreError",
     "ToolError",
     "TraceCollision",
@@ -247,6 +277,71 @@ class AdmissionStopped(HarnessError):
     """The invocation admits no more live turns (a stop rule fired)."""
 
     default_code = "admission_stopped"
+
+
+class ArmError(ContinuityError):
+    default_code = "arm_unknown"
+
+
+class ConfigError(ContinuityError):
+    default_code = "config_value_invalid"
+
+
+class HistoryError(ContinuityError):
+    """A ConversationHistory request the store cannot answer (its code says why)."""
+
+    default_code = "history_invalid_request"
+
+
+class CalibrationInvalid(ContinuityError):
+    """A malformed calibration line, or a grader verdict outside the vocabulary."""
+
+    default_code = "calibration_case_invalid"
+
+
+class LookupError_(UsageError):
+    default_code = "lookup_policy_invalid"
+
+
+class SoulError(ContinuityError):
+    default_code = "lookup_soul_mismatch"
+
+
+class RealModeError(UsageError):
+    default_code = "real_refused"
+
+
+class PricingError(UsageError):
+    default_code = "pricing_invalid"
+
+
+class RunIncomplete(ContinuityError):
+    """Some units of a real run did not finish; the finished ones are kept."""
+
+    default_code = "run_incomplete"
+
+
+class LookupCoverageIncomplete(ContinuityError):
+    """A lookup run finished every unit it could, but some planned slots were
+    inventory-infeasible: the units are kept and materialised; the run is partial."""
+
+    default_code = "lookup_partial_coverage"
+
+
+class AggregateError(ContinuityError):
+    default_code = "unit_malformed"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised in the main thread by SIGINT or SIGTERM once `continuity.interrupts` is
+    installed. A `KeyboardInterrupt`, not a `ContinuityError`: it unwinds everything and
+    ends in the one-line "interrupted; run the same command again to resume"."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
 
 
 def typed_error(exc: BaseException) -> ContinuityError | None:

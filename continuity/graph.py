@@ -26,6 +26,7 @@ __all__ = [
     "Blake3Checker",
     "doit_config",
     "file_blake3",
+    "project_path",
     "task_action",
 ]
 

@@ -44,11 +44,12 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import NoReturn
 
+from continuity.errors import Interrupted
+
 __all__ = [
     "EXIT_STATUS",
     "INTERRUPT_MESSAGE",
     "UNWIND_SECONDS",
-    "Interrupted",
     "descendants",
     "handles_signals",
     "install",
@@ -69,14 +70,6 @@ _stderr: list[int] = []  # the real stderr, once the unwinding's own output is m
 _exiting = threading.Lock()
 _Hook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
 _previous_hook: list[_Hook] = []
-
-
-class Interrupted(KeyboardInterrupt):
-    """Raised in the main thread by SIGINT or SIGTERM once `install` has run."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
 
 
 def interrupted() -> bool:

@@ -147,7 +147,7 @@ def _summary(records: Sequence[UnitRecord], folder: Path | str, built: int) -> s
 def _real_units(options: UnitsOptions) -> str:
     import os
 
-    from continuity.plan.guards import RealModeError
+    from continuity.errors import RealModeError
     from continuity.plan.plan import plan_from_options
     from continuity.progress import progress
     from continuity.runner.real import DEFAULT_MAX_OBSERVED_INPUT_TOKENS, run_real

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from continuity.arms import ARMS, ArmError, arm_config, arm_ids, parse_arms, replay_config_for
-from continuity.harness.config import ConfigError
+from continuity.arms import ARMS, arm_config, arm_ids, parse_arms, replay_config_for
+from continuity.errors import ArmError, ConfigError
 
 
 def test_the_nine_runnable_arms() -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import shutil
 import subprocess
@@ -217,4 +216,11 @@ def run_child(workspace: Path, *, timeout: float = 120.0) -> ChildReport:
             code="child_failed",
             location=str(workspace),
         )
-    return msgspec.convert(json.loads(result.stdout), ChildReport)
+    try:
+        return msgspec.json.decode(result.stdout, type=ChildReport)
+    except msgspec.MsgspecError as exc:
+        raise CheckpointError(
+            f"the child's report does not decode: {exc}",
+            code="child_failed",
+            location=str(workspace),
+        ) from None

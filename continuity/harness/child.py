@@ -15,6 +15,8 @@ from continuity.errors import ContinuityError
 from continuity.harness.workspace import Workspace
 from continuity.store import utc_now
 
+__all__ = ["ChildReport", "main"]
+
 
 class ChildReport(msgspec.Struct, frozen=True, kw_only=True):
     """What a fresh child process saw in a restored workspace (content-free)."""

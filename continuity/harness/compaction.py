@@ -44,6 +44,9 @@ from continuity.providers.scripted import SUMMARY_SECTIONS
 from continuity.traces.bounds import SUMMARY_RESULT_CHARS
 
 __all__ = [
+    "SUMMARY_HEAD_CHARS",
+    "SUMMARY_SYSTEM",
+    "SUMMARY_TAIL_CHARS",
     "CompactionEvent",
     "Reason",
     "compact_conversation",

@@ -18,20 +18,20 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from continuity.errors import ContinuityError
+from continuity.errors import ConfigError
 
 __all__ = [
     "SMALLEST_TRIGGER",
     "CompactionPolicy",
-    "ConfigError",
+    "ContinuityConfig",
     "HarnessConfig",
+    "ModelsConfig",
+    "RuntimeConfig",
+    "SessionConfig",
+    "ToolsConfig",
     "merge_patches",
     "resolve_config",
 ]
-
-
-class ConfigError(ContinuityError):
-    default_code = "config_value_invalid"
 
 
 class _Model(BaseModel):

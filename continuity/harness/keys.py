@@ -21,6 +21,7 @@ __all__ = [
     "checkpoint_key",
     "checkpoint_root",
     "checkpoint_spec",
+    "real_summarizer_params",
 ]
 
 CHECKPOINT_SALT = "checkpoint-v1"

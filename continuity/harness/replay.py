@@ -64,7 +64,14 @@ from continuity.traces.schema import (
 if TYPE_CHECKING:
     from continuity.providers.endpoint import RealBinding
 
-__all__ = ["ReplayClock", "ReplayConfig", "ReplayReceipt", "replay_trace", "scripted_steps"]
+__all__ = [
+    "ReplayClock",
+    "ReplayConfig",
+    "ReplayReceipt",
+    "clear_workspace",
+    "replay_trace",
+    "scripted_steps",
+]
 
 
 class ReplayReceipt(msgspec.Struct, frozen=True, kw_only=True):

@@ -20,7 +20,7 @@ from continuity.digest import digest_bytes
 from continuity.errors import SessionCorrupt
 from continuity.traces.bounds import RESULT_HEAD_BYTES
 
-__all__ = ["ROOT_MISMATCH", "ToolHistory", "ToolRecord"]
+__all__ = ["ROOT_MISMATCH", "SIDECAR_SCHEMA", "ToolHistory", "ToolRecord", "log", "retained_head"]
 
 log = logging.getLogger("continuity.harness")
 

@@ -32,7 +32,7 @@ from typing import Literal
 
 import msgspec
 
-from continuity.errors import UsageError
+from continuity.errors import LookupError_
 from continuity.probes.protocol import PROBE_PROTOCOL
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
     "TOKENS_PER_ROUND",
     "WINDOW_TOKENS",
     "Classification",
-    "LookupError_",
     "LookupPolicy",
     "PathCost",
     "SlotPolicy",
@@ -91,10 +90,6 @@ Classification = Literal[
     "undiscovered",  # the reference path did not find the source
     "unverified",  # found, but the concatenated pages did not match the source digest
 ]
-
-
-class LookupError_(UsageError):
-    default_code = "lookup_policy_invalid"
 
 
 class PathCost(msgspec.Struct, frozen=True, kw_only=True):

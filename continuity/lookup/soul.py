@@ -17,12 +17,11 @@ from pathlib import Path
 
 import msgspec
 
-from continuity.errors import ContinuityError
+from continuity.errors import SoulError
 
 __all__ = [
     "SOUL_NAME",
     "Soul",
-    "SoulError",
     "check_soul",
     "default_soul_path",
     "install_soul",
@@ -31,10 +30,6 @@ __all__ = [
 ]
 
 SOUL_NAME = "continuity-soul-v1.md"
-
-
-class SoulError(ContinuityError):
-    default_code = "lookup_soul_mismatch"
 
 
 class Soul(msgspec.Struct, frozen=True):

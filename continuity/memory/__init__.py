@@ -1,1 +1,3 @@
 """Retained conversation evidence and the deterministic continuity pack."""
+
+__all__: list[str] = []

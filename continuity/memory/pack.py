@@ -24,7 +24,16 @@ from continuity.memory.history import CanonicalHistory
 from continuity.memory.retained import RetainedStore
 from continuity.messages import Message, UserMessage
 
-__all__ = ["PACK_BUDGET_TOKENS", "PACK_HEADER", "Pack", "PackReceipt", "build_pack", "is_pack"]
+__all__ = [
+    "PACK_BUDGET_TOKENS",
+    "PACK_HEADER",
+    "Pack",
+    "PackReceipt",
+    "PackSection",
+    "build_pack",
+    "invalid_pack",
+    "is_pack",
+]
 
 PACK_BUDGET_TOKENS = 8_000
 PACK_HEADER = "<continuity-pack v1>"

@@ -20,12 +20,13 @@ from typing import Literal
 import msgspec
 
 from continuity.digest import digest_bytes
-from continuity.errors import ContinuityError
+from continuity.errors import HistoryError
 from continuity.privacy import has_credential_assignment
 
 __all__ = [
     "GET_PAGE_BYTES",
-    "HistoryError",
+    "SEARCH_LIMIT_MAX",
+    "SNIPPET_CHARS",
     "RecordPage",
     "RetainedStats",
     "RetainedStore",
@@ -117,12 +118,6 @@ CREATE TABLE IF NOT EXISTS omissions (
 
 _TABLES = frozenset(["records", "records_fts", "omissions"])
 _SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-class HistoryError(ContinuityError):
-    """A ConversationHistory request the store cannot answer (its code says why)."""
-
-    default_code = "history_invalid_request"
 
 
 class SearchHit(msgspec.Struct, frozen=True):

@@ -24,16 +24,12 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from continuity.errors import UsageError
+from continuity.errors import RealModeError
 from continuity.plan.estimate import DryRun, confirmed_dry_run
 from continuity.plan.plan import Plan, plan_digest
 from continuity.store import Store
 
-__all__ = ["RealModeError", "check_real_mode", "default_checkout"]
-
-
-class RealModeError(UsageError):
-    default_code = "real_refused"
+__all__ = ["check_checkout", "check_real_mode", "default_checkout"]
 
 
 def default_checkout() -> Path:

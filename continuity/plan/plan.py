@@ -27,10 +27,13 @@ from continuity.traces.keys import suite_specs
 __all__ = [
     "DEFAULT_BASE_URLS",
     "DEFAULT_MODELS",
+    "PLAN_SCHEMA",
     "Endpoint",
     "LookupPlan",
     "Plan",
+    "ProviderKind",
     "build_plan",
+    "lookup_plan",
     "plan_digest",
     "plan_from_options",
 ]

@@ -12,16 +12,20 @@ from pathlib import Path
 
 import msgspec
 
-from continuity.errors import UsageError
+from continuity.errors import PricingError
 from continuity.messages import Usage
 
-__all__ = ["Catalog", "ModelPrice", "PricingError", "Tier", "call_cost", "load_catalog"]
+__all__ = [
+    "CATALOG_SCHEMA",
+    "Catalog",
+    "ModelPrice",
+    "Tier",
+    "call_cost",
+    "default_catalog_path",
+    "load_catalog",
+]
 
 CATALOG_SCHEMA = "continuity-pricing-v1"
-
-
-class PricingError(UsageError):
-    default_code = "pricing_invalid"
 
 
 class Tier(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

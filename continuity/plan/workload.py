@@ -61,6 +61,7 @@ __all__ = [
     "load_plan_traces",
     "lookup_sizing",
     "price_calls",
+    "trace_shape",
     "workload",
 ]
 

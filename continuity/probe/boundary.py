@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from continuity.arms import ARMS, Arm, arm_config, models_patch
-from continuity.errors import HarnessError, SessionCorrupt
+from continuity.errors import HarnessError, HistoryError, SessionCorrupt
 from continuity.harness.compaction import (
     CompactionEvent,
     compact_conversation,
@@ -37,7 +37,7 @@ from continuity.harness.workspace import Workspace
 from continuity.lookup.reader import HISTORY_TOOL
 from continuity.memory.history import CanonicalHistory
 from continuity.memory.pack import PackReceipt, build_pack
-from continuity.memory.retained import HistoryError, RetainedStore
+from continuity.memory.retained import RetainedStore
 from continuity.messages import Message, Usage
 from continuity.probe.receipts import ProbeRequest
 from continuity.providers.protocol import Provider

@@ -243,7 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.parent_pid is not None:  # before anything else: a dead runner has no use for it
         die_with_parent(args.parent_pid)
-    request = msgspec.json.decode(sys.stdin.buffer.read(), type=UnitRequest)
+    try:
+        request = msgspec.json.decode(sys.stdin.buffer.read(), type=UnitRequest)
+    except (OSError, msgspec.MsgspecError) as exc:
+        print(f"error worker_request_invalid: {exc} (at stdin)", file=sys.stderr)
+        return 2
     # Warm the imports once here, so every forked probe starts with them loaded.
     import continuity.probe.child
     from continuity.arms import ARMS

@@ -1,1 +1,3 @@
 """Probes: deterministic scoring, the optional judge, availability analysis."""
+
+__all__: list[str] = []

@@ -44,8 +44,8 @@ from typing import Literal
 
 import msgspec
 
-from continuity.errors import TraceError
-from continuity.memory.retained import HistoryError, RetainedStore
+from continuity.errors import HistoryError, TraceError
+from continuity.memory.retained import RetainedStore
 from continuity.probes.normalise import mentions, normalise
 from continuity.probes.scoring import Score
 from continuity.traces.schema import (
@@ -64,11 +64,15 @@ __all__ = [
     "AVAILABILITY_COLUMNS",
     "LOOKUP_BYTES",
     "LOOKUP_CALLS",
+    "SCOPES",
     "STATUS_WORDS",
     "Availability",
     "ContextText",
+    "Fact",
+    "Loss",
     "NeedleState",
     "Needles",
+    "Scope",
     "availability",
     "fact_count",
     "found_in",

@@ -24,16 +24,18 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from continuity.errors import ContinuityError
+from continuity.errors import CalibrationInvalid
 from continuity.traces.schema import Expectation
 
 __all__ = [
     "CATEGORIES",
+    "INCORRECT",
+    "SCORER_NAME",
     "VERDICTS",
     "Agreement",
     "AgreementRow",
     "CalibrationCase",
-    "CalibrationInvalid",
+    "Verdict",
     "agreement",
     "default_cases_path",
     "default_doc_path",
@@ -76,12 +78,6 @@ def default_record_path() -> Path:
 
 def default_doc_path() -> Path:
     return _ROOT / "docs" / "validity.md"
-
-
-class CalibrationInvalid(ContinuityError):
-    """A malformed calibration line, or a grader verdict outside the vocabulary."""
-
-    default_code = "calibration_case_invalid"
 
 
 class CalibrationCase(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import msgspec
 
+from continuity.errors import CalibrationInvalid
 from continuity.probes.calibration import (
     SCORER_NAME,
     VERDICTS,
     Agreement,
     CalibrationCase,
-    CalibrationInvalid,
     agreement,
     default_cases_path,
     default_doc_path,
@@ -51,6 +51,7 @@ __all__ = [
     "default_suites",
     "load_blind",
     "load_record",
+    "main",
     "record",
     "render_validity_doc",
 ]

@@ -46,6 +46,7 @@ __all__ = [
     "HttpProvider",
     "load_api_key",
     "model_slot",
+    "parse_arguments",
     "retry_delay",
     "sse_events",
 ]

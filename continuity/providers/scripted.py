@@ -32,6 +32,8 @@ __all__ = [
     "ScriptedSummarizer",
     "Step",
     "shared_prefix",
+    "text_step",
+    "tool_step",
 ]
 
 

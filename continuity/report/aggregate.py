@@ -34,6 +34,7 @@ from typing import Any
 import msgspec
 
 from continuity.arms import ARMS
+from continuity.errors import AggregateError
 from continuity.outputs import write_json, write_output
 from continuity.plan.pricing import Catalog, load_catalog
 from continuity.probes.protocol import PROBE_PROTOCOL
@@ -45,7 +46,6 @@ from continuity.report.paired import paired_with_native
 from continuity.report.render import render_html, render_markdown
 from continuity.report.results import (
     AccuracyCell,
-    AggregateError,
     FlipRate,
     Paired,
     PressureCell,

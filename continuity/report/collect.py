@@ -26,15 +26,15 @@ from pathlib import Path
 import msgspec
 
 from continuity.digest import KeySpec, code_digest, digest_bytes
+from continuity.errors import AggregateError
 from continuity.probe.receipts import ProcessReceipt
 from continuity.report.lookup import with_latency
-from continuity.report.results import AggregateError
 from continuity.report.scores import Scorer
 from continuity.report.summary import UnitSummary, summarize
 from continuity.report.verify import TraceHead, verify_unit
 from continuity.store import Store
 
-__all__ = ["REPORT_CODE", "SUMMARY_SALT", "load_summaries"]
+__all__ = ["REPORT_CODE", "SUMMARY_SALT", "Slot", "load_summaries"]
 
 SUMMARY_SALT = "unit-summary-v4"
 REPORT_CODE = (
@@ -53,7 +53,9 @@ class _Cache:
     def __init__(self, store: Store, units_dir: Path, label: str) -> None:
         self.store = store
         self.label = label
-        self.code = code_digest([*REPORT_CODE, "continuity.runner.units"])
+        self.code = code_digest(
+            [*REPORT_CODE, "continuity.runner.units", "continuity.runner.unit_record"]
+        )
         self.index_key = KeySpec(
             kind="unit-summary-index",
             salt=SUMMARY_SALT,

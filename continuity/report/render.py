@@ -24,7 +24,15 @@ from continuity.report.sections import (
     tool_use_tables,
 )
 
-__all__ = ["render_html", "render_markdown", "tables"]
+__all__ = [
+    "OFFLINE_NOTE",
+    "REAL_NOTE",
+    "protocol_line",
+    "render_html",
+    "render_markdown",
+    "run_note",
+    "tables",
+]
 
 OFFLINE_NOTE = (
     "Offline runs use scripted readers: these numbers show that every arm crossed "

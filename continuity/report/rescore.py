@@ -19,8 +19,8 @@ from pathlib import Path
 import msgspec
 
 from continuity.arms import ARMS
+from continuity.errors import AggregateError
 from continuity.outputs import write_output
-from continuity.report.results import AggregateError
 from continuity.report.scores import (
     ScoreRecord,
     encode_score,

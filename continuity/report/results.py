@@ -16,11 +16,8 @@ from __future__ import annotations
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from continuity.errors import ContinuityError
-
 __all__ = [
     "AccuracyCell",
-    "AggregateError",
     "Agreement",
     "CategoryDelta",
     "ChangedOutcome",
@@ -41,10 +38,6 @@ __all__ = [
     "ToolUse",
     "ToolUseSplit",
 ]
-
-
-class AggregateError(ContinuityError):
-    default_code = "unit_malformed"
 
 
 # -- samples (continuity.report.samples, continuity.report.paired) ---------------------

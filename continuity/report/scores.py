@@ -24,15 +24,10 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from continuity.digest import KeySpec, code_digest, value_digest
-from continuity.errors import UsageError
+from continuity.errors import AggregateError, UsageError
 from continuity.probes.availability import Availability
 from continuity.probes.scoring import locale_for
-from continuity.report.results import (
-    AggregateError,
-    ChangedOutcome,
-    ScorerChange,
-    ScorerSection,
-)
+from continuity.report.results import ChangedOutcome, ScorerChange, ScorerSection
 from continuity.runner.units import ProbeResult, UnitRecord, score_result, unit_filename
 from continuity.store import Store
 from continuity.traces.schema import Trace
@@ -45,14 +40,21 @@ __all__ = [
     "SCORER_CHOICES",
     "SCORER_DATA",
     "SCORER_MODULES",
+    "SCORE_SALT",
+    "SCORE_SCHEMA",
+    "Cell",
     "ProbeScore",
     "ScoreRecord",
     "Scorer",
+    "apply_scores",
+    "encode_score",
+    "load_unit_trace",
     "score_key",
     "score_path",
     "score_unit",
     "scorer_digest",
     "scorer_section",
+    "store_score",
 ]
 
 SCORER_MODULES = (

@@ -24,12 +24,19 @@ from continuity.report.results import (
 from continuity.report.samples import EXCLUDED_COLUMNS
 
 __all__ = [
+    "DELTA_NOTE",
+    "SPEND_COLUMNS",
+    "Cell",
     "Table",
     "accuracy_tables",
+    "flip_table",
     "judge_tables",
+    "num",
+    "paired_table",
     "pct",
     "per_arm_table",
     "pressure_table",
+    "sample_count_tables",
     "spend_table",
     "tool_use_tables",
 ]

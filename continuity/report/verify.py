@@ -25,7 +25,7 @@ import msgspec
 
 from continuity.arms import ARMS
 from continuity.digest import value_digest
-from continuity.report.results import AggregateError
+from continuity.errors import AggregateError
 from continuity.runner.units import UnitRecord, content_digest, unit_key
 from continuity.store import Store
 

@@ -24,7 +24,14 @@ from continuity.traces.keys import suite_specs
 if TYPE_CHECKING:
     from continuity.harness.checkpoints import CheckpointResult
 
-__all__ = ["CheckpointManifest", "build_checkpoints", "checkpoints_current", "select_traces"]
+__all__ = [
+    "MANIFEST_SCHEMA",
+    "CheckpointManifest",
+    "ManifestItem",
+    "build_checkpoints",
+    "checkpoints_current",
+    "select_traces",
+]
 
 MANIFEST_SCHEMA = "continuity-checkpoint-manifest-v1"
 

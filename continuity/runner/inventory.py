@@ -52,10 +52,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CORPUS",
+    "PROBE_MODE",
+    "REGRESSION_BYTES",
     "Inventory",
     "compute_policy",
     "inventory_sha256",
     "measure_inventory",
+    "policy_for",
     "regression_paths",
 ]
 

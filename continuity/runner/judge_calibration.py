@@ -64,7 +64,7 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
             ``--credentials``) and ``credentials_missing`` (not a regular file). No
             credential is read here.
     """
-    from continuity.plan.guards import RealModeError
+    from continuity.errors import RealModeError
     from continuity.plan.plan import DEFAULT_BASE_URLS, DEFAULT_MODELS
 
     kind = options.get("provider") or "scripted"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 
 from continuity.arms import Arm
-from continuity.errors import ContinuityError, UsageError
+from continuity.errors import LookupCoverageIncomplete, UsageError
 from continuity.lookup.policy import LookupPolicy
 from continuity.lookup.reader import binding_models
 from continuity.lookup.receipts import SourceRef
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SLOTS_FILE",
-    "LookupCoverageIncomplete",
     "LookupRun",
     "check_coverage",
     "check_lookup_slots",
@@ -150,13 +149,6 @@ def check_lookup_slots(
             code="lookup_unknown_feasibility",
             location="--policy",
         )
-
-
-class LookupCoverageIncomplete(ContinuityError):
-    """A lookup run finished every unit it could, but some planned slots were
-    inventory-infeasible: the units are kept and materialised; the run is partial."""
-
-    default_code = "lookup_partial_coverage"
 
 
 class _Slot(Protocol):

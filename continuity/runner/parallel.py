@@ -15,7 +15,7 @@ from typing import TypeVar
 from continuity.interrupts import interrupted
 from continuity.progress import Tick
 
-__all__ = ["run_by_trace"]
+__all__ = ["Item", "Result", "Status", "run_by_trace"]
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")

@@ -9,7 +9,6 @@ and evidence code, and the checkpoint's key, so a rerun skips what exists.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from continuity.harness.keys import HARNESS_CODE, checkpoint_key
 from continuity.outputs import resolve_out_path, write_json
 from continuity.probe.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
 from continuity.progress import Tick
+from continuity.runner.children import run_child
 from continuity.runner.parallel import run_by_trace
 from continuity.store import Store
 from continuity.traces.keys import suite_specs
@@ -106,34 +106,16 @@ def run_probe_process(
             evidence, or runs past `timeout` (it is killed).
     """
     started = time.monotonic()
-    with subprocess.Popen(
+    child_pid, out = run_child(
         [
             *(sys.executable, "-m", "continuity.probe.child", "--workspace", str(workspace)),
             *("--parent-pid", str(os.getpid())),  # the child dies with this process (Linux)
         ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=False,
-    ) as child:
-        try:
-            out, err = child.communicate(msgspec.json.encode(request), timeout=timeout)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.communicate()
-            raise CheckpointError(
-                f"probe child ran past its {timeout:.0f} s timeout and was killed",
-                code="child_failed",
-                location=str(workspace),
-            ) from None
-    stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
-    if child.returncode != 0:
-        lines = stdout.strip().splitlines() or stderr.strip().splitlines()
-        raise CheckpointError(
-            f"probe child exited {child.returncode}: {(lines or ['no output'])[-1]}",
-            code="child_failed",
-            location=str(workspace),
-        )
+        msgspec.json.encode(request),
+        timeout,
+        "probe child",
+        str(workspace),
+    )
     try:
         evidence = msgspec.json.decode(out, type=SampleEvidence)
     except msgspec.MsgspecError as exc:
@@ -143,7 +125,7 @@ def run_probe_process(
     receipt = ProcessReceipt(
         probe_index=request.probe_index,
         parent_pid=request.parent_pid,
-        child_pid=child.pid,
+        child_pid=child_pid,
         elapsed_seconds=round(time.monotonic() - started, 3),
     )
     return evidence, receipt

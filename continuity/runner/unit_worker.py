@@ -10,7 +10,6 @@ Anything else is a coded ``child_failed``.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +18,7 @@ import msgspec
 
 from continuity.errors import CheckpointError
 from continuity.providers.endpoint import RealBinding
+from continuity.runner.children import run_child
 from continuity.runner.lookup_run import LookupRun
 from continuity.runner.unit_record import RealRun
 from continuity.store import Store
@@ -104,25 +104,11 @@ def run_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
             result (or not one outcome per requested probe), or runs past `timeout`
             (it is killed).
     """
-    with subprocess.Popen(
+    _, out = run_child(
         # The worker dies with this process (Linux), and its probe children with it.
         [sys.executable, "-m", "continuity.probe.worker", "--parent-pid", str(os.getpid())],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    ) as worker:
-        try:
-            out, err = worker.communicate(msgspec.json.encode(request), timeout=timeout)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.communicate()
-            raise CheckpointError(
-                f"unit worker ran past its {timeout:.0f} s timeout and was killed",
-                code="child_failed",
-            ) from None
-    if worker.returncode != 0:
-        lines = err.decode(errors="replace").strip().splitlines() or ["no output"]
-        raise CheckpointError(
-            f"unit worker exited {worker.returncode}: {lines[-1]}", code="child_failed"
-        )
+        msgspec.json.encode(request),
+        timeout,
+        "unit worker",
+    )
     return decode_worker_reply(request, out)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from continuity.arms import Arm, replay_config_for
-from continuity.errors import ContinuityError
+from continuity.errors import ContinuityError, RunIncomplete
 from continuity.outputs import resolve_out_path
 from continuity.probe.receipts import ProcessReceipt
 from continuity.probes.judge import Judge, ScriptedJudge
@@ -76,7 +76,6 @@ __all__ = [
     "LookupRun",
     "ProbeResult",
     "RealRun",
-    "RunIncomplete",
     "UnitRecord",
     "build_units",
     "content_digest",
@@ -280,12 +279,6 @@ def run_unit(
 
 
 # -- build_units: a run's units, in named steps ------------------------------------------
-
-
-class RunIncomplete(ContinuityError):
-    """Some units of a real run did not finish; the finished ones are kept."""
-
-    default_code = "run_incomplete"
 
 
 def _open_ledger(

@@ -38,7 +38,8 @@ import mcp_types as types
 import msgspec
 from mcp.server.lowlevel.server import Server
 
-from continuity.memory.retained import SEARCH_LIMIT_MAX, HistoryError, RetainedStore
+from continuity.errors import HistoryError
+from continuity.memory.retained import SEARCH_LIMIT_MAX, RetainedStore
 
 __all__ = [
     "DESCRIPTION",

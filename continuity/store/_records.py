@@ -8,7 +8,9 @@ import msgspec
 from blake3 import blake3
 
 __all__ = [
+    "TREE_SCHEMA",
     "ActionEntry",
+    "ObjectKind",
     "ObjectRef",
     "Ref",
     "Tree",

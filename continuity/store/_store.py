@@ -42,7 +42,7 @@ from continuity.store._records import (
     encode_checked,
 )
 
-__all__ = ["CorruptionEvent", "Store", "resolve_store_path", "utc_now"]
+__all__ = ["STORE_ENV", "CorruptionEvent", "Store", "log", "resolve_store_path", "utc_now"]
 
 log = logging.getLogger("continuity.store")
 

@@ -21,7 +21,9 @@ from continuity.store import Store
 __all__ = [
     "DEFAULT_SEEDS",
     "DISTRACTOR_SALT",
+    "GENERATOR_CODE",
     "GENERATOR_SALT",
+    "MANIFEST_SCHEMA",
     "MAX_SEEDS",
     "MAX_SEED_DIGITS",
     "ORIGINAL_SALT",

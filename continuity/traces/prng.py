@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from blake3 import blake3
 
-__all__ = ["Rng"]
+__all__ = ["Rng", "T"]
 
 T = TypeVar("T")
 _MASK = (1 << 64) - 1

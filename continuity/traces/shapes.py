@@ -9,7 +9,7 @@ import msgspec
 
 from continuity.traces.schema import CATEGORIES
 
-__all__ = ["FAMILY_SHAPES", "HARD_DESIGN_ROLES", "FamilyShape"]
+__all__ = ["FAMILY_SHAPES", "HARD_DESIGN_ROLES", "FamilyShape", "Range"]
 
 Range = tuple[int, int]
 

@@ -38,7 +38,7 @@ from continuity.traces.schema import (
 )
 from continuity.traces.validate import load_trace, read_trace_file, validate_trace
 
-__all__ = ["SuiteItem", "SuiteResult", "build_suite", "store_trace_file"]
+__all__ = ["Progress", "Status", "SuiteItem", "SuiteResult", "build_suite", "store_trace_file"]
 
 Status = Literal["built", "cached"]
 Progress = Callable[[int, int, str, str], None]

@@ -13,7 +13,15 @@ from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["TOOLS", "ArgumentSpec", "ToolSpec", "input_schema", "tool_for_kind"]
+__all__ = [
+    "TOOLS",
+    "ArgType",
+    "ArgumentSpec",
+    "ToolSpec",
+    "argument_problems",
+    "input_schema",
+    "tool_for_kind",
+]
 
 ArgType = Literal["string", "integer", "boolean"]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from continuity.harness.config import ConfigError, merge_patches, resolve_config
+from continuity.errors import ConfigError
+from continuity.harness.config import merge_patches, resolve_config
 
 
 def test_defaults_and_patches() -> None:

@@ -15,8 +15,14 @@ import anyio
 import msgspec
 import pytest
 
-from continuity.arms import ARMS, ArmError, parse_arms, replay_config_for
-from continuity.errors import HarnessError, UsageError, typed_error
+from continuity.arms import ARMS, parse_arms, replay_config_for
+from continuity.errors import (
+    ArmError,
+    HarnessError,
+    LookupCoverageIncomplete,
+    UsageError,
+    typed_error,
+)
 from continuity.harness.keys import checkpoint_key
 from continuity.harness.workspace import Workspace
 from continuity.lookup.policy import default_policy_path, load_policy, policy_sha256
@@ -30,7 +36,6 @@ from continuity.probe.worker import collect_child
 from continuity.probes.protocol import PROBE_INSTRUCTION
 from continuity.report.aggregate import aggregate_run
 from continuity.report.lookup import LookupRow, lookup_table
-from continuity.runner.lookup_run import LookupCoverageIncomplete
 from continuity.runner.units import LookupRun, UnitRecord, build_units, run_unit
 from continuity.store import Store
 from continuity.traces.suites import build_suite

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from continuity.errors import ContinuityError, UsageError
+from continuity.errors import ContinuityError, SoulError, UsageError
 from continuity.lookup.policy import (
     BYTE_CAP,
     CALL_CAP,
@@ -23,7 +23,7 @@ from continuity.lookup.policy import (
     load_policy,
     round_inputs,
 )
-from continuity.lookup.soul import SoulError, check_soul, install_soul, normalise_core, read_soul
+from continuity.lookup.soul import check_soul, install_soul, normalise_core, read_soul
 from continuity.plan.plan import LookupPlan, plan_from_options
 from continuity.probes.protocol import PROBE_PROTOCOL
 

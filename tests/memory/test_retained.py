@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from continuity.digest import digest_bytes
-from continuity.memory.retained import GET_PAGE_BYTES, HistoryError, RetainedStore
+from continuity.errors import HistoryError
+from continuity.memory.retained import GET_PAGE_BYTES, RetainedStore
 
 BIG = "".join(
     f"Line {i:05d}: pallet {i % 7} goes to bay {i % 3}; booking pack note é.\n" for i in range(700)

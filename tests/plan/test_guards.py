@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from continuity.errors import RealModeError
 from continuity.plan.estimate import dry_run, record_dry_run
-from continuity.plan.guards import RealModeError, check_real_mode
+from continuity.plan.guards import check_real_mode
 from continuity.plan.plan import Plan, plan_digest, plan_from_options
 from continuity.plan.pricing import load_catalog
 from continuity.plan.workload import workload

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from continuity.errors import UsageError
+from continuity.errors import PricingError, UsageError
 from continuity.messages import Usage
 from continuity.plan.estimate import (
     check_cost_limit,
@@ -24,13 +24,13 @@ from continuity.plan.estimate import (
     record_dry_run,
 )
 from continuity.plan.plan import build_plan, plan_digest, plan_from_options
-from continuity.plan.pricing import PricingError, call_cost, default_catalog_path, load_catalog
+from continuity.plan.pricing import call_cost, default_catalog_path, load_catalog
 from continuity.plan.workload import PlannedCall, price_calls, workload
 from continuity.store import Store
 from tests.conftest import REPO
 
 # The default offline plan: original suite, every arm, one repeat, default models.
-DEFAULT_DIGEST = "cd1833c0b132cd725cc6aff4f9b7e9ed66a119122829fc7071b29e128404325d"
+DEFAULT_DIGEST = "364124f03cbd990a4380e9f52d66161a2832b3732e06f05a3b1f7d5db7a77ebe"
 
 
 def test_default_offline_plan_digest_is_pinned() -> None:

@@ -25,33 +25,33 @@ from continuity.traces.suites import build_suite
 from continuity.traces.validate import load_trace
 from tests.lookup.test_lookup_run import frozen_run
 
-KEYS = {"key", "checkpoint", "content_digest"}
+KEYS = {"key", "checkpoint", "content_digest", "trace_key"}
 
 # mode/arm -> (sha256 of the reader-request dump, sha256 of the unit without its keys)
 GOLDEN = {
     "recall/native": (
         "40348177151356bf743b8de560ae779dc933ccb984886344ffe9e5db76434b6e",
-        "b24155be5780766a719b92bd94f349c76d9db3220695f7ded573cf53acf0a22d",
+        "eef05584d14c3c71acdf35512e36cf4b377973974c75be2a9f4790c541f5daa9",
     ),
     "recall/continuity-store-compaction": (
         "52f94f32dd1b6847e721d3ee5b6673580ae72dc511592a5ed15d625b3b667f29",
-        "481812008d2675dc52e82e43b837ad926236230c390511c1f961011a201b408a",
+        "2ed4fc30d02f7f46009be8fab2e5f1e2eb17e00a9d9676cd6258dee2e72a6e24",
     ),
     "recall/continuity-pack-cold": (
         "5b5b4b368cb25421b66bfddde10698f99359f5a73ae92742a3ee6bd695661bd4",
-        "c80512c1dd5424d8949f688e1a3430562b44215cf3084a652c55b89889b8a0b5",
+        "aaf735826e51cf2cb49113db71cd459537da794f458c9b85a215bb93eb07202d",
     ),
     "recall/restart-switch-compact": (
         "26bb61a259735cbc29c5c8f7edefebf185822151b189c8c54a08a03485b2e290",
-        "395b5cdae6348bb8ee5881491024de0a72083b3b82bb2fe918044464ced2fcb7",
+        "3fea4223974a6dfcbbfb640d5eb20907857e4bbcbea1b9d262e5bbda187078d0",
     ),
     "lookup/native-lookup": (
         "f2d17f13f43efa8868754488b4adae0c3a8f29fc35cf7466cdf1c0e37abf5b28",
-        "476e497f545a4e49f13f02286351189ca45120be43db0c39a4b6d8b7d395e40d",
+        "dc4443146c07da9ae51524a7fe4b9416a3c4a046a1529dcb49c5ec9a7bcfd435",
     ),
     "lookup/continuity-pack-cold": (
         "3d898168a070a28c58d01dcda90dea115955f154a2ffe787c939aa574b302f66",
-        "4506ac70d3c8eedf1d58f9757acfcd074a873c1e259993fff34b43db2aef262b",
+        "878e11c4e33db41f72b953bbf670f230cc3fd3af7878bae49f1390899bfe7ba1",
     ),
 }
 

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from continuity.errors import CalibrationInvalid
 from continuity.probes.calibration import (
     CATEGORIES,
     VERDICTS,
     Agreement,
     CalibrationCase,
-    CalibrationInvalid,
     agreement,
     default_cases_path,
     default_doc_path,

@@ -10,8 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from continuity.errors import AggregateError
 from continuity.report.aggregate import aggregate_run
-from continuity.report.results import AggregateError
 from continuity.runner.units import UnitRecord, seal
 from continuity.store import Store
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from continuity.errors import AggregateError
 from continuity.messages import Usage
 from continuity.report.aggregate import aggregate_run
-from continuity.report.results import AggregateError, DuplicateOccurrence, Results
+from continuity.report.results import DuplicateOccurrence, Results
 from continuity.runner.units import UnitRecord, build_units
 from continuity.store import Store
 from continuity.traces.suites import build_suite

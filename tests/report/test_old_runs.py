@@ -16,10 +16,10 @@ import msgspec
 import pytest
 
 from continuity.arms import ARMS
+from continuity.errors import AggregateError
 from continuity.report import collect
 from continuity.report.aggregate import aggregate_run
 from continuity.report.rescore import rescore_run
-from continuity.report.results import AggregateError
 from continuity.runner.units import UnitRecord, seal, unit_key
 from continuity.store import Store
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from continuity.errors import AggregateError
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.report.aggregate import aggregate_run, combine
 from continuity.report.collect import load_summaries
 from continuity.report.render import render_html, render_markdown
-from continuity.report.results import AggregateError
 from continuity.runner.units import UnitRecord, seal
 from continuity.store import Store
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from continuity.errors import UsageError
+from continuity.errors import AggregateError, UsageError
 from continuity.probes.scoring import Score
 from continuity.report.aggregate import aggregate_run
 from continuity.report.rescore import rescore_run
-from continuity.report.results import AggregateError, Results
+from continuity.report.results import Results
 from continuity.report.scores import ScoreRecord, score_key, scorer_digest
 from continuity.runner.units import UnitRecord
 from continuity.store import Store

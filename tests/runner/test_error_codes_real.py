@@ -15,12 +15,11 @@ import anyio
 import msgspec
 import pytest
 
-from continuity.errors import ProviderError, UsageError
+from continuity.errors import ProviderError, RunIncomplete, UsageError
 from continuity.messages import ModelRequest, UserMessage
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.protocol import Completed, complete
 from continuity.providers.real import make_provider
-from continuity.runner.units import RunIncomplete
 from continuity.servers.wire import WireServer, serve_in_thread
 from tests.runner.test_real import Rig
 

@@ -8,13 +8,8 @@ from typing import Any
 
 import pytest
 
-from continuity.errors import UsageError
-from continuity.probes.calibration import (
-    CATEGORIES,
-    CalibrationInvalid,
-    default_cases_path,
-    load_cases,
-)
+from continuity.errors import CalibrationInvalid, UsageError
+from continuity.probes.calibration import CATEGORIES, default_cases_path, load_cases
 from continuity.probes.judge import ProviderJudge, ScriptedJudge
 from continuity.runner.judge_calibration import calibrate_judge, judge_for
 from continuity.servers.wire import serve_in_thread

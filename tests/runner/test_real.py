@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from continuity.errors import RunIncomplete
 from continuity.messages import Usage
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.plan import Plan, plan_from_options
@@ -30,7 +31,7 @@ from continuity.probes.availability import needles_for
 from continuity.report.aggregate import aggregate_run
 from continuity.report.rescore import rescore_run
 from continuity.runner.real import run_real
-from continuity.runner.units import RunIncomplete, UnitRecord, build_units
+from continuity.runner.units import UnitRecord, build_units
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from continuity.store import Store
 from continuity.traces.schema import decode_trace
@@ -315,6 +316,36 @@ run_real(plan, store, **args)
 """
 
 
+def _start_killable(
+    tmp_path: Path, rig: Rig, clean_checkout: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`run_real` for `rig` in its own process (and session), to be killed mid-run."""
+    request = tmp_path / "run.json"
+    request.write_bytes(
+        msgspec.json.encode(
+            {
+                "plan": rig.plan,
+                "store": str(rig.store.root),
+                "confirm": rig.digest,
+                "credentials": str(rig.credentials),
+                "output": str(rig.output),
+                "traces": TRACE,
+                "checkout": str(clean_checkout),
+                "jobs": 1,
+            }
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    return subprocess.Popen(
+        [sys.executable, "-c", KILLABLE, str(request)],
+        cwd=REPO,
+        env={**env, **(extra_env or {})},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def test_killed_run_resumes_without_recalling_completed_units(
     tmp_path: Path, clean_checkout: Path
 ) -> None:
@@ -325,30 +356,7 @@ def test_killed_run_resumes_without_recalling_completed_units(
         rig = Rig(
             tmp_path, clean_checkout, url, "openai-chat", arms="native,compaction-1", judge="none"
         )
-        request = tmp_path / "run.json"
-        request.write_bytes(
-            msgspec.json.encode(
-                {
-                    "plan": rig.plan,
-                    "store": str(rig.store.root),
-                    "confirm": rig.digest,
-                    "credentials": str(rig.credentials),
-                    "output": str(rig.output),
-                    "traces": TRACE,
-                    "checkout": str(clean_checkout),
-                    "jobs": 1,
-                }
-            )
-        )
-        env = {k: v for k, v in os.environ.items() if k != "CI"}
-        proc = subprocess.Popen(
-            [sys.executable, "-c", KILLABLE, str(request)],
-            cwd=REPO,
-            env=env,
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = _start_killable(tmp_path, rig, clean_checkout)
         try:
             deadline = time.monotonic() + 120
             while app.count() < 5:
@@ -402,30 +410,7 @@ def test_a_sigkilled_runner_takes_its_unit_worker_and_probe_child_with_it(
     system_tmp.mkdir()
     with serve_in_thread(app) as url:
         rig = Rig(tmp_path, clean_checkout, url, "openai-chat", arms="native", judge="none")
-        request = tmp_path / "run.json"
-        request.write_bytes(
-            msgspec.json.encode(
-                {
-                    "plan": rig.plan,
-                    "store": str(rig.store.root),
-                    "confirm": rig.digest,
-                    "credentials": str(rig.credentials),
-                    "output": str(rig.output),
-                    "traces": TRACE,
-                    "checkout": str(clean_checkout),
-                    "jobs": 1,
-                }
-            )
-        )
-        env = {k: v for k, v in os.environ.items() if k != "CI"}
-        proc = subprocess.Popen(
-            [sys.executable, "-c", KILLABLE, str(request)],
-            cwd=REPO,
-            env={**env, "TMPDIR": str(system_tmp)},
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = _start_killable(tmp_path, rig, clean_checkout, {"TMPDIR": str(system_tmp)})
         try:
             deadline = time.monotonic() + 120
             while app.count() < 1:  # the probe child's call: it hangs there

@@ -4,6 +4,7 @@ unit files written from the store's copy only."""
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
 from pathlib import Path
 
@@ -128,3 +129,18 @@ def test_a_probe_status_outside_the_vocabulary_does_not_decode() -> None:
         msgspec.convert({**result, "status": "passed"}, ProbeResult)
     with pytest.raises(msgspec.ValidationError):
         msgspec.convert({**result, "outcome": "right"}, ProbeResult)
+
+
+@pytest.mark.parametrize("stdin", [b"", b"{", b"[]", b'{"store_root": 1}'])
+def test_a_worker_with_an_invalid_request_says_so_in_one_coded_line(stdin: bytes) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "continuity.probe.worker"],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    err = result.stderr.decode()
+    assert result.returncode == 2, err
+    assert err.startswith("error worker_request_invalid: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and result.stdout == b""

@@ -19,9 +19,9 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from continuity.errors import ToolError
+from continuity.errors import HistoryError, ToolError
 from continuity.harness.toolbox import McpToolbox
-from continuity.memory.retained import HistoryError, RetainedStore
+from continuity.memory.retained import RetainedStore
 from continuity.messages import ToolCallRequest
 from continuity.servers.history import HISTORY_TOOL, serve_history
 

@@ -1,0 +1,217 @@
+"""The package's imports follow docs/architecture.md: layers point down, no cycles.
+
+The layer table is read from the document itself, so the document and the code cannot
+drift apart silently. Every import counts: module level, inside functions, and under
+``if TYPE_CHECKING``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "continuity"
+DOC = ROOT / "docs" / "architecture.md"
+
+Rank = tuple[int, int]
+
+
+def layer_table(text: str) -> dict[str, Rank]:
+    """Unit name -> (layer, position in its layer), from the document's layer table."""
+    ranks: dict[str, Rank] = {}
+    for line in text.splitlines():
+        match = re.match(r"\|\s*(\d+)\s*\|([^|]*)\|", line)
+        if not match:
+            continue
+        layer = int(match.group(1))
+        for position, unit in enumerate(re.findall(r"`([a-z_]+)`", match.group(2))):
+            assert unit not in ranks, f"{unit} is listed twice in {DOC.name}"
+            ranks[unit] = (layer, position)
+    return ranks
+
+
+def module_names() -> dict[str, Path]:
+    """Every module of the package: dotted name -> file."""
+    names = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join(parts)] = path
+    return names
+
+
+def unit_of(module: str) -> str:
+    """``continuity.harness.loop`` -> ``harness``; the package itself -> ``continuity``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "continuity"
+
+
+def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def imports_of(module: str, path: Path, known: Mapping[str, Path]) -> Iterator[tuple[str, str]]:
+    """(imported module, name or "") for every continuity import in one module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "continuity":
+                    yield alias.name, ""
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, node, path.name == "__init__.py")
+            if target.split(".")[0] != "continuity":
+                continue
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}"
+                if submodule in known:
+                    yield submodule, ""
+                else:
+                    yield target, alias.name
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = module_names()
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for module, path in known.items():
+        for target, _name in imports_of(module, path, known):
+            if target != module:
+                graph[module].add(target)
+    return graph
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in graph.get(node, ()):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def upward_imports(graph: Mapping[str, set[str]], ranks: Mapping[str, Rank]) -> list[str]:
+    problems = []
+    for module, targets in sorted(graph.items()):
+        source = unit_of(module)
+        for target in sorted(targets):
+            unit = unit_of(target)
+            if unit in (source, "continuity") or source == "continuity":
+                continue
+            if ranks[unit] >= ranks[source]:
+                problems.append(
+                    f"{module} -> {target} ({source} {ranks[source]} -> {unit} {ranks[unit]})"
+                )
+    return problems
+
+
+def test_every_unit_is_placed_in_a_layer() -> None:
+    ranks = layer_table(DOC.read_text(encoding="utf-8"))
+    units = {unit_of(m) for m in module_names()} - {"continuity"}
+    assert sorted(units - set(ranks)) == [], "units missing from docs/architecture.md"
+    assert sorted(set(ranks) - units) == [], "docs/architecture.md lists units that do not exist"
+
+
+def test_no_module_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_no_unit_import_cycles() -> None:
+    units: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        units.setdefault(unit_of(module), set()).update(
+            unit_of(t) for t in targets if unit_of(t) != unit_of(module)
+        )
+    assert cycles(units) == []
+
+
+def test_imports_point_down_the_layers() -> None:
+    ranks = layer_table(DOC.read_text(encoding="utf-8"))
+    assert upward_imports(import_graph(), ranks) == []
+
+
+def test_no_private_names_cross_units() -> None:
+    known = module_names()
+    problems = []
+    for module, path in known.items():
+        for target, name in imports_of(module, path, known):
+            if unit_of(target) == unit_of(module):
+                continue
+            private_module = any(part.startswith("_") for part in target.split(".")[1:])
+            if name.startswith("_") or private_module:
+                problems.append(f"{module} imports {target} {name}".strip())
+    assert problems == []
+
+
+def test_the_package_never_imports_rules_or_dodo() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            assert not any(n.split(".")[0] in ("rules", "dodo") for n in names), path
+
+
+# The checker itself must catch what it is for: a small synthetic graph.
+def test_checker_finds_cycles_and_upward_imports() -> None:
+    graph = {
+        "continuity.store.a": {"continuity.traces.b"},
+        "continuity.traces.b": {"continuity.store.a"},
+        "continuity.harness.c": {"continuity.errors"},
+    }
+    assert cycles(graph) == [["continuity.store.a", "continuity.traces.b"]]
+    ranks = {"errors": (0, 0), "store": (1, 0), "traces": (2, 0), "harness": (7, 0)}
+    assert upward_imports(graph, ranks) == [
+        "continuity.store.a -> continuity.traces.b (store (1, 0) -> traces (2, 0))"
+    ]
+    assert layer_table("| 3 | `a`, `b` | x |\n| 1 | `c` | y |") == {
+        "a": (3, 0),
+        "b": (3, 1),
+        "c": (1, 0),
+    }
+
+
+def test_layer_table_is_read_from_the_document() -> None:
+    ranks = layer_table(DOC.read_text(encoding="utf-8"))
+    assert ranks["errors"] < ranks["store"] < ranks["traces"] < ranks["harness"]
+    assert ranks["harness"] < ranks["probe"] < ranks["runner"] < ranks["report"]
