@@ -74,8 +74,6 @@ def test_every_error_class_lives_in_errors(name: str) -> None:
     defined = [
         value.__name__
         for value in vars(module).values()
-        if isinstance(value, type)
-        and issubclass(value, BaseException)
-        and value.__module__ == name
+        if isinstance(value, type) and issubclass(value, BaseException) and value.__module__ == name
     ]
     assert name == "continuity.errors" or defined == [], f"{name} defines {defined}"
