@@ -215,3 +215,23 @@ def test_layer_table_is_read_from_the_document() -> None:
     ranks = layer_table(DOC.read_text(encoding="utf-8"))
     assert ranks["errors"] < ranks["store"] < ranks["traces"] < ranks["harness"]
     assert ranks["harness"] < ranks["probe"] < ranks["runner"] < ranks["report"]
+
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_giant_modules_or_functions() -> None:
+    """A module over 500 lines or a function over 80 is a seam not yet split."""
+    big_modules, long_functions = [], []
+    for module, path in module_names().items():
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_MODULE_LINES:
+            big_modules.append(f"{module}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{module}.{node.name}: {length} lines")
+    assert big_modules == []
+    assert long_functions == []
