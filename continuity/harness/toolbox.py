@@ -4,25 +4,40 @@ Transport failures, protocol errors and malformed results each end the run with 
 `ToolError`: ``tool_server_unavailable`` (connection refused or closed, the server died,
 a timeout), ``tool_response_malformed`` (a result that is not exactly text content, or
 an unparsable message), ``tool_call_failed`` (the server reported an error).
+
+The HTTP client's TLS context is built once, when this module is imported (the unit
+worker imports it before it forks its probe children), and shared by every client: a
+fresh client would otherwise load the certificate store again (about 28 ms) for a
+plain-HTTP loopback address. Timeouts are the SDK's own defaults.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ssl
 from collections.abc import Callable
 
 import anyio
+import httpx2  # the MCP SDK's HTTP client library
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
 
 from continuity.errors import ContinuityError, ToolError
 from continuity.messages import ToolCallRequest, ToolDefinition
 
-__all__ = ["McpToolbox"]
+__all__ = ["TLS_CONTEXT", "McpToolbox", "http_client"]
 
 _UNAVAILABLE = {types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT}
+TLS_CONTEXT = ssl.create_default_context()  # once per process, inherited across fork
+
+
+def http_client() -> httpx2.AsyncClient:
+    """An MCP HTTP client with the SDK's default timeouts and the shared TLS context."""
+    timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+    return httpx2.AsyncClient(timeout=timeout, verify=TLS_CONTEXT)
 
 
 class McpToolbox:
@@ -48,7 +63,10 @@ class McpToolbox:
 
     async def __aenter__(self) -> McpToolbox:
         try:
-            read, write = await self._stack.enter_async_context(streamable_http_client(self.url))
+            client = await self._stack.enter_async_context(http_client())
+            read, write = await self._stack.enter_async_context(
+                streamable_http_client(self.url, http_client=client)
+            )
             session = await self._stack.enter_async_context(
                 ClientSession(read, write, read_timeout_seconds=self.read_timeout)
             )

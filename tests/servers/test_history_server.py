@@ -145,3 +145,29 @@ def test_standalone_refuses_a_missing_store(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 2 and "history_unavailable" in result.stderr
+
+
+async def test_connecting_builds_no_tls_context(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The toolbox's HTTP clients share the TLS context built when the module was
+    imported: connecting (three times) loads no certificate store."""
+    import ssl
+
+    built: list[object] = []
+    real = ssl.create_default_context
+
+    def counting(*args: object, **kwargs: object) -> ssl.SSLContext:
+        built.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl, "create_default_context", counting)
+    store = RetainedStore(store_path, readonly=True)
+    try:
+        async with serve_history(store) as url:
+            for _ in range(3):
+                async with McpToolbox(url) as toolbox:
+                    assert toolbox.definitions
+    finally:
+        store.close()
+    assert built == []
