@@ -50,6 +50,7 @@ __all__ = [
     "probe_request",
     "read_witness",
     "run_unit",
+    "warm_imports",
 ]
 
 
@@ -229,6 +230,24 @@ def _outcome(index: int, data: bytes, status: int, watchdog: float | None) -> Pr
         return ProbeOutcome(index, None, f"child_failed: probe child died (wait status {status})")
 
 
+def warm_imports(request: UnitRequest) -> None:
+    """Import once, before forking, what every probe child of `request` will need, so no
+    child pays for it: the probe child itself, anyio's asyncio backend (about 45 ms a
+    child otherwise: `benchmarks/bench_fork_imports.py`), the real providers for a real
+    unit, and the MCP client and history server for a tool arm."""
+    import anyio._backends._asyncio  # noqa: F401  # anyio.run imports it lazily
+
+    import continuity.probe.child
+    from continuity.arms import ARMS
+
+    if request.real is not None:
+        import continuity.providers.cache
+        import continuity.providers.real
+    if ARMS[request.arm].history_tool:
+        import continuity.harness.toolbox
+        import continuity.servers.history  # noqa: F401
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m continuity.probe.worker",
@@ -248,16 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, msgspec.MsgspecError) as exc:
         print(f"error worker_request_invalid: {exc} (at stdin)", file=sys.stderr)
         return 2
-    # Warm the imports once here, so every forked probe starts with them loaded.
-    import continuity.probe.child
-    from continuity.arms import ARMS
-
-    if request.real is not None:
-        import continuity.providers.cache
-        import continuity.providers.real
-    if ARMS[request.arm].history_tool:
-        import continuity.harness.toolbox
-        import continuity.servers.history  # noqa: F401
+    warm_imports(request)
     result = run_unit(request)
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
     return 0
