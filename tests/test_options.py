@@ -345,7 +345,7 @@ def test_selections_doit_accepts_pass(args: list[str]) -> None:
     assert selection_problem(args, PARAMS, targets=["out/report.json"]) is None
 
 
-def doit_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def doit_cli(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "CONTINUITY_STORE": str(tmp_path / "store"),
@@ -358,7 +358,7 @@ def doit_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
         check=False,
     )
 
@@ -565,21 +565,7 @@ SAMPLE = CLI_CASES[::4]
 def run_refused(tmp_path: Path, args: tuple[str, ...]) -> None:
     (tmp_path / "afile").write_text("x")
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    env = {
-        **os.environ,
-        "CONTINUITY_STORE": str(tmp_path / "store"),
-        "CONTINUITY_OUT": str(tmp_path / "out"),
-    }
-    env.pop("CI", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "doit", *argv],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=20,
-        check=False,
-    )
+    result = doit_cli(tmp_path, *argv, timeout=20)
     output = result.stdout + result.stderr
     assert "Traceback" not in output, (argv, output)
     assert result.returncode != 0, (argv, output)
