@@ -30,18 +30,22 @@ from continuity.errors import CheckpointError
 from continuity.harness.child import ChildReport
 from continuity.harness.keys import ReplayConfig, checkpoint_key, checkpoint_root
 from continuity.harness.replay import ReplayReceipt, replay_trace
+from continuity.providers.endpoint import RealBinding
 from continuity.store import ObjectRef, Store
 from continuity.traces.schema import ReplayTrace
 
 if TYPE_CHECKING:
-    from continuity.providers.endpoint import RealBinding
+    from continuity.zygote import ZygotePool
 
 __all__ = [
     "CheckpointResult",
     "ChildReport",
+    "ReplayDone",
+    "ReplayJob",
     "build_checkpoint",
     "checkpoint_lock",
     "fork",
+    "replay_job",
     "run_child",
 ]
 
@@ -57,6 +61,51 @@ class CheckpointResult(msgspec.Struct, frozen=True):
     # cache (its receipt, sealed in the tree, does not say). Also in the checkpoint's
     # action-entry meta; empty when the checkpoint was reused.
     replayed_calls: list[str] = msgspec.field(default_factory=list)
+
+
+class ReplayJob(msgspec.Struct, frozen=True, kw_only=True):
+    """One replay for a zygote's child (`replay_job`)."""
+
+    trace: ReplayTrace
+    root: str
+    config: ReplayConfig
+    trace_digest: str
+    tool_server_url: str | None
+    read_timeout: float
+    real: RealBinding | None
+
+
+class ReplayDone(msgspec.Struct, frozen=True):
+    receipt: ReplayReceipt
+    replayed: list[str]
+
+
+def _replay(job: ReplayJob) -> ReplayDone:
+    replayed: list[str] = []
+    receipt = anyio.run(
+        lambda: replay_trace(
+            job.trace,
+            Path(job.root),
+            config=job.config,
+            trace_digest=job.trace_digest,
+            tool_server_url=job.tool_server_url,
+            read_timeout=job.read_timeout,
+            summarizer=job.real,
+            replayed=replayed,
+        )
+    )
+    return ReplayDone(receipt, replayed)
+
+
+def replay_job(payload: bytes) -> bytes:
+    """A zygote target: the replay of `payload` (a `ReplayJob`), in this forked process,
+    so replays in different runner threads never share an interpreter lock."""
+    return msgspec.json.encode(_replay(msgspec.json.decode(payload, type=ReplayJob)))
+
+
+def _projection(trace: ReplayTrace) -> ReplayTrace:
+    """The replay projection of `trace` (a full `Trace` carries its probes too)."""
+    return ReplayTrace(**{name: getattr(trace, name) for name in ReplayTrace.__struct_fields__})
 
 
 @contextmanager
@@ -106,12 +155,16 @@ def build_checkpoint(
     tool_server_url: str | None = None,
     read_timeout: float = 30.0,
     real: RealBinding | None = None,
+    zygotes: ZygotePool | None = None,
+    timeout: float = 3600.0,
 ) -> CheckpointResult:
     """Replay `trace` and store the pristine workspace, unless the checkpoint exists.
 
     `real` (real mode, arm (d) only) makes the mid-trace compaction a real summarizer
     call; the checkpoint's key then binds the repeat and the summarizer binding, so each
-    repeat has its own checkpoint and its own summary.
+    repeat has its own checkpoint and its own summary. With `zygotes`, the replay runs
+    in a child forked from this thread's zygote (killed after `timeout` seconds), so
+    replays in different threads run side by side.
 
     Raises:
         HarnessError (and subclasses): the replay failed. Nothing is stored and the
@@ -133,20 +186,23 @@ def build_checkpoint(
     with checkpoint_lock(store, key):
         _clear(root)  # left behind by a killed build
         started = time.monotonic()
-        replayed: list[str] = []
+        job = ReplayJob(
+            trace=_projection(trace),
+            root=str(root),
+            config=config,
+            trace_digest=trace_digest,
+            tool_server_url=tool_server_url,
+            read_timeout=read_timeout,
+            real=real,
+        )
         try:
-            receipt = anyio.run(
-                lambda: replay_trace(
-                    trace,
-                    root,
-                    config=config,
-                    trace_digest=trace_digest,
-                    tool_server_url=tool_server_url,
-                    read_timeout=read_timeout,
-                    summarizer=real,
-                    replayed=replayed,
+            if zygotes is None:
+                done = _replay(job)
+            else:
+                reply = zygotes.call(
+                    f"{__name__}:replay_job", msgspec.json.encode(job), timeout, "replay"
                 )
-            )
+                done = msgspec.json.decode(reply, type=ReplayDone)
         except BaseException:  # any failure, an interrupt too, leaves no half workspace
             _clear(root)
             raise
@@ -160,13 +216,15 @@ def build_checkpoint(
             meta={
                 "trace_id": trace.trace_id,
                 "root": str(root),
-                "receipt": msgspec.to_builtins(receipt),
+                "receipt": msgspec.to_builtins(done.receipt),
                 "replay_seconds": round(seconds, 3),
                 # Beside the tree, never in it: differs between two builds of one key.
-                "replayed_calls": replayed,
+                "replayed_calls": done.replayed,
             },
         )
-    return CheckpointResult(trace.trace_id, key, tree, str(root), "built", receipt, replayed)
+    return CheckpointResult(
+        trace.trace_id, key, tree, str(root), "built", done.receipt, done.replayed
+    )
 
 
 @contextmanager

@@ -45,6 +45,20 @@ class Workspace(msgspec.Struct, frozen=True):
     def receipt_path(self) -> Path:
         return self.root / "replay.json"
 
+    @property
+    def probe_appends(self) -> tuple[str, ...]:
+        """The files (relative to `root`) a probe appends to when it resumes the
+        workspace: the session, the canonical history and the tool-history records. A
+        probe's fresh copy copies these and hard-links the rest (`harness.template`)."""
+        return tuple(
+            path.relative_to(self.root).as_posix()
+            for path in (self.session_path, self.history_path, self.tool_history_records)
+        )
+
+    @property
+    def tool_history_records(self) -> Path:
+        return self.tool_history_dir / "records.jsonl"
+
     def create(
         self, *, session_id: str, clock: Clock
     ) -> tuple[DurableSession, CanonicalHistory, ToolHistory]:

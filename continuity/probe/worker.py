@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
+import importlib.util
 import os
 import select
-import shutil
 import signal
 import sys
 import time
@@ -32,7 +33,8 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from continuity.errors import typed_error
+from continuity.errors import CheckpointError, typed_error
+from continuity.harness.template import CONTRACT_FAILED, Template
 from continuity.harness.workspace import Workspace
 from continuity.lookup.receipts import LookupBinding, LookupWitness
 from continuity.parent_death import die_with_parent
@@ -41,6 +43,7 @@ from continuity.providers.endpoint import RealBinding
 from continuity.store import Store
 
 __all__ = [
+    "ZYGOTE_PRELOAD",
     "ProbeOutcome",
     "ProbeSpec",
     "UnitRequest",
@@ -50,7 +53,9 @@ __all__ = [
     "probe_request",
     "read_witness",
     "run_unit",
+    "serve_unit",
     "warm_imports",
+    "warm_zygote",
 ]
 
 
@@ -158,16 +163,38 @@ def read_witness(path: Path) -> LookupWitness | None:
 
 def run_unit(request: UnitRequest) -> UnitWorkerResult:
     """Every probe of the unit, in order, each on a fresh copy of the checkpoint in a
-    fresh forked child; a failed probe never stops the others."""
-    store = Store(request.store_root)
-    root = Path(request.workspace)
-    outcomes = []
-    for spec in request.probes:
-        if root.exists():
-            shutil.rmtree(root)
-        store.restore_tree(request.tree, root)
-        outcomes.append(_run_probe_child(request, spec, root))
+    fresh forked child; a failed probe never stops the others.
+
+    The snapshot is verified once into the checkpoint's template; each probe's copy is
+    linked and copied from it (`continuity.harness.template`). A probe that changed a
+    linked file gets ``checkpoint_contract_failed`` (its sample is excluded) and the
+    template is rebuilt from the verified snapshot before the next probe."""
+    template = Template(Store(request.store_root), request.tree, Path(request.workspace))
+    outcomes: list[ProbeOutcome] = []
+    if not request.probes:
+        return UnitWorkerResult(os.getpid(), outcomes)
+    try:
+        template.build()
+        for spec in request.probes:
+            outcome = _run_probe_child(request, spec, template.fresh_copy())
+            changed = template.check()
+            if changed:
+                outcome = _contract_failed(outcome, changed)
+                template.build()
+            outcomes.append(outcome)
+    finally:
+        template.remove()
     return UnitWorkerResult(os.getpid(), outcomes)
+
+
+def _contract_failed(outcome: ProbeOutcome, changed: list[str]) -> ProbeOutcome:
+    """The probe broke the fresh-copy rule: its sample is excluded, whatever it found."""
+    return msgspec.structs.replace(
+        outcome,
+        evidence=None,
+        error=f"{CONTRACT_FAILED}: the probe changed checkpoint files it shares with the "
+        f"template: {', '.join(changed)}",
+    )
 
 
 def probe_request(request: UnitRequest, spec: ProbeSpec, witness_path: Path) -> ProbeRequest:
@@ -230,11 +257,33 @@ def _outcome(index: int, data: bytes, status: int, watchdog: float | None) -> Pr
         return ProbeOutcome(index, None, f"child_failed: probe child died (wait status {status})")
 
 
+# What a tool arm's child loads lazily, at its loopback server's start and its MCP
+# client's first request (the client's transport, httpcore2, about 58 ms with trio).
+_TOOL_STACK = (
+    "continuity.harness.toolbox",
+    "continuity.servers.history",
+    "uvicorn.lifespan.on",
+    "uvicorn.protocols.http.auto",
+    "uvicorn.protocols.http.h11_impl",
+    "uvicorn.protocols.websockets.auto",
+)
+# Optional: imported when installed (the MCP SDK's own HTTP stack, in its versions here).
+_OPTIONAL = ("httpcore2",)
+
+
+def _import(names: tuple[str, ...], *, optional: bool = False) -> None:
+    for name in names:
+        if optional and importlib.util.find_spec(name) is None:
+            continue
+        importlib.import_module(name)
+
+
 def warm_imports(request: UnitRequest) -> None:
     """Import once, before forking, what every probe child of `request` will need, so no
     child pays for it: the probe child itself, anyio's asyncio backend (about 45 ms a
     child otherwise: `benchmarks/bench_fork_imports.py`), the real providers for a real
-    unit, and the MCP client and history server for a tool arm."""
+    unit, and for a tool arm the MCP client, the history server and the HTTP modules
+    they load lazily."""
     import anyio._backends._asyncio  # noqa: F401  # anyio.run imports it lazily
 
     import continuity.probe.child
@@ -242,10 +291,48 @@ def warm_imports(request: UnitRequest) -> None:
 
     if request.real is not None:
         import continuity.providers.cache
-        import continuity.providers.real
+        import continuity.providers.real  # noqa: F401
     if ARMS[request.arm].history_tool:
-        import continuity.harness.toolbox
-        import continuity.servers.history  # noqa: F401
+        _import(_TOOL_STACK)
+        _import(_OPTIONAL, optional=True)
+
+
+def warm_zygote() -> None:
+    """What a zygote (`continuity.zygote`) imports before it forks unit workers and
+    checkpoint replays: everything any unit's worker, probe children and replay need."""
+    import anyio._backends._asyncio  # noqa: F401
+
+    import continuity.harness.checkpoints
+    import continuity.probe.child
+    import continuity.providers.cache
+    import continuity.providers.real  # noqa: F401
+
+    _import(_TOOL_STACK)
+    _import(_OPTIONAL, optional=True)
+
+
+# The zygote's preload: this module, then `warm_zygote`.
+ZYGOTE_PRELOAD = ("continuity.probe.worker:warm_zygote",)
+
+
+def _decode_request(data: bytes) -> UnitRequest:
+    """Raises: CheckpointError ``worker_request_invalid`` when `data` is no request."""
+    try:
+        return msgspec.json.decode(data, type=UnitRequest)
+    except msgspec.MsgspecError as exc:
+        raise CheckpointError(
+            f"the unit request does not decode: {exc}",
+            code="worker_request_invalid",
+            location="stdin",
+        ) from None
+
+
+def serve_unit(payload: bytes) -> bytes:
+    """A zygote target: run the unit of `payload` (a `UnitRequest`, JSON) in this forked
+    process; return its `UnitWorkerResult` (JSON)."""
+    request = _decode_request(payload)
+    warm_imports(request)
+    return msgspec.json.encode(run_unit(request))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,13 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.parent_pid is not None:  # before anything else: a dead runner has no use for it
         die_with_parent(args.parent_pid)
     try:
-        request = msgspec.json.decode(sys.stdin.buffer.read(), type=UnitRequest)
-    except (OSError, msgspec.MsgspecError) as exc:
-        print(f"error worker_request_invalid: {exc} (at stdin)", file=sys.stderr)
+        out = serve_unit(sys.stdin.buffer.read())
+    except (OSError, CheckpointError) as exc:
+        print(f"error {exc}", file=sys.stderr)
         return 2
-    warm_imports(request)
-    result = run_unit(request)
-    sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
+    sys.stdout.write(out.decode() + "\n")
     return 0
 
 

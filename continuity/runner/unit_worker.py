@@ -1,16 +1,16 @@
 """The unit worker call: what a unit's probes need to run, and the worker process that
 runs them.
 
-The runner hands the worker (``python -m continuity.probe.worker``) one `UnitRequest` on
-its stdin and reads one `UnitWorkerResult` from its stdout, decoded into that struct and
-checked against the request: one `ProbeOutcome` per requested probe, in request order.
-Anything else is a coded ``child_failed``.
+The runner hands the worker one `UnitRequest` and reads one `UnitWorkerResult`, decoded
+into that struct and checked against the request: one `ProbeOutcome` per requested
+probe, in request order. Anything else is a coded ``child_failed``. The worker is a
+child forked from the runner thread's zygote (`continuity.zygote`, target
+`continuity.probe.worker.serve_unit`): a fresh process per unit, without an interpreter
+start. The request travels over the zygote's stdin, never through a file.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,16 +18,22 @@ import msgspec
 
 from continuity.errors import CheckpointError
 from continuity.providers.endpoint import RealBinding
-from continuity.runner.children import run_child
 from continuity.runner.lookup_run import LookupRun
 from continuity.runner.unit_record import RealRun
 from continuity.store import Store
+from continuity.zygote import ZygotePool, call_in_child
 
 if TYPE_CHECKING:
     from continuity.harness.checkpoints import CheckpointResult
     from continuity.probe.worker import ProbeOutcome, ProbeSpec, UnitRequest
 
-__all__ = ["decode_worker_reply", "real_binding_for", "run_worker", "worker_request"]
+__all__ = [
+    "WORKER_TARGET",
+    "decode_worker_reply",
+    "real_binding_for",
+    "run_worker",
+    "worker_request",
+]
 
 
 def real_binding_for(real: RealRun | None, store: Store, repeat: int) -> RealBinding | None:
@@ -93,22 +99,25 @@ def decode_worker_reply(request: UnitRequest, out: bytes) -> list[ProbeOutcome]:
     return outcomes
 
 
-def run_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
-    """Run the unit worker on `request` and return its outcomes, one per probe.
+WORKER_TARGET = "continuity.probe.worker:serve_unit"
 
-    The request (probe texts and the evaluator-only needles) goes to the worker on its
-    stdin, never through a file, so a killed run leaves nothing of it on disk.
+
+def run_worker(
+    request: UnitRequest, timeout: float, zygotes: ZygotePool | None = None
+) -> list[ProbeOutcome]:
+    """Run the unit worker on `request` and return its outcomes, one per probe: forked
+    from this thread's zygote in `zygotes`, or (none given) from a zygote of its own.
 
     Raises:
-        CheckpointError: ``child_failed`` when the worker exits non-zero, prints no
-            result (or not one outcome per requested probe), or runs past `timeout`
-            (it is killed).
+        CheckpointError: ``child_failed`` when the worker dies, returns no result (or
+            not one outcome per requested probe), or runs past `timeout` (it is
+            killed); what the worker raised otherwise, with its code.
     """
-    _, out = run_child(
-        # The worker dies with this process (Linux), and its probe children with it.
-        [sys.executable, "-m", "continuity.probe.worker", "--parent-pid", str(os.getpid())],
-        msgspec.json.encode(request),
-        timeout,
-        "unit worker",
-    )
+    from continuity.probe.worker import ZYGOTE_PRELOAD
+
+    payload = msgspec.json.encode(request)
+    if zygotes is None:
+        out = call_in_child(ZYGOTE_PRELOAD, WORKER_TARGET, payload, timeout, "unit worker")
+    else:
+        out = zygotes.call(WORKER_TARGET, payload, timeout, "unit worker")
     return decode_worker_reply(request, out)

@@ -61,6 +61,7 @@ from continuity.runner.unit_store import (
 from continuity.runner.unit_worker import real_binding_for, run_worker, worker_request
 from continuity.store import Store
 from continuity.traces.schema import Trace
+from continuity.zygote import ZygotePool
 
 if TYPE_CHECKING:
     from continuity.harness.checkpoints import CheckpointResult
@@ -122,7 +123,11 @@ def _terminal_stored(store: Store, key: str, dump_requests: Path | None) -> Unit
 
 
 def _checkpoint(
-    store: Store, frame: UnitFrame, config: ReplayConfig, mid_real: RealBinding | None
+    store: Store,
+    frame: UnitFrame,
+    config: ReplayConfig,
+    mid_real: RealBinding | None,
+    zygotes: ZygotePool | None,
 ) -> CheckpointResult | UnitRecord:
     """Build (or reuse) the arm's checkpoint; in real mode, a failed mid-trace summary
     (or a stop rule refusing admission) gives the unit's incomplete record instead:
@@ -137,6 +142,7 @@ def _checkpoint(
             trace_digest=frame.item.digest,
             config=config,
             real=mid_real,
+            zygotes=zygotes,
         )
     except ContinuityError as error:
         if mid_real is None:
@@ -161,6 +167,7 @@ def _run_probes(
     dump_requests: Path | None,
     real_binding: RealBinding | None,
     lookup: LookupRun | None,
+    zygotes: ZygotePool | None,
 ) -> list[ProbeOutcome]:
     """Run the unit's probes in its worker, holding the checkpoint's lock (no other fork
     while the unit runs)."""
@@ -176,7 +183,7 @@ def _run_probes(
         lookup=lookup,
     )
     with checkpoint_lock(store, checkpoint.key):
-        return run_worker(request, timeout)
+        return run_worker(request, timeout, zygotes)
 
 
 def _finish(
@@ -227,8 +234,13 @@ def run_unit(
     real: RealRun | None = None,
     lookup: LookupRun | None = None,
     judge: str | None = None,
+    zygotes: ZygotePool | None = None,
 ) -> tuple[UnitRecord, UnitStatus]:
     """Build (or reuse) one unit; return it and ``built`` or ``cached``.
+
+    With `zygotes`, the checkpoint replay and the unit worker are children forked from
+    this thread's zygote; without, from a zygote of the unit's own (and the replay runs
+    in this process).
 
     With a judge (offline: `judge`, the plan's judge model, played by the scripted judge;
     real: `real.judge`) every valid answer gets a verdict; without one, none does.
@@ -262,7 +274,7 @@ def run_unit(
     frame = UnitFrame(key, item, trace, arm, repeat, planned_checkpoint, probes, skipped, binding)
     if not specs:  # every slot inventory-infeasible: no checkpoint, no worker
         return store_unit(store, seal_unit(frame, [])), "built"
-    checkpoint = _checkpoint(store, frame, config, mid_real)
+    checkpoint = _checkpoint(store, frame, config, mid_real, zygotes)
     if isinstance(checkpoint, UnitRecord):
         return checkpoint, "incomplete"
     outcomes = _run_probes(
@@ -274,6 +286,7 @@ def run_unit(
         dump_requests=dump_requests,
         real_binding=real_binding,
         lookup=lookup,
+        zygotes=zygotes,
     )
     return _finish(store, frame, checkpoint, outcomes, unit_judge(store, real, judge, repeat), real)
 
@@ -337,6 +350,43 @@ def _incomplete(
     )
 
 
+def _run_plans(
+    store: Store,
+    plans: Sequence[UnitPlan],
+    *,
+    probe_limit: int | None,
+    real: RealRun | None,
+    lookup: LookupRun | None,
+    judge: str | None,
+    jobs: int,
+    progress: Tick | None,
+) -> list[tuple[UnitRecord, UnitStatus]]:
+    """Every planned unit, traces side by side in `jobs` runner threads, each thread with
+    its own zygote: every unit's worker and checkpoint replay is a fresh child of it."""
+    from continuity.probe.worker import ZYGOTE_PRELOAD
+
+    with ZygotePool(ZYGOTE_PRELOAD) as zygotes:
+        return run_by_trace(
+            plans,
+            trace_of=lambda plan: plan[0].trace_id,
+            work=lambda plan: run_unit(
+                store,
+                plan[1],
+                plan[0],
+                plan[2],
+                repeat=plan[3],
+                probe_limit=probe_limit,
+                real=real,
+                lookup=lookup,
+                judge=judge,
+                zygotes=zygotes,
+            ),
+            describe=lambda plan: f"r{plan[3]} {plan[0].trace_id} {plan[2].id}",
+            jobs=jobs,
+            progress=progress,
+        )
+
+
 def build_units(
     store: Store,
     suite: str,
@@ -384,21 +434,13 @@ def build_units(
         check_lookup_slots(lookup, plans, probe_limit, run)
     ledger = _open_ledger(real, plans, probe_limit, max_observed_input_tokens)
     try:
-        done = run_by_trace(
+        done = _run_plans(
+            store,
             plans,
-            trace_of=lambda plan: plan[0].trace_id,
-            work=lambda plan: run_unit(
-                store,
-                plan[1],
-                plan[0],
-                plan[2],
-                repeat=plan[3],
-                probe_limit=probe_limit,
-                real=real,
-                lookup=lookup,
-                judge=judge,
-            ),
-            describe=lambda plan: f"r{plan[3]} {plan[0].trace_id} {plan[2].id}",
+            probe_limit=probe_limit,
+            real=real,
+            lookup=lookup,
+            judge=judge,
             jobs=jobs,
             progress=progress,
         )

@@ -403,7 +403,8 @@ def test_a_sigkilled_runner_takes_its_unit_worker_and_probe_child_with_it(
     tmp_path: Path, clean_checkout: Path
 ) -> None:
     """The runner alone is SIGKILLed (not its process group) while its probe child waits
-    on a call the server never answers: the unit worker and the probe child die with it
+    on a call the server never answers: the zygote, the unit worker and the probe child
+    die with it
     instead of waiting on, and no expected value is left outside the store."""
     app = WireServer(faults=Faults(hang_from=1))
     system_tmp = tmp_path / "system-tmp"  # the run's TMPDIR: where tempfile would write
@@ -417,8 +418,10 @@ def test_a_sigkilled_runner_takes_its_unit_worker_and_probe_child_with_it(
                 assert proc.poll() is None, "the run ended before it could be killed"
                 assert time.monotonic() < deadline, "the run never made its call"
                 time.sleep(0.05)
-            workers = [c for c in _live_in_group(proc.pid) if "continuity.probe.worker" in c]
-            assert len(workers) == 2  # the unit worker and its forked probe child
+            # The runner thread's zygote, the unit worker forked from it, and the probe
+            # child the worker forked (forks keep the zygote's command line).
+            workers = [c for c in _live_in_group(proc.pid) if "continuity.zygote" in c]
+            assert len(workers) == 3, workers
             os.kill(proc.pid, signal.SIGKILL)  # the runner only: nothing forwards it
             proc.wait(timeout=30)
             gone_by = time.monotonic() + 5

@@ -36,12 +36,12 @@ def test_the_worker_reads_its_request_on_stdin(tmp_path: Path) -> None:
     assert units_module.run_worker(_request(tmp_path, []), timeout=120) == []
 
 
-def test_a_worker_that_fails_is_child_failed(tmp_path: Path) -> None:
+def test_a_worker_that_fails_raises_its_typed_error_with_its_code(tmp_path: Path) -> None:
     Store(tmp_path / "store")
     spec = ProbeSpec(0, "where?", ["needle"])  # its checkpoint tree is not in the store
-    with pytest.raises(CheckpointError) as err:
+    with pytest.raises(ObjectMissing) as err:
         units_module.run_worker(_request(tmp_path, [spec]), timeout=120)
-    assert err.value.code == "child_failed" and "exited 1" in err.value.message
+    assert err.value.code == "object_missing" and "0" * 64 in err.value.location
 
 
 def test_a_worker_past_its_timeout_is_killed_and_child_failed(tmp_path: Path) -> None:

@@ -1,0 +1,356 @@
+"""Zygotes: pre-imported Python processes that fork a fresh child for every call.
+
+Starting an interpreter that imports MCP, uvicorn, pydantic and the harness costs about
+160 ms (570 ms with the tool-arm stacks); forking a process that already has them costs
+about a millisecond. So the runner keeps one zygote per runner thread (`ZygotePool`),
+started once, and every call it makes (one unit's worker, one checkpoint replay) runs in
+a new child forked from that zygote. The child is a new process with no state from any
+earlier call: the zygote itself never runs one. It dies with the zygote, which dies with
+the runner thread that started it (`die_with_parent`), so a SIGKILLed run leaves none.
+
+``python -m continuity.zygote --parent-pid PID --preload a,b`` is the zygote. It talks
+over its stdin and stdout in length-prefixed frames (never a file: a request can hold
+evaluator-only values):
+
+- request: ``>II`` (target and payload lengths), the target (``package.module:function``,
+  a function taking the payload bytes and returning bytes), the payload;
+- reply: ``>BI`` (status, body length), the body. Status 0: the target's bytes; 1: the
+  target raised (a `ChildFailure`); 2: the child died without replying (its wait status).
+
+The first reply, status 0 with the zygote's pid, says it has imported `--preload` (a
+comma list of ``module`` or ``module:function``, the function called once imported;
+status 1 when that failed). Anything a child prints goes to stderr, never into a
+reply.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+
+import msgspec
+
+from continuity import errors
+from continuity.errors import CheckpointError, ContinuityError, typed_error
+from continuity.parent_death import die_with_parent
+
+__all__ = [
+    "ChildFailure",
+    "Zygote",
+    "ZygoteCall",
+    "ZygotePool",
+    "call_in_child",
+    "main",
+    "serve",
+]
+
+_REQUEST = struct.Struct(">II")
+_REPLY = struct.Struct(">BI")
+OK, RAISED, DIED = 0, 1, 2
+
+# What a caller needs to run a target in a fresh child: (target, payload, timeout, what).
+ZygoteCall = Callable[[str, bytes, float, str], bytes]
+
+
+class ChildFailure(msgspec.Struct, frozen=True):
+    """What a target raised in the child: its class name, and for a `ContinuityError`
+    its code, message and location (re-raised as that class in the caller)."""
+
+    kind: str
+    message: str
+    code: str | None = None
+    location: str = "-"
+
+    def error(self) -> ContinuityError:
+        """The error to raise in the caller: the same `continuity.errors` class, code and
+        location when the child raised a typed error, else ``child_failed``."""
+        if self.code is None:
+            return CheckpointError(f"{self.kind}: {self.message}", code="child_failed")
+        cls = getattr(errors, self.kind, None)
+        if isinstance(cls, type) and issubclass(cls, ContinuityError):
+            try:
+                return cls(self.message, code=self.code, location=self.location)
+            except TypeError:  # a class with its own constructor (TraceInvalid)
+                pass
+        return ContinuityError(self.message, code=self.code, location=self.location)
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    """`size` bytes from `fd`; None at end of file before the first byte."""
+    chunks: list[bytes] = []
+    left = size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            if chunks:
+                raise EOFError(f"frame cut short: {size - left} of {size} bytes")
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _failure(exc: BaseException) -> bytes:
+    typed = typed_error(exc)
+    if typed is not None:
+        failure = ChildFailure(type(typed).__name__, typed.message, typed.code, typed.location)
+    else:
+        failure = ChildFailure(type(exc).__name__, str(exc))
+    return msgspec.json.encode(failure)
+
+
+def _run_target(target: str, payload: bytes, write_fd: int, zygote: int) -> None:
+    """In the forked child: run the target, write status + body to the pipe, and leave
+    with ``os._exit`` (a forked child never unwinds into the zygote's loop)."""
+    die_with_parent(zygote)
+    try:
+        module, _, name = target.partition(":")
+        function = getattr(importlib.import_module(module), name)
+        status, body = OK, function(payload)
+    # Whatever it raises, even an interrupt, is reported and ends here.
+    except BaseException as exc:
+        status, body = RAISED, _failure(exc)
+    try:
+        _write_all(write_fd, bytes([status]) + body)
+    finally:
+        os._exit(0)
+
+
+def _fork_call(target: str, payload: bytes, reply_fd: int) -> tuple[int, bytes]:
+    """Fork a child for one call and wait for it: (status, body)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        os.close(reply_fd)
+        devnull = os.open(os.devnull, os.O_RDONLY)  # the next request is the zygote's
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        _run_target(target, payload, write_fd, os.getppid())
+    os.close(write_fd)
+    chunks: list[bytes] = []
+    while chunk := os.read(read_fd, 1 << 20):
+        chunks.append(chunk)
+    os.close(read_fd)
+    _, wait_status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if not data or data[0] not in (OK, RAISED):
+        return DIED, f"the child died without replying (wait status {wait_status})".encode()
+    return data[0], data[1:]
+
+
+def serve(preload: Sequence[str]) -> int:
+    """The zygote's loop: import `preload`, say so, then one forked child per request
+    until stdin closes."""
+    reply_fd = os.dup(1)
+    os.dup2(2, 1)  # a stray print (here or in a child) never lands in a reply
+    try:
+        for name in preload:  # "module" or "module:function" (called once imported)
+            module, _, function = name.partition(":")
+            loaded = importlib.import_module(module)
+            if function:
+                getattr(loaded, function)()
+        ready = OK, str(os.getpid()).encode()
+    except Exception as exc:  # an import failed: say so, then stop
+        ready = RAISED, _failure(exc)
+    _write_all(reply_fd, _REPLY.pack(ready[0], len(ready[1])) + ready[1])
+    if ready[0] != OK:
+        return 1
+    while (head := _read_exact(0, _REQUEST.size)) is not None:
+        target_size, payload_size = _REQUEST.unpack(head)
+        target = (_read_exact(0, target_size) or b"").decode()
+        payload = (_read_exact(0, payload_size) or b"") if payload_size else b""
+        status, body = _fork_call(target, payload, reply_fd)
+        _write_all(reply_fd, _REPLY.pack(status, len(body)) + body)
+    return 0
+
+
+class Zygote:
+    """One zygote process, used by the thread that started it (the kernel kills it when
+    that thread ends)."""
+
+    def __init__(self, preload: Sequence[str]) -> None:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "continuity.zygote",
+                "--parent-pid",
+                str(os.getpid()),
+                "--preload",
+                ",".join(preload),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.ready = False
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _read(self, size: int, deadline: float, what: str) -> bytes:
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        chunks: list[bytes] = []
+        left = size
+        while left:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                self.kill()
+                raise CheckpointError(
+                    f"{what} ran past its timeout and was killed", code="child_failed"
+                )
+            chunk = os.read(fd, left)
+            if not chunk:
+                self.kill()
+                raise CheckpointError(
+                    f"{what}: its zygote exited (status {self.process.returncode})",
+                    code="child_failed",
+                )
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def _reply(self, deadline: float, what: str) -> tuple[int, bytes]:
+        status, size = _REPLY.unpack(self._read(_REPLY.size, deadline, what))
+        return status, self._read(size, deadline, what) if size else b""
+
+    def call(self, target: str, payload: bytes, timeout: float, what: str) -> bytes:
+        """Run `target` on `payload` in a fresh child; return what it returned.
+
+        Raises:
+            ContinuityError: what the target raised (same class, code and location).
+            CheckpointError: ``child_failed`` when the child died, the zygote could not
+                start, or the call ran past `timeout` (the zygote and child are killed).
+        """
+        deadline = time.monotonic() + timeout
+        if not self.ready:
+            status, body = self._reply(deadline, what)
+            if status != OK:
+                self.kill()
+                raise msgspec.json.decode(body, type=ChildFailure).error()
+            self.ready = True
+        assert self.process.stdin is not None
+        encoded = target.encode()
+        try:
+            self.process.stdin.write(_REQUEST.pack(len(encoded), len(payload)) + encoded + payload)
+            self.process.stdin.flush()
+        except OSError:
+            self.kill()
+            raise CheckpointError(f"{what}: its zygote is gone", code="child_failed") from None
+        status, body = self._reply(deadline, what)
+        if status == RAISED:
+            raise msgspec.json.decode(body, type=ChildFailure).error()
+        if status == DIED:
+            raise CheckpointError(f"{what}: {body.decode()}", code="child_failed")
+        return body
+
+    def kill(self) -> None:
+        """SIGKILL it (its child dies with it) and close its pipes."""
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.process.wait()
+        self._close_pipes()
+
+    def close(self) -> None:
+        """Close its stdin (it exits after the call in flight, if any); kill it when it
+        has not exited within a second."""
+        self._close_pipes(stdin_only=True)
+        try:
+            self.process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self._close_pipes()
+
+    def _close_pipes(self, *, stdin_only: bool = False) -> None:
+        for pipe in (
+            (self.process.stdin,) if stdin_only else (self.process.stdin, self.process.stdout)
+        ):
+            with contextlib.suppress(OSError):  # a flush into a dead zygote
+                if pipe is not None:
+                    pipe.close()
+
+
+class ZygotePool:
+    """One zygote per calling thread, started at its first call (and again after a
+    zygote was killed); `close` stops them all."""
+
+    def __init__(self, preload: Sequence[str]) -> None:
+        self.preload = tuple(preload)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._started: list[Zygote] = []
+
+    def zygote(self) -> Zygote:
+        current: Zygote | None = getattr(self._local, "zygote", None)
+        if current is None or not current.alive():
+            current = Zygote(self.preload)
+            self._local.zygote = current
+            with self._lock:
+                self._started.append(current)
+        return current
+
+    def call(self, target: str, payload: bytes, timeout: float, what: str) -> bytes:
+        """`Zygote.call` on this thread's zygote."""
+        return self.zygote().call(target, payload, timeout, what)
+
+    def close(self) -> None:
+        with self._lock:
+            started, self._started = self._started, []
+        for zygote in started:
+            zygote.close()
+
+    def __enter__(self) -> ZygotePool:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def call_in_child(
+    preload: Sequence[str], target: str, payload: bytes, timeout: float, what: str
+) -> bytes:
+    """One call in a zygote of its own (started and stopped here): for a caller with no
+    pool, at the price of one interpreter start."""
+    with ZygotePool(preload) as pool:
+        return pool.call(target, payload, timeout, what)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m continuity.zygote",
+        description="A pre-imported process forking one child per request (stdin/stdout "
+        "frames; see continuity.zygote).",
+    )
+    parser.add_argument("--parent-pid", type=int, default=None, help="die with this pid")
+    parser.add_argument("--preload", default="", help="modules to import first (comma list)")
+    args = parser.parse_args(argv)
+    if args.parent_pid is not None:
+        die_with_parent(args.parent_pid)
+    return serve([name for name in args.preload.split(",") if name])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

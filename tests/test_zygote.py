@@ -1,0 +1,133 @@
+"""Zygotes: a pre-imported process forks a fresh child per call (continuity.zygote)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from continuity.errors import CheckpointError, HarnessError
+from continuity.zygote import Zygote, ZygotePool, call_in_child
+
+T = "tests.zygote_targets"
+
+
+@pytest.fixture
+def pool() -> Iterator[ZygotePool]:
+    with ZygotePool([T]) as started:
+        yield started
+
+
+def test_a_call_returns_what_the_target_returned(pool: ZygotePool) -> None:
+    assert pool.call(f"{T}:echo", b"abc", 60, "echo") == b"cba"
+    big = os.urandom(3 << 20)  # larger than a pipe's buffer, both ways
+    assert pool.call(f"{T}:echo", big, 60, "echo") == big[::-1]
+    assert pool.call(f"{T}:echo", b"", 60, "echo") == b""
+
+
+def test_every_call_is_a_fresh_child_of_the_zygote(pool: ZygotePool) -> None:
+    first = pool.call(f"{T}:pid", b"", 60, "pid").split()
+    second = pool.call(f"{T}:pid", b"", 60, "pid").split()
+    zygote = pool.zygote().process.pid
+    assert first[1] == second[1] == str(zygote).encode()
+    assert first[0] != second[0] and int(first[0]) not in (zygote, os.getpid())
+    # No state from an earlier call: the zygote itself never runs one.
+    assert pool.call(f"{T}:remember", b"one", 60, "remember") == b"one"
+    assert pool.call(f"{T}:remember", b"two", 60, "remember") == b"two"
+
+
+def test_a_stray_print_never_lands_in_the_reply(pool: ZygotePool) -> None:
+    assert pool.call(f"{T}:talk", b"", 60, "talk") == b"fine"
+    assert pool.call(f"{T}:echo", b"xy", 60, "echo") == b"yx"
+
+
+def test_a_typed_error_is_raised_again_with_its_class_code_and_location(
+    pool: ZygotePool,
+) -> None:
+    with pytest.raises(HarnessError) as err:
+        pool.call(f"{T}:raise_typed", b"", 60, "replay")
+    assert (err.value.code, err.value.location) == ("replay_broke", "turn 3")
+    assert err.value.message == "the replay broke"
+
+
+def test_an_untyped_error_is_child_failed_naming_it(pool: ZygotePool) -> None:
+    with pytest.raises(CheckpointError) as err:
+        pool.call(f"{T}:raise_untyped", b"", 60, "unit worker")
+    assert err.value.code == "child_failed"
+    assert err.value.message == "ValueError: not a typed error"
+    with pytest.raises(CheckpointError) as err:
+        pool.call(f"{T}:nope", b"", 60, "unit worker")  # no such function
+    assert err.value.code == "child_failed" and "AttributeError" in err.value.message
+    assert pool.call(f"{T}:echo", b"ok", 60, "echo") == b"ko"  # the zygote lives on
+
+
+def test_a_child_that_dies_is_child_failed_and_the_zygote_lives_on(pool: ZygotePool) -> None:
+    with pytest.raises(CheckpointError) as err:
+        pool.call(f"{T}:die", b"", 60, "unit worker")
+    assert err.value.code == "child_failed"
+    assert "unit worker: the child died without replying (wait status 9)" in err.value.message
+    assert pool.call(f"{T}:echo", b"ok", 60, "echo") == b"ko"
+
+
+def test_a_call_past_its_timeout_kills_the_zygote_and_the_next_call_starts_another(
+    pool: ZygotePool,
+) -> None:
+    pool.call(f"{T}:echo", b"", 60, "echo")
+    first = pool.zygote()
+    with pytest.raises(CheckpointError) as err:
+        pool.call(f"{T}:sleep", b"30", 0.5, "unit worker")
+    assert err.value.code == "child_failed" and "timeout" in err.value.message
+    assert not first.alive()
+    assert pool.call(f"{T}:sleep", b"0", 60, "unit worker") == b"woke"
+    assert pool.zygote() is not first
+
+
+def test_a_preload_that_fails_is_a_coded_error_at_the_first_call() -> None:
+    with ZygotePool(["continuity_no_such_module"]) as pool, pytest.raises(CheckpointError) as err:
+        pool.call(f"{T}:echo", b"", 60, "unit worker")
+    assert err.value.code == "child_failed" and "ModuleNotFoundError" in err.value.message
+
+
+def test_each_thread_has_its_own_zygote(pool: ZygotePool) -> None:
+    seen: dict[str, int] = {}
+
+    def work(name: str) -> None:
+        pool.call(f"{T}:echo", b"", 60, "echo")
+        seen[name] = pool.zygote().process.pid
+        assert pool.zygote().process.pid == seen[name]  # reused within the thread
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(seen.values())) == 2
+
+
+def test_close_stops_every_zygote() -> None:
+    pool = ZygotePool([T])
+    pool.call(f"{T}:echo", b"", 60, "echo")
+    zygote = pool.zygote()
+    pool.close()
+    assert zygote.process.returncode == 0
+
+
+def test_call_in_child_runs_one_call_in_a_zygote_of_its_own() -> None:
+    assert call_in_child([T], f"{T}:echo", b"12", 60, "echo") == b"21"
+
+
+def test_a_zygote_dies_with_the_thread_that_started_it() -> None:
+    started: list[Zygote] = []
+
+    def start() -> None:
+        zygote = Zygote([T])
+        zygote.call(f"{T}:echo", b"", 60, "echo")
+        started.append(zygote)
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join()
+    assert started[0].process.wait(timeout=10) == -9  # the kernel's SIGKILL
+    started[0].close()
