@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import os
 import select
@@ -172,6 +173,9 @@ def serve(preload: Sequence[str]) -> int:
     _write_all(reply_fd, _REPLY.pack(ready[0], len(ready[1])) + ready[1])
     if ready[0] != OK:
         return 1
+    # What the imports made is never garbage: the children's collections skip it (and
+    # so never touch, and copy, the pages it lives on).
+    gc.freeze()
     while (head := _read_exact(0, _REQUEST.size)) is not None:
         target_size, payload_size = _REQUEST.unpack(head)
         target = (_read_exact(0, target_size) or b"").decode()
@@ -289,21 +293,31 @@ class Zygote:
 
 
 class ZygotePool:
-    """One zygote per calling thread, started at its first call (and again after a
-    zygote was killed); `close` stops them all."""
+    """One zygote per calling thread; `close` stops them all.
 
-    def __init__(self, preload: Sequence[str]) -> None:
+    `start` zygotes are started at once, by the creating thread (which must outlive the
+    pool: the kernel kills a zygote when the thread that started it ends), so their
+    imports overlap whatever the caller does next; each calling thread takes one of them
+    at its first call, or starts its own when none is left (and again after its zygote
+    was killed)."""
+
+    def __init__(self, preload: Sequence[str], *, start: int = 0) -> None:
         self.preload = tuple(preload)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._started: list[Zygote] = []
+        self._spare = [Zygote(self.preload) for _ in range(start)]
+        self._started: list[Zygote] = list(self._spare)
 
     def zygote(self) -> Zygote:
         current: Zygote | None = getattr(self._local, "zygote", None)
-        if current is None or not current.alive():
-            current = Zygote(self.preload)
-            self._local.zygote = current
-            with self._lock:
+        if current is not None and current.alive():
+            return current
+        with self._lock:
+            spare = self._spare.pop() if self._spare else None
+        current = spare if spare is not None and spare.alive() else Zygote(self.preload)
+        self._local.zygote = current
+        with self._lock:
+            if current is not spare:
                 self._started.append(current)
         return current
 
@@ -313,7 +327,7 @@ class ZygotePool:
 
     def close(self) -> None:
         with self._lock:
-            started, self._started = self._started, []
+            started, self._started, self._spare = self._started, [], []
         for zygote in started:
             zygote.close()
 

@@ -131,3 +131,21 @@ def test_a_zygote_dies_with_the_thread_that_started_it() -> None:
     thread.join()
     assert started[0].process.wait(timeout=10) == -9  # the kernel's SIGKILL
     started[0].close()
+
+
+def test_zygotes_started_up_front_are_taken_by_the_first_callers() -> None:
+    with ZygotePool([T], start=2) as pool:
+        spare = {z.process.pid for z in pool._spare}
+        assert len(spare) == 2  # running before any call: their imports overlap ours
+        taken: list[int] = []
+
+        def work() -> None:
+            pool.call(f"{T}:echo", b"", 60, "echo")
+            taken.append(pool.zygote().process.pid)
+
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(set(taken)) == 3 and spare < set(taken)  # the third started its own

@@ -29,7 +29,7 @@ import msgspec
 from continuity.errors import CheckpointError
 from continuity.harness.child import ChildReport
 from continuity.harness.keys import ReplayConfig, checkpoint_key, checkpoint_root
-from continuity.harness.replay import ReplayReceipt, replay_trace
+from continuity.harness.receipt import ReplayReceipt
 from continuity.providers.endpoint import RealBinding
 from continuity.store import ObjectRef, Store
 from continuity.traces.schema import ReplayTrace
@@ -81,6 +81,10 @@ class ReplayDone(msgspec.Struct, frozen=True):
 
 
 def _replay(job: ReplayJob) -> ReplayDone:
+    # Imported here: a process that only reuses checkpoints never loads the replay's
+    # MCP, HTTP and server stacks.
+    from continuity.harness.replay import replay_trace
+
     replayed: list[str] = []
     receipt = anyio.run(
         lambda: replay_trace(

@@ -36,6 +36,7 @@ from continuity.harness.config import SMALLEST_TRIGGER, CompactionPolicy
 from continuity.harness.keys import ReplayConfig
 from continuity.harness.live_input import LiveInput
 from continuity.harness.loop import AgentLoop
+from continuity.harness.receipt import ReplayReceipt
 from continuity.harness.session import DurableSession, Entry
 from continuity.harness.tool_history import ToolHistory, ToolRecord
 from continuity.harness.toolbox import McpToolbox
@@ -72,33 +73,6 @@ __all__ = [
     "replay_trace",
     "scripted_steps",
 ]
-
-
-class ReplayReceipt(msgspec.Struct, frozen=True, kw_only=True):
-    """Content-free facts about one replay: counts, digests, usage."""
-
-    schema: str = "continuity-replay-receipt-v1"
-    trace_id: str
-    trace_digest: str
-    config: ReplayConfig
-    owner_turns: int
-    requests: int
-    tool_calls: int
-    steers_offered: int
-    steers_owner: int
-    session_entries: int
-    context_messages: int
-    context_digest: str
-    history_records: int
-    tool_records: int
-    truncated_records: int
-    retained_bytes: int
-    call_log_verified: bool
-    usage: Usage
-    retained: RetainedStats | None = None
-    mid_trace_compaction: CompactionEvent | None = None
-    # Real mode only: the receipts of the real mid-trace summary's calls.
-    mid_trace_calls: list[CallReceipt] = msgspec.field(default_factory=list)
 
 
 class ReplayClock:

@@ -7,7 +7,9 @@ context a model sees is the path from the root to the leaf: message entries in o
 and after a compaction entry its summary followed by the entries it kept.
 
 Lines are flushed as they are appended and fsynced by `sync()` (at the end of a turn),
-as Pi's session manager appends without fsync. Entry ids and timestamps come from the
+as Pi's session manager appends without fsync. A session opened with ``durable=False``
+(a probe's throwaway copy of a checkpoint, deleted after the probe) flushes but never
+fsyncs: nothing in it has to survive a crash. Entry ids and timestamps come from the
 caller's clock, so a scripted replay writes byte-identical sessions.
 """
 
@@ -99,9 +101,16 @@ class DurableSession:
     """A session file and its in-memory tree. Create with `create`, reopen with `load`."""
 
     def __init__(
-        self, path: Path, header: SessionHeader, entries: list[Entry], clock: Clock
+        self,
+        path: Path,
+        header: SessionHeader,
+        entries: list[Entry],
+        clock: Clock,
+        *,
+        durable: bool = True,
     ) -> None:
         self.path = path
+        self.durable = durable
         self.header = header
         self.entries = entries
         self.by_id: dict[str, Entry] = {e.id: e for e in entries}
@@ -118,8 +127,10 @@ class DurableSession:
         return cls(path, header, [], clock)
 
     @classmethod
-    def load(cls, path: Path, *, clock: Clock | None = None) -> DurableSession:
-        """Reopen a session file.
+    def load(
+        cls, path: Path, *, clock: Clock | None = None, durable: bool = True
+    ) -> DurableSession:
+        """Reopen a session file (`durable`: whether `sync` fsyncs).
 
         Raises:
             SessionCorrupt: a line that does not decode, a missing header, an unknown
@@ -155,7 +166,7 @@ class DurableSession:
             seen.add(item.id)
             entries.append(item)
         assert header is not None
-        return cls(path, header, entries, clock or utc_now)
+        return cls(path, header, entries, clock or utc_now, durable=durable)
 
     # -- appending -----------------------------------------------------------------------
 
@@ -240,7 +251,8 @@ class DurableSession:
     def sync(self) -> None:
         if self._handle is not None:
             self._handle.flush()
-            os.fsync(self._handle.fileno())
+            if self.durable:
+                os.fsync(self._handle.fileno())
 
     def close(self) -> None:
         if self._handle is not None:

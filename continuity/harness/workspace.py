@@ -69,10 +69,11 @@ class Workspace(msgspec.Struct, frozen=True):
         return session, history, tools
 
     def open(
-        self, *, clock: Clock | None = None
+        self, *, clock: Clock | None = None, durable: bool = True
     ) -> tuple[DurableSession, CanonicalHistory, ToolHistory]:
-        """Reopen the durable roots as seen from this path (see `ToolHistory.open`)."""
-        session = DurableSession.load(self.session_path, clock=clock)
+        """Reopen the durable roots as seen from this path (see `ToolHistory.open`);
+        `durable=False` for a throwaway copy, whose session never fsyncs."""
+        session = DurableSession.load(self.session_path, clock=clock, durable=durable)
         history = CanonicalHistory.load(self.history_path)
         tools = ToolHistory.open(self.tool_history_dir, artifact_root=self.root)
         return session, history, tools

@@ -141,7 +141,9 @@ def restore(workspace: Workspace) -> Restored:
     Raises:
         SessionCorrupt: when its replay receipt is missing or unreadable.
     """
-    session, history, tool_history = workspace.open(clock=utc_now)
+    # The probe's copy is deleted after the probe: its session flushes every line (the
+    # evidence is read back from disk) but never fsyncs.
+    session, history, tool_history = workspace.open(clock=utc_now, durable=False)
     try:
         facts = msgspec.json.decode(workspace.receipt_path.read_bytes(), type=ReplayFacts)
     except (OSError, msgspec.MsgspecError) as exc:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import importlib
 import importlib.util
 import os
@@ -43,7 +44,6 @@ from continuity.providers.endpoint import RealBinding
 from continuity.store import Store
 
 __all__ = [
-    "ZYGOTE_PRELOAD",
     "ProbeOutcome",
     "ProbeSpec",
     "UnitRequest",
@@ -261,6 +261,8 @@ def _outcome(index: int, data: bytes, status: int, watchdog: float | None) -> Pr
 # client's first request (the client's transport, httpcore2, about 58 ms with trio).
 _TOOL_STACK = (
     "continuity.harness.toolbox",
+    "continuity.interrupts",
+    "continuity.servers.asgi",
     "continuity.servers.history",
     "uvicorn.lifespan.on",
     "uvicorn.protocols.http.auto",
@@ -311,10 +313,6 @@ def warm_zygote() -> None:
     _import(_OPTIONAL, optional=True)
 
 
-# The zygote's preload: this module, then `warm_zygote`.
-ZYGOTE_PRELOAD = ("continuity.probe.worker:warm_zygote",)
-
-
 def _decode_request(data: bytes) -> UnitRequest:
     """Raises: CheckpointError ``worker_request_invalid`` when `data` is no request."""
     try:
@@ -332,6 +330,7 @@ def serve_unit(payload: bytes) -> bytes:
     process; return its `UnitWorkerResult` (JSON)."""
     request = _decode_request(payload)
     warm_imports(request)
+    gc.freeze()  # the probe children's collections skip what this process holds
     return msgspec.json.encode(run_unit(request))
 
 

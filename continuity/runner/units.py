@@ -58,7 +58,12 @@ from continuity.runner.unit_store import (
     seal_unit,
     store_unit,
 )
-from continuity.runner.unit_worker import real_binding_for, run_worker, worker_request
+from continuity.runner.unit_worker import (
+    ZYGOTE_PRELOAD,
+    real_binding_for,
+    run_worker,
+    worker_request,
+)
 from continuity.store import Store
 from continuity.traces.schema import Trace
 from continuity.zygote import ZygotePool
@@ -362,10 +367,10 @@ def _run_plans(
     progress: Tick | None,
 ) -> list[tuple[UnitRecord, UnitStatus]]:
     """Every planned unit, traces side by side in `jobs` runner threads, each thread with
-    its own zygote: every unit's worker and checkpoint replay is a fresh child of it."""
-    from continuity.probe.worker import ZYGOTE_PRELOAD
-
-    with ZygotePool(ZYGOTE_PRELOAD) as zygotes:
+    its own zygote: every unit's worker and checkpoint replay is a fresh child of it.
+    The zygotes start first, so their imports overlap this process's own."""
+    threads = min(max(1, jobs), len({plan[0].trace_id for plan in plans}))
+    with ZygotePool(ZYGOTE_PRELOAD, start=threads) as zygotes:
         return run_by_trace(
             plans,
             trace_of=lambda plan: plan[0].trace_id,

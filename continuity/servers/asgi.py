@@ -132,7 +132,7 @@ async def serve_asgi(
             group.start_soon(server.serve, [sock])
             with anyio.fail_after(10):
                 while not server.started:
-                    await anyio.sleep(0.005)
+                    await anyio.sleep(_POLL_S)
             try:
                 yield f"http://{host}:{port}"
             finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -194,8 +195,36 @@ def test_gc_dry_run_and_run(tmp_path: Path) -> None:
     assert "-- traces" in doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101").stdout
 
 
+# What the offline contract computes, apart from code identities: sha256 of its units'
+# contents (key, checkpoint, content digest and trace key blanked: they bind code) and
+# of its results.json (the scorer's code digest blanked), every number the report shows.
+# Measured at d218779, before issue 13's throughput work (zygotes, template copies,
+# throwaway sessions without fsync, the faster normaliser), and after it: identical.
+# A change here is a change in what the benchmark measures, never a speed-up.
+CONTRACT_RESULTS = (
+    "572a0ee3303a2bb6b6491924f557425f56b1606b5aa48845fd112e7885ff5f47",
+    "b912f54d8e66533867e10e24c25ccb8d00209f37398ddaa81c5bc0ff8775a20b",
+)
+
+
+def contract_digests(out: Path) -> tuple[str, str]:
+    run = out / "runs" / "offline-contract"
+    units = hashlib.sha256()
+    for path in sorted((run / "units").glob("*.json")):
+        content = json.loads(path.read_text())
+        for field in ("key", "checkpoint", "content_digest", "trace_key"):
+            content[field] = ""
+        units.update(path.name.encode() + b"\0")
+        units.update(json.dumps(content, sort_keys=True, separators=(",", ":")).encode())
+    results = json.loads((run / "results.json").read_text())
+    results["scorer"]["digest"] = results["scorer"]["description"] = ""
+    numbers = hashlib.sha256(json.dumps(results, sort_keys=True, separators=(",", ":")).encode())
+    return units.hexdigest(), numbers.hexdigest()
+
+
 def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_path: Path) -> None:
     result = doit(tmp_path, "offline_contract")
+    assert contract_digests(tmp_path / "out") == CONTRACT_RESULTS
     assert "offline contract passed" in result.stdout
     report = tmp_path / "out" / "runs" / "offline-contract" / "report.html"
     assert f"report at {report}" in result.stdout
