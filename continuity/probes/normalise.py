@@ -48,6 +48,7 @@ _TABLE_RE = _any_of(_TABLE)
 def _fold(match: re.Match[str]) -> str:
     return _TABLE[ord(match.group())] or ""
 
+
 _RUN = re.compile(r"[A-Za-z0-9]+")
 # Between two runs of a needle: nothing, spaces, or one punctuation mark with optional
 # spaces around it ("KLN-4471", "KLN 4471", "KLN4471", "KLN - 4471", "8,613.00").
