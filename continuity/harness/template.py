@@ -28,9 +28,8 @@ from pathlib import Path
 from continuity.harness.workspace import Workspace
 from continuity.store import Store
 
-__all__ = ["CONTRACT_FAILED", "Template"]
+__all__ = ["Template"]
 
-CONTRACT_FAILED = "checkpoint_contract_failed"
 _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 

@@ -35,7 +35,7 @@ import anyio
 import msgspec
 
 from continuity.errors import CheckpointError, typed_error
-from continuity.harness.template import CONTRACT_FAILED, Template
+from continuity.harness.template import Template
 from continuity.harness.workspace import Workspace
 from continuity.lookup.receipts import LookupBinding, LookupWitness
 from continuity.parent_death import die_with_parent
@@ -192,8 +192,8 @@ def _contract_failed(outcome: ProbeOutcome, changed: list[str]) -> ProbeOutcome:
     return msgspec.structs.replace(
         outcome,
         evidence=None,
-        error=f"{CONTRACT_FAILED}: the probe changed checkpoint files it shares with the "
-        f"template: {', '.join(changed)}",
+        error="checkpoint_contract_failed: the probe changed checkpoint files it shares "
+        f"with the template: {', '.join(changed)}",
     )
 
 

@@ -40,6 +40,7 @@ from continuity.runner.units import LookupRun, UnitRecord, build_units, run_unit
 from continuity.store import Store
 from continuity.traces.suites import build_suite
 from continuity.traces.validate import load_trace
+from continuity.zygote import ZygotePool
 from tests.graph.test_dodo import doit
 from tests.plan.test_plan import DEFAULT_DIGEST, guarded_doit
 
@@ -423,11 +424,13 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
     real_worker = units_module.run_worker
     workers: list[str] = []
 
-    def crashing_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
+    def crashing_worker(
+        request: UnitRequest, timeout: float, zygotes: ZygotePool | None = None
+    ) -> list[ProbeOutcome]:
         workers.append(request.arm)
         if request.arm == "native-lookup":
             raise CheckpointError("unit worker exited -9: killed", code="child_failed")
-        return real_worker(request, timeout)
+        return real_worker(request, timeout, zygotes)
 
     monkeypatch.setattr(units_module, "run_worker", crashing_worker)
     arguments: dict[str, object] = {
@@ -442,9 +445,11 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
     assert workers == ["continuity-pack-cold", "native-lookup"]
     counted: list[str] = []
 
-    def counting_worker(request: UnitRequest, timeout: float) -> list[ProbeOutcome]:
+    def counting_worker(
+        request: UnitRequest, timeout: float, zygotes: ZygotePool | None = None
+    ) -> list[ProbeOutcome]:
         counted.append(request.arm)
-        return real_worker(request, timeout)
+        return real_worker(request, timeout, zygotes)
 
     monkeypatch.setattr(units_module, "run_worker", counting_worker)
     with pytest.raises(LookupCoverageIncomplete):
