@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import gc
 import importlib
 import os
@@ -34,6 +35,7 @@ import select
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -86,6 +88,15 @@ class ChildFailure(msgspec.Struct, frozen=True):
         return ContinuityError(self.message, code=self.code, location=self.location)
 
 
+def _failure_error(body: bytes, what: str) -> ContinuityError:
+    """The error a `ChildFailure` body describes; ``child_failed`` when it does not
+    decode (a reply cut short)."""
+    try:
+        return msgspec.json.decode(body, type=ChildFailure).error()
+    except msgspec.MsgspecError:
+        return CheckpointError(f"{what}: its failure report does not decode", code="child_failed")
+
+
 def _read_exact(fd: int, size: int) -> bytes | None:
     """`size` bytes from `fd`; None at end of file before the first byte."""
     chunks: list[bytes] = []
@@ -134,7 +145,9 @@ def _run_target(target: str, payload: bytes, write_fd: int, zygote: int) -> None
 
 
 def _fork_call(target: str, payload: bytes, reply_fd: int) -> tuple[int, bytes]:
-    """Fork a child for one call and wait for it: (status, body)."""
+    """Fork a child for one call and wait for it: (status, body). A child that did not
+    exit 0 after its reply (killed while writing it, say) died, whatever it wrote."""
+    zygote = os.getpid()  # before the fork: the child's parent may be gone by the time
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -143,7 +156,7 @@ def _fork_call(target: str, payload: bytes, reply_fd: int) -> tuple[int, bytes]:
         devnull = os.open(os.devnull, os.O_RDONLY)  # the next request is the zygote's
         os.dup2(devnull, 0)
         os.close(devnull)
-        _run_target(target, payload, write_fd, os.getppid())
+        _run_target(target, payload, write_fd, zygote)
     os.close(write_fd)
     chunks: list[bytes] = []
     while chunk := os.read(read_fd, 1 << 20):
@@ -151,7 +164,8 @@ def _fork_call(target: str, payload: bytes, reply_fd: int) -> tuple[int, bytes]:
     os.close(read_fd)
     _, wait_status = os.waitpid(pid, 0)
     data = b"".join(chunks)
-    if not data or data[0] not in (OK, RAISED):
+    exited = os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0
+    if not exited or not data or data[0] not in (OK, RAISED):
         return DIED, f"the child died without replying (wait status {wait_status})".encode()
     return data[0], data[1:]
 
@@ -176,13 +190,26 @@ def serve(preload: Sequence[str]) -> int:
     # What the imports made is never garbage: the children's collections skip it (and
     # so never touch, and copy, the pages it lives on).
     gc.freeze()
-    while (head := _read_exact(0, _REQUEST.size)) is not None:
-        target_size, payload_size = _REQUEST.unpack(head)
-        target = (_read_exact(0, target_size) or b"").decode()
-        payload = (_read_exact(0, payload_size) or b"") if payload_size else b""
-        status, body = _fork_call(target, payload, reply_fd)
+    while (request := _read_request()) is not None:
+        status, body = _fork_call(*request, reply_fd)
         _write_all(reply_fd, _REPLY.pack(status, len(body)) + body)
     return 0
+
+
+def _read_request() -> tuple[str, bytes] | None:
+    """The next (target, payload) on stdin; None when stdin closed, even mid-request."""
+    try:
+        head = _read_exact(0, _REQUEST.size)
+        if head is None:
+            return None
+        target_size, payload_size = _REQUEST.unpack(head)
+        target = _read_exact(0, target_size) if target_size else b""
+        payload = _read_exact(0, payload_size) if payload_size else b""
+    except EOFError:
+        return None
+    if target is None or payload is None:
+        return None
+    return target.decode(), payload
 
 
 class Zygote:
@@ -190,6 +217,12 @@ class Zygote:
     that thread ends)."""
 
     def __init__(self, preload: Sequence[str]) -> None:
+        # What the zygote and its children write to stderr: an unnamed file (nothing of
+        # it stays on disk), whose tail explains a child that died.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _close_pipes
+        # Appended to, wherever this side has seeked to read it (the offset is shared).
+        flags = fcntl.fcntl(self._stderr.fileno(), fcntl.F_GETFL)
+        fcntl.fcntl(self._stderr.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -202,12 +235,21 @@ class Zygote:
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self._stderr,
         )
         self.ready = False
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def _last_words(self, since: int) -> str:
+        """The last line written to stderr since offset `since` (empty when none)."""
+        with contextlib.suppress(OSError, ValueError):
+            self._stderr.seek(max(since, self._stderr.seek(0, os.SEEK_END) - 4096))
+            lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+            if lines:
+                return f" (its last line: {lines[-1].strip()})"
+        return ""
 
     def _read(self, size: int, deadline: float, what: str) -> bytes:
         assert self.process.stdout is not None
@@ -219,13 +261,15 @@ class Zygote:
             if wait <= 0 or not select.select([fd], [], [], wait)[0]:
                 self.kill()
                 raise CheckpointError(
-                    f"{what} ran past its timeout and was killed", code="child_failed"
+                    f"{what} ran past its timeout and was killed{self._last_words(0)}",
+                    code="child_failed",
                 )
             chunk = os.read(fd, left)
             if not chunk:
                 self.kill()
                 raise CheckpointError(
-                    f"{what}: its zygote exited (status {self.process.returncode})",
+                    f"{what}: its zygote exited (status {self.process.returncode})"
+                    + self._last_words(0),
                     code="child_failed",
                 )
             chunks.append(chunk)
@@ -249,8 +293,9 @@ class Zygote:
             status, body = self._reply(deadline, what)
             if status != OK:
                 self.kill()
-                raise msgspec.json.decode(body, type=ChildFailure).error()
+                raise _failure_error(body, what)
             self.ready = True
+        since = self._stderr.seek(0, os.SEEK_END)
         assert self.process.stdin is not None
         encoded = target.encode()
         try:
@@ -261,9 +306,10 @@ class Zygote:
             raise CheckpointError(f"{what}: its zygote is gone", code="child_failed") from None
         status, body = self._reply(deadline, what)
         if status == RAISED:
-            raise msgspec.json.decode(body, type=ChildFailure).error()
-        if status == DIED:
-            raise CheckpointError(f"{what}: {body.decode()}", code="child_failed")
+            raise _failure_error(body, what)
+        if status != OK:
+            detail = body.decode(errors="replace") if status == DIED else f"status {status}"
+            raise CheckpointError(f"{what}: {detail}{self._last_words(since)}", code="child_failed")
         return body
 
     def kill(self) -> None:
@@ -275,7 +321,11 @@ class Zygote:
 
     def close(self) -> None:
         """Close its stdin (it exits after the call in flight, if any); kill it when it
-        has not exited within a second."""
+        has not exited within a second, or at once when it never served a call (it may
+        still be importing)."""
+        if not self.ready:
+            self.kill()
+            return
         self._close_pipes(stdin_only=True)
         try:
             self.process.wait(timeout=1.0)
@@ -290,6 +340,8 @@ class Zygote:
             with contextlib.suppress(OSError):  # a flush into a dead zygote
                 if pipe is not None:
                     pipe.close()
+        if not stdin_only:
+            self._stderr.close()
 
 
 class ZygotePool:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import struct
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -10,8 +13,16 @@ import pytest
 
 from continuity.errors import CheckpointError, HarnessError
 from continuity.zygote import Zygote, ZygotePool, call_in_child
+from tests.conftest import REPO
 
 T = "tests.zygote_targets"
+
+
+@pytest.fixture(autouse=True)
+def _targets_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The zygote imports `tests.zygote_targets` by name, from the checkout."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
 
 
 @pytest.fixture
@@ -149,3 +160,40 @@ def test_zygotes_started_up_front_are_taken_by_the_first_callers() -> None:
         for thread in threads:
             thread.join()
         assert len(set(taken)) == 3 and spare < set(taken)  # the third started its own
+
+
+def test_a_child_killed_while_writing_its_reply_died_whatever_it_wrote(
+    pool: ZygotePool,
+) -> None:
+    with pytest.raises(CheckpointError) as err:
+        pool.call(f"{T}:die_mid_reply", b"", 60, "unit worker")
+    assert err.value.code == "child_failed" and "died without replying" in err.value.message
+
+
+def test_a_child_that_dies_is_explained_by_its_last_line_on_stderr(pool: ZygotePool) -> None:
+    pool.call(f"{T}:echo", b"", 60, "echo")
+    with pytest.raises(CheckpointError) as err:
+        pool.call(f"{T}:complain_and_die", b"", 60, "unit worker")
+    assert err.value.message.endswith("(its last line: something went badly wrong)")
+
+
+def test_a_zygote_whose_stdin_closes_mid_request_exits_without_forking() -> None:
+    zygote = subprocess.Popen(
+        [sys.executable, "-m", "continuity.zygote", "--preload", T],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert zygote.stdin is not None and zygote.stdout is not None
+    zygote.stdin.write(struct.pack(">II", 40, 5) + b"tests.zygote")  # then nothing more
+    zygote.stdin.close()
+    assert zygote.wait(timeout=30) == 0
+    ready = zygote.stdout.read()
+    zygote.stdout.close()
+    assert ready[:1] == b"\x00" and ready[5:] == str(zygote.pid).encode()  # no second reply
+
+
+def test_closing_a_pool_kills_a_zygote_that_never_served_at_once() -> None:
+    pool = ZygotePool([T], start=1)
+    zygote = pool._spare[0]
+    pool.close()
+    assert zygote.process.returncode == -9

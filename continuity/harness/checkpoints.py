@@ -30,6 +30,7 @@ from continuity.errors import CheckpointError
 from continuity.harness.child import ChildReport
 from continuity.harness.keys import ReplayConfig, checkpoint_key, checkpoint_root
 from continuity.harness.receipt import ReplayReceipt
+from continuity.harness.template import remove_template
 from continuity.providers.endpoint import RealBinding
 from continuity.store import ObjectRef, Store
 from continuity.traces.schema import ReplayTrace
@@ -107,6 +108,19 @@ def replay_job(payload: bytes) -> bytes:
     return msgspec.json.encode(_replay(msgspec.json.decode(payload, type=ReplayJob)))
 
 
+def _decode_done(reply: bytes, root: Path) -> ReplayDone:
+    """Raises: CheckpointError ``child_failed`` when the replay child's reply does not
+    decode."""
+    try:
+        return msgspec.json.decode(reply, type=ReplayDone)
+    except msgspec.MsgspecError as exc:
+        raise CheckpointError(
+            f"the replay child's reply does not decode: {exc}",
+            code="child_failed",
+            location=str(root),
+        ) from None
+
+
 def _projection(trace: ReplayTrace) -> ReplayTrace:
     """The replay projection of `trace` (a full `Trace` carries its probes too)."""
     return ReplayTrace(**{name: getattr(trace, name) for name in ReplayTrace.__struct_fields__})
@@ -145,8 +159,10 @@ def checkpoint_lock(store: Store, key: str, *, timeout: float = 600.0) -> Iterat
 
 
 def _clear(root: Path) -> None:
+    """Remove the workspace at `root`, and the template a killed unit worker left."""
     if root.exists():
         shutil.rmtree(root)
+    remove_template(root)
 
 
 def build_checkpoint(
@@ -206,7 +222,7 @@ def build_checkpoint(
                 reply = zygotes.call(
                     f"{__name__}:replay_job", msgspec.json.encode(job), timeout, "replay"
                 )
-                done = msgspec.json.decode(reply, type=ReplayDone)
+                done = _decode_done(reply, root)
         except BaseException:  # any failure, an interrupt too, leaves no half workspace
             _clear(root)
             raise

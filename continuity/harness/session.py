@@ -8,9 +8,10 @@ and after a compaction entry its summary followed by the entries it kept.
 
 Lines are flushed as they are appended and fsynced by `sync()` (at the end of a turn),
 as Pi's session manager appends without fsync. A session opened with ``durable=False``
-(a probe's throwaway copy of a checkpoint, deleted after the probe) flushes but never
-fsyncs: nothing in it has to survive a crash. Entry ids and timestamps come from the
-caller's clock, so a scripted replay writes byte-identical sessions.
+(a probe's throwaway copy of a checkpoint, replaced by the next probe's copy and never
+read after its own probe) flushes but never fsyncs: nothing in it has to survive a crash.
+Entry ids and timestamps come from the caller's clock, so a scripted replay writes
+byte-identical sessions.
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ gives each probe a fresh workspace at the checkpoint's own path made from it:
 
 A process run as root can still write a read-only file, so the guard is the check
 after each probe: every linked file's size, mtime and mode must be what they were when
-the template was verified. Any change breaks the fresh-copy rule for that probe (it saw,
-or left, bytes that are not the snapshot's): `check` names the files, the caller
+the template was verified (each linked file's mtime is set to a fixed value then, so a
+write right after a rebuild still shows). Any change breaks the fresh-copy rule for that
+probe (it saw, or left, bytes that are not the snapshot's): `check` names the files, the caller
 excludes the sample as ``checkpoint_contract_failed``, and rebuilds the template from
 the verified snapshot before the next probe, so that probe sees pristine bytes.
 """
@@ -28,7 +29,11 @@ from pathlib import Path
 from continuity.harness.workspace import Workspace
 from continuity.store import Store
 
-__all__ = ["Template"]
+__all__ = ["LINKED_MTIME_NS", "Template", "remove_template", "template_folder"]
+
+# Every linked file's mtime in the template: a write sets it to "now", which differs,
+# however soon after the template was (re)built it happens.
+LINKED_MTIME_NS = 0
 
 _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
@@ -41,7 +46,7 @@ class Template:
         self.store = store
         self.tree = tree
         self.root = root
-        self.folder = root.with_name(root.name + ".template")
+        self.folder = template_folder(root)
         self.copied = frozenset(Workspace(root).probe_appends)
         # relative path -> (size, mtime_ns, mode) of every linked file, once verified
         self._linked: dict[str, tuple[int, int, int]] = {}
@@ -59,6 +64,7 @@ class Template:
             if relative in self.copied:
                 continue
             path.chmod(stat.S_IMODE(path.stat().st_mode) & ~_WRITE_BITS)
+            os.utime(path, ns=(LINKED_MTIME_NS, LINKED_MTIME_NS))
             info = path.stat()
             self._linked[relative] = (info.st_size, info.st_mtime_ns, info.st_mode)
 
@@ -94,6 +100,16 @@ class Template:
 
     def remove(self) -> None:
         _remove(self.folder)
+
+
+def template_folder(root: Path) -> Path:
+    """Where the template of the checkpoint workspace at `root` lives: beside it."""
+    return root.with_name(root.name + ".template")
+
+
+def remove_template(root: Path) -> None:
+    """Remove the template beside `root`, if one is left (its worker was killed)."""
+    _remove(template_folder(root))
 
 
 def _remove(folder: Path) -> None:

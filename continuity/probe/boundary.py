@@ -141,8 +141,8 @@ def restore(workspace: Workspace) -> Restored:
     Raises:
         SessionCorrupt: when its replay receipt is missing or unreadable.
     """
-    # The probe's copy is deleted after the probe: its session flushes every line (the
-    # evidence is read back from disk) but never fsyncs.
+    # The probe's copy is thrown away after the probe (the next probe gets a new one): its
+    # session flushes every line (the evidence is read back from disk) but never fsyncs.
     session, history, tool_history = workspace.open(clock=utc_now, durable=False)
     try:
         facts = msgspec.json.decode(workspace.receipt_path.read_bytes(), type=ReplayFacts)

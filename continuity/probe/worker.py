@@ -305,9 +305,11 @@ def warm_zygote() -> None:
     import anyio._backends._asyncio  # noqa: F401
 
     import continuity.harness.checkpoints
+    import continuity.harness.replay
     import continuity.probe.child
     import continuity.providers.cache
-    import continuity.providers.real  # noqa: F401
+    import continuity.providers.real
+    import continuity.servers.fixture  # noqa: F401
 
     _import(_TOOL_STACK)
     _import(_OPTIONAL, optional=True)

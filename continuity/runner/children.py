@@ -1,4 +1,5 @@
-"""Child processes that take their request on stdin: the unit worker and the probe child.
+"""Child processes that take their request on stdin: the unit worker and the probe child
+(forked from a zygote, whose preload is named here), and the checkpoint sample's child.
 
 A request can hold evaluator-only values (the probe's needles), so it never goes
 through a file: a killed run leaves nothing of it on disk.
@@ -10,7 +11,12 @@ import subprocess
 
 from continuity.errors import CheckpointError
 
-__all__ = ["run_child"]
+__all__ = ["ZYGOTE_PRELOAD", "run_child"]
+
+# What a runner thread's zygote (`continuity.zygote`) imports: every module a unit's
+# worker, its probe children and a checkpoint replay use
+# (`continuity.probe.worker.warm_zygote`). Named here, so the runner never imports them.
+ZYGOTE_PRELOAD = ("continuity.probe.worker:warm_zygote",)
 
 
 def run_child(

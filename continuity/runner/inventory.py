@@ -43,9 +43,11 @@ from continuity.lookup.reader import binding_models
 from continuity.lookup.receipts import LookupBinding, PathReceipt, SourceRef
 from continuity.lookup.soul import Soul
 from continuity.lookup.sources import sources_for
+from continuity.runner.children import ZYGOTE_PRELOAD
 from continuity.store import Store
 from continuity.traces.schema import Probe, Trace
 from continuity.traces.suites import SuiteItem
+from continuity.zygote import ZygotePool
 
 if TYPE_CHECKING:
     from continuity.probe.worker import ProbeSpec
@@ -209,9 +211,10 @@ def _measure_paths(
     models: tuple[str, str],
     job: tuple[str, SuiteItem, Trace, Arm],
     annotated: Sequence[tuple[int, Probe, list[SourceRef]]],
+    zygotes: ZygotePool,
 ) -> list[PathCost]:
-    """Run the reference paths of one trace x arm in a unit worker on the arm's
-    (lookup-namespaced) checkpoint; return their costs.
+    """Run the reference paths of one trace x arm in a unit worker (forked from the
+    zygote) on the arm's (lookup-namespaced) checkpoint; return their costs.
 
     Raises:
         ContinuityError: ``lookup_inventory_failed`` when a reference path's child failed.
@@ -227,6 +230,7 @@ def _measure_paths(
         trace_key=item.key,
         trace_digest=item.digest,
         config=replay_config_for(arm, PROBE_MODE, models),
+        zygotes=zygotes,
     )
     request = UnitRequest(
         store_root=str(store.root),
@@ -237,7 +241,7 @@ def _measure_paths(
         watchdog_seconds=720.0,
     )
     with checkpoint_lock(store, checkpoint.key):
-        outcomes = run_worker(request, 3600.0)
+        outcomes = run_worker(request, 3600.0, zygotes)
     full, cold = _trace_estimates(trace)
     paths: list[PathCost] = []
     for (_, probe, _), outcome in zip(annotated, outcomes, strict=True):
@@ -287,13 +291,16 @@ def measure_inventory(
             trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
             jobs.extend((suite, item, trace, ARMS[arm_id]) for arm_id in LOOKUP_ARMS)
     paths: list[PathCost] = []
-    for done, job in enumerate(jobs, start=1):
-        _, item, trace, arm = job
-        annotated = [(i, p, s) for i, p in enumerate(trace.probes) if (s := sources_for(trace, p))]
-        if annotated:
-            paths.extend(_measure_paths(store, soul, models, job, annotated))
-        if progress is not None:
-            progress(done, len(jobs), f"{item.trace_id} {arm.id}", f"{len(annotated)} paths")
+    with ZygotePool(ZYGOTE_PRELOAD, start=1) as zygotes:  # every worker and replay
+        for done, job in enumerate(jobs, start=1):
+            _, item, trace, arm = job
+            annotated = [
+                (i, p, s) for i, p in enumerate(trace.probes) if (s := sources_for(trace, p))
+            ]
+            if annotated:
+                paths.extend(_measure_paths(store, soul, models, job, annotated, zygotes))
+            if progress is not None:
+                progress(done, len(jobs), f"{item.trace_id} {arm.id}", f"{len(annotated)} paths")
     paths.extend(regression_paths())
     names = [
         f"{suite}{'' if seeds is None else f':{min(seeds)}-{max(seeds)}'}"

@@ -25,11 +25,12 @@ from continuity.harness.keys import HARNESS_CODE, checkpoint_key
 from continuity.outputs import resolve_out_path, write_json
 from continuity.probe.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
 from continuity.progress import Tick
-from continuity.runner.children import run_child
+from continuity.runner.children import ZYGOTE_PRELOAD, run_child
 from continuity.runner.parallel import run_by_trace
 from continuity.store import Store
 from continuity.traces.keys import suite_specs
 from continuity.traces.schema import Trace
+from continuity.zygote import ZygotePool
 
 if TYPE_CHECKING:
     from continuity.harness.checkpoints import CheckpointResult
@@ -131,24 +132,39 @@ def run_probe_process(
     return evidence, receipt
 
 
-def _checkpoint(store: Store, trace: Trace, item: SuiteItem, arm: Arm) -> CheckpointResult:
+def _checkpoint(
+    store: Store, trace: Trace, item: SuiteItem, arm: Arm, zygotes: ZygotePool | None
+) -> CheckpointResult:
     from continuity.harness.checkpoints import build_checkpoint
 
     return build_checkpoint(
-        store, trace, trace_key=item.key, trace_digest=item.digest, config=replay_config_for(arm)
+        store,
+        trace,
+        trace_key=item.key,
+        trace_digest=item.digest,
+        config=replay_config_for(arm),
+        zygotes=zygotes,
     )
 
 
 def sample_arm(
-    store: Store, trace: Trace, item: SuiteItem, arm: Arm, *, dump_requests: Path | None = None
+    store: Store,
+    trace: Trace,
+    item: SuiteItem,
+    arm: Arm,
+    *,
+    dump_requests: Path | None = None,
+    zygotes: ZygotePool | None = None,
 ) -> tuple[SampleRecord, str]:
-    """Build (or reuse) one arm sample; return it and whether it was ``built``.
+    """Build (or reuse) one arm sample; return it and whether it was ``built``. With
+    `zygotes`, a checkpoint it has to replay is replayed in a child of this thread's
+    zygote (replays in two threads then run side by side).
 
     A sample whose probe child failed (busy checkpoint, timeout, crash) is returned but
     not stored, so the next run retries it; a classified sample is stored."""
     from continuity.harness.checkpoints import fork
 
-    checkpoint = _checkpoint(store, trace, item, arm)
+    checkpoint = _checkpoint(store, trace, item, arm, zygotes)
     key = sample_key(arm, checkpoint.key)
     cached = store.load_output(key) if dump_requests is None else None
     if cached is not None:
@@ -233,14 +249,16 @@ def build_arm_samples(
     for item in items:
         trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
         plans.extend((item, trace, arm) for arm in parse_arms(arms, family=trace.family))
-    done = run_by_trace(
-        plans,
-        trace_of=lambda plan: plan[0].trace_id,
-        work=lambda plan: sample_arm(store, plan[1], plan[0], plan[2]),
-        describe=lambda plan: f"{plan[0].trace_id} {plan[2].id}",
-        jobs=jobs,
-        progress=progress,
-    )
+    # Started only when a thread has a checkpoint to replay: a cached run starts none.
+    with ZygotePool(ZYGOTE_PRELOAD) as zygotes:
+        done = run_by_trace(
+            plans,
+            trace_of=lambda plan: plan[0].trace_id,
+            work=lambda plan: sample_arm(store, plan[1], plan[0], plan[2], zygotes=zygotes),
+            describe=lambda plan: f"{plan[0].trace_id} {plan[2].id}",
+            jobs=jobs,
+            progress=progress,
+        )
     records = [record for record, _ in done]
     built = sum(1 for _, status in done if status == "built")
     keys = [

@@ -18,6 +18,7 @@ import msgspec
 
 from continuity.errors import CheckpointError
 from continuity.providers.endpoint import RealBinding
+from continuity.runner.children import ZYGOTE_PRELOAD
 from continuity.runner.lookup_run import LookupRun
 from continuity.runner.unit_record import RealRun
 from continuity.store import Store
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WORKER_TARGET",
-    "ZYGOTE_PRELOAD",
     "decode_worker_reply",
     "real_binding_for",
     "run_worker",
@@ -101,10 +101,6 @@ def decode_worker_reply(request: UnitRequest, out: bytes) -> list[ProbeOutcome]:
 
 
 WORKER_TARGET = "continuity.probe.worker:serve_unit"
-# What a runner thread's zygote imports (`continuity.probe.worker.warm_zygote`: every
-# module a unit's worker, probe children and checkpoint replay use); named here, so the
-# runner itself never imports them.
-ZYGOTE_PRELOAD = ("continuity.probe.worker:warm_zygote",)
 
 
 def run_worker(

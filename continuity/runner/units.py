@@ -31,6 +31,7 @@ from continuity.probes.judge import Judge, ScriptedJudge
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.progress import Tick
 from continuity.providers.endpoint import RealBinding
+from continuity.runner.children import ZYGOTE_PRELOAD
 from continuity.runner.lookup_run import LookupRun, check_coverage, check_lookup_slots
 from continuity.runner.parallel import run_by_trace
 from continuity.runner.samples import DEFAULT_JOBS
@@ -58,12 +59,7 @@ from continuity.runner.unit_store import (
     seal_unit,
     store_unit,
 )
-from continuity.runner.unit_worker import (
-    ZYGOTE_PRELOAD,
-    real_binding_for,
-    run_worker,
-    worker_request,
-)
+from continuity.runner.unit_worker import real_binding_for, run_worker, worker_request
 from continuity.store import Store
 from continuity.traces.schema import Trace
 from continuity.zygote import ZygotePool
@@ -177,6 +173,7 @@ def _run_probes(
     """Run the unit's probes in its worker, holding the checkpoint's lock (no other fork
     while the unit runs)."""
     from continuity.harness.checkpoints import checkpoint_lock
+    from continuity.harness.template import remove_template
 
     request = worker_request(
         store,
@@ -188,7 +185,10 @@ def _run_probes(
         lookup=lookup,
     )
     with checkpoint_lock(store, checkpoint.key):
-        return run_worker(request, timeout, zygotes)
+        try:
+            return run_worker(request, timeout, zygotes)
+        finally:  # a worker killed mid-unit cannot remove its template itself
+            remove_template(Path(checkpoint.root))
 
 
 def _finish(

@@ -38,7 +38,7 @@ def _quiet_shutdown(record: logging.LogRecord) -> bool:
 _log = logging.getLogger("uvicorn.error")
 _log.addFilter(_quiet_shutdown)
 
-# How often the loopback server looks at `should_exit` and at draining connections.
+# How often the loopback server looks at draining connections, and at `started`.
 # uvicorn polls every 100 ms and sleeps a fixed 100 ms on shutdown: about 150 ms idle
 # per server, paid once per tool sample. A 1 ms poll costs microseconds of CPU.
 _POLL_S = 0.001
@@ -55,8 +55,9 @@ class _LoopbackServer(uvicorn.Server):
     delay and garble the command's interrupt (`continuity.interrupts`).
 
     Waits: uvicorn notices `should_exit` on a 100 ms tick, then sleeps 100 ms after
-    asking connections to close and polls their draining every 100 ms. Here the exit
-    flag and the draining are polled every millisecond; `on_tick` (Date header,
+    asking connections to close and polls their draining every 100 ms. Here `stop` wakes
+    the main loop at once (an event, no polling while it serves), the draining is polled
+    every millisecond; `on_tick` (Date header,
     request limit) still runs every 100 ms, and the shutdown sequence is uvicorn's own:
     stop listening, shut connections down, wait for them and for background tasks
     (bounded by `timeout_graceful_shutdown`), then the lifespan shutdown.
@@ -71,17 +72,32 @@ class _LoopbackServer(uvicorn.Server):
             yield
 
     async def main_loop(self) -> None:
+        """Run `on_tick` every 100 ms until asked to exit (`stop`), and leave at once when
+        asked: no polling while the server just serves."""
         counter = 0
         should_exit = await self.on_tick(counter)
         next_tick = time.monotonic() + _TICK_S
         while not should_exit:
-            await anyio.sleep(_POLL_S)
+            with anyio.move_on_after(max(0.0, next_tick - time.monotonic())):
+                await self._stop.wait()
             if self.should_exit:
                 return
             if time.monotonic() >= next_tick:
                 next_tick += _TICK_S
                 counter = (counter + 1) % 864000
                 should_exit = await self.on_tick(counter)
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._stop = anyio.Event()  # made in the server's own event loop
+        await super().serve(sockets)
+
+    def stop(self) -> None:
+        """Ask the server to exit: `main_loop` wakes at once (the flag alone waits for
+        the next tick)."""
+        self.should_exit = True
+        stop = getattr(self, "_stop", None)
+        if stop is not None:
+            stop.set()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         _log.info("Shutting down")
@@ -136,6 +152,6 @@ async def serve_asgi(
             try:
                 yield f"http://{host}:{port}"
             finally:
-                server.should_exit = True
+                server.stop()
     finally:
         sock.close()

@@ -7,7 +7,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from continuity.harness.template import Template
+from continuity.harness.template import Template, remove_template, template_folder
 from continuity.harness.workspace import Workspace
 from continuity.store import Store
 
@@ -103,8 +103,24 @@ def test_a_same_size_write_or_a_mode_change_is_caught(store: Store, tmp_path: Pa
     template.build()
     template.fresh_copy()
     path = root / "replay.json"
-    os.utime(path, ns=(0, 0))  # the same bytes, another mtime
+    os.utime(path, ns=(10**18, 10**18))  # the same bytes, another mtime
     assert template.check() == ["replay.json"]
+
+
+def test_a_same_size_write_right_after_a_build_is_caught(store: Store, tmp_path: Path) -> None:
+    """Within one tick of the kernel's clock after the (re)build: the linked files' mtime
+    is a fixed value, so the write's "now" still differs."""
+    tree, root = _snapshot(store, tmp_path)
+    template = Template(store, tree, root)
+    template.build()
+    template.fresh_copy()
+    path = root / "tool-history" / "results" / "th-0001.txt"
+    mode = path.stat().st_mode
+    path.chmod(0o644)  # as a process that is not root would have to
+    with open(path, "r+b") as handle:
+        handle.write(b"RESULT")  # same size
+    path.chmod(mode)
+    assert template.check() == ["tool-history/results/th-0001.txt"]
 
 
 def test_remove_leaves_the_last_workspace_whole(store: Store, tmp_path: Path) -> None:
@@ -115,3 +131,17 @@ def test_remove_leaves_the_last_workspace_whole(store: Store, tmp_path: Path) ->
     template.remove()
     assert not template.folder.exists()
     assert _digests(root) == _digests(tmp_path / "source")
+
+
+def test_a_template_left_by_a_killed_worker_is_removed_by_the_next_user(
+    store: Store, tmp_path: Path
+) -> None:
+    tree, root = _snapshot(store, tmp_path)
+    left = Template(store, tree, root)
+    left.build()  # ... and its worker was SIGKILLed: no `remove`
+    (left.folder / "stray").write_bytes(b"from the killed unit")
+    Template(store, tree, root).build()  # the next unit's worker starts from the snapshot
+    assert not (left.folder / "stray").exists()
+    remove_template(root)  # what the runner does after every unit, under the lock
+    assert not template_folder(root).exists()
+    remove_template(root)  # and again: nothing left is fine
