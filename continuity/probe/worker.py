@@ -301,15 +301,17 @@ def warm_imports(request: UnitRequest) -> None:
 
 def warm_zygote() -> None:
     """What a zygote (`continuity.zygote`) imports before it forks unit workers and
-    checkpoint replays: everything any unit's worker, probe children and replay need."""
+    checkpoint replays: everything an offline unit's worker, probe children and replay
+    need."""
     import anyio._backends._asyncio  # noqa: F401
 
     import continuity.harness.checkpoints
     import continuity.harness.replay
     import continuity.probe.child
-    import continuity.providers.cache
-    import continuity.providers.real
     import continuity.servers.fixture  # noqa: F401
+
+    # Not the real providers: httpx brings its CLI's rich and pygments (about 150 ms a
+    # zygote); a real unit's worker imports them once, before it forks (`warm_imports`).
 
     _import(_TOOL_STACK)
     _import(_OPTIONAL, optional=True)
