@@ -57,9 +57,10 @@ The tree::
         │     codes: tool_server_unavailable, tool_response_malformed, tool_call_failed
         ├── SessionCorrupt             session_corrupt (a durable session file is unreadable)
         ├── ReplayFidelityError        replay_fidelity_failed (replay diverged from the trace)
-        ├── CheckpointError            checkpoint_busy, checkpoint_missing, child_failed;
-        │     checkpoint_contract_failed (a probe wrote a file its fresh copy shares
-        │     with the checkpoint's template: that sample is excluded)
+        ├── CheckpointError            checkpoint_busy, checkpoint_missing, child_failed
+        │     (and, as a failed probe result's reason, never raised:
+        │     checkpoint_contract_failed, a probe that wrote a file its fresh copy
+        │     shares with the checkpoint's template: that sample is excluded)
         ├── ProviderError              a real model endpoint failed
         │     codes: provider_auth_failed, provider_quota_exhausted (both stop admission),
         │            provider_rate_limited, provider_unavailable, provider_request_rejected,

@@ -28,6 +28,15 @@ def _snapshot(store: Store, tmp_path: Path) -> tuple[str, Path]:
     return tree.digest, tmp_path / "checkpoints" / "trace" / "key"
 
 
+def _copied(store: Store, tmp_path: Path) -> tuple[Template, Path]:
+    """A verified template of `_snapshot` and a first fresh copy made from it."""
+    tree, root = _snapshot(store, tmp_path)
+    template = Template(store, tree, root)
+    template.build()
+    template.fresh_copy()
+    return template, root
+
+
 def _digests(root: Path) -> dict[str, str]:
     return {
         p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -61,10 +70,7 @@ def test_a_fresh_copy_links_what_no_probe_writes_and_copies_what_it_appends(
 
 
 def test_appending_to_the_copied_files_keeps_the_rule(store: Store, tmp_path: Path) -> None:
-    tree, root = _snapshot(store, tmp_path)
-    template = Template(store, tree, root)
-    template.build()
-    template.fresh_copy()
+    template, root = _copied(store, tmp_path)
     with open(root / "session" / "session.jsonl", "ab") as handle:
         handle.write(b'{"turn":2}\n')
     (root / "tool-history" / "results" / "th-0002.txt").write_bytes(b"new")  # a new file
@@ -77,10 +83,7 @@ def test_appending_to_the_copied_files_keeps_the_rule(store: Store, tmp_path: Pa
 def test_a_write_into_a_linked_file_is_named_and_a_rebuild_restores_pristine_bytes(
     store: Store, tmp_path: Path
 ) -> None:
-    tree, root = _snapshot(store, tmp_path)
-    template = Template(store, tree, root)
-    template.build()
-    template.fresh_copy()
+    template, root = _copied(store, tmp_path)
     # Root ignores the read-only bit: the write lands in the template's inode too.
     linked = root / "continuity" / "retained.sqlite3"
     linked.chmod(0o644)
@@ -94,10 +97,7 @@ def test_a_write_into_a_linked_file_is_named_and_a_rebuild_restores_pristine_byt
 
 
 def test_a_same_size_write_or_a_mode_change_is_caught(store: Store, tmp_path: Path) -> None:
-    tree, root = _snapshot(store, tmp_path)
-    template = Template(store, tree, root)
-    template.build()
-    template.fresh_copy()
+    template, root = _copied(store, tmp_path)
     (root / "tool-history" / "results" / "th-0001.txt").chmod(0o644)
     assert template.check() == ["tool-history/results/th-0001.txt"]
     template.build()
@@ -110,10 +110,7 @@ def test_a_same_size_write_or_a_mode_change_is_caught(store: Store, tmp_path: Pa
 def test_a_same_size_write_right_after_a_build_is_caught(store: Store, tmp_path: Path) -> None:
     """Within one tick of the kernel's clock after the (re)build: the linked files' mtime
     is a fixed value, so the write's "now" still differs."""
-    tree, root = _snapshot(store, tmp_path)
-    template = Template(store, tree, root)
-    template.build()
-    template.fresh_copy()
+    template, root = _copied(store, tmp_path)
     path = root / "tool-history" / "results" / "th-0001.txt"
     mode = path.stat().st_mode
     path.chmod(0o644)  # as a process that is not root would have to
@@ -124,10 +121,7 @@ def test_a_same_size_write_right_after_a_build_is_caught(store: Store, tmp_path:
 
 
 def test_remove_leaves_the_last_workspace_whole(store: Store, tmp_path: Path) -> None:
-    tree, root = _snapshot(store, tmp_path)
-    template = Template(store, tree, root)
-    template.build()
-    template.fresh_copy()
+    template, root = _copied(store, tmp_path)
     template.remove()
     assert not template.folder.exists()
     assert _digests(root) == _digests(tmp_path / "source")
