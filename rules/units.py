@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from continuity.runner.units import UnitRecord
 
 RUN = param("run", str, "offline", "run name: units and reports go to <out>/runs/<run>/")
+# aggregate and score: which run to read (none named: the most recent one).
+READ_RUN = param("run", str, "", "run name under <out>/runs/ (default: the most recent run)")
 
 
 class UnitsOptions(PlanOptions, total=False):
@@ -221,12 +223,28 @@ def _print_explain(path: str) -> None:
 
 
 def _run_dir(options: RunOptions) -> Path:
+    """`--run-dir`, else ``<out>/runs/<--run>``, else the most recent run there.
+
+    Raises:
+        UsageError: ``run_empty`` when no ``--run`` is given and no run holds units.
+    """
     from pathlib import Path
+
+    from continuity.errors import UsageError
+    from continuity.report.runs import latest_run, runs_hint
 
     run_dir = options.get("run_dir")
     if run_dir:
         return Path(run_dir).expanduser().absolute()
-    return Selection(options).out / "runs" / options["run"]
+    runs = Selection(options).out / "runs"
+    if options.get("run"):
+        return runs / options["run"]
+    latest = latest_run(runs)
+    if latest is None:
+        raise UsageError(
+            f"no run to aggregate: {runs_hint(runs)}", code="run_empty", location="--run"
+        )
+    return latest
 
 
 def _aggregate(**options: Unpack[RunOptions]) -> str:
@@ -261,9 +279,17 @@ def _score(**options: Unpack[RunOptions]) -> str:
         f"score: {result.units} units re-scored from their recorded answers with no model "
         f"call by scorer {result.scorer[:16]} ({result.written} score artifacts written, "
         f"{result.probes_changed} probe grades differ from the original; unit files "
-        f"unchanged); artifacts in {result.folder}; run doit aggregate"
-        f"{' --run-dir ' + str(run) if options.get('run_dir') else ''} to refresh the report"
+        f"unchanged); artifacts in {result.folder}; run doit aggregate{_same_run(options, run)} "
+        "to refresh the report"
     )
+
+
+def _same_run(options: RunOptions, run: Path) -> str:
+    """The aggregate option naming the run `doit score` graded (the most recent run when
+    none was named, and the one aggregate reads by default: no option)."""
+    if options.get("run_dir"):
+        return f" --run-dir {run}"
+    return f" --run {run.name}" if options.get("run") else ""
 
 
 RUN_DIR = param("run_dir", str, "", "a run directory (a real run's --out); overrides --run")
@@ -323,7 +349,7 @@ def task_aggregate() -> TaskSpec:
     """Aggregate a run's units into results.json, summary.md and report.html (incremental)."""
     return {
         "actions": [task_action(_aggregate)],
-        "params": [RUN, RUN_DIR, PRICING, SCORER, STORE, OUT],
+        "params": [READ_RUN, RUN_DIR, PRICING, SCORER, STORE, OUT],
         "verbosity": 2,
     }
 
@@ -332,6 +358,6 @@ def task_score() -> TaskSpec:
     """Grade a run's recorded answers with the current scorer into new score artifacts."""
     return {
         "actions": [task_action(_score)],
-        "params": [RUN, RUN_DIR, STORE, OUT],
+        "params": [READ_RUN, RUN_DIR, STORE, OUT],
         "verbosity": 2,
     }

@@ -29,6 +29,7 @@ from continuity.digest import KeySpec, code_digest, digest_bytes
 from continuity.errors import AggregateError
 from continuity.probe.receipts import ProcessReceipt
 from continuity.report.lookup import with_latency
+from continuity.report.runs import runs_hint
 from continuity.report.scores import Scorer
 from continuity.report.summary import UnitSummary, summarize
 from continuity.report.verify import TraceHead, verify_unit
@@ -182,7 +183,9 @@ def load_summaries(
         summaries.append((path.name, summary.key, digest, _timed(store, summary)))
     if not summaries:
         raise AggregateError(
-            "no unit records to aggregate", code="run_empty", location=str(units_dir)
+            f"no unit records to aggregate; {runs_hint(units_dir.parent.parent)}",
+            code="run_empty",
+            location=str(units_dir),
         )
     cache.save_index()
     # Ordered by file name, then content: which chunk folder holds a copy never matters.

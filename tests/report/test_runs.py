@@ -1,0 +1,55 @@
+"""Which runs exist, which is the most recent, and `doit aggregate` without `--run`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from continuity.report.runs import latest_run, run_names, runs_hint
+from tests.graph.test_dodo import doit
+
+
+def _unit(runs: Path, run: str, mtime: float) -> None:
+    path = runs / run / "units" / "r1-trace-native.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+    os.utime(path, (mtime, mtime))
+
+
+def test_the_most_recent_run_is_the_one_whose_newest_unit_is_newest(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    assert latest_run(runs) is None and run_names(runs) == []
+    assert runs_hint(runs).startswith("no run under")
+    _unit(runs, "zeta", 1_000)
+    _unit(runs, "alpha", 2_000)
+    (runs / "empty" / "units").mkdir(parents=True)  # no unit: not a run to read
+    (runs / "stray.txt").write_text("not a run")
+    assert run_names(runs) == ["alpha", "zeta"]
+    assert latest_run(runs) == runs / "alpha"
+    _unit(runs, "zeta", 3_000)  # a later unit written into an older run
+    assert latest_run(runs) == runs / "zeta"
+    assert runs_hint(runs) == f"runs with units under {runs}: alpha, zeta"
+
+
+def test_aggregate_reads_the_most_recent_run_and_names_the_runs_on_run_empty(
+    tmp_path: Path,
+) -> None:
+    unit = ("units", "--suite", "original", "--trace", "harbor-market-stall")
+    one = ("--arms", "native", "--probe-limit", "1")
+    empty = doit(tmp_path, "aggregate", check=False)  # nothing yet
+    assert empty.returncode != 0 and "run_empty: no run to aggregate" in empty.stdout
+    doit(tmp_path, *unit, *one, "--run", "first")
+    doit(tmp_path, *unit, *one, "--run", "second")
+    latest = doit(tmp_path, "aggregate")
+    assert f"report at {tmp_path / 'out' / 'runs' / 'second' / 'report.html'}" in latest.stdout
+    named = doit(tmp_path, "aggregate", "--run", "first")
+    assert f"report at {tmp_path / 'out' / 'runs' / 'first' / 'report.html'}" in named.stdout
+    scored = doit(tmp_path, "score", "--run", "first")
+    assert "run doit aggregate --run first to refresh the report" in scored.stdout
+    latest_scored = doit(tmp_path, "score")  # the most recent run, which aggregate reads
+    assert str(tmp_path / "out" / "runs" / "second" / "scores") in latest_scored.stdout
+    assert "run doit aggregate to refresh the report" in latest_scored.stdout
+    missing = doit(tmp_path, "aggregate", "--run", "nosuch", check=False)
+    assert missing.returncode != 0
+    assert "run_empty: no unit records to aggregate; runs with units under" in missing.stdout
+    assert "first, second" in missing.stdout
