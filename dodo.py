@@ -4,6 +4,7 @@ from continuity.argv import front_door
 from continuity.graph import doit_config
 from continuity.interrupts import install as install_interrupt_handlers
 from rules.calibrate import task_calibrate
+from rules.catalog import task_arms, task_runs
 from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
 from rules.lookup import task_lookup_budget
@@ -19,6 +20,7 @@ DOIT_CONFIG = doit_config()
 __all__ = [
     "DOIT_CONFIG",
     "task_aggregate",
+    "task_arms",
     "task_calibrate",
     "task_checkpoints",
     "task_dry_run",
@@ -27,6 +29,7 @@ __all__ = [
     "task_lookup_budget",
     "task_offline_contract",
     "task_plan",
+    "task_runs",
     "task_score",
     "task_traces",
     "task_units",

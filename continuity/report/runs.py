@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["latest_run", "run_names", "runs_hint"]
+__all__ = ["latest_run", "run_names", "run_rows", "runs_hint", "runs_table"]
 
 
 def _newest_unit(run: Path) -> float | None:
@@ -50,3 +50,34 @@ def runs_hint(runs_root: Path) -> str:
     if not names:
         return f"no run under {runs_root} holds units yet (doit units writes them)"
     return f"runs with units under {runs_root}: {', '.join(names)}"
+
+
+def run_rows(runs_root: Path) -> list[dict[str, str]]:
+    """One row per run that holds units, by name: its unit files, when the newest was
+    written (UTC) and whether a report was aggregated."""
+    from datetime import UTC, datetime
+
+    rows = []
+    for name, newest in sorted(_runs(runs_root).items()):
+        run = runs_root / name
+        rows.append(
+            {
+                "run": name,
+                "units": str(sum(1 for p in (run / "units").rglob("*.json") if p.is_file())),
+                "newest unit": datetime.fromtimestamp(newest, UTC).strftime("%Y-%m-%d %H:%M"),
+                "report": "report.html" if (run / "report.html").is_file() else "-",
+            }
+        )
+    return rows
+
+
+def runs_table(runs_root: Path) -> str:
+    """`run_rows` as an aligned text table (a header first); empty when there is none."""
+    rows = run_rows(runs_root)
+    if not rows:
+        return ""
+    columns = list(rows[0])
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns).rstrip()]
+    lines += ["  ".join(r[c].ljust(widths[c]) for c in columns).rstrip() for r in rows]
+    return "\n".join(lines)

@@ -53,3 +53,38 @@ def test_aggregate_reads_the_most_recent_run_and_names_the_runs_on_run_empty(
     assert missing.returncode != 0
     assert "run_empty: no unit records to aggregate; runs with units under" in missing.stdout
     assert "first, second" in missing.stdout
+
+
+def test_doit_runs_lists_the_runs_with_units_and_names_the_most_recent(tmp_path: Path) -> None:
+    none = doit(tmp_path, "runs")
+    assert "runs: none under" in none.stdout
+    runs = tmp_path / "out" / "runs"
+    _unit(runs, "before", 1_000)
+    _unit(runs, "after", 2_000)
+    (runs / "after" / "report.html").write_text("<html></html>")
+    listed = doit(tmp_path, "runs").stdout.splitlines()
+    header = next(i for i, line in enumerate(listed) if line.startswith("run "))
+    assert listed[header].split() == ["run", "units", "newest", "unit", "report"]
+    assert listed[header + 1].split() == ["after", "1", "1970-01-01", "00:33", "report.html"]
+    assert listed[header + 2].split() == ["before", "1", "1970-01-01", "00:16", "-"]
+    assert listed[-1] == (
+        f"runs: 2 under {runs}; doit aggregate without --run reads the most recent, after"
+    )
+
+
+def test_doit_arms_lists_every_arm_with_what_it_crosses_and_where_it_runs(
+    tmp_path: Path,
+) -> None:
+    from continuity.arms import ARMS, LOOKUP_ONLY
+
+    lines = doit(tmp_path, "arms").stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("arm "))
+    rows = {line.split()[0]: line for line in lines[header + 1 : header + 1 + len(ARMS)]}
+    assert set(rows) == set(ARMS)
+    assert "long suites only" in rows["ceiling"]
+    assert "lookup mode only" in rows["native-lookup"]
+    assert "not at this revision" in rows["pack+stubs"]
+    assert "retained store + pack, ConversationHistory" in rows["continuity-pack-cold"]
+    assert "probe input >= 150,000 tokens (long traces)" in rows["native"]
+    runnable = [a for a in ARMS.values() if a.available and a.id not in LOOKUP_ONLY]
+    assert lines[-1].startswith(f"arms: {len(ARMS)} defined, {len(runnable)} run by --arms all")

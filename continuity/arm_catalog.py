@@ -1,0 +1,74 @@
+"""`doit arms`: every arm as a user reads it, one row each.
+
+What an arm crosses, on whose history, with which continuity support, what evidence its
+samples must show, the pressure a long-trace sample must be under, and whether it can
+run at this revision (`continuity.arms` holds the definitions).
+"""
+
+from __future__ import annotations
+
+from continuity.arms import ARMS, LOOKUP_ONLY, Arm, Pressure
+
+__all__ = ["COLUMNS", "arm_rows", "arms_table"]
+
+COLUMNS = ("arm", "letter", "boundary", "history", "continuity", "evidence", "pressure", "runs")
+
+_PRESSURE = (
+    ("probe_input_tokens", "probe input >= {:,} tokens"),
+    ("replayed_messages", ">= {:,} messages replayed"),
+    ("dropped_records", ">= {:,} records dropped"),
+    ("compaction_tokens_before", "compaction at >= {:,} tokens"),
+    ("mid_tokens_before", "mid-trace compaction at >= {:,} tokens"),
+)
+
+
+def _pressure(pressure: Pressure | None) -> str:
+    if pressure is None:
+        return "-"
+    kept = [
+        text.format(value)
+        for name, text in _PRESSURE
+        if (value := getattr(pressure, name)) is not None
+    ]
+    return "; ".join(kept) + " (long traces)" if kept else "-"
+
+
+def _continuity(arm: Arm) -> str:
+    if not arm.retained:
+        return "off"
+    support = "retained store + pack" if arm.pack else "retained store"
+    return support + (", ConversationHistory" if arm.history_tool else "")
+
+
+def _runs(arm: Arm) -> str:
+    if not arm.available:
+        return "not at this revision"
+    if arm.id in LOOKUP_ONLY:
+        return "lookup mode only"
+    return "long suites only" if arm.hard_only else "every suite"
+
+
+def arm_rows() -> list[dict[str, str]]:
+    """One row per arm, in definition order; every value a string."""
+    return [
+        {
+            "arm": arm.id,
+            "letter": arm.letter,
+            "boundary": arm.boundary,
+            "history": arm.history,
+            "continuity": _continuity(arm),
+            "evidence": ", ".join(arm.evidence),
+            "pressure": _pressure(arm.pressure),
+            "runs": _runs(arm),
+        }
+        for arm in ARMS.values()
+    ]
+
+
+def arms_table() -> str:
+    """The rows as an aligned text table, a header first."""
+    rows = arm_rows()
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in COLUMNS}
+    lines = ["  ".join(c.ljust(widths[c]) for c in COLUMNS).rstrip()]
+    lines += ["  ".join(r[c].ljust(widths[c]) for c in COLUMNS).rstrip() for r in rows]
+    return "\n".join(lines)
