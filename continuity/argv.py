@@ -48,7 +48,9 @@ __all__ = [
     "argv_problem",
     "environment_problem",
     "front_door",
+    "help_asked",
     "selection_problem",
+    "task_help",
 ]
 
 EXIT_USAGE = 2
@@ -216,6 +218,37 @@ def selection_problem(
     return None
 
 
+_HELP = ("--help", "-h")
+
+
+def help_asked(args: Sequence[str], names: Sequence[str]) -> str | None:
+    """The task whose options include ``--help`` (or ``-h``) in a ``run`` selection: the
+    nearest task name before it; None when no help was asked."""
+    task = None
+    for arg in args:
+        if arg in names:
+            task = arg
+        elif arg in _HELP and task is not None:
+            return task
+    return None
+
+
+def task_help(name: str, doc: str | None, params: Sequence[Mapping[str, Any]]) -> str:
+    """A task's help: what it does, then each option with its text and its default."""
+    lines = [f"doit {name} [options]", "", (doc or "").strip() or "(no description)", ""]
+    if not params:
+        lines.append("It takes no options.")
+    for option in params:
+        flag = f"--{option.get('long') or option['name']}"
+        is_flag = option.get("type") is bool
+        text = str(option.get("help") or "")
+        default = option.get("default")
+        if not is_flag and default not in ("", None) and "default" not in text:
+            text += f" (default: {default})"
+        lines.append(f"  {flag if is_flag else flag + '=VALUE':<28} {text}")
+    return "\n".join(lines)
+
+
 class CheckedDodoLoader(DodoTaskLoader):  # type: ignore[misc]
     """doit's ``dodo.py`` loader, after `front_door` (doit builds its loader before it
     parses anything); for the ``run`` command it also checks the task selection
@@ -235,6 +268,11 @@ class CheckedDodoLoader(DodoTaskLoader):  # type: ignore[misc]
     def load_tasks(self, cmd: Any, pos_args: list[str]) -> list[Any]:
         tasks: list[Any] = super().load_tasks(cmd, pos_args)
         if getattr(cmd, "execute_tasks", False) and self.command_line:
+            asked = help_asked(pos_args, [t.name for t in tasks])
+            if asked is not None:  # doit TASK --help: the task's help, exit 0
+                task = next(t for t in tasks if t.name == asked)
+                print(task_help(asked, task.doc, [*task.params, *task.creator_params]))
+                raise SystemExit(0)
             problem = selection_problem(
                 pos_args,
                 {t.name: [*t.params, *t.creator_params] for t in tasks},

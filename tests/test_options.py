@@ -610,3 +610,24 @@ def test_cli_refuses_an_unusable_environment_store(tmp_path: Path) -> None:
         )
         assert result.returncode == 2 and "Traceback" not in result.stderr
         assert result.stderr.startswith(f"{code}: "), result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_a_tasks_help_flag_prints_its_options_with_defaults_and_exits_0(
+    tmp_path: Path, flag: str
+) -> None:
+    result = doit_cli(tmp_path, "units", "--suite", "hard", flag)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "doit units [options]" and "CmdOption" not in result.stdout
+    assert lines[2].startswith("Run probe units")
+    suite = next(line for line in lines if line.strip().startswith("--suite=VALUE"))
+    assert "original | hard | hard-distractors (default: original)" in suite
+    assert any(line.split()[0] == "--real" for line in lines if line.strip())  # a flag
+    assert not (tmp_path / "store" / "objects").exists()  # nothing ran
+
+
+def test_help_names_the_task_it_follows(tmp_path: Path) -> None:
+    result = doit_cli(tmp_path, "traces", "aggregate", "--help")
+    assert result.returncode == 0 and result.stdout.startswith("doit aggregate [options]")
+    assert "(default: the most recent run)" in result.stdout
