@@ -16,6 +16,7 @@ from typing import Any
 from blake3 import blake3
 from doit.dependency import FileChangedChecker
 from doit.exceptions import TaskFailed
+from doit.reporter import ConsoleReporter
 
 from continuity.errors import ContinuityError
 from continuity.interrupts import raise_if_interrupted
@@ -24,6 +25,7 @@ from continuity.store import resolve_store_path
 __all__ = [
     "DEP_FILE_NAME",
     "Blake3Checker",
+    "LocatingReporter",
     "doit_config",
     "file_blake3",
     "project_path",
@@ -66,6 +68,23 @@ class Blake3Checker(FileChangedChecker):  # type: ignore[misc]
         return info.st_mtime, info.st_size, file_blake3(dep)
 
 
+class LocatingReporter(ConsoleReporter):  # type: ignore[misc]
+    """doit's console reporter, except that a task skipped as up to date also says where
+    its results are: the line its ``meta["uptodate_line"]`` gives for its options, so
+    every task ends with its location line, run or not."""
+
+    def skip_uptodate(self, task: Any) -> None:
+        super().skip_uptodate(task)
+        line = (task.meta or {}).get("uptodate_line")
+        if line is None or task.name.startswith("_"):
+            return
+        try:
+            text = line(task.options or {})
+        except (ContinuityError, OSError):  # bad options: the check said "not current"
+            return
+        self.write(f"{text}\n")
+
+
 def doit_config(store: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """``DOIT_CONFIG`` for dodo.py: the dependency file lives inside the store, in the
     sqlite3 backend (which tolerates a second doit process), checked with blake3."""
@@ -75,6 +94,7 @@ def doit_config(store: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         "dep_file": str(root / DEP_FILE_NAME),
         "backend": "sqlite3",
         "check_file_uptodate": Blake3Checker,
+        "reporter": LocatingReporter,
         "default_tasks": ["offline_contract"],
         "verbosity": 2,
     }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from continuity.graph import task_action
 from rules.params import (
@@ -127,5 +127,15 @@ def task_checkpoints() -> TaskSpec:
             OUT,
         ],
         "uptodate": [_current],
+        "meta": {"uptodate_line": _where},
         "verbosity": 2,
     }
+
+
+def _where(options: Mapping[str, Any]) -> str:
+    """An up-to-date run's location line (with --arms: the arm samples' manifest)."""
+    chosen = Selection(options)  # type: ignore[arg-type]
+    what = "arms" if options.get("arms") else "checkpoints"
+    name = "arms.json" if options.get("arms") else "manifest.json"
+    manifest = chosen.out / "checkpoints" / chosen.suite / name
+    return f"{what}: {chosen.suite} up to date; manifest at {manifest}"

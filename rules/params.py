@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from continuity.errors import UsageError
 from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
@@ -243,6 +243,9 @@ class TaskSpec(TypedDict, total=False):
     params: list[Param]
     uptodate: list[Uptodate]
     verbosity: int
+    # {"uptodate_line": options -> str}: what an up-to-date run prints after doit's
+    # "-- task" line (`continuity.graph.LocatingReporter`): where the results are.
+    meta: dict[str, Callable[[Mapping[str, Any]], str]]
 
 
 class SelectionOptions(TypedDict, total=False):

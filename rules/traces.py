@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from continuity.graph import task_action
 from rules.params import (
@@ -79,5 +79,13 @@ def task_traces() -> TaskSpec:
             OUT,
         ],
         "uptodate": [_current],
+        "meta": {"uptodate_line": _where},
         "verbosity": 2,
     }
+
+
+def _where(options: Mapping[str, Any]) -> str:
+    """An up-to-date run's location line."""
+    chosen = Selection(options)  # type: ignore[arg-type]
+    manifest = chosen.out / "traces" / chosen.suite / "manifest.json"
+    return f"traces: {chosen.suite} up to date; manifest at {manifest}"

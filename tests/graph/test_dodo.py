@@ -332,3 +332,22 @@ def test_units_then_aggregate_say_where_their_outputs_are(tmp_path: Path) -> Non
     assert broken.returncode != 0 and "unit_malformed" in broken.stdout + broken.stderr
     bad_arm = doit(tmp_path, "units", "--suite", "original", "--arms", "pack+stubs", check=False)
     assert "arm_not_available_at_revision:pack+stubs" in bad_arm.stdout + bad_arm.stderr
+
+
+def test_an_up_to_date_task_still_ends_with_its_location_line(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101")
+    again = doit(tmp_path, "traces", "--suite", "hard", "--seeds", "101").stdout.splitlines()
+    assert again == [
+        "-- traces",
+        f"traces: hard up to date; manifest at {out / 'traces' / 'hard' / 'manifest.json'}",
+    ]
+    selection = ("checkpoints", "--suite", "original", "--trace", "harbor-market-stall")
+    doit(tmp_path, *selection)
+    checkpoints = doit(tmp_path, *selection).stdout.splitlines()
+    manifest = out / "checkpoints" / "original" / "manifest.json"
+    assert checkpoints == [
+        "-- checkpoints",
+        f"checkpoints: original up to date; manifest at {manifest}",
+    ]
+    assert manifest.is_file()
