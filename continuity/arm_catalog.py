@@ -8,6 +8,7 @@ run at this revision (`continuity.arms` holds the definitions).
 from __future__ import annotations
 
 from continuity.arms import ARMS, LOOKUP_ONLY, Arm, Pressure
+from continuity.tables import text_table
 
 __all__ = ["COLUMNS", "arm_rows", "arms_table"]
 
@@ -67,8 +68,4 @@ def arm_rows() -> list[dict[str, str]]:
 
 def arms_table() -> str:
     """The rows as an aligned text table, a header first."""
-    rows = arm_rows()
-    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in COLUMNS}
-    lines = ["  ".join(c.ljust(widths[c]) for c in COLUMNS).rstrip()]
-    lines += ["  ".join(r[c].ljust(widths[c]) for c in COLUMNS).rstrip() for r in rows]
-    return "\n".join(lines)
+    return text_table(arm_rows(), COLUMNS)

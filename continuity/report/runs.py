@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from continuity.tables import text_table
+
 __all__ = ["latest_run", "run_names", "run_rows", "runs_hint", "runs_table"]
 
 
@@ -73,11 +75,4 @@ def run_rows(runs_root: Path) -> list[dict[str, str]]:
 
 def runs_table(runs_root: Path) -> str:
     """`run_rows` as an aligned text table (a header first); empty when there is none."""
-    rows = run_rows(runs_root)
-    if not rows:
-        return ""
-    columns = list(rows[0])
-    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
-    lines = ["  ".join(c.ljust(widths[c]) for c in columns).rstrip()]
-    lines += ["  ".join(r[c].ljust(widths[c]) for c in columns).rstrip() for r in rows]
-    return "\n".join(lines)
+    return text_table(run_rows(runs_root), ("run", "units", "newest unit", "report"))
