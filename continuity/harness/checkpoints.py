@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import msgspec
@@ -62,6 +62,9 @@ class CheckpointResult(msgspec.Struct, frozen=True):
     # cache (its receipt, sealed in the tree, does not say). Also in the checkpoint's
     # action-entry meta; empty when the checkpoint was reused.
     replayed_calls: list[str] = msgspec.field(default_factory=list)
+
+
+_Reply = TypeVar("_Reply", bound=msgspec.Struct)
 
 
 class ReplayJob(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,16 +111,17 @@ def replay_job(payload: bytes) -> bytes:
     return msgspec.json.encode(_replay(msgspec.json.decode(payload, type=ReplayJob)))
 
 
-def _decode_done(reply: bytes, root: Path) -> ReplayDone:
-    """Raises: CheckpointError ``child_failed`` when the replay child's reply does not
-    decode."""
+def _decode_reply(data: bytes | str, kind: type[_Reply], what: str, location: Path) -> _Reply:
+    """A child's reply decoded into `kind`.
+
+    Raises:
+        CheckpointError: ``child_failed`` (naming `what`) when it does not decode.
+    """
     try:
-        return msgspec.json.decode(reply, type=ReplayDone)
+        return msgspec.json.decode(data, type=kind)
     except msgspec.MsgspecError as exc:
         raise CheckpointError(
-            f"the replay child's reply does not decode: {exc}",
-            code="child_failed",
-            location=str(root),
+            f"{what} does not decode: {exc}", code="child_failed", location=str(location)
         ) from None
 
 
@@ -222,7 +226,7 @@ def build_checkpoint(
                 reply = zygotes.call(
                     f"{__name__}:replay_job", msgspec.json.encode(job), timeout, "replay"
                 )
-                done = _decode_done(reply, root)
+                done = _decode_reply(reply, ReplayDone, "the replay child's reply", root)
         except BaseException:  # any failure, an interrupt too, leaves no half workspace
             _clear(root)
             raise
@@ -294,11 +298,4 @@ def run_child(workspace: Path, *, timeout: float = 120.0) -> ChildReport:
             code="child_failed",
             location=str(workspace),
         )
-    try:
-        return msgspec.json.decode(result.stdout, type=ChildReport)
-    except msgspec.MsgspecError as exc:
-        raise CheckpointError(
-            f"the child's report does not decode: {exc}",
-            code="child_failed",
-            location=str(workspace),
-        ) from None
+    return _decode_reply(result.stdout, ChildReport, "the child's report", workspace)
