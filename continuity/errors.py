@@ -33,6 +33,9 @@ The tree::
     ├── SoulError                      lookup_soul_missing, lookup_soul_mismatch
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
+    ├── GateFailed                     regression_found, accuracy_below_threshold: a CI
+    │                                  gate (doit compare, doit aggregate --fail-under)
+    │                                  found what it was told to fail on; exit status 3
     ├── AggregateError                 unit_malformed, unit_tampered, unit_key_mismatch,
     │                                  unit_duplicate, run_empty, trace_missing, ...
     ├── TraceError
@@ -126,7 +129,9 @@ __all__ = [
     "CheckpointError",
     "ConfigError",
     "ContinuityError",
+    "EXIT_GATE",
     "DigestInvalid",
+    "GateFailed",
     "HarnessError",
     "HistoryError",
     "Interrupted",
@@ -333,6 +338,18 @@ class LookupCoverageIncomplete(ContinuityError):
 
 class AggregateError(ContinuityError):
     default_code = "unit_malformed"
+
+
+class GateFailed(ContinuityError):
+    """A gate a user asked for (``doit compare --fail-on-regression`` or ``--max-drop``,
+    ``doit aggregate --fail-under``) found what it was told to fail on. The command's
+    outputs are written first; the command then exits with `EXIT_GATE` (3), distinct
+    from a failed task (1) and a usage error (2), so CI can tell them apart."""
+
+    default_code = "regression_found"
+
+
+EXIT_GATE = 3
 
 
 class Interrupted(KeyboardInterrupt):

@@ -9,6 +9,7 @@ finished tasks; the store does not. Tasks therefore decide "up to date" through
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from doit.dependency import FileChangedChecker
 from doit.exceptions import TaskFailed
 from doit.reporter import ConsoleReporter
 
-from continuity.errors import ContinuityError
+from continuity.errors import EXIT_GATE, ContinuityError, GateFailed
 from continuity.interrupts import raise_if_interrupted
 from continuity.store import resolve_store_path
 
@@ -107,6 +108,13 @@ def task_action(run: Callable[..., str | None]) -> Callable[..., TaskFailed | No
     def action(**options: Any) -> TaskFailed | None:
         try:
             where = run(**options)
+        except GateFailed as exc:
+            raise_if_interrupted()
+            # The outputs are written; the gate decides the exit status (3). doit saves
+            # its database on the way out (Runner.run_all's finally), and the task stays
+            # not up to date, so the gate is checked again on the next run.
+            print(f"{exc.code}: {exc.message} (at {exc.location})", file=sys.stderr, flush=True)
+            raise SystemExit(EXIT_GATE) from None
         except ContinuityError as exc:
             raise_if_interrupted()
             for issue in getattr(exc, "issues", ())[1:]:
