@@ -122,6 +122,7 @@ from collections.abc import Sequence
 import msgspec
 
 __all__ = [
+    "EXIT_GATE",
     "AdmissionStopped",
     "AggregateError",
     "ArmError",
@@ -129,7 +130,6 @@ __all__ = [
     "CheckpointError",
     "ConfigError",
     "ContinuityError",
-    "EXIT_GATE",
     "DigestInvalid",
     "GateFailed",
     "HarnessError",
