@@ -3,6 +3,7 @@
 from continuity.argv import front_door
 from continuity.graph import doit_config
 from continuity.interrupts import install as install_interrupt_handlers
+from rules.aggregate import task_aggregate, task_score
 from rules.calibrate import task_calibrate
 from rules.catalog import task_arms, task_runs
 from rules.checkpoints import task_checkpoints
@@ -11,7 +12,7 @@ from rules.lookup import task_lookup_budget
 from rules.plan import task_dry_run, task_estimate, task_plan
 from rules.store import task_gc, task_verify
 from rules.traces import task_traces
-from rules.units import task_aggregate, task_score, task_units
+from rules.units import task_units
 
 front_door()  # run from another directory (-f), doit never read pyproject.toml's loader
 install_interrupt_handlers()  # Ctrl-C, SIGTERM: one line, exit 130 or 143, no traceback

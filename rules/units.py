@@ -15,25 +15,21 @@ from rules.params import (
     IntOption,
     SeedsOption,
     Selection,
-    SelectionOptions,
     TaskSpec,
     check_seeds,
     param,
 )
-from rules.plan import PLAN_PARAMS, PRICING, PlanOptions
+from rules.plan import PLAN_PARAMS, PlanOptions
 from rules.traces import TRACE
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from continuity.plan.plan import LookupPlan
-    from continuity.report.results import ScorerSection
     from continuity.runner.lookup_run import LookupRun
     from continuity.runner.units import UnitRecord
 
 RUN = param("run", str, "offline", "run name: units and reports go to <out>/runs/<run>/")
-# aggregate and score: which run to read (none named: the most recent one).
-READ_RUN = param("run", str, "", "run name under <out>/runs/ (default: the most recent run)")
 
 
 class UnitsOptions(PlanOptions, total=False):
@@ -48,15 +44,6 @@ class UnitsOptions(PlanOptions, total=False):
     trace: str
     jobs: int
     run: str
-
-
-class RunOptions(SelectionOptions, total=False):
-    """`doit aggregate` and `doit score`: which run (and, to aggregate, how)."""
-
-    run: str
-    run_dir: str
-    pricing: str
-    scorer: str
 
 
 def _units(**options: Unpack[UnitsOptions]) -> str:
@@ -222,85 +209,6 @@ def _print_explain(path: str) -> None:
     print(f"cache explanations in {path}", flush=True)
 
 
-def _run_dir(options: RunOptions) -> Path:
-    """`--run-dir`, else ``<out>/runs/<--run>``, else the most recent run there.
-
-    Raises:
-        UsageError: ``run_empty`` when no ``--run`` is given and no run holds units.
-    """
-    from pathlib import Path
-
-    from continuity.errors import UsageError
-    from continuity.report.runs import latest_run, runs_hint
-
-    run_dir = options.get("run_dir")
-    if run_dir:
-        return Path(run_dir).expanduser().absolute()
-    runs = Selection(options).out / "runs"
-    if options.get("run"):
-        return runs / options["run"]
-    latest = latest_run(runs)
-    if latest is None:
-        raise UsageError(
-            f"no run to aggregate: {runs_hint(runs)}", code="run_empty", location="--run"
-        )
-    return latest
-
-
-def _aggregate(**options: Unpack[RunOptions]) -> str:
-    from pathlib import Path
-
-    from continuity.plan.pricing import load_catalog
-    from continuity.report.aggregate import aggregate_run
-
-    chosen = Selection(options)
-    pricing = options.get("pricing")
-    catalog = load_catalog(Path(pricing) if pricing else None)
-    results, paths, read = aggregate_run(
-        chosen.store, _run_dir(options), catalog, options.get("scorer") or "current"
-    )
-    return (
-        f"aggregate: {results.units} units ({read} read, {results.units - read} from the "
-        f"cache), graded by the {_scorer_name(results.scorer)}; report at {paths['report']}"
-    )
-
-
-def _scorer_name(section: ScorerSection | None) -> str:
-    digest = section.digest if section is not None else None
-    return f"current scorer {digest[:16]}" if digest else "original grades"
-
-
-def _score(**options: Unpack[RunOptions]) -> str:
-    from continuity.report.rescore import rescore_run
-
-    run = _run_dir(options)
-    result = rescore_run(Selection(options).store, run)
-    return (
-        f"score: {result.units} units re-scored from their recorded answers with no model "
-        f"call by scorer {result.scorer[:16]} ({result.written} score artifacts written, "
-        f"{result.probes_changed} probe grades differ from the original; unit files "
-        f"unchanged); artifacts in {result.folder}; run doit aggregate{_same_run(options, run)} "
-        "to refresh the report"
-    )
-
-
-def _same_run(options: RunOptions, run: Path) -> str:
-    """The aggregate option naming the run `doit score` graded (the most recent run when
-    none was named, and the one aggregate reads by default: no option)."""
-    if options.get("run_dir"):
-        return f" --run-dir {run}"
-    return f" --run {run.name}" if options.get("run") else ""
-
-
-RUN_DIR = param("run_dir", str, "", "a run directory (a real run's --out); overrides --run")
-SCORER = param(
-    "scorer",
-    str,
-    "current",
-    "current (the current scorer's grades; default) | original (the unit files' grades)",
-)
-
-
 def task_units() -> TaskSpec:
     """Run probe units (repeat x trace x arm): fork, cross the boundary, ask every probe."""
     return {
@@ -341,23 +249,5 @@ def task_units() -> TaskSpec:
             STORE,
             OUT,
         ],
-        "verbosity": 2,
-    }
-
-
-def task_aggregate() -> TaskSpec:
-    """Aggregate a run's units into results.json, summary.md and report.html (incremental)."""
-    return {
-        "actions": [task_action(_aggregate)],
-        "params": [READ_RUN, RUN_DIR, PRICING, SCORER, STORE, OUT],
-        "verbosity": 2,
-    }
-
-
-def task_score() -> TaskSpec:
-    """Grade a run's recorded answers with the current scorer into new score artifacts."""
-    return {
-        "actions": [task_action(_score)],
-        "params": [READ_RUN, RUN_DIR, STORE, OUT],
         "verbosity": 2,
     }

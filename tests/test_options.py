@@ -31,6 +31,7 @@ from continuity.plan.limits import MAX_REPEATS
 from continuity.plan.plan import build_plan
 from continuity.store import Store, collect_garbage
 from continuity.traces.keys import MAX_SEEDS, parse_seeds
+from rules.aggregate import task_aggregate, task_score
 from rules.calibrate import task_calibrate
 from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
@@ -47,7 +48,7 @@ from rules.params import (
 from rules.plan import task_dry_run, task_estimate, task_plan
 from rules.store import task_gc, task_verify
 from rules.traces import task_traces
-from rules.units import _repeats, task_aggregate, task_score, task_units
+from rules.units import _repeats, task_units
 from tests.conftest import REPO
 
 TASKS: dict[str, Callable[[], TaskSpec]] = {
