@@ -102,7 +102,8 @@ Raised with the classes above from other modules (by area)::
     aggregate, score unit_malformed, unit_tampered, unit_key_mismatch, unit_duplicate,
                      run_empty, trace_missing, score_tampered (a score artifact),
                      scorer_unknown (--scorer), unit_protocol_mixed (units of
-                     different probe protocols)
+                     different probe protocols), run_manifest_malformed (a run.json
+                     that is not a run manifest)
 
 `Interrupted` (SIGINT, SIGTERM) is a `KeyboardInterrupt` beside the tree, never caught as
 an error: it prints one line and exits 130 or 143 (`continuity.interrupts`).

@@ -61,8 +61,10 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
             location="--provider",
         )
     from continuity.plan.plan import LookupPlan, plan_from_options
+    from continuity.runner.manifest import utc_stamp, write_run_manifest
     from continuity.runner.units import build_units
 
+    started = utc_stamp()
     plan = plan_from_options(options)  # the same validation (and codes) as the plan tasks
     lookup = _lookup_run(plan, options) if isinstance(plan, LookupPlan) else None
     chosen = Selection(options)
@@ -85,6 +87,7 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
             lookup=lookup,
             judge=plan.judge,  # offline the scripted judge plays it
         )
+    write_run_manifest(run_dir, plan, started=started)  # the report header's source
     return _summary(records, folder, built)
 
 

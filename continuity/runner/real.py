@@ -22,6 +22,7 @@ from continuity.plan.guards import check_real_mode
 from continuity.plan.plan import Plan, plan_digest
 from continuity.progress import Tick
 from continuity.providers.endpoint import EndpointSpec
+from continuity.runner.manifest import write_run_manifest
 from continuity.runner.units import RealRun, UnitRecord, build_units
 from continuity.store import Store
 
@@ -123,6 +124,7 @@ def run_real(
         )
     finally:
         _root_under_plan(store, plan_digest(plan), out)
+        write_run_manifest(out, plan)  # run.json: the report header and doit runs read it
     return RealResult(records, str(folder), built, real.explain_log)
 
 
