@@ -264,6 +264,10 @@ _TOOL_STACK = (
     "continuity.interrupts",
     "continuity.servers.asgi",
     "continuity.servers.history",
+    # The MCP client validates ConversationHistory's structured content against its
+    # output schema with jsonschema (about 60 ms of imports a probe child otherwise).
+    "jsonschema",
+    "referencing.exceptions",
     "uvicorn.lifespan.on",
     "uvicorn.protocols.http.auto",
     "uvicorn.protocols.http.h11_impl",

@@ -8,7 +8,12 @@ One tool, ``ConversationHistory``, with two operations:
 - ``{"action": "get", "id": "tool-00031" | "c31", "cursor": null}``: one 8 KiB page of
   the record and a ``next_cursor`` until the end.
 
-Results are JSON text content. A request the store cannot answer is an MCP error result
+Each result is a JSON object, sent twice: as ``structured_content`` (validated by clients
+against the tool's ``output_schema``, `OUTPUT_SCHEMA`: a search page or a record page) and
+as the same JSON in text content, for clients older than structured output. The tool is
+annotated ``readOnlyHint`` and ``idempotentHint`` (it never changes the store, and the same
+call answers the same page) and ``openWorldHint: false`` (it only reads this conversation).
+A request the store cannot answer is an MCP error result
 whose text starts with its code (``history_invalid_request``, ``history_record_unknown``,
 ``history_cursor_invalid``, ``history_unavailable``). ``history_unavailable`` also answers
 every call once the store's file is deleted, replaced or unreadable while serving; a store
@@ -45,6 +50,8 @@ __all__ = [
     "DESCRIPTION",
     "HISTORY_TOOL",
     "INPUT_SCHEMA",
+    "OUTPUT_SCHEMA",
+    "TOOL_ANNOTATIONS",
     "ensure_available",
     "history_server",
     "main",
@@ -73,6 +80,73 @@ INPUT_SCHEMA: dict[str, Any] = {
     "required": ["action"],
     "additionalProperties": False,
 }
+_NEXT_CURSOR: dict[str, Any] = {
+    "type": ["string", "null"],
+    "description": "pass as cursor for the next page; null on the last page",
+}
+_RECORD_REF: dict[str, Any] = {
+    "id": {"type": "string", "description": "record id (tool-NNNNN or owner-NNNNN)"},
+    "packed_id": {"type": "string", "description": "the id the packed context used (cN)"},
+    "kind": {"type": "string", "enum": ["owner", "tool"]},
+    "source": {"type": "string", "description": "the tool or owner channel it came from"},
+}
+_SEARCH_PAGE: dict[str, Any] = {
+    "type": "object",
+    "title": "SearchPage",
+    "properties": {
+        "hits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    **_RECORD_REF,
+                    "bytes": {"type": "integer", "minimum": 0},
+                    "snippet": {"type": "string"},
+                },
+                "required": ["id", "packed_id", "kind", "source", "bytes", "snippet"],
+                "additionalProperties": False,
+            },
+        },
+        "next_cursor": _NEXT_CURSOR,
+    },
+    "required": ["hits", "next_cursor"],
+    "additionalProperties": False,
+}
+_RECORD_PAGE: dict[str, Any] = {
+    "type": "object",
+    "title": "RecordPage",
+    "properties": {
+        **_RECORD_REF,
+        "total_bytes": {"type": "integer", "minimum": 0},
+        "offset": {"type": "integer", "minimum": 0, "description": "byte offset of text"},
+        "text": {"type": "string", "description": "one page (at most 8 KiB) of the record"},
+        "next_cursor": _NEXT_CURSOR,
+    },
+    "required": [
+        "id",
+        "packed_id",
+        "kind",
+        "source",
+        "total_bytes",
+        "offset",
+        "text",
+        "next_cursor",
+    ],
+    "additionalProperties": False,
+}
+# Self-contained (no $ref): clients validate structured_content against it as is. The root
+# is an object, as the 2025-11-25 protocol requires; oneOf tells the two answers apart.
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "action=search answers a SearchPage; action=get answers a RecordPage",
+    "oneOf": [_SEARCH_PAGE, _RECORD_PAGE],
+}
+TOOL_ANNOTATIONS = types.ToolAnnotations(
+    title="Conversation history",
+    read_only_hint=True,
+    idempotent_hint=True,
+    open_world_hint=False,
+)
 DESCRIPTION = (
     "Look up earlier parts of this conversation that may no longer be in context: owner "
     "messages and tool results (emails, chats, pages, documents, calendars, tracking). "
@@ -136,8 +210,10 @@ def _answer(store: RetainedStore, arguments: dict[str, Any]) -> types.CallToolRe
                 location=str(store.path),
             )
         )
+    structured: dict[str, Any] = msgspec.to_builtins(payload)
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=msgspec.json.encode(payload).decode())]
+        content=[types.TextContent(type="text", text=msgspec.json.encode(payload).decode())],
+        structured_content=structured,
     )
 
 
@@ -153,7 +229,13 @@ def history_server(store: RetainedStore) -> Server[Any]:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
-                types.Tool(name=HISTORY_TOOL, description=DESCRIPTION, input_schema=INPUT_SCHEMA)
+                types.Tool(
+                    name=HISTORY_TOOL,
+                    description=DESCRIPTION,
+                    input_schema=INPUT_SCHEMA,
+                    output_schema=OUTPUT_SCHEMA,
+                    annotations=TOOL_ANNOTATIONS,
+                )
             ]
         )
 
