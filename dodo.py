@@ -7,6 +7,7 @@ from rules.aggregate import task_aggregate, task_score
 from rules.calibrate import task_calibrate
 from rules.catalog import task_arms, task_runs
 from rules.checkpoints import task_checkpoints
+from rules.compare import task_compare
 from rules.contract import task_offline_contract
 from rules.lookup import task_lookup_budget
 from rules.plan import task_dry_run, task_estimate, task_plan
@@ -24,6 +25,7 @@ __all__ = [
     "task_arms",
     "task_calibrate",
     "task_checkpoints",
+    "task_compare",
     "task_dry_run",
     "task_estimate",
     "task_gc",

@@ -33,11 +33,15 @@ The tree::
     ├── SoulError                      lookup_soul_missing, lookup_soul_mismatch
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
+    ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,
+    │                                  compare_trace_mismatch, compare_no_pairs (doit
+    │                                  compare: two runs that cannot be paired); run_unknown
     ├── GateFailed                     regression_found, accuracy_below_threshold: a CI
     │                                  gate (doit compare, doit aggregate --fail-under)
     │                                  found what it was told to fail on; exit status 3
     ├── AggregateError                 unit_malformed, unit_tampered, unit_key_mismatch,
-    │                                  unit_duplicate, run_empty, trace_missing, ...
+    │                                  unit_duplicate, run_empty, trace_missing,
+    │                                  results_unreadable (--fail-under), ...
     ├── TraceError
     │   ├── TraceInvalid               a trace failed validation; carries every issue found
     │   │     codes: trace_malformed, trace_schema_unsupported, trace_not_fictional,
@@ -91,6 +95,7 @@ Raised with the classes above from other modules (by area)::
     harness          turn_round_limit, tool_not_offered, workspace_not_empty,
                      lookup_cleanup_timeout, boundary_record_mismatch, probe_request_invalid,
                      worker_request_invalid (the unit worker's stdin request)
+    wire stand-in    port_unavailable (python -m continuity.servers.wire --port: in use)
     ConversationHistory  history_unavailable, history_invalid_request,
                      history_record_unknown, history_cursor_invalid
     offline contract arm_contract_failed, checkpoint_contract_failed,
@@ -129,6 +134,7 @@ __all__ = [
     "ArmError",
     "CalibrationInvalid",
     "CheckpointError",
+    "CompareError",
     "ConfigError",
     "ContinuityError",
     "DigestInvalid",
@@ -339,6 +345,13 @@ class LookupCoverageIncomplete(ContinuityError):
 
 class AggregateError(ContinuityError):
     default_code = "unit_malformed"
+
+
+class CompareError(UsageError):
+    """Two runs `doit compare` will not set side by side: their samples are not the same
+    questions asked the same way and graded the same way, or nothing pairs."""
+
+    default_code = "compare_no_pairs"
 
 
 class GateFailed(ContinuityError):

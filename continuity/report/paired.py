@@ -24,7 +24,13 @@ from continuity.report.stats import mcnemar_exact, paired_bootstrap
 from continuity.report.summary import UnitSummary
 from continuity.store import Store
 
-__all__ = ["BOOTSTRAP_SALT", "SampleKey", "paired_with_native", "valid_outcomes"]
+__all__ = [
+    "BOOTSTRAP_SALT",
+    "SampleKey",
+    "bootstrap_interval",
+    "paired_with_native",
+    "valid_outcomes",
+]
 
 BOOTSTRAP_SALT = "paired-bootstrap-v1"
 SampleKey = tuple[int, str, str]  # (repeat, trace id, probe id)
@@ -40,9 +46,12 @@ def valid_outcomes(units: list[UnitSummary]) -> dict[SampleKey, tuple[str, bool]
     }
 
 
-def _bootstrap(
+def bootstrap_interval(
     store: Store, arm_vector: list[bool], base_vector: list[bool]
 ) -> tuple[float, float] | None:
+    """`paired_bootstrap` of `arm_vector` against `base_vector` (same length; the interval
+    of arm minus base, in percentage points), cached in the store under the digest of the
+    pairs; None without pairs."""
     key = KeySpec(
         kind="paired-bootstrap",
         salt=BOOTSTRAP_SALT,
@@ -81,7 +90,7 @@ def _compare(
         by_category[arm[k][0]].append((arm[k][1], native[k][1]))
     b = sum(1 for a, n in pairs if a and not n)
     c = sum(1 for a, n in pairs if n and not a)
-    interval = _bootstrap(store, [a for a, _ in pairs], [n for _, n in pairs])
+    interval = bootstrap_interval(store, [a for a, _ in pairs], [n for _, n in pairs])
     return Paired(
         pairs=len(pairs),
         both_correct=sum(1 for a, n in pairs if a and n),
