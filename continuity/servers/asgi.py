@@ -17,15 +17,20 @@ from continuity.interrupts import handles_signals
 __all__ = ["bound_socket", "serve_asgi"]
 
 
-def bound_socket(host: str = "127.0.0.1") -> socket.socket:
-    """A listening TCP socket on `host` with a port chosen by the kernel."""
+def bound_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A listening TCP socket on `host` at `port` (0: a port chosen by the kernel).
+    Raises OSError when it cannot be bound (the socket is closed first)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Accepted connections inherit TCP_NODELAY on Linux; without it a response written
     # as headers then body waits ~40 ms for the client's delayed ACK.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, 0))
-    sock.listen(128)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
     return sock
 
 

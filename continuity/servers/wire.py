@@ -2,8 +2,10 @@
 
 It serves OpenAI Chat Completions (``POST /v1/chat/completions``), OpenAI Responses
 (``POST /v1/responses``) and Anthropic Messages (``POST /v1/messages``), each streamed
-as server-sent events in the shape the official SDKs parse (tests prove it with the
-``openai`` and ``anthropic`` packages). It stands in for a local OpenAI-compatible
+as server-sent events when the request asks for ``"stream": true`` and answered as one
+JSON document otherwise, in the shape the official SDKs parse (tests prove it with the
+``openai`` and ``anthropic`` packages); ``GET /v1/models`` lists the one model it serves.
+It stands in for a local OpenAI-compatible
 server (vLLM, Ollama, llama.cpp) in tests and in the README walkthrough; the model
 behind it is scripted:
 
@@ -15,40 +17,67 @@ behind it is scripted:
 Usage is counted like Pi's faux provider (``ceil(chars / 4)``); the prefix shared with
 the previous request is reported as cached, in each format's own convention. Every call
 is counted and its body kept (`calls`), and faults can be injected: 429s with
-``Retry-After``, auth failures and hangs after a given call.
+``Retry-After``, auth failures and hangs after a given call. A fixed latency
+(`WireServer.latency_ms`, ``--latency-ms``) delays every model call without blocking the
+others, the way a remote model's time to answer overlaps across concurrent calls.
 
 This module owns the ASGI app (routing, fault injection, call log, usage) and serving
 it; the scripted model is `wire_model`, and each format's stream is built by its own
 module: `wire_chat`, `wire_responses`, `wire_anthropic`.
 
-``python -m continuity.servers.wire`` serves it on 127.0.0.1 and prints the base URL.
+``python -m continuity.servers.wire [--port N] [--latency-ms N] [--model NAME]`` serves it
+on 127.0.0.1 and prints the base URL. ``--port 0`` (the default) lets the kernel choose;
+a fixed port keeps the base URL, and with it a confirmed plan's digest, across restarts.
+A bad option value or a busy port is one coded line on stderr and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import msgspec
 
+from continuity.errors import UsageError
 from continuity.providers.scripted import shared_prefix
-from continuity.servers.wire_anthropic import anthropic_events
-from continuity.servers.wire_chat import chat_events
-from continuity.servers.wire_model import Events, Usage, conversation, scripted_reply, tokens
-from continuity.servers.wire_responses import responses_events
+from continuity.servers.wire_anthropic import anthropic_events, anthropic_message
+from continuity.servers.wire_chat import chat_completion, chat_events
+from continuity.servers.wire_model import (
+    Events,
+    Usage,
+    conversation,
+    model_list,
+    scripted_reply,
+    tokens,
+)
+from continuity.servers.wire_responses import responses_events, responses_object
 
-__all__ = ["ROUTES", "Faults", "Receive", "Send", "WireServer", "main", "serve_in_thread"]
+__all__ = [
+    "MAX_LATENCY_MS",
+    "MODELS_ROUTE",
+    "ROUTES",
+    "Faults",
+    "Receive",
+    "Send",
+    "WireServer",
+    "main",
+    "serve_in_thread",
+]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 ROUTES = ("/chat/completions", "/responses", "/messages")
+MODELS_ROUTE = "/models"
+# The longest --latency-ms accepted: ten minutes, past any provider's own timeout.
+MAX_LATENCY_MS = 600_000
 
 
 class Faults(msgspec.Struct, kw_only=True):
@@ -103,7 +132,9 @@ async def _stream(send: Send, events: Events) -> None:
 
 
 class WireServer:
-    """The ASGI app. `calls` lists ``(path, body)`` of every request received."""
+    """The ASGI app. `calls` lists ``(path, body)`` of every model call received (a
+    ``GET /v1/models`` is not a model call); each is answered `latency_ms` after it
+    arrived."""
 
     def __init__(
         self,
@@ -111,9 +142,11 @@ class WireServer:
         model: str = "local-model",
         faults: Faults | None = None,
         log_path: str | None = None,
+        latency_ms: int = 0,
     ) -> None:
         self.model = model
         self.log_path = log_path
+        self.latency_ms = latency_ms
         self.faults = faults or Faults()
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._previous = b""
@@ -132,16 +165,31 @@ class WireServer:
             return
         raw = await _read_body(receive)
         path = scope["path"]
+        if scope["method"] == "GET" and path.endswith(MODELS_ROUTE):
+            await self._json(send, 200, model_list(self.model))
+            return
         if scope["method"] != "POST" or not path.endswith(ROUTES):
             await self._json(send, 404, {"error": {"message": f"no route {path}"}})
             return
-        body = json.loads(raw)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            await self._json(send, 400, {"error": {"message": "the body is not a JSON object"}})
+            return
         number, cached = self._record(path, body, raw)
+        if self.latency_ms:
+            await anyio.sleep(self.latency_ms / 1000)  # other calls proceed meanwhile
         if await self._refused(send, number):
             return
-        events = self._events(path, body, raw, cached)
         truncate = self.faults.truncate_from
-        if truncate is not None and number >= truncate:
+        truncated = truncate is not None and number >= truncate
+        if body.get("stream") is not True:
+            await self._document(send, path, body, raw, cached, truncated=truncated)
+            return
+        events = self._events(path, body, raw, cached)
+        if truncated:
             events = events[: len(events) // 2]
         await _stream(send, events)
 
@@ -186,8 +234,11 @@ class WireServer:
             return True
         return False
 
-    def _events(self, path: str, body: dict[str, Any], raw: bytes, cached: int) -> Events:
-        """The scripted reply to `body`, as the stream of the format `path` names."""
+    def _answer(
+        self, path: str, body: dict[str, Any], raw: bytes, cached: int
+    ) -> tuple[str, dict[str, Any] | None, Usage, bool]:
+        """The scripted reply to `body`: (text, tool call arguments or None, usage,
+        whether an Anthropic request reads and writes the cache)."""
         text, tool = self.reply(path, body)
         # Anthropic caches only up to explicit cache_control breakpoints: an unmarked
         # request neither reads nor writes the cache.
@@ -197,12 +248,52 @@ class WireServer:
             cached // 4 if anthropic_cache or not path.endswith("/messages") else 0,
             tokens(len(text) + (len(json.dumps(tool)) if tool else 0)),
         )
+        return text, tool, usage, anthropic_cache
+
+    def _events(self, path: str, body: dict[str, Any], raw: bytes, cached: int) -> Events:
+        """The scripted reply to `body`, as the stream of the format `path` names."""
+        text, tool, usage, caching = self._answer(path, body, raw, cached)
         call = len(self.calls)
         if path.endswith("/chat/completions"):
             return chat_events(self.model, call, text, tool, usage)
         if path.endswith("/responses"):
             return responses_events(self.model, call, text, tool, usage)
-        return anthropic_events(self.model, call, text, tool, usage, caching=anthropic_cache)
+        return anthropic_events(self.model, call, text, tool, usage, caching=caching)
+
+    async def _document(
+        self,
+        send: Send,
+        path: str,
+        body: dict[str, Any],
+        raw: bytes,
+        cached: int,
+        *,
+        truncated: bool,
+    ) -> None:
+        """Answer a request that did not ask to stream: the reply as one JSON document of
+        the format `path` names (`truncated`: only its first half, then the end)."""
+        text, tool, usage, caching = self._answer(path, body, raw, cached)
+        call = len(self.calls)
+        if path.endswith("/chat/completions"):
+            document = chat_completion(self.model, call, text, tool, usage)
+        elif path.endswith("/responses"):
+            document = responses_object(self.model, call, text, tool, usage)
+        else:
+            document = anthropic_message(self.model, call, text, tool, usage, caching=caching)
+        encoded = json.dumps(document).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send(
+            {
+                "type": "http.response.body",
+                "body": encoded[: len(encoded) // 2] if truncated else encoded,
+            }
+        )
 
     async def _json(
         self,
@@ -250,20 +341,98 @@ def serve_in_thread(app: WireServer) -> Iterator[str]:
         thread.join(timeout=10)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m continuity.servers.wire")
-    parser.add_argument("--model", default="local-model")
+def _whole_number(option: str, minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `minimum` to `maximum`, else ``option_invalid``
+    at `option` (raised through argparse, which catches only ValueError and TypeError)."""
+
+    def parse(text: str) -> int:
+        stripped = text.strip()
+        if not stripped.isascii() or not stripped.isdigit() or len(stripped) > 12:
+            raise UsageError(
+                f"{text[:40]!r} is not a whole number from {minimum} to {maximum}",
+                code="option_invalid",
+                location=option,
+            )
+        value = int(stripped)
+        if not minimum <= value <= maximum:
+            raise UsageError(
+                f"{value} is outside {minimum} to {maximum}", code="option_invalid", location=option
+            )
+        return value
+
+    return parse
+
+
+class _Arguments(argparse.ArgumentParser):
+    """argparse whose usage errors (an unknown option, a missing value) are coded."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, code="option_invalid", location="argv")
+
+
+def _listening(port: int) -> socket.socket:
+    """The listening socket on 127.0.0.1:`port` (0: the kernel chooses).
+
+    Raises:
+        UsageError: ``port_unavailable`` when the port cannot be bound (in use, or
+            privileged).
+    """
+    from continuity.servers.asgi import bound_socket
+
+    try:
+        return bound_socket(port=port)
+    except OSError as error:
+        raise UsageError(
+            f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}",
+            code="port_unavailable",
+            location="--port",
+        ) from None
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = _Arguments(prog="python -m continuity.servers.wire")
+    parser.add_argument("--model", default="local-model", help="the model name it serves")
+    parser.add_argument(
+        "--port",
+        type=_whole_number("--port", 0, 65535),
+        default=0,
+        help="port on 127.0.0.1 (default 0: the kernel chooses; fix it to keep the base URL)",
+    )
+    parser.add_argument(
+        "--latency-ms",
+        type=_whole_number("--latency-ms", 0, MAX_LATENCY_MS),
+        default=0,
+        help="delay every model call by this many milliseconds (calls overlap)",
+    )
     parser.add_argument("--calls-log", help="append every request body to this JSONL file")
-    parser.add_argument("--hang-from", type=int, help="never answer calls from this number on")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--hang-from",
+        type=_whole_number("--hang-from", 1, 10**9),
+        help="never answer calls from this number on",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until interrupted; 2 with one coded line on stderr for bad options or a
+    port that cannot be bound."""
+    try:
+        args = _parse(argv)
+        sock = _listening(args.port)
+    except UsageError as error:
+        print(f"error {error}", file=sys.stderr)
+        return 2
     app = WireServer(
-        model=args.model, faults=Faults(hang_from=args.hang_from), log_path=args.calls_log
+        model=args.model,
+        faults=Faults(hang_from=args.hang_from),
+        log_path=args.calls_log,
+        latency_ms=args.latency_ms,
     )
 
     async def run() -> None:
         from continuity.servers.asgi import serve_asgi
 
-        async with serve_asgi(app) as url:
+        async with serve_asgi(app, sock=sock) as url:
             print(f"listening {url}/v1", flush=True)
             await anyio.sleep_forever()
 

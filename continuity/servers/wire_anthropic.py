@@ -1,11 +1,12 @@
-"""Anthropic Messages, streamed: the events the loopback wire server sends.
+"""Anthropic Messages: the events (or the one document) the loopback wire server sends.
 
 `anthropic_events` dresses a scripted reply as named SSE events (``message_start``,
 ``ping``, one content block of text or ``tool_use`` input deltas, ``message_delta`` with
 the stop reason and output tokens, ``message_stop``), as the ``anthropic`` SDK parses
 them. Usage follows Anthropic's cache convention: a request with ``cache_control``
 breakpoints reads its shared prefix from the cache and writes the rest; an unmarked one
-neither reads nor writes.
+neither reads nor writes. `anthropic_message` is the same reply as the one ``message``
+object a request without ``"stream": true`` gets.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from continuity.servers.wire_model import HISTORY_TOOL, Events, Usage, pieces
 
-__all__ = ["anthropic_events"]
+__all__ = ["anthropic_events", "anthropic_message"]
 
 
 def _event(kind: str, **fields: Any) -> tuple[str, str]:
@@ -33,14 +34,7 @@ def anthropic_events(
 ) -> Events:
     """The stream for `text`, or for a call of the history tool with input `tool` (its
     id numbered `call`), reporting `usage` (cached and written only when `caching`)."""
-    total, cached, output = usage
-    written = total - cached if caching else 0
-    start_usage = {
-        "input_tokens": 0 if caching else total,
-        "cache_creation_input_tokens": written,
-        "cache_read_input_tokens": cached,
-        "output_tokens": 1,
-    }
+    start_usage = _usage(usage, caching, output=1)
     message: dict[str, Any] = {
         "id": "msg_loopback",
         "type": "message",
@@ -63,11 +57,52 @@ def anthropic_events(
         _event(
             "message_delta",
             delta={"stop_reason": stop, "stop_sequence": None},
-            usage={"output_tokens": output},
+            usage={"output_tokens": usage.output},
         )
     )
     events.append(_event("message_stop"))
     return events
+
+
+def anthropic_message(
+    model: str,
+    call: int,
+    text: str,
+    tool: dict[str, Any] | None,
+    usage: Usage,
+    *,
+    caching: bool = True,
+) -> dict[str, Any]:
+    """The ``message`` object for `text`, or for a call of the history tool with input
+    `tool` (its id numbered `call`), reporting `usage` (cached and written only when
+    `caching`)."""
+    block: dict[str, Any] = (
+        {"type": "text", "text": text}
+        if tool is None
+        else {"type": "tool_use", "id": f"toolu_{call}", "name": HISTORY_TOOL, "input": tool}
+    )
+    return {
+        "id": "msg_loopback",
+        "type": "message",
+        "role": "assistant",
+        "content": [block],
+        "model": model,
+        "stop_reason": "end_turn" if tool is None else "tool_use",
+        "stop_sequence": None,
+        "usage": _usage(usage, caching, output=usage.output),
+    }
+
+
+def _usage(usage: Usage, caching: bool, *, output: int) -> dict[str, int]:
+    """Anthropic usage: with `caching`, the shared prefix is read from the cache and the
+    rest written to it (no uncached input); without, all of it is plain input."""
+    total, cached, _ = usage
+    return {
+        "input_tokens": 0 if caching else total,
+        "cache_creation_input_tokens": total - cached if caching else 0,
+        "cache_read_input_tokens": cached,
+        "output_tokens": output,
+    }
 
 
 def _text_block(text: str) -> Events:

@@ -1,10 +1,11 @@
 """The scripted model behind the loopback wire server, whatever format it is asked in.
 
-It owns what the model reads from a request (`conversation`: the last user text, whether
-ConversationHistory is offered and whether a tool was already called this turn), what it
-answers (`scripted_reply`), how usage is counted (`tokens`, like Pi's faux provider:
-``ceil(chars / 4)``) and how a reply is cut into stream deltas (`pieces`). The format
-modules (`wire_chat`, `wire_responses`, `wire_anthropic`) only dress the reply.
+It owns which model is listed (`model_list`), what the model reads from a request
+(`conversation`: the last user text, whether ConversationHistory is offered and whether
+a tool was already called this turn), what it answers (`scripted_reply`), how usage is
+counted (`tokens`, like Pi's faux provider: ``ceil(chars / 4)``) and how a reply is cut
+into stream deltas (`pieces`). The format modules (`wire_chat`, `wire_responses`,
+`wire_anthropic`) only dress the reply.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ __all__ = [
     "Events",
     "Usage",
     "conversation",
+    "model_list",
     "pieces",
     "scripted_reply",
     "tokens",
@@ -47,6 +49,28 @@ class Usage(NamedTuple):
 def tokens(chars: int) -> int:
     """Tokens for `chars` characters, rounded up (four characters a token)."""
     return -(-chars // 4)
+
+
+def model_list(model: str) -> dict[str, Any]:
+    """``GET /v1/models``: the served `model`, in OpenAI's list format, with the fields
+    Anthropic's model list adds (``type``, ``display_name``, ``created_at``, paging), so
+    either SDK reads it."""
+    entry = {
+        "id": model,
+        "object": "model",
+        "created": 0,
+        "owned_by": "continuity-loopback",
+        "type": "model",
+        "display_name": model,
+        "created_at": "1970-01-01T00:00:00Z",
+    }
+    return {
+        "object": "list",
+        "data": [entry],
+        "has_more": False,
+        "first_id": model,
+        "last_id": model,
+    }
 
 
 def pieces(text: str, size: int = 7) -> list[str]:

@@ -1,11 +1,12 @@
-"""OpenAI Responses, streamed: the events the loopback wire server sends.
+"""OpenAI Responses: the events (or the one document) the loopback wire server sends.
 
 `responses_events` dresses a scripted reply as named SSE events, each numbered by
 ``sequence_number``: ``response.created`` and ``response.in_progress``, one output item
 (a message with its text part and deltas, or a ``function_call`` with its argument
 deltas), ``response.output_item.done`` and ``response.completed`` carrying the usage
 (cached prefix as ``input_tokens_details.cached_tokens``), as the ``openai`` SDK parses
-them.
+them. `responses_object` is the completed response alone: what a request without
+``"stream": true`` gets (the same object ``response.completed`` carries).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from continuity.servers.wire_model import HISTORY_TOOL, Events, Usage, pieces
 
-__all__ = ["responses_events"]
+__all__ = ["responses_events", "responses_object"]
 
 
 class _Sequence:
@@ -36,7 +37,6 @@ def responses_events(
 ) -> Events:
     """The stream for `text`, or for a call of the history tool with arguments `tool`
     (its call id numbered `call`), reporting `usage`."""
-    total, cached, output = usage
     sequence = _Sequence()
     base = _response(model)
     events = [
@@ -48,7 +48,28 @@ def responses_events(
     else:
         done = _function_call_item(sequence, events, call, tool)
     events.append(sequence.event("response.output_item.done", output_index=0, item=done))
-    final = {
+    events.append(sequence.event("response.completed", response=_completed(base, done, usage)))
+    return events
+
+
+def responses_object(
+    model: str, call: int, text: str, tool: dict[str, Any] | None, usage: Usage
+) -> dict[str, Any]:
+    """The completed response for `text`, or for a call of the history tool with
+    arguments `tool` (its call id numbered `call`), reporting `usage`."""
+    # The items are built through the stream's own steps, so the two answers agree.
+    events: Events = []
+    if tool is None:
+        done = _message_item(_Sequence(), events, text)
+    else:
+        done = _function_call_item(_Sequence(), events, call, tool)
+    return _completed(_response(model), done, usage)
+
+
+def _completed(base: dict[str, Any], done: dict[str, Any], usage: Usage) -> dict[str, Any]:
+    """The response `base` completed with the one output item `done` and `usage`."""
+    total, cached, output = usage
+    return {
         **base,
         "status": "completed",
         "output": [done],
@@ -60,8 +81,6 @@ def responses_events(
             "total_tokens": total + output,
         },
     }
-    events.append(sequence.event("response.completed", response=final))
-    return events
 
 
 def _response(model: str) -> dict[str, Any]:
