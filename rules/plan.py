@@ -1,10 +1,13 @@
 """`doit plan`, `doit dry_run` and `doit estimate`: the plan, its workload and its price.
 
-None of them reads a credential or opens a network connection.
+None of them reads a credential or opens a network connection. `doit dry_run` ends with
+the command that runs the plan (`next_command`): the same plan options, so the same
+digest, and for a real plan ``--real --confirm-plan DIGEST`` and an ``--out``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Unpack
 
 from continuity.graph import task_action
@@ -25,6 +28,7 @@ from rules.traces import SEEDS, SUITE
 
 if TYPE_CHECKING:
     from continuity.plan.estimate import DryRun
+    from continuity.plan.plan import Plan
     from continuity.plan.pricing import Catalog
     from continuity.plan.workload import Workload
 
@@ -40,6 +44,13 @@ PROBE_LIMIT = param(
     IntOption("--probe-limit", 1, MAX_PROBE_LIMIT, code="plan_invalid"),
     0,
     "only the first N probes of each trace (N >= 1; default: every probe)",
+)
+PRICING = param(
+    "pricing",
+    str,
+    "",
+    "pricing catalog; it overrides genai-prices for the models it lists (default "
+    "fixtures/pricing/catalog.json; a real plan binds its digest)",
 )
 # The fields a plan digest binds (with SUITE, SEEDS, ARMS, REPEATS and PROBE_LIMIT).
 PLAN_PARAMS: list[Param] = [
@@ -65,8 +76,8 @@ PLAN_PARAMS: list[Param] = [
     param("policy", str, "", "lookup: a sizing policy file (default: the frozen one in fixtures/)"),
     param("policy_sha256", str, "", "lookup: the sha256 of --policy's bytes (required with it)"),
     param("lookup_reader", str, "", "lookup: scripted reader, default (Sol) | alternate (Luna)"),
+    PRICING,
 ]
-PRICING = param("pricing", str, "", "pricing catalog (default fixtures/pricing/catalog.json)")
 COST_LIMIT = param(
     "cost_limit",
     FloatOption("--cost-limit", 0.0, inclusive=False, code="cost_limit_invalid"),
@@ -94,12 +105,12 @@ class PlanOptions(SelectionOptions, total=False):
     policy: str
     policy_sha256: str
     lookup_reader: str
+    pricing: str
 
 
 class PricedOptions(PlanOptions, total=False):
     """`doit dry_run` and `doit estimate`: a plan, its pricing and a cost limit."""
 
-    pricing: str
     cost_limit: float
 
 
@@ -117,12 +128,14 @@ def _workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
     from continuity.lookup.policy import load_policy
     from continuity.plan.estimate import dry_run
     from continuity.plan.plan import LookupPlan, plan_from_options
-    from continuity.plan.pricing import load_catalog
+    from continuity.plan.pricing import load_catalog, price_source
     from continuity.plan.workload import load_plan_traces, lookup_sizing, workload
 
     plan = plan_from_options(options)
     pricing = options.get("pricing")
     catalog = load_catalog(Path(pricing) if pricing else None)
+    # A real plan carries its price source; an offline one is only told it.
+    prices = plan.pricing or price_source(Path(pricing) if pricing else None)
     traces = load_plan_traces(plan)
     load = workload(plan, traces)
     sizing = None
@@ -131,7 +144,7 @@ def _workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
         path = Path(policy_path) if policy_path else None
         policy = load_policy(path, options.get("policy_sha256") if path else None)
         sizing = lookup_sizing(plan, policy, traces)
-    return dry_run(plan, load, catalog, sizing), catalog, load
+    return dry_run(plan, load, catalog, sizing, prices=prices), catalog, load
 
 
 def _plan(**options: Unpack[PlanOptions]) -> str:
@@ -156,8 +169,8 @@ def _dry_run(**options: Unpack[PricedOptions]) -> str:
         record_dry_run,
     )
 
-    result, _, _ = _workload(options)
-    text, last = format_dry_run(result).rsplit("\n", 1)
+    result, catalog, _ = _workload(options)
+    text, last = format_dry_run(result, catalog).rsplit("\n", 1)
     print(text)
     check_model_limits(result)
     check_cost_limit(result, options.get("cost_limit") or None)
@@ -165,7 +178,27 @@ def _dry_run(**options: Unpack[PricedOptions]) -> str:
     # A lookup plan is never confirmed (nothing is billed): its dry run is not recorded
     # as a confirmation in the store, only written for the user.
     path = record_dry_run(chosen.store, result, chosen.out, confirm=result.lookup is None)
-    return f"{last}\ndry run in {path}"
+    return f"{last}\nnext: {next_command(options, result.plan, result.digest)}\ndry run in {path}"
+
+
+def next_command(options: Mapping[str, object], plan: Plan, digest: str) -> str:
+    """The command that runs `plan`: ``python3 -m doit units`` with every plan option
+    the user gave a non-default value (so it binds the same digest) and ``--store`` if
+    given; a real plan adds ``--real --confirm-plan DIGEST`` and an ``--out`` outside the
+    checkout (``~/continuity-runs/<digest prefix>``; any such directory works)."""
+    import os
+    import shlex
+
+    words = ["python3", "-m", "doit", "units"]
+    if plan.mode == "real":
+        words += ["--real", "--confirm-plan", digest]
+    for spec in [*PLAN_PARAMS, STORE]:
+        value = options.get(spec["name"], spec["default"])
+        if value != spec["default"]:
+            words += [f"--{spec['long']}", str(value)]
+    if plan.mode == "real":
+        words += ["--out", os.path.expanduser(f"~/continuity-runs/{digest[:16]}")]
+    return shlex.join(words)
 
 
 def _estimate(**options: Unpack[EstimateOptions]) -> None:
@@ -208,10 +241,11 @@ def task_plan() -> TaskSpec:
 
 
 def task_dry_run() -> TaskSpec:
-    """Print a plan's workload, list-price estimate and confirmation digest (no network)."""
+    """Print a plan's workload, list prices and their source, the confirmation digest and
+    the command that runs the plan (no network)."""
     return {
         "actions": [task_action(_dry_run)],
-        "params": [*PLAN_PARAMS, PRICING, COST_LIMIT, STORE, OUT],
+        "params": [*PLAN_PARAMS, COST_LIMIT, STORE, OUT],
         "verbosity": 2,
     }
 
@@ -222,7 +256,6 @@ def task_estimate() -> TaskSpec:
         "actions": [task_action(_estimate)],
         "params": [
             *PLAN_PARAMS,
-            PRICING,
             COST_LIMIT,
             param("screening_model", str, "", "cheaper screening profile model"),
             param("high_end_model", str, "", "fixed high-end sensitivity model"),

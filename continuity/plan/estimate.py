@@ -1,11 +1,13 @@
 """The dry run and the workload-only estimate: what a plan will do and what it may cost.
 
 Both read no credential and make no network call: they need only the plan, its traces
-(generated in memory or read from ``fixtures/``) and the pricing catalog.
+(generated in memory or read from ``fixtures/``), the pricing catalog and genai-prices'
+bundled data (`continuity.plan.pricing`).
 
 - `dry_run` prints the workload, the list-price upper bound (no prompt cache) and the
   expected value (forks reuse the cached prefix), and the confirmation digest a real run
-  must quote. With a cost limit it refuses to confirm a plan whose upper bound exceeds it
+  must quote, and the price source (catalog digest and genai-prices version). With a
+  cost limit it refuses to confirm a plan whose upper bound exceeds it
   (or cannot be computed because a price is unknown).
 - `estimate` prices the same workload under three profiles, never pooled: the plan's
   reader (main), a cheaper screening model and a fixed high-end sensitivity model, each
@@ -24,7 +26,7 @@ from continuity.digest import DIGEST_RE
 from continuity.errors import UsageError
 from continuity.outputs import write_output
 from continuity.plan.plan import Plan, plan_digest
-from continuity.plan.pricing import Catalog
+from continuity.plan.pricing import Catalog, PriceSource, describe_source, model_price
 from continuity.plan.workload import (
     ASSUMPTIONS,
     LookupSizing,
@@ -85,6 +87,8 @@ class DryRun(msgspec.Struct, frozen=True, kw_only=True):
     # Planned calls whose input plus output exceeds their model's context window, or
     # whose output exceeds its output limit (catalog limits; unknown limits never count).
     over_limit_calls: int = 0
+    # Where the prices came from (a real plan also binds it into its digest).
+    prices: PriceSource | None = None
 
 
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,7 +113,7 @@ def _tiered(catalog: Catalog, calls: Sequence[PlannedCall], model: str | None = 
     """Calls whose input (cached included) strictly exceeds their model's first tier."""
     count = 0
     for call in calls:
-        price = catalog.models.get(model or call.model)
+        price = model_price(catalog, model or call.model)
         if (
             price is not None
             and price.tiers
@@ -121,10 +125,11 @@ def _tiered(catalog: Catalog, calls: Sequence[PlannedCall], model: str | None = 
 
 def _over_limit(catalog: Catalog, calls: Sequence[PlannedCall]) -> int:
     """Calls that cannot fit their model: input + output above the context window, or
-    output above the output limit (a model or limit the catalog lacks never counts)."""
+    output above the output limit (a model or limit neither the catalog nor genai-prices
+    has never counts)."""
     count = 0
     for call in calls:
-        price = catalog.models.get(call.model)
+        price = model_price(catalog, call.model)
         if price is None:
             continue
         window = price.context_window
@@ -136,10 +141,16 @@ def _over_limit(catalog: Catalog, calls: Sequence[PlannedCall]) -> int:
 
 
 def dry_run(
-    plan: Plan, load: Workload, catalog: Catalog, lookup: LookupSizing | None = None
+    plan: Plan,
+    load: Workload,
+    catalog: Catalog,
+    lookup: LookupSizing | None = None,
+    *,
+    prices: PriceSource | None = None,
 ) -> DryRun:
     """The plan's workload and list prices; for a lookup plan (`lookup`), its runnable
-    slots and their round ceiling instead, at zero: lookup never calls a model."""
+    slots and their round ceiling instead, at zero: lookup never calls a model.
+    `prices` names the price source (default: a real plan's own, `Plan.pricing`)."""
     if lookup is not None:
         nothing = PriceView(usd=0.0, priced_calls=0, unpriced_calls=0, known_subtotal=0.0)
         return DryRun(
@@ -173,6 +184,7 @@ def dry_run(
         over_limit_calls=_over_limit(catalog, load.calls),
         histogram=histogram(load.calls),
         assumptions=dict(ASSUMPTIONS),
+        prices=plan.pricing or prices,
     )
 
 
@@ -327,7 +339,16 @@ def _lookup_lines(result: DryRun, sizing: LookupSizing) -> list[str]:
     ]
 
 
-def format_dry_run(result: DryRun) -> str:
+def _source_lines(result: DryRun, catalog: Catalog | None) -> list[str]:
+    if result.prices is None:
+        return []
+    bound = "bound into the digest" if result.plan.pricing else "offline: not bound"
+    return [f"  {describe_source(result.prices, catalog)}; {bound}"]
+
+
+def format_dry_run(result: DryRun, catalog: Catalog | None = None) -> str:
+    """The dry run as the user reads it; the last line is the confirmation digest.
+    `catalog` (the one priced with) adds its date to the price-source line."""
     plan = result.plan
     if result.lookup is not None:
         return "\n".join(_lookup_lines(result, result.lookup))
@@ -338,9 +359,10 @@ def format_dry_run(result: DryRun) -> str:
         f"endpoint {plan.endpoint.kind} {plan.endpoint.base_url}".rstrip(),
         "workload (no network call, no credential read):",
         *_workload_lines(result),
-        "list-price estimate (catalog prices; heuristics, not an invoice):",
+        "list-price estimate (catalog, then genai-prices; heuristics, not an invoice):",
         f"  upper bound, no prompt cache:       {_usd(result.upper_bound)}",
         f"  expected, forks reuse their prefix: {_usd(result.expected)}",
+        *_source_lines(result, catalog),
         "call inputs: " + ", ".join(f"{k}: {v}" for k, v in result.histogram.items()),
         f"confirmation digest: {result.digest}",
     ]
@@ -363,6 +385,7 @@ def format_estimate(result: DryRun, profiles: Sequence[Profile]) -> str:
             f"calls above a tier {profile.tiered_calls}",
             f"    {cache}",
         ]
+    lines += _source_lines(result, None)
     lines.append("call inputs: " + ", ".join(f"{k}: {v}" for k, v in result.histogram.items()))
     lines.append("assumptions: " + ", ".join(f"{k}={v}" for k, v in result.assumptions.items()))
     return "\n".join(lines)

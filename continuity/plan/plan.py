@@ -4,15 +4,19 @@ The digest binds the suite, its seeds (and the keys of the traces they produce),
 models and efforts, repeats, arms, the probe limit, the probe mode, the probe protocol
 version (the fixed bytes every probe turn carries, `continuity.probes.protocol`), whether
 the run is real, the provider endpoints and a fingerprint of the credentials path (never
-the credentials). Trace, repeat, concurrency and output only select part of a confirmed
-plan and never change its digest. The digest is the root of the artifact graph: it
-covers the trace keys, which cover the generator and validator code.
+the credentials), and for a real plan the price source (`PriceSource`: the pricing
+catalog's bytes and the genai-prices version, so a price-database upgrade asks for a new
+dry run). Trace, repeat, concurrency and output only select part of a confirmed plan and
+never change its digest. The digest is the root of the artifact graph: it covers the
+trace keys, which cover the generator and validator code.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
@@ -21,6 +25,7 @@ from continuity.arms import parse_arms
 from continuity.digest import value_digest
 from continuity.errors import UsageError
 from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
+from continuity.plan.pricing import PriceSource, price_source
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.traces.keys import suite_specs
 
@@ -73,6 +78,8 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     credentials_fingerprint: str | None = None
     # The probe turn's bytes (`continuity.probes.protocol`): a new protocol, a new digest.
     probe_protocol: str = PROBE_PROTOCOL
+    # Real plans only: the prices the dry run estimated with (offline nothing is billed).
+    pricing: PriceSource | None = None
 
 
 class LookupPlan(Plan, frozen=True, kw_only=True):
@@ -89,8 +96,22 @@ class LookupPlan(Plan, frozen=True, kw_only=True):
     byte_budget: int
 
 
+@functools.cache
+def _unpriced_type(cls: type[Plan]) -> type[msgspec.Struct]:
+    """A struct with `cls`'s name and every field but ``pricing``: its canonical
+    encoding is `cls`'s as it was before plans could bind a price source."""
+    fields = [(name, object) for name in cls.__struct_fields__ if name != "pricing"]
+    return msgspec.defstruct(cls.__name__, fields, frozen=True)
+
+
 def plan_digest(plan: Plan) -> str:
-    return value_digest(("continuity-plan", plan))
+    """The plan's confirmation digest. A plan without a price source (every offline
+    plan) digests exactly as before the field existed, so offline digests are stable."""
+    if plan.pricing is not None:
+        return value_digest(("continuity-plan", plan))
+    shadow = _unpriced_type(type(plan))
+    unpriced = shadow(**{name: getattr(plan, name) for name in shadow.__struct_fields__})
+    return value_digest(("continuity-plan", unpriced))
 
 
 def build_plan(
@@ -109,6 +130,7 @@ def build_plan(
     endpoint: Endpoint | None = None,
     credentials_path: str | None = None,
     probe_mode: str = "recall-only",
+    pricing: PriceSource | None = None,
 ) -> Plan:
     """A plan from command-line choices (validated; unknown arms fail as in
     `continuity.arms.parse_arms`).
@@ -151,6 +173,7 @@ def build_plan(
         credentials_fingerprint=(
             value_digest(("credentials-path", credentials_path))[:16] if credentials_path else None
         ),
+        pricing=pricing,
     )
 
 
@@ -165,9 +188,13 @@ DEFAULT_BASE_URLS = {
 def plan_from_options(options: Mapping[str, Any]) -> Plan:
     """The plan a task's command-line options bind (the shared plan parameters).
 
+    A real plan binds the price source of ``pricing`` (a catalog path; default the
+    checked-in catalog) and the installed genai-prices.
+
     Raises:
         UsageError: ``plan_invalid`` for an unknown provider kind, a base URL for the
             scripted provider, or a real endpoint without a credentials file path.
+        PricingError: ``pricing_invalid`` when a real plan's catalog cannot be read.
     """
     from continuity.traces.keys import parse_seeds
 
@@ -217,12 +244,20 @@ def plan_from_options(options: Mapping[str, Any]) -> Plan:
         endpoint=msgspec.convert({"kind": kind, "base_url": base_url}, Endpoint),
         credentials_path=os.path.abspath(credentials) if credentials else None,
         probe_mode=probe_mode,
+        pricing=_real_pricing(kind, options.get("pricing") or None),
     )
     if probe_mode != "lookup-allowed-v1":
         return plan
     return lookup_plan(
         plan, options.get("policy") or None, options.get("policy_sha256"), binding or "default"
     )
+
+
+def _real_pricing(kind: str, pricing: str | None) -> PriceSource | None:
+    """The price source a real plan binds (offline plans bind none)."""
+    if kind == "scripted":
+        return None
+    return price_source(Path(pricing) if pricing else None)
 
 
 def lookup_plan(

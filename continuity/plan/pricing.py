@@ -1,91 +1,100 @@
-"""The pricing catalog: list prices per model, with input tiers; unknown stays unknown.
+"""List prices per call: the catalog first, then genai-prices; unknown stays unknown.
+
+A model's price comes from the pricing catalog (`continuity.plan.price_catalog`:
+``fixtures/pricing/catalog.json`` or ``--pricing FILE``) when it lists the id, even
+with unknown (``null``) rates, and otherwise from genai-prices' bundled data
+(`continuity.plan.price_db`). A model neither knows has no price.
 
 Prices are per million tokens. A call is priced at the highest tier whose
 ``above_input_tokens`` threshold its input strictly exceeds, counting cached input too.
 A missing rate makes the call's cost ``None`` (unknown), never zero.
+
+`PriceSource` names the prices a plan was estimated with (the catalog's bytes and the
+genai-prices version); a real plan binds it, so changing either changes the plan's
+confirmation digest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
 
+from continuity.digest import digest_bytes
 from continuity.errors import PricingError
 from continuity.messages import Usage
+from continuity.plan.price_catalog import (
+    CATALOG_SCHEMA,
+    Catalog,
+    ModelPrice,
+    Tier,
+    default_catalog_path,
+    load_catalog,
+)
+from continuity.plan.price_db import LIBRARY, database_price, library_version
 
 __all__ = [
     "CATALOG_SCHEMA",
     "Catalog",
     "ModelPrice",
+    "PriceSource",
     "Tier",
     "call_cost",
     "default_catalog_path",
+    "describe_source",
     "load_catalog",
+    "model_price",
+    "price_source",
 ]
 
-CATALOG_SCHEMA = "continuity-pricing-v1"
+
+class PriceSource(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Where a plan's prices come from: the catalog (blake3 of its bytes, so its path
+    does not matter) over a genai-prices version."""
+
+    catalog_blake3: str
+    library: str = LIBRARY
+    library_version: str
 
 
-class Tier(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    above_input_tokens: int
-    input: float | None = None
-    output: float | None = None
-    cache_read: float | None = None
-    cache_write: float | None = None
-
-
-class ModelPrice(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    input: float | None = None
-    output: float | None = None
-    cache_read: float | None = None
-    cache_write: float | None = None
-    context_window: int | None = None
-    max_output: int | None = None
-    tiers: tuple[Tier, ...] = ()
-
-
-class Catalog(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    schema: str
-    currency: str
-    unit: str
-    as_of: str
-    note: str
-    models: Mapping[str, ModelPrice]
-
-
-def default_catalog_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "fixtures" / "pricing" / "catalog.json"
-
-
-def load_catalog(path: Path | None = None) -> Catalog:
-    """Load and check a catalog.
+def price_source(path: Path | None = None) -> PriceSource:
+    """The price source of the catalog at `path` (default: the checked-in one) and the
+    installed genai-prices.
 
     Raises:
-        PricingError: ``pricing_invalid`` (unreadable, wrong schema, negative price,
-            tiers out of order) with the file and field.
+        PricingError: ``pricing_invalid`` when the catalog cannot be read or genai-prices
+            is not installed.
     """
     source = path or default_catalog_path()
     try:
-        catalog = msgspec.json.decode(source.read_bytes(), type=Catalog)
+        data = source.read_bytes()
     except OSError as exc:
         raise PricingError(
             f"cannot read the pricing catalog: {exc.strerror}", location=str(source)
         ) from None
-    except msgspec.MsgspecError as exc:
-        raise PricingError(str(exc), location=str(source)) from None
-    if catalog.schema != CATALOG_SCHEMA:
-        raise PricingError(f"schema {catalog.schema!r}", location=f"{source}:$.schema")
-    for name, price in catalog.models.items():
-        rates = [price.input, price.output, price.cache_read, price.cache_write]
-        rates += [r for t in price.tiers for r in (t.input, t.output, t.cache_read, t.cache_write)]
-        if any(r is not None and r < 0 for r in rates):
-            raise PricingError("negative price", location=f"{source}:$.models.{name}")
-        thresholds = [t.above_input_tokens for t in price.tiers]
-        if thresholds != sorted(set(thresholds)):
-            raise PricingError("tiers must rise strictly", location=f"{source}:$.models.{name}")
-    return catalog
+    return PriceSource(catalog_blake3=digest_bytes(data), library_version=library_version())
+
+
+def describe_source(source: PriceSource, catalog: Catalog | None = None) -> str:
+    """One line naming the prices: the catalog's digest (and date) over genai-prices."""
+    dated = f", as of {catalog.as_of}" if catalog is not None else ""
+    return (
+        f"prices: catalog blake3 {source.catalog_blake3[:16]}{dated}, overriding "
+        f"{source.library} {source.library_version} (bundled data, never updated online)"
+    )
+
+
+def model_price(catalog: Catalog, model: str) -> ModelPrice | None:
+    """The price of `model`: the catalog's entry when it lists the id (it overrides),
+    else genai-prices', else None (unknown).
+
+    Raises:
+        PricingError: ``pricing_invalid`` for a genai-prices price out of range.
+    """
+    listed = catalog.models.get(model)
+    if listed is not None:
+        return listed
+    return database_price(model)
 
 
 def _rates(price: ModelPrice, total_input: int) -> tuple[float | None, ...]:
@@ -97,9 +106,9 @@ def _rates(price: ModelPrice, total_input: int) -> tuple[float | None, ...]:
 
 
 def call_cost(catalog: Catalog, model: str, usage: Usage) -> float | None:
-    """The list price of one call in the catalog's currency, or None when any rate the
-    call needs is unknown (or the model is not in the catalog)."""
-    price = catalog.models.get(model)
+    """The list price of one call in USD, or None when any rate the call needs is
+    unknown (or neither the catalog nor genai-prices knows the model)."""
+    price = model_price(catalog, model)
     if price is None:
         return None
     input_rate, output_rate, read_rate, write_rate = _rates(price, usage.total_input)
