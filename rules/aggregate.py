@@ -1,19 +1,42 @@
-"""`doit aggregate` and `doit score`: read a run's units into results and reports."""
+"""`doit aggregate` and `doit score`: read a run's units into results and reports.
+
+`doit aggregate` is up to date (doit prints ``-- aggregate`` and the location line, and
+nothing is rewritten) while the run's stamp (`continuity.report.freshness`) matches: same
+unit files, scorer, pricing and report code, outputs intact. ``--fail-under PCT`` gates
+the run on accuracy: with it the task always runs, so the gate is always evaluated, but
+it re-aggregates only when the stamp does not match; then every arm's overall accuracy
+in every suite must be at least PCT percent, else `GateFailed`
+``accuracy_below_threshold`` (exit status 3) after the reports are written.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Unpack
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Unpack
 
+from continuity.errors import ContinuityError, UsageError
 from continuity.graph import task_action
-from rules.params import OUT, STORE, Selection, SelectionOptions, TaskSpec, param
+from rules.params import OUT, STORE, FloatOption, Selection, SelectionOptions, TaskSpec, param
 from rules.plan import PRICING
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from doit.task import Task
+
+    from continuity.report.freshness import AggregateStamp
     from continuity.report.results import ScorerSection
 
-__all__ = ["READ_RUN", "RUN_DIR", "RunOptions", "run_dir", "task_aggregate", "task_score"]
+__all__ = [
+    "FAIL_UNDER",
+    "READ_RUN",
+    "RUN_DIR",
+    "PercentOption",
+    "RunOptions",
+    "run_dir",
+    "task_aggregate",
+    "task_score",
+]
 
 # aggregate and score: which run to read (none named: the most recent one).
 READ_RUN = param("run", str, "", "run name under <out>/runs/ (default: the most recent run)")
@@ -26,6 +49,33 @@ class RunOptions(SelectionOptions, total=False):
     run_dir: str
     pricing: str
     scorer: str
+    fail_under: float | None
+
+
+class PercentOption:
+    """A percentage from 0 to 100 (``60`` is 60 %, not 0.6), as a doit parameter type.
+
+    Raises:
+        ValueError: the coded line ``option_invalid: ... (at OPTION)`` (doit's parser).
+    """
+
+    def __init__(self, option: str) -> None:
+        self.option = option
+        self._number = FloatOption(option, 0.0, inclusive=True)
+
+    def __repr__(self) -> str:
+        return "<percent 0 to 100>"
+
+    def __call__(self, text: str) -> float | None:
+        value = self._number(text)
+        if value > 100:
+            refusal = UsageError(
+                f"{value:g} is above 100: give a percentage (--fail-under 60 is 60 %)",
+                code="option_invalid",
+                location=self.option,
+            )
+            raise ValueError(str(refusal))
+        return value
 
 
 def run_dir(options: RunOptions) -> Path:
@@ -53,22 +103,97 @@ def run_dir(options: RunOptions) -> Path:
     return latest
 
 
-def _aggregate(**options: Unpack[RunOptions]) -> str:
+def _catalog_path(options: RunOptions) -> Path:
     from pathlib import Path
 
+    pricing = options.get("pricing")
+    if pricing:
+        return Path(pricing)
+    from continuity.plan.pricing import default_catalog_path
+
+    return default_catalog_path()
+
+
+def _key(options: RunOptions, run: Path) -> str:
+    """The aggregate key of the run these options read (see continuity.report.freshness)."""
+    from continuity.report.freshness import aggregate_key
+
+    return aggregate_key(run, options.get("scorer") or "current", _catalog_path(options))
+
+
+def _rebuild(options: RunOptions, run: Path, key: str) -> str:
+    """Aggregate `run` and stamp its outputs with `key` (computed before any unit was
+    read, so a unit written meanwhile makes the next check run again)."""
     from continuity.plan.pricing import load_catalog
     from continuity.report.aggregate import aggregate_run
+    from continuity.report.freshness import forget_stamp, write_stamp
 
-    chosen = Selection(options)
-    pricing = options.get("pricing")
-    catalog = load_catalog(Path(pricing) if pricing else None)
+    forget_stamp(run)
+    catalog = load_catalog(_catalog_path(options))
     results, paths, read = aggregate_run(
-        chosen.store, run_dir(options), catalog, options.get("scorer") or "current"
+        Selection(options).store, run, catalog, options.get("scorer") or "current"
     )
+    write_stamp(run, key, results.units, paths)
     return (
         f"aggregate: {results.units} units ({read} read, {results.units - read} from the "
         f"cache), graded by the {_scorer_name(results.scorer)}; report at {paths['report']}"
     )
+
+
+def _fresh_line(run: Path, stamp: AggregateStamp) -> str:
+    return (
+        f"aggregate: {run.name} up to date ({stamp.units} units; unit files, scorer, "
+        f"pricing and report code unchanged); report at {run / 'report.html'}"
+    )
+
+
+def _aggregate(**options: Unpack[RunOptions]) -> str:
+    from continuity.report.freshness import current_stamp
+
+    run = run_dir(options)
+    key = _key(options, run)
+    minimum = options.get("fail_under")
+    # Without a gate doit's uptodate check already skipped a current run; with one the
+    # task always runs, and skips only the rebuild.
+    stamp = current_stamp(run, key) if minimum is not None else None
+    line = _rebuild(options, run, key) if stamp is None else _fresh_line(run, stamp)
+    if minimum is None:
+        return line
+    from continuity.report.threshold import check_accuracy
+
+    print(line, flush=True)  # the reports are written whatever the gate decides
+    results = run / "results.json"
+    findings = check_accuracy(results, minimum)
+    lowest = min(f.percent for f in findings if f.percent is not None)
+    return (
+        f"aggregate: every arm at or above {minimum:g} % in every suite "
+        f"({len(findings)} arm-suite accuracies, lowest {lowest:.1f} %); results at {results}"
+    )
+
+
+def _current(task: Task, values: Mapping[str, object]) -> bool:
+    """doit's uptodate: the run's stamp matches a fresh key (never with --fail-under)."""
+    from continuity.report.freshness import current_stamp
+
+    options: RunOptions = task.options or RunOptions()
+    if options.get("fail_under") is not None:
+        return False  # the gate is evaluated on every call
+    try:
+        run = run_dir(options)
+        return current_stamp(run, _key(options, run)) is not None
+    except (ContinuityError, OSError):
+        return False  # the action runs and reports the problem with its code
+
+
+def _where(options: Mapping[str, Any]) -> str:
+    """An up-to-date run's location line."""
+    from continuity.report.freshness import read_stamp
+
+    run = run_dir(options)  # type: ignore[arg-type]
+    stamp = read_stamp(run)
+    if stamp is None:
+        return f"aggregate: report at {run / 'report.html'}"
+    return _fresh_line(run, stamp)
 
 
 def _scorer_name(section: ScorerSection | None) -> str:
@@ -106,12 +231,22 @@ SCORER = param(
     "current (the current scorer's grades; default) | original (the unit files' grades)",
 )
 
+FAIL_UNDER = param(
+    "fail_under",
+    PercentOption("--fail-under"),
+    None,
+    "exit 3 (accuracy_below_threshold) when any arm's overall accuracy in any suite is "
+    "below this percentage (0-100; 60 means 60 %); checked on every call",
+)
+
 
 def task_aggregate() -> TaskSpec:
     """Aggregate a run's units into results.json, summary.md and report.html (incremental)."""
     return {
         "actions": [task_action(_aggregate)],
-        "params": [READ_RUN, RUN_DIR, PRICING, SCORER, STORE, OUT],
+        "params": [READ_RUN, RUN_DIR, PRICING, SCORER, FAIL_UNDER, STORE, OUT],
+        "uptodate": [_current],
+        "meta": {"uptodate_line": _where},
         "verbosity": 2,
     }
 

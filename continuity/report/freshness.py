@@ -1,0 +1,213 @@
+"""Is a run's aggregate current? A stamp beside its reports answers without reading units.
+
+`doit aggregate` writes ``<run>/aggregate-stamp.json`` after its three outputs: an
+`AggregateStamp` holding the **aggregate key** it computed before reading any unit, and
+the size and blake3 of each output it wrote. The reports are current when a fresh key
+equals the stamp's and every output still has its recorded size and digest.
+
+The key (`aggregate_key`) is a digest over a type-tagged pre-image of everything the
+outputs depend on:
+
+- the run directory (absolute) and the options that choose how to read it: the scorer
+  choice (``--scorer``) and the pricing catalog (``--pricing`` or the default catalog);
+- the unit set: every ``units/**/*.json`` file's relative path, size, inode and mtime
+  (a unit is rewritten by atomic replace, so a changed unit has a new inode), and the
+  same for ``lookup-slots.json``. This is a directory listing, never a parse: the
+  per-unit verification and summaries stay in `continuity.report.aggregate`;
+- the pricing: the catalog file's blake3 and the installed price library's version
+  (`PRICE_SOURCE`);
+- the code: a digest of the source of `AGGREGATE_CODE` (the report package, so a
+  renderer change re-renders; the scorer modules in ``continuity.probes``; the unit and
+  arm types the aggregate reads) and the installed versions of `SCORER_DATA_PACKAGES`.
+
+The key is computed before the aggregate reads its units, so a unit written while it
+runs leaves a stamp whose key no longer matches: the next check re-aggregates.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import msgspec
+
+from continuity.digest import code_digest, digest_bytes, value_digest
+
+__all__ = [
+    "AGGREGATE_CODE",
+    "PRICE_SOURCE",
+    "SCORER_DATA_PACKAGES",
+    "STAMP_NAME",
+    "STAMP_SCHEMA",
+    "AggregateStamp",
+    "OutputStamp",
+    "aggregate_key",
+    "current_stamp",
+    "forget_stamp",
+    "read_stamp",
+    "write_stamp",
+]
+
+STAMP_NAME = "aggregate-stamp.json"
+STAMP_SCHEMA = "continuity-aggregate-stamp-v1"
+# The code whose change can change an output byte. The report package covers the
+# renderer and the statistics; continuity.probes holds every scorer module
+# (continuity.report.scores.SCORER_MODULES, checked by a test).
+AGGREGATE_CODE = (
+    "continuity.arm_catalog",
+    "continuity.arms",
+    "continuity.plan.pricing",
+    "continuity.probes",
+    "continuity.report",
+    "continuity.runner.unit_record",
+    "continuity.runner.units",
+)
+# Third-party data the scorer reads (continuity.report.scores.SCORER_DATA).
+SCORER_DATA_PACKAGES = ("wordfreq",)
+# The maintained price library the catalog falls back to (continuity.plan.pricing).
+PRICE_SOURCE = "genai-prices"
+
+
+class OutputStamp(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One output file as the aggregate wrote it."""
+
+    size: int
+    blake3: str
+
+
+class AggregateStamp(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``aggregate-stamp.json`` holds: the key the outputs were built for, the unit
+    count (for the up-to-date line) and each output by name (``results`` ...)."""
+
+    schema: str
+    key: str
+    units: int
+    outputs: dict[str, OutputStamp]
+    files: dict[str, str]  # output name -> file name inside the run directory
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _listing(folder: Path, prefix: str = "") -> list[tuple[str, int, int, int]]:
+    """(relative path, size, inode, mtime_ns) of every ``*.json`` file below `folder`."""
+    rows: list[tuple[str, int, int, int]] = []
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return rows
+    for entry in entries:
+        name = prefix + entry.name
+        if entry.is_dir(follow_symlinks=False):
+            rows += _listing(Path(entry.path), name + "/")
+        elif entry.name.endswith(".json"):
+            info = entry.stat()
+            rows.append((name, info.st_size, info.st_ino, info.st_mtime_ns))
+    return sorted(rows)
+
+
+def _file_state(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_size, info.st_ino, info.st_mtime_ns
+
+
+def _catalog_digest(catalog: Path) -> str | None:
+    try:
+        return digest_bytes(catalog.read_bytes())
+    except OSError:
+        return None  # the aggregate itself reports the unreadable catalog
+
+
+def aggregate_key(run_dir: Path, scorer: str, catalog: Path) -> str:
+    """The aggregate key of `run_dir` read with `scorer` and priced with `catalog` (see
+    the module doc). Reads directory listings and the catalog file, never a unit."""
+    run_dir = run_dir.absolute()
+    return value_digest(
+        (
+            "continuity-aggregate-key-v1",
+            {
+                "run_dir": str(run_dir),
+                "scorer": scorer,
+                "catalog": [str(catalog.absolute()), _catalog_digest(catalog)],
+                "price_source": [PRICE_SOURCE, _installed(PRICE_SOURCE)],
+                "code": code_digest(AGGREGATE_CODE),
+                "data": {name: _installed(name) for name in SCORER_DATA_PACKAGES},
+                "units": _listing(run_dir / "units"),
+                "lookup_slots": _file_state(run_dir / "lookup-slots.json"),
+            },
+        )
+    )
+
+
+def _stamp_of(path: Path) -> OutputStamp | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return OutputStamp(size=len(data), blake3=digest_bytes(data))
+
+
+def write_stamp(run_dir: Path, key: str, units: int, outputs: dict[str, Path]) -> Path:
+    """Record that `outputs` (name -> path inside `run_dir`) were built for `key`.
+
+    Raises:
+        OSError: the stamp or an output cannot be read or written.
+    """
+    from continuity.outputs import write_json
+
+    stamps: dict[str, OutputStamp] = {}
+    for name, path in outputs.items():
+        stamp = _stamp_of(path)
+        if stamp is None:
+            raise FileNotFoundError(f"aggregate output {path} is missing")
+        stamps[name] = stamp
+    record = AggregateStamp(
+        schema=STAMP_SCHEMA,
+        key=key,
+        units=units,
+        outputs=stamps,
+        files={name: path.name for name, path in outputs.items()},
+    )
+    target = run_dir / STAMP_NAME
+    write_json(target, record)
+    return target
+
+
+def forget_stamp(run_dir: Path) -> None:
+    """Remove the stamp before re-aggregating: outputs half rewritten never look current."""
+    (run_dir / STAMP_NAME).unlink(missing_ok=True)
+
+
+def read_stamp(run_dir: Path) -> AggregateStamp | None:
+    """The run's stamp as written; None when there is none or it does not decode."""
+    try:
+        stamp = msgspec.json.decode((run_dir / STAMP_NAME).read_bytes(), type=AggregateStamp)
+    except (OSError, msgspec.MsgspecError):
+        return None
+    return stamp if stamp.schema == STAMP_SCHEMA else None
+
+
+def current_stamp(run_dir: Path, key: str) -> AggregateStamp | None:
+    """The run's stamp when its outputs are current for `key`: the stamp's key is `key`
+    and every output it names exists with its recorded size and digest. None otherwise
+    (no stamp, an unreadable or foreign one, another key, an output missing or changed)."""
+    stamp = read_stamp(run_dir)
+    if stamp is None or stamp.key != key or set(stamp.outputs) != set(stamp.files):
+        return None
+    for name, recorded in stamp.outputs.items():
+        path = run_dir / stamp.files[name]
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return None
+        if size != recorded.size or _stamp_of(path) != recorded:
+            return None
+    return stamp
