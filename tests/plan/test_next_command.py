@@ -1,0 +1,148 @@
+"""`doit dry_run` ends with the command that runs the plan: the same plan options (so the
+same digest) and, for a real plan, ``--real --confirm-plan DIGEST`` and an ``--out``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from doit.cmdparse import CmdOption, TaskParse
+
+from continuity.plan.plan import plan_digest, plan_from_options
+from rules.plan import next_command, task_dry_run
+from rules.units import task_units
+from tests.conftest import REPO
+from tests.plan.test_plan import GUARDED_DOIT
+
+
+def _parse(task: Any, args: list[str]) -> dict[str, Any]:
+    """The options doit's own parser gives `task` for `args` (defaults filled in)."""
+    options, rest = TaskParse([CmdOption(p) for p in task()["params"]]).parse(args)
+    assert rest == []
+    return dict(options)
+
+
+CASES = [
+    [],
+    ["--suite", "hard", "--seeds", "101-102", "--arms", "native,compaction-1", "--repeats", "2"],
+    ["--probe-limit", "1", "--reader", "openai:gpt-4o", "--effort", "high", "--judge", "openai:j"],
+    ["--probe-mode", "lookup-allowed-v1", "--lookup-reader", "alternate", "--probe-limit", "1"],
+    [
+        "--provider",
+        "anthropic",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--credentials",
+        "/tmp/has space/creds.json",
+        "--reader",
+        "anthropic:claude-sonnet-4-5",
+        "--judge-effort",
+        "high",
+        "--judge",
+        "anthropic:claude-haiku-4-5",
+        "--alternate",
+        "openai:x",
+        "--arms",
+        "native",
+        "--store",
+        "/tmp/somewhere/store",
+    ],
+]
+
+
+@pytest.mark.parametrize("args", CASES, ids=lambda a: " ".join(a)[:50] or "default")
+def test_the_printed_command_binds_the_same_plan(args: list[str], tmp_path: Path) -> None:
+    dry = _parse(task_dry_run, args)
+    plan = plan_from_options(dry)
+    digest = plan_digest(plan)
+    words = shlex.split(next_command(dry, plan, digest))
+    assert words[:4] == ["python3", "-m", "doit", "units"]
+    units = _parse(task_units, words[4:])
+    assert plan_digest(plan_from_options(units)) == digest
+    assert units["store"] == dry["store"]
+    if plan.mode == "real":
+        assert units["real"] is True and units["confirm_plan"] == digest
+        out = Path(units["out"])
+        assert out.is_absolute() and REPO not in out.parents and digest[:16] in out.name
+    else:  # offline runs need no confirmation
+        assert units["real"] is False and units["confirm_plan"] == ""
+    # Only what the user changed is spelled out.
+    assert "--effort" not in words or "--effort" in args
+
+
+def test_a_custom_catalog_is_carried_into_the_real_command(tmp_path: Path) -> None:
+    catalog = tmp_path / "catalog.json"
+    catalog.write_bytes((REPO / "fixtures" / "pricing" / "catalog.json").read_bytes())
+    args = ["--provider", "openai-chat", "--credentials", "/c.json", "--pricing", str(catalog)]
+    dry = _parse(task_dry_run, args)
+    plan = plan_from_options(dry)
+    assert plan.pricing is not None
+    words = shlex.split(next_command(dry, plan, plan_digest(plan)))
+    assert words[words.index("--pricing") + 1] == str(catalog)
+    assert plan_digest(plan_from_options(_parse(task_units, words[4:]))) == plan_digest(plan)
+
+
+def _doit(tmp_path: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """doit in a process where any socket connection aborts it; no CI variable, so the
+    real-mode guards run past guard 1 (the credentials file never exists)."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(CONTINUITY_STORE=str(tmp_path / "store"), CONTINUITY_OUT=str(tmp_path / "out"))
+    return subprocess.run(
+        [sys.executable, "-c", GUARDED_DOIT, str(REPO), str(tmp_path / "opened.json"), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
+def test_the_printed_command_passes_the_confirmation_guards(tmp_path: Path) -> None:
+    """Run `doit dry_run`, then the command it printed: the plan's digest matches and its
+    dry run is found (guards 4 to 6), so the run stops only at guard 7, the missing
+    credentials file, before any credential read or connection."""
+    credentials = tmp_path / "absent.json"
+    dry = _doit(
+        tmp_path,
+        [
+            "dry_run",
+            "--provider",
+            "openai-chat",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--credentials",
+            str(credentials),
+            "--reader",
+            "openai:gpt-4o",
+            "--arms",
+            "native",
+            "--probe-limit",
+            "1",
+            "--repeats",
+            "2",
+        ],
+    )
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    lines = dry.stdout.splitlines()
+    (digest,) = re.findall(r"confirmation digest: ([0-9a-f]{64})", dry.stdout)
+    nexts = [line for line in lines if line.startswith("next: ")]
+    assert len(nexts) == 1 and lines[-1].startswith("dry run in ")
+    words = shlex.split(nexts[0].removeprefix("next: "))
+    assert words[4:7] == ["--real", "--confirm-plan", digest]
+    recorded = json.loads(Path(lines[-1].removeprefix("dry run in ")).read_text())
+    assert recorded["digest"] == digest and recorded["prices"]["library"] == "genai-prices"
+    ran = _doit(tmp_path, words[3:])
+    output = ran.stdout + ran.stderr
+    assert ran.returncode != 0
+    assert "credentials_missing" in output, output
+    assert "confirmation_" not in output
+    assert "network access attempted" not in output
+    assert str(credentials) not in json.loads((tmp_path / "opened.json").read_text())
