@@ -14,8 +14,8 @@ outputs depend on:
   (a unit is rewritten by atomic replace, so a changed unit has a new inode), and the
   same for ``lookup-slots.json``. This is a directory listing, never a parse: the
   per-unit verification and summaries stay in `continuity.report.aggregate`;
-- the pricing: the catalog file's blake3 and the installed price library's version
-  (`PRICE_SOURCE`);
+- the pricing: `continuity.plan.pricing.price_source` (the catalog file's blake3 and
+  the installed genai-prices version, the identity a real plan binds too);
 - the code: a digest of the source of `AGGREGATE_CODE` (the report package, so a
   renderer change re-renders; the scorer modules in ``continuity.probes``; the unit and
   arm types the aggregate reads) and the installed versions of `SCORER_DATA_PACKAGES`.
@@ -36,7 +36,6 @@ from continuity.digest import code_digest, digest_bytes, value_digest
 
 __all__ = [
     "AGGREGATE_CODE",
-    "PRICE_SOURCE",
     "SCORER_DATA_PACKAGES",
     "STAMP_NAME",
     "STAMP_SCHEMA",
@@ -57,6 +56,8 @@ STAMP_SCHEMA = "continuity-aggregate-stamp-v1"
 AGGREGATE_CODE = (
     "continuity.arm_catalog",
     "continuity.arms",
+    "continuity.plan.price_catalog",
+    "continuity.plan.price_db",
     "continuity.plan.pricing",
     "continuity.probes",
     "continuity.report",
@@ -65,8 +66,6 @@ AGGREGATE_CODE = (
 )
 # Third-party data the scorer reads (continuity.report.scores.SCORER_DATA).
 SCORER_DATA_PACKAGES = ("wordfreq",)
-# The maintained price library the catalog falls back to (continuity.plan.pricing).
-PRICE_SOURCE = "genai-prices"
 
 
 class OutputStamp(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -119,16 +118,16 @@ def _file_state(path: Path) -> tuple[int, int, int] | None:
     return info.st_size, info.st_ino, info.st_mtime_ns
 
 
-def _catalog_digest(catalog: Path) -> str | None:
-    try:
-        return digest_bytes(catalog.read_bytes())
-    except OSError:
-        return None  # the aggregate itself reports the unreadable catalog
-
-
 def aggregate_key(run_dir: Path, scorer: str, catalog: Path) -> str:
     """The aggregate key of `run_dir` read with `scorer` and priced with `catalog` (see
-    the module doc). Reads directory listings and the catalog file, never a unit."""
+    the module doc). Reads directory listings and the catalog file, never a unit.
+
+    Raises:
+        PricingError: ``pricing_invalid`` when the catalog cannot be read or genai-prices
+            is not installed (`continuity.plan.pricing.price_source`).
+    """
+    from continuity.plan.pricing import price_source
+
     run_dir = run_dir.absolute()
     return value_digest(
         (
@@ -136,8 +135,8 @@ def aggregate_key(run_dir: Path, scorer: str, catalog: Path) -> str:
             {
                 "run_dir": str(run_dir),
                 "scorer": scorer,
-                "catalog": [str(catalog.absolute()), _catalog_digest(catalog)],
-                "price_source": [PRICE_SOURCE, _installed(PRICE_SOURCE)],
+                "catalog": str(catalog.absolute()),
+                "prices": msgspec.to_builtins(price_source(catalog)),
                 "code": code_digest(AGGREGATE_CODE),
                 "data": {name: _installed(name) for name in SCORER_DATA_PACKAGES},
                 "units": _listing(run_dir / "units"),

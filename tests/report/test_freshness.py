@@ -9,6 +9,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from continuity.errors import PricingError
+from continuity.plan import pricing
 from continuity.plan.pricing import default_catalog_path, load_catalog
 from continuity.report import freshness
 from continuity.report.aggregate import aggregate_run
@@ -98,8 +100,15 @@ def test_the_code_and_the_price_source_are_in_the_key(
     monkeypatch.setattr(freshness, "AGGREGATE_CODE", ("continuity.report",))
     assert not _fresh(run_dir, catalog)
     monkeypatch.undo()
-    monkeypatch.setattr(freshness, "PRICE_SOURCE", "no-such-price-library")
+    monkeypatch.setattr(pricing, "library_version", lambda: "0.0.0-other")
     assert not _fresh(run_dir, catalog)
+
+
+def test_an_unreadable_catalog_is_refused_with_its_code(stamped: tuple[Path, Path]) -> None:
+    run_dir, catalog = stamped
+    with pytest.raises(PricingError) as refused:
+        aggregate_key(run_dir, "current", catalog.with_name("none.json"))
+    assert refused.value.code == "pricing_invalid"
 
 
 def test_the_key_covers_every_scorer_module_and_its_data() -> None:
