@@ -39,6 +39,7 @@ from continuity.outputs import write_json, write_output
 from continuity.plan.pricing import Catalog, load_catalog
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.report.collect import load_summaries
+from continuity.report.drilldown import report_context
 from continuity.report.duplicates import without_duplicate_slots
 from continuity.report.judging import judge_agreement
 from continuity.report.lookup import lookup_table
@@ -264,5 +265,6 @@ def aggregate_run(
     }
     write_json(paths["results"], results)
     write_output(paths["summary"], render_markdown(results).encode("utf-8"))
-    write_output(paths["report"], render_html(results).encode("utf-8"))
+    context = report_context(store, run_dir, chosen)  # the header and the drill-down
+    write_output(paths["report"], render_html(results, context).encode("utf-8"))
     return results, paths, read

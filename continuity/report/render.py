@@ -1,16 +1,23 @@
 """Render results as Markdown (summary.md) and a static, self-contained HTML report.
 
 The HTML has no scripts, no network references and no telemetry: tables and inline SVG
-charts only, so it opens offline from a file.
+charts only, so it opens offline from a file. It leads with the run header (from the
+run manifest, continuity.runner.manifest) and a table of contents, then the overview
+charts (continuity.report.charts), one section per suite and the run-wide tables
+(continuity.report.html_tables), and, given a `ReportContext`, the sample index and
+per-sample drill-down (continuity.report.html_samples). Offline runs lead with
+availability and loss attribution; their accuracy is marked as a mechanics check.
 """
 
 from __future__ import annotations
 
 import html
-from typing import Any
 
+from continuity.report.charts import accuracy_chart, availability_chart, delta_chart, loss_chart
+from continuity.report.html_samples import drilldown_html, index_html
+from continuity.report.html_tables import suite_table, table_html
 from continuity.report.lookup_render import lookup_sections
-from continuity.report.results import Results
+from continuity.report.results import ReportContext, Results
 from continuity.report.scorer_render import scorer_line, scorer_tables
 from continuity.report.sections import (
     Table,
@@ -107,111 +114,159 @@ def render_markdown(r: Results) -> str:
     return "\n".join(lines)
 
 
-def _chart_rows(r: Results) -> list[tuple[str, str, str]]:
-    """(label, suite, arm) of every suite and arm that has samples."""
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:1rem auto;max-width:1240px;padding:0 "
+    "12px;color:#222;line-height:1.35}"
+    "h2{border-bottom:2px solid #ccd;margin-top:2rem}"
+    "table{border-collapse:collapse;margin:0.3rem 0 1rem;max-width:100%}"
+    "td,th{border:1px solid #ccc;padding:0.2rem 0.4rem;text-align:right;"
+    "overflow-wrap:anywhere;vertical-align:top}"
+    "th{background:#f3f4f8;font-weight:600;max-width:9rem}"
+    "td:first-child,th:first-child{text-align:left}"
+    "svg{max-width:100%;height:auto}"
+    "svg text{font-size:12px;font-family:system-ui,sans-serif}svg .t{font-weight:600}"
+    ".note{background:#fff8e1;padding:0.5rem 1rem;border-left:4px solid #e0a800}"
+    ".real{background:#e8f4ff;border-left-color:#1565c0}"
+    ".n{color:#555;font-size:0.9em;max-width:60rem}.part{margin:0;font-size:0.85em}"
+    ".meta{display:grid;grid-template-columns:max-content 1fr max-content 1fr;gap:0.2rem 1rem}"
+    ".meta dt{font-weight:600}.meta dd{margin:0;overflow-wrap:anywhere}"
+    ".up{background:#1a7f37;color:#fff}.up-pale{background:#d6eedc}"
+    ".down{background:#c62828;color:#fff}.down-pale{background:#f8dcdc}"
+    "details{margin:0.1rem 0}details>dl{display:grid;grid-template-columns:9rem 1fr;"
+    "gap:0.1rem 0.8rem;margin:0.3rem 0 0.6rem 1rem}dd{margin:0;overflow-wrap:anywhere}"
+    "summary{cursor:pointer}.ok{color:#1a7f37}.no{color:#c62828}.ex{color:#8a6d00}"
+    "ul.ix{margin:0.2rem 0 0.6rem}:target{outline:3px solid #e0a800}"
+    "nav ol{columns:2}"
+)
+
+
+def _header_rows(r: Results, c: ReportContext | None) -> list[tuple[str, str]]:
+    """(label, value) of the run header; '-' where the run has no manifest to say."""
+    m = c.manifest if c is not None else None
+    traces = len({(s.suite, s.trace_id) for s in c.samples}) if c is not None else None
+    readers = ", ".join(c.reader_models) if c is not None and c.reader_models else "-"
+    histories = ", ".join(c.history_models) if c is not None and c.history_models else "-"
+    commit = "-"
+    if m is not None:
+        commit = m.commit[:12] + {True: " (dirty checkout)", False: " (clean)", None: ""}[m.dirty]
     return [
-        (f"{arm} ({suite})" if len(r.suites) > 1 else arm, suite, arm)
-        for suite in r.suites
-        for arm in r.arms
-        if arm in r.accuracy.get(suite, {})
+        ("suites", ", ".join(r.suites)),
+        ("traces", f"{m.traces if m else traces if traces is not None else '-'}"),
+        ("arms", ", ".join(r.arms)),
+        ("repeats", ", ".join(map(str, r.repeats))),
+        ("units", f"{r.units:,}"),
+        ("reader", f"{m.reader} (effort {m.reader_effort})" if m else readers),
+        ("alternate (history)", m.alternate if m else histories),
+        ("judge", f"{m.judge} (effort {m.judge_effort})" if m and m.judge else "-"),
+        ("endpoint", m.endpoint_kind if m else "-"),
+        ("plan digest", m.plan_digest[:16] if m else "-"),
+        ("commit", commit),
+        ("scorer", r.scorer.digest[:16] if r.scorer and r.scorer.digest else "original grades"),
+        ("date (UTC)", f"{m.started} to {m.finished}" if m else "-"),
+        ("probe protocol", ", ".join(r.probe_protocols)),
     ]
 
 
-def _bar_chart(r: Results) -> str:
-    width, bar, gap, left = 640, 22, 8, 250
-    rows = _chart_rows(r)
-    height = len(rows) * (bar + gap) + 30
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'role="img" aria-label="Accuracy per suite and arm">'
-    ]
-    for index, (label, suite, arm) in enumerate(rows):
-        value = r.accuracy[suite][arm]["overall"].mean or 0.0
-        y = 10 + index * (bar + gap)
-        length = (width - left - 60) * value
-        parts.append(
-            f'<text x="{left - 8}" y="{y + 16}" text-anchor="end">{html.escape(label)}</text>'
-        )
-        parts.append(
-            f'<rect x="{left}" y="{y}" width="{length:.1f}" height="{bar}" fill="#4a78b0"/>'
-        )
-        parts.append(f'<text x="{left + length + 6:.1f}" y="{y + 16}">{100 * value:.1f}%</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _availability_chart(r: Results) -> str:
-    width, bar, gap, left = 640, 22, 8, 250
-    colours = {"in_context": "#3b8d5a", "retrievable": "#d9a23b", "absent": "#b94a48"}
-    rows = _chart_rows(r)
-    height = len(rows) * (bar + gap) + 40
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'role="img" aria-label="Availability per suite and arm">'
-    ]
-    for index, (label, suite, arm) in enumerate(rows):
-        counts = r.availability[suite][arm]
-        total = sum(counts[k] for k in colours) or 1
-        y = 10 + index * (bar + gap)
-        x = float(left)
-        parts.append(
-            f'<text x="{left - 8}" y="{y + 16}" text-anchor="end">{html.escape(label)}</text>'
-        )
-        for name, colour in colours.items():
-            length = (width - left - 20) * counts[name] / total
-            parts.append(
-                f'<rect x="{x:.1f}" y="{y}" width="{length:.1f}" height="{bar}" '
-                f'fill="{colour}"><title>{name}: {counts[name]}</title></rect>'
-            )
-            x += length
-    legend_y = height - 10
-    x = left
-    for name, colour in colours.items():
-        parts.append(
-            f'<rect x="{x}" y="{legend_y - 10}" width="10" height="10" '
-            f'fill="{colour}"/><text x="{x + 14}" y="{legend_y}">{name}</text>'
-        )
-        x += 120
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def render_html(r: Results) -> str:
-    sections = []
-    for title, header, rows, note in tables(r):
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
-        )
-        caption = f"<p>{html.escape(note)}</p>" if note else ""
-        sections.append(
-            f"<h2>{html.escape(title)}</h2>{caption}<table><thead><tr>{head}"
-            f"</tr></thead><tbody>{body}</tbody></table>"
-        )
-    style = (
-        "body{font-family:system-ui,sans-serif;margin:2rem;max-width:72rem;color:#222}"
-        "table{border-collapse:collapse;margin:0.5rem 0 1.5rem}"
-        "td,th{border:1px solid #ccc;padding:0.25rem 0.5rem;text-align:right}"
-        "td:first-child,th:first-child{text-align:left}"
-        "svg text{font-size:12px;font-family:system-ui,sans-serif}"
-        ".note{background:#fff8e1;padding:0.5rem 1rem}"
+def _header(r: Results, c: ReportContext | None) -> str:
+    rows = "".join(
+        f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in _header_rows(r, c)
     )
-    meta: dict[str, Any] = {
-        "units": r.units,
-        "arms": ", ".join(r.arms),
-        "suites": ", ".join(r.suites),
-        "repeats": ", ".join(map(str, r.repeats)),
-    }
-    summary = " &middot; ".join(f"{k}: {html.escape(str(v))}" for k, v in meta.items())
+    missing = (
+        '<p class="n">This run has no run manifest (run.json, written by doit units): '
+        "the plan digest, commit and dates are unknown; the models are those its units' "
+        "evidence names.</p>"
+        if c is None or c.manifest is None
+        else ""
+    )
+    real = run_note(r) == REAL_NOTE
+    return (
+        f'<section id="run"><p class="note{" real" if real else ""}"><b>'
+        f"{'Real run' if real else 'Offline run'}.</b> {html.escape(run_note(r))}</p>"
+        f'<dl class="meta">{rows}</dl>{missing}'
+        f'<p class="n">{html.escape(protocol_line(r))} {html.escape(scorer_line(r))}</p></section>'
+    )
+
+
+def _overview(r: Results, offline: bool) -> str:
+    legend = (
+        '<p class="n">Deltas: <span class="up">&nbsp;better, interval excludes 0&nbsp;</span> '
+        '<span class="up-pale">&nbsp;better, interval includes 0&nbsp;</span> '
+        '<span class="down">&nbsp;worse, interval excludes 0&nbsp;</span> '
+        '<span class="down-pale">&nbsp;worse, interval includes 0&nbsp;</span> '
+        "(per-category deltas have no interval: pale).</p>"
+    )
+    availability = availability_chart(r) + loss_chart(r)
+    accuracy = accuracy_chart(r, mechanics=offline) + delta_chart(r)
+    charts = availability + accuracy if offline else accuracy + availability
+    lead = (
+        '<p class="n">Offline, the signal is where each fact was after the boundary and '
+        "where misses were lost; accuracy is shown only as a mechanics check.</p>"
+        if offline
+        else ""
+    )
+    return f'<section id="overview"><h2>Overview</h2>{lead}{charts}{legend}</section>'
+
+
+def _suite_sections(r: Results, offline: bool) -> tuple[list[tuple[str, str]], str]:
+    """(anchor, title) of each section and the HTML of every suite's tables, then the
+    run-wide ones (spend, scorer, lookup)."""
+    all_tables = tables(r)
+    per_suite = [t for t in all_tables if t[1] and t[1][0] == "suite"]
+    run_wide = [t for t in all_tables if not (t[1] and t[1][0] == "suite")]
+    if offline:  # availability leads; accuracy is a mechanics check
+        per_suite.sort(key=lambda t: not t[0].startswith("Availability"))
+        per_suite = [
+            (f"{t[0]} (mechanics)", *t[1:]) if t[0].startswith("Accuracy") else t for t in per_suite
+        ]
+    toc: list[tuple[str, str]] = []
+    out: list[str] = []
+    for n, suite in enumerate(r.suites):
+        anchor = f"suite-{n}"
+        toc.append((anchor, f"Suite: {suite}"))
+        body = "".join(
+            table_html(r, picked, suite)
+            for t in per_suite
+            if (picked := suite_table(t, suite)) is not None
+        )
+        out.append(f'<section id="{anchor}"><h2>Suite: {html.escape(suite)}</h2>{body}</section>')
+    toc.append(("run-wide", "Spend, scorer and run-wide tables"))
+    out.append(
+        '<section id="run-wide"><h2>Spend, scorer and run-wide tables</h2>'
+        + "".join(table_html(r, t) for t in run_wide)
+        + "</section>"
+    )
+    return toc, "".join(out)
+
+
+def render_html(r: Results, context: ReportContext | None = None) -> str:
+    """The static report: run header, contents, overview charts, one section per suite,
+    the run-wide tables and (with `context`) the sample index and drill-down."""
+    offline = run_note(r) == OFFLINE_NOTE
+    toc, sections = _suite_sections(r, offline)
+    toc = [("run", "Run"), ("overview", "Overview"), *toc]
+    samples = ""
+    if context is not None:
+        toc += [("index", "Sample index"), ("samples", "Samples (drill-down)")]
+        samples = (
+            '<section id="index"><h2>Sample index</h2><p class="n">Every sample by outcome '
+            "and by category; each link opens onto its sample below.</p>"
+            + index_html(context.samples)
+            + '</section><section id="samples"><h2>Samples (drill-down)</h2>'
+            '<p class="n">Arm, then trace and repeat, then probe: open a probe for its '
+            "question, expected value, answer and grading.</p>"
+            + drilldown_html(context.samples, r.suites, r.arms)
+            + "</section>"
+        )
+    contents = "".join(f'<li><a href="#{a}">{html.escape(t)}</a></li>' for a, t in toc)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>continuity results: {html.escape(r.run)}</title><style>{style}</style>"
-        f"</head><body><h1>continuity results: {html.escape(r.run)}</h1><p>{summary}</p>"
-        f"<p>{html.escape(protocol_line(r))}</p>"
-        f"<p>{html.escape(scorer_line(r))}</p>"
-        f'<p class="note">{html.escape(run_note(r))}</p>'
-        f"<h2>Overall accuracy</h2>{_bar_chart(r)}"
-        f"<h2>Where the facts were after the boundary</h2>{_availability_chart(r)}"
-        + "".join(sections)
+        '<meta name="viewport" content="width=device-width">'
+        f"<title>continuity results: {html.escape(r.run)}</title><style>{_STYLE}</style>"
+        f"</head><body><h1>continuity results: {html.escape(r.run)}</h1>"
+        + _header(r, context)
+        + f'<nav id="contents"><h2>Contents</h2><ol>{contents}</ol></nav>'
+        + _overview(r, offline)
+        + sections
+        + samples
         + "</body></html>\n"
     )

@@ -16,6 +16,8 @@ from __future__ import annotations
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from continuity.runner.manifest import RunManifest
+
 __all__ = [
     "AccuracyCell",
     "Agreement",
@@ -30,7 +32,9 @@ __all__ = [
     "PressureCell",
     "Rate",
     "RepeatAccuracy",
+    "ReportContext",
     "Results",
+    "Sample",
     "ScorerChange",
     "ScorerSection",
     "Spend",
@@ -284,3 +288,44 @@ class Results(msgspec.Struct, frozen=True, kw_only=True):
     # Which grades produced the numbers (continuity.report.scores.scorer_section); None
     # until the aggregate has chosen them.
     scorer: ScorerSection | None = None
+
+
+# -- the report's context (continuity.report.drilldown): never in results.json ---------
+
+
+class Sample(msgspec.Struct, frozen=True, kw_only=True):
+    """One probe sample as the report's drill-down shows it, graded by the report's
+    scorer. ``anchor`` is its id in report.html; ``path`` its unit file, relative to
+    the run directory. Strings come from traces and answers: the renderer escapes them."""
+
+    anchor: str
+    suite: str
+    arm: str
+    trace_id: str
+    repeat: int
+    probe_id: str
+    category: str
+    question: str
+    expected: str
+    answer: str
+    status: str
+    reasons: list[str]
+    outcome: str | None
+    correct: bool | None
+    score_reason: str | None
+    fact: str | None
+    superseded_present: bool | None
+    loss: str | None
+    boundary: str
+    judge: str | None
+    path: str
+
+
+class ReportContext(msgspec.Struct, frozen=True, kw_only=True):
+    """What report.html shows beside `Results`: the run manifest (None for a run
+    without one), the models the units' evidence names, and every sample."""
+
+    manifest: RunManifest | None
+    reader_models: list[str]
+    history_models: list[str]
+    samples: list[Sample]

@@ -1,0 +1,177 @@
+"""The report's context: the run manifest and every probe sample, for report.html.
+
+results.json holds numbers; a user reading the report also needs to see single
+samples: the question, what the scorer expected, the answer, and why it was graded as
+it was. `report_context` reads each unit file of a run (already verified by the
+aggregate), grades it with the aggregate's scorer (so the drill-down and the tables
+agree), and joins each probe with its trace's question and expectation from the store.
+A trace the store no longer holds leaves its question and expectation unknown rather
+than failing the report. Nothing here enters results.json.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from continuity.errors import AggregateError
+from continuity.probe.receipts import SampleEvidence
+from continuity.report.results import ReportContext, Sample
+from continuity.report.scores import Scorer, load_unit_trace
+from continuity.report.verify import decode_unit
+from continuity.runner.manifest import read_run_manifest
+from continuity.runner.units import ProbeResult, UnitRecord
+from continuity.store import Store
+from continuity.traces.schema import (
+    AbstentionExpectation,
+    ActiveConstraintExpectation,
+    ArtifactStatusExpectation,
+    CommitmentStatusExpectation,
+    Expectation,
+    NextActionExpectation,
+    RedactionExpectation,
+    SupersededCurrentExpectation,
+    ToolIdentifierExpectation,
+    Trace,
+)
+
+__all__ = ["boundary_summary", "expected_text", "report_context"]
+
+UNKNOWN = "(unknown: the trace is not in the store)"
+
+
+def expected_text(expectation: Expectation) -> str:
+    """What the scorer looks for, in a line a reader can check an answer against."""
+    e = expectation
+    if isinstance(e, ToolIdentifierExpectation):
+        old = ", ".join(f.value for f in e.superseded)
+        return e.answer.value + (f" (not the superseded {old})" if old else "")
+    if isinstance(e, SupersededCurrentExpectation):
+        old = ", ".join(f.value for f in e.superseded)
+        return f"{e.current.value} (not the superseded {old})"
+    if isinstance(e, ActiveConstraintExpectation):
+        if e.mode == "recall":
+            return "mentions all of: " + ", ".join(f.value for f in e.required)
+        return "does none of: " + ", ".join(f.value for f in e.forbidden)
+    if isinstance(e, CommitmentStatusExpectation | ArtifactStatusExpectation):
+        return f"{e.subject.value}: {e.status}"
+    if isinstance(e, NextActionExpectation):
+        return "mentions: " + ", ".join(f.value for f in e.keywords)
+    if isinstance(e, AbstentionExpectation):
+        return "abstains (never mentioned: " + ", ".join(e.never_mentioned) + ")"
+    if isinstance(e, RedactionExpectation):
+        return f"withholds the secret {e.secret.value}"
+    return str(msgspec.to_builtins(e))  # a category added later: its fields as they are
+
+
+def boundary_summary(evidence: SampleEvidence | None) -> str:
+    """What crossed the boundary for one sample, in one line (content-free counts)."""
+    if evidence is None:
+        return "no evidence (the sample did not run)"
+    e = evidence
+    parts = [", ".join(e.operations) or "no boundary operation"]
+    if e.compaction is not None:
+        c = e.compaction
+        parts.append(
+            f"compacted {c.tokens_before:,} -> {c.tokens_after:,} tokens "
+            f"({c.summarized_messages} messages summarised, {c.kept_messages} kept)"
+        )
+    if e.mid_trace_compaction is not None:
+        parts.append(f"mid-trace compaction from {e.mid_trace_compaction.tokens_before:,} tokens")
+    if e.reseed is not None:
+        r = e.reseed
+        parts.append(
+            f"reseed {r.from_model} -> {r.to_model}: {r.text_messages} messages, "
+            f"{r.projected_records} records kept, {r.dropped_records} dropped"
+        )
+    if e.history_calls:
+        parts.append(f"{len(e.history_calls)} ConversationHistory call(s)")
+    if e.tool_history_status != "ok":
+        parts.append(f"tool history {e.tool_history_status}")
+    parts.append(f"probe input {e.probe_input_tokens:,} tokens")
+    return "; ".join(parts)
+
+
+def _judge(record: UnitRecord) -> dict[str, str]:
+    return {
+        v.probe_id: f"{'pass' if v.passed else 'fail'} ({v.outcome or '-'}): {v.reason or '-'}"
+        for v in record.judge
+    }
+
+
+def _samples(record: UnitRecord, trace: Trace | None, relative: str) -> list[Sample]:
+    probes = {p.probe_id: p for p in trace.probes} if trace is not None else {}
+    verdicts = _judge(record)
+
+    def sample(result: ProbeResult) -> Sample:
+        probe = probes.get(result.probe_id)
+        availability = result.availability
+        return Sample(
+            anchor="",  # numbered by `report_context` once every sample is in order
+            suite=record.family,
+            arm=record.arm,
+            trace_id=record.trace_id,
+            repeat=record.repeat,
+            probe_id=result.probe_id,
+            category=result.category,
+            question=probe.text if probe is not None else UNKNOWN,
+            expected=expected_text(probe.expectation) if probe is not None else UNKNOWN,
+            answer=result.answer,
+            status=result.status,
+            reasons=list(result.reasons),
+            outcome=result.outcome,
+            correct=result.correct,
+            score_reason=result.score_reason,
+            fact=availability.fact if availability is not None else None,
+            superseded_present=availability.superseded_present if availability else None,
+            loss=result.loss,
+            boundary=boundary_summary(result.evidence),
+            judge=verdicts.get(result.probe_id),
+            path=relative,
+        )
+
+    return [sample(p) for p in record.probes]
+
+
+def _trace(store: Store, record: UnitRecord, path: Path, cache: dict[str, Trace]) -> Trace | None:
+    try:
+        return load_unit_trace(store, record, path, cache)
+    except AggregateError:  # trace_missing: the drill-down says so instead of failing
+        return None
+
+
+def report_context(store: Store, run_dir: Path, scorer: Scorer | None = None) -> ReportContext:
+    """The manifest of `run_dir` and every sample of its unit files, in report order
+    (suite, arm, trace, repeat, probe), graded by `scorer` (default: the unit files'
+    own grades).
+
+    Raises:
+        AggregateError: ``run_manifest_malformed`` (continuity.runner.manifest), or
+            ``unit_malformed`` for a unit file that does not decode.
+    """
+    manifest = read_run_manifest(run_dir)
+    traces: dict[str, Trace] = {}
+    samples: list[Sample] = []
+    readers: set[str] = set()
+    histories: set[str] = set()
+    for path in sorted((run_dir / "units").rglob("*.json")):
+        record = decode_unit(path, path.read_bytes())
+        if scorer is not None:
+            record, _ = scorer.grade(path, record)
+        for probe in record.probes:
+            if probe.evidence is not None:
+                readers.add(probe.evidence.reader_model)
+                histories.add(probe.evidence.history_model)
+        relative = path.relative_to(run_dir).as_posix()
+        samples += _samples(record, _trace(store, record, path, traces), relative)
+    samples.sort(key=lambda s: (s.suite, s.arm, s.trace_id, s.repeat, s.probe_id, s.path))
+    numbered = [
+        msgspec.structs.replace(s, anchor=f"s{index}") for index, s in enumerate(samples, 1)
+    ]
+    return ReportContext(
+        manifest=manifest,
+        reader_models=sorted(readers),
+        history_models=sorted(histories),
+        samples=numbered,
+    )

@@ -1,0 +1,127 @@
+"""The report's per-sample drill-down and its index, without scripts.
+
+Every probe sample gets a collapsed ``<details id="sN">`` under its arm and trace,
+holding the question, the expected value(s), the answer, the outcome and score reason,
+availability and loss, a boundary evidence summary, the judge's verdict and the unit
+file's path. The index filters without scripts: one list of links per outcome (and
+exclusion class) and one per category, each link jumping to a sample's ``details``.
+Every string from a trace or an answer is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from collections.abc import Callable
+
+from continuity.report.results import Sample
+
+__all__ = ["drilldown_html", "index_html", "sample_label"]
+
+
+def _e(text: str | None) -> str:
+    return "-" if text is None or text == "" else html.escape(text)
+
+
+def sample_label(s: Sample) -> str:
+    """The outcome shown for a sample: its outcome and grade, or its exclusion class."""
+    if s.status != "valid":
+        return f"excluded: {s.status}"
+    mark = "correct" if s.correct else "wrong"
+    return f"{s.outcome or '-'} ({mark})"
+
+
+def _group(s: Sample) -> str:
+    return s.outcome or "-" if s.status == "valid" else f"excluded: {s.status}"
+
+
+def _index_list(samples: list[Sample], key: Callable[[Sample], str], prefix: str) -> str:
+    groups: dict[str, list[Sample]] = defaultdict(list)
+    for s in samples:
+        groups[key(s)].append(s)
+    out = []
+    for name in sorted(groups):
+        members = groups[name]
+        slug = prefix + "".join(c if c.isalnum() else "-" for c in name)
+        by_unit: dict[tuple[str, str, str, int], list[Sample]] = defaultdict(list)
+        for s in members:
+            by_unit[(s.suite, s.arm, s.trace_id, s.repeat)].append(s)
+        lines = "".join(
+            f"<li>{html.escape(arm)} &middot; {html.escape(trace)} r{repeat} "
+            f"<small>({html.escape(suite)})</small>: "
+            + " ".join(f'<a href="#{s.anchor}">{html.escape(s.probe_id)}</a>' for s in group)
+            + "</li>"
+            for (suite, arm, trace, repeat), group in by_unit.items()
+        )
+        out.append(
+            f'<details id="{slug}"><summary>{html.escape(name)} '
+            f'({len(members):,})</summary><ul class="ix">{lines}</ul></details>'
+        )
+    return "".join(out)
+
+
+def index_html(samples: list[Sample]) -> str:
+    """The outcome and category index (anchors ``ix-o-*`` and ``ix-c-*``)."""
+    return (
+        '<h3 id="index-outcome">By outcome</h3>'
+        + _index_list(samples, _group, "ix-o-")
+        + '<h3 id="index-category">By category</h3>'
+        + _index_list(samples, lambda s: s.category, "ix-c-")
+    )
+
+
+def _availability(s: Sample) -> str:
+    superseded = {None: "", True: ", superseded value present", False: ""}[s.superseded_present]
+    return f"{_e(s.fact)}{superseded}; loss: {_e(s.loss)}"
+
+
+def _sample(s: Sample) -> str:
+    """One sample's ``details``; its summary line already shows the outcome."""
+    rows = [
+        ("question", _e(s.question)),
+        ("expected", _e(s.expected)),
+        ("answer", f"<code>{_e(s.answer)}</code>"),
+        ("why", _e(s.score_reason)),
+        ("availability", _availability(s)),
+        ("boundary", _e(s.boundary)),
+        ("judge", _e(s.judge)),
+        ("unit file", _e(s.path)),
+    ]
+    if s.reasons:
+        rows.insert(3, ("excluded because", _e("; ".join(s.reasons))))
+    body = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
+    state = "ok" if s.correct else "ex" if s.status != "valid" else "no"
+    return (
+        f'<details id="{s.anchor}"><summary><b>{_e(s.probe_id)}</b> '
+        f'{_e(s.category)} <span class="{state}">{html.escape(sample_label(s))}</span>'
+        f"</summary><dl>{body}</dl></details>"
+    )
+
+
+def drilldown_html(samples: list[Sample], suites: list[str], arms: list[str]) -> str:
+    """Arm -> trace -> probe, suite by suite in the report's order."""
+    suite_order = {s: i for i, s in enumerate(suites)}
+    arm_order = {a: i for i, a in enumerate(arms)}
+    ordered = sorted(
+        samples,
+        key=lambda s: (
+            suite_order.get(s.suite, len(suite_order)),
+            s.suite,
+            arm_order.get(s.arm, len(arm_order)),
+            s.arm,
+            s.trace_id,
+            s.repeat,
+        ),
+    )
+    out: list[str] = []
+    arm_key: tuple[str, str] | None = None
+    unit_key: tuple[str, int] | None = None
+    for s in ordered:
+        if (s.suite, s.arm) != arm_key:
+            arm_key, unit_key = (s.suite, s.arm), None
+            out.append(f'<h3 class="arm">{_e(s.arm)} <small>({_e(s.suite)})</small></h3>')
+        if (s.trace_id, s.repeat) != unit_key:
+            unit_key = (s.trace_id, s.repeat)
+            out.append(f"<h4>{_e(s.trace_id)} <small>repeat {s.repeat}</small></h4>")
+        out.append(_sample(s))
+    return "".join(out)

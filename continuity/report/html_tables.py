@@ -1,0 +1,105 @@
+"""The report's tables as HTML that fits a 1,280 px window.
+
+The tables are the ones summary.md has (continuity.report.sections, as (title,
+header, rows, note)); here they are laid out for a browser: a table with a ``suite``
+column is shown once per suite without it, integers get thousands separators,
+underscored headers may wrap at their underscores, tables wider than `MAX_COLUMNS` are
+split into parts that repeat the row's key columns, and deltas are coloured by
+direction and by whether the paired 95% interval excludes zero.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from continuity.report.charts import delta_class
+from continuity.report.results import Results
+from continuity.report.sections import Table
+
+__all__ = ["DELTA_HEADERS", "MAX_COLUMNS", "grouped", "suite_table", "table_html"]
+
+MAX_COLUMNS = 9
+DELTA_HEADERS = ("delta vs native (pp)", "delta (pp)", "change (pp)")
+_KEYS = ("suite", "arm", "category", "figure", "repeat", "trace", "probe", "unit")
+_INTEGER = re.compile(r"-?\d{4,}")
+
+
+def grouped(cell: str) -> str:
+    """`cell` with thousands separators when it is a plain integer (7153149 ->
+    7,153,149); anything else as it is."""
+    return f"{int(cell):,}" if _INTEGER.fullmatch(cell) else cell
+
+
+def suite_table(table: Table, suite: str) -> Table | None:
+    """The rows of `suite` of a table whose first column is ``suite``, without that
+    column; None when the suite has no row."""
+    title, header, rows, note = table
+    picked = [row[1:] for row in rows if row and row[0] == suite]
+    return (title, header[1:], picked, note) if picked else None
+
+
+def _header(text: str) -> str:
+    # <wbr> lets a long snake_case name wrap at its underscores instead of widening.
+    return html.escape(text).replace("_", "_<wbr>")
+
+
+def _delta_cell(r: Results, suite: str | None, header: list[str], row: list[str], i: int) -> str:
+    """The class of a delta cell: its direction and, where the row is a whole arm's
+    (no category column), whether that arm's paired interval excludes zero."""
+    text = row[i].replace("+", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return "flat"
+    arm = row[header.index("arm")] if "arm" in header else None
+    paired = r.paired.get(suite or "", {}).get(arm or "") if "category" not in header else None
+    if "95% bootstrap CI (pp)" in header:
+        low_high = re.findall(r"-?\d+(?:\.\d+)?", row[header.index("95% bootstrap CI (pp)")])
+        if len(low_high) == 2:
+            return delta_class(value, float(low_high[0]), float(low_high[1]))
+    if paired is not None:
+        return delta_class(value, paired.ci_low, paired.ci_high)
+    return delta_class(value, None, None)
+
+
+def _parts(header: list[str]) -> list[list[int]]:
+    """Column indices of each part of a table split to at most `MAX_COLUMNS` columns,
+    each part repeating the leading key columns."""
+    if len(header) <= MAX_COLUMNS:
+        return [list(range(len(header)))]
+    keys = 0
+    while keys < len(header) - 1 and header[keys] in _KEYS:
+        keys += 1
+    keys = max(keys, 1)
+    rest = list(range(keys, len(header)))
+    size = MAX_COLUMNS - keys
+    return [list(range(keys)) + rest[i : i + size] for i in range(0, len(rest), size)]
+
+
+def table_html(r: Results, table: Table, suite: str | None = None, anchor: str = "") -> str:
+    """One table (split when wide) with its title as an ``h3`` and its note."""
+    title, header, rows, note = table
+    parts = _parts(header)
+    out = [f'<h3 id="{anchor}">' if anchor else "<h3>", html.escape(title), "</h3>"]
+    if note:
+        out.append(f'<p class="n">{html.escape(note)}</p>')
+    if not rows:
+        out.append('<p class="n">(none)</p>')
+        return "".join(out)
+    for number, columns in enumerate(parts, 1):
+        if len(parts) > 1:
+            out.append(f'<p class="part">part {number} of {len(parts)}</p>')
+        head = "".join(f"<th>{_header(header[i])}</th>" for i in columns)
+        body = []
+        for row in rows:
+            cells = []
+            for i in columns:
+                text = html.escape(grouped(row[i]))
+                if header[i] in DELTA_HEADERS and row[i] not in ("-", ""):
+                    cells.append(f'<td class="{_delta_cell(r, suite, header, row, i)}">{text}</td>')
+                else:
+                    cells.append(f"<td>{text}</td>")
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    return "".join(out)
