@@ -81,7 +81,8 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _NEXT_CURSOR: dict[str, Any] = {
-    "type": ["string", "null"],
+    # anyOf, not a type list: strict validators (Ajv, in JavaScript clients) warn on those
+    "anyOf": [{"type": "string"}, {"type": "null"}],
     "description": "pass as cursor for the next page; null on the last page",
 }
 _RECORD_REF: dict[str, Any] = {

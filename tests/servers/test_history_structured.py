@@ -118,3 +118,29 @@ def test_output_schema_rejects_a_page_of_neither_shape() -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"id": "tool-00001", "text": "x", "next_cursor": None}, OUTPUT_SCHEMA)
     jsonschema.validate({"hits": [], "next_cursor": None}, OUTPUT_SCHEMA)
+
+
+# The MCP Inspector CLI cannot pass a leading-dash argument (``-m``, ``--store``) to a
+# stdio server on its command line, so the README gives it this server entry
+# (``--config mcp.json --server conversation-history``); this test starts that entry.
+INSPECTOR_CONFIG = """{
+  "mcpServers": {
+    "conversation-history": {
+      "type": "stdio",
+      "command": "python3",
+      "args": ["-m", "continuity.servers.history", "--store", "WORKSPACE"]
+    }
+  }
+}"""
+
+
+async def test_the_inspector_config_entry_starts_the_server(store_path: Path) -> None:
+    workspace = store_path.parent / "workspace"
+    (workspace / "continuity").mkdir(parents=True)
+    store_path.rename(workspace / "continuity" / "retained.sqlite3")
+    config = json.loads(INSPECTOR_CONFIG.replace("WORKSPACE", str(workspace)))
+    entry = config["mcpServers"]["conversation-history"]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await _exercise(session)
