@@ -40,5 +40,6 @@ def task_arms() -> TaskSpec:
 
 
 def task_runs() -> TaskSpec:
-    """List the runs under the output directory: units, newest unit, report."""
+    """List the runs under the output directory: units, newest unit, plan digest and
+    start date (from each run's run.json), report."""
     return {"actions": [task_action(_runs)], "params": [OUT], "verbosity": 2}

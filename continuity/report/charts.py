@@ -64,7 +64,7 @@ def _rows(r: Results) -> list[tuple[str, str, str]]:
 
 def _open(label: str, height: int) -> list[str]:
     return [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
+        f'<svg width="{_WIDTH}" height="{height}" '
         f'viewBox="0 0 {_WIDTH} {height}" role="img" aria-label="{html.escape(label)}">'
     ]
 

@@ -3,7 +3,8 @@
 A run is a folder under ``<out>/runs/`` whose ``units/`` folder holds at least one unit
 file. `doit aggregate` and `doit score` without ``--run`` take the most recent one (the
 run whose newest unit file was written last), and a run with no units names the runs
-that do exist.
+that do exist. `doit runs` lists them with the plan digest and start date their run
+manifest (``run.json``) records.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from continuity.tables import text_table
 
-__all__ = ["latest_run", "run_names", "run_rows", "runs_hint", "runs_table"]
+__all__ = ["RUN_COLUMNS", "latest_run", "run_names", "run_rows", "runs_hint", "runs_table"]
 
 
 def _newest_unit(run: Path) -> float | None:
@@ -54,25 +55,47 @@ def runs_hint(runs_root: Path) -> str:
     return f"runs with units under {runs_root}: {', '.join(names)}"
 
 
+def _manifest_cells(run: Path) -> tuple[str, str]:
+    """The run's plan digest (short) and start date from its manifest: '-' for a run
+    without one, '?' for one that does not read (doit aggregate names its error)."""
+    from continuity.errors import AggregateError
+    from continuity.runner.manifest import read_run_manifest
+
+    try:
+        manifest = read_run_manifest(run)
+    except AggregateError:
+        return "?", "?"
+    if manifest is None:
+        return "-", "-"
+    return manifest.plan_digest[:12], manifest.started[:16].replace("T", " ")
+
+
 def run_rows(runs_root: Path) -> list[dict[str, str]]:
     """One row per run that holds units, by name: its unit files, when the newest was
-    written (UTC) and whether a report was aggregated."""
+    written (UTC), its plan digest and start date (UTC) from its run manifest
+    (continuity.runner.manifest) and whether a report was aggregated."""
     from datetime import UTC, datetime
 
     rows = []
     for name, newest in sorted(_runs(runs_root).items()):
         run = runs_root / name
+        digest, started = _manifest_cells(run)
         rows.append(
             {
                 "run": name,
                 "units": str(sum(1 for p in (run / "units").rglob("*.json") if p.is_file())),
                 "newest unit": datetime.fromtimestamp(newest, UTC).strftime("%Y-%m-%d %H:%M"),
+                "plan digest": digest,
+                "started": started,
                 "report": "report.html" if (run / "report.html").is_file() else "-",
             }
         )
     return rows
 
 
+RUN_COLUMNS = ("run", "units", "newest unit", "plan digest", "started", "report")
+
+
 def runs_table(runs_root: Path) -> str:
     """`run_rows` as an aligned text table (a header first); empty when there is none."""
-    return text_table(run_rows(runs_root), ("run", "units", "newest unit", "report"))
+    return text_table(run_rows(runs_root), RUN_COLUMNS)

@@ -64,9 +64,27 @@ def test_doit_runs_lists_the_runs_with_units_and_names_the_most_recent(tmp_path:
     (runs / "after" / "report.html").write_text("<html></html>")
     listed = doit(tmp_path, "runs").stdout.splitlines()
     header = next(i for i, line in enumerate(listed) if line.startswith("run "))
-    assert listed[header].split() == ["run", "units", "newest", "unit", "report"]
-    assert listed[header + 1].split() == ["after", "1", "1970-01-01", "00:33", "report.html"]
-    assert listed[header + 2].split() == ["before", "1", "1970-01-01", "00:16", "-"]
+    assert listed[header].split() == [
+        "run",
+        "units",
+        "newest",
+        "unit",
+        "plan",
+        "digest",
+        "started",
+        "report",
+    ]
+    # Neither run has a run manifest (run.json): no plan digest, no start date.
+    assert listed[header + 1].split() == [
+        "after",
+        "1",
+        "1970-01-01",
+        "00:33",
+        "-",
+        "-",
+        "report.html",
+    ]
+    assert listed[header + 2].split() == ["before", "1", "1970-01-01", "00:16", "-", "-", "-"]
     assert listed[-1] == (
         f"runs: 2 under {runs}; doit aggregate without --run reads the most recent, after"
     )
