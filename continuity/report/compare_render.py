@@ -15,9 +15,9 @@ from continuity.report.compare_results import Comparison, Delta, Flip, Regressed
 __all__ = ["render_compare_html", "render_compare_markdown"]
 
 _ANSWER_CHARS = 120  # answers are cut in the tables; compare.json keeps them whole
-Row = list[str]
+_Row = list[str]
 # (heading, header, rows, each with the delta that colours it, if any)
-Section = tuple[str, Row, list[tuple[Row, Delta | None]]]
+_Section = tuple[str, _Row, list[tuple[_Row, Delta | None]]]
 
 
 def _pct(value: float | None) -> str:
@@ -45,7 +45,7 @@ def _verdict(delta: Delta) -> str:
     return f"significant {direction}" if delta.significant else f"{direction}, not significant"
 
 
-def _cells(delta: Delta) -> Row:
+def _cells(delta: Delta) -> _Row:
     return [
         f"{delta.pairs:,}",
         _pct(delta.base_accuracy),
@@ -80,7 +80,7 @@ def _cut(text: str) -> str:
     return flat if len(flat) <= _ANSWER_CHARS else flat[: _ANSWER_CHARS - 1] + "…"
 
 
-def _flip_row(flip: Flip) -> Row:
+def _flip_row(flip: Flip) -> _Row:
     return [
         flip.suite,
         flip.arm,
@@ -94,7 +94,7 @@ def _flip_row(flip: Flip) -> Row:
     ]
 
 
-def _probe_row(probe: RegressedProbe) -> Row:
+def _probe_row(probe: RegressedProbe) -> _Row:
     return [
         probe.suite,
         probe.arm,
@@ -106,10 +106,10 @@ def _probe_row(probe: RegressedProbe) -> Row:
     ]
 
 
-def _sections(c: Comparison) -> list[Section]:
+def _sections(c: Comparison) -> list[_Section]:
     """Every table of the comparison, in page order."""
-    overall: list[tuple[Row, Delta | None]] = []
-    categories: list[tuple[Row, Delta | None]] = []
+    overall: list[tuple[_Row, Delta | None]] = []
+    categories: list[tuple[_Row, Delta | None]] = []
     for suite in c.suites:
         for arm, cell in c.deltas[suite].items():
             overall.append(([suite, arm, *_cells(cell.overall)], cell.overall))
@@ -117,8 +117,8 @@ def _sections(c: Comparison) -> list[Section]:
                 ([suite, arm, name, *_cells(delta)], delta)
                 for name, delta in cell.by_category.items()
             )
-    flips: list[tuple[Row, Delta | None]] = [(_flip_row(f), None) for f in c.flips]
-    probes: list[tuple[Row, Delta | None]] = [(_probe_row(p), None) for p in c.regressed_probes]
+    flips: list[tuple[_Row, Delta | None]] = [(_flip_row(f), None) for f in c.flips]
+    probes: list[tuple[_Row, Delta | None]] = [(_probe_row(p), None) for p in c.regressed_probes]
     return [
         ("Overall, per suite and arm", ["suite", "arm", *_DELTA_HEADER], overall),
         ("Per category", ["suite", "arm", "category", *_DELTA_HEADER], categories),
@@ -199,7 +199,7 @@ _STYLE = (
 )
 
 
-def _html_table(header: Row, rows: list[tuple[Row, Delta | None]]) -> str:
+def _html_table(header: _Row, rows: list[tuple[_Row, Delta | None]]) -> str:
     out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
     for row, delta in rows:
         cells = []
