@@ -64,8 +64,8 @@ _DELTA_HEADER = [
     "base",
     "head",
     "Δ pp",
-    "correct→wrong",
-    "wrong→correct",
+    "correct → wrong",
+    "wrong → correct",
     "McNemar p",
     "95% interval",
     "verdict",
@@ -200,7 +200,14 @@ _STYLE = (
 
 
 def _html_table(header: _Row, rows: list[tuple[_Row, Delta | None]]) -> str:
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
+    # Answers get the room; every other column shares the rest (fixed layout: the table
+    # never grows past the page, long words wrap).
+    cols = "".join('<col style="width:22%">' if h.endswith("answer") else "<col>" for h in header)
+    out = [
+        f"<table><colgroup>{cols}</colgroup><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        + "</tr>"
+    ]
     for row, delta in rows:
         cells = []
         for i, value in enumerate(row):
