@@ -170,7 +170,7 @@ def _real_units(options: UnitsOptions) -> str:
             output=options.get("out") or None,
             traces=options.get("trace") or None,
             only_repeats=_repeats(options),
-            jobs=int(options.get("jobs") or 0) or 1,
+            jobs=int(options.get("jobs") or 0) or None,  # None: every checkpoint at once
             concurrency=int(options.get("concurrency") or 4),
             max_observed_input_tokens=int(options.get("max_input_tokens") or 0)
             or DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
@@ -185,7 +185,8 @@ def _real_units(options: UnitsOptions) -> str:
     fresh = sum(1 for c in calls if c.key not in replayed)
     return (
         _summary(result.records, result.folder, result.built)
-        + f"; {len(calls)} model calls ({fresh} made, {len(calls) - fresh} from the call cache)"
+        + f"; {len(calls)} model calls ({fresh} made, {len(calls) - fresh} from the call cache"
+        + f"; up to {result.jobs} checkpoints at a time)"
     )
 
 
@@ -230,7 +231,7 @@ def task_units() -> TaskSpec:
                 "concurrency",
                 IntOption("--concurrency", 1, MAX_CONCURRENCY),
                 4,
-                "real mode: concurrent calls per model",
+                "real mode: concurrent calls per model (the model slots)",
             ),
             param(
                 "max_input_tokens",
@@ -246,7 +247,8 @@ def task_units() -> TaskSpec:
                 "jobs",
                 IntOption("--jobs", 1, MAX_JOBS),
                 0,
-                "traces to run in parallel (default: up to 2 cores)",
+                "runner threads: offline, traces in parallel (default: up to 2 cores); "
+                "real, checkpoints in parallel (default: 2 per model slot, within memory)",
             ),
             RUN,
             STORE,

@@ -5,6 +5,11 @@ reads no credential, writes nothing and opens no connection. A run writes into i
 output directory (outside the checkout): ``plan.json``, ``traces/``, ``units/`` and,
 after ``doit aggregate --run-dir``, the reports. Its ledger (``.ledger/``) and model
 slots (``.slots/``) are kept there too; the call cache lives in the store.
+
+A real run waits on the model far more than it computes, so by default every
+checkpoint of the selection proceeds at once (`continuity.runner.parallel`): up to
+`real_jobs` runner threads, with at most ``concurrency`` calls in flight per model (the
+slots). ``jobs`` overrides the thread count.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from continuity.plan.plan import Plan, plan_digest
 from continuity.progress import Tick
 from continuity.providers.endpoint import EndpointSpec
 from continuity.runner.manifest import write_run_manifest
+from continuity.runner.parallel import available_memory, real_jobs
 from continuity.runner.units import RealRun, UnitRecord, build_units
 from continuity.store import Store
 
@@ -33,10 +39,14 @@ DEFAULT_MAX_OBSERVED_INPUT_TOKENS = 50_000_000
 
 
 class RealResult(msgspec.Struct, frozen=True):
+    """The units of the selection, where they are, how many were built, the cache
+    explain log (if asked for) and the runner threads the run was allowed."""
+
     records: list[UnitRecord]
     folder: str
     built: int
     explain_log: str | None
+    jobs: int = 1
 
 
 def endpoint_for(
@@ -73,7 +83,7 @@ def run_real(
     output: str | None,
     traces: str | None = None,
     only_repeats: Sequence[int] | None = None,
-    jobs: int = 1,
+    jobs: int | None = None,
     concurrency: int = 4,
     max_observed_input_tokens: int = DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
     explain_cache: bool = False,
@@ -82,6 +92,9 @@ def run_real(
     progress: Tick | None = None,
 ) -> RealResult:
     """Guard, then run the selected part of a confirmed plan against its endpoint.
+
+    `jobs` runner threads (None: `real_jobs` for `concurrency` and the plan's models)
+    run the units, one thread per checkpoint at a time.
 
     Raises:
         RealModeError: a guard refused (see `continuity.plan.guards`).
@@ -105,6 +118,8 @@ def run_real(
         explain_cache=explain_cache,
     )
     _write_plan(plan, out)
+    if jobs is None:
+        jobs = real_jobs(concurrency, 2 if plan.judge else 1, memory=available_memory())
     try:
         records, folder, built = build_units(
             store,
@@ -125,7 +140,7 @@ def run_real(
     finally:
         _root_under_plan(store, plan_digest(plan), out)
         write_run_manifest(out, plan)  # run.json: the report header and doit runs read it
-    return RealResult(records, str(folder), built, real.explain_log)
+    return RealResult(records, str(folder), built, real.explain_log, jobs)
 
 
 def _real_run(

@@ -26,7 +26,7 @@ from continuity.outputs import resolve_out_path, write_json
 from continuity.probe.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
 from continuity.progress import Tick
 from continuity.runner.children import ZYGOTE_PRELOAD, run_child
-from continuity.runner.parallel import run_by_trace
+from continuity.runner.parallel import run_grouped
 from continuity.store import Store
 from continuity.traces.keys import suite_specs
 from continuity.traces.schema import Trace
@@ -251,9 +251,9 @@ def build_arm_samples(
         plans.extend((item, trace, arm) for arm in parse_arms(arms, family=trace.family))
     # Started only when a thread has a checkpoint to replay: a cached run starts none.
     with ZygotePool(ZYGOTE_PRELOAD) as zygotes:
-        done = run_by_trace(
+        done = run_grouped(
             plans,
-            trace_of=lambda plan: plan[0].trace_id,
+            group_of=lambda plan: plan[0].trace_id,
             work=lambda plan: sample_arm(store, plan[1], plan[0], plan[2], zygotes=zygotes),
             describe=lambda plan: f"{plan[0].trace_id} {plan[2].id}",
             jobs=jobs,

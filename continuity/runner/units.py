@@ -33,7 +33,7 @@ from continuity.progress import Tick
 from continuity.providers.endpoint import RealBinding
 from continuity.runner.children import ZYGOTE_PRELOAD
 from continuity.runner.lookup_run import LookupRun, check_coverage, check_lookup_slots
-from continuity.runner.parallel import run_by_trace
+from continuity.runner.parallel import checkpoint_group, run_grouped
 from continuity.runner.samples import DEFAULT_JOBS
 from continuity.runner.unit_grading import grade, judge_verdicts, score_result, unit_judge
 from continuity.runner.unit_record import (
@@ -366,14 +366,20 @@ def _run_plans(
     jobs: int,
     progress: Tick | None,
 ) -> list[tuple[UnitRecord, UnitStatus]]:
-    """Every planned unit, traces side by side in `jobs` runner threads, each thread with
+    """Every planned unit, groups side by side in `jobs` runner threads (offline a group
+    is a trace; real, the checkpoint a unit forks: `checkpoint_group`), each thread with
     its own zygote: every unit's worker and checkpoint replay is a fresh child of it.
     The zygotes start first, so their imports overlap this process's own."""
-    threads = min(max(1, jobs), len({plan[0].trace_id for plan in plans}))
+
+    def group(plan: UnitPlan) -> str:
+        trace_id = plan[0].trace_id
+        return trace_id if real is None else checkpoint_group(trace_id, plan[2], plan[3])
+
+    threads = min(max(1, jobs), len({group(plan) for plan in plans}))
     with ZygotePool(ZYGOTE_PRELOAD, start=threads) as zygotes:
-        return run_by_trace(
+        return run_grouped(
             plans,
-            trace_of=lambda plan: plan[0].trace_id,
+            group_of=group,
             work=lambda plan: run_unit(
                 store,
                 plan[1],

@@ -134,7 +134,7 @@ async def _stream(send: Send, events: Events) -> None:
 class WireServer:
     """The ASGI app. `calls` lists ``(path, body)`` of every model call received (a
     ``GET /v1/models`` is not a model call); each is answered `latency_ms` after it
-    arrived."""
+    arrived. `peak_in_flight` is the most calls it has held at once."""
 
     def __init__(
         self,
@@ -149,6 +149,8 @@ class WireServer:
         self.latency_ms = latency_ms
         self.faults = faults or Faults()
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.in_flight = 0  # model calls received and not yet answered
+        self.peak_in_flight = 0
         self._previous = b""
         self._lock = threading.Lock()
 
@@ -179,6 +181,17 @@ class WireServer:
             await self._json(send, 400, {"error": {"message": "the body is not a JSON object"}})
             return
         number, cached = self._record(path, body, raw)
+        try:
+            await self._answer_call(send, path, body, raw, number, cached)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _answer_call(
+        self, send: Send, path: str, body: dict[str, Any], raw: bytes, number: int, cached: int
+    ) -> None:
+        """Answer model call `number`: after the latency, its fault, or its reply (a
+        stream when asked for, else one JSON document)."""
         if self.latency_ms:
             await anyio.sleep(self.latency_ms / 1000)  # other calls proceed meanwhile
         if await self._refused(send, number):
@@ -194,15 +207,18 @@ class WireServer:
         await _stream(send, events)
 
     def _record(self, path: str, body: dict[str, Any], raw: bytes) -> tuple[int, int]:
-        """Log the call; return its 1-based number and the bytes it shares with the
-        previous request."""
+        """Log the call (with how many calls are in flight, itself included); return
+        its 1-based number and the bytes it shares with the previous request."""
         with self._lock:
             self.calls.append((path, body))
             number = len(self.calls)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             cached = shared_prefix(self._previous, raw)
             if self.log_path is not None:
                 with open(self.log_path, "a", encoding="utf-8") as log:
-                    log.write(json.dumps({"path": path, "body": body}) + "\n")
+                    entry = {"path": path, "body": body, "in_flight": self.in_flight}
+                    log.write(json.dumps(entry) + "\n")
             self._previous = raw
         return number, cached
 

@@ -193,6 +193,7 @@ def test_latency_delays_each_call_and_concurrent_calls_overlap() -> None:
     assert min(took) >= 0.4  # every call waited its latency
     assert wall < 2 * 0.4  # four calls in about one latency, not four
     assert listing < 0.4  # the model list is not a model call
+    assert app.peak_in_flight == 4 and app.in_flight == 0
 
 
 # -- the command line -------------------------------------------------------------------
