@@ -12,8 +12,10 @@ outputs depend on:
   choice (``--scorer``) and the pricing catalog (``--pricing`` or the default catalog);
 - the unit set: every ``units/**/*.json`` file's relative path, size, inode and mtime
   (a unit is rewritten by atomic replace, so a changed unit has a new inode), and the
-  same for ``lookup-slots.json``. This is a directory listing, never a parse: the
-  per-unit verification and summaries stay in `continuity.report.aggregate`;
+  same for the run's other top-level JSON files (``run.json``, the run manifest the
+  report header shows; ``lookup-slots.json``), never ``results.json`` or the stamp.
+  This is a directory listing, never a parse: the per-unit verification and summaries
+  stay in `continuity.report.aggregate`;
 - the pricing: `continuity.plan.pricing.price_source` (the catalog file's blake3 and
   the installed genai-prices version, the identity a real plan binds too);
 - the code: a digest of the source of `AGGREGATE_CODE` (the report package, so a
@@ -61,11 +63,16 @@ AGGREGATE_CODE = (
     "continuity.plan.pricing",
     "continuity.probes",
     "continuity.report",
+    "continuity.runner.manifest",
     "continuity.runner.unit_record",
     "continuity.runner.units",
 )
 # Third-party data the scorer reads (continuity.report.scores.SCORER_DATA).
 SCORER_DATA_PACKAGES = ("wordfreq",)
+
+
+# Top-level JSON files of a run directory that the aggregate writes, not reads.
+_NOT_INPUTS = frozenset({"results.json", STAMP_NAME})
 
 
 class OutputStamp(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -93,8 +100,11 @@ def _installed(name: str) -> str | None:
         return None
 
 
-def _listing(folder: Path, prefix: str = "") -> list[tuple[str, int, int, int]]:
-    """(relative path, size, inode, mtime_ns) of every ``*.json`` file below `folder`."""
+def _listing(
+    folder: Path, prefix: str = "", *, recurse: bool = True
+) -> list[tuple[str, int, int, int]]:
+    """(relative path, size, inode, mtime_ns) of every ``*.json`` file below `folder`
+    (only in it, without `recurse`)."""
     rows: list[tuple[str, int, int, int]] = []
     try:
         entries = list(os.scandir(folder))
@@ -103,19 +113,12 @@ def _listing(folder: Path, prefix: str = "") -> list[tuple[str, int, int, int]]:
     for entry in entries:
         name = prefix + entry.name
         if entry.is_dir(follow_symlinks=False):
-            rows += _listing(Path(entry.path), name + "/")
+            if recurse:
+                rows += _listing(Path(entry.path), name + "/")
         elif entry.name.endswith(".json"):
             info = entry.stat()
             rows.append((name, info.st_size, info.st_ino, info.st_mtime_ns))
     return sorted(rows)
-
-
-def _file_state(path: Path) -> tuple[int, int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_size, info.st_ino, info.st_mtime_ns
 
 
 def aggregate_key(run_dir: Path, scorer: str, catalog: Path) -> str:
@@ -140,7 +143,9 @@ def aggregate_key(run_dir: Path, scorer: str, catalog: Path) -> str:
                 "code": code_digest(AGGREGATE_CODE),
                 "data": {name: _installed(name) for name in SCORER_DATA_PACKAGES},
                 "units": _listing(run_dir / "units"),
-                "lookup_slots": _file_state(run_dir / "lookup-slots.json"),
+                "run_files": [
+                    row for row in _listing(run_dir, recurse=False) if row[0] not in _NOT_INPUTS
+                ],
             },
         )
     )

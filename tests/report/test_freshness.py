@@ -92,6 +92,23 @@ def test_the_scorer_pricing_and_lookup_slots_are_in_the_key(stamped: tuple[Path,
     assert aggregate_key(run_dir, "current", other) != before
 
 
+def test_the_run_manifest_is_in_the_key_and_the_outputs_are_not(
+    stamped: tuple[Path, Path],
+) -> None:
+    """run.json (the report header's source) is an input; the aggregate's own outputs and
+    stamp are not, or writing them would make every run stale."""
+    run_dir, catalog = stamped
+    assert {p.name for p in run_dir.iterdir() if p.suffix == ".json"} == {
+        "results.json",
+        STAMP_NAME,
+    }
+    manifest = run_dir / "run.json"
+    manifest.write_bytes(b"{}")
+    assert not _fresh(run_dir, catalog)
+    manifest.unlink()
+    assert _fresh(run_dir, catalog)
+
+
 def test_the_code_and_the_price_source_are_in_the_key(
     stamped: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
