@@ -147,7 +147,7 @@ def delta_chart(r: Results) -> str:
     if not rows:
         return ""
     reach = max(abs(v) for _, p in rows for v in (p.delta_pp, p.ci_low, p.ci_high) if v is not None)
-    limit = max(10, 10 * math.ceil(reach / 10))
+    limit = next((step for step in (10, 20, 50, 100) if reach <= step), 100)
     span = _WIDTH - _LEFT - _RIGHT
 
     def x(value: float) -> float:
@@ -161,7 +161,7 @@ def delta_chart(r: Results) -> str:
         "dot = delta; whisker = 95% paired bootstrap interval; saturated colour = the "
         "interval excludes 0",
     )
-    ticks = [(i / 8, f"{-limit + i * limit / 4:+.0f}") for i in range(9)]
+    ticks = [(i / 4, f"{-limit + i * limit // 2:+d}".replace("+0", "0")) for i in range(5)]
     _axis(parts, bottom, ticks, "arm minus native, percentage points")
     parts.append(
         f'<line x1="{x(0):.1f}" y1="{_TOP - 6}" x2="{x(0):.1f}" y2="{bottom}" stroke="#444"/>'

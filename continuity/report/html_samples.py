@@ -42,7 +42,7 @@ def _index_list(samples: list[Sample], key: Callable[[Sample], str], prefix: str
     out = []
     for name in sorted(groups):
         members = groups[name]
-        slug = prefix + "".join(c if c.isalnum() else "-" for c in name)
+        slug = prefix + "".join(c if c.isalnum() or c == "_" else "-" for c in name)
         by_unit: dict[tuple[str, str, str, int], list[Sample]] = defaultdict(list)
         for s in members:
             by_unit[(s.suite, s.arm, s.trace_id, s.repeat)].append(s)

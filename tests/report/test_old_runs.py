@@ -35,7 +35,7 @@ OUTPUTS = ("results", "summary", "report")
 PINNED = {
     "results": "3b730720d04957627f9949cd68636b035920c582f2f1006950a3c83a8e091c24",
     "summary": "6dcc5ce67e2c3de50d89e95154ad72a248763b7f463030952824c0ee473d0c71",
-    "report": "e377f49b66aa51e472cb38e5f50c90eec86c6138e5729fa3300d06360863612a",
+    "report": "d0ad13cbad731b6d2ac9eb3c03dc6315b92682d0df669ee9aaf03392eba4e92e",
 }
 
 
