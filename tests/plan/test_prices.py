@@ -321,3 +321,40 @@ def test_a_price_database_upgrade_refuses_the_old_confirmation(tmp_path: Path) -
             environ={},
         )
     assert caught.value.code == "confirmation_mismatch"
+
+
+def test_the_spend_report_prices_real_calls_per_call_with_tiers_and_cache() -> None:
+    """The report's spend goes through the same lookup: each distinct call is priced on
+    its own input (one crosses claude-sonnet-4-5's 200k tier, one does not); a call
+    replayed under the same key is paid once; a judge on an unknown model is unknown."""
+    from continuity.report.spend import arm_spend, judge_spend
+    from continuity.report.summary import UnitSummary
+
+    model = "anthropic:claude-sonnet-4-5"
+    short = Usage(input=10_000, cache_write=4_000, cache_read=50_000, output=1_000)
+    long = Usage(input=10_000, cache_write=4_000, cache_read=190_001, output=1_000)
+    unit = UnitSummary(
+        key="u",
+        repeat=1,
+        family="original",
+        trace_id="t",
+        arm="native",
+        rows=[],
+        usage=Usage(),
+        compaction_usage=Usage(),
+        judge=[],
+        calls=[
+            ("k1", "answer", model, short),
+            ("k2", "answer", model, long),
+            ("k2", "answer", model, long),  # replayed from the call cache: paid once
+            ("j1", "judge", "openai:gpt-99-nonsense", Usage(input=100, output=5)),
+        ],
+    )
+    spend = arm_spend(load_catalog(), [unit], ["original"])
+    expected = (6_000 * 3.0 + 4_000 * 3.75 + 50_000 * 0.3 + 1_000 * 15.0) / M + (
+        6_000 * 6.0 + 4_000 * 7.5 + 190_001 * 0.6 + 1_000 * 22.5
+    ) / M
+    assert spend.model_calls == 2 and spend.unpriced_calls == 0
+    assert spend.cost_usd == pytest.approx(expected, abs=1e-6)
+    judge = judge_spend(load_catalog(), [unit], verdicts=1)
+    assert judge.cost_usd is None and judge.unpriced_calls == 1
