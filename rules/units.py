@@ -248,7 +248,7 @@ def task_units() -> TaskSpec:
                 IntOption("--jobs", 1, MAX_JOBS),
                 0,
                 "runner threads: offline, traces in parallel (default: up to 2 cores); "
-                "real, checkpoints in parallel (default: 2 per model slot, within memory)",
+                "real, checkpoints in parallel (default: one per model slot, within 2 per core)",
             ),
             RUN,
             STORE,

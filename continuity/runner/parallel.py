@@ -6,13 +6,12 @@ group by trace (their local work is CPU-bound; `checkpoint_group`'s finer split 
 nothing on two cores). Real runs wait on the model most of the time, so they group by
 the checkpoint a unit forks (`checkpoint_group`): every checkpoint of the plan can
 proceed at once, bounded by the model slots (``--concurrency`` calls per model) and by
-`real_jobs`. Results come back in the order of the items; the first failure is
-re-raised.
+`real_jobs` (the slots, the cores and the memory). Results come back in the order of
+the items; the first failure is re-raised.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -74,19 +73,22 @@ def available_memory() -> int | None:
     return None
 
 
-def real_jobs(concurrency: int, models: int, *, memory: int | None) -> int:
+def real_jobs(concurrency: int, models: int, *, memory: int | None, cpus: int | None) -> int:
     """Runner threads for a real run with `concurrency` calls per model and `models`
     models (the reader, and the judge when there is one).
 
-    Two threads per model slot: while one waits on its call the other does its local
-    work (replays, forks, MCP servers), so the slots stay busy. Never more than half of
-    `memory` (``MemAvailable``) allows at `THREAD_MEMORY` a thread, nor more than
+    One thread per model slot keeps the slots busy; past two threads per core (`cpus`)
+    the threads' local work (replays, forks, the MCP servers) contends for the CPU and
+    each thread's zygote adds its imports (measured on the README walkthrough on two
+    cores at 500 ms a call: 8 threads took 31 s where 4 took 24 s). Never more than half
+    of `memory` (``MemAvailable``) allows at `THREAD_MEMORY` a thread, nor more than
     `MAX_REAL_JOBS`; at least one.
     """
-    wanted = 2 * max(1, concurrency) * max(1, models)
+    wanted = max(1, concurrency) * max(1, models)
+    wanted = min(wanted, 2 * max(1, cpus or 1), MAX_REAL_JOBS)
     if memory is not None:
         wanted = min(wanted, memory // 2 // THREAD_MEMORY)
-    return max(1, min(wanted, MAX_REAL_JOBS, 8 * (os.cpu_count() or 1)))
+    return max(1, wanted)
 
 
 def run_grouped(

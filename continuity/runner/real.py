@@ -119,7 +119,8 @@ def run_real(
     )
     _write_plan(plan, out)
     if jobs is None:
-        jobs = real_jobs(concurrency, 2 if plan.judge else 1, memory=available_memory())
+        models = 2 if plan.judge else 1
+        jobs = real_jobs(concurrency, models, memory=available_memory(), cpus=os.cpu_count())
     try:
         records, folder, built = build_units(
             store,

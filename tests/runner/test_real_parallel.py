@@ -8,6 +8,7 @@ still stop admission, and a stopped run resumes.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -28,15 +29,16 @@ from tests.runner.test_real import TRACE, Rig
 ARMS = {arm.id: arm for arm in parse_arms("all")}
 
 
-def test_real_jobs_two_per_model_slot_within_memory() -> None:
+def test_real_jobs_one_per_model_slot_within_cores_and_memory() -> None:
     plenty = 64 * 2**30
-    assert real_jobs(4, 1, memory=plenty) == 8
-    assert real_jobs(4, 2, memory=plenty) == 16  # the reader's and the judge's slots
-    assert real_jobs(1, 1, memory=plenty) == 2
-    assert real_jobs(256, 2, memory=plenty) <= MAX_REAL_JOBS
-    assert real_jobs(4, 1, memory=8 * THREAD_MEMORY) == 4  # half the available memory
-    assert real_jobs(4, 1, memory=0) == 1  # never none
-    assert real_jobs(4, 1, memory=None) == 8  # no MemAvailable: the slots decide
+    assert real_jobs(4, 1, memory=plenty, cpus=8) == 4
+    assert real_jobs(4, 2, memory=plenty, cpus=8) == 8  # the reader's and the judge's slots
+    assert real_jobs(4, 2, memory=plenty, cpus=2) == 4  # two threads per core
+    assert real_jobs(1, 1, memory=plenty, cpus=2) == 1
+    assert real_jobs(256, 2, memory=plenty, cpus=64) == MAX_REAL_JOBS
+    assert real_jobs(4, 1, memory=4 * THREAD_MEMORY, cpus=8) == 2  # half the memory
+    assert real_jobs(4, 1, memory=0, cpus=8) == 1  # never none
+    assert real_jobs(4, 1, memory=None, cpus=None) == 2  # unknown: one core, no memory cap
 
 
 def test_available_memory_reads_meminfo() -> None:
@@ -87,7 +89,7 @@ def test_a_default_real_run_overlaps_checkpoints_within_the_slots(
         calls = app.count()
         rig.run(jobs=None, traces=None)
         assert app.count() == calls  # a finished plan calls nothing
-    assert result.jobs == real_jobs(4, 1, memory=available_memory())
+    assert result.jobs == real_jobs(4, 1, memory=available_memory(), cpus=os.cpu_count())
     assert len(result.records) == 6 and result.built == 6  # 2 traces x 3 arms
     assert len(again.records) == 12 and again.built == 6
     assert all(p.status == "valid" for r in again.records for p in r.probes)
@@ -97,8 +99,8 @@ def test_concurrency_bounds_the_calls_in_flight(tmp_path: Path, clean_checkout: 
     app = WireServer(latency_ms=150)
     with serve_in_thread(app) as url:
         rig = Rig(tmp_path, clean_checkout, url, "openai-chat", judge="none", probe_limit=1)
-        result = rig.run(jobs=None, concurrency=1, traces=None)
-    assert result.jobs == 2  # two threads for the one slot
+        result = rig.run(jobs=4, concurrency=1, traces=None)
+    assert result.jobs == 4  # four checkpoints at a time, one slot
     assert app.peak_in_flight == 1
     assert len(result.records) == 12
 
