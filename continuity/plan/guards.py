@@ -155,7 +155,7 @@ def _check_confirmation(plan: Plan, confirm: str | None, store: Store) -> DryRun
         raise RealModeError(
             f"--confirm-plan {confirm[:16]}... is not this plan's digest {digest[:16]}...: a "
             "bound option (suite, seeds, models, efforts, repeats, arms, probe limit, "
-            "endpoint or credentials path) differs from the dry run",
+            "endpoint, credentials path or price source) differs from the dry run",
             code="confirmation_mismatch",
             location="--confirm-plan",
         )
