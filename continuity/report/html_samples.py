@@ -60,8 +60,28 @@ def _index_list(samples: list[Sample], key: Callable[[Sample], str], prefix: str
     return "".join(out)
 
 
-def index_html(samples: list[Sample]) -> str:
-    """The outcome and category index (anchors ``ix-o-*`` and ``ix-c-*``)."""
+def _ordered(samples: list[Sample], suites: list[str], arms: list[str]) -> list[Sample]:
+    """Samples in the report's order: suite, arm (both as the tables order them), trace,
+    repeat, then probe (their order in `samples`)."""
+    suite_order = {s: i for i, s in enumerate(suites)}
+    arm_order = {a: i for i, a in enumerate(arms)}
+    return sorted(
+        samples,
+        key=lambda s: (
+            suite_order.get(s.suite, len(suite_order)),
+            s.suite,
+            arm_order.get(s.arm, len(arm_order)),
+            s.arm,
+            s.trace_id,
+            s.repeat,
+        ),
+    )
+
+
+def index_html(samples: list[Sample], suites: list[str], arms: list[str]) -> str:
+    """The outcome and category index (anchors ``ix-o-*`` and ``ix-c-*``), each group's
+    links in the report's order."""
+    samples = _ordered(samples, suites, arms)
     return (
         '<h3 id="index-outcome">By outcome</h3>'
         + _index_list(samples, _group, "ix-o-")
@@ -81,7 +101,7 @@ def _sample(s: Sample) -> str:
         ("question", _e(s.question)),
         ("expected", _e(s.expected)),
         ("answer", f"<code>{_e(s.answer)}</code>"),
-        ("why", _e(s.score_reason)),
+        ("score reason", _e(s.score_reason)),
         ("availability", _availability(s)),
         ("boundary", _e(s.boundary)),
         ("judge", _e(s.judge)),
@@ -100,23 +120,10 @@ def _sample(s: Sample) -> str:
 
 def drilldown_html(samples: list[Sample], suites: list[str], arms: list[str]) -> str:
     """Arm -> trace -> probe, suite by suite in the report's order."""
-    suite_order = {s: i for i, s in enumerate(suites)}
-    arm_order = {a: i for i, a in enumerate(arms)}
-    ordered = sorted(
-        samples,
-        key=lambda s: (
-            suite_order.get(s.suite, len(suite_order)),
-            s.suite,
-            arm_order.get(s.arm, len(arm_order)),
-            s.arm,
-            s.trace_id,
-            s.repeat,
-        ),
-    )
     out: list[str] = []
     arm_key: tuple[str, str] | None = None
     unit_key: tuple[str, int] | None = None
-    for s in ordered:
+    for s in _ordered(samples, suites, arms):
         if (s.suite, s.arm) != arm_key:
             arm_key, unit_key = (s.suite, s.arm), None
             out.append(f'<h3 class="arm">{_e(s.arm)} <small>({_e(s.suite)})</small></h3>')

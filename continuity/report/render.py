@@ -250,7 +250,7 @@ def render_html(r: Results, context: ReportContext | None = None) -> str:
         samples = (
             '<section id="index"><h2>Sample index</h2><p class="n">Every sample by outcome '
             "and by category; each link opens onto its sample below.</p>"
-            + index_html(context.samples)
+            + index_html(context.samples, r.suites, r.arms)
             + '</section><section id="samples"><h2>Samples (drill-down)</h2>'
             '<p class="n">Arm, then trace and repeat, then probe: open a probe for its '
             "question, expected value, answer and grading.</p>"

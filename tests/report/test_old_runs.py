@@ -35,7 +35,7 @@ OUTPUTS = ("results", "summary", "report")
 PINNED = {
     "results": "3b730720d04957627f9949cd68636b035920c582f2f1006950a3c83a8e091c24",
     "summary": "6dcc5ce67e2c3de50d89e95154ad72a248763b7f463030952824c0ee473d0c71",
-    "report": "d0ad13cbad731b6d2ac9eb3c03dc6315b92682d0df669ee9aaf03392eba4e92e",
+    "report": "7bc244ca618c4c0eab6926282e44a65b76bf4aa4cb100a36e47d3e161590d5b0",
 }
 
 

@@ -69,7 +69,7 @@ def test_every_sample_has_a_collapsed_drilldown_that_the_index_links_to(page: Pa
     sample = next(s for s in context.samples if s.status == "valid")
     details = re.search(rf'<details id="{sample.anchor}">.*?</details>', page.html)
     assert details is not None
-    for field in ("question", "expected", "answer", "why", "availability", "boundary"):
+    for field in ("question", "expected", "answer", "score reason", "availability", "boundary"):
         assert f"<dt>{field}</dt>" in details.group(0)
     assert sample.path.startswith("units/") and sample.path in details.group(0)
     assert sample.judge is not None and sample.judge in details.group(0)  # judge opted in
