@@ -108,7 +108,7 @@ def _listing(
     rows: list[tuple[str, int, int, int]] = []
     try:
         entries = list(os.scandir(folder))
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # missing or unreadable: the aggregate reports it with its code
         return rows
     for entry in entries:
         name = prefix + entry.name
