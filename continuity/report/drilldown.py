@@ -15,10 +15,9 @@ from pathlib import Path
 
 import msgspec
 
-from continuity.errors import AggregateError
 from continuity.probe.receipts import SampleEvidence
 from continuity.report.results import ReportContext, Sample
-from continuity.report.scores import Scorer, load_unit_trace
+from continuity.report.scores import Scorer
 from continuity.report.verify import decode_unit
 from continuity.runner.manifest import read_run_manifest
 from continuity.runner.units import ProbeResult, UnitRecord
@@ -30,13 +29,13 @@ from continuity.traces.schema import (
     CommitmentStatusExpectation,
     Expectation,
     NextActionExpectation,
+    Probe,
     RedactionExpectation,
     SupersededCurrentExpectation,
     ToolIdentifierExpectation,
-    Trace,
 )
 
-__all__ = ["boundary_summary", "expected_text", "report_context"]
+__all__ = ["UNKNOWN", "boundary_summary", "expected_text", "report_context"]
 
 UNKNOWN = "(unknown: the trace is not in the store)"
 
@@ -100,8 +99,7 @@ def _judge(record: UnitRecord) -> dict[str, str]:
     }
 
 
-def _samples(record: UnitRecord, trace: Trace | None, relative: str) -> list[Sample]:
-    probes = {p.probe_id: p for p in trace.probes} if trace is not None else {}
+def _samples(record: UnitRecord, probes: dict[str, Probe], relative: str) -> list[Sample]:
     verdicts = _judge(record)
 
     def sample(result: ProbeResult) -> Sample:
@@ -134,11 +132,26 @@ def _samples(record: UnitRecord, trace: Trace | None, relative: str) -> list[Sam
     return [sample(p) for p in record.probes]
 
 
-def _trace(store: Store, record: UnitRecord, path: Path, cache: dict[str, Trace]) -> Trace | None:
-    try:
-        return load_unit_trace(store, record, path, cache)
-    except AggregateError:  # trace_missing: the drill-down says so instead of failing
-        return None
+class _TraceProbes(msgspec.Struct):
+    """The part of a stored trace the drill-down shows (the rest is skipped unread)."""
+
+    probes: tuple[Probe, ...] = ()
+
+
+def _probes(
+    store: Store, trace_key: str, cache: dict[str, dict[str, Probe] | None]
+) -> dict[str, Probe] | None:
+    """The probes of a stored trace by id, read once per trace; None when the store no
+    longer holds it (or it does not decode). The store checked its bytes and the
+    traces task validated it, so it is only decoded here, not validated again."""
+    if trace_key not in cache:
+        data = store.load_output(trace_key)
+        try:
+            decoded = msgspec.json.decode(data, type=_TraceProbes) if data else None
+        except msgspec.MsgspecError:
+            decoded = None
+        cache[trace_key] = {p.probe_id: p for p in decoded.probes} if decoded else None
+    return cache[trace_key]
 
 
 def report_context(store: Store, run_dir: Path, scorer: Scorer | None = None) -> ReportContext:
@@ -151,7 +164,7 @@ def report_context(store: Store, run_dir: Path, scorer: Scorer | None = None) ->
             ``unit_malformed`` for a unit file that does not decode.
     """
     manifest = read_run_manifest(run_dir)
-    traces: dict[str, Trace] = {}
+    traces: dict[str, dict[str, Probe] | None] = {}
     samples: list[Sample] = []
     readers: set[str] = set()
     histories: set[str] = set()
@@ -164,7 +177,7 @@ def report_context(store: Store, run_dir: Path, scorer: Scorer | None = None) ->
                 readers.add(probe.evidence.reader_model)
                 histories.add(probe.evidence.history_model)
         relative = path.relative_to(run_dir).as_posix()
-        samples += _samples(record, _trace(store, record, path, traces), relative)
+        samples += _samples(record, _probes(store, record.trace_key, traces) or {}, relative)
     samples.sort(key=lambda s: (s.suite, s.arm, s.trace_id, s.repeat, s.probe_id, s.path))
     numbered = [
         msgspec.structs.replace(s, anchor=f"s{index}") for index, s in enumerate(samples, 1)

@@ -154,3 +154,15 @@ def test_the_charts_have_axes_scales_and_intervals(page: Page) -> None:
     if page.results.paired:
         assert "95% paired bootstrap interval" in overview
         assert "arm minus native, percentage points" in overview
+
+
+def test_a_trace_gone_from_the_store_leaves_its_questions_unknown(
+    page: Page, tmp_path: Path
+) -> None:
+    from continuity.report.drilldown import UNKNOWN, report_context
+    from continuity.store import Store
+
+    context = report_context(Store(tmp_path / "empty-store"), page.path.parent)
+    assert context.samples and {s.question for s in context.samples} == {UNKNOWN}
+    assert {s.expected for s in context.samples} == {UNKNOWN}
+    assert all(s.answer for s in context.samples)  # the unit files still tell the rest
