@@ -179,9 +179,11 @@ def _header(r: Results, c: ReportContext | None) -> str:
         else ""
     )
     real = run_note(r) == REAL_NOTE
+    note = run_note(r).removeprefix("Real run: ")  # the banner's bold label says it
+    note = note[:1].upper() + note[1:]
     return (
         f'<section id="run"><p class="note{" real" if real else ""}"><b>'
-        f"{'Real run' if real else 'Offline run'}.</b> {html.escape(run_note(r))}</p>"
+        f"{'Real run' if real else 'Offline run'}.</b> {html.escape(note)}</p>"
         f'<dl class="meta">{rows}</dl>{missing}'
         f'<p class="n">{html.escape(protocol_line(r))} {html.escape(scorer_line(r))}</p></section>'
     )

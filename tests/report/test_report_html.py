@@ -166,3 +166,13 @@ def test_a_trace_gone_from_the_store_leaves_its_questions_unknown(
     assert context.samples and {s.question for s in context.samples} == {UNKNOWN}
     assert {s.expected for s in context.samples} == {UNKNOWN}
     assert all(s.answer for s in context.samples)  # the unit files still tell the rest
+
+
+def test_a_real_run_leads_with_accuracy_under_a_real_banner(page: Page) -> None:
+    spend = dict(page.results.spend)
+    spend["native"] = msgspec.structs.replace(spend["native"], model_calls=3)
+    real = msgspec.structs.replace(page.results, spend=spend)
+    text = render_html(real, context_of(page))
+    assert '<p class="note real"><b>Real run.</b> Answers came from' in text
+    assert "Offline run." not in text and "mechanics" not in text
+    assert text.index(">Accuracy</text>") < text.index("Where the answer-bearing fact was")
