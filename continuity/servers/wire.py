@@ -131,6 +131,20 @@ async def _stream(send: Send, events: Events) -> None:
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+async def _send_json(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Send `body` (JSON) with `status` and any extra `headers`, in one body message."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *(headers or [])],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
 class WireServer:
     """The ASGI app. `calls` lists ``(path, body)`` of every model call received (a
     ``GET /v1/models`` is not a model call); each is answered `latency_ms` after it
@@ -297,19 +311,7 @@ class WireServer:
         else:
             document = anthropic_message(self.model, call, text, tool, usage, caching=caching)
         encoded = json.dumps(document).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send(
-            {
-                "type": "http.response.body",
-                "body": encoded[: len(encoded) // 2] if truncated else encoded,
-            }
-        )
+        await _send_json(send, 200, encoded[: len(encoded) // 2] if truncated else encoded)
 
     async def _json(
         self,
@@ -318,14 +320,7 @@ class WireServer:
         payload: dict[str, Any],
         headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json"), *(headers or [])],
-            }
-        )
-        await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
+        await _send_json(send, status, json.dumps(payload).encode(), headers or [])
 
 
 @contextmanager
@@ -363,18 +358,14 @@ def _whole_number(option: str, minimum: int, maximum: int) -> Callable[[str], in
 
     def parse(text: str) -> int:
         stripped = text.strip()
-        if not stripped.isascii() or not stripped.isdigit() or len(stripped) > 12:
+        whole = stripped.isascii() and stripped.isdigit() and len(stripped) <= 12
+        if not whole or not minimum <= int(stripped) <= maximum:
             raise UsageError(
                 f"{text[:40]!r} is not a whole number from {minimum} to {maximum}",
                 code="option_invalid",
                 location=option,
             )
-        value = int(stripped)
-        if not minimum <= value <= maximum:
-            raise UsageError(
-                f"{value} is outside {minimum} to {maximum}", code="option_invalid", location=option
-            )
-        return value
+        return int(stripped)
 
     return parse
 
