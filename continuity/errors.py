@@ -96,7 +96,6 @@ Raised with the classes above from other modules (by area)::
                      lookup_cleanup_timeout, boundary_record_mismatch, probe_request_invalid,
                      worker_request_invalid (the unit worker's stdin request)
     wire stand-in    port_unavailable (python -m continuity.servers.wire --port: in use)
-    wire stand-in    port_unavailable (python -m continuity.servers.wire --port: in use)
     ConversationHistory  history_unavailable, history_invalid_request,
                      history_record_unknown, history_cursor_invalid
     offline contract arm_contract_failed, checkpoint_contract_failed,
