@@ -20,10 +20,13 @@ import msgspec
 from continuity.errors import ContinuityError
 from continuity.harness.checkpoints import CheckpointResult, fork, run_child
 from continuity.outputs import resolve_out_path, write_json, write_output
+from continuity.plan.plan import build_plan
+from continuity.plan.pricing import default_catalog_path
 from continuity.progress import progress
-from continuity.report.aggregate import aggregate_run
+from continuity.report.freshness import aggregate_stamped
 from continuity.runner.checkpoints import build_checkpoints
 from continuity.runner.design import check_design
+from continuity.runner.manifest import utc_stamp, write_run_manifest
 from continuity.runner.units import build_units
 from continuity.store import Store, utc_now
 from continuity.traces.bounds import RESULT_HEAD_BYTES
@@ -90,9 +93,16 @@ def run_offline_contract(
     check_distractor_pairs(store, results["hard"], results["hard-distractors"])
     checkpoints = _check_checkpoints(store, out, results)
     run_dir = out / "runs" / CONTRACT_RUN
+    started = utc_stamp()
     units = _run_units(store, run_dir)
     check_units(units)
-    aggregated, paths, _ = aggregate_run(store, run_dir)
+    write_run_manifest(
+        run_dir,
+        build_plan(arms="all", judge=CONTRACT_JUDGE),  # the models and arms every suite ran
+        started=started,
+    )
+    # Stamped, so `doit aggregate` right after the contract is up to date.
+    aggregated, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
     for item in results["hard"].items:
         if item.trace_id in CONTRACT_DESIGN_TRACES:
             check_design(store, decode_trace(store.get_blob(item.digest)), item)

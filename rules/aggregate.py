@@ -121,19 +121,14 @@ def _key(options: RunOptions, run: Path) -> str:
     return aggregate_key(run, options.get("scorer") or "current", _catalog_path(options))
 
 
-def _rebuild(options: RunOptions, run: Path, key: str) -> str:
-    """Aggregate `run` and stamp its outputs with `key` (computed before any unit was
-    read, so a unit written meanwhile makes the next check run again)."""
-    from continuity.plan.pricing import load_catalog
-    from continuity.report.aggregate import aggregate_run
-    from continuity.report.freshness import forget_stamp, write_stamp
+def _rebuild(options: RunOptions, run: Path) -> str:
+    """Aggregate `run` and stamp its outputs (the key is computed again before any unit
+    is read, so a unit written meanwhile makes the next check run again)."""
+    from continuity.report.freshness import aggregate_stamped
 
-    forget_stamp(run)
-    catalog = load_catalog(_catalog_path(options))
-    results, paths, read = aggregate_run(
-        Selection(options).store, run, catalog, options.get("scorer") or "current"
+    results, paths, read = aggregate_stamped(
+        Selection(options).store, run, _catalog_path(options), options.get("scorer") or "current"
     )
-    write_stamp(run, key, results.units, paths)
     return (
         f"aggregate: {results.units} units ({read} read, {results.units - read} from the "
         f"cache), graded by the {_scorer_name(results.scorer)}; report at {paths['report']}"
@@ -151,12 +146,11 @@ def _aggregate(**options: Unpack[RunOptions]) -> str:
     from continuity.report.freshness import current_stamp
 
     run = run_dir(options)
-    key = _key(options, run)
     minimum = options.get("fail_under")
     # Without a gate doit's uptodate check already skipped a current run; with one the
     # task always runs, and skips only the rebuild.
-    stamp = current_stamp(run, key) if minimum is not None else None
-    line = _rebuild(options, run, key) if stamp is None else _fresh_line(run, stamp)
+    stamp = current_stamp(run, _key(options, run)) if minimum is not None else None
+    line = _rebuild(options, run) if stamp is None else _fresh_line(run, stamp)
     if minimum is None:
         return line
     from continuity.report.threshold import check_accuracy

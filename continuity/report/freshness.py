@@ -31,10 +31,15 @@ from __future__ import annotations
 import os
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from continuity.digest import code_digest, digest_bytes, value_digest
+
+if TYPE_CHECKING:
+    from continuity.report.results import Results
+    from continuity.store import Store
 
 __all__ = [
     "AGGREGATE_CODE",
@@ -44,6 +49,7 @@ __all__ = [
     "AggregateStamp",
     "OutputStamp",
     "aggregate_key",
+    "aggregate_stamped",
     "current_stamp",
     "forget_stamp",
     "read_stamp",
@@ -183,6 +189,26 @@ def write_stamp(run_dir: Path, key: str, units: int, outputs: dict[str, Path]) -
     target = run_dir / STAMP_NAME
     write_json(target, record)
     return target
+
+
+def aggregate_stamped(
+    store: Store, run_dir: Path, catalog_path: Path, scorer: str = "current"
+) -> tuple[Results, dict[str, Path], int]:
+    """`continuity.report.aggregate.aggregate_run`, stamped: the key is computed before
+    any unit is read and the stamp written after the outputs, so the next `doit
+    aggregate` with the same options is up to date. Returns what `aggregate_run` does.
+
+    Raises:
+        AggregateError: as `aggregate_run`. PricingError: ``pricing_invalid``.
+    """
+    from continuity.plan.pricing import load_catalog
+    from continuity.report.aggregate import aggregate_run
+
+    key = aggregate_key(run_dir, scorer, catalog_path)
+    forget_stamp(run_dir)
+    results, paths, read = aggregate_run(store, run_dir, load_catalog(catalog_path), scorer)
+    write_stamp(run_dir, key, results.units, paths)
+    return results, paths, read
 
 
 def forget_stamp(run_dir: Path) -> None:

@@ -240,6 +240,15 @@ def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_pat
     }
     for suite in ("original", "hard", "hard-distractors"):
         assert (tmp_path / "out" / "traces" / suite / "manifest.json").is_file()
+    manifest = json.loads((report.parent / "run.json").read_text())  # the report's header
+    assert (manifest["suites"], manifest["endpoint_kind"]) == (["hard", "original"], "scripted")
+    assert len(manifest["plan_digest"]) == 64 and manifest["commit"]
+    # The contract stamps its aggregate: the Quick start's next `doit aggregate` reads the
+    # contract's run (the most recent) and rewrites nothing.
+    before = report.stat().st_mtime_ns
+    aggregate = doit(tmp_path, "aggregate")
+    assert "-- aggregate" in aggregate.stdout and "offline-contract up to date" in aggregate.stdout
+    assert report.stat().st_mtime_ns == before
     again = doit(tmp_path, "offline_contract")
     assert "offline contract passed" in again.stdout
     assert (
