@@ -247,7 +247,9 @@ def main() -> None:
         versions = {f"current {args.current}": _worktree(args.current, work / "current")}
         if not args.current_only:
             versions[f"baseline {args.baseline}"] = _worktree(args.baseline, work / "baseline")
-        results = {name: {0: [], latency: []} for name in versions}
+        results: dict[str, dict[int, list[dict[str, float]]]] = {
+            name: {0: [], latency: []} for name in versions
+        }
         try:
             for n in range(args.runs):
                 for name, tree in versions.items():

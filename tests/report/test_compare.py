@@ -293,7 +293,8 @@ def test_the_paired_bootstrap_is_deterministic(tmp_path: Path) -> None:
     cached = paired_delta(Store(tmp_path / "one"), pairs)
     assert first == again == cached
     assert first.delta_pp == pytest.approx(100 * (13 - 18) / 40)
-    assert first.ci_low is not None and first.ci_high is not None
-    assert first.ci_low <= first.delta_pp <= first.ci_high
+    low, delta, high = first.ci_low, first.delta_pp, first.ci_high
+    assert low is not None and delta is not None and high is not None
+    assert low <= delta <= high
     assert (first.base_only, first.head_only) == (7, 2)
     assert first.mcnemar_p == pytest.approx(2 * (1 + 9 + 36) / 512)

@@ -31,7 +31,7 @@ def stamped(run: tuple[Store, Path], tmp_path: Path) -> tuple[Path, Path]:
     """An aggregated copy of the shared run, stamped as `doit aggregate` stamps it, and
     a private pricing catalog."""
     store, run_dir = run
-    catalog = shutil.copy(default_catalog_path(), tmp_path / "catalog.json")
+    catalog = Path(shutil.copy(default_catalog_path(), tmp_path / "catalog.json"))
     key = aggregate_key(run_dir, "current", catalog)
     results, paths, _ = aggregate_run(store, run_dir, load_catalog(catalog), "current")
     write_stamp(run_dir, key, results.units, paths)

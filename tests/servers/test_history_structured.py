@@ -50,7 +50,8 @@ def _structured(result: types.CallToolResult) -> dict[str, Any]:
     [text] = result.content
     assert isinstance(text, types.TextContent)
     assert json.loads(text.text) == result.structured_content
-    return result.structured_content
+    structured: dict[str, Any] = result.structured_content
+    return structured
 
 
 async def _exercise(session: ClientSession) -> None:
