@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import difflib
 import getopt
+import inspect
 import os
 import re
 import sys
@@ -271,7 +272,10 @@ class CheckedDodoLoader(DodoTaskLoader):  # type: ignore[misc]
             asked = help_asked(pos_args, [t.name for t in tasks])
             if asked is not None:  # doit TASK --help: the task's help, exit 0
                 task = next(t for t in tasks if t.name == asked)
-                print(task_help(asked, task.doc, [*task.params, *task.creator_params]))
+                # doit keeps only a docstring's first line (task.doc); help shows it all
+                creator = getattr(self, "namespace", {}).get(f"task_{asked}")
+                doc = inspect.getdoc(creator) if creator is not None else None
+                print(task_help(asked, doc or task.doc, [*task.params, *task.creator_params]))
                 raise SystemExit(0)
             problem = selection_problem(
                 pos_args,

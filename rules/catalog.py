@@ -34,12 +34,16 @@ def _runs(out: str) -> str:
 
 
 def task_arms() -> TaskSpec:
-    """List every arm: its boundary, history, continuity, evidence, pressure rule and
-    whether it runs at this revision."""
+    """List every arm: boundary, history, continuity, evidence, pressure, availability.
+
+    One row per arm with its boundary, its history binding, its continuity source, the
+    evidence it records, its pressure rule and whether it runs at this revision."""
     return {"actions": [task_action(_arms)], "verbosity": 2}
 
 
 def task_runs() -> TaskSpec:
-    """List the runs under the output directory: units, newest unit, plan digest and
-    start date (from each run's run.json), report."""
+    """List the runs under the output directory with their unit counts and plan digests.
+
+    For each run: its unit files, when the newest was written, the plan digest and start
+    date (from its run.json) and whether a report was aggregated."""
     return {"actions": [task_action(_runs)], "params": [OUT], "verbosity": 2}

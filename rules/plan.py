@@ -241,8 +241,10 @@ def task_plan() -> TaskSpec:
 
 
 def task_dry_run() -> TaskSpec:
-    """Print a plan's workload, list prices and their source, the confirmation digest and
-    the command that runs the plan (no network)."""
+    """Print a plan's workload, prices, confirmation digest and next command (no network).
+
+    The workload, list prices and their source, the digest a real run confirms, and the
+    exact command that runs the plan with the same options."""
     return {
         "actions": [task_action(_dry_run)],
         "params": [*PLAN_PARAMS, COST_LIMIT, STORE, OUT],

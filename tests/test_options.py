@@ -632,3 +632,23 @@ def test_help_names_the_task_it_follows(tmp_path: Path) -> None:
     result = doit_cli(tmp_path, "traces", "aggregate", "--help")
     assert result.returncode == 0 and result.stdout.startswith("doit aggregate [options]")
     assert "(default: the most recent run)" in result.stdout
+
+
+def test_help_prints_the_whole_description_not_doits_first_line(tmp_path: Path) -> None:
+    result = doit_cli(tmp_path, "dry_run", "--help")
+    assert result.returncode == 0, result.stderr
+    description = result.stdout.split("\n\n")[1:3]
+    assert description[0].endswith("(no network).")  # a whole first sentence
+    assert "exact command that runs the plan" in description[1]  # and what follows it
+
+
+def test_every_tasks_first_doc_line_is_a_whole_sentence() -> None:
+    """doit list shows only a task docstring's first line: it must not stop mid-sentence."""
+    import inspect
+
+    import dodo
+
+    for name in dodo.__all__:
+        if name.startswith("task_"):
+            first = (inspect.getdoc(getattr(dodo, name)) or "").splitlines()[0]
+            assert first.endswith((".", ")", ".)")), f"{name}: {first!r}"
