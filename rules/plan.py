@@ -183,10 +183,10 @@ def _dry_run(**options: Unpack[PricedOptions]) -> str:
 
 def next_command(options: Mapping[str, object], plan: Plan, digest: str) -> str:
     """The command that runs `plan`: ``python3 -m doit units`` with every plan option
-    the user gave a non-default value (so it binds the same digest) and ``--store`` if
-    given; a real plan adds ``--real --confirm-plan DIGEST`` and an ``--out`` outside the
-    checkout (``~/continuity-runs/<digest prefix>``; any such directory works)."""
-    import os
+    the user gave a non-default value (so it binds the same digest), ``--store`` and
+    ``--out`` if given; a real plan adds ``--real --confirm-plan DIGEST`` and needs an
+    ``--out`` outside the checkout: the user's, when it is one, else
+    ``~/continuity-runs/<digest prefix>`` (any such directory works)."""
     import shlex
 
     words = ["python3", "-m", "doit", "units"]
@@ -196,9 +196,28 @@ def next_command(options: Mapping[str, object], plan: Plan, digest: str) -> str:
         value = options.get(spec["name"], spec["default"])
         if value != spec["default"]:
             words += [f"--{spec['long']}", str(value)]
-    if plan.mode == "real":
-        words += ["--out", os.path.expanduser(f"~/continuity-runs/{digest[:16]}")]
+    out = _next_out(str(options.get("out") or ""), plan, digest)
+    if out:
+        words += ["--out", out]
     return shlex.join(words)
+
+
+def _next_out(given: str, plan: Plan, digest: str) -> str:
+    """The ``--out`` of the next command: the user's (offline, or real and outside the
+    checkout), else for a real plan a directory in the home folder; offline without one
+    the default output directory (no option)."""
+    import os
+    from pathlib import Path
+
+    from continuity.plan.guards import default_checkout
+
+    if plan.mode != "real":
+        return given
+    if given:
+        resolved = Path(given).expanduser().resolve()
+        if not resolved.is_relative_to(default_checkout().resolve()):
+            return given
+    return os.path.expanduser(f"~/continuity-runs/{digest[:16]}")
 
 
 def _estimate(**options: Unpack[EstimateOptions]) -> None:

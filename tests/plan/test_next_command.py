@@ -89,6 +89,30 @@ def test_a_custom_catalog_is_carried_into_the_real_command(tmp_path: Path) -> No
     assert plan_digest(plan_from_options(_parse(task_units, words[4:]))) == plan_digest(plan)
 
 
+def test_the_users_out_is_kept_offline_and_outside_the_checkout(tmp_path: Path) -> None:
+    """The run goes where the dry run was told to write: offline always, real when that
+    directory is outside the checkout (inside, real mode would refuse it)."""
+    outside = str(tmp_path / "runs")
+    inside = str(REPO / "out")
+    real = ["--provider", "openai-chat", "--credentials", "/c.json"]
+    for args, expected in [
+        (["--out", outside], outside),
+        ([*real, "--out", outside], outside),
+        ([*real, "--out", inside], None),
+        ([], None),
+    ]:
+        dry = _parse(task_dry_run, args)
+        plan = plan_from_options(dry)
+        words = shlex.split(next_command(dry, plan, plan_digest(plan)))
+        units = _parse(task_units, words[4:])
+        if expected is not None:
+            assert units["out"] == expected, args
+        elif plan.mode == "real":  # the checkout's out/ replaced by a home directory
+            assert REPO not in Path(units["out"]).parents and units["out"] != inside
+        else:
+            assert "--out" not in words
+
+
 def _doit(tmp_path: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
     """doit in a process where any socket connection aborts it; no CI variable, so the
     real-mode guards run past guard 1 (the credentials file never exists)."""
