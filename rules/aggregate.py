@@ -117,8 +117,10 @@ def _catalog_path(options: RunOptions) -> Path:
 def _key(options: RunOptions, run: Path) -> str:
     """The aggregate key of the run these options read (see continuity.report.freshness)."""
     from continuity.report.freshness import aggregate_key
+    from continuity.store import resolve_store_path
 
-    return aggregate_key(run, options.get("scorer") or "current", _catalog_path(options))
+    store = resolve_store_path(options.get("store") or None)  # a path; nothing is opened
+    return aggregate_key(run, options.get("scorer") or "current", _catalog_path(options), store)
 
 
 def _rebuild(options: RunOptions, run: Path) -> str:

@@ -8,7 +8,8 @@ equals the stamp's and every output still has its recorded size and digest.
 The key (`aggregate_key`) is a digest over a type-tagged pre-image of everything the
 outputs depend on:
 
-- the run directory (absolute) and the options that choose how to read it: the scorer
+- the run directory and the store (both absolute; the drill-down quotes the store's
+  traces) and the options that choose how to read it: the scorer
   choice (``--scorer``) and the pricing catalog (``--pricing`` or the default catalog);
 - the unit set: every ``units/**/*.json`` file's relative path, size, inode and mtime
   (a unit is rewritten by atomic replace, so a changed unit has a new inode), and the
@@ -127,9 +128,11 @@ def _listing(
     return sorted(rows)
 
 
-def aggregate_key(run_dir: Path, scorer: str, catalog: Path) -> str:
-    """The aggregate key of `run_dir` read with `scorer` and priced with `catalog` (see
-    the module doc). Reads directory listings and the catalog file, never a unit.
+def aggregate_key(run_dir: Path, scorer: str, catalog: Path, store_root: Path) -> str:
+    """The aggregate key of `run_dir` read with `scorer`, priced with `catalog`, against
+    the store at `store_root` (the traces the drill-down quotes and the score caches live
+    there; see the module doc). Reads directory listings and the catalog file, never a
+    unit.
 
     Raises:
         PricingError: ``pricing_invalid`` when the catalog cannot be read or genai-prices
@@ -143,6 +146,7 @@ def aggregate_key(run_dir: Path, scorer: str, catalog: Path) -> str:
             "continuity-aggregate-key-v1",
             {
                 "run_dir": str(run_dir),
+                "store": str(store_root.absolute()),
                 "scorer": scorer,
                 "catalog": str(catalog.absolute()),
                 "prices": msgspec.to_builtins(price_source(catalog)),
@@ -204,7 +208,7 @@ def aggregate_stamped(
     from continuity.plan.pricing import load_catalog
     from continuity.report.aggregate import aggregate_run
 
-    key = aggregate_key(run_dir, scorer, catalog_path)
+    key = aggregate_key(run_dir, scorer, catalog_path, store.root)
     forget_stamp(run_dir)
     results, paths, read = aggregate_run(store, run_dir, load_catalog(catalog_path), scorer)
     write_stamp(run_dir, key, results.units, paths)

@@ -25,6 +25,10 @@ from continuity.report.freshness import (
 from continuity.report.scores import SCORER_DATA, SCORER_MODULES
 from continuity.store import Store
 
+# The store a key names (the aggregate below reads the shared run's real store; the key
+# only has to name one store consistently).
+STORE_ROOT = Path("/srv/continuity-store")
+
 
 @pytest.fixture
 def stamped(run: tuple[Store, Path], tmp_path: Path) -> tuple[Path, Path]:
@@ -32,14 +36,14 @@ def stamped(run: tuple[Store, Path], tmp_path: Path) -> tuple[Path, Path]:
     a private pricing catalog."""
     store, run_dir = run
     catalog = Path(shutil.copy(default_catalog_path(), tmp_path / "catalog.json"))
-    key = aggregate_key(run_dir, "current", catalog)
+    key = aggregate_key(run_dir, "current", catalog, STORE_ROOT)
     results, paths, _ = aggregate_run(store, run_dir, load_catalog(catalog), "current")
     write_stamp(run_dir, key, results.units, paths)
     return run_dir, catalog
 
 
 def _fresh(run_dir: Path, catalog: Path, scorer: str = "current") -> bool:
-    return current_stamp(run_dir, aggregate_key(run_dir, scorer, catalog)) is not None
+    return current_stamp(run_dir, aggregate_key(run_dir, scorer, catalog, STORE_ROOT)) is not None
 
 
 def test_a_stamped_run_is_current_until_its_unit_set_changes(stamped: tuple[Path, Path]) -> None:
@@ -87,9 +91,17 @@ def test_the_scorer_pricing_and_lookup_slots_are_in_the_key(stamped: tuple[Path,
     document["note"] += " (edited)"
     catalog.write_bytes(msgspec.json.encode(document))
     assert not _fresh(run_dir, catalog)
-    before = aggregate_key(run_dir, "current", other)
+    before = aggregate_key(run_dir, "current", other, STORE_ROOT)
     (run_dir / "lookup-slots.json").write_bytes(b'{"slots": []}')
-    assert aggregate_key(run_dir, "current", other) != before
+    assert aggregate_key(run_dir, "current", other, STORE_ROOT) != before
+
+
+def test_another_store_is_another_key(stamped: tuple[Path, Path]) -> None:
+    """The drill-down quotes the store's traces: reading another store re-renders."""
+    run_dir, catalog = stamped
+    assert _fresh(run_dir, catalog)
+    other = aggregate_key(run_dir, "current", catalog, STORE_ROOT.with_name("other-store"))
+    assert current_stamp(run_dir, other) is None
 
 
 def test_the_run_manifest_is_in_the_key_and_the_outputs_are_not(
@@ -124,7 +136,7 @@ def test_the_code_and_the_price_source_are_in_the_key(
 def test_an_unreadable_catalog_is_refused_with_its_code(stamped: tuple[Path, Path]) -> None:
     run_dir, catalog = stamped
     with pytest.raises(PricingError) as refused:
-        aggregate_key(run_dir, "current", catalog.with_name("none.json"))
+        aggregate_key(run_dir, "current", catalog.with_name("none.json"), STORE_ROOT)
     assert refused.value.code == "pricing_invalid"
 
 
