@@ -19,11 +19,17 @@ every call is priced by one rule (`continuity.plan.pricing.call_cost`):
   reasoning or text-modality rates) makes the model **unknown**, never cheaper;
 - the model's context window is its input limit; it lists no output limit.
 
+A model whose prices change over time is priced on one given UTC day, never at the
+clock's "now" (`prices_on`): the price in force on that day by the library's own rule
+(the last entry whose start date has come, else the first). A model whose price changes
+within a day (time-of-day prices, such as DeepSeek's off-peak rates, which can be
+higher or lower) is **unknown**: a plan cannot know when its calls run. Request-specific
+price variants (a service tier chosen per request) are not applied: calls choose none.
+
 Only the data bundled with the installed package is read: never the network and never
 an auto-updated snapshot (``genai_prices.UpdatePrices`` installs a process-wide one,
-which this module does not consult), so a price is a function of the installed version,
-which the plan binds (`continuity.plan.pricing.PriceSource`). A price with date
-conditions is the one in force when the process first looks the model up.
+which this module does not consult), so a price is a function of the installed version
+and the day, both of which the plan binds (`continuity.plan.pricing.PriceSource`).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import math
-from datetime import UTC, datetime
+from datetime import date
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -42,7 +48,7 @@ if TYPE_CHECKING:
     from genai_prices import types as genai
     from genai_prices.data_snapshot import DataSnapshot
 
-__all__ = ["LIBRARY", "convert_price", "database_price", "library_version"]
+__all__ = ["LIBRARY", "convert_price", "database_price", "library_version", "prices_on"]
 
 LIBRARY = "genai-prices"
 _RATES = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
@@ -76,11 +82,44 @@ def _snapshot() -> DataSnapshot:
     return DataSnapshot(providers=providers, from_auto_update=False)
 
 
+def prices_on(info: genai.ModelInfo, day: date) -> genai.ModelPrice | None:
+    """The model's prices in force all through UTC `day`, or None when they change
+    within the day (a time-of-day or any other non-date condition may apply after the
+    day's price).
+
+    The day's price follows the library's rule (`genai_prices.types.ModelInfo.get_prices`):
+    of the conditional prices, the last whose condition holds wins, and the first when
+    none holds. Only the date is read; a clock never is.
+    """
+    from genai_prices.types import ModelPrice as GenaiPrice
+    from genai_prices.types import StartDateConstraint
+
+    if isinstance(info.prices, GenaiPrice):
+        return info.prices
+    entries = info.prices
+    in_force = [
+        i
+        for i, entry in enumerate(entries)
+        if entry.constraint is None
+        or (
+            isinstance(entry.constraint, StartDateConstraint) and entry.constraint.start_date <= day
+        )
+    ]
+    chosen = in_force[-1] if in_force else 0
+    # A later date condition has not started by `day`; any other later condition (a
+    # time of day) would override the day's price for part of the day.
+    for entry in entries[chosen + 1 :]:
+        if not isinstance(entry.constraint, StartDateConstraint):
+            return None
+    return entries[chosen].prices
+
+
 @functools.cache
-def database_price(model: str) -> ModelPrice | None:
-    """The price genai-prices' bundled data gives ``provider:model``, as a catalog
-    entry, or None when the provider or model is unknown to it or is billed for
-    something a call's token counts cannot price.
+def database_price(model: str, day: date) -> ModelPrice | None:
+    """The price genai-prices' bundled data gives ``provider:model`` on UTC `day`, as a
+    catalog entry, or None when the provider or model is unknown to it, its price
+    changes within the day, or it is billed for something a call's token counts cannot
+    price.
 
     Raises:
         PricingError: ``pricing_invalid`` for a price the database holds that is not a
@@ -94,7 +133,9 @@ def database_price(model: str) -> ModelPrice | None:
         provider, info = _snapshot().find_provider_model(name, None, provider_id, None)
     except LookupError:
         return None
-    price = info.get_prices(datetime.now(tz=UTC))
+    price = prices_on(info, day)
+    if price is None:
+        return None
     where = f"{LIBRARY} {version}:{provider.id}/{info.id}"
     return convert_price(price, info.context_window, where=where)
 

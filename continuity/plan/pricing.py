@@ -9,9 +9,14 @@ Prices are per million tokens. A call is priced at the highest tier whose
 ``above_input_tokens`` threshold its input strictly exceeds, counting cached input too.
 A missing rate makes the call's cost ``None`` (unknown), never zero.
 
-`PriceSource` names the prices a plan was estimated with (the catalog's bytes and the
-genai-prices version); a real plan binds it, so changing either changes the plan's
-confirmation digest.
+genai-prices' prices are those in force on the catalog's ``as_of`` day, never on the
+day the plan is built or run: a price the library dates (a price change, or a
+promotion that ends) is taken on that fixed day, so the same catalog and library
+version price every call the same on any day. Move ``as_of`` to take later changes.
+
+`PriceSource` names the prices a plan was estimated with (the catalog's bytes, the
+genai-prices version and the day its prices are taken on); a real plan binds it, so
+changing any of them changes the plan's confirmation digest.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from continuity.plan.price_catalog import (
     Catalog,
     ModelPrice,
     Tier,
+    catalog_day,
+    decode_catalog,
     default_catalog_path,
     load_catalog,
 )
@@ -50,20 +57,22 @@ __all__ = [
 
 class PriceSource(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Where a plan's prices come from: the catalog (blake3 of its bytes, so its path
-    does not matter) over a genai-prices version."""
+    does not matter) over a genai-prices version, whose prices are taken on the UTC day
+    `prices_on` (the catalog's ``as_of``, ``YYYY-MM-DD``)."""
 
     catalog_blake3: str
     library: str = LIBRARY
     library_version: str
+    prices_on: str
 
 
 def price_source(path: Path | None = None) -> PriceSource:
     """The price source of the catalog at `path` (default: the checked-in one) and the
-    installed genai-prices.
+    installed genai-prices, taken on the catalog's ``as_of`` day.
 
     Raises:
-        PricingError: ``pricing_invalid`` when the catalog cannot be read or genai-prices
-            is not installed.
+        PricingError: ``pricing_invalid`` when the catalog cannot be read or is invalid
+            (`decode_catalog`), or genai-prices is not installed.
     """
     source = path or default_catalog_path()
     try:
@@ -72,29 +81,37 @@ def price_source(path: Path | None = None) -> PriceSource:
         raise PricingError(
             f"cannot read the pricing catalog: {exc.strerror}", location=str(source)
         ) from None
-    return PriceSource(catalog_blake3=digest_bytes(data), library_version=library_version())
+    catalog = decode_catalog(data, str(source))
+    return PriceSource(
+        catalog_blake3=digest_bytes(data),
+        library_version=library_version(),
+        prices_on=catalog_day(catalog, str(source)).isoformat(),
+    )
 
 
 def describe_source(source: PriceSource, catalog: Catalog | None = None) -> str:
-    """One line naming the prices: the catalog's digest (and date) over genai-prices."""
-    dated = f", as of {catalog.as_of}" if catalog is not None else ""
+    """One line naming the prices: the catalog's digest over genai-prices and the day
+    its prices are taken on. (`catalog` is no longer read: the day is in `source`.)"""
+    del catalog
     return (
-        f"prices: catalog blake3 {source.catalog_blake3[:16]}{dated}, overriding "
-        f"{source.library} {source.library_version} (bundled data, never updated online)"
+        f"prices: catalog blake3 {source.catalog_blake3[:16]}, overriding "
+        f"{source.library} {source.library_version} as of {source.prices_on} "
+        "(bundled data, never updated online)"
     )
 
 
 def model_price(catalog: Catalog, model: str) -> ModelPrice | None:
     """The price of `model`: the catalog's entry when it lists the id (it overrides),
-    else genai-prices', else None (unknown).
+    else genai-prices' on the catalog's ``as_of`` day, else None (unknown).
 
     Raises:
-        PricingError: ``pricing_invalid`` for a genai-prices price out of range.
+        PricingError: ``pricing_invalid`` for a genai-prices price out of range, or a
+            catalog whose ``as_of`` is not a date.
     """
     listed = catalog.models.get(model)
     if listed is not None:
         return listed
-    return database_price(model)
+    return database_price(model, catalog_day(catalog))
 
 
 def _rates(price: ModelPrice, total_input: int) -> tuple[float | None, ...]:
