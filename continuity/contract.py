@@ -100,6 +100,7 @@ def run_offline_contract(
         run_dir,
         build_plan(arms="all", judge=CONTRACT_JUDGE),  # the models and arms every suite ran
         started=started,
+        suites=[suite for suite, _ in CONTRACT_CHECKPOINTS],
     )
     # Stamped, so `doit aggregate` right after the contract is up to date.
     aggregated, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())

@@ -44,6 +44,7 @@ def task_arms() -> TaskSpec:
 def task_runs() -> TaskSpec:
     """List the runs under the output directory with their unit counts and plan digests.
 
-    For each run: its unit files, when the newest was written, the plan digest and start
-    date (from its run.json) and whether a report was aggregated."""
+    For each run: its unit files, when the newest was written, its latest plan digest
+    (and how many plans its invocations ran) and first start date (from its run.json),
+    and whether a report was aggregated."""
     return {"actions": [task_action(_runs)], "params": [OUT], "verbosity": 2}

@@ -30,6 +30,7 @@ from continuity.report.sections import (
     spend_table,
     tool_use_tables,
 )
+from continuity.runner.manifest import RunManifest
 
 __all__ = [
     "OFFLINE_NOTE",
@@ -140,29 +141,59 @@ _STYLE = (
 )
 
 
+def _several(plural: str, values: list[str]) -> str:
+    """One value as it is; several as ``N <plural>: a, b``."""
+    return values[0] if len(values) == 1 else f"{len(values)} {plural}: {', '.join(values)}"
+
+
+def _manifest_rows(m: RunManifest) -> dict[str, str]:
+    """The header values a run manifest gives: each distinct value over the run's
+    invocations, so a run built by several `doit units` calls shows all of them."""
+    plans = m.plans()
+    digests = (
+        [plans[0][0][:16]]
+        if len(plans) == 1
+        else [f"{digest[:8]}… ({', '.join(suites)})" for digest, suites in plans]
+    )
+    judges = m.distinct(lambda i: f"{i.judge} (effort {i.judge_effort})" if i.judge else "no judge")
+    dirty = {True: " (dirty checkout)", False: " (clean)", None: ""}[m.dirty]
+    count = len(m.invocations)
+    return {
+        "traces": f"{m.traces:,}",
+        "reader": _several(
+            "readers", m.distinct(lambda i: f"{i.reader} (effort {i.reader_effort})")
+        ),
+        "alternate (history)": _several("alternates", m.distinct(lambda i: i.alternate)),
+        "judge": "-" if judges == ["no judge"] else _several("judges", judges),
+        "endpoint": _several("endpoints", m.distinct(lambda i: i.endpoint_kind)),
+        "plan digest": _several("plans", digests),
+        "commit": _several("commits", m.distinct(lambda i: i.commit[:12])) + dirty,
+        "date (UTC)": f"{m.started} to {m.finished}"
+        + (f" ({count} invocations)" if count > 1 else ""),
+    }
+
+
 def _header_rows(r: Results, c: ReportContext | None) -> list[tuple[str, str]]:
     """(label, value) of the run header; '-' where the run has no manifest to say."""
     m = c.manifest if c is not None else None
     traces = len({(s.suite, s.trace_id) for s in c.samples}) if c is not None else None
     readers = ", ".join(c.reader_models) if c is not None and c.reader_models else "-"
     histories = ", ".join(c.history_models) if c is not None and c.history_models else "-"
-    commit = "-"
-    if m is not None:
-        commit = m.commit[:12] + {True: " (dirty checkout)", False: " (clean)", None: ""}[m.dirty]
+    told = _manifest_rows(m) if m is not None else {}
     return [
         ("suites", ", ".join(r.suites)),
-        ("traces", f"{m.traces if m else traces if traces is not None else '-'}"),
+        ("traces", told.get("traces", "-" if traces is None else f"{traces:,}")),
         ("arms", ", ".join(r.arms)),
         ("repeats", ", ".join(map(str, r.repeats))),
         ("units", f"{r.units:,}"),
-        ("reader", f"{m.reader} (effort {m.reader_effort})" if m else readers),
-        ("alternate (history)", m.alternate if m else histories),
-        ("judge", f"{m.judge} (effort {m.judge_effort})" if m and m.judge else "-"),
-        ("endpoint", m.endpoint_kind if m else "-"),
-        ("plan digest", m.plan_digest[:16] if m else "-"),
-        ("commit", commit),
+        ("reader", told.get("reader", readers)),
+        ("alternate (history)", told.get("alternate (history)", histories)),
+        ("judge", told.get("judge", "-")),
+        ("endpoint", told.get("endpoint", "-")),
+        ("plan digest", told.get("plan digest", "-")),
+        ("commit", told.get("commit", "-")),
         ("scorer", r.scorer.digest[:16] if r.scorer and r.scorer.digest else "original grades"),
-        ("date (UTC)", f"{m.started} to {m.finished}" if m else "-"),
+        ("date (UTC)", told.get("date (UTC)", "-")),
         ("probe protocol", ", ".join(r.probe_protocols)),
     ]
 

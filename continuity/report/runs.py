@@ -3,8 +3,8 @@
 A run is a folder under ``<out>/runs/`` whose ``units/`` folder holds at least one unit
 file. `doit aggregate` and `doit score` without ``--run`` take the most recent one (the
 run whose newest unit file was written last), and a run with no units names the runs
-that do exist. `doit runs` lists them with the plan digest and start date their run
-manifest (``run.json``) records.
+that do exist. `doit runs` lists them with the latest plan digest and the first start
+date their run manifest (``run.json``) records.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def runs_hint(runs_root: Path) -> str:
 
 
 def _manifest_cells(run: Path) -> tuple[str, str]:
-    """The run's plan digest (short) and start date from its manifest: '-' for a run
-    without one, '?' for one that does not read (doit aggregate names its error)."""
+    """The run's latest plan digest (short; how many plans when its invocations ran
+    several) and its first start date, from its manifest: '-' for a run without one,
+    '?' for one that does not read (doit aggregate names its error)."""
     from continuity.errors import AggregateError
     from continuity.runner.manifest import read_run_manifest
 
@@ -67,7 +68,9 @@ def _manifest_cells(run: Path) -> tuple[str, str]:
         return "?", "?"
     if manifest is None:
         return "-", "-"
-    return manifest.plan_digest[:12], manifest.started[:16].replace("T", " ")
+    plans = len(manifest.plans())
+    digest = manifest.latest.plan_digest[:12] + (f" (latest of {plans} plans)" if plans > 1 else "")
+    return digest, manifest.started[:16].replace("T", " ")
 
 
 def run_rows(runs_root: Path) -> list[dict[str, str]]:

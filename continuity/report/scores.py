@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from continuity.digest import KeySpec, code_digest, value_digest
+from continuity.digest import KeySpec, value_digest
 from continuity.errors import AggregateError, UsageError
 from continuity.probes.availability import Availability
+from continuity.probes.scorer_version import SCORER_DATA, SCORER_MODULES, scorer_digest
 from continuity.probes.scoring import locale_for
 from continuity.report.results import ChangedOutcome, ScorerChange, ScorerSection
 from continuity.runner.units import ProbeResult, UnitRecord, score_result, unit_filename
@@ -57,34 +58,11 @@ __all__ = [
     "store_score",
 ]
 
-SCORER_MODULES = (
-    "continuity.probes.scoring",
-    "continuity.probes.normalise",
-    "continuity.probes.values",
-    "continuity.probes.calendar",
-    "continuity.probes.polarity",
-    "continuity.probes.statuses",
-    "continuity.probes.abstention",
-    "continuity.probes.quantities",
-    "continuity.probes.availability",
-)
+# SCORER_MODULES, SCORER_DATA and scorer_digest live beside the scoring modules
+# (continuity.probes.scorer_version), where the runner's manifest can name them too.
 SCORE_SALT = "score-v1"
 SCORE_SCHEMA = "continuity-score-v1"
 SCORER_CHOICES = ("current", "original")
-
-
-# Third-party data the scorer reads: the forbidden-name rule looks words up in
-# wordfreq's shipped frequency list, so its version is part of the scorer's version.
-SCORER_DATA = ("wordfreq",)
-
-
-def scorer_digest() -> str:
-    """The current scorer's version: the code digest of the scoring modules and the
-    installed versions of the data packages it reads (`SCORER_DATA`)."""
-    from importlib.metadata import version
-
-    data = {name: version(name) for name in SCORER_DATA}
-    return value_digest(("continuity-scorer", code_digest(SCORER_MODULES), data))
 
 
 class ProbeScore(msgspec.Struct, frozen=True, kw_only=True):

@@ -241,8 +241,10 @@ def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_pat
     for suite in ("original", "hard", "hard-distractors"):
         assert (tmp_path / "out" / "traces" / suite / "manifest.json").is_file()
     manifest = json.loads((report.parent / "run.json").read_text())  # the report's header
-    assert (manifest["suites"], manifest["endpoint_kind"]) == (["hard", "original"], "scripted")
-    assert len(manifest["plan_digest"]) == 64 and manifest["commit"]
+    [contract] = manifest["invocations"]  # one invocation: the contract's plan
+    assert manifest["suites"] == ["hard", "original"] == sorted(contract["suites"])
+    assert contract["endpoint_kind"] == "scripted" and contract["scorer_digest"]
+    assert len(contract["plan_digest"]) == 64 and contract["commit"]
     # The contract stamps its aggregate: the Quick start's next `doit aggregate` reads the
     # contract's run (the most recent) and rewrites nothing.
     before = report.stat().st_mtime_ns

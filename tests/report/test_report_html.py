@@ -43,7 +43,8 @@ def test_every_section_is_in_the_contents_and_the_header_names_the_run(page: Pag
     assert "<h2>Suite: original</h2>" in page.html and "<h2>Suite: hard</h2>" in page.html
     manifest = context_of(page).manifest
     assert manifest is not None
-    for value in (manifest.plan_digest[:16], manifest.reader, manifest.started, "scripted"):
+    latest = manifest.latest
+    for value in (latest.plan_digest[:16], latest.reader, manifest.started, "scripted"):
         assert value in page.html
     assert "Offline run." in page.html
 
