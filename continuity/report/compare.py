@@ -15,10 +15,15 @@ defined once, in `continuity.report.compare_results.SIGNIFICANCE`.
 
 Grades: ``current`` grades both runs with this checkout's scorer, so their scorer
 versions agree by construction. ``original`` uses each unit file's own grades, given by
-the scorer of the day the unit ran; unit files do not name that scorer, so the two runs
-are checked against the current one: when it reproduces every original grade of one run
-and not of the other, the runs were demonstrably graded by different scorers
-(``compare_scorer_mismatch``).
+the scorer of the day the unit ran. Unit files do not name that scorer; each run
+manifest's invocations do (``run.json``, continuity.runner.manifest). When both runs'
+manifests name their scorers, any difference, between the runs or within one, is refused
+(``compare_scorer_mismatch``). A run without one (no ``run.json``, or one written before
+manifests recorded scorers) falls back to a heuristic: the runs are checked against the
+current scorer, and when it reproduces every original grade of one run and not of the
+other, they were demonstrably graded by different scorers (``compare_scorer_mismatch``);
+runs it cannot tell apart pass. The comparison says which check was made
+(``scorer_check``).
 """
 
 from __future__ import annotations
@@ -44,12 +49,19 @@ from continuity.report.compare_results import (
     RunSide,
     SlotCounts,
 )
-from continuity.report.compare_runs import RunUnits, check_comparable, scan_run
+from continuity.report.compare_runs import (
+    RunUnits,
+    check_comparable,
+    check_recorded_scorers,
+    run_origin,
+    scan_run,
+)
 from continuity.report.duplicates import without_duplicate_slots
 from continuity.report.paired import bootstrap_interval
 from continuity.report.scores import Scorer
 from continuity.report.stats import mcnemar_exact
 from continuity.report.summary import ProbeRow, UnitSummary
+from continuity.runner.manifest import RunManifest, read_run_manifest
 from continuity.store import Store
 
 __all__ = ["Slot", "compare_runs", "paired_delta", "significant_drops"]
@@ -88,21 +100,32 @@ def _unreproduced(summaries: Iterable[UnitSummary]) -> int:
     return differ
 
 
-def _grades(store: Store, runs: dict[str, Path], choice: str) -> dict[str, str]:
-    """What each run's grades are, by option; with ``original``, refuse runs the current
-    scorer shows were graded by different scorers (see the module doc).
+_HEURISTIC = (
+    "a run's run.json does not record its scorer (missing, or written before manifests "
+    "recorded scorers), so the scorers were checked by re-grading: refused only when the "
+    "current scorer reproduces every original grade of one run and not of the other"
+)
+
+
+def _grades(
+    store: Store, runs: dict[str, Path], choice: str, manifests: dict[str, RunManifest | None]
+) -> tuple[dict[str, str], str]:
+    """What each run's grades are, by option, and how their scorers were checked; with
+    ``original``, refuse runs graded by different scorers (see the module doc).
 
     Raises:
         CompareError: ``compare_scorer_mismatch``.
     """
     if choice == "current":
         digest = Scorer(store, runs["--base"], choice).digest or ""
-        return dict.fromkeys(runs, f"current scorer {digest[:16]}")
+        check = f"both runs graded by this checkout's scorer {digest[:16]}"
+        return dict.fromkeys(runs, f"current scorer {digest[:16]}"), check
+    recorded = check_recorded_scorers(manifests)
     differ = {
         option: _unreproduced(_graded(store, run, Scorer(store, run, "current"), option))
         for option, run in runs.items()
     }
-    if (differ["--base"] == 0) != (differ["--head"] == 0):
+    if recorded is None and (differ["--base"] == 0) != (differ["--head"] == 0):
         odd = "--base" if differ["--base"] else "--head"
         raise CompareError(
             f"the current scorer reproduces every original grade of one run but "
@@ -111,11 +134,17 @@ def _grades(store: Store, runs: dict[str, Path], choice: str) -> dict[str, str]:
             code="compare_scorer_mismatch",
             location=odd,
         )
-    return {
+    check = (
+        _HEURISTIC
+        if recorded is None
+        else f"both runs' run.json record scorer {recorded[:16]} for every invocation"
+    )
+    grades = {
         option: "original grades"
         + (f" ({n} differ from the current scorer's)" if n else " (the current scorer's)")
         for option, n in differ.items()
     }
+    return grades, check
 
 
 def paired_delta(store: Store, pairs: list[tuple[bool, bool]]) -> Delta:
@@ -235,6 +264,8 @@ def _comparison(
     graded: dict[str, list[UnitSummary]],
     scorer: Scorer,
     grades: dict[str, str],
+    check: str,
+    manifests: dict[str, RunManifest | None],
 ) -> Comparison:
     """The comparison of two graded runs (see the module doc).
 
@@ -263,6 +294,7 @@ def _comparison(
             path=str(units[option].path),
             units=units[option].units,
             grades=grades[option],
+            origin=run_origin(manifests[option]),
         )
         for option in units
     }
@@ -271,6 +303,7 @@ def _comparison(
         head=sides["--head"],
         scorer=scorer.choice,
         scorer_digest=scorer.digest,
+        scorer_check=check,
         probe_protocol=", ".join(sorted(units["--base"].protocols)),
         significance=SIGNIFICANCE,
         slots=SlotCounts(
@@ -297,7 +330,8 @@ def compare_runs(
         UsageError: ``scorer_unknown`` (``--scorer``).
         CompareError: ``compare_protocol_mismatch``, ``compare_trace_mismatch``,
             ``compare_scorer_mismatch``, ``compare_no_pairs``.
-        AggregateError: a unit either run's aggregate would refuse.
+        AggregateError: a unit either run's aggregate would refuse, or
+            ``run_manifest_malformed`` for a ``run.json`` that does not read.
     """
     runs = {"--base": base_dir, "--head": head_dir}
     chosen = Scorer(store, base_dir, scorer)  # refuses an unknown choice first
@@ -307,8 +341,9 @@ def compare_runs(
         option: _graded(store, run, Scorer(store, run, scorer), option)
         for option, run in runs.items()
     }
-    grades = _grades(store, runs, scorer)
-    comparison = _comparison(store, units, graded, chosen, grades)
+    manifests = {option: read_run_manifest(run) for option, run in runs.items()}
+    grades, check = _grades(store, runs, scorer, manifests)
+    comparison = _comparison(store, units, graded, chosen, grades, check, manifests)
     paths = {
         "json": out_dir / "compare.json",
         "markdown": out_dir / "compare.md",

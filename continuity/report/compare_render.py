@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 
-from continuity.report.compare_results import Comparison, Delta, Flip, RegressedProbe
+from continuity.report.compare_results import Comparison, Delta, Flip, RegressedProbe, RunSide
 
 __all__ = ["render_compare_html", "render_compare_markdown"]
 
@@ -145,12 +145,32 @@ def _sections(c: Comparison) -> list[_Section]:
     ]
 
 
+def _listed(values: list[str], width: int | None = None) -> str:
+    cut = [v[:width] + "…" if width and len(v) > width else v for v in values]
+    return ", ".join(cut)
+
+
+def _origin(side: RunSide) -> str:
+    """Who ran the run and when, from its run.json."""
+    o = side.origin
+    if o is None:
+        return "no run.json: its readers, plan, commit and dates are unknown"
+    dirty = " (dirty checkout)" if o.dirty else ""
+    several = f" ({o.invocations} invocations)" if o.invocations > 1 else ""
+    return (
+        f"reader {_listed(o.readers)}; plan {_listed(o.plan_digests, 12)}; "
+        f"commit {_listed(o.commits, 12)}{dirty}; {o.started} to {o.finished}{several}"
+    )
+
+
 def _intro(c: Comparison) -> list[str]:
     s = c.slots
     return [
-        f"Base: {c.base.name} ({c.base.path}, {c.base.units:,} units; {c.base.grades})",
-        f"Head: {c.head.name} ({c.head.path}, {c.head.units:,} units; {c.head.grades})",
-        f"Probe protocol: {c.probe_protocol}. Grades: --scorer {c.scorer}.",
+        f"Base: {c.base.name} ({c.base.path}, {c.base.units:,} units; {c.base.grades}); "
+        f"{_origin(c.base)}",
+        f"Head: {c.head.name} ({c.head.path}, {c.head.units:,} units; {c.head.grades}); "
+        f"{_origin(c.head)}",
+        f"Probe protocol: {c.probe_protocol}. Grades: --scorer {c.scorer}; {c.scorer_check}.",
         f"Slots: {s.paired:,} paired (valid in both runs; the only ones counted), "
         f"{s.only_base:,} only in base, {s.only_head:,} only in head, {s.excluded:,} "
         "excluded in one run or both.",

@@ -1,4 +1,4 @@
-"""The comparison document of two runs (``compare.json``, schema ``continuity-compare-v1``).
+"""The comparison document of two runs (``compare.json``, schema ``continuity-compare-v2``).
 
 `continuity.report.compare` builds a `Comparison`; `continuity.report.compare_render`
 reads one. Both import this module, never each other. Fields are declared in the order
@@ -22,11 +22,13 @@ __all__ = [
     "Delta",
     "Flip",
     "RegressedProbe",
+    "RunOrigin",
     "RunSide",
     "SlotCounts",
 ]
 
-COMPARE_SCHEMA = "continuity-compare-v1"
+# v2: each run names its origin (run.json), and the document says how the scorers were checked
+COMPARE_SCHEMA = "continuity-compare-v2"
 SIGNIFICANCE_LEVEL = 0.05
 # The one definition of "significant" the gates and the colours use. Both tests must
 # agree: the bootstrap's percentile interval alone is optimistic on a handful of
@@ -98,13 +100,28 @@ class SlotCounts(msgspec.Struct, frozen=True, kw_only=True):
     excluded: int  # in both, but excluded (not valid) in at least one
 
 
+class RunOrigin(msgspec.Struct, frozen=True, kw_only=True):
+    """Who ran a run and when, from its run manifest (``run.json``): each distinct value
+    over the `doit units` invocations that wrote its units."""
+
+    readers: list[str]  # "provider:model (effort e)"
+    plan_digests: list[str]
+    commits: list[str]
+    dirty: bool | None  # True when any invocation ran from a dirty checkout
+    started: str  # the first invocation's start (UTC)
+    finished: str  # the last invocation's finish (UTC)
+    invocations: int
+    scorers: list[str]  # the scorer versions recorded ("unknown" before v2 manifests)
+
+
 class RunSide(msgspec.Struct, frozen=True, kw_only=True):
     """One of the two runs."""
 
     name: str
-    path: str
+    path: str  # the run's directory
     units: int
     grades: str  # which grades were used, and whether the current scorer reproduces them
+    origin: RunOrigin | None  # None: the run has no run.json
 
 
 class Comparison(msgspec.Struct, frozen=True, kw_only=True):
@@ -115,6 +132,7 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     head: RunSide
     scorer: str  # "current" or "original"
     scorer_digest: str | None  # the current scorer's version (None for original grades)
+    scorer_check: str  # how the two runs' grades were shown to come from one scorer
     probe_protocol: str
     significance: str
     slots: SlotCounts

@@ -8,6 +8,11 @@ samples the same question asked the same way: its probe protocol and its trace's
 (``compare_protocol_mismatch``) or holding the same trace id with different content
 (``compare_trace_mismatch``) are refused. Verification and grading come after, through
 the aggregate's own `load_summaries`.
+
+Each run's manifest (``run.json``, continuity.runner.manifest) names who ran it (readers,
+plans, commits, dates) and the scorer version each invocation graded with: runs
+compared on their original grades must name one and the same scorer
+(``compare_scorer_mismatch`` otherwise, `check_recorded_scorers`).
 """
 
 from __future__ import annotations
@@ -19,9 +24,19 @@ import msgspec
 
 from continuity.errors import AggregateError, CompareError
 from continuity.report.aggregate import LEGACY_PROTOCOL
+from continuity.report.compare_results import RunOrigin
 from continuity.report.runs import runs_hint
+from continuity.runner.manifest import RunManifest
 
-__all__ = ["AnswerKey", "RunUnits", "check_comparable", "resolve_run", "scan_run"]
+__all__ = [
+    "AnswerKey",
+    "RunUnits",
+    "check_comparable",
+    "check_recorded_scorers",
+    "resolve_run",
+    "run_origin",
+    "scan_run",
+]
 
 AnswerKey = tuple[int, str, str, str]  # (repeat, trace id, arm, probe id)
 _LISTED = 5  # mismatched traces named in a refusal
@@ -149,3 +164,62 @@ def check_comparable(base: RunUnits, head: RunUnits) -> None:
 
 def _keys(keys: set[str]) -> str:
     return ", ".join(k[:16] for k in sorted(keys))
+
+
+def run_origin(manifest: RunManifest | None) -> RunOrigin | None:
+    """Who ran a run and when, from its manifest (None without one): each distinct
+    reader (with effort), plan digest and commit over its invocations, and its span."""
+    if manifest is None:
+        return None
+    return RunOrigin(
+        readers=manifest.distinct(lambda i: f"{i.reader} (effort {i.reader_effort})"),
+        plan_digests=manifest.distinct(lambda i: i.plan_digest),
+        commits=manifest.distinct(lambda i: i.commit),
+        dirty=manifest.dirty,
+        started=manifest.started,
+        finished=manifest.finished,
+        invocations=len(manifest.invocations),
+        scorers=manifest.distinct(lambda i: i.scorer_digest or "unknown"),
+    )
+
+
+def _recorded(manifest: RunManifest | None) -> list[str] | None:
+    """The scorer versions a run's invocations recorded, first seen first; None when it
+    has no manifest or an invocation recorded none (a v1 manifest)."""
+    if manifest is None or any(i.scorer_digest is None for i in manifest.invocations):
+        return None
+    return manifest.distinct(lambda i: i.scorer_digest or "")
+
+
+def check_recorded_scorers(manifests: dict[str, RunManifest | None]) -> str | None:
+    """The one scorer version both runs' manifests record (by option, ``--base`` and
+    ``--head``); None when a run's manifest does not record its scorer (the caller then
+    falls back to re-grading).
+
+    Raises:
+        CompareError: ``compare_scorer_mismatch`` when a run's invocations recorded
+            several scorer versions (its original grades mix them; located at that run's
+            option), or the two runs recorded different ones (at ``--head``).
+    """
+    recorded = {option: _recorded(m) for option, m in manifests.items()}
+    if any(digests is None for digests in recorded.values()):
+        return None
+    for option, digests in recorded.items():
+        if digests is not None and len(digests) > 1:
+            raise CompareError(
+                f"the {option.removeprefix('--')} run's invocations were graded by "
+                f"{len(digests)} scorer versions ({', '.join(d[:16] for d in digests)}, "
+                "its run.json): its original grades mix them; compare with --scorer current",
+                code="compare_scorer_mismatch",
+                location=option,
+            )
+    base, head = recorded["--base"] or [""], recorded["--head"] or [""]
+    if base != head:
+        raise CompareError(
+            f"base was graded by scorer {base[0][:16]} and head by {head[0][:16]} (their "
+            "run.json): their original grades are not comparable; compare with "
+            "--scorer current",
+            code="compare_scorer_mismatch",
+            location="--head",
+        )
+    return base[0]

@@ -9,6 +9,7 @@ scorer. Nothing is mocked.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,10 +19,13 @@ import pytest
 
 from continuity.arms import ARMS
 from continuity.errors import AggregateError, CompareError, UsageError
+from continuity.plan.plan import build_plan
+from continuity.probes.scorer_version import scorer_digest
 from continuity.report.compare import compare_runs, paired_delta, significant_drops
 from continuity.report.compare_results import COMPARE_SCHEMA, Comparison
 from continuity.report.compare_runs import resolve_run
 from continuity.report.stats import mcnemar_exact
+from continuity.runner.manifest import read_run_manifest, write_run_manifest
 from continuity.runner.units import ProbeResult, UnitRecord, seal, unit_key
 from continuity.store import Store
 
@@ -213,8 +217,12 @@ def test_original_grades_from_different_scorers_are_refused(
     # Under the current scorer both runs are graded alike, and they are the same answers.
     comparison, _ = compare_runs(store, base, head, tmp_path / "cmp")
     assert comparison.flips == [] and comparison.scorer == "current"
-    same, _ = compare_runs(store, base, base, tmp_path / "same", scorer="original")
+    same, paths = compare_runs(store, base, base, tmp_path / "same", scorer="original")
     assert same.scorer_digest is None and "original grades" in same.base.grades
+    # Neither run has a run.json naming its scorer: the heuristic ran, and says so.
+    assert same.scorer_check.startswith("a run's run.json does not record its scorer")
+    assert "checked by re-grading" in paths["markdown"].read_text()
+    assert same.base.origin is None and "no run.json" in paths["markdown"].read_text()
 
 
 def test_runs_with_no_common_valid_slot_are_refused(
@@ -298,3 +306,102 @@ def test_the_paired_bootstrap_is_deterministic(tmp_path: Path) -> None:
     assert low <= delta <= high
     assert (first.base_only, first.head_only) == (7, 2)
     assert first.mcnemar_p == pytest.approx(2 * (1 + 9 + 36) / 512)
+
+
+def _manifest(run: Path, reader: str = "openai-codex:gpt-6-luna") -> Path:
+    """Give `run` a run.json as doit units writes it (this checkout's commit and scorer)."""
+    return write_run_manifest(
+        run, build_plan("original", reader=reader), started="2026-03-01T10:00:00Z"
+    )
+
+
+def _set_scorers(path: Path, *digests: str) -> None:
+    """Record `digests` as the scorers of the manifest's invocations (one each)."""
+    stored = json.loads(path.read_text())
+    first = stored["invocations"][0]
+    stored["invocations"] = [first | {"scorer_digest": d} for d in digests]
+    path.write_text(json.dumps(stored))
+
+
+def test_original_grades_are_checked_by_the_scorers_run_json_records(
+    runs: tuple[Store, Path, Path], tmp_path: Path
+) -> None:
+    """Both runs name their scorer in run.json: the same one passes (even where the
+    re-grading heuristic would refuse: the record wins), a different one, between the
+    runs or within one, is refused with the run it names; --scorer current ignores
+    what they recorded (both are re-graded by one scorer)."""
+    store, base, head = runs
+    _manifest(base)
+    head_manifest = _manifest(head)
+
+    def regrade(record: UnitRecord) -> UnitRecord:
+        probes = list(record.probes)
+        i = next(i for i, p in enumerate(probes) if p.status == "valid")
+        probes[i] = msgspec.structs.replace(probes[i], correct=not probes[i].correct)
+        return rekeyed(record, probes=probes)
+
+    edit_units(head, regrade)  # the heuristic alone refuses this pair (test above)
+    same, paths = compare_runs(store, base, head, tmp_path / "same", scorer="original")
+    assert same.scorer_check == (
+        f"both runs' run.json record scorer {scorer_digest()[:16]} for every invocation"
+    )
+    assert same.scorer_check in paths["markdown"].read_text()
+    _set_scorers(head_manifest, "f" * 64)
+    with pytest.raises(CompareError) as between:
+        compare_runs(store, base, head, tmp_path / "cmp", scorer="original")
+    assert (between.value.code, between.value.location) == ("compare_scorer_mismatch", "--head")
+    assert scorer_digest()[:16] in between.value.message and "f" * 16 in between.value.message
+    _set_scorers(head_manifest, scorer_digest(), "e" * 64)
+    with pytest.raises(CompareError) as within:
+        compare_runs(store, base, head, tmp_path / "cmp", scorer="original")
+    assert (within.value.code, within.value.location) == ("compare_scorer_mismatch", "--head")
+    assert "head run's invocations were graded by 2 scorer versions" in within.value.message
+    current, _ = compare_runs(store, base, head, tmp_path / "cmp")
+    assert current.scorer == "current" and current.flips == []
+    assert current.scorer_check.startswith("both runs graded by this checkout's scorer")
+    assert not (tmp_path / "cmp" / "compare.md").read_text().count("re-grading")
+
+
+def test_a_run_without_a_recorded_scorer_falls_back_to_the_heuristic(
+    runs: tuple[Store, Path, Path], tmp_path: Path
+) -> None:
+    """One run names its scorer and the other has no run.json (or a v1 one, whose
+    scorer is unknown): the re-grading heuristic decides, and the document says so."""
+    store, base, head = runs
+    _manifest(base)
+    comparison, _ = compare_runs(store, base, head, tmp_path / "cmp", scorer="original")
+    assert comparison.scorer_check.startswith("a run's run.json does not record its scorer")
+    _set_scorers(_manifest(head), scorer_digest())
+    stored = json.loads((head / "run.json").read_text())
+    stored["invocations"][0]["scorer_digest"] = None  # as a converted v1 manifest reads
+    (head / "run.json").write_text(json.dumps(stored))
+    comparison, _ = compare_runs(store, base, head, tmp_path / "cmp", scorer="original")
+    assert comparison.scorer_check.startswith("a run's run.json does not record its scorer")
+    assert comparison.head.origin is not None
+    assert comparison.head.origin.scorers == ["unknown"]
+
+
+def test_each_run_is_named_by_its_directory_and_its_run_json(
+    runs: tuple[Store, Path, Path], tmp_path: Path
+) -> None:
+    store, base, head = runs
+    _manifest(base)
+    _manifest(head, reader="openai:gpt-4.1")
+    _manifest(head, reader="openai:gpt-4.1")  # a second invocation of the same plan
+    comparison, paths = compare_runs(store, base, head, tmp_path / "cmp")
+    origin = comparison.head.origin
+    assert origin is not None and comparison.base.origin is not None
+    manifest = read_run_manifest(head)
+    assert manifest is not None
+    assert origin.readers == ["openai:gpt-4.1 (effort low)"] and origin.invocations == 2
+    assert origin.plan_digests == [manifest.latest.plan_digest]
+    assert origin.commits == [manifest.latest.commit]
+    assert (origin.started, origin.finished) == (manifest.started, manifest.finished)
+    stored = msgspec.json.decode(paths["json"].read_bytes(), type=Comparison)
+    assert stored.head.origin == origin and stored.head.path == str(head)
+    for page in (paths["markdown"].read_text(), paths["html"].read_text()):
+        assert str(base) in page and str(head) in page
+        assert "reader openai:gpt-4.1 (effort low)" in page
+        assert f"plan {manifest.latest.plan_digest[:12]}…" in page
+        assert f"commit {manifest.latest.commit[:12]}" in page
+        assert f"{manifest.started} to {manifest.finished} (2 invocations)" in page
