@@ -22,8 +22,9 @@ is counted and its body kept (`calls`), and faults can be injected: 429s with
 others, the way a remote model's time to answer overlaps across concurrent calls.
 
 This module owns the ASGI app (routing, fault injection, call log, usage) and serving
-it; the scripted model is `wire_model`, and each format's stream is built by its own
-module: `wire_chat`, `wire_responses`, `wire_anthropic`.
+it; the scripted model is `wire_model`, each format's stream is built by its own
+module (`wire_chat`, `wire_responses`, `wire_anthropic`), and the command line's options
+and listening socket are `wire_options`.
 
 ``python -m continuity.servers.wire [--port N] [--latency-ms N] [--model NAME]`` serves it
 on 127.0.0.1 and prints the base URL. ``--port 0`` (the default) lets the kernel choose;
@@ -33,15 +34,13 @@ A bad option value or a busy port is one coded line on stderr and exit status 2.
 
 from __future__ import annotations
 
-import argparse
 import json
-import socket
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any
 
 import anyio
 import msgspec
@@ -58,6 +57,7 @@ from continuity.servers.wire_model import (
     scripted_reply,
     tokens,
 )
+from continuity.servers.wire_options import MAX_LATENCY_MS, listening_socket, parse_arguments
 from continuity.servers.wire_responses import responses_events, responses_object
 
 __all__ = [
@@ -76,8 +76,6 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 ROUTES = ("/chat/completions", "/responses", "/messages")
 MODELS_ROUTE = "/models"
-# The longest --latency-ms accepted: ten minutes, past any provider's own timeout.
-MAX_LATENCY_MS = 600_000
 
 
 class Faults(msgspec.Struct, kw_only=True):
@@ -352,80 +350,12 @@ def serve_in_thread(app: WireServer) -> Iterator[str]:
         thread.join(timeout=10)
 
 
-def _whole_number(option: str, minimum: int, maximum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number from `minimum` to `maximum`, else ``option_invalid``
-    at `option` (raised through argparse, which catches only ValueError and TypeError)."""
-
-    def parse(text: str) -> int:
-        stripped = text.strip()
-        whole = stripped.isascii() and stripped.isdigit() and len(stripped) <= 12
-        if not whole or not minimum <= int(stripped) <= maximum:
-            raise UsageError(
-                f"{text[:40]!r} is not a whole number from {minimum} to {maximum}",
-                code="option_invalid",
-                location=option,
-            )
-        return int(stripped)
-
-    return parse
-
-
-class _Arguments(argparse.ArgumentParser):
-    """argparse whose usage errors (an unknown option, a missing value) are coded."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message, code="option_invalid", location="argv")
-
-
-def _listening(port: int) -> socket.socket:
-    """The listening socket on 127.0.0.1:`port` (0: the kernel chooses).
-
-    Raises:
-        UsageError: ``port_unavailable`` when the port cannot be bound (in use, or
-            privileged).
-    """
-    from continuity.servers.asgi import bound_socket
-
-    try:
-        return bound_socket(port=port)
-    except OSError as error:
-        raise UsageError(
-            f"cannot listen on 127.0.0.1:{port}: {error.strerror or error}",
-            code="port_unavailable",
-            location="--port",
-        ) from None
-
-
-def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = _Arguments(prog="python -m continuity.servers.wire")
-    parser.add_argument("--model", default="local-model", help="the model name it serves")
-    parser.add_argument(
-        "--port",
-        type=_whole_number("--port", 0, 65535),
-        default=0,
-        help="port on 127.0.0.1 (default 0: the kernel chooses; fix it to keep the base URL)",
-    )
-    parser.add_argument(
-        "--latency-ms",
-        type=_whole_number("--latency-ms", 0, MAX_LATENCY_MS),
-        default=0,
-        help="delay every model call by this many milliseconds (calls overlap)",
-    )
-    parser.add_argument("--calls-log", help="append every request body to this JSONL file")
-    parser.add_argument(
-        "--hang-from",
-        type=_whole_number("--hang-from", 1, 10**9),
-        help="never answer calls from this number on",
-    )
-    return parser.parse_args(argv)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Serve until interrupted; 2 with one coded line on stderr for bad options or a
     port that cannot be bound."""
     try:
-        args = _parse(argv)
-        sock = _listening(args.port)
+        args = parse_arguments(argv)
+        sock = listening_socket(args.port)
     except UsageError as error:
         print(f"error {error}", file=sys.stderr)
         return 2

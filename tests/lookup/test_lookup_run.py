@@ -415,13 +415,13 @@ def test_doit_units_exits_non_zero_on_skipped_slots(tmp_path: Path) -> None:
 def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import continuity.runner.units as units_module
+    import continuity.runner.unit_run as unit_run
     from continuity.errors import CheckpointError
     from continuity.probe.worker import ProbeOutcome, UnitRequest
+    from continuity.runner.unit_worker import run_worker as real_worker
 
     store = Store(tmp_path / "store")
     lookup = frozen_run(edited_policy(tmp_path, MIXED))
-    real_worker = units_module.run_worker
     workers: list[str] = []
 
     def crashing_worker(
@@ -432,7 +432,7 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
             raise CheckpointError("unit worker exited -9: killed", code="child_failed")
         return real_worker(request, timeout, zygotes)
 
-    monkeypatch.setattr(units_module, "run_worker", crashing_worker)
+    monkeypatch.setattr(unit_run, "run_worker", crashing_worker)
     arguments: dict[str, object] = {
         "traces": TRACE,
         "probe_limit": 2,
@@ -451,7 +451,7 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
         counted.append(request.arm)
         return real_worker(request, timeout, zygotes)
 
-    monkeypatch.setattr(units_module, "run_worker", counting_worker)
+    monkeypatch.setattr(unit_run, "run_worker", counting_worker)
     with pytest.raises(LookupCoverageIncomplete):
         build_units(store, "original", **arguments)  # type: ignore[arg-type]
     # The terminal mixed unit was not run again; only the unstarted unit ran.

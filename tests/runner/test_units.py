@@ -13,7 +13,7 @@ import pytest
 from continuity.arms import ARMS
 from continuity.harness.keys import ReplayConfig
 from continuity.probe.receipts import ProcessReceipt
-from continuity.runner import units as units_module
+from continuity.runner import unit_run
 from continuity.runner.units import UnitRecord, build_units, run_unit
 from continuity.store import Store
 from continuity.traces.schema import CATEGORIES, Trace, decode_trace, iter_turns
@@ -127,7 +127,7 @@ def test_excluded_samples_are_kept_with_their_class_and_never_scored(
 ) -> None:
     # A checkpoint replayed without retention: the store arm finds no retained records.
     monkeypatch.setattr(
-        units_module, "replay_config_for", lambda arm, probe_mode="recall-only": ReplayConfig()
+        unit_run, "replay_config_for", lambda arm, probe_mode="recall-only": ReplayConfig()
     )
     store = Store(tmp_path / "store")
     item = build_suite(store, "original", out_dir=tmp_path / "out").items[1]
