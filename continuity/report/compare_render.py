@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 
 from continuity.report.compare_results import Comparison, Delta, Flip, RegressedProbe, RunSide
+from continuity.report.html_tables import _header as _wrappable
 
 __all__ = ["render_compare_html", "render_compare_markdown"]
 
@@ -233,7 +234,9 @@ def _html_table(header: _Row, rows: list[tuple[_Row, Delta | None]]) -> str:
         for i, value in enumerate(row):
             tinted = delta is not None and header[i] in ("Δ pp", "95% interval", "verdict")
             attr = f' class="{_tone(delta)}"' if tinted and delta is not None else ""
-            cells.append(f"<td{attr}>{html.escape(value)}</td>")
+            # Names (categories, probe ids) wrap at their underscores, not mid-word.
+            text = html.escape(value) if header[i].endswith("answer") else _wrappable(value)
+            cells.append(f"<td{attr}>{text}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")
     return "".join(out)

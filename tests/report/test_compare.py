@@ -405,3 +405,19 @@ def test_each_run_is_named_by_its_directory_and_its_run_json(
         assert f"plan {manifest.latest.plan_digest[:12]}…" in page
         assert f"commit {manifest.latest.commit[:12]}" in page
         assert f"{manifest.started} to {manifest.finished} (2 invocations)" in page
+
+
+def test_category_names_wrap_at_their_underscores_in_compare_html(
+    runs: tuple[Store, Path, Path], tmp_path: Path
+) -> None:
+    store, base, head = runs
+    comparison, paths = compare_runs(store, base, head, tmp_path / "cmp")
+    categories = {
+        name for arms in comparison.deltas.values() for c in arms.values() for name in c.by_category
+    }
+    snake = sorted(name for name in categories if "_" in name)
+    assert snake  # the fixture's trace has snake_case categories
+    page = paths["html"].read_text()
+    for name in snake:
+        assert f"<td>{name.replace('_', '_<wbr>')}</td>" in page
+        assert f"<td>{name}</td>" not in page
