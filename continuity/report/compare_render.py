@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 
 from continuity.report.compare_results import Comparison, Delta, Flip, RegressedProbe, RunSide
-from continuity.report.html_tables import _header as _wrappable
+from continuity.report.html_tables import wrappable
 
 __all__ = ["render_compare_html", "render_compare_markdown"]
 
@@ -235,7 +235,7 @@ def _html_table(header: _Row, rows: list[tuple[_Row, Delta | None]]) -> str:
             tinted = delta is not None and header[i] in ("Δ pp", "95% interval", "verdict")
             attr = f' class="{_tone(delta)}"' if tinted and delta is not None else ""
             # Names (categories, probe ids) wrap at their underscores, not mid-word.
-            text = html.escape(value) if header[i].endswith("answer") else _wrappable(value)
+            text = html.escape(value) if header[i].endswith("answer") else wrappable(value)
             cells.append(f"<td{attr}>{text}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")

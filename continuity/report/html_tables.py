@@ -17,7 +17,7 @@ from continuity.report.charts import delta_class
 from continuity.report.results import Results
 from continuity.report.sections import Table
 
-__all__ = ["DELTA_HEADERS", "MAX_COLUMNS", "grouped", "suite_table", "table_html"]
+__all__ = ["DELTA_HEADERS", "MAX_COLUMNS", "grouped", "suite_table", "table_html", "wrappable"]
 
 MAX_COLUMNS = 9
 DELTA_HEADERS = ("delta vs native (pp)", "delta (pp)", "change (pp)")
@@ -39,7 +39,8 @@ def suite_table(table: Table, suite: str) -> Table | None:
     return (title, header[1:], picked, note) if picked else None
 
 
-def _header(text: str) -> str:
+def wrappable(text: str) -> str:
+    """`text` HTML-escaped, with a line-break opportunity after each underscore."""
     # <wbr> lets a long snake_case name wrap at its underscores instead of widening.
     return html.escape(text).replace("_", "_<wbr>")
 
@@ -90,7 +91,7 @@ def table_html(r: Results, table: Table, suite: str | None = None, anchor: str =
     for number, columns in enumerate(parts, 1):
         if len(parts) > 1:
             out.append(f'<p class="part">part {number} of {len(parts)}</p>')
-        head = "".join(f"<th>{_header(header[i])}</th>" for i in columns)
+        head = "".join(f"<th>{wrappable(header[i])}</th>" for i in columns)
         body = []
         for row in rows:
             cells = []

@@ -366,7 +366,8 @@ def spend_table(r: Results) -> Table:
         "sample: a call one sample replayed from the call cache counts in every sample "
         "that used it. Spend is accounting, not a comparison: arms that ran on "
         "different suites spent on different traces. The judge is reported separately. "
-        "List price: real calls at catalog prices, each distinct call once; an "
+        "List price: real calls at list prices (the pricing catalog, else genai-prices), "
+        "each distinct call once; an "
         "estimate, not an invoice; unpriced calls make it unknown, never zero; "
         "scripted runs are not billed (-).",
     )
