@@ -27,6 +27,7 @@ __all__ = [
     "decode_catalog",
     "default_catalog_path",
     "load_catalog",
+    "read_catalog",
 ]
 
 CATALOG_SCHEMA = "continuity-pricing-v1"
@@ -106,6 +107,21 @@ def decode_catalog(data: bytes, source: str) -> Catalog:
     return catalog
 
 
+def read_catalog(path: Path | None = None) -> tuple[Path, bytes]:
+    """The catalog file (`path` or the default) and its bytes.
+
+    Raises:
+        PricingError: ``pricing_invalid`` when it cannot be read, located at the file.
+    """
+    source = path or default_catalog_path()
+    try:
+        return source, source.read_bytes()
+    except OSError as exc:
+        raise PricingError(
+            f"cannot read the pricing catalog: {exc.strerror}", location=str(source)
+        ) from None
+
+
 def load_catalog(path: Path | None = None) -> Catalog:
     """Load and check a catalog (`decode_catalog`).
 
@@ -113,11 +129,5 @@ def load_catalog(path: Path | None = None) -> Catalog:
         PricingError: ``pricing_invalid`` (unreadable, or as `decode_catalog`) with the
             file and field.
     """
-    source = path or default_catalog_path()
-    try:
-        data = source.read_bytes()
-    except OSError as exc:
-        raise PricingError(
-            f"cannot read the pricing catalog: {exc.strerror}", location=str(source)
-        ) from None
+    source, data = read_catalog(path)
     return decode_catalog(data, str(source))

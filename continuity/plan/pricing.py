@@ -26,7 +26,6 @@ from pathlib import Path
 import msgspec
 
 from continuity.digest import digest_bytes
-from continuity.errors import PricingError
 from continuity.messages import Usage
 from continuity.plan.price_catalog import (
     CATALOG_SCHEMA,
@@ -37,6 +36,7 @@ from continuity.plan.price_catalog import (
     decode_catalog,
     default_catalog_path,
     load_catalog,
+    read_catalog,
 )
 from continuity.plan.price_db import LIBRARY, database_price, library_version
 
@@ -74,13 +74,7 @@ def price_source(path: Path | None = None) -> PriceSource:
         PricingError: ``pricing_invalid`` when the catalog cannot be read or is invalid
             (`decode_catalog`), or genai-prices is not installed.
     """
-    source = path or default_catalog_path()
-    try:
-        data = source.read_bytes()
-    except OSError as exc:
-        raise PricingError(
-            f"cannot read the pricing catalog: {exc.strerror}", location=str(source)
-        ) from None
+    source, data = read_catalog(path)
     catalog = decode_catalog(data, str(source))
     return PriceSource(
         catalog_blake3=digest_bytes(data),
