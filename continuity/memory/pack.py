@@ -104,8 +104,15 @@ def build_pack(
     budget_tokens: int = PACK_BUDGET_TOKENS,
     window_tokens: int | None = None,
     context_tokens: int = 0,
+    lookup_history: bool = False,
 ) -> Pack:
-    """Build the pack from retained evidence and canonical history."""
+    """Build the pack from retained evidence and canonical history.
+
+    Args:
+        lookup_history: the reader may look records up with ConversationHistory in
+            lookup mode; a renderer that carries retrieval guidance renders it only
+            then (recall-only packs never change).
+    """
     if store is None:
         return invalid_pack("source_unavailable")
     try:

@@ -205,7 +205,7 @@ async def cross_boundary(
             code="boundary_record_mismatch",
             location=str(session.path),
         )
-    pack, injected = _pack(setup, restored)
+    pack, injected = _pack(setup, restored, history_tool)
     return Crossing(
         history_model=history_model,
         history_tool=history_tool,
@@ -254,9 +254,12 @@ async def _boundary_operations(
     return operations, reseed_event, compaction
 
 
-def _pack(setup: ProbeSetup, restored: Restored) -> tuple[PackReceipt | None, tuple[Message, ...]]:
+def _pack(
+    setup: ProbeSetup, restored: Restored, history_tool: bool
+) -> tuple[PackReceipt | None, tuple[Message, ...]]:
     """The continuity pack for the pack arm (when the config enables it), and the
-    message it injects (none when the pack is invalid)."""
+    message it injects (none when the pack is invalid). In lookup mode with
+    ConversationHistory offered the renderer may add its retrieval guidance."""
     if not (setup.arm.pack and setup.config.runtime.session.continuity.pack_enabled):
         return None, ()
     context = restored.session.context()
@@ -266,6 +269,7 @@ def _pack(setup: ProbeSetup, restored: Restored) -> tuple[PackReceipt | None, tu
         context=context,
         window_tokens=setup.policy.window,
         context_tokens=context_tokens(context),
+        lookup_history=history_tool and setup.request.lookup is not None,
     )
     return pack.receipt, ((pack.message(),) if pack.receipt.status != "invalid" else ())
 
