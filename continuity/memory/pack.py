@@ -27,6 +27,7 @@ from continuity.messages import Message, UserMessage
 __all__ = [
     "PACK_BUDGET_TOKENS",
     "PACK_HEADER",
+    "PACK_RETRIEVAL_GUIDANCE",
     "Pack",
     "PackReceipt",
     "PackSection",
@@ -37,6 +38,14 @@ __all__ = [
 
 PACK_BUDGET_TOKENS = 8_000
 PACK_HEADER = "<continuity-pack v1>"
+# How to reach what the pack only points at. Value-free (it names no record), and
+# rendered only when the reader may call ConversationHistory in lookup mode: it is the
+# treatment a cross-checkout comparison attributes (`continuity.roles.guidance`).
+PACK_RETRIEVAL_GUIDANCE = (
+    "Retrieval: items are clipped; a bracketed id such as [c31] is a packed record id. "
+    'To read that record in full, call ConversationHistory with action "get" and id "c31". '
+    'When the pack lacks what you need, call it with action "search" first, then "get".'
+)
 _SHARES = (("owner", 0.40), ("tool", 0.35), ("summary", 0.15), ("neutral", 0.10))
 _FRAME_TOKENS = 64
 _ITEM_CHARS = {"owner": 600, "tool": 480, "summary": 300, "neutral": 300}
@@ -133,9 +142,12 @@ def build_pack(
     in_context = "\n".join(getattr(m, "text", "") for m in context)
     sections: list[PackSection] = []
     rendered: list[str] = [PACK_HEADER]
+    items_budget = budget_tokens - _FRAME_TOKENS  # header, section titles, closing tag
+    if lookup_history:
+        rendered.append(PACK_RETRIEVAL_GUIDANCE)
+        items_budget -= _tokens(PACK_RETRIEVAL_GUIDANCE) + 1  # the guidance is framing too
     carry = 0
     overlap = 0
-    items_budget = budget_tokens - _FRAME_TOKENS  # header, section titles, closing tag
     for name, share in _SHARES:
         allowance = int(items_budget * share) + carry
         chosen: list[str] = []
