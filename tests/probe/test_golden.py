@@ -49,9 +49,11 @@ GOLDEN = {
         "f2d17f13f43efa8868754488b4adae0c3a8f29fc35cf7466cdf1c0e37abf5b28",
         "dc4443146c07da9ae51524a7fe4b9416a3c4a046a1529dcb49c5ec9a7bcfd435",
     ),
+    # Moved by issue 15's treatment: the lookup pack now carries PACK_RETRIEVAL_GUIDANCE
+    # (its bytes in the request, its tokens in the pack receipt). Recall-only pins hold.
     "lookup/continuity-pack-cold": (
-        "3d898168a070a28c58d01dcda90dea115955f154a2ffe787c939aa574b302f66",
-        "878e11c4e33db41f72b953bbf670f230cc3fd3af7878bae49f1390899bfe7ba1",
+        "7ae016ef5b760daa524b7b7c978711e4ea3539a9affcbbe6467af4f5ebc7bd18",
+        "d0bb07fcb6df12e2f95a71e92464c23e6754a03d8d7e6c610adbf785fc4b05ef",
     ),
 }
 
