@@ -31,6 +31,15 @@ The tree::
     ├── CalibrationInvalid             calibration_case_invalid, calibration_verdict_invalid,
     │                                  calibration_suite_unreadable
     ├── SoulError                      lookup_soul_missing, lookup_soul_mismatch
+    ├── RoleError                      doit compare_register (continuity.roles):
+    │                                  role_revision_invalid, role_checkout_unknown,
+    │                                  role_checkout_dirty, role_checkout_flags,
+    │                                  role_protocol_missing, role_no_difference,
+    │                                  role_diff_outside_guidance, role_renderer_untouched,
+    │                                  role_witness_missing, lookup_rpack_direction_invalid,
+    │                                  role_binding_mismatch, role_output_not_absolute,
+    │                                  role_output_exists, role_output_inside_checkout,
+    │                                  role_build_failed
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,
@@ -114,7 +123,7 @@ Raised with the classes above from other modules (by area)::
 an error: it prints one line and exits 130 or 143 (`continuity.interrupts`).
 
 A base class raised without a specific code falls back to its own: continuity_error,
-usage_error, trace_error, store_error, harness_error, provider_error.
+usage_error, trace_error, store_error, harness_error, provider_error, role_error.
 
 A user can grep the code; tests assert it (and a test checks that every code the
 source raises is listed here). `str(error)` is always
@@ -152,6 +161,7 @@ __all__ = [
     "RealModeError",
     "RecordCorrupt",
     "ReplayFidelityError",
+    "RoleError",
     "RunIncomplete",
     "ScriptExhausted",
     "SessionCorrupt",
@@ -320,6 +330,13 @@ class LookupError_(UsageError):
 
 class SoulError(ContinuityError):
     default_code = "lookup_soul_mismatch"
+
+
+class RoleError(ContinuityError):
+    """Two checkouts cannot be registered as a cross-checkout comparison (the code says
+    which rule of the registration they break)."""
+
+    default_code = "role_error"
 
 
 class RealModeError(UsageError):

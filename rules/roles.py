@@ -1,0 +1,91 @@
+"""`doit compare_register`: register two checkouts (R0, Rpack) for the six roles."""
+
+from __future__ import annotations
+
+from typing import TypedDict, Unpack
+
+from continuity.graph import task_action
+from rules.params import MAX_PROBE_LIMIT, STORE, IntOption, TaskSpec, param
+
+
+class RegisterOptions(TypedDict, total=False):
+    """`doit compare_register`: the two checkouts, their SHAs, the output, the workload."""
+
+    r0: str
+    r0_revision: str
+    rpack: str
+    rpack_revision: str
+    output: str
+    suites: str
+    trace: str
+    probe_limit: int
+    store: str
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _register(**options: Unpack[RegisterOptions]) -> str:
+    from pathlib import Path
+
+    from continuity.errors import UsageError
+    from continuity.roles.register import register, workload
+    from continuity.store import Store
+
+    for option in ("r0", "r0_revision", "rpack", "rpack_revision", "output"):
+        if not options.get(option):
+            raise UsageError(
+                f"compare_register needs --{option.replace('_', '-')}",
+                code="option_value_missing",
+                location=f"--{option.replace('_', '-')}",
+            )
+    work = workload(
+        _names(options.get("suites") or ""),
+        _names(options.get("trace") or ""),
+        int(options.get("probe_limit") or 0) or None,
+    )
+    done = register(
+        Store(options.get("store") or None),
+        (Path(options["r0"]), options["r0_revision"]),
+        (Path(options["rpack"]), options["rpack_revision"]),
+        options["output"],
+        work,
+    )
+    builds = ", ".join(
+        f"{name} {receipt.seconds:.1f} s ({len(receipt.files)} files)"
+        for name, receipt in done.registration.builds.items()
+    )
+    scope = "restricted workload" if work.restricted else "full workload"
+    return (
+        f"compare_register: {len(done.registration.differing)} differing guidance paths; "
+        f"{scope}; builds {builds}\n"
+        f"sha256 {done.sha256}\n"
+        f"registration_digest {done.registration_digest}\n"
+        f"store key {done.key}\n"
+        f"registration in {done.path}"
+    )
+
+
+def task_compare_register() -> TaskSpec:
+    """Register R0 and Rpack: clean full SHAs, a guidance-only difference, fresh builds."""
+    return {
+        "actions": [task_action(_register)],
+        "params": [
+            param("r0", str, "", "the R0 checkout (without the pack's retrieval guidance)"),
+            param("r0_revision", str, "", "R0's full 40-hex commit SHA (its HEAD)"),
+            param("rpack", str, "", "the Rpack checkout (with the guidance)"),
+            param("rpack_revision", str, "", "Rpack's full 40-hex commit SHA (its HEAD)"),
+            param("output", str, "", "a new absolute directory outside both checkouts"),
+            param("suites", str, "", "corpus suites (default original,hard,hard-distractors)"),
+            param("trace", str, "", "only these trace ids (comma-separated; restricts)"),
+            param(
+                "probe_limit",
+                IntOption("--probe-limit", 1, MAX_PROBE_LIMIT),
+                0,
+                "only the first N probes of each trace (default all; restricts)",
+            ),
+            STORE,
+        ],
+        "verbosity": 2,
+    }
