@@ -37,9 +37,8 @@ The tree::
     │                                  role_protocol_missing, role_no_difference,
     │                                  role_diff_outside_guidance, role_renderer_untouched,
     │                                  role_witness_missing, lookup_rpack_direction_invalid,
-    │                                  role_binding_mismatch, role_output_not_absolute,
-    │                                  role_output_exists, role_output_inside_checkout,
-    │                                  role_build_failed
+    │                                  role_output_not_absolute, role_output_exists,
+    │                                  role_output_inside_checkout, role_build_failed
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

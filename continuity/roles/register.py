@@ -13,7 +13,8 @@ again finds the same key. Steps, each refusing with a `RoleError` code:
 2. each checkout: at its full SHA, clean, implementing `ROLE_PROTOCOL`;
 3. the full tree comparison: Rpack differs, only within `GUIDANCE_PATHS`, touching
    `RENDERER_PATH`, with the `WITNESS` in Rpack's renderer and not in R0's;
-4. the bound digests, identical between the two outside the guidance paths;
+4. the bound digests (identical in both: none is a guidance path, and step 3 refused
+   any other difference);
 5. a fresh build of each (`continuity.roles.register_build`).
 """
 
@@ -263,24 +264,6 @@ def _digests(checkout: Path, tree: dict[str, TreeEntry]) -> BoundDigests:
     )
 
 
-def _bound_digests(r0: BoundDigests, rpack: BoundDigests, location: str) -> BoundDigests:
-    """R0's digests, once every one outside the guidance paths equals Rpack's.
-
-    Raises:
-        RoleError: ``role_binding_mismatch``.
-    """
-    for field in BoundDigests.__struct_fields__:
-        mine, theirs = getattr(r0, field), getattr(rpack, field)
-        for path, digest in mine.items():
-            if path not in GUIDANCE_PATHS and theirs.get(path) != digest:
-                raise RoleError(
-                    f"the {field} file {path} differs between R0 and Rpack",
-                    code="role_binding_mismatch",
-                    location=location,
-                )
-    return r0
-
-
 def workload(suites: Sequence[str], traces: Sequence[str], probe_limit: int | None) -> Workload:
     """The one corpus and model setting of every role: the lookup defaults (the default
     scripted reader binding, effort low, no judge, one repeat).
@@ -357,9 +340,9 @@ def register(
             path=str(path.resolve()), revision=revision, tree=tree_id(path, revision)
         )
     differing = compare_trees((r0[0], trees["r0"]), (rpack[0], trees["rpack"]))
-    digests = _bound_digests(
-        _digests(r0[0], trees["r0"]), _digests(rpack[0], trees["rpack"]), str(rpack[0])
-    )
+    # R0's digests are Rpack's too: no bound path is a guidance path, and the tree
+    # comparison refused any other difference.
+    digests = _digests(r0[0], trees["r0"])
     builds = {
         name: build_checkout(path, revision, out / "build" / name)
         for name, (path, revision) in (("r0", r0), ("rpack", rpack))

@@ -22,7 +22,8 @@ import pytest
 
 from continuity.digest import value_digest
 from continuity.errors import RoleError
-from continuity.roles.guidance import GUIDANCE_PATCH, RENDERER_PATH, WITNESS
+from continuity.roles import register as register_module
+from continuity.roles.guidance import GUIDANCE_PATCH, RENDERER_PATH, ROLE_PROTOCOL, WITNESS
 from continuity.roles.register import (
     DEFAULT_SUITES,
     REGISTRATION_SCHEMA,
@@ -32,6 +33,7 @@ from continuity.roles.register import (
     register,
     workload,
 )
+from continuity.roles.register_build import build_checkout
 from continuity.store import Store
 from tests.conftest import REPO
 
@@ -199,6 +201,50 @@ def test_a_renderer_change_without_the_witness_is_refused(pair: Pair, tmp_path: 
     finally:
         _git(REPO, "worktree", "remove", "--force", str(other))
     assert error.code == "role_witness_missing"
+
+
+def test_a_checkout_without_the_role_protocol_is_incompatible(pair: Pair, tmp_path: Path) -> None:
+    old = _worktree(pair.root, "other", pair.r0_sha)
+    try:
+        declared = old / "continuity" / "roles" / "guidance.py"
+        text = declared.read_text(encoding="utf-8").replace(ROLE_PROTOCOL, "an-older-protocol")
+        declared.write_text(text, encoding="utf-8")
+        sha = _commit(old, "test: an older checkout")
+        error = _refused(pair, tmp_path, r0=(old, sha))
+    finally:
+        _git(REPO, "worktree", "remove", "--force", str(old))
+    assert (error.code, error.location) == ("role_protocol_missing", str(old))
+
+
+def test_a_directory_that_is_not_a_checkout_top_is_refused(pair: Pair, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert _refused(pair, tmp_path, r0=(plain, pair.r0_sha)).code == "role_checkout_unknown"
+    inner = pair.r0 / "continuity"
+    error = _refused(pair, tmp_path / "inner", r0=(inner, pair.r0_sha))
+    assert (error.code, error.location) == ("role_checkout_unknown", str(inner))
+
+
+def test_a_delta_that_misses_the_renderer_is_refused(
+    pair: Pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only the renderer is a guidance path today; widened, a delta in another guidance
+    # path alone still has to touch the renderer.
+    monkeypatch.setattr(register_module, "GUIDANCE_PATHS", (RENDERER_PATH, "README.md"))
+    error = _refused(
+        pair, tmp_path, r0=(pair.rpack, pair.rpack_sha), rpack=(pair.docs, pair.docs_sha)
+    )
+    assert error.code == "role_renderer_untouched"
+
+
+def test_a_build_that_cannot_make_its_venv_fails(pair: Pair, tmp_path: Path) -> None:
+    (tmp_path / "venv").write_text("in the way\n", encoding="utf-8")
+    with pytest.raises(RoleError) as caught:
+        build_checkout(pair.r0, pair.r0_sha, tmp_path)
+    assert (caught.value.code, caught.value.location) == (
+        "role_build_failed",
+        str(tmp_path / "venv"),
+    )
 
 
 def test_the_output_directory_rules(pair: Pair, tmp_path: Path) -> None:
