@@ -288,7 +288,7 @@ def test_a_sample_that_does_not_cross_its_boundary_fails_the_contract(
     store: Store, out_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _small_contract(monkeypatch)
-    _cold_rebuild_forks_native(monkeypatch, "continuity.runner.units")
+    _cold_rebuild_forks_native(monkeypatch, "continuity.runner.unit_run")
     with pytest.raises(ContinuityError) as err:
         run_offline_contract(store, out_dir=out_dir)
     assert (err.value.code, err.value.location) == ("arm_contract_failed", TRACE)

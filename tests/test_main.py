@@ -77,7 +77,8 @@ def test_valid_commands_behave_exactly_like_doit_in_the_checkout(
     plain = run(REPO, "doit", *args)
     assert front.returncode == plain.returncode and front.returncode in (0, 1), front
     assert front.stdout == plain.stdout and front.stderr == plain.stderr
-    assert args[-1] in front.stdout
+    # doit list shows the tasks; help and info name the task they describe
+    assert ("offline_contract" if args == ("list",) else args[-1]) in front.stdout
 
 
 def test_a_task_runs_from_another_directory(tmp_path: Path) -> None:
