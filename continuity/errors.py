@@ -21,6 +21,8 @@ The tree::
     │            lookup_policy_sha256_required, lookup_policy_sha256_mismatch,
     │            lookup_unknown_feasibility, lookup_output_exists, lookup_output_required,
     │            probe_mode_unknown, arm_lookup_only:<id>, arm_not_admitted_in_lookup:<id>
+    │            lookup_role_unknown, lookup_role_arms_conflict,
+    │            lookup_role_receipt_invalid (--lookup-role, continuity.roles)
     │   ├── RealModeError          the real-mode guards above (real_refused and its kin)
     │   ├── PricingError           pricing_invalid (a catalog or genai-prices lookup)
     │   └── LookupError_           lookup_policy_invalid and the lookup-mode codes above

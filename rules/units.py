@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from continuity.plan.plan import LookupPlan
+    from continuity.roles.table import Role
     from continuity.runner.lookup_run import LookupRun
     from continuity.runner.units import UnitRecord
 
@@ -44,6 +45,8 @@ class UnitsOptions(PlanOptions, total=False):
     trace: str
     jobs: int
     run: str
+    lookup_role: str
+    registration_digest: str
 
 
 def _units(**options: Unpack[UnitsOptions]) -> str:
@@ -65,12 +68,23 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
     from continuity.runner.units import build_units
 
     started = utc_stamp()
+    role = _role(options)
+    if role is not None:  # the role fixes the arm (a conflicting --arms is refused)
+        from continuity.roles.receipt import role_arms
+
+        options = {**options, "arms": role_arms(role, options.get("arms"))}
     plan = plan_from_options(options)  # the same validation (and codes) as the plan tasks
+    if role is not None and isinstance(plan, LookupPlan):
+        from continuity.roles.receipt import role_plan
+
+        plan = role_plan(plan, role)  # the role's frozen soul, never a moving default
     lookup = _lookup_run(plan, options) if isinstance(plan, LookupPlan) else None
     chosen = Selection(options)
     run = options["run"]
     run_name = "lookup" if lookup is not None and run == "offline" else run
     run_dir = chosen.out / "runs" / run_name
+    if role is not None and isinstance(plan, LookupPlan):
+        return _role_units(role, plan, run_dir, options, started)
     with progress(f"units {chosen.suite}") as tick:
         records, folder, built = build_units(
             chosen.store,
@@ -89,6 +103,88 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
         )
     write_run_manifest(run_dir, plan, started=started)  # the report header's source
     return _summary(records, folder, built)
+
+
+def _role(options: UnitsOptions) -> Role | None:
+    """The ``--lookup-role`` asked for (lookup mode only), its registration digest
+    checked; None without one."""
+    import re
+
+    from continuity.errors import UsageError
+    from continuity.roles.table import role_named
+
+    name = options.get("lookup_role") or ""
+    digest = options.get("registration_digest") or ""
+    if not name:
+        if digest:
+            raise UsageError(
+                "--registration-digest binds a role run; add --lookup-role",
+                code="plan_invalid",
+                location="--registration-digest",
+            )
+        return None
+    role = role_named(name)
+    if (options.get("probe_mode") or "recall-only") != "lookup-allowed-v1":
+        raise UsageError(
+            "--lookup-role runs a lookup role; add --probe-mode lookup-allowed-v1",
+            code="plan_invalid",
+            location="--lookup-role",
+        )
+    if digest and not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise UsageError(
+            "--registration-digest must be a registration's canonical digest (64 hex)",
+            code="option_invalid",
+            location="--registration-digest",
+        )
+    return role
+
+
+def _role_units(
+    role: Role, plan: LookupPlan, run_dir: Path, options: UnitsOptions, started: str
+) -> str:
+    """Run the role's lookup units as an ordinary lookup run would, then write its
+    receipt whether they finished or failed (a failure keeps its code and is re-raised)."""
+    from continuity.errors import ContinuityError
+    from continuity.progress import progress
+    from continuity.roles.receipt import role_receipt, write_role_receipt
+    from continuity.runner.manifest import write_run_manifest
+    from continuity.runner.samples import DEFAULT_JOBS
+    from continuity.runner.units import build_units
+
+    chosen = Selection(options)
+    outcome = "failed"  # an uncoded failure or an interrupt still leaves a receipt
+    try:
+        with progress(f"units {chosen.suite} (role {role.name})") as tick:
+            records, folder, built = build_units(
+                chosen.store,
+                chosen.suite,
+                chosen.seeds,
+                arms=role.arm,
+                repeats=int(options.get("repeats") or 1),
+                traces=options.get("trace") or None,
+                probe_limit=int(options.get("probe_limit") or 0) or None,
+                run_dir=run_dir,
+                progress=tick,
+                jobs=int(options.get("jobs") or 0) or DEFAULT_JOBS,
+                only_repeats=_repeats(options),
+                lookup=_lookup_run(plan, options),
+                judge=plan.judge,
+            )
+        outcome = "complete"
+    except ContinuityError as exc:
+        outcome = exc.code
+        raise
+    finally:
+        write_run_manifest(run_dir, plan, started=started)
+        receipt = role_receipt(
+            run_dir,
+            role,
+            plan,
+            outcome=outcome,
+            registration_digest=options.get("registration_digest") or None,
+        )
+        path = write_role_receipt(run_dir, receipt)
+    return _summary(records, folder, built) + f"; role {role.name} receipt in {path}"
 
 
 def _lookup_run(plan: LookupPlan, options: UnitsOptions) -> LookupRun:
@@ -251,6 +347,19 @@ def task_units() -> TaskSpec:
                 "real, checkpoints in parallel (default: one per model slot, within 2 per core)",
             ),
             RUN,
+            param(
+                "lookup_role",
+                str,
+                "",
+                "lookup mode: run one comparison role (native, pack, pack-only, soul-only, "
+                "shipping, native-soul): its arm and frozen soul; writes <run>/role-receipt.json",
+            ),
+            param(
+                "registration_digest",
+                str,
+                "",
+                "with --lookup-role: the registration's canonical digest, bound into the receipt",
+            ),
             STORE,
             OUT,
         ],

@@ -6,6 +6,12 @@ sha256 of its normalised core (HTML comments removed, line endings, trailing spa
 blank-line runs normalised), so a cosmetic edit and a substantive one are told apart.
 Both enter the plan's confirmation and the sizing policy. A missing, modified or
 mismatched soul fails closed; there is no fallback to another file.
+
+`KNOWN_SOULS` freezes every soul a role may bind, by name, with both digests: S0
+(``continuity-soul-v1.md``, the soul the frozen sizing policy was measured with) and S1
+(``continuity-soul-v2.md``: S0's core plus ConversationHistory routing guidance, with no
+final newline). `read_known_soul` reads one and checks it against its pins, so no role
+follows a moving default.
 """
 
 from __future__ import annotations
@@ -20,16 +26,32 @@ import msgspec
 from continuity.errors import SoulError
 
 __all__ = [
+    "KNOWN_SOULS",
     "SOUL_NAME",
     "Soul",
     "check_soul",
     "default_soul_path",
     "install_soul",
+    "known_soul_name",
     "normalise_core",
+    "read_known_soul",
     "read_soul",
+    "soul_path",
 ]
 
 SOUL_NAME = "continuity-soul-v1.md"
+# name -> (raw sha256, normalised-core sha256). Frozen: a changed soul is a new file and
+# a new row, never an edit of a row.
+KNOWN_SOULS: dict[str, tuple[str, str]] = {
+    SOUL_NAME: (
+        "642237f9be4efa1f254adefb143171f11ba18eb1b749c3516289d893536ac96f",
+        "126f4e218e9cf8c9998eebe94e9e84a752a992d5abece2cae5cfc8baa5e6f4c2",
+    ),
+    "continuity-soul-v2.md": (
+        "1de9d74ef224d3025a8a3e6dcb729793fea9f0ac44b507d14a506655b8a798db",
+        "efeedf02a9482a40636ed0c783ef46b74d0653a10676be67680f8df7bb20229e",
+    ),
+}
 
 
 class Soul(msgspec.Struct, frozen=True):
@@ -38,8 +60,40 @@ class Soul(msgspec.Struct, frozen=True):
     core: str
 
 
+def soul_path(name: str) -> Path:
+    """Where the frozen soul `name` lives (``fixtures/lookup/``)."""
+    return Path(__file__).resolve().parents[2] / "fixtures" / "lookup" / name
+
+
 def default_soul_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "fixtures" / "lookup" / SOUL_NAME
+    return soul_path(SOUL_NAME)
+
+
+def known_soul_name(sha256: str, core_sha256: str) -> str | None:
+    """The known soul bound by exactly these two digests, if any."""
+    for name, pins in KNOWN_SOULS.items():
+        if pins == (sha256, core_sha256):
+            return name
+    return None
+
+
+def read_known_soul(name: str, *, where: str = "fixtures/lookup") -> Soul:
+    """The known soul `name`, checked against its frozen digests.
+
+    Raises:
+        SoulError: ``lookup_soul_missing`` for a name that is not a known soul or a
+            file that cannot be read; ``lookup_soul_mismatch`` when its bytes are not
+            the frozen ones.
+    """
+    if name not in KNOWN_SOULS:
+        raise SoulError(
+            f"no frozen soul is named {name!r}; known: {', '.join(KNOWN_SOULS)}",
+            code="lookup_soul_missing",
+            location=where,
+        )
+    soul = read_soul(soul_path(name))
+    check_soul(soul, *KNOWN_SOULS[name], where=str(soul_path(name)))
+    return soul
 
 
 def normalise_core(text: str) -> str:
@@ -88,9 +142,14 @@ def check_soul(soul: Soul, sha256: str, core_sha256: str, *, where: str) -> None
 def install_soul(
     workspace: Path, sha256: str, core_sha256: str, source: Path | None = None
 ) -> Soul:
-    """Copy the soul into `workspace` and verify the copy against the bound digests."""
-    target = workspace / SOUL_NAME
-    origin = source or default_soul_path()
+    """Copy the soul into `workspace` and verify the copy against the bound digests.
+
+    Without `source`, the known soul these digests bind (else S0, which then fails the
+    check): the binding names the soul, never a default that could move.
+    """
+    name = known_soul_name(sha256, core_sha256) or SOUL_NAME
+    target = workspace / name
+    origin = source or soul_path(name)
     if not origin.is_file():
         raise SoulError(
             "the frozen soul file is missing", code="lookup_soul_missing", location=str(origin)

@@ -49,6 +49,12 @@ PACK_RETRIEVAL_GUIDANCE = (
 _SHARES = (("owner", 0.40), ("tool", 0.35), ("summary", 0.15), ("neutral", 0.10))
 _FRAME_TOKENS = 64
 _ITEM_CHARS = {"owner": 600, "tool": 480, "summary": 300, "neutral": 300}
+_TITLES = {
+    "owner": "Owner",
+    "tool": "Tool results",
+    "summary": "Generated summary",
+    "neutral": "Neutral",
+}
 
 
 class PackSection(msgspec.Struct, frozen=True):
@@ -162,13 +168,8 @@ def build_pack(
         carry = allowance - used
         overlap += sum(1 for item in chosen if item.split("] ", 1)[-1][:80] in in_context)
         sections.append(PackSection(name, len(chosen), len(candidates[name]) - len(chosen), used))
-        title = {
-            "owner": "Owner",
-            "tool": "Tool results",
-            "summary": "Generated summary",
-            "neutral": "Neutral",
-        }[name]
-        rendered.append(f"## {title}\n" + ("\n".join(f"- {c}" for c in chosen) or "- (none)"))
+        body = "\n".join(f"- {c}" for c in chosen) or "- (none)"
+        rendered.append(f"## {_TITLES[name]}\n{body}")
     rendered.append("</continuity-pack>")
     text = "\n".join(rendered)
     total = _tokens(text)
