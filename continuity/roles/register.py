@@ -39,6 +39,7 @@ from continuity.roles.register_git import (
     read_blob,
     tree_id,
 )
+from continuity.roles.table import ROLES, Role
 from continuity.store import Store
 
 __all__ = [
@@ -62,8 +63,8 @@ __all__ = [
 
 REGISTRATION_SCHEMA = "continuity-lookup-registration-v1"
 DEFAULT_SUITES = ("original", "hard", "hard-distractors")
-# The six roles (continuity.roles.table holds their arm/code/soul contract).
-ROLE_NAMES = ("native", "pack", "pack-only", "soul-only", "shipping", "native-soul")
+# The six roles, bound with their arm, code and soul (continuity.roles.table).
+ROLE_NAMES = tuple(role.name for role in ROLES)
 ENTRYPOINT_PATHS = ("dodo.py", "rules/units.py")
 READER_PATH = "continuity/lookup/reader.py"
 LOCK_PATH = "pyproject.toml"
@@ -109,7 +110,7 @@ class Registration(msgspec.Struct, frozen=True, kw_only=True):
     differing: list[str]
     digests: BoundDigests
     workload: Workload
-    roles: list[str]
+    roles: list[Role]
     builds: dict[str, BuildReceipt]
 
 
@@ -355,7 +356,7 @@ def register(
         differing=differing,
         digests=digests,
         workload=work,
-        roles=list(ROLE_NAMES),
+        roles=list(ROLES),
         builds=builds,
     )
     data = msgspec.json.encode(registration, order="sorted")

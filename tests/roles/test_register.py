@@ -34,6 +34,7 @@ from continuity.roles.register import (
     workload,
 )
 from continuity.roles.register_build import build_checkout
+from continuity.roles.table import ROLES
 from continuity.store import Store
 from tests.conftest import REPO
 
@@ -315,7 +316,9 @@ def test_a_restricted_registration_binds_both_checkouts(
     assert registration.schema == REGISTRATION_SCHEMA
     assert (registration.r0.revision, registration.rpack.revision) == (pair.r0_sha, pair.rpack_sha)
     assert registration.differing == [RENDERER_PATH]
-    assert tuple(registration.roles) == ROLE_NAMES
+    assert tuple(role.name for role in registration.roles) == ROLE_NAMES
+    assert tuple(registration.roles) == ROLES  # arm, code and soul of each
+    assert ROLE_NAMES == ("native", "pack", "pack-only", "soul-only", "shipping", "native-soul")
     work = registration.workload
     assert (work.suites, work.traces, work.probe_limit, work.restricted) == (
         ["original"],
