@@ -40,7 +40,12 @@ The tree::
     │                                  role_diff_outside_guidance, role_renderer_untouched,
     │                                  role_witness_missing, lookup_rpack_direction_invalid,
     │                                  role_output_not_absolute, role_output_exists,
-    │                                  role_output_inside_checkout, role_build_failed
+    │                                  role_output_inside_checkout, role_build_failed;
+    │                                  doit compare_run: role_registration_sha256_mismatch,
+    │                                  role_registration_invalid, role_build_changed,
+    │                                  role_launch_failed (launches.json reasons, not
+    │                                  raised: role_child_failed, role_receipt_missing,
+    │                                  role_receipt_invalid)
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

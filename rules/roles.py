@@ -89,3 +89,59 @@ def task_compare_register() -> TaskSpec:
         ],
         "verbosity": 2,
     }
+
+
+class RunOptions(TypedDict, total=False):
+    """`doit compare_run`: the registration, its raw sha256, the output directory."""
+
+    registration: str
+    sha256: str
+    output: str
+
+
+def _run(**options: Unpack[RunOptions]) -> str:
+    from pathlib import Path
+
+    from continuity.errors import RoleError, UsageError
+    from continuity.roles.run import compare_run, failed_launches
+
+    for option in ("registration", "sha256", "output"):
+        if not options.get(option):
+            raise UsageError(
+                f"compare_run needs --{option}",
+                code="option_value_missing",
+                location=f"--{option}",
+            )
+    path, launches = compare_run(
+        Path(options["registration"]), options["sha256"], options["output"]
+    )
+    failed = failed_launches(launches)
+    lines = [
+        f"{launch.role} {launch.suite}: exit {launch.exit_code}"
+        + (f" ({launch.reason})" if launch.reason else "")
+        for launch in launches.launches
+    ]
+    if failed:
+        print("\n".join(lines), flush=True)
+        raise RoleError(
+            f"{len(failed)} of {len(launches.launches)} role launches failed "
+            f"(first: {failed[0].role} {failed[0].suite}); the others are recorded",
+            code="role_launch_failed",
+            location=str(path),
+        )
+    return "\n".join(
+        [*lines, f"registration_digest {launches.registration_digest}", f"launches in {path}"]
+    )
+
+
+def task_compare_run() -> TaskSpec:
+    """Run the six registered roles, each in its own checkout's child, into a new directory."""
+    return {
+        "actions": [task_action(_run)],
+        "params": [
+            param("registration", str, "", "registration.json written by doit compare_register"),
+            param("sha256", str, "", "the registration file's raw sha256 (as register printed)"),
+            param("output", str, "", "a new absolute directory outside both checkouts"),
+        ],
+        "verbosity": 2,
+    }

@@ -1,0 +1,199 @@
+"""`doit compare_run`: run the six registered roles, each in its own checkout's child.
+
+Steps, each refusing with a `RoleError` code before anything runs:
+
+1. the registration file's raw sha256 must equal ``--sha256``
+   (``role_registration_sha256_mismatch``);
+2. it must decode as a `Registration` (``role_registration_invalid``); its canonical
+   digest (`continuity.digest.value_digest`, as `register` prints it) is bound into
+   every role receipt through ``--registration-digest``;
+3. the output directory: absolute, new, outside both checkouts through symlinks
+   (`continuity.roles.register.check_output`); there is no resume.
+
+Then, for each role in `ROLES` order and each registered suite, the role's build is
+re-verified (``role_build_changed``), the child runs (`continuity.roles.run_launch`), the
+build is verified again, and ``<output>/launches.json`` (schema `LAUNCHES_SCHEMA`) is
+rewritten atomically, so a killed run leaves a truthful file. A child that fails, with
+or without a receipt, is recorded with its exit status and reason and later roles
+still run; a changed build stops the run (recorded first), since no later role could
+be attributed to the registered code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from continuity.digest import value_digest
+from continuity.errors import RoleError
+from continuity.outputs import write_output
+from continuity.roles.register import Registration, check_output
+from continuity.roles.run_launch import (
+    check_receipt,
+    child_command,
+    child_env,
+    launch_child,
+    verify_build,
+)
+from continuity.roles.table import ROLES, Role
+
+__all__ = [
+    "LAUNCHES_FILE",
+    "LAUNCHES_SCHEMA",
+    "Launch",
+    "Launches",
+    "compare_run",
+    "failed_launches",
+    "read_registration",
+]
+
+LAUNCHES_SCHEMA = "continuity-lookup-launches-v1"
+LAUNCHES_FILE = "launches.json"
+
+
+class Launch(msgspec.Struct, frozen=True, kw_only=True):
+    """One role x suite launch.
+
+    Attributes:
+        role: the role's name; code: the checkout it ran in (``r0`` or ``rpack``).
+        suite: the registered suite.
+        exit_code: the child's exit status (negative: the signal that ended it); None
+            when the child never started.
+        receipt: the verified receipt's path below the output directory, or None.
+        receipt_sha256: its raw sha256, or None.
+        reason: None for a clean launch; else ``code: message`` (a failed child, a
+            missing or unverified receipt, a changed build).
+        started, finished: UTC ISO-8601 times (finished None while it runs).
+        build_verified_before, build_verified_after: the build re-verification results.
+    """
+
+    role: str
+    code: Literal["r0", "rpack"]
+    suite: str
+    exit_code: int | None
+    receipt: str | None
+    receipt_sha256: str | None
+    reason: str | None
+    started: str
+    finished: str | None
+    build_verified_before: bool
+    build_verified_after: bool
+
+
+class Launches(msgspec.Struct, frozen=True, kw_only=True):
+    schema: str = LAUNCHES_SCHEMA
+    registration_digest: str
+    registration_sha256: str
+    launches: list[Launch]
+
+
+def read_registration(path: Path, sha256: str) -> tuple[Registration, str, str]:
+    """The registration at `path`, its canonical digest and its raw sha256.
+
+    Raises:
+        RoleError: ``role_registration_invalid`` (at the file) when it cannot be read or
+            decoded; ``role_registration_sha256_mismatch`` (at ``--sha256``) when its
+            raw sha256 is not `sha256`.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RoleError(
+            f"cannot read the registration: {exc.strerror}",
+            code="role_registration_invalid",
+            location=str(path),
+        ) from None
+    raw = hashlib.sha256(data).hexdigest()
+    if raw != sha256.strip().lower():
+        raise RoleError(
+            f"the registration's sha256 is {raw}, not the one given",
+            code="role_registration_sha256_mismatch",
+            location="--sha256",
+        )
+    try:
+        registration = msgspec.json.decode(data, type=Registration)
+    except msgspec.MsgspecError as exc:
+        raise RoleError(
+            f"not a registration: {exc}", code="role_registration_invalid", location=str(path)
+        ) from None
+    return registration, value_digest(registration), raw
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _write(output: Path, launches: Launches) -> None:
+    data = msgspec.json.format(msgspec.json.encode(launches)) + b"\n"
+    write_output(output / LAUNCHES_FILE, data)
+
+
+def _launch(
+    output: Path, registration: Registration, digest: str, role: Role, suite: str
+) -> tuple[Launch, RoleError | None]:
+    """Run one role on one suite between two build verifications."""
+    code: Literal["r0", "rpack"] = "r0" if role.code == "R0" else "rpack"
+    build = registration.builds[code]
+    started = _now()
+    blank = Launch(
+        role=role.name, code=code, suite=suite, exit_code=None, receipt=None,
+        receipt_sha256=None, reason=None, started=started, finished=None,
+        build_verified_before=False, build_verified_after=False,
+    )  # fmt: skip
+    try:
+        verify_build(code, build)
+    except RoleError as exc:
+        return msgspec.structs.replace(blank, reason=str(exc), finished=_now()), exc
+    role_dir = output / "roles" / role.name / suite
+    role_dir.mkdir(parents=True)
+    command = child_command(registration, role, suite, digest, role_dir)
+    checkout = registration.r0 if code == "r0" else registration.rpack
+    exit_code = launch_child(command, child_env(role_dir), role_dir, checkout.path)
+    checked = check_receipt(output, role_dir, role, registration, digest)
+    reason = checked.reason
+    if reason is None and exit_code != 0:
+        reason = f"role_child_failed: exit {exit_code}, outcome {checked.outcome}"
+    launch = msgspec.structs.replace(
+        blank,
+        exit_code=exit_code,
+        receipt=checked.receipt,
+        receipt_sha256=checked.receipt_sha256,
+        reason=reason,
+        build_verified_before=True,
+    )
+    try:
+        verify_build(code, build)
+    except RoleError as exc:
+        return msgspec.structs.replace(launch, reason=str(exc), finished=_now()), exc
+    return msgspec.structs.replace(launch, build_verified_after=True, finished=_now()), None
+
+
+def compare_run(registration_path: Path, sha256: str, output: str) -> tuple[Path, Launches]:
+    """Run every registered role x suite; return ``launches.json``'s path and content.
+
+    Raises:
+        RoleError: the refusals of the module docstring's steps 1-3, and
+            ``role_build_changed`` once recorded in ``launches.json``.
+    """
+    registration, digest, raw = read_registration(registration_path, sha256)
+    out = check_output(output, [Path(registration.r0.path), Path(registration.rpack.path)])
+    out.mkdir(parents=True)
+    launches = Launches(registration_digest=digest, registration_sha256=raw, launches=[])
+    _write(out, launches)
+    for role in ROLES:
+        for suite in registration.workload.suites:
+            launch, changed = _launch(out, registration, digest, role, suite)
+            launches.launches.append(launch)
+            _write(out, launches)
+            if changed is not None:
+                raise changed
+    return out / LAUNCHES_FILE, launches
+
+
+def failed_launches(launches: Launches) -> list[Launch]:
+    """The launches that did not end with a clean child and a verified receipt."""
+    return [launch for launch in launches.launches if launch.reason is not None]

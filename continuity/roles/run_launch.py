@@ -1,0 +1,169 @@
+"""One role launch of `doit compare_run`: the child command, its environment, its receipt.
+
+A role runs in its own checkout's child process with that checkout's venv interpreter
+(``<venv>/bin/python -m doit -f <checkout>/dodo.py units --lookup-role ROLE ...``), with
+its own ``--out`` and ``--store`` below ``<output>/roles/<role>/<suite>/`` so no
+checkpoint crosses treatments. The child's environment is built, not inherited: only
+``PATH`` and ``HOME`` pass through (no ``CI``, no credentials; the run is offline), and
+``CONTINUITY_STORE`` / ``CONTINUITY_OUT`` name the isolated directories. The receipt it
+leaves is verified against the role table, the registered checkout and the registration
+digest; a launch without a verified receipt keeps its reason instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import msgspec
+
+from continuity.errors import RoleError, UsageError
+from continuity.roles.receipt import RECEIPT_FILE, read_role_receipt
+from continuity.roles.register import Registration
+from continuity.roles.register_build import BuildReceipt, installed_hashes
+from continuity.roles.table import Role
+
+__all__ = [
+    "LOG_FILE",
+    "ReceiptCheck",
+    "check_receipt",
+    "child_command",
+    "child_env",
+    "launch_child",
+    "verify_build",
+]
+
+LOG_FILE = "child.log"
+_PASSED_THROUGH = ("PATH", "HOME")
+
+
+class ReceiptCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """The receipt a launch left: its path below the output directory and sha256 when it
+    verified, else None and the reason."""
+
+    receipt: str | None
+    receipt_sha256: str | None
+    reason: str | None
+    outcome: str | None
+
+
+def verify_build(name: str, receipt: BuildReceipt) -> None:
+    """Recompute the installed file hashes of a registered build and compare.
+
+    Raises:
+        RoleError: ``role_build_changed`` (at the venv) when a file was added, removed
+            or changed since registration, or the venv's interpreter is gone.
+    """
+    site_packages = Path(receipt.site_packages)
+    files = installed_hashes(site_packages) if site_packages.is_dir() else {}
+    if files != receipt.files or not Path(receipt.python).is_file():
+        changed = sorted(
+            path
+            for path in files.keys() | receipt.files.keys()
+            if files.get(path) != receipt.files.get(path)
+        )
+        raise RoleError(
+            f"{name}'s build changed since registration ({len(changed)} files differ"
+            f"{', first ' + changed[0] if changed else ''}); register again",
+            code="role_build_changed",
+            location=receipt.venv,
+        )
+
+
+def child_command(
+    registration: Registration, role: Role, suite: str, digest: str, role_dir: Path
+) -> list[str]:
+    """The role child's command line for one suite of the registered workload."""
+    checkout = registration.r0 if role.code == "R0" else registration.rpack
+    build = registration.builds["r0" if role.code == "R0" else "rpack"]
+    work = registration.workload
+    command = [
+        str(Path(build.venv) / "bin" / "python"),
+        *("-m", "doit", "-f", str(Path(checkout.path) / "dodo.py"), "units"),
+        *("--probe-mode", "lookup-allowed-v1", "--lookup-role", role.name),
+        *("--registration-digest", digest, "--suite", suite),
+    ]
+    if work.traces:
+        command += ["--trace", ",".join(work.traces)]
+    if work.probe_limit is not None:
+        command += ["--probe-limit", str(work.probe_limit)]
+    return [
+        *command,
+        *("--run", role.name, "--out", str(role_dir / "out"), "--store", str(role_dir / "store")),
+    ]
+
+
+def child_env(role_dir: Path) -> dict[str, str]:
+    """The child's environment: PATH and HOME, the isolated store and out, no bytecode
+    written (the checkouts stay as registered)."""
+    env = {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
+    return {
+        **env,
+        "CONTINUITY_STORE": str(role_dir / "store"),
+        "CONTINUITY_OUT": str(role_dir / "out"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def launch_child(command: list[str], env: dict[str, str], role_dir: Path, cwd: str) -> int:
+    """Run the child to its end, its stdout and stderr in ``child.log``; its exit status
+    (negative: the signal that ended it)."""
+    with (role_dir / LOG_FILE).open("wb") as log:
+        return subprocess.run(
+            command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False
+        ).returncode
+
+
+def _mismatch(receipt_role: tuple[str, str, str], role: Role) -> str | None:
+    expected = (role.name, role.arm, role.code)
+    if receipt_role != expected:
+        return f"the receipt is for {receipt_role}, not {expected}"
+    return None
+
+
+def check_receipt(
+    output: Path, role_dir: Path, role: Role, registration: Registration, digest: str
+) -> ReceiptCheck:
+    """Verify the receipt the role child left (schema and frozen soul, role, arm, code,
+    the registered checkout's revision, the witness of its code, the registration digest).
+
+    A missing or unverified receipt is not an error here: the launch records it with
+    ``role_receipt_missing`` or ``role_receipt_invalid`` and its message.
+    """
+    path = role_dir / "out" / "runs" / role.name / RECEIPT_FILE
+    if not path.is_file():
+        return ReceiptCheck(
+            receipt=None,
+            receipt_sha256=None,
+            reason=f"role_receipt_missing: the child left no {RECEIPT_FILE}",
+            outcome=None,
+        )
+    try:
+        receipt = read_role_receipt(path)
+    except UsageError as exc:
+        return ReceiptCheck(
+            receipt=None, receipt_sha256=None, reason=f"{exc.code}: {exc.message}", outcome=None
+        )
+    checkout = registration.r0 if role.code == "R0" else registration.rpack
+    problem = _mismatch((receipt.role, receipt.arm, receipt.code), role)
+    if problem is None and receipt.registration_digest != digest:
+        problem = "the receipt binds another registration digest"
+    if problem is None and (receipt.revision, receipt.dirty) != (checkout.revision, False):
+        problem = f"the receipt's commit {receipt.revision[:12]} is not the registered one"
+    if problem is None and receipt.witness != (role.code == "Rpack"):
+        problem = f"the receipt's witness ({receipt.witness}) is not {role.code}'s"
+    if problem is not None:
+        return ReceiptCheck(
+            receipt=None,
+            receipt_sha256=None,
+            reason=f"role_receipt_invalid: {problem}",
+            outcome=receipt.outcome,
+        )
+    return ReceiptCheck(
+        receipt=path.relative_to(output).as_posix(),
+        receipt_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        reason=None,
+        outcome=receipt.outcome,
+    )
