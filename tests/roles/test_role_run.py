@@ -21,7 +21,7 @@ from tests.graph.test_dodo import doit
 LOOKUP = "lookup-allowed-v1"
 SMOKE = ("--suite", "original", "--trace", "brightline-return", "--probe-limit", "1")
 # Measured at d35026d, before the role protocol existed, and after it: identical.
-ORDINARY = {
+ORDINARY: dict[str, dict[str, object]] = {
     "364124f03cbd990a4380e9f52d66161a2832b3732e06f05a3b1f7d5db7a77ebe": {},
     "171449914d01528605af6d4ac29ec5161679dc75baf167d52a8850ac792d3410": {
         "probe_mode": "recall-only",
@@ -61,8 +61,10 @@ def test_a_role_plan_binds_its_soul_and_keeps_the_frozen_budget() -> None:
         base.call_budget,
         base.byte_budget,
     )
+    every_arm = plan_from_options({"probe_mode": LOOKUP})
+    assert isinstance(every_arm, LookupPlan)
     with pytest.raises(UsageError) as caught:
-        role_plan(plan_from_options({"probe_mode": LOOKUP}), role_named("native"))
+        role_plan(every_arm, role_named("native"))
     assert caught.value.code == "lookup_role_arms_conflict"
 
 
@@ -79,10 +81,11 @@ def test_a_role_run_writes_its_receipt(tmp_path: Path) -> None:
     )
     assert (receipt.soul, receipt.soul_file) == ("S0", "continuity-soul-v1.md")
     assert (receipt.soul_sha256, receipt.soul_core_sha256) == KNOWN_SOULS[receipt.soul_file]
-    expected = role_plan(
-        plan_from_options({"probe_mode": LOOKUP, "arms": "continuity-pack-cold", "probe_limit": 1}),
-        role_named("pack"),
+    lookup = plan_from_options(
+        {"probe_mode": LOOKUP, "arms": "continuity-pack-cold", "probe_limit": 1}
     )
+    assert isinstance(lookup, LookupPlan)
+    expected = role_plan(lookup, role_named("pack"))
     assert receipt.plan_digest == plan_digest(expected)
     assert receipt.revision == code_revision()[0] and receipt.witness is True
     assert receipt.outcome == "complete" and receipt.registration_digest is None

@@ -31,7 +31,7 @@ def test_the_six_roles_are_the_issue_table() -> None:
 
 def test_roles_are_frozen_and_typed() -> None:
     with pytest.raises(AttributeError):
-        ROLES[0].arm = "native"  # type: ignore[misc]
+        ROLES[0].arm = "native"  # type: ignore[misc,assignment]
     with pytest.raises(msgspec.ValidationError):
         msgspec.convert({"name": "x", "arm": "native", "code": "R0", "soul": "S0"}, Role)
 
