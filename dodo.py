@@ -11,7 +11,7 @@ from rules.compare import task_compare
 from rules.contract import task_offline_contract
 from rules.lookup import task_lookup_budget
 from rules.plan import task_dry_run, task_estimate, task_plan
-from rules.roles import task_compare_register, task_compare_run
+from rules.roles import task_compare_aggregate, task_compare_register, task_compare_run
 from rules.store import task_gc, task_verify
 from rules.traces import task_traces
 from rules.units import task_units
@@ -27,6 +27,7 @@ __all__ = [
     "task_calibrate",
     "task_checkpoints",
     "task_compare",
+    "task_compare_aggregate",
     "task_compare_register",
     "task_compare_run",
     "task_dry_run",

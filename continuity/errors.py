@@ -45,7 +45,9 @@ The tree::
     │                                  role_registration_invalid, role_build_changed,
     │                                  role_launch_failed (launches.json reasons, not
     │                                  raised: role_child_failed, role_receipt_missing,
-    │                                  role_receipt_invalid)
+    │                                  role_receipt_invalid);
+    │                                  doit compare_aggregate: role_launches_invalid,
+    │                                  role_receipt_tampered, role_cross_replay
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

@@ -145,3 +145,47 @@ def task_compare_run() -> TaskSpec:
         ],
         "verbosity": 2,
     }
+
+
+def _aggregate(**options: Unpack[RunOptions]) -> str:
+    from pathlib import Path
+
+    from continuity.errors import UsageError
+    from continuity.roles.aggregate_render import compare_aggregate
+
+    for option in ("registration", "sha256", "output"):
+        if not options.get(option):
+            raise UsageError(
+                f"compare_aggregate needs --{option}",
+                code="option_value_missing",
+                location=f"--{option}",
+            )
+    report, path = compare_aggregate(
+        Path(options["registration"]), options["sha256"], Path(options["output"])
+    )
+    lines = [
+        f"{role.role}: {role.status}"
+        + "".join(
+            f"; {s.suite} missing ({s.missing_reason})" for s in role.launches if s.missing_reason
+        )
+        for role in report.roles
+    ]
+    lines += [
+        f"{c.a} - {c.b}: {c.paired_completed} paired of {c.planned} planned, "
+        f"discordant {c.a_only}/{c.b_only}"
+        for c in report.contrasts
+    ]
+    return "\n".join([*lines, f"comparison in {path} (and compare.md, compare.html)"])
+
+
+def task_compare_aggregate() -> TaskSpec:
+    """Verify the role receipts and units of a compare_run directory and compare the roles."""
+    return {
+        "actions": [task_action(_aggregate)],
+        "params": [
+            param("registration", str, "", "registration.json written by doit compare_register"),
+            param("sha256", str, "", "the registration file's raw sha256 (as register printed)"),
+            param("output", str, "", "the doit compare_run output directory"),
+        ],
+        "verbosity": 2,
+    }
