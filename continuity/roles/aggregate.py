@@ -62,7 +62,8 @@ CONTRASTS: tuple[tuple[str, str, str], ...] = (
 DISCLAIMER = (
     "Descriptive paired counts of a scripted offline reader over the registered "
     "workload. They are not significance, power, qualification, model-quality or "
-    "treatment-benefit claims."
+    "treatment-benefit claims. S1 roles reuse the frozen sizing budget and the registered "
+    "reference classes: S1's feasibility is not re-measured."
 )
 PLANNED_SOURCE = (
     "Planned slots: the union of every role's lookup-slots.json (written by each run "

@@ -132,12 +132,22 @@ def _write(output: Path, launches: Launches) -> None:
     write_output(output / LAUNCHES_FILE, data)
 
 
+def _verify_builds(registration: Registration) -> None:
+    """Both registered builds still hold their recorded installed-file hashes (the issue
+    re-verifies both around every role, not only the one the role runs).
+
+    Raises:
+        RoleError: ``role_build_changed`` naming the build that changed.
+    """
+    for code in ("r0", "rpack"):
+        verify_build(code, registration.builds[code])
+
+
 def _launch(
     output: Path, registration: Registration, digest: str, role: Role, suite: str
 ) -> tuple[Launch, RoleError | None]:
     """Run one role on one suite between two build verifications."""
     code: Literal["r0", "rpack"] = "r0" if role.code == "R0" else "rpack"
-    build = registration.builds[code]
     started = _now()
     blank = Launch(
         role=role.name, code=code, suite=suite, exit_code=None, receipt=None,
@@ -145,7 +155,7 @@ def _launch(
         build_verified_before=False, build_verified_after=False,
     )  # fmt: skip
     try:
-        verify_build(code, build)
+        _verify_builds(registration)
     except RoleError as exc:
         return msgspec.structs.replace(blank, reason=str(exc), finished=_now()), exc
     role_dir = output / "roles" / role.name / suite
@@ -166,7 +176,7 @@ def _launch(
         build_verified_before=True,
     )
     try:
-        verify_build(code, build)
+        _verify_builds(registration)
     except RoleError as exc:
         return msgspec.structs.replace(launch, reason=str(exc), finished=_now()), exc
     return msgspec.structs.replace(launch, build_verified_after=True, finished=_now()), None

@@ -175,6 +175,7 @@ def test_every_role_and_contrast_row_is_reported(base: Layout, tmp_path: Path) -
         assert row.delta_pp == 100 * (row.a_only - row.b_only)
     markdown = (out / "compare.md").read_text()
     assert "not significance" in markdown and "pack-only - pack" in markdown
+    assert "S1's feasibility is not re-measured" in markdown
     html = (out / "compare.html").read_text()
     assert "<script" not in html and "shipping - pack" in html
 

@@ -169,9 +169,15 @@ def test_a_changed_build_stops_the_run_once_recorded(
         verify_build("r0", tampered)
     assert (caught.value.code, caught.value.location) == ("role_build_changed", build.venv)
     verify_build("r0", build)  # the registered build itself still verifies
+    # Rpack's build changed: the first role (native, on R0) is stopped too, since both
+    # builds are re-verified around every role.
+    rpack = registered.registration.builds["rpack"]
     changed = msgspec.structs.replace(
         registered.registration,
-        builds={**registered.registration.builds, "r0": tampered},
+        builds={
+            **registered.registration.builds,
+            "rpack": msgspec.structs.replace(rpack, files={**rpack.files, "continuity/x.py": "0"}),
+        },
     )
     path = tmp_path / "registration.json"
     path.write_bytes(msgspec.json.encode(changed, order="sorted"))
@@ -181,6 +187,7 @@ def test_a_changed_build_stops_the_run_once_recorded(
     (entry,) = _launches(tmp_path / "run").launches  # native (R0) was never launched
     assert (entry.role, entry.exit_code, entry.build_verified_before) == ("native", None, False)
     assert entry.reason is not None and entry.reason.startswith("role_build_changed")
+    assert rpack.venv in entry.reason
     assert not (tmp_path / "run" / "roles").exists()
 
 
