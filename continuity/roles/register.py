@@ -29,7 +29,13 @@ import msgspec
 
 from continuity.digest import artifact_key, code_digest, value_digest
 from continuity.errors import RoleError, UsageError
-from continuity.roles.guidance import GUIDANCE_PATHS, RENDERER_PATH, ROLE_PROTOCOL, WITNESS
+from continuity.roles.guidance import (
+    GUIDANCE_PATHS,
+    RENDERER_PATH,
+    ROLE_PROTOCOL,
+    WITNESS,
+    exports_witness,
+)
 from continuity.roles.register_build import BuildReceipt, build_checkout
 from continuity.roles.register_git import (
     TreeEntry,
@@ -206,9 +212,8 @@ def compare_trees(
             code="role_renderer_untouched",
             location=str(rpack_path),
         )
-    witness = WITNESS.encode()
-    in_r0 = witness in (_blob(r0_path, r0_tree, RENDERER_PATH) or b"")
-    in_rpack = witness in (_blob(rpack_path, rpack_tree, RENDERER_PATH) or b"")
+    in_r0 = exports_witness(_blob(r0_path, r0_tree, RENDERER_PATH) or b"")
+    in_rpack = exports_witness(_blob(rpack_path, rpack_tree, RENDERER_PATH) or b"")
     if in_r0 and not in_rpack:
         raise RoleError(
             f"{WITNESS} is in R0's {RENDERER_PATH} and not in Rpack's: the roles are reversed",
