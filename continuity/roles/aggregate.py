@@ -88,7 +88,10 @@ class RoleFigures(msgspec.Struct, frozen=True, kw_only=True):
     arm: str
     code: str
     soul: str
-    status: str  # present, partial (some suites missing) or missing
+    # present; failed (a child exited non-zero or its units did not complete, with a
+    # verified receipt: its slots count, the failure is shown); partial (some suites
+    # missing); missing
+    status: str
     launches: list[SuiteLaunch]
     lookup: LookupArm | None
 
@@ -181,13 +184,22 @@ def _role_figures(
             for key in sorted(planned)
         ]
         missing = sum(1 for s in mine if s.reason is not None)
+        failed = sum(1 for s in mine if s.reason is None and _child_failed(s))
         figures.append(
             RoleFigures(
                 role=role.name,
                 arm=role.arm,
                 code=role.code,
                 soul=role.soul,
-                status="missing" if missing == len(mine) else "partial" if missing else "present",
+                status=(
+                    "missing"
+                    if missing == len(mine)
+                    else "partial"
+                    if missing
+                    else "failed"
+                    if failed
+                    else "present"
+                ),
                 launches=[
                     SuiteLaunch(
                         suite=s.suite,
@@ -201,6 +213,12 @@ def _role_figures(
             )
         )
     return figures
+
+
+def _child_failed(launch: RoleSuite) -> bool:
+    """A launch whose child exited non-zero or whose receipt records units that did not
+    complete (its receipt verified, so its units are kept)."""
+    return launch.exit_code not in (0, None) or (launch.outcome or "complete") != "complete"
 
 
 def _outcomes(

@@ -20,8 +20,12 @@ def _role_row(figures: RoleFigures) -> list[str]:
     cell = figures.lookup
     reasons = "; ".join(
         f"{launch.suite}: {launch.missing_reason}"
+        if launch.missing_reason
+        else f"{launch.suite}: child exit {launch.exit_code}, outcome {launch.outcome or '-'}"
         for launch in figures.launches
         if launch.missing_reason
+        or launch.exit_code not in (0, None)
+        or (launch.outcome or "complete") != "complete"
     )
     if cell is None:
         return [
