@@ -154,7 +154,33 @@ def _option_problem(
             reason = f"{task}: {option} is the start of more than one option"
         options = f"its options: {takes}" if takes else "it takes no options"
         return UsageError(f"{reason}; {options}", code=code, location=option), []
-    return _value_problem(parser, opts), rest
+    return _abbreviation_problem(task, parser, args[: len(args) - len(rest)]) or _value_problem(
+        parser, opts
+    ), rest
+
+
+def _abbreviation_problem(task: str, parser: TaskParse, args: list[str]) -> UsageError | None:
+    """getopt takes a unique prefix of a long option for the option (``--out`` for
+    ``--output``): a user who typed another task's option would silently set this one.
+    Every long option must be spelled out."""
+    longs = {name.rstrip("="): name.endswith("=") for name in parser.get_long()}
+    tokens = iter(args)
+    for token in tokens:
+        if not token.startswith("--") or token == "--":
+            continue
+        name = token[2:].split("=", 1)[0]
+        if name in longs:
+            if longs[name] and "=" not in token:
+                next(tokens, None)  # its value, which may itself start with dashes
+            continue
+        full = next(n for n in longs if n.startswith(name))
+        return UsageError(
+            f"{task} has no option --{name} (options are never abbreviated); "
+            f"did you mean --{full}?",
+            code="option_unknown",
+            location=f"--{name}",
+        )
+    return None
 
 
 _CODED = re.compile(

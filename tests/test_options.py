@@ -309,6 +309,10 @@ PARAMS["units:sub"] = []  # a subtask: selectable by name, takes no options
         (["units", "-z"], "option_unknown", "-z", "units has no option -z"),
         (["units", "--repair"], "option_unknown", "--repair", "--probe-limit"),
         (["units", "--re"], "option_unknown", "--re", "start of more than one option"),
+        # getopt would take a unique prefix for the option: never abbreviated
+        (["units", "--suit", "hard"], "option_unknown", "--suit", "did you mean --suite?"),
+        (["verify", "--rep"], "option_unknown", "--rep", "options are never abbreviated"),
+        (["aggregate", "--fail", "60"], "option_unknown", "--fail", "--fail-under?"),
         (["gc", "--dry-run=1"], "option_value_unexpected", "--dry-run", "is a flag"),
         (["verify", "--repair=yes"], "option_value_unexpected", "--repair", "takes no value"),
         (["units", "--suite"], "option_value_missing", "--suite", "--suite of units needs"),
@@ -335,7 +339,7 @@ def test_doits_usage_errors_are_coded(args: list[str], code: str, location: str,
         ["units", "--suite", "original", "--probe-limit", "2"],
         ["units", "--suite=original", "--real", "aggregate", "--run", "r"],
         ["verify", "--repair"],
-        ["verify", "--rep"],  # a unique prefix, as getopt (and so doit) accepts it
+        ["units", "--trace", "--odd-name"],  # a value that starts with dashes
         ["gc", "--dry-run", "--keep-plans", "3", "verify"],
         ["g*"],  # a pattern: doit expands it
         ["units:sub"],
