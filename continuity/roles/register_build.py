@@ -1,19 +1,24 @@
-"""A fresh build of one checkout: its own venv holding the package at the registered SHA.
+"""A fresh build of one checkout: its own venv importing the committed tree at the SHA.
 
+The WHOLE committed tree of the registered SHA (``git archive``, never the work tree's
+files) is exported to ``<target>/src``, with a ``REVISION`` file holding the commit
+(the export is no git checkout; `continuity.runner.manifest.code_revision` reads it).
+The package needs its tree: it finds ``fixtures/``, ``rules/`` and ``dodo.py``
+relative to itself, and a role child runs ``<venv>/bin/python -I -m doit -f
+<target>/src/dodo.py`` from its own directory, so nothing of the checkout is imported.
 The venv is new (``python3 -m venv --system-site-packages --without-pip``: the
-dependencies come from the machine, offline) and the ``continuity`` package is
-installed non-editable from the committed tree (``git archive`` of the registered
-SHA, never the work tree's files), so nothing of the checkout is imported. pip is not
-used: a pure-Python package needs no build step, and a pip install without build
-isolation needs the ``wheel`` package, which an offline machine may lack. The receipt
-binds every installed file's sha256 and the interpreter that imports them, checked by
-importing the package in that interpreter from outside any checkout.
+dependencies come from the machine, offline) and imports the export through one
+``.pth`` file in its site-packages (pip is not used: a pure-Python package needs no
+build step). The receipt binds every exported file's sha256, the ``.pth`` file's, and
+the interpreter, checked by importing the package in that interpreter from outside any
+checkout.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
 import subprocess
 import sys
 import tarfile
@@ -25,9 +30,19 @@ import msgspec
 from continuity.errors import RoleError
 from continuity.roles.register_git import archive
 
-__all__ = ["PACKAGE", "BuildReceipt", "build_checkout", "installed_hashes"]
+__all__ = [
+    "PACKAGE",
+    "PTH_FILE",
+    "REVISION_FILE",
+    "BuildReceipt",
+    "build_checkout",
+    "build_hashes",
+    "tree_hashes",
+]
 
 PACKAGE = "continuity"
+PTH_FILE = "continuity-build.pth"
+REVISION_FILE = "REVISION"
 _PROBE = (
     "import continuity, sys; print(continuity.__file__); "
     "print(sys.executable); print('.'.join(map(str, sys.version_info[:3])))"
@@ -35,15 +50,19 @@ _PROBE = (
 
 
 class BuildReceipt(msgspec.Struct, frozen=True, kw_only=True):
-    """One checkout's fresh build: where, which interpreter, the installed file hashes.
+    """One checkout's fresh build: where, which interpreter, the exported file hashes.
 
     Attributes:
         venv: the venv's directory.
         python: the venv's interpreter (what a role run launches).
         python_version: its version (major.minor.micro).
-        site_packages: where the package is installed.
-        files: path below `site_packages` -> sha256, sorted by path.
-        files_digest: sha256 of the sorted ``path\\0sha256\\n`` lines (the build's identity).
+        site_packages: the venv's site-packages, holding `PTH_FILE`.
+        src: the exported committed tree (with `REVISION_FILE`) the venv imports.
+        files: path below `src` -> sha256 for every file of the export, sorted by path.
+        pth_sha256: the sha256 of ``site_packages/PTH_FILE``.
+        files_digest: sha256 of the sorted ``path\\0sha256\\n`` lines (the export's
+            identity; the ``.pth``, which names where the export lies, is bound by
+            `pth_sha256` and verified with it, not part of the identity).
         seconds: how long the build took (not part of any key).
     """
 
@@ -51,7 +70,9 @@ class BuildReceipt(msgspec.Struct, frozen=True, kw_only=True):
     python: str
     python_version: str
     site_packages: str
+    src: str
     files: dict[str, str]
+    pth_sha256: str
     files_digest: str
     seconds: float
 
@@ -68,14 +89,19 @@ def _run(args: list[str], location: str) -> str:
     return result.stdout
 
 
-def installed_hashes(site_packages: Path) -> dict[str, str]:
-    """sha256 of every file of the installed package, by path below `site_packages`."""
-    root = site_packages / PACKAGE
-    return {
-        path.relative_to(site_packages).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts
-    }
+def tree_hashes(src: Path) -> dict[str, str]:
+    """sha256 of every file below `src` (bytecode included: nothing may be added), by
+    path below it; a symlink counts by its target's text, never followed."""
+    found: dict[str, str] = {}
+    for path in sorted(src.rglob("*")):
+        if path.is_symlink():
+            data = os.readlink(path).encode("utf-8", "surrogateescape")
+        elif path.is_file():
+            data = path.read_bytes()
+        else:
+            continue
+        found[path.relative_to(src).as_posix()] = hashlib.sha256(data).hexdigest()
+    return found
 
 
 def _files_digest(files: dict[str, str]) -> str:
@@ -83,8 +109,18 @@ def _files_digest(files: dict[str, str]) -> str:
     return hashlib.sha256(lines.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def build_hashes(receipt: BuildReceipt) -> tuple[dict[str, str], str]:
+    """The build's files and ``.pth`` hashes as they are now (empty / ``missing`` when
+    gone), to compare with `receipt`'s."""
+    src, pth = Path(receipt.src), Path(receipt.site_packages) / PTH_FILE
+    files = tree_hashes(src) if src.is_dir() and not src.is_symlink() else {}
+    pth_sha256 = hashlib.sha256(pth.read_bytes()).hexdigest() if pth.is_file() else "missing"
+    return files, pth_sha256
+
+
 def build_checkout(checkout: Path, revision: str, target: Path) -> BuildReceipt:
-    """Build `checkout` at `revision` into a new venv at ``target/venv``.
+    """Export `checkout`'s committed tree at `revision` to ``target/src`` and make a new
+    venv at ``target/venv`` that imports it.
 
     Raises:
         RoleError: ``role_build_failed`` when the venv cannot be made, the package
@@ -100,29 +136,40 @@ def build_checkout(checkout: Path, revision: str, target: Path) -> BuildReceipt:
     python = venv / "bin" / "python"
     purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     site_packages = Path(_run([str(python), "-I", "-c", purelib], location).strip())
-    data = archive(checkout, revision, PACKAGE)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(site_packages, filter="data")
-    # -I: no PYTHONPATH, no user site, no script directory; cwd "/" is no checkout, so
-    # the import must find the venv's copy (site-packages comes before the system's).
-    imported, executable, version = _run([str(python), "-I", "-c", _PROBE], location).split()
-    if Path(imported).parent != site_packages / PACKAGE:
+    src = target / "src"
+    src.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(archive(checkout, revision, "."))) as tar:
+        tar.extractall(src, filter="data")
+    (src / REVISION_FILE).write_text(f"{revision}\n", encoding="utf-8")
+    # The venv's site-packages is read before the system's, so its .pth puts the export
+    # ahead of any other installed copy (the probe below proves it).
+    (site_packages / PTH_FILE).write_text(f"{src.resolve()}\n", encoding="utf-8")
+    # -I: no PYTHONPATH, no user site, no script directory; -B: no bytecode in the export;
+    # cwd "/" is no checkout, so the import must find the export.
+    probe = [str(python), "-I", "-B", "-c", _PROBE]
+    imported, executable, version = _run(probe, location).split()
+    if Path(imported).parent != src.resolve() / PACKAGE:
         raise RoleError(
             f"the venv's interpreter imports {imported}, not the fresh build",
             code="role_build_failed",
             location=location,
         )
-    files = installed_hashes(site_packages)
-    if not files:
+    files = tree_hashes(src)
+    if f"{PACKAGE}/__init__.py" not in files:
         raise RoleError(
-            "no package file was installed", code="role_build_failed", location=location
+            f"the export at {revision[:12]} holds no {PACKAGE} package",
+            code="role_build_failed",
+            location=location,
         )
+    pth_sha256 = hashlib.sha256((site_packages / PTH_FILE).read_bytes()).hexdigest()
     return BuildReceipt(
         venv=location,
         python=executable,
         python_version=version,
         site_packages=str(site_packages),
+        src=str(src.resolve()),
         files=files,
+        pth_sha256=pth_sha256,
         files_digest=_files_digest(files),
         seconds=round(time.monotonic() - started, 3),
     )

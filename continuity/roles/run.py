@@ -1,4 +1,4 @@
-"""`doit compare_run`: run the six registered roles, each in its own checkout's child.
+"""`doit compare_run`: run the six registered roles, each with its checkout's registered build.
 
 Steps, each refusing with a `RoleError` code before anything runs:
 
@@ -161,8 +161,8 @@ def _launch(
     role_dir = output / "roles" / role.name / suite
     role_dir.mkdir(parents=True)
     command = child_command(registration, role, suite, digest, role_dir)
-    checkout = registration.r0 if code == "r0" else registration.rpack
-    exit_code = launch_child(command, child_env(role_dir), role_dir, checkout.path)
+    # The role's own directory, never the checkout: nothing of its work tree is imported.
+    exit_code = launch_child(command, child_env(role_dir), role_dir, str(role_dir))
     checked = check_receipt(output, role_dir, role, registration, digest)
     reason = checked.reason
     if reason is None and exit_code != 0:

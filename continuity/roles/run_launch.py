@@ -1,9 +1,13 @@
 """One role launch of `doit compare_run`: the child command, its environment, its receipt.
 
-A role runs in its own checkout's child process with that checkout's venv interpreter
-(``<venv>/bin/python -m doit -f <checkout>/dodo.py units --lookup-role ROLE ...``), with
-its own ``--out`` and ``--store`` below ``<output>/roles/<role>/<suite>/`` so no
-checkpoint crosses treatments. The child's environment is built, not inherited: only
+A role runs in a child process with its checkout's registered build: the venv
+interpreter, isolated (``-I``: no script or working directory on ``sys.path``, no
+``PYTHONPATH``), running the exported committed tree's ``dodo.py``
+(``<venv>/bin/python -I -B -m doit -f <build>/src/dodo.py units --lookup-role ROLE ...``)
+with the role's own directory as its working directory, so nothing of the checkout's
+work tree is imported: what runs is what `verify_build` hashes. It has its own ``--out``
+and ``--store`` below ``<output>/roles/<role>/<suite>/`` so no checkpoint crosses
+treatments. The child's environment is built, not inherited: only
 ``PATH`` and ``HOME`` pass through (no ``CI``, no credentials; the run is offline), and
 ``CONTINUITY_STORE`` / ``CONTINUITY_OUT`` name the isolated directories. The receipt it
 leaves is verified against the role table, the registered checkout and the registration
@@ -21,8 +25,8 @@ import msgspec
 
 from continuity.errors import RoleError, UsageError
 from continuity.roles.receipt import RECEIPT_FILE, read_role_receipt
-from continuity.roles.register import Registration
-from continuity.roles.register_build import BuildReceipt, installed_hashes
+from continuity.roles.register import Registration, Workload
+from continuity.roles.register_build import BuildReceipt, build_hashes
 from continuity.roles.table import Role
 
 __all__ = [
@@ -32,6 +36,7 @@ __all__ = [
     "child_command",
     "child_env",
     "launch_child",
+    "role_plan_options",
     "verify_build",
 ]
 
@@ -50,20 +55,24 @@ class ReceiptCheck(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def verify_build(name: str, receipt: BuildReceipt) -> None:
-    """Recompute the installed file hashes of a registered build and compare.
+    """Recompute the hashes of a registered build's exported tree and ``.pth`` file and
+    compare.
 
     Raises:
         RoleError: ``role_build_changed`` (at the venv) when a file was added, removed
             or changed since registration, or the venv's interpreter is gone.
     """
-    site_packages = Path(receipt.site_packages)
-    files = installed_hashes(site_packages) if site_packages.is_dir() else {}
-    if files != receipt.files or not Path(receipt.python).is_file():
+    files, pth_sha256 = build_hashes(receipt)
+    if (
+        files != receipt.files
+        or pth_sha256 != receipt.pth_sha256
+        or not Path(receipt.python).is_file()
+    ):
         changed = sorted(
             path
             for path in files.keys() | receipt.files.keys()
             if files.get(path) != receipt.files.get(path)
-        )
+        ) or (["the .pth file"] if pth_sha256 != receipt.pth_sha256 else [])
         raise RoleError(
             f"{name}'s build changed since registration ({len(changed)} files differ"
             f"{', first ' + changed[0] if changed else ''}); register again",
@@ -72,25 +81,41 @@ def verify_build(name: str, receipt: BuildReceipt) -> None:
         )
 
 
+def role_plan_options(work: Workload, role: Role, suite: str) -> dict[str, str]:
+    """The plan options a role child runs one suite of the registered workload with (its
+    ``--name value`` flags); `continuity.roles.aggregate_read` recomputes the role's plan
+    digest from the same options."""
+    options = {
+        "suite": suite,
+        "arms": role.arm,
+        "probe_mode": "lookup-allowed-v1",
+        "repeats": str(work.repeats),
+        "lookup_reader": work.reader_binding,
+        "effort": work.effort,
+    }
+    if work.judge:
+        options["judge"] = work.judge
+    if work.traces:
+        options["trace"] = ",".join(work.traces)
+    if work.probe_limit is not None:
+        options["probe_limit"] = str(work.probe_limit)
+    return options
+
+
 def child_command(
     registration: Registration, role: Role, suite: str, digest: str, role_dir: Path
 ) -> list[str]:
     """The role child's command line for one suite of the registered workload."""
-    checkout = registration.r0 if role.code == "R0" else registration.rpack
     build = registration.builds["r0" if role.code == "R0" else "rpack"]
-    work = registration.workload
-    command = [
-        str(Path(build.venv) / "bin" / "python"),
-        *("-m", "doit", "-f", str(Path(checkout.path) / "dodo.py"), "units"),
-        *("--probe-mode", "lookup-allowed-v1", "--lookup-role", role.name),
-        *("--registration-digest", digest, "--suite", suite),
+    options = role_plan_options(registration.workload, role, suite)
+    flags = [
+        item for name, value in options.items() for item in (f"--{name.replace('_', '-')}", value)
     ]
-    if work.traces:
-        command += ["--trace", ",".join(work.traces)]
-    if work.probe_limit is not None:
-        command += ["--probe-limit", str(work.probe_limit)]
     return [
-        *command,
+        str(Path(build.venv) / "bin" / "python"),
+        # -I ignores PYTHON* variables too, so -B keeps bytecode out of the hashed export.
+        *("-I", "-B", "-m", "doit", "-f", str(Path(build.src) / "dodo.py"), "units"),
+        *("--lookup-role", role.name, "--registration-digest", digest, *flags),
         *("--run", role.name, "--out", str(role_dir / "out"), "--store", str(role_dir / "store")),
     ]
 

@@ -179,7 +179,19 @@ def _git(checkout: Path, *args: str) -> str | None:
 
 def code_revision(checkout: Path = _CHECKOUT) -> tuple[str, bool | None]:
     """The commit `checkout` is at and whether its work tree differs from it:
-    (``unknown``, None) when it is not a git checkout or git cannot say."""
+    (``unknown``, None) when it is not a git checkout or git cannot say.
+
+    A tree exported by `doit compare_register` (``git archive`` of a commit; see
+    `continuity.roles.register_build`) has no ``.git`` but a ``REVISION`` file naming its
+    commit: that commit is returned with dirty False, because the export is no work tree
+    and `doit compare_run` re-verifies every one of its files' registered hashes around
+    each role it runs.
+    """
+    revision_file = checkout / "REVISION"
+    if not (checkout / ".git").exists() and revision_file.is_file():
+        revision = revision_file.read_text(encoding="utf-8", errors="replace").strip()
+        if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision):
+            return revision, False
     head = _git(checkout, "rev-parse", "HEAD")
     if head is None or not head.strip():
         return "unknown", None

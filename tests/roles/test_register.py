@@ -33,8 +33,9 @@ from continuity.roles.register import (
     register,
     workload,
 )
-from continuity.roles.register_build import build_checkout
+from continuity.roles.register_build import PTH_FILE, build_checkout
 from continuity.roles.table import ROLES
+from continuity.runner.manifest import code_revision
 from continuity.store import Store
 from tests.conftest import REPO
 
@@ -335,6 +336,17 @@ def test_a_restricted_registration_binds_both_checkouts(
     r0_blob = (pair.r0 / renderer).read_bytes()
     assert r0_build.files[renderer] == hashlib.sha256(r0_blob).hexdigest()
     assert Path(r0_build.python).is_relative_to(base / "registration" / "build" / "r0")
+    # The whole committed tree is exported and hashed (the package finds its fixtures,
+    # rules and dodo.py beside it), with the commit in REVISION since it is no checkout.
+    src = Path(r0_build.src)
+    assert src.is_relative_to((base / "registration" / "build" / "r0").resolve())
+    assert {"dodo.py", "rules/roles.py", "REVISION", "pyproject.toml"} <= set(r0_build.files)
+    assert (src / "REVISION").read_text(encoding="utf-8") == f"{pair.r0_sha}\n"
+    assert code_revision(src) == (pair.r0_sha, False)
+    assert code_revision(Path(rpack_build.src)) == (pair.rpack_sha, False)
+    pth = Path(r0_build.site_packages) / PTH_FILE
+    assert pth.read_text(encoding="utf-8").strip() == str(src)
+    assert r0_build.pth_sha256 == hashlib.sha256(pth.read_bytes()).hexdigest()
     json.loads(data)  # plain JSON for other tools
 
 

@@ -19,6 +19,7 @@ import pytest
 from continuity.errors import RoleError
 from continuity.roles.receipt import read_role_receipt
 from continuity.roles.register import Registered, register, workload
+from continuity.roles.register_build import PTH_FILE
 from continuity.roles.run import LAUNCHES_FILE, LAUNCHES_SCHEMA, Launches, compare_run
 from continuity.roles.run_launch import verify_build
 from continuity.roles.table import ROLES
@@ -71,17 +72,43 @@ def _launches(output: Path) -> Launches:
     return msgspec.json.decode((output / LAUNCHES_FILE).read_bytes(), type=Launches)
 
 
-def test_six_roles_run_with_verified_receipts(registered: Registered, tmp_path: Path) -> None:
+_MARKER = "ROLEBUILD-WORK-TREE-IMPORTED"
+
+
+def test_six_roles_run_with_verified_receipts(
+    registered: Registered, pair: Pair, tmp_path: Path
+) -> None:
     output = tmp_path / "run"
-    result = subprocess.run(
-        _command(registered, output),
-        cwd=REPO,
-        env=_env(tmp_path),  # CI set: an offline role run must not refuse
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    # After registration, both checkouts' work trees change under assume-unchanged (git
+    # status stays clean): a child importing the work tree, not the verified export,
+    # would print the marker into its child.log.
+    inits = [root / "continuity" / "__init__.py" for root in (pair.r0, pair.rpack)]
+    originals = [path.read_bytes() for path in inits]
+    try:
+        for path, data in zip(inits, originals, strict=True):
+            path.write_bytes(data + f"\nprint({_MARKER!r})\n".encode())
+            subprocess.run(
+                ["git", "-C", str(path.parents[1]), "update-index", "--assume-unchanged",
+                 "continuity/__init__.py"],
+                check=True,
+            )  # fmt: skip
+        result = subprocess.run(
+            _command(registered, output),
+            cwd=REPO,
+            env=_env(tmp_path),  # CI set: an offline role run must not refuse
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+    finally:
+        for path, data in zip(inits, originals, strict=True):
+            subprocess.run(
+                ["git", "-C", str(path.parents[1]), "update-index", "--no-assume-unchanged",
+                 "continuity/__init__.py"],
+                check=True,
+            )  # fmt: skip
+            path.write_bytes(data)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip().splitlines()[-1] == f"launches in {output / LAUNCHES_FILE}"
     launches = _launches(output)
@@ -108,7 +135,10 @@ def test_six_roles_run_with_verified_receipts(registered: Registered, tmp_path: 
         assert receipt.revision == checkout.revision and receipt.witness == (role.code == "Rpack")
         assert receipt.outcome == "complete" and len(receipt.units) == 1
         store = output / "roles" / role.name / "original" / "store"
-        assert store.is_dir() and (path.parent.parent.parent.parent / "child.log").is_file()
+        log = output / "roles" / role.name / "original" / "child.log"
+        assert store.is_dir() and log.is_file()
+        assert _MARKER not in log.read_text(encoding="utf-8", errors="replace")
+    assert _MARKER not in result.stdout + result.stderr
 
 
 def test_a_raw_sha256_mismatch_is_refused_before_anything_runs(
@@ -169,6 +199,21 @@ def test_a_changed_build_stops_the_run_once_recorded(
         verify_build("r0", tampered)
     assert (caught.value.code, caught.value.location) == ("role_build_changed", build.venv)
     verify_build("r0", build)  # the registered build itself still verifies
+    # What the child imports is hashed: a changed exported file or .pth is refused.
+    for changed_file in (
+        Path(build.src) / "continuity" / "__init__.py",
+        Path(build.src) / "dodo.py",
+        Path(build.site_packages) / PTH_FILE,
+    ):
+        data = changed_file.read_bytes()
+        changed_file.write_bytes(data + b"\n")
+        try:
+            with pytest.raises(RoleError) as caught:
+                verify_build("r0", build)
+            assert caught.value.code == "role_build_changed"
+        finally:
+            changed_file.write_bytes(data)
+    verify_build("r0", build)
     # Rpack's build changed: the first role (native, on R0) is stopped too, since both
     # builds are re-verified around every role.
     rpack = registered.registration.builds["rpack"]
