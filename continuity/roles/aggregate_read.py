@@ -11,8 +11,11 @@ Checks, in order, each failing closed with a `RoleError` code:
    receipt of one role found under another's: ``role_cross_replay``), its bytes hash to
    the recorded sha256, it is a `continuity-lookup-role-v1` receipt with a frozen soul,
    binds the registration digest and the registered checkout's revision, and its arm
-   and code are the role table's (``role_receipt_tampered``); its role is the launch's
-   (``role_cross_replay``);
+   and code are the role table's, its plan digest is the plan the registered workload
+   and the role imply (`expected_plan_digest`), its witness is its code's (R0 none,
+   Rpack present; checked when the registration's two checkouts differ, as every real
+   one does), and the launch verified the build before and after it
+   (``role_receipt_tampered``); its role is the launch's (``role_cross_replay``);
 4. per listed unit: the file exists, hashes to the listed sha256 and decodes as a
    `UnitRecord` (``role_receipt_tampered``; so is a unit file the receipt does not
    list); its arm and soul binding are the role's (``role_cross_replay``).
@@ -30,15 +33,17 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import RoleError, UsageError
-from continuity.roles.receipt import RECEIPT_FILE, RoleReceipt, read_role_receipt
+from continuity.roles.receipt import RECEIPT_FILE, RoleReceipt, read_role_receipt, role_plan
 from continuity.roles.register import REGISTRATION_SCHEMA, Registration
 from continuity.roles.run import LAUNCHES_FILE, LAUNCHES_SCHEMA, Launch, Launches
 from continuity.roles.run import read_registration as run_registration
+from continuity.roles.run_launch import role_plan_options
 from continuity.roles.table import ROLES, Role
 from continuity.runner.unit_record import UnitRecord
 
 __all__ = [
     "RoleSuite",
+    "expected_plan_digest",
     "read_launches",
     "read_registration",
     "read_role_suites",
@@ -142,8 +147,22 @@ def _receipt(output: Path, entry: Launch, role: Role) -> tuple[Path, RoleReceipt
     return path, receipt
 
 
+def expected_plan_digest(reg: Registration, role: Role, suite: str) -> str:
+    """The plan digest a role's receipt must bind: the plan the registered workload and
+    the role imply (the options its child ran with, bound to the role's frozen soul).
+
+    Raises:
+        UsageError / SoulError: the plan's own codes when this checkout cannot build it.
+    """
+    from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
+
+    plan = plan_from_options(role_plan_options(reg.workload, role, suite))
+    assert isinstance(plan, LookupPlan)  # probe_mode lookup-allowed-v1 plans a LookupPlan
+    return plan_digest(role_plan(plan, role))
+
+
 def _check_receipt(
-    path: Path, receipt: RoleReceipt, role: Role, reg: Registration, digest: str
+    path: Path, receipt: RoleReceipt, role: Role, reg: Registration, digest: str, suite: str
 ) -> None:
     checkout = reg.r0 if role.code == "R0" else reg.rpack
     problem = None
@@ -153,6 +172,12 @@ def _check_receipt(
         problem = "the receipt binds another registration digest"
     elif receipt.revision != checkout.revision:
         problem = f"the receipt's commit {receipt.revision[:12]} is not the registered {role.code}"
+    elif receipt.plan_digest != expected_plan_digest(reg, role, suite):
+        problem = "the receipt's plan is not the one the registered workload and role imply"
+    # The witness tells R0 from Rpack only when the registration's checkouts differ (a
+    # real registration always: register refuses an Rpack without a delta).
+    elif reg.r0.revision != reg.rpack.revision and receipt.witness != (role.code == "Rpack"):
+        problem = f"the receipt's witness ({receipt.witness}) is not {role.code}'s"
     if problem is not None:
         raise _fail("role_receipt_tampered", problem, path)
 
@@ -224,11 +249,18 @@ def _role_suite(
         return missing("no launch recorded in launches.json")
     if entry.receipt is None:
         return missing(entry.reason or "the launch recorded no receipt")
+    if not (entry.build_verified_before and entry.build_verified_after):
+        # A receipt is only attributable to the registered code between two verifications.
+        raise _fail(
+            "role_receipt_tampered",
+            f"{role.name}'s launch has a receipt but its build was not verified before and after",
+            output / LAUNCHES_FILE,
+        )
     found = _receipt(output, entry, role)
     if found is None:
         return missing(f"role_receipt_missing: {entry.receipt} is gone")
     path, receipt = found
-    _check_receipt(path, receipt, role, reg, digest)
+    _check_receipt(path, receipt, role, reg, digest, suite)
     return RoleSuite(
         role=role,
         suite=suite,

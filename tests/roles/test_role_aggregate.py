@@ -22,7 +22,7 @@ import pytest
 from continuity.digest import value_digest
 from continuity.errors import RoleError
 from continuity.roles.aggregate import COMPARE_SCHEMA, CONTRASTS, CompareReport
-from continuity.roles.aggregate_read import receipt_path
+from continuity.roles.aggregate_read import expected_plan_digest, receipt_path
 from continuity.roles.aggregate_render import compare_aggregate as aggregate
 from continuity.roles.guidance import RENDERER_PATH, ROLE_PROTOCOL
 from continuity.roles.receipt import RoleReceipt, RoleUnit
@@ -376,3 +376,75 @@ def test_the_doit_command_ends_with_where_the_comparison_is(base: Layout, tmp_pa
     )  # fmt: skip
     assert refused.returncode != 0
     assert "role_registration_sha256_mismatch" in refused.stdout + refused.stderr
+
+
+def _rewrite_receipt(out: Path, role: str, **changes: object) -> None:
+    path = _run_dir(out, role) / "role-receipt.json"
+    receipt = msgspec.json.decode(path.read_bytes(), type=RoleReceipt)
+    path.write_bytes(msgspec.json.encode(msgspec.structs.replace(receipt, **changes)))
+    _rehash(out, role)
+
+
+def test_every_receipt_binds_the_plan_its_workload_and_role_imply(base: Layout) -> None:
+    registration = msgspec.json.decode(base.registration.read_bytes(), type=Registration)
+    digests = set()
+    for role in ROLES:
+        path = _run_dir(base.out, role.name) / "role-receipt.json"
+        receipt = msgspec.json.decode(path.read_bytes(), type=RoleReceipt)
+        assert receipt.plan_digest == expected_plan_digest(registration, role, "original")
+        digests.add(receipt.plan_digest)
+    assert len(digests) == 4  # two arms x two souls: the plan tells the roles apart
+
+
+def test_a_receipt_of_another_plan_is_tampered(base: Layout, tmp_path: Path) -> None:
+    out = _copy(base, tmp_path)
+    other = _run_dir(out, "native") / "role-receipt.json"
+    native_plan = msgspec.json.decode(other.read_bytes(), type=RoleReceipt).plan_digest
+    _rewrite_receipt(out, "pack", plan_digest=native_plan)  # a real plan, not pack's
+    assert _refused(base, out) == "role_receipt_tampered"
+
+
+@pytest.mark.parametrize("flag", ["build_verified_before", "build_verified_after"])
+def test_a_receipt_without_verified_builds_is_tampered(
+    base: Layout, tmp_path: Path, flag: str
+) -> None:
+    out = _copy(base, tmp_path)
+    document = json.loads((out / "launches.json").read_text())
+    document["launches"][2][flag] = False  # pack-only, which kept its receipt
+    (out / "launches.json").write_text(json.dumps(document))
+    with pytest.raises(RoleError) as caught:
+        aggregate(base.registration, base.raw, out)
+    assert caught.value.code == "role_receipt_tampered"
+    assert caught.value.location == str(out / "launches.json")
+
+
+def test_a_receipt_whose_witness_is_not_its_codes_is_tampered(base: Layout, tmp_path: Path) -> None:
+    # A registration whose checkouts differ (as every real one does): R0 is this commit,
+    # Rpack another. This checkout carries the witness, so its R0-coded receipts claim
+    # it, which R0 must not; Rpack's roles have no receipt here (they stay missing).
+    registration = msgspec.json.decode(base.registration.read_bytes(), type=Registration)
+    other = msgspec.structs.replace(registration.rpack, revision="f" * 40)
+    changed = msgspec.structs.replace(registration, rpack=other)
+    reg_file = tmp_path / "registration.json"
+    reg_file.write_bytes(msgspec.json.encode(changed, order="sorted"))
+    raw, digest = _sha(reg_file), value_digest(changed)
+    out = _copy(base, tmp_path)
+    rpack_roles = {
+        role.name: "role_receipt_missing: elsewhere" for role in ROLES if role.code == "Rpack"
+    }
+    for role in ROLES:
+        if role.code == "R0":
+            _rewrite_receipt(out, role.name, registration_digest=digest)
+    _write_launches(out, raw, digest, rpack_roles)
+    with pytest.raises(RoleError) as caught:
+        aggregate(reg_file, raw, out)
+    assert caught.value.code == "role_receipt_tampered"
+    assert "witness" in caught.value.message
+    # The same receipts without the witness claim are R0's: the check is what refused.
+    for role in ROLES:
+        if role.code == "R0":
+            _rewrite_receipt(out, role.name, witness=False)
+    _write_launches(out, raw, digest, rpack_roles)
+    report, _ = aggregate(reg_file, raw, out)
+    status = {r.role: r.status for r in report.roles}
+    assert status == {role.name: "missing" if role.code == "Rpack" else "present" for role in ROLES}
