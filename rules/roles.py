@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TypedDict, Unpack
 
 from continuity.graph import task_action
@@ -22,6 +23,20 @@ class RegisterOptions(TypedDict, total=False):
     store: str
 
 
+def _require(task: str, options: Mapping[str, object], names: tuple[str, ...]) -> None:
+    """Every option in `names` given (these tasks have no useful default).
+
+    Raises:
+        UsageError: ``option_value_missing`` at the first missing option.
+    """
+    from continuity.errors import UsageError
+
+    for name in names:
+        if not options.get(name):
+            flag = f"--{name.replace('_', '-')}"
+            raise UsageError(f"{task} needs {flag}", code="option_value_missing", location=flag)
+
+
 def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
@@ -29,17 +44,12 @@ def _names(text: str) -> list[str]:
 def _register(**options: Unpack[RegisterOptions]) -> str:
     from pathlib import Path
 
-    from continuity.errors import UsageError
     from continuity.roles.register import register, workload
     from continuity.store import Store
 
-    for option in ("r0", "r0_revision", "rpack", "rpack_revision", "output"):
-        if not options.get(option):
-            raise UsageError(
-                f"compare_register needs --{option.replace('_', '-')}",
-                code="option_value_missing",
-                location=f"--{option.replace('_', '-')}",
-            )
+    _require(
+        "compare_register", options, ("r0", "r0_revision", "rpack", "rpack_revision", "output")
+    )
     work = workload(
         _names(options.get("suites") or ""),
         _names(options.get("trace") or ""),
@@ -102,16 +112,10 @@ class RunOptions(TypedDict, total=False):
 def _run(**options: Unpack[RunOptions]) -> str:
     from pathlib import Path
 
-    from continuity.errors import RoleError, UsageError
+    from continuity.errors import RoleError
     from continuity.roles.run import compare_run, failed_launches
 
-    for option in ("registration", "sha256", "output"):
-        if not options.get(option):
-            raise UsageError(
-                f"compare_run needs --{option}",
-                code="option_value_missing",
-                location=f"--{option}",
-            )
+    _require("compare_run", options, ("registration", "sha256", "output"))
     path, launches = compare_run(
         Path(options["registration"]), options["sha256"], options["output"]
     )
@@ -150,16 +154,9 @@ def task_compare_run() -> TaskSpec:
 def _aggregate(**options: Unpack[RunOptions]) -> str:
     from pathlib import Path
 
-    from continuity.errors import UsageError
     from continuity.roles.aggregate_render import compare_aggregate
 
-    for option in ("registration", "sha256", "output"):
-        if not options.get(option):
-            raise UsageError(
-                f"compare_aggregate needs --{option}",
-                code="option_value_missing",
-                location=f"--{option}",
-            )
+    _require("compare_aggregate", options, ("registration", "sha256", "output"))
     report, path = compare_aggregate(
         Path(options["registration"]), options["sha256"], Path(options["output"])
     )
