@@ -129,8 +129,10 @@ def _refused(
 
 
 def test_a_short_sha_or_a_branch_name_is_refused(pair: Pair, tmp_path: Path) -> None:
-    for given in (pair.r0_sha[:12], "main", pair.r0_sha.upper()):
-        error = _refused(pair, tmp_path / given[:4], r0=(pair.r0, given))
+    for number, given in enumerate((pair.r0_sha[:12], "main", pair.r0_sha.upper())):
+        # one output directory per case (a SHA's short and upper-case forms can share
+        # their first characters, e.g. when they are digits)
+        error = _refused(pair, tmp_path / f"case-{number}", r0=(pair.r0, given))
         assert (error.code, error.location) == ("role_revision_invalid", "--r0-revision")
 
 
