@@ -9,6 +9,7 @@ shared by the success tests.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -93,9 +94,10 @@ def _make_pair(root: Path) -> Pair:
     return Pair(root, r0, r0_sha, rpack, rpack_sha, docs, docs_sha)
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    root = tmp_path_factory.mktemp("checkouts")
+@contextlib.contextmanager
+def checkout_pair(root: Path) -> Iterator[Pair]:
+    """R0 and Rpack as worktrees under `root`; every worktree made there (the pair and
+    any a test adds) is removed afterwards, even when the test failed."""
     try:
         yield _make_pair(root)
     finally:
@@ -107,6 +109,12 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
                     check=False,
                 )
         subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], check=False)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    with checkout_pair(tmp_path_factory.mktemp("checkouts")) as made:
+        yield made
 
 
 def _refused(

@@ -5,7 +5,6 @@ receipt is recorded in launches.json, and later roles still run")."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,24 +16,13 @@ from continuity.roles.register import register, workload
 from continuity.roles.run import Launches, compare_run, failed_launches
 from continuity.roles.table import ROLES
 from continuity.store import Store
-from tests.conftest import REPO
-from tests.roles.test_register import Pair, _make_pair
+from tests.roles.test_register import Pair, checkout_pair
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    root = tmp_path_factory.mktemp("failed-checkouts")
-    try:
-        yield _make_pair(root)
-    finally:
-        for name in ("r0", "rpack", "docs"):
-            if (root / name).exists():
-                subprocess.run(
-                    ["git", "-C", str(REPO), "worktree", "remove", "--force", str(root / name)],
-                    capture_output=True,
-                    check=False,
-                )
-        subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], check=False)
+    with checkout_pair(tmp_path_factory.mktemp("failed-checkouts")) as made:
+        yield made
 
 
 def test_a_child_that_fails_with_a_receipt_is_recorded_and_the_rest_run(

@@ -25,23 +25,13 @@ from continuity.roles.run_launch import verify_build
 from continuity.roles.table import ROLES
 from continuity.store import Store
 from tests.conftest import REPO
-from tests.roles.test_register import Pair, _make_pair
+from tests.roles.test_register import Pair, checkout_pair
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    root = tmp_path_factory.mktemp("launch-checkouts")
-    try:
-        yield _make_pair(root)
-    finally:
-        for name in ("r0", "rpack", "docs"):
-            if (root / name).exists():
-                subprocess.run(
-                    ["git", "-C", str(REPO), "worktree", "remove", "--force", str(root / name)],
-                    capture_output=True,
-                    check=False,
-                )
-        subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], check=False)
+    with checkout_pair(tmp_path_factory.mktemp("launch-checkouts")) as made:
+        yield made
 
 
 @pytest.fixture(scope="module")
