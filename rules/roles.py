@@ -138,13 +138,19 @@ def _run(**options: Unpack[RunOptions]) -> str:
     )
 
 
+# compare_run and compare_aggregate both start from a registration and its raw sha256.
+REGISTRATION_PARAMS = (
+    param("registration", str, "", "registration.json written by doit compare_register"),
+    param("sha256", str, "", "the registration file's raw sha256 (as register printed)"),
+)
+
+
 def task_compare_run() -> TaskSpec:
     """Run the six registered roles, each in its own checkout's child, into a new directory."""
     return {
         "actions": [task_action(_run)],
         "params": [
-            param("registration", str, "", "registration.json written by doit compare_register"),
-            param("sha256", str, "", "the registration file's raw sha256 (as register printed)"),
+            *REGISTRATION_PARAMS,
             param("output", str, "", "a new absolute directory outside both checkouts"),
         ],
         "verbosity": 2,
@@ -180,8 +186,7 @@ def task_compare_aggregate() -> TaskSpec:
     return {
         "actions": [task_action(_aggregate)],
         "params": [
-            param("registration", str, "", "registration.json written by doit compare_register"),
-            param("sha256", str, "", "the registration file's raw sha256 (as register printed)"),
+            *REGISTRATION_PARAMS,
             param("output", str, "", "the doit compare_run output directory"),
         ],
         "verbosity": 2,

@@ -25,7 +25,7 @@ from rules.traces import TRACE
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from continuity.plan.plan import LookupPlan
+    from continuity.plan.plan import LookupPlan, Plan
     from continuity.roles.table import Role
     from continuity.runner.lookup_run import LookupRun
     from continuity.runner.units import UnitRecord
@@ -50,9 +50,6 @@ class UnitsOptions(PlanOptions, total=False):
 
 
 def _units(**options: Unpack[UnitsOptions]) -> str:
-    from continuity.progress import progress
-    from continuity.runner.samples import DEFAULT_JOBS
-
     if options.get("real"):
         return _real_units(options)
     if (options.get("provider") or "scripted") != "scripted":
@@ -65,7 +62,6 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
         )
     from continuity.plan.plan import LookupPlan, plan_from_options
     from continuity.runner.manifest import utc_stamp, write_run_manifest
-    from continuity.runner.units import build_units
 
     started = utc_stamp()
     role = _role(options)
@@ -84,9 +80,27 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
     run_name = "lookup" if lookup is not None and run == "offline" else run
     run_dir = chosen.out / "runs" / run_name
     if role is not None and isinstance(plan, LookupPlan):
-        return _role_units(role, plan, run_dir, options, started)
-    with progress(f"units {chosen.suite}") as tick:
-        records, folder, built = build_units(
+        return _role_units(role, plan, run_dir, options, lookup, started)
+    records, folder, built = _build(options, plan, run_dir, lookup, f"units {chosen.suite}")
+    write_run_manifest(run_dir, plan, started=started)  # the report header's source
+    return _summary(records, folder, built)
+
+
+def _build(
+    options: UnitsOptions,
+    plan: Plan,
+    run_dir: Path,
+    lookup: LookupRun | None,
+    label: str,
+) -> tuple[list[UnitRecord], Path, int]:
+    """Build the plan's units into `run_dir` (`build_units`) with a progress line."""
+    from continuity.progress import progress
+    from continuity.runner.samples import DEFAULT_JOBS
+    from continuity.runner.units import build_units
+
+    chosen = Selection(options)
+    with progress(label) as tick:
+        return build_units(
             chosen.store,
             chosen.suite,
             chosen.seeds,
@@ -101,8 +115,6 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
             lookup=lookup,
             judge=plan.judge,  # offline the scripted judge plays it
         )
-    write_run_manifest(run_dir, plan, started=started)  # the report header's source
-    return _summary(records, folder, built)
 
 
 def _role(options: UnitsOptions) -> Role | None:
@@ -140,36 +152,24 @@ def _role(options: UnitsOptions) -> Role | None:
 
 
 def _role_units(
-    role: Role, plan: LookupPlan, run_dir: Path, options: UnitsOptions, started: str
+    role: Role,
+    plan: LookupPlan,
+    run_dir: Path,
+    options: UnitsOptions,
+    lookup: LookupRun | None,
+    started: str,
 ) -> str:
-    """Run the role's lookup units as an ordinary lookup run would, then write its
-    receipt whether they finished or failed (a failure keeps its code and is re-raised)."""
+    """Run the role's lookup units as an ordinary lookup run would (its options already
+    name the role's arm), then write its receipt whether they finished or failed (a
+    failure keeps its code and is re-raised)."""
     from continuity.errors import ContinuityError
-    from continuity.progress import progress
     from continuity.roles.receipt import role_receipt, write_role_receipt
     from continuity.runner.manifest import write_run_manifest
-    from continuity.runner.samples import DEFAULT_JOBS
-    from continuity.runner.units import build_units
 
-    chosen = Selection(options)
+    label = f"units {Selection(options).suite} (role {role.name})"
     outcome = "failed"  # an uncoded failure or an interrupt still leaves a receipt
     try:
-        with progress(f"units {chosen.suite} (role {role.name})") as tick:
-            records, folder, built = build_units(
-                chosen.store,
-                chosen.suite,
-                chosen.seeds,
-                arms=role.arm,
-                repeats=int(options.get("repeats") or 1),
-                traces=options.get("trace") or None,
-                probe_limit=int(options.get("probe_limit") or 0) or None,
-                run_dir=run_dir,
-                progress=tick,
-                jobs=int(options.get("jobs") or 0) or DEFAULT_JOBS,
-                only_repeats=_repeats(options),
-                lookup=_lookup_run(plan, options),
-                judge=plan.judge,
-            )
+        records, folder, built = _build(options, plan, run_dir, lookup, label)
         outcome = "complete"
     except ContinuityError as exc:
         outcome = exc.code
