@@ -47,6 +47,7 @@ __all__ = [
     "SuiteLaunch",
     "aggregate",
     "build_report",
+    "child_failed",
     "contrast",
 ]
 
@@ -184,7 +185,7 @@ def _role_figures(
             for key in sorted(planned)
         ]
         missing = sum(1 for s in mine if s.reason is not None)
-        failed = sum(1 for s in mine if s.reason is None and _child_failed(s))
+        failed = sum(1 for s in mine if s.reason is None and child_failed(s.exit_code, s.outcome))
         figures.append(
             RoleFigures(
                 role=role.name,
@@ -215,10 +216,10 @@ def _role_figures(
     return figures
 
 
-def _child_failed(launch: RoleSuite) -> bool:
+def child_failed(exit_code: int | None, outcome: str | None) -> bool:
     """A launch whose child exited non-zero or whose receipt records units that did not
     complete (its receipt verified, so its units are kept)."""
-    return launch.exit_code not in (0, None) or (launch.outcome or "complete") != "complete"
+    return exit_code not in (0, None) or (outcome or "complete") != "complete"
 
 
 def _outcomes(

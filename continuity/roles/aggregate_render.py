@@ -9,7 +9,13 @@ import msgspec
 
 from continuity.outputs import write_output
 from continuity.report.sections import num, pct
-from continuity.roles.aggregate import CompareReport, Contrast, RoleFigures, aggregate
+from continuity.roles.aggregate import (
+    CompareReport,
+    Contrast,
+    RoleFigures,
+    aggregate,
+    child_failed,
+)
 
 __all__ = ["compare_aggregate", "compare_html", "compare_markdown", "compare_tables"]
 
@@ -23,26 +29,13 @@ def _role_row(figures: RoleFigures) -> list[str]:
         if launch.missing_reason
         else f"{launch.suite}: child exit {launch.exit_code}, outcome {launch.outcome or '-'}"
         for launch in figures.launches
-        if launch.missing_reason
-        or launch.exit_code not in (0, None)
-        or (launch.outcome or "complete") != "complete"
+        if launch.missing_reason or child_failed(launch.exit_code, launch.outcome)
     )
+    head = [figures.role, figures.arm, figures.code, figures.soul, figures.status]
     if cell is None:
-        return [
-            figures.role,
-            figures.arm,
-            figures.code,
-            figures.soul,
-            figures.status,
-            *["-"] * 7,
-            reasons or "-",
-        ]
+        return [*head, *["-"] * 7, reasons or "-"]
     return [
-        figures.role,
-        figures.arm,
-        figures.code,
-        figures.soul,
-        figures.status,
+        *head,
         str(cell.slots_planned),
         str(cell.missing),
         str(cell.duplicate),
