@@ -9,7 +9,9 @@ selecting one fails with ``arm_not_available_at_revision:<id>``.
 
 Arms (a) to (f) pin retained conversation evidence off in replay and probe, so they stay
 comparable with baselines recorded before the feature existed; (g) and (h) record
-evidence but pin packs off; (i) turns packs on.
+evidence but pin packs off; (i) turns packs on; (l) adds the continuity ledger, kept by
+three model extractions before the probe (`continuity.preparation`) and injected beside
+the pack, with upkeep explicitly off in the probe itself.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from continuity.harness.keys import ReplayConfig
 
 __all__ = [
     "ARMS",
+    "LEDGER_ARM",
     "LOOKUP_ARMS",
     "LOOKUP_ONLY",
     "PROBE_MODES",
@@ -67,6 +70,9 @@ class Arm(msgspec.Struct, frozen=True, kw_only=True):
     history: Literal["reader", "alternate"]
     retained: bool = False
     pack: bool = False
+    # The continuity ledger arm: its probes fork a checkpoint prepared by three upkeep
+    # stages (continuity.preparation), and every reader request carries the ledger.
+    ledger: bool = False
     mid_trace_compaction: bool = False
     history_tool: bool = False
     probe_patches: tuple[Mapping[str, Any], ...] = ()
@@ -84,6 +90,20 @@ _STORE_ONLY = {
 }
 _PACK = {
     "runtime": {"session": {"continuity": {"enabled": True, "pack_enabled": True}}},
+    "tools": {"allowed_tools": ["ConversationHistory"]},
+}
+# Upkeep is off in the probe: the ledger was kept by the preparations, never by a probe.
+_LEDGER = {
+    "runtime": {
+        "session": {
+            "continuity": {
+                "enabled": True,
+                "pack_enabled": True,
+                "ledger_enabled": True,
+                "upkeep_enabled": False,
+            }
+        }
+    },
     "tools": {"allowed_tools": ["ConversationHistory"]},
 }
 _SMALLEST = {"runtime": {"compaction": SMALLEST_TRIGGER}}
@@ -194,6 +214,20 @@ ARMS: Mapping[str, Arm] = {
             aliases=("continuity-pack-boundary",),
         ),
         Arm(
+            id="continuity-ledger-cold",
+            letter="l",
+            label="Extracted ledger and pack, reseed",
+            boundary="model_change",
+            history="reader",
+            retained=True,
+            pack=True,
+            ledger=True,
+            history_tool=True,
+            probe_patches=(_LEDGER, _NO_CEILING),
+            evidence=("model_change", "store", "history_tool", "pack", "ledger", "preparations"),
+            pressure=_RESEED,
+        ),
+        Arm(
             id="native-lookup",
             letter="n",
             label="Native session, metered ConversationHistory (lookup mode only)",
@@ -232,6 +266,7 @@ ARMS: Mapping[str, Arm] = {
         ),
     )
 }
+LEDGER_ARM = "continuity-ledger-cold"
 _ALIASES = {alias: arm.id for arm in ARMS.values() for alias in arm.aliases}
 PROBE_MODES = ("recall-only", "lookup-allowed-v1")
 # Lookup mode admits exactly these arms; native-lookup exists only in lookup mode (kept

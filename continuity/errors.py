@@ -33,6 +33,14 @@ The tree::
     ├── CalibrationInvalid             calibration_case_invalid, calibration_verdict_invalid,
     │                                  calibration_suite_unreadable
     ├── SoulError                      lookup_soul_missing, lookup_soul_mismatch
+    ├── LedgerError                    the continuity ledger and its upkeep
+    │                                  (continuity.memory, continuity.preparation):
+    │                                  ledger_delta_invalid (an extraction that is not a
+    │                                  valid delta), ledger_source_corrupt,
+    │                                  ledger_source_oversized, ledger_store_corrupt,
+    │                                  ledger_journal_invalid, ledger_plan_invalid,
+    │                                  ledger_plan_under_reserved, capture_output_invalid,
+    │                                  capture_output_exists, capture_output_inside_checkout
     ├── RoleError                      doit compare_register (continuity.roles):
     │                                  role_revision_invalid, role_checkout_unknown,
     │                                  role_checkout_dirty, role_checkout_flags,
@@ -131,7 +139,8 @@ Raised with the classes above from other modules (by area)::
 an error: it prints one line and exits 130 or 143 (`continuity.interrupts`).
 
 A base class raised without a specific code falls back to its own: continuity_error,
-usage_error, trace_error, store_error, harness_error, provider_error, role_error.
+usage_error, trace_error, store_error, harness_error, provider_error, role_error,
+ledger_error.
 
 A user can grep the code; tests assert it (and a test checks that every code the
 source raises is listed here). `str(error)` is always
@@ -161,6 +170,7 @@ __all__ = [
     "Interrupted",
     "Issue",
     "LookupCoverageIncomplete",
+    "LedgerError",
     "LookupError_",
     "ObjectCorrupt",
     "ObjectMissing",
@@ -338,6 +348,13 @@ class LookupError_(UsageError):
 
 class SoulError(ContinuityError):
     default_code = "lookup_soul_mismatch"
+
+
+class LedgerError(ContinuityError):
+    """The continuity ledger, its upkeep journal or its sources cannot be used as they
+    are (the code says which rule they break); corrupt durable rows fail closed."""
+
+    default_code = "ledger_error"
 
 
 class RoleError(ContinuityError):

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 Attribution = Literal["owner", "unknown", "host"]
-UserSource = Literal["owner", "steer", "probe", "summary", "reseed", "pack"]
+UserSource = Literal["owner", "steer", "probe", "summary", "reseed", "pack", "ledger"]
 
 
 class ToolCallRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

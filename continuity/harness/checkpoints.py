@@ -45,6 +45,7 @@ __all__ = [
     "ReplayJob",
     "build_checkpoint",
     "checkpoint_lock",
+    "clear_workspace",
     "fork",
     "replay_job",
     "run_child",
@@ -62,6 +63,13 @@ class CheckpointResult(msgspec.Struct, frozen=True):
     # cache (its receipt, sealed in the tree, does not say). Also in the checkpoint's
     # action-entry meta; empty when the checkpoint was reused.
     replayed_calls: list[str] = msgspec.field(default_factory=list)
+    # The key whose lock guards `root` ("" = this checkpoint's own): a prepared ledger
+    # checkpoint lives at its base checkpoint's path, under the base's lock.
+    lock: str = ""
+
+    @property
+    def lock_key(self) -> str:
+        return self.lock or self.key
 
 
 _Reply = TypeVar("_Reply", bound=msgspec.Struct)
@@ -162,7 +170,7 @@ def checkpoint_lock(store: Store, key: str, *, timeout: float = 600.0) -> Iterat
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _clear(root: Path) -> None:
+def clear_workspace(root: Path) -> None:
     """Remove the workspace at `root`, and the template a killed unit worker left."""
     if root.exists():
         shutil.rmtree(root)
@@ -208,7 +216,7 @@ def build_checkpoint(
         )
     root = checkpoint_root(store, trace.trace_id, key)
     with checkpoint_lock(store, key):
-        _clear(root)  # left behind by a killed build
+        clear_workspace(root)  # left behind by a killed build
         started = time.monotonic()
         job = ReplayJob(
             trace=_projection(trace),
@@ -228,7 +236,7 @@ def build_checkpoint(
                 )
                 done = _decode_reply(reply, ReplayDone, "the replay child's reply", root)
         except BaseException:  # any failure, an interrupt too, leaves no half workspace
-            _clear(root)
+            clear_workspace(root)
             raise
         seconds = time.monotonic() - started
         tree = store.put_dir(root)
@@ -253,22 +261,28 @@ def build_checkpoint(
 
 @contextmanager
 def fork(store: Store, key: str, *, timeout: float = 600.0) -> Iterator[Path]:
-    """Restore checkpoint `key` at its original path and hold it exclusively.
+    """Restore checkpoint `key` (a replayed or a prepared ledger checkpoint) at its
+    original path and hold it exclusively (a prepared one under its base's lock).
 
     Raises:
-        CheckpointError: ``checkpoint_missing`` (no verified checkpoint) or
+        CheckpointError: ``checkpoint_missing`` (no verified checkpoint, or a prepared
+            one whose preparation was invalid and kept no workspace) or
             ``checkpoint_busy``.
     """
     entry = store.get_action(key)
-    if entry is None or entry.kind != "checkpoint":
+    usable = entry is not None and (
+        entry.kind == "checkpoint"
+        or (entry.kind == "ledger-checkpoint" and bool(entry.meta.get("valid")))
+    )
+    if entry is None or not usable:
         raise CheckpointError(
             f"no verified checkpoint {key[:16]}",
             code="checkpoint_missing",
             location=str(store.action_path(key)),
         )
     root = Path(str(entry.meta["root"]))
-    with checkpoint_lock(store, key, timeout=timeout):
-        _clear(root)
+    with checkpoint_lock(store, str(entry.meta.get("lock") or key), timeout=timeout):
+        clear_workspace(root)
         store.restore_tree(entry.output.digest, root)
         yield root
 

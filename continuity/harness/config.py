@@ -61,6 +61,10 @@ SMALLEST_TRIGGER: dict[str, Any] = {
 class ContinuityConfig(_Model):
     enabled: bool = True
     pack_enabled: bool = False
+    # The continuity ledger: injected into the reader's request when enabled; kept by
+    # upkeep (model extraction at a boundary) only where upkeep is enabled too.
+    ledger_enabled: bool = False
+    upkeep_enabled: bool = False
 
 
 class SessionConfig(_Model):

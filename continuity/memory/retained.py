@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import msgspec
 
@@ -32,6 +32,7 @@ __all__ = [
     "RetainedStore",
     "SearchHit",
     "SearchPage",
+    "SourceRow",
 ]
 
 GET_PAGE_BYTES = 8 * 1024
@@ -143,6 +144,19 @@ class RecordPage(msgspec.Struct, frozen=True):
     offset: int
     text: str
     next_cursor: str | None
+
+
+class SourceRow(NamedTuple):
+    """One retained record as ledger upkeep reads it (`RetainedStore.source_rows`)."""
+
+    seq: int
+    kind: str
+    source: str
+    tool_kind: str
+    entry_ref: str
+    bytes: int
+    digest: str
+    text: str
 
 
 class RetainedStats(msgspec.Struct, frozen=True):
@@ -271,6 +285,17 @@ class RetainedStore:
             else self.db.execute(query + " ORDER BY seq")
         )
         return [(str(a), str(b), str(c), str(d)) for a, b, c, d in rows]
+
+    def source_rows(self) -> list[SourceRow]:
+        """Every record with its sequence number, origin, entry, size and digest, in
+        order: the sources ledger upkeep admits."""
+        return [
+            SourceRow(int(a), str(b), str(c), str(d), str(e), int(f), str(g), str(h))
+            for a, b, c, d, e, f, g, h in self.db.execute(
+                "SELECT seq, kind, source, tool_kind, entry_ref, bytes, digest, text "
+                "FROM records ORDER BY seq"
+            )
+        ]
 
     def find_by_digest(self, digest: str) -> tuple[str, str] | None:
         """(record id, packed id) of the record whose text has this blake3 digest (the

@@ -238,7 +238,7 @@ class CachedProvider:
         store: Store,
         *,
         repeat: int,
-        role: Literal["answer", "summary", "judge"],
+        role: Literal["answer", "summary", "judge", "upkeep"],
         ledger: Ledger | None = None,
         explain_log: str | None = None,
         probe: str | None = None,

@@ -61,6 +61,6 @@ class CallReceipt(msgspec.Struct, frozen=True):
     ``cached`` field; decoding ignores it."""
 
     key: str
-    role: Literal["answer", "summary", "judge"]
+    role: Literal["answer", "summary", "judge", "upkeep"]
     served_model: str
     usage: Usage

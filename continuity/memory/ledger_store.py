@@ -1,0 +1,532 @@
+"""The ledger's durable store: admitted sources, the upkeep journal, offers and
+published generations, in one SQLite file beside the retained store.
+
+    <root>/continuity/ledger.sqlite3
+
+**Journal.** Every upkeep operation is a row that moves through durable states, each
+move its own fsynced transaction:
+
+    reserved ──► dispatched ──► settled
+        │
+        └──────► released        (never dispatched: consumes nothing)
+
+A row is ``reserved`` with its offer and its input and output reservation before
+anything is sent, ``dispatched`` just before the request leaves, and ``settled`` with
+its outcome and reported usage once the answer (or its failure) is known. A row that
+was reserved but never dispatched is ``released``: by its own stage when it proves it
+made no call, or at the next claim (a stage that died before sending). A ``dispatched``
+row that never settles is uncertain: its call may have been made and billed.
+
+Only dispatched, non-released rows consume anything: the first of them is the
+**bootstrap** (128k input), every later one incremental (64k), and their offers are
+settled for good (a span is never offered twice). Released rows consume neither the
+bootstrap nor offers, so the next real reservation can still be the bootstrap.
+
+**Generations.** Generation 0 (the empty ledger) is written when the store is created;
+each publication adds the next with its parent's identity. The store belongs to the
+session it was created for (``owner``); another session opening it is refused.
+
+Corrupt durable rows fail closed (``ledger_store_corrupt``, ``ledger_source_corrupt``):
+nothing read back from disk is trusted without its checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from continuity.digest import value_digest
+from continuity.errors import LedgerError
+from continuity.memory.ledger import (
+    Generation,
+    Ledger,
+    check_ledger,
+    empty_generation,
+    next_generation,
+)
+from continuity.memory.retained import RetainedStore
+from continuity.memory.upkeep_selection import Offer, Span, spans_of
+from continuity.memory.upkeep_sources import SourceDescriptor, admit, decode_row, encode_descriptor
+from continuity.messages import Usage
+
+__all__ = [
+    "LEDGER_STORE_SCHEMA",
+    "JournalSnapshot",
+    "LedgerStore",
+    "OpKind",
+    "OpState",
+    "Operation",
+    "SourceScan",
+    "operation_id",
+]
+
+LEDGER_STORE_SCHEMA = "continuity-ledger-store-v1"
+OpKind = Literal["bootstrap", "incremental"]
+OpState = Literal["reserved", "dispatched", "settled", "released"]
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sources (ordinal INTEGER PRIMARY KEY, descriptor BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS operations (
+    seq INTEGER PRIMARY KEY,
+    op_id TEXT NOT NULL UNIQUE,
+    stage INTEGER NOT NULL,
+    tag TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    input_reservation INTEGER NOT NULL,
+    output_reservation INTEGER NOT NULL,
+    offer_digest TEXT NOT NULL,
+    generation_before TEXT NOT NULL,
+    generation_after TEXT,
+    outcome TEXT,
+    usage BLOB
+);
+CREATE TABLE IF NOT EXISTS offers (
+    op_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    span INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    PRIMARY KEY (op_id, ordinal, span)
+);
+CREATE TABLE IF NOT EXISTS generations (
+    number INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    parent TEXT,
+    op_id TEXT,
+    ledger BLOB NOT NULL
+);
+"""
+_TABLES = frozenset(["meta", "sources", "operations", "offers", "generations"])
+_STATES = frozenset(["reserved", "dispatched", "settled", "released"])
+
+
+class Operation(msgspec.Struct, frozen=True, kw_only=True):
+    """One journal row, as read back (content-free)."""
+
+    seq: int
+    op_id: str
+    stage: int
+    tag: str
+    kind: OpKind
+    state: OpState
+    input_reservation: int
+    output_reservation: int
+    offer_digest: str
+    offers: int
+    generation_before: str
+    generation_after: str | None
+    outcome: str | None
+    usage: Usage | None
+
+    @property
+    def consuming(self) -> bool:
+        """Dispatched (settled or not) and never released: it consumed its offer and,
+        if it is the bootstrap, the bootstrap."""
+        return self.state in ("dispatched", "settled")
+
+
+class JournalSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """The journal and the head generation at one moment: what a preparation's parent
+    compares before and after each stage (operation ids, not just counts)."""
+
+    operations: tuple[Operation, ...]
+    offered: tuple[tuple[int, int], ...]  # settled offers: (ordinal, span), sorted
+    head: str
+    head_number: int
+    entry_ids: tuple[str, ...]
+
+    def by_id(self) -> dict[str, Operation]:
+        return {op.op_id: op for op in self.operations}
+
+
+class SourceScan(msgspec.Struct, frozen=True, kw_only=True):
+    """Every admitted source and its spans, and what admission refused (content-free
+    counts of the refusals)."""
+
+    descriptors: tuple[SourceDescriptor, ...]
+    spans: tuple[Span, ...]
+    oversized: int
+
+
+def operation_id(stage: int, tag: str, offer_digest: str, generation: str) -> str:
+    """A deterministic operation id: two builds of one preparation journal alike."""
+    return "op-" + value_digest(("continuity-upkeep-op", stage, tag, offer_digest, generation))[:24]
+
+
+_usage_decoder = msgspec.json.Decoder(Usage)
+_ledger_decoder = msgspec.json.Decoder(Ledger)
+
+
+class LedgerStore:
+    """The ledger database at `path`. `create` makes it for session `owner` (with
+    generation 0); `open` reopens it, refusing another session's store.
+
+    Raises:
+        LedgerError: ``ledger_store_corrupt`` for a file that is not a ledger store or
+            whose rows fail their checks; ``ledger_unowned`` when it belongs to another
+            session.
+    """
+
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self.db = db
+        self.path = path
+
+    @classmethod
+    def create(cls, path: Path, *, owner: str) -> LedgerStore:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            raise LedgerError(
+                "a ledger store exists already", code="ledger_store_corrupt", location=str(path)
+            )
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=DELETE")
+        db.execute("PRAGMA synchronous=FULL")
+        store = cls(db, path)
+        genesis = empty_generation()
+        db.executescript(_SCHEMA)
+        with store._transaction():
+            db.execute("INSERT INTO meta VALUES ('schema', ?)", (LEDGER_STORE_SCHEMA,))
+            db.execute("INSERT INTO meta VALUES ('owner', ?)", (owner,))
+            db.execute(
+                "INSERT INTO generations VALUES (0, ?, NULL, NULL, ?)",
+                (genesis.id, msgspec.json.encode(genesis.ledger)),
+            )
+        return store
+
+    @classmethod
+    def open(cls, path: Path, *, owner: str | None, readonly: bool = False) -> LedgerStore:
+        if not path.is_file():
+            raise LedgerError("no ledger store", code="ledger_store_missing", location=str(path))
+        uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
+        try:
+            db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            if not readonly:
+                db.execute("PRAGMA synchronous=FULL")
+            tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master")}
+            meta = (
+                dict(db.execute("SELECT key, value FROM meta").fetchall())
+                if "meta" in tables
+                else {}
+            )
+        except sqlite3.Error as exc:
+            raise LedgerError(
+                f"unreadable ledger store ({exc})", code="ledger_store_corrupt", location=str(path)
+            ) from None
+        if not tables >= _TABLES or meta.get("schema") != LEDGER_STORE_SCHEMA:
+            db.close()
+            raise LedgerError("not a ledger store", code="ledger_store_corrupt", location=str(path))
+        if owner is not None and meta.get("owner") != owner:
+            db.close()
+            raise LedgerError(
+                "the ledger store belongs to another session",
+                code="ledger_unowned",
+                location=str(path),
+            )
+        return cls(db, path)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One durable transaction: committed on success, rolled back on any failure."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- sources ---------------------------------------------------------------------
+
+    def admit_sources(self, retained: RetainedStore) -> int:
+        """Admit every retained record not yet admitted as a bounded descriptor; return
+        how many admission refused as oversized (they are never offered)."""
+        admitted = {int(r[0]) for r in self.db.execute("SELECT ordinal FROM sources")}
+        refused = 0
+        rows = []
+        for row in retained.source_rows():
+            if row.seq in admitted:
+                continue
+            try:
+                descriptor = admit(
+                    ordinal=row.seq,
+                    kind="owner" if row.kind == "owner" else "tool",
+                    input_id=row.entry_ref,
+                    digest=row.digest,
+                    size=row.bytes,
+                    origin=row.source,
+                    tool_kind=row.tool_kind or None,
+                    attestation="host" if row.kind == "owner" else None,
+                )
+            except LedgerError as exc:
+                if exc.code != "ledger_source_oversized":
+                    raise
+                refused += 1
+                continue
+            rows.append((descriptor.ordinal, encode_descriptor(descriptor)))
+        if rows:
+            with self._transaction():
+                self.db.executemany("INSERT INTO sources VALUES (?, ?)", rows)
+        return refused
+
+    def scan(self, retained: RetainedStore, *, oversized: int = 0) -> SourceScan:
+        """Every admitted source with its spans, each row and its digest checked.
+
+        Raises:
+            LedgerError: ``ledger_source_corrupt`` for a row over the scan cap, one that
+                breaks its schema or bounds, or one whose digest no longer matches the
+                retained text (or whose record is gone).
+        """
+        texts = {row.seq: row for row in retained.source_rows()}
+        descriptors = []
+        spans: list[Span] = []
+        for ordinal, data in self.db.execute(
+            "SELECT ordinal, descriptor FROM sources ORDER BY ordinal"
+        ):
+            where = f"{self.path}:sources[{ordinal}]"
+            descriptor = decode_row(bytes(data), location=where)
+            row = texts.get(descriptor.ordinal)
+            if descriptor.ordinal != ordinal or row is None or row.digest != descriptor.digest:
+                raise LedgerError(
+                    "a source row does not match its retained record",
+                    code="ledger_source_corrupt",
+                    location=where,
+                )
+            descriptors.append(descriptor)
+            spans.extend(spans_of(descriptor, row.text))
+        return SourceScan(descriptors=tuple(descriptors), spans=tuple(spans), oversized=oversized)
+
+    # -- journal ---------------------------------------------------------------------
+
+    def operations(self) -> list[Operation]:
+        counts = dict(
+            self.db.execute("SELECT op_id, COUNT(*) FROM offers GROUP BY op_id").fetchall()
+        )
+        rows = []
+        for row in self.db.execute(
+            "SELECT seq, op_id, stage, tag, kind, state, input_reservation, "
+            "output_reservation, offer_digest, generation_before, generation_after, outcome, "
+            "usage FROM operations ORDER BY seq"
+        ):
+            (seq, op_id, stage, tag, kind, state, reserve_in, reserve_out, offer, before,
+             after, outcome, usage) = row  # fmt: skip
+            if state not in _STATES or kind not in ("bootstrap", "incremental"):
+                raise LedgerError(
+                    f"journal row {op_id!r} has state {state!r}, kind {kind!r}",
+                    code="ledger_store_corrupt",
+                    location=f"{self.path}:operations[{seq}]",
+                )
+            try:
+                decoded = _usage_decoder.decode(usage) if usage is not None else None
+            except msgspec.MsgspecError:
+                raise LedgerError(
+                    f"journal row {op_id!r} has unreadable usage",
+                    code="ledger_store_corrupt",
+                    location=f"{self.path}:operations[{seq}]",
+                ) from None
+            rows.append(
+                Operation(
+                    seq=int(seq),
+                    op_id=str(op_id),
+                    stage=int(stage),
+                    tag=str(tag),
+                    kind=kind,
+                    state=state,
+                    input_reservation=int(reserve_in),
+                    output_reservation=int(reserve_out),
+                    offer_digest=str(offer),
+                    offers=int(counts.get(op_id, 0)),
+                    generation_before=str(before),
+                    generation_after=str(after) if after is not None else None,
+                    outcome=str(outcome) if outcome is not None else None,
+                    usage=decoded,
+                )
+            )
+        return rows
+
+    def offered_slots(self) -> set[tuple[int, int]]:
+        """Spans offered for good: those of dispatched, never-released operations."""
+        return {
+            (int(o), int(s))
+            for o, s in self.db.execute(
+                "SELECT f.ordinal, f.span FROM offers f JOIN operations p ON p.op_id = f.op_id "
+                "WHERE p.state IN ('dispatched', 'settled')"
+            )
+        }
+
+    def claim(self) -> tuple[OpKind, list[str]]:
+        """Start a stage's operation: release every reserved row that was never
+        dispatched (a stage that died before sending), and say whether the next
+        reservation is the bootstrap. Returns the kind and the released op ids."""
+        with self._transaction():
+            stale = [
+                str(r[0])
+                for r in self.db.execute("SELECT op_id FROM operations WHERE state = 'reserved'")
+            ]
+            self.db.execute(
+                "UPDATE operations SET state = 'released', outcome = 'released_at_claim' "
+                "WHERE state = 'reserved'"
+            )
+        consumed = self.db.execute(
+            "SELECT COUNT(*) FROM operations WHERE state IN ('dispatched', 'settled')"
+        ).fetchone()[0]
+        return ("bootstrap" if consumed == 0 else "incremental"), stale
+
+    def reserve(
+        self,
+        *,
+        op_id: str,
+        stage: int,
+        tag: str,
+        kind: OpKind,
+        input_reservation: int,
+        output_reservation: int,
+        offer: Offer | None,
+        generation_before: str,
+    ) -> None:
+        spans: Sequence[Span] = offer.spans if offer is not None else ()
+        with self._transaction():
+            self.db.execute(
+                "INSERT INTO operations (op_id, stage, tag, kind, state, input_reservation, "
+                "output_reservation, offer_digest, generation_before) "
+                "VALUES (?, ?, ?, ?, 'reserved', ?, ?, ?, ?)",
+                (
+                    op_id,
+                    stage,
+                    tag,
+                    kind,
+                    input_reservation,
+                    output_reservation,
+                    offer.digest if offer is not None else "",
+                    generation_before,
+                ),
+            )
+            self.db.executemany(
+                "INSERT INTO offers VALUES (?, ?, ?, ?, ?)",
+                [(op_id, s.ordinal, s.index, s.digest, s.bytes) for s in spans],
+            )
+
+    def _move(self, op_id: str, source: str, target: str, **fields: object) -> None:
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        with self._transaction():
+            changed = self.db.execute(
+                f"UPDATE operations SET state = ?{', ' if fields else ''}{assignments} "
+                "WHERE op_id = ? AND state = ?",
+                (target, *fields.values(), op_id, source),
+            ).rowcount
+        if changed != 1:
+            raise LedgerError(
+                f"operation {op_id} is not {source}",
+                code="ledger_journal_invalid",
+                location=str(self.path),
+            )
+
+    def dispatch(self, op_id: str) -> None:
+        """Mark the row dispatched: from here its call may have been made."""
+        self._move(op_id, "reserved", "dispatched")
+
+    def release(self, op_id: str, reason: str) -> None:
+        """A proven non-invocation: the reserved row consumes nothing."""
+        self._move(op_id, "reserved", "released", outcome=reason)
+
+    def settle(
+        self,
+        op_id: str,
+        *,
+        outcome: str,
+        usage: Usage | None,
+        publish: Ledger | None = None,
+    ) -> Generation:
+        """Settle a dispatched row with its outcome and reported usage (None: not
+        reported), publishing `publish` as the next generation; return the head."""
+        head = self.head()
+        generation = next_generation(head, publish, op_id) if publish is not None else head
+        with self._transaction():
+            if publish is not None:
+                self.db.execute(
+                    "INSERT INTO generations VALUES (?, ?, ?, ?, ?)",
+                    (
+                        generation.number,
+                        generation.id,
+                        generation.parent,
+                        op_id,
+                        msgspec.json.encode(generation.ledger),
+                    ),
+                )
+            changed = self.db.execute(
+                "UPDATE operations SET state = 'settled', outcome = ?, usage = ?, "
+                "generation_after = ? WHERE op_id = ? AND state = 'dispatched'",
+                (
+                    outcome,
+                    msgspec.json.encode(usage) if usage is not None else None,
+                    generation.id,
+                    op_id,
+                ),
+            ).rowcount
+            if changed != 1:
+                raise LedgerError(
+                    f"operation {op_id} is not dispatched",
+                    code="ledger_journal_invalid",
+                    location=str(self.path),
+                )
+        return generation
+
+    # -- generations ---------------------------------------------------------------------
+
+    def generations(self) -> list[Generation]:
+        """Every published generation, checked: numbered from 0, each the child of the
+        one before, its identity recomputed from its parent and entries.
+
+        Raises:
+            LedgerError: ``ledger_store_corrupt`` when any check fails.
+        """
+        out: list[Generation] = []
+        for number, ident, parent, op_id, data in self.db.execute(
+            "SELECT number, id, parent, op_id, ledger FROM generations ORDER BY number"
+        ):
+            where = f"{self.path}:generations[{number}]"
+            try:
+                ledger = check_ledger(_ledger_decoder.decode(data), location=where)
+            except msgspec.MsgspecError:
+                raise LedgerError(
+                    "a generation does not decode", code="ledger_store_corrupt", location=where
+                ) from None
+            if not out:
+                expected = empty_generation()
+            else:
+                expected = next_generation(out[-1], ledger, str(op_id))
+            if (number, ident, parent) != (expected.number, expected.id, expected.parent) or (
+                expected.ledger != ledger
+            ):
+                raise LedgerError(
+                    "a generation's identity or lineage does not check",
+                    code="ledger_store_corrupt",
+                    location=where,
+                )
+            out.append(expected)
+        if not out:
+            raise LedgerError(
+                "no generation 0", code="ledger_store_corrupt", location=str(self.path)
+            )
+        return out
+
+    def head(self) -> Generation:
+        return self.generations()[-1]
+
+    def snapshot(self) -> JournalSnapshot:
+        head = self.head()
+        return JournalSnapshot(
+            operations=tuple(self.operations()),
+            offered=tuple(sorted(self.offered_slots())),
+            head=head.id,
+            head_number=head.number,
+            entry_ids=tuple(e.id for e in head.ledger.entries),
+        )

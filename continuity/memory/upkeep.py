@@ -1,0 +1,597 @@
+"""One ledger upkeep operation: select, reserve, dispatch, validate, publish, settle.
+
+`run_upkeep` is one pass of the ledger's upkeep at a boundary, in named steps:
+eligibility (configuration skips, before anything is written) -> claim (releases rows a
+dead stage left reserved; bootstrap or incremental) -> quota -> sources (admitted,
+scanned, failing closed) -> selection -> reserve -> dispatch -> outcome -> settle. It
+always returns a content-free `UpkeepReceipt`, even when a step after dispatch fails:
+the receipt is what accounting reads.
+
+Outcomes fall into classes (`reason_class`), the seed's lists:
+
+- ``ok``: ``published`` (a new generation) or ``analysis_only`` (a valid empty delta:
+  the generation stays, the operation still consumed its admission);
+- ``provider`` (a degradation after dispatch): output_aborted, aborted,
+  provider_output, empty_output, validation_or_publication, input_overrun,
+  output_overrun, unavailable;
+- ``capacity`` (a degradation, nothing dispatched or nothing published): input_budget,
+  model_headroom, ledger_scan_capacity, ledger_render_budget, ledger_payload_budget,
+  ledger_lineage_budget, ledger_aggregate_capacity, ledger_quota_budget,
+  source_oversized, upkeep_dispatch_rejected, upkeep_repeat_suppressed,
+  already_covered, unchanged, no_source;
+- ``config`` (an eligibility skip: an integrity failure, never a degradation):
+  read_only, disabled, detached_attempt, continuation_boundary, per_message, isolated,
+  unowned_store, history_unavailable, model_unavailable, model_identity,
+  request_cap_unsupported;
+- ``uncertain``: dispatched with no known outcome (the call may have been billed);
+- anything else is ``unknown``, an integrity failure.
+
+Failed output is never a successful extraction: nothing of it is published, it is never
+repaired, and its offered spans stay offered (a content-free gap in the coverage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from continuity.errors import (
+    ContinuityError,
+    HarnessError,
+    LedgerError,
+    ProviderError,
+    ScriptExhausted,
+)
+from continuity.memory.ledger import (
+    LIMITS,
+    Generation,
+    Ledger,
+    merge,
+    next_generation,
+    parse_delta,
+    render_tokens,
+)
+from continuity.memory.ledger_prompt import extraction_request, fixed_tokens
+from continuity.memory.ledger_store import LedgerStore, OpKind, operation_id
+from continuity.memory.retained import RetainedStore
+from continuity.memory.upkeep_selection import Offer, Span, caps_for, select_offer
+from continuity.messages import ModelRequest, Usage
+from continuity.providers.endpoint import CallReceipt
+from continuity.providers.protocol import Completed, Provider, TextDelta, ToolCallEvent
+
+__all__ = [
+    "CAPACITY_REASONS",
+    "CONFIG_REASONS",
+    "ENFORCING",
+    "OK_OUTCOMES",
+    "PROVIDER_REASONS",
+    "SCAN_MAX_SOURCES",
+    "Capture",
+    "CoverageReceipt",
+    "GenerationRef",
+    "OfferReceipt",
+    "ReasonClass",
+    "UpkeepContext",
+    "UpkeepReceipt",
+    "generation_ref",
+    "reason_class",
+    "run_upkeep",
+]
+
+OK_OUTCOMES = ("published", "analysis_only")
+PROVIDER_REASONS = (
+    "output_aborted",
+    "aborted",
+    "provider_output",
+    "empty_output",
+    "validation_or_publication",
+    "input_overrun",
+    "output_overrun",
+    "unavailable",
+)
+CAPACITY_REASONS = (
+    "input_budget",
+    "model_headroom",
+    "ledger_scan_capacity",
+    "ledger_render_budget",
+    "ledger_payload_budget",
+    "ledger_lineage_budget",
+    "ledger_aggregate_capacity",
+    "ledger_quota_budget",
+    "source_oversized",
+    "upkeep_dispatch_rejected",
+    "upkeep_repeat_suppressed",
+    "already_covered",
+    "unchanged",
+    "no_source",
+)
+CONFIG_REASONS = (
+    "read_only",
+    "disabled",
+    "detached_attempt",
+    "continuation_boundary",
+    "per_message",
+    "isolated",
+    "unowned_store",
+    "history_unavailable",
+    "model_unavailable",
+    "model_identity",
+    "request_cap_unsupported",
+)
+# The output-cap enforcement classes ``--require-request-cap`` admits (the extractor's
+# request carries a cap its model side enforces; offline, the script is bounded).
+ENFORCING = frozenset({"request_cap", "scripted_cap"})
+ReasonClass = Literal["ok", "provider", "capacity", "config", "uncertain", "unknown"]
+# The confirmed reservations: one bootstrap, two incremental operations.
+QUOTA = 3
+SCAN_MAX_SOURCES = 65_536
+
+
+def reason_class(outcome: str) -> ReasonClass:
+    if outcome in OK_OUTCOMES:
+        return "ok"
+    if outcome in PROVIDER_REASONS:
+        return "provider"
+    if outcome in CAPACITY_REASONS:
+        return "capacity"
+    if outcome in CONFIG_REASONS:
+        return "config"
+    if outcome == "uncertain":
+        return "uncertain"
+    return "unknown"
+
+
+class GenerationRef(msgspec.Struct, frozen=True):
+    number: int
+    id: str
+    entries: int
+
+
+def generation_ref(generation: Generation) -> GenerationRef:
+    return GenerationRef(generation.number, generation.id, len(generation.ledger.entries))
+
+
+class OfferReceipt(msgspec.Struct, frozen=True, kw_only=True):
+    """What one pass offered, content-free: counts, ordinals, a digest, the budget."""
+
+    spans: int
+    owner_spans: int
+    tool_spans: int
+    owner_ordinals: list[int]
+    tool_ordinals: list[int]
+    bytes: int
+    projected_tokens: int
+    limit: int
+    bonus: int
+    digest: str
+
+
+class CoverageReceipt(msgspec.Struct, frozen=True, kw_only=True):
+    """How much of the retained history the ledger's offers have reached: every span,
+    those offered for good, those never offered (coverage omissions) and those offered
+    to a pass that published nothing (the gap a failed extraction leaves)."""
+
+    spans: int
+    offered: int
+    never_offered: int
+    gap: int
+    oversized_sources: int
+
+
+class UpkeepReceipt(msgspec.Struct, frozen=True, kw_only=True):
+    """One stage's upkeep, content-free. `usage` is what the provider reported (None:
+    not reported, or no call); the reservations are what the journal reserved."""
+
+    schema: str = "continuity-upkeep-receipt-v1"
+    stage: int
+    tag: str
+    op_id: str | None = None
+    kind: OpKind | None = None
+    state: Literal["none", "reserved", "dispatched", "settled", "released"] = "none"
+    outcome: str
+    outcome_class: ReasonClass
+    enforcement: str
+    input_reservation: int = 0
+    output_reservation: int = 0
+    offer: OfferReceipt | None = None
+    coverage: CoverageReceipt | None = None
+    usage: Usage | None = None
+    input_overrun: bool = False
+    output_overrun: bool = False
+    validation: str | None = None  # the ledger_delta_invalid reason, when refused
+    generation_before: GenerationRef | None = None
+    generation_after: GenerationRef | None = None
+    released: list[str] = msgspec.field(default_factory=list)
+    calls: list[CallReceipt] = msgspec.field(default_factory=list)
+
+    @property
+    def dispatched(self) -> bool:
+        """The call may have been made (its row reached ``dispatched``)."""
+        return self.state in ("dispatched", "settled")
+
+
+class Capture(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``--capture-upkeep-output`` keeps of one stage (fictional traces only): the
+    raw completion, the stable validation code and the merged validated ledger. Never
+    the prompt, never a credential."""
+
+    schema: str = "continuity-upkeep-capture-v1"
+    stage: int
+    outcome: str
+    completion: str | None
+    validation: str | None
+    ledger: Ledger | None
+
+
+@dataclass
+class UpkeepContext:
+    """What one stage's upkeep runs with. `admission` (real mode) raises when the
+    invocation admits no more work; `observe` feeds it the input a call is charged
+    (the larger of the reported and the conservative input)."""
+
+    ledger_path: Path
+    retained_path: Path
+    session_id: str
+    stage: int
+    tag: str
+    extractor: Provider | None
+    extractor_model: str  # provider:model
+    enforcement: str
+    enabled: bool = True
+    require_request_cap: bool = False
+    context_window: int | None = None
+    admission: Callable[[], None] | None = None
+    observe: Callable[[Usage], None] | None = None
+    capture: Callable[[Capture], None] | None = None
+    calls: Callable[[], list[CallReceipt]] = field(default=lambda: [])
+
+
+@dataclass
+class _Pass:
+    """The state one pass builds up; `receipt` turns it into the stage's receipt."""
+
+    context: UpkeepContext
+    store: LedgerStore | None = None
+    op_id: str | None = None
+    kind: OpKind | None = None
+    state: Literal["none", "reserved", "dispatched", "settled", "released"] = "none"
+    before: Generation | None = None
+    after: Generation | None = None
+    offer: Offer | None = None
+    usage: Usage | None = None
+    validation: str | None = None
+    overrun: tuple[bool, bool] = (False, False)
+    released: list[str] = field(default_factory=list)
+    coverage: CoverageReceipt | None = None
+
+    def receipt(self, outcome: str) -> UpkeepReceipt:
+        caps = caps_for(self.kind) if self.kind is not None else None
+        reserved = caps is not None and self.state != "none"
+        return UpkeepReceipt(
+            stage=self.context.stage,
+            tag=self.context.tag,
+            op_id=self.op_id,
+            kind=self.kind if self.state != "none" else None,
+            state=self.state,
+            outcome=outcome,
+            outcome_class=reason_class(outcome),
+            enforcement=self.context.enforcement,
+            input_reservation=caps.input_tokens if reserved and caps else 0,
+            output_reservation=caps.output_tokens if reserved and caps else 0,
+            offer=_offer_receipt(self.offer) if self.offer is not None else None,
+            coverage=self.coverage,
+            usage=self.usage,
+            input_overrun=self.overrun[0],
+            output_overrun=self.overrun[1],
+            validation=self.validation,
+            generation_before=generation_ref(self.before) if self.before else None,
+            generation_after=generation_ref(self.after or self.before) if self.before else None,
+            released=self.released,
+            calls=self.context.calls(),
+        )
+
+
+def _offer_receipt(offer: Offer) -> OfferReceipt:
+    owner = [s for s in offer.spans if s.kind == "owner"]
+    return OfferReceipt(
+        spans=len(offer.spans),
+        owner_spans=len(owner),
+        tool_spans=len(offer.spans) - len(owner),
+        owner_ordinals=offer.owner_ordinals,
+        tool_ordinals=offer.tool_ordinals,
+        bytes=sum(s.bytes for s in offer.spans),
+        projected_tokens=offer.projected_tokens,
+        limit=offer.limit,
+        bonus=offer.bonus,
+        digest=offer.digest,
+    )
+
+
+def _eligibility(context: UpkeepContext) -> str | None:
+    """A configuration skip, decided before anything is written (no journal row)."""
+    if not context.enabled:
+        return "disabled"
+    if context.extractor is None or not context.extractor_model:
+        return "model_unavailable"
+    if context.require_request_cap and context.enforcement not in ENFORCING:
+        return "request_cap_unsupported"
+    if not context.retained_path.is_file():
+        return "history_unavailable"
+    return None
+
+
+def _open_store(context: UpkeepContext) -> LedgerStore | str:
+    """The stage's ledger store (created by the first stage); a skip reason when it
+    cannot be written or belongs to another session."""
+    import os
+
+    path = context.ledger_path
+    folder = path.parent
+    if not os.access(folder if folder.exists() else folder.parent, os.W_OK) or (
+        path.exists() and not os.access(path, os.W_OK)
+    ):
+        return "read_only"
+    try:
+        if path.exists():
+            return LedgerStore.open(path, owner=context.session_id)
+        return LedgerStore.create(path, owner=context.session_id)
+    except LedgerError as exc:
+        if exc.code == "ledger_unowned":
+            return "unowned_store"
+        raise
+
+
+async def run_upkeep(context: UpkeepContext) -> UpkeepReceipt:
+    """One stage's upkeep pass; see the module doc. Never raises for a failure after a
+    journal row exists: the receipt says what happened (a corrupt store or source is
+    the receipt's outcome, its code, an integrity failure)."""
+    state = _Pass(context)
+    skip = _eligibility(context)
+    if skip is not None:
+        return state.receipt(skip)
+    try:
+        opened = _open_store(context)
+        if isinstance(opened, str):
+            return state.receipt(opened)
+        state.store = opened
+        return state.receipt(await _operate(state))
+    except ContinuityError as exc:
+        return state.receipt(exc.code)
+    finally:
+        if state.store is not None:
+            state.store.close()
+
+
+async def _operate(state: _Pass) -> str:
+    """Claim, read the sources, then select and dispatch: the outcome. The coverage
+    receipt is taken after the pass, so it counts this pass's offer."""
+    context, store = state.context, state.store
+    assert store is not None
+    state.before = store.head()
+    kind, state.released = store.claim()
+    state.kind = kind
+    if sum(1 for op in store.operations() if op.consuming) >= QUOTA:
+        return _released(state, "ledger_quota_budget")
+    retained = RetainedStore(context.retained_path, readonly=True)
+    try:
+        oversized = store.admit_sources(retained)
+        scan = store.scan(retained, oversized=oversized)
+    finally:
+        retained.close()
+    try:
+        return await _select_and_dispatch(state, scan.spans, oversized, len(scan.descriptors))
+    finally:
+        state.coverage = _coverage(scan.spans, store, oversized)
+
+
+async def _select_and_dispatch(
+    state: _Pass, spans: Sequence[Span], oversized: int, sources: int
+) -> str:
+    context, store = state.context, state.store
+    assert store is not None and state.before is not None and state.kind is not None
+    if sources > SCAN_MAX_SOURCES:
+        return _released(state, "ledger_scan_capacity")
+    caps = caps_for(state.kind)
+    if context.context_window is not None and (
+        caps.input_tokens + caps.output_tokens > context.context_window
+    ):
+        return _released(state, "model_headroom")
+    offered = store.offered_slots()
+    offer = select_offer(spans, offered, caps, fixed_tokens=fixed_tokens(state.before))
+    if isinstance(offer, str):
+        reason = "source_oversized" if offer == "no_source" and oversized else offer
+        return _released(state, reason)
+    state.offer = offer
+    state.op_id = operation_id(context.stage, context.tag, offer.digest, state.before.id)
+    store.reserve(
+        op_id=state.op_id,
+        stage=context.stage,
+        tag=context.tag,
+        kind=state.kind,
+        input_reservation=caps.input_tokens,
+        output_reservation=caps.output_tokens,
+        offer=offer,
+        generation_before=state.before.id,
+    )
+    state.state = "reserved"
+    if context.admission is not None:
+        try:
+            context.admission()
+        except ContinuityError:
+            store.release(state.op_id, "upkeep_dispatch_rejected")
+            state.state = "released"
+            return "upkeep_dispatch_rejected"
+    return await _dispatch(state, offer)
+
+
+def _released(state: _Pass, reason: str) -> str:
+    """A proven non-invocation after the claim: one released row, consuming nothing."""
+    store, context = state.store, state.context
+    assert store is not None and state.before is not None and state.kind is not None
+    caps = caps_for(state.kind)
+    state.op_id = operation_id(context.stage, context.tag, "", state.before.id)
+    store.reserve(
+        op_id=state.op_id,
+        stage=context.stage,
+        tag=context.tag,
+        kind=state.kind,
+        input_reservation=caps.input_tokens,
+        output_reservation=caps.output_tokens,
+        offer=None,
+        generation_before=state.before.id,
+    )
+    store.release(state.op_id, reason)
+    state.state = "released"
+    return reason
+
+
+def _coverage(spans: Sequence[Span], store: LedgerStore, oversized: int) -> CoverageReceipt:
+    offered = store.offered_slots()
+    failed = {
+        op.op_id for op in store.operations() if op.consuming and op.outcome not in OK_OUTCOMES
+    }
+    gap = sum(1 for (op_id,) in store.db.execute("SELECT op_id FROM offers") if op_id in failed)
+    return CoverageReceipt(
+        spans=len(spans),
+        offered=len(offered),
+        never_offered=len(spans) - len(offered & {s.slot for s in spans}),
+        gap=gap,
+        oversized_sources=oversized,
+    )
+
+
+def _provider_reason(error: HarnessError) -> str:
+    if error.code == "provider_unavailable":
+        return "unavailable"
+    if error.code == "provider_stream_interrupted":
+        return "aborted"
+    if error.code == "provider_output_aborted":
+        return "output_aborted"
+    return "provider_output"
+
+
+async def _dispatch(state: _Pass, offer: Offer) -> str:
+    context, store = state.context, state.store
+    assert store is not None and state.before is not None and state.op_id is not None
+    assert context.extractor is not None and state.kind is not None
+    caps = caps_for(state.kind)
+    provider, _, model = context.extractor_model.partition(":")
+    request = extraction_request(
+        state.before, offer.spans, session_id=f"{context.session_id}:upkeep", provider=provider,
+        model=model,
+    )  # fmt: skip
+    store.dispatch(state.op_id)
+    state.state = "dispatched"
+    completion: str | None = None
+    try:
+        done = await _complete_capped(context.extractor, request, caps.output_tokens)
+    except (ProviderError, ScriptExhausted) as error:
+        outcome = _provider_reason(error)
+        if context.observe is not None:  # unknown: charged its whole input reservation
+            context.observe(Usage(input=caps.input_tokens))
+        return _settle(state, outcome, None, None)
+    completion = done.message.text
+    state.usage = done.usage
+    input_over = done.usage.total_input > caps.input_tokens
+    output_over = done.usage.output > caps.output_tokens
+    state.overrun = (input_over, output_over)
+    if output_over:
+        outcome = "output_overrun"
+    elif input_over:
+        outcome = "input_overrun"
+    elif not completion.strip():
+        outcome = "empty_output"
+    elif len(completion.encode("utf-8")) > LIMITS.payload_bytes:
+        outcome = "ledger_payload_budget"
+    else:
+        outcome, merged = _validate(state, completion, offer)
+        return _settle(state, outcome, completion, merged)
+    return _settle(state, outcome, completion, None)
+
+
+# Streamed output past the cap (four characters a token, with this much slack) is
+# aborted client-side: a stream abort, which cannot stop remote work already billed.
+_ABORT_SLACK_CHARS = 1_024
+
+
+async def _complete_capped(provider: Provider, request: ModelRequest, cap: int) -> Completed:
+    """The extractor's completed message, its stream aborted once its text runs past
+    the output cap.
+
+    Raises:
+        ProviderError: what the provider raised; ``provider_output_aborted`` for an
+            aborted stream; ``provider_stream_invalid`` for a stream that ends without
+            a completed message or whose deltas disagree with it.
+    """
+    text: list[str] = []
+    calls = []
+    done: Completed | None = None
+    size = 0
+    async for event in provider.stream(request):
+        if isinstance(event, TextDelta):
+            text.append(event.text)
+            size += len(event.text)
+            if size > cap * 4 + _ABORT_SLACK_CHARS:
+                raise ProviderError(
+                    f"the extraction streamed past its {cap:,}-token output cap",
+                    code="provider_output_aborted",
+                    location=provider.name,
+                )
+        elif isinstance(event, ToolCallEvent):
+            calls.append(event.call)
+        else:
+            done = event
+    if (
+        done is None
+        or "".join(text) != done.message.text
+        or tuple(calls) != done.message.tool_calls
+    ):
+        raise ProviderError(
+            "the extraction stream ended without a matching completed message",
+            code="provider_stream_invalid",
+            location=provider.name,
+        )
+    return done
+
+
+def _validate(state: _Pass, completion: str, offer: Offer) -> tuple[str, Ledger | None]:
+    """The delta's outcome and the merged ledger it would publish (None: nothing)."""
+    assert state.before is not None
+    try:
+        delta = parse_delta(completion, {s.ordinal for s in offer.spans}, state.before.ledger)
+    except LedgerError as exc:
+        state.validation = exc.location
+        return "validation_or_publication", None
+    if not delta.entries:
+        return "analysis_only", None
+    merged = merge(state.before.ledger, delta)
+    candidate = next_generation(state.before, merged, state.op_id or "")
+    if len(merged.entries) > LIMITS.entries:
+        return "ledger_aggregate_capacity", None
+    if render_tokens(candidate) > LIMITS.render_tokens:
+        return "ledger_render_budget", None
+    if candidate.number >= LIMITS.generations:
+        return "ledger_lineage_budget", None
+    return "published", merged
+
+
+def _settle(state: _Pass, outcome: str, completion: str | None, merged: Ledger | None) -> str:
+    store, context = state.store, state.context
+    assert store is not None and state.op_id is not None
+    state.after = store.settle(state.op_id, outcome=outcome, usage=state.usage, publish=merged)
+    state.state = "settled"
+    if context.capture is not None:
+        context.capture(
+            Capture(
+                stage=context.stage,
+                outcome=outcome,
+                completion=completion,
+                validation=state.validation,
+                ledger=state.after.ledger if outcome in OK_OUTCOMES else None,
+            )
+        )
+    return outcome
