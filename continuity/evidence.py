@@ -8,6 +8,11 @@ counted by class, never scored as a pass or a failure:
 - ``boundary_unverified``: the sample did not cross its arm's boundary (for example no
   compaction, no model-change reseed, the wrong order for restart-switch-compact, a
   missing pack in the pack arm, or any pack in a control arm);
+- ``treatment_invalid``: the ledger arm's treatment failed its integrity checks: its
+  preparation broke the upkeep protocol (``continuity.preparation.integrity``), the
+  committed ledger was missing from a reader request or another generation was
+  injected, a request carried more than one ledger, or upkeep ran (or was enabled)
+  during the probe;
 - ``pressure_unverified``: on a long trace, the boundary was crossed under less
   pressure than the seed's threshold table asks;
 - ``failed``: the probe child failed (its code is kept).
@@ -36,10 +41,18 @@ LONG_FAMILIES = ("hard", "hard-distractors")
 EXCLUDED_CLASSES: tuple[str, ...] = (
     "store_degraded",
     "boundary_unverified",
+    "treatment_invalid",
     "pressure_unverified",
     "failed",
 )
-Status = Literal["valid", "store_degraded", "boundary_unverified", "pressure_unverified", "failed"]
+Status = Literal[
+    "valid",
+    "store_degraded",
+    "boundary_unverified",
+    "treatment_invalid",
+    "pressure_unverified",
+    "failed",
+]
 
 
 class Classification(msgspec.Struct, frozen=True):
@@ -93,6 +106,8 @@ def _boundary(arm: Arm, e: SampleEvidence) -> list[str]:
             problems.append(f"packs per request {e.packs_per_request}, not exactly one")
     elif any(e.packs_per_request):
         problems.append("a control arm's request carried a pack")
+    if not arm.ledger and (any(e.ledgers_per_request) or e.ledger is not None):
+        problems.append("a control arm's request carried a ledger")
     if arm.history_tool and e.tools_offered != ["ConversationHistory"]:
         problems.append(f"tools offered {e.tools_offered}, not only ConversationHistory")
     if not arm.history_tool and e.tools_offered:
@@ -144,11 +159,38 @@ def _store(arm: Arm, e: SampleEvidence) -> list[str]:
     return problems
 
 
-def classify(arm: Arm, evidence: SampleEvidence, *, family: str) -> Classification:
-    """Classify one sample (see the module doc for the order of precedence)."""
+def _treatment(arm: Arm, e: SampleEvidence, committed: str | None) -> list[str]:
+    """The ledger arm: the committed ledger in every request, exactly once, and no
+    upkeep during the probe. `committed` is the preparation's final generation."""
+    if not arm.ledger:
+        return []
+    ledger = e.ledger
+    if ledger is None or ledger.error is not None:
+        return [f"no committed ledger was injected ({ledger.error if ledger else 'none'})"]
+    problems = []
+    if committed is not None and ledger.generation_id != committed:
+        problems.append(
+            f"generation {ledger.generation_id[:12]} was injected; the preparation "
+            f"committed {committed[:12]}"
+        )
+    if not e.ledgers_per_request or any(count != 1 for count in e.ledgers_per_request):
+        problems.append(f"ledgers per request {e.ledgers_per_request}, not exactly one")
+    if ledger.operations_after != ledger.operations_before:
+        problems.append("upkeep ran during the probe")
+    if ledger.upkeep_enabled:
+        problems.append("upkeep was enabled in the probe")
+    return problems
+
+
+def classify(
+    arm: Arm, evidence: SampleEvidence, *, family: str, committed: str | None = None
+) -> Classification:
+    """Classify one sample (see the module doc for the order of precedence).
+    `committed` (the ledger arm) is the generation its preparation committed."""
     for status, problems in (
         ("store_degraded", _store(arm, evidence)),
         ("boundary_unverified", _boundary(arm, evidence)),
+        ("treatment_invalid", _treatment(arm, evidence, committed)),
         ("pressure_unverified", _pressure(arm, evidence) if family in LONG_FAMILIES else []),
     ):
         if problems:

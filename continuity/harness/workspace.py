@@ -4,6 +4,8 @@
     <root>/session/history.jsonl    the canonical history store
     <root>/tool-history/            the tool-history sidecar (pins <root>)
     <root>/continuity/retained.sqlite3  retained evidence (store and pack arms only)
+    <root>/continuity/ledger.sqlite3    the continuity ledger, its upkeep journal and
+                                        admitted sources (a prepared ledger checkpoint)
     <root>/replay.json              the content-free replay receipt
 
 `root` is always absolute: the sidecar pins it, and a copy at another path degrades.
@@ -40,6 +42,10 @@ class Workspace(msgspec.Struct, frozen=True):
     @property
     def retained_path(self) -> Path:
         return self.root / "continuity" / "retained.sqlite3"
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.root / "continuity" / "ledger.sqlite3"
 
     @property
     def receipt_path(self) -> Path:

@@ -13,9 +13,10 @@ One pass (`select_offer`), over the never-offered spans:
 1. **Delta cap**: at most ``max_spans`` spans, and never more than half of the
    never-offered spans (rounded up), so three boundaries over one history each have new
    material to offer.
-2. **Budget**: the request must fit the pass's input reservation; every span costs its
-   bytes plus a fixed header, at four bytes a token, after the prompt frame and the
-   rendered ledger (`fixed_tokens`).
+2. **Budget**: the request must fit the pass's input reservation less a tenth kept as
+   headroom (for the tokenizer and the wire encoding, which escapes newlines and
+   quotes); every span costs its bytes plus a fixed header, at four bytes a token,
+   after the prompt frame and the rendered ledger (`fixed_tokens`).
 3. **Oldest-never-offered fitting reservation**: the oldest never-offered span that fits
    a one-span allowance takes the first slot, so old material is reached even when
    newer material would fill every pass.
@@ -47,6 +48,7 @@ from continuity.memory.upkeep_sources import SourceDescriptor
 
 __all__ = [
     "BOOTSTRAP_CAPS",
+    "HEADROOM_DIVISOR",
     "INCREMENTAL_CAPS",
     "SHORT_OWNER_BYTES",
     "SPAN_BYTES",
@@ -63,6 +65,7 @@ __all__ = [
 SPAN_BYTES = 4096
 SHORT_OWNER_BYTES = 256
 SPAN_FRAME_BYTES = 48  # the span's header line in the extraction request
+HEADROOM_DIVISOR = 10  # a tenth of the input reservation is never budgeted
 _PARAGRAPHS = re.compile(r"\n[ \t]*\n+")
 
 
@@ -208,7 +211,7 @@ def select_offer(
     candidates = [s for s in spans if s.slot not in done]
     if not candidates:
         return "already_covered"
-    budget = (caps.input_tokens - fixed_tokens) * 4
+    budget = (caps.input_tokens - caps.input_tokens // HEADROOM_DIVISOR - fixed_tokens) * 4
     if budget < min(span_cost(s) for s in candidates):
         return "input_budget"
     share = -(-len(candidates) * caps.share_numerator // caps.share_denominator)

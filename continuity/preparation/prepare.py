@@ -81,7 +81,7 @@ class Prepared(msgspec.Struct, frozen=True):
     key: str
     checkpoint: CheckpointResult | None
     receipt: PreparationReceipt
-    status: str  # built | cached
+    status: str  # built | cached | incomplete (real mode: a stop rule refused a stage)
 
 
 def preparation_key(
@@ -330,6 +330,10 @@ def prepare_checkpoint(
             if not run.problems:
                 run.problems += preparation_problems(run.stages, run.processes, run.parent_pid)
             receipt = _receipt(base, repeat, binding, run, root)
+            if real is not None and _refused(receipt):
+                # Real mode: a stop rule refused a stage's dispatch. Nothing is stored,
+                # so the next run retries it (the paid calls come from the call cache).
+                return Prepared(key, None, receipt, "incomplete")
             tree = store.put_dir(root) if receipt.valid else None
         finally:
             clear_workspace(root)
@@ -359,6 +363,10 @@ def prepare_checkpoint(
         else None
     )
     return Prepared(key, checkpoint, receipt, "built")
+
+
+def _refused(receipt: PreparationReceipt) -> bool:
+    return any(s.upkeep.outcome == "upkeep_dispatch_rejected" for s in receipt.stages)
 
 
 def _receipt(

@@ -42,16 +42,15 @@ if TYPE_CHECKING:
     from continuity.providers.cache import CachedProvider, Ledger
     from continuity.providers.http import HttpProvider
 
-__all__ = ["LEDGER_FILE", "empty_receipt", "ledger_path", "run_stage", "serve_stage"]
+__all__ = ["empty_receipt", "ledger_path", "run_stage", "serve_stage"]
 
-LEDGER_FILE = "ledger.sqlite3"
 # Upkeep on, for the preparation only (the arm's probe config pins it off).
 _UPKEEP_ON = {"runtime": {"session": {"continuity": {"upkeep_enabled": True}}}}
 
 
 def ledger_path(workspace: Workspace) -> Path:
     """The ledger store beside the retained store."""
-    return workspace.retained_path.parent / LEDGER_FILE
+    return workspace.ledger_path
 
 
 @dataclass

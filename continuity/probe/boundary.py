@@ -7,7 +7,8 @@ reopens the checkpoint's session, histories and replay receipt. `cross_boundary`
 applies the arm's boundary operations in order (restart marker, model-change reseed,
 pre-turn compaction under the arm's policy), checks them against what the durable
 session recorded, opens the retained store for the arms that keep one, and builds the
-continuity pack for the pack arm. `MidRunCompaction` compacts between the reader's
+continuity pack for the pack arm and the committed ledger for the ledger arm.
+`MidRunCompaction` compacts between the reader's
 requests, the way the live harness would.
 """
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from continuity.arms import ARMS, Arm, arm_config, models_patch
-from continuity.errors import HarnessError, HistoryError, SessionCorrupt
+from continuity.errors import HarnessError, HistoryError, LedgerError, SessionCorrupt
 from continuity.harness.compaction import (
     CompactionEvent,
     compact_conversation,
@@ -36,10 +37,12 @@ from continuity.harness.tool_history import ToolHistory
 from continuity.harness.workspace import Workspace
 from continuity.lookup.reader import HISTORY_TOOL
 from continuity.memory.history import CanonicalHistory
+from continuity.memory.ledger import render, render_tokens
+from continuity.memory.ledger_store import LedgerStore
 from continuity.memory.pack import PackReceipt, build_pack
 from continuity.memory.retained import RetainedStore
-from continuity.messages import Message, Usage
-from continuity.probe.receipts import ProbeRequest
+from continuity.messages import Message, Usage, UserMessage
+from continuity.probe.receipts import LedgerInjection, ProbeRequest
 from continuity.providers.protocol import Provider
 from continuity.store import utc_now
 
@@ -50,6 +53,7 @@ __all__ = [
     "ReplayFacts",
     "Restored",
     "cross_boundary",
+    "journal_rows",
     "probe_setup",
     "restore",
 ]
@@ -166,6 +170,7 @@ class Crossing:
     compaction: CompactionEvent | None
     pack: PackReceipt | None
     injected: tuple[Message, ...]
+    ledger: LedgerInjection | None = None
 
 
 async def cross_boundary(
@@ -206,6 +211,8 @@ async def cross_boundary(
             location=str(session.path),
         )
     pack, injected = _pack(setup, restored, history_tool)
+    ledger, message = _ledger(setup, restored, workspace)
+    injected += message
     return Crossing(
         history_model=history_model,
         history_tool=history_tool,
@@ -214,7 +221,52 @@ async def cross_boundary(
         compaction=compaction,
         pack=pack,
         injected=injected,
+        ledger=ledger,
     )
+
+
+def journal_rows(workspace: Workspace) -> int:
+    """The upkeep journal's row count (0 without a ledger store)."""
+    if not workspace.ledger_path.exists():
+        return 0
+    store = LedgerStore.open(workspace.ledger_path, owner=None, readonly=True)
+    try:
+        return len(store.operations())
+    finally:
+        store.close()
+
+
+def _ledger(
+    setup: ProbeSetup, restored: Restored, workspace: Workspace
+) -> tuple[LedgerInjection | None, tuple[Message, ...]]:
+    """The ledger arm's committed ledger, rendered for every reader request; the
+    probe's own upkeep stays off (the arm pins it), and the journal's row count is
+    taken so the evidence can show no upkeep ran during the probe."""
+    continuity = setup.config.runtime.session.continuity
+    if not (setup.arm.ledger and continuity.ledger_enabled):
+        return None, ()
+    try:
+        store = LedgerStore.open(
+            workspace.ledger_path, owner=restored.session.header.session_id, readonly=True
+        )
+        try:
+            head = store.head()
+            rows = len(store.operations())
+        finally:
+            store.close()
+    except LedgerError as exc:
+        return LedgerInjection(error=exc.code, upkeep_enabled=continuity.upkeep_enabled), ()
+    injection = LedgerInjection(
+        generation=head.number,
+        generation_id=head.id,
+        entries=len(head.ledger.entries),
+        tokens=render_tokens(head),
+        operations_before=rows,
+        operations_after=rows,
+        upkeep_enabled=continuity.upkeep_enabled,
+    )
+    message = UserMessage(text=render(head), attribution="host", source="ledger")
+    return injection, (message,)
 
 
 async def _boundary_operations(

@@ -121,7 +121,7 @@ async def _run_restored(
         asked = await _ask(setup, restored, crossing, reader, lookup, mid_run)
         reader.finish()
         witness = lookup.sealed_witness(asked.paths) if lookup is not None else None
-        return seal_evidence(setup, restored, crossing, reader, asked, mid_run, witness)
+        return seal_evidence(setup, restored, crossing, reader, asked, mid_run, witness, workspace)
     finally:
         restored.close()
 

@@ -11,14 +11,24 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import msgspec
+
 from continuity.harness.loop import TurnReport
+from continuity.harness.workspace import Workspace
 from continuity.lookup.receipts import LookupWitness, PathReceipt
+from continuity.memory.ledger import is_ledger
 from continuity.memory.pack import is_pack
 from continuity.memory.retained import RetainedStore
 from continuity.messages import ModelRequest, UserMessage
-from continuity.probe.boundary import Crossing, MidRunCompaction, ProbeSetup, Restored
+from continuity.probe.boundary import (
+    Crossing,
+    MidRunCompaction,
+    ProbeSetup,
+    Restored,
+    journal_rows,
+)
 from continuity.probe.reader import ProbeReader
-from continuity.probe.receipts import HistoryCall, SampleEvidence
+from continuity.probe.receipts import HistoryCall, LedgerInjection, SampleEvidence
 from continuity.probes.availability import ContextText, NeedleState, reference_lookup
 
 __all__ = ["Asked", "before_probe", "needle_states", "seal_evidence"]
@@ -74,6 +84,10 @@ def needle_states(
     return states
 
 
+def _ledger_messages(message: object) -> int:
+    return int(isinstance(message, UserMessage) and is_ledger(message.text))
+
+
 def seal_evidence(
     setup: ProbeSetup,
     restored: Restored,
@@ -82,8 +96,10 @@ def seal_evidence(
     asked: Asked,
     mid_run: MidRunCompaction,
     witness: LookupWitness | None,
+    workspace: Workspace,
 ) -> SampleEvidence:
-    """The sample's evidence, once the turn and its tools are closed."""
+    """The sample's evidence, once the turn and its tools are closed (the ledger arm's
+    journal is counted again here: a row added during the probe would be upkeep)."""
     request, arm, seen = setup.request, setup.arm, reader.seen
     store = restored.store
     states = needle_states(
@@ -121,4 +137,13 @@ def seal_evidence(
         needle_states=states,
         calls=reader.calls(),
         lookup=witness,
+        ledger=_after_probe(crossing, workspace),
+        ledgers_per_request=[sum(_ledger_messages(m) for m in r.messages) for r in seen],
     )
+
+
+def _after_probe(crossing: Crossing, workspace: Workspace) -> LedgerInjection | None:
+    injection = crossing.ledger
+    if injection is None or injection.error is not None:
+        return injection
+    return msgspec.structs.replace(injection, operations_after=journal_rows(workspace))

@@ -17,6 +17,7 @@ from continuity.providers.endpoint import CallReceipt, RealBinding
 
 __all__ = [
     "HistoryCall",
+    "LedgerInjection",
     "ProbeRequest",
     "ProcessReceipt",
     "SampleEvidence",
@@ -42,6 +43,23 @@ class HistoryCall(msgspec.Struct, frozen=True):
     action: str
     status: Literal["succeeded", "unavailable", "invalid"]
     bytes: int
+
+
+class LedgerInjection(msgspec.Struct, frozen=True, kw_only=True):
+    """The ledger arm's treatment in one probe, content-free: the committed generation
+    injected into every reader request, its size, the upkeep journal's row count before
+    the probe and after it (upkeep never runs in a probe), and whether the probe's
+    configuration had upkeep enabled. `error` is the code when no ledger could be read
+    (missing, unowned or corrupt store): no ledger is injected then."""
+
+    generation: int = 0
+    generation_id: str = ""
+    entries: int = 0
+    tokens: int = 0
+    operations_before: int = 0
+    operations_after: int = 0
+    upkeep_enabled: bool = False
+    error: str | None = None
 
 
 class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,6 +101,10 @@ class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
     # replayed keys are in the sample's ProcessReceipt).
     calls: list[CallReceipt] = msgspec.field(default_factory=list)
     lookup: LookupWitness | None = None
+    # The ledger arm: its injected ledger, and the ledger messages of every reader
+    # request (a control's are all zero).
+    ledger: LedgerInjection | None = None
+    ledgers_per_request: list[int] = msgspec.field(default_factory=list)
 
 
 class ProcessReceipt(msgspec.Struct, frozen=True, kw_only=True):

@@ -23,9 +23,11 @@ from continuity.errors import CheckpointError
 from continuity.evidence import Classification, classify
 from continuity.harness.keys import HARNESS_CODE, checkpoint_key
 from continuity.outputs import resolve_out_path, write_json
+from continuity.preparation.receipts import PreparationReceipt
 from continuity.probe.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
 from continuity.progress import Tick
 from continuity.runner.children import ZYGOTE_PRELOAD, run_child
+from continuity.runner.ledger_run import ledger_run, prepare_for_unit, prepared_key
 from continuity.runner.parallel import run_grouped
 from continuity.store import Store
 from continuity.traces.keys import suite_specs
@@ -61,6 +63,7 @@ SAMPLE_CODE = (
     "continuity.memory",
     "continuity.evidence",
     "continuity.lookup",
+    "continuity.preparation",
     "continuity.probe",
 )
 
@@ -74,6 +77,7 @@ class SampleRecord(msgspec.Struct, frozen=True, kw_only=True):
     classification: Classification
     evidence: SampleEvidence | None
     failure: str | None = None
+    upkeep: PreparationReceipt | None = None  # the ledger arm's preparation
 
 
 def sample_key(arm: Arm, checkpoint_key: str, probe_index: int = 0) -> str:
@@ -134,10 +138,13 @@ def run_probe_process(
 
 def _checkpoint(
     store: Store, trace: Trace, item: SuiteItem, arm: Arm, zygotes: ZygotePool | None
-) -> CheckpointResult:
+) -> tuple[CheckpointResult | None, str, PreparationReceipt | None]:
+    """The checkpoint the arm's sample forks, its key, and (the ledger arm) the receipt
+    of its preparation: repeat 1 over the base checkpoint, with the offline binding.
+    An invalid preparation has nothing to fork (None)."""
     from continuity.harness.checkpoints import build_checkpoint
 
-    return build_checkpoint(
+    base = build_checkpoint(
         store,
         trace,
         trace_key=item.key,
@@ -145,6 +152,18 @@ def _checkpoint(
         config=replay_config_for(arm),
         zygotes=zygotes,
     )
+    if not arm.ledger:
+        return base, base.key, None
+    prepared = prepare_for_unit(
+        store, base, trace, ledger_run(), repeat=1, real=None, zygotes=zygotes
+    )
+    return prepared.checkpoint, prepared.key, prepared.receipt
+
+
+def _checkpoint_key(arm: Arm, trace_key: str) -> str:
+    """The key of the checkpoint an arm's sample forks (`_checkpoint`)."""
+    replay = checkpoint_key(trace_key, replay_config_for(arm))
+    return prepared_key(replay, ledger_run(), 1) if arm.ledger else replay
 
 
 def sample_arm(
@@ -164,11 +183,24 @@ def sample_arm(
     not stored, so the next run retries it; a classified sample is stored."""
     from continuity.harness.checkpoints import fork
 
-    checkpoint = _checkpoint(store, trace, item, arm, zygotes)
-    key = sample_key(arm, checkpoint.key)
+    checkpoint, forked, upkeep = _checkpoint(store, trace, item, arm, zygotes)
+    key = sample_key(arm, forked)
     cached = store.load_output(key) if dump_requests is None else None
     if cached is not None:
         return msgspec.json.decode(cached, type=SampleRecord), "cached"
+    if checkpoint is None:  # an invalid preparation: no treatment to probe
+        assert upkeep is not None
+        record = SampleRecord(
+            trace_id=trace.trace_id,
+            family=trace.family,
+            arm=arm.id,
+            checkpoint=forked,
+            classification=Classification("treatment_invalid", upkeep.integrity),
+            evidence=None,
+            upkeep=upkeep,
+        )
+        return _store_sample(store, key, record, None), "built"
+    committed = upkeep.final.id if upkeep is not None and upkeep.final is not None else None
     request = ProbeRequest(
         arm=arm.id,
         probe_text=trace.probes[0].text,
@@ -178,14 +210,14 @@ def sample_arm(
     )
     process: ProcessReceipt | None = None
     try:
-        with fork(store, checkpoint.key) as root:
+        with fork(store, forked) as root:
             evidence, process = run_probe_process(root, request)
     except CheckpointError as exc:
         record = SampleRecord(
             trace_id=trace.trace_id,
             family=trace.family,
             arm=arm.id,
-            checkpoint=checkpoint.key,
+            checkpoint=forked,
             classification=Classification("failed", [exc.message]),
             evidence=None,
             failure=exc.message,
@@ -195,27 +227,34 @@ def sample_arm(
             trace_id=trace.trace_id,
             family=trace.family,
             arm=arm.id,
-            checkpoint=checkpoint.key,
-            classification=classify(arm, evidence, family=trace.family),
+            checkpoint=forked,
+            classification=classify(arm, evidence, family=trace.family, committed=committed),
             evidence=evidence,
+            upkeep=upkeep,
         )
     if record.failure is not None:
         return record, "built"
+    return _store_sample(store, key, record, process), "built"
+
+
+def _store_sample(
+    store: Store, key: str, record: SampleRecord, process: ProcessReceipt | None
+) -> SampleRecord:
     blob = store.put_blob(msgspec.json.encode(record))
     store.record_action(
         key,
         kind="arm-sample",
         output=blob,
-        inputs={"checkpoint": checkpoint.key},
+        inputs={"checkpoint": record.checkpoint},
         meta={
-            "trace_id": trace.trace_id,
-            "arm": arm.id,
+            "trace_id": record.trace_id,
+            "arm": record.arm,
             "status": record.classification.status,
             # Beside the record, never in it: pids and times differ between two builds.
             "processes": msgspec.to_builtins([process] if process is not None else []),
         },
     )
-    return record, "built"
+    return record
 
 
 class ArmsManifest(msgspec.Struct, frozen=True, kw_only=True):
@@ -302,8 +341,7 @@ def arm_samples_current(
         for trace_id in chosen:
             trace_key, family = by_id[trace_id]
             for arm in parse_arms(arms, family=family):
-                replay = checkpoint_key(trace_key, replay_config_for(arm))
-                if store.get_action(sample_key(arm, replay)) is None:
+                if store.get_action(sample_key(arm, _checkpoint_key(arm, trace_key))) is None:
                     return False
                 expected.add((trace_id, arm.id))
         return {(r.trace_id, r.arm) for r in manifest.samples} == expected

@@ -92,7 +92,9 @@ def grade(frame: UnitFrame, outcomes: Sequence[ProbeOutcome]) -> Graded:
                 failed_result(probe, outcome.index, str(outcome.error), outcome.witness)
             )
             continue
-        verdict = classify(frame.arm, evidence, family=frame.trace.family)
+        verdict = classify(
+            frame.arm, evidence, family=frame.trace.family, committed=frame.committed
+        )
         result = _sample_result(probe, evidence, verdict)
         if verdict.status != "valid":
             graded.results.append(result)  # excluded: kept with its class, never scored

@@ -21,6 +21,7 @@ from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.harness.compaction import CompactionEvent
 from continuity.lookup.receipts import LookupWitness
 from continuity.messages import Usage
+from continuity.preparation.receipts import PreparationReceipt
 from continuity.probe.receipts import SampleEvidence
 from continuity.probes.availability import Availability, Loss
 from continuity.probes.judge import JudgeVerdict
@@ -58,6 +59,7 @@ UNIT_CODE = (
     "continuity.runner.unit_store",
     "continuity.runner.unit_worker",
     "continuity.runner.lookup_run",
+    "continuity.runner.ledger_run",
 )
 UNIT_SCHEMA = "continuity-unit-v1"
 
@@ -67,6 +69,7 @@ ProbeStatus = Literal[
     "valid",
     "store_degraded",
     "boundary_unverified",
+    "treatment_invalid",
     "pressure_unverified",
     "failed",
     "inventory_infeasible",
@@ -127,6 +130,10 @@ class UnitRecord(msgspec.Struct, frozen=True, kw_only=True):
     # summarizer call per repeat shared by the repeat's probes (its usage is also in every
     # probe's compaction usage, the per-sample convention; list prices count it once).
     mid_trace_calls: list[CallReceipt] = msgspec.field(default_factory=list)
+    # The ledger arm: the receipt of the prepared checkpoint its probes forked (three
+    # upkeep stages). Its upkeep is counted once, here, never per probe; an invalid
+    # preparation's samples are excluded (treatment_invalid) and its upkeep still counts.
+    upkeep: PreparationReceipt | None = None
     content_digest: str = ""
 
 

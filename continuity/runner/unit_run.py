@@ -1,7 +1,8 @@
 """One unit: a repeat x trace x arm, run through its checkpoint and worker, graded, sealed.
 
 `run_unit` is a chain of named steps: key -> reuse -> probe slots -> checkpoint ->
-worker -> grading -> judge -> seal and store. A unit forks the arm's checkpoint (holding
+(the ledger arm: preparation) -> worker -> grading -> judge -> seal and store. A unit
+forks the arm's checkpoint (holding
 its lock for the whole unit) and runs the unit worker, which gives every probe a fresh
 process on a fresh copy of the snapshot. A run's units, side by side, are
 `continuity.runner.units.build_units`, which re-exports `run_unit`.
@@ -9,6 +10,7 @@ process on a fresh copy of the snapshot. A run's units, side by side, are
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,15 +18,23 @@ import msgspec
 
 from continuity.arms import Arm, replay_config_for
 from continuity.errors import ContinuityError
+from continuity.preparation.receipts import PreparationReceipt
 from continuity.probe.receipts import ProcessReceipt
 from continuity.probes.judge import Judge, ScriptedJudge
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.providers.endpoint import RealBinding
+from continuity.runner.ledger_run import LedgerRun, ledger_run, prepare_for_unit, prepared_key
 from continuity.runner.lookup_run import LookupRun
 from continuity.runner.unit_grading import grade, judge_verdicts, unit_judge
 from continuity.runner.unit_record import RealRun, UnitRecord, UnitStatus, seal, unit_key
 from continuity.runner.unit_selection import limited, probe_slots
-from continuity.runner.unit_store import UnitFrame, failed_result, seal_unit, store_unit
+from continuity.runner.unit_store import (
+    UnitFrame,
+    failed_result,
+    invalid_treatment_result,
+    seal_unit,
+    store_unit,
+)
 from continuity.runner.unit_worker import real_binding_for, run_worker, worker_request
 from continuity.store import Store
 from continuity.traces.schema import Trace
@@ -73,6 +83,7 @@ def _checkpoint(
     config: ReplayConfig,
     mid_real: RealBinding | None,
     zygotes: ZygotePool | None,
+    base_key: str,
 ) -> CheckpointResult | UnitRecord:
     """Build (or reuse) the arm's checkpoint; in real mode, a failed mid-trace summary
     (or a stop rule refusing admission) gives the unit's incomplete record instead:
@@ -98,8 +109,51 @@ def _checkpoint(
             if p.probe_id not in frame.skipped
         ]
         return msgspec.structs.replace(seal_unit(frame, failed), eligible_terminal=False)
-    assert checkpoint.key == frame.checkpoint
+    assert checkpoint.key == base_key
     return checkpoint
+
+
+@dataclasses.dataclass(frozen=True)
+class _Treated:
+    """A ledger unit ready for its probes: its frame, the prepared checkpoint, the
+    preparation's receipt."""
+
+    frame: UnitFrame
+    checkpoint: CheckpointResult
+    receipt: PreparationReceipt
+
+
+def _prepare(
+    store: Store,
+    frame: UnitFrame,
+    base: CheckpointResult,
+    ledger: LedgerRun,
+    real: RealBinding | None,
+    zygotes: ZygotePool | None,
+) -> _Treated | tuple[UnitRecord, UnitStatus]:
+    """The ledger arm's prepared checkpoint over `base`: the frame (with its committed
+    generation), what the probes fork and the receipt; or, when there is nothing to
+    fork, the finished unit: an invalid preparation's (every probe excluded, its upkeep
+    kept) or, real mode, an unfinished one (a stage's dispatch was refused by a stop
+    rule: nothing stored, the next run retries it, its paid calls from the call cache)."""
+    prepared = prepare_for_unit(
+        store, base, frame.trace, ledger, repeat=frame.repeat, real=real, zygotes=zygotes
+    )
+    receipt = prepared.receipt
+    assert prepared.key == frame.checkpoint
+    if prepared.status == "incomplete":
+        failed = [
+            failed_result(p, i, "upkeep_dispatch_rejected") for i, p in enumerate(frame.probes)
+        ]
+        unit = seal_unit(frame, failed, upkeep=receipt)
+        return msgspec.structs.replace(unit, eligible_terminal=False), "incomplete"
+    if prepared.checkpoint is None:
+        invalid = [
+            invalid_treatment_result(p, i, receipt.integrity) for i, p in enumerate(frame.probes)
+        ]
+        return store_unit(store, seal_unit(frame, invalid, upkeep=receipt)), "built"
+    committed = receipt.final.id if receipt.final is not None else None
+    return _Treated(dataclasses.replace(frame, committed=committed), prepared.checkpoint, receipt)
 
 
 def _run_probes(
@@ -128,7 +182,7 @@ def _run_probes(
         real=real_binding,
         lookup=lookup,
     )
-    with checkpoint_lock(store, checkpoint.key):
+    with checkpoint_lock(store, checkpoint.lock_key):
         try:
             return run_worker(request, timeout, zygotes)
         finally:  # a worker killed mid-unit cannot remove its template itself
@@ -142,6 +196,7 @@ def _finish(
     outcomes: list[ProbeOutcome],
     grader: Judge | None,
     real: RealRun | None,
+    upkeep: PreparationReceipt | None = None,
 ) -> tuple[UnitRecord, UnitStatus]:
     """Grade and judge the outcomes, then seal the unit and store it (``built``), or, in
     real mode with an unfinished probe or judge call, return it ``incomplete``: neither
@@ -149,7 +204,7 @@ def _finish(
     graded = grade(frame, outcomes)
     verdicts = judge_verdicts(grader, graded, real)
     record = msgspec.structs.replace(
-        seal_unit(frame, graded.results, verdicts, list(getattr(grader, "receipts", []))),
+        seal_unit(frame, graded.results, verdicts, list(getattr(grader, "receipts", [])), upkeep),
         mid_trace_calls=list(checkpoint.receipt.mid_trace_calls),
         eligible_terminal=real is None or not graded.incomplete,
         content_digest="",
@@ -184,6 +239,7 @@ def run_unit(
     lookup: LookupRun | None = None,
     judge: str | None = None,
     zygotes: ZygotePool | None = None,
+    ledger: LedgerRun | None = None,
 ) -> tuple[UnitRecord, UnitStatus]:
     """Build (or reuse) one unit; return it and ``built`` or ``cached``.
 
@@ -205,7 +261,12 @@ def run_unit(
     again, complete or not.
 
     In real mode an arm with a mid-trace compaction (d) forks a checkpoint of its own
-    per repeat, whose mid-trace summary is a real summarizer call."""
+    per repeat, whose mid-trace summary is a real summarizer call.
+
+    The ledger arm forks the repeat's prepared checkpoint (`ledger`, or the offline
+    default binding): three upkeep stages over the base checkpoint, once per trace and
+    repeat. Its unit key binds the prepared checkpoint's key, and its record keeps the
+    preparation's receipt."""
     from continuity.harness.keys import checkpoint_key
 
     config = _replay_config(arm, lookup)
@@ -213,7 +274,12 @@ def run_unit(
     binding = _key_binding(real, lookup, judge)
     real_binding = real_binding_for(real, store, repeat)
     mid_real = real_binding if config.mid_trace_compaction else None
-    planned_checkpoint = checkpoint_key(item.key, config, mid_real)
+    base_key = checkpoint_key(item.key, config, mid_real)
+    if arm.ledger:
+        ledger = ledger or ledger_run()
+    planned_checkpoint = (
+        prepared_key(base_key, ledger, repeat) if arm.ledger and ledger else base_key
+    )
     ids = [p.probe_id for p in probes]
     key = unit_key(repeat, item.key, arm, planned_checkpoint, ids, binding, PROBE_PROTOCOL)
     stored = _terminal_stored(store, key, dump_requests)
@@ -223,9 +289,15 @@ def run_unit(
     frame = UnitFrame(key, item, trace, arm, repeat, planned_checkpoint, probes, skipped, binding)
     if not specs:  # every slot inventory-infeasible: no checkpoint, no worker
         return store_unit(store, seal_unit(frame, [])), "built"
-    checkpoint = _checkpoint(store, frame, config, mid_real, zygotes)
+    checkpoint = _checkpoint(store, frame, config, mid_real, zygotes, base_key)
     if isinstance(checkpoint, UnitRecord):
         return checkpoint, "incomplete"
+    upkeep = None
+    if ledger is not None:
+        prepared = _prepare(store, frame, checkpoint, ledger, real_binding, zygotes)
+        if isinstance(prepared, tuple):
+            return prepared
+        frame, checkpoint, upkeep = prepared.frame, prepared.checkpoint, prepared.receipt
     outcomes = _run_probes(
         store,
         frame,
@@ -237,4 +309,5 @@ def run_unit(
         lookup=lookup,
         zygotes=zygotes,
     )
-    return _finish(store, frame, checkpoint, outcomes, unit_judge(store, real, judge, repeat), real)
+    grader = unit_judge(store, real, judge, repeat)
+    return _finish(store, frame, checkpoint, outcomes, grader, real, upkeep)

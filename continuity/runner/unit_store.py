@@ -20,6 +20,7 @@ from continuity.arms import Arm
 from continuity.errors import ObjectMissing, UsageError
 from continuity.lookup.receipts import LookupWitness
 from continuity.outputs import write_output
+from continuity.preparation.receipts import PreparationReceipt
 from continuity.probe.receipts import ProcessReceipt
 from continuity.probes.judge import JudgeVerdict
 from continuity.probes.protocol import PROBE_PROTOCOL
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "UnitFrame",
     "failed_result",
+    "invalid_treatment_result",
     "materialise",
     "refuse_second_observations",
     "replayed_calls",
@@ -57,6 +59,8 @@ class UnitFrame:
     probes: Sequence[Probe]
     skipped: dict[str, str]
     binding: dict[str, Any] | None
+    # The ledger arm: the generation its preparation committed (set once prepared).
+    committed: str | None = None
 
 
 def failed_result(
@@ -72,6 +76,20 @@ def failed_result(
         reasons=[reason],
         answer="",
         witness=witness,
+    )
+
+
+def invalid_treatment_result(probe: Probe, index: int, problems: list[str]) -> ProbeResult:
+    """A ledger-arm probe whose preparation broke the upkeep protocol: it never ran
+    (there is no valid treatment to ask it under); excluded, never scored."""
+    return ProbeResult(
+        probe_id=probe.probe_id,
+        index=index,
+        category=probe.category,
+        design_role=probe.design_role,
+        status="treatment_invalid",
+        reasons=[f"preparation: {problem}" for problem in problems],
+        answer="",
     )
 
 
@@ -93,6 +111,7 @@ def seal_unit(
     results: list[ProbeResult],
     verdicts: list[JudgeVerdict] | None = None,
     judge_calls: list[CallReceipt] | None = None,
+    upkeep: PreparationReceipt | None = None,
 ) -> UnitRecord:
     """The sealed record, with inventory-infeasible slots in their probe order."""
     ran = {r.probe_id: r for r in results}
@@ -119,6 +138,7 @@ def seal_unit(
             probe_protocol=PROBE_PROTOCOL,
             complete=not frame.skipped,
             eligible_terminal=True,
+            upkeep=upkeep,
         )
     )
 

@@ -26,6 +26,7 @@ from continuity.errors import RunIncomplete
 from continuity.outputs import resolve_out_path
 from continuity.progress import Tick
 from continuity.runner.children import ZYGOTE_PRELOAD
+from continuity.runner.ledger_run import LedgerRun
 from continuity.runner.lookup_run import LookupRun, check_coverage, check_lookup_slots
 from continuity.runner.parallel import checkpoint_group, run_grouped
 from continuity.runner.samples import DEFAULT_JOBS
@@ -148,6 +149,7 @@ def _run_plans(
     judge: str | None,
     jobs: int,
     progress: Tick | None,
+    ledger: LedgerRun | None = None,
 ) -> list[tuple[UnitRecord, UnitStatus]]:
     """Every planned unit, groups side by side in `jobs` runner threads (offline a group
     is a trace; real, the checkpoint a unit forks: `checkpoint_group`), each thread with
@@ -174,6 +176,7 @@ def _run_plans(
                 lookup=lookup,
                 judge=judge,
                 zygotes=zygotes,
+                ledger=ledger,
             ),
             describe=lambda plan: f"r{plan[3]} {plan[0].trace_id} {plan[2].id}",
             jobs=jobs,
@@ -199,13 +202,15 @@ def build_units(
     traces_root: Path | None = None,
     lookup: LookupRun | None = None,
     judge: str | None = None,
+    ledger: LedgerRun | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
     """Run every unit of the selection; materialise them under ``<run>/units/``.
 
     `traces` and `only_repeats` select part of the plan (they never change a unit's
     key). In real mode, `real.ledger` names this invocation's ledger, created here with
     the selection's live-turn count and the observed-input cap. Offline, `judge` (the
-    plan's judge model) has the scripted judge grade every valid answer.
+    plan's judge model) has the scripted judge grade every valid answer. `ledger` is how
+    the ledger arm keeps its ledger (None: the offline default binding).
 
     Returns the records, the units directory and how many units were built.
     Raises:
@@ -226,7 +231,7 @@ def build_units(
     )
     if lookup is not None:
         check_lookup_slots(lookup, plans, probe_limit, run)
-    ledger = _open_ledger(real, plans, probe_limit, max_observed_input_tokens)
+    admission = _open_ledger(real, plans, probe_limit, max_observed_input_tokens)
     try:
         done = _run_plans(
             store,
@@ -237,11 +242,12 @@ def build_units(
             judge=judge,
             jobs=jobs,
             progress=progress,
+            ledger=ledger,
         )
-        state = ledger.state() if ledger is not None else None
+        state = admission.state() if admission is not None else None
     finally:
-        if ledger is not None:
-            ledger.close()
+        if admission is not None:
+            admission.close()
     finished = [record for record, status in done if status != "incomplete"]
     missing = [record for record, status in done if status == "incomplete"]
     built = sum(1 for _, status in done if status == "built")
