@@ -77,6 +77,19 @@ PLAN_PARAMS: list[Param] = [
     param("policy_sha256", str, "", "lookup: the sha256 of --policy's bytes (required with it)"),
     param("lookup_reader", str, "", "lookup: scripted reader, default (Sol) | alternate (Luna)"),
     PRICING,
+    param(
+        "extraction_model",
+        str,
+        "",
+        "ledger arm: the extractor provider:model (default: the reader; never an automatic "
+        "cheaper model)",
+    ),
+    param(
+        "require_request_cap",
+        bool,
+        False,
+        "ledger arm: skip, before dispatch, any extractor that cannot enforce its output cap",
+    ),
 ]
 COST_LIMIT = param(
     "cost_limit",
@@ -106,6 +119,8 @@ class PlanOptions(SelectionOptions, total=False):
     policy_sha256: str
     lookup_reader: str
     pricing: str
+    extraction_model: str
+    require_request_cap: bool
 
 
 class PricedOptions(PlanOptions, total=False):
@@ -194,8 +209,11 @@ def next_command(options: Mapping[str, object], plan: Plan, digest: str) -> str:
         words += ["--real", "--confirm-plan", digest]
     for spec in [*PLAN_PARAMS, STORE]:
         value = options.get(spec["name"], spec["default"])
-        if value != spec["default"]:
-            words += [f"--{spec['long']}", str(value)]
+        if value == spec["default"]:
+            continue
+        words += (
+            [f"--{spec['long']}"] if spec["type"] is bool else [f"--{spec['long']}", str(value)]
+        )
     out = _next_out(str(options.get("out") or ""), plan, digest)
     if out:
         words += ["--out", out]

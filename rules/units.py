@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from continuity.plan.plan import LookupPlan, Plan
     from continuity.roles.table import Role
+    from continuity.runner.ledger_run import LedgerRun
     from continuity.runner.lookup_run import LookupRun
     from continuity.runner.units import UnitRecord
 
@@ -47,6 +48,7 @@ class UnitsOptions(PlanOptions, total=False):
     run: str
     lookup_role: str
     registration_digest: str
+    capture_upkeep_output: str
 
 
 def _units(**options: Unpack[UnitsOptions]) -> str:
@@ -81,9 +83,21 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
     run_dir = chosen.out / "runs" / run_name
     if role is not None and isinstance(plan, LookupPlan):
         return _role_units(role, plan, run_dir, options, lookup, started)
-    records, folder, built = _build(options, plan, run_dir, lookup, f"units {chosen.suite}")
+    records, folder, built = _build(
+        options, plan, run_dir, lookup, f"units {chosen.suite}", _ledger(plan, options)
+    )
     write_run_manifest(run_dir, plan, started=started)  # the report header's source
     return _summary(records, folder, built)
+
+
+def _ledger(plan: Plan, options: UnitsOptions) -> LedgerRun | None:
+    """The ledger arm's run binding (offline), its plan section checked first."""
+    from continuity.plan.guards import default_checkout
+    from continuity.runner.ledger_run import ledger_run_for
+
+    return ledger_run_for(
+        plan, capture=options.get("capture_upkeep_output") or None, checkout=default_checkout()
+    )
 
 
 def _build(
@@ -92,6 +106,7 @@ def _build(
     run_dir: Path,
     lookup: LookupRun | None,
     label: str,
+    ledger: LedgerRun | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
     """Build the plan's units into `run_dir` (`build_units`) with a progress line."""
     from continuity.progress import progress
@@ -114,6 +129,7 @@ def _build(
             only_repeats=_repeats(options),
             lookup=lookup,
             judge=plan.judge,  # offline the scripted judge plays it
+            ledger=ledger,
         )
 
 
@@ -272,6 +288,8 @@ def _real_units(options: UnitsOptions) -> str:
             or DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
             explain_cache=bool(options.get("explain_cache")),
             progress=tick,
+            capture=options.get("capture_upkeep_output") or None,
+            pricing=options.get("pricing") or None,
         )
     if result.explain_log:
         _print_explain(result.explain_log)
@@ -359,6 +377,14 @@ def task_units() -> TaskSpec:
                 str,
                 "",
                 "with --lookup-role: the registration's canonical digest, bound into the receipt",
+            ),
+            param(
+                "capture_upkeep_output",
+                str,
+                "",
+                "ledger arm, fictional traces only: save each extraction's raw completion, "
+                "validation code and merged ledger under DIR/upkeep-output/ (an absolute "
+                "directory outside the checkout; existing files are refused)",
             ),
             STORE,
             OUT,

@@ -89,6 +89,10 @@ class DryRun(msgspec.Struct, frozen=True, kw_only=True):
     over_limit_calls: int = 0
     # Where the prices came from (a real plan also binds it into its digest).
     prices: PriceSource | None = None
+    # The ledger arm's extractions (each at its reservation), and every completion:
+    # one per answer turn, summary, extraction and verdict.
+    extraction_calls: int = 0
+    completions: int = 0
 
 
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
@@ -177,6 +181,8 @@ def dry_run(
         answer_calls=load.answer_calls,
         compaction_calls=load.compaction_calls,
         judge_calls=load.judge_calls,
+        extraction_calls=load.extraction_calls,
+        completions=load.completions,
         planned_input_tokens=load.planned_input_tokens,
         upper_bound=_view(price_calls(catalog, load.calls, cache=False), len(load.calls)),
         expected=_view(price_calls(catalog, load.calls, cache=True), len(load.calls)),
@@ -286,6 +292,7 @@ def _workload_lines(result: DryRun) -> list[str]:
         f"  answer calls         {result.answer_calls:>12,}",
         f"  compaction calls     {result.compaction_calls:>12,}",
         f"  judge calls          {result.judge_calls:>12,}",
+        *_ledger_lines(result),
         f"  planned input tokens {result.planned_input_tokens:>12,}",
         f"  calls above a tier   {result.tiered_calls:>12,}",
         f"  calls over a limit   {result.over_limit_calls:>12,}"
@@ -294,6 +301,24 @@ def _workload_lines(result: DryRun) -> list[str]:
             if result.over_limit_calls
             else ""
         ),
+    ]
+
+
+def _ledger_lines(result: DryRun) -> list[str]:
+    """The ledger arm's extractions and reservations (none without the arm)."""
+    ledger = result.plan.ledger
+    if ledger is None:
+        return []
+    reserved = " + ".join(f"{r.input_tokens // 1000}k {r.kind}" for r in ledger.reservations)
+    return [
+        f"  extraction calls     {result.extraction_calls:>12,}  (ledger arm: 3 per trace "
+        f"and repeat on {ledger.extraction_model}; each reserves {reserved} input and "
+        f"{ledger.reservations[0].output_tokens:,} output tokens"
+        + ("; strict request cap" if ledger.require_request_cap else "")
+        + ")",
+        f"  completions          {result.completions:>12,}  (one per answer turn, summary, "
+        "extraction and verdict)",
+        "  preparations answer  " + " -> ".join(ledger.sequence),
     ]
 
 

@@ -6,9 +6,11 @@ version (the fixed bytes every probe turn carries, `continuity.probes.protocol`)
 the run is real, the provider endpoints and a fingerprint of the credentials path (never
 the credentials), and for a real plan the price source (`PriceSource`: the pricing
 catalog's bytes and the genai-prices version, so a price-database upgrade asks for a new
-dry run). Trace, repeat, concurrency and output only select part of a confirmed plan and
-never change its digest. The digest is the root of the artifact graph: it covers the
-trace keys, which cover the generator and validator code.
+dry run), and for a plan with the ledger arm its `LedgerPlan` (the extractor, the A -> R
+-> A sequence and the reservation of every extraction). Trace, repeat, concurrency and
+output only select part of a confirmed plan and never change its digest. The digest is
+the root of the artifact graph: it covers the trace keys, which cover the generator and
+validator code.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import msgspec
 from continuity.arms import parse_arms
 from continuity.digest import value_digest
 from continuity.errors import UsageError
+from continuity.plan.ledger_plan import LedgerPlan, check_ledger_plan, ledger_plan
 from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
 from continuity.plan.pricing import PriceSource, price_source
 from continuity.probes.protocol import PROBE_PROTOCOL
@@ -80,6 +83,8 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     probe_protocol: str = PROBE_PROTOCOL
     # Real plans only: the prices the dry run estimated with (offline nothing is billed).
     pricing: PriceSource | None = None
+    # Plans with the ledger arm only: its extractor, sequence and reservations.
+    ledger: LedgerPlan | None = None
 
 
 class LookupPlan(Plan, frozen=True, kw_only=True):
@@ -96,22 +101,28 @@ class LookupPlan(Plan, frozen=True, kw_only=True):
     byte_budget: int
 
 
+# Fields added after plans were first confirmed: each enters the digest only when set.
+_LATER_FIELDS = ("pricing", "ledger")
+
+
 @functools.cache
-def _unpriced_type(cls: type[Plan]) -> type[msgspec.Struct]:
-    """A struct with `cls`'s name and every field but ``pricing``: its canonical
-    encoding is `cls`'s as it was before plans could bind a price source."""
-    fields = [(name, object) for name in cls.__struct_fields__ if name != "pricing"]
+def _shadow_type(cls: type[Plan], absent: frozenset[str]) -> type[msgspec.Struct]:
+    """A struct with `cls`'s name and every field but `absent`: its canonical encoding
+    is `cls`'s as it was before those fields existed."""
+    fields = [(name, object) for name in cls.__struct_fields__ if name not in absent]
     return msgspec.defstruct(cls.__name__, fields, frozen=True)
 
 
 def plan_digest(plan: Plan) -> str:
-    """The plan's confirmation digest. A plan without a price source (every offline
-    plan) digests exactly as before the field existed, so offline digests are stable."""
-    if plan.pricing is not None:
+    """The plan's confirmation digest. A later field that is not set (the price source
+    of every offline plan, the ledger section of a plan without the ledger arm) leaves
+    the digest exactly as it was before the field existed."""
+    absent = frozenset(name for name in _LATER_FIELDS if getattr(plan, name) is None)
+    if not absent:
         return value_digest(("continuity-plan", plan))
-    shadow = _unpriced_type(type(plan))
-    unpriced = shadow(**{name: getattr(plan, name) for name in shadow.__struct_fields__})
-    return value_digest(("continuity-plan", unpriced))
+    shadow = _shadow_type(type(plan), absent)
+    bound = shadow(**{name: getattr(plan, name) for name in shadow.__struct_fields__})
+    return value_digest(("continuity-plan", bound))
 
 
 def build_plan(
@@ -131,14 +142,17 @@ def build_plan(
     credentials_path: str | None = None,
     probe_mode: str = "recall-only",
     pricing: PriceSource | None = None,
+    extraction_model: str | None = None,
+    require_request_cap: bool = False,
 ) -> Plan:
     """A plan from command-line choices (validated; unknown arms fail as in
-    `continuity.arms.parse_arms`).
+    `continuity.arms.parse_arms`). With the ledger arm it binds a `LedgerPlan`.
 
     Raises:
         UsageError: ``plan_invalid`` for a repeat count outside 1 to `MAX_REPEATS`, a
-            probe limit outside 1 to `MAX_PROBE_LIMIT`, or a model that is not
-            ``provider:model``.
+            probe limit outside 1 to `MAX_PROBE_LIMIT`, a model that is not
+            ``provider:model``, or a ledger option (``--extraction-model``,
+            ``--require-request-cap``) without the ledger arm.
     """
     if not 1 <= repeats <= MAX_REPEATS:
         raise UsageError(
@@ -150,11 +164,19 @@ def build_plan(
             code="plan_invalid",
             location="--probe-limit",
         )
-    for name, model in (("--reader", reader), ("--alternate", alternate), ("--judge", judge)):
+    for name, model in (
+        ("--reader", reader),
+        ("--alternate", alternate),
+        ("--judge", judge),
+        ("--extraction-model", extraction_model),
+    ):
         if model is not None and (":" not in model or model.startswith(":")):
             raise UsageError(f"{model!r} is not provider:model", code="plan_invalid", location=name)
     specs = suite_specs(suite, seeds)
     chosen = parse_arms(arms, probe_mode=probe_mode)
+    ledger = _ledger(
+        [a.id for a in chosen], reader, alternate, extraction_model, require_request_cap
+    )
     return Plan(
         mode=mode,
         suite=suite,
@@ -174,7 +196,41 @@ def build_plan(
             value_digest(("credentials-path", credentials_path))[:16] if credentials_path else None
         ),
         pricing=pricing,
+        ledger=ledger,
     )
+
+
+def _ledger(
+    arms: list[str],
+    reader: str,
+    alternate: str,
+    extraction_model: str | None,
+    require_request_cap: bool,
+) -> LedgerPlan | None:
+    """The ledger section of a plan with the ledger arm (checked as execution will
+    check it); a ledger option without the arm is refused, never silently dropped."""
+    from continuity.arms import LEDGER_ARM
+
+    if LEDGER_ARM not in arms:
+        for flag, value in (
+            ("--extraction-model", extraction_model),
+            ("--require-request-cap", require_request_cap),
+        ):
+            if value:
+                raise UsageError(
+                    f"{flag} configures the ledger arm; add continuity-ledger-cold to --arms",
+                    code="plan_invalid",
+                    location=flag,
+                )
+        return None
+    section = ledger_plan(
+        reader=reader,
+        alternate=alternate,
+        extraction_model=extraction_model,
+        require_request_cap=require_request_cap,
+    )
+    check_ledger_plan(arms, section, reader=reader, alternate=alternate)
+    return section
 
 
 DEFAULT_BASE_URLS = {
@@ -245,6 +301,8 @@ def plan_from_options(options: Mapping[str, Any]) -> Plan:
         credentials_path=os.path.abspath(credentials) if credentials else None,
         probe_mode=probe_mode,
         pricing=_real_pricing(kind, options.get("pricing") or None),
+        extraction_model=options.get("extraction_model") or None,
+        require_request_cap=bool(options.get("require_request_cap")),
     )
     if probe_mode != "lookup-allowed-v1":
         return plan

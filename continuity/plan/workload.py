@@ -15,7 +15,14 @@ boundaries; where the real size depends on the model, a labelled assumption is u
   ``compaction-2`` adds one mid-trace summary per repeat and trace (half the trace);
 - a ConversationHistory arm plans three reader rounds (search, get, answer), each
   adding 2,048 tokens (one 8 KiB page);
-- the pack arm adds the full 8,000-token pack to every reader request.
+- the pack arm adds the full 8,000-token pack to every reader request;
+- the ledger arm adds the pack and a ledger at its full 6,000-token render budget to
+  every reader request, and plans three extractions per trace and repeat (never per
+  probe), each at its explicit reservation: a 128k-token bootstrap and two 64k
+  incremental inputs, each with 4,096 output tokens, on the plan's extraction model.
+
+`completions` counts one completion per answer turn, summary, extraction and verdict
+(the seed's count); `answer_calls` also counts every ConversationHistory round.
 
 Two prices are computed from the catalog: an **upper bound** with no prompt cache, and an
 **expected** value where the forks of one checkpoint reuse its cached prefix (the first
@@ -35,6 +42,7 @@ import msgspec
 from continuity.arms import Arm, arm_config, parse_arms
 from continuity.lookup.policy import LookupPolicy
 from continuity.messages import Usage
+from continuity.plan.ledger_plan import LedgerPlan
 from continuity.plan.plan import LookupPlan, Plan
 from continuity.plan.pricing import Catalog, call_cost
 from continuity.probes.judge import JUDGE_SYSTEM, judge_prompt
@@ -73,13 +81,14 @@ ASSUMPTIONS = {
     "history_rounds": 3,
     "tokens_per_history_round": 2_048,
     "pack_tokens": 8_000,
+    "ledger_tokens": 6_000,
     "system_tokens": 60,
 }
 HISTOGRAM_BINS = (8_000, 32_000, 64_000, 128_000, 200_000, 272_000)
 
 
 class PlannedCall(msgspec.Struct, frozen=True):
-    role: Literal["answer", "summary", "judge"]
+    role: Literal["answer", "summary", "judge", "upkeep"]
     model: str
     input_tokens: int
     cached_tokens: int  # the part a warm prefix cache would serve (expected case)
@@ -95,6 +104,8 @@ class Workload(msgspec.Struct, frozen=True, kw_only=True):
     judge_calls: int
     planned_input_tokens: int
     calls: list[PlannedCall]
+    extraction_calls: int = 0
+    completions: int = 0
 
 
 class Price(msgspec.Struct, frozen=True):
@@ -189,6 +200,8 @@ def _arm_calls(
         context = policy.keep_recent_tokens + a["summary_tokens"]
     if arm.pack:
         context += a["pack_tokens"]
+    if arm.ledger:
+        context += a["ledger_tokens"]
     prefix = system + context
     rounds = a["history_rounds"] if arm.history_tool else 1
     previous = 0
@@ -232,6 +245,8 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
         for arm in parse_arms(",".join(plan.arms), family=trace.family, probe_mode=plan.probe_mode):
             for _ in range(plan.repeats):
                 units += 1
+                if arm.ledger and plan.ledger is not None:
+                    calls += _extraction_calls(plan.ledger)
                 if plan.mode == "real" and arm.boundary == "compaction_mid_and_probe":
                     # (d)'s promptless mid-trace compaction: one real summary per repeat,
                     # shared by that repeat's probes (built into its checkpoint).
@@ -256,7 +271,18 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
         judge_calls=roles["judge"],
         planned_input_tokens=sum(c.input_tokens for c in calls),
         calls=calls,
+        extraction_calls=roles["upkeep"],
+        completions=live + roles["summary"] + roles["upkeep"] + roles["judge"],
     )
+
+
+def _extraction_calls(ledger: LedgerPlan) -> list[PlannedCall]:
+    """The ledger arm's three extractions of one trace and repeat, each at its explicit
+    reservation (nothing cached: every extraction sends a new selection)."""
+    return [
+        PlannedCall("upkeep", ledger.extraction_model, r.input_tokens, 0, 0, r.output_tokens)
+        for r in ledger.reservations
+    ]
 
 
 def price_calls(

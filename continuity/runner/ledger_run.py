@@ -27,10 +27,11 @@ from continuity.store import Store
 
 if TYPE_CHECKING:
     from continuity.harness.checkpoints import CheckpointResult
+    from continuity.plan.plan import Plan
     from continuity.traces.schema import Trace
     from continuity.zygote import ZygotePool
 
-__all__ = ["LedgerRun", "ledger_run", "prepare_for_unit", "prepared_key"]
+__all__ = ["LedgerRun", "ledger_run", "ledger_run_for", "prepare_for_unit", "prepared_key"]
 
 
 class LedgerRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,6 +86,47 @@ def ledger_run(
         context_window=context_window,
         capture=capture,
         timeout=timeout,
+    )
+
+
+def ledger_run_for(
+    plan: Plan,
+    *,
+    capture: str | None,
+    checkout: Path,
+    extractor: EndpointSpec | None = None,
+    context_window: int | None = None,
+) -> LedgerRun | None:
+    """The run's `LedgerRun` for `plan` (None without the ledger arm), after the plan's
+    ledger section is checked: this runs before anything executes.
+
+    Raises:
+        LedgerError: ``ledger_plan_invalid`` / ``ledger_plan_under_reserved`` for a plan
+            that cannot account for the arm's extractions; ``capture_output_invalid``
+            for ``--capture-upkeep-output`` without the ledger arm, and the capture
+            folder's own codes (`continuity.preparation.capture.capture_folder`).
+    """
+    from continuity.errors import LedgerError
+    from continuity.plan.ledger_plan import check_ledger_plan
+    from continuity.preparation.capture import capture_folder
+
+    check_ledger_plan(plan.arms, plan.ledger, reader=plan.reader, alternate=plan.alternate)
+    if plan.ledger is None:
+        if capture:
+            raise LedgerError(
+                "--capture-upkeep-output captures the ledger arm's extractions; add "
+                "continuity-ledger-cold to --arms",
+                code="capture_output_invalid",
+                location="--capture-upkeep-output",
+            )
+        return None
+    folder = capture_folder(capture, checkout=checkout) if capture else None
+    return ledger_run(
+        extraction_model=plan.ledger.extraction_model,
+        require_request_cap=plan.ledger.require_request_cap,
+        extractor=extractor,
+        context_window=context_window,
+        capture=str(folder) if folder is not None else None,
     )
 
 

@@ -27,6 +27,7 @@ from continuity.plan.guards import check_real_mode
 from continuity.plan.plan import Plan, plan_digest
 from continuity.progress import Tick
 from continuity.providers.endpoint import EndpointSpec
+from continuity.runner.ledger_run import LedgerRun
 from continuity.runner.manifest import write_run_manifest
 from continuity.runner.parallel import available_memory, real_jobs
 from continuity.runner.units import RealRun, UnitRecord, build_units
@@ -90,6 +91,8 @@ def run_real(
     checkout: Path | None = None,
     environ: Mapping[str, str] | None = None,
     progress: Tick | None = None,
+    capture: str | None = None,
+    pricing: str | None = None,
 ) -> RealResult:
     """Guard, then run the selected part of a confirmed plan against its endpoint.
 
@@ -117,6 +120,7 @@ def run_real(
         concurrency=concurrency,
         explain_cache=explain_cache,
     )
+    ledger = _ledger_run(plan, out, real, capture=capture, pricing=pricing, checkout=checkout)
     _write_plan(plan, out)
     if jobs is None:
         models = 2 if plan.judge else 1
@@ -137,6 +141,7 @@ def run_real(
             real=real,
             max_observed_input_tokens=max_observed_input_tokens,
             traces_root=out,
+            ledger=ledger,
         )
     finally:
         _root_under_plan(store, plan_digest(plan), out)
@@ -175,6 +180,38 @@ def _real_run(
         judge=judge,
         ledger=str(out / ".ledger" / f"{stamp}-{os.getpid()}.sqlite3"),
         explain_log=explain_log,
+    )
+
+
+def _ledger_run(
+    plan: Plan,
+    out: Path,
+    real: RealRun,
+    *,
+    capture: str | None,
+    pricing: str | None,
+    checkout: Path | None,
+) -> LedgerRun | None:
+    """The ledger arm's binding: its plan section checked before anything runs, the
+    extractor on the plan's endpoint (the reader's, unless the plan names another
+    extraction model) and that model's context window from the catalog."""
+    from continuity.plan.guards import default_checkout
+    from continuity.plan.pricing import load_catalog, model_price
+    from continuity.runner.ledger_run import ledger_run_for
+
+    if plan.ledger is None:
+        return ledger_run_for(plan, capture=capture, checkout=checkout or default_checkout())
+    model = plan.ledger.extraction_model
+    extractor = msgspec.structs.replace(
+        real.reader, model=model.split(":", 1)[1], catalog_ref=model
+    )
+    price = model_price(load_catalog(Path(pricing) if pricing else None), model)
+    return ledger_run_for(
+        plan,
+        capture=capture,
+        checkout=checkout or default_checkout(),
+        extractor=extractor,
+        context_window=price.context_window if price is not None else None,
     )
 
 
