@@ -66,6 +66,7 @@ from continuity.report.samples import (
 from continuity.report.scores import Scorer, scorer_section
 from continuity.report.spend import arm_spend, judge_spend
 from continuity.report.summary import UnitSummary
+from continuity.report.upkeep import upkeep_spend
 from continuity.store import Store
 
 __all__ = ["LEGACY_PROTOCOL", "SUITE_ORDER", "aggregate_run", "combine", "probe_protocols"]
@@ -228,6 +229,7 @@ def combine(
         lookup=lookup_table(
             ((s.repeat, s.trace_id, s.arm, s.lookup_rows) for s in observed), planned_slots
         ),
+        upkeep=upkeep_spend(catalog or load_catalog(), ((s.arm, s.upkeep) for s in summaries)),
     )
 
 

@@ -30,6 +30,7 @@ from continuity.report.sections import (
     spend_table,
     tool_use_tables,
 )
+from continuity.report.upkeep_render import upkeep_tables
 from continuity.runner.manifest import RunManifest
 
 __all__ = [
@@ -71,6 +72,7 @@ def tables(r: Results) -> list[Table]:
         *paired_table(r),
         *scorer_tables(r),
         spend_table(r),
+        *upkeep_tables(r),
         *judge_tables(r),
     ]
     if r.lookup:

@@ -41,6 +41,7 @@ __all__ = [
     "SuiteAgreement",
     "ToolUse",
     "ToolUseSplit",
+    "UpkeepSpend",
 ]
 
 
@@ -179,6 +180,49 @@ class Spend(msgspec.Struct, frozen=True, kw_only=True):
     cost_usd: float | None
     cost_known_usd: float
     unpriced_calls: int
+    # The ledger arm: its extractions' known tokens, an "of which" of the totals (the
+    # conservative charges are in `Results.upkeep`).
+    upkeep_input: int | UnsetType = UNSET
+    upkeep_cache_read: int | UnsetType = UNSET
+    upkeep_output: int | UnsetType = UNSET
+
+
+# -- ledger upkeep (continuity.report.upkeep) ------------------------------------------
+
+
+class UpkeepSpend(msgspec.Struct, frozen=True, kw_only=True):
+    """The ledger arm's preparations: known and conservative charges kept apart (see
+    `continuity.report.upkeep`). Costs are None offline (not billed) or when a call's
+    price is unknown; `priced` says whether any unit was a real one."""
+
+    units: int
+    valid_preparations: int
+    invalid_preparations: int
+    stages: int
+    dispatched: int
+    zero_dispatch: int
+    released: int
+    known_calls: int
+    known_input: int
+    known_cache_read: int
+    known_output: int
+    estimated_cost_usd: float | None
+    unpriced_known_calls: int
+    conservative_calls: int
+    conservative_input_tokens: int
+    conservative_output_tokens: int
+    conservative_cost_usd: float | None
+    unpriced_conservative_calls: int
+    observed_input_tokens: int
+    d6_input_overruns: int
+    d6_output_overruns: int
+    outcomes: dict[str, int]
+    degradations: dict[str, int]
+    integrity: dict[str, int]
+    priced: bool
+    spans: int
+    offered_spans: int
+    gap_spans: int
 
 
 # -- lookup (continuity.report.lookup) -------------------------------------------------
@@ -288,6 +332,8 @@ class Results(msgspec.Struct, frozen=True, kw_only=True):
     # Which grades produced the numbers (continuity.report.scores.scorer_section); None
     # until the aggregate has chosen them.
     scorer: ScorerSection | None = None
+    # The ledger arm's upkeep, by arm (continuity.report.upkeep); empty without it.
+    upkeep: dict[str, UpkeepSpend] = {}
 
 
 # -- the report's context (continuity.report.drilldown): never in results.json ---------

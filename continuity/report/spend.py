@@ -46,14 +46,35 @@ def _cost(catalog: Catalog, calls: list[tuple[str, str, str, Usage]]) -> _Cost:
     )
 
 
+def _upkeep_usage(units: list[UnitSummary]) -> Usage | None:
+    """The known tokens of the ledger arm's extractions (once per unit), or None for an
+    arm that kept no ledger."""
+    rows = [s.upkeep for s in units if s.upkeep is not None]
+    if not rows:
+        return None
+    return sum(
+        (stage.usage for row in rows for stage in row.stages if stage.usage is not None),
+        Usage(),
+    )
+
+
 def arm_spend(catalog: Catalog, units: list[UnitSummary], suites: list[str]) -> Spend:
-    """One arm's spend over all its units (`suites`: the suite order of the report)."""
+    """One arm's spend over all its units (`suites`: the suite order of the report).
+    The ledger arm's totals include its extractions' known tokens, once per unit."""
     usage = compaction = Usage()
     for summary in units:
         usage = usage + summary.usage
         compaction = compaction + summary.compaction_usage
-    total = usage + compaction  # per-arm totals include the compaction requests
+    upkeep = _upkeep_usage(units)
+    total = usage + compaction + (upkeep or Usage())  # compactions and upkeep included
     present = {s.family for s in units}
+    extra: dict[str, int] = {}
+    if upkeep is not None:
+        extra = {
+            "upkeep_input": upkeep.input,
+            "upkeep_cache_read": upkeep.cache_read,
+            "upkeep_output": upkeep.output,
+        }
     return Spend(
         suites=[s for s in suites if s in present],
         input=total.input,
@@ -68,6 +89,7 @@ def arm_spend(catalog: Catalog, units: list[UnitSummary], suites: list[str]) -> 
         **msgspec.structs.asdict(
             _cost(catalog, [c for s in units for c in s.calls if c[1] != "judge"])
         ),
+        **extra,
     )
 
 

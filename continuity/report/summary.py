@@ -13,6 +13,7 @@ from continuity.arms import ARMS
 from continuity.messages import Usage
 from continuity.probe.receipts import SampleEvidence
 from continuity.report.lookup import LookupRow, lookup_rows
+from continuity.report.upkeep import UpkeepRow, upkeep_row
 from continuity.runner.units import UnitRecord
 
 __all__ = [
@@ -82,6 +83,8 @@ class UnitSummary(msgspec.Struct, frozen=True):
     # Graded by a scorer other than the unit's own (continuity.report.scores): the unit
     # file's original grades of its valid probes, as (probe_id, correct, outcome).
     original: list[tuple[str, bool | None, str | None]] = []
+    # The ledger arm: its preparation's upkeep, counted once per unit.
+    upkeep: UpkeepRow | None = None
 
 
 def pressure_figures(arm_id: str, evidence: SampleEvidence | None) -> dict[str, int]:
@@ -174,6 +177,14 @@ def summarize(record: UnitRecord) -> UnitSummary:
     ]
     # Real (d): the checkpoint's mid-trace summary, once per unit (repeat).
     calls += [(c.key, c.role, reader_ref, c.usage) for c in record.mid_trace_calls]
+    # The ledger arm: its preparation's extractions, once per unit, priced as the
+    # extraction model.
+    if record.upkeep is not None:
+        calls += [
+            (c.key, "upkeep", record.upkeep.extractor, c.usage)
+            for s in record.upkeep.stages
+            for c in s.upkeep.calls
+        ]
     calls += [(c.key, "judge", judge_ref, c.usage) for c in record.judge_calls]
     return UnitSummary(
         record.key,
@@ -189,4 +200,5 @@ def summarize(record: UnitRecord) -> UnitSummary:
         len(record.probes),
         lookup_rows(record),
         record.probe_protocol,
+        upkeep=upkeep_row(record),
     )
