@@ -7,7 +7,7 @@ run at this revision (`continuity.arms` holds the definitions).
 
 from __future__ import annotations
 
-from continuity.arms import ARMS, LOOKUP_ONLY, Arm, Pressure
+from continuity.arms import ARMS, LOOKUP_ONLY, OPT_IN, Arm, Pressure
 from continuity.tables import text_table
 
 __all__ = ["COLUMNS", "arm_rows", "arms_table"]
@@ -38,6 +38,8 @@ def _continuity(arm: Arm) -> str:
     if not arm.retained:
         return "off"
     support = "retained store + pack" if arm.pack else "retained store"
+    if arm.ledger:
+        support += " + extracted ledger (3 upkeep stages)"
     return support + (", ConversationHistory" if arm.history_tool else "")
 
 
@@ -46,7 +48,8 @@ def _runs(arm: Arm) -> str:
         return "not at this revision"
     if arm.id in LOOKUP_ONLY:
         return "lookup mode only"
-    return "long suites only" if arm.hard_only else "every suite"
+    where = "long suites only" if arm.hard_only else "every suite"
+    return f"{where}, when named (opt-in: paid extractions)" if arm.id in OPT_IN else where
 
 
 def arm_rows() -> list[dict[str, str]]:

@@ -30,6 +30,7 @@ __all__ = [
     "LEDGER_ARM",
     "LOOKUP_ARMS",
     "LOOKUP_ONLY",
+    "OPT_IN",
     "PROBE_MODES",
     "Arm",
     "Boundary",
@@ -267,6 +268,11 @@ ARMS: Mapping[str, Arm] = {
     )
 }
 LEDGER_ARM = "continuity-ledger-cold"
+# Arms that run only when named (``--arms continuity-ledger-cold`` or ``--arms
+# all,continuity-ledger-cold``): the ledger arm pays for three extractions per trace and
+# repeat, so the default selection (and every plan digest confirmed before it existed)
+# stays the nine arms that buy no upkeep.
+OPT_IN = frozenset({LEDGER_ARM})
 _ALIASES = {alias: arm.id for arm in ARMS.values() for alias in arm.aliases}
 PROBE_MODES = ("recall-only", "lookup-allowed-v1")
 # Lookup mode admits exactly these arms; native-lookup exists only in lookup mode (kept
@@ -275,13 +281,19 @@ LOOKUP_ARMS = ("native-lookup", "continuity-pack-cold")
 LOOKUP_ONLY = frozenset({"native-lookup"})
 
 
-def arm_ids(*, available_only: bool = True, probe_mode: str = "recall-only") -> list[str]:
+def arm_ids(
+    *, available_only: bool = True, probe_mode: str = "recall-only", opt_in: bool = False
+) -> list[str]:
+    """The probe mode's default arms (``all``); `opt_in` adds the arms that run only when
+    named."""
     if probe_mode == "lookup-allowed-v1":
         return list(LOOKUP_ARMS)
     return [
         a.id
         for a in ARMS.values()
-        if (a.available or not available_only) and a.id not in LOOKUP_ONLY
+        if (a.available or not available_only)
+        and a.id not in LOOKUP_ONLY
+        and (opt_in or a.id not in OPT_IN)
     ]
 
 
@@ -302,7 +314,8 @@ def resolve_arms(
         name = _ALIASES.get(raw.strip(), raw.strip())
         arm = ARMS.get(name)
         if arm is None:
-            raise ArmError(f"no arm {raw!r}; arms: {', '.join(arm_ids())}", location="--arms")
+            names = ", ".join(arm_ids(opt_in=True))
+            raise ArmError(f"no arm {raw!r}; arms: {names}", location="--arms")
         if not arm.available:
             raise ArmError(
                 f"arm {arm.id} is declared but not runnable at this revision",
@@ -331,8 +344,9 @@ def resolve_arms(
 def parse_arms(
     text: str | None, *, family: str | None = None, probe_mode: str = "recall-only"
 ) -> list[Arm]:
-    """``"native,cold-rebuild"`` or ``"all"`` (None means all available arms of the
-    probe mode)."""
+    """``"native,cold-rebuild"``, ``"all"`` (None means all available arms of the probe
+    mode, opt-in arms aside), or ``all`` among names (``"all,continuity-ledger-cold"``:
+    the default arms and the opt-in one)."""
     if probe_mode not in PROBE_MODES:
         raise ArmError(
             f"unknown probe mode {probe_mode!r}; use {' or '.join(PROBE_MODES)}",
@@ -341,7 +355,10 @@ def parse_arms(
         )
     if not text or text.strip() == "all":
         return resolve_arms(arm_ids(probe_mode=probe_mode), family=family, probe_mode=probe_mode)
-    return resolve_arms(text.split(","), family=family, probe_mode=probe_mode)
+    names: list[str] = []
+    for name in text.split(","):
+        names += arm_ids(probe_mode=probe_mode) if name.strip() == "all" else [name]
+    return resolve_arms(names, family=family, probe_mode=probe_mode)
 
 
 def arm_config(arm: Arm, extra: Sequence[Mapping[str, Any]] = ()) -> HarnessConfig:

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
+from msgspec import UNSET
 
+from continuity.arms import LEDGER_ARM
 from continuity.errors import ContinuityError
 from continuity.harness.checkpoints import CheckpointResult, fork, run_child
 from continuity.outputs import resolve_out_path, write_json, write_output
@@ -41,11 +43,14 @@ if TYPE_CHECKING:
 CONTRACT_CHECKPOINTS = (("original", None), ("hard", "gen-grant-101,gen-oven-102"))
 CONTRACT_DESIGN_TRACES = ("gen-grant-101", "gen-oven-102")
 CONTRACT_RUN = "offline-contract"
+# Every arm, the opt-in ledger arm included (offline its extractions are scripted).
+CONTRACT_ARMS = f"all,{LEDGER_ARM}"
 # The contract's plan opts in to the judge (played offline by the scripted judge), so its
 # report shows the judge's agreement with the scorer.
 CONTRACT_JUDGE = "openai-codex:gpt-6.1-sol"
 
 __all__ = [
+    "CONTRACT_ARMS",
     "CONTRACT_CHECKPOINTS",
     "CONTRACT_DESIGN_TRACES",
     "CONTRACT_JUDGE",
@@ -55,6 +60,7 @@ __all__ = [
     "SuiteSummary",
     "check_checkpoint",
     "check_distractor_pairs",
+    "check_ledger_units",
     "check_units",
     "run_offline_contract",
 ]
@@ -96,9 +102,10 @@ def run_offline_contract(
     started = utc_stamp()
     units = _run_units(store, run_dir)
     check_units(units)
+    check_ledger_units(units)
     write_run_manifest(
         run_dir,
-        build_plan(arms="all", judge=CONTRACT_JUDGE),  # the models and arms every suite ran
+        build_plan(arms=CONTRACT_ARMS, judge=CONTRACT_JUDGE),  # what every suite ran
         started=started,
         suites=[suite for suite, _ in CONTRACT_CHECKPOINTS],
     )
@@ -157,7 +164,7 @@ def _run_units(store: Store, run_dir: Path) -> list[UnitRecord]:
             records, _, _ = build_units(
                 store,
                 suite,
-                arms="all",
+                arms=CONTRACT_ARMS,
                 traces=traces,
                 run_dir=run_dir,
                 progress=tick,
@@ -200,6 +207,62 @@ def check_units(units: Sequence[UnitRecord]) -> None:
         )
 
 
+def _ledger_problems(unit: UnitRecord) -> list[str]:
+    """What a ledger unit must show offline: a valid preparation of three stages in
+    three processes answering A -> R -> A, the scripted empty second delta (an
+    analysis-only stage keeping the generation), the committed ledger exactly once in
+    every reader request, and no upkeep during any probe."""
+    receipt = unit.upkeep
+    if receipt is UNSET:
+        return ["no preparation receipt"]
+    problems = [f"preparation: {p}" for p in receipt.integrity]
+    if [s.to_model for s in receipt.stages] != list(receipt.sequence):
+        problems.append(f"stages answered {[s.to_model for s in receipt.stages]}")
+    second = receipt.stages[1].upkeep if len(receipt.stages) > 1 else None
+    if (
+        second is None
+        or second.outcome != "analysis_only"
+        or second.generation_after != second.generation_before
+    ):
+        problems.append("the second stage was not the empty, analysis-only delta")
+    committed = receipt.final.id if receipt.final is not None else None
+    for probe in unit.probes:
+        evidence = probe.evidence
+        ledger = evidence.ledger if evidence is not None else UNSET
+        counts = evidence.ledgers_per_request if evidence is not None else UNSET
+        if ledger is UNSET or ledger.generation_id != committed:
+            problems.append(f"{probe.probe_id}: the committed ledger was not injected")
+        elif counts is UNSET or any(count != 1 for count in counts):
+            problems.append(f"{probe.probe_id}: ledgers per request {counts}")
+        elif ledger.operations_after != ledger.operations_before:
+            problems.append(f"{probe.probe_id}: upkeep ran during the probe")
+    return problems
+
+
+def check_ledger_units(units: Sequence[UnitRecord]) -> None:
+    """Every ledger unit shows the ledger arm's offline evidence (`_ledger_problems`),
+    and the controls never carry a preparation.
+
+    Raises:
+        ContinuityError: ``arm_contract_failed`` naming the first bad unit's trace.
+    """
+    ledger_units = [u for u in units if u.arm == LEDGER_ARM]
+    bad = [(u.trace_id, p) for u in ledger_units for p in _ledger_problems(u)]
+    bad += [
+        (u.trace_id, f"{u.arm} bought upkeep")
+        for u in units
+        if u.arm != LEDGER_ARM and u.upkeep is not UNSET
+    ]
+    if not ledger_units:
+        bad.append(("-", "no ledger unit ran"))
+    if bad:
+        raise ContinuityError(
+            f"{len(bad)} ledger problems; first: {bad[0][1]}",
+            code="arm_contract_failed",
+            location=bad[0][0],
+        )
+
+
 def _checks(units: Sequence[UnitRecord], checkpoints: int, aggregate: str) -> dict[str, str]:
     """The contract's checks, each a sentence saying what passed (in report order)."""
     samples = sum(len(u.probes) for u in units)
@@ -210,6 +273,13 @@ def _checks(units: Sequence[UnitRecord], checkpoints: int, aggregate: str) -> di
             "101-102, each probe in a fresh process on a fresh copy of its checkpoint: every "
             "sample crossed its boundary, met its pressure threshold on the hard traces and "
             "had a healthy store where it needs one; packs only in the pack arm"
+        ),
+        "ledger": (
+            f"{sum(u.arm == LEDGER_ARM for u in units)} ledger units: each forked a checkpoint "
+            "prepared by three upkeep stages in three fresh processes answering A -> R -> A "
+            "(extractor R), the second an empty, analysis-only delta; every reader request "
+            "carried the committed ledger exactly once and no probe ran upkeep; the controls "
+            "bought none"
         ),
         "aggregate": aggregate,
         "judge": (

@@ -38,7 +38,9 @@ The tree::
     │                                  ledger_delta_invalid (an extraction that is not a
     │                                  valid delta), ledger_source_corrupt,
     │                                  ledger_source_oversized, ledger_store_corrupt,
-    │                                  ledger_journal_invalid, ledger_plan_invalid,
+    │                                  ledger_store_missing, ledger_unowned (another
+    │                                  session's store), ledger_journal_invalid (a state
+    │                                  move out of order), ledger_plan_invalid,
     │                                  ledger_plan_under_reserved, capture_output_invalid,
     │                                  capture_output_exists, capture_output_inside_checkout
     ├── RoleError                      doit compare_register (continuity.roles):
@@ -97,7 +99,8 @@ The tree::
         │     codes: provider_auth_failed, provider_quota_exhausted (both stop admission),
         │            provider_rate_limited, provider_unavailable, provider_request_rejected,
         │            provider_stream_invalid, provider_stream_interrupted,
-        │            credentials_invalid
+        │            provider_output_aborted (a ledger extraction streamed past its
+        │            output cap and was aborted), credentials_invalid
         ├── AdmissionStopped           admission_stopped (a stop rule fired; resume later)
         └── (lookup probes)            lookup_deadline_exceeded, lookup_turn_timeout,
                                        child_watchdog; tool errors the metering proxy

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.arms import Arm
 from continuity.probe.receipts import SampleEvidence
@@ -106,7 +107,8 @@ def _boundary(arm: Arm, e: SampleEvidence) -> list[str]:
             problems.append(f"packs per request {e.packs_per_request}, not exactly one")
     elif any(e.packs_per_request):
         problems.append("a control arm's request carried a pack")
-    if not arm.ledger and (any(e.ledgers_per_request) or e.ledger is not None):
+    counts = e.ledgers_per_request if e.ledgers_per_request is not UNSET else []
+    if not arm.ledger and (any(counts) or e.ledger is not UNSET):
         problems.append("a control arm's request carried a ledger")
     if arm.history_tool and e.tools_offered != ["ConversationHistory"]:
         problems.append(f"tools offered {e.tools_offered}, not only ConversationHistory")
@@ -164,7 +166,7 @@ def _treatment(arm: Arm, e: SampleEvidence, committed: str | None) -> list[str]:
     upkeep during the probe. `committed` is the preparation's final generation."""
     if not arm.ledger:
         return []
-    ledger = e.ledger
+    ledger = e.ledger if e.ledger is not UNSET else None
     if ledger is None or ledger.error is not None:
         return [f"no committed ledger was injected ({ledger.error if ledger else 'none'})"]
     problems = []
@@ -173,8 +175,9 @@ def _treatment(arm: Arm, e: SampleEvidence, committed: str | None) -> list[str]:
             f"generation {ledger.generation_id[:12]} was injected; the preparation "
             f"committed {committed[:12]}"
         )
-    if not e.ledgers_per_request or any(count != 1 for count in e.ledgers_per_request):
-        problems.append(f"ledgers per request {e.ledgers_per_request}, not exactly one")
+    counts = e.ledgers_per_request if e.ledgers_per_request is not UNSET else []
+    if not counts or any(count != 1 for count in counts):
+        problems.append(f"ledgers per request {counts}, not exactly one")
     if ledger.operations_after != ledger.operations_before:
         problems.append("upkeep ran during the probe")
     if ledger.upkeep_enabled:

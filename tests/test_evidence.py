@@ -12,7 +12,7 @@ from continuity.harness.reseed import ReseedEvent
 from continuity.memory.pack import PackReceipt, PackSection
 from continuity.memory.retained import RetainedStats
 from continuity.messages import Usage
-from continuity.probe.receipts import HistoryCall, SampleEvidence
+from continuity.probe.receipts import HistoryCall, LedgerInjection, SampleEvidence
 
 READER = "openai-codex:gpt-6-luna"
 ALTERNATE = "openai-codex:gpt-6.1-sol"
@@ -51,6 +51,14 @@ PACK = PackReceipt(
     omitted_credential_results=1,
     uncertain_overlap=0,
 )
+LEDGER = LedgerInjection(
+    generation=2,
+    generation_id="c" * 64,
+    entries=12,
+    tokens=700,
+    operations_before=3,
+    operations_after=3,
+)
 STORE = RetainedStats(
     records=170, owner_records=100, tool_records=70, omitted_tool_results=1, retained_bytes=800_000
 )
@@ -62,7 +70,8 @@ def valid(arm_id: str) -> SampleEvidence:
     reseed = compaction = mid = None
     if arm.boundary == "restart_switch_compact":
         operations.append("restart")
-    if arm.history == "alternate":
+    switches = arm.boundary in ("model_change", "restart_switch_compact")
+    if switches:
         operations.append("model_change")
         reseed = RESEED
     if arm.boundary in (
@@ -80,7 +89,7 @@ def valid(arm_id: str) -> SampleEvidence:
         probe_index=0,
         trace_id="gen-grant-101",
         fresh_process=True,
-        history_model=ALTERNATE if arm.history == "alternate" else READER,
+        history_model=ALTERNATE if switches else READER,
         reader_model=READER,
         operations=operations,
         reseed=reseed,
@@ -100,6 +109,7 @@ def valid(arm_id: str) -> SampleEvidence:
         usage=Usage(),
         compaction_usage=Usage(),
         answer="UNKNOWN",
+        **({"ledger": LEDGER, "ledgers_per_request": [1, 1, 1]} if arm.ledger else {}),
     )
 
 
@@ -224,6 +234,29 @@ CASES = [
         "boundary_unverified",
     ),
     ("continuity-pack-cold", {"packs_per_request": [1, 2, 1]}, "boundary_unverified"),
+    # The ledger arm: its treatment, and no ledger in a control.
+    ("continuity-ledger-cold", {"ledger": msgspec.UNSET}, "treatment_invalid"),
+    (
+        "continuity-ledger-cold",
+        {"ledger": LedgerInjection(error="ledger_unowned")},
+        "treatment_invalid",
+    ),
+    ("continuity-ledger-cold", {"ledgers_per_request": [1, 0, 1]}, "treatment_invalid"),
+    ("continuity-ledger-cold", {"ledgers_per_request": [1, 2, 1]}, "treatment_invalid"),
+    ("continuity-ledger-cold", {"ledgers_per_request": []}, "treatment_invalid"),
+    (
+        "continuity-ledger-cold",
+        {"ledger": msgspec.structs.replace(LEDGER, operations_after=4)},
+        "treatment_invalid",
+    ),
+    (
+        "continuity-ledger-cold",
+        {"ledger": msgspec.structs.replace(LEDGER, upkeep_enabled=True)},
+        "treatment_invalid",
+    ),
+    ("continuity-ledger-cold", {"packs_per_request": [1, 1, 0]}, "boundary_unverified"),
+    ("continuity-pack-cold", {"ledgers_per_request": [1, 1, 1]}, "boundary_unverified"),
+    ("cold-rebuild", {"ledger": LEDGER}, "boundary_unverified"),
     (
         "continuity-pack-cold",
         {"pack": msgspec.structs.replace(PACK, status="invalid", reason="headroom")},
@@ -252,3 +285,12 @@ def test_a_pack_overflow_is_recorded_not_invalid() -> None:
     )
     evidence = _replace(valid("continuity-pack-cold"), pack=overflow)
     assert classify(ARMS["continuity-pack-cold"], evidence, family="hard").status == "valid"
+
+
+def test_the_ledger_injected_must_be_the_generation_its_preparation_committed() -> None:
+    arm = ARMS["continuity-ledger-cold"]
+    evidence = valid(arm.id)
+    assert classify(arm, evidence, family="hard", committed="c" * 64).status == "valid"
+    other = classify(arm, evidence, family="hard", committed="d" * 64)
+    assert other.status == "treatment_invalid"
+    assert "the preparation committed dddddddddddd" in other.reasons[0]

@@ -36,11 +36,9 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 
-from continuity.digest import value_digest
 from continuity.errors import LedgerError
 from continuity.memory.ledger import (
     Generation,
@@ -49,25 +47,20 @@ from continuity.memory.ledger import (
     empty_generation,
     next_generation,
 )
+from continuity.memory.ledger_journal import (
+    JournalSnapshot,
+    Operation,
+    OpKind,
+    SourceScan,
+)
 from continuity.memory.retained import RetainedStore
 from continuity.memory.upkeep_selection import Offer, Span, spans_of
-from continuity.memory.upkeep_sources import SourceDescriptor, admit, decode_row, encode_descriptor
+from continuity.memory.upkeep_sources import admit, decode_row, encode_descriptor
 from continuity.messages import Usage
 
-__all__ = [
-    "LEDGER_STORE_SCHEMA",
-    "JournalSnapshot",
-    "LedgerStore",
-    "OpKind",
-    "OpState",
-    "Operation",
-    "SourceScan",
-    "operation_id",
-]
+__all__ = ["LEDGER_STORE_SCHEMA", "LedgerStore"]
 
 LEDGER_STORE_SCHEMA = "continuity-ledger-store-v1"
-OpKind = Literal["bootstrap", "incremental"]
-OpState = Literal["reserved", "dispatched", "settled", "released"]
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sources (ordinal INTEGER PRIMARY KEY, descriptor BLOB NOT NULL);
@@ -104,59 +97,6 @@ CREATE TABLE IF NOT EXISTS generations (
 """
 _TABLES = frozenset(["meta", "sources", "operations", "offers", "generations"])
 _STATES = frozenset(["reserved", "dispatched", "settled", "released"])
-
-
-class Operation(msgspec.Struct, frozen=True, kw_only=True):
-    """One journal row, as read back (content-free)."""
-
-    seq: int
-    op_id: str
-    stage: int
-    tag: str
-    kind: OpKind
-    state: OpState
-    input_reservation: int
-    output_reservation: int
-    offer_digest: str
-    offers: int
-    generation_before: str
-    generation_after: str | None
-    outcome: str | None
-    usage: Usage | None
-
-    @property
-    def consuming(self) -> bool:
-        """Dispatched (settled or not) and never released: it consumed its offer and,
-        if it is the bootstrap, the bootstrap."""
-        return self.state in ("dispatched", "settled")
-
-
-class JournalSnapshot(msgspec.Struct, frozen=True, kw_only=True):
-    """The journal and the head generation at one moment: what a preparation's parent
-    compares before and after each stage (operation ids, not just counts)."""
-
-    operations: tuple[Operation, ...]
-    offered: tuple[tuple[int, int], ...]  # settled offers: (ordinal, span), sorted
-    head: str
-    head_number: int
-    entry_ids: tuple[str, ...]
-
-    def by_id(self) -> dict[str, Operation]:
-        return {op.op_id: op for op in self.operations}
-
-
-class SourceScan(msgspec.Struct, frozen=True, kw_only=True):
-    """Every admitted source and its spans, and what admission refused (content-free
-    counts of the refusals)."""
-
-    descriptors: tuple[SourceDescriptor, ...]
-    spans: tuple[Span, ...]
-    oversized: int
-
-
-def operation_id(stage: int, tag: str, offer_digest: str, generation: str) -> str:
-    """A deterministic operation id: two builds of one preparation journal alike."""
-    return "op-" + value_digest(("continuity-upkeep-op", stage, tag, offer_digest, generation))[:24]
 
 
 _usage_decoder = msgspec.json.Decoder(Usage)
@@ -292,7 +232,8 @@ class LedgerStore:
             "SELECT ordinal, descriptor FROM sources ORDER BY ordinal"
         ):
             where = f"{self.path}:sources[{ordinal}]"
-            descriptor = decode_row(bytes(data), location=where)
+            raw = data if isinstance(data, bytes) else str(data).encode("utf-8")
+            descriptor = decode_row(raw, location=where)
             row = texts.get(descriptor.ordinal)
             if descriptor.ordinal != ordinal or row is None or row.digest != descriptor.digest:
                 raise LedgerError(

@@ -25,8 +25,9 @@ from typing import Any
 
 import msgspec
 
+from continuity.memory.ledger_journal import operation_id
 from continuity.memory.ledger_prompt import fixed_tokens
-from continuity.memory.ledger_store import LedgerStore, operation_id
+from continuity.memory.ledger_store import LedgerStore
 from continuity.memory.retained import RetainedStore
 from continuity.memory.upkeep_selection import (
     BOOTSTRAP_CAPS,
@@ -40,6 +41,7 @@ from continuity.memory.upkeep_sources import SourceDescriptor
 from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
 
 __all__ = [
+    "PASSES",
     "FittedSource",
     "PassResult",
     "PassSnapshot",

@@ -7,24 +7,7 @@ scanned, failing closed) -> selection -> reserve -> dispatch -> outcome -> settl
 always returns a content-free `UpkeepReceipt`, even when a step after dispatch fails:
 the receipt is what accounting reads.
 
-Outcomes fall into classes (`reason_class`), the seed's lists:
-
-- ``ok``: ``published`` (a new generation) or ``analysis_only`` (a valid empty delta:
-  the generation stays, the operation still consumed its admission);
-- ``provider`` (a degradation after dispatch): output_aborted, aborted,
-  provider_output, empty_output, validation_or_publication, input_overrun,
-  output_overrun, unavailable;
-- ``capacity`` (a degradation, nothing dispatched or nothing published): input_budget,
-  model_headroom, ledger_scan_capacity, ledger_render_budget, ledger_payload_budget,
-  ledger_lineage_budget, ledger_aggregate_capacity, ledger_quota_budget,
-  source_oversized, upkeep_dispatch_rejected, upkeep_repeat_suppressed,
-  already_covered, unchanged, no_source;
-- ``config`` (an eligibility skip: an integrity failure, never a degradation):
-  read_only, disabled, detached_attempt, continuation_boundary, per_message, isolated,
-  unowned_store, history_unavailable, model_unavailable, model_identity,
-  request_cap_unsupported;
-- ``uncertain``: dispatched with no known outcome (the call may have been billed);
-- anything else is ``unknown``, an integrity failure.
+The outcome classes and the receipt are `continuity.memory.upkeep_receipts`.
 
 Failed output is never a successful extraction: nothing of it is published, it is never
 repaired, and its offered spans stay offered (a content-free gap in the coverage).
@@ -32,12 +15,12 @@ repaired, and its offered spans stay offered (a content-free gap in the coverage
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
-
-import msgspec
 
 from continuity.errors import (
     ContinuityError,
@@ -55,176 +38,38 @@ from continuity.memory.ledger import (
     parse_delta,
     render_tokens,
 )
+from continuity.memory.ledger_journal import OpKind, operation_id
 from continuity.memory.ledger_prompt import extraction_request, fixed_tokens
-from continuity.memory.ledger_store import LedgerStore, OpKind, operation_id
+from continuity.memory.ledger_store import LedgerStore
 from continuity.memory.retained import RetainedStore
+from continuity.memory.upkeep_receipts import (
+    OK_OUTCOMES,
+    Capture,
+    CoverageReceipt,
+    UpkeepReceipt,
+    generation_ref,
+    offer_receipt,
+    reason_class,
+)
 from continuity.memory.upkeep_selection import Offer, Span, caps_for, select_offer
 from continuity.messages import ModelRequest, Usage
 from continuity.providers.endpoint import CallReceipt
 from continuity.providers.protocol import Completed, Provider, TextDelta, ToolCallEvent
 
 __all__ = [
-    "CAPACITY_REASONS",
-    "CONFIG_REASONS",
     "ENFORCING",
-    "OK_OUTCOMES",
-    "PROVIDER_REASONS",
+    "QUOTA",
     "SCAN_MAX_SOURCES",
-    "Capture",
-    "CoverageReceipt",
-    "GenerationRef",
-    "OfferReceipt",
-    "ReasonClass",
     "UpkeepContext",
-    "UpkeepReceipt",
-    "generation_ref",
-    "reason_class",
     "run_upkeep",
 ]
 
-OK_OUTCOMES = ("published", "analysis_only")
-PROVIDER_REASONS = (
-    "output_aborted",
-    "aborted",
-    "provider_output",
-    "empty_output",
-    "validation_or_publication",
-    "input_overrun",
-    "output_overrun",
-    "unavailable",
-)
-CAPACITY_REASONS = (
-    "input_budget",
-    "model_headroom",
-    "ledger_scan_capacity",
-    "ledger_render_budget",
-    "ledger_payload_budget",
-    "ledger_lineage_budget",
-    "ledger_aggregate_capacity",
-    "ledger_quota_budget",
-    "source_oversized",
-    "upkeep_dispatch_rejected",
-    "upkeep_repeat_suppressed",
-    "already_covered",
-    "unchanged",
-    "no_source",
-)
-CONFIG_REASONS = (
-    "read_only",
-    "disabled",
-    "detached_attempt",
-    "continuation_boundary",
-    "per_message",
-    "isolated",
-    "unowned_store",
-    "history_unavailable",
-    "model_unavailable",
-    "model_identity",
-    "request_cap_unsupported",
-)
 # The output-cap enforcement classes ``--require-request-cap`` admits (the extractor's
 # request carries a cap its model side enforces; offline, the script is bounded).
 ENFORCING = frozenset({"request_cap", "scripted_cap"})
-ReasonClass = Literal["ok", "provider", "capacity", "config", "uncertain", "unknown"]
 # The confirmed reservations: one bootstrap, two incremental operations.
 QUOTA = 3
 SCAN_MAX_SOURCES = 65_536
-
-
-def reason_class(outcome: str) -> ReasonClass:
-    if outcome in OK_OUTCOMES:
-        return "ok"
-    if outcome in PROVIDER_REASONS:
-        return "provider"
-    if outcome in CAPACITY_REASONS:
-        return "capacity"
-    if outcome in CONFIG_REASONS:
-        return "config"
-    if outcome == "uncertain":
-        return "uncertain"
-    return "unknown"
-
-
-class GenerationRef(msgspec.Struct, frozen=True):
-    number: int
-    id: str
-    entries: int
-
-
-def generation_ref(generation: Generation) -> GenerationRef:
-    return GenerationRef(generation.number, generation.id, len(generation.ledger.entries))
-
-
-class OfferReceipt(msgspec.Struct, frozen=True, kw_only=True):
-    """What one pass offered, content-free: counts, ordinals, a digest, the budget."""
-
-    spans: int
-    owner_spans: int
-    tool_spans: int
-    owner_ordinals: list[int]
-    tool_ordinals: list[int]
-    bytes: int
-    projected_tokens: int
-    limit: int
-    bonus: int
-    digest: str
-
-
-class CoverageReceipt(msgspec.Struct, frozen=True, kw_only=True):
-    """How much of the retained history the ledger's offers have reached: every span,
-    those offered for good, those never offered (coverage omissions) and those offered
-    to a pass that published nothing (the gap a failed extraction leaves)."""
-
-    spans: int
-    offered: int
-    never_offered: int
-    gap: int
-    oversized_sources: int
-
-
-class UpkeepReceipt(msgspec.Struct, frozen=True, kw_only=True):
-    """One stage's upkeep, content-free. `usage` is what the provider reported (None:
-    not reported, or no call); the reservations are what the journal reserved."""
-
-    schema: str = "continuity-upkeep-receipt-v1"
-    stage: int
-    tag: str
-    op_id: str | None = None
-    kind: OpKind | None = None
-    state: Literal["none", "reserved", "dispatched", "settled", "released"] = "none"
-    outcome: str
-    outcome_class: ReasonClass
-    enforcement: str
-    input_reservation: int = 0
-    output_reservation: int = 0
-    offer: OfferReceipt | None = None
-    coverage: CoverageReceipt | None = None
-    usage: Usage | None = None
-    input_overrun: bool = False
-    output_overrun: bool = False
-    validation: str | None = None  # the ledger_delta_invalid reason, when refused
-    generation_before: GenerationRef | None = None
-    generation_after: GenerationRef | None = None
-    released: list[str] = msgspec.field(default_factory=list)
-    calls: list[CallReceipt] = msgspec.field(default_factory=list)
-
-    @property
-    def dispatched(self) -> bool:
-        """The call may have been made (its row reached ``dispatched``)."""
-        return self.state in ("dispatched", "settled")
-
-
-class Capture(msgspec.Struct, frozen=True, kw_only=True):
-    """What ``--capture-upkeep-output`` keeps of one stage (fictional traces only): the
-    raw completion, the stable validation code and the merged validated ledger. Never
-    the prompt, never a credential."""
-
-    schema: str = "continuity-upkeep-capture-v1"
-    stage: int
-    outcome: str
-    completion: str | None
-    validation: str | None
-    ledger: Ledger | None
 
 
 @dataclass
@@ -282,7 +127,7 @@ class _Pass:
             enforcement=self.context.enforcement,
             input_reservation=caps.input_tokens if reserved and caps else 0,
             output_reservation=caps.output_tokens if reserved and caps else 0,
-            offer=_offer_receipt(self.offer) if self.offer is not None else None,
+            offer=offer_receipt(self.offer) if self.offer is not None else None,
             coverage=self.coverage,
             usage=self.usage,
             input_overrun=self.overrun[0],
@@ -293,22 +138,6 @@ class _Pass:
             released=self.released,
             calls=self.context.calls(),
         )
-
-
-def _offer_receipt(offer: Offer) -> OfferReceipt:
-    owner = [s for s in offer.spans if s.kind == "owner"]
-    return OfferReceipt(
-        spans=len(offer.spans),
-        owner_spans=len(owner),
-        tool_spans=len(offer.spans) - len(owner),
-        owner_ordinals=offer.owner_ordinals,
-        tool_ordinals=offer.tool_ordinals,
-        bytes=sum(s.bytes for s in offer.spans),
-        projected_tokens=offer.projected_tokens,
-        limit=offer.limit,
-        bonus=offer.bonus,
-        digest=offer.digest,
-    )
 
 
 def _eligibility(context: UpkeepContext) -> str | None:
@@ -324,16 +153,21 @@ def _eligibility(context: UpkeepContext) -> str | None:
     return None
 
 
+def _writable(path: Path) -> bool:
+    """Whether `path` (or, missing, the folder it would be made in) can be written, by
+    its mode bits as well as by `os.access` (which says yes to root for any mode)."""
+    target = path
+    while not target.exists():
+        target = target.parent
+    mode = target.stat().st_mode
+    return bool(mode & stat.S_IWUSR) and os.access(target, os.W_OK)
+
+
 def _open_store(context: UpkeepContext) -> LedgerStore | str:
     """The stage's ledger store (created by the first stage); a skip reason when it
     cannot be written or belongs to another session."""
-    import os
-
     path = context.ledger_path
-    folder = path.parent
-    if not os.access(folder if folder.exists() else folder.parent, os.W_OK) or (
-        path.exists() and not os.access(path, os.W_OK)
-    ):
+    if not _writable(path) or (not path.exists() and not _writable(path.parent)):
         return "read_only"
     try:
         if path.exists():

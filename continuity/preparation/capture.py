@@ -26,7 +26,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import LedgerError
-from continuity.memory.upkeep import Capture
+from continuity.memory.upkeep_receipts import Capture
 
 __all__ = ["capture_folder", "capture_paths", "write_capture"]
 

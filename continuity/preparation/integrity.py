@@ -39,8 +39,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from continuity.memory.ledger_store import JournalSnapshot, Operation
-from continuity.memory.upkeep import reason_class
+from continuity.memory.ledger_journal import JournalSnapshot, Operation
+from continuity.memory.upkeep_receipts import reason_class
 from continuity.memory.upkeep_selection import caps_for
 from continuity.preparation.receipts import STAGES, StageProcess, StageReceipt
 

@@ -35,8 +35,9 @@ from continuity.harness.checkpoints import CheckpointResult, checkpoint_lock, cl
 from continuity.harness.keys import HARNESS_CODE
 from continuity.harness.workspace import Workspace
 from continuity.memory.ledger import empty_generation
-from continuity.memory.ledger_store import JournalSnapshot, LedgerStore
-from continuity.memory.upkeep import UpkeepReceipt, generation_ref, reason_class
+from continuity.memory.ledger_journal import JournalSnapshot
+from continuity.memory.ledger_store import LedgerStore
+from continuity.memory.upkeep_receipts import UpkeepReceipt, generation_ref, reason_class
 from continuity.preparation.integrity import degradations, preparation_problems, stage_problems
 from continuity.preparation.receipts import (
     STAGES,
@@ -49,7 +50,7 @@ from continuity.preparation.receipts import (
 )
 from continuity.preparation.stage import empty_receipt, ledger_path
 from continuity.providers.endpoint import RealBinding
-from continuity.store import Store
+from continuity.store import ObjectRef, Store
 
 if TYPE_CHECKING:
     from continuity.zygote import ZygotePool
@@ -59,6 +60,7 @@ __all__ = [
     "PREPARATION_KIND",
     "PREPARATION_SALT",
     "STAGE_TARGET",
+    "Between",
     "Prepared",
     "preparation_key",
     "prepare_checkpoint",
@@ -111,11 +113,7 @@ def stored_preparation(store: Store, key: str, base: CheckpointResult) -> Prepar
         return None
     receipt = msgspec.convert(entry.meta["preparation"], PreparationReceipt)
     checkpoint = (
-        msgspec.structs.replace(
-            base, key=key, tree=entry.output, status="cached", replayed_calls=[], lock=base.key
-        )
-        if entry.meta.get("valid")
-        else None
+        _forkable(base, key, entry.output, "cached", []) if entry.meta.get("valid") else None
     )
     return Prepared(key, checkpoint, receipt, "cached")
 
@@ -337,32 +335,47 @@ def prepare_checkpoint(
             tree = store.put_dir(root) if receipt.valid else None
         finally:
             clear_workspace(root)
-        output = tree or store.put_blob(msgspec.json.encode(receipt))
-        store.record_action(
-            key,
-            kind=PREPARATION_KIND,
-            output=output,
-            inputs={"checkpoint": base.key},
-            meta={
-                "trace_id": base.trace_id,
-                "root": str(root),
-                "lock": base.lock_key,
-                "valid": receipt.valid,
-                "receipt": msgspec.to_builtins(base.receipt),
-                "preparation": msgspec.to_builtins(receipt),
-                # Beside the receipt, never in it: these differ between two builds.
-                "processes": msgspec.to_builtins(run.processes),
-                "replayed_calls": run.replayed,
-            },
-        )
-    checkpoint = (
-        msgspec.structs.replace(
-            base, key=key, tree=tree, status="built", replayed_calls=run.replayed, lock=base.key
-        )
-        if tree is not None
-        else None
-    )
+        _record(store, key, base, receipt, tree, run)
+    checkpoint = _forkable(base, key, tree, "built", run.replayed) if tree else None
     return Prepared(key, checkpoint, receipt, "built")
+
+
+def _forkable(
+    base: CheckpointResult, key: str, tree: ObjectRef, status: str, replayed: list[str]
+) -> CheckpointResult:
+    """What probes fork: the prepared tree at the base's path, under the base's lock."""
+    return msgspec.structs.replace(
+        base, key=key, tree=tree, status=status, replayed_calls=replayed, lock=base.lock_key
+    )
+
+
+def _record(
+    store: Store,
+    key: str,
+    base: CheckpointResult,
+    receipt: PreparationReceipt,
+    tree: ObjectRef | None,
+    run: _Run,
+) -> None:
+    """Store the preparation: its tree (valid) or its receipt alone (invalid), the
+    receipt in the entry either way."""
+    store.record_action(
+        key,
+        kind=PREPARATION_KIND,
+        output=tree or store.put_blob(msgspec.json.encode(receipt)),
+        inputs={"checkpoint": base.key},
+        meta={
+            "trace_id": base.trace_id,
+            "root": base.root,
+            "lock": base.lock_key,
+            "valid": receipt.valid,
+            "receipt": msgspec.to_builtins(base.receipt),
+            "preparation": msgspec.to_builtins(receipt),
+            # Beside the receipt, never in it: these differ between two builds.
+            "processes": msgspec.to_builtins(run.processes),
+            "replayed_calls": run.replayed,
+        },
+    )
 
 
 def _refused(receipt: PreparationReceipt) -> bool:

@@ -19,7 +19,7 @@ from typing import Literal
 
 import msgspec
 
-from continuity.memory.upkeep import GenerationRef, UpkeepReceipt
+from continuity.memory.upkeep_receipts import GenerationRef, UpkeepReceipt
 from continuity.providers.endpoint import RealBinding
 
 __all__ = [

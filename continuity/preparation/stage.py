@@ -28,7 +28,8 @@ from continuity.arms import ARMS, arm_config
 from continuity.harness.reseed import reseed
 from continuity.harness.session import recorded_operations
 from continuity.harness.workspace import Workspace
-from continuity.memory.upkeep import Capture, UpkeepContext, UpkeepReceipt, run_upkeep
+from continuity.memory.upkeep import UpkeepContext, run_upkeep
+from continuity.memory.upkeep_receipts import Capture, UpkeepReceipt
 from continuity.memory.upkeep_selection import BOOTSTRAP_CAPS
 from continuity.messages import Usage
 from continuity.preparation.capture import write_capture

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from continuity.harness.loop import TurnReport
 from continuity.harness.workspace import Workspace
@@ -106,6 +107,7 @@ def seal_evidence(
         request.needles, seen[0] if seen else None, store if arm.history_tool else None
     )
     answer = restored.session.context()[-1]
+    ledger, counts = _ledger_evidence(crossing, workspace, seen)
     first_input = asked.probe_input_tokens
     return SampleEvidence(
         arm=arm.id,
@@ -137,13 +139,21 @@ def seal_evidence(
         needle_states=states,
         calls=reader.calls(),
         lookup=witness,
-        ledger=_after_probe(crossing, workspace),
-        ledgers_per_request=[sum(_ledger_messages(m) for m in r.messages) for r in seen],
+        ledger=ledger,
+        ledgers_per_request=counts,
     )
 
 
-def _after_probe(crossing: Crossing, workspace: Workspace) -> LedgerInjection | None:
+def _ledger_evidence(
+    crossing: Crossing, workspace: Workspace, seen: list[ModelRequest]
+) -> tuple[LedgerInjection | UnsetType, list[int] | UnsetType]:
+    """The ledger arm's injection (the journal counted again after the probe) and the
+    ledger messages per request; for a control, the counts only if a request carried a
+    ledger (otherwise nothing: its sealed evidence is as it always was)."""
+    counts = [sum(_ledger_messages(m) for m in r.messages) for r in seen]
     injection = crossing.ledger
-    if injection is None or injection.error is not None:
-        return injection
-    return msgspec.structs.replace(injection, operations_after=journal_rows(workspace))
+    if injection is None:
+        return UNSET, (counts if any(counts) else UNSET)
+    if injection.error is None:
+        injection = msgspec.structs.replace(injection, operations_after=journal_rows(workspace))
+    return injection, counts

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from continuity.harness.compaction import CompactionEvent
 from continuity.harness.reseed import ReseedEvent
@@ -102,9 +103,10 @@ class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
     calls: list[CallReceipt] = msgspec.field(default_factory=list)
     lookup: LookupWitness | None = None
     # The ledger arm: its injected ledger, and the ledger messages of every reader
-    # request (a control's are all zero).
-    ledger: LedgerInjection | None = None
-    ledgers_per_request: list[int] = msgspec.field(default_factory=list)
+    # request. Unset (left out of the sealed bytes) for a control whose requests carried
+    # none, so every other arm's evidence is what it was before the ledger arm existed.
+    ledger: LedgerInjection | UnsetType = UNSET
+    ledgers_per_request: list[int] | UnsetType = UNSET
 
 
 class ProcessReceipt(msgspec.Struct, frozen=True, kw_only=True):

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.arms import ARMS
 from continuity.errors import AggregateError
@@ -141,7 +142,9 @@ def _suite_tables(
         paired=paired,
         flips={a: flip_rate(u) for a, u in by_arm.items()},
         outcomes={a: outcome_counts(u) for a, u in by_arm.items()},
-        excluded={a: excluded_counts(u) for a, u in by_arm.items()},
+        excluded={
+            a: excluded_counts(u, treated=a in ARMS and ARMS[a].ledger) for a, u in by_arm.items()
+        },
         availability={a: availability_counts(u) for a, u in by_arm.items()},
         pressure={a: pressure_range(a, u) for a, u in by_arm.items()},
         tools={
@@ -229,7 +232,8 @@ def combine(
         lookup=lookup_table(
             ((s.repeat, s.trace_id, s.arm, s.lookup_rows) for s in observed), planned_slots
         ),
-        upkeep=upkeep_spend(catalog or load_catalog(), ((s.arm, s.upkeep) for s in summaries)),
+        upkeep=upkeep_spend(catalog or load_catalog(), ((s.arm, s.upkeep) for s in summaries))
+        or UNSET,
     )
 
 

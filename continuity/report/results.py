@@ -332,8 +332,8 @@ class Results(msgspec.Struct, frozen=True, kw_only=True):
     # Which grades produced the numbers (continuity.report.scores.scorer_section); None
     # until the aggregate has chosen them.
     scorer: ScorerSection | None = None
-    # The ledger arm's upkeep, by arm (continuity.report.upkeep); empty without it.
-    upkeep: dict[str, UpkeepSpend] = {}
+    # The ledger arm's upkeep, by arm (continuity.report.upkeep); left out without it.
+    upkeep: dict[str, UpkeepSpend] | UnsetType = UNSET
 
 
 # -- the report's context (continuity.report.drilldown): never in results.json ---------

@@ -103,9 +103,15 @@ def outcome_counts(units: list[UnitSummary]) -> dict[str, int]:
     return {name: counts.get(name, 0) for name in OUTCOMES}
 
 
-def excluded_counts(units: list[UnitSummary]) -> dict[str, int]:
+def excluded_counts(units: list[UnitSummary], *, treated: bool = False) -> dict[str, int]:
+    """Every exclusion class's count; ``treatment_invalid`` only for an arm with a
+    treatment to invalidate (the ledger arm, `treated`) or where it occurred."""
     counts = Counter(r.status for s in units for r in s.rows if r.status != "valid")
-    return {name: counts.get(name, 0) for name in EXCLUDED_COLUMNS}
+    return {
+        name: counts.get(name, 0)
+        for name in EXCLUDED_COLUMNS
+        if name != "treatment_invalid" or treated or counts.get(name)
+    }
 
 
 def availability_counts(units: list[UnitSummary]) -> dict[str, int]:

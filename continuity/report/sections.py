@@ -143,13 +143,18 @@ def accuracy_tables(r: Results) -> list[Table]:
 def per_arm_table(
     r: Results, title: str, table: dict[str, dict[str, dict[str, int]]], names: list[str]
 ) -> Table:
-    rows = [[suite, arm] + [str(cell[n]) for n in names] for suite, arm, cell in _rows(r, table)]
+    rows = [
+        [suite, arm] + [str(cell.get(n, "-")) for n in names]
+        for suite, arm, cell in _rows(r, table)
+    ]
     return (title, ["suite", "arm", *names], rows, "")
 
 
 def sample_count_tables(r: Results) -> list[Table]:
     outcomes = per_arm_table(r, "Outcomes", r.outcomes, list(OUTCOMES))
-    excluded = per_arm_table(r, "Excluded samples", r.excluded, list(EXCLUDED_COLUMNS))
+    present = {name for cells in r.excluded.values() for cell in cells.values() for name in cell}
+    columns = [name for name in EXCLUDED_COLUMNS if name in present]
+    excluded = per_arm_table(r, "Excluded samples", r.excluded, columns)
     availability = per_arm_table(
         r, "Availability and loss attribution", r.availability, list(AVAILABILITY_COLUMNS)
     )
@@ -158,7 +163,13 @@ def sample_count_tables(r: Results) -> list[Table]:
         (
             *excluded[:3],
             "Excluded samples are counted here and never scored as passes or failures; "
-            "inventory_infeasible counts lookup slots the frozen policy cannot run.",
+            "inventory_infeasible counts lookup slots the frozen policy cannot run."
+            + (
+                " treatment_invalid (the ledger arm only) counts samples whose preparation "
+                "or ledger injection broke the upkeep protocol."
+                if "treatment_invalid" in columns
+                else ""
+            ),
         ),
         (
             *availability[:3],

@@ -8,6 +8,7 @@ digest), so re-aggregating reads only the units that changed.
 from __future__ import annotations
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.arms import ARMS
 from continuity.messages import Usage
@@ -179,7 +180,7 @@ def summarize(record: UnitRecord) -> UnitSummary:
     calls += [(c.key, c.role, reader_ref, c.usage) for c in record.mid_trace_calls]
     # The ledger arm: its preparation's extractions, once per unit, priced as the
     # extraction model.
-    if record.upkeep is not None:
+    if record.upkeep is not UNSET:
         calls += [
             (c.key, "upkeep", record.upkeep.extractor, c.usage)
             for s in record.upkeep.stages

@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.messages import Usage
 from continuity.plan.pricing import Catalog, call_cost
@@ -75,7 +76,7 @@ class UpkeepRow(msgspec.Struct, frozen=True, array_like=True):
 
 def upkeep_row(record: UnitRecord) -> UpkeepRow | None:
     receipt = record.upkeep
-    if receipt is None:
+    if receipt is UNSET:
         return None
     coverage = next(
         (s.upkeep.coverage for s in reversed(receipt.stages) if s.upkeep.coverage), None

@@ -4,8 +4,9 @@
   cold-rebuild one (it sits outside both the last-64 window and the tool projection).
 - The identifier at the head of the oversized booking pack survives cold rebuild (its
   record is among the newest projected ones and the head is retained).
-- The secret never appears in the retained store, the continuity pack, or any receipt
-  (replay receipts, sample evidence, pack receipts), not even as an 8-character run.
+- The secret never appears in the retained store, the continuity pack, the extracted
+  ledger, or any receipt (replay receipts, sample evidence, pack and preparation
+  receipts), not even as an 8-character run.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from pathlib import Path
 
 import msgspec
 
-from continuity.arms import ARMS, replay_config_for
+from continuity.arms import ARMS, LEDGER_ARM, replay_config_for
 from continuity.errors import ContinuityError
+from continuity.memory.ledger import LEDGER_HEADER
 from continuity.memory.pack import PACK_HEADER
 from continuity.memory.retained import RetainedStore
 from continuity.store import Store
@@ -49,8 +51,19 @@ def _secret(trace: Trace) -> str:
     raise ContinuityError("no redaction probe", code="design_check_failed", location=trace.trace_id)
 
 
+def _injected(payloads: str, header: str) -> list[str]:
+    """The injected messages (pack or ledger) of every dumped request."""
+    return [
+        str(message["content"])
+        for line in payloads.splitlines()
+        for message in json.loads(line)["messages"]
+        if str(message.get("content", "")).startswith(header)
+    ]
+
+
 def check_design(store: Store, trace: Trace, item: SuiteItem) -> DesignReport:
-    """Run native, cold-rebuild and pack samples with request dumps and check the design.
+    """Run native, cold-rebuild, pack and ledger samples with request dumps and check
+    the design.
 
     Raises:
         ContinuityError: ``design_check_failed`` naming what did not hold.
@@ -66,7 +79,7 @@ def check_design(store: Store, trace: Trace, item: SuiteItem) -> DesignReport:
     payloads: dict[str, str] = {}
     evidence_texts: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for arm_id in ("native", "cold-rebuild", "continuity-pack-cold"):
+        for arm_id in ("native", "cold-rebuild", "continuity-pack-cold", LEDGER_ARM):
             dump = Path(tmp) / f"{arm_id}.jsonl"
             record, _ = sample_arm(store, trace, item, ARMS[arm_id], dump_requests=dump)
             if record.classification.status != "valid":
@@ -78,12 +91,8 @@ def check_design(store: Store, trace: Trace, item: SuiteItem) -> DesignReport:
                 )
             payloads[arm_id] = dump.read_text(encoding="utf-8")
             evidence_texts.append(msgspec.json.encode(record).decode())
-    pack_texts = [
-        str(message["content"])
-        for line in payloads["continuity-pack-cold"].splitlines()
-        for message in json.loads(line)["messages"]
-        if str(message.get("content", "")).startswith(PACK_HEADER)
-    ]
+    pack_texts = _injected(payloads["continuity-pack-cold"], PACK_HEADER)
+    ledger_texts = _injected(payloads[LEDGER_ARM], LEDGER_HEADER)
     checkpoint = build_checkpoint(
         store,
         trace,
@@ -102,6 +111,7 @@ def check_design(store: Store, trace: Trace, item: SuiteItem) -> DesignReport:
     places = {
         "retained store": retained_text,
         "pack": "\n".join(pack_texts),
+        "ledger": "\n".join(ledger_texts),
         "receipts": "\n".join([receipt_text, *evidence_texts]),
     }
     found = sorted(f"{name}" for name, text in places.items() if any(r in text for r in runs))
@@ -123,6 +133,8 @@ def check_design(store: Store, trace: Trace, item: SuiteItem) -> DesignReport:
         problems.append(f"the secret appears in: {', '.join(found)}")
     if not pack_texts:
         problems.append("no pack reached the pack arm's requests")
+    if not ledger_texts:
+        problems.append("no ledger reached the ledger arm's requests")
     if problems:
         raise ContinuityError(
             "; ".join(problems), code="design_check_failed", location=trace.trace_id

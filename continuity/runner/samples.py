@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from continuity.arms import Arm, parse_arms, replay_config_for
 from continuity.digest import KeySpec, code_digest
@@ -77,7 +78,8 @@ class SampleRecord(msgspec.Struct, frozen=True, kw_only=True):
     classification: Classification
     evidence: SampleEvidence | None
     failure: str | None = None
-    upkeep: PreparationReceipt | None = None  # the ledger arm's preparation
+    # The ledger arm's preparation (unset for every other arm: their bytes are unchanged).
+    upkeep: PreparationReceipt | UnsetType = UNSET
 
 
 def sample_key(arm: Arm, checkpoint_key: str, probe_index: int = 0) -> str:
@@ -230,7 +232,7 @@ def sample_arm(
             checkpoint=forked,
             classification=classify(arm, evidence, family=trace.family, committed=committed),
             evidence=evidence,
-            upkeep=upkeep,
+            upkeep=upkeep if upkeep is not None else UNSET,
         )
     if record.failure is not None:
         return record, "built"

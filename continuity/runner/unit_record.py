@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from continuity.arms import Arm
 from continuity.digest import KeySpec, code_digest, value_digest
@@ -133,7 +134,7 @@ class UnitRecord(msgspec.Struct, frozen=True, kw_only=True):
     # The ledger arm: the receipt of the prepared checkpoint its probes forked (three
     # upkeep stages). Its upkeep is counted once, here, never per probe; an invalid
     # preparation's samples are excluded (treatment_invalid) and its upkeep still counts.
-    upkeep: PreparationReceipt | None = None
+    upkeep: PreparationReceipt | UnsetType = UNSET
     content_digest: str = ""
 
 

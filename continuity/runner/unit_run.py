@@ -115,12 +115,12 @@ def _checkpoint(
 
 @dataclasses.dataclass(frozen=True)
 class _Treated:
-    """A ledger unit ready for its probes: its frame, the prepared checkpoint, the
-    preparation's receipt."""
+    """A unit ready for its probes: its frame, the checkpoint they fork and, for the
+    ledger arm, the preparation's receipt."""
 
     frame: UnitFrame
     checkpoint: CheckpointResult
-    receipt: PreparationReceipt
+    receipt: PreparationReceipt | None  # None: an arm that keeps no ledger
 
 
 def _prepare(
@@ -244,10 +244,7 @@ def run_unit(
     """Build (or reuse) one unit; return it and ``built`` or ``cached``.
 
     With `zygotes`, the checkpoint replay and the unit worker are children forked from
-    this thread's zygote; without, from a zygote of the unit's own (and the replay runs
-    in this process).
-
-    With a judge (offline: `judge`, the plan's judge model, played by the scripted judge;
+    this thread's zygote; without, from a zygote of the unit's own. With a judge (offline: `judge`, the plan's judge model, played by the scripted judge;
     real: `real.judge`) every valid answer gets a verdict; without one, none does.
 
     In lookup mode, slots the policy classes as inventory-infeasible get an
@@ -261,12 +258,9 @@ def run_unit(
     again, complete or not.
 
     In real mode an arm with a mid-trace compaction (d) forks a checkpoint of its own
-    per repeat, whose mid-trace summary is a real summarizer call.
-
-    The ledger arm forks the repeat's prepared checkpoint (`ledger`, or the offline
-    default binding): three upkeep stages over the base checkpoint, once per trace and
-    repeat. Its unit key binds the prepared checkpoint's key, and its record keeps the
-    preparation's receipt."""
+    per repeat, whose mid-trace summary is a real summarizer call. The ledger arm forks
+    the repeat's prepared checkpoint (`ledger`, or the offline default binding), whose
+    key its unit key binds and whose receipt its record keeps."""
     from continuity.harness.keys import checkpoint_key
 
     config = _replay_config(arm, lookup)
@@ -275,11 +269,9 @@ def run_unit(
     real_binding = real_binding_for(real, store, repeat)
     mid_real = real_binding if config.mid_trace_compaction else None
     base_key = checkpoint_key(item.key, config, mid_real)
-    if arm.ledger:
-        ledger = ledger or ledger_run()
-    planned_checkpoint = (
-        prepared_key(base_key, ledger, repeat) if arm.ledger and ledger else base_key
-    )
+    # Only the ledger arm keeps a ledger: the controls in the same run buy no upkeep.
+    ledger = (ledger or ledger_run()) if arm.ledger else None
+    planned_checkpoint = prepared_key(base_key, ledger, repeat) if ledger else base_key
     ids = [p.probe_id for p in probes]
     key = unit_key(repeat, item.key, arm, planned_checkpoint, ids, binding, PROBE_PROTOCOL)
     stored = _terminal_stored(store, key, dump_requests)
@@ -292,12 +284,13 @@ def run_unit(
     checkpoint = _checkpoint(store, frame, config, mid_real, zygotes, base_key)
     if isinstance(checkpoint, UnitRecord):
         return checkpoint, "incomplete"
-    upkeep = None
+    treated = _Treated(frame, checkpoint, None)
     if ledger is not None:
         prepared = _prepare(store, frame, checkpoint, ledger, real_binding, zygotes)
         if isinstance(prepared, tuple):
             return prepared
-        frame, checkpoint, upkeep = prepared.frame, prepared.checkpoint, prepared.receipt
+        treated = prepared
+    frame, checkpoint, upkeep = treated.frame, treated.checkpoint, treated.receipt
     outcomes = _run_probes(
         store,
         frame,

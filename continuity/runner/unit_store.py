@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.arms import Arm
 from continuity.errors import ObjectMissing, UsageError
@@ -138,7 +139,7 @@ def seal_unit(
             probe_protocol=PROBE_PROTOCOL,
             complete=not frame.skipped,
             eligible_terminal=True,
-            upkeep=upkeep,
+            upkeep=upkeep if upkeep is not None else UNSET,
         )
     )
 

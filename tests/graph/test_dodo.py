@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -200,8 +201,15 @@ def test_gc_dry_run_and_run(tmp_path: Path) -> None:
 # of its results.json (the scorer's code digest blanked), every number the report shows.
 # Measured at d218779, before issue 13's throughput work (zygotes, template copies,
 # throwaway sessions without fsync, the faster normaliser), and after it: identical.
-# A change here is a change in what the benchmark measures, never a speed-up.
+# A change here is a change in what the benchmark measures, never a speed-up. The
+# contract gained the ledger arm in issue 16: CONTRACT_RESULTS covers it; without its
+# units the run is still exactly what it was before (NINE_ARM_RESULTS, the pin measured
+# at d218779): the ledger arm changed no byte of any other arm.
 CONTRACT_RESULTS = (
+    "d477ad940987c2c5707603345263fe4f76684f71f368d2d8e5effd36a3d31f0a",
+    "24968ba0d194d724a278564f8a7971cd3b9f980dde0267545034d19104b02f12",
+)
+NINE_ARM_RESULTS = (
     "572a0ee3303a2bb6b6491924f557425f56b1606b5aa48845fd112e7885ff5f47",
     "b912f54d8e66533867e10e24c25ccb8d00209f37398ddaa81c5bc0ff8775a20b",
 )
@@ -222,9 +230,26 @@ def contract_digests(out: Path) -> tuple[str, str]:
     return units.hexdigest(), numbers.hexdigest()
 
 
+def _without_ledger_units(tmp_path: Path) -> Path:
+    """A copy of the contract's run without the ledger arm's units, aggregated again."""
+    from continuity.report.aggregate import aggregate_run
+
+    copy = tmp_path / "nine-arms"
+    shutil.copytree(
+        tmp_path / "out" / "runs" / "offline-contract", copy / "runs" / "offline-contract"
+    )
+    for path in (copy / "runs" / "offline-contract" / "units").glob(
+        "*-continuity-ledger-cold.json"
+    ):
+        path.unlink()
+    aggregate_run(Store(tmp_path / "store"), copy / "runs" / "offline-contract")
+    return copy
+
+
 def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_path: Path) -> None:
     result = doit(tmp_path, "offline_contract")
     assert contract_digests(tmp_path / "out") == CONTRACT_RESULTS
+    assert contract_digests(_without_ledger_units(tmp_path)) == NINE_ARM_RESULTS
     assert "offline contract passed" in result.stdout
     report = tmp_path / "out" / "runs" / "offline-contract" / "report.html"
     assert f"report at {report}" in result.stdout
