@@ -8,13 +8,15 @@ from rules.params import OUT, TaskSpec
 
 def _arms() -> str:
     from continuity.arm_catalog import arm_rows, arms_table
+    from continuity.arms import OPT_IN
 
     rows = arm_rows()
     runnable = [r for r in rows if r["runs"] in ("every suite", "long suites only")]
     print(arms_table(), flush=True)
     return (
-        f"arms: {len(rows)} defined, {len(runnable)} run by --arms all "
-        "(doit units --arms ID,... picks some; the README's arm table explains each)"
+        f"arms: {len(rows)} defined, {len(runnable)} run by --arms all, {len(OPT_IN)} more "
+        f"only when named ({', '.join(sorted(OPT_IN))}: --arms all,ID adds it; doit units "
+        "--arms ID,... picks some; the README's arm table explains each)"
     )
 
 

@@ -266,10 +266,12 @@ def test_a_checkpoint_that_differs_from_its_receipt_fails_the_contract(
 
 
 def _small_contract(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The real contract, cut to one original trace and one arm (one probe)."""
+    """The real contract, cut to one original trace, a control and the ledger arm (one
+    probe each)."""
 
     def one_arm(*args: Any, **kwargs: Any) -> Any:
-        return build_units(*args, **{**kwargs, "arms": "cold-rebuild", "probe_limit": 1})
+        arms = "cold-rebuild,continuity-ledger-cold"
+        return build_units(*args, **{**kwargs, "arms": arms, "probe_limit": 1})
 
     monkeypatch.setattr(contract, "CONTRACT_CHECKPOINTS", (("original", TRACE),))
     monkeypatch.setattr(contract, "CONTRACT_DESIGN_TRACES", ())

@@ -244,8 +244,9 @@ def run_unit(
     """Build (or reuse) one unit; return it and ``built`` or ``cached``.
 
     With `zygotes`, the checkpoint replay and the unit worker are children forked from
-    this thread's zygote; without, from a zygote of the unit's own. With a judge (offline: `judge`, the plan's judge model, played by the scripted judge;
-    real: `real.judge`) every valid answer gets a verdict; without one, none does.
+    this thread's zygote; without, from a zygote of the unit's own. With a judge
+    (offline: `judge`, the plan's judge model, played by the scripted judge; real:
+    `real.judge`) every valid answer gets a verdict; without one, none does.
 
     In lookup mode, slots the policy classes as inventory-infeasible get an
     ``inventory_infeasible`` result with no usage, score or answer; only eligible probes

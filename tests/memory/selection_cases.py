@@ -79,7 +79,7 @@ def transition_case() -> ReplayTrace:
     for index in range(150):
         if index % 3 == 0:
             turns.append(_tool(index, 6_000))
-        elif index == 70:
+        elif index == 20:
             turns.append(
                 _owner(
                     COMPLETION,

@@ -93,7 +93,7 @@ def test_doit_runs_lists_the_runs_with_units_and_names_the_most_recent(tmp_path:
 def test_doit_arms_lists_every_arm_with_what_it_crosses_and_where_it_runs(
     tmp_path: Path,
 ) -> None:
-    from continuity.arms import ARMS, LOOKUP_ONLY
+    from continuity.arms import ARMS, LOOKUP_ONLY, OPT_IN
 
     lines = doit(tmp_path, "arms").stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("arm "))
@@ -104,5 +104,10 @@ def test_doit_arms_lists_every_arm_with_what_it_crosses_and_where_it_runs(
     assert "not at this revision" in rows["pack+stubs"]
     assert "retained store + pack, ConversationHistory" in rows["continuity-pack-cold"]
     assert "probe input >= 150,000 tokens (long traces)" in rows["native"]
-    runnable = [a for a in ARMS.values() if a.available and a.id not in LOOKUP_ONLY]
-    assert lines[-1].startswith(f"arms: {len(ARMS)} defined, {len(runnable)} run by --arms all")
+    assert "when named (opt-in: paid extractions)" in rows["continuity-ledger-cold"]
+    assert "extracted ledger" in rows["continuity-ledger-cold"]
+    runnable = [a for a in ARMS.values() if a.available and a.id not in LOOKUP_ONLY | OPT_IN]
+    assert lines[-1].startswith(
+        f"arms: {len(ARMS)} defined, {len(runnable)} run by --arms all, "
+        f"{len(OPT_IN)} more only when named (continuity-ledger-cold:"
+    )
