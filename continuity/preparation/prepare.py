@@ -38,6 +38,7 @@ from continuity.memory.ledger import empty_generation
 from continuity.memory.ledger_journal import JournalSnapshot
 from continuity.memory.ledger_store import LedgerStore
 from continuity.memory.upkeep_receipts import UpkeepReceipt, generation_ref, reason_class
+from continuity.messages import Usage
 from continuity.preparation.integrity import degradations, preparation_problems, stage_problems
 from continuity.preparation.receipts import (
     STAGES,
@@ -192,10 +193,12 @@ def _call(request: StageRequest, zygotes: ZygotePool | None, timeout: float) -> 
 
 class _Run:
     """The stages of one preparation as they run: requests, receipts, processes and
-    every problem found so far."""
+    every problem found so far. `observe` (real mode) charges the invocation's
+    admission with a lost acknowledgement's conservative input."""
 
-    def __init__(self, parent_pid: int) -> None:
+    def __init__(self, parent_pid: int, observe: Callable[[Usage], None] | None) -> None:
         self.parent_pid = parent_pid
+        self.observe = observe
         self.stages: list[StageReceipt] = []
         self.processes: list[StageProcess] = []
         self.problems: list[str] = []
@@ -221,7 +224,12 @@ def _run_stage(
         run.problems.append(f"{request.tag}:{exc.code}")
         after = None
     if isinstance(reply, str):
-        receipt = empty_receipt(request, reply, _from_journal(request, after or before, before))
+        upkeep = _from_journal(request, after or before, before)
+        receipt = empty_receipt(request, reply, upkeep)
+        if upkeep.state == "dispatched" and run.observe is not None:
+            # The child died with its call in flight: its whole input reservation is
+            # charged, as the child would have charged it had it seen the failure.
+            run.observe(Usage(input=upkeep.input_reservation))
     else:
         receipt = reply.receipt
         run.processes.append(
@@ -286,13 +294,15 @@ def prepare_checkpoint(
     zygotes: ZygotePool | None = None,
     timeout: float = 900.0,
     between: Between | None = None,
+    observe: Callable[[Usage], None] | None = None,
 ) -> Prepared:
     """Prepare (or reuse) the ledger checkpoint over `base`; see the module doc.
 
     `real` is the extractor's endpoint binding in real mode (`real_params`: what of it
     the key binds); `captures` the three capture files (``--capture-upkeep-output``);
     `timeout` each stage child's limit (it is killed past it: its acknowledgement is
-    lost). `between` is a test seam, called after each stage.
+    lost; `observe`, real mode, charges its conservative input to the invocation's
+    admission). `between` is a test seam, called after each stage.
     """
     key = preparation_key(base.key, binding, repeat, real_params)
     stored = stored_preparation(store, key, base)
@@ -319,7 +329,7 @@ def prepare_checkpoint(
         )
         for stage in range(1, STAGES + 1)
     ]
-    run = _Run(os.getpid())
+    run = _Run(os.getpid(), observe)
     with checkpoint_lock(store, base.lock_key):
         clear_workspace(root)
         store.restore_tree(base.tree.digest, root)

@@ -28,6 +28,7 @@ from continuity.store import Store
 if TYPE_CHECKING:
     from continuity.harness.checkpoints import CheckpointResult
     from continuity.plan.plan import Plan
+    from continuity.providers.cache import Ledger as AdmissionLedger
     from continuity.traces.schema import Trace
     from continuity.zygote import ZygotePool
 
@@ -162,17 +163,32 @@ def prepare_for_unit(
     extractor = None
     if real is not None and ledger.extractor is not None:
         extractor = msgspec.structs.replace(real, endpoint=ledger.extractor)
-    return prepare_checkpoint(
-        store,
-        base,
-        arm=LEDGER_ARM,
-        binding=ledger.binding,
-        repeat=repeat,
-        enforcement=ledger.enforcement,
-        real=extractor,
-        real_params=ledger.key_params(),
-        context_window=ledger.context_window,
-        captures=captures,
-        zygotes=zygotes,
-        timeout=ledger.timeout,
-    )
+    admission = _admission(extractor)
+    try:
+        return prepare_checkpoint(
+            store,
+            base,
+            arm=LEDGER_ARM,
+            binding=ledger.binding,
+            repeat=repeat,
+            enforcement=ledger.enforcement,
+            real=extractor,
+            real_params=ledger.key_params(),
+            context_window=ledger.context_window,
+            captures=captures,
+            zygotes=zygotes,
+            timeout=ledger.timeout,
+            observe=admission.observe if admission is not None else None,
+        )
+    finally:
+        if admission is not None:
+            admission.close()
+
+
+def _admission(real: RealBinding | None) -> AdmissionLedger | None:
+    """The invocation's admission ledger (real mode), for a lost acknowledgement."""
+    if real is None or real.ledger is None:
+        return None
+    from continuity.providers.cache import Ledger
+
+    return Ledger(real.ledger)

@@ -93,6 +93,7 @@ def run_real(
     progress: Tick | None = None,
     capture: str | None = None,
     pricing: str | None = None,
+    upkeep_timeout: float = 900.0,
 ) -> RealResult:
     """Guard, then run the selected part of a confirmed plan against its endpoint.
 
@@ -120,7 +121,9 @@ def run_real(
         concurrency=concurrency,
         explain_cache=explain_cache,
     )
-    ledger = _ledger_run(plan, out, real, capture=capture, pricing=pricing, checkout=checkout)
+    ledger = _ledger_run(plan, real, capture=capture, pricing=pricing, checkout=checkout)
+    if ledger is not None:  # how long a stage child may take before its ack is lost
+        ledger = msgspec.structs.replace(ledger, timeout=upkeep_timeout)
     _write_plan(plan, out)
     if jobs is None:
         models = 2 if plan.judge else 1
@@ -185,7 +188,6 @@ def _real_run(
 
 def _ledger_run(
     plan: Plan,
-    out: Path,
     real: RealRun,
     *,
     capture: str | None,

@@ -11,6 +11,8 @@ behind it is scripted:
 
 - when ConversationHistory is offered and not yet called in this turn, it searches with
   the last words of the user's question;
+- a ledger extraction request (records offered under their headers) gets a delta of
+  one entry per offered record;
 - a compaction request (it asks for a summary) gets the summary section skeleton;
 - anything else is answered ``UNKNOWN``.
 

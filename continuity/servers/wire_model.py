@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from continuity.memory.ledger_prompt import excerpt_delta, offered_parts
+
 __all__ = [
     "HISTORY_TOOL",
     "SECTIONS",
@@ -81,10 +83,14 @@ def pieces(text: str, size: int = 7) -> list[str]:
 def scripted_reply(text: str, offered: bool, called: bool) -> tuple[str, dict[str, Any] | None]:
     """The model's answer to the last user `text`: (text, tool call arguments or None).
 
-    A compaction request (it asks for a summary, no tool offered) gets the summary
-    section skeleton; an offered history tool not yet called this turn is called with
-    the question's last words; anything else is answered ``UNKNOWN``.
+    A ledger extraction request (it offers records under their headers) gets the faux
+    extractor's delta (`continuity.memory.ledger_prompt.excerpt_delta`); a compaction
+    request (it asks for a summary, no tool offered) gets the summary section skeleton;
+    an offered history tool not yet called this turn is called with the question's last
+    words; anything else is answered ``UNKNOWN``.
     """
+    if not offered and offered_parts(text):
+        return excerpt_delta(text), None
     if "summar" in text.lower() and not offered:
         return "\n".join(f"## {s}\n(summary from the loopback model)" for s in SECTIONS), None
     if offered and not called:
