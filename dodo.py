@@ -9,6 +9,7 @@ from rules.catalog import task_arms, task_runs
 from rules.checkpoints import task_checkpoints
 from rules.compare import task_compare
 from rules.contract import task_offline_contract
+from rules.ledger import task_ledger_smoke
 from rules.lookup import task_lookup_budget
 from rules.plan import task_dry_run, task_estimate, task_plan
 from rules.roles import task_compare_aggregate, task_compare_register, task_compare_run
@@ -33,6 +34,7 @@ __all__ = [
     "task_dry_run",
     "task_estimate",
     "task_gc",
+    "task_ledger_smoke",
     "task_lookup_budget",
     "task_offline_contract",
     "task_plan",

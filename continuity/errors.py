@@ -128,6 +128,8 @@ Raised with the classes above from other modules (by area)::
                      history_record_unknown, history_cursor_invalid
     offline contract arm_contract_failed, checkpoint_contract_failed,
                      design_check_failed
+    ledger smoke     ledger_smoke_failed (doit ledger_smoke: a mechanism check did not
+                     hold; the report names it)
     units            real_flag_required, repeat_unknown, run_stopped, run_incomplete,
                      lookup_reader_unknown, lookup_inventory_empty,
                      lookup_inventory_failed, lookup_partial_coverage (skipped slots;

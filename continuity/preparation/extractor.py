@@ -22,16 +22,19 @@ server may ignore it); ``scripted_cap`` offline. ``--require-request-cap`` admit
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import anyio
 
 from continuity.errors import ProviderError
-from continuity.memory.ledger_prompt import EMPTY_DELTA, excerpt_delta
+from continuity.memory.ledger import DELTA_SCHEMA
+from continuity.memory.ledger_prompt import EMPTY_DELTA, excerpt_delta, offered_parts
 from continuity.memory.upkeep import ENFORCING
-from continuity.messages import ModelRequest, Usage, UserMessage
-from continuity.preparation.receipts import Fault
+from continuity.messages import ModelRequest, Usage, UserMessage, wire_payload
+from continuity.preparation.receipts import Fault, Script
 from continuity.providers.protocol import Completed, ProviderEvent
 from continuity.providers.scripted import ScriptedProvider, ScriptedStep
 
@@ -40,6 +43,7 @@ __all__ = [
     "ENFORCING",
     "ScriptedExtractor",
     "enforcement_class",
+    "salient_delta",
 ]
 
 # The scripted extractor answers this stage with an empty delta, on purpose.
@@ -59,16 +63,54 @@ def enforcement_class(kind: str, base_url: str) -> str:
     return "request_cap" if _VENDOR_HOSTS.get(kind) == host else "advisory_cap"
 
 
+_REFERENCE = re.compile(r"\b(?=[A-Z0-9-]*[A-Z]{2})(?=[A-Z0-9-]*[0-9]{3})[A-Z0-9]+(?:-[A-Z0-9]+)+\b")
+_AMOUNT = re.compile(r"\b[0-9]+[.,][0-9]{2}\b")
+_SALIENT_BYTES = 200
+
+
+def salient_delta(request_text: str, *, limit: int = 24) -> str:
+    """A faux extractor's answer that keeps every offered line holding a reference
+    (letters and digits joined by hyphens, such as ``AB-1234-CD``) or a decimal amount:
+    owner lines as owner constraints, tool lines as key identifiers, in source order. It
+    reads only its own request; like `excerpt_delta`, its labels mean nothing."""
+    entries: list[dict[str, object]] = []
+    seen: set[str] = set()
+    for ordinal, _, kind, body in offered_parts(request_text):
+        for line in body.splitlines():
+            line = line.strip()
+            if not (_REFERENCE.search(line) or _AMOUNT.search(line)):
+                continue
+            text = line.encode("utf-8")[:_SALIENT_BYTES].decode("utf-8", errors="ignore")
+            if text in seen or len(entries) == limit:
+                continue
+            seen.add(text)
+            kind_name = "owner_constraint" if kind == "owner" else "key_identifier"
+            entries.append({"kind": kind_name, "text": text, "status": None, "cites": [ordinal]})
+    return json.dumps({"schema": DELTA_SCHEMA, "entries": entries}, ensure_ascii=False)
+
+
 class ScriptedExtractor(ScriptedProvider):
-    """The offline extractor for stage `stage` (see the module doc)."""
+    """The offline extractor for stage `stage` (see the module doc). `script` picks its
+    answer (`excerpt_delta` or `salient_delta`); `dump`, when given, receives every
+    request's wire payload."""
 
     def __init__(
-        self, stage: int, *, fault: Fault | None, name: str, model: str, reservation: int
+        self,
+        stage: int,
+        *,
+        fault: Fault | None,
+        name: str,
+        model: str,
+        reservation: int,
+        script: Script = "excerpt",
+        dump: str | None = None,
     ) -> None:
         super().__init__((), name=name, model=model)
         self.stage = stage
         self.fault = fault
         self.reservation = reservation
+        self.script = script
+        self.dump = dump
 
     def _answer(self, request: ModelRequest) -> str:
         text = "".join(m.text for m in request.messages if isinstance(m, UserMessage))
@@ -80,9 +122,12 @@ class ScriptedExtractor(ScriptedProvider):
             return EMPTY_DELTA + " " * (4_096 * 4 + 64)
         if self.stage == EMPTY_SECOND_STAGE:
             return EMPTY_DELTA
-        return excerpt_delta(text)
+        return salient_delta(text) if self.script == "salient" else excerpt_delta(text)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        if self.dump is not None:
+            with open(self.dump, "ab") as handle:
+                handle.write(wire_payload(request) + b"\n")
         if self.fault == "hang":
             await anyio.sleep_forever()
         if self.fault == "unavailable":

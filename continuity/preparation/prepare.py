@@ -295,6 +295,7 @@ def prepare_checkpoint(
     timeout: float = 900.0,
     between: Between | None = None,
     observe: Callable[[Usage], None] | None = None,
+    dump_requests: Path | None = None,
 ) -> Prepared:
     """Prepare (or reuse) the ledger checkpoint over `base`; see the module doc.
 
@@ -302,7 +303,8 @@ def prepare_checkpoint(
     the key binds); `captures` the three capture files (``--capture-upkeep-output``);
     `timeout` each stage child's limit (it is killed past it: its acknowledgement is
     lost; `observe`, real mode, charges its conservative input to the invocation's
-    admission). `between` is a test seam, called after each stage.
+    admission). `dump_requests` (offline diagnostics) receives every extraction
+    request. `between` is a test seam, called after each stage.
     """
     key = preparation_key(base.key, binding, repeat, real_params)
     stored = stored_preparation(store, key, base)
@@ -325,6 +327,8 @@ def prepare_checkpoint(
             fault=binding.faults.get(stage),
             real=real,
             capture=str(captures[stage - 1]) if captures else None,
+            script=binding.script,
+            dump_requests=str(dump_requests) if dump_requests is not None else None,
             parent_pid=os.getpid(),
         )
         for stage in range(1, STAGES + 1)

@@ -29,6 +29,7 @@ __all__ = [
     "Fault",
     "LedgerBinding",
     "PreparationReceipt",
+    "Script",
     "StageProcess",
     "StageReceipt",
     "StageReply",
@@ -47,6 +48,7 @@ Fault = Literal[
     "unavailable",
     "hang",
 ]
+Script = Literal["excerpt", "salient"]
 FAULTS: tuple[str, ...] = (
     "invalid_json",
     "empty_output",
@@ -71,6 +73,9 @@ class LedgerBinding(msgspec.Struct, frozen=True, kw_only=True):
     extractor: str
     require_request_cap: bool = False
     faults: dict[int, Fault] = msgspec.field(default_factory=dict)
+    # The scripted extractor's answer (offline): ``excerpt`` (every plan) or ``salient``
+    # (the mechanism smoke: every line holding a reference or an amount).
+    script: Script = "excerpt"
 
 
 class StageRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,6 +91,10 @@ class StageRequest(msgspec.Struct, frozen=True, kw_only=True):
     fault: Fault | None = None
     real: RealBinding | None = None  # the extractor's endpoint in real mode
     capture: str | None = None  # this stage's capture file (fictional traces only)
+    script: Script = "excerpt"
+    # Offline diagnostics (the mechanism smoke): every extraction request's wire payload
+    # is appended here, one a line.
+    dump_requests: str | None = None
     parent_pid: int
 
 

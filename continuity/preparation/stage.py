@@ -89,6 +89,8 @@ def _extractor(request: StageRequest) -> _Extractor:
                 name=name,
                 model=model,
                 reservation=BOOTSTRAP_CAPS.input_tokens,
+                script=request.script,
+                dump=request.dump_requests,
             )
         )
     from continuity.providers.cache import CachedProvider, Ledger
