@@ -189,11 +189,7 @@ def _arm(catalog: Catalog, rows: Sequence[UpkeepRow]) -> UpkeepSpend:
         unpriced_conservative_calls=unpriced_reserve if priced else 0,
         observed_input_tokens=sum(c.observed_input for c, _, _ in charges),
         d6_input_overruns=sum(1 for _, stage, _ in charges if stage.input_overrun),
-        d6_output_overruns=sum(
-            1
-            for _, stage, _ in charges
-            if stage.output_overrun or stage.outcome == "output_overrun"
-        ),
+        d6_output_overruns=sum(1 for _, stage, _ in charges if _output_overrun(stage)),
         outcomes=dict(sorted(Counter(stage.outcome for _, stage, _ in charges).items())),
         degradations=dict(
             sorted(Counter(d.split(":", 1)[-1] for row in rows for d in row.degradations).items())
