@@ -35,11 +35,12 @@ import msgspec
 from continuity.arms import ARMS, LEDGER_ARM, replay_config_for
 from continuity.digest import value_digest
 from continuity.errors import ContinuityError
+from continuity.harness.checkpoints import CheckpointResult
 from continuity.memory.ledger import LEDGER_HEADER
 from continuity.memory.pack import PACK_HEADER
 from continuity.outputs import write_json
 from continuity.preparation.prepare import prepare_checkpoint
-from continuity.preparation.receipts import Fault, Script
+from continuity.preparation.receipts import Fault, LedgerBinding, PreparationReceipt, Script
 from continuity.probe.receipts import ProbeRequest
 from continuity.probes.protocol import probe_turn_text
 from continuity.runner.ledger_run import ledger_run
@@ -54,7 +55,15 @@ from continuity.traces.schema import (
     Turn,
 )
 
-__all__ = ["BURIED", "CORRECTED", "QUESTION", "SmokeReport", "mechanism_trace", "run_smoke"]
+__all__ = [
+    "BURIED",
+    "CORRECTED",
+    "QUESTION",
+    "SUPERSEDED",
+    "SmokeReport",
+    "mechanism_trace",
+    "run_smoke",
+]
 
 BURIED = "KQ-48213-ZT"
 CORRECTED = "92.30"
@@ -200,39 +209,39 @@ def _request_checks(requests: list[list[str]], *, fail: bool) -> dict[str, bool]
     return checks
 
 
-def run_smoke(
-    out_dir: Path, *, fail_upkeep: bool, script: Script = "salient"
-) -> tuple[SmokeReport, Path]:
-    """Run the mechanism proof in a fresh temporary store under ``<out>/ledger-smoke/``
-    (every stage and probe runs, whatever a store already holds; it is removed after);
-    write ``<out>/ledger-smoke/<mode>.json``. `script` is the scripted extractor's
-    answer (``excerpt`` never reaches the buried id: the checks then fail).
+class _Observed(msgspec.Struct, frozen=True):
+    """What one smoke run saw: the preparation's receipt and every dumped request."""
+
+    receipt: PreparationReceipt
+    upkeep: list[list[str]]
+    reader: list[list[str]]
+    control: list[list[str]]
+
+
+def _observe(work: Path, binding: LedgerBinding) -> _Observed:
+    """Replay the fixture into a temporary store under `work`, prepare it, probe the
+    ledger arm and cold-rebuild, and read back every dumped request.
 
     Raises:
-        ContinuityError: ``ledger_smoke_failed`` naming the checks that did not hold (the
-            report is written first).
+        ContinuityError: ``ledger_smoke_failed`` when the preparation is invalid.
     """
     from continuity.harness.checkpoints import build_checkpoint
 
     trace = mechanism_trace()
     digest = value_digest(("continuity-ledger-smoke", trace))
-    faults: dict[int, Fault] = dict.fromkeys((1, 2, 3), "invalid_json") if fail_upkeep else {}
-    binding = msgspec.structs.replace(ledger_run(faults=faults).binding, script=script)
-    work = out_dir / "ledger-smoke"
-    work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=work, prefix=".work-") as folder:
         tmp = Path(folder)
         store = Store(tmp / "store")
-        base = build_checkpoint(
-            store,
-            trace,
-            trace_key=digest,
-            trace_digest=digest,
-            config=replay_config_for(ARMS[LEDGER_ARM]),
-        )
+
+        def checkpoint(arm: str) -> CheckpointResult:
+            config = replay_config_for(ARMS[arm])
+            return build_checkpoint(
+                store, trace, trace_key=digest, trace_digest=digest, config=config
+            )
+
         prepared = prepare_checkpoint(
             store,
-            base,
+            checkpoint(LEDGER_ARM),
             arm=LEDGER_ARM,
             binding=binding,
             repeat=1,
@@ -245,45 +254,67 @@ def run_smoke(
                 code="ledger_smoke_failed",
                 location=trace.trace_id,
             )
-        cold = build_checkpoint(
-            store,
-            trace,
-            trace_key=digest,
-            trace_digest=digest,
-            config=replay_config_for(ARMS["cold-rebuild"]),
-        )
         _probe(store, prepared.key, LEDGER_ARM, tmp / "ledger.jsonl")
-        _probe(store, cold.key, "cold-rebuild", tmp / "cold.jsonl")
-        upkeep = _payloads(tmp / "upkeep.jsonl")
-        reader = _payloads(tmp / "ledger.jsonl")
-        control = _payloads(tmp / "cold.jsonl")
-    receipt = prepared.receipt
+        _probe(store, checkpoint("cold-rebuild").key, "cold-rebuild", tmp / "cold.jsonl")
+        return _Observed(
+            receipt=prepared.receipt,
+            upkeep=_payloads(tmp / "upkeep.jsonl"),
+            reader=_payloads(tmp / "ledger.jsonl"),
+            control=_payloads(tmp / "cold.jsonl"),
+        )
+
+
+def _checks(seen: _Observed, *, fail: bool) -> dict[str, bool]:
+    receipt = seen.receipt
     coverage = receipt.stages[-1].upkeep.coverage
     checks = {
         "preparation_valid": receipt.valid,
-        "three_extractions_no_repair": len(upkeep) == 3,
-        **_request_checks(reader, fail=fail_upkeep),
+        "three_extractions_no_repair": len(seen.upkeep) == 3,
+        **_request_checks(seen.reader, fail=fail),
     }
-    if fail_upkeep:
+    if fail:
         checks["every_extraction_refused"] = all(
             s.upkeep.outcome == "validation_or_publication" for s in receipt.stages
         )
         checks["content_free_gap"] = coverage is not None and coverage.gap == coverage.offered > 0
-    else:
-        checks["buried_id_in_the_upkeep_input"] = any(BURIED in m for r in upkeep for m in r)
-        checks["corrected_amount_in_the_upkeep_input"] = any(
-            CORRECTED in m for r in upkeep for m in r
-        )
-        checks["control_lacks_the_buried_id"] = bool(control) and not any(
-            BURIED in m for r in control for m in r
-        )
+        return checks
+    checks["buried_id_in_the_upkeep_input"] = any(BURIED in m for r in seen.upkeep for m in r)
+    checks["corrected_amount_in_the_upkeep_input"] = any(
+        CORRECTED in m for r in seen.upkeep for m in r
+    )
+    checks["control_lacks_the_buried_id"] = bool(seen.control) and not any(
+        BURIED in m for r in seen.control for m in r
+    )
+    return checks
+
+
+def run_smoke(
+    out_dir: Path, *, fail_upkeep: bool, script: Script = "salient"
+) -> tuple[SmokeReport, Path]:
+    """Run the mechanism proof in a fresh temporary store under ``<out>/ledger-smoke/``
+    (every stage and probe runs, whatever a store already holds; it is removed after);
+    write ``<out>/ledger-smoke/<mode>.json``. `script` is the scripted extractor's
+    answer (``excerpt`` never reaches the buried id: the checks then fail).
+
+    Raises:
+        ContinuityError: ``ledger_smoke_failed`` naming the checks that did not hold (the
+            report is written first).
+    """
+    faults: dict[int, Fault] = dict.fromkeys((1, 2, 3), "invalid_json") if fail_upkeep else {}
+    binding = msgspec.structs.replace(ledger_run(faults=faults).binding, script=script)
+    work = out_dir / "ledger-smoke"
+    work.mkdir(parents=True, exist_ok=True)
+    seen = _observe(work, binding)
+    checks = _checks(seen, fail=fail_upkeep)
+    receipt = seen.receipt
+    coverage = receipt.stages[-1].upkeep.coverage
     report = SmokeReport(
         mode="fail-upkeep" if fail_upkeep else "mechanism",
         passed=all(checks.values()),
         checks=checks,
         stage_outcomes=[s.upkeep.outcome for s in receipt.stages],
-        extraction_requests=len(upkeep),
-        reader_requests=len(reader),
+        extraction_requests=len(seen.upkeep),
+        reader_requests=len(seen.reader),
         committed_generation=receipt.final.number if receipt.final else -1,
         coverage_gap=coverage.gap if coverage else 0,
     )

@@ -154,3 +154,32 @@ def test_a_ledger_section_without_the_arm_is_refused() -> None:
     with pytest.raises(ContinuityError) as refused:
         _check(msgspec.structs.replace(plan, arms=["native"]))
     assert refused.value.code == "ledger_plan_invalid"
+
+
+def test_the_next_command_keeps_the_ledger_options() -> None:
+    from rules.plan import next_command
+
+    options = {
+        "arms": LEDGER_ARM,
+        "extraction_model": "openai-codex:gpt-6-mini",
+        "require_request_cap": True,
+    }
+    plan = plan_from_options(options)
+    words = next_command(options, plan, plan_digest(plan)).split()
+    flag = words.index("--require-request-cap")
+    following = words[flag + 1 : flag + 2]
+    assert following in ([], ["--extraction-model"]) or following[0].startswith("--")
+    assert words[words.index("--extraction-model") + 1] == "openai-codex:gpt-6-mini"
+
+
+def test_a_capture_without_the_ledger_arm_is_refused(tmp_path: object) -> None:
+    from continuity.runner.ledger_run import ledger_run_for
+    from tests.conftest import REPO
+
+    with pytest.raises(LedgerError) as refused:
+        ledger_run_for(build_plan(arms="native"), capture="/tmp/captures", checkout=REPO)
+    assert (refused.value.code, refused.value.location) == (
+        "capture_output_invalid",
+        "--capture-upkeep-output",
+    )
+    assert ledger_run_for(build_plan(arms="native"), capture=None, checkout=REPO) is None
