@@ -13,8 +13,8 @@ For one original trace and hard seed 101, in fresh stores, each timed run measur
    processes (A -> R -> A) with the scripted extractor, journal snapshots and integrity
    checks after every stage, and the prepared tree stored;
 3. a **unit** of the ledger arm on the prepared checkpoint (every probe in a fresh
-   process), against a unit of `continuity-pack-cold` on its own checkpoint (the arm the
-   ledger extends).
+   process), against a unit of `continuity-pack-cold` on its own checkpoint, replayed
+   before the timing starts (the arm the ledger extends).
 
 Figures are medians over the runs; the last lines print the ratios (preparation / replay,
 ledger unit / pack unit).
@@ -68,6 +68,13 @@ def _one(suite: str, seeds: list[int] | None, trace_id: str, work: Path) -> dict
     preparation = time.perf_counter() - started
     assert prepared.receipt.valid, prepared.receipt.integrity
     timings = {"replay": replay, "preparation": preparation}
+    build_checkpoint(  # the pack arm's own replay, built before its unit is timed
+        store,
+        trace,
+        trace_key=item.key,
+        trace_digest=item.digest,
+        config=replay_config_for(ARMS["continuity-pack-cold"]),
+    )
     for arm in (LEDGER_ARM, "continuity-pack-cold"):
         started = time.perf_counter()
         record, status = run_unit(store, trace, item, ARMS[arm])

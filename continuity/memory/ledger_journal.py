@@ -9,8 +9,6 @@ from typing import Literal
 import msgspec
 
 from continuity.digest import value_digest
-from continuity.memory.upkeep_selection import Span
-from continuity.memory.upkeep_sources import SourceDescriptor
 from continuity.messages import Usage
 
 __all__ = [
@@ -18,7 +16,6 @@ __all__ = [
     "OpKind",
     "OpState",
     "Operation",
-    "SourceScan",
     "operation_id",
 ]
 
@@ -63,15 +60,6 @@ class JournalSnapshot(msgspec.Struct, frozen=True, kw_only=True):
 
     def by_id(self) -> dict[str, Operation]:
         return {op.op_id: op for op in self.operations}
-
-
-class SourceScan(msgspec.Struct, frozen=True, kw_only=True):
-    """Every admitted source and its spans, and what admission refused (content-free
-    counts of the refusals)."""
-
-    descriptors: tuple[SourceDescriptor, ...]
-    spans: tuple[Span, ...]
-    oversized: int
 
 
 def operation_id(stage: int, tag: str, offer_digest: str, generation: str) -> str:

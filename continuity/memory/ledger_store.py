@@ -1,4 +1,5 @@
-"""The ledger's durable store: admitted sources, the upkeep journal, offers and
+"""The ledger's durable store: admitted sources (`continuity.memory.ledger_sources`),
+the upkeep journal, offers and
 published generations, in one SQLite file beside the retained store.
 
     <root>/continuity/ledger.sqlite3
@@ -33,9 +34,11 @@ nothing read back from disk is trusted without its checks.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -51,14 +54,11 @@ from continuity.memory.ledger_journal import (
     JournalSnapshot,
     Operation,
     OpKind,
-    SourceScan,
 )
-from continuity.memory.retained import RetainedStore
-from continuity.memory.upkeep_selection import Offer, Span, spans_of
-from continuity.memory.upkeep_sources import admit, decode_row, encode_descriptor
+from continuity.memory.upkeep_selection import Offer, Span
 from continuity.messages import Usage
 
-__all__ = ["LEDGER_STORE_SCHEMA", "LedgerStore"]
+__all__ = ["LEDGER_STORE_SCHEMA", "LedgerStore", "typed_errors"]
 
 LEDGER_STORE_SCHEMA = "continuity-ledger-store-v1"
 _SCHEMA = """
@@ -103,6 +103,35 @@ _usage_decoder = msgspec.json.Decoder(Usage)
 _ledger_decoder = msgspec.json.Decoder(Ledger)
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def typed_errors(method: _Method) -> _Method:
+    """SQLite's own errors as coded ones: a row that breaks a constraint (an operation
+    that exists already) is ``ledger_journal_invalid``; any other database error on a
+    store that opened (a damaged page, a locked or vanished file) fails closed as
+    ``ledger_store_corrupt``."""
+
+    @functools.wraps(method)
+    def call(store: LedgerStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(store, *args, **kwargs)
+        except sqlite3.IntegrityError as exc:
+            raise LedgerError(
+                f"the journal refused a row ({exc})",
+                code="ledger_journal_invalid",
+                location=str(store.path),
+            ) from None
+        except sqlite3.Error as exc:
+            raise LedgerError(
+                f"the ledger store failed ({exc})",
+                code="ledger_store_corrupt",
+                location=str(store.path),
+            ) from None
+
+    return call  # type: ignore[return-value]
+
+
 class LedgerStore:
     """The ledger database at `path`. `create` makes it for session `owner` (with
     generation 0); `open` reopens it, refusing another session's store.
@@ -130,7 +159,7 @@ class LedgerStore:
         store = cls(db, path)
         genesis = empty_generation()
         db.executescript(_SCHEMA)
-        with store._transaction():
+        with store.transaction():
             db.execute("INSERT INTO meta VALUES ('schema', ?)", (LEDGER_STORE_SCHEMA,))
             db.execute("INSERT INTO meta VALUES ('owner', ?)", (owner,))
             db.execute(
@@ -174,7 +203,7 @@ class LedgerStore:
         self.db.close()
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """One durable transaction: committed on success, rolled back on any failure."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
@@ -184,69 +213,9 @@ class LedgerStore:
             raise
         self.db.execute("COMMIT")
 
-    # -- sources ---------------------------------------------------------------------
-
-    def admit_sources(self, retained: RetainedStore) -> int:
-        """Admit every retained record not yet admitted as a bounded descriptor; return
-        how many admission refused as oversized (they are never offered)."""
-        admitted = {int(r[0]) for r in self.db.execute("SELECT ordinal FROM sources")}
-        refused = 0
-        rows = []
-        for row in retained.source_rows():
-            if row.seq in admitted:
-                continue
-            try:
-                descriptor = admit(
-                    ordinal=row.seq,
-                    kind="owner" if row.kind == "owner" else "tool",
-                    input_id=row.entry_ref,
-                    digest=row.digest,
-                    size=row.bytes,
-                    origin=row.source,
-                    tool_kind=row.tool_kind or None,
-                    attestation="host" if row.kind == "owner" else None,
-                )
-            except LedgerError as exc:
-                if exc.code != "ledger_source_oversized":
-                    raise
-                refused += 1
-                continue
-            rows.append((descriptor.ordinal, encode_descriptor(descriptor)))
-        if rows:
-            with self._transaction():
-                self.db.executemany("INSERT INTO sources VALUES (?, ?)", rows)
-        return refused
-
-    def scan(self, retained: RetainedStore, *, oversized: int = 0) -> SourceScan:
-        """Every admitted source with its spans, each row and its digest checked.
-
-        Raises:
-            LedgerError: ``ledger_source_corrupt`` for a row over the scan cap, one that
-                breaks its schema or bounds, or one whose digest no longer matches the
-                retained text (or whose record is gone).
-        """
-        texts = {row.seq: row for row in retained.source_rows()}
-        descriptors = []
-        spans: list[Span] = []
-        for ordinal, data in self.db.execute(
-            "SELECT ordinal, descriptor FROM sources ORDER BY ordinal"
-        ):
-            where = f"{self.path}:sources[{ordinal}]"
-            raw = data if isinstance(data, bytes) else str(data).encode("utf-8")
-            descriptor = decode_row(raw, location=where)
-            row = texts.get(descriptor.ordinal)
-            if descriptor.ordinal != ordinal or row is None or row.digest != descriptor.digest:
-                raise LedgerError(
-                    "a source row does not match its retained record",
-                    code="ledger_source_corrupt",
-                    location=where,
-                )
-            descriptors.append(descriptor)
-            spans.extend(spans_of(descriptor, row.text))
-        return SourceScan(descriptors=tuple(descriptors), spans=tuple(spans), oversized=oversized)
-
     # -- journal ---------------------------------------------------------------------
 
+    @typed_errors
     def operations(self) -> list[Operation]:
         counts = dict(
             self.db.execute("SELECT op_id, COUNT(*) FROM offers GROUP BY op_id").fetchall()
@@ -293,6 +262,7 @@ class LedgerStore:
             )
         return rows
 
+    @typed_errors
     def offered_slots(self) -> set[tuple[int, int]]:
         """Spans offered for good: those of dispatched, never-released operations."""
         return {
@@ -303,11 +273,12 @@ class LedgerStore:
             )
         }
 
+    @typed_errors
     def claim(self) -> tuple[OpKind, list[str]]:
         """Start a stage's operation: release every reserved row that was never
         dispatched (a stage that died before sending), and say whether the next
         reservation is the bootstrap. Returns the kind and the released op ids."""
-        with self._transaction():
+        with self.transaction():
             stale = [
                 str(r[0])
                 for r in self.db.execute("SELECT op_id FROM operations WHERE state = 'reserved'")
@@ -321,6 +292,7 @@ class LedgerStore:
         ).fetchone()[0]
         return ("bootstrap" if consumed == 0 else "incremental"), stale
 
+    @typed_errors
     def reserve(
         self,
         *,
@@ -334,7 +306,7 @@ class LedgerStore:
         generation_before: str,
     ) -> None:
         spans: Sequence[Span] = offer.spans if offer is not None else ()
-        with self._transaction():
+        with self.transaction():
             self.db.execute(
                 "INSERT INTO operations (op_id, stage, tag, kind, state, input_reservation, "
                 "output_reservation, offer_digest, generation_before) "
@@ -355,9 +327,10 @@ class LedgerStore:
                 [(op_id, s.ordinal, s.index, s.digest, s.bytes) for s in spans],
             )
 
+    @typed_errors
     def _move(self, op_id: str, source: str, target: str, **fields: object) -> None:
         assignments = ", ".join(f"{name} = ?" for name in fields)
-        with self._transaction():
+        with self.transaction():
             changed = self.db.execute(
                 f"UPDATE operations SET state = ?{', ' if fields else ''}{assignments} "
                 "WHERE op_id = ? AND state = ?",
@@ -378,6 +351,7 @@ class LedgerStore:
         """A proven non-invocation: the reserved row consumes nothing."""
         self._move(op_id, "reserved", "released", outcome=reason)
 
+    @typed_errors
     def settle(
         self,
         op_id: str,
@@ -390,7 +364,7 @@ class LedgerStore:
         reported), publishing `publish` as the next generation; return the head."""
         head = self.head()
         generation = next_generation(head, publish, op_id) if publish is not None else head
-        with self._transaction():
+        with self.transaction():
             if publish is not None:
                 self.db.execute(
                     "INSERT INTO generations VALUES (?, ?, ?, ?, ?)",
@@ -422,6 +396,7 @@ class LedgerStore:
 
     # -- generations ---------------------------------------------------------------------
 
+    @typed_errors
     def generations(self) -> list[Generation]:
         """Every published generation, checked: numbered from 0, each the child of the
         one before, its identity recomputed from its parent and entries.

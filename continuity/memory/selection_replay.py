@@ -27,6 +27,7 @@ import msgspec
 
 from continuity.memory.ledger_journal import operation_id
 from continuity.memory.ledger_prompt import fixed_tokens
+from continuity.memory.ledger_sources import admit_sources, scan_sources
 from continuity.memory.ledger_store import LedgerStore
 from continuity.memory.retained import RetainedStore
 from continuity.memory.upkeep_selection import (
@@ -157,8 +158,8 @@ def _pass(
 ) -> PassResult:
     kind, _ = store.claim()
     caps = chosen[stage - 1] if chosen[stage - 1].kind == kind else caps_for(kind)
-    oversized = store.admit_sources(retained)
-    scan = store.scan(retained, oversized=oversized)
+    oversized = admit_sources(store, retained)
+    scan = scan_sources(store, retained, oversized=oversized)
     head = store.head()
     offer = select_offer(scan.spans, store.offered_slots(), caps, fixed_tokens=fixed_tokens(head))
     tag = f"p{stage}"

@@ -40,6 +40,7 @@ from continuity.memory.ledger import (
 )
 from continuity.memory.ledger_journal import OpKind, operation_id
 from continuity.memory.ledger_prompt import extraction_request, fixed_tokens
+from continuity.memory.ledger_sources import admit_sources, scan_sources
 from continuity.memory.ledger_store import LedgerStore
 from continuity.memory.retained import RetainedStore
 from continuity.memory.upkeep_receipts import (
@@ -212,8 +213,8 @@ async def _operate(state: _Pass) -> str:
         return _released(state, "ledger_quota_budget")
     retained = RetainedStore(context.retained_path, readonly=True)
     try:
-        oversized = store.admit_sources(retained)
-        scan = store.scan(retained, oversized=oversized)
+        oversized = admit_sources(store, retained)
+        scan = scan_sources(store, retained, oversized=oversized)
     finally:
         retained.close()
     try:

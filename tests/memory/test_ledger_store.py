@@ -11,6 +11,7 @@ import pytest
 from continuity.errors import LedgerError
 from continuity.memory.ledger import Ledger, LedgerEntry, empty_generation
 from continuity.memory.ledger_journal import operation_id
+from continuity.memory.ledger_sources import admit_sources, scan_sources
 from continuity.memory.ledger_store import LedgerStore
 from continuity.memory.retained import RetainedStore
 from continuity.memory.upkeep_selection import BOOTSTRAP_CAPS, Offer, select_offer
@@ -34,8 +35,8 @@ def retained(tmp_path: Path) -> RetainedStore:
 
 
 def _offer(store: LedgerStore, retained: RetainedStore) -> Offer:
-    store.admit_sources(retained)
-    scan = store.scan(retained)
+    admit_sources(store, retained)
+    scan = scan_sources(store, retained)
     offer = select_offer(scan.spans, store.offered_slots(), BOOTSTRAP_CAPS, fixed_tokens=100)
     assert isinstance(offer, Offer)
     return offer
@@ -182,11 +183,11 @@ def test_a_corrupt_source_row_fails_the_scan_closed(
 ) -> None:
     path = tmp_path / "ledger.sqlite3"
     store = LedgerStore.create(path, owner="s1")
-    store.admit_sources(retained)
+    admit_sources(store, retained)
     with sqlite3.connect(path) as db:
         db.execute(statement)
     with pytest.raises(LedgerError) as refused:
-        store.scan(retained)
+        scan_sources(store, retained)
     assert refused.value.code == "ledger_source_corrupt"
 
 
@@ -194,11 +195,11 @@ def test_a_source_whose_retained_text_changed_fails_the_scan_closed(
     tmp_path: Path, retained: RetainedStore
 ) -> None:
     store = LedgerStore.create(tmp_path / "ledger.sqlite3", owner="s1")
-    store.admit_sources(retained)
+    admit_sources(store, retained)
     with retained.db:
         retained.db.execute("UPDATE records SET digest = ? WHERE seq = 2", ("cd" * 32,))
     with pytest.raises(LedgerError) as refused:
-        store.scan(retained)
+        scan_sources(store, retained)
     assert refused.value.code == "ledger_source_corrupt"
 
 
@@ -207,7 +208,7 @@ def test_an_oversized_source_is_refused_at_admission_and_never_offered(
 ) -> None:
     retained.retain_tool_result("big", tool="t" * 600, tool_kind="other", entry_ref="t99")
     store = LedgerStore.create(tmp_path / "ledger.sqlite3", owner="s1")
-    assert store.admit_sources(retained) == 1
-    scan = store.scan(retained, oversized=1)
+    assert admit_sources(store, retained) == 1
+    scan = scan_sources(store, retained, oversized=1)
     assert 13 not in {d.ordinal for d in scan.descriptors}
     assert scan.oversized == 1
