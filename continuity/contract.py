@@ -103,6 +103,7 @@ def run_offline_contract(
     units = _run_units(store, run_dir)
     check_units(units)
     check_ledger_units(units)
+    ledger_samples = _ledger_samples(store, out)
     write_run_manifest(
         run_dir,
         build_plan(arms=CONTRACT_ARMS, judge=CONTRACT_JUDGE),  # what every suite ran
@@ -122,7 +123,10 @@ def run_offline_contract(
             for r in results.values()
         ),
         checks=_checks(
-            units, checkpoints, f"{aggregated.units} units aggregated into {paths['report']}"
+            units,
+            checkpoints,
+            f"{aggregated.units} units aggregated into {paths['report']}",
+            ledger_samples,
         ),
         passed=True,
         report=str(paths["report"]),
@@ -263,7 +267,36 @@ def check_ledger_units(units: Sequence[UnitRecord]) -> None:
         )
 
 
-def _checks(units: Sequence[UnitRecord], checkpoints: int, aggregate: str) -> dict[str, str]:
+def _ledger_samples(store: Store, out: Path) -> int:
+    """``doit checkpoints --arms continuity-ledger-cold`` on the contract's traces: one
+    sample per trace, forking the preparation the units made (repeat 1); all valid.
+
+    Raises:
+        ContinuityError: ``arm_contract_failed`` naming the first sample that is not.
+    """
+    from continuity.runner.samples import build_arm_samples
+
+    count = 0
+    for suite, traces in CONTRACT_CHECKPOINTS:
+        with progress(f"ledger samples {suite}") as tick:
+            records, _, _ = build_arm_samples(
+                store, suite, arms=LEDGER_ARM, traces=traces, out_dir=out, progress=tick
+            )
+        bad = [r for r in records if r.classification.status != "valid"]
+        if bad:
+            raise ContinuityError(
+                f"the ledger arm's sample is {bad[0].classification.status}: "
+                f"{bad[0].classification.reasons[:2]}",
+                code="arm_contract_failed",
+                location=bad[0].trace_id,
+            )
+        count += len(records)
+    return count
+
+
+def _checks(
+    units: Sequence[UnitRecord], checkpoints: int, aggregate: str, ledger_samples: int = 0
+) -> dict[str, str]:
     """The contract's checks, each a sentence saying what passed (in report order)."""
     samples = sum(len(u.probes) for u in units)
     return {
@@ -279,7 +312,8 @@ def _checks(units: Sequence[UnitRecord], checkpoints: int, aggregate: str) -> di
             "prepared by three upkeep stages in three fresh processes answering A -> R -> A "
             "(extractor R), the second an empty, analysis-only delta; every reader request "
             "carried the committed ledger exactly once and no probe ran upkeep; the controls "
-            "bought none"
+            f"bought none; {ledger_samples} doit checkpoints --arms continuity-ledger-cold "
+            "samples valid"
         ),
         "aggregate": aggregate,
         "judge": (

@@ -49,9 +49,41 @@ class UnitsOptions(PlanOptions, total=False):
     lookup_role: str
     registration_digest: str
     capture_upkeep_output: str
+    aggregate_only: bool
+
+
+def _aggregate_only(options: UnitsOptions) -> str:
+    """``--aggregate-only``: check the plan as a run would (the ledger section too),
+    then aggregate the units already in the run; never execute a unit, a preparation
+    or a model call."""
+    from pathlib import Path
+
+    from continuity.plan.guards import default_checkout
+    from continuity.plan.plan import plan_from_options
+    from continuity.plan.pricing import default_catalog_path
+    from continuity.report.freshness import aggregate_stamped
+    from continuity.runner.ledger_run import ledger_run_for
+
+    plan = plan_from_options(options)
+    ledger_run_for(plan, capture=None, checkout=default_checkout())
+    chosen = Selection(options)
+    if options.get("real"):
+        out = options.get("out") or ""
+        run_dir = Path(out).absolute() if out else chosen.out
+    else:
+        run_dir = chosen.out / "runs" / options["run"]
+    pricing = options.get("pricing")
+    catalog = Path(pricing) if pricing else default_catalog_path()
+    results, paths, read = aggregate_stamped(chosen.store, run_dir, catalog)
+    return (
+        f"units: --aggregate-only ran nothing; {results.units} units aggregated "
+        f"({read} read); report at {paths['report']}"
+    )
 
 
 def _units(**options: Unpack[UnitsOptions]) -> str:
+    if options.get("aggregate_only"):
+        return _aggregate_only(options)
     if options.get("real"):
         return _real_units(options)
     if (options.get("provider") or "scripted") != "scripted":
@@ -377,6 +409,13 @@ def task_units() -> TaskSpec:
                 str,
                 "",
                 "with --lookup-role: the registration's canonical digest, bound into the receipt",
+            ),
+            param(
+                "aggregate_only",
+                bool,
+                False,
+                "aggregate the units already in the run and execute nothing (no unit, "
+                "preparation or model call; real mode: the --out directory)",
             ),
             param(
                 "capture_upkeep_output",

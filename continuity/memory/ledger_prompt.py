@@ -35,6 +35,27 @@ __all__ = [
 ]
 
 EMPTY_DELTA = '{"schema": "' + DELTA_SCHEMA + '", "entries": []}'
+# What each status means, in generic words (the prompt names every status with its
+# meaning, never as a bare list).
+_GLOSSES = {
+    "SENT": "it has gone to its recipient",
+    "DRAFTED": "written and waiting",
+    "SCHEDULED": "set for a later time",
+    "CANCELLED": "called off",
+    "DECLINED": "refused by one side",
+    "OPEN": "promised, nothing done yet",
+    "DRAFT": "still being worked on",
+    "FINAL": "settled, kept by its author",
+    "SHARED": "given to others",
+    "ARCHIVED": "put away",
+    "SUPERSEDED": "replaced by a newer version",
+}
+
+
+def _glossed(statuses: Sequence[str]) -> str:
+    return ", ".join(f"{status} ({_GLOSSES[status]})" for status in statuses)
+
+
 EXTRACTION_SYSTEM = (
     "You keep a continuity ledger for a long conversation between an owner and an "
     "assistant, so that a later model can carry on without the transcript. Read the "
@@ -45,11 +66,11 @@ EXTRACTION_SYSTEM = (
     'to do, with its status; "artifact" is a document or file, with its status; '
     '"next_action" is what the owner means to do next, with any deadline; '
     '"key_identifier" is a reference, code or number needed later, copied exactly. '
-    '"text" is one line of at most 512 bytes. "status" is one of '
-    + ", ".join(COMMITMENT_STATUSES)
-    + " for a commitment, one of "
-    + ", ".join(ARTIFACT_STATUSES)
-    + ' for an artifact, and null otherwise. "cites" lists the numbers of the records '
+    '"text" is one line of at most 512 bytes. "status", for a commitment: '
+    + _glossed(COMMITMENT_STATUSES)
+    + "; for an artifact: "
+    + _glossed(ARTIFACT_STATUSES)
+    + '; null otherwise. "cites" lists the numbers of the records '
     "an entry comes from (c12 is 12), only records shown in this request. To change an "
     'existing entry, give its "id" with the new text or status. State only what the '
     "records state; when a later record corrects an earlier one, keep the later value. "

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -153,20 +154,29 @@ class LedgerStore:
             raise LedgerError(
                 "a ledger store exists already", code="ledger_store_corrupt", location=str(path)
             )
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=DELETE")
-        db.execute("PRAGMA synchronous=FULL")
-        store = cls(db, path)
-        genesis = empty_generation()
-        db.executescript(_SCHEMA)
-        with store.transaction():
+        # Made whole beside its path, then renamed into place: a crash leaves no
+        # half-made store (the partial file is replaced by the next attempt).
+        partial = path.with_name(path.name + ".creating")
+        partial.unlink(missing_ok=True)
+        db = sqlite3.connect(partial, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=DELETE")
+            db.executescript(_SCHEMA)
+            genesis = empty_generation()
+            db.execute("BEGIN IMMEDIATE")
             db.execute("INSERT INTO meta VALUES ('schema', ?)", (LEDGER_STORE_SCHEMA,))
             db.execute("INSERT INTO meta VALUES ('owner', ?)", (owner,))
             db.execute(
                 "INSERT INTO generations VALUES (0, ?, NULL, NULL, ?)",
                 (genesis.id, msgspec.json.encode(genesis.ledger)),
             )
-        return store
+            db.execute("COMMIT")
+        finally:
+            db.close()
+        with open(partial, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(partial, path)
+        return cls.open(path, owner=owner)
 
     @classmethod
     def open(cls, path: Path, *, owner: str | None, readonly: bool = False) -> LedgerStore:

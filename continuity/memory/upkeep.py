@@ -113,6 +113,7 @@ class _Pass:
     overrun: tuple[bool, bool] = (False, False)
     released: list[str] = field(default_factory=list)
     coverage: CoverageReceipt | None = None
+    capture_error: str | None = None
 
     def receipt(self, outcome: str) -> UpkeepReceipt:
         caps = caps_for(self.kind) if self.kind is not None else None
@@ -138,6 +139,7 @@ class _Pass:
             generation_after=generation_ref(self.after or self.before) if self.before else None,
             released=self.released,
             calls=self.context.calls(),
+            capture_error=self.capture_error,
         )
 
 
@@ -321,31 +323,41 @@ async def _dispatch(state: _Pass, offer: Offer) -> str:
     )  # fmt: skip
     store.dispatch(state.op_id)
     state.state = "dispatched"
-    completion: str | None = None
     try:
         done = await _complete_capped(context.extractor, request, caps.output_tokens)
     except (ProviderError, ScriptExhausted) as error:
-        outcome = _provider_reason(error)
         if context.observe is not None:  # unknown: charged its whole input reservation
             context.observe(Usage(input=caps.input_tokens))
-        return _settle(state, outcome, None, None)
+        return _settle(state, _provider_reason(error), None, None)
+    if done is None:  # the stream disagreed with its completed message: never trusted
+        return _settle(state, "provider_output", None, None)
     completion = done.message.text
-    state.usage = done.usage
-    input_over = done.usage.total_input > caps.input_tokens
-    output_over = done.usage.output > caps.output_tokens
-    state.overrun = (input_over, output_over)
+    if done.usage_reported:
+        state.usage = done.usage
+        state.overrun = (
+            done.usage.total_input > caps.input_tokens,
+            done.usage.output > caps.output_tokens,
+        )
+    elif context.observe is not None:
+        # Unknown usage: charged its whole input reservation, never the part reported
+        # on top of it (the call cache already observed that part: the larger wins).
+        context.observe(Usage(input=max(0, caps.input_tokens - done.usage.total_input)))
+    return _settle(state, *_outcome(state, completion, offer))
+
+
+def _outcome(state: _Pass, completion: str, offer: Offer) -> tuple[str, str, Ledger | None]:
+    """A completed extraction's outcome, its completion and the ledger it publishes."""
+    input_over, output_over = state.overrun
     if output_over:
-        outcome = "output_overrun"
-    elif input_over:
-        outcome = "input_overrun"
-    elif not completion.strip():
-        outcome = "empty_output"
-    elif len(completion.encode("utf-8")) > LIMITS.payload_bytes:
-        outcome = "ledger_payload_budget"
-    else:
-        outcome, merged = _validate(state, completion, offer)
-        return _settle(state, outcome, completion, merged)
-    return _settle(state, outcome, completion, None)
+        return "output_overrun", completion, None
+    if input_over:
+        return "input_overrun", completion, None
+    if not completion.strip():
+        return "empty_output", completion, None
+    if len(completion.encode("utf-8")) > LIMITS.payload_bytes:
+        return "ledger_payload_budget", completion, None
+    outcome, merged = _validate(state, completion, offer)
+    return outcome, completion, merged
 
 
 # Streamed output past the cap (four characters a token, with this much slack) is
@@ -353,14 +365,14 @@ async def _dispatch(state: _Pass, offer: Offer) -> str:
 _ABORT_SLACK_CHARS = 1_024
 
 
-async def _complete_capped(provider: Provider, request: ModelRequest, cap: int) -> Completed:
+async def _complete_capped(provider: Provider, request: ModelRequest, cap: int) -> Completed | None:
     """The extractor's completed message, its stream aborted once its text runs past
-    the output cap.
+    the output cap; None for a stream whose deltas disagree with its completed message
+    (or that ended without one).
 
     Raises:
         ProviderError: what the provider raised; ``provider_output_aborted`` for an
-            aborted stream; ``provider_stream_invalid`` for a stream that ends without
-            a completed message or whose deltas disagree with it.
+            aborted stream.
     """
     text: list[str] = []
     calls = []
@@ -385,11 +397,7 @@ async def _complete_capped(provider: Provider, request: ModelRequest, cap: int) 
         or "".join(text) != done.message.text
         or tuple(calls) != done.message.tool_calls
     ):
-        raise ProviderError(
-            "the extraction stream ended without a matching completed message",
-            code="provider_stream_invalid",
-            location=provider.name,
-        )
+        return None
     return done
 
 
@@ -420,13 +428,15 @@ def _settle(state: _Pass, outcome: str, completion: str | None, merged: Ledger |
     state.after = store.settle(state.op_id, outcome=outcome, usage=state.usage, publish=merged)
     state.state = "settled"
     if context.capture is not None:
-        context.capture(
-            Capture(
-                stage=context.stage,
-                outcome=outcome,
-                completion=completion,
-                validation=state.validation,
-                ledger=state.after.ledger if outcome in OK_OUTCOMES else None,
-            )
+        capture = Capture(
+            stage=context.stage,
+            outcome=outcome,
+            completion=completion,
+            validation=state.validation,
+            ledger=state.after.ledger if outcome in OK_OUTCOMES else None,
         )
+        try:
+            context.capture(capture)
+        except LedgerError as exc:  # a diagnostic that failed never changes the outcome
+            state.capture_error = exc.code
     return outcome

@@ -172,6 +172,9 @@ class UpkeepReceipt(msgspec.Struct, frozen=True, kw_only=True):
     generation_after: GenerationRef | None = None
     released: list[str] = msgspec.field(default_factory=list)
     calls: list[CallReceipt] = msgspec.field(default_factory=list)
+    # --capture-upkeep-output: the code of a capture that could not be written (the
+    # outcome is the extraction's, whatever happened to its diagnostic copy).
+    capture_error: str | None = None
 
     @property
     def dispatched(self) -> bool:

@@ -63,8 +63,15 @@ def capture_folder(directory: str, *, checkout: Path) -> Path:
             location=directory,
         )
     folder = resolved / "upkeep-output"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    folder.chmod(0o700)
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.chmod(0o700)
+    except OSError as exc:
+        raise LedgerError(
+            f"cannot make the capture folder ({exc.strerror})",
+            code="capture_output_invalid",
+            location=str(folder),
+        ) from None
     return folder
 
 
@@ -96,7 +103,8 @@ def write_capture(path: Path, capture: Capture) -> None:
     """Write one capture, owner-only and exclusively (an existing file is refused).
 
     Raises:
-        LedgerError: ``capture_output_exists``.
+        LedgerError: ``capture_output_exists``; ``capture_output_invalid`` when the file
+            cannot be written.
     """
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -104,5 +112,18 @@ def write_capture(path: Path, capture: Capture) -> None:
         raise LedgerError(
             "a capture file exists already", code="capture_output_exists", location=str(path)
         ) from None
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(msgspec.json.format(msgspec.json.encode(capture)) + b"\n")
+    except OSError as exc:
+        raise LedgerError(
+            f"cannot write the capture ({exc.strerror})",
+            code="capture_output_invalid",
+            location=str(path),
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(msgspec.json.format(msgspec.json.encode(capture)) + b"\n")
+    except OSError as exc:
+        raise LedgerError(
+            f"cannot write the capture ({exc.strerror})",
+            code="capture_output_invalid",
+            location=str(path),
+        ) from None

@@ -260,7 +260,11 @@ def _stages(
 ) -> None:
     """Every stage in order, each checked against the snapshot the last one left; the
     first integrity problem stops the rest."""
-    previous = _snapshot(root)
+    try:
+        previous = _snapshot(root)
+    except LedgerError as exc:
+        run.problems.append(f"p1:{exc.code}")
+        return
     model = first_model
     for request in requests:
         try:
@@ -344,7 +348,10 @@ def prepare_checkpoint(
             receipt = _receipt(base, repeat, binding, run, root)
             if real is not None and _refused(receipt):
                 # Real mode: a stop rule refused a stage's dispatch. Nothing is stored,
-                # so the next run retries it (the paid calls come from the call cache).
+                # so the next run retries it (the paid calls come from the call cache)
+                # and writes its captures again: this attempt's are removed.
+                for path in captures or ():
+                    path.unlink(missing_ok=True)
                 return Prepared(key, None, receipt, "incomplete")
             tree = store.put_dir(root) if receipt.valid else None
         finally:

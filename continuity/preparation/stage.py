@@ -108,7 +108,11 @@ def _extractor(request: StageRequest) -> _Extractor:
         ledger=ledger,
         explain_log=real.explain_log,
         probe=f"upkeep:{request.tag}",  # each stage's extraction is its own call
-        gate=True,  # outside a live turn: made only while the invocation admits work
+        # Outside a live turn: upkeep asks the invocation's admission before it marks the
+        # row dispatched (`admission`), never after (a refusal then would be a phantom
+        # call); a stop rule that fires in between still lets this one call through, as
+        # an admitted turn may finish.
+        gate=False,
     )
     return _Extractor(
         cached,

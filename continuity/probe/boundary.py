@@ -90,7 +90,8 @@ def probe_setup(
     """The probe's setup; in lookup mode it installs the bound soul in the workspace."""
     arm = ARMS[request.arm]
     lookup = request.lookup
-    config = arm_config(arm, models_patch(lookup.models if lookup is not None else None))
+    models = lookup.models if lookup is not None else request.models
+    config = arm_config(arm, models_patch(models))
     now = clock or time.monotonic
     started = now()
     system, soul_sha256 = SYSTEM_PROMPT, ""

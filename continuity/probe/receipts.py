@@ -38,6 +38,8 @@ class ProbeRequest(msgspec.Struct, frozen=True, kw_only=True):
     real: RealBinding | None = None
     # Lookup mode (lookup-allowed-v1); None for recall-only.
     lookup: LookupBinding | None = None
+    # (reader, alternate) replacing the configured pair (the ledger arm's plan models).
+    models: tuple[str, str] | None = None
 
 
 class HistoryCall(msgspec.Struct, frozen=True):

@@ -76,6 +76,9 @@ class UnitRequest(msgspec.Struct, frozen=True, kw_only=True):
     real: RealBinding | None = None
     # The parent-enforced child watchdog (lookup: 720 s); None waits without a limit.
     watchdog_seconds: float | None = None
+    # (reader, alternate) replacing the configured pair (the ledger arm's plan); None:
+    # the configured pair.
+    models: tuple[str, str] | None = None
 
 
 class ProbeOutcome(msgspec.Struct, frozen=True):
@@ -212,6 +215,7 @@ def probe_request(request: UnitRequest, spec: ProbeSpec, witness_path: Path) -> 
         needles=spec.needles,
         real=request.real,
         lookup=lookup,
+        models=request.models,
     )
 
 

@@ -191,4 +191,5 @@ class AnthropicProvider(HttpProvider):
             stop_reason="tool_use" if stop == "tool_use" or tool_calls else "stop",
             provider=self.name,
             model=model,
+            usage_reported="input_tokens" in usage_raw and "output_tokens" in usage_raw,
         )

@@ -105,6 +105,7 @@ class OpenAIChatProvider(HttpProvider):
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         usage = Usage()
+        reported = False
         model = self.spec.model
         finish = None
         ended = False
@@ -118,6 +119,7 @@ class OpenAIChatProvider(HttpProvider):
             model = chunk.get("model") or model
             if chunk.get("usage"):
                 raw = chunk["usage"]
+                reported = "prompt_tokens" in raw and "completion_tokens" in raw
                 details = raw.get("prompt_tokens_details") or {}
                 usage = openai_usage(
                     int(raw.get("prompt_tokens") or 0),
@@ -156,6 +158,7 @@ class OpenAIChatProvider(HttpProvider):
             stop_reason="tool_use" if tool_calls else "stop",
             provider=self.name,
             model=model,
+            usage_reported=reported,
         )
 
 
@@ -266,4 +269,5 @@ class OpenAIResponsesProvider(HttpProvider):
             stop_reason="tool_use" if tool_calls else "stop",
             provider=self.name,
             model=str(final.get("model") or self.spec.model),
+            usage_reported="input_tokens" in raw and "output_tokens" in raw,
         )

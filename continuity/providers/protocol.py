@@ -29,6 +29,9 @@ class Completed(msgspec.Struct, frozen=True):
     stop_reason: Literal["stop", "tool_use"]
     provider: str
     model: str
+    # False when the endpoint reported no input or no output count (`usage` then holds
+    # whatever part it did report, zeros for the rest): such a call's usage is unknown.
+    usage_reported: bool = True
 
 
 ProviderEvent = TextDelta | ToolCallEvent | Completed

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from continuity.arms import ARMS as _ARMS
-from continuity.arms import LEDGER_ARM, arm_config
+from continuity.arms import LEDGER_ARM, arm_config, models_patch
 from continuity.harness.keys import real_summarizer_params
 from continuity.preparation.extractor import enforcement_class
 from continuity.preparation.prepare import Prepared, preparation_key, prepare_checkpoint
@@ -40,6 +40,9 @@ class LedgerRun(msgspec.Struct, frozen=True, kw_only=True):
 
     binding: LedgerBinding
     enforcement: str
+    # (reader, alternate): the plan's R and A (the history replays on R, the stages
+    # answer A -> R -> A, the probes switch back to R); None: the arm's configured pair.
+    models: tuple[str, str] | None = None
     extractor: EndpointSpec | None = None  # real mode
     context_window: int | None = None  # real mode: the extractor's, from the catalog
     capture: str | None = None  # the checked DIR/upkeep-output folder
@@ -57,6 +60,7 @@ class LedgerRun(msgspec.Struct, frozen=True, kw_only=True):
 
 def ledger_run(
     *,
+    models: tuple[str, str] | None = None,
     extraction_model: str | None = None,
     require_request_cap: bool = False,
     faults: dict[int, Fault] | None = None,
@@ -65,13 +69,14 @@ def ledger_run(
     capture: str | None = None,
     timeout: float = 900.0,
 ) -> LedgerRun:
-    """The run's ledger binding: the arm's configured models answer A -> R -> A (the
-    alternate, then the reader, then the alternate), and the extractor is the reader
-    unless `extraction_model` names another (never an automatic cheaper model)."""
-    models = arm_config(_ARMS[LEDGER_ARM]).models
+    """The run's ledger binding: `models` (reader R, alternate A; default: the arm's
+    configured pair) answer A -> R -> A, and the extractor is R unless
+    `extraction_model` names another (never an automatic cheaper model)."""
+    configured = arm_config(_ARMS[LEDGER_ARM], models_patch(models)).models
+    reader, alternate = configured.reader, configured.alternate
     binding = LedgerBinding(
-        sequence=(models.alternate, models.reader, models.alternate),
-        extractor=extraction_model or models.reader,
+        sequence=(alternate, reader, alternate),
+        extractor=extraction_model or reader,
         require_request_cap=require_request_cap,
         faults=dict(faults or {}),
     )
@@ -83,6 +88,7 @@ def ledger_run(
     return LedgerRun(
         binding=binding,
         enforcement=enforcement,
+        models=models,
         extractor=extractor,
         context_window=context_window,
         capture=capture,
@@ -123,6 +129,7 @@ def ledger_run_for(
         return None
     folder = capture_folder(capture, checkout=checkout) if capture else None
     return ledger_run(
+        models=(plan.reader, plan.alternate),
         extraction_model=plan.ledger.extraction_model,
         require_request_cap=plan.ledger.require_request_cap,
         extractor=extractor,

@@ -49,11 +49,12 @@ if TYPE_CHECKING:
 __all__ = ["run_unit"]
 
 
-def _replay_config(arm: Arm, lookup: LookupRun | None) -> ReplayConfig:
-    """The arm's checkpoint configuration (lookup mode: with the lookup reader models)."""
+def _replay_config(arm: Arm, lookup: LookupRun | None, ledger: LedgerRun | None) -> ReplayConfig:
+    """The arm's checkpoint configuration (lookup mode: with the lookup reader models;
+    the ledger arm: with its plan's reader and alternate, R and A)."""
     if lookup is not None:
         return replay_config_for(arm, "lookup-allowed-v1", lookup.models())
-    return replay_config_for(arm)
+    return replay_config_for(arm, models=ledger.models if ledger is not None else None)
 
 
 def _key_binding(
@@ -167,9 +168,11 @@ def _run_probes(
     real_binding: RealBinding | None,
     lookup: LookupRun | None,
     zygotes: ZygotePool | None,
+    models: tuple[str, str] | None = None,
 ) -> list[ProbeOutcome]:
     """Run the unit's probes in its worker, holding the checkpoint's lock (no other fork
-    while the unit runs)."""
+    while the unit runs). `models` (the ledger arm) are the reader and alternate its
+    probes bind."""
     from continuity.harness.checkpoints import checkpoint_lock
     from continuity.harness.template import remove_template
 
@@ -181,6 +184,7 @@ def _run_probes(
         dump_requests=dump_requests,
         real=real_binding,
         lookup=lookup,
+        models=models,
     )
     with checkpoint_lock(store, checkpoint.lock_key):
         try:
@@ -264,14 +268,14 @@ def run_unit(
     key its unit key binds and whose receipt its record keeps."""
     from continuity.harness.keys import checkpoint_key
 
-    config = _replay_config(arm, lookup)
+    # Only the ledger arm keeps a ledger: the controls in the same run buy no upkeep.
+    ledger = (ledger or ledger_run()) if arm.ledger else None
+    config = _replay_config(arm, lookup, ledger)
     probes = limited(trace, probe_limit)
     binding = _key_binding(real, lookup, judge)
     real_binding = real_binding_for(real, store, repeat)
     mid_real = real_binding if config.mid_trace_compaction else None
     base_key = checkpoint_key(item.key, config, mid_real)
-    # Only the ledger arm keeps a ledger: the controls in the same run buy no upkeep.
-    ledger = (ledger or ledger_run()) if arm.ledger else None
     planned_checkpoint = prepared_key(base_key, ledger, repeat) if ledger else base_key
     ids = [p.probe_id for p in probes]
     key = unit_key(repeat, item.key, arm, planned_checkpoint, ids, binding, PROBE_PROTOCOL)
@@ -302,6 +306,7 @@ def run_unit(
         real_binding=real_binding,
         lookup=lookup,
         zygotes=zygotes,
+        models=ledger.models if ledger is not None else None,
     )
     grader = unit_judge(store, real, judge, repeat)
     return _finish(store, frame, checkpoint, outcomes, grader, real, upkeep)

@@ -59,8 +59,10 @@ def worker_request(
     dump_requests: Path | None,
     real: RealBinding | None,
     lookup: LookupRun | None,
+    models: tuple[str, str] | None = None,
 ) -> UnitRequest:
-    """The worker's request: run `specs` on fresh copies of the checkpoint's snapshot."""
+    """The worker's request: run `specs` on fresh copies of the checkpoint's snapshot;
+    `models` (reader, alternate) replace the configured pair (the ledger arm's plan)."""
     from continuity.probe.worker import UnitRequest
 
     return UnitRequest(
@@ -72,6 +74,7 @@ def worker_request(
         dump_requests=str(dump_requests) if dump_requests else None,
         real=real,
         watchdog_seconds=lookup.watchdog_seconds if lookup is not None else None,
+        models=models,
     )
 
 

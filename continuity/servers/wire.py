@@ -89,6 +89,34 @@ class Faults(msgspec.Struct, kw_only=True):
     quota_from: int | None = None  # calls from this number on get 429 insufficient_quota
     hang_from: int | None = None  # calls from this number on never answer
     truncate_from: int | None = None  # calls from this number on stop mid-stream
+    # calls from this number on report their input count but no output count
+    partial_usage_from: int | None = None
+
+
+_OUTPUT_COUNTS = ("completion_tokens", "output_tokens")
+
+
+def _without_output_counts(events: Events) -> Events:
+    """`events` with every usage object's output count removed (a server that reports
+    only part of its usage)."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: strip(v)
+                for k, v in value.items()
+                if not (k in _OUTPUT_COUNTS and isinstance(v, int))
+            }
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    stripped: Events = []
+    for name, data in events:
+        if '"usage"' in data:
+            data = json.dumps(strip(json.loads(data)))
+        stripped.append((name, data))
+    return stripped
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
@@ -218,6 +246,9 @@ class WireServer:
         events = self._events(path, body, raw, cached)
         if truncated:
             events = events[: len(events) // 2]
+        partial = self.faults.partial_usage_from
+        if partial is not None and number >= partial:
+            events = _without_output_counts(events)
         await _stream(send, events)
 
     def _record(self, path: str, body: dict[str, Any], raw: bytes) -> tuple[int, int]:

@@ -69,15 +69,45 @@ def _phrases(paths: list[Path]) -> dict[tuple[str, str, str], str]:
     return found
 
 
+def _sent() -> dict[tuple[str, str, str], str]:
+    """The extraction text as it is actually assembled and sent: the whole system
+    prompt, a request's framing around a span, and a rendered ledger (so phrases that
+    span concatenated pieces are scanned too)."""
+    from continuity.memory.ledger import Ledger, LedgerEntry, empty_generation, next_generation
+    from continuity.memory.ledger import render as render_ledger
+    from continuity.memory.ledger_prompt import EXTRACTION_SYSTEM, extraction_request
+    from continuity.memory.upkeep_selection import Span
+
+    entry = LedgerEntry(id="e1", kind="commitment", text="x", status="SENT", cites=(1,))
+    generation = next_generation(empty_generation(), Ledger(entries=(entry,)), "op")
+    span = Span(ordinal=1, index=0, kind="tool", text="", bytes=0, digest="", short_owner=False)
+    request = extraction_request(generation, [span], session_id="s", provider="p", model="m")
+    texts = [EXTRACTION_SYSTEM, render_ledger(generation)]
+    texts += [getattr(m, "text", "") for m in request.messages]
+    return {gram: "sent: " + text[:60] for text in texts for gram in _trigrams(text)}
+
+
+def _shared(
+    generator: dict[tuple[str, str, str], str], extraction: dict[tuple[str, str, str], str]
+) -> list[tuple[str, str, str]]:
+    return sorted(set(generator) & set(extraction))
+
+
 def test_the_extraction_prompt_shares_no_phrase_with_the_generator() -> None:
     generator = _phrases(GENERATOR)
-    extraction = _phrases(EXTRACTION)
+    extraction = {**_phrases(EXTRACTION), **_sent()}
     assert len(generator) > 500 and len(extraction) > 50  # the scan reads real text
-    shared = sorted(set(generator) & set(extraction))
+    shared = _shared(generator, extraction)
     assert shared == [], [(gram, generator[gram], extraction[gram]) for gram in shared[:5]]
 
 
-def test_the_check_catches_a_copied_phrase() -> None:
+def test_the_check_catches_a_planted_phrase() -> None:
+    """A prompt that copied a generator phrase (with other stopwords around it) is
+    caught, wherever in the prompt it sits."""
+    from continuity.memory.ledger_prompt import EXTRACTION_SYSTEM
+
     generator = _phrases(GENERATOR)
-    copied = next(iter(sorted(generator)))
-    assert copied in _trigrams(" the ".join(copied))  # a stopword between words is stripped
+    copied = sorted(generator)[len(generator) // 2]
+    planted = EXTRACTION_SYSTEM + " and the " + " of the ".join(copied) + "."
+    found = {gram: "planted" for gram in _trigrams(planted)}
+    assert copied in _shared(generator, found)

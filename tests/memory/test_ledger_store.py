@@ -212,3 +212,20 @@ def test_an_oversized_source_is_refused_at_admission_and_never_offered(
     scan = scan_sources(store, retained, oversized=1)
     assert 13 not in {d.ordinal for d in scan.descriptors}
     assert scan.oversized == 1
+
+
+def test_a_store_is_made_whole_or_not_at_all(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    (tmp_path / "ledger.sqlite3.creating").write_bytes(b"left by a killed attempt")
+    store = LedgerStore.create(path, owner="s1")
+    assert store.head() == empty_generation()
+    store.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.sqlite3"]
+
+
+def test_a_refused_row_is_coded_not_a_traceback(tmp_path: Path) -> None:
+    store = LedgerStore.create(tmp_path / "ledger.sqlite3", owner="s1")
+    _reserve(store, None, 1)
+    with pytest.raises(LedgerError) as refused:
+        _reserve(store, None, 1)  # the same operation id again
+    assert refused.value.code == "ledger_journal_invalid"

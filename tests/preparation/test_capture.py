@@ -11,7 +11,6 @@ import pytest
 
 from continuity.errors import LedgerError
 from continuity.memory.ledger import Ledger
-from continuity.memory.ledger_prompt import EXTRACTION_SYSTEM
 from continuity.memory.upkeep_receipts import Capture
 from continuity.preparation.capture import capture_folder, capture_paths, write_capture
 from tests.conftest import REPO
@@ -71,9 +70,3 @@ def test_only_fictional_traces_are_captured(tmp_path: Path) -> None:
     with pytest.raises(LedgerError) as refused:
         capture_paths(tmp_path, repeat=1, trace_id="real-mail", fictional=False)
     assert refused.value.code == "capture_output_invalid"
-
-
-def test_a_capture_never_holds_the_prompt() -> None:
-    fields = set(Capture.__struct_fields__)
-    assert fields == {"schema", "stage", "outcome", "completion", "validation", "ledger"}
-    assert EXTRACTION_SYSTEM  # the prompt exists, and no capture field could hold it

@@ -122,6 +122,39 @@ def test_an_interrupted_extraction_is_a_degradation_charged_conservatively(
     assert upkeep.conservative_input_tokens == 2 * 64_000  # incremental reservations
 
 
+def test_an_extraction_whose_usage_is_partly_reported_is_charged_its_whole_reservation(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    """The server reports the input count but no output count: the call's usage is
+    unknown, so it is charged its whole reservation, with nothing partial on top, and
+    admission observes the reservation (the larger), not the partial count plus it."""
+    app = WireServer(faults=Faults(partial_usage_from=1))
+    with serve_in_thread(app) as url:
+        rig = _rig(tmp_path, clean_checkout, url, arms=LEDGER_ARM)
+        result = rig.run()
+    receipt = result.records[0].upkeep
+    assert receipt is not msgspec.UNSET and receipt.valid
+    assert [s.upkeep.usage for s in receipt.stages] == [None, None, None]
+    assert receipt.stages[0].upkeep.outcome == "published"  # the output itself is fine
+    results, _, _ = aggregate_run(rig.store, rig.output)
+    upkeep = results.upkeep[LEDGER_ARM]  # type: ignore[index]
+    assert (upkeep.known_calls, upkeep.conservative_calls) == (0, 3)
+    assert upkeep.conservative_input_tokens == 128_000 + 2 * 64_000
+    assert upkeep.estimated_cost_usd == 0.0  # nothing partial added to the known cost
+    ledger = Ledger(next((rig.output / ".ledger").glob("*.sqlite3")))
+    try:
+        observed = ledger.state()["observed_input"]
+    finally:
+        ledger.close()
+    probes = sum(
+        c.usage.total_input
+        for p in result.records[0].probes
+        if p.evidence
+        for c in p.evidence.calls
+    )
+    assert observed == 128_000 + 2 * 64_000 + probes  # the larger per call, never both
+
+
 def test_the_strict_request_cap_skips_an_advisory_adapter_before_dispatch(
     tmp_path: Path, clean_checkout: Path
 ) -> None:

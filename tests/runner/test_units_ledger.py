@@ -4,6 +4,10 @@ counted once per unit, and aggregating never executes anything."""
 
 from __future__ import annotations
 
+import json
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
@@ -12,12 +16,14 @@ import pytest
 from continuity.arms import LEDGER_ARM
 from continuity.messages import Usage
 from continuity.plan.pricing import load_catalog
+from continuity.preparation.capture import capture_folder
 from continuity.report.aggregate import aggregate_run
 from continuity.report.upkeep import UpkeepRow, UpkeepStageRow, stage_charge, upkeep_spend
 from continuity.runner.ledger_run import ledger_run
 from continuity.runner.samples import build_arm_samples
 from continuity.runner.units import UnitRecord, build_units
 from continuity.store import Store
+from tests.conftest import REPO
 
 TRACE = "brightline-return"
 MODEL = "openai-codex:gpt-6-mini"
@@ -86,6 +92,104 @@ def test_upkeep_is_counted_once_per_unit_and_aggregating_runs_nothing(
     assert results.spend[LEDGER_ARM].upkeep_input == known.input
     assert upkeep.estimated_cost_usd is None and not upkeep.priced  # offline: not billed
     assert "upkeep_input" not in msgspec.to_builtins(results.spend["cold-rebuild"])
+
+
+def test_aggregate_only_executes_nothing(
+    run: tuple[Store, Path, list[UnitRecord]],
+) -> None:
+    store, folder, _ = run
+    before = _entries(store)
+    out = folder.parent.parent
+    command = [
+        sys.executable,
+        "-m",
+        "doit",
+        "-f",
+        str(REPO / "dodo.py"),
+        "units",
+        "--aggregate-only",
+        "--arms",
+        f"native,cold-rebuild,continuity-pack-cold,{LEDGER_ARM}",
+        "--run",
+        "mixed",
+        "--store",
+        str(store.root),
+        "--out",
+        str(out),
+    ]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "--aggregate-only ran nothing; 4 units aggregated" in done.stdout
+    added = {kind for _, kind in _entries(store) - before}
+    assert not added & {"unit", "checkpoint", "ledger-checkpoint", "model-call"}
+    assert (folder / "report.html").is_file()
+    empty = subprocess.run(
+        [*command[:-6], "--run", "nothing-here", *command[-4:]],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert empty.returncode != 0 and "run_empty" in empty.stdout + empty.stderr
+
+
+def test_the_plans_reader_and_alternate_are_what_the_preparation_answers(
+    tmp_path: Path,
+) -> None:
+    from continuity.plan.plan import plan_from_options
+    from continuity.runner.ledger_run import ledger_run_for
+
+    reader = "openai-codex:gpt-6-nova"
+    plan = plan_from_options({"arms": LEDGER_ARM, "reader": reader})
+    ledger = ledger_run_for(plan, capture=None, checkout=REPO)
+    assert ledger is not None and plan.ledger is not None
+    assert ledger.binding.sequence == plan.ledger.sequence  # what the digest binds runs
+    store = Store(tmp_path / "store")
+    records, _, _ = build_units(
+        store,
+        "original",
+        arms=LEDGER_ARM,
+        traces=TRACE,
+        probe_limit=1,
+        run_dir=tmp_path / "out" / "runs" / "r",
+        ledger=ledger,
+    )
+    [unit] = records
+    assert unit.upkeep is not msgspec.UNSET and unit.upkeep.valid
+    assert [s.to_model for s in unit.upkeep.stages] == list(plan.ledger.sequence)
+    assert unit.upkeep.stages[0].from_model == reader  # the history replayed on R
+    [probe] = unit.probes
+    assert probe.status == "valid" and probe.evidence is not None
+    assert probe.evidence.reader_model == reader
+    assert probe.evidence.reseed is not None and probe.evidence.reseed.to_model == reader
+
+
+def test_captures_are_written_for_every_stage_and_hold_no_prompt(tmp_path: Path) -> None:
+    from continuity.memory.ledger_prompt import EXTRACTION_SYSTEM
+
+    store = Store(tmp_path / "store")
+    captures = tmp_path / "captures"
+    ledger = msgspec.structs.replace(
+        ledger_run(), capture=str(capture_folder(str(captures), checkout=REPO))
+    )
+    build_units(
+        store,
+        "original",
+        arms=LEDGER_ARM,
+        traces=TRACE,
+        probe_limit=1,
+        run_dir=tmp_path / "out" / "runs" / "r",
+        ledger=ledger,
+    )
+    files = sorted((captures / "upkeep-output").iterdir())
+    assert [f.name for f in files] == [f"r1-{TRACE}-p{n}.json" for n in (1, 2, 3)]
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        text = path.read_text()
+        assert EXTRACTION_SYSTEM[:40] not in text and "=== record c" not in text
+        assert "Records offered in this pass" not in text and "api_key" not in text
+    second = json.loads(files[1].read_text())
+    assert second["outcome"] == "analysis_only" and second["validation"] is None
 
 
 def test_an_invalid_preparation_excludes_every_sample_and_keeps_its_upkeep(
