@@ -54,7 +54,9 @@ def _replay_config(arm: Arm, lookup: LookupRun | None, ledger: LedgerRun | None)
     the ledger arm: with its plan's reader and alternate, R and A)."""
     if lookup is not None:
         return replay_config_for(arm, "lookup-allowed-v1", lookup.models())
-    return replay_config_for(arm, models=ledger.models if ledger is not None else None)
+    if ledger is not None and ledger.models is not None:
+        return replay_config_for(arm, models=ledger.models)
+    return replay_config_for(arm)
 
 
 def _key_binding(
@@ -247,20 +249,19 @@ def run_unit(
 ) -> tuple[UnitRecord, UnitStatus]:
     """Build (or reuse) one unit; return it and ``built`` or ``cached``.
 
-    With `zygotes`, the checkpoint replay and the unit worker are children forked from
-    this thread's zygote; without, from a zygote of the unit's own. With a judge
-    (offline: `judge`, the plan's judge model, played by the scripted judge; real:
-    `real.judge`) every valid answer gets a verdict; without one, none does.
+    With `zygotes`, the replay and the unit worker are children forked from this
+    thread's zygote (else from a zygote of the unit's own). With a judge (offline:
+    `judge`, played by the scripted judge; real: `real.judge`) every valid answer gets
+    a verdict.
 
     In lookup mode, slots the policy classes as inventory-infeasible get an
     ``inventory_infeasible`` result with no usage, score or answer; only eligible probes
     run, and a unit with none needs no checkpoint.
 
     In real mode a unit whose probe or judge call failed (a provider error, or a stop
-    rule refusing admission) is returned as ``incomplete``: it is neither stored nor
-    materialised, so the next run retries it, and its finished calls come from the call
-    cache. A stored unit is terminal (`UnitRecord.eligible_terminal`) and is never run
-    again, complete or not.
+    rule refusing admission) is ``incomplete``: neither stored nor materialised, so the
+    next run retries it (its finished calls from the call cache). A stored unit is
+    terminal (`UnitRecord.eligible_terminal`) and never runs again, complete or not.
 
     In real mode an arm with a mid-trace compaction (d) forks a checkpoint of its own
     per repeat, whose mid-trace summary is a real summarizer call. The ledger arm forks

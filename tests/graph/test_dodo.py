@@ -206,8 +206,8 @@ def test_gc_dry_run_and_run(tmp_path: Path) -> None:
 # units the run is still exactly what it was before (NINE_ARM_RESULTS, the pin measured
 # at d218779): the ledger arm changed no byte of any other arm.
 CONTRACT_RESULTS = (
-    "d477ad940987c2c5707603345263fe4f76684f71f368d2d8e5effd36a3d31f0a",
-    "24968ba0d194d724a278564f8a7971cd3b9f980dde0267545034d19104b02f12",
+    "47744aa6cd57e4f9da3333a899c61ca9bfdd15fbd638f8ab9990191adc44381a",
+    "d1411a41d722d1ad82771fe2b582d59b6da08f3f4de7d98e5472ab2f3fa3fefe",
 )
 NINE_ARM_RESULTS = (
     "572a0ee3303a2bb6b6491924f557425f56b1606b5aa48845fd112e7885ff5f47",
