@@ -243,7 +243,25 @@ async def _select_and_dispatch(
         reason = "source_oversized" if offer == "no_source" and oversized else offer
         return _released(state, reason)
     state.offer = offer
-    state.op_id = operation_id(context.stage, context.tag, offer.digest, state.before.id)
+    op_id = _reserve(state, offer)
+    if context.admission is not None:
+        try:
+            context.admission()
+        except ContinuityError:
+            store.release(op_id, "upkeep_dispatch_rejected")
+            state.state = "released"
+            return "upkeep_dispatch_rejected"
+    return await _dispatch(state, offer)
+
+
+def _reserve(state: _Pass, offer: Offer | None) -> str:
+    """Reserve the stage's journal row: its offer (none for a released proof) and the
+    confirmed reservation of its kind; return its op id."""
+    store, context = state.store, state.context
+    assert store is not None and state.before is not None and state.kind is not None
+    caps = caps_for(state.kind)
+    digest = offer.digest if offer is not None else ""
+    state.op_id = operation_id(context.stage, context.tag, digest, state.before.id)
     store.reserve(
         op_id=state.op_id,
         stage=context.stage,
@@ -255,33 +273,14 @@ async def _select_and_dispatch(
         generation_before=state.before.id,
     )
     state.state = "reserved"
-    if context.admission is not None:
-        try:
-            context.admission()
-        except ContinuityError:
-            store.release(state.op_id, "upkeep_dispatch_rejected")
-            state.state = "released"
-            return "upkeep_dispatch_rejected"
-    return await _dispatch(state, offer)
+    return state.op_id
 
 
 def _released(state: _Pass, reason: str) -> str:
     """A proven non-invocation after the claim: one released row, consuming nothing."""
-    store, context = state.store, state.context
-    assert store is not None and state.before is not None and state.kind is not None
-    caps = caps_for(state.kind)
-    state.op_id = operation_id(context.stage, context.tag, "", state.before.id)
-    store.reserve(
-        op_id=state.op_id,
-        stage=context.stage,
-        tag=context.tag,
-        kind=state.kind,
-        input_reservation=caps.input_tokens,
-        output_reservation=caps.output_tokens,
-        offer=None,
-        generation_before=state.before.id,
-    )
-    store.release(state.op_id, reason)
+    op_id = _reserve(state, None)
+    assert state.store is not None
+    state.store.release(op_id, reason)
     state.state = "released"
     return reason
 

@@ -106,21 +106,15 @@ def write_capture(path: Path, capture: Capture) -> None:
         LedgerError: ``capture_output_exists``; ``capture_output_invalid`` when the file
             cannot be written.
     """
+    data = msgspec.json.format(msgspec.json.encode(capture)) + b"\n"
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
     except FileExistsError:
         raise LedgerError(
             "a capture file exists already", code="capture_output_exists", location=str(path)
         ) from None
-    except OSError as exc:
-        raise LedgerError(
-            f"cannot write the capture ({exc.strerror})",
-            code="capture_output_invalid",
-            location=str(path),
-        ) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(msgspec.json.format(msgspec.json.encode(capture)) + b"\n")
     except OSError as exc:
         raise LedgerError(
             f"cannot write the capture ({exc.strerror})",

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import msgspec
 
@@ -49,15 +49,7 @@ Fault = Literal[
     "hang",
 ]
 Script = Literal["excerpt", "salient"]
-FAULTS: tuple[str, ...] = (
-    "invalid_json",
-    "empty_output",
-    "output_overrun",
-    "input_overrun",
-    "stream_overrun",
-    "unavailable",
-    "hang",
-)
+FAULTS: tuple[str, ...] = get_args(Fault)
 
 
 class LedgerBinding(msgspec.Struct, frozen=True, kw_only=True):

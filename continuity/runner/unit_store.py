@@ -26,7 +26,13 @@ from continuity.probe.receipts import ProcessReceipt
 from continuity.probes.judge import JudgeVerdict
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.providers.endpoint import CallReceipt
-from continuity.runner.unit_record import ProbeResult, UnitRecord, seal, unit_filename
+from continuity.runner.unit_record import (
+    ProbeResult,
+    ProbeStatus,
+    UnitRecord,
+    seal,
+    unit_filename,
+)
 from continuity.store import Store
 from continuity.traces.schema import Probe, Trace
 
@@ -64,47 +70,43 @@ class UnitFrame:
     committed: str | None = None
 
 
-def failed_result(
-    probe: Probe, index: int, reason: str, witness: LookupWitness | None = None
+def _unsampled(
+    probe: Probe,
+    index: int,
+    status: ProbeStatus,
+    reasons: list[str],
+    witness: LookupWitness | None = None,
 ) -> ProbeResult:
-    """A probe with no sample: its child (or the unit's checkpoint) failed."""
+    """A probe result with no sample (no answer, never scored)."""
     return ProbeResult(
         probe_id=probe.probe_id,
         index=index,
         category=probe.category,
         design_role=probe.design_role,
-        status="failed",
-        reasons=[reason],
+        status=status,
+        reasons=reasons,
         answer="",
         witness=witness,
     )
 
 
+def failed_result(
+    probe: Probe, index: int, reason: str, witness: LookupWitness | None = None
+) -> ProbeResult:
+    """A probe with no sample: its child (or the unit's checkpoint) failed."""
+    return _unsampled(probe, index, "failed", [reason], witness)
+
+
 def invalid_treatment_result(probe: Probe, index: int, problems: list[str]) -> ProbeResult:
     """A ledger-arm probe whose preparation broke the upkeep protocol: it never ran
     (there is no valid treatment to ask it under); excluded, never scored."""
-    return ProbeResult(
-        probe_id=probe.probe_id,
-        index=index,
-        category=probe.category,
-        design_role=probe.design_role,
-        status="treatment_invalid",
-        reasons=[f"preparation: {problem}" for problem in problems],
-        answer="",
-    )
+    reasons = [f"preparation: {problem}" for problem in problems]
+    return _unsampled(probe, index, "treatment_invalid", reasons)
 
 
 def _infeasible_result(probe: Probe, index: int, slot: str) -> ProbeResult:
     """A lookup slot the policy classes as inventory-infeasible: it never ran."""
-    return ProbeResult(
-        probe_id=probe.probe_id,
-        index=index,
-        category=probe.category,
-        design_role=probe.design_role,
-        status="inventory_infeasible",
-        reasons=[slot],
-        answer="",
-    )
+    return _unsampled(probe, index, "inventory_infeasible", [slot])
 
 
 def seal_unit(
