@@ -109,7 +109,8 @@ def valid(arm_id: str) -> SampleEvidence:
         usage=Usage(),
         compaction_usage=Usage(),
         answer="UNKNOWN",
-        **({"ledger": LEDGER, "ledgers_per_request": [1, 1, 1]} if arm.ledger else {}),
+        ledger=LEDGER if arm.ledger else msgspec.UNSET,
+        ledgers_per_request=[1, 1, 1] if arm.ledger else msgspec.UNSET,
     )
 
 

@@ -57,7 +57,7 @@ def _literals(path: Path) -> Iterator[str]:
 
 def _trigrams(text: str) -> set[tuple[str, str, str]]:
     words = [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
-    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}  # type: ignore[misc]
+    return {(words[i], words[i + 1], words[i + 2]) for i in range(len(words) - 2)}
 
 
 def _phrases(paths: list[Path]) -> dict[tuple[str, str, str], str]:

@@ -9,7 +9,7 @@ import pytest
 from continuity.arms import LEDGER_ARM
 from continuity.errors import ContinuityError, LedgerError, UsageError
 from continuity.plan.ledger_plan import RESERVATIONS, Reservation, check_ledger_plan
-from continuity.plan.plan import build_plan, plan_digest, plan_from_options
+from continuity.plan.plan import Plan, build_plan, plan_digest, plan_from_options
 from continuity.plan.workload import load_plan_traces, workload
 from continuity.traces.schema import Trace
 
@@ -105,13 +105,8 @@ def test_every_extraction_is_planned_at_its_reservation_on_the_extraction_model(
     assert controls.extraction_calls == 0  # the controls buy no upkeep
 
 
-def _check(plan: object) -> None:
-    check_ledger_plan(
-        plan.arms,
-        plan.ledger,
-        reader=plan.reader,
-        alternate=plan.alternate,  # type: ignore[attr-defined]
-    )
+def _check(plan: Plan) -> None:
+    check_ledger_plan(plan.arms, plan.ledger, reader=plan.reader, alternate=plan.alternate)
 
 
 @pytest.mark.parametrize(
@@ -139,11 +134,12 @@ def test_an_old_or_under_reserved_ledger_plan_is_refused(
     change: dict[str, object], code: str
 ) -> None:
     plan = build_plan(arms=LEDGER_ARM)
-    assert plan.ledger is not None
+    section = plan.ledger
+    assert section is not None
     if "ledger" in change:
         plan = msgspec.structs.replace(plan, ledger=None)
     else:
-        plan = msgspec.structs.replace(plan, ledger=msgspec.structs.replace(plan.ledger, **change))
+        plan = msgspec.structs.replace(plan, ledger=msgspec.structs.replace(section, **change))
     with pytest.raises(LedgerError) as refused:
         _check(plan)
     assert (refused.value.code, refused.value.location) == (code, "plan.ledger")

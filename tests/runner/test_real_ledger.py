@@ -59,7 +59,7 @@ def test_real_extractions_are_accounted_once_per_unit(tmp_path: Path, clean_chec
     upkeep = results.upkeep[LEDGER_ARM]  # type: ignore[index]
     assert (upkeep.known_calls, upkeep.conservative_calls, upkeep.priced) == (3, 0, True)
     assert upkeep.estimated_cost_usd is not None and upkeep.estimated_cost_usd > 0
-    assert upkeep.known_input == sum(s.upkeep.usage.input for s in receipt.stages)  # type: ignore[union-attr]
+    assert upkeep.known_input == sum(s.upkeep.usage.input for s in receipt.stages if s.upkeep.usage)
     spend = results.spend[LEDGER_ARM]
     assert spend.upkeep_input == upkeep.known_input  # the arm's totals include it, once
     assert spend.model_calls == 3 + sum(len(p.evidence.calls) for p in ledger.probes if p.evidence)
