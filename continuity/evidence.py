@@ -107,8 +107,7 @@ def _boundary(arm: Arm, e: SampleEvidence) -> list[str]:
             problems.append(f"packs per request {e.packs_per_request}, not exactly one")
     elif any(e.packs_per_request):
         problems.append("a control arm's request carried a pack")
-    counts = e.ledgers_per_request if e.ledgers_per_request is not UNSET else []
-    if not arm.ledger and (any(counts) or e.ledger is not UNSET):
+    if not arm.ledger and (any(_ledger_counts(e)) or e.ledger is not UNSET):
         problems.append("a control arm's request carried a ledger")
     if arm.history_tool and e.tools_offered != ["ConversationHistory"]:
         problems.append(f"tools offered {e.tools_offered}, not only ConversationHistory")
@@ -161,6 +160,11 @@ def _store(arm: Arm, e: SampleEvidence) -> list[str]:
     return problems
 
 
+def _ledger_counts(e: SampleEvidence) -> list[int]:
+    """The ledger messages of each reader request (none recorded: none carried one)."""
+    return e.ledgers_per_request if e.ledgers_per_request is not UNSET else []
+
+
 def _treatment(arm: Arm, e: SampleEvidence, committed: str | None) -> list[str]:
     """The ledger arm: the committed ledger in every request, exactly once, and no
     upkeep during the probe. `committed` is the preparation's final generation."""
@@ -175,7 +179,7 @@ def _treatment(arm: Arm, e: SampleEvidence, committed: str | None) -> list[str]:
             f"generation {ledger.generation_id[:12]} was injected; the preparation "
             f"committed {committed[:12]}"
         )
-    counts = e.ledgers_per_request if e.ledgers_per_request is not UNSET else []
+    counts = _ledger_counts(e)
     if not counts or any(count != 1 for count in counts):
         problems.append(f"ledgers per request {counts}, not exactly one")
     if ledger.operations_after != ledger.operations_before:

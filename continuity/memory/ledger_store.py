@@ -179,6 +179,17 @@ class LedgerStore:
         return cls.open(path, owner=owner)
 
     @classmethod
+    @contextlib.contextmanager
+    def reading(cls, path: Path, *, owner: str | None = None) -> Iterator[LedgerStore]:
+        """The store at `path`, opened read-only for the block and closed after it
+        (`open`'s refusals apply)."""
+        store = cls.open(path, owner=owner, readonly=True)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    @classmethod
     def open(cls, path: Path, *, owner: str | None, readonly: bool = False) -> LedgerStore:
         if not path.is_file():
             raise LedgerError("no ledger store", code="ledger_store_missing", location=str(path))

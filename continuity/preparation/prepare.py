@@ -49,7 +49,7 @@ from continuity.preparation.receipts import (
     StageReply,
     StageRequest,
 )
-from continuity.preparation.stage import empty_receipt, ledger_path
+from continuity.preparation.stage import empty_receipt
 from continuity.providers.endpoint import RealBinding
 from continuity.store import ObjectRef, Store
 
@@ -126,17 +126,14 @@ def _snapshot(root: Path) -> JournalSnapshot:
     Raises:
         LedgerError: ``ledger_store_corrupt`` when the store fails its checks.
     """
-    path = ledger_path(Workspace(root))
+    path = Workspace(root).ledger_path
     if not path.exists():
         genesis = empty_generation()
         return JournalSnapshot(
             operations=(), offered=(), head=genesis.id, head_number=0, entry_ids=()
         )
-    store = LedgerStore.open(path, owner=None, readonly=True)
-    try:
+    with LedgerStore.reading(path) as store:
         return store.snapshot()
-    finally:
-        store.close()
 
 
 def _from_journal(
@@ -408,13 +405,10 @@ def _receipt(
 ) -> PreparationReceipt:
     final = None
     try:
-        path = ledger_path(Workspace(root))
+        path = Workspace(root).ledger_path
         if path.exists():
-            ledger = LedgerStore.open(path, owner=None, readonly=True)
-            try:
+            with LedgerStore.reading(path) as ledger:
                 final = generation_ref(ledger.head())
-            finally:
-                ledger.close()
         else:
             final = generation_ref(empty_generation())
     except LedgerError as exc:

@@ -43,15 +43,10 @@ if TYPE_CHECKING:
     from continuity.providers.cache import CachedProvider, Ledger
     from continuity.providers.http import HttpProvider
 
-__all__ = ["empty_receipt", "ledger_path", "run_stage", "serve_stage"]
+__all__ = ["empty_receipt", "run_stage", "serve_stage"]
 
 # Upkeep on, for the preparation only (the arm's probe config pins it off).
 _UPKEEP_ON = {"runtime": {"session": {"continuity": {"upkeep_enabled": True}}}}
-
-
-def ledger_path(workspace: Workspace) -> Path:
-    """The ledger store beside the retained store."""
-    return workspace.ledger_path
 
 
 @dataclass
@@ -149,7 +144,7 @@ async def run_stage(request: StageRequest, replayed: list[str] | None = None) ->
         operations = recorded_operations(session.path, recorded_from)
         upkeep = await run_upkeep(
             UpkeepContext(
-                ledger_path=ledger_path(workspace),
+                ledger_path=workspace.ledger_path,
                 retained_path=workspace.retained_path,
                 session_id=session.header.session_id,
                 stage=request.stage,

@@ -230,11 +230,8 @@ def journal_rows(workspace: Workspace) -> int:
     """The upkeep journal's row count (0 without a ledger store)."""
     if not workspace.ledger_path.exists():
         return 0
-    store = LedgerStore.open(workspace.ledger_path, owner=None, readonly=True)
-    try:
+    with LedgerStore.reading(workspace.ledger_path) as store:
         return len(store.operations())
-    finally:
-        store.close()
 
 
 def _ledger(
@@ -246,15 +243,11 @@ def _ledger(
     continuity = setup.config.runtime.session.continuity
     if not (setup.arm.ledger and continuity.ledger_enabled):
         return None, ()
+    owner = restored.session.header.session_id
     try:
-        store = LedgerStore.open(
-            workspace.ledger_path, owner=restored.session.header.session_id, readonly=True
-        )
-        try:
+        with LedgerStore.reading(workspace.ledger_path, owner=owner) as store:
             head = store.head()
             rows = len(store.operations())
-        finally:
-            store.close()
     except LedgerError as exc:
         return LedgerInjection(error=exc.code, upkeep_enabled=continuity.upkeep_enabled), ()
     injection = LedgerInjection(

@@ -15,6 +15,7 @@ from continuity.messages import Usage
 from continuity.plan.pricing import Catalog, call_cost
 from continuity.report.results import Spend
 from continuity.report.summary import UnitSummary
+from continuity.report.upkeep import known_usage
 
 __all__ = ["arm_spend", "judge_spend"]
 
@@ -50,12 +51,7 @@ def _upkeep_usage(units: list[UnitSummary]) -> Usage | None:
     """The known tokens of the ledger arm's extractions (once per unit), or None for an
     arm that kept no ledger."""
     rows = [s.upkeep for s in units if s.upkeep is not None]
-    if not rows:
-        return None
-    return sum(
-        (stage.usage for row in rows for stage in row.stages if stage.usage is not None),
-        Usage(),
-    )
+    return known_usage(rows) if rows else None
 
 
 def arm_spend(catalog: Catalog, units: list[UnitSummary], suites: list[str]) -> Spend:

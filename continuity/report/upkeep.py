@@ -41,6 +41,7 @@ __all__ = [
     "StageCharge",
     "UpkeepRow",
     "UpkeepStageRow",
+    "known_usage",
     "stage_charge",
     "upkeep_row",
     "upkeep_spend",
@@ -150,6 +151,19 @@ def _rounded(values: Iterable[float | None], priced: bool) -> tuple[float | None
     return (round(known, 6) if priced and not unknown else None), unknown
 
 
+def known_usage(rows: Iterable[UpkeepRow]) -> Usage:
+    """The tokens of the known calls: every dispatched stage that reported its usage."""
+    return sum(
+        (
+            stage.usage
+            for row in rows
+            for stage in row.stages
+            if stage.dispatched and stage.usage is not None
+        ),
+        Usage(),
+    )
+
+
 def _output_overrun(stage: UpkeepStageRow) -> bool:
     """An output overrun: the explicit reason, or a reported output above the cap."""
     return stage.output_overrun or stage.outcome in ("output_overrun", "output_aborted")
@@ -166,7 +180,7 @@ def _arm(catalog: Catalog, rows: Sequence[UpkeepRow]) -> UpkeepSpend:
     priced = any(row.priced for row in rows)
     known_cost, unpriced_known = _rounded((c.cost_usd for c in known), priced)
     reserve_cost, unpriced_reserve = _rounded((c.cost_usd for c in conservative), priced)
-    usage = sum((c.usage for c in known), Usage())
+    usage = known_usage(rows)
     integrity = Counter(p.split(":", 1)[-1] for row in rows for p in row.integrity)
     return UpkeepSpend(
         units=len(rows),
