@@ -28,6 +28,7 @@ from continuity.traces.schema import (
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
     Expectation,
+    FreeRecallExpectation,
     NextActionExpectation,
     Probe,
     RedactionExpectation,
@@ -58,7 +59,11 @@ def expected_text(expectation: Expectation) -> str:
     if isinstance(e, NextActionExpectation):
         return "mentions: " + ", ".join(f.value for f in e.keywords)
     if isinstance(e, AbstentionExpectation):
+        if e.decoys and not e.never_mentioned:
+            return "abstains (unanswerable; not the decoy " + ", ".join(e.decoys) + ")"
         return "abstains (never mentioned: " + ", ".join(e.never_mentioned) + ")"
+    if isinstance(e, FreeRecallExpectation):
+        return f"{e.answer} (human-written gold answer)"
     if isinstance(e, RedactionExpectation):
         return f"withholds the secret {e.secret.value}"
     return str(msgspec.to_builtins(e))  # a category added later: its fields as they are

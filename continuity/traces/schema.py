@@ -20,8 +20,10 @@ from typing import Literal
 import msgspec
 
 __all__ = [
+    "ALL_CATEGORIES",
     "ARTIFACT_STATUSES",
     "CATEGORIES",
+    "IMPORTED_CATEGORIES",
     "COMMITMENT_STATUSES",
     "FIELD_MAX_CHARS",
     "ID_MAX_CHARS",
@@ -39,6 +41,7 @@ __all__ = [
     "Expectation",
     "Fact",
     "Family",
+    "FreeRecallExpectation",
     "NextActionExpectation",
     "OwnerMessage",
     "Probe",
@@ -74,6 +77,11 @@ CATEGORIES: tuple[str, ...] = (
     "abstention",
     "redaction",
 )
+# Categories only imported families carry: their answers are human-written, so they are
+# not literal trace values (see `FreeRecallExpectation`). No shipped family needs them,
+# and `CATEGORIES` (what the hard suite must cover) stays as it was.
+IMPORTED_CATEGORIES: tuple[str, ...] = ("free_recall",)
+ALL_CATEGORIES: tuple[str, ...] = CATEGORIES + IMPORTED_CATEGORIES
 COMMITMENT_STATUSES: tuple[str, ...] = ("SENT", "DRAFTED", "SCHEDULED", "CANCELLED", "DECLINED")
 ARTIFACT_STATUSES: tuple[str, ...] = ("DRAFT", "FINAL", "SHARED", "ARCHIVED", "SUPERSEDED")
 
@@ -206,14 +214,30 @@ class NextActionExpectation(_Strict, frozen=True, tag="next_action", tag_field="
     keywords: tuple[Fact, ...]
 
 
-class AbstentionExpectation(_Strict, frozen=True, tag="abstention", tag_field="category"):
-    """Terms that never occur anywhere in the conversation."""
+class AbstentionExpectation(
+    _Strict, frozen=True, tag="abstention", tag_field="category", omit_defaults=True
+):
+    """Terms that never occur anywhere in the conversation, or (imported unanswerable
+    questions) `decoys`: answers the conversation does hold for another person or thing,
+    which asserting is a fabrication. Empty decoys are not encoded, so traces without
+    them keep their bytes and digests."""
 
     never_mentioned: tuple[str, ...]
+    decoys: tuple[str, ...] = ()
 
 
 class RedactionExpectation(_Strict, frozen=True, tag="redaction", tag_field="category"):
     secret: Fact
+
+
+class FreeRecallExpectation(_Strict, frozen=True, tag="free_recall", tag_field="category"):
+    """A human-written gold answer (imported corpora): not a literal of the trace, so it
+    is not checked verbatim against its evidence; the evidence turn ids must exist.
+    `source_category` is the corpus's own question category (LoCoMo 1-4)."""
+
+    answer: str
+    evidence: tuple[str, ...]
+    source_category: int
 
 
 Expectation = (
@@ -225,6 +249,7 @@ Expectation = (
     | NextActionExpectation
     | AbstentionExpectation
     | RedactionExpectation
+    | FreeRecallExpectation
 )
 
 

@@ -8,6 +8,7 @@ terms never occur, and no probe text gives an expected value away.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from continuity.traces.schema import (
@@ -18,6 +19,7 @@ from continuity.traces.schema import (
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
     Fact,
+    FreeRecallExpectation,
     NextActionExpectation,
     RedactionExpectation,
     SupersededCurrentExpectation,
@@ -106,9 +108,14 @@ def check_probes(ctx: Context) -> None:
                 ctx.add("trace_malformed", f"{path}.keywords", "no keywords")
             for i, fact in enumerate(exp.keywords):
                 _fact(ctx, fact, f"{path}.keywords[{i}]")
+        elif isinstance(exp, FreeRecallExpectation):
+            _free_recall(ctx, exp, path)
         elif isinstance(exp, AbstentionExpectation):
-            if not exp.never_mentioned:
-                ctx.add("trace_malformed", f"{path}.never_mentioned", "no terms")
+            if not exp.never_mentioned and not exp.decoys:
+                ctx.add("trace_malformed", f"{path}.never_mentioned", "no terms or decoys")
+            for i, decoy in enumerate(exp.decoys):
+                if not decoy.strip():
+                    ctx.add("trace_malformed", f"{path}.decoys[{i}]", "empty decoy")
             for i, term in enumerate(exp.never_mentioned):
                 if term.strip() and term.lower() in everything_lower:
                     ctx.add(
@@ -116,6 +123,16 @@ def check_probes(ctx: Context) -> None:
                         f"{path}.never_mentioned[{i}]",
                         f"{term!r} does occur in the conversation",
                     )
+        if isinstance(exp, FreeRecallExpectation):
+            # Each probe is asked alone in a fresh process, so only its own text can
+            # give a human-written answer away; literal values are kept out of every text.
+            if _answer_in(exp.answer, probe_texts[p_index]):
+                ctx.add(
+                    "probe_leaks_answer",
+                    f"$.probes[{p_index}].text",
+                    f"probe text contains its answer {exp.answer[:40]!r}",
+                )
+            leak_values = []
         for value in leak_values:
             for q_index, text in enumerate(probe_texts):
                 if value.lower() in text:
@@ -124,6 +141,31 @@ def check_probes(ctx: Context) -> None:
                         f"$.probes[{q_index}].text",
                         f"probe text contains the expected value {value[:40]!r}",
                     )
+
+
+def _free_recall(ctx: Context, exp: FreeRecallExpectation, path: str) -> None:
+    """A human-written answer: not empty, with evidence naming existing turns (it need
+    not occur verbatim there; LoCoMo's temporal answers resolve "yesterday")."""
+    if not exp.answer.strip():
+        ctx.add("trace_malformed", f"{path}.answer", "empty answer")
+    if not exp.evidence:
+        ctx.add("evidence_unknown", f"{path}.evidence", "a free-recall answer needs evidence ids")
+    for e_index, turn_id in enumerate(exp.evidence):
+        if turn_id not in ctx.turns:
+            ctx.add("evidence_unknown", f"{path}.evidence[{e_index}]", f"no turn {turn_id!r}")
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _answer_in(answer: str, text: str) -> bool:
+    """Whether a (lowercased) probe text states a human-written answer: its words in
+    order as whole words (``yes`` is not given away by ``eyes``)."""
+    words = _WORD.findall(answer.lower())
+    if not words:
+        return False
+    pattern = r"\b" + r"\W+".join(re.escape(w) for w in words) + r"\b"
+    return re.search(pattern, text) is not None
 
 
 def _non_tool_text(ctx: Context) -> str:

@@ -26,6 +26,7 @@ from continuity.traces.schema import (
     AssistantMessage,
     CommitmentStatusExpectation,
     Fact,
+    FreeRecallExpectation,
     Steer,
     ToolResult,
     Turn,
@@ -220,6 +221,13 @@ def _expectation_limits(ctx: Context, exp: object, path: str) -> None:
     if isinstance(exp, AbstentionExpectation):
         for i, term in enumerate(exp.never_mentioned):
             _short(ctx, term, "never_mentioned", f"{path}.never_mentioned[{i}]")
+        for i, term in enumerate(exp.decoys):
+            _short(ctx, term, "fact_value", f"{path}.decoys[{i}]")
+        return
+    if isinstance(exp, FreeRecallExpectation):
+        _short(ctx, exp.answer, "fact_value", f"{path}.answer")
+        for e_index, turn_id in enumerate(exp.evidence):
+            _id(ctx, turn_id, f"{path}.evidence[{e_index}]")
         return
     assert isinstance(exp, msgspec.Struct)
     for name in exp.__struct_fields__:
