@@ -25,6 +25,21 @@ The tree::
     │            lookup_role_receipt_invalid (--lookup-role, continuity.roles)
     │   ├── RealModeError          the real-mode guards above (real_refused and its kin)
     │   ├── PricingError           pricing_invalid (a catalog or genai-prices lookup)
+    │   ├── HoldoutError           an external holdout source (continuity.holdout, doit
+    │   │                          holdout_*): holdout_source_incomplete,
+    │   │                          holdout_manifest_sha256_invalid,
+    │   │                          holdout_manifest_sha256_mismatch, holdout_file_unreadable,
+    │   │                          holdout_manifest_invalid, holdout_spec_invalid,
+    │   │                          holdout_group_unknown, holdout_group_too_small,
+    │   │                          holdout_trace_hash_mismatch, holdout_trace_invalid (with
+    │   │                          the trace validator's issues), holdout_output_invalid,
+    │   │                          holdout_overlap_found, holdout_overlap_stale,
+    │   │                          holdout_overlap_mismatch, holdout_overlap_invalid,
+    │   │                          holdout_not_frozen, holdout_freeze_mismatch,
+    │   │                          holdout_selection_seed_required,
+    │   │                          holdout_selection_seed_invalid, holdout_per_group_invalid,
+    │   │                          holdout_selection_mismatch,
+    │   │                          holdout_trace_selection_refused, holdout_repeats_invalid
     │   └── LookupError_           lookup_policy_invalid and the lookup-mode codes above
     ├── ArmError                       arm_unknown, arm_not_available_at_revision:<id>
     ├── ConfigError                    config_key_unknown, config_value_invalid
@@ -145,7 +160,7 @@ an error: it prints one line and exits 130 or 143 (`continuity.interrupts`).
 
 A base class raised without a specific code falls back to its own: continuity_error,
 usage_error, trace_error, store_error, harness_error, provider_error, role_error,
-ledger_error.
+ledger_error, holdout_error.
 
 A user can grep the code; tests assert it (and a test checks that every code the
 source raises is listed here). `str(error)` is always
@@ -172,6 +187,7 @@ __all__ = [
     "GateFailed",
     "HarnessError",
     "HistoryError",
+    "HoldoutError",
     "Interrupted",
     "Issue",
     "LedgerError",
@@ -349,6 +365,25 @@ class CalibrationInvalid(ContinuityError):
 
 class LookupError_(UsageError):
     default_code = "lookup_policy_invalid"
+
+
+class HoldoutError(UsageError):
+    """An external holdout source cannot be used as given (the code says which rule it
+    breaks). `issues` carries a trace validator's findings (``holdout_trace_invalid``),
+    the first one first."""
+
+    default_code = "holdout_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        location: str = "-",
+        issues: Sequence[Issue] = (),
+    ) -> None:
+        self.issues = tuple(issues)
+        super().__init__(message, code=code, location=location)
 
 
 class SoulError(ContinuityError):
