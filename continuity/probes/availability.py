@@ -17,6 +17,13 @@ Matching is the scorers' own: text goes through `normalise` once, and a needle i
 by `mentions` whole-token matching (case-insensitive, identifiers with any separators,
 never inside a longer token: ``noon`` is not in ``afternoon``).
 
+A free-recall probe (an imported corpus's human-written answer, which is no literal of
+the trace) has the text of each of its evidence turns as its needles: the fact is in
+context when every evidence turn survived the boundary word for word, and retrievable
+when the reference path finds each one. A summary that restates an evidence turn in
+other words does not hold it by this measure, which is therefore a lower bound for
+arms that summarise (compaction, the pack's generated summary).
+
 A status probe's needle (commitment and artifact status) is its status-bearing
 evidence, not the subject's name: the subject and a word of the expected status
 (``sent``; ``drafted``, ``draft``, ``unsent``; ``final``; ...) in one unit of text. The
@@ -53,6 +60,7 @@ from continuity.traces.schema import (
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
     Expectation,
+    FreeRecallExpectation,
     NextActionExpectation,
     SupersededCurrentExpectation,
     ToolIdentifierExpectation,
@@ -253,6 +261,9 @@ def needles_for(expectation: Expectation, trace: Trace) -> Needles:
     exp = expectation
     if isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
         return Needles([_status_needle(exp, _turn_text(trace))], [])
+    if isinstance(exp, FreeRecallExpectation):
+        texts = _turn_text(trace)
+        return Needles([texts[turn_id] for turn_id in exp.evidence], [])
     return _value_needles(exp)
 
 
@@ -273,6 +284,8 @@ def fact_count(expectation: Expectation) -> int:
     what splits recorded needle states, without the trace."""
     if isinstance(expectation, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
         return 1
+    if isinstance(expectation, FreeRecallExpectation):
+        return len(expectation.evidence)
     return len(_value_needles(expectation).fact)
 
 

@@ -355,9 +355,9 @@ def _free_recall(text: str, exp: FreeRecallExpectation, locale: Locale) -> Score
     matched, total = free_recall.score_parts(text, exp.answer, locale)
     if matched == total:
         return Score("correct", True, "every part of the gold answer")
-    if abstention.abstains(text):
+    if abstention.abstains(text) and not free_recall.guesses(text):
         return Score("abstained", False, "abstained although the answer was in the conversation")
-    return Score("fabricated", False, f"{total - matched} of {total} gold part(s) missing")
+    return Score("fabricated", False, f"{total - matched} of {total} gold item(s) not stated")
 
 
 def _runs_of_eight(value: str) -> set[str]:
