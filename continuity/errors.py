@@ -46,7 +46,7 @@ The tree::
     ├── HistoryError                   history_invalid_request, history_record_unknown,
     │                                  history_cursor_invalid, history_unavailable
     ├── CalibrationInvalid             calibration_case_invalid, calibration_verdict_invalid,
-    │                                  calibration_suite_unreadable
+    │                                  calibration_suite_unreadable, calibration_blind_exists
     ├── SoulError                      lookup_soul_missing, lookup_soul_mismatch
     ├── LedgerError                    the continuity ledger and its upkeep
     │                                  (continuity.memory, continuity.preparation):
@@ -132,7 +132,8 @@ Raised with the classes above from other modules (by area)::
     calibration      calibration_case_invalid (a malformed suite line, at file:line),
                      calibration_verdict_invalid (a grader verdict outside the outcomes),
                      calibration_suite_unreadable (a suite path that is missing or not
-                     a readable file, e.g. a directory)
+                     a readable file, e.g. a directory), calibration_blind_exists (a
+                     held-out suite's blind measurement is taken once, never rewritten)
     arms, config     arm_unknown, arm_not_available_at_revision:<id>, config_key_unknown,
                      config_value_invalid
     harness          turn_round_limit, tool_not_offered, workspace_not_empty,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -43,6 +44,8 @@ from continuity.probes.calibration import (
 )
 
 __all__ = [
+    "BLIND_PATHS",
+    "HELD_OUT",
     "SUITE_NAMES",
     "BlindMeasurement",
     "ScorerRecord",
@@ -53,21 +56,33 @@ __all__ = [
     "load_record",
     "main",
     "record",
+    "record_blind",
     "render_validity_doc",
 ]
 
-SUITE_NAMES: tuple[str, ...] = ("tuning", "holdout")
+SUITE_NAMES: tuple[str, ...] = ("tuning", "holdout", "holdout-free-recall")
+HELD_OUT: tuple[str, ...] = ("holdout", "holdout-free-recall")
 _ROOT = Path(__file__).resolve().parents[2]
+_CALIBRATION = _ROOT / "fixtures" / "calibration"
+# Each held-out suite's frozen first (blind) measurement.
+BLIND_PATHS: dict[str, Path] = {
+    "holdout": _CALIBRATION / "holdout-v1-blind.json",
+    "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v1-blind.json",
+}
 
 
 def default_suites() -> dict[str, Path]:
     """Each suite's name and its JSONL file in this checkout."""
-    return {"tuning": default_cases_path(), "holdout": default_holdout_path()}
+    return {
+        "tuning": default_cases_path(),
+        "holdout": default_holdout_path(),
+        "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v1.jsonl",
+    }
 
 
-def default_blind_path() -> Path:
-    """The frozen first (blind) measurement of the held-out suite."""
-    return _ROOT / "fixtures" / "calibration" / "holdout-v1-blind.json"
+def default_blind_path(name: str = "holdout") -> Path:
+    """The frozen first (blind) measurement of a held-out suite."""
+    return BLIND_PATHS[name]
 
 
 class SuiteRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -124,6 +139,49 @@ def load_blind(path: Path | None = None) -> BlindMeasurement:
     return msgspec.json.decode((path or default_blind_path()).read_bytes(), type=BlindMeasurement)
 
 
+def _git(*args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(_ROOT), *args], capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def record_blind(name: str, suite: Path | None = None, path: Path | None = None) -> Path:
+    """Take a held-out suite's first (blind) measurement with the current scorer and
+    freeze it: the scorer's commit (HEAD) and the commit that last wrote the suite are
+    recorded beside the figure. Run it once, before anyone working on the scorer reads
+    the suite, and commit the file; it is never rewritten.
+
+    Raises:
+        CalibrationInvalid: ``calibration_blind_exists`` when the measurement was taken
+            already, ``calibration_suite_unreadable`` for a missing suite.
+    """
+    if name not in HELD_OUT:
+        raise CalibrationInvalid(
+            f"{name!r} is not a held-out suite; held-out suites are {', '.join(HELD_OUT)}",
+            location="--record-blind",
+        )
+    target = path or BLIND_PATHS[name]
+    if target.exists():
+        raise CalibrationInvalid(
+            f"the blind measurement of {name} was taken already; it is never rewritten",
+            code="calibration_blind_exists",
+            location=str(target),
+        )
+    suite = suite or default_suites()[name]
+    cases = load_cases(suite)
+    measured = BlindMeasurement(
+        suite=_relative(suite),
+        suite_sha256=_digest(suite),
+        cases=len(cases),
+        scorer_commit=_git("rev-parse", "HEAD"),
+        suite_commit=_git("log", "-1", "--format=%H", "--", str(suite)),
+        agreement=agreement(cases, scorer_verdicts(cases), grader=SCORER_NAME),
+    )
+    target.write_bytes(msgspec.json.format(msgspec.json.encode(measured), indent=2) + b"\n")
+    return target
+
+
 # ------------------------------------------------------------------ docs/validity.md
 
 _HEAD = """\
@@ -162,29 +220,21 @@ says why. But the scorer was revised while its authors could see these answers, 
 agreement here is an **upper bound** for answers it has not seen.
 Outcomes by label: {tuning_verdicts}.
 
-## The held-out suite, and what "blind" means
+## The held-out suites, and what "blind" means
 
-The held-out suite was written by someone who had seen neither the scorer's code nor
+Each held-out suite was written by someone who had seen neither the scorer's code nor
 the tuning cases, from the same category definitions. A measurement is *blind* when
 nobody who develops the scorer has read the cases it is measured on: then the figure
 estimates agreement on answers the scorer has never met, as in a real run.
 Outcomes by label: {holdout_verdicts}.
 
-### The blind first measurement (fixed; later records never change it)
-
-Measured on `{blind_suite}` (sha256 `{blind_digest}`, committed in `{blind_suite_commit}`)
-with the scorer as of commit `{blind_commit}`, before its developers read the cases:
-**{blind_overall} outcome agreement** on {blind_n} cases.
-
-{blind_table}
-Misjudged then: {blind_misjudged}.
-
-**After that measurement the held-out suite has been seen by the scorer's developers**:
-its misjudged cases were read to find the general defects behind them, and the rules
-that correct those defects were tested on answers written fresh, not taken from either
-suite. Every later figure on the held-out suite below is therefore **no longer blind**,
-an upper bound like the tuning figure. The way to re-measure blind is a fresh set,
-written by someone who has seen neither the scorer nor these suites, measured once
+{blind_sections}
+**After its blind measurement a held-out suite has been seen by the scorer's
+developers**: its misjudged cases were read to find the general defects behind them, and
+the rules that correct those defects were tested on answers written fresh, not taken
+from any suite. Every later figure on a held-out suite below is therefore **no longer
+blind**, an upper bound like the tuning figure. The way to re-measure blind is a fresh
+set, written by someone who has seen neither the scorer nor these suites, measured once
 before anyone reads it, and frozen in the same way.
 
 ## Current agreement of the deterministic scorer
@@ -195,21 +245,22 @@ agreement*: both call the answer correct, or both do not.
 
 _TAIL = """
 The test `tests/probes/test_calibration.py` fails when any category's agreement on
-either suite drops below these figures, and every case the scorer misjudges is a strict
+any suite drops below these figures, and every case the scorer misjudges is a strict
 xfail, so a case the scorer learns (or unlearns) forces the record to be updated. It
-also checks that the blind first measurement above still reads as frozen.
+also checks that the blind first measurements above still read as frozen.
 
 ## Reproduce
 
 ```
-python3 -m continuity.probes.validity            # print both tables, write nothing
+python3 -m continuity.probes.validity            # print every table, write nothing
 python3 -m continuity.probes.validity --record   # rewrite the record and this page
 ```
 
-`--record` scores every case of both suites with the current scorer, writes
+`--record` scores every case of every suite with the current scorer, writes
 `fixtures/calibration/scorer-agreement.json` (per suite: these figures and the sorted ids
-the scorer misjudges) and regenerates this page; it never writes
-`fixtures/calibration/holdout-v1-blind.json`. `doit calibrate` runs a judge model over the
+the scorer misjudges) and regenerates this page; it never writes a blind measurement
+(`fixtures/calibration/*-blind.json`: `--record-blind NAME` writes a new held-out suite's
+once, and refuses when it exists). `doit calibrate` runs a judge model over the
 tuning suite with the same arithmetic (`continuity.probes.calibration.agreement`).
 """
 
@@ -268,31 +319,51 @@ def _suite_section(
     return text + _misjudged_list(cases, verdicts)
 
 
+_BLIND = """### The blind first measurement of `{suite}` (fixed; later records never change it)
+
+Measured on `{suite}` (sha256 `{digest}`, committed in `{suite_commit}`) with the scorer
+as of commit `{scorer_commit}`, before its developers read the cases:
+**{overall} outcome agreement** on {n} cases.
+
+{table}
+Misjudged then: {misjudged}.
+
+"""
+
+
+def _blind_section(blind: BlindMeasurement) -> str:
+    return _BLIND.format(
+        suite=blind.suite,
+        digest=blind.suite_sha256[:12],
+        suite_commit=blind.suite_commit[:7],
+        scorer_commit=blind.scorer_commit[:7],
+        overall=_percent(blind.agreement.overall.outcome_agree, blind.agreement.overall.n),
+        n=blind.cases,
+        table=render_table(blind.agreement),
+        misjudged=", ".join(blind.agreement.misjudged) or "none",
+    )
+
+
 def render_validity_doc(
     result: ScorerRecord,
     cases: Mapping[str, Sequence[CalibrationCase]],
     verdicts: Mapping[str, Mapping[str, str]],
-    blind: BlindMeasurement,
+    blinds: Mapping[str, BlindMeasurement],
 ) -> str:
-    """docs/validity.md for a recorded agreement on every suite and the frozen blind one."""
+    """docs/validity.md for a recorded agreement on every suite and the frozen blind
+    measurement of each held-out suite."""
     rows = "\n".join(
         f"| {e.name} | `{e.suite}` | {e.cases} | `{e.suite_sha256[:12]}` | "
         + ("yes: an upper bound" if e.name == "tuning" else "since the blind measurement")
         + " |"
         for e in result.suites
     )
+    held_out = [case for name in HELD_OUT for case in cases.get(name, ())]
     head = _HEAD.format(
         suite_rows=rows,
         tuning_verdicts=_verdict_counts(cases.get("tuning", ())),
-        holdout_verdicts=_verdict_counts(cases.get("holdout", ())),
-        blind_suite=blind.suite,
-        blind_digest=blind.suite_sha256[:12],
-        blind_suite_commit=blind.suite_commit[:7],
-        blind_commit=blind.scorer_commit[:7],
-        blind_overall=_percent(blind.agreement.overall.outcome_agree, blind.agreement.overall.n),
-        blind_n=blind.cases,
-        blind_table=render_table(blind.agreement),
-        blind_misjudged=", ".join(blind.agreement.misjudged) or "none",
+        holdout_verdicts=_verdict_counts(held_out),
+        blind_sections="".join(_blind_section(blinds[n]) for n in HELD_OUT if n in blinds),
     )
     body = "".join(
         _suite_section(e, cases[e.name], verdicts[e.name], by_class=e.name == "tuning")
@@ -305,22 +376,33 @@ def record(
     suites: Mapping[str, Path] | None = None,
     record_path: Path | None = None,
     doc_path: Path | None = None,
-    blind_path: Path | None = None,
+    blind_paths: Mapping[str, Path] | None = None,
 ) -> ScorerRecord:
     """Score every suite (name to JSONL path, `SUITE_NAMES` order) with the current
-    scorer; write the record and the validity page. The blind measurement is read, never
-    written; raises `CalibrationInvalid` when it was taken on another held-out file."""
+    scorer; write the record and the validity page. Blind measurements are read, never
+    written; raises `CalibrationInvalid` when a held-out suite has none, or when its
+    blind measurement was taken on another file."""
     suites = dict(suites or default_suites())
     if unknown := sorted(set(suites) - set(SUITE_NAMES)):
         raise CalibrationInvalid(f"unknown suite(s) {unknown}; suites are {SUITE_NAMES}")
-    blind = load_blind(blind_path)
+    paths = {**BLIND_PATHS, **(blind_paths or {})}
+    blinds: dict[str, BlindMeasurement] = {}
+    for name in (n for n in HELD_OUT if n in suites):
+        if not paths[name].is_file():
+            raise CalibrationInvalid(
+                f"the held-out suite {name} has no blind measurement yet: take it first "
+                f"with --record-blind {name}, before anyone reads the suite",
+                location=str(paths[name]),
+            )
+        blinds[name] = load_blind(paths[name])
+        if _digest(suites[name]) != blinds[name].suite_sha256:
+            raise CalibrationInvalid(
+                f"the held-out suite {name} is not the one its blind measurement was "
+                "taken on",
+                location=str(suites[name]),
+            )
     loaded = {name: load_cases(path) for name, path in suites.items()}
     verdicts = {name: scorer_verdicts(chosen) for name, chosen in loaded.items()}
-    if "holdout" in suites and _digest(suites["holdout"]) != blind.suite_sha256:
-        raise CalibrationInvalid(
-            "the held-out suite is not the one the blind measurement was taken on",
-            location=str(suites["holdout"]),
-        )
     result = ScorerRecord(
         suites=tuple(
             SuiteRecord(
@@ -338,7 +420,7 @@ def record(
     record_path.write_bytes(msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n")
     doc_path = doc_path or default_doc_path()
     doc_path.parent.mkdir(parents=True, exist_ok=True)
-    doc_path.write_text(render_validity_doc(result, loaded, verdicts, blind), encoding="utf-8")
+    doc_path.write_text(render_validity_doc(result, loaded, verdicts, blinds), encoding="utf-8")
     return result
 
 
@@ -348,10 +430,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="The deterministic scorer's agreement with the labelled calibration suite.",
     )
     parser.add_argument("--record", action="store_true", help="rewrite the record and the doc")
+    parser.add_argument(
+        "--record-blind",
+        choices=HELD_OUT,
+        default=None,
+        help="take a new held-out suite's blind first measurement (once; never rewritten)",
+    )
     parser.add_argument("--cases", type=Path, default=None, help="print one suite (JSONL) only")
     parser.add_argument("--record-path", type=Path, default=None)
     parser.add_argument("--doc", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.record_blind:
+        written = record_blind(args.record_blind)
+        sys.stdout.write(f"blind measurement of {args.record_blind} frozen in {written}\n")
+        return 0
     if args.record:
         recorded = record(None, args.record_path, args.doc)
         results = {entry.name: entry.agreement for entry in recorded.suites}
