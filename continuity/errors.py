@@ -19,6 +19,10 @@ The tree::
     │            checkout_flags_refused; lookup mode:
     │            lookup_real_refused, lookup_policy_invalid,
     │            lookup_policy_sha256_required, lookup_policy_sha256_mismatch,
+    │            lookup_policy_unbound (a v1-schema policy), the policy's bindings
+    │            and recomputed slots: lookup_policy_protocol_mismatch,
+    │            lookup_policy_code_mismatch, lookup_policy_metrics_mismatch,
+    │            lookup_policy_class_mismatch;
     │            lookup_unknown_feasibility, lookup_output_exists, lookup_output_required,
     │            probe_mode_unknown, arm_lookup_only:<id>, arm_not_admitted_in_lookup:<id>
     │            lookup_role_unknown, lookup_role_arms_conflict,
