@@ -12,6 +12,7 @@ from rules.contract import task_offline_contract
 from rules.ledger import task_ledger_smoke
 from rules.lookup import task_lookup_budget
 from rules.plan import task_dry_run, task_estimate, task_plan
+from rules.preflight import task_compare_preflight
 from rules.roles import task_compare_aggregate, task_compare_register, task_compare_run
 from rules.store import task_gc, task_verify
 from rules.traces import task_traces
@@ -29,6 +30,7 @@ __all__ = [
     "task_checkpoints",
     "task_compare",
     "task_compare_aggregate",
+    "task_compare_preflight",
     "task_compare_register",
     "task_compare_run",
     "task_dry_run",

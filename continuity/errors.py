@@ -26,7 +26,9 @@ The tree::
     │            lookup_unknown_feasibility, lookup_output_exists, lookup_output_required,
     │            probe_mode_unknown, arm_lookup_only:<id>, arm_not_admitted_in_lookup:<id>
     │            lookup_role_unknown, lookup_role_arms_conflict,
-    │            lookup_role_receipt_invalid (--lookup-role, continuity.roles)
+    │            lookup_role_receipt_invalid (--lookup-role, continuity.roles),
+    │            lookup_preflight_root_invalid (doit compare_preflight: the temporary
+    │            directory lies inside the checkout or the store)
     │   ├── RealModeError          the real-mode guards above (real_refused and its kin)
     │   ├── PricingError           pricing_invalid (a catalog or genai-prices lookup)
     │   ├── HoldoutError           an external holdout source (continuity.holdout, doit
@@ -110,7 +112,9 @@ The tree::
         │     codes: tool_server_unavailable, tool_response_malformed, tool_call_failed
         ├── SessionCorrupt             session_corrupt (a durable session file is unreadable)
         ├── ReplayFidelityError        replay_fidelity_failed (replay diverged from the trace)
-        ├── CheckpointError            checkpoint_busy, checkpoint_missing, child_failed
+        ├── CheckpointError            checkpoint_busy, checkpoint_missing, child_failed,
+        │     lookup_preparation_invalid (doit compare_preflight: a slot's preparation,
+        │     tree limits or dry restore failed; raised after the whole report is written)
         │     (and, as a failed probe result's reason, never raised:
         │     checkpoint_contract_failed, a probe that wrote a file its fresh copy
         │     shares with the checkpoint's template: that sample is excluded)
