@@ -35,7 +35,8 @@ def _budget(**options: Unpack[LookupBudgetOptions]) -> str:
         f"lookup_budget: {policy.paths} paths, budget {policy.calls} calls / "
         f"{policy.bytes:,} bytes (max path {policy.max_path_calls} calls / "
         f"{policy.max_path_bytes:,} bytes, largest response {policy.largest_response:,}); "
-        f"inventory sha256 {result.inventory_sha256}\n"
+        f"inventory sha256 {result.inventory_sha256}; {result.measured} paths measured, "
+        f"{result.reused} reused from the store\n"
         f"policy in {result.policy_path} (sha256 {result.policy_sha256}); use it with "
         f"--policy {result.policy_path} --policy-sha256 {result.policy_sha256}"
     )
@@ -85,7 +86,12 @@ def _arguments(
 
 
 def task_lookup_budget() -> TaskSpec:
-    """Measure a fresh lookup sizing inventory and derive a policy (never the frozen one)."""
+    """Measure a lookup sizing inventory and derive a policy (never the frozen one).
+
+    Every reference path is an action in the store: paths measured before with the same
+    inputs are reused, so a rerun takes seconds and a killed one resumes. The policy,
+    inventory and summary are written to --output.
+    """
     return {
         "actions": [task_action(_budget)],
         "params": [

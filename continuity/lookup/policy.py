@@ -1,47 +1,64 @@
-"""The lookup sizing policy: budget arithmetic, path feasibility, the frozen policy file.
+"""The lookup sizing policy: what it binds, its slots, and reading one.
 
-The budget comes from a measured inventory of reference paths (see
-`continuity.runner.inventory`), with the seed's formulas:
+The budget comes from a measured inventory of reference paths
+(`continuity.runner.inventory`) by the seed's formulas (`continuity.lookup.budget`);
+each slot's class comes from its recorded metrics (`continuity.lookup.classify`).
 
-- calls = max(path calls) + 2, capped at min(96, 100 - 2);
-- bytes = max(path bytes) + 2 x the largest serialized response, rounded up to KiB and
-  capped at 8 MiB.
+A policy (schema ``continuity-lookup-budget-v2``) binds the lookup protocol
+(``lookup-allowed-v1``), the probe protocol its first requests carried
+(`continuity.probes.protocol.PROBE_PROTOCOL`) and the code digest of the classifier,
+and stores every slot's metrics with its class. `load_policy` refuses a policy bound to
+another protocol or classifier and recomputes every slot's derived metrics and class
+from the recorded ones: a stored class is never taken on trust.
 
-The seed's own frozen example (a maximum path of 6 calls / 61,718 bytes and a largest
-response of 32,608 bytes) gives 8 calls and 126,976 bytes.
-
-Feasibility reserves a 16,000-token margin inside the scripted reader's 272,000-token
-window; each serialized response byte is charged as one token, plus 300 tokens per
-round; the initial input is the larger of the first forwarded context's UTF-8 JSON
-bytes / 3 and the trace estimate; a native arm's input is at least 150,000 tokens and a
-pack arm's at least the cold estimate plus 12,000. The sum of a path's repeated
-inputs (every round's whole request) must also fit the per-invocation observed-input
-admission cap: 6 million tokens for the originals, 400 million for the long suites.
-
-The checked-in policy of the current probe protocol (`fixtures/lookup/budget-v2.json`,
-for probe-protocol-v2) is used unless another is given by path plus sha256; a mismatch
-fails closed. A protocol change re-measures and freezes a new file; an old one is never
-edited (`budget-v1.json` stays the policy probe-protocol-v1 runs were planned with).
+The checked-in policy of the current probe protocol (`fixtures/lookup/budget-v3.json`)
+is used unless another is given by path plus sha256; a mismatch fails closed. A
+protocol or classifier change re-measures and freezes a new file; an old one is never
+edited. ``budget-v1.json`` and ``budget-v2.json`` (schema
+``continuity-lookup-budget-v1``: no protocol or code binding, a class and two numbers a
+slot) stay in ``fixtures/`` as the policies earlier plans were made with; a new plan
+refuses them (``lookup_policy_unbound``).
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 
+from continuity.digest import code_digest
 from continuity.errors import LookupError_
+from continuity.lookup.budget import BYTE_CAP, CALL_CAP, KIB, budget_from_paths
+from continuity.lookup.classify import (
+    ADMISSION_CAPS,
+    LONG_SUITE_ADMISSION_CAP,
+    MARGIN_TOKENS,
+    NATIVE_FLOOR_TOKENS,
+    PACK_EXTRA_TOKENS,
+    TOKENS_PER_ROUND,
+    WINDOW_TOKENS,
+    Classification,
+    PathMetrics,
+    admission_cap,
+    admission_total,
+    classify_path,
+    context_tokens,
+    round_inputs,
+)
+from continuity.lookup.policy_schema import POLICY_SCHEMA, LookupPolicy, PathCost, SlotPolicy
 from continuity.probes.protocol import PROBE_PROTOCOL
 
 __all__ = [
     "ADMISSION_CAPS",
     "BYTE_CAP",
     "CALL_CAP",
+    "CLASSIFIER_MODULES",
     "DEFAULT_POLICY",
     "KIB",
+    "LEGACY_SCHEMAS",
     "LONG_SUITE_ADMISSION_CAP",
+    "LOOKUP_PROTOCOL",
     "MARGIN_TOKENS",
     "NATIVE_FLOOR_TOKENS",
     "PACK_EXTRA_TOKENS",
@@ -54,150 +71,54 @@ __all__ = [
     "PathCost",
     "SlotPolicy",
     "admission_cap",
+    "admission_total",
     "budget_from_paths",
+    "classifier_code",
     "classify_path",
     "context_tokens",
     "default_policy_path",
     "load_policy",
     "policy_sha256",
     "round_inputs",
+    "slot_policy",
 ]
 
-CALL_CAP = min(96, 100 - 2)
-BYTE_CAP = 8 * 1024 * 1024
-KIB = 1024
-WINDOW_TOKENS = 272_000
-MARGIN_TOKENS = 16_000
-TOKENS_PER_ROUND = 300
-NATIVE_FLOOR_TOKENS = 150_000
-PACK_EXTRA_TOKENS = 12_000
-# The per-invocation observed-input admission cap, by suite (the long suites: 400 M).
-ADMISSION_CAPS = {"original": 6_000_000}
-LONG_SUITE_ADMISSION_CAP = 400_000_000
-POLICY_SCHEMA = "continuity-lookup-budget-v1"
-# The frozen policy of each probe protocol; new lookup plans use the current one's.
-POLICIES = {
-    "probe-protocol-v1": "budget-v1.json",
-    "probe-protocol-v2": "budget-v2.json",
-}
+LOOKUP_PROTOCOL = "lookup-allowed-v1"
+# Exactly the modules that classify: a policy binds their code digest.
+CLASSIFIER_MODULES = ("continuity.lookup.classify",)
+# Schemas that bind no protocol or classifier code: kept in fixtures/, never loaded.
+LEGACY_SCHEMAS = ("continuity-lookup-budget-v1",)
+# The frozen policy of the current probe protocol; new lookup plans use it.
+# (budget-v1.json, probe-protocol-v1, and budget-v2.json, the first probe-protocol-v2
+# measurement, are legacy-schema files, kept unedited.)
+POLICIES = {"probe-protocol-v2": "budget-v3.json"}
 DEFAULT_POLICY = POLICIES[PROBE_PROTOCOL]
 
-Classification = Literal[
-    "feasible",  # the reference path fits the budget and the context
-    "budget_infeasible",  # the path needs more calls or bytes than the budget allows
-    "context_bound",  # the conservative request estimate exceeds the reader's window
-    "admission_bound",  # the repeated inputs exceed the per-invocation admission cap
-    "undiscovered",  # the reference path did not find the source
-    "unverified",  # found, but the concatenated pages did not match the source digest
-]
+
+def classifier_code() -> str:
+    """The code digest of the classifier, as a policy binds it."""
+    return code_digest(CLASSIFIER_MODULES)
 
 
-class PathCost(msgspec.Struct, frozen=True, kw_only=True):
-    """One measured reference path, content-free."""
-
-    trace_id: str
-    arm: str
-    probe_id: str
-    discovered: bool
-    verified: bool
-    calls: int
-    bytes: int
-    largest_response: int
-    responses: list[int]  # the serialized size of every response, in order
-    initial_tokens: int  # the conservative first-request estimate
-    cold_tokens: int = 0  # the cold estimate a pack arm's floor builds on
-    suite: str = "original"  # which admission cap applies
-
-
-class SlotPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    trace_id: str
-    arm: str
-    probe_id: str
-    classification: Classification
-    calls: int
-    bytes: int
-
-
-class LookupPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    schema: str = POLICY_SCHEMA
-    calls: int
-    bytes: int
-    max_path_calls: int
-    max_path_bytes: int
-    largest_response: int
-    inventory_sha256: str
-    soul_sha256: str
-    soul_core_sha256: str
-    paths: int
-    slots: list[SlotPolicy]
-    note: str = ""
-    reader: str = ""  # the scripted reader binding's model the inventory was measured on
-
-    def slot(self, trace_id: str, arm: str, probe_id: str) -> SlotPolicy | None:
-        for slot in self.slots:
-            if (slot.trace_id, slot.arm, slot.probe_id) == (trace_id, arm, probe_id):
-                return slot
-        return None
-
-    def disposition(self, trace_id: str, arm: str, probe_id: str, annotated: bool) -> str:
-        """A planned slot's disposition: ``unannotated`` (no source; it runs with unknown
-        provenance), its class (``feasible`` runs; any other class is
-        inventory-infeasible), or ``unknown`` (never measured; blocks execution)."""
-        if not annotated:
-            return "unannotated"
-        slot = self.slot(trace_id, arm, probe_id)
-        return slot.classification if slot is not None else "unknown"
-
-
-def budget_from_paths(max_calls: int, max_bytes: int, largest_response: int) -> tuple[int, int]:
-    """The seed's budget formulas: (calls, bytes)."""
-    calls = min(max_calls + 2, CALL_CAP)
-    raw = max_bytes + 2 * largest_response
-    return calls, min(-(-raw // KIB) * KIB, BYTE_CAP)
-
-
-def _initial(path: PathCost, arm: str) -> int:
-    if arm == "native-lookup":
-        return max(path.initial_tokens, NATIVE_FLOOR_TOKENS)
-    if path.cold_tokens:
-        return max(path.initial_tokens, path.cold_tokens + PACK_EXTRA_TOKENS)
-    return path.initial_tokens
-
-
-def round_inputs(path: PathCost, arm: str) -> list[int]:
-    """The conservative input of every round of a path: the floor-adjusted initial input,
-    every response byte returned so far as a token, 300 tokens per round."""
-    initial = _initial(path, arm)
-    inputs = []
-    returned = 0
-    for index in range(len(path.responses) + 1):
-        inputs.append(initial + returned + TOKENS_PER_ROUND * (index + 1))
-        if index < len(path.responses):
-            returned += path.responses[index]
-    return inputs
-
-
-def context_tokens(path: PathCost, arm: str) -> int:
-    """The conservative peak request of a path (its last round's input)."""
-    return round_inputs(path, arm)[-1]
-
-
-def admission_cap(suite: str) -> int:
-    return ADMISSION_CAPS.get(suite, LONG_SUITE_ADMISSION_CAP)
-
-
-def classify_path(path: PathCost, calls: int, budget_bytes: int) -> Classification:
-    if not path.discovered:
-        return "undiscovered"
-    if not path.verified:
-        return "unverified"
-    if path.calls > calls or path.bytes > budget_bytes:
-        return "budget_infeasible"
-    if context_tokens(path, path.arm) > WINDOW_TOKENS - MARGIN_TOKENS:
-        return "context_bound"
-    if sum(round_inputs(path, path.arm)) > admission_cap(path.suite):
-        return "admission_bound"
-    return "feasible"
+def slot_policy(path: PathCost, calls: int, budget_bytes: int) -> SlotPolicy:
+    """A measured path as a policy slot: its metrics and their class against a budget."""
+    return SlotPolicy(
+        trace_id=path.trace_id,
+        arm=path.arm,
+        probe_id=path.probe_id,
+        suite=path.suite,
+        classification=classify_path(path, calls, budget_bytes),
+        discovered=path.discovered,
+        verified=path.verified,
+        calls=path.calls,
+        bytes=path.bytes,
+        responses=list(path.responses),
+        largest_response=max(path.responses, default=0),
+        initial_tokens=path.initial_tokens,
+        cold_tokens=path.cold_tokens,
+        peak_request_tokens=context_tokens(path, path.arm),
+        admission_tokens=admission_total(path, path.arm),
+    )
 
 
 def default_policy_path() -> Path:
@@ -208,12 +129,20 @@ def policy_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class _Schema(msgspec.Struct):
+    schema: str = ""
+
+
 def load_policy(path: Path | None = None, sha256: str | None = None) -> LookupPolicy:
-    """The frozen policy, or the one at `path`, whose bytes must hash to `sha256`.
+    """The frozen policy, or the one at `path`, whose bytes must hash to `sha256`, with
+    every binding checked and every slot's class recomputed from its metrics.
 
     Raises:
         UsageError: ``lookup_policy_sha256_required`` (a path without its sha256, or an
-            empty one), ``lookup_policy_sha256_mismatch``, ``lookup_policy_invalid``.
+            empty one), ``lookup_policy_sha256_mismatch``, ``lookup_policy_unbound`` (a
+            v1-schema policy: it binds no protocol or code), ``lookup_policy_invalid``,
+            ``lookup_policy_protocol_mismatch``, ``lookup_policy_code_mismatch``,
+            ``lookup_policy_metrics_mismatch``, ``lookup_policy_class_mismatch``.
     """
     if path is not None and not (sha256 or "").strip():
         raise LookupError_(
@@ -234,12 +163,77 @@ def load_policy(path: Path | None = None, sha256: str | None = None) -> LookupPo
             code="lookup_policy_sha256_mismatch",
             location=str(source),
         )
+    policy = _decode(data, str(source))
+    _check_bindings(policy, str(source))
+    for index, slot in enumerate(policy.slots):
+        _check_slot(slot, policy, f"{source}:$.slots[{index}]")
+    return policy
+
+
+def _decode(data: bytes, where: str) -> LookupPolicy:
+    try:
+        schema = msgspec.json.decode(data, type=_Schema).schema
+    except msgspec.MsgspecError as exc:
+        raise LookupError_(str(exc), location=where) from None
+    if schema in LEGACY_SCHEMAS:
+        raise LookupError_(
+            f"a {schema} policy binds no protocol or classifier code and stores only a "
+            "class per slot; measure a new one with doit lookup_budget",
+            code="lookup_policy_unbound",
+            location=where,
+        )
+    if schema != POLICY_SCHEMA:
+        raise LookupError_(f"schema {schema[:60]!r}", location=f"{where}:$.schema")
     try:
         policy = msgspec.json.decode(data, type=LookupPolicy)
     except msgspec.MsgspecError as exc:
-        raise LookupError_(str(exc), location=str(source)) from None
-    if policy.schema != POLICY_SCHEMA:
-        raise LookupError_(f"schema {policy.schema!r}", location=f"{source}:$.schema")
+        raise LookupError_(str(exc), location=where) from None
     if not 1 <= policy.calls <= CALL_CAP or not 1 <= policy.bytes <= BYTE_CAP:
-        raise LookupError_("budget out of range", location=f"{source}:$.calls")
+        raise LookupError_("budget out of range", location=f"{where}:$.calls")
     return policy
+
+
+def _check_bindings(policy: LookupPolicy, where: str) -> None:
+    bound = (policy.lookup_protocol, policy.probe_protocol)
+    if bound != (LOOKUP_PROTOCOL, PROBE_PROTOCOL):
+        raise LookupError_(
+            f"the policy was measured under {bound[0][:40]} / {bound[1][:40]}, not "
+            f"{LOOKUP_PROTOCOL} / {PROBE_PROTOCOL}: measure a new one",
+            code="lookup_policy_protocol_mismatch",
+            location=where,
+        )
+    if policy.classifier_code != classifier_code():
+        raise LookupError_(
+            f"the policy's classes came from classifier code {policy.classifier_code[:16]}, "
+            f"this checkout's is {classifier_code()[:16]}: measure or freeze a new one",
+            code="lookup_policy_code_mismatch",
+            location=where,
+        )
+
+
+def _derived(slot: PathMetrics) -> dict[str, int]:
+    return {
+        "largest_response": max(slot.responses, default=0),
+        "peak_request_tokens": context_tokens(slot, slot.arm),
+        "admission_tokens": admission_total(slot, slot.arm),
+    }
+
+
+def _check_slot(slot: SlotPolicy, policy: LookupPolicy, where: str) -> None:
+    """Recompute a slot's derived metrics and class from its recorded metrics."""
+    if min(slot.calls, slot.bytes, slot.initial_tokens, slot.cold_tokens, *slot.responses) < 0:
+        raise LookupError_("a negative metric", location=where)
+    for name, value in _derived(slot).items():
+        if getattr(slot, name) != value:
+            raise LookupError_(
+                f"{name} is {getattr(slot, name)}, its metrics give {value}",
+                code="lookup_policy_metrics_mismatch",
+                location=f"{where}.{name}",
+            )
+    recomputed = classify_path(slot, policy.calls, policy.bytes)
+    if slot.classification != recomputed:
+        raise LookupError_(
+            f"the slot is stored as {slot.classification}, its metrics give {recomputed}",
+            code="lookup_policy_class_mismatch",
+            location=f"{where}.classification",
+        )
