@@ -28,7 +28,12 @@ The tree::
     │            lookup_role_unknown, lookup_role_arms_conflict,
     │            lookup_role_receipt_invalid (--lookup-role, continuity.roles),
     │            lookup_preflight_root_invalid (doit compare_preflight: the temporary
-    │            directory lies inside the checkout or the store)
+    │            directory lies inside the checkout or the store);
+    │            lookup_pricing_blocked (holdout pricing's result code when numerical
+    │            approval is blocked, continuity.plan.holdout_pricing; never raised);
+    │            reserved for the later admission controller, not raised by the
+    │            offline estimate or readiness diagnostic: not_admitted_input_envelope,
+    │            not_admitted_cap
     │   ├── RealModeError          the real-mode guards above (real_refused and its kin)
     │   ├── PricingError           pricing_invalid (a catalog or genai-prices lookup)
     │   ├── HoldoutError           an external holdout source (continuity.holdout, doit

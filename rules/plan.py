@@ -27,7 +27,10 @@ from rules.params import (
 from rules.traces import SEEDS, SUITE
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from continuity.plan.estimate import DryRun
+    from continuity.plan.lookup_slots import LookupWorkload
     from continuity.plan.plan import Plan
     from continuity.plan.pricing import Catalog
     from continuity.plan.workload import Workload
@@ -130,11 +133,16 @@ class PricedOptions(PlanOptions, total=False):
 
 
 class EstimateOptions(PricedOptions, total=False):
-    """`doit estimate`: the sensitivity profiles (and ``--real``, refused)."""
+    """`doit estimate`: the sensitivity profiles (and ``--real``, refused); in lookup
+    mode a workload-only corpus or a compare registration and its raw sha256."""
 
     screening_model: str
     high_end_model: str
     real: bool
+    suites: str
+    trace: str
+    registration: str
+    sha256: str
 
 
 def _workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
@@ -238,28 +246,33 @@ def _next_out(given: str, plan: Plan, digest: str) -> str:
     return os.path.expanduser(f"~/continuity-runs/{digest[:16]}")
 
 
-def _estimate(**options: Unpack[EstimateOptions]) -> None:
+def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
     from continuity.errors import UsageError
     from continuity.plan.estimate import (
         DEFAULT_HIGH_END,
         DEFAULT_SCREENING,
         check_cost_limit,
         estimate,
-        format_dry_run,
         format_estimate,
     )
 
-    if options.get("real"):
+    if options.get("real"):  # before any option is used or any file is read
         raise UsageError(
             "the estimator never runs a real plan; use doit dry_run",
             code="estimate_real_refused",
             location="--real",
         )
+    if options.get("probe_mode") == "lookup-allowed-v1":
+        return _lookup_estimate(options)
+    given: Mapping[str, object] = options
+    for name in _LOOKUP_ONLY:
+        if given.get(name):
+            raise UsageError(
+                "applies to --probe-mode lookup-allowed-v1 only",
+                code="plan_invalid",
+                location=f"--{name}",
+            )
     result, catalog, load = _workload(options)
-    if result.lookup is not None:
-        print(format_dry_run(result))
-        print("estimate: nothing to price; lookup-allowed-v1 never calls a model")
-        return None
     profiles = estimate(
         result.plan,
         load,
@@ -270,6 +283,97 @@ def _estimate(**options: Unpack[EstimateOptions]) -> None:
     print(format_estimate(result, profiles))
     check_cost_limit(profiles[0], options.get("cost_limit") or None)
     return None
+
+
+# Estimate options of lookup mode only; with a registration, the options it fixes.
+_LOOKUP_ONLY = ("suites", "trace", "registration", "sha256")
+_REGISTERED = ("suites", "trace", "probe_limit", "lookup_reader", "policy", "policy_sha256")
+
+
+def _lookup_estimate(options: EstimateOptions) -> str:
+    """Lookup cost sensitivity over a registration or a workload-only corpus; the JSON
+    goes to ``<out>/estimates/``."""
+    from pathlib import Path
+
+    import msgspec
+
+    from continuity.plan.lookup_report import (
+        format_lookup_estimate,
+        lookup_estimate,
+        write_lookup_estimate,
+    )
+    from continuity.runner.lookup_run import LookupRun
+
+    work, policy_path, policy_hash = _lookup_workload(options)
+    pricing = options.get("pricing")
+    (watchdog,) = (
+        f.default for f in msgspec.structs.fields(LookupRun) if f.name == "watchdog_seconds"
+    )
+    result = lookup_estimate(
+        work,
+        pricing=Path(pricing) if pricing else None,
+        policy_path=policy_path,
+        policy_hash=policy_hash,
+        screening=options.get("screening_model") or None,
+        high_end=options.get("high_end_model") or None,
+        watchdog_seconds=float(watchdog),
+    )
+    print(format_lookup_estimate(result))
+    return f"estimate in {write_lookup_estimate(result, Selection(options).out)}"
+
+
+def _lookup_workload(options: EstimateOptions) -> tuple[LookupWorkload, Path | None, str | None]:
+    """The workload, policy path and policy sha256: from a verified registration (which
+    fixes them) or from the options.
+
+    Raises:
+        UsageError: ``option_value_missing`` (a registration without its sha256, or the
+            reverse), ``plan_invalid`` (an option the registration fixes).
+        RoleError: ``role_registration_sha256_mismatch``, ``role_registration_invalid``.
+    """
+    from pathlib import Path
+
+    from continuity.errors import UsageError
+    from continuity.plan.lookup_report import registered_policy, registered_workload
+    from continuity.plan.lookup_slots import EstimateSource
+    from continuity.roles.register import workload
+    from continuity.roles.run import read_registration
+    from continuity.roles.table import ROLES
+
+    given: Mapping[str, object] = options
+    if given.get("registration") or given.get("sha256"):
+        for name in ("registration", "sha256"):
+            if not given.get(name):
+                raise UsageError(
+                    "a registration needs both --registration and --sha256",
+                    code="option_value_missing",
+                    location=f"--{name}",
+                )
+        for name in _REGISTERED:
+            if given.get(name):
+                flag = f"--{name.replace('_', '-')}"
+                raise UsageError(
+                    "the registration fixes the workload, reader and policy",
+                    code="plan_invalid",
+                    location=flag,
+                )
+        registration, digest, raw = read_registration(
+            Path(options["registration"]), options["sha256"]
+        )
+        source = EstimateSource(kind="registration", sha256=raw, registration_digest=digest)
+        work = registered_workload(registration.workload, registration.roles, source)
+        return (work, *registered_policy(registration.r0.path, registration.digests.budget))
+    names = [n.strip() for n in (options.get("suites") or "").split(",") if n.strip()]
+    traces = [n.strip() for n in (options.get("trace") or "").split(",") if n.strip()]
+    corpus = workload(names, traces, options.get("probe_limit") or None)
+    policy = options.get("policy")
+    work = registered_workload(
+        corpus,
+        ROLES,
+        EstimateSource(kind="workload-only"),
+        binding=options.get("lookup_reader") or None,
+    )
+    return work, Path(policy) if policy else None, options.get("policy_sha256") if policy else None
 
 
 def task_plan() -> TaskSpec:
@@ -290,15 +394,38 @@ def task_dry_run() -> TaskSpec:
 
 
 def task_estimate() -> TaskSpec:
-    """Workload-only cost arithmetic: main, screening and high-end profiles, cache 0/50/90%."""
+    """Estimate a plan's cost under assumptions: main, screening and high-end profiles.
+
+    Recall-only: the plan's workload at 0/50/90 % cache. With --probe-mode
+    lookup-allowed-v1, the six roles' lookup slots (workload-only with --suites, --trace
+    and --probe-limit, or from --registration FILE --sha256 S) at 0/2/8 lookup calls,
+    none/half/full returned bytes and 0/50/90 % cache, with the main reader's readiness
+    and the configured deadlines; no credential or network, and --real is refused before
+    anything is read. The lookup estimate's JSON is in <out>/estimates/.
+    """
     return {
         "actions": [task_action(_estimate)],
         "params": [
             *PLAN_PARAMS,
             COST_LIMIT,
-            param("screening_model", str, "", "cheaper screening profile model"),
-            param("high_end_model", str, "", "fixed high-end sensitivity model"),
+            param(
+                "screening_model",
+                str,
+                "",
+                "screening profile model (default openai-codex:gpt-6-mini; lookup: the "
+                "reader binding's other model)",
+            ),
+            param(
+                "high_end_model", str, "", "high-end sensitivity model (anthropic:claude-opus-5-5)"
+            ),
             param("real", bool, False, "refused: the estimator never runs a plan"),
+            param(
+                "suites", str, "", "lookup: corpus suites (default original,hard,hard-distractors)"
+            ),
+            param("trace", str, "", "lookup: only these trace ids (comma-separated)"),
+            param("registration", str, "", "lookup: a registration.json of doit compare_register"),
+            param("sha256", str, "", "lookup: the registration file's raw sha256"),
+            OUT,
         ],
         "verbosity": 2,
     }
