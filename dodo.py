@@ -9,6 +9,12 @@ from rules.catalog import task_arms, task_runs
 from rules.checkpoints import task_checkpoints
 from rules.compare import task_compare
 from rules.contract import task_offline_contract
+from rules.holdout import (
+    task_holdout_freeze,
+    task_holdout_overlap,
+    task_holdout_select,
+    task_holdout_validate,
+)
 from rules.ledger import task_ledger_smoke
 from rules.lookup import task_lookup_budget
 from rules.plan import task_dry_run, task_estimate, task_plan
@@ -36,6 +42,10 @@ __all__ = [
     "task_dry_run",
     "task_estimate",
     "task_gc",
+    "task_holdout_freeze",
+    "task_holdout_overlap",
+    "task_holdout_select",
+    "task_holdout_validate",
     "task_ledger_smoke",
     "task_lookup_budget",
     "task_offline_contract",
