@@ -68,7 +68,7 @@ from continuity.holdout.schema import (
     OverlapReport,
     encode_json,
 )
-from continuity.holdout.tokens import STOPWORDS, tokens, trigrams
+from continuity.holdout.tokens import STOPWORDS, id_key, id_tokens, tokens, trigrams
 from continuity.holdout.validate import ValidatedSource
 from continuity.outputs import write_output
 from continuity.traces.schema import Fact, Trace
@@ -178,25 +178,32 @@ class _Hit:
 
 
 class _Index:
-    """The holdout's distinctive token sequences (anchored on their rarest token) and its
-    phrases, to be found in one pass over every reference text."""
+    """The holdout's distinctive values (token sequences anchored on their rarest token),
+    its distinctive ids and its phrases, to be found in one pass over every reference."""
 
     def __init__(self, items: list[Item]) -> None:
         self.items = items
         self.sequences: list[tuple[int, tuple[str, ...]]] = []
         self.anchors: dict[str, list[tuple[int, int]]] = {}
+        self.ids: dict[str, list[int]] = {}
         self.phrases: dict[tuple[str, str, str], list[int]] = {}
         self.counts: Counter[str] = Counter()
         for number, item in enumerate(items):
             words = tokens(item.text)
-            if item.kind != "phrase":
-                self.counts[f"{item.kind}s"] += 1
+            if item.kind == "id":
+                self.counts["ids"] += 1
+                key = id_key(item.text)
+                if key is not None and distinctive(words):
+                    self.counts["distinctive_ids"] += 1
+                    self.ids.setdefault(key, []).append(number)
+                continue
+            if item.kind == "value":
+                self.counts["values"] += 1
                 if words and distinctive(words):
-                    self.counts[f"distinctive_{item.kind}s"] += 1
+                    self.counts["distinctive_values"] += 1
                     self._anchor(number, words)
-            if item.kind != "id":
-                for gram in trigrams(words):
-                    self.phrases.setdefault(gram, []).append(number)
+            for gram in trigrams(words):
+                self.phrases.setdefault(gram, []).append(number)
 
     def _anchor(self, number: int, words: tuple[str, ...]) -> None:
         offset = min(
@@ -205,21 +212,24 @@ class _Index:
         self.sequences.append((number, words))
         self.anchors.setdefault(words[offset], []).append((len(self.sequences) - 1, offset))
 
-    def scan(self, words: list[str], found: dict[tuple[int, str], _Hit], where: str) -> None:
-        """Record every sequence of this index that `words` holds (item, 'seq')."""
+    def scan(self, text: str, found: dict[tuple[int, str], _Hit], where: str) -> int:
+        """Record every value, id and phrase of this index that `text` holds (keyed by
+        item and ``"seq"``, or item and phrase); return the text's token count."""
+        words = tokens(text)
         for position, word in enumerate(words):
             for sequence, offset in self.anchors.get(word, ()):
                 number, wanted = self.sequences[sequence]
                 start = position - offset
-                if start >= 0 and tuple(words[start : start + len(wanted)]) == wanted:
+                if start >= 0 and words[start : start + len(wanted)] == wanted:
                     _count(found, (number, "seq"), where)
-
-    def scan_phrases(
-        self, words: list[str], found: dict[tuple[int, str], _Hit], where: str
-    ) -> None:
+        if self.ids:
+            for identifier in id_tokens(text):
+                for number in self.ids.get(identifier, ()):
+                    _count(found, (number, "seq"), where)
         for gram in trigrams(words):
             for number in self.phrases.get(gram, ()):
                 _count(found, (number, " ".join(gram)), where)
+        return len(words)
 
 
 def _count(found: dict[tuple[int, str], _Hit], key: tuple[int, str], where: str) -> None:
@@ -239,11 +249,8 @@ def check_overlap(validated: ValidatedSource, references: References) -> Overlap
     for reference in references.items:
         found: dict[tuple[int, str], _Hit] = {}
         for locator, text in reference.texts:
-            words = list(tokens(text))
             texts += 1
-            reference_tokens += len(words)
-            index.scan(words, found, locator)
-            index.scan_phrases(words, found, locator)
+            reference_tokens += index.scan(text, found, locator)
         overlaps += _overlaps(items, found, reference.name)
     overlaps.sort(key=lambda o: (o.kind, o.family_id, o.location, o.reference, o.term_sha256))
     kinds = Counter(o.kind for o in overlaps)
@@ -278,7 +285,12 @@ def _overlaps(
     result = []
     for (number, term), hit in found.items():
         item = items[number]
-        words = tokens(item.text) if term == "seq" else tuple(term.split(" "))
+        if term != "seq":
+            words: tuple[str, ...] = tuple(term.split(" "))
+        elif item.kind == "id":
+            words = (id_key(item.text) or item.text,)
+        else:
+            words = tokens(item.text)
         result.append(
             Overlap(
                 kind="phrase" if term != "seq" else item.kind,

@@ -1,6 +1,7 @@
 """Tokens and three-word phrases, as the overlap check compares them.
 
-A token is a casefolded run of letters and digits (``[^\\W_]+``). A phrase is three
+A token is a casefolded run of letters and digits (``[^\\W_]+``); an id is compared whole
+(`id_tokens`: a run of the id alphabet, so ``D1:10`` is not ``d1-10``). A phrase is three
 adjacent content words: the tokens left once `STOPWORDS` are dropped. The stopwords are
 the function words of the ledger prompt's evaluation-independence check
 (``tests/memory/test_independence.py``) together with NLTK's English stopword list
@@ -13,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-__all__ = ["STOPWORDS", "Trigram", "tokens", "trigrams"]
+__all__ = ["STOPWORDS", "Trigram", "id_key", "id_tokens", "tokens", "trigrams"]
 
 _INDEPENDENCE_CHECK = (
     "a an and are as at be been but by can could did do does for from had has have he "
@@ -36,6 +37,9 @@ _NLTK_ENGLISH = (
     "weren't won won't wouldn wouldn't"
 )
 _TOKEN = re.compile(r"[^\W_]+")
+# An id is a run of the trace schema's id alphabet (`ID_PATTERN`), ending in a letter or
+# digit: "D1:10" and "d1-10" are two ids, and a sentence's full stop is not part of one.
+_ID = re.compile(r"[a-z0-9](?:[a-z0-9._:-]*[a-z0-9])?")
 STOPWORDS: frozenset[str] = frozenset(
     word
     for text in (_INDEPENDENCE_CHECK, _NLTK_ENGLISH)
@@ -49,6 +53,18 @@ Trigram = tuple[str, str, str]
 def tokens(text: str) -> tuple[str, ...]:
     """The casefolded letter-and-digit runs of `text`, in order."""
     return tuple(_TOKEN.findall(text.casefold()))
+
+
+def id_tokens(text: str) -> list[str]:
+    """The casefolded ids in `text`: maximal runs of letters, digits and ``._:-`` that
+    start and end with a letter or digit."""
+    return _ID.findall(text.casefold())
+
+
+def id_key(identifier: str) -> str | None:
+    """`identifier` as `id_tokens` finds it in a text, or None when it is not one id."""
+    found = id_tokens(identifier)
+    return found[0] if len(found) == 1 and found[0] == identifier.casefold().strip("._:-") else None
 
 
 def trigrams(words: tuple[str, ...] | list[str]) -> Iterator[Trigram]:
