@@ -84,7 +84,7 @@ PROBES_NOTE = "a free lower-bound check: probes not included"
 RUN_DEADLINE_NAME = "LookupRun.watchdog_seconds"
 COUNTING = (
     "one preparation per scheduled slot (role or arm x suite x trace), each in its own "
-    "private root; slots that share a checkpoint are prepared once each"
+    "private root; slots that share a checkpoint key are each prepared again"
 )
 # The preparation child a registered build must hold (relative to its export).
 CHILD_PATH = "continuity/runner/preflight_child.py"
@@ -134,6 +134,9 @@ class PreflightSource(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PreflightTotals(msgspec.Struct, frozen=True, kw_only=True):
+    """Slot counts, and the distinct checkpoint keys the prepared slots made (each slot
+    prepares its own, in its own root: the trees differ by the root path they pin)."""
+
     slots: int
     eligible: int
     not_eligible: int

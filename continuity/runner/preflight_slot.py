@@ -264,7 +264,8 @@ def launch_preparation(
         **slot.code.env,
     }
     command = [*slot.code.command, "-m", CHILD_MODULE, "--parent-pid", str(os.getpid())]
-    child = subprocess.Popen(
+    # Its own session: the watchdog and the containment stop its whole process group.
+    with subprocess.Popen(
         command,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -272,16 +273,16 @@ def launch_preparation(
         cwd=root,
         env=env,
         start_new_session=True,
-    )
-    try:
-        out, err = child.communicate(msgspec.json.encode(request), timeout=watchdog)
-    except subprocess.TimeoutExpired:
-        return SlotFailure(
-            kind="preparation_watchdog",
-            message=f"the preparation ran past its {watchdog:.0f} s watchdog and was killed",
-        )
-    finally:
-        _contain(child)
+    ) as child:
+        try:
+            out, err = child.communicate(msgspec.json.encode(request), timeout=watchdog)
+        except subprocess.TimeoutExpired:
+            return SlotFailure(
+                kind="preparation_watchdog",
+                message=f"the preparation ran past its {watchdog:g} s watchdog and was killed",
+            )
+        finally:
+            _contain(child)
     try:
         return msgspec.json.decode(out, type=PreparationReply)
     except msgspec.MsgspecError:
