@@ -29,7 +29,7 @@ from continuity.probes.polarity import clause_bounds, sentence_bounds, stances
 __all__ = ["abstains", "abstention_clauses", "claims", "guesses"]
 
 _NEG = r"(?:\bnot|\bnever|n't|\bno one|\bnobody|\bunable to|\bfailed to|\bcannot)"
-_GAP = r"\s+(?:\w+\s+){0,3}?"
+_GAP = r"\s+(?:[\w']+\s+){0,5}?"
 _TELLING = (
     r"(?:mention|discuss|talk|rais|cover|brought|bring|specif|stat|said|say|note|appear"
     r"|feature|refer|record|includ|exist|arrang|book|hir|organi[sz]|set|come\s+up|gave|giv"

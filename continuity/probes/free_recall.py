@@ -43,9 +43,21 @@ import snowballstemmer
 
 from continuity.probes.normalise import normalise
 from continuity.probes.polarity import clause_bounds, sentence_bounds, stances
+from continuity.probes.relative_dates import gold_days, states_one_of
 from continuity.probes.values import Locale, find_value, specifics
 
-__all__ = ["STOP_WORDS", "gold_parts", "guesses", "polarity", "score_parts"]
+__all__ = [
+    "STOP_WORDS",
+    "attributed",
+    "denies",
+    "gold_parts",
+    "guesses",
+    "noncommittal",
+    "only_asks",
+    "polarity",
+    "score_parts",
+    "states_decoy",
+]
 
 
 def _words_of(text: str) -> frozenset[str]:
@@ -89,9 +101,25 @@ _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 _STEMMER = snowballstemmer.stemmer("porter")
 
 
+_VARIANTS = (
+    (re.compile(r"ae"), "e"),  # paediatric, anaesthetic
+    (re.compile(r"(?<=\w{3})our(?=(?:s|ed|ing|ite|ites|able)?$)"), "or"),  # colour, favourite
+    (re.compile(r"(?<=\w{3})is(?=(?:e|ed|es|ing|ation|ations)$)"), "iz"),  # organise
+    (re.compile(r"(?<=[aeiou])ll(?=(?:ed|ing|er|ers|ery)$)"), "l"),  # travelled, jewellery
+    (re.compile(r"(?<=\w{2})tre$"), "ter"),  # centre, theatre
+)
+
+
+def _spelling(word: str) -> str:
+    """British spellings read as American ones, on both sides of a comparison."""
+    for pattern, replacement in _VARIANTS:
+        word = pattern.sub(replacement, word)
+    return word
+
+
 @lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
-    return str(_STEMMER.stemWord(_NUMBERS.get(word, word)))
+    return str(_STEMMER.stemWord(_spelling(_NUMBERS.get(word, word))))
 
 
 def _shield(text: str, locale: Locale) -> str:
@@ -126,10 +154,15 @@ def _content(text: str) -> list[str]:
 
 
 def _polar_item(item: str) -> str | None:
-    """``yes`` or ``no`` when an item is a bare (perhaps hedged) yes or no."""
+    """``yes`` or ``no`` when an item is a (perhaps hedged) yes or no, alone or followed
+    by its reason (``Likely yes since he works at a brewery``)."""
     words = [w for w, _, _ in _words(item) if w not in _HEDGES or w == "unlikely"]
-    if words in (["yes"], ["no"], ["not"], ["unlikely"]):
-        return "yes" if words == ["yes"] else "no"
+    if not words:
+        return None
+    if words[0] in ("yes", "no"):
+        return words[0]
+    if words in (["not"], ["unlikely"]):
+        return "no"
     return None
 
 
@@ -137,6 +170,8 @@ def polarity(text: str) -> str | None:
     """The polarity an answer commits to first: ``yes``, ``no`` or None. Hedges are
     skipped (``probably not`` says no); a sentence with only a hedge says yes."""
     for start, end in sentence_bounds(text):
+        if _NONCOMMITTAL.search(text[start:end]):
+            return None
         hedged = False
         for word, _, _ in _words(text[start:end]):
             if word in _NO or word.endswith("n't"):
@@ -212,14 +247,109 @@ def _held(word: tuple[str, bool], answer: set[tuple[str, bool]]) -> bool:
     )
 
 
+_REQUEST = re.compile(r"(?i)^\W*(?:let me know|please|tell me|could you|can you|would you)\b")
+# A decoy put in another person's mouth: "that was Odile", "it was Tomasz who ...".
+_ATTRIBUTED = re.compile(
+    r"\b(?:[Tt]hat|[Ii]t|[Tt]his)(?:\s+(?:was|is)|'s)\s+(?:actually\s+)?[A-Z][a-z]+"
+    r"|\b[A-Z][a-z]+(?:'s|\s+is|\s+was)\s+the\s+one\b"
+)
+# Non-committal: says neither yes nor no ("hard to say", "not enough to go on").
+_NONCOMMITTAL = re.compile(
+    r"(?i)\b(?:not\s+(?:enough|sure|certain|clear)|(?:can't|cannot|can\s+not)\s+(?:say|tell)"
+    r"|(?:hard|difficult|impossible)\s+to\s+(?:say|tell|know)|no\s+way\s+to\s+(?:say|tell|know)"
+    r"|unclear|unsure)\b"
+)
+
+
+def noncommittal(text: str) -> bool:
+    """Whether an answer says it cannot tell (``hard to say``, ``not enough to go on``)."""
+    return _NONCOMMITTAL.search(text) is not None
+
+
+def denies(text: str, gold: str, locale: Locale) -> bool:
+    """Whether an answer states a word of the gold under negation (``she didn't give up
+    chocolate`` for ``Chocolate``): an answer, not a decline."""
+    said = _read(text)
+    return any(
+        (stem, not negated) in said
+        for part in gold_parts(gold, locale)
+        for item in part
+        for stem, negated in _read(item)
+    )
+
+
+def only_asks(text: str) -> bool:
+    """Whether every sentence of a (normalised) answer is a question or a request: it
+    asks back (``Do you mean the spring race or the trail race?``) and states nothing."""
+    sentences = [text[a:b].strip() for a, b in sentence_bounds(text)]
+    sentences = [s for s in sentences if s]
+    return bool(sentences) and all(s.endswith("?") or _REQUEST.match(s) for s in sentences)
+
+
+def attributed(text: str, position: int) -> bool:
+    """Whether the sentence of `text` at `position` gives what it says to someone else
+    (``it was Odile who ...``, ``Bram's the one with three``)."""
+    for start, end in sentence_bounds(text):
+        if start <= position < end:
+            return _ATTRIBUTED.search(text[start:end]) is not None
+    return False
+
+
+def states_decoy(text: str, decoy: str, locale: Locale) -> bool:
+    """Whether an answer to an unanswerable question states its decoy (the answer the
+    conversation holds for another person or thing) as the answer: matched as a gold
+    answer is, in sentences that do not give it to someone else (``that was Odile``); a
+    guess (``maybe X?``) states it even as a question."""
+    kept = []
+    for start, end in sentence_bounds(text):
+        sentence = text[start:end]
+        if _ATTRIBUTED.search(sentence):
+            continue
+        kept.append(sentence.replace("?", ".") if guesses(sentence) else sentence)
+    matched, total = score_parts(" ".join(kept), decoy, locale, guesses_state=True)
+    return matched == total
+
+
 def guesses(text: str) -> bool:
     """Whether a (normalised) answer offers a guess (``maybe X``, ``it could be X``)."""
     return _GUESS.search(text.casefold()) is not None
 
 
-def _item_matched(item: str, text: str, answer: set[tuple[str, bool]], locale: Locale) -> bool:
+def _reversed(item: str, text: str) -> bool:
+    """Whether the answer puts a dated gold the other way round: ``after`` where the gold
+    says ``before`` (or the reverse) and never the gold's own word."""
+    gold = {w for w, _, _ in _words(item)}
+    said = {w for w, _, _ in _words(text)}
+    return any(
+        word in gold and other in said and word not in said
+        for word, other in (("before", "after"), ("after", "before"))
+    )
+
+
+def _resolved(item: str, text: str, locale: Locale) -> str | None:
+    """The item without its relative date phrase when the answer asserts one of the days
+    it allows (``12 August 2023`` for ``The Saturday before 14 August 2023``), else None."""
+    relative = gold_days(item, locale)
+    if relative is None:
+        return None
+    (start, end), days = relative
+    spans = states_one_of(text, days, locale)
+    if not any(stance == "asserted" for stance in stances(text, spans, supersession=False)):
+        return None
+    return item[:start] + " " + item[end:]
+
+
+def _item_matched(
+    item: str, text: str, answer: set[tuple[str, bool]], locale: Locale, guesses_state: bool
+) -> bool:
+    rest = _resolved(item, text, locale)
+    if rest is not None:  # the date is stated; the rest must be too
+        wanted = _read(rest)
+        return sum(_held(w, answer) for w in wanted) >= math.ceil(2 * len(wanted) / 3)
     typed = specifics(item, locale)
     if any(not _asserts(text, item[m.start : m.end], locale) for m in typed):
+        return False
+    if typed and _reversed(item, text):
         return False
     rest = item
     for mention in sorted(typed, key=lambda m: m.start, reverse=True):
@@ -228,11 +358,16 @@ def _item_matched(item: str, text: str, answer: set[tuple[str, bool]], locale: L
     if not wanted:
         return bool(typed)
     held = sum(_held(word, answer) for word in wanted)
-    return held >= math.ceil(2 * len(wanted) / 3) and not _guessed(text, {w for w, _ in wanted})
+    enough = held >= math.ceil(2 * len(wanted) / 3)
+    return enough and (guesses_state or not _guessed(text, {w for w, _ in wanted}))
 
 
-def score_parts(text: str, gold: str, locale: Locale) -> tuple[int, int]:
-    """(matched, total) items of the gold's best part for a normalised answer."""
+def score_parts(
+    text: str, gold: str, locale: Locale, *, guesses_state: bool = False
+) -> tuple[int, int]:
+    """(matched, total) items of the gold's best part for a normalised answer. A gold
+    offered among guesses is not matched, unless `guesses_state` (a decoy guessed is a
+    decoy stated)."""
     answer = _read(text)
     best = (0, 1)
     for items in gold_parts(gold, locale):
@@ -241,7 +376,7 @@ def score_parts(text: str, gold: str, locale: Locale) -> tuple[int, int]:
             if polarity(text) == polar:
                 return 1, 1
             continue
-        matched = sum(_item_matched(item, text, answer, locale) for item in items)
+        matched = sum(_item_matched(item, text, answer, locale, guesses_state) for item in items)
         if matched == len(items):
             return matched, len(items)
         if matched / len(items) > best[0] / best[1]:

@@ -25,11 +25,14 @@ SCORER_MODULES = (
     "continuity.probes.abstention",
     "continuity.probes.quantities",
     "continuity.probes.availability",
+    "continuity.probes.free_recall",
+    "continuity.probes.relative_dates",
 )
 
 # Third-party data the scorer reads: the forbidden-name rule looks words up in
-# wordfreq's shipped frequency list, so its version is part of the scorer's version.
-SCORER_DATA = ("wordfreq",)
+# wordfreq's shipped frequency list, and free recall compares words by snowballstemmer's
+# Porter stems, so their versions are part of the scorer's version.
+SCORER_DATA = ("wordfreq", "snowballstemmer")
 
 
 def scorer_digest() -> str:

@@ -331,10 +331,13 @@ def _next_action(text: str, exp: NextActionExpectation, locale: Locale) -> Score
 
 
 def _abstention(text: str, exp: AbstentionExpectation, locale: Locale) -> Score:
-    if not abstention.abstains(text):
+    if any(free_recall.states_decoy(text, decoy, locale) for decoy in exp.decoys):
+        return Score("fabricated", False, "stated the decoy (another's answer) as the answer")
+    declined = abstention.abstains(text)
+    if exp.decoys and not declined:  # an unanswerable question: asking back or denying
+        declined = free_recall.only_asks(text) or free_recall.polarity(text) == "no"
+    if not declined:
         return Score("fabricated", False, "answered something that never came up")
-    if exp.decoys and _asserted_all(text, exp.decoys, locale):
-        return Score("fabricated", False, "abstained but stated the decoy")
     values = specifics(text, locale)
     read = stances(text, [(m.start, m.end) for m in values], supersession=False)
     # A value offered as the answer is invented; one that only describes what the
@@ -342,7 +345,9 @@ def _abstention(text: str, exp: AbstentionExpectation, locale: Locale) -> Score:
     invented = [
         m
         for m, stance in zip(values, read, strict=True)
-        if stance == "asserted" and abstention.claims(text, m.start, exp.never_mentioned)
+        if stance == "asserted"
+        and abstention.claims(text, m.start, exp.never_mentioned)
+        and not (exp.decoys and free_recall.attributed(text, m.start))
     ]
     if invented:
         return Score("fabricated", False, "abstained but stated a value anyway")
@@ -355,7 +360,11 @@ def _free_recall(text: str, exp: FreeRecallExpectation, locale: Locale) -> Score
     matched, total = free_recall.score_parts(text, exp.answer, locale)
     if matched == total:
         return Score("correct", True, "every part of the gold answer")
-    if abstention.abstains(text) and not free_recall.guesses(text):
+    declined = (
+        abstention.abstains(text) or free_recall.only_asks(text) or free_recall.noncommittal(text)
+    )
+    answered = free_recall.guesses(text) or free_recall.denies(text, exp.answer, locale)
+    if not matched and declined and not answered:
         return Score("abstained", False, "abstained although the answer was in the conversation")
     return Score("fabricated", False, f"{total - matched} of {total} gold item(s) not stated")
 

@@ -232,10 +232,10 @@ Outcomes by label: {holdout_verdicts}.
 **After its blind measurement a held-out suite has been seen by the scorer's
 developers**: its misjudged cases were read to find the general defects behind them, and
 the rules that correct those defects were tested on answers written fresh, not taken
-from any suite. Every later figure on a held-out suite below is therefore **no longer
-blind**, an upper bound like the tuning figure. The way to re-measure blind is a fresh
-set, written by someone who has seen neither the scorer nor these suites, measured once
-before anyone reads it, and frozen in the same way.
+from any suite. Every later figure on a held-out suite below is therefore
+**no longer blind**, an upper bound like the tuning figure. The way to re-measure blind
+is a fresh set, written by someone who has seen neither the scorer nor these suites,
+measured once before anyone reads it, and frozen in the same way.
 
 ## Current agreement of the deterministic scorer
 

@@ -1,11 +1,12 @@
 """Calibration: the deterministic scorer against hand-labelled answers.
 
-Two suites are data, labelled by a careful human reader: the tuning suite
-(`fixtures/calibration/answers-v1.jsonl`) and the held-out suite
-(`fixtures/calibration/holdout-v1.jsonl`, whose first, blind measurement is frozen in
-`fixtures/calibration/holdout-v1-blind.json`). `fixtures/calibration/scorer-agreement.json`
-records the scorer's agreement on both and the cases it misjudges, as written by
-``python3 -m continuity.probes.validity --record``. Every case of both suites is a
+Three suites are data, labelled by a careful human reader: the tuning suite
+(`fixtures/calibration/answers-v1.jsonl`) and two held-out suites
+(`fixtures/calibration/holdout-v1.jsonl` and, for free recall and unanswerable questions
+with decoys, `fixtures/calibration/holdout-free-recall-v1.jsonl`), each with its first,
+blind measurement frozen in its ``*-blind.json``. `fixtures/calibration/scorer-agreement.json`
+records the scorer's agreement on every suite and the cases it misjudges, as written by
+``python3 -m continuity.probes.validity --record``. Every case of every suite is a
 test: the ones recorded as misjudged are strict xfails, so a case the scorer learns (or
 unlearns) forces the record, docs/validity.md and the README's blind spots to be updated.
 """
@@ -37,11 +38,14 @@ from continuity.probes.calibration import (
     scorer_verdicts,
 )
 from continuity.probes.validity import (
+    HELD_OUT,
+    SUITE_NAMES,
     default_blind_path,
     default_suites,
     load_blind,
     load_record,
     record,
+    record_blind,
 )
 from continuity.traces.schema import (
     ActiveConstraintExpectation,
@@ -50,9 +54,11 @@ from continuity.traces.schema import (
 
 CASES = load_cases()
 HOLDOUT = load_cases(default_holdout_path())
-SUITES = {"tuning": CASES, "holdout": HOLDOUT}
+HOLDOUT_FREE_RECALL = load_cases(default_suites()["holdout-free-recall"])
+SUITES = {"tuning": CASES, "holdout": HOLDOUT, "holdout-free-recall": HOLDOUT_FREE_RECALL}
 RECORD = load_record()
 BLIND = load_blind()
+BLIND_FREE_RECALL = load_blind(default_blind_path("holdout-free-recall"))
 MISJUDGED = {case_id for entry in RECORD.suites for case_id in entry.agreement.misjudged}
 
 # Every class of answer issue 10's "Why" names, by the `class` the suite gives it.
@@ -207,17 +213,17 @@ def test_locales_are_declared_only_where_the_suite_knows_them() -> None:
 # ------------------------------------------------------------------ (b) and (c): the scorer
 
 
-@pytest.mark.parametrize("name", ["tuning", "holdout"])
+@pytest.mark.parametrize("name", SUITE_NAMES)
 def test_the_record_was_made_on_these_suites(name: str) -> None:
     entry = RECORD.suite(name)
     digest = hashlib.sha256(default_suites()[name].read_bytes()).hexdigest()
     assert entry.suite_sha256 == digest, "re-record: python3 -m continuity.probes.validity --record"
     assert entry.cases == len(SUITES[name])
     assert {case.id for case in SUITES[name]} >= set(entry.agreement.misjudged)
-    assert [e.name for e in RECORD.suites] == ["tuning", "holdout"]
+    assert [e.name for e in RECORD.suites] == ["tuning", "holdout", "holdout-free-recall"]
 
 
-@pytest.mark.parametrize("name", ["tuning", "holdout"])
+@pytest.mark.parametrize("name", SUITE_NAMES)
 def test_agreement_does_not_drop_below_the_record(name: str) -> None:
     now = agreement(SUITES[name], scorer_verdicts(SUITES[name]))
     entry = RECORD.suite(name).agreement
@@ -236,7 +242,9 @@ def _param(case: CalibrationCase) -> object:
     return pytest.param(case, id=case.id)
 
 
-@pytest.mark.parametrize("case", [_param(case) for case in (*CASES, *HOLDOUT)])
+@pytest.mark.parametrize(
+    "case", [_param(case) for case in (*CASES, *HOLDOUT, *HOLDOUT_FREE_RECALL)]
+)
 def test_each_case_is_judged_as_labelled(case: CalibrationCase) -> None:
     (verdict,) = scorer_verdicts([case]).values()
     assert verdict == case.verdict, f"{case.answer!r}: label {case.verdict}, scorer {verdict}"
@@ -245,10 +253,46 @@ def test_each_case_is_judged_as_labelled(case: CalibrationCase) -> None:
 # ------------------------------------------------------------------ the held-out suite
 
 
-def test_the_holdout_suite_covers_every_category_and_shares_no_case() -> None:
-    assert len(HOLDOUT) == 150
-    assert {case.category for case in HOLDOUT} == set(CATEGORIES)
-    assert not {case.id for case in HOLDOUT} & {case.id for case in CASES}
+def test_the_holdout_suites_cover_every_category_and_share_no_case() -> None:
+    assert len(HOLDOUT) == 150 and len(HOLDOUT_FREE_RECALL) == 153
+    assert {case.category for case in HOLDOUT} == set(CATEGORIES) - {"free_recall"}
+    assert {case.category for case in HOLDOUT_FREE_RECALL} == {"free_recall", "abstention"}
+    decoys = [c for c in HOLDOUT_FREE_RECALL if c.category == "abstention"]
+    assert all(c.expectation.decoys for c in decoys)  # type: ignore[union-attr]
+    ids = [case.id for suite in SUITES.values() for case in suite]
+    assert len(ids) == len(set(ids))
+
+
+def test_the_free_recall_blind_measurement_is_frozen_as_first_taken() -> None:
+    """The free-recall held-out suite's first measurement (scorer at e356104, before
+    anyone working on the scorer read the cases) is history: these numbers never change."""
+    digest = hashlib.sha256(default_suites()["holdout-free-recall"].read_bytes()).hexdigest()
+    blind = BLIND_FREE_RECALL
+    assert blind.suite_sha256 == digest and blind.cases == 153
+    assert blind.scorer_commit.startswith("e356104") and blind.suite_commit.startswith("02b8241")
+    overall = blind.agreement.overall
+    assert (overall.n, overall.outcome_agree, overall.binary_agree) == (153, 122, 128)
+    per_category = {row.category: (row.outcome_agree, row.n) for row in blind.agreement.rows}
+    assert per_category == {"abstention": (30, 34), "free_recall": (92, 119)}
+
+
+def test_a_blind_measurement_is_taken_once_and_never_rewritten(tmp_path: Path) -> None:
+    for name in HELD_OUT:
+        with pytest.raises(CalibrationInvalid) as caught:
+            record_blind(name)
+        assert caught.value.code == "calibration_blind_exists"
+    suite = tmp_path / "fresh.jsonl"
+    lines = default_suites()["holdout-free-recall"].read_text(encoding="utf-8").splitlines()
+    suite.write_text("\n".join(lines[:10]) + "\n", encoding="utf-8")
+    target = record_blind("holdout-free-recall", suite, tmp_path / "fresh-blind.json")
+    measured = load_blind(target)
+    assert measured.cases == 10 and measured.agreement.overall.n == 10
+    assert measured.suite_sha256 == hashlib.sha256(suite.read_bytes()).hexdigest()
+    with pytest.raises(CalibrationInvalid) as caught:
+        record_blind("holdout-free-recall", suite, target)
+    assert caught.value.code == "calibration_blind_exists"
+    with pytest.raises(CalibrationInvalid, match="not a held-out suite"):
+        record_blind("tuning", suite, tmp_path / "other.json")
 
 
 def test_the_blind_measurement_is_frozen_as_first_taken() -> None:
@@ -279,13 +323,15 @@ def test_the_blind_measurement_is_frozen_as_first_taken() -> None:
 # ------------------------------------------------------------------ (d) docs/validity.md
 
 
-def test_the_validity_doc_shows_both_suites_and_the_blind_figure() -> None:
+def test_the_validity_doc_shows_every_suite_and_the_blind_figures() -> None:
     doc = default_doc_path().read_text(encoding="utf-8")
     for entry in RECORD.suites:
         assert render_table(entry.agreement) in doc
         assert f"`{entry.suite}`, {entry.cases} cases" in doc
     assert render_table(BLIND.agreement) in doc
+    assert render_table(BLIND_FREE_RECALL.agreement) in doc
     assert "**142/150 (94.7%) outcome agreement**" in doc and "`0852d00`" in doc
+    assert "**122/153 (79.7%) outcome agreement**" in doc and "`e356104`" in doc
     assert "no longer blind" in doc and "fresh set" in doc
     assert "python3 -m continuity.probes.validity --record" in doc
 
@@ -294,10 +340,10 @@ def test_record_writes_the_record_and_the_doc_and_never_the_blind_figure(tmp_pat
     suite = tmp_path / "suite.jsonl"
     lines = default_cases_path().read_text(encoding="utf-8").splitlines()
     suite.write_text("\n".join(lines[:40]) + "\n", encoding="utf-8")
-    blind_before = default_blind_path().read_bytes()
+    blind_before = {name: default_blind_path(name).read_bytes() for name in HELD_OUT}
     suites = {"tuning": suite, "holdout": default_holdout_path()}
     result = record(suites, tmp_path / "record.json", tmp_path / "validity.md")
-    assert default_blind_path().read_bytes() == blind_before
+    assert {name: default_blind_path(name).read_bytes() for name in HELD_OUT} == blind_before
     assert [e.name for e in result.suites] == ["tuning", "holdout"]
     assert result.suite("tuning").cases == 40 and result.suite("holdout").cases == 150
     assert load_record(tmp_path / "record.json") == result
@@ -320,6 +366,10 @@ def test_record_refuses_a_holdout_the_blind_figure_was_not_taken_on(tmp_path: Pa
         record({"holdout": suite}, tmp_path / "r.json", tmp_path / "v.md")
     with pytest.raises(CalibrationInvalid, match="unknown suite"):
         record({"extra": suite}, tmp_path / "r.json", tmp_path / "v.md")
+    fresh = {"holdout-free-recall": default_suites()["holdout-free-recall"]}
+    with pytest.raises(CalibrationInvalid, match="no blind measurement yet"):
+        missing = {"holdout-free-recall": tmp_path / "no-blind.json"}
+        record(fresh, tmp_path / "r.json", tmp_path / "v.md", missing)
     assert not (tmp_path / "r.json").exists()
 
 

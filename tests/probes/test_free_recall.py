@@ -1,0 +1,158 @@
+"""Free recall: each rule of `continuity.probes.free_recall` on answers written fresh for
+these tests (none is in a calibration suite), LoCoMo's token-F1 and relative dates."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from continuity.probes import free_recall
+from continuity.probes.relative_dates import gold_days, states_one_of
+from continuity.probes.scoring import score_answer
+from continuity.probes.token_f1 import locomo_f1, token_f1
+from continuity.traces.schema import AbstentionExpectation, FreeRecallExpectation
+
+
+def _outcome(gold: str, answer: str, category: int = 4) -> str:
+    expectation = FreeRecallExpectation(answer=gold, evidence=("D2:4",), source_category=category)
+    return score_answer(expectation, answer).outcome
+
+
+def _decoy(decoy: str, answer: str) -> str:
+    expectation = AbstentionExpectation(never_mentioned=(), decoys=(decoy,))
+    return score_answer(expectation, answer).outcome
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "outcome"),
+    [
+        # parts: after a ';' a reason or an alternative, either part suffices
+        ("Lighthouse tour; he loves old buildings", "The lighthouse tour, surely.", "correct"),
+        ("Lighthouse tour; he loves old buildings", "A river cruise.", "fabricated"),
+        # list items: every one
+        ("oboe, harp", "She plays the harp and the oboe.", "correct"),
+        ("oboe, harp", "The oboe, I believe.", "fabricated"),
+        # a comma inside a date separates nothing
+        ("March 3, 2021", "On 3 March 2021.", "correct"),
+        ("March 3, 2021", "In 2021.", "fabricated"),
+        # polar golds: the answer's first committed polarity; the reason is optional
+        ("Likely yes since she collects stamps", "Probably, yes.", "correct"),
+        ("Likely yes since she collects stamps", "I doubt it; no.", "fabricated"),
+        ("Presumably not", "I don't think so.", "correct"),
+        ("No; the ferry was cancelled", "Nope.", "correct"),
+        # negated content words never state the gold
+        ("Copenhagen", "Not Copenhagen: they chose Oslo.", "fabricated"),
+        ("Copenhagen", "They went to Copenhagen in the end.", "correct"),
+        # number words are digits; British spellings read as American ones
+        ("4", "Four of them.", "correct"),
+        ("twelve", "12 in total.", "correct"),
+        ("Favourite colour", "Her favorite color.", "correct"),
+        ("Theatre", "The theater downtown.", "correct"),
+        # a stem that begins the other counts (four letters or more)
+        ("Photography", "She's into photos and photographing birds.", "correct"),
+        # guesses and declines
+        ("darts", "It could be darts, snooker or bowling - I'm not certain.", "fabricated"),
+        ("darts", "I don't think that ever came up.", "abstained"),
+        ("darts", "Which league do you mean? Let me know.", "abstained"),
+        ("Likely yes", "Hard to say from what was shared.", "abstained"),
+        ("darts", "He never took up darts, he said it bored him.", "fabricated"),
+        # a partial list is an answer, not a decline
+        ("oboe, harp", "The oboe, and another one I can't remember.", "fabricated"),
+        # dated golds the other way round
+        ("The day before 9 July 2022", "The day after 9 July 2022.", "fabricated"),
+    ],
+)
+def test_free_recall_rules(gold: str, answer: str, outcome: str) -> None:
+    assert _outcome(gold, answer) == outcome
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "outcome"),
+    [
+        ("The Friday before 20 October 2023", "Friday 13 October 2023.", "correct"),
+        ("The Friday before 20 October 2023", "On October 13th.", "correct"),
+        ("The Friday before 20 October 2023", "On October 6th.", "fabricated"),
+        ("The week before 1 March 2024", "26 February 2024.", "correct"),  # leap year span
+        ("The week before 1 March 2024", "1 March 2024.", "fabricated"),
+        ("The weekend before 14 July 2023", "Saturday 8 July 2023.", "correct"),
+        ("The day after 31 December 2022", "1 January 2023.", "correct"),
+    ],
+)
+def test_relative_dates_resolve_to_the_days_they_allow(
+    gold: str, answer: str, outcome: str
+) -> None:
+    assert _outcome(gold, answer, category=2) == outcome
+
+
+def test_gold_days_computes_weekdays_and_spans() -> None:
+    span, days = gold_days("The Monday after 2 June 2023", "day-first") or ((0, 0), set())
+    assert days == {dt.date(2023, 6, 5)} and span == (4, 28)
+    _, week = gold_days("the week of 7 June 2023", "day-first") or ((0, 0), set())
+    assert min(week) == dt.date(2023, 6, 5) and max(week) == dt.date(2023, 6, 11)
+    assert gold_days("9 June 2023", "day-first") is None  # not relative
+    assert gold_days("The week before 9 June", "day-first") is None  # no year: no anchor
+    assert states_one_of("on 5 June, a Monday", {dt.date(2023, 6, 5)}, "day-first")
+    assert not states_one_of("Tuesday 5 June", {dt.date(2023, 6, 5)}, "day-first")
+
+
+@pytest.mark.parametrize(
+    ("decoy", "answer", "outcome"),
+    [
+        ("a copper kettle", "That never came up for Ines.", "correct"),
+        ("a copper kettle", "Ines bought a copper kettle.", "fabricated"),
+        ("a copper kettle", "I'm not sure... maybe a copper kettle?", "fabricated"),
+        ("a copper kettle", "That was Ravi, who bought a copper kettle; Ines didn't.", "correct"),
+        ("a copper kettle", "It was Ravi who bought the copper kettle, not Ines.", "correct"),
+        ("a copper kettle", "Did you mean Ravi? Let me know.", "correct"),
+        ("a copper kettle", "Ines never bought anything like that.", "correct"),
+        ("a copper kettle", "She bought a teapot.", "fabricated"),
+    ],
+)
+def test_decoys(decoy: str, answer: str, outcome: str) -> None:
+    assert _decoy(decoy, answer) == outcome
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["lantern", "meadow", "violin", "harbour", "pottery", "sailing"]),
+        min_size=1,
+        max_size=3,
+        unique=True,
+    )
+)
+def test_an_answer_that_states_the_gold_is_correct_and_its_denial_is_not(words: list[str]) -> None:
+    gold = ", ".join(words)
+    assert _outcome(gold, f"It was {gold}.") == "correct"
+    assert _outcome(gold, f"It was not {' or '.join(words)}.") != "correct"
+
+
+def test_gold_parts_split_answers_lists_and_keep_dates_whole() -> None:
+    assert free_recall.gold_parts("Yes; she loves boats") == [["Yes"], ["she loves boats"]]
+    assert free_recall.gold_parts("figs, honey and jam") == [["figs", "honey", "jam"]]
+    assert free_recall.gold_parts("April 26, 2022") == [["April 26  2022"]]
+
+
+def test_polarity_reads_the_first_committed_word() -> None:
+    assert free_recall.polarity("Probably not. She likes it here.") == "no"
+    assert free_recall.polarity("Most likely, given the job.") == "yes"
+    assert free_recall.polarity("Yes, though she isn't sure.") == "yes"
+    assert free_recall.polarity("Hard to say.") is None
+    assert free_recall.polarity("She works at the bakery.") is None
+
+
+def test_token_f1_follows_locomo() -> None:
+    # normalised "the blue bike" -> "blue bike"; "a bike" -> "bike": 1 shared token
+    assert token_f1("the blue bike", "a bike") == pytest.approx(2 * 0.5 * 1.0 / 1.5)
+    assert token_f1("nothing alike", "blue bike") == 0.0
+    assert token_f1("Painting!", "paintings") == 1.0  # Porter stems agree
+    # category 1: each gold part's best F1 against the answer's comma parts, averaged
+    assert locomo_f1("harp, oboe", "oboe, flute", 1) == pytest.approx(0.5)
+    # category 3: only the gold before its first ';'
+    assert locomo_f1("national park", "national park; likes hiking", 3) == 1.0
+    assert locomo_f1("7 May 2023", "7 May 2023", 2) == 1.0
+    with pytest.raises(ValueError, match="no token-F1"):
+        locomo_f1("anything", "gold", 5)
