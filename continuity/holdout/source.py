@@ -106,7 +106,7 @@ def source_from_options(
         return None
     if missing:
         why = (
-            f"{', '.join(sorted(external))} only apply to an external holdout source"
+            f"the external-only options {', '.join(sorted(external))} need a holdout source"
             if len(missing) == len(given)
             else "a holdout source is all three of --manifest, --manifest-sha256 and "
             "--statistical-spec"
