@@ -326,10 +326,13 @@ def test_the_lookup_table_counts_a_slot_met_twice_once_as_a_duplicate() -> None:
 
 
 def edited_policy(tmp_path: Path, infeasible: set[tuple[str, str, str]]) -> Path:
-    """The frozen policy with the given (trace, arm, probe) slots budget-infeasible."""
+    """The frozen policy with the given (trace, arm, probe) slots budget-infeasible: their
+    paths need one call more than the budget (a policy's classes are recomputed from its
+    metrics when it is read, so the metric moves with the class)."""
     document = json.loads(default_policy_path().read_text())
     for slot in document["slots"]:
         if (slot["trace_id"], slot["arm"], slot["probe_id"]) in infeasible:
+            slot["calls"] = document["calls"] + 1
             slot["classification"] = "budget_infeasible"
     edited = tmp_path / "policy.json"
     edited.write_text(json.dumps(document))

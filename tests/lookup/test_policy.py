@@ -109,6 +109,7 @@ def test_the_frozen_policy_is_the_seeds_budget_over_this_projects_inventory() ->
     assert (policy.soul_sha256, policy.soul_core_sha256) == (soul.sha256, soul.core_sha256)
     # This project's inventory: 112 slot paths plus the two regression records.
     assert policy.paths == 114 and len(policy.slots) == 112
+    assert {s.suite for s in policy.slots} == {"original", "hard", "hard-distractors"}
     classes = Counter((s.arm, s.classification) for s in policy.slots)
     assert classes == {
         ("continuity-pack-cold", "feasible"): 56,
@@ -122,35 +123,58 @@ def test_the_frozen_policy_is_the_seeds_budget_over_this_projects_inventory() ->
     assert len(policy.inventory_sha256) == 64
 
 
-# The frozen policy of each probe protocol, by sha256 of its bytes. A protocol change
-# freezes a new file; an old one is never edited.
+# Every frozen policy, by sha256 of its bytes. A protocol or classifier change freezes a
+# new file; an old one is never edited. v1 and v2 are schema continuity-lookup-budget-v1
+# (no protocol or code binding): kept, and refused for new plans (lookup_policy_unbound).
 FROZEN_POLICIES = {
     "budget-v1.json": "58ca3014b58b54952e5d17aee3f484bd24a3fcffffaff66148943c809df08cc4",
     "budget-v2.json": "501866af275caab5f0bafc7e617c74a04c409faca1f3e117add3233156b221d5",
+    "budget-v3.json": "119e7c274bc06754cae7d2e13d3566b70d64d37fe4f98fcdff6a6be54a127fa6",
 }
 
 
-def test_each_protocol_has_its_frozen_policy_and_new_plans_use_the_current_one() -> None:
+def test_each_frozen_policy_is_pinned_and_new_plans_use_the_bound_one() -> None:
     folder = default_policy_path().parent
     for name, sha in FROZEN_POLICIES.items():
         assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sha, name
-    assert POLICIES == {
-        "probe-protocol-v1": "budget-v1.json",
-        "probe-protocol-v2": "budget-v2.json",
-    }
-    assert default_policy_path().name == POLICIES[PROBE_PROTOCOL] == "budget-v2.json"
-    v1 = load_policy(folder / "budget-v1.json", FROZEN_POLICIES["budget-v1.json"])
-    v2 = load_policy()
-    # The v2 inventory moved (every first request carries the instruction), nothing else:
-    # the same budget, soul binding, reader and slot classes.
-    assert v1.inventory_sha256 != v2.inventory_sha256
-    assert v2.inventory_sha256.startswith("351e5ecb")
-    same = ("calls", "bytes", "soul_sha256", "soul_core_sha256", "reader", "slots", "paths")
-    assert all(getattr(v1, f) == getattr(v2, f) for f in same)
-    assert "probe-protocol-v2" in v2.note
+    assert POLICIES == {"probe-protocol-v2": "budget-v3.json"}
+    assert default_policy_path().name == POLICIES[PROBE_PROTOCOL] == "budget-v3.json"
+    v3 = load_policy()
+    assert (v3.schema, v3.lookup_protocol, v3.probe_protocol) == (
+        "continuity-lookup-budget-v2",
+        "lookup-allowed-v1",
+        PROBE_PROTOCOL,
+    )
+    # v3 re-measured v2's protocol: the same budget, soul, reader, slots and classes;
+    # its inventory moved (the pack's first requests grew since v2 was frozen).
+    v2 = json.loads((folder / "budget-v2.json").read_text())
+    same = ("calls", "bytes", "soul_sha256", "soul_core_sha256", "reader", "paths")
+    assert all(getattr(v3, f) == v2[f] for f in same)
+    assert [(s.trace_id, s.arm, s.probe_id, s.classification) for s in v3.slots] == [
+        (s["trace_id"], s["arm"], s["probe_id"], s["classification"]) for s in v2["slots"]
+    ]
+    assert v3.inventory_sha256 != v2["inventory_sha256"]
+    assert v3.inventory_sha256.startswith("206b366a")
     plan = plan_from_options({"probe_mode": "lookup-allowed-v1"})
     assert isinstance(plan, LookupPlan)
-    assert plan.policy_sha256 == FROZEN_POLICIES["budget-v2.json"]
+    assert plan.policy_sha256 == FROZEN_POLICIES["budget-v3.json"]
+
+
+@pytest.mark.parametrize("name", ["budget-v1.json", "budget-v2.json"])
+def test_an_unbound_policy_is_refused_for_a_new_plan(name: str) -> None:
+    path = default_policy_path().parent / name
+    with pytest.raises(UsageError) as caught:
+        load_policy(path, FROZEN_POLICIES[name])
+    assert (caught.value.code, caught.value.location) == ("lookup_policy_unbound", str(path))
+    with pytest.raises(UsageError) as caught:
+        plan_from_options(
+            {
+                "probe_mode": "lookup-allowed-v1",
+                "policy": str(path),
+                "policy_sha256": FROZEN_POLICIES[name],
+            }
+        )
+    assert caught.value.code == "lookup_policy_unbound"
 
 
 def test_a_policy_by_path_needs_its_sha256(tmp_path: Path) -> None:

@@ -45,15 +45,17 @@ GOLDEN = {
         "26bb61a259735cbc29c5c8f7edefebf185822151b189c8c54a08a03485b2e290",
         "3fea4223974a6dfcbbfb640d5eb20907857e4bbcbea1b9d262e5bbda187078d0",
     ),
+    # The lookup units' contents moved with issue 17's frozen policy only: their binding
+    # names its sha256 (budget-v2.json -> budget-v3.json); nothing else in them differs.
     "lookup/native-lookup": (
         "f2d17f13f43efa8868754488b4adae0c3a8f29fc35cf7466cdf1c0e37abf5b28",
-        "dc4443146c07da9ae51524a7fe4b9416a3c4a046a1529dcb49c5ec9a7bcfd435",
+        "e89ea5c36e66e15f2e4aa11b23b50e66101976189186baa14eb4240e818b71a6",
     ),
     # Moved by issue 15's treatment: the lookup pack now carries PACK_RETRIEVAL_GUIDANCE
     # (its bytes in the request, its tokens in the pack receipt). Recall-only pins hold.
     "lookup/continuity-pack-cold": (
         "7ae016ef5b760daa524b7b7c978711e4ea3539a9affcbbe6467af4f5ebc7bd18",
-        "d0bb07fcb6df12e2f95a71e92464c23e6754a03d8d7e6c610adbf785fc4b05ef",
+        "b99d869ece3ac2e66cddaa727e44d3feb61474eb378cb7d9f17803726e799564",
     ),
 }
 
