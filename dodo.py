@@ -16,6 +16,7 @@ from rules.holdout import (
     task_holdout_validate,
 )
 from rules.ledger import task_ledger_smoke
+from rules.locomo import task_import_locomo
 from rules.lookup import task_lookup_budget
 from rules.plan import task_dry_run, task_estimate, task_plan
 from rules.preflight import task_compare_preflight
@@ -46,6 +47,7 @@ __all__ = [
     "task_holdout_overlap",
     "task_holdout_select",
     "task_holdout_validate",
+    "task_import_locomo",
     "task_ledger_smoke",
     "task_lookup_budget",
     "task_offline_contract",

@@ -51,6 +51,10 @@ The tree::
     │   │                          holdout_selection_seed_invalid, holdout_per_group_invalid,
     │   │                          holdout_selection_mismatch,
     │   │                          holdout_trace_selection_refused, holdout_repeats_invalid
+    │   │                          (doit import_locomo, continuity.traces.locomo):
+    │   │                          locomo_zip_unreadable, locomo_format_invalid (with the
+    │   │                          archive member and JSON path), locomo_output_exists,
+    │   │                          locomo_output_invalid
     │   └── LookupError_           lookup_policy_invalid and the lookup-mode codes above
     ├── ArmError                       arm_unknown, arm_not_available_at_revision:<id>
     ├── ConfigError                    config_key_unknown, config_value_invalid

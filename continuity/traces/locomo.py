@@ -42,7 +42,7 @@ from typing import Any, Final
 
 import msgspec
 
-from continuity.errors import UsageError
+from continuity.errors import HoldoutError
 from continuity.traces.schema import (
     SCHEMA_VERSION,
     AbstentionExpectation,
@@ -108,17 +108,18 @@ class Imported(msgspec.Struct, frozen=True):
     trace: Trace
     dropped: tuple[Dropped, ...]
     questions: int
+    categories: tuple[int, ...]  # every question's LoCoMo category as read (0: none)
 
 
-def _invalid(message: str, member: str, path: str) -> UsageError:
-    return UsageError(message, code="locomo_format_invalid", location=f"{member}:{path}")
+def _invalid(message: str, member: str, path: str) -> HoldoutError:
+    return HoldoutError(message, code="locomo_format_invalid", location=f"{member}:{path}")
 
 
 def read_zip(path: Path) -> list[Conversation]:
     """Every conversation in a LoCoMo archive, ordered by sample id.
 
     Raises:
-        UsageError: ``locomo_zip_unreadable``, ``locomo_format_invalid``.
+        HoldoutError: ``locomo_zip_unreadable``, ``locomo_format_invalid``.
     """
     try:
         with zipfile.ZipFile(path) as archive:
@@ -127,7 +128,7 @@ def read_zip(path: Path) -> list[Conversation]:
                 raise _invalid(f"{len(infos)} members", str(path), "$")
             conversations = [c for info in infos for c in _read_member(archive, info)]
     except (OSError, zipfile.BadZipFile) as exc:
-        raise UsageError(
+        raise HoldoutError(
             f"cannot read the LoCoMo archive: {exc}",
             code="locomo_zip_unreadable",
             location=str(path),
@@ -244,7 +245,11 @@ class _Session:
             self.turns.append(AssistantMessage(turn_id=f"{head}.call", tool_calls=calls))
             self.turns += [
                 ToolResult(
-                    turn_id=dia, call_id=f"{dia}.c", tool="chat_history", tool_kind="chat", output=text
+                    turn_id=dia,
+                    call_id=f"{dia}.c",
+                    tool="chat_history",
+                    tool_kind="chat",
+                    output=text,
                 )
                 for dia, text in self.results
             ]
@@ -320,7 +325,7 @@ def convert(conv: Conversation) -> Imported:
     """The trace of one conversation, and the questions it dropped.
 
     Raises:
-        UsageError: ``locomo_format_invalid``.
+        HoldoutError: ``locomo_format_invalid``.
     """
     sessions = _build_sessions(conv)
     turn_ids = {t.turn_id for s in sessions for t in s.turns}
@@ -342,4 +347,5 @@ def convert(conv: Conversation) -> Imported:
         sessions=tuple(sessions),
         probes=tuple(probes),
     )
-    return Imported(trace, tuple(dropped), len(conv.qa))
+    categories = tuple(q["category"] if isinstance(q.get("category"), int) else 0 for q in conv.qa)
+    return Imported(trace, tuple(dropped), len(conv.qa), categories)
