@@ -46,14 +46,9 @@ from continuity.lookup.receipts import LookupBinding
 from continuity.outputs import write_output
 from continuity.progress import Tick
 from continuity.runner.lookup_run import LookupRun
-from continuity.runner.preflight_slot import (
-    PreflightSlot,
-    SlotCode,
-    SlotReport,
-    checkout_code,
-    private_root,
-    run_slot,
-)
+from continuity.runner.preflight_launch import private_root
+from continuity.runner.preflight_records import PreflightSlot, SlotCode, SlotReport, checkout_code
+from continuity.runner.preflight_slot import run_slot
 from continuity.runner.preflight_tree import TreeLimits, clear_tree
 from continuity.store import resolve_store_path
 
@@ -71,6 +66,7 @@ __all__ = [
     "PreflightSource",
     "PreflightTotals",
     "checkout_code",
+    "configured_deadlines",
     "preflight_failure",
     "registered_slots",
     "run_preflight",

@@ -1,13 +1,12 @@
 """One preflight slot, start to end, in a private root that is removed afterwards.
 
-`run_slot` makes a private root (``tempfile.mkdtemp``: mode 0700, outside the checkout
-and the user's store), runs the slot's preparation child there (`launch_preparation`:
-the slot's code, its own store, an environment of PATH and a HOME inside the root, no
-credential, its own process group), waits until that group is gone, verifies the
-snapshot the child stored, checks the prepared workspace against the tree limits, and
-dry-restores the snapshot over it in a child under a watchdog. The root is removed in a
-``finally``: after a failure and after an interrupt too (`continuity.interrupts` raises
-`Interrupted` in the main thread, which unwinds through it).
+`run_slot` makes a private root (`continuity.runner.preflight_launch.private_root`:
+mode 0700, outside the checkout and the user's store), runs the slot's preparation
+child there and waits until its process group is gone (`launch_preparation`), verifies
+the snapshot the child stored, checks the prepared workspace against the tree limits,
+and dry-restores the snapshot over it in a child under a watchdog. The root is removed
+in a ``finally``: after a failure and after an interrupt too (`continuity.interrupts`
+raises `Interrupted` in the main thread, which unwinds through it).
 
 Time: the preparation's watchdog is the whole run deadline, the dry restore's is what
 the preparation left of it (`PhaseTime`). Probes are not part of it.
@@ -15,25 +14,20 @@ the preparation left of it (`PhaseTime`). Probes are not part of it.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
 
-from continuity.errors import ContinuityError, UsageError
-from continuity.runner.preflight_child import (
-    PreparationFailed,
-    PreparationReply,
-    PreparationRequest,
-    Prepared,
-    TraceInput,
+from continuity.errors import ContinuityError
+from continuity.runner.preflight_child import PreparationFailed, Prepared
+from continuity.runner.preflight_launch import launch_preparation, private_root
+from continuity.runner.preflight_records import (
+    PhaseTime,
+    PreflightSlot,
+    SlotFailure,
+    SlotReport,
 )
 from continuity.runner.preflight_tree import (
     PreflightSnapshot,
@@ -47,250 +41,9 @@ from continuity.runner.preflight_tree import (
 from continuity.store import Store
 from continuity.zygote import call_in_child
 
-__all__ = [
-    "CHILD_MODULE",
-    "FAILURE_CLASSES",
-    "PRIVATE_PREFIX",
-    "PhaseTime",
-    "PreflightSlot",
-    "SlotCode",
-    "SlotFailure",
-    "SlotReport",
-    "checkout_code",
-    "private_root",
-    "run_slot",
-]
+__all__ = ["run_slot"]
 
-CHILD_MODULE = "continuity.runner.preflight_child"
-PRIVATE_PREFIX = "continuity-preflight-"
-# Why a slot is not eligible, besides a rejected entry (`preflight_tree.REJECTED_CLASSES`).
-FAILURE_CLASSES = (
-    "build_changed",
-    "preparation_unavailable",
-    "preparation_failed",
-    "preparation_watchdog",
-    "snapshot_unverified",
-    "restore_failed",
-    "restore_mismatch",
-    "restore_watchdog",
-)
 _RESTORE_TARGET = "continuity.runner.preflight_tree:restore_job"
-_GROUP_GRACE = 5.0  # seconds a finished child's group may take to go
-
-
-class SlotCode(msgspec.Struct, frozen=True, kw_only=True):
-    """The code a slot's preparation runs: a label (``r0``, ``rpack``, ``checkout``),
-    the interpreter command that runs `CHILD_MODULE` with ``-m``, extra environment,
-    and, when it cannot run it, why (`missing`)."""
-
-    label: str
-    command: list[str]
-    env: dict[str, str] = msgspec.field(default_factory=dict)
-    missing: str | None = None
-
-
-def checkout_code() -> SlotCode:
-    """This checkout's code: this interpreter, importing the package it runs from."""
-    package_root = Path(__file__).resolve().parents[2]
-    return SlotCode(
-        label="checkout", command=[sys.executable, "-B"], env={"PYTHONPATH": str(package_root)}
-    )
-
-
-class PreflightSlot(msgspec.Struct, frozen=True, kw_only=True):
-    """One scheduled slot: a role (or, without one, a bare lookup arm), its arm, soul
-    and reader binding, a suite and one trace of it, and the code that prepares it.
-
-    Attributes:
-        trace: the trace itself (a frozen holdout trace), or None when the preparing
-            code builds `trace_id` from `suite` itself (a registered workload).
-    """
-
-    role: str | None
-    arm: str
-    soul: str
-    reader_binding: str
-    suite: str
-    trace_id: str
-    trace: TraceInput | None = None
-    code: SlotCode
-
-    @property
-    def name(self) -> str:
-        return f"{self.role or self.arm} {self.suite} {self.trace_id}"
-
-
-class PhaseTime(msgspec.Struct, frozen=True, kw_only=True):
-    """One phase's wall time against its watchdog (what the run deadline left it)."""
-
-    seconds: float
-    watchdog_seconds: float
-    within: bool
-
-
-class SlotFailure(msgspec.Struct, frozen=True, kw_only=True):
-    """Why a slot's preparation or dry restore failed: one of `FAILURE_CLASSES`."""
-
-    kind: str
-    message: str
-
-
-class SlotReport(msgspec.Struct, frozen=True, kw_only=True):
-    """One slot of the preflight report.
-
-    ``eligible`` is prepared, within the tree limits, restored and within the run
-    deadline. ``rejected`` counts entries per rejected class (``rejected_first`` names
-    the first of each, a path below the workspace). ``checkpoint``, ``tree`` and
-    ``snapshot`` (the `PreflightSnapshot` record's digest) are None when the
-    preparation stopped before it stored them.
-    """
-
-    role: str | None
-    arm: str
-    soul: str
-    reader_binding: str
-    code: str
-    suite: str
-    trace_id: str
-    eligible: bool
-    prepared: bool
-    within_limits: bool
-    restored: bool
-    within_deadline: bool
-    files: int = 0
-    total_bytes: int = 0
-    largest_file_bytes: int = 0
-    rejected: dict[str, int] = msgspec.field(default_factory=dict)
-    rejected_first: dict[str, str] = msgspec.field(default_factory=dict)
-    failure: SlotFailure | None = None
-    checkpoint: str | None = None
-    tree: str | None = None
-    snapshot: str | None = None
-    read_only_dirs_removed: int = 0
-    preparation: PhaseTime | None = None
-    dry_restore: PhaseTime | None = None
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def private_root(forbidden: Sequence[Path]) -> Path:
-    """A new private directory (mode 0700) under the system's temporary directory.
-
-    Raises:
-        UsageError: ``lookup_preflight_root_invalid`` (nothing is created) when that
-            directory resolves inside one of `forbidden` (the checkout, the user's
-            store): set ``TMPDIR`` elsewhere.
-    """
-    base = Path(os.path.realpath(tempfile.gettempdir()))
-    for root in forbidden:
-        resolved = Path(os.path.realpath(root))
-        if _inside(base, resolved):
-            raise UsageError(
-                f"the temporary directory {base} lies inside {resolved}; preflight's private "
-                "roots must be outside the checkout and the store (set TMPDIR elsewhere)",
-                code="lookup_preflight_root_invalid",
-                location=str(base),
-            )
-    return Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX, dir=base))
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of group `pgid` is still running (zombies aside)."""
-    try:
-        entries = [e for e in Path("/proc").iterdir() if e.name.isdigit()]
-    except OSError:  # no /proc: ask the kernel (a zombie counts, until it is reaped)
-        try:
-            os.killpg(pgid, 0)
-        except OSError:
-            return False
-        return True
-    for entry in entries:
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue  # gone meanwhile
-        # After "(comm)": state, ppid, pgrp, ...
-        if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
-
-
-def _contain(child: subprocess.Popen[bytes]) -> None:
-    """Kill the child's process group if it still runs, reap the child and wait until
-    nothing of its group runs (the zygote and replay it started die with it)."""
-    if child.poll() is None:
-        with contextlib.suppress(OSError):
-            os.killpg(child.pid, signal.SIGKILL)
-    child.wait()
-    deadline = time.monotonic() + _GROUP_GRACE
-    while _group_alive(child.pid):
-        if time.monotonic() > deadline:
-            with contextlib.suppress(OSError):
-                os.killpg(child.pid, signal.SIGKILL)
-            deadline = time.monotonic() + _GROUP_GRACE
-        time.sleep(0.02)
-
-
-def _last_line(data: bytes) -> str:
-    lines = data.decode(errors="replace").strip().splitlines()
-    return lines[-1][:300] if lines else "no output"
-
-
-def launch_preparation(
-    slot: PreflightSlot, root: Path, watchdog: float
-) -> PreparationReply | SlotFailure:
-    """Run the slot's preparation child in `root`; its reply, or the failure that
-    stopped it (``preparation_watchdog``, ``preparation_failed``). Returns only once
-    the child's process group is gone."""
-    request = PreparationRequest(
-        root=str(root),
-        arm=slot.arm,
-        reader_binding=slot.reader_binding,
-        soul=slot.soul,
-        suite=slot.suite,
-        trace_id=slot.trace_id,
-        trace=slot.trace,
-        timeout=watchdog,
-    )
-    (root / "home").mkdir(mode=0o700)
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": str(root / "home"),
-        "CONTINUITY_STORE": str(root / "store"),
-        "CONTINUITY_OUT": str(root / "out"),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        **slot.code.env,
-    }
-    command = [*slot.code.command, "-m", CHILD_MODULE, "--parent-pid", str(os.getpid())]
-    # Its own session: the watchdog and the containment stop its whole process group.
-    with subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=root,
-        env=env,
-        start_new_session=True,
-    ) as child:
-        try:
-            out, err = child.communicate(msgspec.json.encode(request), timeout=watchdog)
-        except subprocess.TimeoutExpired:
-            return SlotFailure(
-                kind="preparation_watchdog",
-                message=f"the preparation ran past its {watchdog:g} s watchdog and was killed",
-            )
-        finally:
-            _contain(child)
-    try:
-        return msgspec.json.decode(out, type=PreparationReply)
-    except msgspec.MsgspecError:
-        return SlotFailure(
-            kind="preparation_failed",
-            message=f"the preparation child exited {child.returncode} without a reply: "
-            + _last_line(err),
-        )
 
 
 def _verify_snapshot(store: Store, prepared: Prepared) -> SlotFailure | None:

@@ -31,6 +31,7 @@ import msgspec
 from continuity.store import Store
 
 __all__ = [
+    "MIB",
     "REJECTED_CLASSES",
     "SNAPSHOT_SCHEMA",
     "PreflightSnapshot",

@@ -28,7 +28,7 @@ from continuity.runner.preflight import (
     registered_slots,
     suite_trace_ids,
 )
-from continuity.runner.preflight_slot import PRIVATE_PREFIX
+from continuity.runner.preflight_launch import PRIVATE_PREFIX
 from continuity.store import Store
 from tests.conftest import REPO
 from tests.roles.test_register import Pair, checkout_pair

@@ -28,7 +28,9 @@ from continuity.runner.preflight import (
     summary_lines,
 )
 from continuity.runner.preflight_child import TraceInput
-from continuity.runner.preflight_slot import PRIVATE_PREFIX, SlotCode, checkout_code, run_slot
+from continuity.runner.preflight_launch import PRIVATE_PREFIX
+from continuity.runner.preflight_records import SlotCode, checkout_code
+from continuity.runner.preflight_slot import run_slot
 from continuity.runner.preflight_tree import (
     MIB,
     PreflightSnapshot,
