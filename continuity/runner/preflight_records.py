@@ -100,9 +100,10 @@ class SlotReport(msgspec.Struct, frozen=True, kw_only=True):
 
     ``eligible`` is prepared, within the tree limits, restored and within the run
     deadline. ``rejected`` counts entries per rejected class (``rejected_first`` names
-    the first of each, a path below the workspace). ``checkpoint``, ``tree`` and
-    ``snapshot`` (the `PreflightSnapshot` record's digest) are None when the
-    preparation stopped before it stored them.
+    the first of each, a path below the workspace). ``trace_key`` (the key of the trace
+    the preparing code built or was given), ``checkpoint``, ``tree`` and ``snapshot``
+    (the `PreflightSnapshot` record's digest) are None when the preparation stopped
+    before it made them.
     """
 
     role: str | None
@@ -123,6 +124,7 @@ class SlotReport(msgspec.Struct, frozen=True, kw_only=True):
     rejected: dict[str, int] = msgspec.field(default_factory=dict)
     rejected_first: dict[str, str] = msgspec.field(default_factory=dict)
     failure: SlotFailure | None = None
+    trace_key: str | None = None
     checkpoint: str | None = None
     tree: str | None = None
     snapshot: str | None = None

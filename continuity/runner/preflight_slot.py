@@ -149,7 +149,9 @@ def _attempt(
     if isinstance(reply, SlotFailure):
         return _failed(report, reply)
     store = Store(root / "store")
-    report = msgspec.structs.replace(report, checkpoint=reply.checkpoint, tree=reply.tree)
+    report = msgspec.structs.replace(
+        report, trace_key=reply.trace_key, checkpoint=reply.checkpoint, tree=reply.tree
+    )
     unverified = _verify_snapshot(store, reply)
     if unverified is not None:
         return _failed(report, unverified)

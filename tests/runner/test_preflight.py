@@ -274,6 +274,7 @@ def test_every_slot_is_prepared_in_a_private_root_that_is_removed(
     # the same key, prepared again in its own root (whose path the workspace pins)
     assert shared.checkpoint == good.checkpoint and shared.tree != good.tree
     assert frozen.checkpoint != good.checkpoint  # another arm's replay configuration
+    assert good.trace_key == frozen.trace_key == given.key  # built here, and handed in
     assert (report.totals.slots, report.totals.eligible, report.totals.distinct_checkpoints) == (
         5,
         3,
