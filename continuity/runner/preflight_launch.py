@@ -82,18 +82,21 @@ def _group_alive(pgid: int) -> bool:
 
 def _contain(child: subprocess.Popen[bytes]) -> None:
     """Kill the child's process group if it still runs, reap the child and wait until
-    nothing of its group runs (the zygote and replay it started die with it)."""
+    nothing of its group runs (the zygote and replay it started die with it): a grace
+    period, then SIGKILL to the group and a second one (a process stuck in the kernel
+    is left to it)."""
     if child.poll() is None:
         with contextlib.suppress(OSError):
             os.killpg(child.pid, signal.SIGKILL)
     child.wait()
-    deadline = time.monotonic() + _GROUP_GRACE
-    while _group_alive(child.pid):
-        if time.monotonic() > deadline:
-            with contextlib.suppress(OSError):
-                os.killpg(child.pid, signal.SIGKILL)
-            deadline = time.monotonic() + _GROUP_GRACE
-        time.sleep(0.02)
+    for last in (False, True):
+        deadline = time.monotonic() + _GROUP_GRACE
+        while _group_alive(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if last or not _group_alive(child.pid):
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
 
 
 def _last_line(data: bytes) -> str:
@@ -127,16 +130,22 @@ def launch_preparation(
         **slot.code.env,
     }
     command = [*slot.code.command, "-m", CHILD_MODULE, "--parent-pid", str(os.getpid())]
-    # Its own session: the watchdog and the containment stop its whole process group.
-    with subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=root,
-        env=env,
-        start_new_session=True,
-    ) as child:
+    try:  # its own session: the watchdog and the containment stop its whole group
+        child = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=root,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as exc:  # the registered interpreter is gone, say
+        return SlotFailure(
+            kind="preparation_failed",
+            message=f"cannot start {command[0]}: {exc.strerror or type(exc).__name__}",
+        )
+    with child:
         try:
             out, err = child.communicate(msgspec.json.encode(request), timeout=watchdog)
         except subprocess.TimeoutExpired:

@@ -155,7 +155,11 @@ def _attempt(
     unverified = _verify_snapshot(store, reply)
     if unverified is not None:
         return _failed(report, unverified)
-    scan: TreeScan = scan_tree(Path(reply.root), limits)
+    try:
+        scan: TreeScan = scan_tree(Path(reply.root), limits)
+    except OSError as exc:
+        failure = f"cannot scan the prepared workspace: {exc.strerror or exc}"
+        return _failed(report, SlotFailure(kind="preparation_failed", message=failure))
     report = msgspec.structs.replace(
         report, prepared=True, within_limits=scan.within_limits, files=scan.files,
         total_bytes=scan.total_bytes, largest_file_bytes=scan.largest_file_bytes,

@@ -331,6 +331,11 @@ def test_code_that_cannot_prepare_is_reported_without_a_launch(private_base: Pat
         "no preflight child",
     )
     assert slot.preparation is None and _left(private_base) == []
+    gone = msgspec.structs.replace(code, missing=None)  # an interpreter that is not there
+    slot = run_slot(_slot(code=gone), limits=TreeLimits(), deadline=60.0, forbidden=[])
+    assert slot.failure is not None and slot.failure.kind == "preparation_failed"
+    assert slot.failure.message.startswith("cannot start /nonexistent/python: ")
+    assert _left(private_base) == []
 
 
 def test_a_code_check_that_fails_stops_the_slot_before_its_preparation(private_base: Path) -> None:
