@@ -194,7 +194,7 @@ def record_path(store: Store, key: str, spec: KeySpec, record: PathRecord) -> No
     blob = store.put_blob(msgspec.json.encode(record))
     store.record_action(
         key,
-        kind=PATH_KIND,
+        kind=spec.kind,
         output=blob,
         inputs=dict(spec.inputs),
         meta={"trace_id": record.trace_id, "arm": record.arm, "probe_id": record.probe_id},

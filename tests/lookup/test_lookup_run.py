@@ -608,6 +608,15 @@ def test_doit_lookup_budget_writes_a_policy_and_refuses_an_existing_directory(
     assert load_policy().calls == 8
     sha = hashlib.sha256((output / "policy.json").read_bytes()).hexdigest()
     assert Store(tmp_path / "store").get_ref(f"lookup/policies/{sha}") is not None
+    assert "18 paths measured, 0 reused from the store" in result.stdout
+    # A second run into a new directory measures nothing and writes the same policy.
+    second = doit(
+        tmp_path, "lookup_budget", "--output", str(tmp_path / "again"), "--suites", "original"
+    )
+    assert "0 paths measured, 18 reused from the store" in second.stdout
+    assert (tmp_path / "again" / "policy.json").read_bytes() == (
+        output / "policy.json"
+    ).read_bytes()
     again = doit(tmp_path, "lookup_budget", "--output", str(output), check=False)
     assert again.returncode != 0 and "lookup_output_exists" in again.stdout + again.stderr
     missing = doit(tmp_path, "lookup_budget", check=False)
