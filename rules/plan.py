@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Unpack
 
 from continuity.graph import task_action
+from rules.holdout import SELECTION_PARAMS, SOURCE_PARAMS
 from rules.params import (
     MAX_PROBE_LIMIT,
     MAX_REPEATS,
@@ -93,6 +94,9 @@ PLAN_PARAMS: list[Param] = [
         False,
         "ledger arm: skip, before dispatch, any extractor that cannot enforce its output cap",
     ),
+    # --suite holdout: the frozen external source and its preregistered selection.
+    *SOURCE_PARAMS,
+    *SELECTION_PARAMS,
 ]
 COST_LIMIT = param(
     "cost_limit",
@@ -124,6 +128,11 @@ class PlanOptions(SelectionOptions, total=False):
     pricing: str
     extraction_model: str
     require_request_cap: bool
+    manifest: str
+    manifest_sha256: str
+    statistical_spec: str
+    selection_seed: int
+    per_group: int
 
 
 class PricedOptions(PlanOptions, total=False):
@@ -150,16 +159,18 @@ def _workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
 
     from continuity.lookup.policy import load_policy
     from continuity.plan.estimate import dry_run
-    from continuity.plan.plan import LookupPlan, plan_from_options
+    from continuity.plan.plan import LookupPlan, holdout_for_options, plan_from_options
     from continuity.plan.pricing import load_catalog, price_source
     from continuity.plan.workload import load_plan_traces, lookup_sizing, workload
 
-    plan = plan_from_options(options)
+    holdout = holdout_for_options(options)
+    plan = plan_from_options(options, holdout)
     pricing = options.get("pricing")
     catalog = load_catalog(Path(pricing) if pricing else None)
     # A real plan carries its price source; an offline one is only told it.
     prices = plan.pricing or price_source(Path(pricing) if pricing else None)
-    traces = load_plan_traces(plan)
+    store = Selection(options).store
+    traces = load_plan_traces(plan, holdout=(store, holdout) if holdout else None)
     load = workload(plan, traces)
     sizing = None
     if isinstance(plan, LookupPlan):
@@ -288,6 +299,8 @@ def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
 # Estimate options of lookup mode only; with a registration, the options it fixes.
 _LOOKUP_ONLY = ("suites", "trace", "registration", "sha256")
 _REGISTERED = ("suites", "trace", "probe_limit", "lookup_reader", "policy", "policy_sha256")
+# The plan options the lookup estimate reads (any other given is refused, never ignored).
+_LOOKUP_READS = frozenset({*_REGISTERED, "probe_mode", "pricing"})
 
 
 def _lookup_estimate(options: EstimateOptions) -> str:
@@ -304,6 +317,7 @@ def _lookup_estimate(options: EstimateOptions) -> str:
     )
     from continuity.runner.lookup_run import LookupRun
 
+    _refuse_unread(options)
     work, policy_path, policy_hash = _lookup_workload(options)
     pricing = options.get("pricing")
     (watchdog,) = (
@@ -320,6 +334,25 @@ def _lookup_estimate(options: EstimateOptions) -> str:
     )
     print(format_lookup_estimate(result))
     return f"estimate in {write_lookup_estimate(result, Selection(options).out)}"
+
+
+def _refuse_unread(options: Mapping[str, object]) -> None:
+    """Refuse a plan option the lookup estimate does not read (never ignore it).
+
+    Raises:
+        UsageError: ``plan_invalid`` at the first such option given a non-default value.
+    """
+    from continuity.errors import UsageError
+
+    for spec in [*PLAN_PARAMS, COST_LIMIT]:
+        name, default = spec["name"], spec["default"]
+        if name not in _LOOKUP_READS and options.get(name, default) != default:
+            raise UsageError(
+                "the lookup estimate does not read it: its corpus is --suites, --trace and "
+                "--probe-limit, its roles and repeats are the registration's",
+                code="plan_invalid",
+                location=f"--{spec['long']}",
+            )
 
 
 def _lookup_workload(options: EstimateOptions) -> tuple[LookupWorkload, Path | None, str | None]:

@@ -155,22 +155,30 @@ def plan_slots(
     for suite in work.suites:
         for trace in traces[suite]:
             native, cold = _estimates(trace)
-            probes = trace.probes[: work.probe_limit] if work.probe_limit else trace.probes
+            probes = [
+                (
+                    probe.probe_id,
+                    -(-len(probe_turn_text(probe.text).encode("utf-8")) // 3),
+                    bool(sources_for(trace, probe)),
+                )
+                for probe in (
+                    trace.probes[: work.probe_limit] if work.probe_limit else trace.probes
+                )
+            ]
             for role in work.roles:
                 pack = ARMS[role.arm].pack
                 soul, guidance = allowances.tokens(role)
-                for probe in probes:
-                    turn = -(-len(probe_turn_text(probe.text).encode("utf-8")) // 3)
+                for probe_id, turn, annotated in probes:
                     shape = (cold + ASSUMPTIONS["pack_tokens"] if pack else native) + turn
-                    key = (trace.trace_id, role.arm, probe.probe_id)
+                    key = (trace.trace_id, role.arm, probe_id)
                     observed, observed_cold = _observed(policy, *key)
                     slot = SlotSize(
                         role=role.name,
                         arm=role.arm,
                         suite=suite,
                         trace=trace.trace_id,
-                        probe=probe.probe_id,
-                        disposition=policy.disposition(*key, bool(sources_for(trace, probe))),
+                        probe=probe_id,
+                        disposition=policy.disposition(*key, annotated),
                         bound=max(observed, shape),
                         cold=max(cold, observed_cold) if pack else 0,
                         allowance=soul + guidance,

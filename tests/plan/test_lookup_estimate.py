@@ -365,10 +365,17 @@ def test_the_task_prints_and_writes_the_estimate_without_network(tmp_path: Path)
     assert decoded.workload.source.kind == "workload-only"
 
 
-def test_lookup_options_are_refused_outside_lookup_mode() -> None:
+def test_options_of_the_other_mode_are_refused_never_ignored() -> None:
     with pytest.raises(UsageError) as err:
         _estimate(suites="original")
     assert (err.value.code, err.value.location) == ("plan_invalid", "--suites")
+    for option, value in (("suite", "hard"), ("repeats", 2), ("cost_limit", 5.0)):
+        with pytest.raises(UsageError) as err:
+            _estimate(probe_mode=LOOKUP, **{option: value})  # type: ignore[arg-type]
+        assert (err.value.code, err.value.location) == (
+            "plan_invalid",
+            f"--{option.replace('_', '-')}",
+        )
 
 
 def test_real_is_refused_before_any_artifact_is_read(
