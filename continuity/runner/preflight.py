@@ -42,6 +42,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import CheckpointError
+from continuity.interrupts import raise_if_interrupted
 from continuity.lookup.receipts import LookupBinding
 from continuity.outputs import write_output
 from continuity.progress import Tick
@@ -282,6 +283,7 @@ def run_preflight(
     chosen = limits or TREE_LIMITS
     reports: list[SlotReport] = []
     for position, slot in enumerate(slots, start=1):
+        raise_if_interrupted()  # a signal something swallowed still stops the next slot
         done = run_slot(
             slot,
             limits=chosen,
