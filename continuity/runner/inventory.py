@@ -59,6 +59,7 @@ __all__ = [
     "CORPUS",
     "INVENTORY_CODE",
     "INVENTORY_KIND",
+    "INVENTORY_SALT",
     "PROBE_MODE",
     "REGRESSION_BYTES",
     "Inventory",

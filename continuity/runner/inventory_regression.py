@@ -26,6 +26,7 @@ __all__ = [
     "REGRESSION_BYTES",
     "REGRESSION_CODE",
     "REGRESSION_KIND",
+    "REGRESSION_SALT",
     "REGRESSION_TRACE",
     "measure_regression",
     "regression_spec",
