@@ -20,6 +20,7 @@ import importlib.metadata
 import platform
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import msgspec
@@ -119,8 +120,6 @@ def _check_report(files: SourceFiles, report_path: str, references: References) 
         HoldoutError: ``holdout_overlap_mismatch``, ``holdout_overlap_stale``,
             ``holdout_overlap_found`` (and `read_report`'s codes).
     """
-    from pathlib import Path
-
     report = read_report(Path(report_path))
     if (report.manifest_sha256, report.spec_sha256) != (
         files.source.manifest_sha256,

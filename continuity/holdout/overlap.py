@@ -68,6 +68,7 @@ from continuity.holdout.schema import (
     OverlapReport,
     encode_json,
 )
+from continuity.holdout.source import read_bounded
 from continuity.holdout.tokens import STOPWORDS, id_key, id_tokens, tokens, trigrams
 from continuity.holdout.validate import ValidatedSource
 from continuity.outputs import write_output
@@ -76,6 +77,7 @@ from continuity.traces.schema import Fact, Trace
 __all__ = [
     "MIN_DISTINCTIVE_CHARS",
     "RARE_ZIPF",
+    "REPORT_MAX_BYTES",
     "RULES_CODE",
     "RULES_VERSION",
     "STOPWORDS",
@@ -96,6 +98,8 @@ RULES_CODE = (
     "continuity.holdout.tokens",
 )
 RARE_ZIPF = 3.0
+# A report lists each overlap once per reference; far more than any real source needs.
+REPORT_MAX_BYTES = 256 * 1024 * 1024
 MIN_DISTINCTIVE_CHARS = 4
 # The expectation fields that hold expected values as plain strings (facts hold theirs
 # in `Fact.value`); a status or a mode is a label from a fixed list, not a value.
@@ -362,9 +366,7 @@ def read_report(path: Path) -> OverlapReport:
     Raises:
         HoldoutError: ``holdout_file_unreadable``, ``holdout_overlap_invalid``.
     """
-    from continuity.holdout.source import read_bounded
-
-    data = read_bounded(path, 256 * 1024 * 1024, too_large="holdout_overlap_invalid")
+    data = read_bounded(path, REPORT_MAX_BYTES, too_large="holdout_overlap_invalid")
     try:
         report = msgspec.json.decode(data, type=OverlapReport)
     except msgspec.MsgspecError as exc:

@@ -15,8 +15,10 @@ import pytest
 from doit.exceptions import TaskFailed
 
 from continuity.holdout import HoldoutSource
+from continuity.holdout.selection import MAX_SEED
 from continuity.store import Store
 from rules.holdout import (
+    SELECTION_PARAMS,
     task_holdout_freeze,
     task_holdout_overlap,
     task_holdout_select,
@@ -150,8 +152,9 @@ def test_a_planted_overlap_fails_the_task_after_writing_the_report(
     assert isinstance(failed, TaskFailed)
     assert str(failed.message).startswith("holdout_overlap_found: ")
     overlaps = json.loads((out / "overlap.json").read_bytes())["overlaps"]
-    assert {(o["kind"], o["family_id"]) for o in overlaps} == {("phrase", "toy-south-1")}
-    assert {o["reference"] for o in overlaps} >= {"prompt/probe-instruction"}
+    planted = [o for o in overlaps if o["location"] == "$.probes[0].text"]
+    assert {(o["kind"], o["family_id"]) for o in planted} == {("phrase", "toy-south-1")}
+    assert {o["reference"] for o in planted} >= {"prompt/probe-instruction"}
     failed = run(
         task_holdout_freeze,
         **options(source, overlap=str(out / "overlap.json"), store=str(tmp_path / "store")),
@@ -175,3 +178,8 @@ def test_missing_task_options_are_coded(
     failed = run(task, **given, **more)
     assert isinstance(failed, TaskFailed)
     assert str(failed.message).startswith(f"{code}: ")
+
+
+def test_the_seed_option_allows_exactly_the_seeds_the_rule_takes() -> None:
+    kind = SELECTION_PARAMS[0]["type"]
+    assert getattr(kind, "maximum", None) == MAX_SEED and getattr(kind, "minimum", None) == 0
