@@ -47,6 +47,7 @@ __all__ = [
     "Reference",
     "References",
     "Text",
+    "decoded_texts",
     "json_texts",
     "module_literals",
     "project_references",
@@ -114,6 +115,17 @@ def json_texts(value: Any, path: str = "$") -> Iterator[Text]:
             yield from json_texts(item, f"{path}[{index}]")
 
 
+def decoded_texts(data: bytes, path: str) -> Iterator[Text]:
+    """`json_texts` of JSON bytes; bytes that are not JSON (a fixture being rewritten, a
+    malformed line) are one text, compared as they are, never skipped."""
+    try:
+        value = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        yield path, data.decode("utf-8", "replace")
+    else:
+        yield from json_texts(value, path)
+
+
 def module_literals(path: Path) -> Iterator[Text]:
     """Every string constant of a module with its line, f-string fragments one by one;
     docstrings excluded (they describe code and are never emitted)."""
@@ -155,9 +167,7 @@ def _suite_references() -> list[Reference]:
     from continuity.traces.schema import encode_trace
 
     found = [
-        Reference(
-            f"original/{path.name}", tuple(json_texts(msgspec.json.decode(path.read_bytes())))
-        )
+        Reference(f"original/{path.name}", tuple(decoded_texts(path.read_bytes(), "$")))
         for path in sorted((_FIXTURES / "original").glob("*.json"))
     ]
     for suite, distractors in (("hard", False), ("hard-distractors", True)):
@@ -204,7 +214,7 @@ def _fixture_references() -> list[Reference]:
         texts: list[Text] = []
         for number, line in enumerate(path.read_bytes().splitlines(), start=1):
             if line.strip():
-                texts += json_texts(msgspec.json.decode(line), f"line {number}:$")
+                texts += decoded_texts(line, f"line {number}:$")
         found.append(Reference(f"calibration/{path.name}", tuple(texts)))
     return found
 

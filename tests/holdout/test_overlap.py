@@ -14,7 +14,7 @@ import pytest
 from continuity.errors import HoldoutError
 from continuity.holdout import References, check_overlap, project_references, validate_source
 from continuity.holdout.overlap import distinctive, read_report, write_report
-from continuity.holdout.references import Reference, module_literals
+from continuity.holdout.references import Reference, decoded_texts, module_literals
 from continuity.holdout.schema import OverlapReport
 from continuity.holdout.tokens import id_key, tokens, trigrams
 from continuity.traces.schema import FreeRecallExpectation, Probe, Trace
@@ -258,3 +258,11 @@ def test_overlaps_with_the_project_references_are_found(
     assert ("value", "toy-south-2", "original") in kinds
     assert ("phrase", "toy-north-3", "vocabulary") in kinds
     assert {o.family_id for o in report.overlaps} == {"toy-south-2", "toy-north-3"}
+
+
+def test_a_reference_that_is_not_json_is_compared_as_text() -> None:
+    assert list(decoded_texts(b'{"a": ["x", {"b": "y"}]}', "line 2:$")) == [
+        ("line 2:$.a[0]", "x"),
+        ("line 2:$.a[1].b", "y"),
+    ]
+    assert list(decoded_texts(b'{"half": "writ', "line 3:$")) == [("line 3:$", '{"half": "writ')]
