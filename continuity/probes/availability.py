@@ -45,6 +45,7 @@ needs no model, so it is meaningful offline.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Literal
@@ -124,6 +125,10 @@ STATUS_WORDS: dict[str, tuple[str, ...]] = {
 # A status needle: subject, status words and scope joined by the ASCII unit separator,
 # which no trace text contains (it is a control character the schema's prose never has).
 _JOIN = "\x1f"
+# A passage needle (a free-recall evidence turn's whole text) starts with the ASCII
+# record separator: its words must appear in order, with any punctuation between them.
+_PASSAGE = "\x1e"
+_PASSAGE_GAP = r"[^A-Za-z0-9]{1,8}"
 _PARAGRAPH = re.compile(r"\n\s*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -205,7 +210,9 @@ class ContextText:
         return self._units[scope]
 
     def holds(self, needle: str) -> bool:
-        """Whether this text states `needle` (a value, or a status needle)."""
+        """Whether this text states `needle` (a value, a passage or a status needle)."""
+        if needle.startswith(_PASSAGE):
+            return _passage_pattern(needle[1:]).search(self.flat()) is not None
         if _JOIN not in needle:
             return mentions(self.flat(), needle, normalised=True)
         subject, words, scope = needle.split(_JOIN)
@@ -217,6 +224,15 @@ class ContextText:
             and not _lists_options(unit)
             for unit in self.units(SCOPES[SCOPES.index(scope)])
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _passage_pattern(passage: str) -> re.Pattern[str]:
+    """A passage's words in order, whatever punctuation or spacing sits between them."""
+    runs = [re.escape(run) for run in re.findall(r"[A-Za-z0-9]+", normalise(passage))]
+    return re.compile(
+        r"(?<![A-Za-z0-9])" + _PASSAGE_GAP.join(runs) + r"(?![A-Za-z0-9])", re.IGNORECASE
+    )
 
 
 def found_in(text: str, needle: str) -> bool:
@@ -263,7 +279,7 @@ def needles_for(expectation: Expectation, trace: Trace) -> Needles:
         return Needles([_status_needle(exp, _turn_text(trace))], [])
     if isinstance(exp, FreeRecallExpectation):
         texts = _turn_text(trace)
-        return Needles([texts[turn_id] for turn_id in exp.evidence], [])
+        return Needles([_PASSAGE + texts[turn_id] for turn_id in exp.evidence], [])
     return _value_needles(exp)
 
 
@@ -291,7 +307,9 @@ def fact_count(expectation: Expectation) -> int:
 
 def _query(needle: str) -> str:
     """The reference path's search query for a needle: a status needle searches for its
-    subject and status words."""
+    subject and status words; a passage needle searches for its words."""
+    if needle.startswith(_PASSAGE):
+        return needle[1:]
     if _JOIN not in needle:
         return needle
     subject, words, _ = needle.split(_JOIN)

@@ -17,7 +17,7 @@ from continuity.traces.schema import AbstentionExpectation, FreeRecallExpectatio
 
 
 def _outcome(gold: str, answer: str, category: int = 4) -> str:
-    expectation = FreeRecallExpectation(answer=gold, evidence=("D2:4",), source_category=category)
+    expectation = FreeRecallExpectation(answer=gold, evidence=("t2-04",), source_category=category)
     return score_answer(expectation, answer).outcome
 
 
