@@ -67,7 +67,7 @@ _CALIBRATION = _ROOT / "fixtures" / "calibration"
 # Each held-out suite's frozen first (blind) measurement.
 BLIND_PATHS: dict[str, Path] = {
     "holdout": _CALIBRATION / "holdout-v1-blind.json",
-    "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v1-blind.json",
+    "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v2-blind.json",
 }
 
 
@@ -76,7 +76,7 @@ def default_suites() -> dict[str, Path]:
     return {
         "tuning": default_cases_path(),
         "holdout": default_holdout_path(),
-        "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v1.jsonl",
+        "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v2.jsonl",
     }
 
 
