@@ -1,8 +1,9 @@
-"""The sizing inventory's path costs and the policy file's schema (``budget-v2``).
+"""The sizing inventory's path costs and the policy file's schema.
 
-A policy binds the lookup protocol, the probe protocol and the code digest of the
-classifier (`continuity.lookup.classify`), and each slot keeps the metrics its class is
-computed from, so a reader recomputes every class (`continuity.lookup.policy`).
+A policy (schema ``continuity-lookup-budget-v2``) binds the lookup protocol, the probe
+protocol and the code digest of the classifier (`continuity.lookup.classify`), and each
+slot keeps the metrics its class is computed from, so a reader recomputes every class
+(`continuity.lookup.policy`).
 """
 
 from __future__ import annotations
