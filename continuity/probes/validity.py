@@ -229,6 +229,13 @@ estimates agreement on answers the scorer has never met, as in a real run.
 Outcomes by label: {holdout_verdicts}.
 
 {blind_sections}
+*A withdrawn set.* The first free-recall held-out set (`holdout-free-recall-v1.jsonl`,
+153 cases, blind 122/153 (79.7%) with the scorer at `e356104`) was withdrawn: the brief
+its author worked from quoted a few answers of the LoCoMo holdout as examples, and
+`doit holdout_overlap` found them in it. Its cases had also been read to correct the
+scorer. The fresh set above was written from a brief without any external example, and
+measured blind once, with the corrected scorer, before anyone read it.
+
 **After its blind measurement a held-out suite has been seen by the scorer's
 developers**: its misjudged cases were read to find the general defects behind them, and
 the rules that correct those defects were tested on answers written fresh, not taken

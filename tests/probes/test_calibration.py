@@ -3,7 +3,7 @@
 Three suites are data, labelled by a careful human reader: the tuning suite
 (`fixtures/calibration/answers-v1.jsonl`) and two held-out suites
 (`fixtures/calibration/holdout-v1.jsonl` and, for free recall and unanswerable questions
-with decoys, `fixtures/calibration/holdout-free-recall-v1.jsonl`), each with its first,
+with decoys, `fixtures/calibration/holdout-free-recall-v2.jsonl`), each with its first,
 blind measurement frozen in its ``*-blind.json``. `fixtures/calibration/scorer-agreement.json`
 records the scorer's agreement on every suite and the cases it misjudges, as written by
 ``python3 -m continuity.probes.validity --record``. Every case of every suite is a
@@ -254,7 +254,7 @@ def test_each_case_is_judged_as_labelled(case: CalibrationCase) -> None:
 
 
 def test_the_holdout_suites_cover_every_category_and_share_no_case() -> None:
-    assert len(HOLDOUT) == 150 and len(HOLDOUT_FREE_RECALL) == 153
+    assert len(HOLDOUT) == 150 and len(HOLDOUT_FREE_RECALL) == 175
     assert {case.category for case in HOLDOUT} == set(CATEGORIES) - {"free_recall"}
     assert {case.category for case in HOLDOUT_FREE_RECALL} == {"free_recall", "abstention"}
     decoys = [c for c in HOLDOUT_FREE_RECALL if c.category == "abstention"]
@@ -264,16 +264,16 @@ def test_the_holdout_suites_cover_every_category_and_share_no_case() -> None:
 
 
 def test_the_free_recall_blind_measurement_is_frozen_as_first_taken() -> None:
-    """The free-recall held-out suite's first measurement (scorer at e356104, before
+    """The free-recall held-out suite's first measurement (scorer at 09a6e07, before
     anyone working on the scorer read the cases) is history: these numbers never change."""
     digest = hashlib.sha256(default_suites()["holdout-free-recall"].read_bytes()).hexdigest()
     blind = BLIND_FREE_RECALL
-    assert blind.suite_sha256 == digest and blind.cases == 153
-    assert blind.scorer_commit.startswith("e356104") and blind.suite_commit.startswith("02b8241")
+    assert blind.suite_sha256 == digest and blind.cases == 175
+    assert blind.scorer_commit.startswith("09a6e07") and blind.suite_commit.startswith("f22e5ff")
     overall = blind.agreement.overall
-    assert (overall.n, overall.outcome_agree, overall.binary_agree) == (153, 122, 128)
+    assert (overall.n, overall.outcome_agree, overall.binary_agree) == (175, 146, 147)
     per_category = {row.category: (row.outcome_agree, row.n) for row in blind.agreement.rows}
-    assert per_category == {"abstention": (30, 34), "free_recall": (92, 119)}
+    assert per_category == {"abstention": (33, 40), "free_recall": (113, 135)}
 
 
 def test_a_blind_measurement_is_taken_once_and_never_rewritten(tmp_path: Path) -> None:
@@ -331,7 +331,8 @@ def test_the_validity_doc_shows_every_suite_and_the_blind_figures() -> None:
     assert render_table(BLIND.agreement) in doc
     assert render_table(BLIND_FREE_RECALL.agreement) in doc
     assert "**142/150 (94.7%) outcome agreement**" in doc and "`0852d00`" in doc
-    assert "**122/153 (79.7%) outcome agreement**" in doc and "`e356104`" in doc
+    assert "**146/175 (83.4%) outcome agreement**" in doc and "`09a6e07`" in doc
+    assert "withdrawn" in doc and "122/153" in doc
     assert "no longer blind" in doc and "fresh set" in doc
     assert "python3 -m continuity.probes.validity --record" in doc
 
