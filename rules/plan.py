@@ -275,14 +275,7 @@ def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
         )
     if options.get("probe_mode") == "lookup-allowed-v1":
         return _lookup_estimate(options)
-    given: Mapping[str, object] = options
-    for name in _LOOKUP_ONLY:
-        if given.get(name):
-            raise UsageError(
-                "applies to --probe-mode lookup-allowed-v1 only",
-                code="plan_invalid",
-                location=f"--{name}",
-            )
+    _refuse_given(options, _LOOKUP_ONLY, "applies to --probe-mode lookup-allowed-v1 only")
     result, catalog, load = _workload(options)
     profiles = estimate(
         result.plan,
@@ -296,11 +289,29 @@ def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
     return None
 
 
-# Estimate options of lookup mode only; with a registration, the options it fixes.
-_LOOKUP_ONLY = ("suites", "trace", "registration", "sha256")
-_REGISTERED = ("suites", "trace", "probe_limit", "lookup_reader", "policy", "policy_sha256")
-# The plan options the lookup estimate reads (any other given is refused, never ignored).
-_LOOKUP_READS = frozenset({*_REGISTERED, "probe_mode", "pricing"})
+# Estimate options of lookup mode only; with a registration, the options it fixes; the
+# plan options lookup mode reads (any other given is refused, never ignored).
+_LOOKUP_ONLY = frozenset({"suites", "trace", "registration", "sha256"})
+_REGISTERED = frozenset(
+    {"suites", "trace", "probe_limit", "lookup_reader", "policy", "policy_sha256"}
+)
+_LOOKUP_UNREAD = frozenset(
+    spec["name"] for spec in [*PLAN_PARAMS, COST_LIMIT] if spec["name"] not in _REGISTERED
+) - {"probe_mode", "pricing"}
+
+
+def _refuse_given(options: Mapping[str, object], names: frozenset[str], why: str) -> None:
+    """Refuse the first of `names` (in option order) given a non-default value.
+
+    Raises:
+        UsageError: ``plan_invalid`` at that option.
+    """
+    from continuity.errors import UsageError
+
+    for spec in _estimate_params():
+        name, default = spec["name"], spec["default"]
+        if name in names and options.get(name, default) != default:
+            raise UsageError(why, code="plan_invalid", location=f"--{spec['long']}")
 
 
 def _lookup_estimate(options: EstimateOptions) -> str:
@@ -317,7 +328,12 @@ def _lookup_estimate(options: EstimateOptions) -> str:
     )
     from continuity.runner.lookup_run import LookupRun
 
-    _refuse_unread(options)
+    _refuse_given(
+        options,
+        _LOOKUP_UNREAD,
+        "the lookup estimate does not read it: its corpus is --suites, --trace and "
+        "--probe-limit, its roles and repeats are the registration's",
+    )
     work, policy_path, policy_hash = _lookup_workload(options)
     pricing = options.get("pricing")
     (watchdog,) = (
@@ -334,25 +350,6 @@ def _lookup_estimate(options: EstimateOptions) -> str:
     )
     print(format_lookup_estimate(result))
     return f"estimate in {write_lookup_estimate(result, Selection(options).out)}"
-
-
-def _refuse_unread(options: Mapping[str, object]) -> None:
-    """Refuse a plan option the lookup estimate does not read (never ignore it).
-
-    Raises:
-        UsageError: ``plan_invalid`` at the first such option given a non-default value.
-    """
-    from continuity.errors import UsageError
-
-    for spec in [*PLAN_PARAMS, COST_LIMIT]:
-        name, default = spec["name"], spec["default"]
-        if name not in _LOOKUP_READS and options.get(name, default) != default:
-            raise UsageError(
-                "the lookup estimate does not read it: its corpus is --suites, --trace and "
-                "--probe-limit, its roles and repeats are the registration's",
-                code="plan_invalid",
-                location=f"--{spec['long']}",
-            )
 
 
 def _lookup_workload(options: EstimateOptions) -> tuple[LookupWorkload, Path | None, str | None]:
@@ -373,29 +370,19 @@ def _lookup_workload(options: EstimateOptions) -> tuple[LookupWorkload, Path | N
     from continuity.roles.run import read_registration
     from continuity.roles.table import ROLES
 
-    given: Mapping[str, object] = options
-    if given.get("registration") or given.get("sha256"):
-        for name in ("registration", "sha256"):
-            if not given.get(name):
-                raise UsageError(
-                    "a registration needs both --registration and --sha256",
-                    code="option_value_missing",
-                    location=f"--{name}",
-                )
-        for name in _REGISTERED:
-            if given.get(name):
-                flag = f"--{name.replace('_', '-')}"
-                raise UsageError(
-                    "the registration fixes the workload, reader and policy",
-                    code="plan_invalid",
-                    location=flag,
-                )
-        registration, digest, raw = read_registration(
-            Path(options["registration"]), options["sha256"]
-        )
+    registration, sha256 = options.get("registration"), options.get("sha256")
+    if registration or sha256:
+        if not (registration and sha256):
+            raise UsageError(
+                "a registration needs both --registration and --sha256",
+                code="option_value_missing",
+                location="--sha256" if registration else "--registration",
+            )
+        _refuse_given(options, _REGISTERED, "the registration fixes the workload and policy")
+        found, digest, raw = read_registration(Path(registration), sha256)
         source = EstimateSource(kind="registration", sha256=raw, registration_digest=digest)
-        work = registered_workload(registration.workload, registration.roles, source)
-        return (work, *registered_policy(registration.r0.path, registration.digests.budget))
+        work = registered_workload(found.workload, found.roles, source)
+        return (work, *registered_policy(found.r0.path, found.digests.budget))
     names = [n.strip() for n in (options.get("suites") or "").split(",") if n.strip()]
     traces = [n.strip() for n in (options.get("trace") or "").split(",") if n.strip()]
     corpus = workload(names, traces, options.get("probe_limit") or None)
@@ -427,38 +414,38 @@ def task_dry_run() -> TaskSpec:
 
 
 def task_estimate() -> TaskSpec:
-    """Estimate a plan's cost under assumptions: main, screening and high-end profiles.
+    """Estimate a plan's cost under labelled assumptions, each profile priced alone.
 
-    Recall-only: the plan's workload at 0/50/90 % cache. With --probe-mode
-    lookup-allowed-v1, the six roles' lookup slots (workload-only with --suites, --trace
-    and --probe-limit, or from --registration FILE --sha256 S) at 0/2/8 lookup calls,
-    none/half/full returned bytes and 0/50/90 % cache, with the main reader's readiness
-    and the configured deadlines; no credential or network, and --real is refused before
-    anything is read. The lookup estimate's JSON is in <out>/estimates/.
+    Recall-only: the plan's workload at 0/50/90 % cache. --probe-mode lookup-allowed-v1:
+    the six roles' slots (--suites/--trace/--probe-limit, or --registration --sha256) at
+    0/2/8 lookups, none/half/full returned bytes and 0/50/90 % cache, with the main
+    reader's readiness and the deadlines; --real is refused before anything is read.
+    Lookup results: <out>/estimates/lookup-<blake3 prefix>.json.
     """
     return {
         "actions": [task_action(_estimate)],
-        "params": [
-            *PLAN_PARAMS,
-            COST_LIMIT,
-            param(
-                "screening_model",
-                str,
-                "",
-                "screening profile model (default openai-codex:gpt-6-mini; lookup: the "
-                "reader binding's other model)",
-            ),
-            param(
-                "high_end_model", str, "", "high-end sensitivity model (anthropic:claude-opus-5-5)"
-            ),
-            param("real", bool, False, "refused: the estimator never runs a plan"),
-            param(
-                "suites", str, "", "lookup: corpus suites (default original,hard,hard-distractors)"
-            ),
-            param("trace", str, "", "lookup: only these trace ids (comma-separated)"),
-            param("registration", str, "", "lookup: a registration.json of doit compare_register"),
-            param("sha256", str, "", "lookup: the registration file's raw sha256"),
-            OUT,
-        ],
+        "params": _estimate_params(),
         "verbosity": 2,
     }
+
+
+def _estimate_params() -> list[Param]:
+    """`doit estimate`'s options (the plan's, the profiles', lookup mode's, ``--out``)."""
+    return [
+        *PLAN_PARAMS,
+        COST_LIMIT,
+        param(
+            "screening_model",
+            str,
+            "",
+            "screening profile model (default openai-codex:gpt-6-mini; lookup: the "
+            "reader binding's other model)",
+        ),
+        param("high_end_model", str, "", "high-end sensitivity model (anthropic:claude-opus-5-5)"),
+        param("real", bool, False, "refused: the estimator never runs a plan"),
+        param("suites", str, "", "lookup: corpus suites (default original,hard,hard-distractors)"),
+        param("trace", str, "", "lookup: only these trace ids (comma-separated)"),
+        param("registration", str, "", "lookup: a registration.json of doit compare_register"),
+        param("sha256", str, "", "lookup: the registration file's raw sha256"),
+        OUT,
+    ]

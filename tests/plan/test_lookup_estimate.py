@@ -14,6 +14,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from continuity.errors import ContinuityError, UsageError
@@ -302,6 +304,28 @@ def test_the_highest_strictly_exceeded_tier_counts_cached_input() -> None:
     # In a row: 90 % cached still selects the tier by the whole input.
     usd, _, _, _, above = price_inputs(luna, {210_000: 2, 100_000: 1}, 90)
     assert above == 2 and usd is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    model=st.sampled_from([LUNA, SOL, HIGH_END_MODEL, "anthropic:claude-sonnet-4-5"]),
+    uncached=st.integers(0, 400_000),
+    cached=st.integers(0, 400_000),
+    output=st.integers(0, 64_000),
+)
+def test_exact_prices_agree_with_the_dry_runs_float_prices(
+    model: str, uncached: int, cached: int, output: int
+) -> None:
+    """The same tier rule and parts as `call_cost` (catalog and genai-prices models)."""
+    catalog = load_catalog()
+    usage = Usage(input=uncached, cache_read=cached, output=output)
+    exact, approximate = (
+        exact_cost(model_price(catalog, model), usage),
+        call_cost(catalog, model, usage),
+    )
+    assert (exact is None) == (approximate is None)
+    if exact is not None and approximate is not None:
+        assert math.isclose(float(exact), approximate, rel_tol=1e-12, abs_tol=1e-12)
 
 
 def test_unknown_prices_stay_unknown_never_zero() -> None:
