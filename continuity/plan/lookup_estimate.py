@@ -46,7 +46,7 @@ from continuity.plan.lookup_slots import (
     returned_sizes,
     slot_rounds,
 )
-from continuity.plan.pricing import ModelPrice
+from continuity.plan.pricing import ModelPrice, PriceSource
 from continuity.plan.readiness import ReaderReadiness, reader_readiness
 from continuity.plan.workload import PlannedCall, histogram
 
@@ -157,7 +157,7 @@ class LookupEstimate(msgspec.Struct, frozen=True, kw_only=True):
     readiness: ReaderReadiness
     deadlines: Deadlines
     assumptions: dict[str, str]
-    prices: str  # the price source, as `describe_source` names it
+    prices: PriceSource  # the catalog and genai-prices version the prices come from
 
 
 def configured_deadlines(watchdog_seconds: float) -> Deadlines:
@@ -275,7 +275,7 @@ def estimate_lookup(
     allowances: Allowances,
     models: Sequence[tuple[Profile, str, ModelPrice | None]],
     deadlines: Deadlines,
-    prices: str,
+    prices: PriceSource,
 ) -> LookupEstimate:
     """The whole estimate: every sensitivity row's calls, each profile's prices (in the
     order of `models`, main first: its price also feeds the readiness diagnostic), the

@@ -216,7 +216,7 @@ def lookup_estimate(
         allowances=allowances,
         models=[(p, m, model_price(catalog, m)) for p, m in profiles],
         deadlines=configured_deadlines(watchdog_seconds),
-        prices=describe_source(price_source(pricing)),
+        prices=price_source(pricing),
     )
 
 
@@ -357,7 +357,7 @@ def format_lookup_estimate(result: LookupEstimate) -> str:
             f"configured deadlines (configuration, not measured latency): {d.probe_seconds:g} s "
             f"probe, {d.cleanup_seconds:g} s cleanup, {d.turn_seconds:g} s turn, "
             f"{d.watchdog_seconds:g} s watchdog",
-            f"  {result.prices}",
+            f"  {describe_source(result.prices)}",
             "assumptions: " + "; ".join(f"{k}: {v}" for k, v in result.assumptions.items()),
         ]
     )

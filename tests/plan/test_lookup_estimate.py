@@ -57,7 +57,15 @@ from continuity.plan.lookup_slots import (
     plan_slots,
     slot_rounds,
 )
-from continuity.plan.pricing import Catalog, ModelPrice, Tier, call_cost, load_catalog, model_price
+from continuity.plan.pricing import (
+    Catalog,
+    ModelPrice,
+    Tier,
+    call_cost,
+    load_catalog,
+    model_price,
+    price_source,
+)
 from continuity.roles.register import (
     REGISTRATION_SCHEMA,
     BoundDigests,
@@ -191,7 +199,7 @@ def hand_estimate(slots: Sequence[SlotSize], *, byte_budget: int = 1_000) -> Loo
         allowances=Allowances(soul_bytes={}, guidance_bytes=0),
         models=[("main", FLAT, CATALOG.models[FLAT])] * 3,
         deadlines=configured_deadlines(720.0),
-        prices="hand",
+        prices=price_source(),
     )
 
 
