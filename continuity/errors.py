@@ -50,7 +50,8 @@ The tree::
     │   │                          holdout_selection_seed_required,
     │   │                          holdout_selection_seed_invalid, holdout_per_group_invalid,
     │   │                          holdout_selection_mismatch,
-    │   │                          holdout_trace_selection_refused, holdout_repeats_invalid
+    │   │                          holdout_trace_selection_refused, holdout_repeats_invalid,
+    │   │                          holdout_suite_required (a source without --suite holdout)
     │   │                          (doit import_locomo, continuity.traces.locomo):
     │   │                          locomo_zip_unreadable, locomo_format_invalid (with the
     │   │                          archive member and JSON path), locomo_output_exists,

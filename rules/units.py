@@ -25,11 +25,13 @@ from rules.traces import TRACE
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from continuity.plan.holdout_plan import HoldoutChoice
     from continuity.plan.plan import LookupPlan, Plan
     from continuity.roles.table import Role
     from continuity.runner.ledger_run import LedgerRun
     from continuity.runner.lookup_run import LookupRun
     from continuity.runner.units import UnitRecord
+    from continuity.traces.suites import SuiteItem
 
 RUN = param("run", str, "offline", "run name: units and reports go to <out>/runs/<run>/")
 
@@ -94,7 +96,7 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
             code="real_flag_required",
             location="--provider",
         )
-    from continuity.plan.plan import LookupPlan, plan_from_options
+    from continuity.plan.plan import LookupPlan, holdout_for_options, plan_from_options
     from continuity.runner.manifest import utc_stamp, write_run_manifest
 
     started = utc_stamp()
@@ -103,7 +105,8 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
         from continuity.roles.receipt import role_arms
 
         options = {**options, "arms": role_arms(role, options.get("arms"))}
-    plan = plan_from_options(options)  # the same validation (and codes) as the plan tasks
+    holdout = holdout_for_options(options)  # verified against the store's freeze
+    plan = plan_from_options(options, holdout)  # the same validation as the plan tasks
     if role is not None and isinstance(plan, LookupPlan):
         from continuity.roles.receipt import role_plan
 
@@ -115,11 +118,21 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
     run_dir = chosen.out / "runs" / run_name
     if role is not None and isinstance(plan, LookupPlan):
         return _role_units(role, plan, run_dir, options, lookup, started)
+    items = _holdout_items(holdout)
     records, folder, built = _build(
-        options, plan, run_dir, lookup, f"units {chosen.suite}", _ledger(plan, options)
+        options, plan, run_dir, lookup, f"units {chosen.suite}", _ledger(plan, options), items
     )
     write_run_manifest(run_dir, plan, started=started)  # the report header's source
     return _summary(records, folder, built)
+
+
+def _holdout_items(holdout: HoldoutChoice | None) -> list[SuiteItem] | None:
+    """The suite items of a holdout's selected traces (None for a built-in suite)."""
+    from continuity.traces.suites import SuiteItem
+
+    if holdout is None:
+        return None
+    return [SuiteItem(t.trace_id, t.key, t.digest, t.size, "cached") for t in holdout.traces]
 
 
 def _ledger(plan: Plan, options: UnitsOptions) -> LedgerRun | None:
@@ -139,8 +152,10 @@ def _build(
     lookup: LookupRun | None,
     label: str,
     ledger: LedgerRun | None = None,
+    items: list[SuiteItem] | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
-    """Build the plan's units into `run_dir` (`build_units`) with a progress line."""
+    """Build the plan's units into `run_dir` (`build_units`) with a progress line;
+    `items`: a holdout's selected traces."""
     from continuity.progress import progress
     from continuity.runner.samples import DEFAULT_JOBS
     from continuity.runner.units import build_units
@@ -162,6 +177,7 @@ def _build(
             lookup=lookup,
             judge=plan.judge,  # offline the scripted judge plays it
             ledger=ledger,
+            items=items,
         )
 
 

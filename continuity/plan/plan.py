@@ -6,8 +6,10 @@ version (the fixed bytes every probe turn carries, `continuity.probes.protocol`)
 the run is real, the provider endpoints and a fingerprint of the credentials path (never
 the credentials), and for a real plan the price source (`PriceSource`: the pricing
 catalog's bytes and the genai-prices version, so a price-database upgrade asks for a new
-dry run), and for a plan with the ledger arm its `LedgerPlan` (the extractor, the A -> R
--> A sequence and the reservation of every extraction). Trace, repeat, concurrency and
+dry run), for a plan with the ledger arm its `LedgerPlan` (the extractor, the A -> R
+-> A sequence and the reservation of every extraction), and for ``--suite holdout`` its
+`HoldoutBinding` (the frozen source, the selection algorithm, seed, per-group count and
+the selected family ids; `continuity.plan.holdout_plan`). Trace, repeat, concurrency and
 output only select part of a confirmed plan and never change its digest. The digest is
 the root of the artifact graph: it covers the trace keys, which cover the generator and
 validator code.
@@ -19,18 +21,22 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
 from continuity.arms import parse_arms
 from continuity.digest import value_digest
 from continuity.errors import UsageError
+from continuity.holdout.schema import HoldoutBinding
 from continuity.plan.ledger_plan import LedgerPlan, check_ledger_plan, ledger_plan
 from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
 from continuity.plan.pricing import PriceSource, price_source
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.traces.keys import suite_specs
+
+if TYPE_CHECKING:
+    from continuity.plan.holdout_plan import HoldoutChoice
 
 __all__ = [
     "DEFAULT_BASE_URLS",
@@ -41,6 +47,7 @@ __all__ = [
     "Plan",
     "ProviderKind",
     "build_plan",
+    "holdout_for_options",
     "lookup_plan",
     "plan_digest",
     "plan_from_options",
@@ -85,6 +92,8 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     pricing: PriceSource | None = None
     # Plans with the ledger arm only: its extractor, sequence and reservations.
     ledger: LedgerPlan | None = None
+    # --suite holdout only: the frozen external source and its selection.
+    holdout: HoldoutBinding | None = None
 
 
 class LookupPlan(Plan, frozen=True, kw_only=True):
@@ -102,7 +111,7 @@ class LookupPlan(Plan, frozen=True, kw_only=True):
 
 
 # Fields added after plans were first confirmed: each enters the digest only when set.
-_LATER_FIELDS = ("pricing", "ledger")
+_LATER_FIELDS = ("pricing", "ledger", "holdout")
 
 
 @functools.cache
@@ -144,9 +153,11 @@ def build_plan(
     pricing: PriceSource | None = None,
     extraction_model: str | None = None,
     require_request_cap: bool = False,
+    holdout: tuple[HoldoutBinding, Sequence[str]] | None = None,
 ) -> Plan:
     """A plan from command-line choices (validated; unknown arms fail as in
-    `continuity.arms.parse_arms`). With the ledger arm it binds a `LedgerPlan`.
+    `continuity.arms.parse_arms`). With the ledger arm it binds a `LedgerPlan`; on a
+    holdout (`holdout`: its binding and the selected traces' keys) the binding.
 
     Raises:
         UsageError: ``plan_invalid`` for a repeat count outside 1 to `MAX_REPEATS`, a
@@ -172,7 +183,10 @@ def build_plan(
     ):
         if model is not None and (":" not in model or model.startswith(":")):
             raise UsageError(f"{model!r} is not provider:model", code="plan_invalid", location=name)
-    specs = suite_specs(suite, seeds)
+    if holdout is not None:
+        trace_keys = sorted(holdout[1])
+    else:
+        trace_keys = sorted(s.spec.key() for s in suite_specs(suite, seeds))
     chosen = parse_arms(arms, probe_mode=probe_mode)
     ledger = _ledger(
         [a.id for a in chosen], reader, alternate, extraction_model, require_request_cap
@@ -181,7 +195,7 @@ def build_plan(
         mode=mode,
         suite=suite,
         seeds=list(seeds) if seeds else None,
-        traces_key=value_digest(sorted(s.spec.key() for s in specs)),
+        traces_key=value_digest(trace_keys),
         reader=reader,
         reader_effort=reader_effort,
         alternate=alternate,
@@ -197,6 +211,7 @@ def build_plan(
         ),
         pricing=pricing,
         ledger=ledger,
+        holdout=holdout[0] if holdout is not None else None,
     )
 
 
@@ -241,11 +256,13 @@ DEFAULT_BASE_URLS = {
 }
 
 
-def plan_from_options(options: Mapping[str, Any]) -> Plan:
+def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None = None) -> Plan:
     """The plan a task's command-line options bind (the shared plan parameters).
 
     A real plan binds the price source of ``pricing`` (a catalog path; default the
-    checked-in catalog) and the installed genai-prices.
+    checked-in catalog) and the installed genai-prices. ``--suite holdout`` binds the
+    verified holdout choice (`continuity.plan.holdout_plan.holdout_choice`; read from
+    the options' store when `holdout` is not given).
 
     Raises:
         UsageError: ``plan_invalid`` for an unknown provider kind, a base URL for the
@@ -284,6 +301,14 @@ def plan_from_options(options: Mapping[str, Any]) -> Plan:
             code="lookup_real_refused",
             location="--probe-mode",
         )
+    if holdout is None:
+        holdout = holdout_for_options(options)
+    if holdout is not None and seeds:
+        raise UsageError(
+            "--seeds chooses generated traces; a holdout's come from --selection-seed",
+            code="plan_invalid",
+            location="--seeds",
+        )
     plan = build_plan(
         options.get("suite") or "original",
         parse_seeds(seeds) if seeds else None,
@@ -303,12 +328,32 @@ def plan_from_options(options: Mapping[str, Any]) -> Plan:
         pricing=_real_pricing(kind, options.get("pricing") or None),
         extraction_model=options.get("extraction_model") or None,
         require_request_cap=bool(options.get("require_request_cap")),
+        holdout=(holdout.binding, holdout.trace_keys) if holdout is not None else None,
     )
     if probe_mode != "lookup-allowed-v1":
         return plan
     return lookup_plan(
         plan, options.get("policy") or None, options.get("policy_sha256"), binding or "default"
     )
+
+
+def holdout_for_options(options: Mapping[str, Any]) -> HoldoutChoice | None:
+    """The holdout the options name, verified against the store's freeze (None for a
+    built-in suite). The store is read only when a holdout option is present.
+
+    Raises:
+        HoldoutError: see `continuity.plan.holdout_plan.holdout_choice`.
+    """
+    from continuity.plan.holdout_plan import HOLDOUT_SUITE, external_options, holdout_choice
+    from continuity.store import Store
+
+    named = options.get("suite") == HOLDOUT_SUITE or external_options(options)
+    if not named and not any(
+        options.get(k) for k in ("manifest", "manifest_sha256", "statistical_spec")
+    ):
+        return None
+    lookup = (options.get("probe_mode") or "recall-only") == "lookup-allowed-v1"
+    return holdout_choice(Store(options.get("store") or None), options, lookup=lookup)
 
 
 def _real_pricing(kind: str, pricing: str | None) -> PriceSource | None:

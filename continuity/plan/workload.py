@@ -35,11 +35,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from continuity.arms import Arm, arm_config, parse_arms
+from continuity.errors import UsageError
 from continuity.lookup.policy import LookupPolicy
 from continuity.messages import Usage
 from continuity.plan.ledger_plan import LedgerPlan
@@ -56,6 +57,13 @@ from continuity.traces.bounds import (
     turn_tokens,
 )
 from continuity.traces.schema import Probe, ToolResult, Trace, iter_turns
+
+if TYPE_CHECKING:
+    from continuity.plan.holdout_plan import HoldoutChoice
+    from continuity.store import Store
+
+    # A holdout plan's traces: the store they are in and the verified choice.
+    HoldoutTraces = tuple[Store, HoldoutChoice]
 
 __all__ = [
     "ASSUMPTIONS",
@@ -117,12 +125,29 @@ class Price(msgspec.Struct, frozen=True):
         return self.unpriced_calls == 0
 
 
-def load_plan_traces(plan: Plan, fixtures: Path | None = None) -> list[Trace]:
-    """The plan's traces, generated or read from fixtures (validated, never stored)."""
+def load_plan_traces(
+    plan: Plan, fixtures: Path | None = None, *, holdout: HoldoutTraces | None = None
+) -> list[Trace]:
+    """The plan's traces, generated or read from fixtures (validated, never stored); a
+    holdout plan's selected traces from the store (`holdout`: the store and the verified
+    choice of `continuity.plan.holdout_plan.holdout_choice`).
+
+    Raises:
+        UsageError: ``plan_invalid`` for a holdout plan without its choice.
+    """
     from continuity.traces.generator import generate_trace
     from continuity.traces.keys import suite_specs
     from continuity.traces.validate import load_trace, validate_trace
 
+    if plan.holdout is not None:
+        if holdout is None:
+            raise UsageError(
+                "a holdout plan's traces come from its frozen source",
+                code="plan_invalid",
+                location="--suite",
+            )
+        store, choice = holdout
+        return [load_trace(store.get_blob(t.digest), source=t.trace_id) for t in choice.traces]
     traces = []
     for spec in suite_specs(plan.suite, plan.seeds, fixtures=fixtures):
         if spec.source is not None:

@@ -58,19 +58,24 @@ def plan_units(
     traces: str | None,
     only_repeats: Sequence[int] | None,
     lookup: LookupRun | None,
+    items: Sequence[SuiteItem] | None = None,
 ) -> list[UnitPlan]:
     """Every unit of the selection, trace by trace, repeat by repeat, arm by arm.
 
-    The suite's traces are built (or reused) with their files under `out_dir`.
+    The suite's traces are built (or reused) with their files under `out_dir`; `items`
+    (an external holdout's selected traces, already in the store) replaces building.
 
     Raises:
         UsageError: ``repeat_unknown`` when `only_repeats` names a repeat the plan lacks.
     """
     from continuity.runner.checkpoints import select_traces
-    from continuity.traces.suites import build_suite
+    from continuity.traces.suites import build_suite, suite_from_items
     from continuity.traces.validate import load_trace
 
-    result = build_suite(store, suite, seeds, out_dir=out_dir)
+    if items is not None:
+        result = suite_from_items(store, suite, items, out_dir=out_dir)
+    else:
+        result = build_suite(store, suite, seeds, out_dir=out_dir)
     chosen = set(select_traces([i.trace_id for i in result.items], traces))
     wanted = set(only_repeats) if only_repeats else None
     _check_repeats(wanted, repeats)

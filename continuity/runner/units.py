@@ -58,6 +58,7 @@ from continuity.zygote import ZygotePool
 
 if TYPE_CHECKING:
     from continuity.providers.cache import Ledger
+    from continuity.traces.suites import SuiteItem
 
 __all__ = [
     "UNIT_CODE",
@@ -203,8 +204,10 @@ def build_units(
     lookup: LookupRun | None = None,
     judge: str | None = None,
     ledger: LedgerRun | None = None,
+    items: Sequence[SuiteItem] | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
     """Run every unit of the selection; materialise them under ``<run>/units/``.
+    `items` (an external holdout's selected traces) stands for the suite's traces.
 
     `traces` and `only_repeats` select part of the plan (they never change a unit's
     key). In real mode, `real.ledger` names this invocation's ledger, created here with
@@ -228,6 +231,7 @@ def build_units(
         traces=traces,
         only_repeats=only_repeats,
         lookup=lookup,
+        items=items,
     )
     if lookup is not None:
         check_lookup_slots(lookup, plans, probe_limit, run)

@@ -38,7 +38,15 @@ from continuity.traces.schema import (
 )
 from continuity.traces.validate import load_trace, read_trace_file, validate_trace
 
-__all__ = ["Progress", "Status", "SuiteItem", "SuiteResult", "build_suite", "store_trace_file"]
+__all__ = [
+    "Progress",
+    "Status",
+    "SuiteItem",
+    "SuiteResult",
+    "build_suite",
+    "store_trace_file",
+    "suite_from_items",
+]
 
 Status = Literal["built", "cached"]
 Progress = Callable[[int, int, str, str], None]
@@ -144,6 +152,35 @@ def build_suite(
     store.set_ref(
         f"traces/{suite}", objects=[tree], actions=keys, meta={"seeds": list(seeds or ())}
     )
+    store.record_plan(f"traces --suite {suite}", actions=keys, objects=[tree])
+    manifest_path = _materialise(store, suite, items, tree, out_dir or resolve_out_path())
+    return SuiteResult(suite, tuple(items), tree, str(manifest_path))
+
+
+def suite_from_items(
+    store: Store, suite: str, items: Sequence[SuiteItem], *, out_dir: Path | None = None
+) -> SuiteResult:
+    """A suite whose traces are already in the store (an external holdout's selection,
+    checked against its freeze by `continuity.holdout`): record its tree under the ref
+    ``traces/<suite>`` and materialise it like `build_suite` does.
+
+    Raises:
+        TraceCollision: two items share a trace id.
+        UsageError: ``trace_unknown`` when an item's key has no action entry.
+    """
+    for item in items:
+        if store.get_action(item.key) is None:
+            raise UsageError(
+                f"the store holds no trace under the key of {item.trace_id}",
+                code="trace_unknown",
+                location=item.key,
+            )
+    _check_unique_ids(suite, items)
+    tree = store.put_tree(
+        {f"{i.trace_id}.json": TreeEntry("blob", i.digest, i.size) for i in items}
+    )
+    keys = [i.key for i in items]
+    store.set_ref(f"traces/{suite}", objects=[tree], actions=keys, meta={"seeds": []})
     store.record_plan(f"traces --suite {suite}", actions=keys, objects=[tree])
     manifest_path = _materialise(store, suite, items, tree, out_dir or resolve_out_path())
     return SuiteResult(suite, tuple(items), tree, str(manifest_path))
