@@ -46,8 +46,11 @@ from continuity.traces.schema import encode_trace
 from continuity.traces.validate import load_trace
 
 __all__ = [
+    "GROUPS",
     "IMPORTER",
     "IMPORT_REPORT_SCHEMA",
+    "SOURCE",
+    "ConversationCount",
     "DroppedQuestion",
     "ImportReport",
     "LocomoImport",

@@ -58,8 +58,10 @@ from continuity.traces.schema import (
 )
 
 __all__ = [
+    "ARCHIVE_MAX_MEMBERS",
     "CATEGORY_NAMES",
     "DROP_REASONS",
+    "MEMBER_MAX_BYTES",
     "Conversation",
     "Dropped",
     "Imported",

@@ -109,30 +109,9 @@ def check_probes(ctx: Context) -> None:
             for i, fact in enumerate(exp.keywords):
                 _fact(ctx, fact, f"{path}.keywords[{i}]")
         elif isinstance(exp, FreeRecallExpectation):
-            _free_recall(ctx, exp, path)
+            _free_recall(ctx, exp, path, probe_texts[p_index], p_index)
         elif isinstance(exp, AbstentionExpectation):
-            if not exp.never_mentioned and not exp.decoys:
-                ctx.add("trace_malformed", f"{path}.never_mentioned", "no terms or decoys")
-            for i, decoy in enumerate(exp.decoys):
-                if not decoy.strip():
-                    ctx.add("trace_malformed", f"{path}.decoys[{i}]", "empty decoy")
-            for i, term in enumerate(exp.never_mentioned):
-                if term.strip() and term.lower() in everything_lower:
-                    ctx.add(
-                        "abstention_term_present",
-                        f"{path}.never_mentioned[{i}]",
-                        f"{term!r} does occur in the conversation",
-                    )
-        if isinstance(exp, FreeRecallExpectation):
-            # Each probe is asked alone in a fresh process, so only its own text can
-            # give a human-written answer away; literal values are kept out of every text.
-            if _answer_in(exp.answer, probe_texts[p_index]):
-                ctx.add(
-                    "probe_leaks_answer",
-                    f"$.probes[{p_index}].text",
-                    f"probe text contains its answer {exp.answer[:40]!r}",
-                )
-            leak_values = []
+            _abstention(ctx, exp, path, everything_lower)
         for value in leak_values:
             for q_index, text in enumerate(probe_texts):
                 if value.lower() in text:
@@ -143,9 +122,35 @@ def check_probes(ctx: Context) -> None:
                     )
 
 
-def _free_recall(ctx: Context, exp: FreeRecallExpectation, path: str) -> None:
+def _abstention(ctx: Context, exp: AbstentionExpectation, path: str, everything: str) -> None:
+    """Terms (or decoys) to decline on; a never-mentioned term must not occur anywhere."""
+    if not exp.never_mentioned and not exp.decoys:
+        ctx.add("trace_malformed", f"{path}.never_mentioned", "no terms or decoys")
+    for i, decoy in enumerate(exp.decoys):
+        if not decoy.strip():
+            ctx.add("trace_malformed", f"{path}.decoys[{i}]", "empty decoy")
+    for i, term in enumerate(exp.never_mentioned):
+        if term.strip() and term.lower() in everything:
+            ctx.add(
+                "abstention_term_present",
+                f"{path}.never_mentioned[{i}]",
+                f"{term!r} does occur in the conversation",
+            )
+
+
+def _free_recall(
+    ctx: Context, exp: FreeRecallExpectation, path: str, text: str, p_index: int
+) -> None:
     """A human-written answer: not empty, with evidence naming existing turns (it need
-    not occur verbatim there; LoCoMo's temporal answers resolve "yesterday")."""
+    not occur verbatim there; LoCoMo's temporal answers resolve "yesterday"), and not
+    stated by its own probe's text (each probe is asked alone in a fresh process, so
+    only its own text can give a human-written answer away)."""
+    if _answer_in(exp.answer, text):
+        ctx.add(
+            "probe_leaks_answer",
+            f"$.probes[{p_index}].text",
+            f"probe text contains its answer {exp.answer[:40]!r}",
+        )
     if not exp.answer.strip():
         ctx.add("trace_malformed", f"{path}.answer", "empty answer")
     if not exp.evidence:
