@@ -18,10 +18,11 @@ seeds 101-108 and the two regression records: 114 paths):
 For each version: ``--cold-runs`` runs from an empty store (default 1: each replays 40
 checkpoints), then ``--runs`` warm runs into a new output directory each, with the store
 of the last cold run kept (its traces and checkpoints cached; for `current` its measured
-paths too). Figures are medians of wall time (interpreter and doit start-up included:
-what a user waits for). The last lines print the ratios (current warm / current cold,
-current warm / baseline warm: the old re-measurement) and every inventory digest seen,
-which must be one.
+paths too). The two versions alternate run by run. Figures are medians of wall time
+(interpreter and doit start-up included: what a user waits for). The last lines print
+the ratios (current warm / current cold, current warm / baseline warm: the old
+re-measurement, current cold / baseline cold) and every inventory digest seen, which
+must be one.
 """
 
 from __future__ import annotations
@@ -71,25 +72,22 @@ def _worktree(rev: str, into: Path) -> Path:
     return into
 
 
-def _version(
-    name: str, tree: Path, work: Path, runs: int, cold_runs: int, digests: set[str]
-) -> tuple[list[float], list[float]]:
-    """The cold and warm wall times of one version."""
-    cold: list[float] = []
-    warm: list[float] = []
+def _cold(name: str, tree: Path, work: Path, n: int, digests: set[str]) -> float:
+    """A run from an empty store (the store is kept for the warm runs)."""
     store = work / "store"
-    for n in range(cold_runs):
-        shutil.rmtree(store, ignore_errors=True)
-        seconds, digest = _budget(tree, store, work / f"cold-{n}")
-        cold.append(seconds)
-        digests.add(digest)
-        print(f"{name:22s} cold run {n + 1}: {seconds:7.1f} s  inventory {digest[:16]}")
-    for n in range(runs):
-        seconds, digest = _budget(tree, store, work / f"warm-{n}")
-        warm.append(seconds)
-        digests.add(digest)
-        print(f"{name:22s} warm run {n + 1}: {seconds:7.1f} s  inventory {digest[:16]}")
-    return cold, warm
+    shutil.rmtree(store, ignore_errors=True)
+    seconds, digest = _budget(tree, store, work / f"cold-{n}")
+    digests.add(digest)
+    print(f"{name:22s} cold run {n + 1}: {seconds:7.1f} s  inventory {digest[:16]}", flush=True)
+    return seconds
+
+
+def _warm(name: str, tree: Path, work: Path, n: int, digests: set[str]) -> float:
+    """A run into a new output directory on the kept store."""
+    seconds, digest = _budget(tree, work / "store", work / f"warm-{n}")
+    digests.add(digest)
+    print(f"{name:22s} warm run {n + 1}: {seconds:7.1f} s  inventory {digest[:16]}", flush=True)
+    return seconds
 
 
 def main() -> None:
@@ -105,11 +103,20 @@ def main() -> None:
         base = _worktree(args.baseline, work / "baseline-tree")
         try:
             versions = {"current": REPO, f"baseline {args.baseline}": base}
-            for name, tree in versions.items():
-                folder = work / name.replace(" ", "-")
-                folder.mkdir()
-                colds, warms = _version(name, tree, folder, args.runs, args.cold_runs, digests)
-                medians[name] = (statistics.median(colds), statistics.median(warms))
+            folders = {name: work / name.replace(" ", "-") for name in versions}
+            cold: dict[str, list[float]] = {name: [] for name in versions}
+            warm: dict[str, list[float]] = {name: [] for name in versions}
+            # The versions alternate, so a neighbour's load on the shared machine falls
+            # on both alike.
+            for n in range(args.cold_runs):
+                for name, tree in versions.items():
+                    folders[name].mkdir(exist_ok=True)
+                    cold[name].append(_cold(name, tree, folders[name], n, digests))
+            for n in range(args.runs):
+                for name, tree in versions.items():
+                    warm[name].append(_warm(name, tree, folders[name], n, digests))
+            for name in versions:
+                medians[name] = (statistics.median(cold[name]), statistics.median(warm[name]))
         finally:
             subprocess.run(
                 ["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)],
@@ -117,11 +124,15 @@ def main() -> None:
                 capture_output=True,
             )
     print()
-    for name, (cold, warm) in medians.items():
-        print(f"{name:22s} cold {cold:7.1f} s   warm {warm:7.2f} s   (medians)")
-    (cold, warm), (_, old_warm) = medians["current"], medians[f"baseline {args.baseline}"]
-    print(f"current warm / current cold = {warm / cold:.3f}x")
-    print(f"current warm / baseline warm (the old re-measurement) = {warm / old_warm:.3f}x")
+    for name, (cold_median, warm_median) in medians.items():
+        print(f"{name:22s} cold {cold_median:7.1f} s   warm {warm_median:7.2f} s   (medians)")
+    (now_cold, now_warm), (old_cold, old_warm) = (
+        medians["current"],
+        medians[f"baseline {args.baseline}"],
+    )
+    print(f"current warm / current cold = {now_warm / now_cold:.3f}x")
+    print(f"current warm / baseline warm (the old re-measurement) = {now_warm / old_warm:.3f}x")
+    print(f"current cold / baseline cold = {now_cold / old_cold:.2f}x")
     print(f"inventory digests seen: {', '.join(sorted(digests))}")
 
 

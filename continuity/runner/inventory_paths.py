@@ -56,6 +56,7 @@ __all__ = [
     "PathRun",
     "annotated_probes",
     "measure_paths",
+    "path_record",
     "path_spec",
     "record_path",
     "stored_record",
@@ -260,7 +261,7 @@ def _run_job(
         return run_worker(request, 3600.0, zygotes)
 
 
-def _as_record(job: PathJob, probe: AnnotatedProbe, outcome: ProbeOutcome) -> PathRecord:
+def path_record(job: PathJob, probe: AnnotatedProbe, outcome: ProbeOutcome) -> PathRecord:
     """A worker's outcome as the path's record.
 
     Raises:
@@ -310,7 +311,7 @@ def _measure_missing(
     failure: ContinuityError | None = None
     for i, outcome in zip(wanted, outcomes, strict=True):
         try:
-            record = _as_record(job, job.probes[i], outcome)
+            record = path_record(job, job.probes[i], outcome)
         except ContinuityError as exc:
             failure = failure or exc
             continue
