@@ -49,6 +49,7 @@ from continuity.report.render import render_html, render_markdown
 from continuity.report.results import (
     AccuracyCell,
     FlipRate,
+    FreeRecallCell,
     Paired,
     PressureCell,
     Results,
@@ -60,6 +61,7 @@ from continuity.report.samples import (
     availability_counts,
     excluded_counts,
     flip_rate,
+    free_recall_cell,
     outcome_counts,
     pressure_range,
     tool_use,
@@ -128,6 +130,7 @@ class _SuiteTables(msgspec.Struct, frozen=True, kw_only=True):
     availability: dict[str, dict[str, int]]
     pressure: dict[str, dict[str, PressureCell]]
     tools: dict[str, ToolUse]
+    free_recall: dict[str, FreeRecallCell]
 
 
 def _suite_tables(
@@ -152,6 +155,7 @@ def _suite_tables(
             for a, u in by_arm.items()
             if a in ARMS and ARMS[a].history_tool
         },
+        free_recall={a: cell for a, u in by_arm.items() if (cell := free_recall_cell(u))},
     )
 
 
@@ -234,6 +238,7 @@ def combine(
         ),
         upkeep=upkeep_spend(catalog or load_catalog(), ((s.arm, s.upkeep) for s in summaries))
         or UNSET,
+        free_recall={s: t.free_recall for s, t in tables.items() if t.free_recall} or UNSET,
     )
 
 

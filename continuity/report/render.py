@@ -23,6 +23,7 @@ from continuity.report.sections import (
     Table,
     accuracy_tables,
     flip_table,
+    free_recall_tables,
     judge_tables,
     paired_table,
     pressure_table,
@@ -65,6 +66,7 @@ def tables(r: Results) -> list[Table]:
     """(title, header, rows, note) for every table, shared by both renderings."""
     out: list[Table] = [
         *accuracy_tables(r),
+        *free_recall_tables(r),
         *sample_count_tables(r),
         pressure_table(r),
         flip_table(r),

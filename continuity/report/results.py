@@ -26,6 +26,7 @@ __all__ = [
     "Disagreement",
     "DuplicateOccurrence",
     "FlipRate",
+    "FreeRecallCell",
     "JudgeResults",
     "LookupArm",
     "Paired",
@@ -98,6 +99,18 @@ class PressureCell(msgspec.Struct, frozen=True, kw_only=True):
     min: int | None
     max: int | None
     n: int
+
+
+class FreeRecallCell(msgspec.Struct, frozen=True, kw_only=True):
+    """Free recall (an imported corpus's human-written answers) for one arm: the
+    scorer's accuracy over valid samples and LoCoMo's own token-F1 beside it, never in
+    place of it (`token_f1`: the mean over the samples that carry one)."""
+
+    n: int
+    correct: int
+    accuracy: float | None
+    token_f1: float | None
+    with_f1: int
 
 
 class CategoryDelta(msgspec.Struct, frozen=True, kw_only=True):
@@ -334,6 +347,9 @@ class Results(msgspec.Struct, frozen=True, kw_only=True):
     scorer: ScorerSection | None = None
     # The ledger arm's upkeep, by arm (continuity.report.upkeep); left out without it.
     upkeep: dict[str, UpkeepSpend] | UnsetType = UNSET
+    # Free recall ``[suite][arm]`` with LoCoMo's token-F1 beside the scorer's accuracy;
+    # left out of runs without free-recall samples.
+    free_recall: dict[str, dict[str, FreeRecallCell]] | UnsetType = UNSET
 
 
 # -- the report's context (continuity.report.drilldown): never in results.json ---------

@@ -18,6 +18,7 @@ from continuity.probes.scoring import OUTCOMES
 from continuity.report.results import (
     AccuracyCell,
     FlipRate,
+    FreeRecallCell,
     PressureCell,
     RepeatAccuracy,
     ToolUse,
@@ -33,6 +34,7 @@ __all__ = [
     "availability_counts",
     "excluded_counts",
     "flip_rate",
+    "free_recall_cell",
     "outcome_counts",
     "pressure_range",
     "tool_use",
@@ -122,6 +124,23 @@ def availability_counts(units: list[UnitSummary]) -> dict[str, int]:
         if row.loss:
             counts[row.loss] += 1
     return {name: counts.get(name, 0) for name in AVAILABILITY_COLUMNS}
+
+
+def free_recall_cell(units: list[UnitSummary]) -> FreeRecallCell | None:
+    """The scorer's accuracy and the mean token-F1 over an arm's valid free-recall
+    samples (None without any)."""
+    rows = [row for _, row in _valid(units) if row.category == "free_recall"]
+    if not rows:
+        return None
+    scored = [row.token_f1 for row in rows if row.token_f1 is not None]
+    correct = sum(1 for row in rows if row.correct)
+    return FreeRecallCell(
+        n=len(rows),
+        correct=correct,
+        accuracy=correct / len(rows),
+        token_f1=sum(scored) / len(scored) if scored else None,
+        with_f1=len(scored),
+    )
 
 
 def tool_use(units: list[UnitSummary], categories: list[str]) -> ToolUse:

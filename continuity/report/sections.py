@@ -30,6 +30,7 @@ __all__ = [
     "Table",
     "accuracy_tables",
     "flip_table",
+    "free_recall_tables",
     "judge_tables",
     "num",
     "paired_table",
@@ -202,6 +203,30 @@ def pressure_table(r: Results) -> Table:
         "store-compaction; compaction-2's probe compaction), mid_tokens_before "
         "(compaction-2's mid-trace compaction). Thresholds are enforced on long traces only.",
     )
+
+
+def free_recall_tables(r: Results) -> list[Table]:
+    """Free recall with LoCoMo's token-F1 beside the scorer's accuracy (none without
+    free-recall samples)."""
+    if r.free_recall is UNSET:
+        return []
+    rows = [
+        [suite, arm, str(cell.n), pct(cell.accuracy), num(cell.token_f1, 3), str(cell.with_f1)]
+        for suite, arm, cell in _rows(r, r.free_recall)
+    ]
+    return [
+        (
+            "Free recall",
+            ["suite", "arm", "valid samples", "accuracy", "token_F1", "answers with F1"],
+            rows,
+            "Imported corpora's human-written answers. Accuracy is the deterministic "
+            "scorer's (free_recall in the accuracy table); token_F1 is LoCoMo's own "
+            "metric (mean stemmed-token F1 of the answer against the gold, by LoCoMo "
+            "category), reported beside it so results can be set beside published ones. "
+            "It rewards an answer that repeats the question's words and punishes a correct "
+            "paraphrase, so it never replaces the scorer's grade.",
+        )
+    ]
 
 
 def flip_table(r: Results) -> Table:

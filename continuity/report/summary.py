@@ -48,6 +48,8 @@ class ProbeRow(msgspec.Struct, frozen=True, array_like=True):
     history_called: bool
     # The figures the arm's pressure rule checks, as observed (absent when not observed).
     pressure: dict[str, int] = {}
+    # Free recall: LoCoMo's token-F1 of the answer (None for any other category).
+    token_f1: float | None = None
 
 
 class JudgeRow(msgspec.Struct, frozen=True, array_like=True):
@@ -162,6 +164,7 @@ def summarize(record: UnitRecord) -> UnitSummary:
                 probe.loss,
                 probe.history_calls > 0,
                 pressure_figures(record.arm, probe.evidence),
+                None if probe.token_f1 is UNSET else probe.token_f1,
             )
         )
     # Real (d): the checkpoint's mid-trace summary is one call per unit (repeat), shared

@@ -21,10 +21,11 @@ from continuity.probe.receipts import SampleEvidence
 from continuity.probes.availability import NeedleState, availability, fact_count, loss
 from continuity.probes.judge import Judge, JudgeCase, JudgeVerdict, ProviderJudge, ScriptedJudge
 from continuity.probes.scoring import DEFAULT_LOCALE, Locale, locale_for, score_answer
+from continuity.probes.token_f1 import locomo_f1
 from continuity.runner.unit_record import ProbeResult, RealRun
 from continuity.runner.unit_store import UnitFrame, failed_result
 from continuity.store import Store
-from continuity.traces.schema import Probe
+from continuity.traces.schema import FreeRecallExpectation, Probe
 
 if TYPE_CHECKING:
     from continuity.probe.worker import ProbeOutcome
@@ -138,6 +139,7 @@ def score_result(
     score = score_answer(probe.expectation, result.answer, locale=locale)
     facts = fact_count(probe.expectation)
     available = availability(facts, states[:facts], states[facts:])
+    exp = probe.expectation
     return msgspec.structs.replace(
         result,
         outcome=score.outcome,
@@ -145,4 +147,9 @@ def score_result(
         score_reason=score.reason,
         availability=available,
         loss=loss(available, score),
+        token_f1=(
+            round(locomo_f1(result.answer, exp.answer, exp.source_category), 6)
+            if isinstance(exp, FreeRecallExpectation)
+            else msgspec.UNSET
+        ),
     )

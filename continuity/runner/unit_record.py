@@ -100,6 +100,10 @@ class ProbeResult(msgspec.Struct, frozen=True, kw_only=True):
     compaction_usage: Usage = Usage()
     compactions: list[CompactionEvent] = msgspec.field(default_factory=list)
     evidence: SampleEvidence | None = None
+    # Free recall only (imported corpora): LoCoMo's token-F1 of the answer against the
+    # gold, reported beside the outcome (continuity.probes.token_f1); left out otherwise,
+    # so every other unit keeps its bytes.
+    token_f1: float | UnsetType = UNSET
 
 
 class UnitRecord(msgspec.Struct, frozen=True, kw_only=True):
