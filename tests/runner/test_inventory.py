@@ -25,12 +25,15 @@ import pytest
 
 from continuity.arms import ARMS
 from continuity.digest import code_digest
+from continuity.errors import ContinuityError
 from continuity.lookup.policy import LOOKUP_PROTOCOL, load_policy
 from continuity.lookup.reader import binding_models
 from continuity.lookup.soul import read_soul
+from continuity.probe.worker import ProbeOutcome
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.runner.inventory import (
     Inventory,
+    compute_policy,
     corpus_jobs,
     inventory_sha256,
     inventory_spec,
@@ -43,6 +46,7 @@ from continuity.runner.inventory_paths import (
     PathRecord,
     annotated_probes,
     measure_paths,
+    path_record,
     path_spec,
 )
 from continuity.runner.inventory_regression import (
@@ -322,3 +326,32 @@ def test_a_killed_measurement_resumes_where_it_stopped(measured: Measured, tmp_p
         measured.first.policy_sha256,
     )
     assert (result.measured, result.reused) == (18 - len(before), len(before))
+
+
+# -- failures --------------------------------------------------------------------------
+
+
+def test_a_failed_reference_path_is_coded(tmp_path: Path) -> None:
+    job = original_jobs(Store(tmp_path / "store"))[0]
+    failed = ProbeOutcome(job.probes[0].index, None, "child_watchdog: killed")
+    with pytest.raises(ContinuityError) as caught:
+        path_record(job, job.probes[0], failed)
+    assert caught.value.code == "lookup_inventory_failed"
+    assert caught.value.location == job.trace.trace_id
+    assert "child_watchdog" in caught.value.message
+
+
+def test_an_inventory_without_a_discovered_path_is_empty(measured: Measured) -> None:
+    inventory = msgspec.json.decode(
+        (Path(measured.first.policy_path).parent / "inventory.json").read_bytes(), type=Inventory
+    )
+    lost = Inventory(
+        corpus=inventory.corpus,
+        reader=inventory.reader,
+        paths=[msgspec.structs.replace(p, discovered=False) for p in inventory.paths],
+    )
+    with pytest.raises(ContinuityError) as caught:
+        compute_policy(lost, SOUL)
+    assert caught.value.code == "lookup_inventory_empty"
+    # The originals derive their own budget: the escaped regression record (5 calls).
+    assert compute_policy(inventory, SOUL).calls == 5 + 2
