@@ -23,8 +23,8 @@ SMOKE = ("--suite", "original", "--trace", "brightline-return", "--probe-limit",
 # Measured at d35026d, before the role protocol existed, and after it: identical. The
 # three lookup plans were re-pinned by issue 17: they bind the frozen policy's sha256
 # (budget-v2.json -> budget-v3.json, the protocol-bound policy) and the trace keys,
-# which moved at 43da69b (continuity/traces changed; the recall-only pins moved with
-# them there).
+# which moved with continuity/traces at 43da69b and 1661b31 (the LoCoMo import; the
+# recall-only pins moved with them there and are left to re-pin with that work).
 ORDINARY: dict[str, dict[str, object]] = {
     "364124f03cbd990a4380e9f52d66161a2832b3732e06f05a3b1f7d5db7a77ebe": {},
     "171449914d01528605af6d4ac29ec5161679dc75baf167d52a8850ac792d3410": {
@@ -33,13 +33,13 @@ ORDINARY: dict[str, dict[str, object]] = {
         "probe_limit": 1,
         "arms": "native,continuity-pack-cold",
     },
-    "db1e4f294896e1c3b323a6fc79b4094648f7f175b9591382808ccd452546e610": {"probe_mode": LOOKUP},
-    "4e372a87a5c89152a1e76b1ec80377991bf6f05fd98578eb5e251d200bb43715": {
+    "00b8c598ccdfdf988e803633f1279aaf94b549d85998f729150f94d43ac9f9c9": {"probe_mode": LOOKUP},
+    "13c93763ffa00c45b096aa4a6be1b4c75f7b0536efa7f97c68b9bbc785036a50": {
         "probe_mode": LOOKUP,
         "arms": "continuity-pack-cold",
         "probe_limit": 1,
     },
-    "e7fac1371f5796f743a220d81f6b9b5bf78c7eec51886c30196266a42936808e": {
+    "e2181aed1cf2c7e961dbc750d7d1937a41b82efa18bd0ebdae04f7537f786b2e": {
         "probe_mode": LOOKUP,
         "arms": "native-lookup",
         "lookup_reader": "alternate",
