@@ -123,6 +123,7 @@ The tree::
         ├── SessionCorrupt             session_corrupt (a durable session file is unreadable)
         ├── ReplayFidelityError        replay_fidelity_failed (replay diverged from the trace)
         ├── CheckpointError            checkpoint_busy, checkpoint_missing, child_failed,
+        │     preflight_output_exists, preflight_output_invalid (compare_preflight's --output),
         │     lookup_preparation_invalid (doit compare_preflight: a slot's preparation,
         │     tree limits or dry restore failed; raised after the whole report is written)
         │     (and, as a failed probe result's reason, never raised:
