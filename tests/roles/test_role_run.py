@@ -20,14 +20,14 @@ from tests.graph.test_dodo import doit
 
 LOOKUP = "lookup-allowed-v1"
 SMOKE = ("--suite", "original", "--trace", "brightline-return", "--probe-limit", "1")
-# Measured at d35026d, before the role protocol existed, and after it: identical. The
-# three lookup plans were re-pinned by issue 17: they bind the frozen policy's sha256
-# (budget-v2.json -> budget-v3.json, the protocol-bound policy) and the trace keys,
-# which moved with continuity/traces at 43da69b and 1661b31 (the LoCoMo import; the
-# recall-only pins moved with them there and are left to re-pin with that work).
+# Measured at d35026d, before the role protocol existed, and after it: identical. All
+# five were re-pinned by issue 17: they bind the trace keys, which moved when the trace
+# schema gained free recall and decoys (the validation code every trace key binds), and
+# the three lookup plans also bind the frozen policy's sha256 (budget-v2.json ->
+# budget-v3.json, the protocol-bound policy). Every other field encodes as before.
 ORDINARY: dict[str, dict[str, object]] = {
-    "364124f03cbd990a4380e9f52d66161a2832b3732e06f05a3b1f7d5db7a77ebe": {},
-    "171449914d01528605af6d4ac29ec5161679dc75baf167d52a8850ac792d3410": {
+    "efbfdc1b93836f920b2852492dd6d99a9c68983e11aad110130d19ae7f5e73e3": {},
+    "18103f89227712edd97654de76388453cbba49d4dc3c5ac9ae1e4bb55c9d2959": {
         "probe_mode": "recall-only",
         "suite": "original",
         "probe_limit": 1,
