@@ -40,6 +40,7 @@ from continuity.holdout.schema import (
     StatisticalSpec,
     encode_json,
 )
+from continuity.outputs import write_output
 from continuity.traces.bounds import estimate_tokens
 from continuity.traces.locomo import CATEGORY_NAMES, DROP_REASONS, Imported, convert, read_zip
 from continuity.traces.schema import encode_trace
@@ -183,15 +184,6 @@ def _report(archive: bytes, imported: list[Imported], groups: dict[str, str]) ->
     )
 
 
-def _write(folder: Path, relative: str, data: bytes) -> None:
-    path = folder / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
 def import_locomo(archive: Path, output: Path) -> LocomoImport:
     """Import LoCoMo's zip into a new directory `output` (see the module doc).
 
@@ -241,10 +233,10 @@ def import_locomo(archive: Path, output: Path) -> LocomoImport:
         output.parent.mkdir(parents=True, exist_ok=True)
         staging.mkdir()
         for trace_id, trace_bytes in encoded.items():
-            _write(staging, f"traces/{trace_id}.json", trace_bytes)
-        _write(staging, "manifest.json", manifest_bytes)
-        _write(staging, "statistical-spec.json", encode_json(_spec(imported, groups)))
-        _write(staging, "import-report.json", encode_json(report))
+            write_output(staging / "traces" / f"{trace_id}.json", trace_bytes)
+        write_output(staging / "manifest.json", manifest_bytes)
+        write_output(staging / "statistical-spec.json", encode_json(_spec(imported, groups)))
+        write_output(staging / "import-report.json", encode_json(report))
         staging.rename(output)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
