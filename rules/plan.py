@@ -30,6 +30,7 @@ from rules.traces import SEEDS, SUITE
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from continuity.holdout import HoldoutSource
     from continuity.plan.estimate import DryRun
     from continuity.plan.lookup_slots import LookupWorkload
     from continuity.plan.plan import Plan
@@ -143,7 +144,8 @@ class PricedOptions(PlanOptions, total=False):
 
 class EstimateOptions(PricedOptions, total=False):
     """`doit estimate`: the sensitivity profiles (and ``--real``, refused); in lookup
-    mode a workload-only corpus or a compare registration and its raw sha256."""
+    mode a workload-only corpus or a compare registration and its raw sha256, or a
+    holdout source with its fixed-budget sizing and the per-call output limit."""
 
     screening_model: str
     high_end_model: str
@@ -152,6 +154,11 @@ class EstimateOptions(PricedOptions, total=False):
     trace: str
     registration: str
     sha256: str
+    lookup_policy: str
+    lookup_policy_sha256: str
+    output_limit: int
+    output_limit_source: str
+    store: str
 
 
 def _workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
@@ -290,14 +297,20 @@ def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
 
 
 # Estimate options of lookup mode only; with a registration, the options it fixes; the
-# plan options lookup mode reads (any other given is refused, never ignored).
-_LOOKUP_ONLY = frozenset({"suites", "trace", "registration", "sha256"})
+# plan options lookup mode reads (any other given is refused, never ignored). A holdout
+# source (the triple and the selection) is read in lookup mode; its external-only
+# options need the triple, and its fixed-budget sizing fixes the workload.
+_HOLDOUT_ONLY = frozenset(
+    {"lookup_policy", "lookup_policy_sha256", "output_limit", "output_limit_source"}
+)
+_LOOKUP_ONLY = frozenset({"suites", "trace", "registration", "sha256"}) | _HOLDOUT_ONLY
 _REGISTERED = frozenset(
     {"suites", "trace", "probe_limit", "lookup_reader", "policy", "policy_sha256"}
 )
+_HOLDOUT_FIXED = _REGISTERED | {"registration", "sha256"}
 _LOOKUP_UNREAD = frozenset(
     spec["name"] for spec in [*PLAN_PARAMS, COST_LIMIT] if spec["name"] not in _REGISTERED
-) - {"probe_mode", "pricing"}
+) - {"probe_mode", "pricing", *(spec["name"] for spec in [*SOURCE_PARAMS, *SELECTION_PARAMS])}
 
 
 def _refuse_given(options: Mapping[str, object], names: frozenset[str], why: str) -> None:
@@ -334,6 +347,9 @@ def _lookup_estimate(options: EstimateOptions) -> str:
         "the lookup estimate does not read it: its corpus is --suites, --trace and "
         "--probe-limit, its roles and repeats are the registration's",
     )
+    source = _holdout_source(options)
+    if source is not None:
+        return _holdout_estimate(options, source)
     work, policy_path, policy_hash = _lookup_workload(options)
     pricing = options.get("pricing")
     (watchdog,) = (
@@ -350,6 +366,86 @@ def _lookup_estimate(options: EstimateOptions) -> str:
     )
     print(format_lookup_estimate(result))
     return f"estimate in {write_lookup_estimate(result, Selection(options).out)}"
+
+
+def _holdout_source(options: EstimateOptions) -> HoldoutSource | None:
+    """The holdout source the lookup estimate's options name (None: none).
+
+    Raises:
+        HoldoutError: ``holdout_source_incomplete`` (a partial triple, or an external-only
+            option without it: --selection-seed, --per-group, --lookup-policy and its
+            sha256, --output-limit and its source), ``holdout_manifest_sha256_invalid``.
+    """
+    from continuity.holdout import source_from_options
+    from continuity.plan.holdout_plan import external_options
+
+    given = [f"--{name.replace('_', '-')}" for name in sorted(_HOLDOUT_ONLY) if options.get(name)]
+    return source_from_options(
+        options.get("manifest") or None,
+        options.get("manifest_sha256") or None,
+        options.get("statistical_spec") or None,
+        external=[*external_options(options), *given],
+    )
+
+
+def _holdout_estimate(options: EstimateOptions, source: HoldoutSource) -> str:
+    """A holdout source priced from its fixed-budget sizing; the JSON goes to
+    ``<out>/estimates/``.
+
+    Raises:
+        UsageError: ``plan_invalid`` (an option the sizing fixes),
+            ``lookup_fixed_budget_required`` (no ``--lookup-policy``), and the codes of
+            `continuity.runner.fixed_budget_estimate.holdout_lookup_estimate`.
+    """
+    from pathlib import Path
+
+    import msgspec
+
+    from continuity.errors import UsageError
+    from continuity.plan.lookup_report import format_lookup_estimate, write_lookup_estimate
+    from continuity.runner.fixed_budget_estimate import HoldoutRequest, holdout_lookup_estimate
+    from continuity.runner.lookup_run import LookupRun
+
+    _refuse_given(
+        options,
+        _HOLDOUT_FIXED,
+        "a holdout source's workload, roles and budget are its fixed-budget sizing's "
+        "(--lookup-policy)",
+    )
+    budget = options.get("lookup_policy")
+    if not budget:
+        raise UsageError(
+            "a holdout source is priced from its fixed-budget sizing: give --lookup-policy "
+            "DIR/budget.json --lookup-policy-sha256 SHA (doit lookup_budget "
+            "--fixed-budget-sha256 writes it)",
+            code="lookup_fixed_budget_required",
+            location="--lookup-policy",
+        )
+    seed, per_group = options.get("selection_seed", -1), options.get("per_group") or None
+    request = HoldoutRequest(
+        source=source,
+        seed=None if seed == -1 else seed,
+        per_group=per_group,
+        budget_path=Path(budget),
+        budget_sha256=options.get("lookup_policy_sha256") or "",
+        output_limit=options.get("output_limit") or None,
+        output_limit_source=options.get("output_limit_source") or None,
+    )
+    pricing = options.get("pricing")
+    (watchdog,) = (
+        f.default for f in msgspec.structs.fields(LookupRun) if f.name == "watchdog_seconds"
+    )
+    chosen = Selection(options)
+    result = holdout_lookup_estimate(
+        chosen.store,
+        request,
+        pricing=Path(pricing) if pricing else None,
+        screening=options.get("screening_model") or None,
+        high_end=options.get("high_end_model") or None,
+        watchdog_seconds=float(watchdog),
+    )
+    print(format_lookup_estimate(result))
+    return f"estimate in {write_lookup_estimate(result, chosen.out)}"
 
 
 def _lookup_workload(options: EstimateOptions) -> tuple[LookupWorkload, Path | None, str | None]:
@@ -420,6 +516,11 @@ def task_estimate() -> TaskSpec:
     the six roles' slots (--suites/--trace/--probe-limit, or --registration --sha256) at
     0/2/8 lookups, none/half/full returned bytes and 0/50/90 % cache, with the main
     reader's readiness and the deadlines; --real is refused before anything is read.
+    With a holdout source (--manifest, --manifest-sha256, --statistical-spec,
+    --selection-seed N [--per-group K]) the slots are its fixed-budget sizing's
+    (--lookup-policy DIR/budget.json --lookup-policy-sha256 SHA), and the expected and
+    reservation scenarios and the proposed cap C are priced at the main reader with
+    --output-limit N --output-limit-source catalog_max|enforced.
     Lookup results: <out>/estimates/lookup-<blake3 prefix>.json.
     """
     return {
@@ -447,5 +548,28 @@ def _estimate_params() -> list[Param]:
         param("trace", str, "", "lookup: only these trace ids (comma-separated)"),
         param("registration", str, "", "lookup: a registration.json of doit compare_register"),
         param("sha256", str, "", "lookup: the registration file's raw sha256"),
+        param(
+            "lookup_policy",
+            str,
+            "",
+            "lookup, holdout: the budget.json of doit lookup_budget --fixed-budget-sha256",
+        ),
+        param(
+            "lookup_policy_sha256", str, "", "lookup, holdout: the raw sha256 of --lookup-policy"
+        ),
+        param(
+            "output_limit",
+            IntOption("--output-limit", 1, 10**9, code="lookup_output_limit_invalid"),
+            0,
+            "lookup, holdout: the explicit per-call output limit in tokens",
+        ),
+        param(
+            "output_limit_source",
+            str,
+            "",
+            "lookup, holdout: catalog_max (the selected model's catalog maximum output) | "
+            "enforced (needs separate execution proof)",
+        ),
+        STORE,
         OUT,
     ]

@@ -25,9 +25,11 @@ output, cache read, at the base or in any tier), context window or output limit,
 explicit output limit or one above the catalog's, any slot of unknown feasibility, or no
 eligible slot.
 
-The holdout source and fixed-budget sizing supply the slots: map each fixed-budget slot
-record to a `PricedSlot` and call `price_holdout` with the loaded catalog, the selected
-model and `ReservationTerms(byte_budget=..., rounds=10, output_limit=N)`.
+The holdout source and fixed-budget sizing supply the slots: `priced_slots` maps each
+slot of a ``budget.json`` (`continuity.lookup.fixed_budget.FixedSlot`) to a `PricedSlot`
+(its observed initial context; ``feasible`` is eligible, ``unknown`` unknown, every other
+class inventory-infeasible), and `price_holdout` prices them with the loaded catalog, the
+selected model and `ReservationTerms(byte_budget=..., rounds=10, output_limit=N)`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Literal
 
 import msgspec
 
+from continuity.lookup.fixed_budget import FixedSlot
 from continuity.messages import Usage
 from continuity.plan.exact_price import (
     EXACT,
@@ -62,7 +65,9 @@ __all__ = [
     "PricedSlot",
     "ReservationTerms",
     "RolePricing",
+    "fixed_budget_disposition",
     "price_holdout",
+    "priced_slots",
 ]
 
 PRICING_SCHEMA = "continuity-lookup-pricing-v1"
@@ -300,3 +305,28 @@ def price_holdout(
         cap_usd=cap,
         cap_over_expected=ratio,
     )
+
+
+def fixed_budget_disposition(classification: str) -> Disposition:
+    """A fixed-budget class as a pricing disposition: ``feasible`` is eligible,
+    ``unknown`` stays unknown (it blocks), every other class is inventory-infeasible."""
+    if classification == "feasible":
+        return "eligible"
+    if classification == "unknown":
+        return "unknown"
+    return "inventory_infeasible"
+
+
+def priced_slots(slots: Sequence[FixedSlot]) -> list[PricedSlot]:
+    """The slots of a fixed-budget sizing as priced slots, in their order: each with its
+    observed initial context (first-request bytes / 3) and disposition."""
+    return [
+        PricedSlot(
+            role=slot.role,
+            trace=slot.trace_id,
+            probe=slot.probe_id,
+            initial_context_tokens=slot.initial_context_tokens,
+            disposition=fixed_budget_disposition(slot.classification),
+        )
+        for slot in slots
+    ]

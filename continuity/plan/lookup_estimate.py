@@ -17,6 +17,13 @@ call is counted, and the row's total is then unknown, never zero.
 binding's reader), ``screening`` (the binding's other model, or ``--screening-model``)
 and ``high-end`` (`HIGH_END_MODEL`, or ``--high-end-model``). The main reader's
 readiness (`continuity.plan.readiness`) is computed for the worst row.
+
+**A holdout source** is estimated from its fixed-budget sizing (``budget.json``,
+`continuity.lookup.fixed_budget`): its slots are sized by `fixed_slot_sizes` (each
+slot's observed initial context; measured with its role's soul and this checkout's pack
+guidance, so no S1 or Rpack allowance is added), and the expected and reservation
+scenarios and the proposed cap C are priced at the main reader
+(`continuity.plan.holdout_pricing`) into a `HoldoutEstimate` beside the profiles.
 """
 
 from __future__ import annotations
@@ -24,15 +31,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Literal
+from typing import Literal, Protocol
 
 import msgspec
 
-from continuity.lookup.policy import LookupPolicy
+from continuity.lookup.fixed_budget import FixedBudget, FixedSlot, FixedTerms, SourceBinding
 from continuity.lookup.receipts import LookupBinding
 from continuity.messages import Usage
 from continuity.plan.estimate import DEFAULT_HIGH_END
 from continuity.plan.exact_price import exact_cost, tiered
+from continuity.plan.holdout_pricing import HoldoutPricing
 from continuity.plan.lookup_slots import (
     LOOKUP_CALL_LEVELS,
     OUTPUT_TOKENS_PER_ROUND,
@@ -55,8 +63,11 @@ __all__ = [
     "CACHE_PERCENTS",
     "ESTIMATE_SCHEMA",
     "HIGH_END_MODEL",
+    "OUTPUT_LIMIT_SOURCES",
+    "CallBudget",
     "CallLevel",
     "Deadlines",
+    "HoldoutEstimate",
     "LevelPrice",
     "LookupEstimate",
     "Profile",
@@ -65,6 +76,8 @@ __all__ = [
     "call_level",
     "configured_deadlines",
     "estimate_lookup",
+    "fixed_slot_sizes",
+    "holdout_estimate",
     "price_inputs",
     "profile_estimate",
     "role_sizing",
@@ -84,6 +97,24 @@ ASSUMPTION_LABELS = {
     "initial": "max(observed first-request bytes / 3, source-shape estimate), native floor "
     "150,000, pack floor cold + 12,000, plus S1 and Rpack allowances (heuristic)",
 }
+OutputLimitSource = Literal["catalog_max", "enforced"]
+OUTPUT_LIMIT_SOURCES: tuple[OutputLimitSource, ...] = ("catalog_max", "enforced")
+_LIMIT_NOTES: dict[OutputLimitSource | None, str] = {
+    "catalog_max": "the selected model's catalog maximum output: an offline modelling "
+    "assumption, not a proved transport ceiling",
+    "enforced": "accepted as given; it needs separate execution proof that the transport "
+    "enforces it",
+    None: "no explicit per-call output limit: numerical approval is blocked",
+}
+
+
+class CallBudget(Protocol):
+    """The per-slot budget the sensitivity rows take (a policy's, or a fixed budget's)."""
+
+    @property
+    def calls(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
 
 
 class CallLevel(msgspec.Struct, frozen=True, kw_only=True):
@@ -144,6 +175,23 @@ class Deadlines(msgspec.Struct, frozen=True, kw_only=True):
     watchdog_seconds: float
 
 
+class HoldoutEstimate(msgspec.Struct, frozen=True, kw_only=True):
+    """A holdout source's pricing from its fixed-budget sizing: the source and selection
+    it binds, the sizing's raw sha256 and budget, its slots by class, the per-call
+    output limit and its source (with what that source means), and the expected and
+    reservation scenarios with the proposed cap C at the main reader."""
+
+    holdout: SourceBinding
+    budget_sha256: str
+    budget: FixedTerms
+    measured_commit: str
+    classes: dict[str, int]
+    output_limit: int | None
+    output_limit_source: OutputLimitSource | None
+    output_limit_note: str
+    pricing: HoldoutPricing
+
+
 class LookupEstimate(msgspec.Struct, frozen=True, kw_only=True):
     schema: str = ESTIMATE_SCHEMA
     workload: LookupWorkload
@@ -158,6 +206,7 @@ class LookupEstimate(msgspec.Struct, frozen=True, kw_only=True):
     deadlines: Deadlines
     assumptions: dict[str, str]
     prices: PriceSource  # the catalog and genai-prices version the prices come from
+    holdout: HoldoutEstimate | None = None  # a holdout source's fixed-budget pricing
 
 
 def configured_deadlines(watchdog_seconds: float) -> Deadlines:
@@ -269,7 +318,7 @@ def role_sizing(
 def estimate_lookup(
     work: LookupWorkload,
     slots: Sequence[SlotSize],
-    policy: LookupPolicy,
+    policy: CallBudget,
     *,
     policy_sha256: str,
     allowances: Allowances,
@@ -310,4 +359,47 @@ def estimate_lookup(
         deadlines=deadlines,
         assumptions=dict(ASSUMPTION_LABELS),
         prices=prices,
+    )
+
+
+def fixed_slot_sizes(slots: Sequence[FixedSlot]) -> list[SlotSize]:
+    """A fixed-budget sizing's slots as the sensitivity rows size them: the observed
+    initial context as the bound (the floors still apply), the pack arm's cold
+    estimate, no allowance (each role was measured with its own soul and the pack's
+    guidance), the class as the disposition (``feasible`` and ``unknown`` are priced)."""
+    return [
+        SlotSize(
+            role=slot.role,
+            arm=slot.arm,
+            suite=slot.suite,
+            trace=slot.trace_id,
+            probe=slot.probe_id,
+            disposition=slot.classification,
+            bound=slot.initial_context_tokens,
+            cold=slot.cold_tokens,
+            allowance=0,
+        )
+        for slot in slots
+    ]
+
+
+def holdout_estimate(
+    budget: FixedBudget,
+    budget_sha256: str,
+    pricing: HoldoutPricing,
+    output_limit: int | None,
+    output_limit_source: OutputLimitSource | None,
+) -> HoldoutEstimate:
+    """The holdout part of an estimate (pure)."""
+    classes = Counter(slot.classification for slot in budget.slots)
+    return HoldoutEstimate(
+        holdout=budget.holdout,
+        budget_sha256=budget_sha256,
+        budget=budget.budget,
+        measured_commit=budget.code.commit,
+        classes=dict(sorted(classes.items())),
+        output_limit=output_limit,
+        output_limit_source=output_limit_source,
+        output_limit_note=_LIMIT_NOTES[output_limit_source if output_limit else None],
+        pricing=pricing,
     )

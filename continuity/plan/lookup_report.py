@@ -9,11 +9,16 @@ registration's workload and roles (already verified by the caller) into the esti
 workload; `format_lookup_estimate` is the report; `write_lookup_estimate` writes
 ``<out>/estimates/lookup-<blake3 prefix>.json`` (schema
 `continuity.plan.lookup_estimate.ESTIMATE_SCHEMA`).
+
+A holdout source is estimated from its fixed-budget sizing by
+`continuity.runner.fixed_budget_estimate` (beside the sizing it reads); the holdout
+section of the text is rendered here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
@@ -29,6 +34,7 @@ from continuity.outputs import write_output
 from continuity.plan.lookup_estimate import (
     CACHE_PERCENTS,
     HIGH_END_MODEL,
+    HoldoutEstimate,
     LevelPrice,
     LookupEstimate,
     Profile,
@@ -242,6 +248,11 @@ def _header(result: LookupEstimate) -> list[str]:
         if source.kind == "registration"
         else "workload-only (no checkout, build or registration)"
     )
+    if result.holdout is not None:
+        where = (
+            f"holdout source (manifest {result.holdout.holdout.manifest_sha256[:16]}) "
+            f"from its fixed-budget sizing, {where}"
+        )
     return [
         f"estimate: lookup-allowed-v1, {where}",
         f"  suites {','.join(work.suites)}; traces {','.join(work.traces) or 'all'}; "
@@ -344,6 +355,61 @@ def _readiness(result: LookupEstimate) -> list[str]:
     ]
 
 
+def _money(value: Decimal | None, places: int = 2) -> str:
+    """An amount for reading (the JSON keeps it exact); ``blocked`` when there is none."""
+    return "blocked" if value is None else f"{value:,.{places}f}"
+
+
+def _holdout(found: HoldoutEstimate) -> list[str]:
+    """The holdout section: binding, sizing, output limit, per-role scenarios and C."""
+    bound, terms, priced = found.holdout, found.budget, found.pricing
+    limit = (
+        f"{found.output_limit:,} ({found.output_limit_source}: {found.output_limit_note})"
+        if found.output_limit
+        else found.output_limit_note
+    )
+    rows = [
+        {
+            "role": r.role,
+            "planned": f"{r.planned:,}",
+            "eligible": f"{r.eligible:,}",
+            "infeasible": f"{r.inventory_infeasible:,}",
+            "unknown": f"{r.unknown:,}",
+            "expected": _money(r.expected_usd),
+            "expected/trial": _money(r.expected_per_trial_usd, 6),
+            "reservation": _money(r.reservation_usd),
+            "reservation/trial": _money(r.reservation_per_trial_usd, 6),
+            "lookup overhead": _money(r.lookup_overhead_usd),
+            "tier crossings": f"{r.expected_tier_crossings:,} / {r.reservation_tier_crossings:,}",
+        }
+        for r in priced.roles
+    ]
+    status = (
+        f"priced at {priced.model}"
+        if priced.status == "priced"
+        else f"blocked ({priced.code}): {'; '.join(priced.reasons)}"
+    )
+    return [
+        f"holdout: {bound.algorithm} seed {bound.seed}, {bound.per_group} per group: "
+        f"{', '.join(bound.selected)} (selection {bound.selection_digest[:16]}, freeze "
+        f"{bound.freeze_digest[:16]})",
+        f"  fixed-budget sizing sha256 {found.budget_sha256}: {terms.calls} calls, "
+        f"{terms.bytes:,} bytes, {terms.rounds} rounds ({terms.policy_file}); measured at "
+        f"{found.measured_commit[:12]}; slots by class: "
+        + ", ".join(f"{k} {v:,}" for k, v in found.classes.items()),
+        "  slots sized on their observed first request (each role measured with its own soul "
+        "and the pack's retrieval guidance: no S1 or Rpack allowance is added)",
+        f"  per-call output limit: {limit}",
+        f"  expected and reservation scenarios (USD at list price, exact): {status}",
+        *("    " + line for line in text_table(rows, list(rows[0]) if rows else []).splitlines()),
+        f"  total: expected {_money(priced.expected_usd)}, reservation "
+        f"{_money(priced.reservation_usd)}; proposed cap C = ceil-to-cents(1.25 x eligible "
+        f"reservations) = {_money(priced.cap_usd)}; C / expected "
+        f"{_money(priced.cap_over_expected, 4)}",
+        f"  {priced.note}",
+    ]
+
+
 def format_lookup_estimate(result: LookupEstimate) -> str:
     """The estimate as the user reads it."""
     d = result.deadlines
@@ -353,6 +419,7 @@ def format_lookup_estimate(result: LookupEstimate) -> str:
             *_roles(result),
             *_levels(result),
             *_profiles(result),
+            *(_holdout(result.holdout) if result.holdout is not None else []),
             *_readiness(result),
             f"configured deadlines (configuration, not measured latency): {d.probe_seconds:g} s "
             f"probe, {d.cleanup_seconds:g} s cleanup, {d.turn_seconds:g} s turn, "

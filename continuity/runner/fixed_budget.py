@@ -22,10 +22,7 @@ at (`check_fixed_budget_sha256`).
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +60,7 @@ from continuity.lookup.receipts import LookupBinding
 from continuity.lookup.soul import Soul, read_known_soul
 from continuity.lookup.sources import sources_for
 from continuity.memory.pack import PACK_RETRIEVAL_GUIDANCE
-from continuity.outputs import check_new_directory, write_output
+from continuity.outputs import check_new_directory
 from continuity.plan.lookup_slots import EstimateRole
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.runner.fixed_budget_measure import (
@@ -74,6 +71,7 @@ from continuity.runner.fixed_budget_measure import (
     SlotRun,
     measure_slots,
 )
+from continuity.runner.fixed_budget_output import summary_text, write_sizing
 from continuity.runner.inventory_paths import AnnotatedProbe
 from continuity.runner.manifest import code_revision
 from continuity.store import Store
@@ -88,7 +86,6 @@ __all__ = [
     "frozen_policy_files",
     "holdout_jobs",
     "run_fixed_budget",
-    "summary_text",
 ]
 
 FIXED_BUDGET_REF = "lookup/fixed-budgets"
@@ -308,73 +305,6 @@ def _terms(sha256: str, path: Path, policy: LookupPolicy, watchdog_seconds: floa
     )
 
 
-def summary_text(budget: FixedBudget, sha256: str) -> str:
-    """``summary.md``: the bindings and the slots by role and class (content-free)."""
-    classes = Counter((s.role, s.classification) for s in budget.slots)
-    causes = Counter((s.classification, s.cause) for s in budget.slots if s.cause)
-    kinds = Counter(s.kind for s in budget.slots)
-    holdout, terms = budget.holdout, budget.budget
-    lines = [
-        "# Fixed-budget lookup sizing",
-        "",
-        f"- budget.json sha256 {sha256}",
-        f"- source: manifest {holdout.manifest_sha256}, spec {holdout.spec_sha256}, "
-        f"freeze {holdout.freeze_digest}",
-        f"- selection: {holdout.algorithm} seed {holdout.seed}, {holdout.per_group} per "
-        f"group: {', '.join(holdout.selected)} (digest {holdout.selection_digest})",
-        f"- fixed budget: {terms.calls} calls, {terms.bytes:,} bytes, {terms.rounds} rounds "
-        f"from {terms.policy_file} (sha256 {terms.policy_sha256}); deadlines "
-        f"{terms.probe_deadline_seconds:g} s probe, {terms.cleanup_seconds:g} s cleanup, "
-        f"{terms.turn_seconds:g} s turn, {terms.watchdog_seconds:g} s watchdog",
-        f"- reader binding {budget.reader.binding}: {budget.reader.reader} "
-        f"(alternate {budget.reader.alternate})",
-        f"- bound to {budget.lookup_protocol} / {budget.probe_protocol}, classifier code "
-        f"{budget.classifier_code}",
-        f"- measured at commit {budget.code.commit} (dirty: {budget.code.dirty}), "
-        f"measurement code {budget.code.measurement_code}",
-        f"- slots: {len(budget.slots):,} ({kinds['reference']:,} reference paths, "
-        f"{kinds['envelope']:,} full-budget envelopes)",
-        "- every role was measured with its own soul and this checkout's renderer, "
-        "which carries the pack's retrieval guidance (Rpack): an R0 pack role's observed "
-        "context overstates R0 by its guidance allowance",
-        "",
-        "| role | class | slots |",
-        "|---|---|---|",
-        *[f"| {role} | {cls} | {n:,} |" for (role, cls), n in sorted(classes.items())],
-        "",
-        "| class | cause | slots |",
-        "|---|---|---|",
-        *[f"| {cls} | {cause} | {n:,} |" for (cls, cause), n in sorted(causes.items())],
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _write(output: Path, files: dict[str, bytes]) -> None:
-    """Write `files` into a sibling folder, then rename it to `output` (which must still
-    not exist), so the directory appears whole or not at all.
-
-    Raises:
-        UsageError: ``lookup_output_exists`` when `output` appeared meanwhile.
-    """
-    staging = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    if staging.exists():
-        shutil.rmtree(staging)
-    try:
-        for name, data in files.items():
-            write_output(staging / name, data)
-        if output.exists():
-            raise UsageError(
-                "the directory exists; a new one is needed",
-                code="lookup_output_exists",
-                location=str(output),
-            )
-        staging.rename(output)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
-
-
 @dataclass(frozen=True)
 class FixedBudgetRequest:
     """A sizing's inputs: the new output directory, the holdout source, the selection
@@ -457,7 +387,7 @@ def run_fixed_budget(
     )
     data = fixed_budget_bytes(budget)
     sha = fixed_budget_sha256(data)
-    _write(output, {"budget.json": data, "summary.md": summary_text(budget, sha).encode()})
+    write_sizing(output, {"budget.json": data, "summary.md": summary_text(budget, sha).encode()})
     ref = f"{FIXED_BUDGET_REF}/{sha}"
     stored = [found.key for found in run.slots if found.record is not None]
     store.set_ref(

@@ -25,16 +25,15 @@ run resumes at the first job it had not finished. A failed child's slot is not s
 (a rerun tries it again); it is returned with its error code.
 
 **Scratch.** Checkpoints and probe workspaces hold the holdout's content, so they are
-built in a private scratch store (``tempfile.mkdtemp``, mode 0700, outside the checkout
-and the user's store) that is removed when measuring ends, on success or failure. Only
-content-free records (sizes, counts, flags) reach the user's store.
+built in a private scratch store (`continuity.runner.fixed_budget_scratch`: mode 0700,
+outside the checkout and the user's store) that is removed when measuring ends, on
+success or failure (and, after a kill, by the next sizing). Only content-free records
+(sizes, counts, flags) reach the user's store.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +43,6 @@ import msgspec
 
 from continuity.arms import Arm, replay_config_for
 from continuity.digest import KeySpec, code_digest
-from continuity.errors import UsageError
 from continuity.harness.keys import checkpoint_key
 from continuity.lookup.budget import BYTE_CAP, CALL_CAP
 from continuity.lookup.fixed_budget import FixedTerms
@@ -54,9 +52,8 @@ from continuity.lookup.receipts import LookupBinding, PathReceipt
 from continuity.lookup.soul import Soul
 from continuity.lookup.state import Cause
 from continuity.probes.protocol import PROBE_PROTOCOL
-from continuity.runner.children import ZYGOTE_PRELOAD
+from continuity.runner.fixed_budget_scratch import Scratch
 from continuity.runner.inventory_paths import PATH_CODE, AnnotatedProbe
-from continuity.runner.preflight_tree import clear_tree
 from continuity.store import Store
 from continuity.traces.schema import Trace
 from continuity.zygote import ZygotePool
@@ -65,7 +62,6 @@ if TYPE_CHECKING:
     from continuity.probe.worker import ProbeOutcome, ProbeSpec
 
 __all__ = [
-    "SCRATCH_PREFIX",
     "SLOT_CODE",
     "SLOT_KIND",
     "SLOT_SALT",
@@ -75,7 +71,6 @@ __all__ = [
     "SlotRecord",
     "SlotRun",
     "measure_slots",
-    "scratch_root",
     "slot_kind",
     "slot_spec",
 ]
@@ -83,7 +78,6 @@ __all__ = [
 SLOT_KIND = "lookup-fixed-slot"
 SLOT_SALT = "lookup-fixed-slot-v1"
 SLOT_SCHEMA = "continuity-lookup-fixed-slot-v1"
-SCRATCH_PREFIX = "continuity-fixed-budget-"
 # What a fixed-budget record depends on: everything a reference path does
 # (`continuity.runner.inventory_paths.PATH_CODE`) and this module, which builds the
 # probe specs and the record.
@@ -193,28 +187,6 @@ def _keep(store: Store, key: str, spec: KeySpec, record: SlotRecord) -> None:
     store.record_action(key, kind=spec.kind, output=blob, inputs=dict(spec.inputs), meta=meta)
 
 
-def scratch_root(forbidden: Sequence[Path], parent: Path | None = None) -> Path:
-    """A new private directory (mode 0700) under `parent` (default: the system's
-    temporary directory) for the scratch store.
-
-    Raises:
-        UsageError: ``lookup_scratch_root_invalid`` (nothing is created) when `parent`
-            resolves inside one of `forbidden` (the checkout, the user's store).
-    """
-    base = Path(os.path.realpath(parent or tempfile.gettempdir()))
-    for root in forbidden:
-        resolved = Path(os.path.realpath(root))
-        if base == resolved or resolved in base.parents:
-            raise UsageError(
-                f"the scratch directory's parent {base} lies inside {resolved}; holdout "
-                "content must stay outside the checkout and the store (set TMPDIR elsewhere)",
-                code="lookup_scratch_root_invalid",
-                location=str(base),
-            )
-    base.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base))
-
-
 def _specs(
     job: FixedJob, probes: Sequence[AnnotatedProbe], models: tuple[str, str]
 ) -> list[ProbeSpec]:
@@ -309,36 +281,11 @@ class _Planned:
     failures: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
-class _Measuring:
-    """The scratch store and the zygotes, opened at the first job that measures."""
-
-    def __init__(self, store: Store, parent: Path | None, forbidden: Sequence[Path]) -> None:
-        self.store, self.parent, self.forbidden = store, parent, forbidden
-        self.root: Path | None = None
-        self.zygotes: ZygotePool | None = None
-
-    def open(self) -> tuple[Store, ZygotePool]:
-        if self.root is None:
-            self.root = scratch_root([self.store.root, *self.forbidden], self.parent)
-            self.zygotes = ZygotePool(ZYGOTE_PRELOAD, start=1)
-        assert self.zygotes is not None
-        return Store(self.root / "store"), self.zygotes
-
-    def close(self) -> None:
-        """Stop the zygotes, then remove the scratch root (owner-read-only folders too)."""
-        try:
-            if self.zygotes is not None:
-                self.zygotes.close()
-        finally:
-            if self.root is not None:
-                clear_tree(self.root)
-
-
 def _measure_job(
     store: Store,
     plan: _Planned,
     models: tuple[str, str],
-    measuring: _Measuring,
+    scratch: Scratch,
     watchdog_seconds: float,
     on_slot: Callable[[str, SlotRecord], None] | None,
 ) -> list[str]:
@@ -347,10 +294,10 @@ def _measure_job(
     wanted = [i for i, record in enumerate(plan.records) if record is None]
     if not wanted:
         return []
-    scratch, zygotes = measuring.open()
+    scratch_store, zygotes = scratch.open()
     job = plan.job
     probes = [job.probes[i] for i in wanted]
-    outcomes = _run_job(scratch, job, probes, models, zygotes, watchdog_seconds)
+    outcomes = _run_job(scratch_store, job, probes, models, zygotes, watchdog_seconds)
     measured = []
     for i, outcome in zip(wanted, outcomes, strict=True):
         found = _record(job, job.probes[i], outcome)
@@ -393,10 +340,10 @@ def measure_slots(
         keys = [spec.key() for spec in specs]
         planned.append(_Planned(job, specs, keys, [_stored(store, key) for key in keys]))
     run = SlotRun()
-    measuring = _Measuring(store, scratch_parent, forbidden)
+    scratch = Scratch(scratch_parent, [store.root, *forbidden])
     try:
         for done, plan in enumerate(planned, start=1):
-            measured = _measure_job(store, plan, models, measuring, watchdog_seconds, on_slot)
+            measured = _measure_job(store, plan, models, scratch, watchdog_seconds, on_slot)
             run.measured += measured
             for i, (probe, key) in enumerate(zip(plan.job.probes, plan.keys, strict=True)):
                 record = plan.records[i]
@@ -414,5 +361,5 @@ def measure_slots(
                 what = f"{job.trace.trace_id} {job.arm.id} soul {job.soul.sha256[:8]}"
                 progress(done, len(planned), what, state)
     finally:
-        measuring.close()
+        scratch.close()
     return run
