@@ -134,7 +134,9 @@ def fixed_trace(family_id: str, plant: str, friend: str, stem: str) -> Trace:
                 session_id="s1",
                 date="2031-05-03",
                 turns=(
-                    OwnerMessage(turn_id="t1", text=f"Please find the courier note about the {plant}."),
+                    OwnerMessage(
+                        turn_id="t1", text=f"Please find the courier note about the {plant}."
+                    ),
                     AssistantMessage(turn_id="t2", tool_calls=(call,)),
                     ToolResult(
                         turn_id="t3",
