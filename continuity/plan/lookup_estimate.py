@@ -70,6 +70,7 @@ __all__ = [
     "HoldoutEstimate",
     "LevelPrice",
     "LookupEstimate",
+    "OutputLimitSource",
     "Profile",
     "ProfileEstimate",
     "RoleSizing",

@@ -33,6 +33,7 @@ from continuity.arms import ARMS
 from continuity.digest import code_digest
 from continuity.errors import LookupError_, UsageError
 from continuity.holdout import (
+    HoldoutBinding,
     HoldoutSource,
     SelectedTrace,
     holdout_binding,
@@ -80,6 +81,7 @@ from continuity.traces.schema import Trace
 __all__ = [
     "FIXED_BUDGET_REF",
     "HOLDOUT_SUITE",
+    "FixedBudgetRequest",
     "FixedBudgetResult",
     "check_fixed_budget_sha256",
     "fixed_budget_policy",
@@ -305,6 +307,45 @@ def _terms(sha256: str, path: Path, policy: LookupPolicy, watchdog_seconds: floa
     )
 
 
+def _budget(
+    binding: HoldoutBinding,
+    reader_binding: str,
+    models: tuple[str, str],
+    terms: FixedTerms,
+    souls: Sequence[tuple[EstimateRole, Soul]],
+    run: SlotRun,
+) -> FixedBudget:
+    """``budget.json``'s record: every binding and every slot."""
+    commit, dirty = code_revision()
+    return FixedBudget(
+        lookup_protocol=LOOKUP_PROTOCOL,
+        probe_protocol=PROBE_PROTOCOL,
+        classifier_code=fixed_budget_classifier_code(),
+        holdout=msgspec.convert(msgspec.to_builtins(binding), SourceBinding),
+        reader=ReaderBinding(binding=reader_binding, reader=models[0], alternate=models[1]),
+        code=CodeBinding(commit=commit, dirty=dirty, measurement_code=code_digest(SLOT_CODE)),
+        budget=terms,
+        roles=_role_bindings(souls),
+        slots=_slots(run, souls, terms),
+        note="Fixed-budget sizing of a holdout source (doit lookup_budget "
+        "--fixed-budget-sha256); content-free. See summary.md.",
+    )
+
+
+def _keep(store: Store, sha: str, data: bytes, run: SlotRun, output: Path) -> str:
+    """Keep ``budget.json`` and every stored record it was assembled from under a ref
+    (so ``doit gc`` keeps them); return the ref's name."""
+    ref = f"{FIXED_BUDGET_REF}/{sha}"
+    stored = [found.key for found in run.slots if found.record is not None]
+    store.set_ref(
+        ref,
+        objects=[store.put_blob(data)],
+        actions=list(dict.fromkeys(stored)),
+        meta={"output": str(output), "sha256": sha},
+    )
+    return ref
+
+
 @dataclass(frozen=True)
 class FixedBudgetRequest:
     """A sizing's inputs: the new output directory, the holdout source, the selection
@@ -371,31 +412,11 @@ def run_fixed_budget(
         progress=progress,
         on_slot=on_slot,
     )
-    commit, dirty = code_revision()
-    budget = FixedBudget(
-        lookup_protocol=LOOKUP_PROTOCOL,
-        probe_protocol=PROBE_PROTOCOL,
-        classifier_code=fixed_budget_classifier_code(),
-        holdout=msgspec.convert(msgspec.to_builtins(binding), SourceBinding),
-        reader=ReaderBinding(binding=request.binding, reader=models[0], alternate=models[1]),
-        code=CodeBinding(commit=commit, dirty=dirty, measurement_code=code_digest(SLOT_CODE)),
-        budget=terms,
-        roles=_role_bindings(souls),
-        slots=_slots(run, souls, terms),
-        note="Fixed-budget sizing of a holdout source (doit lookup_budget "
-        "--fixed-budget-sha256); content-free. See summary.md.",
-    )
+    budget = _budget(binding, request.binding, models, terms, souls, run)
     data = fixed_budget_bytes(budget)
     sha = fixed_budget_sha256(data)
     write_sizing(output, {"budget.json": data, "summary.md": summary_text(budget, sha).encode()})
-    ref = f"{FIXED_BUDGET_REF}/{sha}"
-    stored = [found.key for found in run.slots if found.record is not None]
-    store.set_ref(
-        ref,
-        objects=[store.put_blob(data)],
-        actions=list(dict.fromkeys(stored)),
-        meta={"output": str(output), "selection": binding.selection_digest},
-    )
+    ref = _keep(store, sha, data, run, output)
     return FixedBudgetResult(
         budget=budget,
         path=output / "budget.json",
