@@ -196,8 +196,8 @@ def _fixed_budget(
         f"{terms.rounds} rounds ({terms.policy_file}); {len(budget.slots):,} slots "
         f"({len(budget.roles)} roles x {len(budget.holdout.selected)} conversations x their "
         f"probes): {', '.join(f'{k} {v:,}' for k, v in sorted(classes.items()))}; "
-        f"{result.measured} slot records measured, {result.reused} reused from the store, "
-        f"{result.failed} failed"
+        f"{result.measured:,} slot records measured, {result.reused:,} reused from the store, "
+        f"{result.failed:,} failed"
         + (f"\n{unknown:,} slots of unknown feasibility block pricing" if unknown else "")
         + f"\nbudget.json in {result.path} (sha256 {result.sha256}); use it with "
         f"--lookup-policy {result.path} --lookup-policy-sha256 {result.sha256}"
