@@ -355,9 +355,9 @@ def _readiness(result: LookupEstimate) -> list[str]:
     ]
 
 
-def _money(value: Decimal | None, places: int = 2) -> str:
-    """An amount for reading (the JSON keeps it exact); ``blocked`` when there is none."""
-    return "blocked" if value is None else f"{value:,.{places}f}"
+def _money(value: Decimal | None, places: int = 2, missing: str = "blocked") -> str:
+    """An amount for reading (the JSON keeps it exact); `missing` when there is none."""
+    return missing if value is None else f"{value:,.{places}f}"
 
 
 def _holdout(found: HoldoutEstimate) -> list[str]:
@@ -368,6 +368,8 @@ def _holdout(found: HoldoutEstimate) -> list[str]:
         if found.output_limit
         else found.output_limit_note
     )
+    # With pricing approved, a role without an eligible slot has no per-trial amount.
+    none = "blocked" if priced.status == "blocked" else "-"
     rows = [
         {
             "role": r.role,
@@ -376,9 +378,9 @@ def _holdout(found: HoldoutEstimate) -> list[str]:
             "infeasible": f"{r.inventory_infeasible:,}",
             "unknown": f"{r.unknown:,}",
             "expected": _money(r.expected_usd),
-            "expected/trial": _money(r.expected_per_trial_usd, 6),
+            "expected/trial": _money(r.expected_per_trial_usd, 6, none),
             "reservation": _money(r.reservation_usd),
-            "reservation/trial": _money(r.reservation_per_trial_usd, 6),
+            "reservation/trial": _money(r.reservation_per_trial_usd, 6, none),
             "lookup overhead": _money(r.lookup_overhead_usd),
             "tier crossings": f"{r.expected_tier_crossings:,} / {r.reservation_tier_crossings:,}",
         }

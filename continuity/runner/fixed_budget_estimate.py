@@ -41,6 +41,13 @@ from continuity.store import Store
 
 __all__ = ["HoldoutRequest", "check_output_limit", "holdout_lookup_estimate"]
 
+# A holdout's slots are sized on what the sizing observed, not on the source's shape.
+_INITIAL = (
+    "the observed first-request bytes / 3 of the fixed-budget sizing (each role measured "
+    "with its own soul and the pack's guidance, so no S1 or Rpack allowance), native floor "
+    "150,000, pack floor cold + 12,000 (heuristic)"
+)
+
 
 @dataclass(frozen=True)
 class HoldoutRequest:
@@ -160,7 +167,8 @@ def holdout_lookup_estimate(
     )
     priced = price_holdout(priced_slots(budget.slots), catalog, reader, terms)
     found = holdout_estimate(budget, request.budget_sha256.strip().lower(), priced, limit, source)
-    return msgspec.structs.replace(result, holdout=found)
+    assumptions = {**result.assumptions, "initial": _INITIAL}
+    return msgspec.structs.replace(result, holdout=found, assumptions=assumptions)
 
 
 def _holdout_workload(budget: FixedBudget) -> LookupWorkload:
