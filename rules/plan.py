@@ -561,7 +561,8 @@ def _estimate_params() -> list[Param]:
             "output_limit",
             IntOption("--output-limit", 1, 10**9, code="lookup_output_limit_invalid"),
             0,
-            "lookup, holdout: the explicit per-call output limit in tokens",
+            "lookup, holdout: the explicit per-call output limit in tokens (default: none, which "
+            "blocks numerical approval)",
         ),
         param(
             "output_limit_source",
