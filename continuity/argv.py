@@ -55,26 +55,30 @@ __all__ = [
 ]
 
 EXIT_USAGE = 2
+# An empty value of these options has a code of its own (seed 000: an empty
+# --fixed-budget-sha256 is refused before any workload or source validation).
+_EMPTY_CODES = {"--fixed-budget-sha256": "lookup_empty_fixed_budget_sha256"}
 _ENVIRONMENT = (("CONTINUITY_STORE", "store_path_invalid"), ("CONTINUITY_OUT", "out_path_invalid"))
 
 
 def argv_problem(args: Sequence[str]) -> UsageError | None:
-    """An ``option_empty`` error for the first empty (or blank) option value in `args`
-    (doit's arguments, without the program name), else None."""
+    """An ``option_empty`` error (or the option's own code, `_EMPTY_CODES`) for the
+    first empty (or blank) option value in `args` (doit's arguments, without the
+    program name), else None."""
     for index, arg in enumerate(args):
         if not arg.strip():
             before = args[index - 1] if index else ""
             where = before.split("=", 1)[0] if before.startswith("-") else f"argument {index + 1}"
             return UsageError(
                 f"{where} has an empty value; give a value or leave the option out",
-                code="option_empty",
+                code=_EMPTY_CODES.get(where, "option_empty"),
                 location=where,
             )
         if arg.startswith("-") and "=" in arg and not arg.split("=", 1)[1].strip():
             where = arg.split("=", 1)[0]
             return UsageError(
                 f"{where} has an empty value; give a value or leave the option out",
-                code="option_empty",
+                code=_EMPTY_CODES.get(where, "option_empty"),
                 location=where,
             )
     return None

@@ -61,6 +61,8 @@ def test_plain_doit_from_another_directory_cannot_catch_it(tmp_path: Path) -> No
         (("gc", "--keep-plans"), "option_value_missing"),
         (("nosuchtask",), "task_unknown"),
         (("units", "--suite="), "option_empty"),
+        (("lookup_budget", "--fixed-budget-sha256", " "), "lookup_empty_fixed_budget_sha256"),
+        (("lookup_budget", "--fixed-budget-sha256="), "lookup_empty_fixed_budget_sha256"),
     ],
 )
 def test_usage_errors_from_another_directory(
