@@ -9,6 +9,7 @@ from rules.catalog import task_arms, task_runs
 from rules.checkpoints import task_checkpoints
 from rules.compare import task_compare
 from rules.contract import task_offline_contract
+from rules.estimate import task_estimate
 from rules.holdout import (
     task_holdout_freeze,
     task_holdout_overlap,
@@ -18,7 +19,7 @@ from rules.holdout import (
 from rules.ledger import task_ledger_smoke
 from rules.locomo import task_import_locomo
 from rules.lookup import task_lookup_budget
-from rules.plan import task_dry_run, task_estimate, task_plan
+from rules.plan import task_dry_run, task_plan
 from rules.preflight import task_compare_preflight
 from rules.roles import task_compare_aggregate, task_compare_register, task_compare_run
 from rules.store import task_gc, task_verify

@@ -1,4 +1,5 @@
-"""`doit plan`, `doit dry_run` and `doit estimate`: the plan, its workload and its price.
+"""`doit plan` and `doit dry_run`: the plan, its workload and its price (`doit estimate`
+is `rules/estimate.py`).
 
 None of them reads a credential or opens a network connection. `doit dry_run` ends with
 the command that runs the plan (`next_command`): the same plan options, so the same
@@ -28,11 +29,7 @@ from rules.params import (
 from rules.traces import SEEDS, SUITE
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from continuity.holdout import HoldoutSource
     from continuity.plan.estimate import DryRun
-    from continuity.plan.lookup_slots import LookupWorkload
     from continuity.plan.plan import Plan
     from continuity.plan.pricing import Catalog
     from continuity.plan.workload import Workload
@@ -142,26 +139,7 @@ class PricedOptions(PlanOptions, total=False):
     cost_limit: float
 
 
-class EstimateOptions(PricedOptions, total=False):
-    """`doit estimate`: the sensitivity profiles (and ``--real``, refused); in lookup
-    mode a workload-only corpus or a compare registration and its raw sha256, or a
-    holdout source with its fixed-budget sizing and the per-call output limit."""
-
-    screening_model: str
-    high_end_model: str
-    real: bool
-    suites: str
-    trace: str
-    registration: str
-    sha256: str
-    lookup_policy: str
-    lookup_policy_sha256: str
-    output_limit: int
-    output_limit_source: str
-    store: str
-
-
-def _workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
+def plan_workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
     from pathlib import Path
 
     from continuity.lookup.policy import load_policy
@@ -210,7 +188,7 @@ def _dry_run(**options: Unpack[PricedOptions]) -> str:
         record_dry_run,
     )
 
-    result, catalog, _ = _workload(options)
+    result, catalog, _ = plan_workload(options)
     text, last = format_dry_run(result, catalog).rsplit("\n", 1)
     print(text)
     check_model_limits(result)
@@ -264,234 +242,6 @@ def _next_out(given: str, plan: Plan, digest: str) -> str:
     return os.path.expanduser(f"~/continuity-runs/{digest[:16]}")
 
 
-def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
-    from continuity.errors import UsageError
-    from continuity.plan.estimate import (
-        DEFAULT_HIGH_END,
-        DEFAULT_SCREENING,
-        check_cost_limit,
-        estimate,
-        format_estimate,
-    )
-
-    if options.get("real"):  # before any option is used or any file is read
-        raise UsageError(
-            "the estimator never runs a real plan; use doit dry_run",
-            code="estimate_real_refused",
-            location="--real",
-        )
-    if options.get("probe_mode") == "lookup-allowed-v1":
-        return _lookup_estimate(options)
-    _refuse_given(options, _LOOKUP_ONLY, "applies to --probe-mode lookup-allowed-v1 only")
-    result, catalog, load = _workload(options)
-    profiles = estimate(
-        result.plan,
-        load,
-        catalog,
-        screening=options.get("screening_model") or DEFAULT_SCREENING,
-        high_end=options.get("high_end_model") or DEFAULT_HIGH_END,
-    )
-    print(format_estimate(result, profiles))
-    check_cost_limit(profiles[0], options.get("cost_limit") or None)
-    return None
-
-
-# Estimate options of lookup mode only; with a registration, the options it fixes; the
-# plan options lookup mode reads (any other given is refused, never ignored). A holdout
-# source (the triple and the selection) is read in lookup mode; its external-only
-# options need the triple, and its fixed-budget sizing fixes the workload.
-_HOLDOUT_ONLY = frozenset(
-    {"lookup_policy", "lookup_policy_sha256", "output_limit", "output_limit_source"}
-)
-_LOOKUP_ONLY = frozenset({"suites", "trace", "registration", "sha256"}) | _HOLDOUT_ONLY
-_REGISTERED = frozenset(
-    {"suites", "trace", "probe_limit", "lookup_reader", "policy", "policy_sha256"}
-)
-_HOLDOUT_FIXED = _REGISTERED | {"registration", "sha256"}
-_LOOKUP_UNREAD = frozenset(
-    spec["name"] for spec in [*PLAN_PARAMS, COST_LIMIT] if spec["name"] not in _REGISTERED
-) - {"probe_mode", "pricing", *(spec["name"] for spec in [*SOURCE_PARAMS, *SELECTION_PARAMS])}
-
-
-def _refuse_given(options: Mapping[str, object], names: frozenset[str], why: str) -> None:
-    """Refuse the first of `names` (in option order) given a non-default value.
-
-    Raises:
-        UsageError: ``plan_invalid`` at that option.
-    """
-    from continuity.errors import UsageError
-
-    for spec in _estimate_params():
-        name, default = spec["name"], spec["default"]
-        if name in names and options.get(name, default) != default:
-            raise UsageError(why, code="plan_invalid", location=f"--{spec['long']}")
-
-
-def _lookup_estimate(options: EstimateOptions) -> str:
-    """Lookup cost sensitivity over a registration or a workload-only corpus; the JSON
-    goes to ``<out>/estimates/``."""
-    from pathlib import Path
-
-    import msgspec
-
-    from continuity.plan.lookup_report import (
-        format_lookup_estimate,
-        lookup_estimate,
-        write_lookup_estimate,
-    )
-    from continuity.runner.lookup_run import LookupRun
-
-    _refuse_given(
-        options,
-        _LOOKUP_UNREAD,
-        "the lookup estimate does not read it: its corpus is --suites, --trace and "
-        "--probe-limit, its roles and repeats are the registration's",
-    )
-    source = _holdout_source(options)
-    if source is not None:
-        return _holdout_estimate(options, source)
-    work, policy_path, policy_hash = _lookup_workload(options)
-    pricing = options.get("pricing")
-    (watchdog,) = (
-        f.default for f in msgspec.structs.fields(LookupRun) if f.name == "watchdog_seconds"
-    )
-    result = lookup_estimate(
-        work,
-        pricing=Path(pricing) if pricing else None,
-        policy_path=policy_path,
-        policy_hash=policy_hash,
-        screening=options.get("screening_model") or None,
-        high_end=options.get("high_end_model") or None,
-        watchdog_seconds=float(watchdog),
-    )
-    print(format_lookup_estimate(result))
-    return f"estimate in {write_lookup_estimate(result, Selection(options).out)}"
-
-
-def _holdout_source(options: EstimateOptions) -> HoldoutSource | None:
-    """The holdout source the lookup estimate's options name (None: none).
-
-    Raises:
-        HoldoutError: ``holdout_source_incomplete`` (a partial triple, or an external-only
-            option without it: --selection-seed, --per-group, --lookup-policy and its
-            sha256, --output-limit and its source), ``holdout_manifest_sha256_invalid``.
-    """
-    from continuity.holdout import source_from_options
-    from continuity.plan.holdout_plan import external_options
-
-    given = [f"--{name.replace('_', '-')}" for name in sorted(_HOLDOUT_ONLY) if options.get(name)]
-    return source_from_options(
-        options.get("manifest") or None,
-        options.get("manifest_sha256") or None,
-        options.get("statistical_spec") or None,
-        external=[*external_options(options), *given],
-    )
-
-
-def _holdout_estimate(options: EstimateOptions, source: HoldoutSource) -> str:
-    """A holdout source priced from its fixed-budget sizing; the JSON goes to
-    ``<out>/estimates/``.
-
-    Raises:
-        UsageError: ``plan_invalid`` (an option the sizing fixes),
-            ``lookup_fixed_budget_required`` (no ``--lookup-policy``), and the codes of
-            `continuity.runner.fixed_budget_estimate.holdout_lookup_estimate`.
-    """
-    from pathlib import Path
-
-    import msgspec
-
-    from continuity.errors import UsageError
-    from continuity.plan.lookup_report import format_lookup_estimate, write_lookup_estimate
-    from continuity.runner.fixed_budget_estimate import HoldoutRequest, holdout_lookup_estimate
-    from continuity.runner.lookup_run import LookupRun
-
-    _refuse_given(
-        options,
-        _HOLDOUT_FIXED,
-        "a holdout source's workload, roles and budget are its fixed-budget sizing's "
-        "(--lookup-policy)",
-    )
-    budget = options.get("lookup_policy")
-    if not budget:
-        raise UsageError(
-            "a holdout source is priced from its fixed-budget sizing: give --lookup-policy "
-            "DIR/budget.json --lookup-policy-sha256 SHA (doit lookup_budget "
-            "--fixed-budget-sha256 writes it)",
-            code="lookup_fixed_budget_required",
-            location="--lookup-policy",
-        )
-    seed, per_group = options.get("selection_seed", -1), options.get("per_group") or None
-    request = HoldoutRequest(
-        source=source,
-        seed=None if seed == -1 else seed,
-        per_group=per_group,
-        budget_path=Path(budget),
-        budget_sha256=options.get("lookup_policy_sha256") or "",
-        output_limit=options.get("output_limit") or None,
-        output_limit_source=options.get("output_limit_source") or None,
-    )
-    pricing = options.get("pricing")
-    (watchdog,) = (
-        f.default for f in msgspec.structs.fields(LookupRun) if f.name == "watchdog_seconds"
-    )
-    chosen = Selection(options)
-    result = holdout_lookup_estimate(
-        chosen.store,
-        request,
-        pricing=Path(pricing) if pricing else None,
-        screening=options.get("screening_model") or None,
-        high_end=options.get("high_end_model") or None,
-        watchdog_seconds=float(watchdog),
-    )
-    print(format_lookup_estimate(result))
-    return f"estimate in {write_lookup_estimate(result, chosen.out)}"
-
-
-def _lookup_workload(options: EstimateOptions) -> tuple[LookupWorkload, Path | None, str | None]:
-    """The workload, policy path and policy sha256: from a verified registration (which
-    fixes them) or from the options.
-
-    Raises:
-        UsageError: ``option_value_missing`` (a registration without its sha256, or the
-            reverse), ``plan_invalid`` (an option the registration fixes).
-        RoleError: ``role_registration_sha256_mismatch``, ``role_registration_invalid``.
-    """
-    from pathlib import Path
-
-    from continuity.errors import UsageError
-    from continuity.plan.lookup_report import registered_policy, registered_workload
-    from continuity.plan.lookup_slots import EstimateSource
-    from continuity.roles.register import workload
-    from continuity.roles.run import read_registration
-    from continuity.roles.table import ROLES
-
-    registration, sha256 = options.get("registration"), options.get("sha256")
-    if registration or sha256:
-        if not (registration and sha256):
-            raise UsageError(
-                "a registration needs both --registration and --sha256",
-                code="option_value_missing",
-                location="--sha256" if registration else "--registration",
-            )
-        _refuse_given(options, _REGISTERED, "the registration fixes the workload and policy")
-        found, digest, raw = read_registration(Path(registration), sha256)
-        source = EstimateSource(kind="registration", sha256=raw, registration_digest=digest)
-        work = registered_workload(found.workload, found.roles, source)
-        return (work, *registered_policy(found.r0.path, found.digests.budget))
-    names = [n.strip() for n in (options.get("suites") or "").split(",") if n.strip()]
-    traces = [n.strip() for n in (options.get("trace") or "").split(",") if n.strip()]
-    corpus = workload(names, traces, options.get("probe_limit") or None)
-    policy = options.get("policy")
-    work = registered_workload(
-        corpus,
-        ROLES,
-        EstimateSource(kind="workload-only"),
-        binding=options.get("lookup_reader") or None,
-    )
-    return work, Path(policy) if policy else None, options.get("policy_sha256") if policy else None
-
-
 def task_plan() -> TaskSpec:
     """Print the plan record the options bind and its digest (no network, no credential)."""
     return {"actions": [task_action(_plan)], "params": [*PLAN_PARAMS, OUT], "verbosity": 2}
@@ -507,70 +257,3 @@ def task_dry_run() -> TaskSpec:
         "params": [*PLAN_PARAMS, COST_LIMIT, STORE, OUT],
         "verbosity": 2,
     }
-
-
-def task_estimate() -> TaskSpec:
-    """Estimate a plan's cost under labelled assumptions, each profile priced alone.
-
-    Recall-only: the plan's workload at 0/50/90 % cache. --probe-mode lookup-allowed-v1:
-    the six roles' slots (--suites/--trace/--probe-limit, or --registration --sha256) at
-    0/2/8 lookups, none/half/full returned bytes and 0/50/90 % cache, with the main
-    reader's readiness and the deadlines; --real is refused before anything is read.
-    With a holdout source (--manifest, --manifest-sha256, --statistical-spec,
-    --selection-seed N [--per-group K]) the slots are its fixed-budget sizing's
-    (--lookup-policy DIR/budget.json --lookup-policy-sha256 SHA), and the expected and
-    reservation scenarios and the proposed cap C are priced at the main reader with
-    --output-limit N --output-limit-source catalog_max|enforced.
-    Lookup results: <out>/estimates/lookup-<blake3 prefix>.json.
-    """
-    return {
-        "actions": [task_action(_estimate)],
-        "params": _estimate_params(),
-        "verbosity": 2,
-    }
-
-
-def _estimate_params() -> list[Param]:
-    """`doit estimate`'s options (the plan's, the profiles', lookup mode's, ``--out``)."""
-    return [
-        *PLAN_PARAMS,
-        COST_LIMIT,
-        param(
-            "screening_model",
-            str,
-            "",
-            "screening profile model (default openai-codex:gpt-6-mini; lookup: the "
-            "reader binding's other model)",
-        ),
-        param("high_end_model", str, "", "high-end sensitivity model (anthropic:claude-opus-5-5)"),
-        param("real", bool, False, "refused: the estimator never runs a plan"),
-        param("suites", str, "", "lookup: corpus suites (default original,hard,hard-distractors)"),
-        param("trace", str, "", "lookup: only these trace ids (comma-separated)"),
-        param("registration", str, "", "lookup: a registration.json of doit compare_register"),
-        param("sha256", str, "", "lookup: the registration file's raw sha256"),
-        param(
-            "lookup_policy",
-            str,
-            "",
-            "lookup, holdout: the budget.json of doit lookup_budget --fixed-budget-sha256",
-        ),
-        param(
-            "lookup_policy_sha256", str, "", "lookup, holdout: the raw sha256 of --lookup-policy"
-        ),
-        param(
-            "output_limit",
-            IntOption("--output-limit", 1, 10**9, code="lookup_output_limit_invalid"),
-            0,
-            "lookup, holdout: the explicit per-call output limit in tokens (default: none, which "
-            "blocks numerical approval)",
-        ),
-        param(
-            "output_limit_source",
-            str,
-            "",
-            "lookup, holdout: catalog_max (the selected model's catalog maximum output) | "
-            "enforced (needs separate execution proof)",
-        ),
-        STORE,
-        OUT,
-    ]

@@ -35,6 +35,7 @@ from rules.aggregate import task_aggregate, task_score
 from rules.calibrate import task_calibrate
 from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
+from rules.estimate import task_estimate
 from rules.lookup import LookupBudgetOptions, task_lookup_budget
 from rules.lookup import _arguments as lookup_arguments
 from rules.params import (
@@ -45,7 +46,7 @@ from rules.params import (
     SeedsOption,
     TaskSpec,
 )
-from rules.plan import task_dry_run, task_estimate, task_plan
+from rules.plan import task_dry_run, task_plan
 from rules.store import task_gc, task_verify
 from rules.traces import task_traces
 from rules.units import _repeats, task_units

@@ -46,7 +46,7 @@ from continuity.lookup.soul import KNOWN_SOULS, SOUL_NAME
 from continuity.plan.lookup_estimate import LookupEstimate
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.store import Store
-from rules.plan import _estimate, task_estimate
+from rules.estimate import _estimate, task_estimate
 from tests.holdout.test_freeze import PLAIN
 from tests.holdout.toy import write_source
 

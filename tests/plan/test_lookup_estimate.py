@@ -74,7 +74,7 @@ from continuity.roles.register import (
     workload,
 )
 from continuity.roles.table import ROLES
-from rules.plan import _estimate
+from rules.estimate import _estimate
 from tests.plan.test_plan import guarded_doit
 
 LOOKUP = "lookup-allowed-v1"
