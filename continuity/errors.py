@@ -36,7 +36,8 @@ The tree::
     │            pricing (doit estimate): lookup_empty_fixed_budget_sha256,
     │            lookup_fixed_budget_unknown, lookup_fixed_budget_required,
     │            lookup_legacy_option_refused, lookup_scratch_root_invalid,
-    │            lookup_policy_holdout_mismatch, lookup_output_limit_invalid,
+    │            lookup_policy_holdout_mismatch, lookup_policy_reader_mismatch,
+    │            lookup_output_limit_invalid,
     │            lookup_output_limit_source_invalid, lookup_output_limit_mismatch;
     │            reserved for the later admission controller, not raised by the
     │            offline estimate or readiness diagnostic: not_admitted_input_envelope,

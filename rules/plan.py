@@ -142,7 +142,7 @@ class PricedOptions(PlanOptions, total=False):
 def plan_workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
     from pathlib import Path
 
-    from continuity.lookup.policy import load_policy
+    from continuity.lookup.sizing import load_sizing
     from continuity.plan.estimate import dry_run
     from continuity.plan.plan import LookupPlan, holdout_for_options, plan_from_options
     from continuity.plan.pricing import load_catalog, price_source
@@ -161,7 +161,7 @@ def plan_workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
     if isinstance(plan, LookupPlan):
         policy_path = options.get("policy")
         path = Path(policy_path) if policy_path else None
-        policy = load_policy(path, options.get("policy_sha256") if path else None)
+        policy = load_sizing(path, options.get("policy_sha256") if path else None)
         sizing = lookup_sizing(plan, policy, traces)
     return dry_run(plan, load, catalog, sizing, prices=prices), catalog, load
 

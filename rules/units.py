@@ -254,17 +254,18 @@ def _role_units(
 def _lookup_run(plan: LookupPlan, options: UnitsOptions) -> LookupRun:
     from pathlib import Path
 
-    from continuity.lookup.policy import load_policy
+    from continuity.lookup.sizing import load_sizing
     from continuity.runner.lookup_run import LookupRun
 
     policy = options.get("policy")
     path = Path(policy) if policy else None
     return LookupRun(
-        policy=load_policy(path, options.get("policy_sha256") if path else None),
+        policy=load_sizing(path, options.get("policy_sha256") if path else None).policy,
         policy_sha256=plan.policy_sha256,
         reader_binding=plan.reader_binding,
         soul_sha256=plan.soul_sha256,
         soul_core_sha256=plan.soul_core_sha256,
+        role=options.get("lookup_role") or None,
     )
 
 

@@ -64,11 +64,14 @@ __all__ = [
     "ReaderBinding",
     "RoleBinding",
     "SourceBinding",
+    "check_source_binding",
     "fixed_budget_bytes",
     "fixed_budget_classifier_code",
     "fixed_budget_sha256",
     "load_fixed_budget",
+    "slot_classes",
     "slot_with_derived",
+    "source_binding",
 ]
 
 FIXED_BUDGET_SCHEMA = "continuity-lookup-fixed-budget-v1"
@@ -205,6 +208,35 @@ class FixedBudget(_Strict, frozen=True, kw_only=True):
     @property
     def bytes(self) -> int:
         return self.budget.bytes
+
+
+def source_binding(binding: msgspec.Struct) -> SourceBinding:
+    """A `continuity.holdout.HoldoutBinding` (or anything with its fields) as the
+    `SourceBinding` a sizing binds."""
+    return msgspec.convert(msgspec.to_builtins(binding), SourceBinding)
+
+
+def check_source_binding(bound: SourceBinding, given: SourceBinding, where: str) -> None:
+    """The source and selection given are the ones the sizing binds (the selection seed
+    is preregistered: given identically to budget, estimate, registration and plan).
+
+    Raises:
+        LookupError_: ``lookup_policy_holdout_mismatch`` at the first differing field.
+    """
+    for field in msgspec.structs.fields(SourceBinding):
+        if getattr(bound, field.name) != getattr(given, field.name):
+            raise LookupError_(
+                f"the sizing binds {field.name} {str(getattr(bound, field.name))[:80]}, the "
+                f"options give {str(getattr(given, field.name))[:80]}: the selection seed is "
+                "preregistered, given identically to budget, estimate, registration and plan",
+                code="lookup_policy_holdout_mismatch",
+                location=f"{where}:$.holdout.{field.name}",
+            )
+
+
+def slot_classes(budget: FixedBudget) -> dict[tuple[str, str, str], str]:
+    """Every slot's class by (role, trace id, probe id)."""
+    return {(s.role, s.trace_id, s.probe_id): s.classification for s in budget.slots}
 
 
 def fixed_budget_classifier_code() -> str:

@@ -36,6 +36,7 @@ from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.traces.keys import suite_specs
 
 if TYPE_CHECKING:
+    from continuity.lookup.fixed_budget import FixedBudget
     from continuity.plan.holdout_plan import HoldoutChoice
 
 __all__ = [
@@ -356,6 +357,42 @@ def holdout_for_options(options: Mapping[str, Any]) -> HoldoutChoice | None:
     return holdout_choice(Store(options.get("store") or None), options, lookup=lookup)
 
 
+def _fixed_soul(
+    plan: Plan, fixed: FixedBudget, binding: str, where: str
+) -> tuple[str, str]:
+    """A fixed-budget sizing checked against a plan: it sizes the plan's holdout and
+    selection with the plan's reader binding; the digests of the soul it measured with.
+
+    Raises:
+        LookupError_: ``lookup_policy_holdout_mismatch``, ``lookup_policy_reader_mismatch``.
+    """
+    from continuity.errors import LookupError_
+    from continuity.lookup.fixed_budget import check_source_binding, source_binding
+    from continuity.lookup.soul import SOUL_NAME
+
+    if plan.holdout is None:
+        raise LookupError_(
+            "a fixed-budget sizing sizes a holdout selection: add --suite holdout and its "
+            "source and selection",
+            code="lookup_policy_holdout_mismatch",
+            location="--policy",
+        )
+    check_source_binding(fixed.holdout, source_binding(plan.holdout), where)
+    if fixed.reader.binding != binding:
+        raise LookupError_(
+            f"the sizing was measured with the {fixed.reader.binding} reader binding, the "
+            f"plan asks for {binding}",
+            code="lookup_policy_reader_mismatch",
+            location="--lookup-reader",
+        )
+    role = next((r for r in fixed.roles if r.soul_file == SOUL_NAME), None)
+    if role is None:
+        raise LookupError_(
+            f"the sizing binds no role with the soul {SOUL_NAME}", location=f"{where}:$.roles"
+        )
+    return role.soul_sha256, role.soul_core_sha256
+
+
 def _real_pricing(kind: str, pricing: str | None) -> PriceSource | None:
     """The price source a real plan binds (offline plans bind none)."""
     if kind == "scripted":
@@ -366,27 +403,38 @@ def _real_pricing(kind: str, pricing: str | None) -> PriceSource | None:
 def lookup_plan(
     plan: Plan, policy_path: str | None, policy_sha256: str | None, binding: str = "default"
 ) -> LookupPlan:
-    """Bind the frozen soul, the sizing policy and the reader binding into a lookup plan.
+    """Bind the frozen soul, the sizing and the reader binding into a lookup plan. The
+    sizing is the frozen policy, another policy, or (a holdout plan only) a holdout's
+    fixed-budget sizing, which must bind the plan's source, selection and reader.
 
     Raises:
-        UsageError: the policy's codes (`continuity.lookup.policy.load_policy`),
+        UsageError: the sizing's codes (`continuity.lookup.sizing.load_sizing`),
             ``lookup_soul_mismatch`` / ``lookup_soul_missing`` when the soul file is
-            not the one the policy was measured with, and ``lookup_reader_unknown``.
+            not the one the sizing was measured with, ``lookup_reader_unknown``, and for
+            a fixed-budget sizing ``lookup_policy_holdout_mismatch`` (another source or
+            selection, or a plan that is not on a holdout) and
+            ``lookup_policy_reader_mismatch``.
     """
     from pathlib import Path
 
-    from continuity.lookup.policy import default_policy_path, load_policy
+    from continuity.lookup.policy import LookupPolicy
     from continuity.lookup.policy import policy_sha256 as sha
     from continuity.lookup.reader import binding_models
+    from continuity.lookup.sizing import load_sizing, sizing_file
     from continuity.lookup.soul import check_soul, read_soul
 
     binding_models(binding)  # an unknown name fails before anything is read
 
     path = Path(policy_path) if policy_path else None
-    policy = load_policy(path, policy_sha256 if path else None)
+    sizing = load_sizing(path, policy_sha256 if path else None)
     soul = read_soul()
-    check_soul(soul, policy.soul_sha256, policy.soul_core_sha256, where="fixtures/lookup")
-    data = (path or default_policy_path()).read_bytes()
+    bound = _fixed_soul(plan, sizing.fixed, binding, str(path)) if sizing.fixed else None
+    if bound is None:
+        assert isinstance(sizing.policy, LookupPolicy)
+        bound = (sizing.policy.soul_sha256, sizing.policy.soul_core_sha256)
+    check_soul(soul, *bound, where="fixtures/lookup")
+    data = sizing_file(path).read_bytes()
+    policy = sizing
     return LookupPlan(
         **msgspec.structs.asdict(plan),
         reader_binding=binding,

@@ -59,6 +59,7 @@ from continuity.traces.bounds import (
 from continuity.traces.schema import Probe, ToolResult, Trace, iter_turns
 
 if TYPE_CHECKING:
+    from continuity.lookup.sizing import Sizing
     from continuity.plan.holdout_plan import HoldoutChoice
     from continuity.store import Store
 
@@ -373,7 +374,7 @@ class LookupSizing(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def lookup_sizing(
-    plan: LookupPlan, policy: LookupPolicy, traces: Sequence[Trace] | None = None
+    plan: LookupPlan, policy: LookupPolicy | Sizing, traces: Sequence[Trace] | None = None
 ) -> LookupSizing:
     """Every planned slot (repeat x trace x arm x probe) dispositioned by `policy`, as a
     lookup run will before anything runs."""

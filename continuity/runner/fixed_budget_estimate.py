@@ -20,9 +20,14 @@ from pathlib import Path
 
 import msgspec
 
-from continuity.errors import LookupError_, UsageError
+from continuity.errors import UsageError
 from continuity.holdout import HoldoutSource, holdout_binding, load_frozen, select_frozen
-from continuity.lookup.fixed_budget import FixedBudget, SourceBinding, load_fixed_budget
+from continuity.lookup.fixed_budget import (
+    FixedBudget,
+    check_source_binding,
+    load_fixed_budget,
+    source_binding,
+)
 from continuity.plan.holdout_pricing import ReservationTerms, price_holdout, priced_slots
 from continuity.plan.lookup_estimate import (
     HIGH_END_MODEL,
@@ -103,23 +108,6 @@ def check_output_limit(
     return chosen
 
 
-def _check_holdout(bound: SourceBinding, given: SourceBinding, where: str) -> None:
-    """The source and selection given are the ones the sizing binds.
-
-    Raises:
-        LookupError_: ``lookup_policy_holdout_mismatch`` at the first differing field.
-    """
-    for field in msgspec.structs.fields(SourceBinding):
-        if getattr(bound, field.name) != getattr(given, field.name):
-            raise LookupError_(
-                f"the sizing binds {field.name} {str(getattr(bound, field.name))[:80]}, the "
-                f"options give {str(getattr(given, field.name))[:80]}: the selection seed is "
-                "preregistered, given identically to budget, estimate, registration and plan",
-                code="lookup_policy_holdout_mismatch",
-                location=f"{where}:$.holdout.{field.name}",
-            )
-
-
 def holdout_lookup_estimate(
     store: Store,
     request: HoldoutRequest,
@@ -141,8 +129,7 @@ def holdout_lookup_estimate(
     budget = load_fixed_budget(request.budget_path, request.budget_sha256)
     frozen = load_frozen(store, request.source)
     binding = holdout_binding(frozen, select_frozen(frozen, request.seed, request.per_group))
-    given = msgspec.convert(msgspec.to_builtins(binding), SourceBinding)
-    _check_holdout(budget.holdout, given, str(request.budget_path))
+    check_source_binding(budget.holdout, source_binding(binding), str(request.budget_path))
     catalog = load_catalog(pricing)
     reader = budget.reader.reader
     limit = request.output_limit or None

@@ -23,9 +23,11 @@ import msgspec
 
 from continuity.arms import Arm
 from continuity.errors import LookupCoverageIncomplete, UsageError
+from continuity.lookup.fixed_budget import FixedBudget
 from continuity.lookup.policy import LookupPolicy
 from continuity.lookup.reader import binding_models
 from continuity.lookup.receipts import SourceRef
+from continuity.lookup.sizing import Sizing
 from continuity.lookup.sources import sources_for
 from continuity.outputs import write_output
 from continuity.traces.schema import Probe, Trace
@@ -43,15 +45,29 @@ __all__ = [
 SLOTS_FILE = "lookup-slots.json"
 
 
-class LookupRun(msgspec.Struct, frozen=True, kw_only=True):
-    """A lookup-allowed-v1 run: the sizing policy and the soul it binds."""
+# One `Sizing` (its slot index) per policy object a run holds; the value keeps the
+# policy alive, so its id is never reused while cached.
+_SIZINGS: dict[tuple[int, str | None], Sizing] = {}
 
-    policy: LookupPolicy
+
+class LookupRun(msgspec.Struct, frozen=True, kw_only=True):
+    """A lookup-allowed-v1 run: the sizing (the frozen policy, or a holdout's
+    fixed-budget sizing) and the soul it binds; `role` is the lookup role a role run
+    takes a fixed-budget sizing's slots for (`continuity.lookup.sizing`)."""
+
+    policy: LookupPolicy | FixedBudget
     policy_sha256: str
     soul_sha256: str
     soul_core_sha256: str
     reader_binding: str = "default"
     watchdog_seconds: float = 720.0
+    role: str | None = None
+
+    def sizing(self) -> Sizing:
+        key = (id(self.policy), self.role)
+        if key not in _SIZINGS:
+            _SIZINGS[key] = Sizing(self.policy, self.role)
+        return _SIZINGS[key]
 
     def models(self) -> tuple[str, str]:
         """The reader binding's (reader, alternate) models."""
@@ -75,7 +91,7 @@ class LookupRun(msgspec.Struct, frozen=True, kw_only=True):
         no source) runs; any other class is inventory-infeasible; ``unknown`` (a source
         the policy never measured) blocks execution."""
         sources = sources_for(trace, probe)
-        return sources, self.policy.disposition(
+        return sources, self.sizing().disposition(
             trace.trace_id, arm.id, probe.probe_id, bool(sources)
         )
 

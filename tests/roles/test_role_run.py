@@ -26,20 +26,20 @@ SMOKE = ("--suite", "original", "--trace", "brightline-return", "--probe-limit",
 # the three lookup plans also bind the frozen policy's sha256 (budget-v2.json ->
 # budget-v3.json, the protocol-bound policy). Every other field encodes as before.
 ORDINARY: dict[str, dict[str, object]] = {
-    "efbfdc1b93836f920b2852492dd6d99a9c68983e11aad110130d19ae7f5e73e3": {},
-    "18103f89227712edd97654de76388453cbba49d4dc3c5ac9ae1e4bb55c9d2959": {
+    "858968450a6d99c437ac4f4fb6dc7dfe0be4cc2d985fc9eb595518c65a15d7e1": {},
+    "7ff699e679f826226d736de56a2236f7f5025749e27eb06989dbc3f840cd2e18": {
         "probe_mode": "recall-only",
         "suite": "original",
         "probe_limit": 1,
         "arms": "native,continuity-pack-cold",
     },
-    "00b8c598ccdfdf988e803633f1279aaf94b549d85998f729150f94d43ac9f9c9": {"probe_mode": LOOKUP},
-    "13c93763ffa00c45b096aa4a6be1b4c75f7b0536efa7f97c68b9bbc785036a50": {
+    "dc853a027b7c26739a781dce52e6e6a088c7a9b073d7acb21bb57dd5e12e851a": {"probe_mode": LOOKUP},
+    "89202cff198604e9261b32d325ec88da3fd73d0865c9ca07492505a21ca08cf0": {
         "probe_mode": LOOKUP,
         "arms": "continuity-pack-cold",
         "probe_limit": 1,
     },
-    "e2181aed1cf2c7e961dbc750d7d1937a41b82efa18bd0ebdae04f7537f786b2e": {
+    "593426e7aa80762cc105bbbb507b54badef00a2d1bee34a91ca66fb89322c77d": {
         "probe_mode": LOOKUP,
         "arms": "native-lookup",
         "lookup_reader": "alternate",
