@@ -31,17 +31,14 @@ The tree::
     │            directory lies inside the checkout or the store);
     │            lookup_pricing_blocked (holdout pricing's result code when numerical
     │            approval is blocked, continuity.plan.holdout_pricing; never raised);
-    │            fixed-budget sizing of a holdout (doit lookup_budget
-    │            --fixed-budget-sha256, continuity.runner.fixed_budget) and its
-    │            pricing (doit estimate): lookup_empty_fixed_budget_sha256,
+    │            a holdout's fixed-budget sizing (doit lookup_budget --fixed-budget-sha256)
+    │            and its pricing and plans: lookup_empty_fixed_budget_sha256,
     │            lookup_fixed_budget_unknown, lookup_fixed_budget_required,
     │            lookup_legacy_option_refused, lookup_scratch_root_invalid,
     │            lookup_policy_holdout_mismatch, lookup_policy_reader_mismatch,
-    │            lookup_output_limit_invalid,
-    │            lookup_output_limit_source_invalid, lookup_output_limit_mismatch;
-    │            reserved for the later admission controller, not raised by the
-    │            offline estimate or readiness diagnostic: not_admitted_input_envelope,
-    │            not_admitted_cap
+    │            lookup_output_limit_invalid, lookup_output_limit_source_invalid,
+    │            lookup_output_limit_mismatch; reserved for the admission controller
+    │            (never raised offline): not_admitted_input_envelope, not_admitted_cap
     │   ├── RealModeError          the real-mode guards above (real_refused and its kin)
     │   ├── PricingError           pricing_invalid (a catalog or genai-prices lookup)
     │   ├── HoldoutError           an external holdout source (continuity.holdout, doit
