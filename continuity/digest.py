@@ -69,7 +69,13 @@ def _tag(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return ("T", sorted(_encoder.encode(_tag(item)) for item in value))
     if isinstance(value, msgspec.Struct):
-        fields = {name: getattr(value, name) for name in value.__struct_fields__}
+        # An UNSET field is left out, as msgspec leaves it out of an encoding: a field
+        # added later as UNSET keeps every earlier value's pre-image.
+        fields = {
+            name: getattr(value, name)
+            for name in value.__struct_fields__
+            if getattr(value, name) is not msgspec.UNSET
+        }
         return ("R", type(value).__qualname__, _tag(fields))
     raise TypeError(f"{type(value).__name__} cannot enter a key; convert it to a plain value first")
 

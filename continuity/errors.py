@@ -86,7 +86,9 @@ The tree::
     │                                  role_diff_outside_guidance, role_renderer_untouched,
     │                                  role_witness_missing, lookup_rpack_direction_invalid,
     │                                  role_output_not_absolute, role_output_exists,
-    │                                  role_output_inside_checkout, role_build_failed;
+    │                                  role_output_inside_checkout, role_build_failed,
+    │                                  role_catalog_cap_required, role_catalog_cap_invalid,
+    │                                  role_catalog_cap_mismatch (an external registration);
     │                                  doit compare_run: role_registration_sha256_mismatch,
     │                                  role_registration_invalid, role_build_changed,
     │                                  role_launch_failed (launches.json reasons, not

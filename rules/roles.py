@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from continuity.graph import task_action
+from rules.holdout import SELECTION_PARAMS, SOURCE_PARAMS
 from rules.params import MAX_PROBE_LIMIT, STORE, IntOption, TaskSpec, param
+from rules.plan import PRICING
+
+if TYPE_CHECKING:
+    from continuity.roles.register_holdout import HoldoutWorkload
 
 
 class RegisterOptions(TypedDict, total=False):
-    """`doit compare_register`: the two checkouts, their SHAs, the output, the workload."""
+    """`doit compare_register`: the two checkouts, their SHAs, the output, the workload,
+    and for an external registration the holdout source, its selection, its fixed-budget
+    sizing, the per-call output limit and the estimate's cap."""
 
     r0: str
     r0_revision: str
@@ -21,6 +28,65 @@ class RegisterOptions(TypedDict, total=False):
     trace: str
     probe_limit: int
     store: str
+    manifest: str
+    manifest_sha256: str
+    statistical_spec: str
+    selection_seed: int
+    per_group: int
+    lookup_policy: str
+    lookup_policy_sha256: str
+    output_limit: int
+    output_limit_source: str
+    catalog_cap_usd: str
+    pricing: str
+
+
+_EXTERNAL = ("lookup_policy", "lookup_policy_sha256", "output_limit_source", "catalog_cap_usd")
+
+
+def _holdout(options: RegisterOptions) -> HoldoutWorkload | None:
+    """The holdout part of an external registration (None without a source).
+
+    Raises:
+        HoldoutError: ``holdout_source_incomplete`` (an external-only option without the
+            triple), and the codes of `continuity.roles.register_holdout.holdout_workload`.
+    """
+    from pathlib import Path
+
+    from continuity.errors import UsageError
+    from continuity.holdout import source_from_options
+    from continuity.plan.holdout_plan import external_options
+    from continuity.roles.register_holdout import holdout_workload
+    from continuity.store import Store
+
+    given = [f"--{n.replace('_', '-')}" for n in _EXTERNAL if options.get(n)]
+    if options.get("output_limit"):
+        given.append("--output-limit")
+    source = source_from_options(
+        options.get("manifest") or None,
+        options.get("manifest_sha256") or None,
+        options.get("statistical_spec") or None,
+        external=[*external_options(options), *given],
+    )
+    if source is None:
+        return None
+    if not options.get("lookup_policy"):
+        raise UsageError(
+            "an external registration binds the source's fixed-budget sizing: give "
+            "--lookup-policy DIR/budget.json --lookup-policy-sha256 SHA",
+            code="lookup_fixed_budget_required",
+            location="--lookup-policy",
+        )
+    return holdout_workload(
+        Store(options.get("store") or None),
+        {k: options.get(k) for k in (
+            "manifest", "manifest_sha256", "statistical_spec", "selection_seed", "per_group"
+        )},
+        (Path(options["lookup_policy"]), options.get("lookup_policy_sha256") or ""),
+        (options.get("output_limit") or None, options.get("output_limit_source") or None),
+        options.get("catalog_cap_usd"),
+        pricing=Path(options["pricing"]) if options.get("pricing") else None,
+    )  # fmt: skip
 
 
 def _require(task: str, options: Mapping[str, object], names: tuple[str, ...]) -> None:
@@ -50,10 +116,12 @@ def _register(**options: Unpack[RegisterOptions]) -> str:
     _require(
         "compare_register", options, ("r0", "r0_revision", "rpack", "rpack_revision", "output")
     )
+    held = _holdout(options)
     work = workload(
         _names(options.get("suites") or ""),
         _names(options.get("trace") or ""),
         int(options.get("probe_limit") or 0) or None,
+        held,
     )
     done = register(
         Store(options.get("store") or None),
@@ -67,6 +135,11 @@ def _register(**options: Unpack[RegisterOptions]) -> str:
         for name, receipt in done.registration.builds.items()
     )
     scope = "restricted workload" if work.restricted else "full workload"
+    if held is not None:
+        scope = (
+            f"external registration (v2): {len(held.selection.selected)} selected families "
+            f"of a frozen holdout, catalog cap {held.catalog_cap_usd} USD; {scope}"
+        )
     return (
         f"compare_register: {len(done.registration.differing)} differing guidance paths; "
         f"{scope}; builds {builds}\n"
@@ -95,6 +168,31 @@ def task_compare_register() -> TaskSpec:
                 0,
                 "only the first N probes of each trace (default all; restricts)",
             ),
+            *SOURCE_PARAMS,
+            *SELECTION_PARAMS,
+            param(
+                "lookup_policy",
+                str,
+                "",
+                "external: the budget.json of doit lookup_budget --fixed-budget-sha256",
+            ),
+            param("lookup_policy_sha256", str, "", "external: the raw sha256 of --lookup-policy"),
+            param(
+                "output_limit",
+                IntOption("--output-limit", 1, 10**9, code="lookup_output_limit_invalid"),
+                0,
+                "external: the per-call output limit in tokens the estimate priced",
+            ),
+            param(
+                "output_limit_source", str, "", "external: catalog_max | enforced (as estimated)"
+            ),
+            param(
+                "catalog_cap_usd",
+                str,
+                "",
+                "external: the estimate's proposed cap C, to the cent (doit estimate prints it)",
+            ),
+            PRICING,
             STORE,
         ],
         "verbosity": 2,
@@ -102,11 +200,13 @@ def task_compare_register() -> TaskSpec:
 
 
 class RunOptions(TypedDict, total=False):
-    """`doit compare_run`: the registration, its raw sha256, the output directory."""
+    """`doit compare_run`: the registration, its raw sha256, the output directory, and
+    the store an external registration's frozen holdout is in."""
 
     registration: str
     sha256: str
     output: str
+    store: str
 
 
 def _run(**options: Unpack[RunOptions]) -> str:
@@ -114,10 +214,14 @@ def _run(**options: Unpack[RunOptions]) -> str:
 
     from continuity.errors import RoleError
     from continuity.roles.run import compare_run, failed_launches
+    from continuity.store import Store
 
     _require("compare_run", options, ("registration", "sha256", "output"))
     path, launches = compare_run(
-        Path(options["registration"]), options["sha256"], options["output"]
+        Path(options["registration"]),
+        options["sha256"],
+        options["output"],
+        Store(options.get("store") or None),
     )
     failed = failed_launches(launches)
     lines = [
@@ -152,6 +256,7 @@ def task_compare_run() -> TaskSpec:
         "params": [
             *REGISTRATION_PARAMS,
             param("output", str, "", "a new absolute directory outside both checkouts"),
+            STORE,
         ],
         "verbosity": 2,
     }

@@ -117,7 +117,7 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
     run_name = "lookup" if lookup is not None and run == "offline" else run
     run_dir = chosen.out / "runs" / run_name
     if role is not None and isinstance(plan, LookupPlan):
-        return _role_units(role, plan, run_dir, options, lookup, started)
+        return _role_units(role, plan, run_dir, options, lookup, started, holdout)
     items = _holdout_items(holdout)
     records, folder, built = _build(
         options, plan, run_dir, lookup, f"units {chosen.suite}", _ledger(plan, options), items
@@ -222,6 +222,7 @@ def _role_units(
     options: UnitsOptions,
     lookup: LookupRun | None,
     started: str,
+    holdout: HoldoutChoice | None = None,
 ) -> str:
     """Run the role's lookup units as an ordinary lookup run would (its options already
     name the role's arm), then write its receipt whether they finished or failed (a
@@ -233,7 +234,9 @@ def _role_units(
     label = f"units {Selection(options).suite} (role {role.name})"
     outcome = "failed"  # an uncoded failure or an interrupt still leaves a receipt
     try:
-        records, folder, built = _build(options, plan, run_dir, lookup, label)
+        records, folder, built = _build(
+            options, plan, run_dir, lookup, label, items=_holdout_items(holdout)
+        )
         outcome = "complete"
     except ContinuityError as exc:
         outcome = exc.code

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from continuity.digest import artifact_key, code_digest, value_digest
 from continuity.errors import RoleError, UsageError
@@ -45,6 +46,7 @@ from continuity.roles.register_git import (
     read_blob,
     tree_id,
 )
+from continuity.roles.register_holdout import HoldoutWorkload
 from continuity.roles.table import ROLES, Role
 from continuity.store import Store
 
@@ -55,6 +57,7 @@ __all__ = [
     "PROTOCOL_PATH",
     "READER_PATH",
     "REGISTRATION_SCHEMA",
+    "REGISTRATION_SCHEMA_V2",
     "ROLE_NAMES",
     "BoundDigests",
     "Checkout",
@@ -68,6 +71,8 @@ __all__ = [
 ]
 
 REGISTRATION_SCHEMA = "continuity-lookup-registration-v1"
+# An external registration (a frozen holdout source, `continuity.roles.register_holdout`).
+REGISTRATION_SCHEMA_V2 = "continuity-lookup-registration-v2"
 DEFAULT_SUITES = ("original", "hard", "hard-distractors")
 # The six roles, bound with their arm, code and soul (continuity.roles.table).
 ROLE_NAMES = tuple(role.name for role in ROLES)
@@ -106,6 +111,9 @@ class Workload(msgspec.Struct, frozen=True, kw_only=True):
     effort: str
     judge: str | None
     restricted: bool
+    # An external registration's source, selection, sizing, output limit and cap; left
+    # out of a v1 registration, which keeps its bytes and digest.
+    holdout: HoldoutWorkload | UnsetType = UNSET
 
 
 class Registration(msgspec.Struct, frozen=True, kw_only=True):
@@ -270,16 +278,40 @@ def _digests(checkout: Path, tree: dict[str, TreeEntry]) -> BoundDigests:
     )
 
 
-def workload(suites: Sequence[str], traces: Sequence[str], probe_limit: int | None) -> Workload:
+def workload(
+    suites: Sequence[str],
+    traces: Sequence[str],
+    probe_limit: int | None,
+    holdout: HoldoutWorkload | None = None,
+) -> Workload:
     """The one corpus and model setting of every role: the lookup defaults (the default
-    scripted reader binding, effort low, no judge, one repeat).
+    scripted reader binding, effort low, no judge, one repeat). With `holdout` (an
+    external registration) the suite is ``holdout``, its traces are the selection's.
 
     Raises:
-        UsageError: ``suite_unknown``.
+        UsageError: ``suite_unknown``; ``holdout_trace_selection_refused`` (--suites or
+            --trace beside a holdout source).
     """
     from continuity.lookup.reader import binding_models
     from continuity.traces.keys import SUITES
 
+    if holdout is not None:
+        from continuity.holdout import refuse_explicit_traces
+
+        if suites or traces:
+            refuse_explicit_traces("--suites" if suites else "--trace")
+        return Workload(
+            suites=["holdout"],
+            traces=[],
+            probe_limit=probe_limit,
+            repeats=1,
+            reader_binding="default",
+            reader_model=binding_models("default")[0],
+            effort="low",
+            judge=None,
+            restricted=probe_limit is not None,
+            holdout=holdout,
+        )
     chosen = list(suites) or list(DEFAULT_SUITES)
     for suite in chosen:
         if suite not in SUITES:
@@ -354,7 +386,7 @@ def register(
         for name, (path, revision) in (("r0", r0), ("rpack", rpack))
     }
     registration = Registration(
-        schema=REGISTRATION_SCHEMA,
+        schema=REGISTRATION_SCHEMA if work.holdout is UNSET else REGISTRATION_SCHEMA_V2,
         protocol=ROLE_PROTOCOL,
         r0=checkouts["r0"],
         rpack=checkouts["rpack"],

@@ -27,9 +27,12 @@ from pathlib import Path
 from typing import Literal
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.digest import value_digest
 from continuity.errors import RoleError
+from continuity.holdout import HoldoutSource, load_frozen
+from continuity.holdout.export import export_frozen
 from continuity.outputs import write_output
 from continuity.roles.register import Registration, check_output
 from continuity.roles.run_launch import (
@@ -40,6 +43,7 @@ from continuity.roles.run_launch import (
     verify_build,
 )
 from continuity.roles.table import ROLES, Role
+from continuity.store import Store
 
 __all__ = [
     "LAUNCHES_FILE",
@@ -144,9 +148,15 @@ def _verify_builds(registration: Registration) -> None:
 
 
 def _launch(
-    output: Path, registration: Registration, digest: str, role: Role, suite: str
+    output: Path,
+    registration: Registration,
+    digest: str,
+    role: Role,
+    suite: str,
+    holdout: tuple[Store, HoldoutSource] | None = None,
 ) -> tuple[Launch, RoleError | None]:
-    """Run one role on one suite between two build verifications."""
+    """Run one role on one suite between two build verifications (`holdout`: the store
+    a frozen source is copied from into the role's own store first)."""
     code: Literal["r0", "rpack"] = "r0" if role.code == "R0" else "rpack"
     started = _now()
     blank = Launch(
@@ -160,6 +170,8 @@ def _launch(
         return msgspec.structs.replace(blank, reason=str(exc), finished=_now()), exc
     role_dir = output / "roles" / role.name / suite
     role_dir.mkdir(parents=True)
+    if holdout is not None:
+        export_frozen(holdout[0], Store(role_dir / "store"), holdout[1])
     command = child_command(registration, role, suite, digest, role_dir)
     # The role's own directory, never the checkout: nothing of its work tree is imported.
     exit_code = launch_child(command, child_env(role_dir), role_dir, str(role_dir))
@@ -182,21 +194,35 @@ def _launch(
     return msgspec.structs.replace(launch, build_verified_after=True, finished=_now()), None
 
 
-def compare_run(registration_path: Path, sha256: str, output: str) -> tuple[Path, Launches]:
+def compare_run(
+    registration_path: Path, sha256: str, output: str, store: Store | None = None
+) -> tuple[Path, Launches]:
     """Run every registered role x suite; return ``launches.json``'s path and content.
+    An external registration's frozen holdout is verified in `store` (the default store
+    when None) before anything runs, and copied into each role's own store.
 
     Raises:
         RoleError: the refusals of the module docstring's steps 1-3, and
             ``role_build_changed`` once recorded in ``launches.json``.
+        HoldoutError: an external registration whose source is not frozen in `store`
+            (or no longer verifies), before anything runs.
     """
     registration, digest, raw = read_registration(registration_path, sha256)
+    held = registration.workload.holdout
+    source = None
+    if held is not UNSET:
+        source = HoldoutSource(
+            Path(held.manifest), held.manifest_sha256, Path(held.statistical_spec)
+        )
+        load_frozen(store or Store(), source)  # verified before anything runs
     out = check_output(output, [Path(registration.r0.path), Path(registration.rpack.path)])
     out.mkdir(parents=True)
     launches = Launches(registration_digest=digest, registration_sha256=raw, launches=[])
     _write(out, launches)
     for role in ROLES:
         for suite in registration.workload.suites:
-            launch, changed = _launch(out, registration, digest, role, suite)
+            seed = None if source is None else (store or Store(), source)
+            launch, changed = _launch(out, registration, digest, role, suite, seed)
             launches.launches.append(launch)
             _write(out, launches)
             if changed is not None:

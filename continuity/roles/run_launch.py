@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.errors import RoleError, UsageError
 from continuity.roles.receipt import RECEIPT_FILE, read_role_receipt
@@ -97,6 +98,17 @@ def role_plan_options(work: Workload, role: Role, suite: str) -> dict[str, str]:
         options["judge"] = work.judge
     if work.traces:
         options["trace"] = ",".join(work.traces)
+    if work.holdout is not UNSET:  # an external registration: the frozen source
+        held = work.holdout
+        options |= {
+            "manifest": held.manifest,
+            "manifest_sha256": held.manifest_sha256,
+            "statistical_spec": held.statistical_spec,
+            "selection_seed": str(held.selection.seed),
+            "per_group": str(held.selection.per_group),
+            "policy": held.sizing,
+            "policy_sha256": held.sizing_sha256,
+        }
     if work.probe_limit is not None:
         options["probe_limit"] = str(work.probe_limit)
     return options
