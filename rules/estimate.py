@@ -128,6 +128,9 @@ def _lookup_estimate(options: EstimateOptions) -> str:
     source = _holdout_source(options)
     if source is not None:
         return _holdout_estimate(options, source)
+    registered = _registered_holdout(options)
+    if registered is not None:  # an external registration: its source, sizing and limit
+        return _holdout_estimate(*registered)
     work, policy_path, policy_hash = _lookup_workload(options)
     pricing = options.get("pricing")
     (watchdog,) = (
@@ -144,6 +147,45 @@ def _lookup_estimate(options: EstimateOptions) -> str:
     )
     print(format_lookup_estimate(result))
     return f"estimate in {write_lookup_estimate(result, Selection(options).out)}"
+
+
+def _registered_holdout(
+    options: EstimateOptions,
+) -> tuple[EstimateOptions, HoldoutSource] | None:
+    """An external registration's (v2) source and the options it fixes (its selection,
+    sizing and output limit), verified by the registration's raw sha256; None for a v1
+    registration or none.
+
+    Raises:
+        UsageError: ``plan_invalid`` (an option the registration fixes).
+        RoleError: ``role_registration_sha256_mismatch``, ``role_registration_invalid``.
+    """
+    from pathlib import Path
+
+    from msgspec import UNSET
+
+    from continuity.holdout import HoldoutSource
+    from continuity.roles.run import read_registration
+
+    registration, sha256 = options.get("registration"), options.get("sha256")
+    if not (registration and sha256):
+        return None
+    found, _, _ = read_registration(Path(registration), sha256)
+    held = found.workload.holdout
+    if held is UNSET:
+        return None
+    _refuse_given(options, _REGISTERED, "the registration fixes the workload and policy")
+    fixed: EstimateOptions = {
+        **{k: v for k, v in options.items() if k not in ("registration", "sha256")},  # type: ignore[typeddict-item]
+        "selection_seed": held.selection.seed,
+        "per_group": held.selection.per_group,
+        "lookup_policy": held.sizing,
+        "lookup_policy_sha256": held.sizing_sha256,
+        "output_limit": held.output_limit,
+        "output_limit_source": held.output_limit_source,
+    }
+    source = HoldoutSource(Path(held.manifest), held.manifest_sha256, Path(held.statistical_spec))
+    return fixed, source
 
 
 def _holdout_source(options: EstimateOptions) -> HoldoutSource | None:

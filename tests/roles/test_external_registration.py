@@ -171,3 +171,54 @@ def test_a_registration_is_refused_when_the_cap_is_not_reproduced(toy: Fixture) 
         _workload(toy, "0.01")
     assert caught.value.code == "role_catalog_cap_mismatch"
     assert "doit estimate" in str(caught.value)
+
+
+def test_the_estimate_prices_an_external_registration(toy: Fixture, tmp_path: Path) -> None:  # noqa: F811
+    import hashlib
+
+    from continuity.roles.guidance import RENDERER_PATH, ROLE_PROTOCOL
+    from continuity.roles.register import (
+        REGISTRATION_SCHEMA_V2,
+        BoundDigests,
+        Checkout,
+        Registration,
+    )
+    from continuity.roles.table import ROLES
+    from rules.estimate import _estimate
+
+    cap = _cap(toy)
+    checkout = Checkout(path="/nonexistent/checkout", revision="0" * 40, tree="0" * 40)
+    registration = Registration(
+        schema=REGISTRATION_SCHEMA_V2,
+        protocol=ROLE_PROTOCOL,
+        r0=checkout,
+        rpack=checkout,
+        differing=[RENDERER_PATH],
+        digests=BoundDigests(entrypoint={}, reader={}, scorer={}, lock={}, budget={}),
+        workload=workload([], [], None, _workload(toy, cap)),
+        roles=list(ROLES),
+        builds={},
+    )
+    path = tmp_path / "registration.json"
+    path.write_bytes(msgspec.json.encode(registration, order="sorted"))
+    where = _estimate(
+        probe_mode="lookup-allowed-v1",
+        registration=str(path),
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        pricing=str(toy.catalog),
+        store=str(toy.store.root),
+        out=str(tmp_path / "out"),
+    )
+    assert where is not None
+    from continuity.plan.lookup_estimate import LookupEstimate
+
+    result = msgspec.json.decode(Path(where.split(" in ", 1)[1]).read_bytes(), type=LookupEstimate)
+    assert result.holdout is not None and str(result.holdout.pricing.cap_usd) == cap
+    with pytest.raises(ContinuityError) as caught:
+        _estimate(
+            probe_mode="lookup-allowed-v1",
+            registration=str(path),
+            sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+            suites="original",
+        )
+    assert caught.value.code == "plan_invalid"
