@@ -12,6 +12,7 @@ from rules.roles import REGISTRATION_PARAMS
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from continuity.roles.register import Registration
     from continuity.runner.preflight import PreflightSlot, PreflightSource
 
 
@@ -101,11 +102,9 @@ def _preflight(**options: Unpack[PreflightOptions]) -> str:
     from continuity.roles.register import check_output
     from continuity.roles.run import read_registration
     from continuity.roles.run_launch import verify_build
-    from continuity.roles.table import SOULS
     from continuity.runner.preflight import (
         PreflightSource,
         preflight_failure,
-        registered_slots,
         run_preflight,
         summary_lines,
     )
@@ -139,7 +138,7 @@ def _preflight(**options: Unpack[PreflightOptions]) -> str:
     )
     with progress("compare_preflight") as tick:
         where, report = run_preflight(
-            registered_slots(registration, SOULS),
+            _registered(registration, options),
             PreflightSource(kind="registration", path=str(path), sha256=raw, digest=digest),
             output,
             forbidden=checkouts,
@@ -152,6 +151,53 @@ def _preflight(**options: Unpack[PreflightOptions]) -> str:
         print("\n".join(lines), flush=True)
         raise failure
     return "\n".join(lines)
+
+
+def _registered(registration: Registration, options: PreflightOptions) -> list[PreflightSlot]:
+    """The registration's slots; an external registration's are its roles x the selected
+    traces of its frozen holdout (verified in the options' store), each handed the frozen
+    trace's bytes and prepared by the role's registered build.
+
+    Raises:
+        HoldoutError: the registered source is not frozen in the store, or no longer
+            verifies.
+    """
+    import msgspec
+    from msgspec import UNSET
+
+    from continuity.plan.holdout_plan import HOLDOUT_SUITE, holdout_choice
+    from continuity.roles.table import SOULS
+    from continuity.runner.preflight import registered_slots
+    from continuity.runner.preflight_child import TraceInput
+    from continuity.store import Store
+
+    held = registration.workload.holdout
+    if held is UNSET:
+        return registered_slots(registration, SOULS)
+    store = Store(options.get("store") or None)
+    chosen = {
+        "suite": HOLDOUT_SUITE,
+        "manifest": held.manifest,
+        "manifest_sha256": held.manifest_sha256,
+        "statistical_spec": held.statistical_spec,
+        "selection_seed": held.selection.seed,
+        "per_group": held.selection.per_group,
+    }
+    choice = holdout_choice(store, chosen, lookup=True)
+    assert choice is not None
+    traces = {t.trace_id: t for t in choice.traces}
+    slots = registered_slots(registration, SOULS, list_traces=lambda suite: list(traces))
+    return [
+        msgspec.structs.replace(
+            slot,
+            trace=TraceInput(
+                key=traces[slot.trace_id].key,
+                digest=traces[slot.trace_id].digest,
+                data=store.get_blob(traces[slot.trace_id].digest),
+            ),
+        )
+        for slot in slots
+    ]
 
 
 def _run_holdout(options: PreflightOptions) -> str:

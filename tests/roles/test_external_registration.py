@@ -222,3 +222,45 @@ def test_the_estimate_prices_an_external_registration(toy: Fixture, tmp_path: Pa
             suites="original",
         )
     assert caught.value.code == "plan_invalid"
+
+
+def test_preflight_schedules_an_external_registrations_selected_traces(toy: Fixture) -> None:  # noqa: F811
+    import sys
+
+    from continuity.roles.guidance import RENDERER_PATH, ROLE_PROTOCOL
+    from continuity.roles.register import (
+        REGISTRATION_SCHEMA_V2,
+        BoundDigests,
+        Checkout,
+        Registration,
+    )
+    from continuity.roles.register_build import BuildReceipt
+    from continuity.roles.table import ROLES
+    from continuity.runner.preflight import CHILD_PATH
+    from continuity.store import ObjectRef
+    from rules.preflight import _registered
+
+    build = BuildReceipt(
+        venv="/nonexistent/venv", python=sys.executable, python_version="3", site_packages="-",
+        src="-", files={CHILD_PATH: "0" * 64}, pth_sha256="0" * 64, files_digest="0" * 64,
+        seconds=0.0,
+    )  # fmt: skip
+    checkout = Checkout(path="/nonexistent/checkout", revision="0" * 40, tree="0" * 40)
+    held = _workload(toy, _cap(toy))
+    registration = Registration(
+        schema=REGISTRATION_SCHEMA_V2,
+        protocol=ROLE_PROTOCOL,
+        r0=checkout,
+        rpack=checkout,
+        differing=[RENDERER_PATH],
+        digests=BoundDigests(entrypoint={}, reader={}, scorer={}, lock={}, budget={}),
+        workload=workload([], [], 1, held),
+        roles=list(ROLES),
+        builds={"r0": build, "rpack": build},
+    )
+    slots = _registered(registration, {"store": str(toy.store.root)})
+    assert len(slots) == len(ROLES) * len(held.selection.selected)
+    assert [s.trace_id for s in slots[:4]] == list(held.selection.selected)
+    for slot in slots:
+        assert slot.suite == "holdout" and slot.trace is not None
+        assert toy.store.has_object(ObjectRef("blob", slot.trace.digest, len(slot.trace.data)))
