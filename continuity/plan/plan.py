@@ -357,9 +357,7 @@ def holdout_for_options(options: Mapping[str, Any]) -> HoldoutChoice | None:
     return holdout_choice(Store(options.get("store") or None), options, lookup=lookup)
 
 
-def _fixed_soul(
-    plan: Plan, fixed: FixedBudget, binding: str, where: str
-) -> tuple[str, str]:
+def _fixed_soul(plan: Plan, fixed: FixedBudget, binding: str, where: str) -> tuple[str, str]:
     """A fixed-budget sizing checked against a plan: it sizes the plan's holdout and
     selection with the plan's reader binding; the digests of the soul it measured with.
 

@@ -404,8 +404,7 @@ def record(
         blinds[name] = load_blind(paths[name])
         if _digest(suites[name]) != blinds[name].suite_sha256:
             raise CalibrationInvalid(
-                f"the held-out suite {name} is not the one its blind measurement was "
-                "taken on",
+                f"the held-out suite {name} is not the one its blind measurement was taken on",
                 location=str(suites[name]),
             )
     loaded = {name: load_cases(path) for name, path in suites.items()}
