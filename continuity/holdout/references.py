@@ -18,7 +18,11 @@ its texts (a locator and a string; texts are compared one by one, never across):
   concatenated pieces is seen too;
 - ``soul/<file>``: the lookup souls (``fixtures/lookup/*.md``) by paragraph;
 - ``calibration/<file>``: every JSON string of every line of the calibration suites
-  (``fixtures/calibration/*.jsonl``), located by line and JSON path.
+  (``fixtures/calibration/*.jsonl``), located by line and JSON path;
+- ``scorer/<path>``: the scorer's own source, docstrings and comments included (every
+  module of `continuity.probes.scorer_version.SCORER_MODULES` and the scorer's tests,
+  ``tests/probes/*.py``, where the checkout has them), by paragraph: the rules were
+  written with answers in view, and no holdout answer may be among them.
 
 `References.digest` is blake3 over every reference's name and texts (not their
 locators, so moving a literal to another line changes nothing): adding, removing or
@@ -219,6 +223,22 @@ def _fixture_references() -> list[Reference]:
     return found
 
 
+def _scorer_references() -> list[Reference]:
+    from continuity.probes.scorer_version import SCORER_MODULES
+
+    root = _PACKAGE.parent
+    paths = [root / (name.replace(".", "/") + ".py") for name in SCORER_MODULES]
+    paths += sorted((root / "tests" / "probes").glob("*.py"))
+    return [
+        Reference(
+            f"scorer/{path.relative_to(root).as_posix()}",
+            tuple(_paragraphs(path.read_text(encoding="utf-8"))),
+        )
+        for path in paths
+        if path.is_file()
+    ]
+
+
 def project_references() -> References:
     """Every reference of this checkout (see the module doc), generated suites included."""
     return References(
@@ -228,5 +248,6 @@ def project_references() -> References:
             *_literal_references("prompt", PROMPT_MODULES),
             *_assembled_prompts(),
             *_fixture_references(),
+            *_scorer_references(),
         )
     )

@@ -1,9 +1,8 @@
 """Free recall: an answer against a human-written gold answer (imported corpora).
 
 The gold is read in parts. ``;`` separates the answer from a reason or an alternative
-(LoCoMo writes ``National park; she likes the outdoors``): matching any one part
-suffices. Within a part, ``,`` and a whole-word ``and`` separate the items of a list,
-and every item is needed; a comma inside a date (``April 26, 2022``) or an amount
+(a gold such as ``Lake cabin; he avoids crowds``): matching any one part suffices. Within a part, ``,`` and a whole-word ``and`` separate the items of a list,
+and every item is needed; a comma inside a date (``April 26, 2028``) or an amount
 separates nothing. An item is matched when the answer
 
 - asserts every typed value the item holds (a date, an amount, a time, a number or an
@@ -328,7 +327,7 @@ def _reversed(item: str, text: str) -> bool:
 
 def _resolved(item: str, text: str, locale: Locale) -> str | None:
     """The item without its relative date phrase when the answer asserts one of the days
-    it allows (``12 August 2023`` for ``The Saturday before 14 August 2023``), else None."""
+    it allows (``12 August 2028`` for ``The Saturday before 14 August 2028``), else None."""
     relative = gold_days(item, locale)
     if relative is None:
         return None

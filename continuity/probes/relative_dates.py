@@ -1,9 +1,9 @@
 """Relative dates in human-written gold answers: the days they can mean.
 
 Corpora that date their sessions (LoCoMo) write a temporal answer relative to a session
-date when the speaker did: ``The week before 9 June 2023``, ``The Saturday before 14
-August 2023``, ``The day after 3 May 2023``, ``The weekend of 22 August 2022``. A reader
-that works the date out answers ``12 August 2023``. `gold_days` turns such a gold into
+date when the speaker did: ``The week before 11 June 2028``, ``The Saturday before 14
+August 2028``, ``The day after 3 May 2028``, ``The weekend of 22 August 2028``. A reader
+that works the date out answers ``12 August 2028``. `gold_days` turns such a gold into
 the set of calendar days it allows, so an answer that states one of them matches:
 
 - ``day before D`` / ``day after D``: one day;

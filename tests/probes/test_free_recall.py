@@ -36,11 +36,11 @@ def _decoy(decoy: str, answer: str) -> str:
         ("oboe, harp", "She plays the harp and the oboe.", "correct"),
         ("oboe, harp", "The oboe, I believe.", "fabricated"),
         # a comma inside a date separates nothing
-        ("March 3, 2021", "On 3 March 2021.", "correct"),
-        ("March 3, 2021", "In 2021.", "fabricated"),
+        ("March 3, 2028", "On 3 March 2028.", "correct"),
+        ("March 3, 2028", "In 2028.", "fabricated"),
         # polar golds: the answer's first committed polarity; the reason is optional
-        ("Likely yes since she collects stamps", "Probably, yes.", "correct"),
-        ("Likely yes since she collects stamps", "I doubt it; no.", "fabricated"),
+        ("Likely yes since he keeps bees", "Probably, yes.", "correct"),
+        ("Likely yes since he keeps bees", "I doubt it; no.", "fabricated"),
         ("Presumably not", "I don't think so.", "correct"),
         ("No; the ferry was cancelled", "Nope.", "correct"),
         # negated content words never state the gold
@@ -62,7 +62,7 @@ def _decoy(decoy: str, answer: str) -> str:
         # a partial list is an answer, not a decline
         ("oboe, harp", "The oboe, and another one I can't remember.", "fabricated"),
         # dated golds the other way round
-        ("The day before 9 July 2022", "The day after 9 July 2022.", "fabricated"),
+        ("The day before 9 July 2028", "The day after 9 July 2028.", "fabricated"),
     ],
 )
 def test_free_recall_rules(gold: str, answer: str, outcome: str) -> None:
@@ -72,13 +72,13 @@ def test_free_recall_rules(gold: str, answer: str, outcome: str) -> None:
 @pytest.mark.parametrize(
     ("gold", "answer", "outcome"),
     [
-        ("The Friday before 20 October 2023", "Friday 13 October 2023.", "correct"),
-        ("The Friday before 20 October 2023", "On October 13th.", "correct"),
-        ("The Friday before 20 October 2023", "On October 6th.", "fabricated"),
-        ("The week before 1 March 2024", "26 February 2024.", "correct"),  # leap year span
-        ("The week before 1 March 2024", "1 March 2024.", "fabricated"),
-        ("The weekend before 14 July 2023", "Saturday 8 July 2023.", "correct"),
-        ("The day after 31 December 2022", "1 January 2023.", "correct"),
+        ("The Friday before 20 October 2028", "Friday 13 October 2028.", "correct"),
+        ("The Friday before 20 October 2028", "On October 13th.", "correct"),
+        ("The Friday before 20 October 2028", "On October 6th.", "fabricated"),
+        ("The week before 1 March 2028", "29 February 2028.", "correct"),  # leap year span
+        ("The week before 1 March 2028", "1 March 2028.", "fabricated"),
+        ("The weekend before 14 July 2028", "Saturday 8 July 2028.", "correct"),
+        ("The day after 31 December 2028", "1 January 2029.", "correct"),
     ],
 )
 def test_relative_dates_resolve_to_the_days_they_allow(
@@ -88,14 +88,14 @@ def test_relative_dates_resolve_to_the_days_they_allow(
 
 
 def test_gold_days_computes_weekdays_and_spans() -> None:
-    span, days = gold_days("The Monday after 2 June 2023", "day-first") or ((0, 0), set())
-    assert days == {dt.date(2023, 6, 5)} and span == (4, 28)
-    _, week = gold_days("the week of 7 June 2023", "day-first") or ((0, 0), set())
-    assert min(week) == dt.date(2023, 6, 5) and max(week) == dt.date(2023, 6, 11)
-    assert gold_days("9 June 2023", "day-first") is None  # not relative
-    assert gold_days("The week before 9 June", "day-first") is None  # no year: no anchor
-    assert states_one_of("on 5 June, a Monday", {dt.date(2023, 6, 5)}, "day-first")
-    assert not states_one_of("Tuesday 5 June", {dt.date(2023, 6, 5)}, "day-first")
+    span, days = gold_days("The Monday after 2 June 2028", "day-first") or ((0, 0), set())
+    assert days == {dt.date(2028, 6, 5)} and span == (4, 28)
+    _, week = gold_days("the week of 7 June 2028", "day-first") or ((0, 0), set())
+    assert min(week) == dt.date(2028, 6, 5) and max(week) == dt.date(2028, 6, 11)
+    assert gold_days("11 June 2028", "day-first") is None  # not relative
+    assert gold_days("The week before 11 June", "day-first") is None  # no year: no anchor
+    assert states_one_of("on 5 June, a Monday", {dt.date(2028, 6, 5)}, "day-first")
+    assert not states_one_of("Tuesday 5 June", {dt.date(2028, 6, 5)}, "day-first")
 
 
 @pytest.mark.parametrize(
@@ -133,7 +133,7 @@ def test_an_answer_that_states_the_gold_is_correct_and_its_denial_is_not(words: 
 def test_gold_parts_split_answers_lists_and_keep_dates_whole() -> None:
     assert free_recall.gold_parts("Yes; she loves boats") == [["Yes"], ["she loves boats"]]
     assert free_recall.gold_parts("figs, honey and jam") == [["figs", "honey", "jam"]]
-    assert free_recall.gold_parts("April 26, 2022") == [["April 26  2022"]]
+    assert free_recall.gold_parts("April 26, 2028") == [["April 26  2028"]]
 
 
 def test_polarity_reads_the_first_committed_word() -> None:
@@ -152,7 +152,7 @@ def test_token_f1_follows_locomo() -> None:
     # category 1: each gold part's best F1 against the answer's comma parts, averaged
     assert locomo_f1("harp, oboe", "oboe, flute", 1) == pytest.approx(0.5)
     # category 3: only the gold before its first ';'
-    assert locomo_f1("national park", "national park; likes hiking", 3) == 1.0
-    assert locomo_f1("7 May 2023", "7 May 2023", 2) == 1.0
+    assert locomo_f1("lake cabin", "lake cabin; likes hiking", 3) == 1.0
+    assert locomo_f1("7 May 2028", "7 May 2028", 2) == 1.0
     with pytest.raises(ValueError, match="no token-F1"):
         locomo_f1("anything", "gold", 5)
