@@ -41,6 +41,7 @@ from continuity.holdout import (
     select_frozen,
     selected_traces,
 )
+from continuity.lookup.budget import BYTE_CAP, CALL_CAP
 from continuity.lookup.fixed_budget import (
     CodeBinding,
     FixedBudget,
@@ -55,7 +56,7 @@ from continuity.lookup.fixed_budget import (
     slot_with_derived,
 )
 from continuity.lookup.fixed_budget_classify import FIXED_ROUNDS, envelope_metrics
-from continuity.lookup.policy import LOOKUP_PROTOCOL, LookupPolicy, load_policy, policy_sha256
+from continuity.lookup.policy import LEGACY_SCHEMAS, LOOKUP_PROTOCOL, load_policy, policy_sha256
 from continuity.lookup.reader import binding_models
 from continuity.lookup.receipts import LookupBinding
 from continuity.lookup.soul import Soul, read_known_soul
@@ -121,15 +122,31 @@ def frozen_policy_files() -> list[Path]:
     return sorted(folder.glob("budget-*.json"))
 
 
-def fixed_budget_policy(sha256: str, policy: Path | None = None) -> tuple[Path, LookupPolicy]:
-    """The frozen policy whose raw bytes hash to `sha256`: the file `policy` names, else
-    the frozen policy file of this checkout that does, loaded with every check.
+class FrozenBudget(msgspec.Struct, frozen=True):
+    """The only thing a fixed-budget sizing takes from a frozen policy: its limits."""
+
+    calls: int
+    bytes: int
+
+
+class _Legacy(msgspec.Struct):
+    schema: str = ""
+    calls: int = 0
+    bytes: int = 0
+
+
+def fixed_budget_policy(sha256: str, policy: Path | None = None) -> tuple[Path, FrozenBudget]:
+    """The calls and bytes of the frozen policy whose raw bytes hash to `sha256`: the
+    file `policy` names, else the frozen policy file of this checkout that does. A
+    protocol-bound policy (``continuity-lookup-budget-v2``) is loaded with every check;
+    an earlier frozen file (``continuity-lookup-budget-v1``, e.g. the seed's raw v1
+    policy) gives only its limits, in range: a fixed budget reads no class of it.
 
     Raises:
         LookupError_: ``lookup_fixed_budget_unknown`` (no frozen policy file hashes to it,
             or it is no sha256), ``lookup_policy_sha256_mismatch`` (`policy`'s bytes hash
-            to something else), and `load_policy`'s codes (``lookup_policy_unbound`` for
-            a frozen file of the unbound v1 schema, ``lookup_policy_protocol_mismatch``,
+            to something else), ``lookup_policy_invalid`` (limits out of range), and
+            `load_policy`'s codes for a v2 file (``lookup_policy_protocol_mismatch``,
             ``lookup_policy_code_mismatch`` ...).
     """
     if policy is None:
@@ -149,7 +166,32 @@ def fixed_budget_policy(sha256: str, policy: Path | None = None) -> tuple[Path, 
                 location=_OPTION,
             )
         policy = found[0]
-    return policy, load_policy(policy, sha256)
+    data = _read_policy(policy)
+    if policy_sha256(data) != sha256:
+        raise LookupError_(
+            f"the policy's sha256 is {policy_sha256(data)}, not {sha256[:64]}",
+            code="lookup_policy_sha256_mismatch",
+            location=str(policy),
+        )
+    try:
+        head = msgspec.json.decode(data, type=_Legacy)
+    except msgspec.MsgspecError as exc:
+        raise LookupError_(str(exc), location=str(policy)) from None
+    if head.schema not in LEGACY_SCHEMAS:
+        loaded = load_policy(policy, sha256)
+        return policy, FrozenBudget(loaded.calls, loaded.bytes)
+    if not 1 <= head.calls <= CALL_CAP or not 1 <= head.bytes <= BYTE_CAP:
+        raise LookupError_("budget out of range", location=f"{policy}:$.calls")
+    return policy, FrozenBudget(head.calls, head.bytes)
+
+
+def _read_policy(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise LookupError_(
+            f"cannot read the policy: {exc.strerror or type(exc).__name__}", location=str(path)
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -292,7 +334,7 @@ def _role_bindings(roles: Sequence[tuple[EstimateRole, Soul]]) -> list[RoleBindi
     ]
 
 
-def _terms(sha256: str, path: Path, policy: LookupPolicy, watchdog_seconds: float) -> FixedTerms:
+def _terms(sha256: str, path: Path, policy: FrozenBudget, watchdog_seconds: float) -> FixedTerms:
     defaults = {f.name: f.default for f in msgspec.structs.fields(LookupBinding)}
     return FixedTerms(
         policy_sha256=sha256,

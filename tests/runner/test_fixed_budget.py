@@ -565,11 +565,17 @@ def test_the_fixed_budget_is_a_frozen_policy_named_by_its_sha256(tmp_path: Path)
         (lambda: fixed_budget_policy("not-a-sha"), "lookup_fixed_budget_unknown"),
         (lambda: fixed_budget_policy("0" * 64, copy), "lookup_policy_sha256_mismatch"),
     ]
-    legacy = V3.with_name("budget-v2.json")
+    # an earlier frozen file (schema v1: no protocol binding) gives only its limits
+    for name in ("budget-v1.json", "budget-v2.json"):
+        legacy = V3.with_name(name)
+        path, limits = fixed_budget_policy(hashlib.sha256(legacy.read_bytes()).hexdigest())
+        assert (path, limits.calls, limits.bytes) == (legacy, 8, 126_976)
+    broken = tmp_path / "out-of-range.json"
+    broken.write_text('{"schema": "continuity-lookup-budget-v1", "calls": 0, "bytes": 1}')
     refusals.append(
         (
-            lambda: fixed_budget_policy(hashlib.sha256(legacy.read_bytes()).hexdigest()),
-            "lookup_policy_unbound",
+            lambda: fixed_budget_policy(hashlib.sha256(broken.read_bytes()).hexdigest(), broken),
+            "lookup_policy_invalid",
         )
     )
     for call, code in refusals:
