@@ -43,24 +43,22 @@ The tree::
     │   ├── PricingError           pricing_invalid (a catalog or genai-prices lookup)
     │   ├── HoldoutError           an external holdout source (continuity.holdout, doit
     │   │                          holdout_*): holdout_source_incomplete,
-    │   │                          holdout_manifest_sha256_invalid,
-    │   │                          holdout_manifest_sha256_mismatch, holdout_file_unreadable,
-    │   │                          holdout_manifest_invalid, holdout_spec_invalid,
-    │   │                          holdout_group_unknown, holdout_group_too_small,
-    │   │                          holdout_trace_hash_mismatch, holdout_trace_invalid (with
-    │   │                          the trace validator's issues), holdout_output_invalid,
-    │   │                          holdout_overlap_found, holdout_overlap_stale,
-    │   │                          holdout_overlap_mismatch, holdout_overlap_invalid,
-    │   │                          holdout_not_frozen, holdout_freeze_mismatch,
-    │   │                          holdout_selection_seed_required,
-    │   │                          holdout_selection_seed_invalid, holdout_per_group_invalid,
-    │   │                          holdout_selection_mismatch,
-    │   │                          holdout_trace_selection_refused, holdout_repeats_invalid,
-    │   │                          holdout_suite_required (a source without --suite holdout)
-    │   │                          (doit import_locomo, continuity.traces.locomo):
-    │   │                          locomo_zip_unreadable, locomo_format_invalid (with the
-    │   │                          archive member and JSON path), locomo_output_exists,
-    │   │                          locomo_output_invalid
+    │   │                          holdout_manifest_sha256_invalid, holdout_file_unreadable,
+    │   │                          holdout_manifest_sha256_mismatch, holdout_manifest_invalid,
+    │   │                          holdout_spec_invalid, holdout_group_unknown,
+    │   │                          holdout_group_too_small, holdout_trace_hash_mismatch,
+    │   │                          holdout_trace_invalid (with the trace validator's issues),
+    │   │                          holdout_output_invalid, holdout_overlap_found,
+    │   │                          holdout_overlap_stale, holdout_overlap_mismatch,
+    │   │                          holdout_overlap_invalid, holdout_not_frozen,
+    │   │                          holdout_freeze_mismatch, holdout_selection_seed_required,
+    │   │                          holdout_selection_mismatch, holdout_selection_seed_invalid,
+    │   │                          holdout_per_group_invalid, holdout_trace_selection_refused,
+    │   │                          holdout_repeats_invalid, holdout_suite_required (a source
+    │   │                          without --suite holdout); doit import_locomo
+    │   │                          (continuity.traces.locomo): locomo_zip_unreadable,
+    │   │                          locomo_format_invalid (with the archive member and JSON
+    │   │                          path), locomo_output_exists, locomo_output_invalid
     │   └── LookupError_           lookup_policy_invalid and the lookup-mode codes above
     ├── ArmError                       arm_unknown, arm_not_available_at_revision:<id>
     ├── ConfigError                    config_key_unknown, config_value_invalid
@@ -88,7 +86,8 @@ The tree::
     │                                  role_output_not_absolute, role_output_exists,
     │                                  role_output_inside_checkout, role_build_failed,
     │                                  role_catalog_cap_required, role_catalog_cap_invalid,
-    │                                  role_catalog_cap_mismatch (an external registration);
+    │                                  role_catalog_cap_mismatch, role_sizing_dirty,
+    │                                  role_sizing_revision_mismatch (external ones);
     │                                  doit compare_run: role_registration_sha256_mismatch,
     │                                  role_registration_invalid, role_build_changed,
     │                                  role_launch_failed (launches.json reasons, not

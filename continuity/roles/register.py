@@ -46,7 +46,7 @@ from continuity.roles.register_git import (
     read_blob,
     tree_id,
 )
-from continuity.roles.register_holdout import HoldoutWorkload
+from continuity.roles.register_holdout import HoldoutWorkload, check_sizing_build
 from continuity.roles.table import ROLES, Role
 from continuity.store import Store
 
@@ -366,6 +366,8 @@ def register(
         RoleError: every refusal of the steps in the module docstring.
     """
     out = check_output(output, [r0[0], rpack[0]])
+    if work.holdout is not UNSET:  # an external registration's sizing: clean, at Rpack
+        check_sizing_build(work.holdout, rpack[1])
     out.mkdir(parents=True)  # reserved before anything is built
     trees: dict[str, dict[str, TreeEntry]] = {}
     checkouts: dict[str, Checkout] = {}

@@ -33,7 +33,7 @@ from continuity.holdout import HoldoutSource
 from continuity.holdout.schema import HoldoutBinding
 from continuity.store import Store
 
-__all__ = ["HoldoutWorkload", "holdout_workload", "parse_cap"]
+__all__ = ["HoldoutWorkload", "check_sizing_build", "holdout_workload", "parse_cap"]
 
 
 class HoldoutWorkload(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,6 +50,35 @@ class HoldoutWorkload(msgspec.Struct, frozen=True, kw_only=True):
     output_limit: int
     output_limit_source: str
     catalog_cap_usd: str
+
+
+def check_sizing_build(held: HoldoutWorkload, rpack_revision: str) -> None:
+    """The sizing was measured by clean code at Rpack's registered revision (every role
+    is measured with this checkout's renderer, which carries the guidance: Rpack's).
+
+    Raises:
+        RoleError: ``role_sizing_dirty`` (measured from a work tree that differed from
+            its commit, or outside git), ``role_sizing_revision_mismatch`` (another
+            commit).
+        LookupError_: `load_fixed_budget`'s codes.
+    """
+    from continuity.lookup.fixed_budget import load_fixed_budget
+
+    code = load_fixed_budget(Path(held.sizing), held.sizing_sha256).code
+    if code.dirty is not False:
+        raise RoleError(
+            "the sizing was measured from a work tree that differed from its commit (or "
+            "outside git); measure it again from the clean Rpack checkout",
+            code="role_sizing_dirty",
+            location=held.sizing,
+        )
+    if code.commit != rpack_revision:
+        raise RoleError(
+            f"the sizing was measured at {code.commit[:12]}, Rpack is {rpack_revision[:12]}; "
+            "measure it again at the registered revision",
+            code="role_sizing_revision_mismatch",
+            location=held.sizing,
+        )
 
 
 def parse_cap(text: str | None) -> Decimal:

@@ -264,3 +264,30 @@ def test_preflight_schedules_an_external_registrations_selected_traces(toy: Fixt
     for slot in slots:
         assert slot.suite == "holdout" and slot.trace is not None
         assert toy.store.has_object(ObjectRef("blob", slot.trace.digest, len(slot.trace.data)))
+
+
+def test_a_registered_sizing_must_be_clean_and_at_rpacks_revision(
+    toy: Fixture,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    import hashlib
+
+    from continuity.lookup.fixed_budget import CodeBinding, fixed_budget_bytes, load_fixed_budget
+    from continuity.roles.register_holdout import check_sizing_build
+
+    held = _workload(toy, _cap(toy))
+    with pytest.raises(RoleError) as caught:  # the hand-made sizing was measured outside git
+        check_sizing_build(held, "a" * 40)
+    assert caught.value.code == "role_sizing_dirty"
+    budget = load_fixed_budget(toy.budget, toy.sha256)
+    clean = msgspec.structs.replace(
+        budget, code=CodeBinding(commit="b" * 40, dirty=False, measurement_code="0" * 64)
+    )
+    path = tmp_path / "clean-budget.json"
+    path.write_bytes(fixed_budget_bytes(clean))
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    moved = msgspec.structs.replace(held, sizing=str(path), sizing_sha256=sha)
+    check_sizing_build(moved, "b" * 40)
+    with pytest.raises(RoleError) as caught:
+        check_sizing_build(moved, "c" * 40)
+    assert caught.value.code == "role_sizing_revision_mismatch"
