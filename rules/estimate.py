@@ -119,6 +119,13 @@ def _lookup_estimate(options: EstimateOptions) -> str:
     )
     from continuity.runner.lookup_run import LookupRun
 
+    if any(options.get(k) for k in ("manifest", "manifest_sha256", "statistical_spec")):
+        if options.get("trace"):  # as every plan command refuses it on a holdout
+            from continuity.holdout import refuse_explicit_traces
+
+            refuse_explicit_traces("--trace")
+        if options.get("suite") == "holdout":  # the source says so already
+            options = {**options, "suite": ""}
     _refuse_given(
         options,
         _LOOKUP_UNREAD,

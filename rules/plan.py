@@ -244,7 +244,11 @@ def _next_out(given: str, plan: Plan, digest: str) -> str:
 
 def task_plan() -> TaskSpec:
     """Print the plan record the options bind and its digest (no network, no credential)."""
-    return {"actions": [task_action(_plan)], "params": [*PLAN_PARAMS, OUT], "verbosity": 2}
+    return {
+        "actions": [task_action(_plan)],
+        "params": [*PLAN_PARAMS, STORE, OUT],
+        "verbosity": 2,
+    }
 
 
 def task_dry_run() -> TaskSpec:

@@ -121,6 +121,19 @@ def test_units_run_the_selected_traces_in_both_modes(
     record = json.loads((tmp_path / "out/runs/offline/units" / units[0]).read_text())
     assert record["family"] == "imported"
     assert {p["category"] for p in record["probes"]} == {"free_recall", "abstention"}
+    # every free-recall answer keeps LoCoMo's token-F1; no other probe carries one
+    for probe in record["probes"]:
+        assert ("token_f1" in probe) == (probe["category"] == "free_recall"), probe
+    # the report puts the token-F1 beside the free-recall accuracy, per suite and arm
+    aggregated = _doit(store, tmp_path, "aggregate", "--run", "offline")
+    assert aggregated.returncode == 0, aggregated.stdout + aggregated.stderr
+    results = json.loads((tmp_path / "out/runs/offline/results.json").read_text())
+    cells = results["free_recall"]["imported"]
+    assert set(cells) == {"native", "cold-rebuild"}
+    assert cells["native"]["n"] == 4 and cells["native"]["with_f1"] == 4
+    assert cells["native"]["token_f1"] == 0.0  # the scripted reader answers UNKNOWN
+    summary = (tmp_path / "out/runs/offline/summary.md").read_text()
+    assert "## Free recall" in summary and "| imported | native | 4 | 0.0% | 0.000 | 4 |" in summary
     lookup = _doit(
         store, tmp_path, "units", *common, "--probe-mode", "lookup-allowed-v1", "--run", "lk"
     )
@@ -153,3 +166,23 @@ def test_preflight_prepares_every_role_and_selected_trace(
         "--sha256", "0" * 64,
     )  # fmt: skip
     assert both.returncode != 0 and "plan_invalid" in both.stdout + both.stderr
+
+
+def test_every_plan_command_takes_a_holdout(
+    frozen: tuple[Store, HoldoutSource], tmp_path: Path
+) -> None:
+    store, source = frozen
+    common = ["--suite", "holdout", *doit_args(source), "--selection-seed", "17"]
+    plan = _doit(store, tmp_path, "plan", *common)
+    assert plan.returncode == 0 and "seeded-sha256-rank-v1" in plan.stdout, plan.stdout
+    dry = _doit(store, tmp_path, "dry_run", *common)
+    assert dry.returncode == 0 and "--selection-seed 17" in dry.stdout, dry.stdout + dry.stderr
+    assert "--manifest-sha256" in dry.stdout  # the next command binds the same plan
+    estimate = _doit(store, tmp_path, "estimate", *common)
+    assert estimate.returncode == 0, estimate.stdout + estimate.stderr
+    traced = _doit(
+        store, tmp_path, "estimate", *common, "--probe-mode", "lookup-allowed-v1",
+        "--trace", "toy-north-1",
+    )  # fmt: skip
+    assert traced.returncode != 0
+    assert "holdout_trace_selection_refused" in traced.stdout + traced.stderr

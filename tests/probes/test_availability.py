@@ -199,3 +199,50 @@ def test_the_reference_lookup_uses_the_same_matching(tmp_path: Path) -> None:
         store, status_needle("fault report email", "DRAFTED", "message")
     ).retrievable
     store.close()
+
+
+def test_a_free_recall_probes_needles_are_its_evidence_turns(tmp_path: Path) -> None:
+    """An imported corpus's human-written answer is no literal of the trace: the fact is
+    each evidence turn's whole text, found with any punctuation between its words, never
+    in other words; the reference path searches for it in the retained store."""
+    from continuity.traces.schema import (
+        SCHEMA_VERSION,
+        FreeRecallExpectation,
+        OwnerMessage,
+        Session,
+        Trace,
+    )
+
+    said = "(9:40 am on 2 May, 2028)\nWendell: I repainted the rowing boat teal - twice!"
+    trace = Trace(
+        schema_version=SCHEMA_VERSION,
+        trace_id="imported-boat",
+        fictional=True,
+        family="imported",
+        scenario="invented",
+        title="An invented chat",
+        sessions=(Session(session_id="S1", date="2028-05-02",
+                          turns=(OwnerMessage(turn_id="t1-01", text=said),)),),
+        probes=(),
+    )  # fmt: skip
+    expectation = FreeRecallExpectation(answer="teal", evidence=("t1-01",), source_category=4)
+    needles = needles_for(expectation, trace)
+    assert len(needles.fact) == fact_count(expectation) == 1 and needles.superseded == []
+    (needle,) = needles.fact
+    # the same words with other spacing and punctuation
+    assert ContextText(["9:40 am on 2 May 2028 -- Wendell: I repainted the rowing boat "
+                        "teal, twice"]).holds(needle)  # fmt: skip
+    assert ContextText(["[User]: (9:40 am on 2 May, 2028)\n\n  Wendell:  I repainted\nthe "
+                        "rowing boat teal -- twice!!"]).holds(needle)  # fmt: skip
+    # a summary in other words, or a part of the turn, does not hold it
+    assert not ContextText(["Wendell painted his boat teal (twice)."]).holds(needle)
+    assert not ContextText(["I repainted the rowing boat teal"]).holds(needle)
+    store = RetainedStore(tmp_path / "retained.sqlite3")
+    store.retain_owner(said, source="owner", entry_ref="e1")
+    store.retain_owner("Ysolde: my kiln arrived on Tuesday.", source="owner", entry_ref="e2")
+    assert reference_lookup(store, needle).retrievable
+    store.close()
+    empty = RetainedStore(tmp_path / "other.sqlite3")
+    empty.retain_owner("Ysolde: my kiln arrived on Tuesday.", source="owner", entry_ref="e2")
+    assert not reference_lookup(empty, needle).retrievable
+    empty.close()
