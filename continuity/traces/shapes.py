@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from continuity.traces.schema import CATEGORIES
+from continuity.traces.schema import CATEGORIES, IMPORTED_CATEGORIES
 
 __all__ = ["FAMILY_SHAPES", "HARD_DESIGN_ROLES", "FamilyShape", "Range"]
 
@@ -61,6 +61,7 @@ _HARD = FamilyShape(
     early_constraint=True,
     design_roles=HARD_DESIGN_ROLES,
     neutral_vocabulary=True,
+    forbidden_categories=IMPORTED_CATEGORIES,
 )
 
 FAMILY_SHAPES: Mapping[str, FamilyShape] = {
@@ -72,14 +73,21 @@ FAMILY_SHAPES: Mapping[str, FamilyShape] = {
         steers=1,
         probes=(13, 13),
         categories=_SEVEN,
-        forbidden_categories=("redaction",),
+        forbidden_categories=("redaction", *IMPORTED_CATEGORIES),
         fits_projection=True,
         sent_and_drafted=True,
         early_constraint=True,
     ),
     "hard": _HARD,
     "hard-distractors": _HARD,
-    # Imported conversations keep only the universal rules (fictional, well formed,
-    # evidence that verifies, identifiers only in tool output).
-    "imported": FamilyShape(),
+    # Imported conversations (an external corpus, `continuity.traces.locomo`) keep the
+    # universal rules (fictional, well formed, evidence that resolves, identifiers only in
+    # tool output) and their own: at least one session and one probe, and no redaction
+    # probe (a secret needs the generator's credential-placement rules). Free recall
+    # (human-written answers) belongs to imported families only.
+    "imported": FamilyShape(
+        sessions=(1, 10_000),
+        probes=(1, 100_000),
+        forbidden_categories=("redaction",),
+    ),
 }

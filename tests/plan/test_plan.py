@@ -33,7 +33,7 @@ from tests.conftest import REPO
 # Re-pinned by issue 17: the trace schema gained free recall and decoys, so the
 # validation code every trace key binds moved, and with it `traces_key` (the plan's
 # other fields encode byte for byte as before: compared against 8d99e6a's 364124f0...).
-DEFAULT_DIGEST = "858968450a6d99c437ac4f4fb6dc7dfe0be4cc2d985fc9eb595518c65a15d7e1"
+DEFAULT_DIGEST = "909b0ae06399e76dee862617f9c5a94067ec8e1c590e5a51414e4f7215b0e646"
 
 
 def test_default_offline_plan_digest_is_pinned() -> None:

@@ -26,20 +26,20 @@ SMOKE = ("--suite", "original", "--trace", "brightline-return", "--probe-limit",
 # the three lookup plans also bind the frozen policy's sha256 (budget-v2.json ->
 # budget-v3.json, the protocol-bound policy). Every other field encodes as before.
 ORDINARY: dict[str, dict[str, object]] = {
-    "858968450a6d99c437ac4f4fb6dc7dfe0be4cc2d985fc9eb595518c65a15d7e1": {},
-    "7ff699e679f826226d736de56a2236f7f5025749e27eb06989dbc3f840cd2e18": {
+    "909b0ae06399e76dee862617f9c5a94067ec8e1c590e5a51414e4f7215b0e646": {},
+    "3e1da50e4c0596b65c8b2a80961bcda57ceada2605599e2576886cd97c9b28b8": {
         "probe_mode": "recall-only",
         "suite": "original",
         "probe_limit": 1,
         "arms": "native,continuity-pack-cold",
     },
-    "dc853a027b7c26739a781dce52e6e6a088c7a9b073d7acb21bb57dd5e12e851a": {"probe_mode": LOOKUP},
-    "89202cff198604e9261b32d325ec88da3fd73d0865c9ca07492505a21ca08cf0": {
+    "1207478fddefcceee04159e445afb5be94c7ee13a0c2cef043bf0ddd5a7cec93": {"probe_mode": LOOKUP},
+    "075d39af1b4ba747826bcede4ca8b5b6294c7f09d2f8c7439fd621118a0c5e2e": {
         "probe_mode": LOOKUP,
         "arms": "continuity-pack-cold",
         "probe_limit": 1,
     },
-    "593426e7aa80762cc105bbbb507b54badef00a2d1bee34a91ca66fb89322c77d": {
+    "141b007058cf6f8a35c39b2b9443a72478e45892e172d3935eecb171cb6c9952": {
         "probe_mode": LOOKUP,
         "arms": "native-lookup",
         "lookup_reader": "alternate",

@@ -102,3 +102,26 @@ def test_a_probe_that_states_its_own_answer_leaks() -> None:
     assert _codes(trace) == [("probe_leaks_answer", "$.probes[0].text")]
     # a whole-word match only: "eyes" does not give "yes" away
     validate_trace(_trace(_recall("yes"), texts=("Whose eyes are green?",)), source="t")
+
+
+def test_the_imported_family_has_shape_rules_of_its_own() -> None:
+    from continuity.traces.schema import Fact, RedactionExpectation
+
+    assert _codes(_trace()) == [("shape_out_of_range", "$.probes")]  # at least one probe
+    secret = RedactionExpectation(secret=Fact(value="Zq7!Zq7!Zq7!", evidence=("t1-02",)))
+    codes = _codes(_trace(_recall("teal"), secret))
+    assert ("shape_out_of_range", "$.probes") in codes  # no redaction probe
+
+
+def test_free_recall_belongs_to_imported_families_only() -> None:
+    from continuity.traces.keys import fixtures_dir
+
+    original = load_trace((fixtures_dir() / "original" / "brightline-return.json").read_bytes())
+    extra = Probe(probe_id="fr1", text="What happened?", expectation=_recall("teal", ("d1-01",)))
+    with_free_recall = msgspec.structs.replace(original, probes=(*original.probes, extra))
+    with pytest.raises(TraceInvalid) as caught:
+        validate_trace(with_free_recall, source="t")
+    assert any(
+        issue.code == "shape_out_of_range" and "free_recall" in issue.message
+        for issue in caught.value.issues
+    )
