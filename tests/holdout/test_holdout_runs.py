@@ -186,3 +186,20 @@ def test_every_plan_command_takes_a_holdout(
     )  # fmt: skip
     assert traced.returncode != 0
     assert "holdout_trace_selection_refused" in traced.stdout + traced.stderr
+
+
+def test_preflights_output_is_new_and_writable(
+    frozen: tuple[Store, HoldoutSource], tmp_path: Path
+) -> None:
+    store, source = frozen
+    (tmp_path / "exists").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    for output, code in (
+        (tmp_path / "exists", "preflight_output_exists"),
+        (tmp_path / "a-file" / "under", "preflight_output_invalid"),
+    ):
+        done = _doit(
+            store, tmp_path, "compare_preflight", *doit_args(source), "--selection-seed", "17",
+            "--per-group", "1", "--output", str(output),
+        )  # fmt: skip
+        assert done.returncode != 0 and code in done.stdout + done.stderr, done.stdout

@@ -278,3 +278,12 @@ def test_the_doit_task_imports_and_refuses_with_codes(tmp_path: Path) -> None:
     missing = doit("--output", str(tmp_path / "other"))
     assert missing.returncode != 0 and "option_value_missing" in missing.stdout + missing.stderr
     assert zipfile.is_zipfile(archive)
+
+
+def test_an_output_that_cannot_be_written_is_refused(tmp_path: Path) -> None:
+    archive = write_zip(tmp_path / "l.zip", {"locomo10.json": [sample()]})
+    (tmp_path / "a-file").write_text("not a directory")
+    with pytest.raises(UsageError) as caught:
+        import_locomo(archive, tmp_path / "a-file" / "source")
+    assert caught.value.code == "locomo_output_invalid"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "l.zip"]
