@@ -1,8 +1,9 @@
 """Free recall: an answer against a human-written gold answer (imported corpora).
 
 The gold is read in parts. ``;`` separates the answer from a reason or an alternative
-(a gold such as ``Lake cabin; he avoids crowds``): matching any one part suffices. Within a part, ``,`` and a whole-word ``and`` separate the items of a list,
-and every item is needed; a comma inside a date (``April 26, 2028``) or an amount
+(a gold such as ``Lake cabin; he avoids crowds``): matching any one part suffices.
+Within a part, ``,`` and a whole-word ``and`` separate the items of a list, and every
+item is needed; a comma inside a date (``April 26, 2028``) or an amount
 separates nothing. An item is matched when the answer
 
 - asserts every typed value the item holds (a date, an amount, a time, a number or an

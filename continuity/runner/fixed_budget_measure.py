@@ -44,22 +44,27 @@ import msgspec
 from continuity.arms import Arm, replay_config_for
 from continuity.digest import KeySpec, code_digest
 from continuity.harness.keys import checkpoint_key
-from continuity.lookup.budget import BYTE_CAP, CALL_CAP
 from continuity.lookup.fixed_budget import FixedTerms
 from continuity.lookup.fixed_budget_classify import SlotKind
 from continuity.lookup.policy import LOOKUP_PROTOCOL
-from continuity.lookup.receipts import LookupBinding, PathReceipt
+from continuity.lookup.receipts import PathReceipt
 from continuity.lookup.soul import Soul
 from continuity.lookup.state import Cause
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.runner.fixed_budget_scratch import Scratch
-from continuity.runner.inventory_paths import PATH_CODE, AnnotatedProbe
+from continuity.runner.inventory_paths import (
+    PATH_CODE,
+    AnnotatedProbe,
+    record_path,
+    reference_specs,
+    stored_record,
+)
 from continuity.store import Store
 from continuity.traces.schema import Trace
 from continuity.zygote import ZygotePool
 
 if TYPE_CHECKING:
-    from continuity.probe.worker import ProbeOutcome, ProbeSpec
+    from continuity.probe.worker import ProbeOutcome
 
 __all__ = [
     "SLOT_CODE",
@@ -171,48 +176,6 @@ def slot_spec(
     )
 
 
-def _stored(store: Store, key: str) -> SlotRecord | None:
-    data = store.load_output(key)
-    if data is None:
-        return None
-    try:
-        return msgspec.json.decode(data, type=SlotRecord)
-    except msgspec.MsgspecError:
-        return None
-
-
-def _keep(store: Store, key: str, spec: KeySpec, record: SlotRecord) -> None:
-    blob = store.put_blob(msgspec.json.encode(record))
-    meta = {"trace_id": record.trace_id, "arm": record.arm, "probe_id": record.probe_id}
-    store.record_action(key, kind=spec.kind, output=blob, inputs=dict(spec.inputs), meta=meta)
-
-
-def _specs(
-    job: FixedJob, probes: Sequence[AnnotatedProbe], models: tuple[str, str]
-) -> list[ProbeSpec]:
-    """Reference mode for every probe: the path to its first source, if it has one,
-    under the inventory's caps (the fixed budget classifies it afterwards)."""
-    from continuity.probe.worker import ProbeSpec
-
-    return [
-        ProbeSpec(
-            probe.index,
-            probe.probe.text,
-            [],
-            LookupBinding(
-                mode="reference",
-                call_budget=CALL_CAP,
-                byte_budget=BYTE_CAP,
-                soul_sha256=job.soul.sha256,
-                soul_core_sha256=job.soul.core_sha256,
-                sources=list(probe.sources[:1]),
-                models=models,
-            ),
-        )
-        for probe in probes
-    ]
-
-
 def _run_job(
     scratch: Store,
     job: FixedJob,
@@ -239,7 +202,7 @@ def _run_job(
         tree=checkpoint.tree.digest,
         workspace=checkpoint.root,
         arm=job.arm.id,
-        probes=_specs(job, probes, models),
+        probes=reference_specs(probes, (job.soul.sha256, job.soul.core_sha256), models),
         watchdog_seconds=watchdog_seconds,
     )
     with checkpoint_lock(scratch, checkpoint.key):
@@ -305,7 +268,7 @@ def _measure_job(
             witness = outcome.witness
             plan.failures[i] = (found, witness.first_request_bytes if witness else 0)
             continue
-        _keep(store, plan.keys[i], plan.specs[i], found)
+        record_path(store, plan.keys[i], plan.specs[i], found)
         plan.records[i] = found
         measured.append(plan.keys[i])
         if on_slot is not None:
@@ -338,7 +301,9 @@ def measure_slots(
     for job in jobs:
         specs = [slot_spec(job, probe, models, terms) for probe in job.probes]
         keys = [spec.key() for spec in specs]
-        planned.append(_Planned(job, specs, keys, [_stored(store, key) for key in keys]))
+        planned.append(
+            _Planned(job, specs, keys, [stored_record(store, key, SlotRecord) for key in keys])
+        )
     run = SlotRun()
     scratch = Scratch(scratch_parent, [store.root, *forbidden])
     try:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
 import msgspec
 
@@ -59,6 +59,7 @@ __all__ = [
     "path_record",
     "path_spec",
     "record_path",
+    "reference_specs",
     "stored_record",
 ]
 
@@ -178,20 +179,33 @@ def path_spec(
     )
 
 
-def stored_record(store: Store, key: str) -> PathRecord | None:
-    """The verified record of path `key`, or None when it must be measured (missing,
-    corrupt, or not a record of this schema)."""
+_R = TypeVar("_R", bound=msgspec.Struct)
+
+
+def stored_record(store: Store, key: str, kind: type[_R]) -> _R | None:
+    """The verified record of `key` (a path's, or another measured slot's `kind`), or
+    None when it must be measured (missing, corrupt, or not a record of this schema)."""
     data = store.load_output(key)
     if data is None:
         return None
     try:
-        return msgspec.json.decode(data, type=PathRecord)
+        return msgspec.json.decode(data, type=kind)
     except msgspec.MsgspecError:
         return None
 
 
-def record_path(store: Store, key: str, spec: KeySpec, record: PathRecord) -> None:
-    """Store `record` as the output of path `key` (the blob, then the action entry)."""
+class _Slot(Protocol):
+    @property
+    def trace_id(self) -> str: ...
+    @property
+    def arm(self) -> str: ...
+    @property
+    def probe_id(self) -> str: ...
+
+
+def record_path(store: Store, key: str, spec: KeySpec, record: _Slot) -> None:
+    """Store `record` (a path's, or another measured slot's) as the output of `key`
+    (the blob, then the action entry)."""
     blob = store.put_blob(msgspec.json.encode(record))
     store.record_action(
         key,
@@ -202,11 +216,12 @@ def record_path(store: Store, key: str, spec: KeySpec, record: PathRecord) -> No
     )
 
 
-def _specs(
-    probes: Sequence[AnnotatedProbe], soul: Soul, models: tuple[str, str]
+def reference_specs(
+    probes: Sequence[AnnotatedProbe], soul: tuple[str, str], models: tuple[str, str]
 ) -> list[ProbeSpec]:
-    """One probe spec per probe: the evaluator's reference path to its first source,
-    under the inventory's call and byte caps."""
+    """One probe spec per probe: the evaluator's reference path to its first source (if
+    it has one), under the inventory's call and byte caps; `soul` is (raw sha256, core
+    sha256)."""
     from continuity.probe.worker import ProbeSpec
 
     return [
@@ -218,8 +233,8 @@ def _specs(
                 mode="reference",
                 call_budget=CALL_CAP,
                 byte_budget=BYTE_CAP,
-                soul_sha256=soul.sha256,
-                soul_core_sha256=soul.core_sha256,
+                soul_sha256=soul[0],
+                soul_core_sha256=soul[1],
                 sources=list(probe.sources[:1]),
                 models=models,
             ),
@@ -254,7 +269,7 @@ def _run_job(
         tree=checkpoint.tree.digest,
         workspace=checkpoint.root,
         arm=job.arm.id,
-        probes=_specs(probes, soul, models),
+        probes=reference_specs(probes, (soul.sha256, soul.core_sha256), models),
         watchdog_seconds=720.0,
     )
     with checkpoint_lock(store, checkpoint.key):
@@ -346,7 +361,9 @@ def measure_paths(
     for job in jobs:
         specs = [path_spec(job, p, (soul.sha256, soul.core_sha256), models) for p in job.probes]
         keys = [spec.key() for spec in specs]
-        planned.append(_Planned(job, specs, keys, [stored_record(store, k) for k in keys]))
+        planned.append(
+            _Planned(job, specs, keys, [stored_record(store, k, PathRecord) for k in keys])
+        )
     missing = any(record is None for plan in planned for record in plan.records)
     run = PathRun()
     # The zygote starts at once only when something will be measured; a warm run

@@ -121,7 +121,7 @@ def measure_regression(store: Store) -> list[tuple[str, PathRecord, bool]]:
     measured together in one scratch store (removed afterwards) and stored."""
     texts = regression_texts()
     specs = {name: regression_spec(name, text) for name, text in texts.items()}
-    found = {name: stored_record(store, spec.key()) for name, spec in specs.items()}
+    found = {name: stored_record(store, spec.key(), PathRecord) for name, spec in specs.items()}
     missing = [name for name, record in found.items() if record is None]
     if missing:
         with tempfile.TemporaryDirectory() as tmp:
