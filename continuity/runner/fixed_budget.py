@@ -84,6 +84,7 @@ __all__ = [
     "HOLDOUT_SUITE",
     "FixedBudgetRequest",
     "FixedBudgetResult",
+    "FrozenBudget",
     "check_fixed_budget_sha256",
     "fixed_budget_policy",
     "frozen_policy_files",

@@ -206,6 +206,7 @@ def test_the_project_references_are_all_there(project: References) -> None:
         "prompt",
         "soul",
         "calibration",
+        "scorer",
     }
     assert sum(n.startswith("hard/") for n in names) == 8
     assert sum(n.startswith("hard-distractors/") for n in names) == 8
@@ -214,6 +215,8 @@ def test_the_project_references_are_all_there(project: References) -> None:
     )
     assert "prompt/probe-instruction" in names and "prompt/pack-retrieval-guidance" in names
     assert "vocabulary/continuity/traces/scenarios.py" in names
+    assert "scorer/continuity/probes/free_recall.py" in names
+    assert any(n.startswith("scorer/tests/probes/") for n in names)
     assert any(n.startswith("vocabulary/continuity/traces/generator/") for n in names)
     assert {r.name: len(r.texts) for r in project.items}["soul/continuity-soul-v1.md"] > 1
     assert len(project.digest) == 64 and len(project.named()) == len(names)
