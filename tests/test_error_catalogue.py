@@ -1,4 +1,4 @@
-"""Every error code the source emits is listed in `continuity/errors.py`'s catalogue.
+"""Every error code the source emits is listed in `continuity/errors/__init__.py`'s catalogue.
 
 A code is emitted wherever it appears: as ``code=`` / ``default_code =`` (plain or
 f-string, up to its first placeholder), or at the head of a coded line, a string that
