@@ -1,7 +1,7 @@
 """The trace validation codes, in one table: every code the validator reports.
 
 `TRACE_CODES` maps each code to what it means (the README's "Validation and error
-codes" table says the same, and `continuity/errors/__init__.py` lists the codes under
+codes" table says the same, and `continuity/errors.py` lists the codes under
 `TraceInvalid`; tests/traces/test_codes.py keeps the three in step). `TraceCode` is the
 type of a code, so an issue raised with a code missing from the table fails mypy.
 """
