@@ -26,7 +26,7 @@ import email.utils
 import fcntl
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -275,14 +275,22 @@ class HttpProvider:
             await anyio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        body = msgspec.json.encode(self.payload(request))
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        return self.stream_body(msgspec.json.encode(self.payload(request)))
+
+    async def stream_body(
+        self, body: bytes, observe: Callable[[str, str], None] | None = None
+    ) -> AsyncIterator[ProviderEvent]:
+        """Send `body` (a serialized `payload`) and stream its events; `observe` sees
+        every raw server-sent event ``(event, data)`` before it is parsed (the spend
+        guard reads raw usage there, never the normalised one)."""
         async with model_slot(
             self.spec.slots_dir, f"{self.url} {self.model}", self.spec.concurrency
         ):
             response = await self._open(body)
             try:
-                async for event in self.events(sse_events(response)):
+                raw = sse_events(response)
+                async for event in self.events(raw if observe is None else _tee(raw, observe)):
                     yield event
             except httpx.HTTPError as exc:
                 raise ProviderError(
@@ -298,6 +306,14 @@ class HttpProvider:
                 ) from None
             finally:
                 await response.aclose()
+
+
+async def _tee(
+    events: AsyncIterator[tuple[str, str]], observe: Callable[[str, str], None]
+) -> AsyncIterator[tuple[str, str]]:
+    async for event, data in events:
+        observe(event, data)
+        yield event, data
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:
