@@ -94,7 +94,65 @@ The tree::
     │                                  raised: role_child_failed, role_receipt_missing,
     │                                  role_receipt_invalid);
     │                                  doit compare_aggregate: role_launches_invalid,
-    │                                  role_receipt_tampered, role_cross_replay
+    │                                  role_receipt_tampered, role_cross_replay;
+    │                                  doit pilot_register (continuity.roles.pilot):
+    │                                  lookup_pilot_registration_not_external,
+    │                                  lookup_pilot_registration_sha256_mismatch,
+    │                                  lookup_pilot_registration_invalid,
+    │                                  lookup_pilot_registration_refused (a pilot
+    │                                  registration given to an ordinary route),
+    │                                  lookup_pilot_reader_mismatch,
+    │                                  lookup_pilot_deadlines_changed,
+    │                                  lookup_pilot_schedule_mismatch,
+    │                                  lookup_pilot_catalog_changed
+    ├── SpendError                     the spend controller (continuity.spend), with
+    │                                  `outcome` (refused_pre_send, own_abort_after_send,
+    │                                  lost, integrity_stop) and, when the permit
+    │                                  source's stop failed, stop_code
+    │                                  lookup_stop_failed and its cause.
+    │                                  Assumptions: lookup_assumptions_changed,
+    │                                  lookup_rmax_altered. Cap account:
+    │                                  lookup_cap_invalid, not_admitted_cap,
+    │                                  lookup_repeated_loss (two consecutive lost
+    │                                  slots), lookup_integrity_stop. Contract and
+    │                                  options: lookup_contract_mismatch,
+    │                                  lookup_option_forbidden,
+    │                                  lookup_external_fetch_forbidden,
+    │                                  lookup_cache_key_invalid,
+    │                                  lookup_auxiliary_caller_on,
+    │                                  lookup_method_forbidden. Admission:
+    │                                  lookup_concurrent_entry, lookup_request_limit
+    │                                  (request 11), lookup_slot_terminal,
+    │                                  lookup_payload_invalid,
+    │                                  not_admitted_input_envelope (U > I),
+    │                                  pilot_empty_final_output, lookup_admit_failed.
+    │                                  Permits: lookup_permit_stale,
+    │                                  lookup_permit_reused,
+    │                                  lookup_permit_digest_mismatch,
+    │                                  lookup_permit_rmax_mismatch,
+    │                                  lookup_permit_source_invalid,
+    │                                  lookup_permit_source_test_only. The fetch:
+    │                                  lookup_fetch_unadmitted, lookup_url_mismatch,
+    │                                  lookup_header_forbidden, lookup_body_mismatch,
+    │                                  lookup_request_failed, lookup_own_abort.
+    │                                  Settlement: lookup_unknown_tier,
+    │                                  lookup_invalid_usage, lookup_usage_missing,
+    │                                  lookup_response_failed,
+    │                                  lookup_settlement_violation,
+    │                                  lookup_settle_failed. The pilot descriptor and
+    │                                  estimate: lookup_pilot_cap_invalid,
+    │                                  lookup_pilot_cap_not_cents,
+    │                                  lookup_pilot_cap_unsafe,
+    │                                  lookup_pilot_cap_below_rmax,
+    │                                  lookup_pilot_concurrency_invalid,
+    │                                  lookup_pilot_descriptor_invalid,
+    │                                  lookup_pilot_prices_missing,
+    │                                  lookup_pilot_catalog_mismatch,
+    │                                  lookup_pilot_catalog_changed,
+    │                                  lookup_pilot_schedule_mismatch,
+    │                                  lookup_pilot_schedule_seed_invalid;
+    │                                  cap-gated readiness's sole blocker (a reported
+    │                                  code, never raised): lookup_authorization_required
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,
@@ -186,7 +244,7 @@ an error: it prints one line and exits 130 or 143 (`continuity.interrupts`).
 
 A base class raised without a specific code falls back to its own: continuity_error,
 usage_error, trace_error, store_error, harness_error, provider_error, role_error,
-ledger_error, holdout_error.
+ledger_error, holdout_error, spend_error.
 
 A user can grep the code; tests assert it (and a test checks that every code the
 source raises is listed here). `str(error)` is always
@@ -225,6 +283,7 @@ from continuity.errors.types import (
     ScriptExhausted,
     SessionCorrupt,
     SoulError,
+    SpendError,
     StoreError,
     ToolError,
     TraceCollision,
@@ -266,6 +325,7 @@ __all__ = [
     "ScriptExhausted",
     "SessionCorrupt",
     "SoulError",
+    "SpendError",
     "StoreError",
     "ToolError",
     "TraceCollision",

@@ -42,6 +42,7 @@ __all__ = [
     "ScriptExhausted",
     "SessionCorrupt",
     "SoulError",
+    "SpendError",
     "StoreError",
     "ToolError",
     "TraceCollision",
@@ -239,6 +240,30 @@ class RoleError(ContinuityError):
     which rule of the registration they break)."""
 
     default_code = "role_error"
+
+
+class SpendError(ContinuityError):
+    """The spend controller's request contract refused or stopped (the code says which
+    rule; `continuity.spend`). `outcome` is the request's outcome kind when a guarded
+    request ended this way (``refused_pre_send``, ``lost``, ``integrity_stop`` ...);
+    `stop_code` and `stop_cause` are set when stopping the pilot itself failed, and
+    `settle_cause` when settling the permit failed."""
+
+    default_code = "spend_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        location: str = "-",
+        outcome: str | None = None,
+    ) -> None:
+        self.outcome = outcome
+        self.stop_code: str | None = None
+        self.stop_cause: BaseException | None = None
+        self.settle_cause: BaseException | None = None
+        super().__init__(message, code=code, location=location)
 
 
 class RealModeError(UsageError):

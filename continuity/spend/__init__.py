@@ -1,0 +1,22 @@
+"""The spend controller's request side (seed 000, "Offline guarded request contract"
+through "Registered assumptions").
+
+- `continuity.spend.contract`: the frozen contract ``lookup-guard-v1`` (reader binding,
+  options and header allowlists) and the auxiliary-callers check;
+- `continuity.spend.guard`: the guarded provider, one per sequential probe run;
+- `continuity.spend.transport`: its own fetch, latched and single-shot;
+- `continuity.spend.payload`: payload allowlists, the framing H and U_k;
+- `continuity.spend.usage` and `continuity.spend.settle`: raw usage, tiers, the catalog
+  cost and the outcome of a request;
+- `continuity.spend.permits`: the permit interface ``lookup-permit-v1`` and the
+  test-only source;
+- `continuity.spend.account`: the running total T and the cap rule;
+- `continuity.spend.assumptions`: assumed-v1;
+- `continuity.spend.money`: exact money;
+- `continuity.spend.descriptor`: the pilot descriptor (cap-gated-v1) and its checks.
+
+Nothing here enables a real route or authorizes a request: a brand is not a credential,
+and the durable controller and authorization are spend controller II's.
+"""
+
+__all__: list[str] = []

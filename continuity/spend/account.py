@@ -1,0 +1,124 @@
+"""The registered accounting total and its admission rule, in exact money.
+
+    T = sum(settled cost) + sum(max(retained hold, known partial)) + sum(active holds)
+
+A request is admitted only if ``T + Rmax <= C``; otherwise ``not_admitted_cap``. Every
+admitted request holds Rmax until it is settled (the hold is replaced by its actual
+catalog cost) or retained (lost, aborted after send, or an integrity stop: the hold
+stays, or the known partial cost if that is larger). Reservations are accounting, not
+an invoice: T bounds what the pilot *may* have spent on the registered assumptions.
+
+Two consecutive admitted slots that ended lost or aborted after send stop admission
+with ``lookup_repeated_loss``; any other outcome of an admitted request resets the
+count, and refused (unadmitted) requests do not touch it. Alternating losses are still
+bounded by C, not by this rule. A stop is sticky: every later admission is refused
+with the stop's code.
+
+`CapAccount` is the arithmetic only (in memory). The test-only permit source keeps
+one; the durable controller (spend controller II) persists the same states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Literal
+
+from continuity.errors import SpendError
+from continuity.spend.money import EXACT, exact_sum
+
+__all__ = ["LOSS_KINDS", "CapAccount", "Hold", "HoldState"]
+
+HoldState = Literal["active", "settled", "retained"]
+# Outcome kinds that count towards lookup_repeated_loss.
+LOSS_KINDS = frozenset({"lost", "own_abort_after_send"})
+
+
+@dataclass
+class Hold:
+    request_id: str
+    slot_id: str
+    amount: Decimal
+    state: HoldState = "active"
+    cost: Decimal | None = None  # settled: the actual cost; retained: a known partial
+
+
+class CapAccount:
+    """Holds against a cap `cap` (USD), each request reserving `rmax`."""
+
+    def __init__(self, cap: Decimal, rmax: Decimal) -> None:
+        if rmax <= 0 or cap < rmax:
+            raise SpendError(
+                f"the cap ${cap} must be at least Rmax ${rmax}",
+                code="lookup_cap_invalid",
+                location="cap",
+            )
+        self.cap = cap
+        self.rmax = rmax
+        self.holds: dict[str, Hold] = {}
+        self.stopped: str | None = None
+        self.loss_streak = 0
+
+    def total(self) -> Decimal:
+        """T: settled costs, retained holds (or known partials, if larger), active holds."""
+        parts = []
+        for hold in self.holds.values():
+            if hold.state == "settled":
+                parts.append(hold.cost if hold.cost is not None else hold.amount)
+            elif hold.state == "retained":
+                parts.append(max(hold.amount, hold.cost or Decimal(0)))
+            else:
+                parts.append(hold.amount)
+        return exact_sum(parts)
+
+    def refusal(self) -> str | None:
+        """Why the next admission would be refused (None: it would be admitted)."""
+        if self.stopped is not None:
+            return self.stopped
+        if EXACT.add(self.total(), self.rmax) > self.cap:
+            return "not_admitted_cap"
+        return None
+
+    def admit(self, request_id: str, slot_id: str) -> str | None:
+        """Hold Rmax for `request_id` and return None, or return the refusal code (the
+        account is unchanged). A request id is admitted at most once."""
+        if request_id in self.holds:
+            return "lookup_permit_reused"
+        refused = self.refusal()
+        if refused is not None:
+            return refused
+        self.holds[request_id] = Hold(request_id, slot_id, self.rmax)
+        return None
+
+    def _active(self, request_id: str) -> Hold:
+        hold = self.holds.get(request_id)
+        if hold is None or hold.state != "active":
+            raise SpendError(
+                f"request {request_id} has no active hold to settle",
+                code="lookup_permit_reused",
+                location=request_id,
+            )
+        return hold
+
+    def settle(self, request_id: str, cost: Decimal) -> None:
+        """Replace the hold with the actual cost; an outcome that resets the streak."""
+        hold = self._active(request_id)
+        hold.state, hold.cost = "settled", cost
+        self.loss_streak = 0
+
+    def retain(self, request_id: str, kind: str, partial: Decimal | None = None) -> None:
+        """Keep the hold (lost, aborted after send, integrity stop): the request's slot is
+        terminal. Two consecutive losses stop admission (``lookup_repeated_loss``)."""
+        hold = self._active(request_id)
+        hold.state, hold.cost = "retained", partial
+        if kind in LOSS_KINDS:
+            self.loss_streak += 1
+            if self.loss_streak >= 2:
+                self.stop("lookup_repeated_loss")
+        else:
+            self.loss_streak = 0
+
+    def stop(self, code: str) -> None:
+        """Close admission for good; the first stop's code is kept."""
+        if self.stopped is None:
+            self.stopped = code

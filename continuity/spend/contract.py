@@ -1,0 +1,228 @@
+"""The guarded request contract ``lookup-guard-v1``: what one guarded provider may do.
+
+`GuardContract` freezes the reader binding a guard dispatches to (provider, model, API,
+base URL, effort) and, optionally, the prompt cache key (which must contain the run's
+unique id). `SOL_CONTRACT` is the lookup reader binding's (``openai-codex:gpt-6.1-sol``
+at high effort, over the Responses API at the Codex backend).
+
+The streaming call is the only dispatch, and its options are allowlisted
+(`check_options`), all refused *before* admission:
+
+- ``transport`` must be ``"sse"`` and ``max_retries`` must be ``0`` on every call;
+- a caller-supplied HTTP transport, client or fetch (``fetch``, ``client``,
+  ``http_transport``, or a ``transport`` that is not the text ``"sse"``), even one
+  passed explicitly as None, is ``lookup_external_fetch_forbidden``: the only sender is
+  the guard's own single-shot send;
+- a retry profile or budget, or any option not listed, is ``lookup_option_forbidden``;
+- non-empty caller ``headers`` or ``env`` are ``lookup_option_forbidden``;
+- a loop-supplied ``model`` must be the contract's model id
+  (``lookup_contract_mismatch``), and a ``session_id`` must be the declared cache key
+  (``lookup_cache_key_invalid``).
+
+Before the permit is consumed, the headers the request carries are limited to
+`SEND_HEADERS` (compared as lowercase names); an unknown header is an integrity stop
+with no send. `check_auxiliary_callers` is the entry and child check that nothing but
+the reader can call a model: no judge, and memory, subagents, upkeep, compaction and an
+output schema explicitly off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from continuity.errors import SpendError
+
+__all__ = [
+    "ALLOWED_OPTIONS",
+    "GUARD_CONTRACT",
+    "SEND_HEADERS",
+    "SOL_CONTRACT",
+    "AuxiliaryCallers",
+    "GuardContract",
+    "check_auxiliary_callers",
+    "check_contract",
+    "check_options",
+]
+
+GUARD_CONTRACT = "lookup-guard-v1"
+SEND_HEADERS = frozenset(
+    {
+        "originator",
+        "user-agent",
+        "authorization",
+        "chatgpt-account-id",
+        "openai-beta",
+        "accept",
+        "content-type",
+        "session-id",
+        "x-client-request-id",
+        "content-encoding",
+    }
+)
+# Pi's simple stream options and the agent loop's, as far as this harness has them.
+ALLOWED_OPTIONS = frozenset(
+    {"transport", "max_retries", "model", "session_id", "headers", "env", "on_payload"}
+)
+_FETCH_OPTIONS = frozenset({"fetch", "client", "http_transport"})
+
+
+class GuardContract(msgspec.Struct, frozen=True, kw_only=True):
+    """The frozen binding of one guard (version ``lookup-guard-v1``)."""
+
+    version: str = GUARD_CONTRACT
+    provider: str  # the catalog's provider part: openai-codex
+    model: str  # the model sent on the wire
+    api: str  # the endpoint kind: openai-responses
+    base_url: str
+    effort: str
+    prompt_cache_key: str | None = None
+    max_retries: int = 0
+    transport: str = "sse"
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+SOL_CONTRACT = GuardContract(
+    provider="openai-codex",
+    model="gpt-6.1-sol",
+    api="openai-responses",
+    base_url="https://chatgpt.com/backend-api/codex",
+    effort="high",
+)
+
+
+def _refuse(message: str, code: str, location: str) -> SpendError:
+    return SpendError(message, code=code, location=location, outcome="refused_pre_send")
+
+
+def check_contract(contract: GuardContract, run_id: str) -> None:
+    """Refuse a contract that is not ``lookup-guard-v1`` with SSE and zero retries, or
+    whose cache key does not contain `run_id`.
+
+    Raises:
+        SpendError: ``lookup_contract_mismatch``, ``lookup_cache_key_invalid``.
+    """
+    if contract.version != GUARD_CONTRACT or contract.max_retries != 0:
+        raise _refuse(
+            f"a guard contract is {GUARD_CONTRACT} with max_retries 0",
+            "lookup_contract_mismatch",
+            "contract",
+        )
+    if contract.transport != "sse":
+        raise _refuse("a guard contract streams over SSE", "lookup_contract_mismatch", "contract")
+    key = contract.prompt_cache_key
+    if key is not None and (not run_id or run_id not in key):
+        raise _refuse(
+            "the contract's prompt cache key must contain the run id",
+            "lookup_cache_key_invalid",
+            "contract.prompt_cache_key",
+        )
+
+
+def check_options(options: Mapping[str, Any], contract: GuardContract) -> None:
+    """Refuse options outside the allowlist (see the module docstring).
+
+    Raises:
+        SpendError: ``lookup_external_fetch_forbidden``, ``lookup_option_forbidden``,
+            ``lookup_contract_mismatch``, ``lookup_cache_key_invalid`` (all
+            ``refused_pre_send``).
+    """
+    for name in options:
+        if name in _FETCH_OPTIONS:
+            raise _refuse(
+                f"a caller-supplied {name} is refused (the guard's single-shot send is the "
+                "only transport)",
+                "lookup_external_fetch_forbidden",
+                f"options.{name}",
+            )
+        if name not in ALLOWED_OPTIONS:
+            raise _refuse(
+                f"option {name!r} is not allowed on a guarded request",
+                "lookup_option_forbidden",
+                f"options.{name}",
+            )
+    transport = options.get("transport")
+    if "transport" in options and not isinstance(transport, str):
+        raise _refuse(
+            "a caller-supplied transport is refused",
+            "lookup_external_fetch_forbidden",
+            "options.transport",
+        )
+    if transport != "sse":
+        raise _refuse(
+            "every guarded call sets transport 'sse'",
+            "lookup_option_forbidden",
+            "options.transport",
+        )
+    retries = options.get("max_retries")
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries != 0:
+        raise _refuse(
+            "every guarded call sets max_retries 0",
+            "lookup_option_forbidden",
+            "options.max_retries",
+        )
+    for name in ("headers", "env"):
+        if options.get(name):
+            raise _refuse(
+                f"caller {name} are refused", "lookup_option_forbidden", f"options.{name}"
+            )
+    if "model" in options and options["model"] != contract.model_id:
+        raise _refuse(
+            f"the loop's model {options['model']!r} is not the contract's {contract.model_id}",
+            "lookup_contract_mismatch",
+            "options.model",
+        )
+    if "session_id" in options and options["session_id"] != contract.prompt_cache_key:
+        raise _refuse(
+            "the session id must be the contract's prompt cache key",
+            "lookup_cache_key_invalid",
+            "options.session_id",
+        )
+    if "on_payload" in options and not callable(options["on_payload"]):
+        raise _refuse(
+            "on_payload must be callable", "lookup_option_forbidden", "options.on_payload"
+        )
+
+
+class AuxiliaryCallers(msgspec.Struct, frozen=True, kw_only=True):
+    """The resolved configuration of every caller besides the reader (None: unset)."""
+
+    judge: str | None
+    memory: bool | None
+    subagents: bool | None
+    upkeep: bool | None
+    compaction: bool | None
+    output_schema: object | None
+
+
+def check_auxiliary_callers(config: AuxiliaryCallers, *, where: str = "entry") -> None:
+    """Nothing but the reader calls a model: no judge, memory, subagents, upkeep and
+    compaction *explicitly* false (unset is refused), and no output schema.
+
+    Raises:
+        SpendError: ``lookup_auxiliary_caller_on`` at `where` and the field.
+    """
+    if config.judge is not None:
+        raise SpendError(
+            f"a judge ({config.judge}) would call a model",
+            code="lookup_auxiliary_caller_on",
+            location=f"{where}.judge",
+        )
+    for name in ("memory", "subagents", "upkeep", "compaction"):
+        if getattr(config, name) is not False:
+            raise SpendError(
+                f"{name} must be explicitly off (it is {getattr(config, name)!r})",
+                code="lookup_auxiliary_caller_on",
+                location=f"{where}.{name}",
+            )
+    if config.output_schema is not None:
+        raise SpendError(
+            "an output schema must be off",
+            code="lookup_auxiliary_caller_on",
+            location=f"{where}.output_schema",
+        )
