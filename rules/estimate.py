@@ -2,8 +2,10 @@
 
 Recall-only it prices the plan's workload (`rules.plan`'s); in lookup mode the six
 roles' slots, from a workload-only corpus, a verified compare registration, or a frozen
-holdout source with its fixed-budget sizing. It reads no credential and opens no
-network connection; ``--real`` is refused before anything is read.
+holdout source with its fixed-budget sizing; a pilot registration (`rules.pilot`) adds
+its cap-gated part to the estimate of the external registration it wraps. It reads no
+credential and opens no network connection; ``--real`` is refused before anything is
+read.
 """
 
 from __future__ import annotations
@@ -135,6 +137,9 @@ def _lookup_estimate(options: EstimateOptions) -> str:
     source = _holdout_source(options)
     if source is not None:
         return _holdout_estimate(options, source)
+    piloted = _pilot_estimate(options)
+    if piloted is not None:  # a pilot registration: its external one, and the cap-gated part
+        return piloted
     registered = _registered_holdout(options)
     if registered is not None:  # an external registration: its source, sizing and limit
         return _holdout_estimate(*registered)
@@ -193,6 +198,47 @@ def _registered_holdout(
     }
     source = HoldoutSource(Path(held.manifest), held.manifest_sha256, Path(held.statistical_spec))
     return fixed, source
+
+
+def _pilot_estimate(options: EstimateOptions) -> str | None:
+    """A pilot registration's estimate (`continuity.roles.pilot_estimate`), its JSON in
+    ``<out>/estimates/``; None when the registration is not a pilot one (or none).
+
+    Raises:
+        UsageError: ``plan_invalid`` (an option the registration fixes).
+        RoleError, SpendError: the pilot registration's codes (`continuity.roles.pilot`).
+    """
+    from pathlib import Path
+
+    import msgspec
+
+    from continuity.plan.lookup_report import format_lookup_estimate, write_lookup_estimate
+    from continuity.roles.pilot_estimate import pilot_lookup_estimate
+    from continuity.roles.run import is_pilot_registration, registration_bytes
+    from continuity.runner.lookup_run import LookupRun
+
+    registration, sha256 = options.get("registration"), options.get("sha256")
+    if not (registration and sha256):
+        return None
+    data, _ = registration_bytes(Path(registration), sha256)
+    if not is_pilot_registration(data):
+        return None
+    _refuse_given(options, _REGISTERED, "the pilot registration fixes the workload and policy")
+    (watchdog,) = (
+        f.default for f in msgspec.structs.fields(LookupRun) if f.name == "watchdog_seconds"
+    )
+    pricing, chosen = options.get("pricing"), Selection(options)
+    result = pilot_lookup_estimate(
+        chosen.store,
+        Path(registration),
+        sha256,
+        pricing=Path(pricing) if pricing else None,
+        screening=options.get("screening_model") or None,
+        high_end=options.get("high_end_model") or None,
+        watchdog_seconds=float(watchdog),
+    )
+    print(format_lookup_estimate(result))
+    return f"estimate in {write_lookup_estimate(result, chosen.out)}"
 
 
 def _holdout_source(options: EstimateOptions) -> HoldoutSource | None:
@@ -330,7 +376,9 @@ def task_estimate() -> TaskSpec:
     --selection-seed N [--per-group K]) the slots are its fixed-budget sizing's
     (--lookup-policy DIR/budget.json --lookup-policy-sha256 SHA), and the expected and
     reservation scenarios and the proposed cap C are priced at the main reader with
-    --output-limit N --output-limit-source catalog_max|enforced.
+    --output-limit N --output-limit-source catalog_max|enforced. A pilot registration
+    (doit pilot_register) adds its cap-gated part: E, Rmax, C, C - Rmax, C / E, the
+    full-upfront comparison (not the admission gate) and the cap-gated readiness.
     Lookup results: <out>/estimates/lookup-<blake3 prefix>.json.
     """
     return {
@@ -356,7 +404,13 @@ def _estimate_params() -> list[Param]:
         param("real", bool, False, "refused: the estimator never runs a plan"),
         param("suites", str, "", "lookup: corpus suites (default original,hard,hard-distractors)"),
         param("trace", str, "", "lookup: only these trace ids (comma-separated)"),
-        param("registration", str, "", "lookup: a registration.json of doit compare_register"),
+        param(
+            "registration",
+            str,
+            "",
+            "lookup: a registration.json of doit compare_register, or a pilot registration "
+            "of doit pilot_register",
+        ),
         param("sha256", str, "", "lookup: the registration file's raw sha256"),
         param(
             "lookup_policy",

@@ -24,6 +24,10 @@ slot's observed initial context; measured with its role's soul and this checkout
 guidance, so no S1 or Rpack allowance is added), and the expected and reservation
 scenarios and the proposed cap C are priced at the main reader
 (`continuity.plan.holdout_pricing`) into a `HoldoutEstimate` beside the profiles.
+
+**A pilot registration** adds a `continuity.plan.pilot_estimate.PilotEstimate` (``pilot``,
+left out of every other estimate's JSON): E, Rmax, C, C - Rmax, C / E, the full-upfront
+comparison and the cap-gated readiness (`continuity.roles.pilot_estimate` builds it).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from decimal import Decimal
 from typing import Literal, Protocol
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from continuity.lookup.fixed_budget import FixedBudget, FixedSlot, FixedTerms, SourceBinding
 from continuity.lookup.receipts import LookupBinding
@@ -54,6 +59,7 @@ from continuity.plan.lookup_slots import (
     returned_sizes,
     slot_rounds,
 )
+from continuity.plan.pilot_estimate import PilotEstimate
 from continuity.plan.pricing import ModelPrice, PriceSource
 from continuity.plan.readiness import ReaderReadiness, reader_readiness
 from continuity.plan.workload import PlannedCall, histogram
@@ -208,6 +214,9 @@ class LookupEstimate(msgspec.Struct, frozen=True, kw_only=True):
     assumptions: dict[str, str]
     prices: PriceSource  # the catalog and genai-prices version the prices come from
     holdout: HoldoutEstimate | None = None  # a holdout source's fixed-budget pricing
+    # A pilot registration's cap-gated estimate; left out of every other estimate, which
+    # keeps its bytes (and so its file name).
+    pilot: PilotEstimate | UnsetType = UNSET
 
 
 def configured_deadlines(watchdog_seconds: float) -> Deadlines:

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.digest import digest_bytes
 from continuity.errors import LookupError_, SoulError, UsageError
@@ -48,6 +49,7 @@ from continuity.plan.lookup_slots import (
     LookupWorkload,
     plan_slots,
 )
+from continuity.plan.pilot_estimate import pilot_lines
 from continuity.plan.plan import build_plan
 from continuity.plan.pricing import describe_source, load_catalog, model_price, price_source
 from continuity.plan.workload import load_plan_traces
@@ -423,6 +425,7 @@ def format_lookup_estimate(result: LookupEstimate) -> str:
             *_profiles(result),
             *(_holdout(result.holdout) if result.holdout is not None else []),
             *_readiness(result),
+            *(pilot_lines(result.pilot) if result.pilot is not UNSET else []),
             f"configured deadlines (configuration, not measured latency): {d.probe_seconds:g} s "
             f"probe, {d.cleanup_seconds:g} s cleanup, {d.turn_seconds:g} s turn, "
             f"{d.watchdog_seconds:g} s watchdog",

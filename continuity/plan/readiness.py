@@ -24,6 +24,21 @@ transport and its catalog entry alone.
 
 The envelope is reported in tokens and turns (`TokenEnvelope`), never as a dollar
 figure against a subscription quota: dollars do not predict quota.
+
+**Cap-gated mode** (`cap_gated_readiness`, schema `CAP_GATED_SCHEMA`) is a second,
+separate diagnostic for a pilot registration; the ordinary readiness above is unchanged
+by it (and stays not ready for the Sol subscription reader). It shows two components
+independently: **pricing** (the catalog entry has every rate and limit a pilot's
+reservation needs, `continuity.plan.pilot_catalog.pilot_missing_terms`, and agrees with
+the registered assumptions) and **assumptions** (the registry is assumed-v1, its Rmax
+its own, its model the reader). The output cap and input envelope are *assumed*
+(assumed-v1 bounds them, settlement checks them), never ready: only a validated,
+descriptor-bound attestation (spend controller II, not built here) could promote them,
+and there is deliberately no parameter through which anything could. So the status is
+``blocked`` (pricing or assumptions not ready; their codes are the blockers) or
+``awaiting_authorization`` with the sole blocker `AUTHORIZATION_REQUIRED`
+(``lookup_authorization_required``), never unsupported caps mixed with missing
+authorization. It is a diagnostic, never dispatch authority.
 """
 
 from __future__ import annotations
@@ -32,18 +47,29 @@ from typing import Literal
 
 import msgspec
 
+from continuity.errors import SpendError
 from continuity.plan.exact_price import missing_terms
+from continuity.plan.pilot_catalog import catalog_binding, pilot_missing_terms
 from continuity.plan.plan import DEFAULT_BASE_URLS, Endpoint
 from continuity.plan.pricing import ModelPrice
+from continuity.spend.assumptions import Assumptions, check_assumptions
+from continuity.spend.descriptor import PILOT_MODE, check_catalog
 
 __all__ = [
+    "AUTHORIZATION_REQUIRED",
+    "CAP_GATED_NOTE",
+    "CAP_GATED_SCHEMA",
     "READINESS_NOTE",
     "READINESS_SCHEMA",
+    "AssumedComponent",
+    "CapGatedReadiness",
+    "CapGatedStatus",
     "Component",
     "ReaderReadiness",
     "Status",
     "TokenEnvelope",
     "Transport",
+    "cap_gated_readiness",
     "reader_readiness",
     "reader_transport",
 ]
@@ -54,6 +80,14 @@ READINESS_NOTE = (
     "predict a subscription quota"
 )
 Status = Literal["ready", "unknown", "unsupported"]
+CAP_GATED_SCHEMA = "continuity-cap-gated-readiness-v1"
+CAP_GATED_NOTE = (
+    "cap-gated diagnostic, never dispatch authority: pricing and the registered "
+    "assumptions are shown apart; only a validated, descriptor-bound attestation (spend "
+    "controller II) can promote the assumed output cap and input envelope"
+)
+AUTHORIZATION_REQUIRED = "lookup_authorization_required"
+CapGatedStatus = Literal["blocked", "awaiting_authorization"]
 Transport = Literal["request_cap", "advisory_cap", "scripted_cap", "subscription", "unknown"]
 # The provider part of a model id -> the adapter that would carry it at its vendor URL.
 _VENDOR_ADAPTERS = {"anthropic": "anthropic", "openai": "openai-responses"}
@@ -203,4 +237,98 @@ def reader_readiness(
         pricing=pricing,
         envelope=envelope,
         ready=all(c.status == "ready" for c in (output_cap, input_envelope, pricing)),
+    )
+
+
+class AssumedComponent(msgspec.Struct, frozen=True, kw_only=True):
+    """A component the registered assumptions bound but nothing here proves."""
+
+    status: Literal["assumed"] = "assumed"
+    detail: str
+
+
+class CapGatedReadiness(msgspec.Struct, frozen=True, kw_only=True):
+    schema: str = CAP_GATED_SCHEMA
+    mode: str = PILOT_MODE
+    reader: str
+    pricing: Component
+    assumptions: Component
+    output_cap: AssumedComponent
+    input_envelope: AssumedComponent
+    status: CapGatedStatus
+    blockers: list[str]
+    note: str = CAP_GATED_NOTE
+
+
+def _pilot_pricing(reader: str, price: ModelPrice | None, registry: Assumptions) -> Component:
+    missing = pilot_missing_terms(price)
+    if missing:
+        return Component(status="unknown", detail="missing: " + ", ".join(missing))
+    try:
+        check_catalog(catalog_binding(reader, price), registry)
+    except SpendError as exc:
+        return Component(status="unsupported", detail=f"{exc.code}: {exc.message}")
+    return Component(
+        status="ready",
+        detail="every rate and limit a reservation needs is known and is the registry's "
+        "(not billing)",
+    )
+
+
+def _pilot_assumptions(reader: str, registry: Assumptions) -> Component:
+    try:
+        check_assumptions(registry)
+    except SpendError as exc:
+        return Component(status="unsupported", detail=f"{exc.code}: {exc.message}")
+    if registry.model != reader:
+        return Component(
+            status="unsupported",
+            detail=f"lookup_pilot_reader_mismatch: the registry is {registry.model}'s, the "
+            f"reader is {reader}",
+        )
+    return Component(
+        status="ready",
+        detail=f"{registry.version} as registered, Rmax ${registry.rmax} (assumptions, not "
+        "backend evidence)",
+    )
+
+
+def _blocker(component: Component, missing_code: str) -> str | None:
+    """The code a component that is not ready blocks with (its detail's code, if any)."""
+    if component.status == "ready":
+        return None
+    if component.status == "unknown":
+        return missing_code
+    return component.detail.partition(":")[0]
+
+
+def cap_gated_readiness(
+    reader: str, price: ModelPrice | None, registry: Assumptions
+) -> CapGatedReadiness:
+    """The cap-gated diagnostic of `reader` priced by `price` under `registry` (see the
+    module doc). It takes no attestation: nothing can promote it to ready yet."""
+    pricing = _pilot_pricing(reader, price, registry)
+    assumptions = _pilot_assumptions(reader, registry)
+    blockers = [
+        code
+        for code in (
+            _blocker(pricing, "lookup_pilot_prices_missing"),
+            _blocker(assumptions, "lookup_assumptions_changed"),
+        )
+        if code is not None
+    ]
+    return CapGatedReadiness(
+        reader=reader,
+        pricing=pricing,
+        assumptions=assumptions,
+        output_cap=AssumedComponent(
+            detail=f"at most {registry.max_output:,} output tokens a request "
+            "(assumed-v1; checked at settlement, not enforced by the backend)"
+        ),
+        input_envelope=AssumedComponent(
+            detail=f"admitted requests stay within U <= {registry.input_envelope:,} "
+            "tokens (assumed-v1 framing; checked at settlement)"
+        ),
+        status="awaiting_authorization" if not blockers else "blocked",
+        blockers=blockers or [AUTHORIZATION_REQUIRED],
     )

@@ -4,7 +4,9 @@ Steps, each refusing with a `RoleError` code before anything runs:
 
 1. the registration file's raw sha256 must equal ``--sha256``
    (``role_registration_sha256_mismatch``);
-2. it must decode as a `Registration` (``role_registration_invalid``); its canonical
+2. it must decode as a `Registration` (``role_registration_invalid``); a pilot
+   registration (`continuity.roles.pilot`) is refused here and by every command that
+   reads a compare registration (``lookup_pilot_registration_refused``); its canonical
    digest (`continuity.digest.value_digest`, as `register` prints it) is bound into
    every role receipt through ``--registration-digest``;
 3. the output directory: absolute, new, outside both checkouts through symlinks
@@ -52,7 +54,9 @@ __all__ = [
     "Launches",
     "compare_run",
     "failed_launches",
+    "is_pilot_registration",
     "read_registration",
+    "registration_bytes",
 ]
 
 LAUNCHES_SCHEMA = "continuity-lookup-launches-v1"
@@ -95,13 +99,13 @@ class Launches(msgspec.Struct, frozen=True, kw_only=True):
     launches: list[Launch]
 
 
-def read_registration(path: Path, sha256: str) -> tuple[Registration, str, str]:
-    """The registration at `path`, its canonical digest and its raw sha256.
+def registration_bytes(path: Path, sha256: str) -> tuple[bytes, str]:
+    """The bytes of the registration file at `path` and their raw sha256, which must be
+    `sha256` (a compare registration's or a pilot registration's).
 
     Raises:
-        RoleError: ``role_registration_invalid`` (at the file) when it cannot be read or
-            decoded; ``role_registration_sha256_mismatch`` (at ``--sha256``) when its
-            raw sha256 is not `sha256`.
+        RoleError: ``role_registration_invalid`` (at the file) when it cannot be read;
+            ``role_registration_sha256_mismatch`` (at ``--sha256``).
     """
     try:
         data = path.read_bytes()
@@ -117,6 +121,44 @@ def read_registration(path: Path, sha256: str) -> tuple[Registration, str, str]:
             f"the registration's sha256 is {raw}, not the one given",
             code="role_registration_sha256_mismatch",
             location="--sha256",
+        )
+    return data, raw
+
+
+class _Head(msgspec.Struct):
+    schema: object = None
+
+
+def is_pilot_registration(data: bytes) -> bool:
+    """Whether `data` is a pilot registration (`continuity.spend.descriptor`'s schema):
+    never a compare registration, whatever else it holds."""
+    from continuity.spend.descriptor import PILOT_REGISTRATION_SCHEMA
+
+    try:
+        head = msgspec.json.decode(data, type=_Head)
+    except msgspec.MsgspecError:
+        return False
+    return head.schema == PILOT_REGISTRATION_SCHEMA
+
+
+def read_registration(path: Path, sha256: str) -> tuple[Registration, str, str]:
+    """The registration at `path`, its canonical digest and its raw sha256.
+
+    Raises:
+        RoleError: ``role_registration_invalid`` (at the file) when it cannot be read or
+            decoded; ``role_registration_sha256_mismatch`` (at ``--sha256``) when its
+            raw sha256 is not `sha256`; ``lookup_pilot_registration_refused`` (at the
+            file) for a pilot registration, which is not a compare registration and
+            runs, measures or registers nothing.
+    """
+    data, raw = registration_bytes(path, sha256)
+    if is_pilot_registration(data):
+        raise RoleError(
+            "a pilot registration is not a compare registration: it enables no paid "
+            "route and runs no role (doit estimate reads it; give the external "
+            "registration it wraps here)",
+            code="lookup_pilot_registration_refused",
+            location=str(path),
         )
     try:
         registration = msgspec.json.decode(data, type=Registration)

@@ -1,0 +1,104 @@
+"""`doit pilot_register`: wrap an external registration and a cap-gated pilot descriptor.
+
+The pilot registration it writes enables no paid route; ``doit estimate --registration
+PILOT --sha256 S`` reads it (`continuity.roles.pilot`).
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict, Unpack
+
+from continuity.graph import task_action
+from rules.params import IntOption, TaskSpec, param
+from rules.plan import PRICING
+
+__all__ = ["PilotOptions", "task_pilot_register"]
+
+_NO_SEED = -1
+# continuity.spend.descriptor.MAX_SAFE_SEED (a test checks they agree): the package is
+# imported when the task runs, never when dodo.py is loaded.
+_MAX_SEED = 2**53 - 1
+
+
+class PilotOptions(TypedDict, total=False):
+    """`doit pilot_register`: the external registration and its raw sha256, the cap C in
+    USD, the schedule seed, the output directory and the pricing catalog."""
+
+    registration: str
+    sha256: str
+    cap_usd: str
+    schedule_seed: int
+    output: str
+    pricing: str
+
+
+def _register(**options: Unpack[PilotOptions]) -> str:
+    from pathlib import Path
+
+    from continuity.errors import UsageError
+    from continuity.roles.pilot import register_pilot
+
+    for name in ("registration", "sha256", "cap_usd", "output"):
+        if not options.get(name):
+            flag = f"--{name.replace('_', '-')}"
+            raise UsageError(
+                f"pilot_register needs {flag}", code="option_value_missing", location=flag
+            )
+    seed = options.get("schedule_seed", _NO_SEED)
+    if seed == _NO_SEED:
+        raise UsageError(
+            "pilot_register needs --schedule-seed N (no default: the schedule is preregistered)",
+            code="option_value_missing",
+            location="--schedule-seed",
+        )
+    pricing = options.get("pricing")
+    done = register_pilot(
+        Path(options["registration"]),
+        options["sha256"],
+        options["cap_usd"],
+        seed,
+        options["output"],
+        pricing=Path(pricing) if pricing else None,
+    )
+    descriptor = done.pilot.descriptor
+    return (
+        f"pilot_register: cap-gated-v1, cap C ${descriptor.cap_usd}, Rmax "
+        f"${descriptor.assumptions.rmax}, schedule seed "
+        f"{descriptor.schedule.seed}; wraps the external registration sha256 "
+        f"{done.pilot.registration.sha256}; enables no paid route\n"
+        f"sha256 {done.sha256}\n"
+        f"pilot registration in {done.path}"
+    )
+
+
+def task_pilot_register() -> TaskSpec:
+    """Register a cap-gated pilot over an external registration (enables no paid route)."""
+    return {
+        "actions": [task_action(_register)],
+        "params": [
+            param(
+                "registration",
+                str,
+                "",
+                "the external (v2) registration of doit compare_register, wrapped unchanged",
+            ),
+            param("sha256", str, "", "its raw sha256 (as compare_register printed it)"),
+            param(
+                "cap_usd",
+                str,
+                "",
+                "the pilot's cap C in USD, whole cents, at least Rmax ($3.92)",
+            ),
+            param(
+                "schedule_seed",
+                IntOption(
+                    "--schedule-seed", 0, _MAX_SEED, code="lookup_pilot_schedule_seed_invalid"
+                ),
+                _NO_SEED,
+                f"the preregistered schedule seed, 0 to {_MAX_SEED} (no default)",
+            ),
+            param("output", str, "", "a new absolute directory outside both checkouts"),
+            PRICING,
+        ],
+        "verbosity": 2,
+    }
