@@ -2,10 +2,11 @@
 
 `GuardedProvider` wraps the Responses client of the frozen reader binding
 (`continuity.spend.contract.GuardContract`) for one probe run, with a unique run id and
-slot id, an injected permit source (`continuity.spend.permits`) and the registered
-assumptions (`continuity.spend.assumptions.ASSUMED_V1`). It is plumbing, not
-authority: nothing here enables a real route, and every real-mode refusal of the
-harness still stands.
+slot id, an injected permit source (`continuity.spend.permits`), the resolved
+auxiliary callers (all off: `continuity.spend.contract.check_auxiliary_callers` runs at
+construction, the pilot's entry) and the registered assumptions
+(`continuity.spend.assumptions.ASSUMED_V1`). It is plumbing, not authority: nothing
+here enables a real route, and every real-mode refusal of the harness still stands.
 
 A call to `GuardedProvider.stream` goes through, in order:
 
@@ -47,7 +48,13 @@ from continuity.messages import ModelRequest
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.protocol import ProviderEvent
 from continuity.spend.assumptions import ASSUMED_V1, Assumptions, check_assumptions, reservation
-from continuity.spend.contract import GuardContract, check_contract, check_options
+from continuity.spend.contract import (
+    AuxiliaryCallers,
+    GuardContract,
+    check_auxiliary_callers,
+    check_contract,
+    check_options,
+)
 from continuity.spend.payload import Admission, admission_size, check_payload
 from continuity.spend.permits import OutcomeKind, Permit, PermitSource, Refusal, Settlement
 from continuity.spend.settle import Capture, GuardedResponses, settlement_of
@@ -94,11 +101,13 @@ class GuardedProvider:
         run_id: str,
         slot_id: str,
         credentials_path: str,
+        callers: AuxiliaryCallers,
         send: Send | None = None,
         assumptions: Assumptions = ASSUMED_V1,
         max_output_tokens: int = 4096,
         timeout: float = 600.0,
     ) -> None:
+        check_auxiliary_callers(callers, where="entry")  # nothing but the reader calls out
         check_contract(contract, run_id)
         if contract.api != "openai-responses" or not slot_id:
             raise SpendError(

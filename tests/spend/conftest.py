@@ -14,12 +14,15 @@ import pytest
 from continuity.messages import ModelRequest, ToolDefinition, UserMessage
 from continuity.servers.asgi import serve_asgi
 from continuity.spend.assumptions import ASSUMED_V1, reservation
-from continuity.spend.contract import GuardContract
+from continuity.spend.contract import AuxiliaryCallers, GuardContract
 from continuity.spend.guard import GuardedProvider
 from continuity.spend.permits import TestOnlyPermitSource
 from tests.spend.sse import Reply, ScriptedSse
 
 RMAX = reservation(ASSUMED_V1)
+CALLERS_OFF = AuxiliaryCallers(
+    judge=None, memory=False, subagents=False, upkeep=False, compaction=False, output_schema=None
+)
 RUN_ID = "run-7f3a"
 HISTORY = ToolDefinition(
     "ConversationHistory",
@@ -81,6 +84,7 @@ class Rig:
             run_id=more.pop("run_id", RUN_ID),
             slot_id=slot,
             credentials_path=self.credentials,
+            callers=more.pop("callers", CALLERS_OFF),
             **more,
         )
         self.guards.append(guard)
