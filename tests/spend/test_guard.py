@@ -477,7 +477,40 @@ async def test_an_own_abort_after_send_keeps_the_hold(rig: Rig) -> None:
         await drain(guard)
     (record,) = guard.records
     assert record.outcome == "own_abort_after_send" and record.sent
+    assert record.code == "lookup_own_abort"
     assert rig.permits.account.total() == RMAX and rig.permits.stops == []
+    with pytest.raises(SpendError) as later:
+        await drain(guard)
+    assert later.value.code == "lookup_slot_terminal"
+
+
+async def test_an_admission_that_fails_stops_the_pilot(rig: Rig) -> None:
+    class BrokenAdmit(TestOnlyPermitSource):
+        async def admit(self, *args: Any, **kwargs: Any) -> Any:
+            raise OSError("the controller did not answer")
+
+    source = BrokenAdmit(Decimal("10"), RMAX)
+    guard = rig.guard(permits=source)
+    with pytest.raises(SpendError) as caught:
+        await drain(guard)
+    assert caught.value.code == "lookup_admit_failed"
+    assert caught.value.outcome == "integrity_stop" and source.stops == ["lookup_admit_failed"]
+    assert guard.sends == 0 and rig.app.requests == []
+
+
+async def test_a_send_that_fails_after_consume_is_lost_with_its_hold(rig: Rig) -> None:
+    import httpx
+
+    async def broken(request: httpx.Request) -> httpx.Response:
+        raise RuntimeError("the socket layer failed")
+
+    guard = rig.guard(send=broken)
+    with pytest.raises(RuntimeError, match="socket layer"):  # the cause, not swallowed
+        await drain(guard)
+    (record,) = guard.records
+    assert record.outcome == "lost" and record.sent
+    assert record.code == "lookup_request_failed"
+    assert rig.permits.account.total() == RMAX  # the hold is retained
     with pytest.raises(SpendError) as later:
         await drain(guard)
     assert later.value.code == "lookup_slot_terminal"
