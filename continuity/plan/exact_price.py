@@ -3,7 +3,9 @@
 `continuity.plan.pricing.call_cost` prices in float for the dry run. Lookup pricing
 sums thousands of calls and proposes a cap rounded *up* to the cent, where a float sum
 that lands a hair above a cent boundary would add a cent that is not owed. Here every
-rate is read as the decimal the catalog (or genai-prices) wrote, and sums stay exact.
+rate is read as the decimal the catalog (or genai-prices) wrote, and sums stay exact
+(the exact context, `exact_sum` and `ceil_to_cents` are `continuity.spend.money`'s,
+re-exported here).
 
 The tier rule is pricing's own (`continuity.plan.pricing`): the highest tier whose
 ``above_input_tokens`` the call's whole input strictly exceeds, cached input included,
@@ -18,19 +20,11 @@ limits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from decimal import (
-    ROUND_CEILING,
-    Context,
-    Decimal,
-    DivisionByZero,
-    Inexact,
-    InvalidOperation,
-    Overflow,
-)
+from decimal import Decimal
 
 from continuity.messages import Usage
 from continuity.plan.pricing import ModelPrice, _rates
+from continuity.spend.money import CENT, EXACT, MILLION, ceil_to_cents, exact_sum
 
 __all__ = [
     "CENT",
@@ -43,13 +37,6 @@ __all__ = [
     "missing_terms",
     "tiered",
 ]
-
-CENT = Decimal("0.01")
-MILLION = Decimal(1_000_000)
-# Money arithmetic that refuses to round: an inexact result raises instead of being kept
-# (sums of calls have a few dozen digits at most; 60 leaves room).
-EXACT = Context(prec=60, traps=[Inexact, InvalidOperation, DivisionByZero, Overflow])
-_ROUNDING = Context(prec=60)  # for the one deliberate rounding, up to the cent
 
 
 def exact_rate(rate: float | None) -> Decimal | None:
@@ -83,23 +70,10 @@ def exact_cost(price: ModelPrice | None, usage: Usage) -> Decimal | None:
     return EXACT.divide(total, MILLION)
 
 
-def exact_sum(amounts: Iterable[Decimal]) -> Decimal:
-    """The sum of `amounts`, exactly (`EXACT` raises rather than round)."""
-    total = Decimal(0)
-    for amount in amounts:
-        total = EXACT.add(total, amount)
-    return total
-
-
 def tiered(price: ModelPrice | None, total_input: int) -> bool:
     """Whether a call of `total_input` tokens (cached included) is priced above the base
     rate: it strictly exceeds the model's first tier."""
     return bool(price and price.tiers and total_input > price.tiers[0].above_input_tokens)
-
-
-def ceil_to_cents(amount: Decimal) -> Decimal:
-    """`amount` rounded up to the next whole cent (exact)."""
-    return amount.quantize(CENT, rounding=ROUND_CEILING, context=_ROUNDING)
 
 
 def missing_terms(price: ModelPrice | None) -> list[str]:

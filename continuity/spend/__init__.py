@@ -6,6 +6,7 @@ through "Registered assumptions").
 - `continuity.spend.guard`: the guarded provider, one per sequential probe run;
 - `continuity.spend.transport`: its own fetch, latched and single-shot;
 - `continuity.spend.payload`: payload allowlists, the framing H and U_k;
+- `continuity.spend.admission`: the final payload of a request and its admission size;
 - `continuity.spend.usage` and `continuity.spend.settle`: raw usage, tiers, the catalog
   cost and the outcome of a request;
 - `continuity.spend.permits`: the permit interface ``lookup-permit-v1`` and the

@@ -8,11 +8,14 @@ catalog cost) or retained (lost, aborted after send, or an integrity stop: the h
 stays, or the known partial cost if that is larger). Reservations are accounting, not
 an invoice: T bounds what the pilot *may* have spent on the registered assumptions.
 
-Two consecutive admitted slots that ended lost or aborted after send stop admission
-with ``lookup_repeated_loss``; any other outcome of an admitted request resets the
-count, and refused (unadmitted) requests do not touch it. Alternating losses are still
-bounded by C, not by this rule. A stop is sticky: every later admission is refused
-with the stop's code.
+Two consecutive admitted *slots* (probe runs) that ended lost or aborted after send stop
+admission with ``lookup_repeated_loss``. Slots run one at a time (concurrency one), so
+a slot has ended when the next slot's first request is admitted: a slot that ended any
+other way (its requests settled, or an integrity stop) resets the count there, a slot
+with no admitted request never counts, and a loss ends its slot (it is terminal). So a
+slot that settles a request and then loses the next one is a lost slot. Alternating
+losses are still bounded by C, not by this rule. A stop is sticky: every later
+admission is refused with the stop's code.
 
 `CapAccount` is the arithmetic only (in memory). The test-only permit source keeps
 one; the durable controller (spend controller II) persists the same states.
@@ -57,7 +60,9 @@ class CapAccount:
         self.rmax = rmax
         self.holds: dict[str, Hold] = {}
         self.stopped: str | None = None
-        self.loss_streak = 0
+        self.loss_streak = 0  # consecutive admitted slots that ended lost
+        self._slot: str | None = None  # the slot of the latest admission
+        self._lost_slots: set[str] = set()
 
     def total(self) -> Decimal:
         """T: settled costs, retained holds (or known partials, if larger), active holds."""
@@ -88,6 +93,10 @@ class CapAccount:
         if refused is not None:
             return refused
         self.holds[request_id] = Hold(request_id, slot_id, self.rmax)
+        if slot_id != self._slot:  # the previous slot has ended
+            if self._slot is not None and self._slot not in self._lost_slots:
+                self.loss_streak = 0
+            self._slot = slot_id
         return None
 
     def _active(self, request_id: str) -> Hold:
@@ -101,22 +110,20 @@ class CapAccount:
         return hold
 
     def settle(self, request_id: str, cost: Decimal) -> None:
-        """Replace the hold with the actual cost; an outcome that resets the streak."""
+        """Replace the hold with the actual cost."""
         hold = self._active(request_id)
         hold.state, hold.cost = "settled", cost
-        self.loss_streak = 0
 
     def retain(self, request_id: str, kind: str, partial: Decimal | None = None) -> None:
         """Keep the hold (lost, aborted after send, integrity stop): the request's slot is
-        terminal. Two consecutive losses stop admission (``lookup_repeated_loss``)."""
+        terminal. Two consecutive lost slots stop admission (``lookup_repeated_loss``)."""
         hold = self._active(request_id)
         hold.state, hold.cost = "retained", partial
-        if kind in LOSS_KINDS:
+        if kind in LOSS_KINDS and hold.slot_id not in self._lost_slots:
+            self._lost_slots.add(hold.slot_id)
             self.loss_streak += 1
             if self.loss_streak >= 2:
                 self.stop("lookup_repeated_loss")
-        else:
-            self.loss_streak = 0
 
     def stop(self, code: str) -> None:
         """Close admission for good; the first stop's code is kept."""

@@ -3,7 +3,10 @@
 `GuardContract` freezes the reader binding a guard dispatches to (provider, model, API,
 base URL, effort) and, optionally, the prompt cache key (which must contain the run's
 unique id). `SOL_CONTRACT` is the lookup reader binding's (``openai-codex:gpt-6.1-sol``
-at high effort, over the Responses API at the Codex backend).
+at high effort, over the Responses API at the Codex backend): `check_contract` refuses
+any other provider, model, API or effort. The base URL is the one field a contract may
+set apart from it, so the tests can point a guard at a loopback server; binding it to
+an authorized route is spend controller II's.
 
 The streaming call is the only dispatch, and its options are allowlisted
 (`check_options`), all refused *before* admission:
@@ -115,6 +118,14 @@ def check_contract(contract: GuardContract, run_id: str) -> None:
         )
     if contract.transport != "sse":
         raise _refuse("a guard contract streams over SSE", "lookup_contract_mismatch", "contract")
+    for name in ("provider", "model", "api", "effort"):
+        if getattr(contract, name) != getattr(SOL_CONTRACT, name):
+            raise _refuse(
+                f"the contract's {name} is {getattr(contract, name)!r}, not the frozen Sol "
+                f"binding's {getattr(SOL_CONTRACT, name)!r}",
+                "lookup_contract_mismatch",
+                f"contract.{name}",
+            )
     key = contract.prompt_cache_key
     if key is not None and (not run_id or run_id not in key):
         raise _refuse(

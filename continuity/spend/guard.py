@@ -37,7 +37,8 @@ Every request leaves a content-free `RequestRecord`. Only `stream` dispatches:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any, NoReturn
 
 import anyio
@@ -47,6 +48,7 @@ from continuity.errors import ProviderError, SpendError
 from continuity.messages import ModelRequest
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.protocol import ProviderEvent
+from continuity.spend.admission import final_payload
 from continuity.spend.assumptions import ASSUMED_V1, Assumptions, check_assumptions, reservation
 from continuity.spend.contract import (
     AuxiliaryCallers,
@@ -55,7 +57,7 @@ from continuity.spend.contract import (
     check_contract,
     check_options,
 )
-from continuity.spend.payload import Admission, admission_size, check_payload
+from continuity.spend.payload import Admission
 from continuity.spend.permits import OutcomeKind, Permit, PermitSource, Refusal, Settlement
 from continuity.spend.settle import Capture, GuardedResponses, settlement_of
 from continuity.spend.transport import Armed, GuardTransport, Send
@@ -179,12 +181,23 @@ class GuardedProvider:
                 location=self.slot_id,
                 outcome="integrity_stop",
             )
+            self.records.append(
+                RequestRecord(
+                    request_id=f"{self._next_id()}:concurrent",
+                    outcome="integrity_stop",
+                    code=error.code,
+                )
+            )
             await self._stop(error)
             raise error
         self._busy = True
         try:
-            async for event in self._guarded(request, options):
-                yield event
+            # aclosing: a consumer that stops early closes the guarded stream here, in
+            # this task, so its settlement is awaited before the latch is released
+            # (never left to the garbage collector).
+            async with aclosing(self._guarded(request, options)) as events:
+                async for event in events:
+                    yield event
         finally:
             self._busy = False
 
@@ -197,65 +210,6 @@ class GuardedProvider:
 
     def _next_id(self) -> str:
         return f"{self.run_id}:{self.slot_id}:{self._admitted + 1}"
-
-    def _final_payload(
-        self, request: ModelRequest, options: Mapping[str, Any]
-    ) -> tuple[bytes, Admission]:
-        """The final payload's bytes and its admission size (refusals before admission)."""
-        payload = self._client.payload(request)
-        hook: Callable[[dict[str, Any]], Any] | None = options.get("on_payload")
-        if hook is not None:
-            changed = hook(payload)
-            payload = payload if changed is None else changed
-        try:
-            body = msgspec.json.encode(payload)
-            final = msgspec.json.decode(body)
-        except (msgspec.MsgspecError, TypeError) as exc:
-            raise SpendError(
-                f"the payload does not serialize: {exc}",
-                code="lookup_payload_invalid",
-                location="payload",
-                outcome="refused_pre_send",
-            ) from None
-        if not isinstance(final, dict):
-            raise SpendError(
-                "the payload is not an object",
-                code="lookup_payload_invalid",
-                location="payload",
-                outcome="refused_pre_send",
-            )
-        check_payload(final, first=self._admitted == 0)
-        effort = (
-            final.get("reasoning", {}).get("effort")
-            if isinstance(final.get("reasoning"), dict)
-            else None
-        )
-        if final.get("model") != self.contract.model or effort != self.contract.effort:
-            raise SpendError(
-                f"the payload's model and effort are not {self.contract.model_id} at "
-                f"{self.contract.effort}",
-                code="lookup_contract_mismatch",
-                location="payload.model",
-                outcome="refused_pre_send",
-            )
-        if final.get("prompt_cache_key") != self.contract.prompt_cache_key:
-            raise SpendError(
-                "the payload's prompt_cache_key is not the declared cache key (none is "
-                "allowed without one)",
-                code="lookup_cache_key_invalid",
-                location="payload.prompt_cache_key",
-                outcome="refused_pre_send",
-            )
-        admission = admission_size(final, body, self._prior_output, self._assumptions)
-        if admission.u > self._assumptions.input_envelope:
-            raise SpendError(
-                f"U = {admission.u:,} exceeds the input envelope "
-                f"I = {self._assumptions.input_envelope:,}",
-                code="not_admitted_input_envelope",
-                location=self._next_id(),
-                outcome="refused_pre_send",
-            )
-        return body, admission
 
     def _entry(self, request: ModelRequest, options: Mapping[str, Any]) -> tuple[bytes, Admission]:
         if self._stopped is not None:
@@ -272,7 +226,15 @@ class GuardedProvider:
                     location=self._next_id(),
                     outcome="refused_pre_send",
                 )
-            return self._final_payload(request, options)
+            return final_payload(
+                self._client.payload(request),
+                options.get("on_payload"),
+                self.contract,
+                first=self._admitted == 0,
+                prior_output=self._prior_output,
+                assumptions=self._assumptions,
+                location=self._next_id(),
+            )
         except SpendError as error:
             self.records.append(
                 RequestRecord(
@@ -309,7 +271,7 @@ class GuardedProvider:
 
     async def _guarded(
         self, request: ModelRequest, options: Mapping[str, Any]
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncGenerator[ProviderEvent, None]:
         body, admission = self._entry(request, options)
         permit = await self._admit(admission)
         armed = Armed(permit, admission.digest, self._client.url, self.contract.prompt_cache_key)
@@ -328,6 +290,11 @@ class GuardedProvider:
             )
             raise
         except (anyio.get_cancelled_exc_class(), GeneratorExit):
+            if capture.completed is not None or capture.failed is not None:
+                # the response had ended: settle it from its raw events (a stop is
+                # still awaited; the abort, not the stop's error, propagates)
+                await self._end_with(permit, admission, armed, capture, failure=None, quiet=True)
+                raise
             kind: OutcomeKind = "own_abort_after_send" if armed.sent else "lost"
             await self._end(
                 permit, admission, armed, Settlement(kind=kind, code="lookup_own_abort")
@@ -352,8 +319,10 @@ class GuardedProvider:
         armed: Armed,
         capture: Capture,
         failure: str | None,
+        quiet: bool = False,
     ) -> None:
-        """Settle from what the raw events said (`failure`: the stream's own error)."""
+        """Settle from what the raw events said (`failure`: the stream's own error);
+        `quiet`: record and stop as usual but raise nothing (the caller is aborting)."""
         outcome = settlement_of(capture, admission.u, self._rmax, self._assumptions, failure)
         error = None
         if outcome.settlement.kind == "integrity_stop":
@@ -373,11 +342,15 @@ class GuardedProvider:
             error=error,
         )
         if error is not None:
+            if quiet:
+                return
             raise error
         if outcome.settlement.kind == "settled" and outcome.usage is not None:
             self._prior_output += outcome.usage.output
             if outcome.unusable_reply:
                 self._terminal = "pilot_empty_final_output"
+                if quiet:
+                    return
                 raise SpendError(
                     "an empty or length-terminal reply cannot issue a finalization request",
                     code="pilot_empty_final_output",

@@ -205,10 +205,11 @@ class TestOnlyPermitSource:
         if issued.permit_id in self.settled:
             raise _integrity("the permit was already settled", "lookup_permit_reused", "settle")
         self.settled[issued.permit_id] = (settlement, raw_usage, raw_tier)
-        if settlement.kind == "settled" and settlement.cost is not None:
-            self.account.settle(issued.request_id, Decimal(settlement.cost))
-        else:
-            self.account.retain(issued.request_id, settlement.kind)
+        cost = None if settlement.cost is None else Decimal(settlement.cost)
+        if settlement.kind == "settled" and cost is not None:
+            self.account.settle(issued.request_id, cost)
+        else:  # a known cost of a retained request is its known partial
+            self.account.retain(issued.request_id, settlement.kind, partial=cost)
         if settlement.kind == "integrity_stop":
             self.account.stop(settlement.code or "lookup_integrity_stop")
 

@@ -262,6 +262,9 @@ async def test_the_cap_refuses_admission_without_a_send(rig: Rig) -> None:
     assert caught.value.code == "not_admitted_cap"
     assert caught.value.outcome == "refused_pre_send" and other.sends == 0
     assert first.message.tool_calls
+    # a capacity refusal: nothing held, and the pilot continues
+    assert full.stops == [] and full.account.stopped is None
+    assert set(full.account.holds) == {"held"}
 
 
 async def test_a_policy_refusal_stops_the_pilot(rig: Rig) -> None:
@@ -374,6 +377,25 @@ async def test_an_unknown_header_stops_without_sending(rig: Rig) -> None:
     assert caught.value.code == "lookup_header_forbidden"
     assert guard.sends == 0 and rig.app.requests == []
     assert rig.permits.stops == ["lookup_header_forbidden"]
+
+
+async def test_a_session_header_that_is_not_the_cache_key_stops_without_sending(
+    rig: Rig,
+) -> None:
+    from continuity.spend import settle
+
+    class Renaming(settle.GuardedResponses):
+        def headers(self) -> dict[str, str]:
+            return {**super().headers(), "session-id": "another-session"}
+
+    guard = rig.guard(cache_key=f"continuity-{RUN_ID}-slot-1")
+    guard._client.__class__ = Renaming
+    with pytest.raises(SpendError) as caught:
+        await drain(guard)
+    assert caught.value.code == "lookup_cache_key_invalid"
+    assert caught.value.location == "fetch.headers.session-id"
+    assert guard.sends == 0 and rig.app.requests == []
+    assert rig.permits.stops == ["lookup_cache_key_invalid"]
 
 
 async def test_the_cache_key_binds_payload_and_headers(rig: Rig) -> None:
@@ -526,6 +548,73 @@ async def test_two_consecutive_lost_slots_stop_admission(rig: Rig) -> None:
         await drain(third)
     assert caught.value.code == "lookup_repeated_loss"
     assert third.sends == 0
+
+
+async def test_a_slot_that_settles_then_loses_is_a_lost_slot(rig: Rig) -> None:
+    # slot-1 is lost; slot-2 settles its first request and loses its second: two
+    # consecutive lost slots, whatever the settled request in between.
+    rig.script(
+        Reply(events=completed(), cut_after=1),
+        tool_reply(),
+        Reply(events=completed(), cut_after=1),
+    )
+    with pytest.raises(ProviderError):
+        await drain(rig.guard(slot="slot-1"))
+    second = rig.guard(slot="slot-2")
+    first = await drain(second)
+    with pytest.raises(ProviderError):
+        await drain(second, second_round(first))
+    third = rig.guard(slot="slot-3")
+    with pytest.raises(SpendError) as caught:
+        await drain(third)
+    assert caught.value.code == "lookup_repeated_loss" and third.sends == 0
+
+
+async def test_a_slot_that_ends_otherwise_resets_the_loss_count(rig: Rig) -> None:
+    rig.script(
+        Reply(events=completed(), cut_after=1), text_reply(), Reply(events=completed(), cut_after=1)
+    )
+    with pytest.raises(ProviderError):
+        await drain(rig.guard(slot="slot-1"))
+    await drain(rig.guard(slot="slot-2"))  # settled: the slot ends well
+    with pytest.raises(ProviderError):
+        await drain(rig.guard(slot="slot-3"))
+    assert rig.permits.account.stopped is None
+    assert rig.permits.account.loss_streak == 1
+
+
+async def test_an_abort_after_admission_but_before_the_send_is_lost(rig: Rig) -> None:
+    import httpx
+
+    async def slow(request: httpx.Request) -> httpx.Response:  # never reached
+        raise AssertionError("sent")
+
+    class SlowAdmit(TestOnlyPermitSource):
+        async def consume(self, permit: Any, body_digest: str) -> None:
+            await anyio.sleep(5)  # the run's own deadline fires while consuming
+
+    source = SlowAdmit(Decimal("10"), RMAX)
+    guard = rig.guard(permits=source, send=slow)
+    with anyio.move_on_after(0.3):
+        await drain(guard)
+    (record,) = guard.records
+    assert record.outcome == "lost" and not record.sent and record.code == "lookup_own_abort"
+    assert source.account.total() == RMAX and source.stops == []
+
+
+async def test_a_consumer_that_stops_after_the_answer_settles_it_before_leaving(
+    rig: Rig,
+) -> None:
+    rig.script(text_reply())
+    guard = rig.guard()
+    events = guard.stream(request(), {"transport": "sse", "max_retries": 0})
+    async for event in events:
+        if isinstance(event, Completed):
+            break
+    await events.aclose()  # in this task: no settlement is left to the collector
+    (record,) = guard.records
+    assert record.outcome == "settled" and Decimal(record.cost or "") == Decimal("0.00502")
+    assert [op for op, _ in rig.permits.log] == ["admit", "consume", "settle"]
 
 
 async def test_a_failed_stop_keeps_its_code_and_adds_lookup_stop_failed(rig: Rig) -> None:

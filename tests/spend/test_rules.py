@@ -125,13 +125,13 @@ def test_a_cap_below_rmax_is_invalid() -> None:
 def test_the_total_counts_settled_retained_and_active_holds() -> None:
     account = CapAccount(Decimal("20"), RMAX)
     for name in ("a", "b", "c", "d"):
-        assert account.admit(name, "slot") is None
+        assert account.admit(name, f"slot-{name}") is None
     account.settle("a", Decimal("0.50"))
     account.retain("b", "lost")  # the hold stays
     account.retain("c", "own_abort_after_send", partial=Decimal("5"))  # a larger partial
     # 0.50 + 3.92 + 5 + 3.92 (active d)
     assert account.total() == Decimal("13.34")
-    assert account.stopped == "lookup_repeated_loss"  # b then c: two consecutive losses
+    assert account.stopped == "lookup_repeated_loss"  # slots b then c: two lost in a row
     assert account.admit("e", "slot") == "lookup_repeated_loss"
 
 
@@ -147,18 +147,36 @@ def test_the_cap_refuses_the_admission_that_would_exceed_it() -> None:
     assert account.admit("c", "s") == "lookup_permit_reused"
 
 
-def test_any_other_outcome_resets_the_loss_streak() -> None:
+def test_the_loss_count_is_of_slots() -> None:
     account = CapAccount(Decimal("100"), RMAX)
-    for name in "abcde":
-        account.admit(name, "s")
-    account.retain("a", "lost")
-    account.settle("b", Decimal("0.10"))  # resets
-    account.retain("c", "lost")
+    account.admit("a1", "slot-a")
+    account.retain("a1", "lost")  # slot-a ends lost
+    account.admit("b1", "slot-b")
+    account.settle("b1", Decimal("0.10"))  # slot-b goes on...
     assert account.refusal() is None
-    # an unadmitted request (refused before admission) does not touch the streak
-    assert account.loss_streak == 1
-    account.retain("d", "lost")
+    account.admit("b2", "slot-b")
+    account.retain("b2", "own_abort_after_send")  # ...and ends lost: two in a row
     assert account.stopped == "lookup_repeated_loss"
+
+
+def test_a_slot_that_ends_otherwise_resets_the_count() -> None:
+    account = CapAccount(Decimal("100"), RMAX)
+    account.admit("a1", "slot-a")
+    account.retain("a1", "lost")
+    account.admit("b1", "slot-b")
+    account.settle("b1", Decimal("0.10"))  # slot-b ends well: seen when slot-c starts
+    assert account.refusal() is None  # a refused (unadmitted) slot would change nothing
+    account.admit("c1", "slot-c")
+    assert account.loss_streak == 0
+    account.retain("c1", "lost")
+    assert account.stopped is None and account.loss_streak == 1
+
+
+def test_a_known_partial_above_the_hold_counts() -> None:
+    account = CapAccount(Decimal("100"), RMAX)
+    account.admit("a", "s")
+    account.retain("a", "integrity_stop", partial=Decimal("4.50"))
+    assert account.total() == Decimal("4.50")
 
 
 def test_settling_twice_is_refused() -> None:
@@ -190,7 +208,7 @@ def test_the_total_never_exceeds_the_cap(cap_cents: int, steps: list[tuple[str, 
     account = CapAccount(cap, RMAX)
     active: list[str] = []
     for index, (kind, cost_cents, in_flight) in enumerate(steps):
-        if account.admit(f"r{index}", "slot") is None:
+        if account.admit(f"r{index}", f"slot-{index // 2}") is None:
             active.append(f"r{index}")
         assert account.total() <= cap
         while len(active) > in_flight:
@@ -258,6 +276,8 @@ def test_framing_follows_assumed_v1() -> None:
         (_payload(conversation="conv-1"), "payload.conversation"),
         (_payload(previous_response_id="r-1"), "payload.previous_response_id"),
         (_payload(truncation="auto"), "payload.truncation"),
+        (_payload(prompt={"id": "p-1"}), "payload.prompt"),
+        (_payload(background=True), "payload.background"),
         (_payload(metadata={"a": "b"}), "payload.metadata"),
         (
             _payload(
@@ -495,8 +515,9 @@ async def test_the_source_rejects_stale_reused_and_mismatched_permits() -> None:
     with pytest.raises(SpendError) as caught:
         await source.consume(permit, "d1")
     assert caught.value.code == "lookup_permit_reused"
-    await source.settle(permit, Settlement(kind="integrity_stop"), None, None)
+    await source.settle(permit, Settlement(kind="integrity_stop", cost="5.10"), None, None)
     assert source.account.stopped == "lookup_integrity_stop"
+    assert source.account.total() == Decimal("5.10")  # the known partial, above the hold
     with pytest.raises(SpendError) as caught:
         await source.settle(permit, Settlement(kind="lost"), None, None)
     assert caught.value.code == "lookup_permit_reused"
@@ -557,3 +578,35 @@ async def test_a_fetch_to_another_url_stops_before_consume() -> None:
         await transport.handle_async_request(request)
     assert caught.value.code == "lookup_url_mismatch"
     assert sent == [] and ("consume", "r1") not in source.log
+
+
+# -- the frozen contract
+
+
+def test_the_frozen_contract_is_the_lookup_reader_bindings() -> None:
+    from continuity.lookup.reader import LOOKUP_BINDINGS
+    from continuity.spend.contract import SOL_CONTRACT
+
+    assert SOL_CONTRACT.model_id == LOOKUP_BINDINGS["default"][0]
+    assert (SOL_CONTRACT.api, SOL_CONTRACT.effort) == ("openai-responses", "high")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model": "gpt-6-luna"},
+        {"provider": "openai"},
+        {"api": "openai-chat"},
+        {"effort": "low"},
+        {"version": "lookup-guard-v0"},
+        {"max_retries": 1},
+        {"transport": "websocket"},
+    ],
+)
+def test_a_contract_other_than_the_frozen_one_is_refused(change: dict[str, Any]) -> None:
+    from continuity.spend.contract import check_contract
+
+    contract = msgspec.structs.replace(contract_for("http://127.0.0.1:9/v1"), **change)
+    with pytest.raises(SpendError) as caught:
+        check_contract(contract, "run-1")
+    assert caught.value.code == "lookup_contract_mismatch"
