@@ -152,7 +152,11 @@ The tree::
     │                                  lookup_pilot_schedule_mismatch,
     │                                  lookup_pilot_schedule_seed_invalid;
     │                                  cap-gated readiness's sole blocker (a reported
-    │                                  code, never raised): lookup_authorization_required
+    │                                  code, never raised): lookup_authorization_required.
+    │                                  The writer lease (continuity.spend.lease):
+    │                                  lookup_lease_root_invalid, lookup_lease_exists,
+    │                                  lookup_lease_failed, lookup_lease_invalid,
+    │                                  lookup_lease_released, lookup_lease_not_held
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

@@ -37,7 +37,7 @@ Every request leaves a content-free `RequestRecord`. Only `stream` dispatches:
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any, NoReturn
 
@@ -173,7 +173,7 @@ class GuardedProvider:
     # -- the one dispatch
     async def stream(
         self, request: ModelRequest, options: Mapping[str, Any] = CALL_OPTIONS
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncGenerator[ProviderEvent, None]:
         if self._busy:  # the latch: checked and taken before any await
             error = SpendError(
                 "a second request entered while one is in flight",
