@@ -156,7 +156,10 @@ The tree::
     │                                  The writer lease (continuity.spend.lease):
     │                                  lookup_lease_root_invalid, lookup_lease_exists,
     │                                  lookup_lease_failed, lookup_lease_invalid,
-    │                                  lookup_lease_released, lookup_lease_not_held
+    │                                  lookup_lease_released, lookup_lease_not_held.
+    │                                  The durable permit source
+    │                                  (continuity.spend.durable): lookup_account_invalid
+    │                                  (and lookup_cap_invalid, lookup_permit_stale)
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

@@ -15,7 +15,8 @@ through "Registered assumptions").
 - `continuity.spend.assumptions`: assumed-v1;
 - `continuity.spend.money`: exact money;
 - `continuity.spend.descriptor`: the pilot descriptor (cap-gated-v1) and its checks;
-- `continuity.spend.lease`: the pilot controller's SQLite writer lease (spend controller II).
+- `continuity.spend.lease`: the pilot controller's SQLite writer lease (spend controller II);
+- `continuity.spend.durable`: a durable permit source (holds on disk before a grant).
 
 Nothing here enables a real route or authorizes a request: a brand is not a credential,
 and the durable controller and authorization are spend controller II's.

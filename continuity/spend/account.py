@@ -125,6 +125,27 @@ class CapAccount:
             if self.loss_streak >= 2:
                 self.stop("lookup_repeated_loss")
 
+    def snapshot(self) -> dict[str, object]:
+        """The account's state besides its holds (for a durable source to persist)."""
+        return {
+            "stopped": self.stopped,
+            "loss_streak": self.loss_streak,
+            "slot": self._slot,
+            "lost_slots": sorted(self._lost_slots),
+        }
+
+    def restore(self, holds: list[Hold], snapshot: dict[str, object]) -> None:
+        """Load `holds` and a `snapshot` a durable source persisted."""
+        self.holds = {hold.request_id: hold for hold in holds}
+        stopped, slot = snapshot.get("stopped"), snapshot.get("slot")
+        streak, lost = snapshot.get("loss_streak", 0), snapshot.get("lost_slots", [])
+        self.stopped = stopped if isinstance(stopped, str) else None
+        self.loss_streak = streak if isinstance(streak, int) else 0
+        self._slot = slot if isinstance(slot, str) else None
+        self._lost_slots = (
+            {s for s in lost if isinstance(s, str)} if isinstance(lost, list) else set()
+        )
+
     def stop(self, code: str) -> None:
         """Close admission for good; the first stop's code is kept."""
         if self.stopped is None:

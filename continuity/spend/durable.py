@@ -1,0 +1,283 @@
+"""A durable ``lookup-permit-v1`` source: holds persisted in SQLite before a permit is
+granted, so a controller killed mid-request restarts with every reservation it made.
+
+`DurablePermitSource.open(path, cap, rmax)` opens (or creates) the account file and
+starts a new **epoch**. Every operation changes the in-memory `CapAccount` and commits
+the same change (``synchronous=FULL``) before it returns, so a permit is never granted
+whose hold is not on disk, and a settlement is on disk before the guard goes on:
+
+- ``admit``: the hold of Rmax, then the permit (bound to epoch, request, slot, round,
+  payload digest and Rmax); a refusal writes nothing;
+- ``consume``: once per permit, only for the admitted payload digest;
+- ``settle``: once per permit; the settled cost replaces the hold, any other outcome
+  keeps it (with a known partial, if larger);
+- ``stop``: sticky, and on disk.
+
+**Reopening** (a restart after a crash or SIGKILL) starts a new epoch. Permits of an
+earlier epoch are stale (``lookup_permit_stale``). A hold that was still active when
+its epoch ended is retained as lost: nobody knows whether its request was sent, so its
+reservation stays in T for good. A stop, the settled costs and the loss count carry
+over. The cap and Rmax are fixed when the file is created: reopening with others is
+``lookup_cap_invalid``; a file that is not an account is ``lookup_account_invalid``.
+
+This is the accounting the pilot controller (spend controller II) persists; it is not
+authorization, and a durable source alone enables no paid route.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+from continuity.errors import SpendError
+from continuity.spend.account import CapAccount, Hold
+from continuity.spend.permits import PERMIT_CONTRACT, Permit, Refusal, Settlement
+from continuity.spend.usage import UsageRecord
+
+__all__ = ["DURABLE_BRAND", "DurablePermitSource"]
+
+DURABLE_BRAND = "continuity-durable-permits-v1"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS holds (
+    request_id TEXT PRIMARY KEY,
+    slot_id TEXT NOT NULL,
+    amount TEXT NOT NULL,
+    state TEXT NOT NULL,
+    cost TEXT,
+    kind TEXT,
+    permit TEXT,
+    consumed INTEGER NOT NULL DEFAULT 0,
+    epoch TEXT NOT NULL
+);
+"""
+
+
+def _integrity(message: str, code: str, where: str) -> SpendError:
+    return SpendError(message, code=code, location=where, outcome="integrity_stop")
+
+
+class DurablePermitSource:
+    """Permits against a cap, persisted before they are granted (module docstring)."""
+
+    brand = DURABLE_BRAND
+    test_only = False
+    contract = PERMIT_CONTRACT
+
+    def __init__(self, connection: sqlite3.Connection, account: CapAccount, epoch: str):
+        self._db = connection
+        self.account = account
+        self.epoch = epoch
+        self._ids = itertools.count(1)
+
+    # -- opening
+    @classmethod
+    def open(cls, path: Path, cap: Decimal, rmax: Decimal) -> DurablePermitSource:
+        """Open or create the account at `path` and start a new epoch.
+
+        Raises:
+            SpendError: ``lookup_cap_invalid``, ``lookup_account_invalid``.
+        """
+        account = CapAccount(cap, rmax)  # checks C >= Rmax before any file is touched
+        try:
+            db = sqlite3.connect(path, isolation_level=None, timeout=5)
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(_SCHEMA)
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            holds = db.execute(
+                "SELECT request_id, slot_id, amount, state, cost, kind FROM holds ORDER BY rowid"
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise SpendError(
+                f"the account file is not an account: {exc}",
+                code="lookup_account_invalid",
+                location=str(path),
+            ) from None
+        epoch = uuid.uuid4().hex
+        if meta:
+            if (meta.get("cap"), meta.get("rmax")) != (str(cap), str(rmax)):
+                db.close()
+                raise SpendError(
+                    f"the account was created for cap ${meta.get('cap')} and Rmax "
+                    f"${meta.get('rmax')}, not ${cap} and ${rmax}",
+                    code="lookup_cap_invalid",
+                    location=str(path),
+                )
+            _restore(account, meta, holds)
+        source = cls(db, account, epoch)
+        source._reopen(bool(meta), cap, rmax)
+        return source
+
+    def _reopen(self, existed: bool, cap: Decimal, rmax: Decimal) -> None:
+        """Write the new epoch; retain (as lost) every hold an earlier epoch left active."""
+        with self._transaction():
+            if not existed:
+                self._put("cap", str(cap))
+                self._put("rmax", str(rmax))
+            for hold in [h for h in self.account.holds.values() if h.state == "active"]:
+                self.account.retain(hold.request_id, "lost")
+                self._save(hold.request_id, kind="lost")
+            self._put("epoch", self.epoch)
+            self._put_state()
+
+    # -- persistence
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+    def _put(self, key: str, value: str) -> None:
+        self._db.execute(
+            "INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
+            (key, value, value),
+        )
+
+    def _put_state(self) -> None:
+        self._put("state", json.dumps(self.account.snapshot(), sort_keys=True))
+
+    def _save(self, request_id: str, *, kind: str | None = None, permit: str | None = None) -> None:
+        hold = self.account.holds[request_id]
+        self._db.execute(
+            "INSERT INTO holds (request_id, slot_id, amount, state, cost, kind, permit, epoch) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(request_id) DO UPDATE SET "
+            "state = excluded.state, cost = excluded.cost, "
+            "kind = COALESCE(excluded.kind, holds.kind), "
+            "permit = COALESCE(excluded.permit, holds.permit)",
+            (
+                request_id,
+                hold.slot_id,
+                str(hold.amount),
+                hold.state,
+                None if hold.cost is None else str(hold.cost),
+                kind,
+                permit,
+                self.epoch,
+            ),
+        )
+
+    def _permit(self, permit: Permit, where: str) -> None:
+        row = self._db.execute(
+            "SELECT permit, epoch FROM holds WHERE request_id = ?", (permit.request_id,)
+        ).fetchone()
+        issued = None if row is None or row[0] is None else json.loads(row[0])
+        if permit.epoch != self.epoch or issued != _permit_fields(permit):
+            raise _integrity(
+                "a permit this source did not issue in its live epoch", "lookup_permit_stale", where
+            )
+
+    # -- lookup-permit-v1
+    async def admit(
+        self, request_id: str, slot_id: str, round: int, payload_digest: str, rmax: Decimal
+    ) -> Permit | Refusal:
+        if rmax != self.account.rmax:
+            return Refusal("lookup_permit_rmax_mismatch", policy=True)
+        refused = self.account.admit(request_id, slot_id)
+        if refused is not None:
+            return Refusal(refused, policy=refused == "lookup_permit_reused")
+        permit = Permit(
+            permit_id=f"{self.epoch}-{next(self._ids)}",
+            epoch=self.epoch,
+            request_id=request_id,
+            slot_id=slot_id,
+            round=round,
+            payload_digest=payload_digest,
+            rmax=str(rmax),
+        )
+        with self._transaction():  # the hold is on disk before the permit is granted
+            self._save(request_id, permit=json.dumps(_permit_fields(permit)))
+            self._put_state()
+        return permit
+
+    async def consume(self, permit: Permit, body_digest: str) -> None:
+        self._permit(permit, "consume")
+        consumed = self._db.execute(
+            "SELECT consumed FROM holds WHERE request_id = ?", (permit.request_id,)
+        ).fetchone()[0]
+        if consumed:
+            raise _integrity("the permit was already consumed", "lookup_permit_reused", "consume")
+        if body_digest != permit.payload_digest:
+            raise _integrity(
+                "the body digest differs from the admitted payload digest",
+                "lookup_permit_digest_mismatch",
+                "consume",
+            )
+        with self._transaction():
+            self._db.execute(
+                "UPDATE holds SET consumed = 1 WHERE request_id = ?", (permit.request_id,)
+            )
+
+    async def settle(
+        self,
+        permit: Permit,
+        settlement: Settlement,
+        raw_usage: UsageRecord | None,
+        raw_tier: str | None,
+    ) -> None:
+        self._permit(permit, "settle")
+        hold = self.account.holds[permit.request_id]
+        if hold.state != "active":
+            raise _integrity("the permit was already settled", "lookup_permit_reused", "settle")
+        cost = None if settlement.cost is None else Decimal(settlement.cost)
+        if settlement.kind == "settled" and cost is not None:
+            self.account.settle(permit.request_id, cost)
+        else:
+            self.account.retain(permit.request_id, settlement.kind, partial=cost)
+        if settlement.kind == "integrity_stop":
+            self.account.stop(settlement.code or "lookup_integrity_stop")
+        with self._transaction():
+            self._save(permit.request_id, kind=settlement.kind)
+            self._put_state()
+
+    async def stop(self, code: str) -> None:
+        self.account.stop(code)
+        with self._transaction():
+            self._put_state()
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _permit_fields(permit: Permit) -> dict[str, object]:
+    return {
+        "permit_id": permit.permit_id,
+        "epoch": permit.epoch,
+        "request_id": permit.request_id,
+        "slot_id": permit.slot_id,
+        "round": permit.round,
+        "payload_digest": permit.payload_digest,
+        "rmax": permit.rmax,
+    }
+
+
+def _restore(
+    account: CapAccount, meta: dict[str, str], holds: list[tuple[str, str, str, str, str, str]]
+) -> None:
+    account.restore(
+        [
+            Hold(
+                request_id,
+                slot_id,
+                Decimal(amount),
+                state,  # type: ignore[arg-type]
+                None if cost is None else Decimal(cost),
+            )
+            for request_id, slot_id, amount, state, cost, _kind in holds
+        ],
+        json.loads(meta.get("state", "{}")),
+    )
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on an error)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._db.execute("BEGIN IMMEDIATE")
+        return self._db
+
+    def __exit__(self, kind: object, error: object, tb: object) -> None:
+        self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
