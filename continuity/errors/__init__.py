@@ -159,7 +159,14 @@ The tree::
     │                                  lookup_lease_released, lookup_lease_not_held.
     │                                  The durable permit source
     │                                  (continuity.spend.durable): lookup_account_invalid
-    │                                  (and lookup_cap_invalid, lookup_permit_stale)
+    │                                  (and lookup_cap_invalid, lookup_permit_stale).
+    │                                  Consumption (continuity.spend.consumption):
+    │                                  lookup_pilot_environment_refused,
+    │                                  lookup_consumption_path_invalid,
+    │                                  lookup_pilot_root_used,
+    │                                  lookup_authorization_consumed,
+    │                                  lookup_consumption_failed,
+    │                                  lookup_consumption_invalid
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

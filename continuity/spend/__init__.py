@@ -16,7 +16,9 @@ through "Registered assumptions").
 - `continuity.spend.money`: exact money;
 - `continuity.spend.descriptor`: the pilot descriptor (cap-gated-v1) and its checks;
 - `continuity.spend.lease`: the pilot controller's SQLite writer lease (spend controller II);
-- `continuity.spend.durable`: a durable permit source (holds on disk before a grant).
+- `continuity.spend.durable`: a durable permit source (holds on disk before a grant);
+- `continuity.spend.consumption`: one-use consumption of an authorization (the burn
+  registry and the claim pair).
 
 Nothing here enables a real route or authorizes a request: a brand is not a credential,
 and the durable controller and authorization are spend controller II's.

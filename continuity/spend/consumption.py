@@ -1,0 +1,349 @@
+"""One-use consumption of a pilot authorization, under the writer lease (seed 000,
+"Private authorization and consumption", steps 1-5).
+
+An authorization id can be consumed once, ever. The **burn registry** keeps one entry per
+consumed id, ``<registry>/<sha256(domain NUL id)>/``: the key is the domain and the id
+only, so reformatting or renaming the artifact cannot make a second use, and the raw
+artifact digest lives inside the claim, not in the key. The real registry is fixed from
+the password database's home of this user (`pwd.getpwuid(os.getuid()).pw_dir`), never
+``$HOME``, XDG variables, configuration or arguments:
+``~/.local/state/continuity/lookup-pilot/consumed-v1/``. The faux (test) domain keeps its
+own registry under the output root's parent, never the real one.
+
+`consume` runs under a verified `continuity.spend.lease.Lease`:
+
+1. revalidate (the caller's validator: the attestation, its bindings, the account),
+   check the paths (`check_paths`), and require an unused output root (nothing in it but
+   the lease, no ``units/``, no marker);
+2. exclusively create the registry entry. Its existence alone burns the id; every
+   ancestor's parent is synced as the path is made, and the entry's parent before any
+   claim is written;
+3. exclusively write and sync ``authorization-consumed.json`` in the output root, then
+   ``claim.json`` in the registry entry;
+4. verify the complete pair (`verify_consumption`): authorization id and raw digest,
+   output root, run id, epoch, the controller's PID and start identity, and the device
+   and inode of the output root and of the lease file, with the lease still held.
+
+A partial or corrupt pair is permanently unusable: there is no replay, repair or
+rollback, and recreating the output root does not undo a burn. The real domain refuses
+whenever ``CI`` or ``CONTINUITY_DEBUG`` is set, even empty.
+
+Codes (`SpendError`): ``lookup_pilot_environment_refused``,
+``lookup_consumption_path_invalid``, ``lookup_pilot_root_used``,
+``lookup_authorization_consumed``, ``lookup_consumption_failed``,
+``lookup_consumption_invalid``; and the lease's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pwd
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from continuity.errors import SpendError
+from continuity.spend.lease import LEASE_NAME, Lease
+
+__all__ = [
+    "CLAIM_FILE",
+    "CONSUMED_MARKER",
+    "FAUX_DOMAIN",
+    "REAL_DOMAIN",
+    "Claim",
+    "check_paths",
+    "consume",
+    "registry_entry",
+    "registry_root",
+    "verify_consumption",
+]
+
+REAL_DOMAIN = "continuity-lookup-authorization-v1"
+FAUX_DOMAIN = "continuity-lookup-faux-authorization-v1"
+CONSUMED_MARKER = "authorization-consumed.json"
+CLAIM_FILE = "claim.json"
+_REGISTRY = Path(".local/state/continuity/lookup-pilot/consumed-v1")
+_REFUSED_VARIABLES = ("CI", "CONTINUITY_DEBUG")
+
+
+def _fail(message: str, code: str, location: str) -> SpendError:
+    return SpendError(message, code=code, location=location)
+
+
+def _home() -> Path:
+    """This user's home from the password database (the one lookup tests redirect)."""
+    return Path(pwd.getpwuid(os.getuid()).pw_dir)
+
+
+def registry_root(domain: str, output_root: Path) -> Path:
+    """The burn registry of `domain`: the real one under the password database's home,
+    the faux one beside the output root."""
+    if domain == REAL_DOMAIN:
+        return _home() / _REGISTRY
+    if domain == FAUX_DOMAIN:
+        return output_root.parent / ".faux-consumed-v1"
+    raise _fail(f"unknown authorization domain {domain!r}", "lookup_consumption_invalid", "domain")
+
+
+def registry_entry(domain: str, authorization_id: str, output_root: Path) -> Path:
+    key = hashlib.sha256(domain.encode() + b"\0" + authorization_id.encode()).hexdigest()
+    return registry_root(domain, output_root) / key
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What both halves of a consumption record (the same in each)."""
+
+    domain: str
+    authorization_id: str
+    raw_sha256: str
+    output_root: str
+    run_id: str
+    epoch: str
+    controller_pid: int
+    controller_start: str
+    root_device: int
+    root_inode: int
+    lease_device: int
+    lease_inode: int
+
+
+def _inside(path: Path, other: Path) -> bool:
+    return path == other or other in path.parents
+
+
+def _owner_safe(path: Path) -> bool:
+    """Every ancestor is owned by this user or root and writable by no one else (a
+    sticky directory such as /tmp excepted)."""
+    for directory in (path, *path.parents):
+        try:
+            info = os.lstat(directory)
+        except FileNotFoundError:
+            continue  # made later, privately
+        if stat.S_ISLNK(info.st_mode) or info.st_uid not in (0, os.getuid()):
+            return False
+        if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+            return False
+    return True
+
+
+def check_paths(output_root: Path, registry: Path, checkouts: Sequence[Path]) -> None:
+    """The output root and the registry are canonical, disjoint, outside every
+    registered checkout, with owner-safe ancestors; the output root is private.
+
+    Raises:
+        SpendError: ``lookup_consumption_path_invalid``.
+    """
+    for name, path in (("output root", output_root), ("registry", registry)):
+        if not path.is_absolute() or Path(os.path.realpath(path)) != path:
+            raise _fail(
+                f"the {name} must be an absolute path with no link in it",
+                "lookup_consumption_path_invalid",
+                name,
+            )
+        if not _owner_safe(path):
+            raise _fail(
+                f"an ancestor of the {name} is another user's or writable by others",
+                "lookup_consumption_path_invalid",
+                name,
+            )
+        for checkout in checkouts:
+            real = Path(os.path.realpath(checkout))
+            if _inside(path, real) or _inside(real, path):
+                raise _fail(
+                    f"the {name} overlaps a registered checkout",
+                    "lookup_consumption_path_invalid",
+                    name,
+                )
+    if _inside(output_root, registry) or _inside(registry, output_root):
+        raise _fail(
+            "the output root and the registry overlap", "lookup_consumption_path_invalid", "paths"
+        )
+    info = os.lstat(output_root)
+    if not stat.S_ISDIR(info.st_mode) or stat.S_IMODE(info.st_mode) & 0o077:
+        raise _fail(
+            "the output root must be a private directory",
+            "lookup_consumption_path_invalid",
+            "output root",
+        )
+
+
+def _sync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_registry(registry: Path) -> None:
+    """Create the registry's missing ancestors privately, syncing each parent (even when
+    the directory already existed)."""
+    missing = [p for p in (registry, *registry.parents) if not p.exists()]
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+        _sync_directory(directory.parent)
+    _sync_directory(registry.parent)
+
+
+def _write_new(path: Path, value: Mapping[str, object]) -> None:
+    """Exclusively create `path` (0600, never through a link), write and sync it and its
+    directory."""
+    data = json.dumps(value, sort_keys=True, indent=2).encode() + b"\n"
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _sync_directory(path.parent)
+
+
+def _read_private(path: Path) -> dict[str, object]:
+    """A private JSON file of this user, read without following a link, refusing an
+    alias (more than one link) or a file that changed between the check and the open."""
+    try:
+        before = os.lstat(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        raise _fail(f"{path.name} is missing", "lookup_consumption_invalid", path.name) from None
+    try:
+        after = os.fstat(fd)
+        sound = (
+            stat.S_ISREG(after.st_mode)
+            and after.st_nlink == 1
+            and after.st_uid == os.getuid()
+            and stat.S_IMODE(after.st_mode) == 0o600
+            and (before.st_dev, before.st_ino) == (after.st_dev, after.st_ino)
+        )
+        data = os.read(fd, 1 << 16) if sound else b""
+    finally:
+        os.close(fd)
+    try:
+        value = json.loads(data) if sound else None
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise _fail(f"{path.name} is not a sound claim", "lookup_consumption_invalid", path.name)
+    return value
+
+
+def _refuse_environment(domain: str, environ: Mapping[str, str]) -> None:
+    if domain == REAL_DOMAIN:
+        present = [name for name in _REFUSED_VARIABLES if name in environ]
+        if present:
+            raise _fail(
+                f"{', '.join(present)} is set: a real authorization is never consumed under "
+                "CI or debugging",
+                "lookup_pilot_environment_refused",
+                present[0],
+            )
+
+
+def _require_unused(output_root: Path) -> None:
+    allowed = {LEASE_NAME, LEASE_NAME + "-journal"}
+    used = sorted(name for name in os.listdir(output_root) if name not in allowed)
+    if used:
+        raise _fail(
+            f"the output root is not unused ({', '.join(used[:3])})",
+            "lookup_pilot_root_used",
+            str(output_root),
+        )
+
+
+def consume(
+    *,
+    domain: str,
+    authorization_id: str,
+    raw_sha256: str,
+    output_root: Path,
+    run_id: str,
+    epoch: str,
+    lease: Lease,
+    revalidate: Callable[[], None],
+    checkouts: Sequence[Path],
+    environ: Mapping[str, str] | None = None,
+) -> Claim:
+    """Burn `authorization_id` and write the claim pair (module docstring, steps 1-4).
+
+    Raises:
+        SpendError: the module's codes and the lease's.
+    """
+    _refuse_environment(domain, os.environ if environ is None else environ)
+    lease.verify()
+    revalidate()
+    entry = registry_entry(domain, authorization_id, output_root)
+    check_paths(output_root, entry.parent, checkouts)
+    if lease.path.parent != output_root:
+        raise _fail("the lease is not the output root's", "lookup_consumption_invalid", "lease")
+    _require_unused(output_root)
+    root_info = os.lstat(output_root)
+    claim = Claim(
+        domain=domain,
+        authorization_id=authorization_id,
+        raw_sha256=raw_sha256,
+        output_root=str(output_root),
+        run_id=run_id,
+        epoch=epoch,
+        controller_pid=lease.holder.pid,
+        controller_start=lease.holder.start,
+        root_device=root_info.st_dev,
+        root_inode=root_info.st_ino,
+        lease_device=lease.device,
+        lease_inode=lease.inode,
+    )
+    try:
+        _make_registry(entry.parent)
+        entry.mkdir(mode=0o700)  # the burn
+    except FileExistsError:
+        raise _fail(
+            "this authorization was consumed already", "lookup_authorization_consumed", "registry"
+        ) from None
+    except OSError as exc:
+        raise _fail(
+            f"the registry entry cannot be made ({exc.strerror})",
+            "lookup_consumption_failed",
+            "registry",
+        ) from None
+    try:
+        _sync_directory(entry.parent)
+        _write_new(output_root / CONSUMED_MARKER, asdict(claim))
+        _write_new(entry / CLAIM_FILE, asdict(claim))
+    except OSError as exc:  # the id stays burned: no rollback
+        raise _fail(
+            f"the claim pair cannot be written ({exc.strerror}); the authorization is spent",
+            "lookup_consumption_failed",
+            "claim",
+        ) from None
+    verify_consumption(claim, lease)
+    return claim
+
+
+def verify_consumption(claim: Claim, lease: Lease) -> None:
+    """Both halves match `claim`, the output root and the lease are the same inodes, and
+    the lease is still held.
+
+    Raises:
+        SpendError: ``lookup_consumption_invalid`` and the lease's codes.
+    """
+    lease.verify()
+    root = Path(claim.output_root)
+    expected = asdict(claim)
+    entry = registry_entry(claim.domain, claim.authorization_id, root)
+    for path in (root / CONSUMED_MARKER, entry / CLAIM_FILE):
+        if _read_private(path) != expected:
+            raise _fail(
+                f"{path.name} does not match the consumption",
+                "lookup_consumption_invalid",
+                path.name,
+            )
+    info = os.lstat(root)
+    if (info.st_dev, info.st_ino) != (claim.root_device, claim.root_inode):
+        raise _fail("the output root was recreated", "lookup_consumption_invalid", str(root))
+    if (lease.device, lease.inode) != (claim.lease_device, claim.lease_inode):
+        raise _fail("the claim names another lease", "lookup_consumption_invalid", "lease")
