@@ -166,7 +166,12 @@ The tree::
     │                                  lookup_pilot_root_used,
     │                                  lookup_authorization_consumed,
     │                                  lookup_consumption_failed,
-    │                                  lookup_consumption_invalid
+    │                                  lookup_consumption_invalid. Authorizations
+    │                                  (continuity.spend.authorization):
+    │                                  lookup_authorization_invalid,
+    │                                  lookup_authorization_faux_refused,
+    │                                  lookup_authorization_mismatch,
+    │                                  lookup_account_unknown, lookup_account_substituted
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

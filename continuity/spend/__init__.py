@@ -18,7 +18,8 @@ through "Registered assumptions").
 - `continuity.spend.lease`: the pilot controller's SQLite writer lease (spend controller II);
 - `continuity.spend.durable`: a durable permit source (holds on disk before a grant);
 - `continuity.spend.consumption`: one-use consumption of an authorization (the burn
-  registry and the claim pair).
+  registry and the claim pair);
+- `continuity.spend.authorization`: the authorization attestation and its validator.
 
 Nothing here enables a real route or authorizes a request: a brand is not a credential,
 and the durable controller and authorization are spend controller II's.

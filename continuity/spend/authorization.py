@@ -1,0 +1,243 @@
+"""Pilot authorizations: a trusted local attestation, validated, never issued here (seed
+000, "Private authorization and consumption").
+
+An authorization is a JSON file an owner provisions outside this project after a fresh
+pilot registration and a separate numeric-cap approval. It is **not a cryptographic
+proof** of who approved it: it binds what was approved so that nothing else can be run
+under it. There is no issuer or builder in this package (the tests write their own
+fixtures), and the faux schema ``continuity-lookup-faux-authorization-v1`` has its own
+registry domain and can never pass the real validator.
+
+What it binds (`Authorization`): its id; the pilot registration's raw sha256 and
+canonical digest; the controller checkout's revision; both roles' code and build
+digests; the protocol, catalog, policy, source and selection digests; the reader and
+effort; the complete pilot descriptor's digest (assumptions, cap, schedule, cache
+policy, deadlines); the canonical output root and the credential location; a random
+salt and a domain-separated commitment to the account identity in the credentials file
+(``sha256("continuity-lookup-account-v1" NUL salt NUL account)``); the issue time, the
+approver and the numeric approval reference.
+
+`validate_authorization` checks every binding against what the caller expects, reads
+the account from the credentials file (read-only, never through a link, never changed;
+a rotated token of the same account passes, another account is refused) and returns an
+`AuthorizationHandle` that carries the id and the two digests only: tokens, the account,
+paths, the salt and the commitment never leave it, and no error message repeats them.
+
+Codes (`SpendError`): ``lookup_authorization_invalid`` (not an authorization: bad JSON,
+unknown or missing fields, a malformed salt, time, approver or approval reference),
+``lookup_authorization_faux_refused`` (the faux schema, or any other, under the real
+validator), ``lookup_authorization_mismatch`` (a binding differs; the location names
+the field, never its value), ``lookup_account_unknown`` (the credentials name no
+account), ``lookup_account_substituted`` (another account than the one approved).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from continuity.digest import value_digest
+from continuity.errors import SpendError
+from continuity.spend.consumption import FAUX_DOMAIN, REAL_DOMAIN
+
+__all__ = [
+    "ACCOUNT_DOMAIN",
+    "Authorization",
+    "AuthorizationHandle",
+    "Bindings",
+    "account_commitment",
+    "account_of",
+    "validate_authorization",
+]
+
+ACCOUNT_DOMAIN = b"continuity-lookup-account-v1"
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_APPROVAL = re.compile(r"[0-9]{1,32}")
+_AUTH_CLAIM = "https://api.openai.com/auth"
+
+
+class Bindings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What an authorization binds besides its own identity (all digests are hex)."""
+
+    registration_sha256: str
+    registration_digest: str
+    controller_revision: str
+    r0_code: str
+    r0_build: str
+    rpack_code: str
+    rpack_build: str
+    protocol: str
+    catalog: str
+    policy: str
+    source: str
+    selection: str
+    reader: str
+    effort: str
+    descriptor: str
+    output_root: str
+    credentials_path: str
+
+
+class Authorization(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    schema: str
+    id: str
+    bindings: Bindings
+    salt: str
+    account_commitment: str
+    issued_at: str
+    approver: str
+    approval_reference: str
+
+
+class AuthorizationHandle(msgspec.Struct, frozen=True, kw_only=True):
+    """A validated authorization, opaque: its id and digests, nothing secret."""
+
+    domain: str
+    authorization_id: str
+    raw_sha256: str
+    canonical_digest: str
+
+
+def _fail(message: str, code: str, location: str) -> SpendError:
+    return SpendError(message, code=code, location=location)
+
+
+def account_commitment(salt_hex: str, account: str) -> str:
+    """The domain-separated commitment to `account` under `salt_hex`."""
+    salt = bytes.fromhex(salt_hex)
+    return hashlib.sha256(ACCOUNT_DOMAIN + b"\0" + salt + b"\0" + account.encode()).hexdigest()
+
+
+def _jwt_account(token: str) -> str | None:
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(claims, dict):
+        return None
+    auth = claims.get(_AUTH_CLAIM)
+    account = auth.get("chatgpt_account_id") if isinstance(auth, dict) else None
+    account = account or claims.get("account_id")
+    return account if isinstance(account, str) and account else None
+
+
+def account_of(credentials_path: Path) -> str | None:
+    """The account a credentials file names: its ``account_id``, or the account claim of
+    a JWT ``api_key`` / ``tokens.access_token``. Read-only, never through a link."""
+    try:
+        fd = os.open(credentials_path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        raw = os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
+    try:
+        data: Any = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("account_id"), str) and data["account_id"]:
+        return str(data["account_id"])
+    found = data.get("tokens")
+    tokens: dict[str, Any] = found if isinstance(found, dict) else {}
+    for token in (data.get("api_key"), tokens.get("access_token"), tokens.get("id_token")):
+        if isinstance(token, str):
+            account = _jwt_account(token)
+            if account is not None:
+                return account
+    return None
+
+
+def _decode(raw: bytes) -> Authorization:
+    try:
+        found = msgspec.json.decode(raw, type=Authorization)
+    except msgspec.MsgspecError as exc:
+        raise _fail(
+            f"not an authorization: {exc}", "lookup_authorization_invalid", "authorization"
+        ) from None
+    if not _HEX64.fullmatch(found.salt) or not _HEX64.fullmatch(found.account_commitment):
+        raise _fail(
+            "the salt and the account commitment are 64 hex digits",
+            "lookup_authorization_invalid",
+            "authorization.salt",
+        )
+    try:
+        issued = datetime.fromisoformat(found.issued_at)
+    except ValueError:
+        issued = None
+    if issued is None or issued.tzinfo is None:
+        raise _fail(
+            "issued_at is an ISO time with its offset",
+            "lookup_authorization_invalid",
+            "authorization.issued_at",
+        )
+    if not found.approver.strip() or not _APPROVAL.fullmatch(found.approval_reference):
+        raise _fail(
+            "an approver and a numeric approval reference are required",
+            "lookup_authorization_invalid",
+            "authorization.approval_reference",
+        )
+    if not found.id or len(found.id) > 128 or not found.id.isascii():
+        raise _fail("the id is 1-128 ASCII characters", "lookup_authorization_invalid", "id")
+    return found
+
+
+def validate_authorization(
+    raw: bytes, *, expected: Bindings, domain: str = REAL_DOMAIN
+) -> AuthorizationHandle:
+    """Validate the authorization bytes `raw` against `expected` (see the module
+    docstring); the credentials are read at ``expected.credentials_path``.
+
+    Raises:
+        SpendError: the module's codes.
+    """
+    if domain not in (REAL_DOMAIN, FAUX_DOMAIN):
+        raise _fail("unknown authorization domain", "lookup_authorization_invalid", "domain")
+    found = _decode(raw)
+    if found.schema != domain:
+        raise _fail(
+            "this authorization's schema is not the validator's domain (a faux "
+            "authorization never passes the real validator)",
+            "lookup_authorization_faux_refused",
+            "authorization.schema",
+        )
+    for field in Bindings.__struct_fields__:
+        if not hmac.compare_digest(
+            str(getattr(found.bindings, field)), str(getattr(expected, field))
+        ):
+            raise _fail(
+                f"the authorization binds another {field.replace('_', ' ')}",
+                "lookup_authorization_mismatch",
+                f"authorization.bindings.{field}",
+            )
+    account = account_of(Path(expected.credentials_path))
+    if account is None:
+        raise _fail("the credentials name no account", "lookup_account_unknown", "credentials")
+    if not hmac.compare_digest(account_commitment(found.salt, account), found.account_commitment):
+        raise _fail(
+            "the credentials are another account's than the one approved",
+            "lookup_account_substituted",
+            "credentials",
+        )
+    return AuthorizationHandle(
+        domain=domain,
+        authorization_id=found.id,
+        raw_sha256=hashlib.sha256(raw).hexdigest(),
+        canonical_digest=value_digest(
+            ("continuity-lookup-authorization", msgspec.to_builtins(found))
+        ),
+    )
