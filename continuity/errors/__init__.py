@@ -171,7 +171,28 @@ The tree::
     │                                  lookup_authorization_invalid,
     │                                  lookup_authorization_faux_refused,
     │                                  lookup_authorization_mismatch,
-    │                                  lookup_account_unknown, lookup_account_substituted
+    │                                  lookup_account_unknown, lookup_account_substituted.
+    │                                  Harness safety (continuity.spend.safety):
+    │                                  lookup_cache_assignment_invalid,
+    │                                  lookup_unguarded_dispatch,
+    │                                  lookup_auxiliary_callers_forbidden,
+    │                                  lookup_model_switch_forbidden,
+    │                                  lookup_pilot_boundary_required,
+    │                                  lookup_preparation_forbidden,
+    │                                  lookup_route_mismatch,
+    │                                  lookup_retry_profile_forbidden,
+    │                                  lookup_tools_forbidden,
+    │                                  lookup_native_identity_forbidden,
+    │                                  lookup_child_code_forbidden; reserved for the
+    │                                  controller and the child's runtime (listed in
+    │                                  safety.FIXED_CODES / CONTROLLER_CODES, not raised
+    │                                  yet): lookup_prompt_cache_key_forbidden,
+    │                                  lookup_arrival_persist_failed,
+    │                                  lookup_arrival_receipt_invalid, lookup_stopped,
+    │                                  lookup_worker_lost, lookup_containment_unreconciled,
+    │                                  lookup_journal_failed,
+    │                                  lookup_receipt_persist_failed, lookup_ipc_timeout,
+    │                                  lookup_ipc_disconnected, lookup_invalid_slots
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

@@ -19,7 +19,9 @@ through "Registered assumptions").
 - `continuity.spend.durable`: a durable permit source (holds on disk before a grant);
 - `continuity.spend.consumption`: one-use consumption of an authorization (the burn
   registry and the claim pair);
-- `continuity.spend.authorization`: the authorization attestation and its validator.
+- `continuity.spend.authorization`: the authorization attestation and its validator;
+- `continuity.spend.safety`: cache-key allocation, resolved-settings checks and the fixed
+  refusal codes of a pilot child.
 
 Nothing here enables a real route or authorizes a request: a brand is not a credential,
 and the durable controller and authorization are spend controller II's.
