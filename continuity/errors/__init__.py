@@ -189,10 +189,12 @@ The tree::
     │                                  yet): lookup_prompt_cache_key_forbidden,
     │                                  lookup_arrival_persist_failed,
     │                                  lookup_arrival_receipt_invalid, lookup_stopped,
-    │                                  lookup_worker_lost, lookup_containment_unreconciled,
     │                                  lookup_journal_failed,
     │                                  lookup_receipt_persist_failed, lookup_ipc_timeout,
-    │                                  lookup_ipc_disconnected, lookup_invalid_slots
+    │                                  lookup_ipc_disconnected, lookup_invalid_slots.
+    │                                  Containment's stop codes (a result, not raised;
+    │                                  continuity.spend.containment): lookup_worker_lost,
+    │                                  lookup_containment_unreconciled
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

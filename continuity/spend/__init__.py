@@ -21,7 +21,8 @@ through "Registered assumptions").
   registry and the claim pair);
 - `continuity.spend.authorization`: the authorization attestation and its validator;
 - `continuity.spend.safety`: cache-key allocation, resolved-settings checks and the fixed
-  refusal codes of a pilot child.
+  refusal codes of a pilot child;
+- `continuity.spend.containment`: containing a child's process group.
 
 Nothing here enables a real route or authorizes a request: a brand is not a credential,
 and the durable controller and authorization are spend controller II's.
