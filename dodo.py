@@ -19,7 +19,7 @@ from rules.holdout import (
 from rules.ledger import task_ledger_smoke
 from rules.locomo import task_import_locomo
 from rules.lookup import task_lookup_budget
-from rules.pilot import task_pilot_register
+from rules.pilot import task_compare_pilot, task_pilot_register
 from rules.plan import task_dry_run, task_plan
 from rules.preflight import task_compare_preflight
 from rules.roles import task_compare_aggregate, task_compare_register, task_compare_run
@@ -39,6 +39,7 @@ __all__ = [
     "task_checkpoints",
     "task_compare",
     "task_compare_aggregate",
+    "task_compare_pilot",
     "task_compare_preflight",
     "task_compare_register",
     "task_compare_run",

@@ -12,7 +12,7 @@ from continuity.graph import task_action
 from rules.params import IntOption, TaskSpec, param
 from rules.plan import PRICING
 
-__all__ = ["PilotOptions", "task_pilot_register"]
+__all__ = ["PilotOptions", "task_compare_pilot", "task_pilot_register"]
 
 _NO_SEED = -1
 # continuity.spend.descriptor.MAX_SAFE_SEED (a test checks they agree): the package is
@@ -99,6 +99,30 @@ def task_pilot_register() -> TaskSpec:
             ),
             param("output", str, "", "a new absolute directory outside both checkouts"),
             PRICING,
+        ],
+        "verbosity": 2,
+    }
+
+
+def _compare_pilot(**options: str) -> str:
+    from continuity.spend.gate import require_real_route
+
+    require_real_route()  # before any file an option names is read
+    raise AssertionError("unreachable while the release gate is closed")  # pragma: no cover
+
+
+def task_compare_pilot() -> TaskSpec:
+    """Run a capped real lookup pilot (closed: refuses before reading anything).
+
+    The release gate is closed in this revision: the command refuses with
+    lookup_pilot_real_route_unavailable before any file an option names is read."""
+    return {
+        "actions": [task_action(_compare_pilot)],
+        "params": [
+            param("registration", str, "", "the pilot registration (doit pilot_register)"),
+            param("sha256", str, "", "its raw sha256"),
+            param("authorization", str, "", "the owner-provisioned authorization file"),
+            param("output", str, "", "a new private output root"),
         ],
         "verbosity": 2,
     }

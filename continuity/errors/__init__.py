@@ -194,7 +194,9 @@ The tree::
     │                                  lookup_ipc_disconnected, lookup_invalid_slots.
     │                                  Containment's stop codes (a result, not raised;
     │                                  continuity.spend.containment): lookup_worker_lost,
-    │                                  lookup_containment_unreconciled
+    │                                  lookup_containment_unreconciled. The release gate
+    │                                  (continuity.spend.gate, doit compare_pilot):
+    │                                  lookup_pilot_real_route_unavailable
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

@@ -22,7 +22,8 @@ through "Registered assumptions").
 - `continuity.spend.authorization`: the authorization attestation and its validator;
 - `continuity.spend.safety`: cache-key allocation, resolved-settings checks and the fixed
   refusal codes of a pilot child;
-- `continuity.spend.containment`: containing a child's process group.
+- `continuity.spend.containment`: containing a child's process group;
+- `continuity.spend.gate`: the release gate of the capped real route (closed).
 
 Nothing here enables a real route or authorizes a request: a brand is not a credential,
 and the durable controller and authorization are spend controller II's.
