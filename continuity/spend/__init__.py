@@ -1,5 +1,5 @@
-"""The spend controller's request side (seed 000, "Offline guarded request contract"
-through "Registered assumptions").
+"""The spend controller (seed 000, "Offline guarded request contract" through
+"Child-authorized pilot construction"): the request side, and the controller's parts.
 
 - `continuity.spend.contract`: the frozen contract ``lookup-guard-v1`` (reader binding,
   options and header allowlists) and the auxiliary-callers check;
@@ -26,7 +26,8 @@ through "Registered assumptions").
 - `continuity.spend.gate`: the release gate of the capped real route (closed).
 
 Nothing here enables a real route or authorizes a request: a brand is not a credential,
-and the durable controller and authorization are spend controller II's.
+the release gate is closed, and the pilot controller that joins these parts is not
+built yet.
 """
 
 __all__: list[str] = []
