@@ -35,7 +35,15 @@ from pathlib import Path
 
 from continuity.errors import SpendError
 from continuity.spend.account import CapAccount, Hold
-from continuity.spend.permits import PERMIT_CONTRACT, Permit, Refusal, Settlement
+from continuity.spend.permits import (
+    PERMIT_CONTRACT,
+    Permit,
+    Refusal,
+    Settlement,
+    apply_settlement,
+    check_consumable,
+    grant,
+)
 from continuity.spend.usage import UsageRecord
 
 __all__ = ["DURABLE_BRAND", "DurablePermitSource"]
@@ -171,20 +179,15 @@ class DurablePermitSource:
     async def admit(
         self, request_id: str, slot_id: str, round: int, payload_digest: str, rmax: Decimal
     ) -> Permit | Refusal:
-        if rmax != self.account.rmax:
-            return Refusal("lookup_permit_rmax_mismatch", policy=True)
-        refused = self.account.admit(request_id, slot_id)
-        if refused is not None:
-            return Refusal(refused, policy=refused == "lookup_permit_reused")
-        permit = Permit(
+        permit = grant(
+            self.account,
+            (request_id, slot_id, round, payload_digest),
+            rmax,
             permit_id=f"{self.epoch}-{next(self._ids)}",
             epoch=self.epoch,
-            request_id=request_id,
-            slot_id=slot_id,
-            round=round,
-            payload_digest=payload_digest,
-            rmax=str(rmax),
         )
+        if isinstance(permit, Refusal):
+            return permit
         with self._transaction():  # the hold is on disk before the permit is granted
             self._save(request_id, permit=json.dumps(_permit_fields(permit)))
             self._put_state()
@@ -195,14 +198,7 @@ class DurablePermitSource:
         consumed = self._db.execute(
             "SELECT consumed FROM holds WHERE request_id = ?", (permit.request_id,)
         ).fetchone()[0]
-        if consumed:
-            raise _integrity("the permit was already consumed", "lookup_permit_reused", "consume")
-        if body_digest != permit.payload_digest:
-            raise _integrity(
-                "the body digest differs from the admitted payload digest",
-                "lookup_permit_digest_mismatch",
-                "consume",
-            )
+        check_consumable(permit, body_digest, consumed=bool(consumed))
         with self._transaction():
             self._db.execute(
                 "UPDATE holds SET consumed = 1 WHERE request_id = ?", (permit.request_id,)
@@ -219,13 +215,7 @@ class DurablePermitSource:
         hold = self.account.holds[permit.request_id]
         if hold.state != "active":
             raise _integrity("the permit was already settled", "lookup_permit_reused", "settle")
-        cost = None if settlement.cost is None else Decimal(settlement.cost)
-        if settlement.kind == "settled" and cost is not None:
-            self.account.settle(permit.request_id, cost)
-        else:
-            self.account.retain(permit.request_id, settlement.kind, partial=cost)
-        if settlement.kind == "integrity_stop":
-            self.account.stop(settlement.code or "lookup_integrity_stop")
+        apply_settlement(self.account, permit.request_id, settlement)
         with self._transaction():
             self._save(permit.request_id, kind=settlement.kind)
             self._put_state()

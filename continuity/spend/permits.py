@@ -62,7 +62,10 @@ __all__ = [
     "Refusal",
     "Settlement",
     "TestOnlyPermitSource",
+    "apply_settlement",
     "assert_real_permit_source",
+    "check_consumable",
+    "grant",
 ]
 
 PERMIT_CONTRACT = "lookup-permit-v1"
@@ -134,6 +137,61 @@ def _integrity(message: str, code: str, where: str) -> SpendError:
     return SpendError(message, code=code, location=where, outcome="integrity_stop")
 
 
+def grant(
+    account: CapAccount,
+    request: tuple[str, str, int, str],
+    rmax: Decimal,
+    *,
+    permit_id: str,
+    epoch: str,
+) -> Permit | Refusal:
+    """Admission against `account` for `request` (request id, slot id, round, payload
+    digest): the hold, then the permit; or the refusal (a policy one for a different
+    Rmax or a reused request id), with the account unchanged."""
+    request_id, slot_id, round_, payload_digest = request
+    if rmax != account.rmax:
+        return Refusal("lookup_permit_rmax_mismatch", policy=True)
+    refused = account.admit(request_id, slot_id)  # the hold, before the grant
+    if refused is not None:
+        return Refusal(refused, policy=refused == "lookup_permit_reused")
+    return Permit(
+        permit_id=permit_id,
+        epoch=epoch,
+        request_id=request_id,
+        slot_id=slot_id,
+        round=round_,
+        payload_digest=payload_digest,
+        rmax=str(rmax),
+    )
+
+
+def check_consumable(permit: Permit, body_digest: str, *, consumed: bool) -> None:
+    """A permit is consumed once, and only for the payload it admitted.
+
+    Raises:
+        SpendError: ``lookup_permit_reused``, ``lookup_permit_digest_mismatch``.
+    """
+    if consumed:
+        raise _integrity("the permit was already consumed", "lookup_permit_reused", "consume")
+    if body_digest != permit.payload_digest:
+        raise _integrity(
+            "the body digest differs from the admitted payload digest",
+            "lookup_permit_digest_mismatch",
+            "consume",
+        )
+
+
+def apply_settlement(account: CapAccount, request_id: str, settlement: Settlement) -> None:
+    """Settle or retain `request_id`'s hold; an integrity stop also stops admission."""
+    cost = None if settlement.cost is None else Decimal(settlement.cost)
+    if settlement.kind == "settled" and cost is not None:
+        account.settle(request_id, cost)
+    else:  # a known cost of a retained request is its known partial
+        account.retain(request_id, settlement.kind, partial=cost)
+    if settlement.kind == "integrity_stop":
+        account.stop(settlement.code or "lookup_integrity_stop")
+
+
 class TestOnlyPermitSource:
     """In-memory permits against a cap (test-only; never a real source)."""
 
@@ -155,21 +213,15 @@ class TestOnlyPermitSource:
         self, request_id: str, slot_id: str, round: int, payload_digest: str, rmax: Decimal
     ) -> Permit | Refusal:
         self.log.append(("admit", request_id))
-        if rmax != self.account.rmax:
-            return Refusal("lookup_permit_rmax_mismatch", policy=True)
-        refused = self.account.admit(request_id, slot_id)  # the hold, before the grant
-        if refused is not None:
-            return Refusal(refused, policy=refused == "lookup_permit_reused")
-        permit = Permit(
+        permit = grant(
+            self.account,
+            (request_id, slot_id, round, payload_digest),
+            rmax,
             permit_id=f"permit-{next(self._ids)}",
             epoch=self.epoch,
-            request_id=request_id,
-            slot_id=slot_id,
-            round=round,
-            payload_digest=payload_digest,
-            rmax=str(rmax),
         )
-        self.issued[permit.permit_id] = permit
+        if isinstance(permit, Permit):
+            self.issued[permit.permit_id] = permit
         return permit
 
     def _known(self, permit: Permit, where: str) -> Permit:
@@ -183,14 +235,7 @@ class TestOnlyPermitSource:
     async def consume(self, permit: Permit, body_digest: str) -> None:
         self.log.append(("consume", permit.request_id))
         issued = self._known(permit, "consume")
-        if issued.permit_id in self.consumed:
-            raise _integrity("the permit was already consumed", "lookup_permit_reused", "consume")
-        if body_digest != issued.payload_digest:
-            raise _integrity(
-                "the body digest differs from the admitted payload digest",
-                "lookup_permit_digest_mismatch",
-                "consume",
-            )
+        check_consumable(issued, body_digest, consumed=issued.permit_id in self.consumed)
         self.consumed.add(issued.permit_id)
 
     async def settle(
@@ -205,13 +250,7 @@ class TestOnlyPermitSource:
         if issued.permit_id in self.settled:
             raise _integrity("the permit was already settled", "lookup_permit_reused", "settle")
         self.settled[issued.permit_id] = (settlement, raw_usage, raw_tier)
-        cost = None if settlement.cost is None else Decimal(settlement.cost)
-        if settlement.kind == "settled" and cost is not None:
-            self.account.settle(issued.request_id, cost)
-        else:  # a known cost of a retained request is its known partial
-            self.account.retain(issued.request_id, settlement.kind, partial=cost)
-        if settlement.kind == "integrity_stop":
-            self.account.stop(settlement.code or "lookup_integrity_stop")
+        apply_settlement(self.account, issued.request_id, settlement)
 
     async def stop(self, code: str) -> None:
         self.log.append(("stop", code))
