@@ -33,6 +33,8 @@ import uuid
 from decimal import Decimal
 from pathlib import Path
 
+import msgspec
+
 from continuity.errors import SpendError
 from continuity.spend.account import CapAccount, Hold
 from continuity.spend.permits import (
@@ -170,7 +172,7 @@ class DurablePermitSource:
             "SELECT permit, epoch FROM holds WHERE request_id = ?", (permit.request_id,)
         ).fetchone()
         issued = None if row is None or row[0] is None else json.loads(row[0])
-        if permit.epoch != self.epoch or issued != _permit_fields(permit):
+        if permit.epoch != self.epoch or issued != msgspec.to_builtins(permit):
             raise _integrity(
                 "a permit this source did not issue in its live epoch", "lookup_permit_stale", where
             )
@@ -189,7 +191,7 @@ class DurablePermitSource:
         if isinstance(permit, Refusal):
             return permit
         with self._transaction():  # the hold is on disk before the permit is granted
-            self._save(request_id, permit=json.dumps(_permit_fields(permit)))
+            self._save(request_id, permit=json.dumps(msgspec.to_builtins(permit)))
             self._put_state()
         return permit
 
@@ -227,18 +229,6 @@ class DurablePermitSource:
 
     def close(self) -> None:
         self._db.close()
-
-
-def _permit_fields(permit: Permit) -> dict[str, object]:
-    return {
-        "permit_id": permit.permit_id,
-        "epoch": permit.epoch,
-        "request_id": permit.request_id,
-        "slot_id": permit.slot_id,
-        "round": permit.round,
-        "payload_digest": permit.payload_digest,
-        "rmax": permit.rmax,
-    }
 
 
 def _restore(
