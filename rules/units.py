@@ -44,6 +44,7 @@ class UnitsOptions(PlanOptions, total=False):
     repeat: str
     concurrency: int
     max_input_tokens: int
+    cost_cap: str
     explain_cache: bool
     trace: str
     jobs: int
@@ -88,6 +89,14 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
         return _aggregate_only(options)
     if options.get("real"):
         return _real_units(options)
+    if options.get("cost_cap"):
+        from continuity.errors import UsageError
+
+        raise UsageError(
+            "--cost-cap caps a paid run: it applies only with --real",
+            code="real_flag_required",
+            location="--cost-cap",
+        )
     if (options.get("provider") or "scripted") != "scripted":
         from continuity.errors import UsageError
 
@@ -342,6 +351,7 @@ def _real_units(options: UnitsOptions) -> str:
             progress=tick,
             capture=options.get("capture_upkeep_output") or None,
             pricing=options.get("pricing") or None,
+            cost_cap=options.get("cost_cap") or None,
         )
     if result.explain_log:
         _print_explain(result.explain_log)
@@ -349,10 +359,12 @@ def _real_units(options: UnitsOptions) -> str:
     # Which calls were replayed is kept beside each unit (its action entry), not in it.
     replayed = set().union(*(replayed_calls(store, r) for r in result.records))
     fresh = sum(1 for c in calls if c.key not in replayed)
+    spend = f"\n{result.spend.line()}" if result.spend is not None else ""
     return (
         _summary(result.records, result.folder, result.built)
         + f"; {len(calls)} model calls ({fresh} made, {len(calls) - fresh} from the call cache"
         + f"; up to {result.jobs} checkpoints at a time)"
+        + spend
     )
 
 
@@ -404,6 +416,13 @@ def task_units() -> TaskSpec:
                 IntOption("--max-input-tokens", 1, 10**12),
                 0,
                 "real mode: limits.max_observed_input_tokens_per_invocation",
+            ),
+            param(
+                "cost_cap",
+                str,
+                "",
+                "real mode: a hard cap in USD (whole cents) on the run's list-price spend; "
+                "every request is held at its maximum price before it is sent",
             ),
             param(
                 "explain_cache", bool, False, "real mode: print what went into every call-cache key"

@@ -168,7 +168,14 @@ class ProviderError(HarnessError):
     later run may retry (nothing was recorded)."""
 
     default_code = "provider_error"
-    STOPPING = frozenset({"provider_auth_failed", "provider_quota_exhausted"})
+    STOPPING = frozenset(
+        {
+            "provider_auth_failed",
+            "provider_quota_exhausted",
+            "cost_cap_reached",
+            "cost_cap_assumption_broken",
+        }
+    )
 
     @property
     def stops_admission(self) -> bool:

@@ -29,6 +29,10 @@ class EndpointSpec(msgspec.Struct, frozen=True, kw_only=True):
     slots_dir: str | None = None
     timeout: float = 600.0
     catalog_ref: str = ""  # the plan's provider:model, for list prices (not in any key)
+    # The run's cost-cap account (`continuity.providers.costcap`) and the invocation that
+    # opened it: every attempt is held there before it is sent. Execution only.
+    cost_account: str | None = None
+    cost_invocation: str = ""
 
     @property
     def provider_name(self) -> str:

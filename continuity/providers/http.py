@@ -16,7 +16,10 @@ what they share:
   ``provider_quota_exhausted``; both make the invocation admit no new live turn;
 - **concurrency** is limited per model across processes with lock-file slots;
 - **usage** is normalised to `continuity.messages.Usage` (cached input counted
-  once) and the model identity the server returned is kept on the `Completed` event.
+  once) and the model identity the server returned is kept on the `Completed` event;
+- **the cost cap**: with ``spec.cost_account`` every attempt is held in the run's
+  account before it is sent, released when nothing can have been billed, settled from
+  the completed stream's usage, and retained otherwise (`continuity.providers.costcap`).
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ import msgspec
 from continuity.digest import value_digest
 from continuity.errors import ProviderError
 from continuity.messages import ModelRequest
+from continuity.providers.costcap import CallHolds, CostCap
 from continuity.providers.endpoint import EndpointSpec
-from continuity.providers.protocol import ProviderEvent
+from continuity.providers.protocol import Completed, ProviderEvent
 
 __all__ = [
     "RETRY_STATUSES",
@@ -194,6 +198,7 @@ class HttpProvider:
         self.url = spec.base_url.rstrip("/") + self.path
         self.attempts: list[int] = []  # HTTP status of every attempt, for receipts
         self._api_key: str | None = None
+        self._cost: CostCap | None = None
         self._client = httpx.AsyncClient(
             transport=transport, timeout=httpx.Timeout(spec.timeout, connect=10.0)
         )
@@ -204,10 +209,13 @@ class HttpProvider:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self._client.aclose()
+        await self.aclose()
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        if self._cost is not None:
+            self._cost.close()
+            self._cost = None
 
     def api_key(self) -> str:
         if self._api_key is None:
@@ -223,8 +231,18 @@ class HttpProvider:
     def events(self, stream: AsyncIterator[tuple[str, str]]) -> AsyncIterator[ProviderEvent]:
         raise NotImplementedError
 
-    async def _open(self, body: bytes) -> httpx.Response:
-        """POST until a 200 arrives, retrying only where nothing can have been billed."""
+    def holds(self, request: ModelRequest) -> CallHolds | None:
+        """The cost-cap holds of one request, when the run has a cost cap."""
+        if self.spec.cost_account is None:
+            return None
+        if self._cost is None:
+            self._cost = CostCap.open(self.spec.cost_account, self.spec.cost_invocation)
+        ref = self.spec.catalog_ref or self.model
+        return self._cost.call(ref, request, self.spec.max_output_tokens)
+
+    async def _open(self, body: bytes, spend: CallHolds | None = None) -> httpx.Response:
+        """POST until a 200 arrives, retrying only where nothing can have been billed
+        (each attempt held first under a cost cap, and released when it was not)."""
         headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",
@@ -232,10 +250,14 @@ class HttpProvider:
         }
         for attempt in range(self.spec.max_retries + 1):
             request = self._client.build_request("POST", self.url, content=body, headers=headers)
+            if spend is not None:
+                spend.before_send(body)  # persisted, or cost_cap_reached: nothing is sent
             try:
                 response = await self._client.send(request, stream=True)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 self.attempts.append(0)
+                if spend is not None:
+                    spend.not_billed("unsent")
                 if attempt == self.spec.max_retries:
                     raise ProviderError(
                         f"cannot connect after {attempt + 1} attempts: {exc}",
@@ -256,6 +278,8 @@ class HttpProvider:
                 return response
             body_bytes = await response.aread()
             await response.aclose()
+            if spend is not None:
+                spend.not_billed(f"http_{response.status_code}")
             error = _refusal(response.status_code, body_bytes, self.url)
             retry = (
                 response.status_code in RETRY_STATUSES
@@ -276,21 +300,34 @@ class HttpProvider:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        return self.stream_body(msgspec.json.encode(self.payload(request)))
+        body = msgspec.json.encode(self.payload(request))
+        return self.stream_body(body, spend=self.holds(request))
 
     async def stream_body(
-        self, body: bytes, observe: Callable[[str, str], None] | None = None
+        self,
+        body: bytes,
+        observe: Callable[[str, str], None] | None = None,
+        *,
+        spend: CallHolds | None = None,
     ) -> AsyncIterator[ProviderEvent]:
         """Send `body` (a serialized `payload`) and stream its events; `observe` sees
         every raw server-sent event ``(event, data)`` before it is parsed (the spend
-        guard reads raw usage there, never the normalised one)."""
+        guard reads raw usage there, never the normalised one). With `spend`, the
+        completed stream settles its hold and anything else retains it."""
         async with model_slot(
             self.spec.slots_dir, f"{self.url} {self.model}", self.spec.concurrency
         ):
-            response = await self._open(body)
+            try:
+                response = await self._open(body, spend)
+            except BaseException:
+                if spend is not None:
+                    spend.close("send_failed")
+                raise
             try:
                 raw = sse_events(response)
                 async for event in self.events(raw if observe is None else _tee(raw, observe)):
+                    if spend is not None and isinstance(event, Completed):
+                        spend.settle(event.usage)
                     yield event
             except httpx.HTTPError as exc:
                 raise ProviderError(
@@ -305,6 +342,8 @@ class HttpProvider:
                     location=self.url,
                 ) from None
             finally:
+                if spend is not None:
+                    spend.close("stream_lost")  # retained unless settled above
                 await response.aclose()
 
 

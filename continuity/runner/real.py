@@ -6,6 +6,12 @@ output directory (outside the checkout): ``plan.json``, ``traces/``, ``units/`` 
 after ``doit aggregate --run-dir``, the reports. Its ledger (``.ledger/``) and model
 slots (``.slots/``) are kept there too; the call cache lives in the store.
 
+With a cost cap (``--cost-cap USD``) the run's account is ``.spend/cost-cap.sqlite3``:
+every attempt of every real request is held there before it is sent and settled from
+its usage (`continuity.providers.costcap`); ``spend.json`` has its totals after each
+invocation. An invocation that resumes a capped run keeps the stored cap unless it
+gives a new one, and starts with every hold a killed invocation left retained.
+
 A real run waits on the model far more than it computes, so by default every
 checkpoint of the selection proceeds at once (`continuity.runner.parallel`): up to
 `real_jobs` runner threads, with at most ``concurrency`` calls in flight per model (the
@@ -17,23 +23,36 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from continuity.errors import RealModeError
 from continuity.outputs import write_output
+from continuity.plan.exact_price import exact_rate
 from continuity.plan.guards import check_real_mode
 from continuity.plan.plan import Plan, plan_digest
+from continuity.plan.pricing import ModelPrice, load_catalog, model_price
 from continuity.progress import Tick
+from continuity.providers.costcap import ACCOUNT_NAME, CapTotals, CostCap, RateCard, RateTier
 from continuity.providers.endpoint import EndpointSpec
 from continuity.runner.ledger_run import LedgerRun
 from continuity.runner.manifest import write_run_manifest
 from continuity.runner.parallel import available_memory, real_jobs
 from continuity.runner.units import RealRun, UnitRecord, build_units
+from continuity.spend.money import parse_usd, whole_cents
 from continuity.store import Store
 
-__all__ = ["DEFAULT_MAX_OBSERVED_INPUT_TOKENS", "RealResult", "endpoint_for", "run_real"]
+__all__ = [
+    "DEFAULT_MAX_OBSERVED_INPUT_TOKENS",
+    "RealResult",
+    "endpoint_for",
+    "parse_cost_cap",
+    "rate_card",
+    "run_real",
+]
 
 # limits.max_observed_input_tokens_per_invocation, unless --max-input-tokens says otherwise.
 DEFAULT_MAX_OBSERVED_INPUT_TOKENS = 50_000_000
@@ -48,6 +67,7 @@ class RealResult(msgspec.Struct, frozen=True):
     built: int
     explain_log: str | None
     jobs: int = 1
+    spend: CapTotals | None = None  # the cost-cap account after this invocation
 
 
 def endpoint_for(
@@ -94,16 +114,21 @@ def run_real(
     capture: str | None = None,
     pricing: str | None = None,
     upkeep_timeout: float = 900.0,
+    cost_cap: str | None = None,
 ) -> RealResult:
     """Guard, then run the selected part of a confirmed plan against its endpoint.
 
     `jobs` runner threads (None: `real_jobs` for `concurrency` and the plan's models)
     run the units, one thread per checkpoint at a time.
 
+    `cost_cap` (USD text, whole cents) caps the run's spend: see the module doc.
+
     Raises:
-        RealModeError: a guard refused (see `continuity.plan.guards`).
+        RealModeError: a guard refused (see `continuity.plan.guards`);
+            ``cost_cap_invalid`` (checked first), ``cost_cap_price_unknown``.
         RunIncomplete: some units did not finish (``run_stopped``/``run_incomplete``).
     """
+    cap = parse_cost_cap(cost_cap)
     out, _ = check_real_mode(
         plan,
         confirm=confirm,
@@ -114,12 +139,16 @@ def run_real(
         environ=environ,
     )
     assert credentials is not None
+    invocation = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
+    account = _cost_account(plan, out, cap, invocation, pricing)
     real = _real_run(
         plan,
         out,
         os.path.abspath(credentials),
         concurrency=concurrency,
         explain_cache=explain_cache,
+        invocation=invocation,
+        cost_account=account,
     )
     ledger = _ledger_run(plan, real, capture=capture, pricing=pricing, checkout=checkout)
     if ledger is not None:  # how long a stage child may take before its ack is lost
@@ -149,39 +178,132 @@ def run_real(
     finally:
         _root_under_plan(store, plan_digest(plan), out)
         write_run_manifest(out, plan)  # run.json: the report header and doit runs read it
-    return RealResult(records, str(folder), built, real.explain_log, jobs)
+        spend = _spend_totals(account, out)
+    return RealResult(records, str(folder), built, real.explain_log, jobs, spend)
+
+
+def parse_cost_cap(text: str | None) -> Decimal | None:
+    """A ``--cost-cap`` value: US dollars in whole cents, above zero (None: no cap).
+
+    Raises:
+        RealModeError: ``cost_cap_invalid`` at ``--cost-cap``.
+    """
+    if text is None or text == "":
+        return None
+    amount = parse_usd(text)
+    if amount is None or amount <= 0 or whole_cents(amount) is None:
+        raise RealModeError(
+            f"--cost-cap must be US dollars in whole cents above zero, such as 5 or "
+            f"12.50; got {text!r}",
+            code="cost_cap_invalid",
+            location="--cost-cap",
+        )
+    return amount
+
+
+def rate_card(price: ModelPrice) -> RateCard:
+    """A catalog price as the cost cap's exact rate card."""
+
+    def text(rate: float | None) -> str | None:
+        exact = exact_rate(rate)
+        return None if exact is None else str(exact)
+
+    def tier(rates: tuple[float | None, ...]) -> RateTier:
+        input, output, read, write = (text(r) for r in rates)
+        return RateTier(input=input, output=output, cache_read=read, cache_write=write)
+
+    return RateCard(
+        base=tier((price.input, price.output, price.cache_read, price.cache_write)),
+        tiers=tuple(
+            (t.above_input_tokens, tier((t.input, t.output, t.cache_read, t.cache_write)))
+            for t in price.tiers
+        ),
+    )
+
+
+def _cost_account(
+    plan: Plan, out: Path, cap: Decimal | None, invocation: str, pricing: str | None
+) -> str | None:
+    """Create or reopen the run's cost-cap account (None: the run has none and no cap
+    was given). Every model the run calls must have known input and output rates."""
+    path = out / ".spend" / ACCOUNT_NAME
+    if cap is None and not path.exists():
+        return None
+    catalog = load_catalog(Path(pricing) if pricing else None)
+    models = [plan.reader, *([plan.judge] if plan.judge else [])]
+    if plan.ledger is not None:
+        models.append(plan.ledger.extraction_model)
+    rates: dict[str, RateCard] = {}
+    for model in dict.fromkeys(models):
+        price = model_price(catalog, model)
+        card = rate_card(price) if price is not None else None
+        missing = ["price"] if card is None else card.missing()
+        if card is None or missing:
+            raise RealModeError(
+                f"a cost cap needs {model}'s input and output rates; missing: "
+                f"{', '.join(missing)} (add them to the pricing catalog, --pricing FILE)",
+                code="cost_cap_price_unknown",
+                location=model,
+            )
+        rates[model] = card
+    CostCap.create(path, cap=cap, rates=rates, invocation=invocation).close()
+    return str(path)
+
+
+def _spend_totals(account: str | None, out: Path) -> CapTotals | None:
+    """The account's totals, also written to ``<out>/spend.json``."""
+    if account is None:
+        return None
+    cost = CostCap.open(account, "")
+    try:
+        totals = cost.totals()
+    finally:
+        cost.close()
+    write_output(out / "spend.json", msgspec.json.format(msgspec.json.encode(totals)) + b"\n")
+    return totals
 
 
 def _real_run(
-    plan: Plan, out: Path, credentials: str, *, concurrency: int, explain_cache: bool
+    plan: Plan,
+    out: Path,
+    credentials: str,
+    *,
+    concurrency: int,
+    explain_cache: bool,
+    invocation: str,
+    cost_account: str | None,
 ) -> RealRun:
     """This invocation's endpoints (the reader, and the judge when the plan has one),
     its own ledger under ``<out>/.ledger/`` and, with `explain_cache`, a fresh call-key
-    explain log."""
+    explain log; with `cost_account`, every endpoint holds its attempts there."""
     slots = out / ".slots"
+    capped = {"cost_account": cost_account, "cost_invocation": invocation}
     reader = endpoint_for(
         plan, plan.reader, plan.reader_effort, credentials, concurrency=concurrency, slots_dir=slots
     )
+    reader = msgspec.structs.replace(reader, **capped)
     judge = (
-        endpoint_for(
-            plan,
-            plan.judge,
-            plan.judge_effort,
-            credentials,
-            concurrency=concurrency,
-            slots_dir=slots,
+        msgspec.structs.replace(
+            endpoint_for(
+                plan,
+                plan.judge,
+                plan.judge_effort,
+                credentials,
+                concurrency=concurrency,
+                slots_dir=slots,
+            ),
+            **capped,
         )
         if plan.judge
         else None
     )
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
     explain_log = str(out / "cache-explain.jsonl") if explain_cache else None
     if explain_log is not None and os.path.exists(explain_log):
         os.unlink(explain_log)  # one invocation's account, not an ever-growing log
     return RealRun(
         reader=reader,
         judge=judge,
-        ledger=str(out / ".ledger" / f"{stamp}-{os.getpid()}.sqlite3"),
+        ledger=str(out / ".ledger" / f"{invocation}.sqlite3"),
         explain_log=explain_log,
     )
 
@@ -198,7 +320,6 @@ def _ledger_run(
     extractor on the plan's endpoint (the reader's, unless the plan names another
     extraction model) and that model's context window from the catalog."""
     from continuity.plan.guards import default_checkout
-    from continuity.plan.pricing import load_catalog, model_price
     from continuity.runner.ledger_run import ledger_run_for
 
     if plan.ledger is None:

@@ -349,8 +349,9 @@ async def test_a_body_that_differs_from_the_admission_is_refused_before_consume(
     from continuity.spend import settle
 
     class Reserializing(settle.GuardedResponses):
-        def stream_body(self, body: bytes, observe: Any = None) -> Any:
-            return super().stream_body(body.replace(b'"stream":true', b'"stream": true'), observe)
+        def stream_body(self, body: bytes, observe: Any = None, *, spend: Any = None) -> Any:
+            changed = body.replace(b'"stream":true', b'"stream": true')
+            return super().stream_body(changed, observe, spend=spend)
 
     guard = rig.guard()
     guard._client.__class__ = Reserializing

@@ -1,0 +1,427 @@
+"""The run cost cap: a hold persisted before every real send, settled from its usage.
+
+`doit units --real --cost-cap USD` gives a run one account, ``<out>/.spend/cost-cap.sqlite3``,
+shared by every process of the run and every invocation that resumes it. Every real
+request (reader, compaction summarizer, judge, ledger extraction) goes through
+`HttpProvider`, and each HTTP **attempt** of it goes through `CallHolds`:
+
+1. **hold** (before the send, committed with ``synchronous=FULL``): the attempt's maximum
+   list price, ``U x r_in + max_output x r_out``, where ``U`` is the body's UTF-8 bytes
+   plus a framing allowance (`FRAMING`), ``r_in`` the highest input-side rate of the
+   model (input, cache read, cache write, in any tier) and ``r_out`` its highest output
+   rate. It is admitted only if settled + retained + active holds + it stays within the
+   cap; otherwise ``cost_cap_reached`` (which stops admission: no new live turn);
+2. **release**: the endpoint never got the request (no connection) or answered it with
+   an error status before any generation (401, 429, 5xx): providers do not bill those,
+   which is also why `HttpProvider` retries only there;
+3. **settle**: the stream completed; its reported usage, priced at the catalog's list
+   rates with the tier rule, replaces the hold;
+4. **retain**: anything else after the send (a lost stream, a cut connection, a
+   cancelled consumer, a process killed mid-call) keeps the whole hold counted, for good.
+
+A hold still **active** when its invocation ended (the process was SIGKILLed) is
+retained by the next invocation that opens the account: nobody knows what the endpoint
+billed, so its maximum stays counted. A resumed run therefore starts with every retained
+hold in its total; the call cache replays the calls that finished, for free.
+
+The hold's bounds are checked at settlement: reported input above ``U``, output above
+``max_output``, or a price above the hold breaks an assumption the cap relies on. The
+settlement is recorded (at the higher figure) and the account stops for good
+(``cost_cap_assumption_broken``): the cap cannot undo spend that already happened.
+
+Amounts are exact `decimal.Decimal` text (an inexact operation raises), never floats.
+The rates are list prices from the run's pricing catalog, stored in the account when
+the run starts, so every process prices alike.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from decimal import Context, Decimal, DivisionByZero, Inexact, InvalidOperation, Overflow
+from pathlib import Path
+
+import msgspec
+
+from continuity.errors import ProviderError
+from continuity.messages import ModelRequest, Usage
+
+__all__ = [
+    "ACCOUNT_NAME",
+    "FRAMING",
+    "CallHolds",
+    "CapTotals",
+    "CostCap",
+    "RateCard",
+    "RateTier",
+    "price_usage",
+]
+
+ACCOUNT_NAME = "cost-cap.sqlite3"
+_EXACT = Context(prec=60, traps=[Inexact, InvalidOperation, DivisionByZero, Overflow])
+_MILLION = Decimal(1_000_000)
+
+
+class Framing(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens a request may cost beyond its body's bytes (role markers, tool framing)."""
+
+    per_request: int = 4_096
+    per_message: int = 256
+    per_tool: int = 1_024
+
+
+FRAMING = Framing()
+
+
+class RateTier(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """USD per million tokens as decimal text; None: the catalog does not know it."""
+
+    input: str | None
+    output: str | None
+    cache_read: str | None = None
+    cache_write: str | None = None
+
+
+class RateCard(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A model's list rates: the base, and tiers applied to a call whose whole input
+    (cached included) strictly exceeds their threshold (the highest one wins)."""
+
+    base: RateTier
+    tiers: tuple[tuple[int, RateTier], ...] = ()
+
+    def missing(self) -> list[str]:
+        """The rates a hold needs and the card lacks (input and output, every tier)."""
+        named = [("base", self.base), *((f"tier>{a}", t) for a, t in self.tiers)]
+        return [
+            f"{where}.{field}"
+            for where, tier in named
+            for field in ("input", "output")
+            if getattr(tier, field) is None
+        ]
+
+    def tier_for(self, total_input: int) -> RateTier:
+        chosen = self.base
+        for above, tier in self.tiers:
+            if total_input > above:
+                chosen = tier
+        return chosen
+
+    def worst_rates(self) -> tuple[Decimal, Decimal]:
+        """The highest input-side rate and the highest output rate, over every tier."""
+        tiers = [self.base, *(t for _, t in self.tiers)]
+        inputs = [
+            Decimal(rate)
+            for t in tiers
+            for rate in (t.input, t.cache_read, t.cache_write)
+            if rate is not None
+        ]
+        outputs = [Decimal(t.output) for t in tiers if t.output is not None]
+        return max(inputs), max(outputs)
+
+
+def price_usage(card: RateCard, usage: Usage) -> Decimal | None:
+    """The exact list price of one call in USD, or None when a rate it needs is unknown:
+    uncached input (less what it writes to the cache) at the input rate, output, cache
+    reads and cache writes, at the tier its whole input selects."""
+    tier = card.tier_for(usage.total_input)
+    parts = (
+        (usage.input - usage.cache_write, tier.input),
+        (usage.output, tier.output),
+        (usage.cache_read, tier.cache_read),
+        (usage.cache_write, tier.cache_write),
+    )
+    total = Decimal(0)
+    for tokens, rate in parts:
+        if tokens == 0:
+            continue
+        if rate is None:
+            return None
+        total = _EXACT.add(total, _EXACT.multiply(Decimal(tokens), Decimal(rate)))
+    return _EXACT.divide(total, _MILLION)
+
+
+class CapTotals(msgspec.Struct, frozen=True, kw_only=True):
+    """The account at one moment: dollars as decimal text, counts of holds."""
+
+    cap: str | None
+    settled: str
+    retained: str
+    active: str
+    committed: str
+    settled_calls: int
+    retained_calls: int
+    released_attempts: int
+    stopped: str | None
+
+    def line(self) -> str:
+        cap = f"${self.cap}" if self.cap is not None else "none"
+        stop = f"; stopped: {self.stopped}" if self.stopped else ""
+        return (
+            f"cost cap {cap}: ${self.committed} committed (${self.settled} settled over "
+            f"{self.settled_calls} calls, ${self.retained} retained over "
+            f"{self.retained_calls} lost calls, ${self.active} in flight; "
+            f"{self.released_attempts} unbilled attempts released){stop}"
+        )
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS account (
+    id INTEGER PRIMARY KEY CHECK (id = 1), cap TEXT, stopped TEXT);
+CREATE TABLE IF NOT EXISTS rates (model TEXT PRIMARY KEY, card BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS holds (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, invocation TEXT NOT NULL, model TEXT NOT NULL,
+    amount TEXT NOT NULL, state TEXT NOT NULL
+        CHECK (state IN ('active', 'settled', 'retained', 'released')),
+    cost TEXT, reason TEXT, opened REAL NOT NULL, closed REAL);
+"""
+
+
+def _sum(values: list[str]) -> Decimal:
+    total = Decimal(0)
+    for value in values:
+        total = _EXACT.add(total, Decimal(value))
+    return total
+
+
+class CostCap:
+    """One process's connection to a run's account (thread-safe; see the module doc)."""
+
+    def __init__(self, path: Path, invocation: str) -> None:
+        self.path = path
+        self.invocation = invocation
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+        self._cards: dict[str, RateCard] = {}
+        try:
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise ProviderError(
+                f"the cost-cap account is not readable: {exc}",
+                code="cost_cap_account_invalid",
+                location=str(path),
+            ) from None
+
+    @classmethod
+    def create(
+        cls,
+        path: Path,
+        *,
+        cap: Decimal | None,
+        rates: Mapping[str, RateCard],
+        invocation: str,
+    ) -> CostCap:
+        """Open (or create) the account for a new invocation: store `cap` when given (a
+        resumed run without one keeps the stored cap), the rates, and retain every hold an
+        earlier invocation left active (module doc)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        account = cls(path, invocation)
+        db = account._db
+        db.execute("PRAGMA journal_mode=WAL")
+        db.executescript(_SCHEMA)
+        with account._transaction():
+            db.execute("INSERT OR IGNORE INTO account VALUES (1, NULL, NULL)")
+            if cap is not None:
+                db.execute("UPDATE account SET cap = ?", (str(cap),))
+            for model, card in rates.items():
+                db.execute(
+                    "INSERT OR REPLACE INTO rates VALUES (?, ?)",
+                    (model, msgspec.json.encode(card)),
+                )
+            db.execute(
+                "UPDATE holds SET state = 'retained', reason = 'invocation_ended', closed = ? "
+                "WHERE state = 'active' AND invocation != ?",
+                (time.time(), invocation),
+            )
+        return account
+
+    @classmethod
+    def open(cls, path: str | Path, invocation: str) -> CostCap:
+        """A worker's connection to an account the run created."""
+        if not Path(path).is_file():
+            raise ProviderError(
+                "the run's cost-cap account is missing",
+                code="cost_cap_account_invalid",
+                location=str(path),
+            )
+        return cls(Path(path), invocation)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _transaction(self) -> _Immediate:
+        return _Immediate(self._db, self._lock)
+
+    def card(self, model: str) -> RateCard:
+        if model not in self._cards:
+            row = self._db.execute("SELECT card FROM rates WHERE model = ?", (model,)).fetchone()
+            if row is None:
+                raise ProviderError(
+                    f"the cost-cap account has no rates for {model!r}",
+                    code="cost_cap_price_unknown",
+                    location=str(self.path),
+                )
+            self._cards[model] = msgspec.json.decode(row[0], type=RateCard)
+        return self._cards[model]
+
+    def _committed(self) -> Decimal:
+        rows = self._db.execute(
+            "SELECT CASE state WHEN 'settled' THEN cost ELSE amount END FROM holds "
+            "WHERE state IN ('active', 'settled', 'retained')"
+        ).fetchall()
+        return _sum([r[0] for r in rows])
+
+    def hold(self, model: str, amount: Decimal) -> int:
+        """Persist an active hold of `amount`, or refuse (``cost_cap_reached``, or the
+        account's sticky stop) without writing one."""
+        with self._transaction() as db:
+            cap, stopped = db.execute("SELECT cap, stopped FROM account").fetchone()
+            if stopped is not None:
+                raise ProviderError(
+                    f"the cost-cap account stopped: {stopped}",
+                    code=stopped.split(":", 1)[0],
+                    location=str(self.path),
+                )
+            committed = self._committed()
+            if cap is not None and _EXACT.add(committed, amount) > Decimal(cap):
+                raise ProviderError(
+                    f"a request of up to ${amount} would take committed spend "
+                    f"${committed} past the ${cap} cap; no new request is admitted",
+                    code="cost_cap_reached",
+                    location=str(self.path),
+                )
+            cursor = db.execute(
+                "INSERT INTO holds (invocation, model, amount, state, opened) "
+                "VALUES (?, ?, ?, 'active', ?)",
+                (self.invocation, model, str(amount), time.time()),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+    def close_hold(
+        self, hold: int, state: str, *, cost: Decimal | None = None, reason: str | None = None
+    ) -> None:
+        """Settle (with `cost`), retain or release a hold that is not closed yet."""
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE holds SET state = ?, cost = ?, reason = ?, closed = ? "
+                "WHERE id = ? AND state IN ('active', 'retained')",
+                (state, None if cost is None else str(cost), reason, time.time(), hold),
+            )
+
+    def stop(self, reason: str) -> None:
+        """Stop the account for good (the first reason is kept)."""
+        with self._transaction() as db:
+            db.execute("UPDATE account SET stopped = ? WHERE stopped IS NULL", (reason,))
+
+    def totals(self) -> CapTotals:
+        db = self._db
+        cap, stopped = db.execute("SELECT cap, stopped FROM account").fetchone()
+        rows = db.execute("SELECT state, amount, cost FROM holds").fetchall()
+        settled = [cost for state, _, cost in rows if state == "settled"]
+        retained = [amount for state, amount, _ in rows if state == "retained"]
+        active = [amount for state, amount, _ in rows if state == "active"]
+        return CapTotals(
+            cap=cap,
+            settled=str(_sum(settled)),
+            retained=str(_sum(retained)),
+            active=str(_sum(active)),
+            committed=str(_sum([*settled, *retained, *active])),
+            settled_calls=len(settled),
+            retained_calls=len(retained),
+            released_attempts=sum(1 for state, _, _ in rows if state == "released"),
+            stopped=stopped,
+        )
+
+    def call(self, model: str, request: ModelRequest, max_output: int) -> CallHolds:
+        """The holds of one request's attempts (see `CallHolds`)."""
+        return CallHolds(self, model, request, max_output)
+
+
+class CallHolds:
+    """One request's attempts against the account: `HttpProvider` calls `before_send`
+    before each attempt, then exactly one of `not_billed`, `settle` or `close` (which
+    retains whatever hold is still open)."""
+
+    def __init__(self, account: CostCap, model: str, request: ModelRequest, max_output: int):
+        self.account = account
+        self.model = model
+        self.max_output = max_output
+        self.framing = (
+            FRAMING.per_request
+            + FRAMING.per_message * (len(request.messages) + 1)
+            + FRAMING.per_tool * len(request.tools)
+        )
+        self.bound = 0  # U of the attempt in flight
+        self.amount = Decimal(0)
+        self._hold: int | None = None
+
+    def before_send(self, body: bytes) -> None:
+        card = self.account.card(self.model)
+        rate_in, rate_out = card.worst_rates()
+        self.bound = len(body) + self.framing
+        worst = _EXACT.add(
+            _EXACT.multiply(Decimal(self.bound), rate_in),
+            _EXACT.multiply(Decimal(self.max_output), rate_out),
+        )
+        self.amount = _EXACT.divide(worst, _MILLION)
+        self._hold = self.account.hold(self.model, self.amount)
+
+    def not_billed(self, reason: str) -> None:
+        """The attempt never reached generation (no connection, an error status)."""
+        if self._hold is not None:
+            self.account.close_hold(self._hold, "released", reason=reason)
+            self._hold = None
+
+    def settle(self, usage: Usage) -> None:
+        """The stream completed: its usage's price replaces the hold; a bound it broke
+        stops the account (module doc)."""
+        if self._hold is None:
+            return
+        cost = price_usage(self.account.card(self.model), usage)
+        broken = []
+        if usage.total_input > self.bound:
+            broken.append(f"input {usage.total_input} > bound {self.bound}")
+        if usage.output > self.max_output:
+            broken.append(f"output {usage.output} > max_output {self.max_output}")
+        if cost is None:
+            broken.append("a rate the usage needs is unknown")
+        elif cost > self.amount:
+            broken.append(f"price ${cost} > hold ${self.amount}")
+        settled = self.amount if cost is None else max(cost, self.amount if broken else cost)
+        self.account.close_hold(self._hold, "settled", cost=settled)
+        self._hold = None
+        if broken:
+            self.account.stop("cost_cap_assumption_broken: " + "; ".join(broken))
+
+    def close(self, reason: str = "lost") -> None:
+        """Retain the open hold, if any: the request may have been billed."""
+        if self._hold is not None:
+            self.account.close_hold(self._hold, "retained", reason=reason)
+            self._hold = None
+
+
+class _Immediate:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error) under the lock."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock) -> None:
+        self._db = db
+        self._lock = lock
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._lock.acquire()
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+        return self._db
+
+    def __exit__(self, kind: object, error: object, tb: object) -> None:
+        try:
+            self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
+        finally:
+            self._lock.release()

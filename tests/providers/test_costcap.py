@@ -1,0 +1,213 @@
+"""The run cost cap's account: holds before sends, settlement, retention, reopening.
+
+Real SQLite files, real child processes for the shared-account checks; the HTTP side
+is `tests/runner/test_real_cost_cap.py` (a loopback wire server)."""
+
+from __future__ import annotations
+
+import multiprocessing
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from continuity.errors import ProviderError
+from continuity.messages import ModelRequest, ToolDefinition, Usage, UserMessage
+from continuity.providers.costcap import FRAMING, CostCap, RateCard, RateTier, price_usage
+
+MODEL = "openai-codex:gpt-6-mini"
+CARD = RateCard(
+    base=RateTier(input="0.25", output="2", cache_read="0.025", cache_write="0.25"),
+)
+TIERED = RateCard(
+    base=RateTier(input="15", output="75", cache_read="1.5", cache_write="18.75"),
+    tiers=((200_000, RateTier(input="30", output="112.5", cache_read="3", cache_write="37.5")),),
+)
+
+
+def account(tmp_path: Path, cap: str | None = "1.00", invocation: str = "inv-1") -> CostCap:
+    return CostCap.create(
+        tmp_path / "cap.sqlite3",
+        cap=Decimal(cap) if cap is not None else None,
+        rates={MODEL: CARD, "tiered": TIERED},
+        invocation=invocation,
+    )
+
+
+def request(tools: int = 0, messages: int = 1) -> ModelRequest:
+    return ModelRequest(
+        session_id="s",
+        provider="p",
+        model="m",
+        system="s",
+        messages=tuple(UserMessage(text="hello") for _ in range(messages)),
+        tools=tuple(
+            ToolDefinition(name=f"t{i}", description="d", input_schema={}) for i in range(tools)
+        ),
+    )
+
+
+def test_price_usage_is_exact_and_uses_the_tier_the_whole_input_selects() -> None:
+    usage = Usage(input=1_000, cache_read=0, output=500)
+    assert price_usage(CARD, usage) == Decimal("0.00125")  # 1000 x .25 + 500 x 2, / 10^6
+    cached = Usage(input=1_000, cache_read=1_000, output=0, cache_write=400)
+    # 600 uncached at .25, 1000 read at .025, 400 written at .25
+    assert price_usage(CARD, cached) == Decimal("0.000275")
+    big = Usage(input=150_000, cache_read=60_000, output=10)
+    assert (
+        price_usage(TIERED, big)
+        == (Decimal(150_000) * 30 + Decimal(60_000) * 3 + Decimal(10) * Decimal("112.5"))
+        / 1_000_000
+    )
+    unknown = RateCard(base=RateTier(input="1", output="1"))
+    assert price_usage(unknown, Usage(input=10, cache_read=5, output=1)) is None
+
+
+def test_a_hold_is_the_worst_price_of_the_body_and_the_output_cap(tmp_path: Path) -> None:
+    cost = account(tmp_path)
+    holds = cost.call("tiered", request(tools=2, messages=3), max_output=1_000)
+    body = b"x" * 10_000
+    holds.before_send(body)
+    bound = 10_000 + FRAMING.per_request + FRAMING.per_message * 4 + FRAMING.per_tool * 2
+    assert holds.bound == bound
+    # the highest input-side rate anywhere (tier cache write 37.5), the highest output (112.5)
+    assert holds.amount == (Decimal(bound) * Decimal("37.5") + 1_000 * Decimal("112.5")) / 10**6
+    totals = cost.totals()
+    assert Decimal(totals.active) == holds.amount
+    assert Decimal(totals.committed) == holds.amount
+
+
+def test_settle_release_and_retain(tmp_path: Path) -> None:
+    cost = account(tmp_path)
+    settled = cost.call(MODEL, request(), 100)
+    settled.before_send(b"{}")
+    settled.settle(Usage(input=100, cache_read=0, output=10))
+    released = cost.call(MODEL, request(), 100)
+    released.before_send(b"{}")
+    released.not_billed("http_429")
+    lost = cost.call(MODEL, request(), 100)
+    lost.before_send(b"{}")
+    lost.close("stream_lost")
+    lost.close("again")  # closing twice changes nothing
+    totals = cost.totals()
+    assert Decimal(totals.settled) == Decimal("0.000045")
+    assert Decimal(totals.retained) == lost.amount
+    assert Decimal(totals.active) == 0
+    assert (totals.settled_calls, totals.retained_calls, totals.released_attempts) == (1, 1, 1)
+    assert Decimal(totals.committed) == Decimal(totals.settled) + lost.amount
+
+
+def test_a_request_that_could_pass_the_cap_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    cost = account(tmp_path, cap="0.01")
+    first = cost.call(MODEL, request(), 1_000)
+    first.before_send(b"x" * 1_000)  # (1000 + 4608) x .25 + 1000 x 2 = 0.003402
+    assert first.amount == Decimal("0.003402")
+    second = cost.call(MODEL, request(), 1_000)
+    second.before_send(b"x" * 1_000)
+    with pytest.raises(ProviderError) as caught:  # a third: 0.010206 > 0.01
+        cost.call(MODEL, request(), 1_000).before_send(b"x" * 1_000)
+    assert caught.value.code == "cost_cap_reached"
+    assert caught.value.stops_admission
+    totals = cost.totals()
+    assert Decimal(totals.committed) == Decimal("0.006804")  # the refusal wrote nothing
+    assert Decimal(totals.active) == Decimal("0.006804")
+
+
+def test_the_cap_is_exact_at_the_boundary(tmp_path: Path) -> None:
+    cost = account(tmp_path, cap="0.01")
+    holds = cost.call(MODEL, request(), 0)
+    # (bytes + 4608) x 0.25 / 10^6 = 0.01 exactly at 35,392 bytes
+    holds.before_send(b"x" * 35_392)
+    assert holds.amount == Decimal("0.01")
+    with pytest.raises(ProviderError):
+        cost.call(MODEL, request(), 0).before_send(b"")  # any more is past it
+
+
+def test_a_broken_bound_settles_high_and_stops_the_account(tmp_path: Path) -> None:
+    cost = account(tmp_path)
+    holds = cost.call(MODEL, request(), 10)
+    holds.before_send(b"{}")
+    holds.settle(Usage(input=100, cache_read=0, output=11))  # output above max_output
+    totals = cost.totals()
+    assert totals.stopped is not None
+    assert totals.stopped.startswith("cost_cap_assumption_broken: output 11 > max_output 10")
+    assert Decimal(totals.settled) == holds.amount  # the higher of price and hold
+    with pytest.raises(ProviderError) as caught:
+        cost.call(MODEL, request(), 10).before_send(b"{}")
+    assert caught.value.code == "cost_cap_assumption_broken"
+    assert caught.value.stops_admission
+
+
+def test_input_above_the_bound_also_breaks_it(tmp_path: Path) -> None:
+    cost = account(tmp_path)
+    holds = cost.call(MODEL, request(), 10)
+    holds.before_send(b"{}")
+    holds.settle(Usage(input=holds.bound + 1, cache_read=0, output=1))
+    assert (cost.totals().stopped or "").startswith("cost_cap_assumption_broken: input")
+
+
+def test_reopening_retains_what_an_ended_invocation_left_active(tmp_path: Path) -> None:
+    cost = account(tmp_path, invocation="killed")
+    holds = cost.call(MODEL, request(), 100)
+    holds.before_send(b"{}")
+    cost.close()  # the process died with the hold active
+    resumed = account(tmp_path, cap=None, invocation="resumed")
+    totals = resumed.totals()
+    assert totals.cap == "1.00"  # no new cap given: the stored one holds
+    assert Decimal(totals.retained) == holds.amount
+    assert Decimal(totals.active) == 0
+    raised = account(tmp_path, cap="2.50", invocation="third")
+    assert raised.totals().cap == "2.50"
+    assert Decimal(raised.totals().retained) == holds.amount  # still counted, for good
+
+
+def test_no_rates_for_a_model_is_refused(tmp_path: Path) -> None:
+    cost = account(tmp_path)
+    with pytest.raises(ProviderError) as caught:
+        cost.call("nobody:knows", request(), 1).before_send(b"{}")
+    assert caught.value.code == "cost_cap_price_unknown"
+
+
+def test_a_missing_or_foreign_account_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ProviderError) as caught:
+        CostCap.open(tmp_path / "absent.sqlite3", "x")
+    assert caught.value.code == "cost_cap_account_invalid"
+    foreign = tmp_path / "foreign" / "cap.sqlite3"
+    foreign.parent.mkdir()
+    foreign.write_bytes(b"not a database, just some bytes " * 64)
+    with pytest.raises(ProviderError) as caught:
+        CostCap.create(foreign, cap=Decimal(1), rates={}, invocation="x")
+    assert caught.value.code == "cost_cap_account_invalid"
+
+
+def test_rate_card_missing_names_every_absent_rate() -> None:
+    card = RateCard(
+        base=RateTier(input=None, output="1"),
+        tiers=((10, RateTier(input="1", output=None)),),
+    )
+    assert card.missing() == ["base.input", "tier>10.output"]
+    assert CARD.missing() == []
+
+
+def _hold_many(path: str, count: int) -> None:
+    cost = CostCap.open(path, "inv-1")
+    for _ in range(count):
+        try:
+            cost.call(MODEL, request(), 1_000).before_send(b"x" * 1_000)
+        except ProviderError:
+            return
+
+
+def test_processes_sharing_the_account_never_pass_the_cap_together(tmp_path: Path) -> None:
+    cost = account(tmp_path, cap="0.10")
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_hold_many, args=(str(cost.path), 20)) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    totals = cost.totals()
+    # 0.003402 each: 29 fit under 0.10 (0.098658); the 30th would not
+    assert Decimal(totals.committed) == Decimal("0.003402") * 29
+    assert Decimal(totals.committed) <= Decimal("0.10")
