@@ -225,6 +225,10 @@ def test_doit_units_real_provider_without_real_flag(tmp_path: Path) -> None:
     result = doit(tmp_path, "units", "--provider", "openai-chat", check=False)
     assert result.returncode != 0
     assert "real_flag_required" in result.stdout + result.stderr
+    result = doit(tmp_path, "units", "--cost-cap", "5", check=False)  # a cap is for --real
+    assert result.returncode != 0
+    assert "real_flag_required" in result.stdout + result.stderr
+    assert "--cost-cap" in result.stdout + result.stderr
     result = doit(tmp_path, "units", "--repeats", "0", check=False)
     assert result.returncode != 0
     assert "plan_invalid" in result.stdout + result.stderr
