@@ -48,6 +48,7 @@ from pathlib import Path
 
 from continuity.errors import SpendError
 from continuity.spend.lease import LEASE_NAME, Lease
+from continuity.spend.private import read_private, sync_directory, write_new
 
 __all__ = [
     "CLAIM_FILE",
@@ -172,14 +173,6 @@ def check_paths(output_root: Path, registry: Path, checkouts: Sequence[Path]) ->
         )
 
 
-def _sync_directory(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _make_registry(registry: Path) -> None:
     """Create the registry's missing ancestors privately, syncing each parent (even when
     the directory already existed)."""
@@ -187,45 +180,22 @@ def _make_registry(registry: Path) -> None:
     for directory in reversed(missing):
         with contextlib.suppress(FileExistsError):
             directory.mkdir(mode=0o700)
-        _sync_directory(directory.parent)
-    _sync_directory(registry.parent)
+        sync_directory(directory.parent)
+    sync_directory(registry.parent)
 
 
 def _write_new(path: Path, value: Mapping[str, object]) -> None:
-    """Exclusively create `path` (0600, never through a link), write and sync it and its
-    directory."""
-    data = json.dumps(value, sort_keys=True, indent=2).encode() + b"\n"
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    _sync_directory(path.parent)
+    """Exclusively create `path` with `value` as JSON, synced (`write_new`)."""
+    write_new(path, json.dumps(value, sort_keys=True, indent=2).encode() + b"\n")
 
 
 def _read_private(path: Path) -> dict[str, object]:
-    """A private JSON file of this user, read without following a link, refusing an
-    alias (more than one link) or a file that changed between the check and the open."""
+    """A private JSON claim of this user (`read_private`: no link, no alias, no swap)."""
+    if not path.exists() and not path.is_symlink():
+        raise _fail(f"{path.name} is missing", "lookup_consumption_invalid", path.name)
+    data = read_private(path)
     try:
-        before = os.lstat(path)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        raise _fail(f"{path.name} is missing", "lookup_consumption_invalid", path.name) from None
-    try:
-        after = os.fstat(fd)
-        sound = (
-            stat.S_ISREG(after.st_mode)
-            and after.st_nlink == 1
-            and after.st_uid == os.getuid()
-            and stat.S_IMODE(after.st_mode) == 0o600
-            and (before.st_dev, before.st_ino) == (after.st_dev, after.st_ino)
-        )
-        data = os.read(fd, 1 << 16) if sound else b""
-    finally:
-        os.close(fd)
-    try:
-        value = json.loads(data) if sound else None
+        value = json.loads(data) if data is not None else None
     except ValueError:
         value = None
     if not isinstance(value, dict):
@@ -311,7 +281,7 @@ def consume(
             "registry",
         ) from None
     try:
-        _sync_directory(entry.parent)
+        sync_directory(entry.parent)
         _write_new(output_root / CONSUMED_MARKER, asdict(claim))
         _write_new(entry / CLAIM_FILE, asdict(claim))
     except OSError as exc:  # the id stays burned: no rollback
