@@ -189,9 +189,14 @@ The tree::
     │                                  yet): lookup_prompt_cache_key_forbidden,
     │                                  lookup_arrival_persist_failed,
     │                                  lookup_arrival_receipt_invalid, lookup_stopped,
-    │                                  lookup_journal_failed,
-    │                                  lookup_receipt_persist_failed, lookup_ipc_timeout,
-    │                                  lookup_ipc_disconnected, lookup_invalid_slots.
+    │                                  lookup_journal_failed, lookup_ipc_timeout,
+    │                                  lookup_ipc_disconnected. Slot receipts
+    │                                  (continuity.spend.receipts):
+    │                                  lookup_receipt_persist_failed,
+    │                                  lookup_receipt_invalid, lookup_receipt_duplicate,
+    │                                  lookup_receipt_changed, lookup_receipt_unplanned,
+    │                                  lookup_receipt_unvisited; the validity stop
+    │                                  lookup_invalid_slots (a result, not raised).
     │                                  Containment's stop codes (a result, not raised;
     │                                  continuity.spend.containment): lookup_worker_lost,
     │                                  lookup_containment_unreconciled. The release gate

@@ -141,15 +141,8 @@ def run_real(
     assert credentials is not None
     invocation = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
     account = _cost_account(plan, out, cap, invocation, pricing)
-    real = _real_run(
-        plan,
-        out,
-        os.path.abspath(credentials),
-        concurrency=concurrency,
-        explain_cache=explain_cache,
-        invocation=invocation,
-        cost_account=account,
-    )
+    real = _real_run(plan, out, os.path.abspath(credentials), concurrency, explain_cache)
+    real = _capped(real, account, invocation)
     ledger = _ledger_run(plan, real, capture=capture, pricing=pricing, checkout=checkout)
     if ledger is not None:  # how long a stage child may take before its ack is lost
         ledger = msgspec.structs.replace(ledger, timeout=upkeep_timeout)
@@ -264,47 +257,48 @@ def _spend_totals(account: str | None, out: Path) -> CapTotals | None:
 
 
 def _real_run(
-    plan: Plan,
-    out: Path,
-    credentials: str,
-    *,
-    concurrency: int,
-    explain_cache: bool,
-    invocation: str,
-    cost_account: str | None,
+    plan: Plan, out: Path, credentials: str, concurrency: int, explain_cache: bool
 ) -> RealRun:
     """This invocation's endpoints (the reader, and the judge when the plan has one),
     its own ledger under ``<out>/.ledger/`` and, with `explain_cache`, a fresh call-key
-    explain log; with `cost_account`, every endpoint holds its attempts there."""
+    explain log."""
     slots = out / ".slots"
-    capped = {"cost_account": cost_account, "cost_invocation": invocation}
     reader = endpoint_for(
         plan, plan.reader, plan.reader_effort, credentials, concurrency=concurrency, slots_dir=slots
     )
-    reader = msgspec.structs.replace(reader, **capped)
     judge = (
-        msgspec.structs.replace(
-            endpoint_for(
-                plan,
-                plan.judge,
-                plan.judge_effort,
-                credentials,
-                concurrency=concurrency,
-                slots_dir=slots,
-            ),
-            **capped,
+        endpoint_for(
+            plan,
+            plan.judge,
+            plan.judge_effort,
+            credentials,
+            concurrency=concurrency,
+            slots_dir=slots,
         )
         if plan.judge
         else None
     )
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
     explain_log = str(out / "cache-explain.jsonl") if explain_cache else None
     if explain_log is not None and os.path.exists(explain_log):
         os.unlink(explain_log)  # one invocation's account, not an ever-growing log
     return RealRun(
         reader=reader,
         judge=judge,
-        ledger=str(out / ".ledger" / f"{invocation}.sqlite3"),
+        ledger=str(out / ".ledger" / f"{stamp}-{os.getpid()}.sqlite3"),
         explain_log=explain_log,
+    )
+
+
+def _capped(real: RealRun, account: str | None, invocation: str) -> RealRun:
+    """`real` with every endpoint holding its attempts in the cost-cap `account` (the
+    ledger extractor's endpoint is derived from the reader's, so it holds there too)."""
+    if account is None:
+        return real
+    capped = {"cost_account": account, "cost_invocation": invocation}
+    judge = real.judge and msgspec.structs.replace(real.judge, **capped)
+    return msgspec.structs.replace(
+        real, reader=msgspec.structs.replace(real.reader, **capped), judge=judge
     )
 
 
