@@ -54,6 +54,7 @@ __all__ = [
     "CallHolds",
     "CapTotals",
     "CostCap",
+    "Framing",
     "RateCard",
     "RateTier",
     "price_usage",

@@ -51,6 +51,7 @@ __all__ = [
     "PilotCounts",
     "ScheduledSlot",
     "SlotReceipt",
+    "Terminal",
     "aggregate",
     "invalid_stop",
     "receipt_digest",
