@@ -1,0 +1,402 @@
+"""The pilot controller: one detached probe child per slot, lockstep, contained.
+
+`run_pilot` runs a consumed pilot (the writer lease held, the consumption pair
+verified: `continuity.spend.consumption.verify_consumption`) over a seeded schedule, one
+slot at a time (concurrency one, no spares, retry, resume or substitution):
+
+1. **schedule**: slots are grouped in conversation/probe blocks (in the given order)
+   and the roles of each block are interleaved by a seeded sha256 rank
+   (`seeded_schedule`); each slot gets a unique ASCII transport cache key of at most 64
+   characters (`continuity.spend.safety.allocate_cache_keys`). The schedule, the keys
+   and the epoch are journaled before any launch;
+2. **launch**: the slot is journaled as visited, then its child starts in a new session
+   (its own process group) with one end of a socket pair
+   (`continuity.spend.pilot_child`); it must report ``ready`` in time;
+3. **exchanges** (`continuity.spend.ipc`): ``admit``, ``consume``, ``settle`` and
+   ``stop`` are applied to the durable account (`continuity.spend.durable`) and
+   persisted before the reply; settlement stays legal after a stop, admission never;
+4. **done**: the child reports its terminal; the controller persists the group's
+   membership, replies ``done-ack``, waits for the child to exit and contains the group
+   (`continuity.spend.containment`): survivors are ``lookup_worker_lost``, a group no
+   proven signal can end is ``lookup_containment_unreconciled`` (absorbing);
+5. **a broken exchange** (timeout, disconnect, integrity): the controller stops the
+   account, allows the 250 ms settle grace and contains the group before any other slot
+   can start;
+6. **the receipt**: the controller decides the slot's terminal from its own records (a
+   child cannot claim "unadmitted" after an admission, nor "completed" for a request
+   that was not settled) and writes the receipt (`continuity.spend.receipts`),
+   journaling its sha256;
+7. **stops**: a sticky account stop (``not_admitted_cap`` is a refusal, not a stop;
+   ``lookup_repeated_loss`` is), more than 10 % invalid admitted slots, a broken
+   exchange or containment end the run. The report is then aggregated from the
+   receipts: opaque ids, hashes, fixed codes and numbers, never a path or an answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from continuity.errors import SpendError
+from continuity.spend.assumptions import ASSUMED_V1, reservation
+from continuity.spend.consumption import Claim, verify_consumption
+from continuity.spend.containment import Containment, group_members
+from continuity.spend.durable import DurablePermitSource
+from continuity.spend.ipc import Channel
+from continuity.spend.lease import Lease, process_start
+from continuity.spend.permits import Permit, Refusal, Settlement
+from continuity.spend.pilot_child import ChildConfig
+from continuity.spend.private import write_new
+from continuity.spend.receipts import (
+    RECEIPT_SCHEMA,
+    PilotCounts,
+    ScheduledSlot,
+    SlotReceipt,
+    aggregate,
+    invalid_stop,
+    write_receipt,
+)
+from continuity.spend.safety import allocate_cache_keys
+from continuity.spend.usage import UsageRecord
+
+__all__ = ["PilotConfig", "PilotReport", "PilotSlot", "run_pilot", "seeded_schedule"]
+
+SETTLE_GRACE_S = 0.25
+_CHILD_KINDS = ("admit", "consume", "settle", "stop", "done")
+
+
+class PilotSlot(msgspec.Struct, frozen=True, kw_only=True):
+    slot_id: str
+    role: str
+    block: str  # the conversation/probe pair the slot belongs to
+    question: str
+
+
+class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
+    run_id: str
+    root: str  # the consumed output root (private; the lease is in it)
+    slots: tuple[PilotSlot, ...]
+    seed: int
+    cap: str  # USD
+    base_url: str  # the registered endpoint (``http://127.0.0.1:<port>/v1`` in tests)
+    credentials: str
+    ready_timeout: float = 20.0
+    message_timeout: float = 30.0
+    exit_timeout: float = 10.0
+
+
+class PilotReport(msgspec.Struct, frozen=True, kw_only=True):
+    run_id: str
+    epoch: str
+    stop: str | None
+    cap: str
+    total: str
+    counts: PilotCounts
+    receipts: list[SlotReceipt]
+
+
+def seeded_schedule(slots: Sequence[PilotSlot], seed: int) -> list[PilotSlot]:
+    """Blocks in their first-seen order; within a block, roles by seeded sha256 rank."""
+    blocks: dict[str, list[PilotSlot]] = {}
+    for slot in slots:
+        blocks.setdefault(slot.block, []).append(slot)
+
+    def rank(slot: PilotSlot) -> str:
+        return hashlib.sha256(f"{seed}\0{slot.block}\0{slot.role}".encode()).hexdigest()
+
+    return [slot for block in blocks.values() for slot in sorted(block, key=rank)]
+
+
+class _Journal:
+    """The controller's append-only, synced journal (JSON lines, private)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def add(self, event: str, **fields: Any) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, json.dumps({"event": event, **fields}, sort_keys=True).encode() + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class _Slot:
+    """What the controller itself knows of one slot's run."""
+
+    def __init__(self) -> None:
+        self.admitted = 0
+        self.settled: list[str] = []  # settlement kinds
+        self.claim: dict[str, Any] = {}
+        self.cost = Decimal(0)
+        self.usage = (0, 0)
+        self.stop: str | None = None
+        self.open: dict[str, Permit] = {}  # granted, not yet settled
+
+
+async def _serve(
+    message: dict[str, Any], source: DurablePermitSource, slot: _Slot
+) -> tuple[str, dict[str, Any]]:
+    """Apply one child request to the account; the reply (kind, fields)."""
+    kind = message["kind"]
+    if kind == "admit":
+        granted = await source.admit(
+            str(message["request_id"]),
+            str(message["slot_id"]),
+            int(message["round"]),
+            str(message["payload_digest"]),
+            Decimal(str(message["rmax"])),
+        )
+        if isinstance(granted, Refusal):
+            return "refused", {"code": granted.code, "policy": granted.policy}
+        slot.admitted += 1
+        slot.open[granted.request_id] = granted
+        return "admitted", {"permit": msgspec.to_builtins(granted)}
+    permit = msgspec.convert(message.get("permit"), Permit)
+    if kind == "consume":
+        try:
+            await source.consume(permit, str(message["body_digest"]))
+        except SpendError as error:
+            return "refused", {"code": error.code}
+        return "consumed", {}
+    if kind == "settle":
+        settlement = msgspec.convert(message["settlement"], Settlement)
+        usage = message.get("usage")
+        raw = msgspec.convert(usage, UsageRecord) if usage is not None else None
+        await source.settle(permit, settlement, raw, message.get("tier"))
+        slot.open.pop(permit.request_id, None)
+        slot.settled.append(settlement.kind)
+        if settlement.cost is not None:
+            slot.cost += Decimal(settlement.cost)
+        if raw is not None:
+            slot.usage = (slot.usage[0] + raw.input, slot.usage[1] + raw.output)
+        return "settled", {}
+    raise AssertionError(kind)  # pragma: no cover - expect() admits only known kinds
+
+
+def _terminal(slot: _Slot) -> tuple[str, str | None]:
+    """The slot's terminal and code from the controller's own records."""
+    claim = slot.claim
+    code = slot.stop or claim.get("code")
+    if slot.admitted == 0:
+        return "unadmitted", code
+    if code == "pilot_empty_final_output":
+        return "invalid", code
+    complete = (
+        slot.stop is None
+        and claim.get("terminal") == "completed"
+        and slot.settled
+        and all(kind == "settled" for kind in slot.settled)
+        and len(slot.settled) == slot.admitted
+    )
+    return ("completed", None) if complete else ("incomplete", code)
+
+
+class _Controller:
+    def __init__(self, config: PilotConfig, lease: Lease) -> None:
+        self.config = config
+        self.lease = lease
+        self.root = Path(config.root)
+        self.journal = _Journal(self.root / "controller-journal.jsonl")
+        self.containment = Containment(self.root / "containment-journal.jsonl")
+        self.source = DurablePermitSource.open(
+            self.root / "account.sqlite3", Decimal(config.cap), reservation(ASSUMED_V1)
+        )
+        self.schedule = seeded_schedule(config.slots, config.seed)
+        self.keys = allocate_cache_keys(config.run_id, [s.slot_id for s in self.schedule])
+        self.digests: dict[str, str] = {}
+        self.stop: str | None = None
+        self.me = (os.getpid(), process_start(os.getpid()) or "")
+
+    def _launch(self, slot: PilotSlot) -> tuple[subprocess.Popen[bytes], socket.socket]:
+        mine, theirs = socket.socketpair()
+        port = int(self.config.base_url.split(":")[2].split("/")[0])
+        child = ChildConfig(
+            fd=theirs.fileno(),
+            run_id=self.config.run_id,
+            epoch=self.source.epoch,
+            slot_id=slot.slot_id,
+            cache_key=self.keys[slot.slot_id],
+            assigned=self.keys,
+            controller_pid=self.me[0],
+            controller_start=self.me[1],
+            root=str(self.root),
+            account=str(self.root / "account.sqlite3"),
+            base_url=self.config.base_url,
+            endpoint_port=port,
+            credentials=self.config.credentials,
+            question=slot.question,
+            timeout=self.config.message_timeout,
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-m", "continuity.spend.pilot_child"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),),
+            start_new_session=True,  # its own process group: contained as one
+        )
+        theirs.close()
+        assert process.stdin is not None
+        process.stdin.write(msgspec.json.encode(child))
+        process.stdin.close()
+        return process, mine
+
+    async def _exchanges(self, channel: Channel, slot: _Slot) -> None:
+        timeout = self.config.message_timeout
+        channel.expect("ready", timeout=self.config.ready_timeout)
+        while True:
+            message = await anyio.to_thread.run_sync(
+                lambda: channel.expect(*_CHILD_KINDS, timeout=timeout)
+            )
+            if message["kind"] == "done":
+                slot.claim = message
+                return
+            if message["kind"] == "stop":
+                await self.source.stop(str(message.get("code")))
+                channel.send("stopped")
+                continue
+            reply, fields = await _serve(message, self.source, slot)
+            channel.send(reply, **fields)
+
+    async def run_slot(self, planned: PilotSlot) -> None:
+        self.journal.add("visit", slot=planned.slot_id)
+        process, sock = self._launch(planned)
+        channel = Channel(sock, epoch=self.source.epoch, slot=planned.slot_id, worker=process.pid)
+        slot = _Slot()
+        try:
+            await self._exchanges(channel, slot)
+            members = [asdict(m) for m in group_members(process.pid)]
+            self.journal.add("members", slot=planned.slot_id, members=members)
+            channel.send("done-ack")
+            await anyio.to_thread.run_sync(lambda: _wait(process, self.config.exit_timeout))
+        except SpendError as error:
+            slot.stop = error.code
+            await self.source.stop(error.code)
+            time.sleep(SETTLE_GRACE_S)  # the bounded settle grace, then containment
+            for permit in list(slot.open.values()):  # nobody knows what was billed
+                await self.source.settle(
+                    permit, Settlement(kind="lost", code=error.code), None, None
+                )
+                slot.settled.append("lost")
+            slot.open.clear()
+        finally:
+            channel.close()
+        contained = self.containment.contain(process.pid, slot=planned.slot_id)
+        _wait(process, self.config.exit_timeout)
+        if contained.code is not None:
+            slot.stop = slot.stop or contained.code
+            self.stop = contained.code  # worker lost / unreconciled: absorbing
+        self._receipt(planned, slot)
+        if slot.stop is not None and self.stop is None:
+            self.stop = slot.stop
+
+    def _receipt(self, planned: PilotSlot, slot: _Slot) -> None:
+        terminal, code = _terminal(slot)
+        receipt = SlotReceipt(
+            schema=RECEIPT_SCHEMA,
+            run_id=self.config.run_id,
+            epoch=self.source.epoch,
+            slot_id=planned.slot_id,
+            terminal=terminal,  # type: ignore[arg-type]
+            admitted_requests=slot.admitted,
+            code=code,
+            input_tokens=slot.usage[0],
+            output_tokens=slot.usage[1],
+            cost_usd=str(slot.cost),
+            answer_sha256=slot.claim.get("answer_sha256") if terminal == "completed" else None,
+        )
+        digest = write_receipt(self.root / "receipts", receipt)
+        self.digests[planned.slot_id] = digest
+        self.journal.add("receipt", slot=planned.slot_id, sha256=digest)
+
+    def counts(self, visited: int) -> PilotCounts:
+        schedule = [ScheduledSlot(slot_id=s.slot_id) for s in self.schedule]
+        counts, _ = aggregate(
+            self.root / "receipts",
+            schedule,
+            visited=visited,
+            journal=self.digests,
+            run_id=self.config.run_id,
+        )
+        return counts
+
+    async def run(self) -> PilotReport:
+        self.lease.verify()
+        self.journal.add(
+            "schedule",
+            epoch=self.source.epoch,
+            slots=[s.slot_id for s in self.schedule],
+            keys=[self.keys[s.slot_id] for s in self.schedule],
+        )
+        visited = 0
+        for planned in self.schedule:
+            if self.stop is not None or self.source.account.stopped is not None:
+                break
+            visited += 1
+            await self.run_slot(planned)
+            self.stop = self.stop or invalid_stop(self.counts(visited))
+        self.stop = self.stop or self.source.account.stopped
+        schedule = [ScheduledSlot(slot_id=s.slot_id) for s in self.schedule]
+        counts, receipts = aggregate(
+            self.root / "receipts",
+            schedule,
+            visited=visited,
+            journal=self.digests,
+            run_id=self.config.run_id,
+        )
+        report = PilotReport(
+            run_id=self.config.run_id,
+            epoch=self.source.epoch,
+            stop=self.stop,
+            cap=self.config.cap,
+            total=str(self.source.account.total()),
+            counts=counts,
+            receipts=receipts,
+        )
+        write_new(self.root / "report.json", msgspec.json.format(msgspec.json.encode(report)))
+        return report
+
+
+def _wait(process: subprocess.Popen[bytes], seconds: float) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired):  # containment decides the rest
+        process.wait(timeout=seconds)
+
+
+def run_pilot(config: PilotConfig, lease: Lease, claim: Claim) -> PilotReport:
+    """Run the pilot (module doc) under `lease`, once `claim` (its consumption pair)
+    verifies; the report is also ``report.json``.
+
+    Raises:
+        SpendError: the consumption's (`verify_consumption`), the lease's, the
+            account's (``lookup_cap_invalid``, ``lookup_account_invalid``) and the
+            receipts' codes.
+    """
+    verify_consumption(claim, lease)  # the fixed marker precedes any snapshot or launch
+    if Path(claim.output_root) != Path(config.root):
+        raise SpendError(
+            "the claim binds another output root",
+            code="lookup_consumption_invalid",
+            location="root",
+            outcome="integrity_stop",
+        )
+    controller = _Controller(config, lease)
+    try:
+        return anyio.run(controller.run)
+    finally:
+        controller.source.close()

@@ -1,0 +1,210 @@
+"""The pilot's probe child: one slot, one guarded probe run, in its own process group.
+
+``python -m continuity.spend.pilot_child`` reads its `ChildConfig` (JSON) from stdin
+and inherits one end of the controller's socket pair. Before it reports ``ready`` it
+verifies, and refuses (exit 3, ``lookup_child_refused: <code>`` on stderr) otherwise:
+
+- its parent is the controller it was told of: the live parent PID and its process
+  start identity (``lookup_parent_mismatch``);
+- the controller holds the writer lease on the output root, read with ``lstat`` and a
+  separate reader connection only (`continuity.spend.lease.check_lease`);
+- its assigned transport cache key is its slot's in the run's assignment, plain ASCII
+  of at most 64 characters and unique (`continuity.spend.safety.check_assignment`).
+
+It then denies every socket destination but the registered endpoint (IPv4 loopback at
+the endpoint's port) and its inherited socket pair: any other ``connect`` raises
+``PermissionError`` and is recorded, content-free, in ``egress/<slot>.jsonl``. Each child
+also writes a canary, ``canaries/<slot>-<pid>.json`` (its PID, parent and process
+group), and deliberately tries one forbidden destination so the record proves the
+denial is live in this very process.
+
+The probe run is one `GuardedProvider` stream over the `IpcPermitSource`: admission,
+consumption, settlement and stops are exchanges with the controller, each persisted
+before it is acknowledged. The child reports ``done`` with what it saw (the terminal it
+claims, a fixed code, the answer's sha256, never the answer) and waits for the
+controller's ``done-ack`` before it exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from continuity.errors import ContinuityError, ProviderError, SpendError
+from continuity.messages import ModelRequest, UserMessage
+from continuity.providers.protocol import Completed
+from continuity.spend.contract import AuxiliaryCallers, GuardContract
+from continuity.spend.guard import CALL_OPTIONS, GuardedProvider
+from continuity.spend.ipc import Channel
+from continuity.spend.ipc_permits import IpcPermitSource
+from continuity.spend.lease import check_lease, process_start
+from continuity.spend.safety import check_assignment
+
+__all__ = ["CALLERS_OFF", "ChildConfig", "main"]
+
+CALLERS_OFF = AuxiliaryCallers(
+    judge=None, memory=False, subagents=False, upkeep=False, compaction=False, output_schema=None
+)
+FORBIDDEN_PROBE = ("127.0.0.1", 9)  # the deliberate attempt every child records
+
+
+class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    fd: int
+    run_id: str
+    epoch: str
+    slot_id: str
+    cache_key: str
+    assigned: dict[str, str]  # every slot's key: the child checks membership, uniqueness
+    controller_pid: int
+    controller_start: str
+    root: str
+    account: str
+    base_url: str
+    endpoint_port: int
+    credentials: str
+    question: str
+    timeout: float = 30.0
+
+
+def _refuse(code: str, message: str) -> None:
+    print(f"lookup_child_refused: {code}: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(3)
+
+
+def _verify(config: ChildConfig) -> None:
+    parent = os.getppid()
+    if parent != config.controller_pid or process_start(parent) != config.controller_start:
+        _refuse("lookup_parent_mismatch", "the parent is not the recorded live controller")
+    try:
+        holder = check_lease(Path(config.root))
+    except SpendError as error:
+        _refuse(error.code, "the writer lease is not held")
+    if (holder.pid, holder.start) != (config.controller_pid, config.controller_start):
+        _refuse("lookup_lease_foreign", "the writer lease is held by another process")
+    try:
+        check_assignment(config.cache_key, config.slot_id, config.assigned)
+    except SpendError as error:
+        _refuse(error.code, "the assigned cache key is invalid")
+
+
+def deny_egress(allowed_port: int, record: Path) -> None:
+    """Refuse every ``connect`` but IPv4 loopback at `allowed_port` and Unix sockets,
+    recording each refusal (family and port only) in `record`."""
+    original = socket.socket.connect
+    original_ex = socket.socket.connect_ex
+
+    def allowed(sock: socket.socket, address: Any) -> bool:
+        if sock.family == socket.AF_UNIX:
+            return True
+        return (
+            sock.family == socket.AF_INET
+            and isinstance(address, tuple)
+            and address[0] == "127.0.0.1"
+            and address[1] == allowed_port
+        )
+
+    def refuse(sock: socket.socket, address: Any) -> None:
+        port = address[1] if isinstance(address, tuple) and len(address) > 1 else None
+        with open(record, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"family": int(sock.family), "port": port}) + "\n")
+        raise PermissionError(f"egress denied to port {port}")
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        if not allowed(sock, address):
+            refuse(sock, address)
+        original(sock, address)
+
+    def connect_ex(sock: socket.socket, address: Any) -> int:
+        if not allowed(sock, address):
+            refuse(sock, address)
+        return original_ex(sock, address)
+
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
+
+
+def _canary(config: ChildConfig) -> None:
+    folder = Path(config.root) / "canaries"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    canary = {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0)}
+    (folder / f"{config.slot_id}-{os.getpid()}.json").write_text(json.dumps(canary))
+
+
+async def _probe(config: ChildConfig, permits: IpcPermitSource) -> dict[str, Any]:
+    """One guarded probe run; what the child reports (fixed codes and a hash only)."""
+    guard = GuardedProvider(
+        contract=GuardContract(
+            provider="openai-codex",
+            model="gpt-6.1-sol",
+            api="openai-responses",
+            base_url=config.base_url,
+            effort="high",
+            prompt_cache_key=config.cache_key,
+        ),
+        permits=permits,
+        run_id=config.run_id,
+        slot_id=config.slot_id,
+        credentials_path=config.credentials,
+        callers=CALLERS_OFF,
+        timeout=config.timeout,
+    )
+    request = ModelRequest(
+        session_id=config.slot_id,
+        provider="openai-responses",
+        model="gpt-6.1-sol",
+        system="Answer from the conversation.",
+        messages=(UserMessage(config.question),),
+    )
+    try:
+        done: Completed | None = None
+        async for event in guard.stream(request, dict(CALL_OPTIONS)):
+            if isinstance(event, Completed):
+                done = event
+        text = done.message.text if done is not None else ""
+        return {
+            "terminal": "completed",
+            "code": None,
+            "answer_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        }
+    except (SpendError, ProviderError) as error:
+        return {"terminal": "incomplete", "code": error.code, "answer_sha256": None}
+    finally:
+        await guard.aclose()
+
+
+def main() -> int:
+    config = msgspec.json.decode(sys.stdin.buffer.read(), type=ChildConfig)
+    _verify(config)
+    egress = Path(config.root) / "egress"
+    egress.mkdir(mode=0o700, exist_ok=True)
+    deny_egress(config.endpoint_port, egress / f"{config.slot_id}.jsonl")
+    _canary(config)
+    with contextlib.suppress(OSError):  # denied and recorded: the guard is live here
+        socket.create_connection(FORBIDDEN_PROBE, timeout=1).close()
+    sock = socket.socket(fileno=config.fd)
+    channel = Channel(sock, epoch=config.epoch, slot=config.slot_id, worker=os.getpid())
+    try:
+        channel.send("ready", pid=os.getpid(), start=process_start(os.getpid()))
+        permits = IpcPermitSource(channel, Path(config.account), timeout=config.timeout)
+        report = anyio.run(_probe, config, permits)
+        channel.send("done", **report)
+        channel.expect("done-ack", timeout=config.timeout)
+    except ContinuityError as error:
+        print(f"lookup_child_stopped: {error.code}", file=sys.stderr, flush=True)
+        return 4
+    finally:
+        channel.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

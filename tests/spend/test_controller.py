@@ -1,0 +1,209 @@
+"""The pilot controller with real probe children, a real socket pair, a real durable
+account and the loopback wire server streaming Responses SSE.
+
+Each test consumes a faux authorization (its registry under the output's parent, never
+the real one) under a real writer lease, then runs `run_pilot`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from continuity.errors import SpendError
+from continuity.servers.wire import Faults, WireServer, serve_in_thread
+from continuity.spend.assumptions import ASSUMED_V1, reservation
+from continuity.spend.consumption import FAUX_DOMAIN, Claim, consume
+from continuity.spend.controller import PilotConfig, PilotSlot, run_pilot, seeded_schedule
+from continuity.spend.lease import Lease, acquire_lease
+
+RUN = "run-pilot-1"
+ROLES = ("native", "pack")
+
+
+def slots(blocks: int = 2) -> tuple[PilotSlot, ...]:
+    return tuple(
+        PilotSlot(
+            slot_id=f"b{b}-{role}",
+            role=role,
+            block=f"conv-{b}/probe-1",
+            question=f"Where did Ana move in 20{29 + b}?",
+        )
+        for b in range(blocks)
+        for role in ROLES
+    )
+
+
+class Pilot:
+    def __init__(self, tmp_path: Path) -> None:
+        self.parent = tmp_path / "runs"
+        self.parent.mkdir(mode=0o700)
+        self.root = self.parent / "out"
+        self.root.mkdir(mode=0o700)
+        self.credentials = tmp_path / "credentials.json"
+        self.credentials.write_text('{"api_key": "sk-fictional"}')
+        self.lease: Lease = acquire_lease(self.root)
+        self.claim: Claim = consume(
+            domain=FAUX_DOMAIN,
+            authorization_id="faux-0001",
+            raw_sha256="ab" * 32,
+            output_root=self.root,
+            run_id=RUN,
+            epoch="epoch-1",
+            lease=self.lease,
+            revalidate=lambda: None,
+            checkouts=[tmp_path / "checkout"],
+            environ={},
+        )
+
+    def config(self, url: str, **more: Any) -> PilotConfig:
+        values: dict[str, Any] = {
+            "run_id": RUN,
+            "root": str(self.root),
+            "slots": slots(),
+            "seed": 7,
+            "cap": "100.00",
+            "base_url": url + "/v1",
+            "credentials": str(self.credentials),
+            "message_timeout": 20.0,
+        }
+        values.update(more)
+        return PilotConfig(**values)
+
+    def holds(self) -> list[tuple[str, str, str | None]]:
+        db = sqlite3.connect(self.root / "account.sqlite3")
+        try:
+            return db.execute("SELECT slot_id, state, kind FROM holds ORDER BY rowid").fetchall()
+        finally:
+            db.close()
+
+    def journal(self, name: str) -> list[dict[str, Any]]:
+        path = self.root / name
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def pilot(tmp_path: Path) -> Any:
+    made = Pilot(tmp_path)
+    yield made
+    made.lease.release()
+
+
+def test_the_seeded_schedule_interleaves_roles_within_blocks() -> None:
+    planned = seeded_schedule(slots(3), seed=7)
+    assert [s.block for s in planned] == [s.block for s in slots(3)]  # blocks keep order
+    orders = {
+        tuple(s.role for s in planned if s.block == block)
+        for seed in range(12)
+        for block in {s.block for s in slots(3)}
+        for planned in [seeded_schedule(slots(3), seed)]
+    }
+    assert orders == {("native", "pack"), ("pack", "native")}  # the seed decides
+    assert seeded_schedule(slots(3), 7) == planned  # and decides alike every time
+
+
+def test_every_slot_runs_in_its_own_contained_child_and_settles(pilot: Pilot) -> None:
+    app = WireServer(model="gpt-6.1-sol")
+    with serve_in_thread(app) as url:
+        report = run_pilot(pilot.config(url), pilot.lease, pilot.claim)
+    assert report.stop is None
+    counts = report.counts
+    assert (counts.planned, counts.visited, counts.completed, counts.missing) == (4, 4, 4, 0)
+    assert [r.terminal for r in report.receipts] == ["completed"] * 4
+    assert all(r.answer_sha256 and len(r.answer_sha256) == 64 for r in report.receipts)
+    assert [state for _, state, _ in pilot.holds()] == ["settled"] * 4
+    assert Decimal(report.total) == sum(Decimal(r.cost_usd) for r in report.receipts)
+    # one request per slot, each with its slot's own cache key in payload and headers
+    keys = [body["prompt_cache_key"] for _, body in app.calls]
+    assert len(set(keys)) == 4 and all(RUN in key and len(key) <= 64 for key in keys)
+    # per-process canaries: four children, none the controller, each its own group
+    canaries = [json.loads(p.read_text()) for p in (pilot.root / "canaries").iterdir()]
+    assert len(canaries) == 4 and all(c["ppid"] == os.getpid() for c in canaries)
+    assert all(c["pgid"] == c["pid"] for c in canaries)
+    # every child's forbidden connection was refused and recorded
+    egress = list((pilot.root / "egress").iterdir())
+    assert len(egress) == 4 and all('"port": 9' in p.read_text() for p in egress)
+    members = [e for e in pilot.journal("controller-journal.jsonl") if e["event"] == "members"]
+    assert len(members) == 4  # membership persisted before every done-ack
+    text = (pilot.root / "report.json").read_text()
+    assert str(pilot.root) not in text and "sk-fictional" not in text
+
+
+def test_a_lost_stream_retains_its_hold_and_two_in_a_row_stop_the_run(pilot: Pilot) -> None:
+    app = WireServer(model="gpt-6.1-sol", faults=Faults(truncate_from=2))
+    with serve_in_thread(app) as url:
+        report = run_pilot(pilot.config(url), pilot.lease, pilot.claim)
+    assert report.stop == "lookup_repeated_loss"
+    assert [r.terminal for r in report.receipts] == ["completed", "incomplete", "incomplete"]
+    assert report.counts.truncated == 1  # the fourth slot never started
+    assert app.count() == 3
+    states = [state for _, state, _ in pilot.holds()]
+    assert states == ["settled", "retained", "retained"]
+    rmax = reservation(ASSUMED_V1)
+    assert Decimal(report.total) >= 2 * rmax  # the lost requests stay held at Rmax
+    assert Decimal(report.total) <= Decimal("100.00")
+
+
+def test_the_cap_refuses_admission_before_any_send(pilot: Pilot) -> None:
+    app = WireServer(model="gpt-6.1-sol")
+    rmax = reservation(ASSUMED_V1)
+    with serve_in_thread(app) as url:
+        report = run_pilot(pilot.config(url, cap=str(rmax)), pilot.lease, pilot.claim)
+    # one Rmax fits: the first slot is admitted and settles far below it; the next hold
+    # (settled + Rmax) would pass the cap, so nothing more is sent
+    assert app.count() == 1
+    assert [r.terminal for r in report.receipts][:2] == ["completed", "unadmitted"]
+    assert report.receipts[1].code == "not_admitted_cap"
+    assert Decimal(report.total) <= rmax
+
+
+def test_a_child_killed_at_arrival_leaves_a_retained_hold_and_a_contained_group(
+    pilot: Pilot,
+) -> None:
+    class KillAtArrival(WireServer):
+        def reply(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+            # the request has arrived: its hold is on disk and consumed; kill the sender
+            # (slots run one at a time: the newest canary is the sending child)
+            newest = max((pilot.root / "canaries").iterdir(), key=lambda p: p.stat().st_mtime)
+            os.kill(json.loads(newest.read_text())["pid"], signal.SIGKILL)
+            time.sleep(0.5)
+            return super().reply(path, body)
+
+    app = KillAtArrival(model="gpt-6.1-sol")
+    with serve_in_thread(app) as url:
+        report = run_pilot(pilot.config(url), pilot.lease, pilot.claim)
+    assert report.stop == "lookup_ipc_disconnected"
+    (first,) = report.receipts
+    assert first.terminal == "incomplete" and first.admitted_requests == 1
+    ((_, state, kind),) = pilot.holds()
+    assert (state, kind) == ("retained", "lost")
+    contained = pilot.journal("containment-journal.jsonl")
+    assert contained and contained[0]["event"] == "members"
+    assert report.counts.truncated == 3
+
+
+def test_a_pilot_without_its_consumption_pair_never_launches(pilot: Pilot) -> None:
+    (pilot.root / "authorization-consumed.json").unlink()
+    with pytest.raises(SpendError) as caught:
+        run_pilot(pilot.config("http://127.0.0.1:9"), pilot.lease, pilot.claim)
+    assert caught.value.code == "lookup_consumption_invalid"
+    assert not (pilot.root / "canaries").exists()
+    assert not (pilot.root / "account.sqlite3").exists()
+
+
+def test_children_never_leave_a_process_behind(pilot: Pilot) -> None:
+    app = WireServer(model="gpt-6.1-sol")
+    with serve_in_thread(app) as url:
+        run_pilot(pilot.config(url, slots=slots(1)), pilot.lease, pilot.claim)
+    for canary in (pilot.root / "canaries").iterdir():
+        pid = json.loads(canary.read_text())["pid"]
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+    assert threading.active_count() >= 1
