@@ -19,7 +19,7 @@ from rules.holdout import (
 from rules.ledger import task_ledger_smoke
 from rules.locomo import task_import_locomo
 from rules.lookup import task_lookup_budget
-from rules.pilot import task_compare_pilot, task_pilot_register
+from rules.pilot import task_compare_pilot, task_pilot_register, task_pilot_smoke
 from rules.plan import task_dry_run, task_plan
 from rules.preflight import task_compare_preflight
 from rules.roles import task_compare_aggregate, task_compare_register, task_compare_run
@@ -55,6 +55,7 @@ __all__ = [
     "task_lookup_budget",
     "task_offline_contract",
     "task_pilot_register",
+    "task_pilot_smoke",
     "task_plan",
     "task_runs",
     "task_score",

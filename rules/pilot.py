@@ -126,3 +126,22 @@ def task_compare_pilot() -> TaskSpec:
         ],
         "verbosity": 2,
     }
+
+
+def _pilot_smoke() -> str:
+    from continuity.runner.pilot_smoke import run_smoke
+
+    lines = run_smoke()
+    return f"pilot smoke: {len(lines)} proofs passed (faux domain, loopback only)"
+
+
+def task_pilot_smoke() -> TaskSpec:
+    """Prove the pilot controller/child flow on loopback: lost streams, arrival kill.
+
+    Two faux pilots (real lease, consumption, durable account, probe children, socket
+    IPC, containment) against the loopback wire server; no network, no real route."""
+    return {
+        "actions": [task_action(_pilot_smoke)],
+        "params": [],
+        "verbosity": 2,
+    }

@@ -197,6 +197,16 @@ The tree::
     │                                  lookup_receipt_changed, lookup_receipt_unplanned,
     │                                  lookup_receipt_unvisited; the validity stop
     │                                  lookup_invalid_slots (a result, not raised).
+    │                                  The controller and its probe child
+    │                                  (continuity.spend.controller, ipc, ipc_permits,
+    │                                  pilot_child): lookup_ipc_integrity,
+    │                                  lookup_ack_unpersisted (a reply the account does
+    │                                  not show); the child's exit lines
+    │                                  lookup_child_refused (with lookup_parent_mismatch,
+    │                                  lookup_lease_foreign or the lease's and the cache
+    │                                  assignment's codes) and lookup_child_stopped;
+    │                                  pilot_smoke_failed (doit pilot_smoke, a proof
+    │                                  that did not hold).
     │                                  Containment's stop codes (a result, not raised;
     │                                  continuity.spend.containment): lookup_worker_lost,
     │                                  lookup_containment_unreconciled. The release gate

@@ -73,7 +73,14 @@ from continuity.spend.receipts import (
 from continuity.spend.safety import allocate_cache_keys
 from continuity.spend.usage import UsageRecord
 
-__all__ = ["PilotConfig", "PilotReport", "PilotSlot", "run_pilot", "seeded_schedule"]
+__all__ = [
+    "SETTLE_GRACE_S",
+    "PilotConfig",
+    "PilotReport",
+    "PilotSlot",
+    "run_pilot",
+    "seeded_schedule",
+]
 
 SETTLE_GRACE_S = 0.25
 _CHILD_KINDS = ("admit", "consume", "settle", "stop", "done")

@@ -49,7 +49,7 @@ from continuity.spend.ipc_permits import IpcPermitSource
 from continuity.spend.lease import check_lease, process_start
 from continuity.spend.safety import check_assignment
 
-__all__ = ["CALLERS_OFF", "ChildConfig", "main"]
+__all__ = ["CALLERS_OFF", "FORBIDDEN_PROBE", "ChildConfig", "deny_egress", "main"]
 
 CALLERS_OFF = AuxiliaryCallers(
     judge=None, memory=False, subagents=False, upkeep=False, compaction=False, output_schema=None

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import threading
-import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from typing import Any
 import pytest
 
 from continuity.errors import SpendError
+from continuity.runner.pilot_smoke import KillAtArrival
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from continuity.spend.assumptions import ASSUMED_V1, reservation
 from continuity.spend.consumption import FAUX_DOMAIN, Claim, consume
@@ -168,16 +167,7 @@ def test_the_cap_refuses_admission_before_any_send(pilot: Pilot) -> None:
 def test_a_child_killed_at_arrival_leaves_a_retained_hold_and_a_contained_group(
     pilot: Pilot,
 ) -> None:
-    class KillAtArrival(WireServer):
-        def reply(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-            # the request has arrived: its hold is on disk and consumed; kill the sender
-            # (slots run one at a time: the newest canary is the sending child)
-            newest = max((pilot.root / "canaries").iterdir(), key=lambda p: p.stat().st_mtime)
-            os.kill(json.loads(newest.read_text())["pid"], signal.SIGKILL)
-            time.sleep(0.5)
-            return super().reply(path, body)
-
-    app = KillAtArrival(model="gpt-6.1-sol")
+    app = KillAtArrival(pilot.root)  # SIGKILLs the sending child when its request arrives
     with serve_in_thread(app) as url:
         report = run_pilot(pilot.config(url), pilot.lease, pilot.claim)
     assert report.stop == "lookup_ipc_disconnected"

@@ -1,0 +1,204 @@
+"""The configured-process smoke of the pilot controller (``doit pilot_smoke``).
+
+Two runs of the complete controller/child flow (`continuity.spend.controller`), each in
+a fresh private output root with a faux authorization consumed under a real writer
+lease, against the loopback wire server streaming Responses SSE on 127.0.0.1:
+
+- **lost streams**: every stream from the second on is cut halfway. The proof: the
+  first slot settles, the two lost slots keep their holds (Rmax each) and stop the run
+  (``lookup_repeated_loss``), and the total never passes a cap of three holds;
+- **arrival kill**: the wire server SIGKILLs the sending child the moment its request
+  arrives. The proof: the hold was persisted and consumed before the send, it is
+  retained as lost, the run stops (``lookup_ipc_disconnected``), and the child's process
+  group is contained (its membership journaled, nothing of it left alive).
+
+Both runs also prove the per-process canaries (every child a process and group of its
+own, child of the controller) and the egress denial (each child's deliberate forbidden
+connection refused and recorded). A failed proof raises `SpendError`
+(``pilot_smoke_failed``) naming it. Nothing here reaches a network: the faux domain,
+fictional credentials, loopback only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from continuity.errors import SpendError
+from continuity.servers.wire import Faults, WireServer, serve_in_thread
+from continuity.spend.assumptions import ASSUMED_V1, reservation
+from continuity.spend.consumption import CONSUMED_MARKER, FAUX_DOMAIN, consume
+from continuity.spend.containment import group_members
+from continuity.spend.controller import PilotConfig, PilotReport, PilotSlot, run_pilot
+from continuity.spend.lease import acquire_lease
+
+__all__ = [
+    "MODEL",
+    "RUN_ID",
+    "KillAtArrival",
+    "arrival_kill",
+    "lost_streams",
+    "run_smoke",
+]
+
+RUN_ID = "smoke-pilot"
+MODEL = "gpt-6.1-sol"
+
+
+def _check(ok: bool, proof: str) -> None:
+    if not ok:
+        raise SpendError(
+            f"the pilot smoke's proof failed: {proof}", code="pilot_smoke_failed", location=proof
+        )
+
+
+class KillAtArrival(WireServer):
+    """Kills the newest child (slots run one at a time) when a request arrives."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(model=MODEL)
+        self.root = root
+        self.killed: list[int] = []
+
+    def reply(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        canaries = list((self.root / "canaries").iterdir())
+        newest = max(canaries, key=lambda p: p.stat().st_mtime)
+        pid = int(json.loads(newest.read_text())["pid"])
+        os.kill(pid, signal.SIGKILL)
+        self.killed.append(pid)
+        time.sleep(0.3)  # the controller sees the disconnect before the reply would go
+        return super().reply(path, body)
+
+
+def _slots() -> tuple[PilotSlot, ...]:
+    return tuple(
+        PilotSlot(
+            slot_id=f"b{block}-{role}",
+            role=role,
+            block=f"conversation-{block}/probe-1",
+            question=f"Which city did the fictional Ana Ortiz move to in 20{31 + block}?",
+        )
+        for block in range(2)
+        for role in ("native", "pack")
+    )
+
+
+def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, PilotReport]:
+    parent = work / name
+    parent.mkdir(mode=0o700)
+    root = parent / "out"
+    root.mkdir(mode=0o700)
+    credentials = parent / "credentials.json"
+    credentials.write_text('{"api_key": "sk-fictional-smoke"}')
+    lease = acquire_lease(root)
+    try:
+        claim = consume(
+            domain=FAUX_DOMAIN,
+            authorization_id=f"faux-{name}",
+            raw_sha256="0" * 64,
+            output_root=root,
+            run_id=RUN_ID,
+            epoch=f"epoch-{name}",
+            lease=lease,
+            revalidate=lambda: None,
+            checkouts=[],
+            environ={},
+        )
+        if isinstance(app, KillAtArrival):
+            app.root = root
+        with serve_in_thread(app) as url:
+            config = PilotConfig(
+                run_id=RUN_ID,
+                root=str(root),
+                slots=_slots(),
+                seed=17,
+                cap=str(cap),
+                base_url=url + "/v1",
+                credentials=str(credentials),
+            )
+            report = run_pilot(config, lease, claim)
+    finally:
+        lease.release()
+    return root, report
+
+
+def _holds(root: Path) -> list[tuple[str, str | None, int]]:
+    db = sqlite3.connect(f"file:{root / 'account.sqlite3'}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT state, kind, consumed FROM holds ORDER BY rowid").fetchall()
+    finally:
+        db.close()
+
+
+def _common(root: Path, report: PilotReport) -> None:
+    canaries = [json.loads(p.read_text()) for p in (root / "canaries").iterdir()]
+    _check(len(canaries) == report.counts.visited, "one canary per launched child")
+    _check(
+        all(c["ppid"] == os.getpid() and c["pgid"] == c["pid"] for c in canaries),
+        "every child is the controller's, in a process group of its own",
+    )
+    _check(len({c["pid"] for c in canaries}) == len(canaries), "one process per slot")
+    records = list((root / "egress").iterdir())
+    _check(
+        len(records) == len(canaries) and all('"port": 9' in p.read_text() for p in records),
+        "every child's forbidden connection was refused and recorded",
+    )
+    _check((root / CONSUMED_MARKER).is_file(), "the consumption marker is on disk")
+    _check(Decimal(report.total) <= Decimal(report.cap), "the total is within the cap")
+
+
+def lost_streams(work: Path) -> str:
+    cap = reservation(ASSUMED_V1) * 3
+    app = WireServer(model=MODEL, faults=Faults(truncate_from=2))
+    root, report = _pilot(work, "lost", app, cap)
+    _common(root, report)
+    holds = _holds(root)
+    _check(report.stop == "lookup_repeated_loss", "two lost slots in a row stop the run")
+    _check(
+        [(state, kind) for state, kind, _ in holds]
+        == [("settled", "settled"), ("retained", "lost"), ("retained", "lost")],
+        "the lost requests keep their holds",
+    )
+    _check(all(consumed for _, _, consumed in holds), "every hold was consumed before its send")
+    return f"lost streams: {report.counts.admitted} admitted, total ${report.total} <= ${cap}"
+
+
+def arrival_kill(work: Path) -> str:
+    app = KillAtArrival(work)
+    # the loopback server answers a killed client; asyncio would log each failed write
+    quiet = logging.getLogger("asyncio")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        root, report = _pilot(work, "arrival", app, Decimal("25.00"))
+    finally:
+        quiet.setLevel(level)
+    _common(root, report)
+    _check(report.stop == "lookup_ipc_disconnected", "the broken exchange stops the run")
+    _check(_holds(root) == [("retained", "lost", 1)], "the arrived request's hold is retained")
+    journal = [
+        json.loads(line) for line in (root / "containment-journal.jsonl").read_text().splitlines()
+    ]
+    _check(bool(journal) and journal[0]["event"] == "members", "membership journaled first")
+    _check(all(not group_members(pid) for pid in app.killed), "nothing of the group is left alive")
+    return f"arrival kill: hold retained, group contained, stop {report.stop}"
+
+
+def run_smoke(work: Path | None = None, say: Callable[[str], None] = print) -> list[str]:
+    """Run both proofs (in `work`, default a fresh temporary directory); their lines."""
+    with tempfile.TemporaryDirectory(prefix="continuity-pilot-smoke-") as scratch:
+        base = work or Path(scratch)
+        lines = []
+        for proof in (lost_streams, arrival_kill):
+            lines.append(proof(base))
+            say(f"pilot smoke: {lines[-1]}")
+        return lines
