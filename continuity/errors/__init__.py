@@ -139,7 +139,11 @@ The tree::
     │                                  lookup_invalid_usage, lookup_usage_missing,
     │                                  lookup_response_failed,
     │                                  lookup_settlement_violation,
-    │                                  lookup_settle_failed. The pilot descriptor and
+    │                                  lookup_settle_failed. The endpoint refusing the
+    │                                  account (sticky stops): lookup_account_refused
+    │                                  (401/403), lookup_rate_limited (429),
+    │                                  lookup_usage_limit (quota or a usage limit in
+    │                                  the stream). The pilot descriptor and
     │                                  estimate: lookup_pilot_cap_invalid,
     │                                  lookup_pilot_cap_not_cents,
     │                                  lookup_pilot_cap_unsafe,

@@ -63,9 +63,16 @@ from continuity.spend.settle import Capture, GuardedResponses, settlement_of
 from continuity.spend.transport import Armed, GuardTransport, Send
 from continuity.spend.usage import UsageRecord
 
-__all__ = ["CALL_OPTIONS", "GuardedProvider", "RequestRecord", "classification"]
+__all__ = ["ACCOUNT_STOPS", "CALL_OPTIONS", "GuardedProvider", "RequestRecord", "classification"]
 
 CALL_OPTIONS: Mapping[str, Any] = {"transport": "sse", "max_retries": 0}
+# The endpoint's refusals of the account, each a sticky stop of the pilot.
+ACCOUNT_STOPS: Mapping[str, str] = {
+    "provider_auth_failed": "lookup_account_refused",  # HTTP 401 / 403
+    "provider_rate_limited": "lookup_rate_limited",  # HTTP 429
+    "provider_quota_exhausted": "lookup_usage_limit",  # 402, insufficient quota
+}
+_USAGE_LIMIT_MARKS = ("usage_limit", "insufficient_quota", "rate_limit")
 _FAILED = {
     "lookup_method_forbidden": "failed/pilot_method_forbidden",
     "pilot_empty_final_output": "failed/pilot_empty_final_output",
@@ -302,6 +309,7 @@ class GuardedProvider:
             raise
         except ProviderError as error:
             await self._end_with(permit, admission, armed, capture, failure=error.code)
+            await self._account_stop(error.code, capture)
             raise
         except Exception:
             await self._end(
@@ -311,6 +319,27 @@ class GuardedProvider:
         finally:
             self._transport.disarm()
         await self._end_with(permit, admission, armed, capture, failure=None)
+        await self._account_stop(None, capture)
+
+    async def _account_stop(self, failure: str | None, capture: Capture) -> None:
+        """The account's own refusals are sticky stops: the endpoint refused the
+        credentials (HTTP 401/403), rate-limited it (429) or reported a usage or quota
+        limit (HTTP, or a failed response's error code in the stream)."""
+        code = ACCOUNT_STOPS.get(failure or "")
+        failed = capture.failed or {}
+        error = failed.get("error") if isinstance(failed.get("error"), dict) else failed
+        streamed = str(error.get("code") or error.get("type") or "") if error else ""
+        if code is None and any(mark in streamed for mark in _USAGE_LIMIT_MARKS):
+            code = "lookup_usage_limit"
+        if code is not None and self._stopped is None:
+            await self._stop(
+                SpendError(
+                    "the endpoint refused this account; the pilot stops",
+                    code=code,
+                    location=self.slot_id,
+                    outcome="integrity_stop",
+                )
+            )
 
     async def _end_with(
         self,

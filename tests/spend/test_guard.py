@@ -698,3 +698,45 @@ def test_assistant_message_type_is_what_the_guard_replays() -> None:
         text="", tool_calls=(ToolCallRequest("c1", "ConversationHistory", {}),)
     )
     assert message.tool_calls[0].name == "ConversationHistory"
+
+
+@pytest.mark.parametrize(
+    ("status", "stop"),
+    [
+        (401, "lookup_account_refused"),
+        (403, "lookup_account_refused"),
+        (429, "lookup_rate_limited"),
+    ],
+)
+async def test_the_endpoint_refusing_the_account_is_a_sticky_stop(
+    rig: Rig, status: int, stop: str
+) -> None:
+    rig.script(Reply(status=status, events=[{"error": {"message": "no"}}]))
+    with pytest.raises(ProviderError):
+        await drain(rig.guard())
+    assert rig.permits.stops == [stop]
+    assert len(rig.app.requests) == 1  # one send, never retried
+    # the stop is sticky: the next slot is refused before anything is sent
+    with pytest.raises(SpendError) as caught:
+        await drain(rig.guard(slot="slot-2"))
+    assert caught.value.code == stop
+    assert len(rig.app.requests) == 1
+
+
+async def test_a_usage_limit_reported_in_the_stream_stops_the_pilot(rig: Rig) -> None:
+    failed = {
+        "type": "response.failed",
+        "response": {"service_tier": "default", "error": {"code": "usage_limit_reached"}},
+    }
+    rig.script(Reply(events=[failed]))
+    with pytest.raises((ProviderError, SpendError)):
+        await drain(rig.guard())
+    assert rig.permits.stops == ["lookup_usage_limit"]
+    assert rig.permits.account.total() == RMAX  # the lost request keeps its hold
+
+
+async def test_an_ordinary_failure_is_not_an_account_stop(rig: Rig) -> None:
+    rig.script(Reply(events=completed(), cut_after=1))
+    with pytest.raises(ProviderError):
+        await drain(rig.guard())
+    assert rig.permits.stops == []
