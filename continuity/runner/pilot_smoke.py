@@ -2,11 +2,15 @@
 
 Two runs of the complete controller/child flow (`continuity.spend.controller`), each in
 a fresh private output root with a faux authorization consumed under a real writer
-lease, against the loopback wire server streaming Responses SSE on 127.0.0.1:
+lease, against the loopback wire server streaming Responses SSE on 127.0.0.1 and a
+loopback ConversationHistory (MCP over streamable HTTP) holding fictional records. The
+scripted model calls the history tool in its first round; the child answers the call
+over MCP and asks the second round, so a completed slot is two guarded requests:
 
-- **lost streams**: every stream from the second on is cut halfway. The proof: the
-  first slot settles, the two lost slots keep their holds (Rmax each) and stop the run
-  (``lookup_repeated_loss``), and the total never passes a cap of three holds;
+- **lost streams**: every stream from the third on is cut halfway. The proof: the first
+  slot settles both its requests, the two lost slots keep their holds (Rmax each) and
+  stop the run (``lookup_repeated_loss``), and the total never passes a cap of three
+  holds;
 - **arrival kill**: the wire server SIGKILLs the sending child the moment its request
   arrives. The proof: the hold was persisted and consumed before the send, it is
   retained as lost, the run stops (``lookup_ipc_disconnected``), and the child's process
@@ -34,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from continuity.errors import SpendError
+from continuity.memory.retained import RetainedStore
+from continuity.servers.history import history_server
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from continuity.spend.assumptions import ASSUMED_V1, reservation
 from continuity.spend.consumption import CONSUMED_MARKER, FAUX_DOMAIN, consume
@@ -92,6 +98,19 @@ def _slots() -> tuple[PilotSlot, ...]:
     )
 
 
+def _history(work: Path) -> RetainedStore:
+    """A retained store of fictional records for the loopback ConversationHistory."""
+    store = RetainedStore(work / "retained.sqlite3")
+    store.retain_owner("Ana Ortiz moved to Vigo in 2031.", source="owner", entry_ref="e1")
+    store.retain_tool_result(
+        "Moving notes: the fictional Ana Ortiz settles in Porto in 2032.",
+        tool="document_open",
+        tool_kind="document",
+        entry_ref="e2",
+    )
+    return store
+
+
 def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, PilotReport]:
     parent = work / name
     parent.mkdir(mode=0o700)
@@ -99,6 +118,8 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
     root.mkdir(mode=0o700)
     credentials = parent / "credentials.json"
     credentials.write_text('{"api_key": "sk-fictional-smoke"}')
+    store = _history(parent)
+    history = history_server(store).streamable_http_app(host="127.0.0.1", json_response=True)
     lease = acquire_lease(root)
     try:
         claim = consume(
@@ -115,7 +136,7 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
         )
         if isinstance(app, KillAtArrival):
             app.root = root
-        with serve_in_thread(app) as url:
+        with serve_in_thread(app) as url, serve_in_thread(history) as history_base:
             config = PilotConfig(
                 run_id=RUN_ID,
                 root=str(root),
@@ -124,10 +145,12 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
                 cap=str(cap),
                 base_url=url + "/v1",
                 credentials=str(credentials),
+                history_url=history_base + "/mcp",
             )
             report = run_pilot(config, lease, claim)
     finally:
         lease.release()
+        store.close()
     return root, report
 
 
@@ -158,15 +181,19 @@ def _common(root: Path, report: PilotReport) -> None:
 
 def lost_streams(work: Path) -> str:
     cap = reservation(ASSUMED_V1) * 3
-    app = WireServer(model=MODEL, faults=Faults(truncate_from=2))
+    app = WireServer(model=MODEL, faults=Faults(truncate_from=3))
     root, report = _pilot(work, "lost", app, cap)
     _common(root, report)
     holds = _holds(root)
     _check(report.stop == "lookup_repeated_loss", "two lost slots in a row stop the run")
     _check(
         [(state, kind) for state, kind, _ in holds]
-        == [("settled", "settled"), ("retained", "lost"), ("retained", "lost")],
-        "the lost requests keep their holds",
+        == [("settled", "settled")] * 2 + [("retained", "lost")] * 2,
+        "the first slot settles both rounds; the lost requests keep their holds",
+    )
+    _check(
+        report.receipts[0].admitted_requests == 2,
+        "the history tool's call over MCP led to a second guarded round",
     )
     _check(all(consumed for _, _, consumed in holds), "every hold was consumed before its send")
     return f"lost streams: {report.counts.admitted} admitted, total ${report.total} <= ${cap}"

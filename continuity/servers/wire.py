@@ -355,9 +355,10 @@ class WireServer:
 
 
 @contextmanager
-def serve_in_thread(app: WireServer) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 from a background thread (so blocking code in this
-    thread, such as a runner with child processes, can call it); yield its base URL."""
+def serve_in_thread(app: Any) -> Iterator[str]:
+    """Serve `app` (a `WireServer` or any ASGI app) on 127.0.0.1 from a background
+    thread (so blocking code in this thread, such as a runner with child processes, can
+    call it); yield its base URL."""
     from continuity.servers.asgi import serve_asgi
 
     ready: list[str] = []

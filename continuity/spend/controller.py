@@ -101,6 +101,7 @@ class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
     cap: str  # USD
     base_url: str  # the registered endpoint (``http://127.0.0.1:<port>/v1`` in tests)
     credentials: str
+    history_url: str | None = None  # the registered ConversationHistory (MCP) endpoint
     ready_timeout: float = 20.0
     message_timeout: float = 30.0
     exit_timeout: float = 10.0
@@ -232,7 +233,8 @@ class _Controller:
 
     def _launch(self, slot: PilotSlot) -> tuple[subprocess.Popen[bytes], socket.socket]:
         mine, theirs = socket.socketpair()
-        port = int(self.config.base_url.split(":")[2].split("/")[0])
+        urls = [self.config.base_url, *filter(None, [self.config.history_url])]
+        ports = tuple(int(url.split(":")[2].split("/")[0]) for url in urls)
         child = ChildConfig(
             fd=theirs.fileno(),
             run_id=self.config.run_id,
@@ -245,9 +247,10 @@ class _Controller:
             root=str(self.root),
             account=str(self.root / "account.sqlite3"),
             base_url=self.config.base_url,
-            endpoint_port=port,
+            allowed_ports=ports,
             credentials=self.config.credentials,
             question=slot.question,
+            history_url=self.config.history_url,
             timeout=self.config.message_timeout,
         )
         process = subprocess.Popen(

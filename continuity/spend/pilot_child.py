@@ -34,20 +34,30 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
 
 from continuity.errors import ContinuityError, ProviderError, SpendError
-from continuity.messages import ModelRequest, UserMessage
+from continuity.messages import (
+    Message,
+    ModelRequest,
+    ToolCallRequest,
+    ToolDefinition,
+    ToolResultMessage,
+    UserMessage,
+)
 from continuity.providers.protocol import Completed
 from continuity.spend.contract import AuxiliaryCallers, GuardContract
 from continuity.spend.guard import CALL_OPTIONS, GuardedProvider
 from continuity.spend.ipc import Channel
 from continuity.spend.ipc_permits import IpcPermitSource
 from continuity.spend.lease import check_lease, process_start
-from continuity.spend.safety import check_assignment
+from continuity.spend.safety import HISTORY_TOOL, check_assignment
+
+if TYPE_CHECKING:
+    from mcp.client.session import ClientSession
 
 __all__ = ["CALLERS_OFF", "FORBIDDEN_PROBE", "ChildConfig", "deny_egress", "main"]
 
@@ -69,9 +79,10 @@ class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     root: str
     account: str
     base_url: str
-    endpoint_port: int
+    allowed_ports: tuple[int, ...]  # the endpoint's and, with history, its server's
     credentials: str
     question: str
+    history_url: str | None = None  # the registered loopback ConversationHistory (MCP)
     timeout: float = 30.0
 
 
@@ -96,8 +107,8 @@ def _verify(config: ChildConfig) -> None:
         _refuse(error.code, "the assigned cache key is invalid")
 
 
-def deny_egress(allowed_port: int, record: Path) -> None:
-    """Refuse every ``connect`` but IPv4 loopback at `allowed_port` and Unix sockets,
+def deny_egress(allowed_ports: tuple[int, ...], record: Path) -> None:
+    """Refuse every ``connect`` but IPv4 loopback at `allowed_ports` and Unix sockets,
     recording each refusal (family and port only) in `record`."""
     original = socket.socket.connect
     original_ex = socket.socket.connect_ex
@@ -109,7 +120,7 @@ def deny_egress(allowed_port: int, record: Path) -> None:
             sock.family == socket.AF_INET
             and isinstance(address, tuple)
             and address[0] == "127.0.0.1"
-            and address[1] == allowed_port
+            and address[1] in allowed_ports
         )
 
     def refuse(sock: socket.socket, address: Any) -> None:
@@ -140,7 +151,7 @@ def _canary(config: ChildConfig) -> None:
 
 
 async def _probe(config: ChildConfig, permits: IpcPermitSource) -> dict[str, Any]:
-    """One guarded probe run; what the child reports (fixed codes and a hash only)."""
+    """One guarded probe run; what the child reports (fixed codes, a hash, numbers)."""
     guard = GuardedProvider(
         contract=GuardContract(
             provider="openai-codex",
@@ -157,23 +168,17 @@ async def _probe(config: ChildConfig, permits: IpcPermitSource) -> dict[str, Any
         callers=CALLERS_OFF,
         timeout=config.timeout,
     )
-    request = ModelRequest(
-        session_id=config.slot_id,
-        provider="openai-responses",
-        model="gpt-6.1-sol",
-        system="Answer from the conversation.",
-        messages=(UserMessage(config.question),),
-    )
     try:
-        done: Completed | None = None
-        async for event in guard.stream(request, dict(CALL_OPTIONS)):
-            if isinstance(event, Completed):
-                done = event
-        text = done.message.text if done is not None else ""
+        async with contextlib.AsyncExitStack() as stack:
+            history = None
+            if config.history_url is not None:
+                history = await stack.enter_async_context(_History(config.history_url))
+            text, calls = await _rounds(config, guard, history)
         return {
             "terminal": "completed",
             "code": None,
             "answer_sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "history_calls": calls,
         }
     except (SpendError, ProviderError) as error:
         return {"terminal": "incomplete", "code": error.code, "answer_sha256": None}
@@ -181,12 +186,87 @@ async def _probe(config: ChildConfig, permits: IpcPermitSource) -> dict[str, Any
         await guard.aclose()
 
 
+async def _rounds(
+    config: ChildConfig, guard: GuardedProvider, history: _History | None
+) -> tuple[str, int]:
+    """The probe's rounds: each one guarded request; a ConversationHistory call is
+    answered over MCP and the next round asked. Returns the answer and the calls made."""
+    messages: list[Message] = [UserMessage(config.question)]
+    calls = 0
+    while True:
+        request = ModelRequest(
+            session_id=config.slot_id,
+            provider="openai-responses",
+            model="gpt-6.1-sol",
+            system="Answer from the conversation.",
+            messages=tuple(messages),
+            tools=history.definitions if history is not None else (),
+        )
+        done: Completed | None = None
+        async for event in guard.stream(request, dict(CALL_OPTIONS)):
+            if isinstance(event, Completed):
+                done = event
+        if done is None or not done.message.tool_calls or history is None:
+            return (done.message.text if done is not None else ""), calls
+        messages.append(done.message)
+        for call in done.message.tool_calls:
+            calls += 1
+            messages.append(await history.call(call))
+
+
+class _History:
+    """The registered loopback ConversationHistory, over MCP (streamable HTTP): it must
+    offer exactly that one tool (``lookup_tools_forbidden`` otherwise)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.definitions: tuple[ToolDefinition, ...] = ()
+        self._stack = contextlib.AsyncExitStack()
+        self._session: ClientSession | None = None
+
+    async def __aenter__(self) -> _History:
+        import httpx2  # the MCP SDK's HTTP client library (imported only with a history)
+        from mcp.client.session import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        client = await self._stack.enter_async_context(httpx2.AsyncClient(timeout=30.0))
+        read, write = await self._stack.enter_async_context(
+            streamable_http_client(self.url, http_client=client)
+        )
+        session = await self._stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        listing = await session.list_tools()
+        self.definitions = tuple(
+            ToolDefinition(t.name, t.description or "", dict(t.input_schema)) for t in listing.tools
+        )
+        if [d.name for d in self.definitions] != [HISTORY_TOOL]:
+            raise SpendError(
+                "the history endpoint offers other tools",
+                code="lookup_tools_forbidden",
+                location="history",
+                outcome="refused_pre_send",
+            )
+        self._session = session
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def call(self, call: ToolCallRequest) -> ToolResultMessage:
+        assert self._session is not None
+        if call.name != HISTORY_TOOL:
+            return ToolResultMessage(call.call_id, call.name, "tool_not_offered", True)
+        result = await self._session.call_tool(call.name, call.arguments)
+        text = "".join(getattr(part, "text", "") for part in result.content)
+        return ToolResultMessage(call.call_id, call.name, text, bool(result.is_error))
+
+
 def main() -> int:
     config = msgspec.json.decode(sys.stdin.buffer.read(), type=ChildConfig)
     _verify(config)
     egress = Path(config.root) / "egress"
     egress.mkdir(mode=0o700, exist_ok=True)
-    deny_egress(config.endpoint_port, egress / f"{config.slot_id}.jsonl")
+    deny_egress(config.allowed_ports, egress / f"{config.slot_id}.jsonl")
     _canary(config)
     with contextlib.suppress(OSError):  # denied and recorded: the guard is live here
         socket.create_connection(FORBIDDEN_PROBE, timeout=1).close()
