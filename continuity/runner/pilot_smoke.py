@@ -32,7 +32,8 @@ import signal
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,8 @@ __all__ = [
     "RUN_ID",
     "KillAtArrival",
     "arrival_kill",
+    "fictional_history",
+    "loopback_endpoints",
     "lost_streams",
     "run_smoke",
 ]
@@ -92,15 +95,16 @@ def _slots() -> tuple[PilotSlot, ...]:
             role=role,
             block=f"conversation-{block}/probe-1",
             question=f"Which city did the fictional Ana Ortiz move to in 20{31 + block}?",
+            arm=arm,
         )
         for block in range(2)
-        for role in ("native", "pack")
+        for role, arm in (("native", "native-lookup"), ("pack", "continuity-pack-cold"))
     )
 
 
-def _history(work: Path) -> RetainedStore:
+def fictional_history(directory: Path) -> RetainedStore:
     """A retained store of fictional records for the loopback ConversationHistory."""
-    store = RetainedStore(work / "retained.sqlite3")
+    store = RetainedStore(directory / "retained.sqlite3")
     store.retain_owner("Ana Ortiz moved to Vigo in 2031.", source="owner", entry_ref="e1")
     store.retain_tool_result(
         "Moving notes: the fictional Ana Ortiz settles in Porto in 2032.",
@@ -111,6 +115,19 @@ def _history(work: Path) -> RetainedStore:
     return store
 
 
+@contextmanager
+def loopback_endpoints(app: WireServer, directory: Path) -> Iterator[tuple[str, str]]:
+    """Serve `app` and a ConversationHistory over `fictional_history(directory)` on
+    127.0.0.1; yield the model base URL (``.../v1``) and the MCP URL."""
+    store = fictional_history(directory)
+    history = history_server(store).streamable_http_app(host="127.0.0.1", json_response=True)
+    try:
+        with serve_in_thread(app) as url, serve_in_thread(history) as base:
+            yield url + "/v1", base + "/mcp"
+    finally:
+        store.close()
+
+
 def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, PilotReport]:
     parent = work / name
     parent.mkdir(mode=0o700)
@@ -118,8 +135,6 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
     root.mkdir(mode=0o700)
     credentials = parent / "credentials.json"
     credentials.write_text('{"api_key": "sk-fictional-smoke"}')
-    store = _history(parent)
-    history = history_server(store).streamable_http_app(host="127.0.0.1", json_response=True)
     lease = acquire_lease(root)
     try:
         claim = consume(
@@ -136,21 +151,20 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
         )
         if isinstance(app, KillAtArrival):
             app.root = root
-        with serve_in_thread(app) as url, serve_in_thread(history) as history_base:
+        with loopback_endpoints(app, parent) as (url, history):
             config = PilotConfig(
                 run_id=RUN_ID,
                 root=str(root),
                 slots=_slots(),
                 seed=17,
                 cap=str(cap),
-                base_url=url + "/v1",
+                base_url=url,
                 credentials=str(credentials),
-                history_url=history_base + "/mcp",
+                history_url=history,
             )
             report = run_pilot(config, lease, claim)
     finally:
         lease.release()
-        store.close()
     return root, report
 
 

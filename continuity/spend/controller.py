@@ -70,7 +70,7 @@ from continuity.spend.receipts import (
     invalid_stop,
     write_receipt,
 )
-from continuity.spend.safety import allocate_cache_keys
+from continuity.spend.safety import BOUNDARY_ARMS, allocate_cache_keys
 from continuity.spend.usage import UsageRecord
 
 __all__ = [
@@ -91,6 +91,7 @@ class PilotSlot(msgspec.Struct, frozen=True, kw_only=True):
     role: str
     block: str  # the conversation/probe pair the slot belongs to
     question: str
+    arm: str = "native-lookup"  # a prepared-boundary arm (safety.BOUNDARY_ARMS)
 
 
 class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -101,7 +102,7 @@ class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
     cap: str  # USD
     base_url: str  # the registered endpoint (``http://127.0.0.1:<port>/v1`` in tests)
     credentials: str
-    history_url: str | None = None  # the registered ConversationHistory (MCP) endpoint
+    history_url: str  # the registered ConversationHistory (MCP) endpoint
     ready_timeout: float = 20.0
     message_timeout: float = 30.0
     exit_timeout: float = 10.0
@@ -233,7 +234,7 @@ class _Controller:
 
     def _launch(self, slot: PilotSlot) -> tuple[subprocess.Popen[bytes], socket.socket]:
         mine, theirs = socket.socketpair()
-        urls = [self.config.base_url, *filter(None, [self.config.history_url])]
+        urls = [self.config.base_url, self.config.history_url]
         ports = tuple(int(url.split(":")[2].split("/")[0]) for url in urls)
         child = ChildConfig(
             fd=theirs.fileno(),
@@ -251,6 +252,7 @@ class _Controller:
             credentials=self.config.credentials,
             question=slot.question,
             history_url=self.config.history_url,
+            arm=slot.arm,
             timeout=self.config.message_timeout,
         )
         process = subprocess.Popen(
@@ -397,6 +399,14 @@ def run_pilot(config: PilotConfig, lease: Lease, claim: Claim) -> PilotReport:
             account's (``lookup_cap_invalid``, ``lookup_account_invalid``) and the
             receipts' codes.
     """
+    for slot in config.slots:  # at initialization, before anything else
+        if slot.arm not in BOUNDARY_ARMS:
+            raise SpendError(
+                f"arm {slot.arm} has no prepared boundary a pilot can serve",
+                code="lookup_pilot_boundary_required",
+                location=slot.slot_id,
+                outcome="refused_pre_send",
+            )
     verify_consumption(claim, lease)  # the fixed marker precedes any snapshot or launch
     if Path(claim.output_root) != Path(config.root):
         raise SpendError(

@@ -18,11 +18,15 @@ also writes a canary, ``canaries/<slot>-<pid>.json`` (its PID, parent and proces
 group), and deliberately tries one forbidden destination so the record proves the
 denial is live in this very process.
 
-The probe run is one `GuardedProvider` stream over the `IpcPermitSource`: admission,
-consumption, settlement and stops are exchanges with the controller, each persisted
-before it is acknowledged. The child reports ``done`` with what it saw (the terminal it
-claims, a fixed code, the answer's sha256, never the answer) and waits for the
-controller's ``done-ack`` before it exits.
+The probe run dispatches only through the runtime proxy (`continuity.spend.runtime`):
+its resolved settings are checked at construction and at every dispatch, the guard's
+branded dispatch is the only route, and a transcript snapshot refuses in-place
+mutation. Each round is one `GuardedProvider` request over the `IpcPermitSource`
+(admission, consumption, settlement and stops are exchanges with the controller, each
+persisted before it is acknowledged); a ConversationHistory call is answered over MCP
+from the registered loopback endpoint, which must offer exactly that tool. The child
+reports ``done`` with what it saw (the terminal it claims, a fixed code, the answer's
+sha256, never the answer) and waits for the controller's ``done-ack`` before it exits.
 """
 
 from __future__ import annotations
@@ -50,21 +54,31 @@ from continuity.messages import (
 )
 from continuity.providers.protocol import Completed
 from continuity.spend.contract import AuxiliaryCallers, GuardContract
-from continuity.spend.guard import CALL_OPTIONS, GuardedProvider
+from continuity.spend.guard import GuardedProvider
 from continuity.spend.ipc import Channel
 from continuity.spend.ipc_permits import IpcPermitSource
 from continuity.spend.lease import check_lease, process_start
-from continuity.spend.safety import HISTORY_TOOL, check_assignment
+from continuity.spend.runtime import RuntimeProxy, guarded_dispatch
+from continuity.spend.safety import HISTORY_TOOL, ResolvedSettings, check_assignment
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
 
-__all__ = ["CALLERS_OFF", "FORBIDDEN_PROBE", "ChildConfig", "deny_egress", "main"]
+__all__ = [
+    "CALLERS_OFF",
+    "FORBIDDEN_PROBE",
+    "MODEL",
+    "ChildConfig",
+    "deny_egress",
+    "main",
+    "settings",
+]
 
 CALLERS_OFF = AuxiliaryCallers(
     judge=None, memory=False, subagents=False, upkeep=False, compaction=False, output_schema=None
 )
 FORBIDDEN_PROBE = ("127.0.0.1", 9)  # the deliberate attempt every child records
+MODEL = "gpt-6.1-sol"  # the frozen Sol binding's model (the guard contract checks it)
 
 
 class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -82,7 +96,8 @@ class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     allowed_ports: tuple[int, ...]  # the endpoint's and, with history, its server's
     credentials: str
     question: str
-    history_url: str | None = None  # the registered loopback ConversationHistory (MCP)
+    history_url: str  # the registered loopback ConversationHistory (MCP)
+    arm: str = "native-lookup"
     timeout: float = 30.0
 
 
@@ -155,7 +170,7 @@ async def _probe(config: ChildConfig, permits: IpcPermitSource) -> dict[str, Any
     guard = GuardedProvider(
         contract=GuardContract(
             provider="openai-codex",
-            model="gpt-6.1-sol",
+            model=MODEL,
             api="openai-responses",
             base_url=config.base_url,
             effort="high",
@@ -169,11 +184,9 @@ async def _probe(config: ChildConfig, permits: IpcPermitSource) -> dict[str, Any
         timeout=config.timeout,
     )
     try:
-        async with contextlib.AsyncExitStack() as stack:
-            history = None
-            if config.history_url is not None:
-                history = await stack.enter_async_context(_History(config.history_url))
-            text, calls = await _rounds(config, guard, history)
+        async with _History(config.history_url) as history:
+            proxy = RuntimeProxy(history, guarded_dispatch(guard), settings(config), MODEL)
+            text, calls = await _rounds(config, proxy, history)
         return {
             "terminal": "completed",
             "code": None,
@@ -186,32 +199,62 @@ async def _probe(config: ChildConfig, permits: IpcPermitSource) -> dict[str, Any
         await guard.aclose()
 
 
-async def _rounds(
-    config: ChildConfig, guard: GuardedProvider, history: _History | None
-) -> tuple[str, int]:
-    """The probe's rounds: each one guarded request; a ConversationHistory call is
-    answered over MCP and the next round asked. Returns the answer and the calls made."""
-    messages: list[Message] = [UserMessage(config.question)]
+def settings(config: ChildConfig) -> ResolvedSettings:
+    """The child's resolved configuration: everything but the guarded reader off."""
+    return ResolvedSettings(
+        arm=config.arm,
+        judge=None,
+        memory=False,
+        subagents=False,
+        upkeep=False,
+        compaction=False,
+        output_schema=None,
+        host_override=False,
+        model_switch=False,
+        model=MODEL,
+        fallbacks=(),
+        attempts=1,
+        transport="sse",
+        max_retries=0,
+        retry_profile=None,
+        models_override=False,
+        tools=(HISTORY_TOOL,),
+        mcp_servers=(HISTORY_TOOL,),
+        native_context_override=False,
+        mid_checkpoint=False,
+        capture=False,
+        decorator="continuity-guarded-dispatch-v1",
+    )
+
+
+async def _rounds(config: ChildConfig, proxy: RuntimeProxy, history: _History) -> tuple[str, int]:
+    """The probe's rounds: each one guarded request through the runtime proxy; a
+    ConversationHistory call is answered over MCP and the next round asked. Returns the
+    answer and the calls made."""
+    transcript: list[Message] = [UserMessage(config.question)]
     calls = 0
-    while True:
-        request = ModelRequest(
+
+    def request_for(messages: tuple[Message, ...]) -> ModelRequest:
+        return ModelRequest(
             session_id=config.slot_id,
             provider="openai-responses",
-            model="gpt-6.1-sol",
+            model=MODEL,
             system="Answer from the conversation.",
-            messages=tuple(messages),
-            tools=history.definitions if history is not None else (),
+            messages=messages,
+            tools=history.definitions,
         )
+
+    while True:
         done: Completed | None = None
-        async for event in guard.stream(request, dict(CALL_OPTIONS)):
+        async for event in proxy.run(transcript, request_for):
             if isinstance(event, Completed):
                 done = event
-        if done is None or not done.message.tool_calls or history is None:
+        if done is None or not done.message.tool_calls:
             return (done.message.text if done is not None else ""), calls
-        messages.append(done.message)
+        transcript.append(done.message)
         for call in done.message.tool_calls:
             calls += 1
-            messages.append(await history.call(call))
+            transcript.append(await history.call(call))
 
 
 class _History:

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from continuity.errors import SpendError
-from continuity.runner.pilot_smoke import KillAtArrival
-from continuity.servers.wire import Faults, WireServer, serve_in_thread
+from continuity.runner.pilot_smoke import KillAtArrival, loopback_endpoints
+from continuity.servers.wire import Faults, WireServer
 from continuity.spend.assumptions import ASSUMED_V1, reservation
 from continuity.spend.consumption import FAUX_DOMAIN, Claim, consume
 from continuity.spend.controller import PilotConfig, PilotSlot, run_pilot, seeded_schedule
@@ -63,19 +63,23 @@ class Pilot:
             environ={},
         )
 
-    def config(self, url: str, **more: Any) -> PilotConfig:
+    def config(self, urls: tuple[str, str], **more: Any) -> PilotConfig:
         values: dict[str, Any] = {
             "run_id": RUN,
             "root": str(self.root),
             "slots": slots(),
             "seed": 7,
             "cap": "100.00",
-            "base_url": url + "/v1",
+            "base_url": urls[0],
+            "history_url": urls[1],
             "credentials": str(self.credentials),
             "message_timeout": 20.0,
         }
         values.update(more)
         return PilotConfig(**values)
+
+    def serve(self, app: WireServer) -> Any:
+        return loopback_endpoints(app, self.parent)
 
     def holds(self) -> list[tuple[str, str, str | None]]:
         db = sqlite3.connect(self.root / "account.sqlite3")
@@ -111,17 +115,20 @@ def test_the_seeded_schedule_interleaves_roles_within_blocks() -> None:
 
 def test_every_slot_runs_in_its_own_contained_child_and_settles(pilot: Pilot) -> None:
     app = WireServer(model="gpt-6.1-sol")
-    with serve_in_thread(app) as url:
+    with pilot.serve(app) as url:
         report = run_pilot(pilot.config(url), pilot.lease, pilot.claim)
     assert report.stop is None
     counts = report.counts
     assert (counts.planned, counts.visited, counts.completed, counts.missing) == (4, 4, 4, 0)
     assert [r.terminal for r in report.receipts] == ["completed"] * 4
     assert all(r.answer_sha256 and len(r.answer_sha256) == 64 for r in report.receipts)
-    assert [state for _, state, _ in pilot.holds()] == ["settled"] * 4
+    # two guarded rounds per slot: the history tool's call over MCP, then the answer
+    assert [r.admitted_requests for r in report.receipts] == [2] * 4
+    assert [state for _, state, _ in pilot.holds()] == ["settled"] * 8
     assert Decimal(report.total) == sum(Decimal(r.cost_usd) for r in report.receipts)
-    # one request per slot, each with its slot's own cache key in payload and headers
+    # each slot's own cache key, in both of its requests
     keys = [body["prompt_cache_key"] for _, body in app.calls]
+    assert len(keys) == 8 and keys[0::2] == keys[1::2]
     assert len(set(keys)) == 4 and all(RUN in key and len(key) <= 64 for key in keys)
     # per-process canaries: four children, none the controller, each its own group
     canaries = [json.loads(p.read_text()) for p in (pilot.root / "canaries").iterdir()]
@@ -137,15 +144,15 @@ def test_every_slot_runs_in_its_own_contained_child_and_settles(pilot: Pilot) ->
 
 
 def test_a_lost_stream_retains_its_hold_and_two_in_a_row_stop_the_run(pilot: Pilot) -> None:
-    app = WireServer(model="gpt-6.1-sol", faults=Faults(truncate_from=2))
-    with serve_in_thread(app) as url:
+    app = WireServer(model="gpt-6.1-sol", faults=Faults(truncate_from=3))
+    with pilot.serve(app) as url:
         report = run_pilot(pilot.config(url), pilot.lease, pilot.claim)
     assert report.stop == "lookup_repeated_loss"
     assert [r.terminal for r in report.receipts] == ["completed", "incomplete", "incomplete"]
     assert report.counts.truncated == 1  # the fourth slot never started
-    assert app.count() == 3
+    assert app.count() == 4
     states = [state for _, state, _ in pilot.holds()]
-    assert states == ["settled", "retained", "retained"]
+    assert states == ["settled", "settled", "retained", "retained"]
     rmax = reservation(ASSUMED_V1)
     assert Decimal(report.total) >= 2 * rmax  # the lost requests stay held at Rmax
     assert Decimal(report.total) <= Decimal("100.00")
@@ -154,13 +161,16 @@ def test_a_lost_stream_retains_its_hold_and_two_in_a_row_stop_the_run(pilot: Pil
 def test_the_cap_refuses_admission_before_any_send(pilot: Pilot) -> None:
     app = WireServer(model="gpt-6.1-sol")
     rmax = reservation(ASSUMED_V1)
-    with serve_in_thread(app) as url:
+    with pilot.serve(app) as url:
         report = run_pilot(pilot.config(url, cap=str(rmax)), pilot.lease, pilot.claim)
-    # one Rmax fits: the first slot is admitted and settles far below it; the next hold
-    # (settled + Rmax) would pass the cap, so nothing more is sent
+    # one Rmax fits: the first round is admitted and settles far below it; every later
+    # hold (settled + Rmax) would pass the cap, so nothing more is sent. The refusal is
+    # a capacity refusal: the pilot goes on, the admitted slot is incomplete (never a
+    # loss) and the later slots are unadmitted
     assert app.count() == 1
-    assert [r.terminal for r in report.receipts][:2] == ["completed", "unadmitted"]
-    assert report.receipts[1].code == "not_admitted_cap"
+    assert report.stop is None
+    assert [r.terminal for r in report.receipts] == ["incomplete"] + ["unadmitted"] * 3
+    assert {r.code for r in report.receipts} == {"not_admitted_cap"}
     assert Decimal(report.total) <= rmax
 
 
@@ -168,7 +178,7 @@ def test_a_child_killed_at_arrival_leaves_a_retained_hold_and_a_contained_group(
     pilot: Pilot,
 ) -> None:
     app = KillAtArrival(pilot.root)  # SIGKILLs the sending child when its request arrives
-    with serve_in_thread(app) as url:
+    with pilot.serve(app) as url:
         report = run_pilot(pilot.config(url), pilot.lease, pilot.claim)
     assert report.stop == "lookup_ipc_disconnected"
     (first,) = report.receipts
@@ -183,7 +193,11 @@ def test_a_child_killed_at_arrival_leaves_a_retained_hold_and_a_contained_group(
 def test_a_pilot_without_its_consumption_pair_never_launches(pilot: Pilot) -> None:
     (pilot.root / "authorization-consumed.json").unlink()
     with pytest.raises(SpendError) as caught:
-        run_pilot(pilot.config("http://127.0.0.1:9"), pilot.lease, pilot.claim)
+        run_pilot(
+            pilot.config(("http://127.0.0.1:9/v1", "http://127.0.0.1:9/mcp")),
+            pilot.lease,
+            pilot.claim,
+        )
     assert caught.value.code == "lookup_consumption_invalid"
     assert not (pilot.root / "canaries").exists()
     assert not (pilot.root / "account.sqlite3").exists()
@@ -191,9 +205,21 @@ def test_a_pilot_without_its_consumption_pair_never_launches(pilot: Pilot) -> No
 
 def test_children_never_leave_a_process_behind(pilot: Pilot) -> None:
     app = WireServer(model="gpt-6.1-sol")
-    with serve_in_thread(app) as url:
+    with pilot.serve(app) as url:
         run_pilot(pilot.config(url, slots=slots(1)), pilot.lease, pilot.claim)
     for canary in (pilot.root / "canaries").iterdir():
         pid = json.loads(canary.read_text())["pid"]
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
     assert threading.active_count() >= 1
+
+
+def test_an_arm_without_a_prepared_boundary_is_refused_at_initialization(pilot: Pilot) -> None:
+    restart = (PilotSlot(slot_id="r", role="native", block="b", question="q", arm="restart"),)
+    with pytest.raises(SpendError) as caught:
+        run_pilot(
+            pilot.config(("http://127.0.0.1:9/v1", "http://127.0.0.1:9/mcp"), slots=restart),
+            pilot.lease,
+            pilot.claim,
+        )
+    assert caught.value.code == "lookup_pilot_boundary_required"
+    assert not (pilot.root / "account.sqlite3").exists()

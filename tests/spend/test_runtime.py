@@ -1,0 +1,150 @@
+"""The pilot runtime proxy: the branded one-shot dispatch, the allowlisted surface, the
+settings checks and the transcript snapshot, over a real guard and loopback SSE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from continuity.errors import SpendError
+from continuity.messages import Message, ModelRequest, UserMessage
+from continuity.providers.protocol import Completed
+from continuity.spend.pilot_child import MODEL, ChildConfig, settings
+from continuity.spend.runtime import (
+    LIFECYCLE,
+    GuardedDispatch,
+    RuntimeProxy,
+    TranscriptSnapshot,
+    check_dispatch,
+    guarded_dispatch,
+)
+from tests.spend.conftest import Rig, request
+from tests.spend.sse import text_reply
+
+pytestmark = pytest.mark.anyio
+
+CONFIG = ChildConfig(
+    fd=0,
+    run_id="run-1",
+    epoch="e",
+    slot_id="s",
+    cache_key="run-1:s",
+    assigned={"s": "run-1:s"},
+    controller_pid=1,
+    controller_start="x",
+    root="/nonexistent",
+    account="/nonexistent/account.sqlite3",
+    base_url="http://127.0.0.1:9/v1",
+    allowed_ports=(9,),
+    credentials="/nonexistent/credentials.json",
+    question="q",
+    history_url="http://127.0.0.1:9/mcp",
+)
+SAFE = settings(CONFIG)
+
+
+class Runtime:
+    def __init__(self) -> None:
+        self.disposed = 0
+
+    def dispose(self) -> None:
+        self.disposed += 1
+
+    def prepare(self) -> None:  # pragma: no cover - the proxy must never forward it
+        raise AssertionError("forwarded")
+
+
+def request_for(messages: tuple[Message, ...]) -> ModelRequest:
+    return msgspec.structs.replace(request(), messages=messages)
+
+
+async def test_a_run_goes_through_the_guard_and_the_transcript_may_grow(rig: Rig) -> None:
+    rig.script(text_reply())
+    proxy = RuntimeProxy(Runtime(), guarded_dispatch(rig.guard()), SAFE, MODEL)
+    transcript: list[Message] = [UserMessage("Where did Ana move?")]
+    events = [e async for e in proxy.run(transcript, request_for)]
+    assert isinstance(events[-1], Completed) and events[-1].message.text == "an answer"
+    assert [op for op, _ in rig.permits.log] == ["admit", "consume", "settle"]
+    transcript.append(events[-1].message)  # appending is how a run goes on
+    TranscriptSnapshot.take(transcript[:1]).check(transcript)
+
+
+async def test_an_in_place_change_of_the_transcript_is_refused(rig: Rig) -> None:
+    rig.script(text_reply())
+    proxy = RuntimeProxy(Runtime(), guarded_dispatch(rig.guard()), SAFE, MODEL)
+    transcript: list[Message] = [UserMessage("Where did Ana move?")]
+    with pytest.raises(SpendError) as caught:
+        async for _ in proxy.run(transcript, request_for):
+            transcript[0] = UserMessage("Where did Ana really move?")
+    assert caught.value.code == "lookup_native_identity_forbidden"
+
+
+def test_snapshots_refuse_a_removed_or_rewritten_message() -> None:
+    transcript: list[Message] = [UserMessage("a"), UserMessage("b")]
+    snapshot = TranscriptSnapshot.take(transcript)
+    for changed in ([UserMessage("a")], [UserMessage("a"), UserMessage("c")]):
+        with pytest.raises(SpendError) as caught:
+            snapshot.check(changed)
+        assert caught.value.code == "lookup_native_identity_forbidden"
+
+
+async def test_only_the_branded_one_shot_dispatch_may_dispatch(rig: Rig) -> None:
+    guard = rig.guard()
+    for fake in (lambda request: request, object(), None):
+        with pytest.raises(SpendError) as caught:
+            check_dispatch(fake)
+        assert caught.value.code == "lookup_unguarded_dispatch"
+    with pytest.raises(SpendError) as caught:
+        GuardedDispatch(guard, object())  # a forged brand
+    assert caught.value.code == "lookup_unguarded_dispatch"
+
+    class Subclass(GuardedDispatch):
+        pass
+
+    forged = Subclass.__new__(Subclass)
+    with pytest.raises(SpendError):
+        check_dispatch(forged)
+    dispatch = guarded_dispatch(guard)
+    RuntimeProxy(Runtime(), dispatch, SAFE, MODEL)
+    with pytest.raises(SpendError) as caught:
+        RuntimeProxy(Runtime(), dispatch, SAFE, MODEL)  # one-shot
+    assert caught.value.code == "lookup_unguarded_dispatch"
+
+
+async def test_the_surface_is_run_and_the_lifecycle_operations_only(rig: Rig) -> None:
+    runtime = Runtime()
+    proxy: Any = RuntimeProxy(runtime, guarded_dispatch(rig.guard()), SAFE, MODEL)
+    proxy.dispose()
+    assert runtime.disposed == 1
+    assert "dispose" in LIFECYCLE
+    for name in ("prepare", "prepare_dispatch", "compact", "handoff", "capture"):
+        with pytest.raises(SpendError) as caught:
+            getattr(proxy, name)
+        assert caught.value.code == "lookup_preparation_forbidden"
+    for name in ("check_provider", "complete", "complete_simple", "models", "anything"):
+        with pytest.raises(SpendError) as caught:
+            getattr(proxy, name)
+        assert caught.value.code == "lookup_method_forbidden"
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"judge": "gpt-judge"}, "lookup_auxiliary_callers_forbidden"),
+        ({"model_switch": True}, "lookup_model_switch_forbidden"),
+        ({"arm": "restart"}, "lookup_pilot_boundary_required"),
+        ({"max_retries": 2}, "lookup_route_mismatch"),
+        ({"tools": ("ConversationHistory", "web")}, "lookup_tools_forbidden"),
+        ({"decorator": None}, "lookup_unguarded_dispatch"),
+    ],
+)
+async def test_unsafe_settings_refuse_at_construction(
+    rig: Rig, change: dict[str, Any], code: str
+) -> None:
+    unsafe = msgspec.structs.replace(SAFE, **change)
+    with pytest.raises(SpendError) as caught:
+        RuntimeProxy(Runtime(), guarded_dispatch(rig.guard()), unsafe, MODEL)
+    assert caught.value.code == code
+    assert rig.app.requests == []
