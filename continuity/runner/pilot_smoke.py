@@ -96,6 +96,10 @@ def _slots() -> tuple[PilotSlot, ...]:
             block=f"conversation-{block}/probe-1",
             question=f"Which city did the fictional Ana Ortiz move to in 20{31 + block}?",
             arm=arm,
+            context=(
+                f"Ana Ortiz: I am moving to Vigo in 20{31 + block}.",
+                "Noted: Vigo, and the boxes go by train.",
+            ),
         )
         for block in range(2)
         for role, arm in (("native", "native-lookup"), ("pack", "continuity-pack-cold"))
@@ -190,6 +194,16 @@ def _common(root: Path, report: PilotReport) -> None:
         "every child's forbidden connection was refused and recorded",
     )
     _check((root / CONSUMED_MARKER).is_file(), "the consumption marker is on disk")
+    journal = [
+        json.loads(line) for line in (root / "controller-journal.jsonl").read_text().splitlines()
+    ]
+    prepared = [e for e in journal if e["event"] == "prepared"]
+    _check(
+        len(prepared) == len(canaries)
+        and {e["pid"] for e in prepared}.isdisjoint(c["pid"] for c in canaries)
+        and not list((root / "prepared").glob("*.proof")),
+        "a preparation child ran before every probe child and its proof was used once",
+    )
     _check(Decimal(report.total) <= Decimal(report.cap), "the total is within the cap")
 
 

@@ -60,6 +60,7 @@ from continuity.spend.ipc import Channel
 from continuity.spend.lease import Lease, process_start
 from continuity.spend.permits import Permit, Refusal, Settlement
 from continuity.spend.pilot_child import ChildConfig
+from continuity.spend.preparation import PreparationRequest, Prepared, credential_free_environment
 from continuity.spend.private import write_new
 from continuity.spend.receipts import (
     RECEIPT_SCHEMA,
@@ -92,6 +93,7 @@ class PilotSlot(msgspec.Struct, frozen=True, kw_only=True):
     block: str  # the conversation/probe pair the slot belongs to
     question: str
     arm: str = "native-lookup"  # a prepared-boundary arm (safety.BOUNDARY_ARMS)
+    context: tuple[str, ...] = ()  # the conversation the preparation child restores
 
 
 class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -232,7 +234,48 @@ class _Controller:
         self.stop: str | None = None
         self.me = (os.getpid(), process_start(os.getpid()) or "")
 
-    def _launch(self, slot: PilotSlot) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    def _prepare(self, slot: PilotSlot) -> Prepared:
+        """Run the slot's credential-free preparation child to its end, contain its
+        group, journal its tuple and write the one-use proof (`continuity.spend.
+        preparation`)."""
+        process = subprocess.Popen(
+            [sys.executable, "-m", "continuity.spend.preparation"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=credential_free_environment(os.environ),
+        )
+        start = process_start(process.pid)  # taken while it runs (it waits for stdin)
+        request = PreparationRequest(
+            root=str(self.root), slot_id=slot.slot_id, arm=slot.arm, context=slot.context
+        )
+        assert process.stdin is not None
+        process.stdin.write(msgspec.json.encode(request))
+        process.stdin.close()
+        _wait(process, self.config.exit_timeout)
+        contained = self.containment.contain(process.pid, slot=f"{slot.slot_id}:prepare")
+        boundary = self.root / "prepared" / f"{slot.slot_id}.json"
+        if process.returncode != 0 or start is None or contained.code or not boundary.is_file():
+            raise SpendError(
+                "the preparation child did not finish cleanly",
+                code=contained.code or "lookup_preparation_invalid",
+                location=slot.slot_id,
+                outcome="integrity_stop",
+            )
+        prepared = Prepared(
+            slot=slot.slot_id,
+            pid=process.pid,
+            start=start,
+            sha256=hashlib.sha256(boundary.read_bytes()).hexdigest(),
+        )
+        self.journal.add("prepared", **msgspec.to_builtins(prepared))
+        write_new(boundary.with_suffix(".proof"), msgspec.json.encode(prepared))
+        return prepared
+
+    def _launch(
+        self, slot: PilotSlot, prepared: Prepared
+    ) -> tuple[subprocess.Popen[bytes], socket.socket]:
         mine, theirs = socket.socketpair()
         urls = [self.config.base_url, self.config.history_url]
         ports = tuple(int(url.split(":")[2].split("/")[0]) for url in urls)
@@ -253,6 +296,7 @@ class _Controller:
             question=slot.question,
             history_url=self.config.history_url,
             arm=slot.arm,
+            prepared=prepared,
             timeout=self.config.message_timeout,
         )
         process = subprocess.Popen(
@@ -288,7 +332,14 @@ class _Controller:
 
     async def run_slot(self, planned: PilotSlot) -> None:
         self.journal.add("visit", slot=planned.slot_id)
-        process, sock = self._launch(planned)
+        slot = _Slot()
+        try:
+            prepared = self._prepare(planned)
+        except SpendError as error:
+            slot.stop = self.stop = error.code
+            self._receipt(planned, slot)
+            return
+        process, sock = self._launch(planned, prepared)
         channel = Channel(sock, epoch=self.source.epoch, slot=planned.slot_id, worker=process.pid)
         slot = _Slot()
         try:

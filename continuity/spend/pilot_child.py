@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import httpx
 import msgspec
 
 from continuity.errors import ContinuityError, ProviderError, SpendError
@@ -58,8 +59,10 @@ from continuity.spend.guard import GuardedProvider
 from continuity.spend.ipc import Channel
 from continuity.spend.ipc_permits import IpcPermitSource
 from continuity.spend.lease import check_lease, process_start
+from continuity.spend.preparation import Prepared, still_prepared, verify_prepared
 from continuity.spend.runtime import RuntimeProxy, guarded_dispatch
 from continuity.spend.safety import HISTORY_TOOL, ResolvedSettings, check_assignment
+from continuity.spend.transport import Send
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
@@ -71,6 +74,7 @@ __all__ = [
     "ChildConfig",
     "deny_egress",
     "main",
+    "minted_send",
     "settings",
 ]
 
@@ -97,6 +101,7 @@ class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     credentials: str
     question: str
     history_url: str  # the registered loopback ConversationHistory (MCP)
+    prepared: Prepared  # the journaled preparation tuple this probe verifies and restores
     arm: str = "native-lookup"
     timeout: float = 30.0
 
@@ -165,8 +170,32 @@ def _canary(config: ChildConfig) -> None:
     (folder / f"{config.slot_id}-{os.getpid()}.json").write_text(json.dumps(canary))
 
 
-async def _probe(config: ChildConfig, permits: IpcPermitSource) -> dict[str, Any]:
+def minted_send(config: ChildConfig) -> tuple[Send, httpx.AsyncHTTPTransport]:
+    """The send this child mints once its preparation verifies: bound to this PID (a
+    forked copy cannot use it), re-checking the preparation record before every send,
+    one request through a retry-free transport (which never follows a redirect)."""
+    pid = os.getpid()
+    transport = httpx.AsyncHTTPTransport(retries=0)
+
+    async def send(request: httpx.Request) -> httpx.Response:
+        if os.getpid() != pid:
+            raise SpendError(
+                "the send was minted for another process",
+                code="lookup_unguarded_dispatch",
+                location=config.slot_id,
+                outcome="refused_pre_send",
+            )
+        still_prepared(Path(config.root), config.prepared)
+        return await transport.handle_async_request(request)
+
+    return send, transport
+
+
+async def _probe(
+    config: ChildConfig, permits: IpcPermitSource, boundary: list[Message]
+) -> dict[str, Any]:
     """One guarded probe run; what the child reports (fixed codes, a hash, numbers)."""
+    send, transport = minted_send(config)
     guard = GuardedProvider(
         contract=GuardContract(
             provider="openai-codex",
@@ -181,12 +210,13 @@ async def _probe(config: ChildConfig, permits: IpcPermitSource) -> dict[str, Any
         slot_id=config.slot_id,
         credentials_path=config.credentials,
         callers=CALLERS_OFF,
+        send=send,
         timeout=config.timeout,
     )
     try:
         async with _History(config.history_url) as history:
             proxy = RuntimeProxy(history, guarded_dispatch(guard), settings(config), MODEL)
-            text, calls = await _rounds(config, proxy, history)
+            text, calls = await _rounds(config, proxy, history, boundary)
         return {
             "terminal": "completed",
             "code": None,
@@ -197,6 +227,7 @@ async def _probe(config: ChildConfig, permits: IpcPermitSource) -> dict[str, Any
         return {"terminal": "incomplete", "code": error.code, "answer_sha256": None}
     finally:
         await guard.aclose()
+        await transport.aclose()
 
 
 def settings(config: ChildConfig) -> ResolvedSettings:
@@ -227,11 +258,13 @@ def settings(config: ChildConfig) -> ResolvedSettings:
     )
 
 
-async def _rounds(config: ChildConfig, proxy: RuntimeProxy, history: _History) -> tuple[str, int]:
-    """The probe's rounds: each one guarded request through the runtime proxy; a
-    ConversationHistory call is answered over MCP and the next round asked. Returns the
-    answer and the calls made."""
-    transcript: list[Message] = [UserMessage(config.question)]
+async def _rounds(
+    config: ChildConfig, proxy: RuntimeProxy, history: _History, boundary: list[Message]
+) -> tuple[str, int]:
+    """The probe's rounds after the restored `boundary`: each one guarded request
+    through the runtime proxy; a ConversationHistory call is answered over MCP and the
+    next round asked. Returns the answer and the calls made."""
+    transcript: list[Message] = [*boundary, UserMessage(config.question)]
     calls = 0
 
     def request_for(messages: tuple[Message, ...]) -> ModelRequest:
@@ -307,6 +340,10 @@ class _History:
 def main() -> int:
     config = msgspec.json.decode(sys.stdin.buffer.read(), type=ChildConfig)
     _verify(config)
+    try:  # before ready: the prepared boundary, exactly as journaled, used once
+        boundary = verify_prepared(Path(config.root), config.prepared)
+    except SpendError as error:
+        _refuse(error.code, "the prepared boundary does not verify")
     egress = Path(config.root) / "egress"
     egress.mkdir(mode=0o700, exist_ok=True)
     deny_egress(config.allowed_ports, egress / f"{config.slot_id}.jsonl")
@@ -318,7 +355,7 @@ def main() -> int:
     try:
         channel.send("ready", pid=os.getpid(), start=process_start(os.getpid()))
         permits = IpcPermitSource(channel, Path(config.account), timeout=config.timeout)
-        report = anyio.run(_probe, config, permits)
+        report = anyio.run(_probe, config, permits, boundary)
         channel.send("done", **report)
         channel.expect("done-ack", timeout=config.timeout)
     except ContinuityError as error:

@@ -35,6 +35,8 @@ def slots(blocks: int = 2) -> tuple[PilotSlot, ...]:
             role=role,
             block=f"conv-{b}/probe-1",
             question=f"Where did Ana move in 20{29 + b}?",
+            arm="native-lookup" if role == "native" else "continuity-pack-cold",
+            context=(f"Ana: I am moving to Vigo in 20{29 + b}.", "Noted: Vigo."),
         )
         for b in range(blocks)
         for role in ROLES
@@ -137,8 +139,15 @@ def test_every_slot_runs_in_its_own_contained_child_and_settles(pilot: Pilot) ->
     # every child's forbidden connection was refused and recorded
     egress = list((pilot.root / "egress").iterdir())
     assert len(egress) == 4 and all('"port": 9' in p.read_text() for p in egress)
-    members = [e for e in pilot.journal("controller-journal.jsonl") if e["event"] == "members"]
-    assert len(members) == 4  # membership persisted before every done-ack
+    journal = pilot.journal("controller-journal.jsonl")
+    assert len([e for e in journal if e["event"] == "members"]) == 4  # before each done-ack
+    # each slot: a credential-free preparation child ran to its end first, its tuple
+    # journaled; the probe restored exactly its bytes and used its proof once
+    prepared = [e for e in journal if e["event"] == "prepared"]
+    assert len(prepared) == 4 and not list((pilot.root / "prepared").glob("*.proof"))
+    assert {e["pid"] for e in prepared}.isdisjoint(c["pid"] for c in canaries)
+    first = json.dumps(app.calls[0][1])
+    assert "I am moving to Vigo" in first  # the restored boundary reached the request
     text = (pilot.root / "report.json").read_text()
     assert str(pilot.root) not in text and "sk-fictional" not in text
 

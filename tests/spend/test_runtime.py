@@ -12,6 +12,7 @@ from continuity.errors import SpendError
 from continuity.messages import Message, ModelRequest, UserMessage
 from continuity.providers.protocol import Completed
 from continuity.spend.pilot_child import MODEL, ChildConfig, settings
+from continuity.spend.preparation import Prepared
 from continuity.spend.runtime import (
     LIFECYCLE,
     GuardedDispatch,
@@ -41,6 +42,7 @@ CONFIG = ChildConfig(
     credentials="/nonexistent/credentials.json",
     question="q",
     history_url="http://127.0.0.1:9/mcp",
+    prepared=Prepared(slot="s", pid=1, start="x", sha256="0" * 64),
 )
 SAFE = settings(CONFIG)
 

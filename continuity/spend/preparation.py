@@ -1,0 +1,161 @@
+"""Child-authorized construction: the credential-free preparation child, its journaled
+tuple, and the one-use prepared-boundary proof (seed 000, "Child-authorized pilot
+construction").
+
+For every slot the controller first launches a **preparation child**
+(``python -m continuity.spend.preparation``) in a session of its own, with no
+credentials: no credentials path is passed and every variable that looks like a secret
+is removed from its environment. It builds the slot's prepared boundary offline and
+writes it, private and synced, to ``prepared/<slot>.json``:
+
+- ``native-lookup``: the restored transcript, the conversation's turns as they were;
+- ``continuity-pack-cold``: the cold context rebuilt from the continuity pack (one
+  message listing the pack's records).
+
+After the child exits and its process group is gone, the controller journals the
+tuple (its PID, its start identity taken while it ran, the boundary's sha256) and
+writes the **proof** ``prepared/<slot>.proof``. The probe child (`verify_prepared`):
+
+1. finds exactly that tuple in the controller's journal;
+2. proves the preparation process has exited (no live process with that PID and start
+   identity);
+3. consumes the proof once (it is removed; a second use finds nothing);
+4. restores the exact bytes and checks their sha256.
+
+Anything else is ``lookup_preparation_invalid``. `still_prepared` re-checks the journal's
+tuple before every send, so a record changed after the mint stops the send.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import msgspec
+
+from continuity.errors import SpendError
+from continuity.messages import AssistantMessage, Message, UserMessage
+from continuity.spend.lease import process_start
+from continuity.spend.private import read_private, write_new
+
+__all__ = [
+    "PreparationRequest",
+    "Prepared",
+    "boundary_messages",
+    "credential_free_environment",
+    "main",
+    "still_prepared",
+    "verify_prepared",
+]
+
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+class PreparationRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    root: str
+    slot_id: str
+    arm: str
+    context: tuple[str, ...]  # the slot's conversation turns (fictional), in order
+
+
+class Prepared(msgspec.Struct, frozen=True, kw_only=True):
+    """The journaled tuple of one slot's preparation."""
+
+    slot: str
+    pid: int
+    start: str
+    sha256: str
+
+
+def credential_free_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` without any variable whose name looks like a secret."""
+    return {k: v for k, v in environ.items() if not _SECRET.search(k)}
+
+
+def boundary_messages(arm: str, context: Sequence[str]) -> list[Message]:
+    """The prepared boundary of `arm` over the conversation `context`."""
+    if arm == "native-lookup":
+        return [
+            UserMessage(text) if index % 2 == 0 else AssistantMessage(text)
+            for index, text in enumerate(context)
+        ]
+    if arm == "continuity-pack-cold":
+        pack = "\n".join(f"- {line}" for line in context)
+        return [UserMessage(f"Continuity pack (records retained before the boundary):\n{pack}")]
+    raise SpendError(
+        f"arm {arm} has no prepared boundary",
+        code="lookup_pilot_boundary_required",
+        location=arm,
+        outcome="refused_pre_send",
+    )
+
+
+def _invalid(message: str, where: str) -> SpendError:
+    return SpendError(
+        message, code="lookup_preparation_invalid", location=where, outcome="refused_pre_send"
+    )
+
+
+def _journaled(journal: Path, slot: str) -> list[Prepared]:
+    data = read_private(journal, limit=1 << 24)
+    if data is None:
+        raise _invalid("the controller journal is not sound", "journal")
+    found = []
+    for line in data.decode().splitlines():
+        event = json.loads(line)
+        if event.get("event") == "prepared" and event.get("slot") == slot:
+            found.append(msgspec.convert(event, Prepared, strict=False))
+    return found
+
+
+def verify_prepared(root: Path, prepared: Prepared) -> list[Message]:
+    """The probe child's checks (module doc, steps 1-4); the restored boundary.
+
+    Raises:
+        SpendError: ``lookup_preparation_invalid``.
+    """
+    if _journaled(root / "controller-journal.jsonl", prepared.slot) != [prepared]:
+        raise _invalid("the journal does not hold this preparation", prepared.slot)
+    if process_start(prepared.pid) == prepared.start:
+        raise _invalid("the preparation process is still alive", prepared.slot)
+    proof = root / "prepared" / f"{prepared.slot}.proof"
+    sealed = read_private(proof)
+    if sealed is None or msgspec.json.decode(sealed, type=Prepared) != prepared:
+        raise _invalid("no unused proof for this preparation", prepared.slot)
+    try:
+        os.unlink(proof)  # one use: a second probe finds nothing
+    except FileNotFoundError:
+        raise _invalid("the proof was already used", prepared.slot) from None
+    data = read_private(root / "prepared" / f"{prepared.slot}.json", limit=1 << 24)
+    if data is None or hashlib.sha256(data).hexdigest() != prepared.sha256:
+        raise _invalid("the restored bytes differ from the preparation", prepared.slot)
+    return list(msgspec.json.decode(data, type=list[Message]))
+
+
+def still_prepared(root: Path, prepared: Prepared) -> None:
+    """Before every send: the journal still holds exactly the tuple verified at mint.
+
+    Raises:
+        SpendError: ``lookup_preparation_invalid``.
+    """
+    if _journaled(root / "controller-journal.jsonl", prepared.slot) != [prepared]:
+        raise _invalid("the preparation record changed after the mint", prepared.slot)
+
+
+def main() -> int:
+    """The preparation child: build one slot's boundary offline and write it."""
+    request = msgspec.json.decode(sys.stdin.buffer.read(), type=PreparationRequest)
+    folder = Path(request.root) / "prepared"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    messages = boundary_messages(request.arm, request.context)
+    write_new(folder / f"{request.slot_id}.json", msgspec.json.encode(messages))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
