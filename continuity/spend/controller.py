@@ -36,13 +36,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
@@ -72,6 +70,13 @@ from continuity.spend.receipts import (
     write_receipt,
 )
 from continuity.spend.safety import BOUNDARY_ARMS, allocate_cache_keys
+from continuity.spend.schedule import (
+    Journal,
+    PilotConfig,
+    PilotReport,
+    PilotSlot,
+    seeded_schedule,
+)
 from continuity.spend.usage import UsageRecord
 
 __all__ = [
@@ -85,66 +90,6 @@ __all__ = [
 
 SETTLE_GRACE_S = 0.25
 _CHILD_KINDS = ("admit", "consume", "settle", "stop", "done")
-
-
-class PilotSlot(msgspec.Struct, frozen=True, kw_only=True):
-    slot_id: str
-    role: str
-    block: str  # the conversation/probe pair the slot belongs to
-    question: str
-    arm: str = "native-lookup"  # a prepared-boundary arm (safety.BOUNDARY_ARMS)
-    context: tuple[str, ...] = ()  # the conversation the preparation child restores
-
-
-class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
-    run_id: str
-    root: str  # the consumed output root (private; the lease is in it)
-    slots: tuple[PilotSlot, ...]
-    seed: int
-    cap: str  # USD
-    base_url: str  # the registered endpoint (``http://127.0.0.1:<port>/v1`` in tests)
-    credentials: str
-    history_url: str  # the registered ConversationHistory (MCP) endpoint
-    ready_timeout: float = 20.0
-    message_timeout: float = 30.0
-    exit_timeout: float = 10.0
-
-
-class PilotReport(msgspec.Struct, frozen=True, kw_only=True):
-    run_id: str
-    epoch: str
-    stop: str | None
-    cap: str
-    total: str
-    counts: PilotCounts
-    receipts: list[SlotReceipt]
-
-
-def seeded_schedule(slots: Sequence[PilotSlot], seed: int) -> list[PilotSlot]:
-    """Blocks in their first-seen order; within a block, roles by seeded sha256 rank."""
-    blocks: dict[str, list[PilotSlot]] = {}
-    for slot in slots:
-        blocks.setdefault(slot.block, []).append(slot)
-
-    def rank(slot: PilotSlot) -> str:
-        return hashlib.sha256(f"{seed}\0{slot.block}\0{slot.role}".encode()).hexdigest()
-
-    return [slot for block in blocks.values() for slot in sorted(block, key=rank)]
-
-
-class _Journal:
-    """The controller's append-only, synced journal (JSON lines, private)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def add(self, event: str, **fields: Any) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, json.dumps({"event": event, **fields}, sort_keys=True).encode() + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class _Slot:
@@ -223,7 +168,7 @@ class _Controller:
         self.config = config
         self.lease = lease
         self.root = Path(config.root)
-        self.journal = _Journal(self.root / "controller-journal.jsonl")
+        self.journal = Journal(self.root / "controller-journal.jsonl")
         self.containment = Containment(self.root / "containment-journal.jsonl")
         self.source = DurablePermitSource.open(
             self.root / "account.sqlite3", Decimal(config.cap), reservation(ASSUMED_V1)

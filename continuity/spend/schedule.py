@@ -1,0 +1,82 @@
+"""The pilot's plan and its journal: slots, configuration, report, the seeded schedule.
+
+`seeded_schedule` keeps the conversation/probe blocks in their first-seen order and
+interleaves the roles of each block by a seeded sha256 rank, so one seed always gives
+one order and the roles take turns across seeds. The controller's `Journal` is
+append-only JSON lines, each synced before the call returns, in a private file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from continuity.spend.receipts import PilotCounts, SlotReceipt
+
+__all__ = ["Journal", "PilotConfig", "PilotReport", "PilotSlot", "seeded_schedule"]
+
+
+class PilotSlot(msgspec.Struct, frozen=True, kw_only=True):
+    slot_id: str
+    role: str
+    block: str  # the conversation/probe pair the slot belongs to
+    question: str
+    arm: str = "native-lookup"  # a prepared-boundary arm (safety.BOUNDARY_ARMS)
+    context: tuple[str, ...] = ()  # the conversation the preparation child restores
+
+
+class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
+    run_id: str
+    root: str  # the consumed output root (private; the lease is in it)
+    slots: tuple[PilotSlot, ...]
+    seed: int
+    cap: str  # USD
+    base_url: str  # the registered endpoint (``http://127.0.0.1:<port>/v1`` in tests)
+    credentials: str
+    history_url: str  # the registered ConversationHistory (MCP) endpoint
+    ready_timeout: float = 20.0
+    message_timeout: float = 30.0
+    exit_timeout: float = 10.0
+
+
+class PilotReport(msgspec.Struct, frozen=True, kw_only=True):
+    run_id: str
+    epoch: str
+    stop: str | None
+    cap: str
+    total: str
+    counts: PilotCounts
+    receipts: list[SlotReceipt]
+
+
+def seeded_schedule(slots: Sequence[PilotSlot], seed: int) -> list[PilotSlot]:
+    """Blocks in their first-seen order; within a block, roles by seeded sha256 rank."""
+    blocks: dict[str, list[PilotSlot]] = {}
+    for slot in slots:
+        blocks.setdefault(slot.block, []).append(slot)
+
+    def rank(slot: PilotSlot) -> str:
+        return hashlib.sha256(f"{seed}\0{slot.block}\0{slot.role}".encode()).hexdigest()
+
+    return [slot for block in blocks.values() for slot in sorted(block, key=rank)]
+
+
+class Journal:
+    """The controller's append-only, synced journal (JSON lines, private)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def add(self, event: str, **fields: Any) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, json.dumps({"event": event, **fields}, sort_keys=True).encode() + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
