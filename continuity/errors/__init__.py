@@ -263,8 +263,9 @@ The tree::
         │            provider_output_aborted (a ledger extraction streamed past its
         │            output cap and was aborted), credentials_invalid; the run cost
         │            cap (continuity.providers.costcap, doit units --real --cost-cap):
-        │            cost_cap_reached and cost_cap_assumption_broken (both stop
-        │            admission), cost_cap_price_unknown, cost_cap_account_invalid;
+        │            cost_cap_reached, cost_cap_assumption_broken and
+        │            cost_cap_account_failed (all stop admission),
+        │            cost_cap_price_unknown, cost_cap_account_invalid;
         │            cost_cap_invalid (a RealModeError: the --cost-cap value)
         ├── AdmissionStopped           admission_stopped (a stop rule fired; resume later)
         └── (lookup probes)            lookup_deadline_exceeded, lookup_turn_timeout,

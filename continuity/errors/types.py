@@ -174,6 +174,7 @@ class ProviderError(HarnessError):
             "provider_quota_exhausted",
             "cost_cap_reached",
             "cost_cap_assumption_broken",
+            "cost_cap_account_failed",
         }
     )
 

@@ -14,15 +14,24 @@ request (reader, compaction summarizer, judge, ledger extraction) goes through
 2. **release**: the endpoint never got the request (no connection) or answered it with
    an error status before any generation (401, 429, 5xx): providers do not bill those,
    which is also why `HttpProvider` retries only there;
-3. **settle**: the stream completed; its reported usage, priced at the catalog's list
-   rates with the tier rule, replaces the hold;
+3. **settle**: the stream completed with its usage reported; that usage, priced at the
+   catalog's list rates with the tier rule, replaces the hold (a cache rate the catalog
+   does not know is priced at the model's highest input-side rate, an upper bound);
 4. **retain**: anything else after the send (a lost stream, a cut connection, a
-   cancelled consumer, a process killed mid-call) keeps the whole hold counted, for good.
+   cancelled consumer, a process killed mid-call, a completed stream that reported no
+   usage) keeps the whole hold counted.
 
 A hold still **active** when its invocation ended (the process was SIGKILLed) is
 retained by the next invocation that opens the account: nobody knows what the endpoint
-billed, so its maximum stays counted. A resumed run therefore starts with every retained
-hold in its total; the call cache replays the calls that finished, for free.
+billed, so its maximum stays counted. (Two invocations running at once on one output
+directory is the one case where a retained hold can still settle: the newer one retains
+the older one's active holds, conservatively, and the older one's settlement then
+replaces its own hold.)
+
+A resumed run therefore starts with every retained hold in its total; the call cache
+replays the calls that finished, for free. A failure of the account file itself (locked
+past the timeout, disk full) is ``cost_cap_account_failed``, which stops admission like
+a reached cap.
 
 The hold's bounds are checked at settlement: reported input above ``U``, output above
 ``max_output``, or a price above the hold breaks an assumption the cap relies on. The
@@ -42,6 +51,7 @@ import time
 from collections.abc import Mapping
 from decimal import Context, Decimal, DivisionByZero, Inexact, InvalidOperation, Overflow
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -108,6 +118,20 @@ class RateCard(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
             if total_input > above:
                 chosen = tier
         return chosen
+
+    def bounded(self) -> RateCard:
+        """This card with every unknown cache rate replaced by the highest input-side
+        rate (an upper bound on what a cached token can cost)."""
+        worst = str(self.worst_rates()[0])
+
+        def fill(tier: RateTier) -> RateTier:
+            return msgspec.structs.replace(
+                tier,
+                cache_read=tier.cache_read if tier.cache_read is not None else worst,
+                cache_write=tier.cache_write if tier.cache_write is not None else worst,
+            )
+
+        return RateCard(base=fill(self.base), tiers=tuple((a, fill(t)) for a, t in self.tiers))
 
     def worst_rates(self) -> tuple[Decimal, Decimal]:
         """The highest input-side rate and the highest output rate, over every tier."""
@@ -254,11 +278,23 @@ class CostCap:
         self._db.close()
 
     def _transaction(self) -> _Immediate:
-        return _Immediate(self._db, self._lock)
+        return _Immediate(self._db, self._lock, self.path)
+
+    def _read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """A read of the account; an SQLite failure is ``cost_cap_account_failed``."""
+        try:
+            return self._db.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise ProviderError(
+                f"the cost-cap account failed: {exc}",
+                code="cost_cap_account_failed",
+                location=str(self.path),
+            ) from None
 
     def card(self, model: str) -> RateCard:
         if model not in self._cards:
-            row = self._db.execute("SELECT card FROM rates WHERE model = ?", (model,)).fetchone()
+            rows = self._read("SELECT card FROM rates WHERE model = ?", (model,))
+            row = rows[0] if rows else None
             if row is None:
                 raise ProviderError(
                     f"the cost-cap account has no rates for {model!r}",
@@ -319,9 +355,9 @@ class CostCap:
             db.execute("UPDATE account SET stopped = ? WHERE stopped IS NULL", (reason,))
 
     def totals(self) -> CapTotals:
-        db = self._db
-        cap, stopped = db.execute("SELECT cap, stopped FROM account").fetchone()
-        rows = db.execute("SELECT state, amount, cost FROM holds").fetchall()
+        with self._transaction() as db:  # one consistent view
+            cap, stopped = db.execute("SELECT cap, stopped FROM account").fetchone()
+            rows = db.execute("SELECT state, amount, cost FROM holds").fetchall()
         settled = [cost for state, _, cost in rows if state == "settled"]
         retained = [amount for state, amount, _ in rows if state == "retained"]
         active = [amount for state, amount, _ in rows if state == "active"]
@@ -382,7 +418,7 @@ class CallHolds:
         stops the account (module doc)."""
         if self._hold is None:
             return
-        cost = price_usage(self.account.card(self.model), usage)
+        cost = price_usage(self.account.card(self.model).bounded(), usage)
         broken = []
         if usage.total_input > self.bound:
             broken.append(f"input {usage.total_input} > bound {self.bound}")
@@ -406,16 +442,28 @@ class CallHolds:
 
 
 class _Immediate:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error) under the lock."""
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error) under the lock; an
+    SQLite failure is ``cost_cap_account_failed`` (it stops admission)."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.Lock) -> None:
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock, path: Path) -> None:
         self._db = db
         self._lock = lock
+        self._path = path
+
+    def _failed(self, exc: sqlite3.Error) -> ProviderError:
+        return ProviderError(
+            f"the cost-cap account failed: {exc}",
+            code="cost_cap_account_failed",
+            location=str(self._path),
+        )
 
     def __enter__(self) -> sqlite3.Connection:
         self._lock.acquire()
         try:
             self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            self._lock.release()
+            raise self._failed(exc) from None
         except BaseException:
             self._lock.release()
             raise
@@ -424,5 +472,10 @@ class _Immediate:
     def __exit__(self, kind: object, error: object, tb: object) -> None:
         try:
             self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
+        except sqlite3.Error as exc:
+            if kind is None:
+                raise self._failed(exc) from None
         finally:
             self._lock.release()
+        if isinstance(error, sqlite3.Error):
+            raise self._failed(error) from None

@@ -327,7 +327,10 @@ class HttpProvider:
                 raw = sse_events(response)
                 async for event in self.events(raw if observe is None else _tee(raw, observe)):
                     if spend is not None and isinstance(event, Completed):
-                        spend.settle(event.usage)
+                        if event.usage_reported:
+                            spend.settle(event.usage)
+                        else:  # nothing says what was billed: the hold stays counted
+                            spend.close("usage_unreported")
                     yield event
             except httpx.HTTPError as exc:
                 raise ProviderError(

@@ -211,3 +211,25 @@ def test_processes_sharing_the_account_never_pass_the_cap_together(tmp_path: Pat
     # 0.003402 each: 29 fit under 0.10 (0.098658); the 30th would not
     assert Decimal(totals.committed) == Decimal("0.003402") * 29
     assert Decimal(totals.committed) <= Decimal("0.10")
+
+
+def test_an_unknown_cache_rate_is_priced_at_the_worst_input_rate(tmp_path: Path) -> None:
+    card = RateCard(base=RateTier(input="1", output="4"))  # no cache rates at all
+    cost = CostCap.create(
+        tmp_path / "cap.sqlite3", cap=Decimal(1), rates={"m": card}, invocation="i"
+    )
+    holds = cost.call("m", request(), 100)
+    holds.before_send(b"x" * 100)
+    holds.settle(Usage(input=10, cache_read=30, output=5))
+    totals = cost.totals()
+    assert totals.stopped is None  # an upper bound, not a broken assumption
+    assert Decimal(totals.settled) == Decimal(10 + 30 + 5 * 4) / 10**6
+
+
+def test_a_failing_account_file_is_a_typed_stop(tmp_path: Path) -> None:
+    cost = account(tmp_path)
+    cost._db.close()  # the file can no longer be written through this connection
+    with pytest.raises(ProviderError) as caught:
+        cost.call(MODEL, request(), 10).before_send(b"{}")
+    assert caught.value.code == "cost_cap_account_failed"
+    assert caught.value.stops_admission

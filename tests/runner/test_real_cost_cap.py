@@ -9,6 +9,7 @@ in-flight holds never exceed the cap.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -239,3 +240,20 @@ def test_a_cap_needs_known_rates_for_every_model_the_run_calls(
     assert caught.value.code == "cost_cap_price_unknown"
     assert caught.value.location == READER
     assert "base.output" in caught.value.message
+
+
+def test_judge_calls_are_held_and_unreported_usage_keeps_its_hold(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    # every call reports its input but no output count: nothing says what was billed
+    app = WireServer(faults=Faults(partial_usage_from=1))
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path, clean_checkout, url, "openai-chat", arms="native")  # with a judge
+        with contextlib.suppress(RunIncomplete):  # whether units finish is not the point
+            rig.run(cost_cap="2.00")
+        sent = app.count()
+    rows = account_rows(rig)
+    assert sent >= 2 and len(rows) == sent  # every call, the judge's too, was held first
+    assert {state for state, _, _ in rows} == {"retained"}
+    assert {reason for _, _, reason in rows} == {"usage_unreported"}
+    within_cap(spend(rig))
