@@ -35,6 +35,7 @@ slot at a time (concurrency one, no spares, retry, resume or substitution):
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import socket
@@ -45,6 +46,7 @@ from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import msgspec
@@ -62,6 +64,7 @@ from continuity.spend.preparation import PreparationRequest, Prepared, credentia
 from continuity.spend.private import write_new
 from continuity.spend.receipts import (
     RECEIPT_SCHEMA,
+    SLOT_CODES,
     PilotCounts,
     ScheduledSlot,
     SlotReceipt,
@@ -77,7 +80,7 @@ from continuity.spend.schedule import (
     PilotSlot,
     seeded_schedule,
 )
-from continuity.spend.usage import UsageRecord
+from continuity.spend.usage import UsageRecord, catalog_cost
 
 __all__ = [
     "SETTLE_GRACE_S",
@@ -105,50 +108,102 @@ class _Slot:
         self.open: dict[str, Permit] = {}  # granted, not yet settled
 
 
+class _Admit(msgspec.Struct):
+    request_id: str
+    slot_id: str
+    round: int
+    payload_digest: str
+    rmax: str
+
+
+class _Consume(msgspec.Struct):
+    permit: Permit
+    body_digest: str
+
+
+class _Settle(msgspec.Struct):
+    permit: Permit
+    settlement: Settlement
+    usage: UsageRecord | None = None
+    tier: str | None = None
+
+
+def _integrity(message: str, code: str = "lookup_ipc_integrity") -> SpendError:
+    return SpendError(message, code=code, location="child", outcome="integrity_stop")
+
+
+def _decode(message: dict[str, Any], kind: type[Any]) -> Any:
+    try:
+        return msgspec.convert(message, kind)
+    except msgspec.ValidationError:
+        raise _integrity("a child message with missing or malformed fields") from None
+
+
+def _held(source: DurablePermitSource, request_id: str) -> Decimal:
+    """What a closed hold counts in T: its settled cost, or its retained maximum."""
+    hold = source.account.holds[request_id]
+    if hold.state == "settled" and hold.cost is not None:
+        return hold.cost
+    return max(hold.amount, hold.cost or Decimal(0))
+
+
 async def _serve(
-    message: dict[str, Any], source: DurablePermitSource, slot: _Slot
+    message: dict[str, Any], source: DurablePermitSource, slot: _Slot, planned: str
 ) -> tuple[str, dict[str, Any]]:
-    """Apply one child request to the account; the reply (kind, fields)."""
-    kind = message["kind"]
-    if kind == "admit":
+    """Apply one child request to the account, checked against what the controller
+    knows; the reply (kind, fields). A request that contradicts it is an integrity stop."""
+    if message["kind"] == "admit":
+        admit = _decode(message, _Admit)
+        if admit.slot_id != planned:
+            raise _integrity("an admission for another slot")
         granted = await source.admit(
-            str(message["request_id"]),
-            str(message["slot_id"]),
-            int(message["round"]),
-            str(message["payload_digest"]),
-            Decimal(str(message["rmax"])),
+            admit.request_id, planned, admit.round, admit.payload_digest, Decimal(admit.rmax)
         )
         if isinstance(granted, Refusal):
             return "refused", {"code": granted.code, "policy": granted.policy}
         slot.admitted += 1
         slot.open[granted.request_id] = granted
         return "admitted", {"permit": msgspec.to_builtins(granted)}
-    permit = msgspec.convert(message.get("permit"), Permit)
-    if kind == "consume":
+    if message["kind"] == "consume":
+        consume = _decode(message, _Consume)
+        if slot.open.get(consume.permit.request_id) != consume.permit:
+            raise _integrity("a consumption of a permit this slot does not hold")
         try:
-            await source.consume(permit, str(message["body_digest"]))
+            await source.consume(consume.permit, consume.body_digest)
         except SpendError as error:
             return "refused", {"code": error.code}
         return "consumed", {}
-    if kind == "settle":
-        settlement = msgspec.convert(message["settlement"], Settlement)
-        usage = message.get("usage")
-        raw = msgspec.convert(usage, UsageRecord) if usage is not None else None
-        await source.settle(permit, settlement, raw, message.get("tier"))
-        slot.open.pop(permit.request_id, None)
-        slot.settled.append(settlement.kind)
-        if settlement.cost is not None:
-            slot.cost += Decimal(settlement.cost)
-        if raw is not None:
-            slot.usage = (slot.usage[0] + raw.input, slot.usage[1] + raw.output)
-        return "settled", {}
-    raise AssertionError(kind)  # pragma: no cover - expect() admits only known kinds
+    settle = _decode(message, _Settle)
+    permit, settlement, raw = settle.permit, settle.settlement, settle.usage
+    if slot.open.get(permit.request_id) != permit:
+        raise _integrity("a settlement of a permit this slot does not hold")
+    if settlement.kind == "settled":  # the cost is recomputed here, never taken on trust
+        try:
+            cost = catalog_cost(raw, settle.tier, ASSUMED_V1) if raw is not None else None
+        except ValueError:
+            cost = None
+        if cost is None or settlement.cost is None or Decimal(settlement.cost) != cost:
+            raise _integrity(
+                "a settled cost the raw usage does not give", "lookup_settlement_violation"
+            )
+    await source.settle(permit, settlement, raw, settle.tier)
+    del slot.open[permit.request_id]
+    slot.settled.append(settlement.kind)
+    slot.cost += _held(source, permit.request_id)
+    if raw is not None:
+        slot.usage = (slot.usage[0] + raw.input, slot.usage[1] + raw.output)
+    return "settled", {}
+
+
+def _fixed(code: str | None) -> str | None:
+    """`code` if a receipt may carry it, else the generic integrity code."""
+    return code if code is None or code in SLOT_CODES else "lookup_integrity_stop"
 
 
 def _terminal(slot: _Slot) -> tuple[str, str | None]:
     """The slot's terminal and code from the controller's own records."""
     claim = slot.claim
-    code = slot.stop or claim.get("code")
+    code = _fixed(slot.stop or claim.get("code"))
     if slot.admitted == 0:
         return "unadmitted", code
     if code == "pilot_empty_final_output":
@@ -222,8 +277,8 @@ class _Controller:
         self, slot: PilotSlot, prepared: Prepared
     ) -> tuple[subprocess.Popen[bytes], socket.socket]:
         mine, theirs = socket.socketpair()
-        urls = [self.config.base_url, self.config.history_url]
-        ports = tuple(int(url.split(":")[2].split("/")[0]) for url in urls)
+        urls = [urlsplit(self.config.base_url), urlsplit(self.config.history_url)]
+        ports = tuple(u.port or (443 if u.scheme == "https" else 80) for u in urls)
         child = ChildConfig(
             fd=theirs.fileno(),
             run_id=self.config.run_id,
@@ -258,22 +313,46 @@ class _Controller:
         process.stdin.close()
         return process, mine
 
-    async def _exchanges(self, channel: Channel, slot: _Slot) -> None:
-        timeout = self.config.message_timeout
+    async def _exchanges(self, channel: Channel, slot: _Slot, planned: str) -> None:
         channel.expect("ready", timeout=self.config.ready_timeout)
+        timeout = self.config.message_timeout
         while True:
             message = await anyio.to_thread.run_sync(
-                lambda: channel.expect(*_CHILD_KINDS, timeout=timeout)
+                functools.partial(channel.expect, *_CHILD_KINDS, timeout=timeout)
             )
             if message["kind"] == "done":
                 slot.claim = message
                 return
             if message["kind"] == "stop":
-                await self.source.stop(str(message.get("code")))
+                code = _fixed(str(message.get("code"))) or "lookup_integrity_stop"
+                await self.source.stop(code)
                 channel.send("stopped")
                 continue
-            reply, fields = await _serve(message, self.source, slot)
+            reply, fields = await _serve(message, self.source, slot, planned)
             channel.send(reply, **fields)
+            # a consumed request streams until its own deadline before it settles
+            consumed = reply == "consumed"
+            timeout = self.config.request_timeout if consumed else self.config.message_timeout
+
+    async def _grace(self, channel: Channel, slot: _Slot, planned: str) -> None:
+        """The bounded settle grace: serve settlements already on their way, 250 ms."""
+        deadline = time.monotonic() + SETTLE_GRACE_S
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                message = channel.expect("settle", timeout=left)
+                reply, fields = await _serve(message, self.source, slot, planned)
+                channel.send(reply, **fields)
+            except SpendError:
+                return
+
+    async def _retain_open(self, slot: _Slot, code: str) -> None:
+        """Every permit still open: lost (nobody knows what was billed); legal after a
+        stop, never an admission."""
+        for request_id, permit in list(slot.open.items()):
+            await self.source.settle(permit, Settlement(kind="lost", code=code), None, None)
+            del slot.open[request_id]
+            slot.settled.append("lost")
+            slot.cost += _held(self.source, request_id)
 
     async def run_slot(self, planned: PilotSlot) -> None:
         self.journal.add("visit", slot=planned.slot_id)
@@ -286,27 +365,24 @@ class _Controller:
             return
         process, sock = self._launch(planned, prepared)
         channel = Channel(sock, epoch=self.source.epoch, slot=planned.slot_id, worker=process.pid)
-        slot = _Slot()
         try:
-            await self._exchanges(channel, slot)
+            await self._exchanges(channel, slot, planned.slot_id)
+            await self._retain_open(slot, "lookup_slot_terminal")  # none, when all settled
             members = [asdict(m) for m in group_members(process.pid)]
             self.journal.add("members", slot=planned.slot_id, members=members)
             channel.send("done-ack")
             await anyio.to_thread.run_sync(lambda: _wait(process, self.config.exit_timeout))
-        except SpendError as error:
-            slot.stop = error.code
-            await self.source.stop(error.code)
-            time.sleep(SETTLE_GRACE_S)  # the bounded settle grace, then containment
-            for permit in list(slot.open.values()):  # nobody knows what was billed
-                await self.source.settle(
-                    permit, Settlement(kind="lost", code=error.code), None, None
-                )
-                slot.settled.append("lost")
-            slot.open.clear()
+        except Exception as error:  # a broken exchange, or anything unforeseen: stop
+            code = error.code if isinstance(error, SpendError) else "lookup_integrity_stop"
+            slot.stop = code
+            with contextlib.suppress(SpendError):
+                await self.source.stop(code)
+                await self._grace(channel, slot, planned.slot_id)
+                await self._retain_open(slot, code)
         finally:
             channel.close()
-        contained = self.containment.contain(process.pid, slot=planned.slot_id)
-        _wait(process, self.config.exit_timeout)
+            contained = self.containment.contain(process.pid, slot=planned.slot_id)
+            _wait(process, self.config.exit_timeout)
         if contained.code is not None:
             slot.stop = slot.stop or contained.code
             self.stop = contained.code  # worker lost / unreconciled: absorbing

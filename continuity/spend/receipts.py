@@ -3,7 +3,8 @@
 
 **Receipts.** Each slot that ends writes one receipt, ``receipts/<slot id>.json``: an
 exclusive, synced, private file (`continuity.spend.private`), written by the controller
-as soon as it knows the slot's terminal, independently of whether the worker exits. It
+from its own records once the slot's group is contained, whether the worker exited
+cleanly, was killed or never reported. It
 holds opaque ids, a content hash, fixed codes and numbers only: never a path, secret,
 request, answer, stderr or free-form error. The controller's journal records the
 receipt's sha256 when it writes it.
@@ -47,6 +48,7 @@ from continuity.spend.safety import CONTINUABLE, CONTROLLER_CODES, FIXED_CODES
 
 __all__ = [
     "RECEIPT_SCHEMA",
+    "SLOT_CODES",
     "InFlight",
     "PilotCounts",
     "ScheduledSlot",
@@ -67,13 +69,29 @@ _DECIMAL = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
 # The codes a receipt may carry: the fixed refusal table, the codes that let the pilot
 # go on, the controller's own, the guard's settlement codes that end a slot, and the
 # provider failures a lost request reports.
-_SLOT_CODES = frozenset(
+SLOT_CODES = frozenset(
     {
         *FIXED_CODES,
         *CONTINUABLE,
         *CONTROLLER_CODES,
         "lookup_own_abort",
         "lookup_request_failed",
+        "lookup_integrity_stop",
+        "lookup_ipc_integrity",
+        "lookup_preparation_invalid",
+        "lookup_ack_unpersisted",
+        "lookup_unknown_tier",
+        "lookup_invalid_usage",
+        "lookup_response_failed",
+        "lookup_permit_stale",
+        "lookup_permit_reused",
+        "lookup_concurrent_entry",
+        "lookup_permit_rmax_mismatch",
+        "lookup_account_refused",
+        "lookup_rate_limited",
+        "lookup_usage_limit",
+        "credentials_invalid",
+        "provider_error",
         "lookup_settlement_violation",
         "lookup_usage_missing",
         "lookup_admit_failed",
@@ -102,7 +120,7 @@ class SlotReceipt(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     code: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: str = "0"  # exact decimal text: settled plus retained
+    cost_usd: str = "0"  # exact decimal text: what the slot's holds count in T
     answer_sha256: str | None = None
 
 
@@ -150,7 +168,7 @@ def _check(receipt: SlotReceipt, where: str) -> None:
     admitted = receipt.terminal in _ADMITTED
     if admitted != (receipt.admitted_requests > 0) or receipt.admitted_requests > 10:
         problems.append("terminal and admission disagree")
-    if receipt.code is not None and receipt.code not in _SLOT_CODES:
+    if receipt.code is not None and receipt.code not in SLOT_CODES:
         problems.append("code outside the fixed tables")
     if receipt.terminal == "invalid" and receipt.code != "pilot_empty_final_output":
         problems.append("an invalid slot names no empty output")

@@ -42,6 +42,7 @@ class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
     history_url: str  # the registered ConversationHistory (MCP) endpoint
     ready_timeout: float = 20.0
     message_timeout: float = 30.0
+    request_timeout: float = 600.0  # a consumed request streams until its own deadline
     exit_timeout: float = 10.0
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -219,7 +218,6 @@ def test_children_never_leave_a_process_behind(pilot: Pilot) -> None:
     for canary in (pilot.root / "canaries").iterdir():
         pid = json.loads(canary.read_text())["pid"]
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
-    assert threading.active_count() >= 1
 
 
 def test_an_arm_without_a_prepared_boundary_is_refused_at_initialization(pilot: Pilot) -> None:
@@ -232,3 +230,104 @@ def test_an_arm_without_a_prepared_boundary_is_refused_at_initialization(pilot: 
         )
     assert caught.value.code == "lookup_pilot_boundary_required"
     assert not (pilot.root / "account.sqlite3").exists()
+
+
+def test_a_child_that_is_not_ready_in_time_is_stopped_and_contained(pilot: Pilot) -> None:
+    app = WireServer(model="gpt-6.1-sol")
+    with pilot.serve(app) as urls:
+        report = run_pilot(pilot.config(urls, ready_timeout=0.001), pilot.lease, pilot.claim)
+    assert report.stop == "lookup_ipc_timeout"
+    (first,) = report.receipts
+    assert (first.terminal, first.code, first.admitted_requests) == (
+        "unadmitted",
+        "lookup_ipc_timeout",
+        0,
+    )
+    assert app.count() == 0 and report.counts.truncated == 3
+    contained = pilot.journal("containment-journal.jsonl")
+    assert [e["slot"] for e in contained if e["event"] == "members"][-1] == first.slot_id
+
+
+def test_a_preparation_that_fails_stops_before_any_probe_child(pilot: Pilot) -> None:
+    planned = seeded_schedule(slots(), 7)[0]
+    (pilot.root / "prepared").mkdir(mode=0o700)
+    (pilot.root / "prepared" / f"{planned.slot_id}.json").write_text("squatted")
+    app = WireServer(model="gpt-6.1-sol")
+    with pilot.serve(app) as urls:
+        report = run_pilot(pilot.config(urls), pilot.lease, pilot.claim)
+    assert report.stop == "lookup_preparation_invalid"
+    assert [r.code for r in report.receipts] == ["lookup_preparation_invalid"]
+    assert not (pilot.root / "canaries").exists()  # no probe child was launched
+    assert app.count() == 0
+
+
+def test_more_than_a_tenth_of_invalid_admitted_slots_stops_the_run(pilot: Pilot) -> None:
+    class Empty(WireServer):
+        def reply(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+            text, tool = super().reply(path, body)
+            return ("", None) if tool is None else (text, tool)  # an empty final answer
+
+    app = Empty(model="gpt-6.1-sol")
+    with pilot.serve(app) as urls:
+        report = run_pilot(pilot.config(urls), pilot.lease, pilot.claim)
+    assert report.stop == "lookup_invalid_slots"
+    (first,) = report.receipts
+    assert (first.terminal, first.code) == ("invalid", "pilot_empty_final_output")
+    assert report.counts.invalid == 1 and report.counts.admitted == 1
+
+
+async def _held_source(tmp_path: Path) -> Any:
+    from continuity.spend.durable import DurablePermitSource
+
+    return DurablePermitSource.open(
+        tmp_path / "account.sqlite3", Decimal("100.00"), reservation(ASSUMED_V1)
+    )
+
+
+@pytest.mark.anyio
+async def test_child_messages_that_contradict_the_controller_are_integrity_stops(
+    tmp_path: Path,
+) -> None:
+    from continuity.spend.controller import _serve, _Slot
+
+    source = await _held_source(tmp_path)
+    slot = _Slot()
+    admit = {
+        "kind": "admit",
+        "request_id": "r1",
+        "slot_id": "s1",
+        "round": 1,
+        "payload_digest": "d" * 64,
+        "rmax": str(reservation(ASSUMED_V1)),
+    }
+    for bad in ({**admit, "slot_id": "s2"}, {**admit, "round": "one"}, {"kind": "admit"}):
+        with pytest.raises(SpendError) as caught:
+            await _serve(bad, source, slot, "s1")
+        assert caught.value.code == "lookup_ipc_integrity"
+    kind, fields = await _serve(admit, source, slot, "s1")
+    assert kind == "admitted"
+    permit = fields["permit"]
+    stranger = {**permit, "request_id": "r9"}
+    with pytest.raises(SpendError) as caught:
+        await _serve(
+            {"kind": "consume", "permit": stranger, "body_digest": "d" * 64}, source, slot, "s1"
+        )
+    assert caught.value.code == "lookup_ipc_integrity"
+    usage = {"input": 1000, "output": 10}
+    forged = {"kind": "settled", "cost": "0.000001"}
+    with pytest.raises(SpendError) as caught:
+        await _serve(
+            {
+                "kind": "settle",
+                "permit": permit,
+                "settlement": forged,
+                "usage": usage,
+                "tier": "default",
+            },
+            source,
+            slot,
+            "s1",
+        )
+    assert caught.value.code == "lookup_settlement_violation"
+    assert slot.open  # nothing was settled on the child's word
+    source.close()
