@@ -409,16 +409,15 @@ class _Controller:
         self.digests[planned.slot_id] = digest
         self.journal.add("receipt", slot=planned.slot_id, sha256=digest)
 
-    def counts(self, visited: int) -> PilotCounts:
-        schedule = [ScheduledSlot(slot_id=s.slot_id) for s in self.schedule]
-        counts, _ = aggregate(
+    def aggregate(self, visited: int) -> tuple[PilotCounts, list[SlotReceipt]]:
+        """The receipts so far against the schedule and the journal's digests."""
+        return aggregate(
             self.root / "receipts",
-            schedule,
+            [ScheduledSlot(slot_id=s.slot_id) for s in self.schedule],
             visited=visited,
             journal=self.digests,
             run_id=self.config.run_id,
         )
-        return counts
 
     async def run(self) -> PilotReport:
         self.lease.verify()
@@ -434,16 +433,9 @@ class _Controller:
                 break
             visited += 1
             await self.run_slot(planned)
-            self.stop = self.stop or invalid_stop(self.counts(visited))
+            self.stop = self.stop or invalid_stop(self.aggregate(visited)[0])
         self.stop = self.stop or self.source.account.stopped
-        schedule = [ScheduledSlot(slot_id=s.slot_id) for s in self.schedule]
-        counts, receipts = aggregate(
-            self.root / "receipts",
-            schedule,
-            visited=visited,
-            journal=self.digests,
-            run_id=self.config.run_id,
-        )
+        counts, receipts = self.aggregate(visited)
         report = PilotReport(
             run_id=self.config.run_id,
             epoch=self.source.epoch,

@@ -317,9 +317,14 @@ run_real(plan, store, **args)
 
 
 def _start_killable(
-    tmp_path: Path, rig: Rig, clean_checkout: Path, extra_env: dict[str, str] | None = None
+    tmp_path: Path,
+    rig: Rig,
+    clean_checkout: Path,
+    extra_env: dict[str, str] | None = None,
+    **more: Any,
 ) -> subprocess.Popen[bytes]:
-    """`run_real` for `rig` in its own process (and session), to be killed mid-run."""
+    """`run_real` for `rig` in its own process (and session), to be killed mid-run;
+    `more`: further `run_real` arguments."""
     request = tmp_path / "run.json"
     request.write_bytes(
         msgspec.json.encode(
@@ -332,6 +337,7 @@ def _start_killable(
                 "traces": TRACE,
                 "checkout": str(clean_checkout),
                 "jobs": 1,
+                **more,
             }
         )
     )

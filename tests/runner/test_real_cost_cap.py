@@ -13,8 +13,6 @@ import contextlib
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -29,7 +27,7 @@ from continuity.runner.real import rate_card
 from continuity.runner.units import UnitRecord
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from tests.conftest import REPO
-from tests.runner.test_real import KILLABLE, TRACE, Rig
+from tests.runner.test_real import Rig, _start_killable
 
 READER = "openai-codex:gpt-6-mini"
 
@@ -142,34 +140,6 @@ def test_the_cap_stops_admission_once_the_next_hold_would_pass_it(
     assert seen + refused > Decimal("0.04")
 
 
-def _start_capped(tmp_path: Path, rig: Rig, checkout: Path, cap: str) -> subprocess.Popen[bytes]:
-    request = tmp_path / "run.json"
-    request.write_bytes(
-        msgspec.json.encode(
-            {
-                "plan": rig.plan,
-                "store": str(rig.store.root),
-                "confirm": rig.digest,
-                "credentials": str(rig.credentials),
-                "output": str(rig.output),
-                "traces": TRACE,
-                "checkout": str(checkout),
-                "jobs": 1,
-                "cost_cap": cap,
-            }
-        )
-    )
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
-    return subprocess.Popen(
-        [sys.executable, "-c", KILLABLE, str(request)],
-        cwd=REPO,
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
 def test_a_sigkilled_capped_run_resumes_with_its_held_request_counted(
     tmp_path: Path, clean_checkout: Path
 ) -> None:
@@ -180,7 +150,7 @@ def test_a_sigkilled_capped_run_resumes_with_its_held_request_counted(
         rig = Rig(
             tmp_path, clean_checkout, url, "openai-chat", arms="native,compaction-1", judge="none"
         )
-        proc = _start_capped(tmp_path, rig, clean_checkout, "0.50")
+        proc = _start_killable(tmp_path, rig, clean_checkout, cost_cap="0.50")
         try:
             deadline = time.monotonic() + 120
             while app.count() < 4:
