@@ -49,7 +49,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping
-from decimal import Context, Decimal, DivisionByZero, Inexact, InvalidOperation, Overflow
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ import msgspec
 
 from continuity.errors import ProviderError
 from continuity.messages import ModelRequest, Usage
+from continuity.providers.rates import EXACT, MILLION, RateCard, RateTier, price_usage
 
 __all__ = [
     "ACCOUNT_NAME",
@@ -71,8 +72,6 @@ __all__ = [
 ]
 
 ACCOUNT_NAME = "cost-cap.sqlite3"
-_EXACT = Context(prec=60, traps=[Inexact, InvalidOperation, DivisionByZero, Overflow])
-_MILLION = Decimal(1_000_000)
 
 
 class Framing(msgspec.Struct, frozen=True, kw_only=True):
@@ -84,87 +83,6 @@ class Framing(msgspec.Struct, frozen=True, kw_only=True):
 
 
 FRAMING = Framing()
-
-
-class RateTier(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """USD per million tokens as decimal text; None: the catalog does not know it."""
-
-    input: str | None
-    output: str | None
-    cache_read: str | None = None
-    cache_write: str | None = None
-
-
-class RateCard(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A model's list rates: the base, and tiers applied to a call whose whole input
-    (cached included) strictly exceeds their threshold (the highest one wins)."""
-
-    base: RateTier
-    tiers: tuple[tuple[int, RateTier], ...] = ()
-
-    def missing(self) -> list[str]:
-        """The rates a hold needs and the card lacks (input and output, every tier)."""
-        named = [("base", self.base), *((f"tier>{a}", t) for a, t in self.tiers)]
-        return [
-            f"{where}.{field}"
-            for where, tier in named
-            for field in ("input", "output")
-            if getattr(tier, field) is None
-        ]
-
-    def tier_for(self, total_input: int) -> RateTier:
-        chosen = self.base
-        for above, tier in self.tiers:
-            if total_input > above:
-                chosen = tier
-        return chosen
-
-    def bounded(self) -> RateCard:
-        """This card with every unknown cache rate replaced by the highest input-side
-        rate (an upper bound on what a cached token can cost)."""
-        worst = str(self.worst_rates()[0])
-
-        def fill(tier: RateTier) -> RateTier:
-            return msgspec.structs.replace(
-                tier,
-                cache_read=tier.cache_read if tier.cache_read is not None else worst,
-                cache_write=tier.cache_write if tier.cache_write is not None else worst,
-            )
-
-        return RateCard(base=fill(self.base), tiers=tuple((a, fill(t)) for a, t in self.tiers))
-
-    def worst_rates(self) -> tuple[Decimal, Decimal]:
-        """The highest input-side rate and the highest output rate, over every tier."""
-        tiers = [self.base, *(t for _, t in self.tiers)]
-        inputs = [
-            Decimal(rate)
-            for t in tiers
-            for rate in (t.input, t.cache_read, t.cache_write)
-            if rate is not None
-        ]
-        outputs = [Decimal(t.output) for t in tiers if t.output is not None]
-        return max(inputs), max(outputs)
-
-
-def price_usage(card: RateCard, usage: Usage) -> Decimal | None:
-    """The exact list price of one call in USD, or None when a rate it needs is unknown:
-    uncached input (less what it writes to the cache) at the input rate, output, cache
-    reads and cache writes, at the tier its whole input selects."""
-    tier = card.tier_for(usage.total_input)
-    parts = (
-        (usage.input - usage.cache_write, tier.input),
-        (usage.output, tier.output),
-        (usage.cache_read, tier.cache_read),
-        (usage.cache_write, tier.cache_write),
-    )
-    total = Decimal(0)
-    for tokens, rate in parts:
-        if tokens == 0:
-            continue
-        if rate is None:
-            return None
-        total = _EXACT.add(total, _EXACT.multiply(Decimal(tokens), Decimal(rate)))
-    return _EXACT.divide(total, _MILLION)
 
 
 class CapTotals(msgspec.Struct, frozen=True, kw_only=True):
@@ -206,7 +124,7 @@ CREATE TABLE IF NOT EXISTS holds (
 def _sum(values: list[str]) -> Decimal:
     total = Decimal(0)
     for value in values:
-        total = _EXACT.add(total, Decimal(value))
+        total = EXACT.add(total, Decimal(value))
     return total
 
 
@@ -323,7 +241,7 @@ class CostCap:
                     location=str(self.path),
                 )
             committed = self._committed()
-            if cap is not None and _EXACT.add(committed, amount) > Decimal(cap):
+            if cap is not None and EXACT.add(committed, amount) > Decimal(cap):
                 raise ProviderError(
                     f"a request of up to ${amount} would take committed spend "
                     f"${committed} past the ${cap} cap; no new request is admitted",
@@ -400,11 +318,11 @@ class CallHolds:
         card = self.account.card(self.model)
         rate_in, rate_out = card.worst_rates()
         self.bound = len(body) + self.framing
-        worst = _EXACT.add(
-            _EXACT.multiply(Decimal(self.bound), rate_in),
-            _EXACT.multiply(Decimal(self.max_output), rate_out),
+        worst = EXACT.add(
+            EXACT.multiply(Decimal(self.bound), rate_in),
+            EXACT.multiply(Decimal(self.max_output), rate_out),
         )
-        self.amount = _EXACT.divide(worst, _MILLION)
+        self.amount = EXACT.divide(worst, MILLION)
         self._hold = self.account.hold(self.model, self.amount)
 
     def not_billed(self, reason: str) -> None:

@@ -56,6 +56,7 @@ __all__ = [
     "Bindings",
     "account_commitment",
     "account_of",
+    "check_account_header",
     "validate_authorization",
 ]
 
@@ -241,3 +242,23 @@ def validate_authorization(
             ("continuity-lookup-authorization", msgspec.to_builtins(found))
         ),
     )
+
+
+def check_account_header(raw: bytes, header: str | None) -> None:
+    """Refuse a request whose account header is not the approved account: the header's
+    value, under the authorization's own salt, must give its commitment (the salt and
+    the commitment never leave this module).
+
+    Raises:
+        SpendError: ``lookup_authorization_invalid`` (`raw` is not an authorization),
+            ``lookup_account_substituted`` (no header, or another account's).
+    """
+    found = _decode(raw)
+    if header is None or not hmac.compare_digest(
+        account_commitment(found.salt, header), found.account_commitment
+    ):
+        raise _fail(
+            "the request's account header is not the approved account",
+            "lookup_account_substituted",
+            "request.headers",
+        )

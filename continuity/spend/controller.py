@@ -45,7 +45,6 @@ import time
 from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -56,15 +55,21 @@ from continuity.spend.assumptions import ASSUMED_V1, reservation
 from continuity.spend.consumption import Claim, verify_consumption
 from continuity.spend.containment import Containment, group_members
 from continuity.spend.durable import DurablePermitSource
+from continuity.spend.exchange import (
+    SlotState,
+    fixed_code,
+    held_amount,
+    serve_message,
+    slot_terminal,
+)
 from continuity.spend.ipc import Channel
 from continuity.spend.lease import Lease, process_start
-from continuity.spend.permits import Permit, Refusal, Settlement
+from continuity.spend.permits import Settlement
 from continuity.spend.pilot_child import ChildConfig
 from continuity.spend.preparation import PreparationRequest, Prepared, credential_free_environment
 from continuity.spend.private import write_new
 from continuity.spend.receipts import (
     RECEIPT_SCHEMA,
-    SLOT_CODES,
     PilotCounts,
     ScheduledSlot,
     SlotReceipt,
@@ -80,7 +85,6 @@ from continuity.spend.schedule import (
     PilotSlot,
     seeded_schedule,
 )
-from continuity.spend.usage import UsageRecord, catalog_cost
 
 __all__ = [
     "SETTLE_GRACE_S",
@@ -93,129 +97,6 @@ __all__ = [
 
 SETTLE_GRACE_S = 0.25
 _CHILD_KINDS = ("admit", "consume", "settle", "stop", "done")
-
-
-class _Slot:
-    """What the controller itself knows of one slot's run."""
-
-    def __init__(self) -> None:
-        self.admitted = 0
-        self.settled: list[str] = []  # settlement kinds
-        self.claim: dict[str, Any] = {}
-        self.cost = Decimal(0)
-        self.usage = (0, 0)
-        self.stop: str | None = None
-        self.open: dict[str, Permit] = {}  # granted, not yet settled
-
-
-class _Admit(msgspec.Struct):
-    request_id: str
-    slot_id: str
-    round: int
-    payload_digest: str
-    rmax: str
-
-
-class _Consume(msgspec.Struct):
-    permit: Permit
-    body_digest: str
-
-
-class _Settle(msgspec.Struct):
-    permit: Permit
-    settlement: Settlement
-    usage: UsageRecord | None = None
-    tier: str | None = None
-
-
-def _integrity(message: str, code: str = "lookup_ipc_integrity") -> SpendError:
-    return SpendError(message, code=code, location="child", outcome="integrity_stop")
-
-
-def _decode(message: dict[str, Any], kind: type[Any]) -> Any:
-    try:
-        return msgspec.convert(message, kind)
-    except msgspec.ValidationError:
-        raise _integrity("a child message with missing or malformed fields") from None
-
-
-def _held(source: DurablePermitSource, request_id: str) -> Decimal:
-    """What a closed hold counts in T: its settled cost, or its retained maximum."""
-    hold = source.account.holds[request_id]
-    if hold.state == "settled" and hold.cost is not None:
-        return hold.cost
-    return max(hold.amount, hold.cost or Decimal(0))
-
-
-async def _serve(
-    message: dict[str, Any], source: DurablePermitSource, slot: _Slot, planned: str
-) -> tuple[str, dict[str, Any]]:
-    """Apply one child request to the account, checked against what the controller
-    knows; the reply (kind, fields). A request that contradicts it is an integrity stop."""
-    if message["kind"] == "admit":
-        admit = _decode(message, _Admit)
-        if admit.slot_id != planned:
-            raise _integrity("an admission for another slot")
-        granted = await source.admit(
-            admit.request_id, planned, admit.round, admit.payload_digest, Decimal(admit.rmax)
-        )
-        if isinstance(granted, Refusal):
-            return "refused", {"code": granted.code, "policy": granted.policy}
-        slot.admitted += 1
-        slot.open[granted.request_id] = granted
-        return "admitted", {"permit": msgspec.to_builtins(granted)}
-    if message["kind"] == "consume":
-        consume = _decode(message, _Consume)
-        if slot.open.get(consume.permit.request_id) != consume.permit:
-            raise _integrity("a consumption of a permit this slot does not hold")
-        try:
-            await source.consume(consume.permit, consume.body_digest)
-        except SpendError as error:
-            return "refused", {"code": error.code}
-        return "consumed", {}
-    settle = _decode(message, _Settle)
-    permit, settlement, raw = settle.permit, settle.settlement, settle.usage
-    if slot.open.get(permit.request_id) != permit:
-        raise _integrity("a settlement of a permit this slot does not hold")
-    if settlement.kind == "settled":  # the cost is recomputed here, never taken on trust
-        try:
-            cost = catalog_cost(raw, settle.tier, ASSUMED_V1) if raw is not None else None
-        except ValueError:
-            cost = None
-        if cost is None or settlement.cost is None or Decimal(settlement.cost) != cost:
-            raise _integrity(
-                "a settled cost the raw usage does not give", "lookup_settlement_violation"
-            )
-    await source.settle(permit, settlement, raw, settle.tier)
-    del slot.open[permit.request_id]
-    slot.settled.append(settlement.kind)
-    slot.cost += _held(source, permit.request_id)
-    if raw is not None:
-        slot.usage = (slot.usage[0] + raw.input, slot.usage[1] + raw.output)
-    return "settled", {}
-
-
-def _fixed(code: str | None) -> str | None:
-    """`code` if a receipt may carry it, else the generic integrity code."""
-    return code if code is None or code in SLOT_CODES else "lookup_integrity_stop"
-
-
-def _terminal(slot: _Slot) -> tuple[str, str | None]:
-    """The slot's terminal and code from the controller's own records."""
-    claim = slot.claim
-    code = _fixed(slot.stop or claim.get("code"))
-    if slot.admitted == 0:
-        return "unadmitted", code
-    if code == "pilot_empty_final_output":
-        return "invalid", code
-    complete = (
-        slot.stop is None
-        and claim.get("terminal") == "completed"
-        and slot.settled
-        and all(kind == "settled" for kind in slot.settled)
-        and len(slot.settled) == slot.admitted
-    )
-    return ("completed", None) if complete else ("incomplete", code)
 
 
 class _Controller:
@@ -313,7 +194,7 @@ class _Controller:
         process.stdin.close()
         return process, mine
 
-    async def _exchanges(self, channel: Channel, slot: _Slot, planned: str) -> None:
+    async def _exchanges(self, channel: Channel, slot: SlotState, planned: str) -> None:
         channel.expect("ready", timeout=self.config.ready_timeout)
         timeout = self.config.message_timeout
         while True:
@@ -324,39 +205,39 @@ class _Controller:
                 slot.claim = message
                 return
             if message["kind"] == "stop":
-                code = _fixed(str(message.get("code"))) or "lookup_integrity_stop"
+                code = fixed_code(str(message.get("code"))) or "lookup_integrity_stop"
                 await self.source.stop(code)
                 channel.send("stopped")
                 continue
-            reply, fields = await _serve(message, self.source, slot, planned)
+            reply, fields = await serve_message(message, self.source, slot, planned)
             channel.send(reply, **fields)
             # a consumed request streams until its own deadline before it settles
             consumed = reply == "consumed"
             timeout = self.config.request_timeout if consumed else self.config.message_timeout
 
-    async def _grace(self, channel: Channel, slot: _Slot, planned: str) -> None:
+    async def _grace(self, channel: Channel, slot: SlotState, planned: str) -> None:
         """The bounded settle grace: serve settlements already on their way, 250 ms."""
         deadline = time.monotonic() + SETTLE_GRACE_S
         while (left := deadline - time.monotonic()) > 0:
             try:
                 message = channel.expect("settle", timeout=left)
-                reply, fields = await _serve(message, self.source, slot, planned)
+                reply, fields = await serve_message(message, self.source, slot, planned)
                 channel.send(reply, **fields)
             except SpendError:
                 return
 
-    async def _retain_open(self, slot: _Slot, code: str) -> None:
+    async def _retain_open(self, slot: SlotState, code: str) -> None:
         """Every permit still open: lost (nobody knows what was billed); legal after a
         stop, never an admission."""
         for request_id, permit in list(slot.open.items()):
             await self.source.settle(permit, Settlement(kind="lost", code=code), None, None)
             del slot.open[request_id]
             slot.settled.append("lost")
-            slot.cost += _held(self.source, request_id)
+            slot.cost += held_amount(self.source, request_id)
 
     async def run_slot(self, planned: PilotSlot) -> None:
         self.journal.add("visit", slot=planned.slot_id)
-        slot = _Slot()
+        slot = SlotState()
         try:
             prepared = self._prepare(planned)
         except SpendError as error:
@@ -390,8 +271,8 @@ class _Controller:
         if slot.stop is not None and self.stop is None:
             self.stop = slot.stop
 
-    def _receipt(self, planned: PilotSlot, slot: _Slot) -> None:
-        terminal, code = _terminal(slot)
+    def _receipt(self, planned: PilotSlot, slot: SlotState) -> None:
+        terminal, code = slot_terminal(slot)
         receipt = SlotReceipt(
             schema=RECEIPT_SCHEMA,
             run_id=self.config.run_id,

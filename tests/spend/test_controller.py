@@ -288,10 +288,10 @@ async def _held_source(tmp_path: Path) -> Any:
 async def test_child_messages_that_contradict_the_controller_are_integrity_stops(
     tmp_path: Path,
 ) -> None:
-    from continuity.spend.controller import _serve, _Slot
+    from continuity.spend.exchange import SlotState, serve_message
 
     source = await _held_source(tmp_path)
-    slot = _Slot()
+    slot = SlotState()
     admit = {
         "kind": "admit",
         "request_id": "r1",
@@ -302,21 +302,21 @@ async def test_child_messages_that_contradict_the_controller_are_integrity_stops
     }
     for bad in ({**admit, "slot_id": "s2"}, {**admit, "round": "one"}, {"kind": "admit"}):
         with pytest.raises(SpendError) as caught:
-            await _serve(bad, source, slot, "s1")
+            await serve_message(bad, source, slot, "s1")
         assert caught.value.code == "lookup_ipc_integrity"
-    kind, fields = await _serve(admit, source, slot, "s1")
+    kind, fields = await serve_message(admit, source, slot, "s1")
     assert kind == "admitted"
     permit = fields["permit"]
     stranger = {**permit, "request_id": "r9"}
     with pytest.raises(SpendError) as caught:
-        await _serve(
+        await serve_message(
             {"kind": "consume", "permit": stranger, "body_digest": "d" * 64}, source, slot, "s1"
         )
     assert caught.value.code == "lookup_ipc_integrity"
     usage = {"input": 1000, "output": 10}
     forged = {"kind": "settled", "cost": "0.000001"}
     with pytest.raises(SpendError) as caught:
-        await _serve(
+        await serve_message(
             {
                 "kind": "settle",
                 "permit": permit,

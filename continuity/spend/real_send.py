@@ -1,0 +1,122 @@
+"""The sole real-send factory of a pilot probe child (seed 000, "Child-authorized pilot
+construction"). It is built and tested here, but no route calls it while the release
+gate (`continuity.spend.gate`) is closed.
+
+`mint_real_send` refuses to mint unless every check holds. CI or debug variables must be
+absent, even empty ones (``lookup_pilot_environment_refused``). The authorization bytes
+must pass the shared validator (`continuity.spend.authorization.validate_authorization`)
+against the registered bindings and the local account. The consumption must be bound to
+exactly those bytes and that id: the claim's raw sha256 and authorization id, and the
+output root's marker, which must carry the same claim (``lookup_consumption_invalid``).
+The child's parent must be the claim's live controller, by PID and start identity
+(``lookup_parent_mismatch``). The prepared boundary's record must still be the one
+verified (``lookup_preparation_invalid``).
+
+The send it returns is PID-bound (a forked copy refuses: ``lookup_unguarded_dispatch``).
+Before each request it re-checks the preparation record and requires the account header
+to match the salted commitment (``lookup_account_substituted``: no header, or another
+account's). It then makes one request through a retry-free transport that never
+follows a redirect. The guard in front of it (`continuity.spend.guard`) keeps its
+contract: one consumed, unsettled hold per request, checked against the body digest. A
+401, 403, 429 or usage limit is a sticky stop.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+
+from continuity.errors import SpendError
+from continuity.spend.authorization import (
+    Bindings,
+    check_account_header,
+    validate_authorization,
+)
+from continuity.spend.consumption import CONSUMED_MARKER, REAL_DOMAIN, Claim
+from continuity.spend.lease import process_start
+from continuity.spend.preparation import Prepared, still_prepared
+from continuity.spend.private import read_private
+from continuity.spend.transport import Send
+
+__all__ = ["ACCOUNT_HEADER", "mint_real_send"]
+
+ACCOUNT_HEADER = "chatgpt-account-id"
+_REFUSED_VARIABLES = ("CI", "CONTINUITY_DEBUG")
+
+
+def _refuse(message: str, code: str, where: str) -> SpendError:
+    return SpendError(message, code=code, location=where, outcome="refused_pre_send")
+
+
+def _marker_claim(root: Path) -> dict[str, object]:
+    data = read_private(root / CONSUMED_MARKER)
+    try:
+        value = json.loads(data) if data is not None else None
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise _refuse("the consumption marker is not sound", "lookup_consumption_invalid", "marker")
+    return value
+
+
+def mint_real_send(
+    *,
+    raw_authorization: bytes,
+    expected: Bindings,
+    claim: Claim,
+    prepared: Prepared,
+    environ: Mapping[str, str] | None = None,
+    domain: str = REAL_DOMAIN,
+) -> tuple[Send, httpx.AsyncHTTPTransport]:
+    """The PID-bound real send and the transport it owns (the caller closes it).
+
+    Raises:
+        SpendError: the module docstring's codes and the validator's.
+    """
+    environ = os.environ if environ is None else environ
+    for name in _REFUSED_VARIABLES:
+        if name in environ:
+            raise _refuse(
+                f"{name} is set: the real send is refused", "lookup_pilot_environment_refused", name
+            )
+    handle = validate_authorization(raw_authorization, expected=expected, domain=domain)
+    bound = (handle.authorization_id, handle.raw_sha256) == (
+        claim.authorization_id,
+        claim.raw_sha256,
+    )
+    root = Path(claim.output_root)
+    marker = _marker_claim(root)
+    same_marker = all(
+        hmac.compare_digest(str(marker.get(field)), str(getattr(claim, field)))
+        for field in Claim.__dataclass_fields__
+    )
+    if not (bound and same_marker):
+        raise _refuse(
+            "the consumption is not bound to these authorization bytes",
+            "lookup_consumption_invalid",
+            "claim",
+        )
+    parent = os.getppid()
+    if parent != claim.controller_pid or process_start(parent) != claim.controller_start:
+        raise _refuse(
+            "the parent is not the claim's live controller", "lookup_parent_mismatch", "parent"
+        )
+    still_prepared(root, prepared)
+    pid = os.getpid()
+    transport = httpx.AsyncHTTPTransport(retries=0)
+
+    async def send(request: httpx.Request) -> httpx.Response:
+        if os.getpid() != pid:
+            raise _refuse(
+                "the send was minted for another process", "lookup_unguarded_dispatch", "send"
+            )
+        still_prepared(root, prepared)
+        check_account_header(raw_authorization, request.headers.get(ACCOUNT_HEADER))
+        return await transport.handle_async_request(request)
+
+    return send, transport
