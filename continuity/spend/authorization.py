@@ -51,6 +51,7 @@ from continuity.spend.consumption import FAUX_DOMAIN, REAL_DOMAIN
 
 __all__ = [
     "ACCOUNT_DOMAIN",
+    "ACCOUNT_HEADER",
     "Authorization",
     "AuthorizationHandle",
     "Bindings",
@@ -61,6 +62,7 @@ __all__ = [
 ]
 
 ACCOUNT_DOMAIN = b"continuity-lookup-account-v1"
+ACCOUNT_HEADER = "chatgpt-account-id"  # the account a guarded request names
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _APPROVAL = re.compile(r"[0-9]{1,32}")
 _AUTH_CLAIM = "https://api.openai.com/auth"

@@ -52,7 +52,7 @@ import msgspec
 
 from continuity.errors import SpendError
 from continuity.spend.assumptions import ASSUMED_V1, reservation
-from continuity.spend.consumption import Claim, verify_consumption
+from continuity.spend.consumption import REAL_DOMAIN, Claim, verify_consumption
 from continuity.spend.containment import Containment, group_members
 from continuity.spend.durable import DurablePermitSource
 from continuity.spend.exchange import (
@@ -68,6 +68,7 @@ from continuity.spend.permits import Settlement
 from continuity.spend.pilot_child import ChildConfig
 from continuity.spend.preparation import PreparationRequest, Prepared, credential_free_environment
 from continuity.spend.private import write_new
+from continuity.spend.real_send import RealGrant
 from continuity.spend.receipts import (
     RECEIPT_SCHEMA,
     PilotCounts,
@@ -100,9 +101,10 @@ _CHILD_KINDS = ("admit", "consume", "settle", "stop", "done")
 
 
 class _Controller:
-    def __init__(self, config: PilotConfig, lease: Lease) -> None:
+    def __init__(self, config: PilotConfig, lease: Lease, claim: Claim) -> None:
         self.config = config
         self.lease = lease
+        self.grant = _grant(config, claim)
         self.root = Path(config.root)
         self.journal = Journal(self.root / "controller-journal.jsonl")
         self.containment = Containment(self.root / "containment-journal.jsonl")
@@ -158,7 +160,8 @@ class _Controller:
         self, slot: PilotSlot, prepared: Prepared
     ) -> tuple[subprocess.Popen[bytes], socket.socket]:
         mine, theirs = socket.socketpair()
-        urls = [urlsplit(self.config.base_url), urlsplit(self.config.history_url)]
+        history = planned_history(slot, self.config)
+        urls = [urlsplit(self.config.base_url), urlsplit(history)]
         ports = tuple(u.port or (443 if u.scheme == "https" else 80) for u in urls)
         child = ChildConfig(
             fd=theirs.fileno(),
@@ -175,9 +178,10 @@ class _Controller:
             allowed_ports=ports,
             credentials=self.config.credentials,
             question=slot.question,
-            history_url=self.config.history_url,
+            history_url=history,
             arm=slot.arm,
             prepared=prepared,
+            real=self.grant,
             timeout=self.config.message_timeout,
         )
         process = subprocess.Popen(
@@ -330,6 +334,30 @@ class _Controller:
         return report
 
 
+def planned_history(slot: PilotSlot, config: PilotConfig) -> str:
+    """The ConversationHistory endpoint a slot's child may reach."""
+    return slot.history_url or config.history_url
+
+
+def _grant(config: PilotConfig, claim: Claim) -> RealGrant | None:
+    """A real-domain claim's grant for its children; a faux claim has none.
+
+    Raises:
+        SpendError: ``lookup_authorization_invalid`` (a real claim without the
+            authorization bytes and bindings its children must re-validate).
+    """
+    if claim.domain != REAL_DOMAIN:
+        return None
+    if config.authorization is None or config.bindings is None:
+        raise SpendError(
+            "a real-domain pilot needs its authorization bytes and bindings",
+            code="lookup_authorization_invalid",
+            location="config.authorization",
+            outcome="refused_pre_send",
+        )
+    return RealGrant(raw_authorization=config.authorization, bindings=config.bindings, claim=claim)
+
+
 def _wait(process: subprocess.Popen[bytes], seconds: float) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):  # containment decides the rest
         process.wait(timeout=seconds)
@@ -360,7 +388,7 @@ def run_pilot(config: PilotConfig, lease: Lease, claim: Claim) -> PilotReport:
             location="root",
             outcome="integrity_stop",
         )
-    controller = _Controller(config, lease)
+    controller = _Controller(config, lease, claim)
     try:
         return anyio.run(controller.run)
     finally:

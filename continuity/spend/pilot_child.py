@@ -18,6 +18,12 @@ also writes a canary, ``canaries/<slot>-<pid>.json`` (its PID, parent and proces
 group), and deliberately tries one forbidden destination so the record proves the
 denial is live in this very process.
 
+Still before ``ready`` it mints its one send: in a real-domain pilot (`ChildConfig.real`)
+the real-send factory (`continuity.spend.real_send`) re-validates the authorization
+bytes, the consumption claim and marker, its parent and the preparation record, and
+refuses under a CI or debug variable; a faux pilot gets the faux domain's PID-bound
+send. A refusal is exit 3 with its code, before any request.
+
 The probe run dispatches only through the runtime proxy (`continuity.spend.runtime`):
 its resolved settings are checked at construction and at every dispatch, the guard's
 branded dispatch is the only route, and a transcript snapshot refuses in-place
@@ -60,6 +66,7 @@ from continuity.spend.ipc import Channel
 from continuity.spend.ipc_permits import IpcPermitSource
 from continuity.spend.lease import check_lease, process_start
 from continuity.spend.preparation import Prepared, still_prepared, verify_prepared
+from continuity.spend.real_send import RealGrant, mint_granted
 from continuity.spend.runtime import RuntimeProxy, guarded_dispatch
 from continuity.spend.safety import HISTORY_TOOL, ResolvedSettings, check_assignment
 from continuity.spend.transport import Send
@@ -102,6 +109,7 @@ class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     question: str
     history_url: str  # the registered loopback ConversationHistory (MCP)
     prepared: Prepared  # the journaled preparation tuple this probe verifies and restores
+    real: RealGrant | None = None  # a real-domain pilot: the child mints the real send
     arm: str = "native-lookup"
     timeout: float = 30.0
 
@@ -191,11 +199,22 @@ def minted_send(config: ChildConfig) -> tuple[Send, httpx.AsyncHTTPTransport]:
     return send, transport
 
 
+def _mint(config: ChildConfig) -> tuple[Send, httpx.AsyncHTTPTransport]:
+    """The slot's one send: the real-send factory's for a real-domain pilot (every check
+    of `continuity.spend.real_send`), else the faux domain's PID-bound send."""
+    if config.real is None:
+        return minted_send(config)
+    return mint_granted(config.real, config.prepared)
+
+
 async def _probe(
-    config: ChildConfig, permits: IpcPermitSource, boundary: list[Message]
+    config: ChildConfig,
+    permits: IpcPermitSource,
+    boundary: list[Message],
+    minted: tuple[Send, httpx.AsyncHTTPTransport],
 ) -> dict[str, Any]:
     """One guarded probe run; what the child reports (fixed codes, a hash, numbers)."""
-    send, transport = minted_send(config)
+    send, transport = minted
     guard = GuardedProvider(
         contract=GuardContract(
             provider="openai-codex",
@@ -344,6 +363,10 @@ def main() -> int:
         boundary = verify_prepared(Path(config.root), config.prepared)
     except SpendError as error:
         _refuse(error.code, "the prepared boundary does not verify")
+    try:  # minted once, before ready: a refusal here never reaches the endpoint
+        minted = _mint(config)
+    except SpendError as error:
+        _refuse(error.code, "the send cannot be minted")
     egress = Path(config.root) / "egress"
     egress.mkdir(mode=0o700, exist_ok=True)
     deny_egress(config.allowed_ports, egress / f"{config.slot_id}.jsonl")
@@ -355,7 +378,7 @@ def main() -> int:
     try:
         channel.send("ready", pid=os.getpid(), start=process_start(os.getpid()))
         permits = IpcPermitSource(channel, Path(config.account), timeout=config.timeout)
-        report = anyio.run(_probe, config, permits, boundary)
+        report = anyio.run(_probe, config, permits, boundary, minted)
         channel.send("done", **report)
         channel.expect("done-ack", timeout=config.timeout)
     except ContinuityError as error:

@@ -30,9 +30,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
+import msgspec
 
 from continuity.errors import SpendError
 from continuity.spend.authorization import (
+    ACCOUNT_HEADER,
     Bindings,
     check_account_header,
     validate_authorization,
@@ -43,10 +45,19 @@ from continuity.spend.preparation import Prepared, still_prepared
 from continuity.spend.private import read_private
 from continuity.spend.transport import Send
 
-__all__ = ["ACCOUNT_HEADER", "mint_real_send"]
+__all__ = ["ACCOUNT_HEADER", "RealGrant", "mint_granted", "mint_real_send"]
 
-ACCOUNT_HEADER = "chatgpt-account-id"
 _REFUSED_VARIABLES = ("CI", "CONTINUITY_DEBUG")
+
+
+class RealGrant(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What the controller hands a real-domain probe child so it can mint its own send:
+    the authorization's exact bytes, the bindings they must carry and the consumption
+    claim (the child re-validates all of it; none of it is a capability on its own)."""
+
+    raw_authorization: bytes
+    bindings: Bindings
+    claim: Claim
 
 
 def _refuse(message: str, code: str, where: str) -> SpendError:
@@ -120,3 +131,13 @@ def mint_real_send(
         return await transport.handle_async_request(request)
 
     return send, transport
+
+
+def mint_granted(grant: RealGrant, prepared: Prepared) -> tuple[Send, httpx.AsyncHTTPTransport]:
+    """`mint_real_send` over a controller's `grant`, in this process's real environment."""
+    return mint_real_send(
+        raw_authorization=grant.raw_authorization,
+        expected=grant.bindings,
+        claim=grant.claim,
+        prepared=prepared,
+    )

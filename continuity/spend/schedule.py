@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from continuity.spend.authorization import Bindings
 from continuity.spend.receipts import PilotCounts, SlotReceipt
 
 __all__ = ["Journal", "PilotConfig", "PilotReport", "PilotSlot", "seeded_schedule"]
@@ -29,6 +30,7 @@ class PilotSlot(msgspec.Struct, frozen=True, kw_only=True):
     question: str
     arm: str = "native-lookup"  # a prepared-boundary arm (safety.BOUNDARY_ARMS)
     context: tuple[str, ...] = ()  # the conversation the preparation child restores
+    history_url: str | None = None  # this slot's ConversationHistory, else the config's
 
 
 class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -40,6 +42,9 @@ class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
     base_url: str  # the registered endpoint (``http://127.0.0.1:<port>/v1`` in tests)
     credentials: str
     history_url: str  # the registered ConversationHistory (MCP) endpoint
+    # a real-domain pilot: the authorization's exact bytes and what they must bind
+    authorization: bytes | None = None
+    bindings: Bindings | None = None
     ready_timeout: float = 20.0
     message_timeout: float = 30.0
     request_timeout: float = 600.0  # a consumed request streams until its own deadline

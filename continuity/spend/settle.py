@@ -18,13 +18,15 @@ event's own bytes: no later hook or parser can rewrite what it captured.
 
 `GuardedResponses` is the Responses client the guard wraps: it serializes the declared
 cache key into the payload (``prompt_cache_key``) and the ``session-id`` /
-``x-client-request-id`` headers, and drops httpx's default ``accept-encoding`` and
+``x-client-request-id`` headers, names the account the credentials file holds (when it
+names one) in ``chatgpt-account-id``, and drops httpx's default ``accept-encoding`` and
 ``connection`` headers, which are not on the send allowlist.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -34,6 +36,7 @@ from continuity.messages import ModelRequest
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.openai import OpenAIResponsesProvider
 from continuity.spend.assumptions import Assumptions, tier_multiplier
+from continuity.spend.authorization import ACCOUNT_HEADER, account_of
 from continuity.spend.money import usd_text
 from continuity.spend.permits import Settlement
 from continuity.spend.usage import (
@@ -139,6 +142,9 @@ class GuardedResponses(OpenAIResponsesProvider):
 
     def headers(self) -> dict[str, str]:
         headers = super().headers()
+        account = account_of(Path(self.spec.credentials_path))
+        if account is not None:  # the account the credentials name, read per request
+            headers[ACCOUNT_HEADER] = account
         if self._cache_key is not None:
             headers["session-id"] = headers["x-client-request-id"] = self._cache_key
         return headers

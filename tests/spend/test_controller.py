@@ -43,18 +43,25 @@ def slots(blocks: int = 2) -> tuple[PilotSlot, ...]:
 
 
 class Pilot:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        *,
+        domain: str = FAUX_DOMAIN,
+        credentials: str = '{"api_key": "sk-fictional"}',
+        authorization: tuple[str, str] = ("faux-0001", "ab" * 32),  # id, raw sha256
+    ) -> None:
         self.parent = tmp_path / "runs"
         self.parent.mkdir(mode=0o700)
         self.root = self.parent / "out"
         self.root.mkdir(mode=0o700)
         self.credentials = tmp_path / "credentials.json"
-        self.credentials.write_text('{"api_key": "sk-fictional"}')
+        self.credentials.write_text(credentials)
         self.lease: Lease = acquire_lease(self.root)
         self.claim: Claim = consume(
-            domain=FAUX_DOMAIN,
-            authorization_id="faux-0001",
-            raw_sha256="ab" * 32,
+            domain=domain,
+            authorization_id=authorization[0],
+            raw_sha256=authorization[1],
             output_root=self.root,
             run_id=RUN,
             epoch="epoch-1",

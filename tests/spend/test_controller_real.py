@@ -1,0 +1,113 @@
+"""A real-domain pilot: each probe child mints the real send (`continuity.spend.real_send`)
+from the controller's grant and every guarded request must name the approved account.
+
+Fictional credentials (a JWT naming a fictional account), a test-written authorization,
+a synthetic home for the burn registry (only the home lookup is redirected), the real
+controller, real probe children and the loopback wire server. CI and debug variables
+are removed for the children, as on an owner's machine; one test puts CI back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from continuity.errors import SpendError
+from continuity.servers.wire import WireServer
+from continuity.spend import consumption
+from continuity.spend.consumption import REAL_DOMAIN
+from continuity.spend.controller import PilotConfig, run_pilot
+from tests.spend.test_authorization import _authorization, _bindings, _jwt
+from tests.spend.test_controller import Pilot
+
+MODEL = "gpt-6.1-sol"
+
+
+class RealPilot(Pilot):
+    """`Pilot`'s layout with a real-domain consumption and JWT credentials."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        credentials = tmp_path / "credentials.json"
+        self.raw = _authorization(credentials)
+        super().__init__(
+            tmp_path,
+            domain=REAL_DOMAIN,
+            credentials=json.dumps({"api_key": _jwt("acct-1", "one")}),
+            authorization=("auth-0001", hashlib.sha256(self.raw).hexdigest()),
+        )
+
+    def account(self, account: str, nonce: str = "one") -> None:
+        self.credentials.write_text(json.dumps({"api_key": _jwt(account, nonce)}))
+
+    def config(self, urls: tuple[str, str], **more: Any) -> PilotConfig:
+        granted = {"authorization": self.raw, "bindings": _bindings(self.credentials)}
+        return super().config(urls, **{**granted, **more})
+
+
+@pytest.fixture
+def real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setattr(consumption, "_home", lambda: home)  # only the home lookup
+    for name in ("CI", "CONTINUITY_DEBUG"):  # the children inherit this environment
+        monkeypatch.delenv(name, raising=False)
+    made = RealPilot(tmp_path)
+    yield made
+    made.lease.release()
+
+
+def test_real_children_mint_the_real_send_and_name_the_approved_account(
+    real: RealPilot,
+) -> None:
+    app = WireServer(model=MODEL)
+    with real.serve(app) as urls:
+        report = run_pilot(real.config(urls), real.lease, real.claim)
+    assert report.stop is None
+    assert [r.terminal for r in report.receipts] == ["completed"] * 4
+    # the real send refuses a request without the committed account header, so every
+    # settled request carried it: two guarded rounds a slot, all settled
+    assert [state for _, state, _ in real.holds()] == ["settled"] * 8
+    assert app.count() == 8
+    text = (real.root / "report.json").read_text()
+    assert "acct-1" not in text and str(real.credentials) not in text
+
+
+def test_a_rotated_token_of_the_same_account_still_mints(real: RealPilot) -> None:
+    real.account("acct-1", nonce="rotated")
+    app = WireServer(model=MODEL)
+    with real.serve(app) as urls:
+        report = run_pilot(real.config(urls), real.lease, real.claim)
+    assert report.stop is None and report.counts.completed == 4
+
+
+@pytest.mark.parametrize("change", ["another account", "CI set"])
+def test_a_child_that_cannot_mint_never_reaches_the_endpoint(
+    real: RealPilot, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    if change == "CI set":
+        monkeypatch.setenv("CI", "")  # even empty: the child's own check refuses
+    else:
+        real.account("acct-2")  # substituted after the consumption
+    app = WireServer(model=MODEL)
+    with real.serve(app) as urls:
+        report = run_pilot(real.config(urls), real.lease, real.claim)
+    assert app.count() == 0 and real.holds() == []
+    assert report.stop is not None and report.counts.admitted == 0
+    assert report.counts.visited == 1  # the first child's refusal stops the run
+    assert Path(real.root / "canaries").exists() is False  # refused before its canary
+
+
+def test_a_real_claim_without_its_authorization_never_launches(real: RealPilot) -> None:
+    config = real.config(("http://127.0.0.1:9/v1", "http://127.0.0.1:9/mcp"))
+    for missing in ({"authorization": None}, {"bindings": None}):
+        with pytest.raises(SpendError) as caught:
+            run_pilot(PilotConfig(**{**_fields(config), **missing}), real.lease, real.claim)
+        assert caught.value.code == "lookup_authorization_invalid"
+    assert not (real.root / "controller-journal.jsonl").exists()
+
+
+def _fields(config: PilotConfig) -> dict[str, Any]:
+    return {name: getattr(config, name) for name in config.__struct_fields__}
