@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TypedDict, Unpack
 
 from continuity.graph import task_action
-from rules.params import IntOption, TaskSpec, param
+from rules.params import STORE, IntOption, TaskSpec, param
 from rules.plan import PRICING
 
 __all__ = ["PilotOptions", "task_compare_pilot", "task_pilot_register"]
@@ -105,24 +105,55 @@ def task_pilot_register() -> TaskSpec:
 
 
 def _compare_pilot(**options: str) -> str:
+    from pathlib import Path
+
+    from continuity.errors import UsageError
     from continuity.spend.gate import require_real_route
 
     require_real_route()  # before any file an option names is read
-    raise AssertionError("unreachable while the release gate is closed")  # pragma: no cover
+    from continuity.roles.pilot_run import PilotRequest, run_compare_pilot
+    from continuity.store import Store
+
+    for name in ("registration", "sha256", "authorization", "output", "credentials"):
+        if not options.get(name):
+            raise UsageError(
+                f"compare_pilot needs --{name}", code="option_value_missing", location=f"--{name}"
+            )
+    pricing = options.get("pricing")
+    request = PilotRequest(
+        registration=Path(options["registration"]),
+        sha256=options["sha256"],
+        authorization=Path(options["authorization"]),
+        output=Path(options["output"]),
+        credentials=Path(options["credentials"]),
+        pricing=Path(pricing) if pricing else None,
+    )
+    report = run_compare_pilot(Store(options.get("store") or None), request)
+    counts = report.counts
+    return (
+        f"compare_pilot: {counts.visited} of {counts.planned} slots visited, "
+        f"{counts.completed} completed, stop {report.stop or 'none'}, total "
+        f"${report.total} of the cap ${report.cap}\n"
+        f"report at {Path(options['output']) / 'report.json'}"
+    )
 
 
 def task_compare_pilot() -> TaskSpec:
-    """Run a capped real lookup pilot (closed: refuses before reading anything).
+    """Run a capped real lookup pilot from a pilot registration (gated).
 
-    The release gate is closed in this revision: the command refuses with
-    lookup_pilot_real_route_unavailable before any file an option names is read."""
+    While the release gate is closed it refuses with lookup_pilot_real_route_unavailable
+    before any file an option names is read; open, it refuses a reader whose readiness
+    is not fully known (lookup_pilot_reader_not_ready)."""
     return {
         "actions": [task_action(_compare_pilot)],
         "params": [
             param("registration", str, "", "the pilot registration (doit pilot_register)"),
             param("sha256", str, "", "its raw sha256"),
             param("authorization", str, "", "the owner-provisioned authorization file"),
-            param("output", str, "", "a new private output root"),
+            param("output", str, "", "a new absolute output root outside both checkouts"),
+            param("credentials", str, "", "the reader's credentials file (read, never changed)"),
+            PRICING,
+            STORE,
         ],
         "verbosity": 2,
     }

@@ -104,7 +104,11 @@ The tree::
     │                                  lookup_pilot_reader_mismatch,
     │                                  lookup_pilot_deadlines_changed,
     │                                  lookup_pilot_schedule_mismatch,
-    │                                  lookup_pilot_catalog_changed
+    │                                  lookup_pilot_catalog_changed; doit compare_pilot
+    │                                  (continuity.roles.pilot_run, pilot_slots):
+    │                                  lookup_pilot_reader_not_ready (readiness not
+    │                                  fully known), lookup_pilot_registration_invalid
+    │                                  (the store's selection is not the registered one)
     ├── SpendError                     the spend controller (continuity.spend), with
     │                                  `outcome` (refused_pre_send, own_abort_after_send,
     │                                  lost, integrity_stop) and, when the permit
@@ -215,7 +219,12 @@ The tree::
     │                                  continuity.spend.containment): lookup_worker_lost,
     │                                  lookup_containment_unreconciled. The release gate
     │                                  (continuity.spend.gate, doit compare_pilot):
-    │                                  lookup_pilot_real_route_unavailable
+    │                                  lookup_pilot_real_route_unavailable. A
+    │                                  registered pilot's preparation child
+    │                                  (continuity.runner.pilot_prepare) exits 3 with
+    │                                  lookup_preparation_invalid or the checkpoint's
+    │                                  code; the controller stops with
+    │                                  lookup_preparation_invalid
     ├── RunIncomplete                  run_incomplete (finished units are kept)
     ├── LookupCoverageIncomplete       lookup_partial_coverage (the units are kept)
     ├── CompareError                   compare_protocol_mismatch, compare_scorer_mismatch,

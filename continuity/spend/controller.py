@@ -122,7 +122,7 @@ class _Controller:
         group, journal its tuple and write the one-use proof (`continuity.spend.
         preparation`)."""
         process = subprocess.Popen(
-            [sys.executable, "-m", "continuity.spend.preparation"],
+            [sys.executable, "-m", self.config.preparer],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -131,7 +131,11 @@ class _Controller:
         )
         start = process_start(process.pid)  # taken while it runs (it waits for stdin)
         request = PreparationRequest(
-            root=str(self.root), slot_id=slot.slot_id, arm=slot.arm, context=slot.context
+            root=str(self.root),
+            slot_id=slot.slot_id,
+            arm=slot.arm,
+            context=slot.context,
+            source=slot.source,
         )
         assert process.stdin is not None
         process.stdin.write(msgspec.json.encode(request))
@@ -162,7 +166,9 @@ class _Controller:
         mine, theirs = socket.socketpair()
         history = planned_history(slot, self.config)
         urls = [urlsplit(self.config.base_url), urlsplit(history)]
-        ports = tuple(u.port or (443 if u.scheme == "https" else 80) for u in urls)
+        allowed = tuple(
+            (u.hostname or "", u.port or (443 if u.scheme == "https" else 80)) for u in urls
+        )
         child = ChildConfig(
             fd=theirs.fileno(),
             run_id=self.config.run_id,
@@ -175,7 +181,7 @@ class _Controller:
             root=str(self.root),
             account=str(self.root / "account.sqlite3"),
             base_url=self.config.base_url,
-            allowed_ports=ports,
+            allowed=allowed,
             credentials=self.config.credentials,
             question=slot.question,
             history_url=history,

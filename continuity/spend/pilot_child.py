@@ -11,8 +11,9 @@ verifies, and refuses (exit 3, ``lookup_child_refused: <code>`` on stderr) other
 - its assigned transport cache key is its slot's in the run's assignment, plain ASCII
   of at most 64 characters and unique (`continuity.spend.safety.check_assignment`).
 
-It then denies every socket destination but the registered endpoint (IPv4 loopback at
-the endpoint's port) and its inherited socket pair: any other ``connect`` raises
+It then denies every socket destination but the registered endpoint and its
+ConversationHistory (the addresses their hosts resolve to, at their ports) and its
+inherited socket pair: any other ``connect`` raises
 ``PermissionError`` and is recorded, content-free, in ``egress/<slot>.jsonl``. Each child
 also writes a canary, ``canaries/<slot>-<pid>.json`` (its PID, parent and process
 group), and deliberately tries one forbidden destination so the record proves the
@@ -65,7 +66,12 @@ from continuity.spend.guard import GuardedProvider
 from continuity.spend.ipc import Channel
 from continuity.spend.ipc_permits import IpcPermitSource
 from continuity.spend.lease import check_lease, process_start
-from continuity.spend.preparation import Prepared, still_prepared, verify_prepared
+from continuity.spend.preparation import (
+    Prepared,
+    PreparedBoundary,
+    still_prepared,
+    verify_prepared,
+)
 from continuity.spend.real_send import RealGrant, mint_granted
 from continuity.spend.runtime import RuntimeProxy, guarded_dispatch
 from continuity.spend.safety import HISTORY_TOOL, ResolvedSettings, check_assignment
@@ -76,6 +82,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALLERS_OFF",
+    "DEFAULT_SYSTEM",
     "FORBIDDEN_PROBE",
     "MODEL",
     "ChildConfig",
@@ -89,6 +96,7 @@ CALLERS_OFF = AuxiliaryCallers(
     judge=None, memory=False, subagents=False, upkeep=False, compaction=False, output_schema=None
 )
 FORBIDDEN_PROBE = ("127.0.0.1", 9)  # the deliberate attempt every child records
+DEFAULT_SYSTEM = "Answer from the conversation."  # when the boundary brings none
 MODEL = "gpt-6.1-sol"  # the frozen Sol binding's model (the guard contract checks it)
 
 
@@ -104,7 +112,7 @@ class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     root: str
     account: str
     base_url: str
-    allowed_ports: tuple[int, ...]  # the endpoint's and, with history, its server's
+    allowed: tuple[tuple[str, int], ...]  # (host, port): the endpoint's and the history's
     credentials: str
     question: str
     history_url: str  # the registered loopback ConversationHistory (MCP)
@@ -135,21 +143,35 @@ def _verify(config: ChildConfig) -> None:
         _refuse(error.code, "the assigned cache key is invalid")
 
 
-def deny_egress(allowed_ports: tuple[int, ...], record: Path) -> None:
-    """Refuse every ``connect`` but IPv4 loopback at `allowed_ports` and Unix sockets,
-    recording each refusal (family and port only) in `record`."""
+def _addresses(allowed: tuple[tuple[str, int], ...]) -> set[tuple[str, int]]:
+    """Every (address, port) the allowed (host, port) pairs resolve to now."""
+    found: set[tuple[str, int]] = set()
+    for host, port in allowed:
+        with contextlib.suppress(OSError):
+            for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+                found.add((str(info[4][0]), port))
+    return found
+
+
+def deny_egress(allowed: tuple[tuple[str, int], ...], record: Path) -> None:
+    """Refuse every ``connect`` but Unix sockets and the addresses the `allowed` (host,
+    port) pairs resolve to (re-resolved once before a refusal: an endpoint's addresses
+    may rotate), recording each refusal (family and port only) in `record`."""
     original = socket.socket.connect
     original_ex = socket.socket.connect_ex
+    permitted = _addresses(allowed)
 
-    def allowed(sock: socket.socket, address: Any) -> bool:
+    def ok(sock: socket.socket, address: Any) -> bool:
         if sock.family == socket.AF_UNIX:
             return True
-        return (
-            sock.family == socket.AF_INET
-            and isinstance(address, tuple)
-            and address[0] == "127.0.0.1"
-            and address[1] in allowed_ports
-        )
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return False
+        if not isinstance(address, tuple) or len(address) < 2:
+            return False
+        target = (str(address[0]), address[1])
+        if target not in permitted:
+            permitted.update(_addresses(allowed))
+        return target in permitted
 
     def refuse(sock: socket.socket, address: Any) -> None:
         port = address[1] if isinstance(address, tuple) and len(address) > 1 else None
@@ -158,12 +180,12 @@ def deny_egress(allowed_ports: tuple[int, ...], record: Path) -> None:
         raise PermissionError(f"egress denied to port {port}")
 
     def connect(sock: socket.socket, address: Any) -> None:
-        if not allowed(sock, address):
+        if not ok(sock, address):
             refuse(sock, address)
         original(sock, address)
 
     def connect_ex(sock: socket.socket, address: Any) -> int:
-        if not allowed(sock, address):
+        if not ok(sock, address):
             refuse(sock, address)
         return original_ex(sock, address)
 
@@ -210,7 +232,7 @@ def _mint(config: ChildConfig) -> tuple[Send, httpx.AsyncHTTPTransport]:
 async def _probe(
     config: ChildConfig,
     permits: IpcPermitSource,
-    boundary: list[Message],
+    boundary: PreparedBoundary,
     minted: tuple[Send, httpx.AsyncHTTPTransport],
 ) -> dict[str, Any]:
     """One guarded probe run; what the child reports (fixed codes, a hash, numbers)."""
@@ -278,12 +300,12 @@ def settings(config: ChildConfig) -> ResolvedSettings:
 
 
 async def _rounds(
-    config: ChildConfig, proxy: RuntimeProxy, history: _History, boundary: list[Message]
+    config: ChildConfig, proxy: RuntimeProxy, history: _History, boundary: PreparedBoundary
 ) -> tuple[str, int]:
     """The probe's rounds after the restored `boundary`: each one guarded request
     through the runtime proxy; a ConversationHistory call is answered over MCP and the
     next round asked. Returns the answer and the calls made."""
-    transcript: list[Message] = [*boundary, UserMessage(config.question)]
+    transcript: list[Message] = [*boundary.messages, UserMessage(config.question)]
     calls = 0
 
     def request_for(messages: tuple[Message, ...]) -> ModelRequest:
@@ -291,7 +313,7 @@ async def _rounds(
             session_id=config.slot_id,
             provider="openai-responses",
             model=MODEL,
-            system="Answer from the conversation.",
+            system=boundary.system or DEFAULT_SYSTEM,
             messages=messages,
             tools=history.definitions,
         )
@@ -369,7 +391,7 @@ def main() -> int:
         _refuse(error.code, "the send cannot be minted")
     egress = Path(config.root) / "egress"
     egress.mkdir(mode=0o700, exist_ok=True)
-    deny_egress(config.allowed_ports, egress / f"{config.slot_id}.jsonl")
+    deny_egress(config.allowed, egress / f"{config.slot_id}.jsonl")
     _canary(config)
     with contextlib.suppress(OSError):  # denied and recorded: the guard is live here
         socket.create_connection(FORBIDDEN_PROBE, timeout=1).close()

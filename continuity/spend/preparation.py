@@ -12,6 +12,11 @@ writes it, private and synced, to ``prepared/<slot>.json``:
 - ``continuity-pack-cold``: the cold context rebuilt from the continuity pack (one
   message listing the pack's records).
 
+That is this module's preparer, which builds from the slot's own text. A registered
+pilot names another (`PilotConfig.preparer`, e.g. `continuity.runner.pilot_prepare`),
+which builds from the request's ``source``: the slot's real checkpoint. Either writes a
+`PreparedBoundary` (the reader's system prompt and the messages) with `write_boundary`.
+
 After the child exits and its process group is gone, the controller journals the
 tuple (its PID, its start identity taken while it ran, the boundary's sha256) and
 writes the **proof** ``prepared/<slot>.proof``. The probe child (`verify_prepared`):
@@ -46,11 +51,13 @@ from continuity.spend.private import read_private, write_new
 __all__ = [
     "PreparationRequest",
     "Prepared",
+    "PreparedBoundary",
     "boundary_messages",
     "credential_free_environment",
     "main",
     "still_prepared",
     "verify_prepared",
+    "write_boundary",
 ]
 
 _SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -61,6 +68,15 @@ class PreparationRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     slot_id: str
     arm: str
     context: tuple[str, ...]  # the slot's conversation turns (fictional), in order
+    source: str = ""  # what another preparer builds from (its own JSON; opaque here)
+
+
+class PreparedBoundary(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a probe restores: the reader's system prompt (None: the child's default)
+    and the messages before the probe's question."""
+
+    system: str | None = None
+    messages: list[Message]
 
 
 class Prepared(msgspec.Struct, frozen=True, kw_only=True):
@@ -113,7 +129,7 @@ def _journaled(journal: Path, slot: str) -> list[Prepared]:
     return found
 
 
-def verify_prepared(root: Path, prepared: Prepared) -> list[Message]:
+def verify_prepared(root: Path, prepared: Prepared) -> PreparedBoundary:
     """The probe child's checks (module doc, steps 1-4); the restored boundary.
 
     Raises:
@@ -134,7 +150,10 @@ def verify_prepared(root: Path, prepared: Prepared) -> list[Message]:
     data = read_private(root / "prepared" / f"{prepared.slot}.json", limit=1 << 24)
     if data is None or hashlib.sha256(data).hexdigest() != prepared.sha256:
         raise _invalid("the restored bytes differ from the preparation", prepared.slot)
-    return list(msgspec.json.decode(data, type=list[Message]))
+    try:
+        return msgspec.json.decode(data, type=PreparedBoundary)
+    except msgspec.MsgspecError:
+        raise _invalid("the restored bytes are not a boundary", prepared.slot) from None
 
 
 def still_prepared(root: Path, prepared: Prepared) -> None:
@@ -147,13 +166,18 @@ def still_prepared(root: Path, prepared: Prepared) -> None:
         raise _invalid("the preparation record changed after the mint", prepared.slot)
 
 
+def write_boundary(root: Path, slot_id: str, boundary: PreparedBoundary) -> None:
+    """Write a slot's boundary, private and synced, once (``prepared/<slot>.json``)."""
+    folder = root / "prepared"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    write_new(folder / f"{slot_id}.json", msgspec.json.encode(boundary))
+
+
 def main() -> int:
     """The preparation child: build one slot's boundary offline and write it."""
     request = msgspec.json.decode(sys.stdin.buffer.read(), type=PreparationRequest)
-    folder = Path(request.root) / "prepared"
-    folder.mkdir(mode=0o700, exist_ok=True)
     messages = boundary_messages(request.arm, request.context)
-    write_new(folder / f"{request.slot_id}.json", msgspec.json.encode(messages))
+    write_boundary(Path(request.root), request.slot_id, PreparedBoundary(messages=messages))
     return 0
 
 

@@ -31,6 +31,7 @@ class PilotSlot(msgspec.Struct, frozen=True, kw_only=True):
     arm: str = "native-lookup"  # a prepared-boundary arm (safety.BOUNDARY_ARMS)
     context: tuple[str, ...] = ()  # the conversation the preparation child restores
     history_url: str | None = None  # this slot's ConversationHistory, else the config's
+    source: str = ""  # what the configured preparer builds the boundary from
 
 
 class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,6 +46,8 @@ class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
     # a real-domain pilot: the authorization's exact bytes and what they must bind
     authorization: bytes | None = None
     bindings: Bindings | None = None
+    # the credential-free preparation child's module (`continuity.spend.preparation`)
+    preparer: str = "continuity.spend.preparation"
     ready_timeout: float = 20.0
     message_timeout: float = 30.0
     request_timeout: float = 600.0  # a consumed request streams until its own deadline

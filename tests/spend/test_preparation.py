@@ -61,7 +61,9 @@ def root(tmp_path: Path) -> Path:
 
 def test_the_boundary_is_restored_exactly_and_its_proof_serves_once(root: Path) -> None:
     prepared = prepare(root)
-    assert verify_prepared(root, prepared) == [UserMessage("hi"), AssistantMessage("hello")]
+    boundary = verify_prepared(root, prepared)
+    assert boundary.messages == [UserMessage("hi"), AssistantMessage("hello")]
+    assert boundary.system is None  # this preparer brings no system prompt
     still_prepared(root, prepared)
     with pytest.raises(SpendError) as caught:
         verify_prepared(root, prepared)  # the proof is spent

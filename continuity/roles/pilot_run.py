@@ -1,0 +1,205 @@
+"""`doit compare_pilot`: a capped real lookup pilot from a pilot registration.
+
+`run_compare_pilot` is the whole route, in this order, and refuses at the first step
+that fails:
+
+1. **the release gate** (`continuity.spend.gate.require_real_route`), before any file an
+   option names is read: ``lookup_pilot_real_route_unavailable`` while it is closed;
+2. **the registration** (`continuity.roles.pilot.read_pilot`): raw sha256, descriptor,
+   the wrapped external registration, its sizing, schedule, deadlines and catalog;
+3. **readiness**: the reader's output cap must be enforced, its input envelope known
+   and its prices known (`continuity.plan.readiness.reader_readiness` over the sizing's
+   feasible slots); anything else is ``lookup_pilot_reader_not_ready`` naming the
+   components that block;
+4. **the output root**: absolute, new, outside every registered checkout and this one
+   (`continuity.roles.register.check_output`); it is made private (0700);
+5. **the authorization**: its bytes read without following a link (at most 1 MiB,
+   ``lookup_authorization_invalid`` when unreadable) and validated against
+   `continuity.roles.pilot_slots.pilot_bindings` (the shared validator of
+   `continuity.spend.authorization`);
+6. **preparation**: the slots, their checkpoints (offline) and their ConversationHistory
+   endpoints (`continuity.roles.pilot_slots.prepare_pilot`), in a private scratch
+   directory removed afterwards: nothing is consumed if the preparation fails;
+7. **consumption** under the writer lease (`continuity.spend.consumption.consume`: the
+   id is burned once, ever) and **the controller** (`continuity.spend.controller`), whose
+   probe children mint the real send themselves (`continuity.spend.real_send`) and
+   whose preparation children cross each slot's boundary over its real checkpoint
+   (`continuity.runner.pilot_prepare`).
+
+The report is the controller's ``report.json`` in the output root.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from continuity.errors import RoleError, SpendError
+from continuity.roles.pilot import VerifiedPilot, read_pilot
+from continuity.roles.pilot_slots import pilot_bindings, prepare_pilot
+from continuity.roles.register import check_output
+from continuity.spend.authorization import Bindings, validate_authorization
+from continuity.spend.consumption import REAL_DOMAIN, consume
+from continuity.spend.contract import SOL_CONTRACT
+from continuity.spend.controller import PilotConfig, PilotReport, run_pilot
+from continuity.spend.gate import require_real_route
+from continuity.spend.lease import acquire_lease
+from continuity.store import Store
+
+__all__ = ["PREPARER", "PilotRequest", "check_ready", "run_compare_pilot", "run_registered"]
+
+PREPARER = "continuity.runner.pilot_prepare"
+_MAX_AUTHORIZATION = 1 << 20
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class PilotRequest:
+    """What `doit compare_pilot` is given: the pilot registration and its raw sha256,
+    the authorization file, the new output root and the reader's credentials file.
+    `endpoint` replaces the contract's base URL (tests point it at loopback)."""
+
+    registration: Path
+    sha256: str
+    authorization: Path
+    output: Path
+    credentials: Path
+    pricing: Path | None = None
+    endpoint: str | None = None
+
+
+def check_ready(verified: VerifiedPilot) -> None:
+    """The reader's readiness is fully known (module doc, step 3).
+
+    Raises:
+        RoleError: ``lookup_pilot_reader_not_ready``.
+    """
+    from continuity.plan.readiness import reader_readiness
+
+    feasible = [s for s in verified.budget.slots if s.classification == "feasible"]
+    readiness = reader_readiness(
+        verified.registration.workload.reader_model,
+        verified.price,
+        turns_per_slot=verified.budget.budget.calls + 2,
+        output_tokens_per_turn=verified.held.output_limit,
+        peak_input_tokens=max((s.peak_request_tokens for s in feasible), default=0),
+        input_tokens_per_slot=max((s.admission_tokens for s in feasible), default=0),
+    )
+    components = {
+        "output_cap": readiness.output_cap,
+        "input_envelope": readiness.input_envelope,
+        "pricing": readiness.pricing,
+    }
+    blocking = {name: c for name, c in components.items() if c.status != "ready"}
+    if blocking:
+        said = "; ".join(f"{name} {c.status} ({c.detail})" for name, c in blocking.items())
+        raise RoleError(
+            f"the reader {readiness.reader} is not ready for a capped real pilot: {said}",
+            code="lookup_pilot_reader_not_ready",
+            location=",".join(blocking),
+        )
+
+
+def _authorization_bytes(path: Path) -> bytes:
+    """Raises: SpendError ``lookup_authorization_invalid`` (unreadable, a link, too big)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise SpendError(
+            f"the authorization cannot be read ({exc.strerror})",
+            code="lookup_authorization_invalid",
+            location="--authorization",
+        ) from None
+    try:
+        raw = os.read(fd, _MAX_AUTHORIZATION + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > _MAX_AUTHORIZATION:
+        raise SpendError(
+            "the authorization is larger than 1 MiB",
+            code="lookup_authorization_invalid",
+            location="--authorization",
+        )
+    return raw
+
+
+def _revision() -> str:
+    """This (the controller's) checkout's commit (``unknown`` outside git; ``+dirty``
+    when the work tree differs from it)."""
+    from continuity.runner.manifest import code_revision
+
+    revision, dirty = code_revision(_CHECKOUT)
+    return f"{revision}+dirty" if dirty else revision
+
+
+def _revalidate(raw: bytes, bindings: Bindings) -> None:
+    validate_authorization(raw, expected=bindings)
+
+
+def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot) -> PilotReport:
+    """Steps 4-7 of the module doc for a verified, ready pilot.
+
+    Raises:
+        RoleError: `check_output`'s and `prepare_pilot`'s codes.
+        SpendError: the authorization's, the consumption's, the lease's and the
+            controller's codes.
+    """
+    registration = verified.registration
+    checkouts = [Path(registration.r0.path), Path(registration.rpack.path), _CHECKOUT]
+    output = check_output(str(request.output), checkouts)
+    raw = _authorization_bytes(request.authorization)
+    credentials = request.credentials.resolve()
+    bindings = pilot_bindings(verified, output, credentials, _revision())
+    handle = validate_authorization(raw, expected=bindings)
+    output.mkdir(mode=0o700, parents=False)
+    with (
+        tempfile.TemporaryDirectory(prefix="continuity-pilot-") as scratch,
+        prepare_pilot(store, verified, Path(scratch)) as prepared,
+    ):
+        lease = acquire_lease(output)
+        try:
+            run_id = f"pilot-{verified.sha256[:12]}"
+            claim = consume(
+                domain=REAL_DOMAIN,
+                authorization_id=handle.authorization_id,
+                raw_sha256=handle.raw_sha256,
+                output_root=output,
+                run_id=run_id,
+                epoch=secrets.token_hex(8),
+                lease=lease,
+                revalidate=lambda: _revalidate(raw, bindings),
+                checkouts=checkouts,
+            )
+            config = PilotConfig(
+                run_id=run_id,
+                root=str(output),
+                slots=prepared.slots,
+                seed=verified.pilot.descriptor.schedule.seed,
+                cap=verified.pilot.descriptor.cap_usd,
+                base_url=request.endpoint or SOL_CONTRACT.base_url,
+                credentials=str(credentials),
+                history_url="",  # every slot names its own
+                authorization=raw,
+                bindings=bindings,
+                preparer=PREPARER,
+            )
+            return run_pilot(config, lease, claim)
+        finally:
+            lease.release()
+
+
+def run_compare_pilot(store: Store, request: PilotRequest) -> PilotReport:
+    """The whole route (module doc, steps 1-7).
+
+    Raises:
+        SpendError: ``lookup_pilot_real_route_unavailable`` first; then every code of
+            the steps.
+        RoleError: the registration's, readiness's and the output's codes.
+    """
+    require_real_route()  # before any file an option names is read
+    verified = read_pilot(request.registration, request.sha256, pricing=request.pricing)
+    check_ready(verified)
+    return run_registered(store, request, verified)

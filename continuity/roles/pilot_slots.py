@@ -1,0 +1,213 @@
+"""A registered pilot's slots and boundaries, from its holdout selection and real
+checkpoints (`doit compare_pilot`).
+
+`pilot_bindings` is what an authorization for this pilot must bind
+(`continuity.spend.authorization.Bindings`), computed from the verified pilot
+registration, the output root and the credentials location; an owner writes the
+authorization over exactly these values.
+
+`prepare_pilot` turns the verified registration into the controller's slots:
+
+- **slots**: every ``feasible`` slot of the registered fixed-budget sizing (role x
+  selected conversation x probe, in the sizing's order), with an opaque id
+  (``s<n>-<role>``), its conversation/probe block, the probe's question as a lookup
+  probe asks it (`continuity.probes.protocol.probe_turn_text`) and its role's arm;
+- **checkpoints**: the selected traces are loaded from the frozen holdout in the store
+  (`continuity.plan.holdout_plan.holdout_choice`, checked against the registered
+  selection) and each (trace, arm) is replayed offline into a lookup checkpoint
+  (`continuity.harness.checkpoints.build_checkpoint`, a scripted model, no credential)
+  in a private preparation store;
+- **ConversationHistory**: each checkpoint's retained records are copied out and
+  served on 127.0.0.1 over MCP for the pilot's duration, one endpoint per (trace, arm);
+- **sources**: each slot's `continuity.runner.pilot_prepare.CheckpointSource`, from
+  which its credential-free preparation child crosses the boundary.
+
+Codes (`RoleError`): ``lookup_pilot_registration_invalid`` (the store's holdout
+selection is not the registered one, or the sizing names a trace, probe or role it
+does not hold); the holdout's and the checkpoint's own codes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from continuity.digest import value_digest
+from continuity.errors import RoleError
+from continuity.roles.pilot import VerifiedPilot
+from continuity.runner.pilot_prepare import CheckpointSource
+from continuity.spend.authorization import Bindings
+from continuity.spend.controller import PilotSlot
+from continuity.spend.descriptor import descriptor_digest
+from continuity.store import Store
+
+__all__ = ["PreparedPilot", "pilot_bindings", "prepare_pilot"]
+
+FEASIBLE = "feasible"
+
+
+@dataclass(frozen=True)
+class PreparedPilot:
+    """The controller's slots, each with its ConversationHistory URL and source."""
+
+    slots: tuple[PilotSlot, ...]
+
+
+def pilot_bindings(
+    verified: VerifiedPilot, output_root: Path, credentials: Path, controller_revision: str
+) -> Bindings:
+    """What an authorization of this pilot binds (see the module doc)."""
+    registration = verified.registration
+    descriptor = verified.pilot.descriptor
+
+    def build(name: str) -> str:
+        return value_digest(msgspec.to_builtins(registration.builds.get(name)))
+
+    return Bindings(
+        registration_sha256=verified.sha256,
+        registration_digest=value_digest(msgspec.to_builtins(verified.pilot)),
+        controller_revision=controller_revision,
+        r0_code=registration.r0.tree,
+        r0_build=build("r0"),
+        rpack_code=registration.rpack.tree,
+        rpack_build=build("rpack"),
+        protocol=registration.protocol,
+        catalog=descriptor.catalog.digest,
+        policy=verified.budget.budget.policy_sha256,
+        source=verified.held.manifest_sha256,
+        selection=descriptor.schedule.selection_digest,
+        reader=registration.workload.reader_model,
+        effort=registration.workload.effort,
+        descriptor=descriptor_digest(descriptor),
+        output_root=str(output_root),
+        credentials_path=str(credentials),
+    )
+
+
+def _invalid(message: str, location: str) -> RoleError:
+    return RoleError(message, code="lookup_pilot_registration_invalid", location=location)
+
+
+def _selected(store: Store, verified: VerifiedPilot) -> dict[str, tuple[str, str]]:
+    """trace id -> (trace key, blob digest) of the registered selection, from the store.
+
+    Raises:
+        RoleError: ``lookup_pilot_registration_invalid``; HoldoutError: the holdout's.
+    """
+    from continuity.plan.holdout_plan import HOLDOUT_SUITE, holdout_choice
+
+    held = verified.held
+    options = {
+        "suite": HOLDOUT_SUITE,
+        "manifest": held.manifest,
+        "manifest_sha256": held.manifest_sha256,
+        "statistical_spec": held.statistical_spec,
+        "selection_seed": held.selection.seed,
+        "per_group": held.selection.per_group,
+    }
+    choice = holdout_choice(store, options, lookup=True)
+    if choice is None or choice.binding != held.selection:
+        raise _invalid("the store's holdout selection is not the registered one", "selection")
+    return {t.trace_id: (t.key, t.digest) for t in choice.traces}
+
+
+@contextlib.contextmanager
+def _history(retained: Path) -> Iterator[str]:
+    """Serve the retained records at `retained` over MCP on 127.0.0.1; yield the URL."""
+    from continuity.memory.retained import RetainedStore
+    from continuity.servers.history import history_server
+    from continuity.servers.wire import serve_in_thread
+
+    store = RetainedStore(retained, readonly=True)
+    app = history_server(store).streamable_http_app(host="127.0.0.1", json_response=True)
+    try:
+        with serve_in_thread(app) as base:
+            yield base + "/mcp"
+    finally:
+        store.close()
+
+
+def _checkpoint(
+    store: Store, trace_id: str, selected: tuple[str, str], arm: str, models: tuple[str, str]
+) -> str:
+    """Replay the trace into its lookup checkpoint for `arm` (offline); its key."""
+    from continuity.arms import ARMS, replay_config_for
+    from continuity.harness.checkpoints import build_checkpoint
+    from continuity.traces.validate import load_trace
+
+    key, digest = selected
+    trace = load_trace(store.get_blob(digest), source=trace_id)
+    config = replay_config_for(ARMS[arm], "lookup-allowed-v1", models)
+    return build_checkpoint(store, trace, trace_key=key, trace_digest=digest, config=config).key
+
+
+@contextlib.contextmanager
+def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Iterator[PreparedPilot]:
+    """The pilot's slots, with their checkpoints in a private store under `scratch` and
+    their ConversationHistory endpoints served until the context ends.
+
+    Raises:
+        RoleError: ``lookup_pilot_registration_invalid``; and the holdout's, the
+            trace's and the checkpoint's codes.
+    """
+    from continuity.harness.checkpoints import fork
+    from continuity.harness.workspace import Workspace
+    from continuity.lookup.reader import binding_models
+    from continuity.probes.protocol import probe_turn_text
+    from continuity.traces.validate import load_trace
+
+    selected = _selected(store, verified)
+    models = binding_models(verified.registration.workload.reader_binding)
+    roles = {role.name: role for role in verified.budget.roles}
+    private = Store(scratch / "store")
+    terms = verified.budget.budget
+    with contextlib.ExitStack() as stack:
+        served: dict[tuple[str, str], tuple[str, str]] = {}  # (trace, arm) -> (key, url)
+        slots: list[PilotSlot] = []
+        questions: dict[str, dict[str, str]] = {}
+        for slot in (s for s in verified.budget.slots if s.classification == FEASIBLE):
+            where = f"sizing:{slot.role}/{slot.trace_id}/{slot.probe_id}"
+            if slot.trace_id not in selected or slot.role not in roles:
+                raise _invalid("the sizing names a trace or role outside the selection", where)
+            if slot.trace_id not in questions:
+                key, digest = selected[slot.trace_id]
+                trace = load_trace(store.get_blob(digest), source=slot.trace_id)
+                private.put_blob(store.get_blob(digest))
+                questions[slot.trace_id] = {p.probe_id: p.text for p in trace.probes}
+            if slot.probe_id not in questions[slot.trace_id]:
+                raise _invalid("the sizing names a probe the trace does not hold", where)
+            pair = (slot.trace_id, slot.arm)
+            if pair not in served:
+                key = _checkpoint(private, slot.trace_id, selected[slot.trace_id], slot.arm, models)
+                copy = scratch / f"retained-{len(served)}.sqlite3"
+                with fork(private, key) as root:
+                    shutil.copyfile(Workspace(root).retained_path, copy)
+                served[pair] = (key, stack.enter_context(_history(copy)))
+            role = roles[slot.role]
+            source = CheckpointSource(
+                store=str(private.root),
+                checkpoint=served[pair][0],
+                arm=slot.arm,
+                soul_sha256=role.soul_sha256,
+                soul_core_sha256=role.soul_core_sha256,
+                models=models,
+                call_budget=terms.calls,
+                byte_budget=terms.bytes,
+            )
+            slots.append(
+                PilotSlot(
+                    slot_id=f"s{len(slots):03d}-{slot.role}",
+                    role=slot.role,
+                    block=f"{slot.trace_id}/{slot.probe_id}",
+                    question=probe_turn_text(questions[slot.trace_id][slot.probe_id]),
+                    arm=slot.arm,
+                    history_url=served[pair][1],
+                    source=msgspec.json.encode(source).decode(),
+                )
+            )
+        yield PreparedPilot(slots=tuple(slots))

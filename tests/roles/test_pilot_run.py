@@ -1,0 +1,162 @@
+"""`doit compare_pilot`'s route: a real-domain pilot from a pilot registration.
+
+The toy pilot registration (`tests.roles.pilot_toy`) over a frozen holdout in a real
+store; its sizing's feasible slots become the controller's slots, each boundary is
+crossed by the real preparation child over a checkpoint replayed offline, each
+conversation's retained records are served over MCP on loopback, and the probe
+children mint the real send. The endpoint is the loopback wire server; the burn
+registry's home is redirected (only the home lookup); the authorization is written by
+the test over the bindings the route computes, as an owner would write it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import msgspec
+import pytest
+
+from continuity.errors import RoleError, SpendError
+from continuity.roles import pilot_run
+from continuity.roles.pilot import read_pilot
+from continuity.roles.pilot_run import PilotRequest, run_compare_pilot, run_registered
+from continuity.roles.pilot_slots import pilot_bindings
+from continuity.servers.wire import WireServer, serve_in_thread
+from continuity.spend import consumption, gate
+from continuity.spend.authorization import Authorization, account_commitment
+from continuity.spend.consumption import REAL_DOMAIN
+from tests.roles.pilot_toy import PilotToy, pilot_toy, registered  # noqa: F401 (fixture)
+from tests.spend.test_authorization import SALT, _jwt
+
+SOL = "gpt-6.1-sol"
+
+
+class Route:
+    def __init__(self, toy: PilotToy) -> None:
+        self.toy = toy
+        done = registered(toy)
+        self.pilot, self.sha256 = done.path, done.sha256
+        self.credentials = toy.root / "credentials.json"
+        self.credentials.write_text(json.dumps({"api_key": _jwt("acct-1", "one")}))
+        self.output = toy.root / "pilot-out"
+        self.authorization = toy.root / "authorization.json"
+
+    def request(self, endpoint: str = "http://127.0.0.1:9/v1", **more: Any) -> PilotRequest:
+        values: dict[str, Any] = {
+            "registration": self.pilot,
+            "sha256": self.sha256,
+            "authorization": self.authorization,
+            "output": self.output,
+            "credentials": self.credentials,
+            "pricing": self.toy.catalog,
+            "endpoint": endpoint,
+        }
+        values.update(more)
+        return PilotRequest(**values)
+
+    def authorize(self, **change: Any) -> None:
+        verified = read_pilot(self.pilot, self.sha256, pricing=self.toy.catalog)
+        bindings = pilot_bindings(
+            verified, self.output, self.credentials.resolve(), pilot_run._revision()
+        )
+        value = Authorization(
+            schema=REAL_DOMAIN,
+            id="auth-pilot-1",
+            bindings=msgspec.structs.replace(bindings, **change),
+            salt=SALT,
+            account_commitment=account_commitment(SALT, "acct-1"),
+            issued_at="2026-12-02T09:00:00+00:00",
+            approver="owner",
+            approval_reference="2500",
+        )
+        self.authorization.write_bytes(msgspec.json.encode(value))
+
+    def run(self, app: WireServer) -> Any:
+        verified = read_pilot(self.pilot, self.sha256, pricing=self.toy.catalog)
+        with serve_in_thread(app) as url:
+            return run_registered(self.toy.store, self.request(url + "/v1"), verified)
+
+
+@pytest.fixture
+def route(pilot_toy: PilotToy, monkeypatch: pytest.MonkeyPatch) -> Route:  # noqa: F811
+    home = pilot_toy.root / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setattr(consumption, "_home", lambda: home)  # only the home lookup
+    for name in ("CI", "CONTINUITY_DEBUG"):  # an owner's machine: the children inherit it
+        monkeypatch.delenv(name, raising=False)
+    return Route(pilot_toy)
+
+
+def test_a_registered_pilot_runs_its_slots_over_real_checkpoints(route: Route) -> None:
+    route.authorize()
+    app = WireServer(model=SOL)
+    report = route.run(app)
+    assert report.stop is None, report
+    # the toy sizing's three feasible slots (the context-bound one is not planned)
+    assert report.counts.planned == 3 and report.counts.completed == 3
+    assert [r.slot_id for r in report.receipts] == ["s000-pack", "s001-pack", "s002-pack"]
+    assert all(r.admitted_requests == 2 for r in report.receipts)  # history, then answer
+    # the boundary was crossed over the real checkpoint: the pack the pack-cold reseed
+    # injects comes first, the conversation's turns follow, the probe turn is last
+    first, second = app.calls[0][1], app.calls[1][1]
+    assert first["input"][0]["content"].startswith("<continuity-pack v1>")
+    assert "never came up" in first["input"][-1]["content"]  # the probe's answer format
+    assert "answer UNKNOWN rather than guess" in first["instructions"]  # the role's soul
+    # the history call was answered over MCP by the slot's ConversationHistory
+    (output,) = [i for i in second["input"] if i.get("type") == "function_call_output"]
+    assert "hits" in json.loads(output["output"])
+    # the burn registry holds the id; the root holds the marker and the receipts
+    digest = hashlib.sha256(route.authorization.read_bytes()).hexdigest()
+    marker = json.loads((route.output / "authorization-consumed.json").read_text())
+    assert marker["raw_sha256"] == digest and marker["domain"] == REAL_DOMAIN
+    text = (route.output / "report.json").read_text()
+    assert str(route.credentials) not in text and "acct-1" not in text
+
+
+def test_an_authorization_for_another_pilot_is_refused_before_consumption(
+    route: Route,
+) -> None:
+    route.authorize(descriptor="0" * 64)
+    with pytest.raises(SpendError) as caught:
+        route.run(WireServer(model=SOL))
+    assert caught.value.code == "lookup_authorization_mismatch"
+    assert not (route.output / "authorization-consumed.json").exists()
+
+
+def test_an_unreadable_authorization_is_coded(route: Route) -> None:
+    with pytest.raises(SpendError) as caught:
+        route.run(WireServer(model=SOL))  # never written
+    assert caught.value.code == "lookup_authorization_invalid"
+    route.authorization.symlink_to(route.credentials)
+    with pytest.raises(SpendError) as caught:
+        route.run(WireServer(model=SOL))  # a link is never followed
+    assert caught.value.code == "lookup_authorization_invalid"
+
+
+def test_an_existing_output_root_is_refused(route: Route) -> None:
+    route.authorize()
+    route.output.mkdir()
+    with pytest.raises(RoleError) as caught:
+        route.run(WireServer(model=SOL))
+    assert caught.value.code == "role_output_exists"
+
+
+def test_the_closed_gate_refuses_before_reading_anything(route: Route) -> None:
+    request = route.request(registration=route.toy.root / "missing.json")
+    with pytest.raises(SpendError) as caught:
+        run_compare_pilot(route.toy.store, request)
+    assert caught.value.code == "lookup_pilot_real_route_unavailable"
+
+
+def test_a_reader_whose_readiness_is_not_known_is_refused(
+    route: Route, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # with the gate open, the Sol subscription reader (no output cap) is still refused
+    monkeypatch.setattr(gate, "LOOKUP_PILOT_REAL_ROUTE_ENABLED", True)
+    route.authorize()
+    with pytest.raises(RoleError) as caught:
+        run_compare_pilot(route.toy.store, route.request())
+    assert caught.value.code == "lookup_pilot_reader_not_ready"
+    assert "output_cap" in caught.value.location
+    assert not route.output.exists()
