@@ -39,7 +39,7 @@ from pathlib import Path
 
 from continuity.errors import RoleError, SpendError
 from continuity.roles.pilot import VerifiedPilot, read_pilot
-from continuity.roles.pilot_slots import pilot_bindings, prepare_pilot
+from continuity.roles.pilot_slots import FEASIBLE, pilot_bindings, prepare_pilot
 from continuity.roles.register import check_output
 from continuity.spend.authorization import Bindings, validate_authorization
 from continuity.spend.consumption import REAL_DOMAIN, consume
@@ -79,7 +79,7 @@ def check_ready(verified: VerifiedPilot) -> None:
     """
     from continuity.plan.readiness import reader_readiness
 
-    feasible = [s for s in verified.budget.slots if s.classification == "feasible"]
+    feasible = [s for s in verified.budget.slots if s.classification == FEASIBLE]
     readiness = reader_readiness(
         verified.registration.workload.reader_model,
         verified.price,

@@ -46,9 +46,16 @@ from continuity.spend.controller import PilotSlot
 from continuity.spend.descriptor import descriptor_digest
 from continuity.store import Store
 
-__all__ = ["PreparedPilot", "pilot_bindings", "prepare_pilot"]
+__all__ = [
+    "FEASIBLE",
+    "PreparedPilot",
+    "lookup_checkpoint",
+    "pilot_bindings",
+    "prepare_pilot",
+    "selected_traces",
+]
 
-FEASIBLE = "feasible"
+FEASIBLE = "feasible"  # the sizing class a pilot plans (`continuity.lookup.fixed_budget`)
 
 
 @dataclass(frozen=True)
@@ -93,7 +100,7 @@ def _invalid(message: str, location: str) -> RoleError:
     return RoleError(message, code="lookup_pilot_registration_invalid", location=location)
 
 
-def _selected(store: Store, verified: VerifiedPilot) -> dict[str, tuple[str, str]]:
+def selected_traces(store: Store, verified: VerifiedPilot) -> dict[str, tuple[str, str]]:
     """trace id -> (trace key, blob digest) of the registered selection, from the store.
 
     Raises:
@@ -132,7 +139,7 @@ def _history(retained: Path) -> Iterator[str]:
         store.close()
 
 
-def _checkpoint(
+def lookup_checkpoint(
     store: Store, trace_id: str, selected: tuple[str, str], arm: str, models: tuple[str, str]
 ) -> str:
     """Replay the trace into its lookup checkpoint for `arm` (offline); its key."""
@@ -161,7 +168,7 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
     from continuity.probes.protocol import probe_turn_text
     from continuity.traces.validate import load_trace
 
-    selected = _selected(store, verified)
+    selected = selected_traces(store, verified)
     models = binding_models(verified.registration.workload.reader_binding)
     roles = {role.name: role for role in verified.budget.roles}
     private = Store(scratch / "store")
@@ -183,7 +190,8 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
                 raise _invalid("the sizing names a probe the trace does not hold", where)
             pair = (slot.trace_id, slot.arm)
             if pair not in served:
-                key = _checkpoint(private, slot.trace_id, selected[slot.trace_id], slot.arm, models)
+                found = selected[slot.trace_id]
+                key = lookup_checkpoint(private, slot.trace_id, found, slot.arm, models)
                 copy = scratch / f"retained-{len(served)}.sqlite3"
                 with fork(private, key) as root:
                     shutil.copyfile(Workspace(root).retained_path, copy)

@@ -164,7 +164,7 @@ class _Controller:
         self, slot: PilotSlot, prepared: Prepared
     ) -> tuple[subprocess.Popen[bytes], socket.socket]:
         mine, theirs = socket.socketpair()
-        history = planned_history(slot, self.config)
+        history = _history_of(slot, self.config)
         urls = [urlsplit(self.config.base_url), urlsplit(history)]
         allowed = tuple(
             (u.hostname or "", u.port or (443 if u.scheme == "https" else 80)) for u in urls
@@ -340,7 +340,7 @@ class _Controller:
         return report
 
 
-def planned_history(slot: PilotSlot, config: PilotConfig) -> str:
+def _history_of(slot: PilotSlot, config: PilotConfig) -> str:
     """The ConversationHistory endpoint a slot's child may reach."""
     return slot.history_url or config.history_url
 

@@ -17,7 +17,7 @@ from continuity.errors import ContinuityError
 from continuity.lookup.reader import binding_models
 from continuity.messages import UserMessage
 from continuity.roles.pilot import VerifiedPilot, read_pilot
-from continuity.roles.pilot_slots import _checkpoint, _selected, prepare_pilot
+from continuity.roles.pilot_slots import lookup_checkpoint, prepare_pilot, selected_traces
 from continuity.runner.pilot_prepare import CheckpointSource, crossed_boundary
 from continuity.spend.preparation import PreparationRequest, PreparedBoundary
 from continuity.store import Store
@@ -68,12 +68,12 @@ def _init() -> dict[str, object]:
 
 
 def _native_source(toy: PilotToy, verified: VerifiedPilot, scratch: Path) -> CheckpointSource:
-    selected = _selected(toy.store, verified)
+    selected = selected_traces(toy.store, verified)
     trace_id = sorted(selected)[0]
     private = Store(scratch / "private-store")
     private.put_blob(toy.store.get_blob(selected[trace_id][1]))
     models = binding_models(verified.registration.workload.reader_binding)
-    key = _checkpoint(private, trace_id, selected[trace_id], "native-lookup", models)
+    key = lookup_checkpoint(private, trace_id, selected[trace_id], "native-lookup", models)
     role = verified.budget.roles[0]  # the toy sizes one role; its soul serves here
     return CheckpointSource(
         store=str(private.root),
