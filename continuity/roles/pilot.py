@@ -54,8 +54,12 @@ from continuity.roles.register_holdout import HoldoutWorkload
 from continuity.roles.run import read_registration, registration_bytes
 from continuity.spend.assumptions import (
     ASSUMED_V1,
+    CATALOG_BOUNDED_VERSION,
+    VENDOR_PROVIDERS,
     Assumptions,
+    Rates,
     assumptions_digest,
+    catalog_bounded,
     reservation,
 )
 from continuity.spend.descriptor import (
@@ -83,6 +87,7 @@ __all__ = [
     "configured_pilot_deadlines",
     "read_pilot",
     "register_pilot",
+    "registry_for",
 ]
 
 PILOT_FILE = "pilot-registration.json"
@@ -271,7 +276,15 @@ def _verify(
     registration it wraps: the holdout part, the sizing and the reader's price."""
     held = _external(registration, pilot.registration.path)
     budget = load_fixed_budget(Path(held.sizing), held.sizing_sha256)
-    _check_reader(registration, budget, pilot.descriptor.assumptions)
+    registry = pilot.descriptor.assumptions
+    _check_reader(registration, budget, registry)
+    if registry.version == CATALOG_BOUNDED_VERSION and registry.max_output != held.output_limit:
+        raise _refuse(
+            f"the registry's output cap {registry.max_output:,} is not the registration's "
+            f"per-call output limit {held.output_limit:,}",
+            code="lookup_pilot_registration_invalid",
+            location="descriptor.assumptions.max_output",
+        )
     price = _check_bindings(pilot.descriptor, held, budget, catalog)
     return held, budget, price
 
@@ -291,11 +304,39 @@ def read_pilot(path: Path, sha256: str, *, pricing: Path | None = None) -> Verif
     return VerifiedPilot(pilot, raw, cap, registration, held, budget, price)
 
 
+def registry_for(reader: str, price: ModelPrice | None, output_limit: int) -> Assumptions:
+    """The registry a pilot of `reader` reserves by: catalog-bounded-v1 for a reader on
+    a vendor API that enforces the output cap (its catalog entry's rates and window, and
+    the registration's per-call output limit as the cap), else assumed-v1 (whose reader
+    check refuses any reader but Sol).
+
+    Raises:
+        SpendError: ``lookup_pilot_prices_missing`` (a vendor reader's entry lacks a
+            rate or a limit).
+    """
+    if reader.partition(":")[0] not in VENDOR_PROVIDERS:
+        return ASSUMED_V1
+    binding = catalog_binding(reader, price)
+    rates = Rates(
+        input=binding.input,
+        output=binding.output,
+        cache_read=binding.cache_read,
+        cache_write=binding.cache_write,
+    )
+    return catalog_bounded(
+        reader, rates=rates, context_window=binding.context_window, output_cap=output_limit
+    )
+
+
 def _descriptor(
     registration: Registration, cap_usd: str, seed: int, catalog: Catalog
 ) -> PilotDescriptor:
     held = _external(registration, "--registration")
-    registry = ASSUMED_V1
+    registry = registry_for(
+        registration.workload.reader_model,
+        model_price(catalog, registration.workload.reader_model),
+        held.output_limit,
+    )
     cap = cap_amount(cap_usd, reservation(registry), location="--cap-usd")
     cents = int(cap * 100)
     return PilotDescriptor(

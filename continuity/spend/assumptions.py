@@ -33,6 +33,15 @@ is charged its 256 and its 1,024 (H over-counts on purpose).
 `check_assumptions` refuses a registry that differs from this one in any value
 (``lookup_assumptions_changed``) and a stated maximum that is not the one the registry
 computes (``lookup_rmax_altered``).
+
+**catalog-bounded-v1** (`catalog_bounded`) is the registry of a reader on a vendor API
+that enforces the output cap it is sent (``openai:<model>`` on OpenAI's Responses API:
+`VENDOR_PROVIDERS`). It keeps every assumption above but four, which come from the
+reader's catalog entry and the registration: the model, the rates, the envelope I (the
+catalog's context window: the vendor refuses a longer request before generating) and
+O, the per-request output cap the guard sends as ``max_output_tokens`` (at most the
+catalog's maximum output). Rmax is the same formula over them. `check_assumptions`
+checks a catalog-bounded registry against the one those four values build.
 """
 
 from __future__ import annotations
@@ -43,21 +52,27 @@ import msgspec
 
 from continuity.digest import value_digest
 from continuity.errors import SpendError
-from continuity.spend.money import EXACT, MILLION
+from continuity.spend.money import EXACT, MILLION, usd_text
 
 __all__ = [
     "ASSUMED_V1",
     "ASSUMPTIONS_VERSION",
+    "CATALOG_BOUNDED_VERSION",
+    "VENDOR_PROVIDERS",
     "Assumptions",
     "Framing",
     "Rates",
     "assumptions_digest",
+    "catalog_bounded",
     "check_assumptions",
     "reservation",
     "tier_multiplier",
 ]
 
 ASSUMPTIONS_VERSION = "assumed-v1"
+CATALOG_BOUNDED_VERSION = "catalog-bounded-v1"
+# providers whose vendor API enforces the output cap a guarded request sends
+VENDOR_PROVIDERS = frozenset({"openai"})
 
 
 class Rates(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -152,27 +167,72 @@ def tier_multiplier(assumptions: Assumptions, tier: object) -> Decimal | None:
     return None
 
 
+def catalog_bounded(
+    model: str, *, rates: Rates, context_window: int, output_cap: int
+) -> Assumptions:
+    """The catalog-bounded-v1 registry of `model` (see the module doc)."""
+    base = msgspec.structs.replace(
+        ASSUMED_V1,
+        version=CATALOG_BOUNDED_VERSION,
+        model=model,
+        input_envelope=context_window,
+        max_output=output_cap,
+        rates=rates,
+        rmax="0",
+    )
+    return msgspec.structs.replace(base, rmax=usd_text(reservation(base)))
+
+
+def _reference(assumptions: Assumptions, location: str) -> Assumptions:
+    """The registry `assumptions` must equal: assumed-v1, or the catalog-bounded one its
+    own model, rates and limits build (for a vendor provider, positive limits)."""
+    if assumptions.version != CATALOG_BOUNDED_VERSION:
+        return ASSUMED_V1
+    provider = assumptions.model.partition(":")[0]
+    if provider not in VENDOR_PROVIDERS:
+        raise SpendError(
+            f"{CATALOG_BOUNDED_VERSION} is for a vendor API that enforces the output cap, "
+            f"not {assumptions.model}",
+            code="lookup_assumptions_changed",
+            location=f"{location}.model",
+        )
+    if assumptions.input_envelope <= 0 or assumptions.max_output <= 0:
+        raise SpendError(
+            "the envelope and the output cap are positive token counts",
+            code="lookup_assumptions_changed",
+            location=f"{location}.max_output",
+        )
+    return catalog_bounded(
+        assumptions.model,
+        rates=assumptions.rates,
+        context_window=assumptions.input_envelope,
+        output_cap=assumptions.max_output,
+    )
+
+
 def check_assumptions(assumptions: Assumptions, *, location: str = "assumptions") -> str:
-    """The registry's digest, after checking it is assumed-v1 exactly.
+    """The registry's digest, after checking it is assumed-v1 exactly, or catalog-bounded-v1
+    built from its own model, rates and limits.
 
     Raises:
         SpendError: ``lookup_assumptions_changed`` when any registered value differs
-            from `ASSUMED_V1`; ``lookup_rmax_altered`` when its stated Rmax is not the
-            one its own values compute.
+            from the reference registry's; ``lookup_rmax_altered`` when its stated Rmax
+            is not the one its own values compute.
     """
+    reference = _reference(assumptions, location)
     changed = [
         field
         for field in Assumptions.__struct_fields__
-        if field != "rmax" and getattr(assumptions, field) != getattr(ASSUMED_V1, field)
+        if field != "rmax" and getattr(assumptions, field) != getattr(reference, field)
     ]
     if changed:
         raise SpendError(
-            f"the registry differs from {ASSUMPTIONS_VERSION} in {', '.join(changed)}",
+            f"the registry differs from {reference.version} in {', '.join(changed)}",
             code="lookup_assumptions_changed",
             location=f"{location}.{changed[0]}",
         )
     computed = reservation(assumptions)
-    if assumptions.rmax != ASSUMED_V1.rmax or Decimal(assumptions.rmax) != computed:
+    if assumptions.rmax != reference.rmax or Decimal(assumptions.rmax) != computed:
         raise SpendError(
             f"the registry states Rmax ${assumptions.rmax} but its values compute ${computed}",
             code="lookup_rmax_altered",

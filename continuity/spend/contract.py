@@ -3,10 +3,16 @@
 `GuardContract` freezes the reader binding a guard dispatches to (provider, model, API,
 base URL, effort) and, optionally, the prompt cache key (which must contain the run's
 unique id). `SOL_CONTRACT` is the lookup reader binding's (``openai-codex:gpt-6.1-sol``
-at high effort, over the Responses API at the Codex backend): `check_contract` refuses
-any other provider, model, API or effort. The base URL is the one field a contract may
-set apart from it, so the tests can point a guard at a loopback server; binding it to
-an authorized route is spend controller II's.
+at high effort, over the Responses API at the Codex backend). A reader on a vendor API
+that enforces the output cap (a catalog-bounded-v1 registry,
+`continuity.spend.assumptions.VENDOR_PROVIDERS`) gets `contract_for`'s: its provider and
+model over the Responses API at the vendor's URL (`VENDOR_BASE_URLS`). `check_contract`
+refuses a contract whose provider and model are not its registry's, an API other than
+the Responses API, and an effort other than Sol's for Sol or a known one for a vendor
+reader. The base URL is the one field a contract may set apart, so the tests can point
+a guard at a loopback server. Each provider names the account a request is made for in
+its own header (`ACCOUNT_HEADERS`: ``chatgpt-account-id`` for the Codex backend,
+``openai-project`` for OpenAI's API).
 
 The streaming call is the only dispatch, and its options are allowlisted
 (`check_options`), all refused *before* admission:
@@ -37,17 +43,22 @@ from typing import Any
 import msgspec
 
 from continuity.errors import SpendError
+from continuity.spend.assumptions import ASSUMED_V1, CATALOG_BOUNDED_VERSION, Assumptions
 
 __all__ = [
+    "ACCOUNT_HEADERS",
     "ALLOWED_OPTIONS",
     "GUARD_CONTRACT",
     "SEND_HEADERS",
     "SOL_CONTRACT",
+    "VENDOR_BASE_URLS",
+    "VENDOR_EFFORTS",
     "AuxiliaryCallers",
     "GuardContract",
     "check_auxiliary_callers",
     "check_contract",
     "check_options",
+    "contract_for",
 ]
 
 GUARD_CONTRACT = "lookup-guard-v1"
@@ -57,6 +68,7 @@ SEND_HEADERS = frozenset(
         "user-agent",
         "authorization",
         "chatgpt-account-id",
+        "openai-project",
         "openai-beta",
         "accept",
         "content-type",
@@ -70,6 +82,10 @@ ALLOWED_OPTIONS = frozenset(
     {"transport", "max_retries", "model", "session_id", "headers", "env", "on_payload"}
 )
 _FETCH_OPTIONS = frozenset({"fetch", "client", "http_transport"})
+# the header each provider names a request's account in (the send checks it)
+ACCOUNT_HEADERS = {"openai-codex": "chatgpt-account-id", "openai": "openai-project"}
+VENDOR_BASE_URLS = {"openai": "https://api.openai.com/v1"}
+VENDOR_EFFORTS = frozenset({"minimal", "low", "medium", "high"})
 
 
 class GuardContract(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +105,10 @@ class GuardContract(msgspec.Struct, frozen=True, kw_only=True):
     def model_id(self) -> str:
         return f"{self.provider}:{self.model}"
 
+    @property
+    def account_header(self) -> str:
+        return ACCOUNT_HEADERS.get(self.provider, ACCOUNT_HEADERS["openai-codex"])
+
 
 SOL_CONTRACT = GuardContract(
     provider="openai-codex",
@@ -103,9 +123,29 @@ def _refuse(message: str, code: str, location: str) -> SpendError:
     return SpendError(message, code=code, location=location, outcome="refused_pre_send")
 
 
-def check_contract(contract: GuardContract, run_id: str) -> None:
-    """Refuse a contract that is not ``lookup-guard-v1`` with SSE and zero retries, or
-    whose cache key does not contain `run_id`.
+def contract_for(
+    assumptions: Assumptions, *, effort: str, base_url: str | None = None
+) -> GuardContract:
+    """The contract of the reader `assumptions` registers (`base_url` replaces the
+    contract's own only where a test points it at loopback)."""
+    if assumptions.version != CATALOG_BOUNDED_VERSION:
+        return msgspec.structs.replace(SOL_CONTRACT, base_url=base_url or SOL_CONTRACT.base_url)
+    provider, _, model = assumptions.model.partition(":")
+    return GuardContract(
+        provider=provider,
+        model=model,
+        api="openai-responses",
+        base_url=base_url or VENDOR_BASE_URLS.get(provider, ""),
+        effort=effort,
+    )
+
+
+def check_contract(
+    contract: GuardContract, run_id: str, assumptions: Assumptions = ASSUMED_V1
+) -> None:
+    """Refuse a contract that is not ``lookup-guard-v1`` with SSE and zero retries, that
+    is not `assumptions`' reader (see the module doc), or whose cache key does not
+    contain `run_id`.
 
     Raises:
         SpendError: ``lookup_contract_mismatch``, ``lookup_cache_key_invalid``.
@@ -118,14 +158,22 @@ def check_contract(contract: GuardContract, run_id: str) -> None:
         )
     if contract.transport != "sse":
         raise _refuse("a guard contract streams over SSE", "lookup_contract_mismatch", "contract")
+    reference = contract_for(assumptions, effort=contract.effort)
     for name in ("provider", "model", "api", "effort"):
-        if getattr(contract, name) != getattr(SOL_CONTRACT, name):
+        if getattr(contract, name) != getattr(reference, name):
             raise _refuse(
-                f"the contract's {name} is {getattr(contract, name)!r}, not the frozen Sol "
-                f"binding's {getattr(SOL_CONTRACT, name)!r}",
+                f"the contract's {name} is {getattr(contract, name)!r}, not the registered "
+                f"reader's {getattr(reference, name)!r}",
                 "lookup_contract_mismatch",
                 f"contract.{name}",
             )
+    vendor = assumptions.version == CATALOG_BOUNDED_VERSION
+    if vendor and contract.effort not in VENDOR_EFFORTS:
+        raise _refuse(
+            f"the contract's effort {contract.effort!r} is not one of {sorted(VENDOR_EFFORTS)}",
+            "lookup_contract_mismatch",
+            "contract.effort",
+        )
     key = contract.prompt_cache_key
     if key is not None and (not run_id or run_id not in key):
         raise _refuse(

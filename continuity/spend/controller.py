@@ -51,9 +51,10 @@ import anyio
 import msgspec
 
 from continuity.errors import SpendError
-from continuity.spend.assumptions import ASSUMED_V1, reservation
+from continuity.spend.assumptions import reservation
 from continuity.spend.consumption import REAL_DOMAIN, Claim, verify_consumption
 from continuity.spend.containment import Containment, group_members
+from continuity.spend.contract import contract_for
 from continuity.spend.durable import DurablePermitSource
 from continuity.spend.exchange import (
     SlotState,
@@ -109,7 +110,7 @@ class _Controller:
         self.journal = Journal(self.root / "controller-journal.jsonl")
         self.containment = Containment(self.root / "containment-journal.jsonl")
         self.source = DurablePermitSource.open(
-            self.root / "account.sqlite3", Decimal(config.cap), reservation(ASSUMED_V1)
+            self.root / "account.sqlite3", Decimal(config.cap), reservation(config.assumptions)
         )
         self.schedule = seeded_schedule(config.slots, config.seed)
         self.keys = allocate_cache_keys(config.run_id, [s.slot_id for s in self.schedule])
@@ -188,6 +189,8 @@ class _Controller:
             arm=slot.arm,
             prepared=prepared,
             real=self.grant,
+            assumptions=self.config.assumptions,
+            effort=self.config.effort,
             timeout=self.config.message_timeout,
         )
         process = subprocess.Popen(
@@ -219,7 +222,9 @@ class _Controller:
                 await self.source.stop(code)
                 channel.send("stopped")
                 continue
-            reply, fields = await serve_message(message, self.source, slot, planned)
+            reply, fields = await serve_message(
+                message, self.source, slot, planned, self.config.assumptions
+            )
             channel.send(reply, **fields)
             # a consumed request streams until its own deadline before it settles
             consumed = reply == "consumed"
@@ -231,7 +236,9 @@ class _Controller:
         while (left := deadline - time.monotonic()) > 0:
             try:
                 message = channel.expect("settle", timeout=left)
-                reply, fields = await serve_message(message, self.source, slot, planned)
+                reply, fields = await serve_message(
+                    message, self.source, slot, planned, self.config.assumptions
+                )
                 channel.send(reply, **fields)
             except SpendError:
                 return
@@ -361,7 +368,13 @@ def _grant(config: PilotConfig, claim: Claim) -> RealGrant | None:
             location="config.authorization",
             outcome="refused_pre_send",
         )
-    return RealGrant(raw_authorization=config.authorization, bindings=config.bindings, claim=claim)
+    header = contract_for(config.assumptions, effort=config.effort).account_header
+    return RealGrant(
+        raw_authorization=config.authorization,
+        bindings=config.bindings,
+        claim=claim,
+        account_header=header,
+    )
 
 
 def _wait(process: subprocess.Popen[bytes], seconds: float) -> None:

@@ -43,6 +43,7 @@ import msgspec
 from continuity.digest import value_digest
 from continuity.errors import SpendError
 from continuity.spend.assumptions import (
+    CATALOG_BOUNDED_VERSION,
     Assumptions,
     check_assumptions,
     reservation,
@@ -251,6 +252,14 @@ def _same_rate(bound: str | None, registered: str) -> bool:
     return bound is not None and Decimal(bound) == Decimal(registered)
 
 
+def _same_output(binding: CatalogBinding, assumptions: Assumptions) -> bool:
+    """assumed-v1's O is the catalog's maximum output; a catalog-bounded registry's O is
+    the output cap its requests send, at most that maximum."""
+    if assumptions.version == CATALOG_BOUNDED_VERSION:
+        return 0 < assumptions.max_output <= binding.max_output
+    return binding.max_output == assumptions.max_output
+
+
 def check_catalog(
     binding: CatalogBinding, assumptions: Assumptions, *, location: str = "catalog"
 ) -> None:
@@ -280,7 +289,7 @@ def check_catalog(
             binding.context_window == assumptions.input_envelope,
             assumptions.input_envelope,
         ),
-        ("max_output", binding.max_output == assumptions.max_output, assumptions.max_output),
+        ("max_output", _same_output(binding, assumptions), assumptions.max_output),
     ]
     for field, same, registered in checks:
         if not same:

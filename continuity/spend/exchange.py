@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from continuity.errors import SpendError
-from continuity.spend.assumptions import ASSUMED_V1
+from continuity.spend.assumptions import ASSUMED_V1, Assumptions
 from continuity.spend.durable import DurablePermitSource
 from continuity.spend.permits import Permit, Refusal, Settlement
 from continuity.spend.receipts import SLOT_CODES
@@ -79,7 +79,11 @@ def held_amount(source: DurablePermitSource, request_id: str) -> Decimal:
 
 
 async def serve_message(
-    message: dict[str, Any], source: DurablePermitSource, slot: SlotState, planned: str
+    message: dict[str, Any],
+    source: DurablePermitSource,
+    slot: SlotState,
+    planned: str,
+    registry: Assumptions = ASSUMED_V1,
 ) -> tuple[str, dict[str, Any]]:
     """Apply one child request to the account, checked against what the controller
     knows; the reply (kind, fields). A request that contradicts it is an integrity stop."""
@@ -110,7 +114,7 @@ async def serve_message(
         raise _integrity("a settlement of a permit this slot does not hold")
     if settlement.kind == "settled":  # the cost is recomputed here, never taken on trust
         try:
-            cost = catalog_cost(raw, settle.tier, ASSUMED_V1) if raw is not None else None
+            cost = catalog_cost(raw, settle.tier, registry) if raw is not None else None
         except ValueError:
             cost = None
         if cost is None or settlement.cost is None or Decimal(settlement.cost) != cost:

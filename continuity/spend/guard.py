@@ -49,7 +49,13 @@ from continuity.messages import ModelRequest
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.protocol import ProviderEvent
 from continuity.spend.admission import final_payload
-from continuity.spend.assumptions import ASSUMED_V1, Assumptions, check_assumptions, reservation
+from continuity.spend.assumptions import (
+    ASSUMED_V1,
+    CATALOG_BOUNDED_VERSION,
+    Assumptions,
+    check_assumptions,
+    reservation,
+)
 from continuity.spend.contract import (
     AuxiliaryCallers,
     GuardContract,
@@ -117,7 +123,7 @@ class GuardedProvider:
         timeout: float = 600.0,
     ) -> None:
         check_auxiliary_callers(callers, where="entry")  # nothing but the reader calls out
-        check_contract(contract, run_id)
+        check_contract(contract, run_id, assumptions)
         if contract.api != "openai-responses" or not slot_id:
             raise SpendError(
                 "a guard dispatches to the Responses API, for a named slot",
@@ -125,6 +131,16 @@ class GuardedProvider:
                 location="contract.api" if slot_id else "slot_id",
             )
         check_assumptions(assumptions)
+        if assumptions.version == CATALOG_BOUNDED_VERSION and not (
+            0 < max_output_tokens <= assumptions.max_output
+        ):
+            raise SpendError(
+                f"max_output_tokens {max_output_tokens:,} is not within the registered output "
+                f"cap {assumptions.max_output:,} the vendor enforces",
+                code="lookup_option_forbidden",
+                location="max_output_tokens",
+                outcome="refused_pre_send",
+            )
         self.contract = contract
         self.run_id, self.slot_id = run_id, slot_id
         self.name, self.model = contract.api, contract.model
@@ -144,7 +160,10 @@ class GuardedProvider:
             timeout=timeout,
         )
         self._client = GuardedResponses(
-            spec, transport=self._transport, cache_key=contract.prompt_cache_key
+            spec,
+            transport=self._transport,
+            cache_key=contract.prompt_cache_key,
+            account_header=contract.account_header,
         )
         self._admitted = 0
         self._prior_output = 0

@@ -61,7 +61,8 @@ from continuity.messages import (
     UserMessage,
 )
 from continuity.providers.protocol import Completed
-from continuity.spend.contract import AuxiliaryCallers, GuardContract
+from continuity.spend.assumptions import ASSUMED_V1, CATALOG_BOUNDED_VERSION, Assumptions
+from continuity.spend.contract import AuxiliaryCallers, contract_for
 from continuity.spend.guard import GuardedProvider
 from continuity.spend.ipc import Channel
 from continuity.spend.ipc_permits import IpcPermitSource
@@ -84,11 +85,12 @@ __all__ = [
     "CALLERS_OFF",
     "DEFAULT_SYSTEM",
     "FORBIDDEN_PROBE",
-    "MODEL",
+    "SOL_OUTPUT_TOKENS",
     "ChildConfig",
     "deny_egress",
     "main",
     "minted_send",
+    "reader_model",
     "settings",
 ]
 
@@ -97,7 +99,7 @@ CALLERS_OFF = AuxiliaryCallers(
 )
 FORBIDDEN_PROBE = ("127.0.0.1", 9)  # the deliberate attempt every child records
 DEFAULT_SYSTEM = "Answer from the conversation."  # when the boundary brings none
-MODEL = "gpt-6.1-sol"  # the frozen Sol binding's model (the guard contract checks it)
+SOL_OUTPUT_TOKENS = 4096  # what a Sol request asks for (its backend takes no output cap)
 
 
 class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -118,6 +120,8 @@ class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     history_url: str  # the registered loopback ConversationHistory (MCP)
     prepared: Prepared  # the journaled preparation tuple this probe verifies and restores
     real: RealGrant | None = None  # a real-domain pilot: the child mints the real send
+    assumptions: Assumptions = ASSUMED_V1  # the registry the pilot reserves by
+    effort: str = "high"
     arm: str = "native-lookup"
     timeout: float = 30.0
 
@@ -237,26 +241,27 @@ async def _probe(
 ) -> dict[str, Any]:
     """One guarded probe run; what the child reports (fixed codes, a hash, numbers)."""
     send, transport = minted
+    contract = msgspec.structs.replace(
+        contract_for(config.assumptions, effort=config.effort, base_url=config.base_url),
+        prompt_cache_key=config.cache_key,
+    )
+    vendor = config.assumptions.version == CATALOG_BOUNDED_VERSION
     guard = GuardedProvider(
-        contract=GuardContract(
-            provider="openai-codex",
-            model=MODEL,
-            api="openai-responses",
-            base_url=config.base_url,
-            effort="high",
-            prompt_cache_key=config.cache_key,
-        ),
+        contract=contract,
         permits=permits,
         run_id=config.run_id,
         slot_id=config.slot_id,
         credentials_path=config.credentials,
         callers=CALLERS_OFF,
         send=send,
+        assumptions=config.assumptions,
+        # a vendor enforces the registered output cap; Sol's backend takes none
+        max_output_tokens=config.assumptions.max_output if vendor else SOL_OUTPUT_TOKENS,
         timeout=config.timeout,
     )
     try:
         async with _History(config.history_url) as history:
-            proxy = RuntimeProxy(history, guarded_dispatch(guard), settings(config), MODEL)
+            proxy = RuntimeProxy(history, guarded_dispatch(guard), settings(config), contract.model)
             text, calls = await _rounds(config, proxy, history, boundary)
         return {
             "terminal": "completed",
@@ -271,6 +276,11 @@ async def _probe(
         await transport.aclose()
 
 
+def reader_model(config: ChildConfig) -> str:
+    """The model the pilot's registry registers (the one its guard contract binds)."""
+    return config.assumptions.model.partition(":")[2]
+
+
 def settings(config: ChildConfig) -> ResolvedSettings:
     """The child's resolved configuration: everything but the guarded reader off."""
     return ResolvedSettings(
@@ -283,7 +293,7 @@ def settings(config: ChildConfig) -> ResolvedSettings:
         output_schema=None,
         host_override=False,
         model_switch=False,
-        model=MODEL,
+        model=reader_model(config),
         fallbacks=(),
         attempts=1,
         transport="sse",
@@ -312,7 +322,7 @@ async def _rounds(
         return ModelRequest(
             session_id=config.slot_id,
             provider="openai-responses",
-            model=MODEL,
+            model=reader_model(config),
             system=boundary.system or DEFAULT_SYSTEM,
             messages=messages,
             tools=history.definitions,

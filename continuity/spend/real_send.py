@@ -15,7 +15,8 @@ verified (``lookup_preparation_invalid``).
 The send it returns is PID-bound (a forked copy refuses: ``lookup_unguarded_dispatch``).
 Before each request it re-checks the preparation record and requires the account header
 to match the salted commitment (``lookup_account_substituted``: no header, or another
-account's). It then makes one request through a retry-free transport that never
+account's), in the provider's account header (``chatgpt-account-id`` by default). It
+then makes one request through a retry-free transport that never
 follows a redirect. The guard in front of it (`continuity.spend.guard`) keeps its
 contract: one consumed, unsettled hold per request, checked against the body digest. A
 401, 403, 429 or usage limit is a sticky stop.
@@ -58,6 +59,7 @@ class RealGrant(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     raw_authorization: bytes
     bindings: Bindings
     claim: Claim
+    account_header: str = ACCOUNT_HEADER  # the provider's (`contract.ACCOUNT_HEADERS`)
 
 
 def _refuse(message: str, code: str, where: str) -> SpendError:
@@ -83,6 +85,7 @@ def mint_real_send(
     prepared: Prepared,
     environ: Mapping[str, str] | None = None,
     domain: str = REAL_DOMAIN,
+    account_header: str = ACCOUNT_HEADER,
 ) -> tuple[Send, httpx.AsyncHTTPTransport]:
     """The PID-bound real send and the transport it owns (the caller closes it).
 
@@ -127,7 +130,7 @@ def mint_real_send(
                 "the send was minted for another process", "lookup_unguarded_dispatch", "send"
             )
         still_prepared(root, prepared)
-        check_account_header(raw_authorization, request.headers.get(ACCOUNT_HEADER))
+        check_account_header(raw_authorization, request.headers.get(account_header))
         return await transport.handle_async_request(request)
 
     return send, transport
@@ -140,4 +143,5 @@ def mint_granted(grant: RealGrant, prepared: Prepared) -> tuple[Send, httpx.Asyn
         expected=grant.bindings,
         claim=grant.claim,
         prepared=prepared,
+        account_header=grant.account_header,
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from continuity.spend.assumptions import ASSUMED_V1, Assumptions
 from continuity.spend.authorization import Bindings
 from continuity.spend.receipts import PilotCounts, SlotReceipt
 
@@ -48,6 +49,9 @@ class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
     bindings: Bindings | None = None
     # the credential-free preparation child's module (`continuity.spend.preparation`)
     preparer: str = "continuity.spend.preparation"
+    # the registry the pilot reserves by, and the reader's effort (its guard contract)
+    assumptions: Assumptions = ASSUMED_V1
+    effort: str = "high"
     ready_timeout: float = 20.0
     message_timeout: float = 30.0
     request_timeout: float = 600.0  # a consumed request streams until its own deadline

@@ -19,7 +19,8 @@ event's own bytes: no later hook or parser can rewrite what it captured.
 `GuardedResponses` is the Responses client the guard wraps: it serializes the declared
 cache key into the payload (``prompt_cache_key``) and the ``session-id`` /
 ``x-client-request-id`` headers, names the account the credentials file holds (when it
-names one) in ``chatgpt-account-id``, and drops httpx's default ``accept-encoding`` and
+names one) in the provider's account header (``chatgpt-account-id`` for the Codex
+backend, ``openai-project`` for OpenAI's API), and drops httpx's default ``accept-encoding`` and
 ``connection`` headers, which are not on the send allowlist.
 """
 
@@ -133,10 +134,16 @@ class GuardedResponses(OpenAIResponsesProvider):
     """The Responses client under a guard (see the module docstring)."""
 
     def __init__(
-        self, spec: EndpointSpec, *, transport: httpx.AsyncBaseTransport, cache_key: str | None
+        self,
+        spec: EndpointSpec,
+        *,
+        transport: httpx.AsyncBaseTransport,
+        cache_key: str | None,
+        account_header: str = ACCOUNT_HEADER,
     ) -> None:
         super().__init__(spec, transport=transport)
         self._cache_key = cache_key
+        self._account_header = account_header
         for name in ("accept-encoding", "connection"):
             del self._client.headers[name]
 
@@ -144,7 +151,7 @@ class GuardedResponses(OpenAIResponsesProvider):
         headers = super().headers()
         account = account_of(Path(self.spec.credentials_path))
         if account is not None:  # the account the credentials name, read per request
-            headers[ACCOUNT_HEADER] = account
+            headers[self._account_header] = account
         if self._cache_key is not None:
             headers["session-id"] = headers["x-client-request-id"] = self._cache_key
         return headers

@@ -11,7 +11,7 @@ import pytest
 from continuity.errors import SpendError
 from continuity.messages import Message, ModelRequest, UserMessage
 from continuity.providers.protocol import Completed
-from continuity.spend.pilot_child import MODEL, ChildConfig, settings
+from continuity.spend.pilot_child import ChildConfig, reader_model, settings
 from continuity.spend.preparation import Prepared
 from continuity.spend.runtime import (
     LIFECYCLE,
@@ -45,6 +45,7 @@ CONFIG = ChildConfig(
     prepared=Prepared(slot="s", pid=1, start="x", sha256="0" * 64),
 )
 SAFE = settings(CONFIG)
+MODEL = reader_model(CONFIG)
 
 
 class Runtime:
