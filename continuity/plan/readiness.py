@@ -52,7 +52,7 @@ from continuity.plan.exact_price import missing_terms
 from continuity.plan.pilot_catalog import catalog_binding, pilot_missing_terms
 from continuity.plan.plan import DEFAULT_BASE_URLS, Endpoint
 from continuity.plan.pricing import ModelPrice
-from continuity.spend.assumptions import Assumptions, check_assumptions
+from continuity.spend.assumptions import CATALOG_BOUNDED_VERSION, Assumptions, check_assumptions
 from continuity.spend.descriptor import PILOT_MODE, check_catalog
 
 __all__ = [
@@ -302,6 +302,18 @@ def _blocker(component: Component, missing_code: str) -> str | None:
     return component.detail.partition(":")[0]
 
 
+def _assumed_cap(registry: Assumptions) -> str:
+    if registry.version == CATALOG_BOUNDED_VERSION:
+        return (
+            f"at most {registry.max_output:,} output tokens a request (catalog-bounded-v1: "
+            "sent as max_output_tokens, which the vendor API enforces; checked at settlement)"
+        )
+    return (
+        f"at most {registry.max_output:,} output tokens a request "
+        "(assumed-v1; checked at settlement, not enforced by the backend)"
+    )
+
+
 def cap_gated_readiness(
     reader: str, price: ModelPrice | None, registry: Assumptions
 ) -> CapGatedReadiness:
@@ -321,13 +333,10 @@ def cap_gated_readiness(
         reader=reader,
         pricing=pricing,
         assumptions=assumptions,
-        output_cap=AssumedComponent(
-            detail=f"at most {registry.max_output:,} output tokens a request "
-            "(assumed-v1; checked at settlement, not enforced by the backend)"
-        ),
+        output_cap=AssumedComponent(detail=_assumed_cap(registry)),
         input_envelope=AssumedComponent(
             detail=f"admitted requests stay within U <= {registry.input_envelope:,} "
-            "tokens (assumed-v1 framing; checked at settlement)"
+            f"tokens ({registry.version} framing; checked at settlement)"
         ),
         status="awaiting_authorization" if not blockers else "blocked",
         blockers=blockers or [AUTHORIZATION_REQUIRED],

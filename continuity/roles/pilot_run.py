@@ -39,17 +39,23 @@ from pathlib import Path
 
 from continuity.errors import RoleError, SpendError
 from continuity.roles.pilot import VerifiedPilot, read_pilot
-from continuity.roles.pilot_slots import FEASIBLE, pilot_bindings, prepare_pilot
+from continuity.roles.pilot_slots import FEASIBLE, pilot_bindings, prepare_pilot, reader_effort
 from continuity.roles.register import check_output
 from continuity.spend.authorization import Bindings, validate_authorization
 from continuity.spend.consumption import REAL_DOMAIN, consume
-from continuity.spend.contract import SOL_CONTRACT
+from continuity.spend.contract import contract_for
 from continuity.spend.controller import PilotConfig, PilotReport, run_pilot
 from continuity.spend.gate import require_real_route
 from continuity.spend.lease import acquire_lease
 from continuity.store import Store
 
-__all__ = ["PREPARER", "PilotRequest", "check_ready", "run_compare_pilot", "run_registered"]
+__all__ = [
+    "PREPARER",
+    "PilotRequest",
+    "check_ready",
+    "run_compare_pilot",
+    "run_registered",
+]
 
 PREPARER = "continuity.runner.pilot_prepare"
 _MAX_AUTHORIZATION = 1 << 20
@@ -173,18 +179,22 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
                 revalidate=lambda: _revalidate(raw, bindings),
                 checkouts=checkouts,
             )
+            registry = verified.pilot.descriptor.assumptions
+            contract = contract_for(registry, effort=reader_effort(verified))
             config = PilotConfig(
                 run_id=run_id,
                 root=str(output),
                 slots=prepared.slots,
                 seed=verified.pilot.descriptor.schedule.seed,
                 cap=verified.pilot.descriptor.cap_usd,
-                base_url=request.endpoint or SOL_CONTRACT.base_url,
+                base_url=request.endpoint or contract.base_url,
                 credentials=str(credentials),
                 history_url="",  # every slot names its own
                 authorization=raw,
                 bindings=bindings,
                 preparer=PREPARER,
+                assumptions=registry,
+                effort=contract.effort,
             )
             return run_pilot(config, lease, claim)
         finally:

@@ -41,7 +41,9 @@ from continuity.digest import value_digest
 from continuity.errors import RoleError
 from continuity.roles.pilot import VerifiedPilot
 from continuity.runner.pilot_prepare import CheckpointSource
+from continuity.spend.assumptions import CATALOG_BOUNDED_VERSION
 from continuity.spend.authorization import Bindings
+from continuity.spend.contract import SOL_CONTRACT
 from continuity.spend.controller import PilotSlot
 from continuity.spend.descriptor import descriptor_digest
 from continuity.store import Store
@@ -52,6 +54,7 @@ __all__ = [
     "lookup_checkpoint",
     "pilot_bindings",
     "prepare_pilot",
+    "reader_effort",
     "selected_traces",
 ]
 
@@ -63,6 +66,14 @@ class PreparedPilot:
     """The controller's slots, each with its ConversationHistory URL and source."""
 
     slots: tuple[PilotSlot, ...]
+
+
+def reader_effort(verified: VerifiedPilot) -> str:
+    """The effort the reader's requests carry: the registration's for a vendor reader,
+    Sol's own contract's for Sol."""
+    if verified.pilot.descriptor.assumptions.version == CATALOG_BOUNDED_VERSION:
+        return verified.registration.workload.effort
+    return SOL_CONTRACT.effort
 
 
 def pilot_bindings(
@@ -89,7 +100,7 @@ def pilot_bindings(
         source=verified.held.manifest_sha256,
         selection=descriptor.schedule.selection_digest,
         reader=registration.workload.reader_model,
-        effort=registration.workload.effort,
+        effort=reader_effort(verified),
         descriptor=descriptor_digest(descriptor),
         output_root=str(output_root),
         credentials_path=str(credentials),

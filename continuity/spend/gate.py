@@ -4,16 +4,17 @@ pilot construction").
 `LOOKUP_PILOT_REAL_ROUTE_ENABLED` is the only switch. While it is False,
 `require_real_route` refuses with ``lookup_pilot_real_route_unavailable``, and `doit
 compare_pilot` calls it before it reads any file an argument names, takes a lease or
-creates any output.
+creates any output (the seed's behaviour, kept and tested).
 
-The configured-process smoke (`doit pilot_smoke`) proves the controller/child flow on
-loopback, and the route behind the gate (`continuity.roles.pilot_run`) runs a
-registered pilot end to end in tests. It stays closed because the route opens only for
-a reader whose readiness is fully known (an enforced output cap, a known input envelope,
-known prices), and the guard's only contract (``lookup-guard-v1``) and the registered
-assumptions (assumed-v1) serve one reader, Sol on its subscription backend, which takes
-no output cap. Opened, the route still refuses any reader that is not ready
-(``lookup_pilot_reader_not_ready``).
+It is **open** in this revision. The configured-process smoke (`doit pilot_smoke`)
+proves the controller/child flow on loopback, and the route behind the gate
+(`continuity.roles.pilot_run`) runs a registered pilot end to end in tests. The route
+serves only a reader whose readiness is fully known (an enforced output cap, a known
+input envelope, known prices): a reader on a vendor API that enforces the output cap,
+registered under catalog-bounded-v1 (`continuity.spend.assumptions`). Any other reader
+is refused: Sol on its subscription backend, which takes no output cap, at the route's
+readiness step (``lookup_pilot_reader_not_ready``); a reader no guard contract serves,
+at its pilot registration (``lookup_pilot_reader_mismatch``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from continuity.errors import SpendError
 
 __all__ = ["LOOKUP_PILOT_REAL_ROUTE_ENABLED", "require_real_route"]
 
-LOOKUP_PILOT_REAL_ROUTE_ENABLED = False
+LOOKUP_PILOT_REAL_ROUTE_ENABLED = True
 
 
 def require_real_route(where: str = "compare_pilot") -> None:
@@ -33,9 +34,8 @@ def require_real_route(where: str = "compare_pilot") -> None:
     """
     if not LOOKUP_PILOT_REAL_ROUTE_ENABLED:
         raise SpendError(
-            "the capped real lookup route is not open in this revision: no reader its "
-            "guard serves has a fully known readiness (Sol's subscription backend takes "
-            "no output cap; see the README's release gate)",
+            "the capped real lookup route is closed in this build (the release gate, "
+            "continuity.spend.gate)",
             code="lookup_pilot_real_route_unavailable",
             location=where,
         )

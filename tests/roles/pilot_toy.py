@@ -11,6 +11,7 @@ they are placeholders, as in `tests.roles.test_external_registration`.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -63,18 +64,41 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def pilot_toy(tmp_path: Path) -> PilotToy:
-    store = Store(tmp_path / "store")
-    source = frozen_toy(store, tmp_path)
+VENDOR_READER = "openai:gpt-test"  # a fictional model on OpenAI's Responses API
+VENDOR_PRICE = {
+    "input": 1.25,
+    "output": 10.0,
+    "cache_read": 0.125,
+    "cache_write": 1.25,
+    "context_window": 400_000,
+    "max_output": 128_000,
+    "tiers": [],
+}
+# the estimate's C for the vendor reader's three eligible slots, as doit estimate prints it
+VENDOR_EXTERNAL_CAP = "66.75"
+
+
+def make_toy(root: Path, reader: str = SOL) -> PilotToy:
+    """The toy's store, frozen holdout, sizing, catalog and external registration, read
+    by `reader` (a vendor reader gets its own fictional catalog entry)."""
+    store = Store(root / "store")
+    source = frozen_toy(store, root)
     holdout = binding_of(store, source)
-    budget = tmp_path / "sizing" / "budget.json"
+    budget = root / "sizing" / "budget.json"
     budget.parent.mkdir()
-    sol = ReaderBinding(binding="default", reader=SOL, alternate=LOOKUP_BINDINGS["default"][1])
-    sized = msgspec.structs.replace(hand_budget(holdout, hand_slots(holdout.selected)), reader=sol)
+    binding = ReaderBinding(
+        binding="default", reader=reader, alternate=LOOKUP_BINDINGS["default"][1]
+    )
+    sized = msgspec.structs.replace(
+        hand_budget(holdout, hand_slots(holdout.selected)), reader=binding
+    )
     sizing_sha = write_budget(budget, sized)
-    catalog = tmp_path / "catalog.json"
+    catalog = root / "catalog.json"
     shutil.copyfile(default_catalog_path(), catalog)
+    if reader != SOL:
+        data = json.loads(catalog.read_text())
+        data["models"][reader] = VENDOR_PRICE
+        catalog.write_text(json.dumps(data))
     held = holdout_workload(
         store,
         {
@@ -86,13 +110,24 @@ def pilot_toy(tmp_path: Path) -> PilotToy:
         },
         (budget, sizing_sha),
         (128_000, "catalog_max"),
-        EXTERNAL_CAP,
+        EXTERNAL_CAP if reader == SOL else VENDOR_EXTERNAL_CAP,
         pricing=catalog,
     )
-    path = tmp_path / "registration" / "registration.json"
+    path = root / "registration" / "registration.json"
     path.parent.mkdir()
-    path.write_bytes(msgspec.json.encode(external(workload([], [], None, held)), order="sorted"))
-    return PilotToy(tmp_path, store, catalog, budget, path, sha256_of(path))
+    work = msgspec.structs.replace(workload([], [], None, held), reader_model=reader)
+    path.write_bytes(msgspec.json.encode(external(work), order="sorted"))
+    return PilotToy(root, store, catalog, budget, path, sha256_of(path))
+
+
+@pytest.fixture
+def pilot_toy(tmp_path: Path) -> PilotToy:
+    return make_toy(tmp_path)
+
+
+@pytest.fixture
+def vendor_toy(tmp_path: Path) -> PilotToy:
+    return make_toy(tmp_path, VENDOR_READER)
 
 
 def external(work: Any, schema: str = REGISTRATION_SCHEMA_V2) -> Registration:

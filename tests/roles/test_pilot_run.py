@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -26,19 +27,26 @@ from continuity.servers.wire import WireServer, serve_in_thread
 from continuity.spend import consumption, gate
 from continuity.spend.authorization import Authorization, account_commitment
 from continuity.spend.consumption import REAL_DOMAIN
-from tests.roles.pilot_toy import PilotToy, pilot_toy, registered  # noqa: F401 (fixture)
+from tests.roles.pilot_toy import (  # noqa: F401 (fixtures)
+    VENDOR_READER,
+    PilotToy,
+    pilot_toy,
+    registered,
+    vendor_toy,
+)
 from tests.spend.test_authorization import SALT, _jwt
 
 SOL = "gpt-6.1-sol"
 
 
 class Route:
-    def __init__(self, toy: PilotToy) -> None:
-        self.toy = toy
+    def __init__(self, toy: PilotToy, account: str = "acct-1", **credentials: str) -> None:
+        self.toy, self.account = toy, account
         done = registered(toy)
         self.pilot, self.sha256 = done.path, done.sha256
         self.credentials = toy.root / "credentials.json"
-        self.credentials.write_text(json.dumps({"api_key": _jwt("acct-1", "one")}))
+        given = credentials or {"api_key": _jwt(account, "one")}
+        self.credentials.write_text(json.dumps(given))
         self.output = toy.root / "pilot-out"
         self.authorization = toy.root / "authorization.json"
 
@@ -65,7 +73,7 @@ class Route:
             id="auth-pilot-1",
             bindings=msgspec.structs.replace(bindings, **change),
             salt=SALT,
-            account_commitment=account_commitment(SALT, "acct-1"),
+            account_commitment=account_commitment(SALT, self.account),
             issued_at="2026-12-02T09:00:00+00:00",
             approver="owner",
             approval_reference="2500",
@@ -78,14 +86,24 @@ class Route:
             return run_registered(self.toy.store, self.request(url + "/v1"), verified)
 
 
-@pytest.fixture
-def route(pilot_toy: PilotToy, monkeypatch: pytest.MonkeyPatch) -> Route:  # noqa: F811
-    home = pilot_toy.root / "home"
+def _owner_machine(toy: PilotToy, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = toy.root / "home"
     home.mkdir(mode=0o700)
     monkeypatch.setattr(consumption, "_home", lambda: home)  # only the home lookup
     for name in ("CI", "CONTINUITY_DEBUG"):  # an owner's machine: the children inherit it
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def route(pilot_toy: PilotToy, monkeypatch: pytest.MonkeyPatch) -> Route:  # noqa: F811
+    _owner_machine(pilot_toy, monkeypatch)
     return Route(pilot_toy)
+
+
+@pytest.fixture
+def vendor(vendor_toy: PilotToy, monkeypatch: pytest.MonkeyPatch) -> Route:  # noqa: F811
+    _owner_machine(vendor_toy, monkeypatch)
+    return Route(vendor_toy, "proj_fictional", api_key="sk-fictional", account_id="proj_fictional")
 
 
 def test_a_registered_pilot_runs_its_slots_over_real_checkpoints(route: Route) -> None:
@@ -142,21 +160,52 @@ def test_an_existing_output_root_is_refused(route: Route) -> None:
     assert caught.value.code == "role_output_exists"
 
 
-def test_the_closed_gate_refuses_before_reading_anything(route: Route) -> None:
+def test_the_closed_gate_refuses_before_reading_anything(
+    route: Route, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gate, "LOOKUP_PILOT_REAL_ROUTE_ENABLED", False)
     request = route.request(registration=route.toy.root / "missing.json")
     with pytest.raises(SpendError) as caught:
         run_compare_pilot(route.toy.store, request)
     assert caught.value.code == "lookup_pilot_real_route_unavailable"
 
 
-def test_a_reader_whose_readiness_is_not_known_is_refused(
-    route: Route, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # with the gate open, the Sol subscription reader (no output cap) is still refused
-    monkeypatch.setattr(gate, "LOOKUP_PILOT_REAL_ROUTE_ENABLED", True)
+def test_sol_whose_backend_takes_no_output_cap_is_refused(route: Route) -> None:
     route.authorize()
     with pytest.raises(RoleError) as caught:
         run_compare_pilot(route.toy.store, route.request())
     assert caught.value.code == "lookup_pilot_reader_not_ready"
     assert "output_cap" in caught.value.location
     assert not route.output.exists()
+
+
+def test_a_vendor_reader_runs_the_whole_open_route(vendor: Route) -> None:
+    """The gate open, a catalog-bounded reader: readiness, the authorization, the real
+    checkpoints and the real send, every request naming the project in openai-project
+    and asking for at most the registered output cap."""
+    vendor.authorize()
+    app = WireServer(model=VENDOR_READER.partition(":")[2])
+    with serve_in_thread(app) as url:
+        report = run_compare_pilot(vendor.toy.store, vendor.request(url + "/v1"))
+    assert report.stop is None and report.counts.completed == 3
+    verified = read_pilot(vendor.pilot, vendor.sha256, pricing=vendor.toy.catalog)
+    registry = verified.pilot.descriptor.assumptions
+    assert registry.version == "catalog-bounded-v1" and registry.rmax == "3.56"
+    bodies = [body for _, body in app.calls]
+    assert {b["model"] for b in bodies} == {"gpt-test"}
+    assert {b["max_output_tokens"] for b in bodies} == {registry.max_output}
+    assert Decimal(report.total) <= Decimal(report.cap)
+
+
+def test_credentials_for_another_project_are_refused_before_consumption(
+    vendor: Route,
+) -> None:
+    vendor.authorize()
+    vendor.credentials.write_text(
+        json.dumps({"api_key": "sk-fictional", "account_id": "proj_other"})
+    )
+    app = WireServer(model="gpt-test")
+    with serve_in_thread(app) as url, pytest.raises(SpendError) as caught:
+        run_compare_pilot(vendor.toy.store, vendor.request(url + "/v1"))
+    assert caught.value.code == "lookup_account_substituted" and app.count() == 0
+    assert not (vendor.output / "authorization-consumed.json").exists()

@@ -18,6 +18,7 @@ import pytest
 from continuity.errors import SpendError
 from continuity.servers.wire import WireServer
 from continuity.spend import consumption
+from continuity.spend.assumptions import Rates, catalog_bounded
 from continuity.spend.consumption import REAL_DOMAIN
 from continuity.spend.controller import PilotConfig, run_pilot
 from tests.spend.test_authorization import _authorization, _bindings, _jwt
@@ -111,3 +112,66 @@ def test_a_real_claim_without_its_authorization_never_launches(real: RealPilot) 
 
 def _fields(config: PilotConfig) -> dict[str, Any]:
     return {name: getattr(config, name) for name in config.__struct_fields__}
+
+
+class VendorPilot(RealPilot):
+    """A catalog-bounded reader on OpenAI's API: an API key and a project id, the
+    project named in ``openai-project``, the registered output cap sent every time."""
+
+    REGISTRY = catalog_bounded(
+        "openai:gpt-test",
+        rates=Rates(input="1.25", output="10", cache_read="0.125", cache_write="1.25"),
+        context_window=400_000,
+        output_cap=32_000,
+    )
+
+    def __init__(self, tmp_path: Path) -> None:
+        credentials = tmp_path / "credentials.json"
+        self.raw = _authorization(credentials, account="proj_a")
+        Pilot.__init__(
+            self,
+            tmp_path,
+            domain=REAL_DOMAIN,
+            credentials=json.dumps({"api_key": "sk-fictional", "account_id": "proj_a"}),
+            authorization=("auth-0001", hashlib.sha256(self.raw).hexdigest()),
+        )
+
+    def account(self, account: str, nonce: str = "one") -> None:
+        self.credentials.write_text(json.dumps({"api_key": "sk-fictional", "account_id": account}))
+
+    def config(self, urls: tuple[str, str], **more: Any) -> PilotConfig:
+        vendor = {"assumptions": self.REGISTRY, "effort": "low"}
+        return super().config(urls, **{**vendor, **more})
+
+
+@pytest.fixture
+def vendor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setattr(consumption, "_home", lambda: home)
+    for name in ("CI", "CONTINUITY_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    made = VendorPilot(tmp_path)
+    yield made
+    made.lease.release()
+
+
+def test_a_vendor_readers_children_name_the_project_and_send_its_output_cap(
+    vendor: VendorPilot,
+) -> None:
+    app = WireServer(model="gpt-test")
+    with vendor.serve(app) as urls:
+        report = run_pilot(vendor.config(urls), vendor.lease, vendor.claim)
+    assert report.stop is None and report.counts.completed == 4
+    bodies = [body for _, body in app.calls]
+    assert len(bodies) == 8 and {b["max_output_tokens"] for b in bodies} == {32_000}
+    assert {b["model"] for b in bodies} == {"gpt-test"}
+    assert [state for _, state, _ in vendor.holds()] == ["settled"] * 8
+
+
+def test_a_vendor_child_whose_project_changed_never_sends(vendor: VendorPilot) -> None:
+    vendor.account("proj_b")  # after the consumption: the child's own check refuses
+    app = WireServer(model="gpt-test")
+    with vendor.serve(app) as urls:
+        report = run_pilot(vendor.config(urls), vendor.lease, vendor.claim)
+    assert app.count() == 0 and vendor.holds() == [] and report.counts.admitted == 0

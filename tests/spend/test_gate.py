@@ -1,5 +1,6 @@
-"""The release gate: closed in this revision, and doit compare_pilot refuses before it
-reads any file an option names."""
+"""The release gate: open in this revision for ready readers; closed (the seed's
+behaviour, patched here), doit compare_pilot refuses before it reads any file an option
+names."""
 
 from __future__ import annotations
 
@@ -15,14 +16,22 @@ from tests.conftest import REPO
 from tests.graph.test_dodo import doit_command, doit_env
 
 
-def test_the_gate_is_closed() -> None:
-    assert gate.LOOKUP_PILOT_REAL_ROUTE_ENABLED is False
+@pytest.fixture
+def closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gate, "LOOKUP_PILOT_REAL_ROUTE_ENABLED", False)
+
+
+def test_the_gate_is_open_and_refuses_when_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert gate.LOOKUP_PILOT_REAL_ROUTE_ENABLED is True
+    gate.require_real_route()  # open: nothing to refuse
+    monkeypatch.setattr(gate, "LOOKUP_PILOT_REAL_ROUTE_ENABLED", False)
     with pytest.raises(SpendError) as caught:
         gate.require_real_route()
     assert caught.value.code == "lookup_pilot_real_route_unavailable"
 
 
-def test_compare_pilot_refuses_before_reading_any_argument(
+@pytest.mark.usefixtures("closed")
+def test_a_closed_gate_refuses_compare_pilot_before_reading_any_argument(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opened: list[str] = []
@@ -41,25 +50,16 @@ def test_compare_pilot_refuses_before_reading_any_argument(
             sha256="0" * 64,
             authorization=str(secret),
             output=str(tmp_path / "out"),
+            credentials=str(secret),
         )
     assert caught.value.code == "lookup_pilot_real_route_unavailable"
     assert not [p for p in opened if str(tmp_path) in p]
     assert not (tmp_path / "out").exists()
 
 
-def test_the_doit_command_refuses_with_its_code(tmp_path: Path) -> None:
-    ran = subprocess.run(
-        doit_command(
-            "compare_pilot",
-            "--registration",
-            str(tmp_path / "missing.json"),
-            "--sha256",
-            "0" * 64,
-            "--authorization",
-            str(tmp_path / "a.json"),
-            "--output",
-            str(tmp_path / "out"),
-        ),
+def _doit(tmp_path: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        doit_command("compare_pilot", *more),
         cwd=REPO,
         env=doit_env(tmp_path),
         capture_output=True,
@@ -67,6 +67,18 @@ def test_the_doit_command_refuses_with_its_code(tmp_path: Path) -> None:
         timeout=120,
         check=False,
     )
+
+
+def test_the_open_route_names_what_is_missing_and_refuses_a_bad_registration(
+    tmp_path: Path,
+) -> None:
+    ran = _doit(tmp_path, "--registration", str(tmp_path / "missing.json"))
     both = ran.stdout + ran.stderr
-    assert ran.returncode != 0 and "lookup_pilot_real_route_unavailable" in both
-    assert "Traceback" not in both and "missing.json" not in both
+    assert ran.returncode != 0 and "option_value_missing" in both and "--sha256" in both
+    files = {"--sha256": "0" * 64, "--authorization": str(tmp_path / "a.json")}
+    files |= {"--output": str(tmp_path / "out"), "--credentials": str(tmp_path / "c.json")}
+    args = [part for item in files.items() for part in item]
+    ran = _doit(tmp_path, "--registration", str(tmp_path / "missing.json"), *args)
+    both = ran.stdout + ran.stderr
+    assert ran.returncode != 0 and "role_registration_invalid" in both, both
+    assert "Traceback" not in both and not (tmp_path / "out").exists()
