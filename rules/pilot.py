@@ -6,7 +6,7 @@ PILOT --sha256 S`` reads it (`continuity.roles.pilot`).
 
 from __future__ import annotations
 
-from typing import TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from continuity.graph import task_action
 from rules.params import STORE, IntOption, TaskSpec, param
@@ -104,7 +104,7 @@ def task_pilot_register() -> TaskSpec:
     }
 
 
-def _compare_pilot(**options: str) -> str:
+def _compare_pilot(**options: Any) -> str:
     from pathlib import Path
 
     from continuity.errors import UsageError
@@ -114,7 +114,8 @@ def _compare_pilot(**options: str) -> str:
     from continuity.roles.pilot_run import PilotRequest, run_compare_pilot
     from continuity.store import Store
 
-    for name in ("registration", "sha256", "authorization", "output", "credentials"):
+    needed = ["registration", "sha256", "output", "credentials"]
+    for name in needed if options.get("show_bindings") else [*needed, "authorization"]:
         if not options.get(name):
             raise UsageError(
                 f"compare_pilot needs --{name}", code="option_value_missing", location=f"--{name}"
@@ -123,11 +124,18 @@ def _compare_pilot(**options: str) -> str:
     request = PilotRequest(
         registration=Path(options["registration"]),
         sha256=options["sha256"],
-        authorization=Path(options["authorization"]),
+        authorization=Path(options.get("authorization") or "-"),
         output=Path(options["output"]),
         credentials=Path(options["credentials"]),
         pricing=Path(pricing) if pricing else None,
     )
+    if options.get("show_bindings"):
+        import msgspec
+
+        from continuity.roles.pilot_run import expected_bindings
+
+        bindings = expected_bindings(request)
+        return msgspec.json.format(msgspec.json.encode(bindings)).decode()
     report = run_compare_pilot(Store(options.get("store") or None), request)
     counts = report.counts
     return (
@@ -154,6 +162,13 @@ def task_compare_pilot() -> TaskSpec:
             param("credentials", str, "", "the reader's credentials file (read, never changed)"),
             PRICING,
             STORE,
+            param(
+                "show_bindings",
+                bool,
+                False,
+                "print the bindings an authorization for this pilot must carry, and stop "
+                "(reads the registration only: no lease, no output, no authorization)",
+            ),
         ],
         "verbosity": 2,
     }

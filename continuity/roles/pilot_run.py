@@ -53,6 +53,7 @@ __all__ = [
     "PREPARER",
     "PilotRequest",
     "check_ready",
+    "expected_bindings",
     "run_compare_pilot",
     "run_registered",
 ]
@@ -145,6 +146,25 @@ def _revalidate(raw: bytes, bindings: Bindings) -> None:
     validate_authorization(raw, expected=bindings)
 
 
+def _checkouts(verified: VerifiedPilot) -> list[Path]:
+    registration = verified.registration
+    return [Path(registration.r0.path), Path(registration.rpack.path), _CHECKOUT]
+
+
+def expected_bindings(request: PilotRequest) -> Bindings:
+    """What an authorization for `request` must bind (``--show-bindings``): the pilot
+    registration verified, the output root checked (nothing is made), the credentials
+    path resolved; no authorization is read.
+
+    Raises:
+        RoleError, SpendError: `read_pilot`'s and `check_output`'s codes.
+    """
+    require_real_route()
+    verified = read_pilot(request.registration, request.sha256, pricing=request.pricing)
+    output = check_output(str(request.output), _checkouts(verified))
+    return pilot_bindings(verified, output, request.credentials.resolve(), _revision())
+
+
 def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot) -> PilotReport:
     """Steps 4-7 of the module doc for a verified, ready pilot.
 
@@ -153,8 +173,7 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
         SpendError: the authorization's, the consumption's, the lease's and the
             controller's codes.
     """
-    registration = verified.registration
-    checkouts = [Path(registration.r0.path), Path(registration.rpack.path), _CHECKOUT]
+    checkouts = _checkouts(verified)
     output = check_output(str(request.output), checkouts)
     raw = _authorization_bytes(request.authorization)
     credentials = request.credentials.resolve()

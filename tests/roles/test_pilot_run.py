@@ -25,7 +25,7 @@ from continuity.roles.pilot_run import PilotRequest, run_compare_pilot, run_regi
 from continuity.roles.pilot_slots import pilot_bindings
 from continuity.servers.wire import WireServer, serve_in_thread
 from continuity.spend import consumption, gate
-from continuity.spend.authorization import Authorization, account_commitment
+from continuity.spend.authorization import Authorization, Bindings, account_commitment
 from continuity.spend.consumption import REAL_DOMAIN
 from tests.roles.pilot_toy import (  # noqa: F401 (fixtures)
     VENDOR_READER,
@@ -209,3 +209,25 @@ def test_credentials_for_another_project_are_refused_before_consumption(
         run_compare_pilot(vendor.toy.store, vendor.request(url + "/v1"))
     assert caught.value.code == "lookup_account_substituted" and app.count() == 0
     assert not (vendor.output / "authorization-consumed.json").exists()
+
+
+def test_show_bindings_prints_what_the_route_validates_and_touches_nothing(
+    vendor: Route,
+) -> None:
+    from rules.pilot import _compare_pilot
+
+    printed = _compare_pilot(
+        registration=str(vendor.pilot),
+        sha256=vendor.sha256,
+        output=str(vendor.output),
+        credentials=str(vendor.credentials),
+        pricing=str(vendor.toy.catalog),
+        show_bindings=True,
+    )
+    assert not vendor.output.exists() and not vendor.authorization.exists()
+    shown = msgspec.json.decode(printed.encode(), type=Bindings)
+    verified = read_pilot(vendor.pilot, vendor.sha256, pricing=vendor.toy.catalog)
+    expected = pilot_bindings(
+        verified, vendor.output, vendor.credentials.resolve(), pilot_run._revision()
+    )
+    assert shown == expected and shown.effort == "low"  # the vendor reader's own effort
