@@ -44,6 +44,28 @@ class LookupBudgetOptions(HoldoutOptions, total=False):
     seeds: str
     fixed_budget_sha256: str | None
     policy: str
+    reader_model: str
+
+
+def _reader_model(options: LookupBudgetOptions) -> str | None:
+    """``--reader-model``: a ``provider:model`` reference, or None when not given.
+
+    Raises:
+        UsageError: ``lookup_reader_model_invalid``.
+    """
+    from continuity.errors import UsageError
+
+    given = options.get("reader_model") or ""
+    if not given:
+        return None
+    provider, _, model = given.partition(":")
+    if not (provider and model and given.isascii() and given.isprintable() and " " not in given):
+        raise UsageError(
+            f"--reader-model is provider:model (openai:gpt-x), not {given[:60]!r}",
+            code="lookup_reader_model_invalid",
+            location="--reader-model",
+        )
+    return given
 
 
 def _budget(**options: Unpack[LookupBudgetOptions]) -> str:
@@ -56,6 +78,15 @@ def _budget(**options: Unpack[LookupBudgetOptions]) -> str:
     source = _holdout(options, fixed)
     if source is not None or fixed is not None:
         return _fixed_budget(options, source, fixed)
+    if options.get("reader_model"):
+        from continuity.errors import UsageError
+
+        raise UsageError(
+            "--reader-model names the paid reader a fixed-budget sizing prices; a "
+            "legacy inventory has none",
+            code="lookup_reader_model_invalid",
+            location="--reader-model",
+        )
     store, output, corpus = _arguments(options)  # every argument, before any replay
     with progress("lookup_budget") as tick:
         result = run_lookup_budget(store, output, corpus=corpus, progress=tick)
@@ -180,6 +211,7 @@ def _fixed_budget(
         per_group=options.get("per_group") or None,
         fixed_budget_sha256=fixed,
         policy=Path(policy) if policy else None,
+        reader_model=_reader_model(options),
     )
     roles = [
         EstimateRole(name=r.name, arm=r.arm, code=r.code, soul_file=r.soul_file) for r in ROLES
@@ -246,6 +278,13 @@ def task_lookup_budget() -> TaskSpec:
                 "",
                 "fixed-budget sizing: another frozen policy file whose bytes hash to "
                 "--fixed-budget-sha256",
+            ),
+            param(
+                "reader_model",
+                str,
+                "",
+                "fixed-budget sizing: the paid reader it prices, provider:model (default "
+                "the scripted binding's reader, Sol; measured offline either way)",
             ),
             STORE,
         ],

@@ -278,6 +278,14 @@ def _digests(checkout: Path, tree: dict[str, TreeEntry]) -> BoundDigests:
     )
 
 
+def _sized_reader(holdout: HoldoutWorkload) -> str:
+    """The paid reader an external registration's sizing prices (`doit lookup_budget
+    --reader-model`; the scripted binding's reader, Sol, by default)."""
+    from continuity.lookup.fixed_budget import load_fixed_budget
+
+    return load_fixed_budget(Path(holdout.sizing), holdout.sizing_sha256).reader.reader
+
+
 def workload(
     suites: Sequence[str],
     traces: Sequence[str],
@@ -286,7 +294,8 @@ def workload(
 ) -> Workload:
     """The one corpus and model setting of every role: the lookup defaults (the default
     scripted reader binding, effort low, no judge, one repeat). With `holdout` (an
-    external registration) the suite is ``holdout``, its traces are the selection's.
+    external registration) the suite is ``holdout``, its traces are the selection's, and
+    the reader model is the one its sizing prices.
 
     Raises:
         UsageError: ``suite_unknown``; ``holdout_trace_selection_refused`` (--suites or
@@ -306,7 +315,7 @@ def workload(
             probe_limit=probe_limit,
             repeats=1,
             reader_binding="default",
-            reader_model=binding_models("default")[0],
+            reader_model=_sized_reader(holdout),
             effort="low",
             judge=None,
             restricted=probe_limit is not None,

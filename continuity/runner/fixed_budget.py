@@ -402,6 +402,9 @@ class FixedBudgetRequest:
     fixed_budget_sha256: str | None
     policy: Path | None = None
     binding: str = "default"
+    # the paid reader the sizing prices (provider:model); None: the binding's reader.
+    # The measurement runs the binding's scripted models either way.
+    reader_model: str | None = None
 
 
 def run_fixed_budget(
@@ -455,7 +458,8 @@ def run_fixed_budget(
         progress=progress,
         on_slot=on_slot,
     )
-    budget = _budget(binding, request.binding, models, terms, souls, run)
+    priced = (request.reader_model or models[0], models[1])
+    budget = _budget(binding, request.binding, priced, terms, souls, run)
     data = fixed_budget_bytes(budget)
     sha = fixed_budget_sha256(data)
     write_sizing(output, {"budget.json": data, "summary.md": summary_text(budget, sha).encode()})

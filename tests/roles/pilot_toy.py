@@ -115,7 +115,8 @@ def make_toy(root: Path, reader: str = SOL) -> PilotToy:
     )
     path = root / "registration" / "registration.json"
     path.parent.mkdir()
-    work = msgspec.structs.replace(workload([], [], None, held), reader_model=reader)
+    work = workload([], [], None, held)  # its reader is the sizing's
+    assert work.reader_model == reader
     path.write_bytes(msgspec.json.encode(external(work), order="sorted"))
     return PilotToy(root, store, catalog, budget, path, sha256_of(path))
 

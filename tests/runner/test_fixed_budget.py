@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -705,3 +706,35 @@ def test_doit_lookup_budget_prints_the_sha256_estimate_quotes(sized: Sized, tmp_
         f"budget.json in {path} (sha256 {sha}); use it with --lookup-policy {path} "
         f"--lookup-policy-sha256 {sha}"
     )
+
+
+def test_reader_model_names_the_paid_reader_and_the_measurement_is_the_same(
+    sized: Sized, tmp_path: Path
+) -> None:
+    """`doit lookup_budget --reader-model`: the sizing prices that reader; the slots are
+    measured (here reused from a copy of the store) by the scripted binding as before."""
+    store = Store(tmp_path / "store")
+    shutil.copytree(sized.store.root, store.root, dirs_exist_ok=True)
+    result = run_fixed_budget(
+        store,
+        request(tmp_path / "out", sized.source, reader_model="openai:gpt-test"),
+        ALL_ROLES,
+        scratch_parent=tmp_path / "scratch",
+    )
+    before = sized.result.budget
+    assert result.budget.reader.reader == "openai:gpt-test"
+    assert result.budget.reader.binding == before.reader.binding == "default"
+    assert result.budget.reader.alternate == before.reader.alternate
+    assert result.budget.slots == before.slots and result.measured == 0
+
+
+def test_a_reader_model_that_is_not_provider_model_is_coded(tmp_path: Path) -> None:
+    from continuity.errors import UsageError
+    from rules.lookup import _reader_model
+
+    for bad in ("gpt-test", "openai:", ":gpt", "openai:gpt test", "openai:gpt\n"):
+        with pytest.raises(UsageError) as caught:
+            _reader_model({"reader_model": bad})
+        assert caught.value.code == "lookup_reader_model_invalid"
+    assert _reader_model({"reader_model": "openai:gpt-test"}) == "openai:gpt-test"
+    assert _reader_model({}) is None
