@@ -8,11 +8,13 @@ catalog cost) or retained (lost, aborted after send, or an integrity stop: the h
 stays, or the known partial cost if that is larger). Reservations are accounting, not
 an invoice: T bounds what the pilot *may* have spent on the registered assumptions.
 
-Two consecutive admitted *slots* (probe runs) that ended lost or aborted after send stop
-admission with ``lookup_repeated_loss``. Slots run one at a time (concurrency one), so
-a slot has ended when the next slot's first request is admitted: a slot that ended any
-other way (its requests settled, or an integrity stop) resets the count there, a slot
-with no admitted request never counts, and a loss ends its slot (it is terminal). So a
+Two consecutive admitted *slots* (probe runs) that ended lost (a provider loss) stop
+admission with ``lookup_repeated_loss``. A slot the harness aborted on its own latency
+(``own_abort_after_send``) keeps its hold but neither counts nor resets the streak.
+Slots run one at a time (concurrency one), so a slot has ended when the next slot's
+first request is admitted: a slot that ended any other way (its requests settled, or an
+integrity stop) resets the count there, a slot with no admitted request never counts,
+and a loss ends its slot (it is terminal). So a
 slot that settles a request and then loses the next one is a lost slot. Alternating
 losses are still bounded by C, not by this rule. A stop is sticky: every later
 admission is refused with the stop's code.
@@ -30,11 +32,12 @@ from typing import Literal
 from continuity.errors import SpendError
 from continuity.spend.money import EXACT, exact_sum
 
-__all__ = ["LOSS_KINDS", "CapAccount", "Hold", "HoldState"]
+__all__ = ["LOSS_KINDS", "OWN_ABORT", "CapAccount", "Hold", "HoldState"]
 
 HoldState = Literal["active", "settled", "retained"]
 # Outcome kinds that count towards lookup_repeated_loss.
-LOSS_KINDS = frozenset({"lost", "own_abort_after_send"})
+LOSS_KINDS = frozenset({"lost"})
+OWN_ABORT = "own_abort_after_send"  # the harness's own latency: neither counts nor resets
 
 
 @dataclass
@@ -63,6 +66,7 @@ class CapAccount:
         self.loss_streak = 0  # consecutive admitted slots that ended lost
         self._slot: str | None = None  # the slot of the latest admission
         self._lost_slots: set[str] = set()
+        self._own_aborts: set[str] = set()  # slots that ended in the harness's own abort
 
     def total(self) -> Decimal:
         """T: settled costs, retained holds (or known partials, if larger), active holds."""
@@ -94,7 +98,8 @@ class CapAccount:
             return refused
         self.holds[request_id] = Hold(request_id, slot_id, self.rmax)
         if slot_id != self._slot:  # the previous slot has ended
-            if self._slot is not None and self._slot not in self._lost_slots:
+            ended = self._slot
+            if ended is not None and ended not in self._lost_slots | self._own_aborts:
                 self.loss_streak = 0
             self._slot = slot_id
         return None
@@ -119,6 +124,8 @@ class CapAccount:
         terminal. Two consecutive lost slots stop admission (``lookup_repeated_loss``)."""
         hold = self._active(request_id)
         hold.state, hold.cost = "retained", partial
+        if kind == OWN_ABORT:
+            self._own_aborts.add(hold.slot_id)
         if kind in LOSS_KINDS and hold.slot_id not in self._lost_slots:
             self._lost_slots.add(hold.slot_id)
             self.loss_streak += 1
@@ -132,6 +139,7 @@ class CapAccount:
             "loss_streak": self.loss_streak,
             "slot": self._slot,
             "lost_slots": sorted(self._lost_slots),
+            "own_aborts": sorted(self._own_aborts),
         }
 
     def restore(self, holds: list[Hold], snapshot: dict[str, object]) -> None:
@@ -142,11 +150,14 @@ class CapAccount:
         self.stopped = stopped if isinstance(stopped, str) else None
         self.loss_streak = streak if isinstance(streak, int) else 0
         self._slot = slot if isinstance(slot, str) else None
-        self._lost_slots = (
-            {s for s in lost if isinstance(s, str)} if isinstance(lost, list) else set()
-        )
+        self._lost_slots = _names(lost)
+        self._own_aborts = _names(snapshot.get("own_aborts", []))
 
     def stop(self, code: str) -> None:
         """Close admission for good; the first stop's code is kept."""
         if self.stopped is None:
             self.stopped = code
+
+
+def _names(value: object) -> set[str]:
+    return {s for s in value if isinstance(s, str)} if isinstance(value, list) else set()

@@ -128,11 +128,10 @@ def test_the_total_counts_settled_retained_and_active_holds() -> None:
         assert account.admit(name, f"slot-{name}") is None
     account.settle("a", Decimal("0.50"))
     account.retain("b", "lost")  # the hold stays
-    account.retain("c", "own_abort_after_send", partial=Decimal("5"))  # a larger partial
+    account.retain("c", "integrity_stop", partial=Decimal("5"))  # a larger partial
     # 0.50 + 3.92 + 5 + 3.92 (active d)
     assert account.total() == Decimal("13.34")
-    assert account.stopped == "lookup_repeated_loss"  # slots b then c: two lost in a row
-    assert account.admit("e", "slot") == "lookup_repeated_loss"
+    assert account.stopped is None  # one lost slot (b): no repeated loss
 
 
 def test_the_cap_refuses_the_admission_that_would_exceed_it() -> None:
@@ -155,7 +154,21 @@ def test_the_loss_count_is_of_slots() -> None:
     account.settle("b1", Decimal("0.10"))  # slot-b goes on...
     assert account.refusal() is None
     account.admit("b2", "slot-b")
-    account.retain("b2", "own_abort_after_send")  # ...and ends lost: two in a row
+    account.retain("b2", "lost")  # ...and ends lost: two in a row
+    assert account.stopped == "lookup_repeated_loss"
+
+
+def test_an_own_latency_abort_neither_counts_nor_resets_the_streak() -> None:
+    account = CapAccount(Decimal("100"), RMAX)
+    account.admit("a1", "slot-a")
+    account.retain("a1", "lost")  # one provider loss
+    account.admit("b1", "slot-b")
+    account.retain("b1", "own_abort_after_send")  # our own latency: not a loss
+    assert account.stopped is None and account.loss_streak == 1
+    assert account.total() == 2 * RMAX  # its hold is kept all the same
+    account.admit("c1", "slot-c")  # slot-b ended: it did not reset the streak either
+    assert account.loss_streak == 1
+    account.retain("c1", "lost")  # the second provider loss in a row (b in between)
     assert account.stopped == "lookup_repeated_loss"
 
 
