@@ -58,7 +58,7 @@ from continuity.spend.contract import contract_for
 from continuity.spend.durable import DurablePermitSource
 from continuity.spend.exchange import (
     SlotState,
-    fixed_code,
+    child_code,
     held_amount,
     serve_message,
     slot_terminal,
@@ -215,10 +215,11 @@ class _Controller:
                 functools.partial(channel.expect, *_CHILD_KINDS, timeout=timeout)
             )
             if message["kind"] == "done":
+                child_code(message.get("code"))  # never a controller code
                 slot.claim = message
                 return
             if message["kind"] == "stop":
-                code = fixed_code(str(message.get("code"))) or "lookup_integrity_stop"
+                code = child_code(message.get("code")) or "lookup_integrity_stop"
                 await self.source.stop(code)
                 channel.send("stopped")
                 continue

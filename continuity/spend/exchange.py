@@ -21,9 +21,17 @@ from continuity.spend.assumptions import ASSUMED_V1, Assumptions
 from continuity.spend.durable import DurablePermitSource
 from continuity.spend.permits import Permit, Refusal, Settlement
 from continuity.spend.receipts import SLOT_CODES
+from continuity.spend.safety import child_terminal
 from continuity.spend.usage import UsageRecord, catalog_cost
 
-__all__ = ["SlotState", "fixed_code", "held_amount", "serve_message", "slot_terminal"]
+__all__ = [
+    "SlotState",
+    "child_code",
+    "fixed_code",
+    "held_amount",
+    "serve_message",
+    "slot_terminal",
+]
 
 
 class SlotState:
@@ -128,6 +136,19 @@ async def serve_message(
     if raw is not None:
         slot.usage = (slot.usage[0] + raw.input, slot.usage[1] + raw.output)
     return "settled", {}
+
+
+def child_code(code: object) -> str | None:
+    """A code a child reports (its ``stop`` or its ``done``), as a receipt may carry it.
+
+    Raises:
+        SpendError: ``lookup_child_code_forbidden`` for a controller code, which a
+            child can never set (`continuity.spend.safety.child_terminal`).
+    """
+    if code is None:
+        return None
+    child_terminal(str(code), admitted=False)  # refuses a controller code
+    return fixed_code(str(code))
 
 
 def fixed_code(code: str | None) -> str | None:

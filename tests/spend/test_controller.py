@@ -338,3 +338,37 @@ async def test_child_messages_that_contradict_the_controller_are_integrity_stops
     assert caught.value.code == "lookup_settlement_violation"
     assert slot.open  # nothing was settled on the child's word
     source.close()
+
+
+@pytest.mark.parametrize("kind", ["done", "stop"])
+def test_a_child_that_reports_a_controller_code_is_refused(pilot: Pilot, kind: str) -> None:
+    """The controller's side of a real socket pair; the test speaks for the child, as a
+    compromised child could: a controller code in its done or its stop is never taken."""
+    import socket
+
+    import anyio
+
+    from continuity.spend.controller import _Controller
+    from continuity.spend.exchange import SlotState, child_code
+    from continuity.spend.ipc import Channel
+
+    controller = _Controller(
+        pilot.config(("http://127.0.0.1:9/v1", "http://127.0.0.1:9/mcp")),
+        pilot.lease,
+        pilot.claim,
+    )
+    mine, theirs = socket.socketpair()
+    try:
+        bound = {"epoch": controller.source.epoch, "slot": "b0-native", "worker": 4242}
+        child = Channel(theirs, **bound)
+        child.send("ready", pid=4242, start="x")
+        child.send(kind, terminal="completed", code="lookup_worker_lost", answer_sha256=None)
+        with pytest.raises(SpendError) as caught:
+            anyio.run(controller._exchanges, Channel(mine, **bound), SlotState(), "b0-native")
+        assert caught.value.code == "lookup_child_code_forbidden"
+        assert child_code("lookup_request_limit") == "lookup_request_limit"  # a child's own
+        assert child_code("not a code") == "lookup_integrity_stop"
+    finally:
+        mine.close()
+        theirs.close()
+        controller.source.close()
