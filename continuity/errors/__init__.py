@@ -35,7 +35,8 @@ The tree::
     │            and its pricing and plans: lookup_empty_fixed_budget_sha256,
     │            lookup_fixed_budget_unknown, lookup_fixed_budget_required,
     │            lookup_reader_model_invalid (--reader-model: not provider:model, or
-    │            beside a legacy inventory), lookup_legacy_option_refused, lookup_scratch_root_invalid,
+    │            beside a legacy inventory), lookup_legacy_option_refused,
+    │            lookup_scratch_root_invalid,
     │            lookup_policy_holdout_mismatch, lookup_policy_reader_mismatch,
     │            lookup_output_limit_invalid, lookup_output_limit_source_invalid,
     │            lookup_output_limit_mismatch; reserved for the admission controller

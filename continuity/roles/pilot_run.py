@@ -31,6 +31,7 @@ The report is the controller's ``report.json`` in the output root.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import tempfile
@@ -186,7 +187,8 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
     ):
         lease = acquire_lease(output)
         try:
-            run_id = f"pilot-{verified.sha256[:12]}"
+            # one run per authorization: its transport cache keys never repeat a run's
+            run_id = "pilot-" + hashlib.sha256(handle.authorization_id.encode()).hexdigest()[:16]
             claim = consume(
                 domain=REAL_DOMAIN,
                 authorization_id=handle.authorization_id,

@@ -5,7 +5,8 @@ payload is serialized once; those bytes, detached from every hook, are what is c
 (`continuity.spend.payload.check_payload`), bound to the contract's model, effort and
 cache key, measured and later sent. Every refusal here happens before admission
 (outcome ``refused_pre_send``): ``lookup_payload_invalid``, ``lookup_contract_mismatch``,
-``lookup_cache_key_invalid``, ``not_admitted_input_envelope`` (U_k > I).
+``lookup_prompt_cache_key_forbidden`` (the payload's key is missing or not the declared
+one), ``not_admitted_input_envelope`` (U_k > I).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def final_payload(
         raise _refuse(
             "the payload's prompt_cache_key is not the declared cache key (none is allowed "
             "without one)",
-            "lookup_cache_key_invalid",
+            "lookup_prompt_cache_key_forbidden",
             "payload.prompt_cache_key",
         )
     admission = admission_size(final, body, prior_output, assumptions)

@@ -110,7 +110,10 @@ class _Controller:
         self.journal = Journal(self.root / "controller-journal.jsonl")
         self.containment = Containment(self.root / "containment-journal.jsonl")
         self.source = DurablePermitSource.open(
-            self.root / "account.sqlite3", Decimal(config.cap), reservation(config.assumptions)
+            self.root / "account.sqlite3",
+            Decimal(config.cap),
+            reservation(config.assumptions),
+            epoch=claim.epoch,  # the consumption's: claim, permits and IPC bind one epoch
         )
         self.schedule = seeded_schedule(config.slots, config.seed)
         self.keys = allocate_cache_keys(config.run_id, [s.slot_id for s in self.schedule])

@@ -86,8 +86,12 @@ class DurablePermitSource:
 
     # -- opening
     @classmethod
-    def open(cls, path: Path, cap: Decimal, rmax: Decimal) -> DurablePermitSource:
-        """Open or create the account at `path` and start a new epoch.
+    def open(
+        cls, path: Path, cap: Decimal, rmax: Decimal, *, epoch: str | None = None
+    ) -> DurablePermitSource:
+        """Open or create the account at `path` and start a new epoch: `epoch` (the
+        consumption's, so the claim, the permits and the IPC bind one epoch) or a fresh
+        random one. An epoch is never started twice.
 
         Raises:
             SpendError: ``lookup_cap_invalid``, ``lookup_account_invalid``.
@@ -107,7 +111,14 @@ class DurablePermitSource:
                 code="lookup_account_invalid",
                 location=str(path),
             ) from None
-        epoch = uuid.uuid4().hex
+        if epoch is not None and meta.get("epoch") == epoch:
+            db.close()
+            raise SpendError(
+                "the account already started this epoch: an epoch is never reopened",
+                code="lookup_account_invalid",
+                location=str(path),
+            )
+        epoch = epoch or uuid.uuid4().hex
         if meta:
             if (meta.get("cap"), meta.get("rmax")) != (str(cap), str(rmax)):
                 db.close()

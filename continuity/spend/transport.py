@@ -10,7 +10,8 @@ still before anything is consumed, it checks
 2. the URL, against the contract's;
 3. every header name, against `continuity.spend.contract.SEND_HEADERS` (an unknown
    header stops without sending), and the ``session-id`` / ``x-client-request-id``
-   values, against the declared cache key;
+   values: with a declared cache key both must be present and carry exactly it, without
+   one neither may be sent (``lookup_prompt_cache_key_forbidden``);
 4. the final body (decoded when ``content-encoding`` is gzip) against the admission
    digest: a mismatch is ``lookup_body_mismatch``, whatever the permit source checks;
 
@@ -112,11 +113,11 @@ class GuardTransport(httpx.AsyncBaseTransport):
                     f"fetch.headers.{name.lower()}",
                 )
         for name in ("session-id", "x-client-request-id"):
-            value = request.headers.get(name)
-            if value is not None and value != armed.cache_key:
+            # with a declared key both headers carry exactly it; without one, neither
+            if request.headers.get(name) != armed.cache_key:
                 raise _integrity(
-                    f"header {name} is not the declared cache key",
-                    "lookup_cache_key_invalid",
+                    f"header {name} is missing or not the declared cache key",
+                    "lookup_prompt_cache_key_forbidden",
                     f"fetch.headers.{name}",
                 )
         body = _decoded(request)

@@ -393,10 +393,27 @@ async def test_a_session_header_that_is_not_the_cache_key_stops_without_sending(
     guard._client.__class__ = Renaming
     with pytest.raises(SpendError) as caught:
         await drain(guard)
-    assert caught.value.code == "lookup_cache_key_invalid"
+    assert caught.value.code == "lookup_prompt_cache_key_forbidden"
     assert caught.value.location == "fetch.headers.session-id"
     assert guard.sends == 0 and rig.app.requests == []
-    assert rig.permits.stops == ["lookup_cache_key_invalid"]
+    assert rig.permits.stops == ["lookup_prompt_cache_key_forbidden"]
+
+
+@pytest.mark.parametrize("header", ["session-id", "x-client-request-id"])
+async def test_a_missing_cache_header_stops_without_sending(rig: Rig, header: str) -> None:
+    from continuity.spend import settle
+
+    class Dropping(settle.GuardedResponses):
+        def headers(self) -> dict[str, str]:
+            return {k: v for k, v in super().headers().items() if k != header}
+
+    guard = rig.guard(cache_key=f"continuity-{RUN_ID}-slot-1")
+    guard._client.__class__ = Dropping
+    with pytest.raises(SpendError) as caught:
+        await drain(guard)
+    assert caught.value.code == "lookup_prompt_cache_key_forbidden"
+    assert caught.value.location == f"fetch.headers.{header}"
+    assert guard.sends == 0 and rig.app.requests == []
 
 
 async def test_the_cache_key_binds_payload_and_headers(rig: Rig) -> None:
@@ -433,7 +450,7 @@ async def test_a_payload_cache_key_without_a_declared_one_is_refused(rig: Rig) -
 
     with pytest.raises(SpendError) as caught:
         await drain(guard, on_payload=add_key)
-    assert caught.value.code == "lookup_cache_key_invalid"
+    assert caught.value.code == "lookup_prompt_cache_key_forbidden"
     assert rig.permits.log == []
 
 
