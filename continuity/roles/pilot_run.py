@@ -180,11 +180,11 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
     credentials = request.credentials.resolve()
     bindings = pilot_bindings(verified, output, credentials, _revision())
     handle = validate_authorization(raw, expected=bindings)
-    output.mkdir(mode=0o700, parents=False)
     with (
         tempfile.TemporaryDirectory(prefix="continuity-pilot-") as scratch,
         prepare_pilot(store, verified, Path(scratch)) as prepared,
     ):
+        output.mkdir(mode=0o700, parents=False)  # only once the preparation succeeded
         lease = acquire_lease(output)
         try:
             # one run per authorization: its transport cache keys never repeat a run's

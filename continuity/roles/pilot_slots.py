@@ -38,7 +38,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.digest import value_digest
-from continuity.errors import RoleError
+from continuity.errors import RoleError, SpendError
 from continuity.roles.pilot import VerifiedPilot
 from continuity.runner.pilot_prepare import CheckpointSource
 from continuity.spend.assumptions import CATALOG_BOUNDED_VERSION
@@ -46,6 +46,7 @@ from continuity.spend.authorization import Bindings
 from continuity.spend.contract import SOL_CONTRACT
 from continuity.spend.controller import PilotSlot
 from continuity.spend.descriptor import descriptor_digest
+from continuity.spend.safety import BOUNDARY_ARMS
 from continuity.store import Store
 
 __all__ = [
@@ -190,6 +191,13 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
         questions: dict[str, dict[str, str]] = {}
         for slot in (s for s in verified.budget.slots if s.classification == FEASIBLE):
             where = f"sizing:{slot.role}/{slot.trace_id}/{slot.probe_id}"
+            if slot.arm not in BOUNDARY_ARMS:  # before anything is consumed
+                raise SpendError(
+                    f"arm {slot.arm} has no prepared boundary a pilot can serve",
+                    code="lookup_pilot_boundary_required",
+                    location=where,
+                    outcome="refused_pre_send",
+                )
             if slot.trace_id not in selected or slot.role not in roles:
                 raise _invalid("the sizing names a trace or role outside the selection", where)
             if slot.trace_id not in questions:

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from continuity.errors import RoleError, SpendError
+from continuity.errors import ContinuityError, RoleError, SpendError
 from continuity.roles import pilot_run
 from continuity.roles.pilot import read_pilot
 from continuity.roles.pilot_run import PilotRequest, run_compare_pilot, run_registered
@@ -27,6 +27,7 @@ from continuity.servers.wire import WireServer, serve_in_thread
 from continuity.spend import consumption, gate
 from continuity.spend.authorization import Authorization, Bindings, account_commitment
 from continuity.spend.consumption import REAL_DOMAIN
+from continuity.store import Store
 from tests.roles.pilot_toy import (  # noqa: F401 (fixtures)
     VENDOR_READER,
     PilotToy,
@@ -231,3 +232,13 @@ def test_show_bindings_prints_what_the_route_validates_and_touches_nothing(
         verified, vendor.output, vendor.credentials.resolve(), pilot_run._revision()
     )
     assert shown == expected and shown.effort == "low"  # the vendor reader's own effort
+
+
+def test_a_failed_preparation_consumes_nothing_and_makes_no_output(route: Route) -> None:
+    route.authorize()
+    verified = read_pilot(route.pilot, route.sha256, pricing=route.toy.catalog)
+    empty = Store(route.toy.root / "empty-store")  # the frozen holdout is not there
+    with pytest.raises(ContinuityError) as caught:
+        run_registered(empty, route.request(), verified)
+    assert caught.value.code == "holdout_not_frozen"
+    assert not route.output.exists()  # the authorization stays usable
