@@ -12,9 +12,10 @@ over MCP and asks the second round, so a completed slot is two guarded requests:
   stop the run (``lookup_repeated_loss``), and the total never passes a cap of three
   holds;
 - **arrival kill**: the wire server SIGKILLs the sending child the moment its request
-  arrives. The proof: the hold was persisted and consumed before the send, it is
-  retained as lost, the run stops (``lookup_ipc_disconnected``), and the child's process
-  group is contained (its membership journaled, nothing of it left alive).
+  arrives. The proof: the hold was persisted and consumed before the send and the
+  child's arrival witness written before the bytes left; the hold is retained as lost,
+  the run stops (``lookup_ipc_disconnected``), and the child's process group is
+  contained (its membership journaled, nothing of it left alive).
 
 Both runs also prove the per-process canaries (every child a process and group of its
 own, child of the controller) and the egress denial (each child's deliberate forbidden
@@ -240,6 +241,8 @@ def arrival_kill(work: Path) -> str:
     _common(root, report)
     _check(report.stop == "lookup_ipc_disconnected", "the broken exchange stops the run")
     _check(_holds(root) == [("retained", "lost", 1)], "the arrived request's hold is retained")
+    witnesses = list((root / "arrivals").glob("*/*.json"))
+    _check(len(witnesses) == 1, "the child witnessed the request on disk before it left")
     journal = [
         json.loads(line) for line in (root / "containment-journal.jsonl").read_text().splitlines()
     ]

@@ -51,6 +51,7 @@ import anyio
 import msgspec
 
 from continuity.errors import SpendError
+from continuity.spend.arrivals import check_arrivals
 from continuity.spend.assumptions import reservation
 from continuity.spend.consumption import REAL_DOMAIN, Claim, verify_consumption
 from continuity.spend.containment import Containment, group_members
@@ -288,6 +289,14 @@ class _Controller:
         if contained.code is not None:
             slot.stop = slot.stop or contained.code
             self.stop = contained.code  # worker lost / unreconciled: absorbing
+        completed = slot.stop is None and slot.claim.get("terminal") == "completed"
+        arrival = check_arrivals(
+            self.root, planned.slot_id, process.pid, consumed=slot.consumed, completed=completed
+        )
+        if arrival is not None:  # the child's witnesses do not match: a sticky stop
+            slot.stop = slot.stop or arrival
+            with contextlib.suppress(SpendError):
+                await self.source.stop(arrival)
         self._receipt(planned, slot)
         if slot.stop is not None and self.stop is None:
             self.stop = slot.stop

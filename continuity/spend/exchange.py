@@ -39,6 +39,7 @@ class SlotState:
 
     def __init__(self) -> None:
         self.admitted = 0
+        self.consumed = 0  # permits consumed (each may have been sent)
         self.settled: list[str] = []  # settlement kinds
         self.claim: dict[str, Any] = {}
         self.cost = Decimal(0)
@@ -115,6 +116,7 @@ async def serve_message(
             await source.consume(consume.permit, consume.body_digest)
         except SpendError as error:
             return "refused", {"code": error.code}
+        slot.consumed += 1
         return "consumed", {}
     settle = _decode(message, _Settle)
     permit, settlement, raw = settle.permit, settle.settlement, settle.usage

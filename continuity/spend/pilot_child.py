@@ -61,6 +61,7 @@ from continuity.messages import (
     UserMessage,
 )
 from continuity.providers.protocol import Completed
+from continuity.spend.arrivals import witnessed
 from continuity.spend.assumptions import ASSUMED_V1, CATALOG_BOUNDED_VERSION, Assumptions
 from continuity.spend.contract import AuxiliaryCallers, contract_for
 from continuity.spend.guard import GuardedProvider
@@ -227,10 +228,13 @@ def minted_send(config: ChildConfig) -> tuple[Send, httpx.AsyncHTTPTransport]:
 
 def _mint(config: ChildConfig) -> tuple[Send, httpx.AsyncHTTPTransport]:
     """The slot's one send: the real-send factory's for a real-domain pilot (every check
-    of `continuity.spend.real_send`), else the faux domain's PID-bound send."""
+    of `continuity.spend.real_send`), else the faux domain's PID-bound send; either way
+    each request is witnessed on disk before it leaves (`continuity.spend.arrivals`)."""
     if config.real is None:
-        return minted_send(config)
-    return mint_granted(config.real, config.prepared)
+        send, transport = minted_send(config)
+    else:
+        send, transport = mint_granted(config.real, config.prepared)
+    return witnessed(send, Path(config.root), config.slot_id), transport
 
 
 async def _probe(

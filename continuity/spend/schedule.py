@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from continuity.errors import SpendError
 from continuity.spend.assumptions import ASSUMED_V1, Assumptions
 from continuity.spend.authorization import Bindings
 from continuity.spend.receipts import PilotCounts, SlotReceipt
@@ -87,9 +88,24 @@ class Journal:
         self.path = path
 
     def add(self, event: str, **fields: Any) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        """Append and sync one event.
+
+        Raises:
+            SpendError: ``lookup_journal_failed`` (the event is not known to be on disk:
+                a sticky stop).
+        """
+        line = json.dumps({"event": event, **fields}, sort_keys=True).encode() + b"\n"
         try:
-            os.write(fd, json.dumps({"event": event, **fields}, sort_keys=True).encode() + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise SpendError(
+                f"the controller journal cannot be written ({exc.strerror})",
+                code="lookup_journal_failed",
+                location=event,
+                outcome="integrity_stop",
+            ) from None

@@ -134,6 +134,12 @@ def test_every_slot_runs_in_its_own_contained_child_and_settles(pilot: Pilot) ->
     assert [r.admitted_requests for r in report.receipts] == [2] * 4
     assert [state for _, state, _ in pilot.holds()] == ["settled"] * 8
     assert Decimal(report.total) == sum(Decimal(r.cost_usd) for r in report.receipts)
+    # every sent request was witnessed by its child before it left: two a slot
+    witnesses = sorted(
+        p.relative_to(pilot.root / "arrivals").as_posix()
+        for p in (pilot.root / "arrivals").glob("*/*.json")
+    )
+    assert len(witnesses) == 8 and {w.split("/")[1] for w in witnesses} == {"1.json", "2.json"}
     # each slot's own cache key, in both of its requests
     keys = [body["prompt_cache_key"] for _, body in app.calls]
     assert len(keys) == 8 and keys[0::2] == keys[1::2]
@@ -359,12 +365,13 @@ def test_a_child_that_reports_a_controller_code_is_refused(pilot: Pilot, kind: s
     )
     mine, theirs = socket.socketpair()
     try:
-        bound = {"epoch": controller.source.epoch, "slot": "b0-native", "worker": 4242}
-        child = Channel(theirs, **bound)
+        epoch = controller.source.epoch
+        child = Channel(theirs, epoch=epoch, slot="b0-native", worker=4242)
         child.send("ready", pid=4242, start="x")
         child.send(kind, terminal="completed", code="lookup_worker_lost", answer_sha256=None)
         with pytest.raises(SpendError) as caught:
-            anyio.run(controller._exchanges, Channel(mine, **bound), SlotState(), "b0-native")
+            parent = Channel(mine, epoch=epoch, slot="b0-native", worker=4242)
+            anyio.run(controller._exchanges, parent, SlotState(), "b0-native")
         assert caught.value.code == "lookup_child_code_forbidden"
         assert child_code("lookup_request_limit") == "lookup_request_limit"  # a child's own
         assert child_code("not a code") == "lookup_integrity_stop"
