@@ -193,15 +193,20 @@ The tree::
     │                                  lookup_retry_profile_forbidden,
     │                                  lookup_tools_forbidden,
     │                                  lookup_native_identity_forbidden,
-    │                                  lookup_child_code_forbidden; reserved for the
-    │                                  controller and the child's runtime (listed in
-    │                                  safety.FIXED_CODES / CONTROLLER_CODES, not raised
-    │                                  yet): lookup_prompt_cache_key_forbidden,
+    │                                  lookup_child_code_forbidden (a child's done or
+    │                                  stop carrying a controller code);
+    │                                  lookup_prompt_cache_key_forbidden (the payload's
+    │                                  key or either cache header missing or not the
+    │                                  assigned key); the child's arrival witness
+    │                                  (continuity.spend.arrivals):
     │                                  lookup_arrival_persist_failed,
-    │                                  lookup_arrival_receipt_invalid, lookup_stopped,
-    │                                  lookup_journal_failed, lookup_ipc_timeout,
-    │                                  lookup_ipc_disconnected. Slot receipts
-    │                                  (continuity.spend.receipts):
+    │                                  lookup_arrival_receipt_invalid;
+    │                                  lookup_journal_failed (the controller journal);
+    │                                  lookup_ipc_timeout, lookup_ipc_disconnected;
+    │                                  lookup_stopped (continuable, listed in
+    │                                  safety.CONTINUABLE: the account answers an
+    │                                  admission after a stop with the stop's own
+    │                                  code). Slot receipts (continuity.spend.receipts):
     │                                  lookup_receipt_persist_failed,
     │                                  lookup_receipt_invalid, lookup_receipt_duplicate,
     │                                  lookup_receipt_changed, lookup_receipt_unplanned,
