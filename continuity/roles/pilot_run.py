@@ -10,7 +10,9 @@ that fails:
 3. **readiness**: the reader's output cap must be enforced, its input envelope known
    and its prices known (`continuity.plan.readiness.reader_readiness` over the sizing's
    feasible slots); anything else is ``lookup_pilot_reader_not_ready`` naming the
-   components that block;
+   components that block; then **the controller checkout** (`check_controller`): this
+   checkout is the registered R0, both checkouts are at their revisions and clean, both
+   builds unchanged, the protocol the role protocol;
 4. **the output root**: absolute, new, outside every registered checkout and this one
    (`continuity.roles.register.check_output`); it is made private (0700);
 5. **the authorization**: its bytes read without following a link (at most 1 MiB,
@@ -53,6 +55,7 @@ from continuity.store import Store
 __all__ = [
     "PREPARER",
     "PilotRequest",
+    "check_controller",
     "check_ready",
     "expected_bindings",
     "run_compare_pilot",
@@ -77,6 +80,40 @@ class PilotRequest:
     credentials: Path
     pricing: Path | None = None
     endpoint: str | None = None
+
+
+def check_controller(verified: VerifiedPilot, checkout: Path = _CHECKOUT) -> None:
+    """The controller runs from the registered R0 checkout after verifying both clean
+    checkouts, both builds and the protocol (seed 000, "Pilot controller").
+
+    Raises:
+        RoleError: ``lookup_pilot_controller_invalid`` (this checkout is not the
+            registered R0, the protocol is another, a build is missing),
+            ``role_revision_invalid``, ``role_checkout_unknown``, ``role_checkout_dirty``,
+            ``role_checkout_flags``, ``role_build_changed``.
+    """
+    from continuity.roles.guidance import ROLE_PROTOCOL
+    from continuity.roles.register_git import check_clean, check_revision
+    from continuity.roles.run_launch import verify_build
+
+    registration = verified.registration
+    r0, rpack = registration.r0, registration.rpack
+    problem = None
+    if os.path.realpath(checkout) != os.path.realpath(r0.path):
+        problem = ("the controller runs from the registered R0 checkout", r0.path)
+    elif registration.protocol != ROLE_PROTOCOL:
+        problem = (f"the registration's protocol is not {ROLE_PROTOCOL}", "protocol")
+    elif not {"r0", "rpack"} <= registration.builds.keys():
+        problem = ("the registration lacks a build of R0 or Rpack", "builds")
+    if problem is not None:
+        raise RoleError(
+            problem[0], code="lookup_pilot_controller_invalid", location=str(problem[1])
+        )
+    for registered, option in ((r0, "r0"), (rpack, "rpack")):
+        check_revision(Path(registered.path), registered.revision, option)
+        check_clean(Path(registered.path))
+    for name in ("r0", "rpack"):
+        verify_build(name, registration.builds[name])
 
 
 def check_ready(verified: VerifiedPilot) -> None:
@@ -233,4 +270,5 @@ def run_compare_pilot(store: Store, request: PilotRequest) -> PilotReport:
     require_real_route()  # before any file an option names is read
     verified = read_pilot(request.registration, request.sha256, pricing=request.pricing)
     check_ready(verified)
+    check_controller(verified)
     return run_registered(store, request, verified)

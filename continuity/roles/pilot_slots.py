@@ -20,7 +20,10 @@ authorization over exactly these values.
 - **ConversationHistory**: each checkpoint's retained records are copied out and
   served on 127.0.0.1 over MCP for the pilot's duration, one endpoint per (trace, arm);
 - **sources**: each slot's `continuity.runner.pilot_prepare.CheckpointSource`, from
-  which its credential-free preparation child crosses the boundary.
+  which its credential-free preparation child crosses the boundary;
+- **builds**: each slot's children run under its role's registered build (R0's or
+  Rpack's interpreter, `BuildReceipt.python`), so an Rpack role's pack is rendered by
+  Rpack's code; the route verified both builds first (`pilot_run.check_controller`).
 
 Codes (`RoleError`): ``lookup_pilot_registration_invalid`` (the store's holdout
 selection is not the registered one, or the sizing names a trace, probe or role it
@@ -226,6 +229,7 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
                 call_budget=terms.calls,
                 byte_budget=terms.bytes,
             )
+            build = verified.registration.builds.get(role.code.lower())
             slots.append(
                 PilotSlot(
                     slot_id=f"s{len(slots):03d}-{slot.role}",
@@ -235,6 +239,7 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
                     arm=slot.arm,
                     history_url=served[pair][1],
                     source=msgspec.json.encode(source).decode(),
+                    python=build.python if build is not None else None,
                 )
             )
         yield PreparedPilot(slots=tuple(slots))

@@ -127,12 +127,13 @@ class _Controller:
         group, journal its tuple and write the one-use proof (`continuity.spend.
         preparation`)."""
         process = subprocess.Popen(
-            [sys.executable, "-m", self.config.preparer],
+            [slot.python or sys.executable, "-m", self.config.preparer],
             stdin=subprocess.PIPE,
+            cwd=self.root,  # never a checkout: its work tree is not imported
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
-            env=credential_free_environment(os.environ),
+            env=_child_environment(credential_free_environment(os.environ), slot.python),
         )
         start = process_start(process.pid)  # taken while it runs (it waits for stdin)
         request = PreparationRequest(
@@ -198,7 +199,9 @@ class _Controller:
             timeout=self.config.message_timeout,
         )
         process = subprocess.Popen(
-            [sys.executable, "-m", "continuity.spend.pilot_child"],
+            [slot.python or sys.executable, "-m", "continuity.spend.pilot_child"],
+            cwd=self.root,
+            env=_child_environment(dict(os.environ), slot.python),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -358,6 +361,17 @@ class _Controller:
         )
         write_new(self.root / "report.json", msgspec.json.format(msgspec.json.encode(report)))
         return report
+
+
+def _child_environment(environ: dict[str, str], python: str | None) -> dict[str, str]:
+    """A child's environment: under a registered build's interpreter, as given (its
+    venv imports its own exported tree); under this interpreter, with this controller's
+    own package first on the path, so the child runs exactly the controller's code."""
+    if python is not None:
+        return environ
+    package_root = str(Path(__file__).resolve().parents[2])
+    rest = environ.get("PYTHONPATH")
+    return {**environ, "PYTHONPATH": package_root + (os.pathsep + rest if rest else "")}
 
 
 def _history_of(slot: PilotSlot, config: PilotConfig) -> str:

@@ -34,6 +34,9 @@ class PilotSlot(msgspec.Struct, frozen=True, kw_only=True):
     context: tuple[str, ...] = ()  # the conversation the preparation child restores
     history_url: str | None = None  # this slot's ConversationHistory, else the config's
     source: str = ""  # what the configured preparer builds the boundary from
+    # the interpreter of the slot's role's registered build, which runs both of its
+    # children (None: this controller's own, as the faux smoke and the tests run them)
+    python: str | None = None
 
 
 class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):

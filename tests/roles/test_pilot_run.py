@@ -21,7 +21,12 @@ import pytest
 from continuity.errors import ContinuityError, RoleError, SpendError
 from continuity.roles import pilot_run
 from continuity.roles.pilot import read_pilot
-from continuity.roles.pilot_run import PilotRequest, run_compare_pilot, run_registered
+from continuity.roles.pilot_run import (
+    PilotRequest,
+    check_ready,
+    run_compare_pilot,
+    run_registered,
+)
 from continuity.roles.pilot_slots import pilot_bindings
 from continuity.servers.wire import WireServer, serve_in_thread
 from continuity.spend import consumption, gate
@@ -180,22 +185,34 @@ def test_sol_whose_backend_takes_no_output_cap_is_refused(route: Route) -> None:
     assert not route.output.exists()
 
 
-def test_a_vendor_reader_runs_the_whole_open_route(vendor: Route) -> None:
+def test_a_vendor_reader_runs_the_open_route(vendor: Route) -> None:
     """The gate open, a catalog-bounded reader: readiness, the authorization, the real
     checkpoints and the real send, every request naming the project in openai-project
-    and asking for at most the registered output cap."""
+    and asking for at most the registered output cap. (The controller-checkout step is
+    `tests/roles/test_pilot_controller.py`'s: the toy's checkouts are placeholders.)"""
     vendor.authorize()
+    verified = read_pilot(vendor.pilot, vendor.sha256, pricing=vendor.toy.catalog)
+    check_ready(verified)  # an enforced output cap, a known envelope, known prices
     app = WireServer(model=VENDOR_READER.partition(":")[2])
     with serve_in_thread(app) as url:
-        report = run_compare_pilot(vendor.toy.store, vendor.request(url + "/v1"))
+        report = run_registered(vendor.toy.store, vendor.request(url + "/v1"), verified)
     assert report.stop is None and report.counts.completed == 3
-    verified = read_pilot(vendor.pilot, vendor.sha256, pricing=vendor.toy.catalog)
     registry = verified.pilot.descriptor.assumptions
     assert registry.version == "catalog-bounded-v1" and registry.rmax == "3.56"
     bodies = [body for _, body in app.calls]
     assert {b["model"] for b in bodies} == {"gpt-test"}
     assert {b["max_output_tokens"] for b in bodies} == {registry.max_output}
     assert Decimal(report.total) <= Decimal(report.cap)
+
+
+def test_the_open_route_refuses_a_controller_that_is_not_the_registered_r0(
+    vendor: Route,
+) -> None:
+    vendor.authorize()
+    with pytest.raises(RoleError) as caught:
+        run_compare_pilot(vendor.toy.store, vendor.request())
+    assert caught.value.code == "lookup_pilot_controller_invalid"
+    assert not vendor.output.exists()
 
 
 def test_credentials_for_another_project_are_refused_before_consumption(
@@ -205,9 +222,10 @@ def test_credentials_for_another_project_are_refused_before_consumption(
     vendor.credentials.write_text(
         json.dumps({"api_key": "sk-fictional", "account_id": "proj_other"})
     )
+    verified = read_pilot(vendor.pilot, vendor.sha256, pricing=vendor.toy.catalog)
     app = WireServer(model="gpt-test")
     with serve_in_thread(app) as url, pytest.raises(SpendError) as caught:
-        run_compare_pilot(vendor.toy.store, vendor.request(url + "/v1"))
+        run_registered(vendor.toy.store, vendor.request(url + "/v1"), verified)
     assert caught.value.code == "lookup_account_substituted" and app.count() == 0
     assert not (vendor.output / "authorization-consumed.json").exists()
 

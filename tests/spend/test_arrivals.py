@@ -97,3 +97,15 @@ def test_a_journal_that_cannot_be_written_is_a_coded_stop(tmp_path: Path) -> Non
     with pytest.raises(SpendError) as caught:
         Journal(tmp_path / "journal").add("visit", slot=SLOT)
     assert caught.value.code == "lookup_journal_failed" and caught.value.location == "visit"
+
+
+def test_children_under_this_interpreter_import_the_controllers_own_code() -> None:
+    import continuity
+    from continuity.spend.controller import _child_environment
+
+    root = str(Path(continuity.__file__).resolve().parents[1])
+    mine = _child_environment({"PYTHONPATH": "/elsewhere", "HOME": "/h"}, None)
+    assert mine["PYTHONPATH"] == root + os.pathsep + "/elsewhere" and mine["HOME"] == "/h"
+    assert _child_environment({"A": "1"}, None)["PYTHONPATH"] == root
+    # under a registered build's interpreter the venv imports its own exported tree
+    assert _child_environment({"A": "1"}, "/venv/bin/python") == {"A": "1"}
