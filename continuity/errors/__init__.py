@@ -109,8 +109,11 @@ The tree::
     │                                  lookup_pilot_catalog_changed; doit compare_pilot
     │                                  (continuity.roles.pilot_run, pilot_slots):
     │                                  lookup_pilot_reader_not_ready (readiness not
-    │                                  fully known), lookup_pilot_registration_invalid
-    │                                  (the store's selection is not the registered one)
+    │                                  fully known), lookup_pilot_controller_invalid
+    │                                  (not run from the registered R0 checkout, or a
+    │                                  build or the protocol missing),
+    │                                  lookup_pilot_registration_invalid (the store's
+    │                                  selection is not the registered one)
     ├── SpendError                     the spend controller (continuity.spend), with
     │                                  `outcome` (refused_pre_send, own_abort_after_send,
     │                                  lost, integrity_stop) and, when the permit
