@@ -39,9 +39,11 @@ that enforces the output cap it is sent (``openai:<model>`` on OpenAI's Response
 `VENDOR_PROVIDERS`). It keeps every assumption above but four, which come from the
 reader's catalog entry and the registration: the model, the rates, the envelope I (the
 catalog's context window: the vendor refuses a longer request before generating) and
-O, the per-request output cap the guard sends as ``max_output_tokens`` (at most the
-catalog's maximum output). Rmax is the same formula over them. `check_assumptions`
-checks a catalog-bounded registry against the one those four values build.
+O, the per-request output cap the guard sends as ``max_output_tokens``. Rmax is the
+same formula over them. `check_assumptions` checks a catalog-bounded registry against
+the one those four values build; that they are the catalog's (O at most its maximum
+output, no input tier inside the envelope) is
+`continuity.spend.descriptor.check_catalog`'s check of the pilot's catalog binding.
 """
 
 from __future__ import annotations

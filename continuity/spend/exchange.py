@@ -104,7 +104,11 @@ async def serve_message(
             admit.request_id, planned, admit.round, admit.payload_digest, Decimal(admit.rmax)
         )
         if isinstance(granted, Refusal):
-            return "refused", {"code": granted.code, "policy": granted.policy}
+            # after a stop the child only learns that the pilot stopped (continuable for
+            # it: its slot ends); the stop's own code stays the controller's
+            stopped = source.account.stopped is not None and granted.code == source.account.stopped
+            code = "lookup_stopped" if stopped else granted.code
+            return "refused", {"code": code, "policy": granted.policy}
         slot.admitted += 1
         slot.open[granted.request_id] = granted
         return "admitted", {"permit": msgspec.to_builtins(granted)}

@@ -193,9 +193,15 @@ def test_a_vendor_reader_runs_the_open_route(vendor: Route) -> None:
     vendor.authorize()
     verified = read_pilot(vendor.pilot, vendor.sha256, pricing=vendor.toy.catalog)
     check_ready(verified)  # an enforced output cap, a known envelope, known prices
+    before = vendor.credentials.stat()
+    content = vendor.credentials.read_bytes()
     app = WireServer(model=VENDOR_READER.partition(":")[2])
     with serve_in_thread(app) as url:
         report = run_registered(vendor.toy.store, vendor.request(url + "/v1"), verified)
+    # validate, consume, verify and every send read the credentials; none changed them
+    after = vendor.credentials.stat()
+    assert vendor.credentials.read_bytes() == content
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert report.stop is None and report.counts.completed == 3
     registry = verified.pilot.descriptor.assumptions
     assert registry.version == "catalog-bounded-v1" and registry.rmax == "3.56"

@@ -203,3 +203,36 @@ def test_the_total_never_exceeds_the_cap_across_restarts(
 
     with tempfile.TemporaryDirectory() as scratch:
         anyio.run(run, Path(scratch) / "account.sqlite")
+
+
+@pytest.mark.anyio
+async def test_a_child_asking_after_a_stop_learns_only_that_the_pilot_stopped(
+    tmp_path: Path,
+) -> None:
+    from continuity.spend.exchange import SlotState, serve_message
+
+    source = DurablePermitSource.open(tmp_path / "account.sqlite", CAP, RMAX, epoch="e-1")
+    try:
+        await source.stop("lookup_repeated_loss")
+        admit = {
+            "kind": "admit",
+            "request_id": "r1",
+            "slot_id": "slot-1",
+            "round": 1,
+            "payload_digest": "d1",
+            "rmax": str(RMAX),
+        }
+        reply, fields = await serve_message(admit, source, SlotState(), "slot-1")
+        assert (reply, fields["code"]) == ("refused", "lookup_stopped")  # continuable
+        assert source.account.stopped == "lookup_repeated_loss"  # the stop keeps its code
+    finally:
+        source.close()
+
+
+def test_an_epoch_is_never_started_twice(tmp_path: Path) -> None:
+    path = tmp_path / "account.sqlite"
+    DurablePermitSource.open(path, CAP, RMAX, epoch="e-1").close()
+    with pytest.raises(SpendError) as caught:
+        DurablePermitSource.open(path, CAP, RMAX, epoch="e-1")
+    assert caught.value.code == "lookup_account_invalid"
+    DurablePermitSource.open(path, CAP, RMAX, epoch="e-2").close()
