@@ -14,7 +14,10 @@ input envelope, known prices): a reader on a vendor API that enforces the output
 registered under catalog-bounded-v1 (`continuity.spend.assumptions`). Any other reader
 is refused: Sol on its subscription backend, which takes no output cap, at the route's
 readiness step (``lookup_pilot_reader_not_ready``); a reader no guard contract serves,
-at its pilot registration (``lookup_pilot_reader_mismatch``).
+at its pilot registration (``lookup_pilot_reader_mismatch``). That includes Anthropic's
+Messages API: its readiness is known, but it names no account in a request header, so
+the real send's account check (the header equal to the authorization's commitment)
+could never hold.
 """
 
 from __future__ import annotations

@@ -159,9 +159,11 @@ def _addresses(allowed: tuple[tuple[str, int], ...]) -> set[tuple[str, int]]:
 
 
 def deny_egress(allowed: tuple[tuple[str, int], ...], record: Path) -> None:
-    """Refuse every ``connect`` but Unix sockets and the addresses the `allowed` (host,
-    port) pairs resolve to (re-resolved once before a refusal: an endpoint's addresses
-    may rotate), recording each refusal (family and port only) in `record`."""
+    """Refuse every ``connect`` (and every datagram ``sendto``) but Unix sockets and the
+    addresses the `allowed` (host, port) pairs resolve to (re-resolved once before a
+    refusal: an endpoint's addresses may rotate), recording each refusal (family and
+    port only) in `record`. It guards this process's Python sockets; the child starts
+    no subprocess."""
     original = socket.socket.connect
     original_ex = socket.socket.connect_ex
     permitted = _addresses(allowed)
@@ -194,8 +196,17 @@ def deny_egress(allowed: tuple[tuple[str, int], ...], record: Path) -> None:
             refuse(sock, address)
         return original_ex(sock, address)
 
+    original_sendto = socket.socket.sendto
+
+    def sendto(sock: socket.socket, data: Any, *args: Any) -> int:
+        address = args[-1]  # sendto(data, address) or sendto(data, flags, address)
+        if not ok(sock, address):
+            refuse(sock, address)
+        return original_sendto(sock, data, *args)
+
     socket.socket.connect = connect  # type: ignore[method-assign,assignment]
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
+    socket.socket.sendto = sendto  # type: ignore[method-assign,assignment]
 
 
 def _canary(config: ChildConfig) -> None:

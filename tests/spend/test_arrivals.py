@@ -109,3 +109,48 @@ def test_children_under_this_interpreter_import_the_controllers_own_code() -> No
     assert _child_environment({"A": "1"}, None)["PYTHONPATH"] == root
     # under a registered build's interpreter the venv imports its own exported tree
     assert _child_environment({"A": "1"}, "/venv/bin/python") == {"A": "1"}
+
+
+_EGRESS = """
+import json, socket, sys
+from pathlib import Path
+from continuity.spend.pilot_child import deny_egress
+
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+port = server.getsockname()[1]
+record = Path(sys.argv[1])
+deny_egress((("localhost", port),), record)
+outcomes = []
+with socket.create_connection(("127.0.0.1", port), timeout=5):
+    outcomes.append("allowed tcp")
+for attempt in ("tcp", "udp"):
+    try:
+        if attempt == "tcp":
+            socket.create_connection(("127.0.0.1", 9), timeout=1)
+        else:
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", 53))
+        outcomes.append(attempt + " sent")
+    except PermissionError:
+        outcomes.append(attempt + " denied")
+print(json.dumps(outcomes))
+"""
+
+
+def test_egress_is_denied_but_to_the_allowed_hosts_resolved_addresses(tmp_path: Path) -> None:
+    """In a child process of its own (the denial patches that process's sockets)."""
+    import subprocess
+    import sys
+
+    record = tmp_path / "egress.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", _EGRESS, str(record)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(done.stdout) == ["allowed tcp", "tcp denied", "udp denied"]
+    ports = [json.loads(line)["port"] for line in record.read_text().splitlines()]
+    assert ports == [9, 53]  # content-free: the family and the port only
