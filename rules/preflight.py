@@ -165,7 +165,8 @@ def _registered(registration: Registration, options: PreflightOptions) -> list[P
     import msgspec
     from msgspec import UNSET
 
-    from continuity.plan.holdout_plan import HOLDOUT_SUITE, holdout_choice
+    from continuity.plan.holdout_plan import holdout_choice
+    from continuity.roles.register_holdout import held_options
     from continuity.roles.table import SOULS
     from continuity.runner.preflight import registered_slots
     from continuity.runner.preflight_child import TraceInput
@@ -175,15 +176,7 @@ def _registered(registration: Registration, options: PreflightOptions) -> list[P
     if held is UNSET:
         return registered_slots(registration, SOULS)
     store = Store(options.get("store") or None)
-    chosen = {
-        "suite": HOLDOUT_SUITE,
-        "manifest": held.manifest,
-        "manifest_sha256": held.manifest_sha256,
-        "statistical_spec": held.statistical_spec,
-        "selection_seed": held.selection.seed,
-        "per_group": held.selection.per_group,
-    }
-    choice = holdout_choice(store, chosen, lookup=True)
+    choice = holdout_choice(store, held_options(held), lookup=True)
     assert choice is not None
     traces = {t.trace_id: t for t in choice.traces}
     slots = registered_slots(registration, SOULS, list_traces=lambda suite: list(traces))

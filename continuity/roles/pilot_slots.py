@@ -121,18 +121,11 @@ def selected_traces(store: Store, verified: VerifiedPilot) -> dict[str, tuple[st
     Raises:
         RoleError: ``lookup_pilot_registration_invalid``; HoldoutError: the holdout's.
     """
-    from continuity.plan.holdout_plan import HOLDOUT_SUITE, holdout_choice
+    from continuity.plan.holdout_plan import holdout_choice
+    from continuity.roles.register_holdout import held_options
 
     held = verified.held
-    options = {
-        "suite": HOLDOUT_SUITE,
-        "manifest": held.manifest,
-        "manifest_sha256": held.manifest_sha256,
-        "statistical_spec": held.statistical_spec,
-        "selection_seed": held.selection.seed,
-        "per_group": held.selection.per_group,
-    }
-    choice = holdout_choice(store, options, lookup=True)
+    choice = holdout_choice(store, held_options(held), lookup=True)
     if choice is None or choice.binding != held.selection:
         raise _invalid("the store's holdout selection is not the registered one", "selection")
     return {t.trace_id: (t.key, t.digest) for t in choice.traces}

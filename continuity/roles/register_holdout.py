@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -33,7 +34,13 @@ from continuity.holdout import HoldoutSource
 from continuity.holdout.schema import HoldoutBinding
 from continuity.store import Store
 
-__all__ = ["HoldoutWorkload", "check_sizing_build", "holdout_workload", "parse_cap"]
+__all__ = [
+    "HoldoutWorkload",
+    "check_sizing_build",
+    "held_options",
+    "holdout_workload",
+    "parse_cap",
+]
 
 
 class HoldoutWorkload(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,6 +57,21 @@ class HoldoutWorkload(msgspec.Struct, frozen=True, kw_only=True):
     output_limit: int
     output_limit_source: str
     catalog_cap_usd: str
+
+
+def held_options(held: HoldoutWorkload) -> dict[str, Any]:
+    """The holdout options that select `held`'s traces again
+    (`continuity.plan.holdout_plan.holdout_choice`)."""
+    from continuity.plan.holdout_plan import HOLDOUT_SUITE
+
+    return {
+        "suite": HOLDOUT_SUITE,
+        "manifest": held.manifest,
+        "manifest_sha256": held.manifest_sha256,
+        "statistical_spec": held.statistical_spec,
+        "selection_seed": held.selection.seed,
+        "per_group": held.selection.per_group,
+    }
 
 
 def check_sizing_build(held: HoldoutWorkload, rpack_revision: str) -> None:

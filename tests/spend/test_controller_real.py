@@ -48,16 +48,20 @@ class RealPilot(Pilot):
         return super().config(urls, **{**granted, **more})
 
 
-@pytest.fixture
-def real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def _owner_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: type[RealPilot]) -> Any:
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     monkeypatch.setattr(consumption, "_home", lambda: home)  # only the home lookup
     for name in ("CI", "CONTINUITY_DEBUG"):  # the children inherit this environment
         monkeypatch.delenv(name, raising=False)
-    made = RealPilot(tmp_path)
+    made = make(tmp_path)
     yield made
     made.lease.release()
+
+
+@pytest.fixture
+def real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    yield from _owner_machine(tmp_path, monkeypatch, RealPilot)
 
 
 def test_real_children_mint_the_real_send_and_name_the_approved_account(
@@ -146,14 +150,7 @@ class VendorPilot(RealPilot):
 
 @pytest.fixture
 def vendor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    home = tmp_path / "home"
-    home.mkdir(mode=0o700)
-    monkeypatch.setattr(consumption, "_home", lambda: home)
-    for name in ("CI", "CONTINUITY_DEBUG"):
-        monkeypatch.delenv(name, raising=False)
-    made = VendorPilot(tmp_path)
-    yield made
-    made.lease.release()
+    yield from _owner_machine(tmp_path, monkeypatch, VendorPilot)
 
 
 def test_a_vendor_readers_children_name_the_project_and_send_its_output_cap(
