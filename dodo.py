@@ -22,6 +22,7 @@ from rules.lookup import task_lookup_budget
 from rules.pilot import task_compare_pilot, task_pilot_register, task_pilot_smoke
 from rules.plan import task_dry_run, task_plan
 from rules.preflight import task_compare_preflight
+from rules.qualify import task_qualify
 from rules.roles import task_compare_aggregate, task_compare_register, task_compare_run
 from rules.store import task_gc, task_verify
 from rules.traces import task_traces
@@ -57,6 +58,7 @@ __all__ = [
     "task_pilot_register",
     "task_pilot_smoke",
     "task_plan",
+    "task_qualify",
     "task_runs",
     "task_score",
     "task_traces",

@@ -1,0 +1,101 @@
+"""The qualification catalogue: cases, groups and plans.
+
+A case's id is ``<suite>.<group>.<case>``. Groups marked explicit-only (`EXPLICIT_ONLY`:
+``reliability``, ``slow``) are never selected by ``--all``, a suite selector or a
+profile: only by their group name, ``--case`` or ``--id`` (seed 004's
+``explicitGroup``). Each case belongs to one plan; a plan's registration (case ids and
+plan id, as data in ``fixtures/qualify/<plan>.json``) must be complete before any of its
+cases runs (`continuity.qualify.select`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+__all__ = [
+    "CATALOGUE",
+    "EXPLICIT_ONLY",
+    "REGISTRATIONS",
+    "SUITE",
+    "Case",
+    "Knobs",
+    "case_by_id",
+]
+
+SUITE = "continuity"
+EXPLICIT_ONLY = frozenset({"reliability", "slow"})
+REGISTRATIONS = Path(__file__).resolve().parents[2] / "fixtures" / "qualify"
+
+
+class Knobs(msgspec.Struct, frozen=True, kw_only=True):
+    """What a fault is configured with; results compare only between equal knobs."""
+
+    signal: str = "SIGKILL"
+    interval_s: float = 1.0  # a minimum hold after the loss is confirmed
+    seed: int = 17
+
+
+class Case(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    group: str
+    plan: str
+    description: str
+    fault: str
+    assertions: tuple[str, ...]
+    knobs: Knobs = Knobs()
+
+    @property
+    def id(self) -> str:
+        return f"{SUITE}.{self.group}.{self.name}"
+
+
+_RELIABILITY = "qualify-reliability-v1"
+_SLOW = "qualify-slow-v1"
+
+CATALOGUE: tuple[Case, ...] = (
+    Case(
+        name="kill-runner",
+        group="reliability",
+        plan=_RELIABILITY,
+        description="SIGKILL the doit units process group mid-unit, hold it offline for the "
+        "interval, restart the same command",
+        fault="the runner's process group is killed while a unit is being built",
+        assertions=(
+            "the killed runner and the restarted one are distinct processes",
+            "the loss is confirmed (the group is gone) before the hold starts",
+            "the hold lasts at least the configured interval",
+            "the restarted command finishes every unit",
+            "no unit is delivered twice with different bytes",
+        ),
+    ),
+    Case(
+        name="kill-tool-server",
+        group="reliability",
+        plan=_RELIABILITY,
+        description="kill the MCP fixture tool server mid-replay; the replay fails typed and "
+        "a rerun finishes",
+        fault="the fixture tool server is killed while the replay calls it",
+        assertions=(
+            "the replay fails with a typed, resumable code",
+            "the killed server and the restarted one are distinct processes",
+            "a connection to the killed server is refused before the hold starts",
+            "the hold lasts at least the configured interval",
+            "the rerun builds the checkpoint",
+        ),
+    ),
+    Case(
+        name="kill-runner-long-hold",
+        group="slow",
+        plan=_SLOW,
+        description="kill-runner with a 125 s hold (seed 004's default outage)",
+        fault="the runner's process group is killed while a unit is being built",
+        assertions=("as kill-runner, with the 125 s hold",),
+        knobs=Knobs(interval_s=125.0),
+    ),
+)
+
+
+def case_by_id(case_id: str) -> Case | None:
+    return next((c for c in CATALOGUE if c.id == case_id), None)

@@ -1,0 +1,302 @@
+"""The fault cases: each runs a real offline workload and injects one fault.
+
+Every case writes its receipts into the attempt's ``work/`` as it goes
+(`continuity.qualify.receipts`): ``fault-before.json`` once the fault is aimed at a live
+process, ``fault-after.json`` once the loss is confirmed, the hold held and the
+recovery started, ``fault-final.json`` when the recovery ends. The configured interval
+is a minimum hold after the loss is confirmed. Nothing retries automatically: the
+recovery is the one action the case names.
+
+- `kill_runner`: ``doit units`` over four original traces and four arms, in a private
+  store and output, in a process group of its own; once the fourth unit is built the
+  whole group is killed with the configured signal, the loss is confirmed when the
+  group has no member left, and after the hold the same command runs again. Every unit
+  file is attributed by name: a unit the first run finished must come back byte for
+  byte (an identical redelivery).
+- `kill_tool_server`: the checkpoint replay of one original trace against the MCP
+  fixture tool server in a process of its own, slowed so that a call is in flight; the
+  server is killed once its log shows the call, the loss is confirmed by a refused
+  connection to its port, the replay must fail with ``tool_server_unavailable``, and
+  after the hold a new server is started and the replay run again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from continuity.errors import ContinuityError
+from continuity.qualify.cases import Knobs
+from continuity.qualify.receipts import (
+    AFTER,
+    BEFORE,
+    FINAL,
+    Delivery,
+    FaultAfter,
+    FaultBefore,
+    FaultFinal,
+    Loss,
+    ProcessId,
+    identity,
+    write_receipt,
+)
+from continuity.spend.containment import group_members
+
+__all__ = ["FAULTS", "FaultRun", "kill_runner", "kill_tool_server"]
+
+_REPO = Path(__file__).resolve().parents[2]
+_RUNNER_ARMS = "native,cold-rebuild,continuity-store,continuity-pack-cold"
+_RUNNER_UNITS = 16  # four original traces x four arms
+_MARKER = f"[4/{_RUNNER_UNITS}]"  # the fourth unit is built: the fifth is under way
+_TRACE = "brightline-return"
+
+
+def _infrastructure(message: str, code: str) -> ContinuityError:
+    """The fault could not be set up at all: an infrastructure failure, never a verdict."""
+    return ContinuityError(message, code=code, location="qualify")
+
+
+@dataclass
+class FaultRun:
+    """What a case leaves for grading: the affected files and the phase timings."""
+
+    affected: dict[str, Path] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    expected_code: str | None = None
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _confirm_group_gone(pgid: int, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not group_members(pgid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _units_command() -> list[str]:
+    return [
+        sys.executable, "-m", "doit", "-f", str(_REPO / "dodo.py"), "units",
+        "--suite", "original", "--arms", _RUNNER_ARMS, "--run", "qualify", "--jobs", "1",
+    ]  # fmt: skip
+
+
+def _units(work: Path) -> dict[str, Path]:
+    folder = work / "out" / "runs" / "qualify" / "units"
+    return {p.name: p for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+
+
+def _start(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], ProcessId]:
+    process = subprocess.Popen(
+        command,
+        cwd=_REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own group: the fault takes all of it
+    )
+    found = identity(process.pid)
+    if found is None:
+        raise _infrastructure("the workload exited at once", "qualify_workload_failed")
+    return process, found
+
+
+def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
+    """The kill-runner case (module doc)."""
+    run = FaultRun()
+    env = {
+        **os.environ,
+        "CONTINUITY_STORE": str(work / "store"),
+        "CONTINUITY_OUT": str(work / "out"),
+    }
+    started = time.monotonic()
+    process, target = _start(_units_command(), env)
+    assert process.stdout is not None
+    aimed = False
+    for line in process.stdout:
+        if _MARKER in line:
+            aimed = True
+            break
+    if not aimed:  # it ended before the fault could be aimed: unexercised
+        process.wait(60)
+        final = FaultFinal(completed=process.returncode == 0, code=None, affected={}, deliveries=[])
+        write_receipt(work, FINAL, final)
+        return run
+    write_receipt(
+        work,
+        BEFORE,
+        FaultBefore(
+            case=case_id, signal=knobs.signal, interval_s=knobs.interval_s, seed=knobs.seed,
+            target=target,
+        ),
+    )  # fmt: skip
+    os.killpg(process.pid, signal.Signals[knobs.signal])
+    run.timings["until_fault"] = time.monotonic() - started
+    if not _confirm_group_gone(process.pid):
+        raise _infrastructure("the runner's group outlived the signal", "qualify_loss_unconfirmed")
+    confirmed = time.monotonic()
+    process.wait(10)
+    process.stdout.close()
+    first = {name: _sha256(path) for name, path in _units(work).items()}
+    time.sleep(knobs.interval_s)
+    again, restarted = _start(_units_command(), env)
+    hold = time.monotonic() - confirmed
+    write_receipt(
+        work,
+        AFTER,
+        FaultAfter(
+            killed=target, signal=knobs.signal,
+            loss=Loss(kind="group_gone", observed="runner group"), hold_s=round(hold, 3),
+            recovery="rerun the same command", restarted=restarted,
+        ),
+    )  # fmt: skip
+    again.communicate(timeout=600)
+    run.timings["hold"] = hold
+    run.timings["recovery"] = time.monotonic() - confirmed - hold
+    units = _units(work)
+    deliveries = [Delivery(kind="unit", id=n, sha256=d) for n, d in first.items()]
+    deliveries += [Delivery(kind="unit", id=n, sha256=_sha256(p)) for n, p in units.items()]
+    completed = again.returncode == 0 and len(units) == _RUNNER_UNITS
+    final = FaultFinal(
+        completed=completed,
+        code=None,
+        affected={n: _sha256(p) for n, p in units.items()},
+        deliveries=deliveries,
+    )
+    write_receipt(work, FINAL, final)
+    run.affected = units
+    return run
+
+
+def _fixture_server(trace: Path, log: Path, delay_ms: int) -> tuple[subprocess.Popen[str], str]:
+    command = [sys.executable, "-m", "continuity.servers.fixture", "--trace", str(trace)]
+    command += ["--delay-ms", str(delay_ms), "--log", str(log)]
+    server = subprocess.Popen(
+        command, cwd=_REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    assert server.stdout is not None
+    url = server.stdout.readline().split()[-1]
+    return server, url
+
+
+def _refused(url: str) -> bool:
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def _wait_for(ready: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _replay(store_root: Path, url: str) -> str | None:
+    """Replay the trace into its checkpoint through `url`; the typed code, or None."""
+    from continuity.harness.checkpoints import build_checkpoint
+    from continuity.store import Store
+    from continuity.traces.suites import build_suite
+    from continuity.traces.validate import load_trace
+
+    store = Store(store_root)
+    suite = build_suite(store, "original", out_dir=store_root.parent / "traces")
+    (item,) = [i for i in suite.items if i.trace_id == _TRACE]
+    trace = load_trace(store.get_blob(item.digest), source=_TRACE)
+    try:
+        build_checkpoint(
+            store, trace, trace_key=item.key, trace_digest=item.digest, tool_server_url=url,
+            read_timeout=30,
+        )  # fmt: skip
+    except ContinuityError as error:
+        return error.code
+    return None
+
+
+def kill_tool_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
+    """The kill-tool-server case (module doc)."""
+    run = FaultRun(expected_code="tool_server_unavailable")
+    trace = _REPO / "fixtures" / "original" / f"{_TRACE}.json"
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "calls.jsonl"
+    started = time.monotonic()
+    server, url = _fixture_server(trace, log, delay_ms=3000)
+    target = identity(server.pid)
+    if target is None:
+        raise _infrastructure("the tool server exited at once", "qualify_workload_failed")
+    codes: list[str | None] = []
+    replay = threading.Thread(target=lambda: codes.append(_replay(work / "store", url)))
+    replay.start()
+    if not _wait_for(lambda: log.is_file() and log.stat().st_size > 0, 60):
+        replay.join()
+        server.kill()
+        write_receipt(
+            work, FINAL, FaultFinal(completed=False, code=None, affected={}, deliveries=[])
+        )
+        return run  # no call ever reached the server: unexercised
+    write_receipt(
+        work,
+        BEFORE,
+        FaultBefore(
+            case=case_id, signal=knobs.signal, interval_s=knobs.interval_s, seed=knobs.seed,
+            target=target,
+        ),
+    )  # fmt: skip
+    os.kill(server.pid, signal.Signals[knobs.signal])
+    server.wait(10)
+    run.timings["until_fault"] = time.monotonic() - started
+    if not _wait_for(lambda: _refused(url), 10):
+        raise _infrastructure("the killed server still accepts", "qualify_loss_unconfirmed")
+    confirmed = time.monotonic()
+    replay.join(60)
+    seen = codes[0] if codes else None
+    time.sleep(knobs.interval_s)
+    fresh, fresh_url = _fixture_server(trace, work / "calls-rerun.jsonl", delay_ms=0)
+    hold = time.monotonic() - confirmed
+    restarted = identity(fresh.pid) or ProcessId(pid=fresh.pid, start="exited")
+    write_receipt(
+        work,
+        AFTER,
+        FaultAfter(
+            killed=target, signal=knobs.signal,
+            loss=Loss(kind="connection_refused", observed=url.split("//", 1)[1].split("/")[0]),
+            hold_s=round(hold, 3), recovery="restart the server, replay again",
+            restarted=restarted,
+        ),
+    )  # fmt: skip
+    try:
+        rerun = _replay(work / "store", fresh_url)
+    finally:
+        fresh.kill()
+        fresh.wait(10)
+    run.timings["hold"] = hold
+    run.timings["recovery"] = time.monotonic() - confirmed - hold
+    final = FaultFinal(completed=rerun is None, code=seen, affected={}, deliveries=[])
+    write_receipt(work, FINAL, final)
+    return run
+
+
+FAULTS: dict[str, Callable[[Path, Knobs, str], FaultRun]] = {
+    "kill-runner": kill_runner,
+    "kill-runner-long-hold": kill_runner,
+    "kill-tool-server": kill_tool_server,
+}

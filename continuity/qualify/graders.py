@@ -1,0 +1,100 @@
+"""Graders: pure functions from observations to a verdict with named causes.
+
+`grade_fault` reads the three fault receipts and the case's knobs:
+
+- no ``fault-before.json``, or a workload that ended before the fault could be aimed:
+  **unexercised** (neither a pass nor a failure);
+- a workload that finished without ``fault-after.json``: **fail** ``no_fault_receipt``
+  (a success without its fault proven never qualifies);
+- otherwise each broken assertion is a cause: ``same_process`` (the killed and the
+  restarted process are one: same PID and start identity), ``signal_mismatch``,
+  ``hold_short`` (the measured hold is shorter than the configured interval),
+  ``not_recovered`` (no final receipt, or the recovery did not finish),
+  ``code_mismatch`` (the typed code the fault should produce is not the one seen).
+
+`grade_deliveries` attributes every delivery by id (exactly-once): a unit delivered
+twice with different bytes is ``unit_changed``, a steer consumed by two requests is
+``steer_consumed_twice``, a model call sent twice for one cache key is
+``call_sent_twice``. An identical redelivery (the same unit bytes again) is allowed and
+counted. The graders are calibrated by tests that feed them passing and plausible
+failing observations (``tests/qualify/test_graders.py``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+from continuity.qualify.cases import Knobs
+from continuity.qualify.receipts import Delivery, FaultAfter, FaultBefore, FaultFinal
+
+__all__ = ["GRADER_VERSION", "Verdict", "grade_deliveries", "grade_fault"]
+
+GRADER_VERSION = "qualify-graders-v1"
+
+
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+    status: Literal["pass", "fail", "unexercised"]
+    causes: list[str]
+    redeliveries: int = 0
+    grader: str = GRADER_VERSION
+
+
+def grade_deliveries(deliveries: Sequence[Delivery]) -> tuple[list[str], int]:
+    """(causes, identical redeliveries) of the observations (module doc)."""
+    seen: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for delivery in deliveries:
+        seen[(delivery.kind, delivery.id)].append(delivery.sha256)
+    causes: set[str] = set()
+    redeliveries = 0
+    for (kind, _), digests in seen.items():
+        if len(digests) < 2:
+            continue
+        if kind == "unit":
+            if len(set(digests)) > 1:
+                causes.add("unit_changed")
+            else:
+                redeliveries += len(digests) - 1
+        elif kind == "steer" and len(set(digests)) > 1:
+            causes.add("steer_consumed_twice")  # two distinct consuming requests
+        elif kind == "steer":
+            redeliveries += len(digests) - 1  # one request, observed again
+        elif kind == "call":
+            causes.add("call_sent_twice")
+    return sorted(causes), redeliveries
+
+
+def grade_fault(
+    knobs: Knobs,
+    before: FaultBefore | None,
+    after: FaultAfter | None,
+    final: FaultFinal | None,
+    *,
+    expected_code: str | None = None,
+) -> Verdict:
+    """The verdict of one attempt's receipts (module doc)."""
+    if before is None:
+        return Verdict(status="unexercised", causes=["fault_not_aimed"])
+    if after is None:
+        if final is not None and final.completed:
+            return Verdict(status="fail", causes=["no_fault_receipt"])
+        return Verdict(status="unexercised", causes=["fault_not_injected"])
+    causes: list[str] = []
+    if (after.killed.pid, after.killed.start) == (after.restarted.pid, after.restarted.start):
+        causes.append("same_process")
+    if after.signal != knobs.signal or before.signal != knobs.signal:
+        causes.append("signal_mismatch")
+    if after.hold_s < knobs.interval_s:
+        causes.append("hold_short")
+    if final is None or not final.completed:
+        causes.append("not_recovered")
+    elif expected_code is not None and final.code != expected_code:
+        causes.append("code_mismatch")
+    redeliveries = 0
+    if final is not None:
+        delivered, redeliveries = grade_deliveries(final.deliveries)
+        causes.extend(delivered)
+    return Verdict(status="fail" if causes else "pass", causes=causes, redeliveries=redeliveries)

@@ -1,0 +1,159 @@
+"""Selecting qualification cases (seed 004's discipline), failing closed.
+
+`select_cases` takes exactly one selector:
+
+- ``group``: every case of that group (the only way, besides ``case``/``id``, to reach
+  an explicit-only group);
+- ``case``: the one case of that name; ``id``: the one case of that full id;
+- ``suite`` / ``all``: every case of the suite / catalogue **outside** the explicit-only
+  groups (`continuity.qualify.cases.EXPLICIT_ONLY`).
+
+It refuses, with a code and before anything runs:
+
+- ``qualify_selection_empty``: the selector matches nothing;
+- ``qualify_plans_mixed``: the cases come from two plans;
+- ``qualify_unregistered``: the plan's registration (``fixtures/qualify/<plan>.json``)
+  is missing, unreadable, names another plan or lists a case twice;
+- ``case_mismatch``: the registration's cases are not exactly the catalogue's cases of
+  that plan (one missing, one extra).
+
+A selection keeps its plan's own denominator: only all N registered cases make a "full"
+verdict; fewer is "partial n/N".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from continuity.errors import UsageError
+from continuity.qualify.cases import CATALOGUE, EXPLICIT_ONLY, REGISTRATIONS, SUITE, Case
+
+__all__ = ["Registration", "Selection", "read_registration", "select_cases"]
+
+
+class Registration(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    plan: str
+    cases: list[str]
+
+
+@dataclass(frozen=True)
+class Selection:
+    plan: str
+    cases: tuple[Case, ...]
+    registered: int  # the plan's denominator N
+
+    @property
+    def scope(self) -> str:
+        """``full`` for every registered case, else ``partial n/N``."""
+        n = len(self.cases)
+        return "full" if n == self.registered else f"partial {n}/{self.registered}"
+
+
+def _refuse(message: str, code: str, location: str) -> UsageError:
+    return UsageError(message, code=code, location=location)
+
+
+def read_registration(plan: str, folder: Path = REGISTRATIONS) -> Registration:
+    """The plan's registration, checked complete against the catalogue.
+
+    Raises:
+        UsageError: ``qualify_unregistered``, ``case_mismatch``.
+    """
+    path = folder / f"{plan}.json"
+    try:
+        found = msgspec.json.decode(path.read_bytes(), type=Registration)
+    except (OSError, msgspec.MsgspecError) as exc:
+        raise _refuse(
+            f"plan {plan} has no readable registration ({exc})", "qualify_unregistered", str(path)
+        ) from None
+    if found.plan != plan or len(set(found.cases)) != len(found.cases):
+        raise _refuse(
+            "the registration names another plan or lists a case twice",
+            "qualify_unregistered",
+            str(path),
+        )
+    planned = {c.id for c in CATALOGUE if c.plan == plan}
+    if set(found.cases) != planned:
+        missing = sorted(planned - set(found.cases)) or sorted(set(found.cases) - planned)
+        raise _refuse(
+            f"the registration's cases are not the plan's (first: {missing[0]})",
+            "case_mismatch",
+            str(path),
+        )
+    return found
+
+
+def _matching(
+    *, group: str | None, case: str | None, case_id: str | None, suite: str | None, every: bool
+) -> tuple[list[Case], str]:
+    given = [
+        (name, value)
+        for name, value in (
+            ("--group", group),
+            ("--case", case),
+            ("--id", case_id),
+            ("--suite", suite),
+            ("--all", every or None),
+        )
+        if value
+    ]
+    if len(given) != 1:
+        raise _refuse(
+            "give exactly one of --group, --case, --id, --suite, --all",
+            "qualify_selector_invalid",
+            ",".join(name for name, _ in given) or "selector",
+        )
+    where = given[0][0]
+    if group:
+        return [c for c in CATALOGUE if c.group == group], where
+    if case:
+        return [c for c in CATALOGUE if c.name == case], where
+    if case_id:
+        return [c for c in CATALOGUE if c.id == case_id], where
+    broad = [c for c in CATALOGUE if c.group not in EXPLICIT_ONLY]
+    if suite:
+        return [c for c in broad if suite == SUITE], where
+    return broad, where
+
+
+def select_cases(
+    *,
+    group: str | None = None,
+    case: str | None = None,
+    case_id: str | None = None,
+    suite: str | None = None,
+    every: bool = False,
+    registrations: Path = REGISTRATIONS,
+) -> Selection:
+    """The selection (module doc).
+
+    Raises:
+        UsageError: ``qualify_selector_invalid``, ``qualify_selection_empty``,
+            ``qualify_plans_mixed``, ``qualify_unregistered``, ``case_mismatch``.
+    """
+    cases, where = _matching(group=group, case=case, case_id=case_id, suite=suite, every=every)
+    if not cases:
+        hint = " (explicit-only groups are chosen by name)" if suite or every else ""
+        raise _refuse(f"the selector matches no case{hint}", "qualify_selection_empty", where)
+    plans = sorted({c.plan for c in cases})
+    if len(plans) > 1:
+        raise _refuse(
+            f"the selection mixes plans {', '.join(plans)}: select from one",
+            "qualify_plans_mixed",
+            where,
+        )
+    registration = read_registration(plans[0], registrations)
+    return Selection(plan=plans[0], cases=tuple(cases), registered=len(registration.cases))
+
+
+def listing(cases: Sequence[Case]) -> list[str]:
+    """One line per case: its id, its plan, whether it is explicit-only, what it does."""
+    return [
+        f"{c.id}  [{c.plan}{', explicit-only' if c.group in EXPLICIT_ONLY else ''}]  "
+        f"{c.description}"
+        for c in cases
+    ]
