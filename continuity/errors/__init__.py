@@ -10,7 +10,12 @@ The tree::
     │            continuity.argv): option_empty, option_invalid, cost_limit_invalid,
     │            out_path_invalid, lookup_output_invalid, option_unknown,
     │            option_value_unexpected, option_value_missing, task_unknown (doit's
-    │            own usage errors, coded by continuity.argv); real-mode guards
+    │            own usage errors, coded by continuity.argv); doit qualify's selection
+    │            (continuity.qualify.select): qualify_selector_invalid,
+    │            qualify_selection_empty, qualify_plans_mixed, qualify_unregistered,
+    │            case_mismatch; its infrastructure outcomes (an attempt's outcome.json,
+    │            never a verdict): qualify_workload_failed, qualify_loss_unconfirmed;
+    │            real-mode guards
     │            (continuity.plan.guards):
     │            real_refused (their base), real_refused_ci, real_provider_required,
     │            credentials_required, confirmation_required, confirmation_mismatch,
@@ -242,7 +247,9 @@ The tree::
     │                                  compare: two runs that cannot be paired); run_unknown
     ├── GateFailed                     regression_found, accuracy_below_threshold: a CI
     │                                  gate (doit compare, doit aggregate --fail-under)
-    │                                  found what it was told to fail on; exit status 3
+    │                                  found what it was told to fail on; exit status 3;
+    │                                  qualify_failed (doit qualify: a case's verdict
+    │                                  is fail, its package written first)
     ├── AggregateError                 unit_malformed, unit_tampered, unit_key_mismatch,
     │                                  unit_duplicate, run_empty, trace_missing,
     │                                  results_unreadable (--fail-under), ...

@@ -5,3 +5,5 @@ injecting one fault into a real offline workload (`faults`), proven by content-f
 receipts (`receipts`), graded by calibrated pure graders (`graders`) and packaged as
 evidence per attempt (`package`); `doit qualify` (`rules/qualify.py`) drives them.
 """
+
+__all__: list[str] = []

@@ -35,6 +35,7 @@ class Knobs(msgspec.Struct, frozen=True, kw_only=True):
     signal: str = "SIGKILL"
     interval_s: float = 1.0  # a minimum hold after the loss is confirmed
     seed: int = 17
+    at_unit: int = 4  # kill-runner: the fault is aimed once this many units are built
 
 
 class Case(msgspec.Struct, frozen=True, kw_only=True):

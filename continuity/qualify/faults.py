@@ -8,11 +8,11 @@ is a minimum hold after the loss is confirmed. Nothing retries automatically: th
 recovery is the one action the case names.
 
 - `kill_runner`: ``doit units`` over four original traces and four arms, in a private
-  store and output, in a process group of its own; once the fourth unit is built the
-  whole group is killed with the configured signal, the loss is confirmed when the
-  group has no member left, and after the hold the same command runs again. Every unit
-  file is attributed by name: a unit the first run finished must come back byte for
-  byte (an identical redelivery).
+  store and output, in a process group of its own; once the knobs' ``at_unit``-th unit
+  (default the fourth) is built the whole group is killed with the configured signal,
+  the loss is confirmed when the group has no member left, and after the hold the same
+  command runs again. Every unit is attributed by its key in the run's store: a unit
+  the killed run finished must come back as the same bytes (an identical redelivery).
 - `kill_tool_server`: the checkpoint replay of one original trace against the MCP
   fixture tool server in a process of its own, slowed so that a call is in flight; the
   server is killed once its log shows the call, the loss is confirmed by a refused
@@ -56,7 +56,6 @@ __all__ = ["FAULTS", "FaultRun", "kill_runner", "kill_tool_server"]
 _REPO = Path(__file__).resolve().parents[2]
 _RUNNER_ARMS = "native,cold-rebuild,continuity-store,continuity-pack-cold"
 _RUNNER_UNITS = 16  # four original traces x four arms
-_MARKER = f"[4/{_RUNNER_UNITS}]"  # the fourth unit is built: the fifth is under way
 _TRACE = "brightline-return"
 
 
@@ -94,6 +93,21 @@ def _units_command() -> list[str]:
     ]  # fmt: skip
 
 
+def _stored_units(work: Path) -> dict[str, str]:
+    """Every unit the run's store holds: its key -> its output's digest."""
+    from continuity.store import Store
+
+    if not (work / "store" / "actions").is_dir():
+        return {}
+    store = Store(work / "store")
+    found = {}
+    for path in store.iter_actions():
+        entry = store.get_action(path.stem, verify_output=False)
+        if entry is not None and entry.kind == "unit":
+            found[path.stem] = entry.output.digest
+    return found
+
+
 def _units(work: Path) -> dict[str, Path]:
     folder = work / "out" / "runs" / "qualify" / "units"
     return {p.name: p for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
@@ -127,12 +141,14 @@ def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     process, target = _start(_units_command(), env)
     assert process.stdout is not None
     aimed = False
+    marker = f"[{knobs.at_unit}/{_RUNNER_UNITS}]"  # that unit is built, the next under way
     for line in process.stdout:
-        if _MARKER in line:
+        if marker in line:
             aimed = True
             break
     if not aimed:  # it ended before the fault could be aimed: unexercised
         process.wait(60)
+        process.stdout.close()
         final = FaultFinal(completed=process.returncode == 0, code=None, affected={}, deliveries=[])
         write_receipt(work, FINAL, final)
         return run
@@ -151,7 +167,7 @@ def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     confirmed = time.monotonic()
     process.wait(10)
     process.stdout.close()
-    first = {name: _sha256(path) for name, path in _units(work).items()}
+    first = _stored_units(work)  # what the killed run delivered (units are keyed)
     time.sleep(knobs.interval_s)
     again, restarted = _start(_units_command(), env)
     hold = time.monotonic() - confirmed
@@ -168,8 +184,8 @@ def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     run.timings["hold"] = hold
     run.timings["recovery"] = time.monotonic() - confirmed - hold
     units = _units(work)
-    deliveries = [Delivery(kind="unit", id=n, sha256=d) for n, d in first.items()]
-    deliveries += [Delivery(kind="unit", id=n, sha256=_sha256(p)) for n, p in units.items()]
+    deliveries = [Delivery(kind="unit", id=k, sha256=d) for k, d in first.items()]
+    deliveries += [Delivery(kind="unit", id=k, sha256=d) for k, d in _stored_units(work).items()]
     completed = again.returncode == 0 and len(units) == _RUNNER_UNITS
     final = FaultFinal(
         completed=completed,
@@ -190,6 +206,7 @@ def _fixture_server(trace: Path, log: Path, delay_ms: int) -> tuple[subprocess.P
     )
     assert server.stdout is not None
     url = server.stdout.readline().split()[-1]
+    server.stdout.close()  # it prints its URL once
     return server, url
 
 

@@ -32,7 +32,7 @@ import msgspec
 from continuity.errors import UsageError
 from continuity.qualify.cases import CATALOGUE, EXPLICIT_ONLY, REGISTRATIONS, SUITE, Case
 
-__all__ = ["Registration", "Selection", "read_registration", "select_cases"]
+__all__ = ["Registration", "Selection", "listing", "read_registration", "select_cases"]
 
 
 class Registration(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -57,7 +57,9 @@ def _refuse(message: str, code: str, location: str) -> UsageError:
     return UsageError(message, code=code, location=location)
 
 
-def read_registration(plan: str, folder: Path = REGISTRATIONS) -> Registration:
+def read_registration(
+    plan: str, folder: Path = REGISTRATIONS, catalogue: Sequence[Case] = CATALOGUE
+) -> Registration:
     """The plan's registration, checked complete against the catalogue.
 
     Raises:
@@ -76,7 +78,7 @@ def read_registration(plan: str, folder: Path = REGISTRATIONS) -> Registration:
             "qualify_unregistered",
             str(path),
         )
-    planned = {c.id for c in CATALOGUE if c.plan == plan}
+    planned = {c.id for c in catalogue if c.plan == plan}
     if set(found.cases) != planned:
         missing = sorted(planned - set(found.cases)) or sorted(set(found.cases) - planned)
         raise _refuse(
@@ -88,7 +90,13 @@ def read_registration(plan: str, folder: Path = REGISTRATIONS) -> Registration:
 
 
 def _matching(
-    *, group: str | None, case: str | None, case_id: str | None, suite: str | None, every: bool
+    catalogue: Sequence[Case],
+    *,
+    group: str | None,
+    case: str | None,
+    case_id: str | None,
+    suite: str | None,
+    every: bool,
 ) -> tuple[list[Case], str]:
     given = [
         (name, value)
@@ -109,12 +117,12 @@ def _matching(
         )
     where = given[0][0]
     if group:
-        return [c for c in CATALOGUE if c.group == group], where
+        return [c for c in catalogue if c.group == group], where
     if case:
-        return [c for c in CATALOGUE if c.name == case], where
+        return [c for c in catalogue if c.name == case], where
     if case_id:
-        return [c for c in CATALOGUE if c.id == case_id], where
-    broad = [c for c in CATALOGUE if c.group not in EXPLICIT_ONLY]
+        return [c for c in catalogue if c.id == case_id], where
+    broad = [c for c in catalogue if c.group not in EXPLICIT_ONLY]
     if suite:
         return [c for c in broad if suite == SUITE], where
     return broad, where
@@ -128,6 +136,7 @@ def select_cases(
     suite: str | None = None,
     every: bool = False,
     registrations: Path = REGISTRATIONS,
+    catalogue: Sequence[Case] = CATALOGUE,
 ) -> Selection:
     """The selection (module doc).
 
@@ -135,7 +144,9 @@ def select_cases(
         UsageError: ``qualify_selector_invalid``, ``qualify_selection_empty``,
             ``qualify_plans_mixed``, ``qualify_unregistered``, ``case_mismatch``.
     """
-    cases, where = _matching(group=group, case=case, case_id=case_id, suite=suite, every=every)
+    cases, where = _matching(
+        catalogue, group=group, case=case, case_id=case_id, suite=suite, every=every
+    )
     if not cases:
         hint = " (explicit-only groups are chosen by name)" if suite or every else ""
         raise _refuse(f"the selector matches no case{hint}", "qualify_selection_empty", where)
@@ -146,7 +157,7 @@ def select_cases(
             "qualify_plans_mixed",
             where,
         )
-    registration = read_registration(plans[0], registrations)
+    registration = read_registration(plans[0], registrations, catalogue)
     return Selection(plan=plans[0], cases=tuple(cases), registered=len(registration.cases))
 
 

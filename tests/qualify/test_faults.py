@@ -1,0 +1,154 @@
+"""The fault cases, run for real (a doit units process group SIGKILLed mid-unit; the MCP
+fixture tool server killed mid-call), each packaged and graded; an unexercised attempt;
+re-grading beside the old verdict; the report's three separate axes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from continuity.errors import GateFailed
+from continuity.qualify.cases import Case, Knobs, case_by_id
+from continuity.qualify.package import regrade, report
+from continuity.qualify.run import run_selection
+from continuity.qualify.select import Selection
+
+
+def _run(case: Case, out: Path) -> tuple[str, Path]:
+    selection = Selection(plan=case.plan, cases=(case,), registered=1)
+    ((_, verdict, package),) = run_selection(selection, out, say=lambda line: None)
+    return verdict.status, package
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def test_kill_runner_is_proven_by_its_receipts_and_packaged(tmp_path: Path) -> None:
+    case = case_by_id("continuity.reliability.kill-runner")
+    assert case is not None
+    status, package = _run(case, tmp_path)
+    assert status == "pass", _json(package / "verdict-1.json")
+    inputs = package / "inputs"
+    before, after = _json(inputs / "fault-before.json"), _json(inputs / "fault-after.json")
+    final = _json(inputs / "fault-final.json")
+    assert before["target"] == after["killed"] != after["restarted"]
+    assert after["loss"] == {"kind": "group_gone", "observed": "runner group"}
+    assert after["hold_s"] >= case.knobs.interval_s and final["completed"] is True
+    # every unit the first run finished came back byte for byte (counted, allowed)
+    assert _json(package / "verdict-1.json")["redeliveries"] >= 4
+    assert len(list(inputs.glob("affected-*.json"))) == 16  # cloned before grading
+    provenance = _json(package / "provenance.json")
+    assert len(str(provenance["qualification_code"])) == 64 and provenance["revision"]
+    assert set(_json(package / "timings.json")) == {"until_fault", "hold", "recovery"}
+    # content-free receipts: no path, no prompt, no answer
+    text = "".join(p.read_text() for p in inputs.glob("fault-*.json"))
+    assert str(tmp_path) not in text and "Brightline" not in text
+
+
+def test_kill_tool_server_fails_typed_and_the_rerun_finishes(tmp_path: Path) -> None:
+    case = case_by_id("continuity.reliability.kill-tool-server")
+    assert case is not None
+    status, package = _run(case, tmp_path)
+    assert status == "pass", _json(package / "verdict-1.json")
+    final = _json(package / "inputs" / "fault-final.json")
+    assert final == {
+        "completed": True,
+        "code": "tool_server_unavailable",
+        "affected": {},
+        "deliveries": [],
+    }
+    assert _json(package / "inputs" / "fault-after.json")["loss"]["kind"] == "connection_refused"
+
+
+def test_a_run_that_ends_before_the_fault_is_unexercised(tmp_path: Path) -> None:
+    base = case_by_id("continuity.reliability.kill-runner")
+    assert base is not None
+    never = msgspec.structs.replace(base, knobs=Knobs(at_unit=99))  # past the last unit
+    status, package = _run(never, tmp_path)
+    assert status == "unexercised"  # neither a pass nor a failure
+    assert _json(package / "verdict-1.json")["causes"] == ["fault_not_aimed"]
+    assert not (package / "inputs" / "fault-before.json").exists()
+
+
+def test_a_regrade_is_a_new_verdict_beside_the_old_and_reads_the_clone(tmp_path: Path) -> None:
+    case = case_by_id("continuity.reliability.kill-tool-server")
+    assert case is not None
+    _, package = _run(case, tmp_path)
+    first = (package / "verdict-1.json").read_bytes()
+    shutil.rmtree(package / "work")  # a later cleanup cannot change what was graded
+    verdict = regrade(package, expected_code="tool_server_unavailable")
+    assert verdict.status == "pass" and (package / "verdict-1.json").read_bytes() == first
+    assert (package / "verdict-2.json").is_file()
+    # a stricter grading of the same clone: a new verdict, the old ones untouched
+    stricter = regrade(package, expected_code="another_code")
+    assert stricter.causes == ["code_mismatch"] and (package / "verdict-3.json").is_file()
+    assert (package / "verdict-1.json").read_bytes() == first
+
+
+def test_a_failed_verdict_stops_with_its_code_after_packaging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner's gate: receipts that prove a fault did not recover the way it must
+    (here a restart that is the killed process itself) fail the case, and the run stops
+    with ``qualify_failed`` only once the package is written."""
+    from continuity.qualify import faults
+    from continuity.qualify.receipts import (
+        AFTER,
+        BEFORE,
+        FINAL,
+        FaultAfter,
+        FaultBefore,
+        FaultFinal,
+        Loss,
+        ProcessId,
+        write_receipt,
+    )
+
+    same = ProcessId(pid=4321, start="boot:1")
+
+    def reused(work: Path, knobs: Knobs, case_id: str) -> faults.FaultRun:
+        write_receipt(work, BEFORE, FaultBefore(case=case_id, signal=knobs.signal,
+                      interval_s=knobs.interval_s, seed=knobs.seed, target=same))  # fmt: skip
+        write_receipt(work, AFTER, FaultAfter(killed=same, signal=knobs.signal,
+                      loss=Loss(kind="group_gone", observed="runner group"), hold_s=2.0,
+                      recovery="rerun the same command", restarted=same))  # fmt: skip
+        write_receipt(work, FINAL, FaultFinal(completed=True, code=None, affected={},
+                      deliveries=[]))  # fmt: skip
+        return faults.FaultRun()
+
+    monkeypatch.setitem(faults.FAULTS, "kill-runner", reused)
+    case = case_by_id("continuity.reliability.kill-runner")
+    assert case is not None
+    selection = Selection(plan=case.plan, cases=(case,), registered=2)
+    lines: list[str] = []
+    with pytest.raises(GateFailed) as caught:
+        run_selection(selection, tmp_path, say=lines.append)
+    assert caught.value.code == "qualify_failed"
+    assert lines[-1].endswith("partial 1/2: 0 of 1 passed")
+    (package,) = (tmp_path / "qualify" / case.plan / case.name).iterdir()
+    assert _json(package / "verdict-1.json")["causes"] == ["same_process"]
+    assert _json(package / "outcome.json") == {"outcome": "completed", "code": None}
+
+
+def test_the_report_keeps_lifecycle_infrastructure_and_latency_apart(tmp_path: Path) -> None:
+    folder = tmp_path / "qualify" / "plan" / "case"
+    for number, (status, outcome) in enumerate(
+        [("pass", "completed"), ("unexercised", "infrastructure_failed"), ("fail", "completed")],
+        start=1,
+    ):
+        attempt = folder / f"attempt-{number}"
+        attempt.mkdir(parents=True)
+        (attempt / "verdict-1.json").write_text(json.dumps({"status": status}))
+        (attempt / "outcome.json").write_text(json.dumps({"outcome": outcome, "code": None}))
+        (attempt / "timings.json").write_text(json.dumps({"hold": float(number)}))
+    (line,) = report(tmp_path)
+    assert "3 attempts" in line
+    assert "lifecycle {'fail': 1, 'pass': 1, 'unexercised': 1}" in line
+    assert "infrastructure {'completed': 2, 'infrastructure_failed': 1}" in line
+    assert "latency median 2.0 s" in line
