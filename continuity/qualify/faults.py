@@ -12,7 +12,8 @@ recovery is the one action the case names.
   (default the fourth) is built the whole group is killed with the configured signal,
   the loss is confirmed when the group has no member left, and after the hold the same
   command runs again. Every unit is attributed by its key in the run's store: a unit
-  the killed run finished must come back as the same bytes (an identical redelivery).
+  the killed run finished must come back as the same bytes (an identical redelivery);
+  ``doit verify`` then checks the store holds nothing corrupt or half-written.
 - `kill_tool_server`: the checkpoint replay of one original trace against the MCP
   fixture tool server in a process of its own, slowed so that a call is in flight; the
   server is killed once its log shows the call, the loss is confirmed by a refused
@@ -187,11 +188,16 @@ def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     deliveries = [Delivery(kind="unit", id=k, sha256=d) for k, d in first.items()]
     deliveries += [Delivery(kind="unit", id=k, sha256=d) for k, d in _stored_units(work).items()]
     completed = again.returncode == 0 and len(units) == _RUNNER_UNITS
+    verify = subprocess.run(
+        [sys.executable, "-m", "doit", "-f", str(_REPO / "dodo.py"), "verify"],
+        cwd=_REPO, env=env, capture_output=True, timeout=300, check=False,
+    )  # fmt: skip
     final = FaultFinal(
         completed=completed,
         code=None,
         affected={n: _sha256(p) for n, p in units.items()},
         deliveries=deliveries,
+        store_verified=verify.returncode == 0,  # nothing corrupt or half-written
     )
     write_receipt(work, FINAL, final)
     run.affected = units

@@ -10,7 +10,9 @@
   restarted process are one: same PID and start identity), ``signal_mismatch``,
   ``hold_short`` (the measured hold is shorter than the configured interval),
   ``not_recovered`` (no final receipt, or the recovery did not finish),
-  ``code_mismatch`` (the typed code the fault should produce is not the one seen).
+  ``code_mismatch`` (the typed code the fault should produce is not the one seen),
+  ``store_corrupt`` (``doit verify`` found a corrupt or half-written file in the
+  workload's store after the recovery).
 
 `grade_deliveries` attributes every delivery by id (exactly-once): a unit delivered
 twice with different bytes is ``unit_changed``, a steer consumed by two requests is
@@ -91,6 +93,8 @@ def grade_fault(
         causes.append("hold_short")
     if final is None or not final.completed:
         causes.append("not_recovered")
+    elif final.store_verified is False:
+        causes.append("store_corrupt")
     elif expected_code is not None and final.code != expected_code:
         causes.append("code_mismatch")
     redeliveries = 0

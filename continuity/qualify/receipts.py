@@ -78,6 +78,7 @@ class FaultFinal(msgspec.Struct, frozen=True, kw_only=True):
     code: str | None  # the typed code the fault produced, when one is expected
     affected: dict[str, str]  # receipt name -> sha256
     deliveries: list[Delivery]
+    store_verified: bool | None = None  # `doit verify` over the workload's store after it
 
 
 def identity(pid: int) -> ProcessId | None:

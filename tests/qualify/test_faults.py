@@ -40,6 +40,7 @@ def test_kill_runner_is_proven_by_its_receipts_and_packaged(tmp_path: Path) -> N
     assert before["target"] == after["killed"] != after["restarted"]
     assert after["loss"] == {"kind": "group_gone", "observed": "runner group"}
     assert after["hold_s"] >= case.knobs.interval_s and final["completed"] is True
+    assert final["store_verified"] is True  # doit verify: nothing corrupt or half-written
     # every unit the first run finished came back byte for byte (counted, allowed)
     assert _json(package / "verdict-1.json")["redeliveries"] >= 4
     assert len(list(inputs.glob("affected-*.json"))) == 16  # cloned before grading
@@ -57,12 +58,7 @@ def test_kill_tool_server_fails_typed_and_the_rerun_finishes(tmp_path: Path) -> 
     status, package = _run(case, tmp_path)
     assert status == "pass", _json(package / "verdict-1.json")
     final = _json(package / "inputs" / "fault-final.json")
-    assert final == {
-        "completed": True,
-        "code": "tool_server_unavailable",
-        "affected": {},
-        "deliveries": [],
-    }
+    assert final["completed"] is True and final["code"] == "tool_server_unavailable"
     assert _json(package / "inputs" / "fault-after.json")["loss"]["kind"] == "connection_refused"
 
 

@@ -49,6 +49,7 @@ def test_a_proven_recovered_fault_passes_and_counts_identical_redeliveries() -> 
         ({"after": msgspec.structs.replace(AFTER, signal="SIGTERM")}, "signal_mismatch"),
         ({"final": None}, "not_recovered"),
         ({"final": msgspec.structs.replace(FINAL, completed=False)}, "not_recovered"),
+        ({"final": msgspec.structs.replace(FINAL, store_verified=False)}, "store_corrupt"),
         (
             {
                 "final": msgspec.structs.replace(
