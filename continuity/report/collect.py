@@ -35,7 +35,7 @@ from continuity.report.summary import UnitSummary, summarize
 from continuity.report.verify import TraceHead, verify_unit
 from continuity.store import Store
 
-__all__ = ["REPORT_CODE", "SUMMARY_SALT", "Slot", "load_summaries"]
+__all__ = ["REPORT_CODE", "SUMMARY_SALT", "Slot", "check_builds", "load_summaries"]
 
 SUMMARY_SALT = "unit-summary-v4"
 REPORT_CODE = (
@@ -188,8 +188,38 @@ def load_summaries(
             location=str(units_dir),
         )
     cache.save_index()
+    check_builds(store, [(name, key) for name, key, _, _ in summaries], units_dir)
     # Ordered by file name, then content: which chunk folder holds a copy never matters.
     return [entry[3] for entry in sorted(summaries, key=lambda e: e[:3])], read
+
+
+def check_builds(store: Store, units: list[tuple[str, str]], units_dir: Path) -> None:
+    """A run's units must come from one unit code: each unit's action entry keeps the
+    digest of the code that built it (``unit_code``; a unit stored before that was kept
+    has none and is not compared). Units of two codes are never pooled.
+
+    Raises:
+        AggregateError: ``run_builds_mixed``, naming the units of every code but the
+            most common one.
+    """
+    builds: dict[str, list[str]] = {}
+    for name, key in units:
+        entry = store.get_action(key, verify_output=False)
+        code = entry.meta.get("unit_code") if entry is not None else None
+        if isinstance(code, str):
+            builds.setdefault(code, []).append(name)
+    if len(builds) < 2:
+        return
+    ranked = sorted(builds.values(), key=lambda names: (-len(names), names))
+    others = sorted(name for names in ranked[1:] for name in names)
+    raise AggregateError(
+        f"the run's units were built by {len(builds)} unit codes; never pooled. Units "
+        f"outside the most common build: {', '.join(others[:8])}"
+        + (f" (+{len(others) - 8} more)" if len(others) > 8 else "")
+        + "; rebuild them with one build, or aggregate each build's units apart",
+        code="run_builds_mixed",
+        location=str(units_dir),
+    )
 
 
 def _timed(store: Store, summary: UnitSummary) -> UnitSummary:

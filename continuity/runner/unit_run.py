@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from continuity.arms import Arm, replay_config_for
+from continuity.digest import code_digest
 from continuity.errors import ContinuityError
 from continuity.preparation.receipts import PreparationReceipt
 from continuity.probe.receipts import ProcessReceipt
@@ -26,7 +27,14 @@ from continuity.providers.endpoint import RealBinding
 from continuity.runner.ledger_run import LedgerRun, ledger_run, prepare_for_unit, prepared_key
 from continuity.runner.lookup_run import LookupRun
 from continuity.runner.unit_grading import grade, judge_verdicts, unit_judge
-from continuity.runner.unit_record import RealRun, UnitRecord, UnitStatus, seal, unit_key
+from continuity.runner.unit_record import (
+    UNIT_CODE,
+    RealRun,
+    UnitRecord,
+    UnitStatus,
+    seal,
+    unit_key,
+)
 from continuity.runner.unit_selection import limited, probe_slots
 from continuity.runner.unit_store import (
     UnitFrame,
@@ -154,7 +162,7 @@ def _prepare(
         invalid = [
             invalid_treatment_result(p, i, receipt.integrity) for i, p in enumerate(frame.probes)
         ]
-        return store_unit(store, seal_unit(frame, invalid, upkeep=receipt)), "built"
+        return _store(store, seal_unit(frame, invalid, upkeep=receipt)), "built"
     committed = receipt.final.id if receipt.final is not None else None
     return _Treated(dataclasses.replace(frame, committed=committed), prepared.checkpoint, receipt)
 
@@ -222,13 +230,20 @@ def _finish(
     # Which calls were replayed from the call cache differs between two builds of one key:
     # the probes' are in their ProcessReceipts; the judge's and the mid-trace summary's
     # (None: this build reused the checkpoint, so it made no mid-trace call) beside them.
-    return store_unit(
+    return _store(
         store,
         seal(record),
         processes=msgspec.to_builtins(processes),
         judge_replayed=list(getattr(grader, "replayed", [])),
         mid_trace_replayed=checkpoint.replayed_calls if checkpoint.status == "built" else None,
     ), "built"
+
+
+def _store(store: Store, record: UnitRecord, **meta: Any) -> UnitRecord:
+    """`store_unit`, with the digest of the unit code that built it beside the unit (its
+    action entry's meta, never its key or bytes): `doit aggregate` refuses a run whose
+    units were built by two unit codes (``run_builds_mixed``)."""
+    return store_unit(store, record, unit_code=code_digest(UNIT_CODE), **meta)
 
 
 def run_unit(
@@ -286,7 +301,7 @@ def run_unit(
     specs, skipped = probe_slots(trace, arm, probes, lookup)
     frame = UnitFrame(key, item, trace, arm, repeat, planned_checkpoint, probes, skipped, binding)
     if not specs:  # every slot inventory-infeasible: no checkpoint, no worker
-        return store_unit(store, seal_unit(frame, [])), "built"
+        return _store(store, seal_unit(frame, [])), "built"
     checkpoint = _checkpoint(store, frame, config, mid_real, zygotes, base_key)
     if isinstance(checkpoint, UnitRecord):
         return checkpoint, "incomplete"
