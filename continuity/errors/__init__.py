@@ -250,7 +250,9 @@ The tree::
     │                                  found what it was told to fail on; exit status 3;
     │                                  qualify_failed (doit qualify: a case's verdict
     │                                  is fail, its package written first)
-    ├── AggregateError                 unit_malformed, unit_tampered, unit_key_mismatch,
+    ├── AggregateError                 run_builds_mixed (a run's units built by two unit
+    │                                  codes: refused, never pooled),
+    │                                  unit_malformed, unit_tampered, unit_key_mismatch,
     │                                  unit_duplicate, run_empty, trace_missing,
     │                                  results_unreadable (--fail-under), ...
     ├── TraceError

@@ -87,6 +87,21 @@ CATALOGUE: tuple[Case, ...] = (
         ),
     ),
     Case(
+        name="upgrade-aba",
+        group="reliability",
+        plan=_RELIABILITY,
+        description="two frozen builds fill one run alternately (chunks A, B, A); the report "
+        "refuses to pool units of the two unit codes",
+        fault="the run's code changes between chunks (build B changes the unit code)",
+        assertions=(
+            "each chunk exits 0 and writes its one unit",
+            "no chunk's unit is lost or rewritten by a later chunk",
+            "the aggregate refuses with run_builds_mixed, naming build B's unit",
+            "build A's and build B's runners are distinct processes",
+        ),
+        knobs=Knobs(signal="none", interval_s=0.0),
+    ),
+    Case(
         name="kill-runner-long-hold",
         group="slow",
         plan=_SLOW,

@@ -148,3 +148,19 @@ def test_the_report_keeps_lifecycle_infrastructure_and_latency_apart(tmp_path: P
     assert "lifecycle {'fail': 1, 'pass': 1, 'unexercised': 1}" in line
     assert "infrastructure {'completed': 2, 'infrastructure_failed': 1}" in line
     assert "latency median 2.0 s" in line
+
+
+def test_upgrade_aba_refuses_to_pool_the_two_builds_and_loses_nothing(tmp_path: Path) -> None:
+    """Two worktrees of this checkout: A at HEAD, B with one committed change inside the
+    unit code. A, B, A fill one run; the aggregate refuses to pool B's unit."""
+    case = case_by_id("continuity.reliability.upgrade-aba")
+    assert case is not None
+    status, package = _run(case, tmp_path)
+    assert status == "pass", _json(package / "verdict-1.json")
+    final = _json(package / "inputs" / "fault-final.json")
+    assert final["completed"] is True and final["code"] == "run_builds_mixed"
+    assert len(final["deliveries"]) == 3  # one unit a chunk, none lost or rewritten
+    before, after = (
+        _json(package / "inputs" / n) for n in ("fault-before.json", "fault-after.json")
+    )
+    assert before["target"] == after["killed"] != after["restarted"]  # A's runner, then B's
