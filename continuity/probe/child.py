@@ -195,9 +195,9 @@ async def _offer_history(
     store = restored.store
     if not crossing.history_tool or store is None:  # (store: for the type checker)
         return None
-    from continuity.servers.history import serve_history
+    from continuity.probe.history_process import served_history
 
-    url = await stack.enter_async_context(serve_history(store))
+    url = await stack.enter_async_context(served_history(store))
     if lookup is not None:
         url = await lookup.metered(stack, url)
     after_call = lookup.absorb if lookup is not None else None

@@ -87,6 +87,21 @@ CATALOGUE: tuple[Case, ...] = (
         ),
     ),
     Case(
+        name="kill-history-server",
+        group="reliability",
+        plan=_RELIABILITY,
+        description="kill a store arm probe's ConversationHistory mid-probe; its sample is "
+        "excluded (store_degraded), never scored, and the unit finishes",
+        fault="the first probe's ConversationHistory process is killed once it listens",
+        assertions=(
+            "a connection to the killed server is refused",
+            "the next probe's own server is a distinct process",
+            "exactly one sample is store_degraded and the others are scored",
+            "the unit finishes",
+        ),
+        knobs=Knobs(interval_s=0.0),  # the recovery is the next probe's own server
+    ),
+    Case(
         name="upgrade-aba",
         group="reliability",
         plan=_RELIABILITY,

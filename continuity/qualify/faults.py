@@ -24,6 +24,7 @@ recovery is the one action the case names.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import socket
@@ -87,11 +88,15 @@ def _confirm_group_gone(pgid: int, timeout: float = 30.0) -> bool:
     return False
 
 
+def _doit(*args: str) -> list[str]:
+    return [sys.executable, "-m", "doit", "-f", str(_REPO / "dodo.py"), *args]
+
+
 def _units_command() -> list[str]:
-    return [
-        sys.executable, "-m", "doit", "-f", str(_REPO / "dodo.py"), "units",
-        "--suite", "original", "--arms", _RUNNER_ARMS, "--run", "qualify", "--jobs", "1",
-    ]  # fmt: skip
+    return _doit(
+        "units", "--suite", "original", "--arms", _RUNNER_ARMS, "--run", "qualify",
+        "--jobs", "1",
+    )  # fmt: skip
 
 
 def _stored_units(work: Path) -> dict[str, str]:
@@ -189,7 +194,7 @@ def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     deliveries += [Delivery(kind="unit", id=k, sha256=d) for k, d in _stored_units(work).items()]
     completed = again.returncode == 0 and len(units) == _RUNNER_UNITS
     verify = subprocess.run(
-        [sys.executable, "-m", "doit", "-f", str(_REPO / "dodo.py"), "verify"],
+        _doit("verify"),
         cwd=_REPO, env=env, capture_output=True, timeout=300, check=False,
     )  # fmt: skip
     final = FaultFinal(
@@ -431,9 +436,101 @@ def upgrade_aba(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     return run
 
 
+def _witnesses(folder: Path) -> list[dict[str, object]]:
+    """The history-server witnesses so far, in the order the servers started."""
+    found = []
+    for path in sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns):
+        try:
+            found.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue  # being written
+    return found
+
+
+def _degraded(work: Path) -> tuple[int, int]:
+    """(samples store_degraded, samples scored) of the run's unit: read from its file."""
+    units = _units(work, "kh")
+    if not units:
+        return 0, 0
+    record = json.loads(next(iter(units.values())).read_text())
+    statuses = [probe["status"] for probe in record["probes"]]
+    return statuses.count("store_degraded"), statuses.count("valid")
+
+
+def kill_history_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
+    """The kill-history-server case: a store arm's probes each serve ConversationHistory
+    from a process of their own (``CONTINUITY_HISTORY_PROCESS``); the first probe's server
+    is killed as soon as it listens. That probe's calls fail, its sample must be excluded
+    as ``store_degraded`` (never scored), the next probe's own server is the recovery, and
+    the unit finishes."""
+    run = FaultRun(expected_code="store_degraded")
+    folder = work / "history"
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "CONTINUITY_STORE": str(work / "store")}
+    env |= {"CONTINUITY_OUT": str(work / "out"), "CONTINUITY_HISTORY_PROCESS": str(folder)}
+    env["CONTINUITY_HISTORY_DELAY_MS"] = "1500"  # a call is in flight when the kill lands
+    command = _doit("units", "--suite", "original", "--trace", _TRACE, "--arms",
+                    "continuity-store", "--run", "kh", "--jobs", "1",
+                    "--probe-limit", "2")  # fmt: skip
+    started = time.monotonic()
+    process, _ = _start(command, env)
+    assert process.stdout is not None
+    drain = threading.Thread(target=process.stdout.read)  # never let the pipe fill
+    drain.start()
+    if not _wait_for(lambda: bool(_witnesses(folder)), 120):
+        process.wait(600)
+        drain.join()
+        process.stdout.close()
+        write_receipt(work, FINAL, FaultFinal(completed=process.returncode == 0, code=None,
+                                              affected={}, deliveries=[]))  # fmt: skip
+        return run  # no probe served history: unexercised
+    first = _witnesses(folder)[0]
+    pid, url = int(str(first["pid"])), str(first["url"])
+    target = identity(pid) or ProcessId(pid=pid, start="exited")
+    write_receipt(work, BEFORE, FaultBefore(case=case_id, signal=knobs.signal,
+                  interval_s=knobs.interval_s, seed=knobs.seed, target=target))  # fmt: skip
+    try:
+        os.kill(pid, signal.Signals[knobs.signal])
+    except ProcessLookupError:
+        raise _infrastructure(
+            "the history server ended before the fault", "qualify_workload_failed"
+        ) from None
+    run.timings["until_fault"] = time.monotonic() - started
+    if not _wait_for(lambda: _refused(url), 10):
+        raise _infrastructure("the killed history server still accepts", "qualify_loss_unconfirmed")
+    confirmed = time.monotonic()
+    recovered = _wait_for(lambda: len(_witnesses(folder)) > 1, 120)
+    hold = time.monotonic() - confirmed
+    if recovered:
+        second = int(str(_witnesses(folder)[1]["pid"]))
+        restarted = identity(second) or ProcessId(pid=second, start="exited")
+        host = url.split("//", 1)[1].split("/")[0]
+        write_receipt(work, AFTER, FaultAfter(killed=target, signal=knobs.signal,
+                      loss=Loss(kind="connection_refused", observed=host), hold_s=round(hold, 3),
+                      recovery="the next probe serves its own ConversationHistory",
+                      restarted=restarted))  # fmt: skip
+    process.wait(600)
+    drain.join()
+    process.stdout.close()
+    run.timings["hold"] = hold
+    run.timings["recovery"] = time.monotonic() - confirmed - hold
+    degraded, valid = _degraded(work)
+    units = _units(work, "kh")
+    final = FaultFinal(
+        completed=process.returncode == 0 and len(units) == 1 and valid > 0,
+        code="store_degraded" if degraded == 1 else None,  # exactly the killed probe's
+        affected={n: _sha256(p) for n, p in units.items()},
+        deliveries=[],
+    )
+    write_receipt(work, FINAL, final)
+    run.affected = units
+    return run
+
+
 FAULTS: dict[str, Callable[[Path, Knobs, str], FaultRun]] = {
     "kill-runner": kill_runner,
     "kill-runner-long-hold": kill_runner,
     "kill-tool-server": kill_tool_server,
     "upgrade-aba": upgrade_aba,
+    "kill-history-server": kill_history_server,
 }

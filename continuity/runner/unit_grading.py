@@ -89,8 +89,9 @@ def grade(frame: UnitFrame, outcomes: Sequence[ProbeOutcome]) -> Graded:
         evidence = outcome.evidence
         if evidence is None:
             graded.incomplete.append(str(outcome.error))
+            reason, retrieves = str(outcome.error), frame.arm.history_tool
             graded.results.append(
-                failed_result(probe, outcome.index, str(outcome.error), outcome.witness)
+                failed_result(probe, outcome.index, reason, outcome.witness, retrieves=retrieves)
             )
             continue
         verdict = classify(

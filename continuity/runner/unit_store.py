@@ -90,11 +90,25 @@ def _unsampled(
     )
 
 
+# A probe child that failed because its ConversationHistory went away (the server died
+# mid-call, the retained store vanished): its retrieval was unavailable.
+RETRIEVAL_LOSS = ("tool_server_unavailable", "history_unavailable")
+
+
 def failed_result(
-    probe: Probe, index: int, reason: str, witness: LookupWitness | None = None
+    probe: Probe,
+    index: int,
+    reason: str,
+    witness: LookupWitness | None = None,
+    *,
+    retrieves: bool = False,
 ) -> ProbeResult:
-    """A probe with no sample: its child (or the unit's checkpoint) failed."""
-    return _unsampled(probe, index, "failed", [reason], witness)
+    """A probe with no sample: its child (or the unit's checkpoint) failed. In an arm
+    that retrieves (`retrieves`), a failure from losing its retrieval is
+    ``store_degraded`` (`RETRIEVAL_LOSS`); anything else is ``failed``. Both are
+    excluded, never scored."""
+    lost = retrieves and reason.split(":", 1)[0] in RETRIEVAL_LOSS
+    return _unsampled(probe, index, "store_degraded" if lost else "failed", [reason], witness)
 
 
 def invalid_treatment_result(probe: Probe, index: int, problems: list[str]) -> ProbeResult:

@@ -224,8 +224,10 @@ def _error(exc: HistoryError) -> types.CallToolResult:
     )
 
 
-def history_server(store: RetainedStore) -> Server[Any]:
-    """A low-level MCP server exposing `store` as the ConversationHistory tool."""
+def history_server(store: RetainedStore, *, delay_s: float = 0.0) -> Server[Any]:
+    """A low-level MCP server exposing `store` as the ConversationHistory tool; each call
+    is answered after `delay_s` seconds (a fault-qualification knob, like the fixture
+    tool server's ``--delay-ms``)."""
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -250,6 +252,8 @@ def history_server(store: RetainedStore) -> Server[Any]:
                 ],
                 is_error=True,
             )
+        if delay_s:
+            await anyio.sleep(delay_s)
         return _answer(store, dict(params.arguments or {}))
 
     return Server(
@@ -261,7 +265,7 @@ def history_server(store: RetainedStore) -> Server[Any]:
 
 
 @asynccontextmanager
-async def serve_history(store: RetainedStore) -> AsyncIterator[str]:
+async def serve_history(store: RetainedStore, *, delay_s: float = 0.0) -> AsyncIterator[str]:
     """Serve ConversationHistory on 127.0.0.1 at an ephemeral port; yield the MCP URL.
 
     Raises:
@@ -271,7 +275,8 @@ async def serve_history(store: RetainedStore) -> AsyncIterator[str]:
     from continuity.servers.asgi import serve_asgi
 
     ensure_available(store)
-    app = history_server(store).streamable_http_app(host="127.0.0.1", json_response=True)
+    server = history_server(store, delay_s=delay_s)
+    app = server.streamable_http_app(host="127.0.0.1", json_response=True)
     async with serve_asgi(app) as base:
         yield base + "/mcp"
 
@@ -286,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
         "(a checkpoint workspace: continuity/retained.sqlite3)",
     )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP on loopback")
+    parser.add_argument(
+        "--delay-ms", type=int, default=0, help="answer each call after this many milliseconds"
+    )
     args = parser.parse_args(argv)
     path: Path = args.store
     if path.is_dir():
@@ -300,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
 
     async def run() -> None:
         if args.http:
-            async with serve_history(store) as url:
+            async with serve_history(store, delay_s=args.delay_ms / 1000) as url:
                 print(f"listening {url}", flush=True)
                 await anyio.sleep_forever()
         else:

@@ -164,3 +164,30 @@ def test_upgrade_aba_refuses_to_pool_the_two_builds_and_loses_nothing(tmp_path: 
         _json(package / "inputs" / n) for n in ("fault-before.json", "fault-after.json")
     )
     assert before["target"] == after["killed"] != after["restarted"]  # A's runner, then B's
+
+
+def test_kill_history_server_excludes_the_probe_as_store_degraded(tmp_path: Path) -> None:
+    """A store arm's probes serve ConversationHistory from processes of their own; the
+    first one is killed with a call in flight: that sample is store_degraded (never
+    scored), the next probe's own server answers, the unit finishes."""
+    case = case_by_id("continuity.reliability.kill-history-server")
+    assert case is not None
+    status, package = _run(case, tmp_path)
+    assert status == "pass", _json(package / "verdict-1.json")
+    final = _json(package / "inputs" / "fault-final.json")
+    assert final["completed"] is True and final["code"] == "store_degraded"
+    (unit,) = package.glob("inputs/affected-*.json")
+    statuses = [probe["status"] for probe in _json(unit)["probes"]]
+    assert statuses == ["store_degraded", "valid"]
+
+
+def test_a_retrieving_arm_whose_history_died_is_store_degraded_not_failed() -> None:
+    from continuity.runner.unit_store import failed_result
+    from tests.harness.test_replay import trace_named
+
+    probe = trace_named("brightline-return").probes[0]
+    lost = "tool_server_unavailable: calling a tool: ReadError (at http://127.0.0.1:9/mcp)"
+    assert failed_result(probe, 0, lost, retrieves=True).status == "store_degraded"
+    assert failed_result(probe, 0, lost, retrieves=False).status == "failed"
+    other = "child_failed: the probe child died"
+    assert failed_result(probe, 0, other, retrieves=True).status == "failed"
