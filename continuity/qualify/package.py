@@ -142,17 +142,24 @@ def _summary(attempts: list[Path]) -> tuple[Counter[str], Counter[str], list[flo
 
 
 def report(out: Path) -> list[str]:
-    """One line per case: lifecycle verdicts (each attempt's latest), infrastructure
-    outcomes and latency (the median attempt's seconds), each counted apart: an
-    infrastructure failure is never a verdict."""
+    """One line per case and knobs (attempts under other knobs are never compared):
+    lifecycle verdicts (each attempt's latest), infrastructure outcomes and latency (the
+    median attempt's seconds), each counted apart: an infrastructure failure is never a
+    verdict."""
     lines = []
     for folder in sorted((out / "qualify").glob("*/*")):
-        attempts = sorted(folder.glob("attempt-*"))
-        verdicts, outcomes, seconds = _summary(attempts)
-        latency = f"{sorted(seconds)[len(seconds) // 2]:.1f} s" if seconds else "-"
-        lines.append(
-            f"{folder.parent.name}/{folder.name}: {len(attempts)} attempts; lifecycle "
-            f"{dict(sorted(verdicts.items())) or '-'}; infrastructure "
-            f"{dict(sorted(outcomes.items())) or '-'}; latency median {latency}"
-        )
+        configurations: dict[str, list[Path]] = {}
+        for attempt in sorted(folder.glob("attempt-*")):
+            recorded = _json(attempt / "case.json") or {}
+            knobs = recorded.get("knobs") or {}
+            label = ", ".join(f"{k} {v}" for k, v in sorted(knobs.items())) or "knobs unknown"
+            configurations.setdefault(label, []).append(attempt)
+        for label, attempts in configurations.items():
+            verdicts, outcomes, seconds = _summary(attempts)
+            latency = f"{sorted(seconds)[len(seconds) // 2]:.1f} s" if seconds else "-"
+            lines.append(
+                f"{folder.parent.name}/{folder.name} [{label}]: {len(attempts)} attempts; "
+                f"lifecycle {dict(sorted(verdicts.items())) or '-'}; infrastructure "
+                f"{dict(sorted(outcomes.items())) or '-'}; latency median {latency}"
+            )
     return lines

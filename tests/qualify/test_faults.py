@@ -140,11 +140,18 @@ def test_the_report_keeps_lifecycle_infrastructure_and_latency_apart(tmp_path: P
     ):
         attempt = folder / f"attempt-{number}"
         attempt.mkdir(parents=True)
+        knobs = {"signal": "SIGKILL", "interval_s": 1.0}
+        (attempt / "case.json").write_text(json.dumps({"knobs": knobs}))
         (attempt / "verdict-1.json").write_text(json.dumps({"status": status}))
         (attempt / "outcome.json").write_text(json.dumps({"outcome": outcome, "code": None}))
         (attempt / "timings.json").write_text(json.dumps({"hold": float(number)}))
-    (line,) = report(tmp_path)
-    assert "3 attempts" in line
+    other = folder / "attempt-4"  # the same case under other knobs: never compared
+    other.mkdir()
+    (other / "case.json").write_text(json.dumps({"knobs": {"signal": "SIGTERM"}}))
+    (other / "verdict-1.json").write_text(json.dumps({"status": "fail"}))
+    line, apart = report(tmp_path)
+    assert "[interval_s 1.0, signal SIGKILL]" in line and "3 attempts" in line
+    assert "[signal SIGTERM]: 1 attempts; lifecycle {'fail': 1}" in apart
     assert "lifecycle {'fail': 1, 'pass': 1, 'unexercised': 1}" in line
     assert "infrastructure {'completed': 2, 'infrastructure_failed': 1}" in line
     assert "latency median 2.0 s" in line
