@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from continuity.traces.suites import SuiteItem
 
 __all__ = [
+    "RETRIEVAL_LOSS",
     "UnitFrame",
     "failed_result",
     "invalid_treatment_result",

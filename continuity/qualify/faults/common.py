@@ -1,0 +1,99 @@
+"""What the fault cases share: the workload commands, process identities, waiting for a
+confirmed loss, the run's unit files and stored units, and the attempt's `FaultRun`."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from continuity.errors import ContinuityError
+from continuity.qualify.receipts import (
+    ProcessId,
+    identity,
+)
+from continuity.spend.containment import group_members
+
+__all__ = ["FaultRun"]
+
+_REPO = Path(__file__).resolve().parents[3]
+_RUNNER_ARMS = "native,cold-rebuild,continuity-store,continuity-pack-cold"
+_RUNNER_UNITS = 16  # four original traces x four arms
+_TRACE = "brightline-return"
+
+
+def _infrastructure(message: str, code: str) -> ContinuityError:
+    """The fault could not be set up at all: an infrastructure failure, never a verdict."""
+    return ContinuityError(message, code=code, location="qualify")
+
+
+@dataclass
+class FaultRun:
+    """What a case leaves for grading: the affected files and the phase timings."""
+
+    affected: dict[str, Path] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    expected_code: str | None = None
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _confirm_group_gone(pgid: int, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not group_members(pgid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _doit(*args: str) -> list[str]:
+    return [sys.executable, "-m", "doit", "-f", str(_REPO / "dodo.py"), *args]
+
+
+def _units_command() -> list[str]:
+    return _doit(
+        "units", "--suite", "original", "--arms", _RUNNER_ARMS, "--run", "qualify",
+        "--jobs", "1",
+    )  # fmt: skip
+
+
+def _stored_units(work: Path) -> dict[str, str]:
+    """Every unit the run's store holds: its key -> its output's digest."""
+    from continuity.store import Store
+
+    if not (work / "store" / "actions").is_dir():
+        return {}
+    store = Store(work / "store")
+    found = {}
+    for path in store.iter_actions():
+        entry = store.get_action(path.stem, verify_output=False)
+        if entry is not None and entry.kind == "unit":
+            found[path.stem] = entry.output.digest
+    return found
+
+
+def _units(work: Path, run: str = "qualify") -> dict[str, Path]:
+    folder = work / "out" / "runs" / run / "units"
+    return {p.name: p for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+
+
+def _start(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], ProcessId]:
+    process = subprocess.Popen(
+        command,
+        cwd=_REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own group: the fault takes all of it
+    )
+    found = identity(process.pid)
+    if found is None:
+        raise _infrastructure("the workload exited at once", "qualify_workload_failed")
+    return process, found
