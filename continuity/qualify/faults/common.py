@@ -11,9 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from continuity.errors import ContinuityError
+from continuity.qualify.cases import Knobs
 from continuity.qualify.receipts import (
+    BEFORE,
+    FINAL,
+    FaultBefore,
+    FaultFinal,
     ProcessId,
     identity,
+    write_receipt,
 )
 from continuity.spend.containment import group_members
 
@@ -97,3 +103,18 @@ def _start(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[st
     if found is None:
         raise _infrastructure("the workload exited at once", "qualify_workload_failed")
     return process, found
+
+
+def _aim(work: Path, knobs: Knobs, case_id: str, target: ProcessId) -> None:
+    """``fault-before.json``: the fault is aimed at `target`, a live process."""
+    aimed = FaultBefore(
+        case=case_id, signal=knobs.signal, interval_s=knobs.interval_s, seed=knobs.seed,
+        target=target,
+    )  # fmt: skip
+    write_receipt(work, BEFORE, aimed)
+
+
+def _unexercised(work: Path, completed: bool) -> None:
+    """``fault-final.json`` of a workload that ended before its fault could be aimed."""
+    write_receipt(work, FINAL, FaultFinal(completed=completed, code=None, affected={},
+                                          deliveries=[]))  # fmt: skip

@@ -13,22 +13,22 @@ from continuity.qualify.faults.common import (
     _REPO,
     _RUNNER_UNITS,
     FaultRun,
+    _aim,
     _confirm_group_gone,
     _doit,
     _infrastructure,
     _sha256,
     _start,
     _stored_units,
+    _unexercised,
     _units,
     _units_command,
 )
 from continuity.qualify.receipts import (
     AFTER,
-    BEFORE,
     FINAL,
     Delivery,
     FaultAfter,
-    FaultBefore,
     FaultFinal,
     Loss,
     write_receipt,
@@ -57,17 +57,9 @@ def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     if not aimed:  # it ended before the fault could be aimed: unexercised
         process.wait(60)
         process.stdout.close()
-        final = FaultFinal(completed=process.returncode == 0, code=None, affected={}, deliveries=[])
-        write_receipt(work, FINAL, final)
+        _unexercised(work, process.returncode == 0)
         return run
-    write_receipt(
-        work,
-        BEFORE,
-        FaultBefore(
-            case=case_id, signal=knobs.signal, interval_s=knobs.interval_s, seed=knobs.seed,
-            target=target,
-        ),
-    )  # fmt: skip
+    _aim(work, knobs, case_id, target)
     os.killpg(process.pid, signal.Signals[knobs.signal])
     run.timings["until_fault"] = time.monotonic() - started
     if not _confirm_group_gone(process.pid):

@@ -19,18 +19,18 @@ from continuity.qualify.faults.common import (
     _REPO,
     _TRACE,
     FaultRun,
+    _aim,
     _doit,
     _infrastructure,
     _sha256,
     _start,
+    _unexercised,
     _units,
 )
 from continuity.qualify.receipts import (
     AFTER,
-    BEFORE,
     FINAL,
     FaultAfter,
-    FaultBefore,
     FaultFinal,
     Loss,
     ProcessId,
@@ -109,18 +109,9 @@ def kill_tool_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     if not _wait_for(lambda: log.is_file() and log.stat().st_size > 0, 60):
         replay.join()
         server.kill()
-        write_receipt(
-            work, FINAL, FaultFinal(completed=False, code=None, affected={}, deliveries=[])
-        )
+        _unexercised(work, False)
         return run  # no call ever reached the server: unexercised
-    write_receipt(
-        work,
-        BEFORE,
-        FaultBefore(
-            case=case_id, signal=knobs.signal, interval_s=knobs.interval_s, seed=knobs.seed,
-            target=target,
-        ),
-    )  # fmt: skip
+    _aim(work, knobs, case_id, target)
     os.kill(server.pid, signal.Signals[knobs.signal])
     server.wait(10)
     run.timings["until_fault"] = time.monotonic() - started
@@ -200,14 +191,12 @@ def kill_history_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         process.wait(600)
         drain.join()
         process.stdout.close()
-        write_receipt(work, FINAL, FaultFinal(completed=process.returncode == 0, code=None,
-                                              affected={}, deliveries=[]))  # fmt: skip
+        _unexercised(work, process.returncode == 0)
         return run  # no probe served history: unexercised
     first = _witnesses(folder)[0]
     pid, url = int(str(first["pid"])), str(first["url"])
     target = identity(pid) or ProcessId(pid=pid, start="exited")
-    write_receipt(work, BEFORE, FaultBefore(case=case_id, signal=knobs.signal,
-                  interval_s=knobs.interval_s, seed=knobs.seed, target=target))  # fmt: skip
+    _aim(work, knobs, case_id, target)
     try:
         os.kill(pid, signal.Signals[knobs.signal])
     except ProcessLookupError:

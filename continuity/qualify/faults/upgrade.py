@@ -13,17 +13,16 @@ from continuity.qualify.cases import Knobs
 from continuity.qualify.faults.common import (
     _REPO,
     FaultRun,
+    _aim,
     _infrastructure,
     _sha256,
     _units,
 )
 from continuity.qualify.receipts import (
     AFTER,
-    BEFORE,
     FINAL,
     Delivery,
     FaultAfter,
-    FaultBefore,
     FaultFinal,
     Loss,
     ProcessId,
@@ -93,9 +92,7 @@ def _fill(work: Path, builds: tuple[Path, Path], env: dict[str, str], knobs: Kno
         fresh = {n: _sha256(p) for n, p in _units(work, "aba").items() if n not in before}
         chunks.written.append(fresh)
         if number == 1:
-            aimed = FaultBefore(case=case_id, signal=knobs.signal, interval_s=knobs.interval_s,
-                                seed=knobs.seed, target=process)  # fmt: skip
-            write_receipt(work, BEFORE, aimed)
+            _aim(work, knobs, case_id, process)
             boundary = time.monotonic()  # build A's runner has exited: the switch
             time.sleep(knobs.interval_s)
     switched = FaultAfter(
