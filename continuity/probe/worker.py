@@ -266,6 +266,7 @@ def _outcome(index: int, data: bytes, status: int, watchdog: float | None) -> Pr
 _TOOL_STACK = (
     "continuity.harness.toolbox",
     "continuity.interrupts",
+    "continuity.probe.history_process",
     "continuity.servers.asgi",
     "continuity.servers.history",
     # The MCP client validates ConversationHistory's structured content against its
