@@ -12,6 +12,7 @@ after every package is written.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,6 +50,8 @@ def run_selection(
             outcome, code = "completed", None
         except ContinuityError as error:
             fault, outcome, code = FaultRun(), "infrastructure_failed", error.code
+        except (OSError, subprocess.SubprocessError):  # the workload could not be run
+            fault, outcome, code = FaultRun(), "infrastructure_failed", "qualify_workload_failed"
         attempt.clone_inputs(fault.affected)
         verdict = attempt.grade(fault.expected_code)
         attempt.finish(outcome, code, fault.timings)

@@ -198,3 +198,22 @@ def test_a_retrieving_arm_whose_history_died_is_store_degraded_not_failed() -> N
     assert failed_result(probe, 0, lost, retrieves=False).status == "failed"
     other = "child_failed: the probe child died"
     assert failed_result(probe, 0, other, retrieves=True).status == "failed"
+
+
+def test_a_workload_that_cannot_run_is_an_infrastructure_failure_not_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from continuity.qualify import faults
+
+    def cannot_start(work: Path, knobs: Knobs, case_id: str) -> faults.FaultRun:
+        raise FileNotFoundError("no such interpreter")  # the workload never started
+
+    monkeypatch.setitem(faults.FAULTS, "kill-tool-server", cannot_start)
+    case = case_by_id("continuity.reliability.kill-tool-server")
+    assert case is not None
+    status, package = _run(case, tmp_path)
+    assert status == "unexercised"  # never a pass or a failure
+    assert _json(package / "outcome.json") == {
+        "outcome": "infrastructure_failed",
+        "code": "qualify_workload_failed",
+    }
