@@ -21,15 +21,9 @@ from continuity.qualify.faults import FAULTS, FaultRun
 from continuity.qualify.graders import Verdict
 from continuity.qualify.package import new_attempt
 from continuity.qualify.select import Selection
+from continuity.runner.manifest import revision_label
 
 __all__ = ["run_selection"]
-
-
-def _revision() -> str:
-    from continuity.runner.manifest import code_revision
-
-    revision, dirty = code_revision()
-    return f"{revision}+dirty" if dirty else revision
 
 
 def run_selection(
@@ -40,7 +34,7 @@ def run_selection(
     Raises:
         GateFailed: ``qualify_failed`` when a verdict is ``fail`` (packages written).
     """
-    revision = _revision()
+    revision = revision_label()
     results = []
     for case in selection.cases:
         attempt = new_attempt(out, case, revision)

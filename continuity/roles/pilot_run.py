@@ -172,12 +172,10 @@ def _authorization_bytes(path: Path) -> bytes:
 
 
 def _revision() -> str:
-    """This (the controller's) checkout's commit (``unknown`` outside git; ``+dirty``
-    when the work tree differs from it)."""
-    from continuity.runner.manifest import code_revision
+    """This (the controller's) checkout's commit label (`revision_label`)."""
+    from continuity.runner.manifest import revision_label
 
-    revision, dirty = code_revision(_CHECKOUT)
-    return f"{revision}+dirty" if dirty else revision
+    return revision_label(_CHECKOUT)
 
 
 def _revalidate(raw: bytes, bindings: Bindings) -> None:

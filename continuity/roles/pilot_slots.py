@@ -51,6 +51,7 @@ from continuity.spend.controller import PilotSlot
 from continuity.spend.descriptor import descriptor_digest
 from continuity.spend.safety import BOUNDARY_ARMS
 from continuity.store import Store
+from continuity.traces.schema import Trace
 
 __all__ = [
     "FEASIBLE",
@@ -135,28 +136,25 @@ def selected_traces(store: Store, verified: VerifiedPilot) -> dict[str, tuple[st
 def _history(retained: Path) -> Iterator[str]:
     """Serve the retained records at `retained` over MCP on 127.0.0.1; yield the URL."""
     from continuity.memory.retained import RetainedStore
-    from continuity.servers.history import history_server
-    from continuity.servers.wire import serve_in_thread
+    from continuity.servers.history import history_in_thread
 
     store = RetainedStore(retained, readonly=True)
-    app = history_server(store).streamable_http_app(host="127.0.0.1", json_response=True)
     try:
-        with serve_in_thread(app) as base:
-            yield base + "/mcp"
+        with history_in_thread(store) as url:
+            yield url
     finally:
         store.close()
 
 
 def lookup_checkpoint(
-    store: Store, trace_id: str, selected: tuple[str, str], arm: str, models: tuple[str, str]
+    store: Store, trace: Trace, selected: tuple[str, str], arm: str, models: tuple[str, str]
 ) -> str:
-    """Replay the trace into its lookup checkpoint for `arm` (offline); its key."""
+    """Replay `trace` (its key and digest `selected`) into its lookup checkpoint for `arm`
+    (offline); the checkpoint's key."""
     from continuity.arms import ARMS, replay_config_for
     from continuity.harness.checkpoints import build_checkpoint
-    from continuity.traces.validate import load_trace
 
     key, digest = selected
-    trace = load_trace(store.get_blob(digest), source=trace_id)
     config = replay_config_for(ARMS[arm], "lookup-allowed-v1", models)
     return build_checkpoint(store, trace, trace_key=key, trace_digest=digest, config=config).key
 
@@ -184,7 +182,7 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
     with contextlib.ExitStack() as stack:
         served: dict[tuple[str, str], tuple[str, str]] = {}  # (trace, arm) -> (key, url)
         slots: list[PilotSlot] = []
-        questions: dict[str, dict[str, str]] = {}
+        traces: dict[str, Trace] = {}
         for slot in (s for s in verified.budget.slots if s.classification == FEASIBLE):
             where = f"sizing:{slot.role}/{slot.trace_id}/{slot.probe_id}"
             if slot.arm not in BOUNDARY_ARMS:  # before anything is consumed
@@ -196,17 +194,18 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
                 )
             if slot.trace_id not in selected or slot.role not in roles:
                 raise _invalid("the sizing names a trace or role outside the selection", where)
-            if slot.trace_id not in questions:
-                key, digest = selected[slot.trace_id]
-                trace = load_trace(store.get_blob(digest), source=slot.trace_id)
-                private.put_blob(store.get_blob(digest))
-                questions[slot.trace_id] = {p.probe_id: p.text for p in trace.probes}
-            if slot.probe_id not in questions[slot.trace_id]:
+            if slot.trace_id not in traces:
+                data = store.get_blob(selected[slot.trace_id][1])
+                private.put_blob(data)
+                traces[slot.trace_id] = load_trace(data, source=slot.trace_id)
+            trace = traces[slot.trace_id]
+            question = next((p.text for p in trace.probes if p.probe_id == slot.probe_id), None)
+            if question is None:
                 raise _invalid("the sizing names a probe the trace does not hold", where)
             pair = (slot.trace_id, slot.arm)
             if pair not in served:
                 found = selected[slot.trace_id]
-                key = lookup_checkpoint(private, slot.trace_id, found, slot.arm, models)
+                key = lookup_checkpoint(private, trace, found, slot.arm, models)
                 copy = scratch / f"retained-{len(served)}.sqlite3"
                 with fork(private, key) as root:
                     shutil.copyfile(Workspace(root).retained_path, copy)
@@ -228,7 +227,7 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
                     slot_id=f"s{len(slots):03d}-{slot.role}",
                     role=slot.role,
                     block=f"{slot.trace_id}/{slot.probe_id}",
-                    question=probe_turn_text(questions[slot.trace_id][slot.probe_id]),
+                    question=probe_turn_text(question),
                     arm=slot.arm,
                     history_url=served[pair][1],
                     source=msgspec.json.encode(source).decode(),

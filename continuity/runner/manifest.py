@@ -46,6 +46,7 @@ __all__ = [
     "code_revision",
     "invocation",
     "read_run_manifest",
+    "revision_label",
     "utc_stamp",
     "write_run_manifest",
 ]
@@ -197,6 +198,13 @@ def code_revision(checkout: Path = _CHECKOUT) -> tuple[str, bool | None]:
         return "unknown", None
     status = _git(checkout, "status", "--porcelain", "--untracked-files=no")
     return head.strip(), None if status is None else bool(status.strip())
+
+
+def revision_label(checkout: Path = _CHECKOUT) -> str:
+    """`code_revision` as one label: the commit, ``+dirty`` when the work tree differs
+    from it (``unknown`` outside git)."""
+    revision, dirty = code_revision(checkout)
+    return f"{revision}+dirty" if dirty else revision
 
 
 def _covered(run_dir: Path) -> tuple[list[str], int]:

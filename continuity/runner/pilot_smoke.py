@@ -41,7 +41,7 @@ from typing import Any
 
 from continuity.errors import SpendError
 from continuity.memory.retained import RetainedStore
-from continuity.servers.history import history_server
+from continuity.servers.history import history_in_thread
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from continuity.spend.assumptions import ASSUMED_V1, reservation
 from continuity.spend.consumption import CONSUMED_MARKER, FAUX_DOMAIN, consume
@@ -125,10 +125,9 @@ def loopback_endpoints(app: WireServer, directory: Path) -> Iterator[tuple[str, 
     """Serve `app` and a ConversationHistory over `fictional_history(directory)` on
     127.0.0.1; yield the model base URL (``.../v1``) and the MCP URL."""
     store = fictional_history(directory)
-    history = history_server(store).streamable_http_app(host="127.0.0.1", json_response=True)
     try:
-        with serve_in_thread(app) as url, serve_in_thread(history) as base:
-            yield url + "/v1", base + "/mcp"
+        with serve_in_thread(app) as url, history_in_thread(store) as mcp:
+            yield url + "/v1", mcp
     finally:
         store.close()
 

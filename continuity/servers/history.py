@@ -33,8 +33,8 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ __all__ = [
     "OUTPUT_SCHEMA",
     "TOOL_ANNOTATIONS",
     "ensure_available",
+    "history_in_thread",
     "history_server",
     "main",
     "serve_history",
@@ -278,6 +279,18 @@ async def serve_history(store: RetainedStore, *, delay_s: float = 0.0) -> AsyncI
     server = history_server(store, delay_s=delay_s)
     app = server.streamable_http_app(host="127.0.0.1", json_response=True)
     async with serve_asgi(app) as base:
+        yield base + "/mcp"
+
+
+@contextmanager
+def history_in_thread(store: RetainedStore) -> Iterator[str]:
+    """Serve ConversationHistory over `store` on 127.0.0.1 from a background thread
+    (`continuity.servers.wire.serve_in_thread`), for blocking callers; yield the MCP URL.
+    The caller keeps `store` open while it is served."""
+    from continuity.servers.wire import serve_in_thread
+
+    app = history_server(store).streamable_http_app(host="127.0.0.1", json_response=True)
+    with serve_in_thread(app) as base:
         yield base + "/mcp"
 
 

@@ -44,6 +44,7 @@ import msgspec
 
 from continuity.errors import SpendError
 from continuity.spend.assumptions import ASSUMED_V1, CATALOG_BOUNDED_VERSION, Assumptions
+from continuity.spend.authorization import ACCOUNT_HEADER
 
 __all__ = [
     "ACCOUNT_HEADERS",
@@ -83,7 +84,7 @@ ALLOWED_OPTIONS = frozenset(
 )
 _FETCH_OPTIONS = frozenset({"fetch", "client", "http_transport"})
 # the header each provider names a request's account in (the send checks it)
-ACCOUNT_HEADERS = {"openai-codex": "chatgpt-account-id", "openai": "openai-project"}
+ACCOUNT_HEADERS = {"openai-codex": ACCOUNT_HEADER, "openai": "openai-project"}
 VENDOR_BASE_URLS = {"openai": "https://api.openai.com/v1"}
 VENDOR_EFFORTS = frozenset({"minimal", "low", "medium", "high"})
 

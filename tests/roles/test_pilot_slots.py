@@ -21,6 +21,7 @@ from continuity.roles.pilot_slots import lookup_checkpoint, prepare_pilot, selec
 from continuity.runner.pilot_prepare import CheckpointSource, crossed_boundary
 from continuity.spend.preparation import PreparationRequest, PreparedBoundary
 from continuity.store import Store
+from continuity.traces.validate import load_trace
 from tests.roles.pilot_toy import PilotToy, pilot_toy, registered  # noqa: F401 (fixture)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,9 +72,11 @@ def _native_source(toy: PilotToy, verified: VerifiedPilot, scratch: Path) -> Che
     selected = selected_traces(toy.store, verified)
     trace_id = sorted(selected)[0]
     private = Store(scratch / "private-store")
-    private.put_blob(toy.store.get_blob(selected[trace_id][1]))
+    data = toy.store.get_blob(selected[trace_id][1])
+    private.put_blob(data)
+    trace = load_trace(data, source=trace_id)
     models = binding_models(verified.registration.workload.reader_binding)
-    key = lookup_checkpoint(private, trace_id, selected[trace_id], "native-lookup", models)
+    key = lookup_checkpoint(private, trace, selected[trace_id], "native-lookup", models)
     role = verified.budget.roles[0]  # the toy sizes one role; its soul serves here
     return CheckpointSource(
         store=str(private.root),

@@ -7,6 +7,7 @@ import hashlib
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,13 +50,19 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _confirm_group_gone(pgid: int, timeout: float = 30.0) -> bool:
+def _wait_for(ready: Callable[[], bool], timeout: float) -> bool:
+    """Poll `ready` every 50 ms until it holds (True) or `timeout` seconds pass."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not group_members(pgid):
+        if ready():
             return True
         time.sleep(0.05)
     return False
+
+
+def _confirm_group_gone(pgid: int, timeout: float = 30.0) -> bool:
+    """Process group `pgid` has no live member left (the confirmed loss)."""
+    return _wait_for(lambda: not group_members(pgid), timeout)
 
 
 def _doit(*args: str) -> list[str]:

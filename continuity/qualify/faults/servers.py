@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from continuity.errors import ContinuityError
@@ -26,6 +25,7 @@ from continuity.qualify.faults.common import (
     _start,
     _unexercised,
     _units,
+    _wait_for,
 )
 from continuity.qualify.receipts import (
     AFTER,
@@ -59,15 +59,6 @@ def _refused(url: str) -> bool:
         socket.create_connection((host, int(port)), timeout=2).close()
     except ConnectionRefusedError:
         return True
-    return False
-
-
-def _wait_for(ready: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ready():
-            return True
-        time.sleep(0.05)
     return False
 
 
