@@ -5,10 +5,17 @@ calls is followed by one MCP call per tool call (results go to the session and t
 tool-history sidecar); live input offered meanwhile is appended after the results, so
 it reaches the next request. A message without tool calls ends the turn. The loop never
 compacts: boundaries are separate operations (see the arms).
+
+A durable steer (one drained from a `SteerInbox`) is delivered behind a ``steer``
+marker entry naming its id, its text's digest and the request that consumes it, and is
+recorded as consumed in the inbox only once the session holds it; a process restarted
+by `continuity.harness.live` reconciles the inbox from those markers and continues an
+open turn with `resume_turn`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -16,14 +23,16 @@ import msgspec
 
 from continuity.errors import HarnessError, ToolError
 from continuity.harness.live_input import LiveInput
-from continuity.harness.session import DurableSession
+from continuity.harness.session import DurableSession, MessageEntry
 from continuity.harness.tool_history import ToolHistory
 from continuity.memory.history import CanonicalHistory
 from continuity.memory.retained import RetainedStore
 from continuity.messages import (
+    AssistantMessage,
     Attribution,
     Message,
     ModelRequest,
+    ToolCallRequest,
     ToolDefinition,
     ToolResultMessage,
     Usage,
@@ -36,7 +45,9 @@ from continuity.traces.tools import TOOLS
 if TYPE_CHECKING:  # the MCP client is imported only where tools are offered
     from continuity.harness.toolbox import McpToolbox
 
-__all__ = ["SYSTEM_PROMPT", "AgentLoop", "TurnReport"]
+__all__ = ["STEER_MARKER", "SYSTEM_PROMPT", "AgentLoop", "TurnReport"]
+
+STEER_MARKER = "steer"  # the session's custom entry before a durable steer's message
 
 SYSTEM_PROMPT = (
     "You are the owner's assistant. You help with their projects by reading email, chat, "
@@ -130,6 +141,50 @@ class AgentLoop:
         self, text: str, *, attribution: Attribution = "owner", source: UserSource = "owner"
     ) -> TurnReport:
         self.add_user(UserMessage(text=text, attribution=attribution, source=source))
+        return await self._requests()
+
+    async def resume_turn(self) -> TurnReport:
+        """Continue a turn a restarted process found open (its owner message, results or
+        steers written and no reply yet): steers still queued go first, then requests
+        until a reply, as `run_turn` does after its owner message."""
+        live = self._deliver_live()
+        report = await self._requests()
+        return TurnReport(report.requests, report.tool_calls, report.live_inputs + live,
+                          report.usage)  # fmt: skip
+
+    def request_id(self) -> str:
+        """The id of the next model request: the session's id and the request's ordinal
+        among the session's model replies (stable across a restart, read from disk)."""
+        replies = sum(
+            1
+            for e in self.session.entries
+            if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
+        )
+        return f"{self.session.header.session_id}/request-{replies + 1}"
+
+    def _deliver_live(self) -> int:
+        """Append the live input offered so far; a durable steer is preceded by its
+        ``steer`` marker (id, text digest, consuming request) and then recorded as
+        consumed in the inbox, so a restart never delivers it twice."""
+        delivered = 0
+        for offer in self.live_input.drain():
+            delivered += 1
+            request = self.request_id() if offer.steer_id is not None else ""
+            if offer.steer_id is not None:
+                digest = hashlib.sha256(offer.text.encode("utf-8")).hexdigest()
+                self.session.append_custom(
+                    STEER_MARKER,
+                    {"steer_id": offer.steer_id, "sha256": digest, "request": request},
+                )
+            self.add_user(
+                UserMessage(text=offer.text, attribution=offer.attribution, source="steer")
+            )
+            if offer.steer_id is not None:
+                self.session.sync()  # the delivery is durable before the inbox says so
+                self.live_input.consumed(offer, request)
+        return delivered
+
+    async def _requests(self) -> TurnReport:
         requests = calls = live = 0
         usage = Usage()
         while True:
@@ -168,37 +223,34 @@ class AgentLoop:
                     location=self.session.path.name,
                 )
             for call in done.message.tool_calls:
-                self.live_input.in_flight_call = call.call_id
-                failed = False
-                try:
-                    output = await self.toolbox.call(call)
-                except ToolError as error:
-                    if self.tool_errors == "raise":
-                        raise
-                    output, failed = str(error), True  # the model sees the error result
-                finally:
-                    self.live_input.in_flight_call = None
-                calls += 1
-                result = self.session.append_message(
-                    ToolResultMessage(
-                        call_id=call.call_id, tool=call.name, text=output, is_error=failed
-                    )
-                )
-                if failed:
-                    continue
-                spec = TOOLS.get(call.name)
-                kind = spec.kind if spec else "other"
-                self.tool_history.record(
-                    call_id=call.call_id, tool=call.name, kind=kind, output=output
-                )
-                if self.retained is not None:
-                    self.retained.retain_tool_result(
-                        output, tool=call.name, tool_kind=kind, entry_ref=result.id
-                    )
-            for offer in self.live_input.drain():
-                live += 1
-                self.add_user(
-                    UserMessage(text=offer.text, attribution=offer.attribution, source="steer")
-                )
+                calls += await self._call(call)
+            live += self._deliver_live()
         self.session.sync()
         return TurnReport(requests, calls, live, usage)
+
+    async def _call(self, call: ToolCallRequest) -> int:
+        """One MCP call and its result in the session (and the sidecar when it worked)."""
+        assert self.toolbox is not None
+        self.live_input.in_flight_call = call.call_id
+        failed = False
+        try:
+            output = await self.toolbox.call(call)
+        except ToolError as error:
+            if self.tool_errors == "raise":
+                raise
+            output, failed = str(error), True  # the model sees the error result
+        finally:
+            self.live_input.in_flight_call = None
+        result = self.session.append_message(
+            ToolResultMessage(call_id=call.call_id, tool=call.name, text=output, is_error=failed)
+        )
+        if failed:
+            return 1
+        spec = TOOLS.get(call.name)
+        kind = spec.kind if spec else "other"
+        self.tool_history.record(call_id=call.call_id, tool=call.name, kind=kind, output=output)
+        if self.retained is not None:
+            self.retained.retain_tool_result(
+                output, tool=call.name, tool_kind=kind, entry_ref=result.id
+            )
+        return 1

@@ -52,7 +52,7 @@ class Case(msgspec.Struct, frozen=True, kw_only=True):
         return f"{SUITE}.{self.group}.{self.name}"
 
 
-_RELIABILITY = "qualify-reliability-v1"
+_RELIABILITY = "qualify-reliability-v2"  # v2: six cases (v1 had four)
 _SLOW = "qualify-slow-v1"
 
 CATALOGUE: tuple[Case, ...] = (
@@ -100,6 +100,37 @@ CATALOGUE: tuple[Case, ...] = (
             "the unit finishes",
         ),
         knobs=Knobs(interval_s=0.0),  # the recovery is the next probe's own server
+    ),
+    Case(
+        name="drop-endpoint",
+        group="reliability",
+        plan=_RELIABILITY,
+        description="the loopback model endpoint of a real-mode run stops mid-stream for the "
+        "interval; the run stops with a resumable code and a rerun re-sends only the lost call",
+        fault="the endpoint's process is killed while it streams an answer",
+        assertions=(
+            "the run observes the reset and stops with run_incomplete (resumable)",
+            "a connection to the endpoint's port is refused before the hold starts",
+            "the killed endpoint and the restarted one are distinct processes",
+            "the hold lasts at least the configured interval",
+            "the rerun finishes the unit, sending the lost call once and no completed call",
+        ),
+    ),
+    Case(
+        name="steer-across-restart",
+        group="reliability",
+        plan=_RELIABILITY,
+        description="a live steer queued while the harness process is restarted is "
+        "delivered exactly once after the restart",
+        fault="the harness's process group is killed while a steer waits for its request",
+        assertions=(
+            "the loss is confirmed (the group is gone) before the hold starts",
+            "the killed harness and the restarted one are distinct processes",
+            "the hold lasts at least the configured interval",
+            "the steer queued before the kill and the one queued while it was down are "
+            "each consumed by exactly one request, after the restart",
+            "the restarted harness finishes the conversation",
+        ),
     ),
     Case(
         name="upgrade-aba",

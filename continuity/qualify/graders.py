@@ -17,9 +17,11 @@
 `grade_deliveries` attributes every delivery by id (exactly-once): a unit delivered
 twice with different bytes is ``unit_changed``, a steer consumed by two requests is
 ``steer_consumed_twice``, a model call sent twice for one cache key is
-``call_sent_twice``. An identical redelivery (the same unit bytes again) is allowed and
-counted. The graders are calibrated by tests that feed them passing and plausible
-failing observations (``tests/qualify/test_graders.py``).
+``call_sent_twice``. A send whose answer was lost with its connection does not count
+against the call: it must be sent again, once (``call_lost`` when it never is, and
+``call_sent_twice`` when it is sent again after an answer arrived). An identical
+redelivery (the same unit bytes again) is allowed and counted. The graders are
+calibrated by tests that feed them passing and plausible failing observations (``tests/qualify/test_graders.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from continuity.qualify.receipts import Delivery, FaultAfter, FaultBefore, Fault
 
 __all__ = ["GRADER_VERSION", "Verdict", "grade_deliveries", "grade_fault"]
 
-GRADER_VERSION = "qualify-graders-v1"
+GRADER_VERSION = "qualify-graders-v2"  # v2: a lost call may (and must) be sent again
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,9 +50,13 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
 def grade_deliveries(deliveries: Sequence[Delivery]) -> tuple[list[str], int]:
     """(causes, identical redeliveries) of the observations (module doc)."""
     seen: dict[tuple[str, str], list[str]] = defaultdict(list)
+    lost: dict[str, int] = defaultdict(int)
     for delivery in deliveries:
-        seen[(delivery.kind, delivery.id)].append(delivery.sha256)
-    causes: set[str] = set()
+        if delivery.kind == "call" and delivery.lost:
+            lost[delivery.id] += 1
+        else:
+            seen[(delivery.kind, delivery.id)].append(delivery.sha256)
+    causes: set[str] = {"call_lost" for call in lost if ("call", call) not in seen}
     redeliveries = 0
     for (kind, _), digests in seen.items():
         if len(digests) < 2:

@@ -71,6 +71,7 @@ class Delivery(msgspec.Struct, frozen=True, kw_only=True):
     kind: Literal["unit", "steer", "call"]
     id: str
     sha256: str  # the delivered bytes' digest (a steer: the consuming request's id)
+    lost: bool = False  # a call sent whose answer never arrived (the connection was lost)
 
 
 class FaultFinal(msgspec.Struct, frozen=True, kw_only=True):

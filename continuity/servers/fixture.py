@@ -70,13 +70,21 @@ def frozen_records(trace: ReplayTrace) -> list[FrozenRecord]:
 
 
 class FixtureToolServer:
-    """Serves `records` in order over MCP. `call_log` holds every call received."""
+    """Serves `records` in order over MCP. `call_log` holds every call received. Each call
+    is answered `delay_s` late; with `slow`, only the calls whose next record is one of
+    those record ids are."""
 
     def __init__(
-        self, records: Sequence[FrozenRecord], *, delay_s: float = 0.0, log_path: Path | None = None
+        self,
+        records: Sequence[FrozenRecord],
+        *,
+        delay_s: float = 0.0,
+        log_path: Path | None = None,
+        slow: frozenset[str] | None = None,
     ) -> None:
         self.records = list(records)
         self.delay_s = delay_s
+        self.slow = slow
         self.log_path = log_path
         self.call_log: list[CallLogEntry] = []
         self._lock = threading.Lock()
@@ -96,7 +104,7 @@ class FixtureToolServer:
             )
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-            if self.delay_s:
+            if self.delay_s and self._slow_next():
                 await anyio.sleep(self.delay_s)
             return self._answer(params.name, dict(params.arguments or {}))
 
@@ -106,6 +114,11 @@ class FixtureToolServer:
             on_list_tools=list_tools,
             on_call_tool=call_tool,
         )
+
+    def _slow_next(self) -> bool:
+        with self._lock:
+            due = self.records[self._next].record_id if self._next < len(self.records) else None
+        return self.slow is None or due in self.slow
 
     def _answer(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         with self._lock:

@@ -89,6 +89,9 @@ class Faults(msgspec.Struct, kw_only=True):
     quota_from: int | None = None  # calls from this number on get 429 insufficient_quota
     hang_from: int | None = None  # calls from this number on never answer
     truncate_from: int | None = None  # calls from this number on stop mid-stream
+    # calls from this number on send half their stream, then hold it open (the endpoint
+    # stalls mid-stream until it is stopped); the calls log gets ``{"stalled": N}``
+    stall_from: int | None = None
     # calls from this number on report their input count but no output count
     partial_usage_from: int | None = None
 
@@ -141,8 +144,8 @@ async def _read_body(receive: Receive) -> bytes:
     return raw
 
 
-async def _stream(send: Send, events: Events) -> None:
-    """Send `events` as a server-sent event stream."""
+async def _stream(send: Send, events: Events, *, end: bool = True) -> None:
+    """Send `events` as a server-sent event stream (left open unless `end`)."""
     await send(
         {
             "type": "http.response.start",
@@ -156,7 +159,8 @@ async def _stream(send: Send, events: Events) -> None:
     for event, data in events:
         chunk = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
         await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+    if end:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _send_json(
@@ -249,6 +253,11 @@ class WireServer:
         partial = self.faults.partial_usage_from
         if partial is not None and number >= partial:
             events = _without_output_counts(events)
+        stall = self.faults.stall_from
+        if stall is not None and number >= stall:
+            await _stream(send, events[: len(events) // 2], end=False)
+            self._note({"stalled": number})
+            await anyio.sleep_forever()
         await _stream(send, events)
 
     def _record(self, path: str, body: dict[str, Any], raw: bytes) -> tuple[int, int]:
@@ -260,12 +269,15 @@ class WireServer:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             cached = shared_prefix(self._previous, raw)
-            if self.log_path is not None:
-                with open(self.log_path, "a", encoding="utf-8") as log:
-                    entry = {"path": path, "body": body, "in_flight": self.in_flight}
-                    log.write(json.dumps(entry) + "\n")
+            self._note({"path": path, "body": body, "in_flight": self.in_flight})
             self._previous = raw
         return number, cached
+
+    def _note(self, entry: dict[str, Any]) -> None:
+        """Append `entry` to the calls log, when there is one."""
+        if self.log_path is not None:
+            with open(self.log_path, "a", encoding="utf-8") as log:
+                log.write(json.dumps(entry) + "\n")
 
     async def _refused(self, send: Send, number: int) -> bool:
         """Answer call `number` with its injected fault, if it has one (a hang never
@@ -395,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     app = WireServer(
         model=args.model,
-        faults=Faults(hang_from=args.hang_from),
+        faults=Faults(hang_from=args.hang_from, stall_from=args.stall_from),
         log_path=args.calls_log,
         latency_ms=args.latency_ms,
     )

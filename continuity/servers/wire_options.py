@@ -92,4 +92,10 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         type=_whole_number("--hang-from", 1, 10**9),
         help="never answer calls from this number on",
     )
+    parser.add_argument(
+        "--stall-from",
+        type=_whole_number("--stall-from", 1, 10**9),
+        help="from this call number on, stream half the answer and then stall until stopped "
+        '(the calls log gets {"stalled": N})',
+    )
     return parser.parse_args(argv)

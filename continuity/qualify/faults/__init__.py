@@ -19,6 +19,14 @@ recovery is the one action the case names.
   server is killed once its log shows the call, the loss is confirmed by a refused
   connection to its port, the replay must fail with ``tool_server_unavailable``, and
   after the hold a new server is started and the replay run again.
+- `kill_history_server`: a store arm probe's ConversationHistory process is killed; its
+  sample must be ``store_degraded`` and the unit finishes.
+- `drop_endpoint` (``endpoint.py``): a real-mode run's loopback endpoint stops
+  mid-stream; the run stops with ``run_incomplete`` and a rerun sends only the lost call.
+- `steer_across_restart` (``steer.py``): a live session's harness is killed while a
+  steer is queued; a second steer is queued while it is down; the restarted harness
+  delivers both exactly once.
+- `upgrade_aba` (``upgrade.py``): builds A, B, A fill one run.
 """
 
 from __future__ import annotations
@@ -28,16 +36,20 @@ from pathlib import Path
 
 from continuity.qualify.cases import Knobs
 from continuity.qualify.faults.common import FaultRun
+from continuity.qualify.faults.endpoint import drop_endpoint
 from continuity.qualify.faults.runner import kill_runner
 from continuity.qualify.faults.servers import kill_history_server, kill_tool_server
+from continuity.qualify.faults.steer import steer_across_restart
 from continuity.qualify.faults.upgrade import upgrade_aba
 
 __all__ = [
     "FAULTS",
     "FaultRun",
+    "drop_endpoint",
     "kill_history_server",
     "kill_runner",
     "kill_tool_server",
+    "steer_across_restart",
     "upgrade_aba",
 ]
 
@@ -47,4 +59,6 @@ FAULTS: dict[str, Callable[[Path, Knobs, str], FaultRun]] = {
     "kill-tool-server": kill_tool_server,
     "upgrade-aba": upgrade_aba,
     "kill-history-server": kill_history_server,
+    "drop-endpoint": drop_endpoint,
+    "steer-across-restart": steer_across_restart,
 }

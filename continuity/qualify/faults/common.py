@@ -96,10 +96,23 @@ def _units(work: Path, run: str = "qualify") -> dict[str, Path]:
     return {p.name: p for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
 
 
-def _start(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], ProcessId]:
+def _git(*args: str, cwd: Path = _REPO) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=qualify", "-c", "user.email=qualify@localhost", *args],
+        cwd=cwd, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        failed = done.stderr.strip()[:200]
+        raise _infrastructure(f"git {args[0]} failed: {failed}", "qualify_workload_failed")
+    return done.stdout.strip()
+
+
+def _start(
+    command: list[str], env: dict[str, str], cwd: Path = _REPO
+) -> tuple[subprocess.Popen[str], ProcessId]:
     process = subprocess.Popen(
         command,
-        cwd=_REPO,
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

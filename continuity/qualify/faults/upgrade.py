@@ -11,10 +11,9 @@ from pathlib import Path
 
 from continuity.qualify.cases import Knobs
 from continuity.qualify.faults.common import (
-    _REPO,
     FaultRun,
     _aim,
-    _infrastructure,
+    _git,
     _sha256,
     _units,
 )
@@ -35,17 +34,6 @@ __all__ = ["upgrade_aba"]
 
 _ABA_TRACES = ("brightline-return", "fernway-office-move", "harbor-market-stall")
 _B_CHANGE = "continuity/runner/unit_record.py"  # inside the unit code: B's units differ
-
-
-def _git(*args: str, cwd: Path = _REPO) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=qualify", "-c", "user.email=qualify@localhost", *args],
-        cwd=cwd, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        failed = done.stderr.strip()[:200]
-        raise _infrastructure(f"git {args[0]} failed: {failed}", "qualify_workload_failed")
-    return done.stdout.strip()
 
 
 def _builds(work: Path) -> tuple[Path, Path]:

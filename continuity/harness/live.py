@@ -1,0 +1,299 @@
+"""A live session: a conversation driven through the harness by a process that can die
+and be restarted, with owner steers taken from a durable inbox.
+
+``python -m continuity.harness.live run --workspace DIR --trace FILE [--slow-steer-ms N]``
+runs the trace's owner turns through the agent loop (the trace's assistant replies as
+the scripted model, real MCP calls to an in-process fixture tool server holding its
+frozen outputs). The workspace's durable roots (`Workspace`) and its steer inbox
+(``steers.sqlite3``, `SteerInbox`) are the session: the same command on the same
+workspace after the process was killed **resumes** it:
+
+- the inbox is reconciled from the session's ``steer`` markers (a steer the session
+  holds is consumed; a marker cut off before its message gets the message now), so no
+  steer is delivered twice or lost;
+- a tool round cut off by the restart gets an error result for each call that never
+  returned (``interrupted``; the call is not re-run: a live tool may have effects);
+- the scripted model and the fixture server continue where the session stands (one
+  scripted reply per model reply in the session, one frozen output per call issued);
+- an open turn continues (`AgentLoop.resume_turn`): queued steers go into its next
+  request; then the remaining owner turns run.
+
+The trace's own steers are offered to the inbox (by their turn id, owner-bound) when
+their call starts; ``--slow-steer-ms`` holds those calls in the fixture server, so a
+steer is queued while its call is in flight. The scripted reply after a steer checks it
+reached that request as owner input (``replay_fidelity_failed`` otherwise).
+
+``python -m continuity.harness.live steer --workspace DIR --id ID --text TEXT``
+queues one owner steer from another process, at any time, including while no harness
+runs; the next harness to run the session delivers it.
+
+Each start appends a ``live_start`` entry (pid) to the session; ``live.json`` is the
+content-free report of the last run: owner turns, requests, the steers delivered with
+their consuming requests, and the starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from continuity.digest import value_digest
+from continuity.errors import ContinuityError, HarnessError
+from continuity.harness.live_input import LiveInput
+from continuity.harness.loop import STEER_MARKER, AgentLoop
+from continuity.harness.replay import scripted_steps
+from continuity.harness.session import CustomEntry, DurableSession, MessageEntry
+from continuity.harness.steer_inbox import SteerInbox
+from continuity.harness.toolbox import McpToolbox
+from continuity.harness.workspace import Workspace
+from continuity.messages import AssistantMessage, ToolCallRequest, ToolResultMessage, UserMessage
+from continuity.providers.scripted import ScriptedProvider
+from continuity.servers.fixture import FixtureToolServer, frozen_records
+from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
+
+__all__ = ["INBOX", "REPORT", "LiveReport", "SteerDelivery", "deliveries", "run_live"]
+
+INBOX = "steers.sqlite3"
+REPORT = "live.json"
+INTERRUPTED = "interrupted: the harness restarted before this call returned; it was not re-run"
+
+
+class SteerDelivery(msgspec.Struct, frozen=True, kw_only=True):
+    steer_id: str
+    sha256: str  # the steer text's digest
+    request: str  # the model request that consumed it
+
+
+class LiveReport(msgspec.Struct, frozen=True, kw_only=True):
+    session_id: str
+    owner_turns: int
+    requests: int
+    interrupted_calls: int
+    steers: list[SteerDelivery]
+    starts: list[int]  # the pid of every process that ran the session, in order
+    completed: bool
+
+
+def deliveries(session: DurableSession) -> list[SteerDelivery]:
+    """Every durable steer delivery the session records, in order (its markers)."""
+    return [
+        msgspec.convert(e.data, SteerDelivery)
+        for e in session.entries
+        if isinstance(e, CustomEntry) and e.custom_type == STEER_MARKER
+    ]
+
+
+def _messages(session: DurableSession) -> list[Any]:
+    return [e.message for e in session.entries if isinstance(e, MessageEntry)]
+
+
+def _reconcile(session: DurableSession, inbox: SteerInbox) -> None:
+    """The inbox agrees with the session: a marker cut off before its message gets the
+    message; every marked steer is consumed by the request its marker names."""
+    last = session.entries[-1] if session.entries else None
+    if isinstance(last, CustomEntry) and last.custom_type == STEER_MARKER:
+        steer_id = str(last.data["steer_id"])
+        row = next((r for r in inbox.rows() if r.steer_id == steer_id), None)
+        if row is None:
+            raise HarnessError(
+                "the session marks a steer the inbox never held",
+                code="steer_unknown",
+                location=steer_id,
+            )
+        session.append_message(UserMessage(text=row.text, attribution=row.attribution,
+                                           source="steer"))  # fmt: skip
+        session.sync()
+    for delivery in deliveries(session):
+        inbox.consume(delivery.steer_id, delivery.request)
+
+
+def _close_interrupted(session: DurableSession) -> int:
+    """Error results for the calls of the last model reply that never returned."""
+    messages = _messages(session)
+    last_call = max(
+        (i for i, m in enumerate(messages) if isinstance(m, AssistantMessage) and m.tool_calls),
+        default=None,
+    )
+    if last_call is None:
+        return 0
+    answered = {m.call_id for m in messages[last_call:] if isinstance(m, ToolResultMessage)}
+    missing = [c for c in messages[last_call].tool_calls if c.call_id not in answered]
+    for call in missing:
+        session.append_message(
+            ToolResultMessage(call_id=call.call_id, tool=call.name, text=INTERRUPTED,
+                              is_error=True)
+        )  # fmt: skip
+    session.sync()
+    return len(missing)
+
+
+def _turn_open(session: DurableSession) -> bool:
+    """The session's last turn has no final reply yet (a restart cut it)."""
+    messages = _messages(session)
+    owner = [i for i, m in enumerate(messages) if isinstance(m, UserMessage)]
+    if not owner:
+        return False
+    last = messages[-1]
+    return not (isinstance(last, AssistantMessage) and not last.tool_calls)
+
+
+class _Live:
+    """One process's run of the session: its durable roots, inbox, model and tools."""
+
+    def __init__(self, root: Path, trace: ReplayTrace, slow_steer_ms: int) -> None:
+        self.trace = trace
+        self.workspace = Workspace(root.absolute())
+        fresh = not self.workspace.session_path.exists()
+        if fresh:
+            session_id = value_digest(("continuity-live", trace.trace_id))[:32]
+            self.session, self.history, self.tools = self.workspace.create(
+                session_id=session_id, clock=_clock
+            )
+        else:
+            self.session, self.history, self.tools = self.workspace.open(clock=_clock)
+        self.inbox = SteerInbox(self.workspace.root / INBOX)
+        _reconcile(self.session, self.inbox)
+        self.session.append_custom("live_start", {"pid": os.getpid()})
+        self.interrupted = _close_interrupted(self.session)
+        messages = _messages(self.session)
+        replies = [m for m in messages if isinstance(m, AssistantMessage)]
+        issued = sum(len(m.tool_calls) for m in replies)
+        self.provider = ScriptedProvider(
+            scripted_steps(trace)[len(replies) :], name="scripted", model="live-history-model"
+        )
+        steers = [t for _, _, t in iter_turns(trace) if isinstance(t, Steer)]
+        self.steers = {s.during_call: s for s in steers}
+        slow = {
+            t.turn_id
+            for _, _, t in iter_turns(trace)
+            if isinstance(t, ToolResult) and t.call_id in self.steers
+        }
+        self.server = FixtureToolServer(
+            frozen_records(trace)[issued:], delay_s=slow_steer_ms / 1000, slow=frozenset(slow)
+        )
+        self.live = LiveInput(self.inbox)
+        self.done_turns = sum(
+            1 for m in messages if isinstance(m, UserMessage) and m.source == "owner"
+        )
+
+    def offer_steer(self, call: ToolCallRequest) -> None:
+        steer = self.steers.get(call.call_id)
+        if steer is not None:  # owner-authored web live input binds the exact text
+            self.live.offer(steer.text, owner_text=steer.text, steer_id=steer.turn_id)
+
+    def close(self) -> None:
+        self.session.close()
+        self.history.close()
+        self.inbox.close()
+
+
+def _clock() -> str:
+    from continuity.store import utc_now
+
+    return utc_now()
+
+
+async def _drive(live: _Live, progress: Any) -> int:
+    owner = [t for _, _, t in iter_turns(live.trace) if isinstance(t, OwnerMessage)]
+    requests = 0
+    async with contextlib.AsyncExitStack() as stack:
+        url = await stack.enter_async_context(live.server.running())
+        toolbox = await stack.enter_async_context(
+            McpToolbox(url, read_timeout=120, on_call_started=live.offer_steer)
+        )
+        loop = AgentLoop(
+            session=live.session, history=live.history, tool_history=live.tools,
+            toolbox=toolbox, provider=live.provider, model="live-history-model",
+            live_input=live.live,
+        )  # fmt: skip
+        if live.done_turns and _turn_open(live.session):
+            progress(f"live: resuming turn {live.done_turns}/{len(owner)}")
+            requests += (await loop.resume_turn()).requests
+        for number, turn in enumerate(owner[live.done_turns :], start=live.done_turns + 1):
+            progress(f"live: turn {number}/{len(owner)}")
+            requests += (await loop.run_turn(turn.text)).requests
+    return requests
+
+
+def run_live(
+    root: Path, trace: ReplayTrace, *, slow_steer_ms: int = 0, progress: Any = None
+) -> LiveReport:
+    """Run (or resume) the live session at `root` to the end of `trace` (module doc)."""
+    live = _Live(root, trace, slow_steer_ms)
+    try:
+        requests = anyio.run(_drive, live, progress or (lambda line: None))
+        completed = live.provider.remaining == 0
+    finally:
+        live.close()
+    session, history, _ = live.workspace.open(clock=_clock)
+    history.close()
+    messages = _messages(session)
+    report = LiveReport(
+        session_id=session.header.session_id,
+        owner_turns=sum(1 for m in messages if isinstance(m, UserMessage) and m.source == "owner"),
+        requests=requests,
+        interrupted_calls=sum(
+            1 for m in messages if isinstance(m, ToolResultMessage) and m.text == INTERRUPTED
+        ),
+        steers=deliveries(session),
+        starts=[
+            int(e.data["pid"])
+            for e in session.entries
+            if isinstance(e, CustomEntry) and e.custom_type == "live_start"
+        ],
+        completed=completed,
+    )
+    session.close()
+    report_path = live.workspace.root / REPORT
+    report_path.write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
+    return report
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m continuity.harness.live")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run or resume the live session of a trace")
+    run.add_argument("--workspace", type=Path, required=True)
+    run.add_argument("--trace", type=Path, required=True, help="a trace file (JSON)")
+    run.add_argument("--slow-steer-ms", type=int, default=0,
+                     help="hold each call a trace steer arrives during this long")  # fmt: skip
+    steer = commands.add_parser("steer", help="queue an owner steer for the session")
+    steer.add_argument("--workspace", type=Path, required=True)
+    steer.add_argument("--id", required=True, help="the steer's id (a redelivery is counted)")
+    steer.add_argument("--text", required=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from continuity.traces.validate import load_trace
+
+    try:
+        if args.command == "steer":
+            with SteerInbox(args.workspace.absolute() / INBOX) as inbox:
+                row = inbox.offer(args.id, args.text, owner_text=args.text)
+            print(f"queued steer {row.steer_id} (redeliveries {row.redeliveries})")
+            return 0
+        trace = load_trace(args.trace.read_bytes(), source=str(args.trace))
+        report = run_live(args.workspace, trace, slow_steer_ms=args.slow_steer_ms,
+                          progress=lambda line: print(line, flush=True))  # fmt: skip
+    except ContinuityError as error:
+        print(f"error {error.code}: {error.message} (at {error.location})", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"error live_io_failed: {error.strerror} (at {error.filename})", file=sys.stderr)
+        return 1
+    print(f"live: done, {report.owner_turns} owner turns, {len(report.steers)} steers delivered, "
+          f"{len(report.starts)} starts")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

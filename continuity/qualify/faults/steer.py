@@ -1,0 +1,181 @@
+"""The steer-across-restart case (`continuity.qualify.faults`).
+
+The workload is a live session of one original trace (`continuity.harness.live`): the
+trace's steer is queued in the session's durable inbox when its tool call starts, and
+that call is held in flight. Once the inbox holds the steer, the harness's process
+group is killed with the configured signal; the loss is confirmed when the group has
+no member left. While no harness runs, a second owner steer is queued from another
+process (``live steer``). After the hold the same command restarts the harness, which
+must deliver both steers exactly once, into requests after the restart, and finish the
+trace.
+
+Steer deliveries are attributed from the durable session alone, by each steer
+message's text digest against the inbox's steers (not from the harness's own markers),
+each with the request that consumed it: a steer consumed by two requests fails the
+grader (``steer_consumed_twice``); one the inbox holds and the session never delivered
+leaves the case not completed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from continuity.qualify.cases import Knobs
+from continuity.qualify.faults.common import (
+    _REPO,
+    _TRACE,
+    FaultRun,
+    _aim,
+    _confirm_group_gone,
+    _infrastructure,
+    _sha256,
+    _start,
+    _unexercised,
+    _wait_for,
+)
+from continuity.qualify.receipts import (
+    AFTER,
+    FINAL,
+    Delivery,
+    FaultAfter,
+    FaultFinal,
+    Loss,
+    write_receipt,
+)
+
+__all__ = ["steer_across_restart"]
+
+_EXTERNAL_TEXT = "One more thing while you are at it: keep every receipt for the warranty file."
+
+
+def _queued(inbox: Path) -> list[tuple[str, str, str | None]]:
+    """(steer id, text digest, consuming request) of every steer the inbox holds."""
+    if not inbox.is_file():
+        return []
+    try:
+        with sqlite3.connect(f"file:{inbox}?mode=ro", uri=True, timeout=5) as db:
+            rows = db.execute("SELECT steer_id, sha256, consumed_by FROM steers ORDER BY seq")
+            return [(r[0], r[1], r[2]) for r in rows]
+    except sqlite3.Error:
+        return []  # not created yet
+
+
+def _attributed(session: Path, queued: list[tuple[str, str, str | None]]) -> list[Delivery]:
+    """Every steer message in the session, attributed to its steer by text digest, with
+    the request that consumed it (the ordinal of the next model reply)."""
+    by_digest = {digest: steer_id for steer_id, digest, _ in queued}
+    found: list[Delivery] = []
+    header, *lines = session.read_text(encoding="utf-8").splitlines()
+    session_id = json.loads(header)["session_id"]
+    replies = 0
+    for line in lines:
+        entry = json.loads(line)
+        message = entry.get("message") or {}
+        if message.get("role") == "assistant":
+            replies += 1
+        elif message.get("role") == "user" and message.get("source") == "steer":
+            digest = hashlib.sha256(message["text"].encode("utf-8")).hexdigest()
+            steer_id = by_digest.get(digest, f"unqueued:{digest[:16]}")
+            request = f"{session_id}/request-{replies + 1}"
+            found.append(Delivery(kind="steer", id=steer_id, sha256=request))
+    return found
+
+
+def _after_restart(session: Path, restarted_pid: int) -> int:
+    """The 1-based line of the restarted harness's ``live_start`` entry (0: none)."""
+    for number, line in enumerate(session.read_text(encoding="utf-8").splitlines(), start=1):
+        entry = json.loads(line)
+        if entry.get("custom_type") == "live_start" and entry["data"]["pid"] == restarted_pid:
+            return number
+    return 0
+
+
+def _request_number(request: str) -> int:
+    return int(request.rsplit("-", 1)[1])
+
+
+def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
+    """The steer-across-restart case (module doc)."""
+    run = FaultRun()
+    workspace, trace = work / "live", _REPO / "fixtures" / "original" / f"{_TRACE}.json"
+    inbox = workspace / "steers.sqlite3"
+    command = [sys.executable, "-m", "continuity.harness.live", "run", "--workspace",
+               str(workspace), "--trace", str(trace), "--slow-steer-ms", "4000"]  # fmt: skip
+    started = time.monotonic()
+    process, target = _start(command, dict(os.environ))
+    assert process.stdout is not None
+    drain = threading.Thread(target=process.stdout.read)  # never let the pipe fill
+    drain.start()
+    if not _wait_for(lambda: bool(_queued(inbox)) or process.poll() is not None, 120) or (
+        process.poll() is not None
+    ):
+        process.wait(60)
+        drain.join()
+        _unexercised(work, process.returncode == 0)
+        return run  # it ended before a steer was queued: unexercised
+    _aim(work, knobs, case_id, target)
+    os.killpg(process.pid, signal.Signals[knobs.signal])
+    run.timings["until_fault"] = time.monotonic() - started
+    if not _confirm_group_gone(process.pid):
+        raise _infrastructure("the harness's group outlived the signal", "qualify_loss_unconfirmed")
+    confirmed = time.monotonic()
+    process.wait(10)
+    drain.join()
+    steer_id = f"qualify-steer-{knobs.seed}"
+    queue = [sys.executable, "-m", "continuity.harness.live", "steer", "--workspace",
+             str(workspace), "--id", steer_id, "--text", _EXTERNAL_TEXT]  # fmt: skip
+    queued = subprocess.run(queue, cwd=_REPO, capture_output=True, timeout=60, check=False)
+    if queued.returncode != 0:
+        raise _infrastructure("the steer could not be queued", "qualify_workload_failed")
+    time.sleep(max(0.0, knobs.interval_s - (time.monotonic() - confirmed)))
+    again, restarted = _start(command, dict(os.environ))
+    hold = time.monotonic() - confirmed
+    write_receipt(work, AFTER, FaultAfter(
+        killed=target, signal=knobs.signal,
+        loss=Loss(kind="group_gone", observed="harness group"), hold_s=round(hold, 3),
+        recovery="queue a second steer, rerun the same command", restarted=restarted,
+    ))  # fmt: skip
+    again.communicate(timeout=600)
+    run.timings["hold"] = hold
+    run.timings["recovery"] = time.monotonic() - confirmed - hold
+    session = workspace / "session" / "session.jsonl"
+    steers = _queued(inbox)
+    deliveries = _attributed(session, steers)
+    restart_line = _after_restart(session, restarted.pid)
+    delivered = {d.id for d in deliveries}
+    first_after = _first_request_after(session, restart_line)
+    completed = (
+        again.returncode == 0
+        and len(steers) == 2
+        and all(s in delivered and consumed is not None for s, _, consumed in steers)
+        and all(_request_number(d.sha256) >= first_after for d in deliveries)
+        and restart_line > 0
+    )
+    affected = {"session.jsonl": session, "live.json": workspace / "live.json"}
+    run.affected = {n: p for n, p in affected.items() if p.is_file()}
+    final = FaultFinal(
+        completed=completed, code=None,
+        affected={n: _sha256(p) for n, p in run.affected.items()}, deliveries=deliveries,
+    )  # fmt: skip
+    write_receipt(work, FINAL, final)
+    return run
+
+
+def _first_request_after(session: Path, line_number: int) -> int:
+    """The ordinal of the first model request made after session line `line_number`."""
+    replies = 0
+    for number, line in enumerate(session.read_text(encoding="utf-8").splitlines(), start=1):
+        if number > line_number:
+            break
+        message = json.loads(line).get("message") or {}
+        replies += message.get("role") == "assistant"
+    return replies + 1
