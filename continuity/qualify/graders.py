@@ -21,7 +21,8 @@ twice with different bytes is ``unit_changed``, a steer consumed by two requests
 against the call: it must be sent again, once (``call_lost`` when it never is, and
 ``call_sent_twice`` when it is sent again after an answer arrived). An identical
 redelivery (the same unit bytes again) is allowed and counted. The graders are
-calibrated by tests that feed them passing and plausible failing observations (``tests/qualify/test_graders.py``).
+calibrated by tests that feed them passing and plausible failing observations
+(``tests/qualify/test_graders.py``).
 """
 
 from __future__ import annotations
