@@ -174,12 +174,13 @@ def _drop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, real: _Real, po
     server.wait(10)
     run.timings["until_fault"] = time.monotonic() - started
     said, _ = process.communicate(timeout=600)  # the run observes the reset and stops
+    (work / "run-1.txt").write_text(said, encoding="utf-8")
     url = f"http://127.0.0.1:{port}/v1"
     reset = "provider_stream_interrupted" in said
     if not reset or not _refused(url):
         raise _infrastructure("the loss was not observed as a reset", "qualify_loss_unconfirmed")
     confirmed = time.monotonic()
-    stopped = process.returncode != 0 and "error run_incomplete" in said
+    stopped = process.returncode != 0 and re.search(r"^run_incomplete: ", said, re.M) is not None
     first = _log(log)
     time.sleep(knobs.interval_s)
     fresh, restarted = _endpoint(port, log, stall=False)
@@ -196,6 +197,7 @@ def _drop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, real: _Real, po
     finally:
         fresh.kill()
         fresh.wait(10)
+    (work / "run-2.txt").write_text(again.stdout + again.stderr, encoding="utf-8")
     run.timings["hold"] = hold
     run.timings["recovery"] = time.monotonic() - confirmed - hold
     sent, resent = _calls(first), _calls(_log(log)[len(first) :])
@@ -203,7 +205,9 @@ def _drop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, real: _Real, po
     deliveries = [Delivery(kind="call", id=d, sha256=d, lost=d == lost) for d in sent]
     deliveries += [Delivery(kind="call", id=d, sha256=d) for d in resent]
     units = sorted((real.out / "units").glob("*.json"))
-    run.affected = {p.name: p for p in units}
+    run.affected = {p.name: p for p in units} | {
+        name: work / name for name in ("run-1.txt", "run-2.txt", "calls.jsonl")
+    }
     final = FaultFinal(
         completed=again.returncode == 0 and len(units) == 1 and lost in resent,
         code="run_incomplete" if stopped else None,
