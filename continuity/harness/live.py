@@ -135,13 +135,17 @@ def _close_interrupted(session: DurableSession) -> int:
 
 
 def _turn_open(session: DurableSession) -> bool:
-    """The session's last turn has no final reply yet (a restart cut it)."""
+    """The session's last turn has no final reply yet (a restart cut it): an owner
+    message, a tool call or a tool result after the last final reply. A steer alone
+    after a final reply opens no turn: it rides with the next owner turn's request."""
     messages = _messages(session)
-    owner = [i for i, m in enumerate(messages) if isinstance(m, UserMessage)]
-    if not owner:
-        return False
-    last = messages[-1]
-    return not (isinstance(last, AssistantMessage) and not last.tool_calls)
+    final = max(
+        (i for i, m in enumerate(messages) if isinstance(m, AssistantMessage) and not m.tool_calls),
+        default=-1,
+    )
+    return any(
+        not (isinstance(m, UserMessage) and m.source == "steer") for m in messages[final + 1 :]
+    )
 
 
 class _Live:
@@ -213,7 +217,7 @@ async def _drive(live: _Live, progress: Any) -> int:
             toolbox=toolbox, provider=live.provider, model="live-history-model",
             live_input=live.live,
         )  # fmt: skip
-        if live.done_turns and _turn_open(live.session):
+        if _turn_open(live.session):
             progress(f"live: resuming turn {live.done_turns}/{len(owner)}")
             requests += (await loop.resume_turn()).requests
         for number, turn in enumerate(owner[live.done_turns :], start=live.done_turns + 1):

@@ -217,3 +217,42 @@ def test_a_workload_that_cannot_run_is_an_infrastructure_failure_not_a_verdict(
         "outcome": "infrastructure_failed",
         "code": "qualify_workload_failed",
     }
+
+
+def test_drop_endpoint_stops_resumably_and_the_rerun_sends_only_the_lost_call(
+    tmp_path: Path,
+) -> None:
+    """A real-mode run from a clean worktree against a loopback endpoint the case runs
+    itself; the endpoint is killed mid-stream, the run stops with run_incomplete, the
+    endpoint comes back at the same port and the rerun sends only the lost call."""
+    case = case_by_id("continuity.reliability.drop-endpoint")
+    assert case is not None
+    status, package = _run(case, tmp_path)
+    assert status == "pass", _json(package / "verdict-1.json")
+    inputs = package / "inputs"
+    after, final = _json(inputs / "fault-after.json"), _json(inputs / "fault-final.json")
+    assert after["loss"]["kind"] == "connection_reset" and after["killed"] != after["restarted"]
+    assert final["completed"] is True and final["code"] == "run_incomplete"
+    calls = [(d["id"], d["lost"]) for d in final["deliveries"]]
+    first, lost = calls[0][0], calls[1][0]
+    assert calls == [(first, False), (lost, True), (lost, False)]  # a, b lost, b again
+    said = (inputs / "affected-run-1.txt").read_text()
+    assert "provider_stream_interrupted" in said and "Run the same command again" in said
+    assert not (package / "work" / "checkout").exists()  # the worktree is removed
+
+
+def test_steer_across_restart_delivers_each_steer_once_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    case = case_by_id("continuity.reliability.steer-across-restart")
+    assert case is not None
+    status, package = _run(case, tmp_path)
+    assert status == "pass", _json(package / "verdict-1.json")
+    inputs = package / "inputs"
+    final = _json(inputs / "fault-final.json")
+    steers = {d["id"]: d["sha256"] for d in final["deliveries"]}
+    assert set(steers) == {"d3-16", "qualify-steer-17"}  # the trace's, and the one queued
+    assert len(final["deliveries"]) == 2  # each delivered once
+    live = _json(inputs / "affected-live.json")
+    assert len(live["starts"]) == 2 and live["interrupted_calls"] == 1
+    assert {s["steer_id"]: s["request"] for s in live["steers"]} == steers

@@ -100,3 +100,29 @@ def test_exactly_once_attributes_steers_and_calls_by_id() -> None:
     calls = [Delivery(kind="call", id="key-9", sha256="a" * 64)] * 2
     assert grade_deliveries(calls) == (["call_sent_twice"], 0)
     assert grade_deliveries(UNITS) == ([], 0)
+
+
+def _call(key: str, *, lost: bool = False) -> Delivery:
+    return Delivery(kind="call", id=key, sha256=key, lost=lost)
+
+
+def test_a_call_lost_with_its_connection_must_be_sent_again_once() -> None:
+    """drop-endpoint's observations: call a completed, call b lost mid-stream."""
+    resent = [_call("a"), _call("b", lost=True), _call("b")]  # the rerun sends only b
+    assert grade_deliveries(resent) == ([], 0)
+    never = [_call("a"), _call("b", lost=True)]  # the rerun never sent the lost call
+    assert grade_deliveries(never) == (["call_lost"], 0)
+    completed_again = [*resent, _call("a")]  # a completed call sent again
+    assert grade_deliveries(completed_again) == (["call_sent_twice"], 0)
+    lost_twice = [*resent, _call("b")]  # the lost call sent again, twice
+    assert grade_deliveries(lost_twice) == (["call_sent_twice"], 0)
+    # a lost send never excuses a second completed one, whatever the order
+    assert grade_deliveries([_call("c"), _call("c", lost=True), _call("c")])[0] == [
+        "call_sent_twice"
+    ]
+
+
+def test_a_lost_call_in_the_final_receipt_fails_the_case() -> None:
+    final = msgspec.structs.replace(FINAL, deliveries=[*UNITS, _call("k", lost=True)])
+    verdict = grade_fault(KNOBS, BEFORE, AFTER, final)
+    assert (verdict.status, verdict.causes) == ("fail", ["call_lost"])

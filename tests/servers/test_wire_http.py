@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -164,6 +165,26 @@ def test_a_truncated_json_answer_is_cut(wire: tuple[WireServer, str]) -> None:
         json.loads(response.text)
 
 
+def test_a_stalled_stream_sends_half_its_events_and_notes_the_stall(tmp_path: Path) -> None:
+    """``stall_from``: the endpoint stops mid-stream (the drop-endpoint case kills it
+    there); the client has half an answer and no end, and the calls log says so."""
+    log = tmp_path / "calls.jsonl"
+    app = WireServer(faults=Faults(stall_from=2), log_path=str(log))
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    with serve_in_thread(app) as url:
+        whole = httpx.post(url + "/v1/chat/completions", json=body, timeout=10).text
+        with (
+            httpx.stream("POST", url + "/v1/chat/completions", json=body, timeout=2) as cut,
+            pytest.raises(httpx.ReadTimeout),
+        ):
+            received: list[str] = []
+            received.extend(cut.iter_text())
+        assert 0 < len("".join(received)) < len(whole)
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [sorted(e) for e in entries] == [["body", "in_flight", "path"]] * 2 + [["stalled"]]
+    assert entries[-1] == {"stalled": 2}
+
+
 # -- latency ----------------------------------------------------------------------------
 
 
@@ -213,6 +234,8 @@ def _command(*args: str) -> list[str]:
         (["--latency-ms", "600001"], "--latency-ms"),
         (["--latency-ms", "1.5"], "--latency-ms"),
         (["--hang-from", "0"], "--hang-from"),
+        (["--stall-from", "0"], "--stall-from"),
+        (["--stall-from", "two"], "--stall-from"),
         (["--port"], "argv"),
         (["--colour", "red"], "argv"),
     ],

@@ -120,6 +120,7 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     ):
         process.wait(60)
         drain.join()
+        process.stdout.close()
         _unexercised(work, process.returncode == 0)
         return run  # it ended before a steer was queued: unexercised
     _aim(work, knobs, case_id, target)
@@ -130,6 +131,7 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     confirmed = time.monotonic()
     process.wait(10)
     drain.join()
+    process.stdout.close()
     steer_id = f"qualify-steer-{knobs.seed}"
     queue = [sys.executable, "-m", "continuity.harness.live", "steer", "--workspace",
              str(workspace), "--id", steer_id, "--text", _EXTERNAL_TEXT]  # fmt: skip
