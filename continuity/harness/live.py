@@ -58,7 +58,16 @@ from continuity.providers.scripted import ScriptedProvider
 from continuity.servers.fixture import FixtureToolServer, frozen_records
 from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
 
-__all__ = ["INBOX", "REPORT", "LiveReport", "SteerDelivery", "deliveries", "run_live"]
+__all__ = [
+    "INBOX",
+    "INTERRUPTED",
+    "REPORT",
+    "LiveReport",
+    "SteerDelivery",
+    "deliveries",
+    "main",
+    "run_live",
+]
 
 INBOX = "steers.sqlite3"
 REPORT = "live.json"
@@ -74,7 +83,7 @@ class SteerDelivery(msgspec.Struct, frozen=True, kw_only=True):
 class LiveReport(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str
     owner_turns: int
-    requests: int
+    requests: int  # model replies in the session, over every start
     interrupted_calls: int
     steers: list[SteerDelivery]
     starts: list[int]  # the pid of every process that ran the session, in order
@@ -204,9 +213,8 @@ def _clock() -> str:
     return utc_now()
 
 
-async def _drive(live: _Live, progress: Any) -> int:
+async def _drive(live: _Live, progress: Any) -> None:
     owner = [t for _, _, t in iter_turns(live.trace) if isinstance(t, OwnerMessage)]
-    requests = 0
     async with contextlib.AsyncExitStack() as stack:
         url = await stack.enter_async_context(live.server.running())
         toolbox = await stack.enter_async_context(
@@ -219,11 +227,10 @@ async def _drive(live: _Live, progress: Any) -> int:
         )  # fmt: skip
         if _turn_open(live.session):
             progress(f"live: resuming turn {live.done_turns}/{len(owner)}")
-            requests += (await loop.resume_turn()).requests
+            await loop.resume_turn()
         for number, turn in enumerate(owner[live.done_turns :], start=live.done_turns + 1):
             progress(f"live: turn {number}/{len(owner)}")
-            requests += (await loop.run_turn(turn.text)).requests
-    return requests
+            await loop.run_turn(turn.text)
 
 
 def run_live(
@@ -232,7 +239,7 @@ def run_live(
     """Run (or resume) the live session at `root` to the end of `trace` (module doc)."""
     live = _Live(root, trace, slow_steer_ms)
     try:
-        requests = anyio.run(_drive, live, progress or (lambda line: None))
+        anyio.run(_drive, live, progress or (lambda line: None))
         completed = live.provider.remaining == 0
     finally:
         live.close()
@@ -242,7 +249,7 @@ def run_live(
     report = LiveReport(
         session_id=session.header.session_id,
         owner_turns=sum(1 for m in messages if isinstance(m, UserMessage) and m.source == "owner"),
-        requests=requests,
+        requests=sum(1 for m in messages if isinstance(m, AssistantMessage)),
         interrupted_calls=sum(
             1 for m in messages if isinstance(m, ToolResultMessage) and m.text == INTERRUPTED
         ),

@@ -104,3 +104,27 @@ def test_a_marker_cut_off_before_its_message_gets_the_message_on_restart(tmp_pat
     session.close()
     assert msgspec.json.decode((workspace / "live.json").read_bytes())["completed"] is True
     assert report.completed
+
+
+def test_the_command_line_refuses_bad_input_with_one_coded_line(tmp_path: Path) -> None:
+    workspace = str(tmp_path / "live")
+    missing = subprocess.run(
+        _live("run", "--workspace", workspace, "--trace", str(tmp_path / "none.json")),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    malformed = subprocess.run(
+        _live("run", "--workspace", workspace, "--trace", str(bad)),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    steer = _live("steer", "--workspace", workspace, "--id", "s1", "--text")
+    subprocess.run([*steer, "Draft it."], capture_output=True, timeout=60, check=True)
+    conflict = subprocess.run(
+        [*steer, "Send it."], capture_output=True, text=True, timeout=60, check=False
+    )
+    for done, code in ((missing, "live_io_failed"), (malformed, "trace_malformed"),
+                       (conflict, "steer_conflict")):  # fmt: skip
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 1 and len(lines) == 1, done.stderr
+        assert lines[0].startswith(f"error {code}: "), lines[0]
