@@ -273,6 +273,9 @@ The tree::
     │   └── DigestInvalid              digest_invalid
     └── HarnessError                   the reference harness could not complete a run
         ├── ScriptExhausted            script_exhausted (a scripted model ran out of steps)
+        ├── AdapterError               an outside agent's CAP/0 adapter failed
+        │     codes: adapter_start_failed, adapter_protocol_error, adapter_timeout,
+        │            adapter_capability_missing:<cap>, agent_manifest_invalid
         ├── ToolError                  a real MCP tool call failed
         │     codes: tool_server_unavailable, tool_response_malformed, tool_call_failed
         ├── SessionCorrupt             session_corrupt (a durable session file is unreadable)
@@ -353,6 +356,7 @@ source raises is listed here). `str(error)` is always
 
 from continuity.errors.types import (
     EXIT_GATE,
+    AdapterError,
     AdmissionStopped,
     AggregateError,
     ArmError,
@@ -395,6 +399,7 @@ from continuity.errors.types import (
 
 __all__ = [
     "EXIT_GATE",
+    "AdapterError",
     "AdmissionStopped",
     "AggregateError",
     "ArmError",

@@ -12,6 +12,7 @@ import msgspec
 
 __all__ = [
     "EXIT_GATE",
+    "AdapterError",
     "AdmissionStopped",
     "AggregateError",
     "ArmError",
@@ -144,6 +145,12 @@ class HarnessError(ContinuityError):
 
 class ScriptExhausted(HarnessError):
     default_code = "script_exhausted"
+
+
+class AdapterError(HarnessError):
+    """An outside agent's CAP/0 adapter failed (`continuity.agents`)."""
+
+    default_code = "adapter_protocol_error"
 
 
 class ToolError(HarnessError):

@@ -16,7 +16,11 @@ workspace after the process was killed **resumes** it:
 - the scripted model and the fixture server continue where the session stands (one
   scripted reply per model reply in the session, one frozen output per call issued);
 - an open turn continues (`AgentLoop.resume_turn`): queued steers go into its next
-  request; then the remaining owner turns run.
+  request; then the remaining owner turns run, each taking the steers queued before it;
+- the session is ``completed`` only when every scripted reply was requested and no
+  steer is left in the inbox.
+
+One process at a time runs a workspace (``live_workspace_busy`` otherwise).
 
 The trace's own steers are offered to the inbox (by their turn id, owner-bound) when
 their call starts; ``--slow-steer-ms`` holds those calls in the fixture server, so a
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import os
 import sys
 from pathlib import Path
@@ -53,6 +58,7 @@ from continuity.harness.session import CustomEntry, DurableSession, MessageEntry
 from continuity.harness.steer_inbox import SteerInbox
 from continuity.harness.toolbox import McpToolbox
 from continuity.harness.workspace import Workspace
+from continuity.memory.history import CanonicalHistory
 from continuity.messages import AssistantMessage, ToolCallRequest, ToolResultMessage, UserMessage
 from continuity.providers.scripted import ScriptedProvider
 from continuity.servers.fixture import FixtureToolServer, frozen_records
@@ -103,23 +109,29 @@ def _messages(session: DurableSession) -> list[Any]:
     return [e.message for e in session.entries if isinstance(e, MessageEntry)]
 
 
-def _reconcile(session: DurableSession, inbox: SteerInbox) -> None:
+def _reconcile(session: DurableSession, history: CanonicalHistory, inbox: SteerInbox) -> None:
     """The inbox agrees with the session: a marker cut off before its message gets the
-    message; every marked steer is consumed by the request its marker names."""
+    message (in the session and the canonical history); every marked steer is consumed
+    by the request its marker names, and its text is the one the inbox holds."""
+    rows = {r.steer_id: r for r in inbox.rows()}
     last = session.entries[-1] if session.entries else None
     if isinstance(last, CustomEntry) and last.custom_type == STEER_MARKER:
-        steer_id = str(last.data["steer_id"])
-        row = next((r for r in inbox.rows() if r.steer_id == steer_id), None)
-        if row is None:
-            raise HarnessError(
-                "the session marks a steer the inbox never held",
-                code="steer_unknown",
-                location=steer_id,
+        row = rows.get(str(last.data["steer_id"]))
+        if row is not None:
+            entry = session.append_message(
+                UserMessage(text=row.text, attribution=row.attribution, source="steer")
             )
-        session.append_message(UserMessage(text=row.text, attribution=row.attribution,
-                                           source="steer"))  # fmt: skip
-        session.sync()
+            history.append("user", row.text, attribution=row.attribution, source="steer",
+                           entry_id=entry.id)  # fmt: skip
+            session.sync()
     for delivery in deliveries(session):
+        row = rows.get(delivery.steer_id)
+        if row is None or row.sha256 != delivery.sha256:
+            raise HarnessError(
+                "the session delivered a steer the inbox does not hold with that text",
+                code="steer_unknown",
+                location=delivery.steer_id,
+            )
         inbox.consume(delivery.steer_id, delivery.request)
 
 
@@ -163,6 +175,7 @@ class _Live:
     def __init__(self, root: Path, trace: ReplayTrace, slow_steer_ms: int) -> None:
         self.trace = trace
         self.workspace = Workspace(root.absolute())
+        self._lock = _lock_workspace(self.workspace.root)
         fresh = not self.workspace.session_path.exists()
         if fresh:
             session_id = value_digest(("continuity-live", trace.trace_id))[:32]
@@ -171,8 +184,16 @@ class _Live:
             )
         else:
             self.session, self.history, self.tools = self.workspace.open(clock=_clock)
-        self.inbox = SteerInbox(self.workspace.root / INBOX)
-        _reconcile(self.session, self.inbox)
+        try:
+            self.inbox = SteerInbox(self.workspace.root / INBOX)
+            _reconcile(self.session, self.history, self.inbox)
+        except BaseException:
+            self.session.close()
+            self.history.close()
+            if hasattr(self, "inbox"):
+                self.inbox.close()
+            self._lock.close()
+            raise
         self.session.append_custom("live_start", {"pid": os.getpid()})
         self.interrupted = _close_interrupted(self.session)
         messages = _messages(self.session)
@@ -205,6 +226,27 @@ class _Live:
         self.session.close()
         self.history.close()
         self.inbox.close()
+        self._lock.close()
+
+
+def _lock_workspace(root: Path) -> Any:
+    """An exclusive lock on the live workspace for this process (released at exit, even
+    on SIGKILL): two harnesses never drain one session's steers.
+
+    Raises:
+        HarnessError: ``live_workspace_busy`` when another process holds it.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    handle = open(root / ".live.lock", "a+b")  # noqa: SIM115 - held until close()
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise HarnessError(
+            "another harness runs this live session", code="live_workspace_busy",
+            location=str(root),
+        ) from None  # fmt: skip
+    return handle
 
 
 def _clock() -> str:
@@ -239,8 +281,17 @@ def run_live(
     """Run (or resume) the live session at `root` to the end of `trace` (module doc)."""
     live = _Live(root, trace, slow_steer_ms)
     try:
-        anyio.run(_drive, live, progress or (lambda line: None))
-        completed = live.provider.remaining == 0
+        try:
+            anyio.run(_drive, live, progress or (lambda line: None))
+        except BaseExceptionGroup as group:  # a task group's: its first coded error
+            coded = group.subgroup(lambda e: isinstance(e, ContinuityError))
+            if coded is None:
+                raise
+            first: BaseException = coded
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from None
+        completed = live.provider.remaining == 0 and not live.inbox.pending()
     finally:
         live.close()
     session, history, _ = live.workspace.open(clock=_clock)

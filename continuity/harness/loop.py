@@ -141,7 +141,10 @@ class AgentLoop:
         self, text: str, *, attribution: Attribution = "owner", source: UserSource = "owner"
     ) -> TurnReport:
         self.add_user(UserMessage(text=text, attribution=attribution, source=source))
-        return await self._requests()
+        live = self._deliver_live()  # steers queued between turns ride with this request
+        report = await self._requests()
+        return TurnReport(report.requests, report.tool_calls, report.live_inputs + live,
+                          report.usage)  # fmt: skip
 
     async def resume_turn(self) -> TurnReport:
         """Continue a turn a restarted process found open (its owner message, results or

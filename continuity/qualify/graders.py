@@ -16,7 +16,8 @@
 
 `grade_deliveries` attributes every delivery by id (exactly-once): a unit delivered
 twice with different bytes is ``unit_changed``, a steer consumed by two requests is
-``steer_consumed_twice``, a model call sent twice for one cache key is
+``steer_consumed_twice`` (two copies in one request: ``steer_delivered_twice``), a
+model call sent twice for one cache key is
 ``call_sent_twice``. A send whose answer was lost with its connection does not count
 against the call: it must be sent again, once (``call_lost`` when it never is, and
 ``call_sent_twice`` when it is sent again after an answer arrived). An identical
@@ -38,7 +39,8 @@ from continuity.qualify.receipts import Delivery, FaultAfter, FaultBefore, Fault
 
 __all__ = ["GRADER_VERSION", "Verdict", "grade_deliveries", "grade_fault"]
 
-GRADER_VERSION = "qualify-graders-v2"  # v2: a lost call may (and must) be sent again
+# v2: a lost call may (and must) be sent again; a steer twice in one request fails
+GRADER_VERSION = "qualify-graders-v2"
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -70,7 +72,7 @@ def grade_deliveries(deliveries: Sequence[Delivery]) -> tuple[list[str], int]:
         elif kind == "steer" and len(set(digests)) > 1:
             causes.add("steer_consumed_twice")  # two distinct consuming requests
         elif kind == "steer":
-            redeliveries += len(digests) - 1  # one request, observed again
+            causes.add("steer_delivered_twice")  # two copies in one request
         elif kind == "call":
             causes.add("call_sent_twice")
     return sorted(causes), redeliveries

@@ -4,6 +4,7 @@ windows inside a delivery reconciled from the session."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -14,7 +15,9 @@ import time
 from pathlib import Path
 
 import msgspec
+import pytest
 
+from continuity.errors import HarnessError
 from continuity.harness.live import INBOX, deliveries, run_live
 from continuity.harness.loop import STEER_MARKER
 from continuity.harness.session import DurableSession
@@ -88,13 +91,15 @@ def test_a_marker_cut_off_before_its_message_gets_the_message_on_restart(tmp_pat
     with SteerInbox(workspace / INBOX) as inbox:
         inbox.offer("cut", "Hold the refund.", owner_text="Hold the refund.")
     session = DurableSession.load(session_path)
-    marker = {"steer_id": "cut", "sha256": "0" * 64, "request": "x/request-99"}
+    request = f"{session.header.session_id}/request-99"
+    digest = hashlib.sha256(b"Hold the refund.").hexdigest()
+    marker = {"steer_id": "cut", "sha256": digest, "request": request}
     session.append_custom(STEER_MARKER, marker)  # the process died right here
     session.close()
     report = run_live(workspace, trace)
     assert _steer_messages(workspace).count("Hold the refund.") == 1
     with SteerInbox(workspace / INBOX) as inbox:
-        assert {r.steer_id: r.consumed_by for r in inbox.rows()}["cut"] == "x/request-99"
+        assert {r.steer_id: r.consumed_by for r in inbox.rows()}["cut"] == request
         # the session holds a delivery the inbox never recorded: reconciled, not redone
         inbox._db.execute("UPDATE steers SET consumed_by = NULL WHERE steer_id = 'cut'")
     run_live(workspace, trace)
@@ -128,3 +133,29 @@ def test_the_command_line_refuses_bad_input_with_one_coded_line(tmp_path: Path) 
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 1 and len(lines) == 1, done.stderr
         assert lines[0].startswith(f"error {code}: "), lines[0]
+
+
+def test_a_marker_whose_text_the_inbox_does_not_hold_is_refused(tmp_path: Path) -> None:
+    workspace = tmp_path / "live"
+    trace = trace_named(TRACE)
+    run_live(workspace, trace)
+    with SteerInbox(workspace / INBOX) as inbox:
+        inbox.offer("s9", "The real text.")
+    session = DurableSession.load(workspace / "session" / "session.jsonl")
+    session.append_custom(STEER_MARKER, {"steer_id": "s9", "sha256": "0" * 64, "request": "r"})
+    session.close()
+    with pytest.raises(HarnessError) as caught:
+        run_live(workspace, trace)
+    assert (caught.value.code, caught.value.location) == ("steer_unknown", "s9")
+
+
+def test_two_harnesses_never_run_one_live_session(tmp_path: Path) -> None:
+    from continuity.harness.live import _lock_workspace
+
+    held = _lock_workspace(tmp_path / "live")
+    try:
+        with pytest.raises(HarnessError) as caught:
+            run_live(tmp_path / "live", trace_named(TRACE))
+        assert caught.value.code == "live_workspace_busy"
+    finally:
+        held.close()

@@ -95,8 +95,8 @@ def test_exactly_once_attributes_steers_and_calls_by_id() -> None:
         Delivery(kind="steer", id="steer-1", sha256="request-4"),  # a second consumer
     ]
     assert grade_deliveries(steers) == (["steer_consumed_twice"], 0)
-    same = [steers[0], steers[0]]  # one consuming request, observed twice
-    assert grade_deliveries(same) == ([], 1)
+    same = [steers[0], steers[0]]  # two copies of the steer in one request
+    assert grade_deliveries(same) == (["steer_delivered_twice"], 0)
     calls = [Delivery(kind="call", id="key-9", sha256="a" * 64)] * 2
     assert grade_deliveries(calls) == (["call_sent_twice"], 0)
     assert grade_deliveries(UNITS) == ([], 0)

@@ -5,9 +5,10 @@ original trace, arm native, two probes, against the loopback wire stand-in in a 
 of its own at a fixed port. The stand-in streams half of the second model call's answer
 and stalls (``--stall-from 2``, which notes ``{"stalled": 2}`` in its calls log); the
 case then kills it with the configured signal, so the endpoint stops mid-stream. The
-loss is confirmed twice: the run observes the reset stream and stops with the
-resumable ``run_incomplete`` naming ``provider_stream_interrupted``, and a connection
-to the port is refused. After the hold a new stand-in listens at the same port (the
+loss is confirmed by a refused connection to the port. The run must observe the reset
+stream and stop with the resumable ``run_incomplete`` naming
+``provider_stream_interrupted``: its last coded line is the code graded (anything else
+is ``code_mismatch``). After the hold a new stand-in listens at the same port (the
 plan's base URL, so its digest, is unchanged) and the same command runs again: it must
 finish, sending only the lost call (the first call is replayed from the call cache).
 
@@ -24,6 +25,7 @@ call can leave the machine or cost anything.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -93,7 +95,13 @@ def _endpoint(port: int, log: Path, stall: bool) -> tuple[subprocess.Popen[str],
 def _log(log: Path) -> list[dict[str, object]]:
     if not log.is_file():
         return []
-    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line]
+    entries = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            continue  # the line being written
+    return entries
 
 
 def _calls(entries: list[dict[str, object]]) -> list[str]:
@@ -158,6 +166,17 @@ def _drop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, real: _Real, po
           log: Path) -> FaultRun:  # fmt: skip
     command = real.confirm()
     server, target = _endpoint(port, log, stall=True)
+    try:
+        return _fault(work, knobs, case_id, run, (real, command), server, target, port, log)
+    finally:
+        server.kill()
+        server.wait(10)
+
+
+def _fault(work: Path, knobs: Knobs, case_id: str, run: FaultRun,
+           workload: tuple[_Real, list[str]], server: subprocess.Popen[str], target: ProcessId,
+           port: int, log: Path) -> FaultRun:  # fmt: skip
+    real, command = workload
     started = time.monotonic()
     process, _ = _start(command, real.env, cwd=real.checkout)
     stalled = {"stalled": _STALL}
@@ -165,22 +184,26 @@ def _drop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, real: _Real, po
         stalled not in _log(log)
     ):
         process.communicate(timeout=600)
-        server.kill()
-        server.wait(10)
         _unexercised(work, process.returncode == 0)
         return run  # the run ended before the endpoint stalled: unexercised
     _aim(work, knobs, case_id, target)
     os.kill(server.pid, signal.Signals[knobs.signal])
     server.wait(10)
     run.timings["until_fault"] = time.monotonic() - started
-    said, _ = process.communicate(timeout=600)  # the run observes the reset and stops
-    (work / "run-1.txt").write_text(said, encoding="utf-8")
     url = f"http://127.0.0.1:{port}/v1"
-    reset = "provider_stream_interrupted" in said
-    if not reset or not _refused(url):
-        raise _infrastructure("the loss was not observed as a reset", "qualify_loss_unconfirmed")
+    if not _wait_for(lambda: _refused(url), 10):
+        raise _infrastructure("the killed endpoint still accepts", "qualify_loss_unconfirmed")
     confirmed = time.monotonic()
-    stopped = process.returncode != 0 and re.search(r"^run_incomplete: ", said, re.M) is not None
+    try:
+        said, _ = process.communicate(timeout=600)  # the run observes the reset and stops
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    (work / "run-1.txt").write_text(said, encoding="utf-8")
+    coded = re.findall(r"^([a-z_]+): ", said, re.M)
+    stopped = coded[-1] if process.returncode != 0 and coded else None
+    if stopped == "run_incomplete" and "provider_stream_interrupted" not in said:
+        stopped = "run_incomplete_without_reset"  # it stopped, but not for the lost stream
     first = _log(log)
     time.sleep(knobs.interval_s)
     fresh, restarted = _endpoint(port, log, stall=False)
@@ -210,7 +233,7 @@ def _drop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, real: _Real, po
     }
     final = FaultFinal(
         completed=again.returncode == 0 and len(units) == 1 and lost in resent,
-        code="run_incomplete" if stopped else None,
+        code=stopped,
         affected={n: _sha256(p) for n, p in run.affected.items()},
         deliveries=deliveries,
     )

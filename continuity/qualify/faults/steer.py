@@ -18,6 +18,7 @@ leaves the case not completed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -87,7 +88,8 @@ def _attributed(session: Path, queued: list[tuple[str, str, str | None]]) -> lis
             steer_id = by_digest.get(digest, f"unqueued:{digest[:16]}")
             request = f"{session_id}/request-{replies + 1}"
             found.append(Delivery(kind="steer", id=steer_id, sha256=request))
-    return found
+    # a steer counts as consumed only by a request that was answered
+    return [d for d in found if _request_number(d.sha256) <= replies]
 
 
 def _after_restart(session: Path, restarted_pid: int) -> int:
@@ -113,7 +115,7 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     started = time.monotonic()
     process, target = _start(command, dict(os.environ))
     assert process.stdout is not None
-    drain = threading.Thread(target=process.stdout.read)  # never let the pipe fill
+    drain = threading.Thread(target=process.stdout.read, daemon=True)  # never let it fill
     drain.start()
     if not _wait_for(lambda: bool(_queued(inbox)) or process.poll() is not None, 120) or (
         process.poll() is not None
@@ -146,7 +148,11 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         loss=Loss(kind="group_gone", observed="harness group"), hold_s=round(hold, 3),
         recovery="queue a second steer, rerun the same command", restarted=restarted,
     ))  # fmt: skip
-    again.communicate(timeout=600)
+    try:
+        again.communicate(timeout=600)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(again.pid, signal.SIGKILL)
     run.timings["hold"] = hold
     run.timings["recovery"] = time.monotonic() - confirmed - hold
     session = workspace / "session" / "session.jsonl"
