@@ -1,0 +1,278 @@
+"""The CAP/0 runner side: spawn an adapter from its manifest, talk to it, restart it.
+
+`spawn_adapter(manifest, workspace=...)` starts the manifest's command in a process
+group of its own (continuity owns it: a restart is something continuity did, and can
+prove by the new PID and start identity), with the manifest's environment allowlist
+only, and the adapter's stderr in a log file. `AdapterProcess.request` sends one
+JSON-RPC request and waits for its answer under a deadline; requests may overlap (a
+``turn/steer`` while ``turn/run`` is pending). `AdapterProcess.kill` takes the whole
+group with SIGKILL and waits until no member is left.
+
+Codes (`AdapterError`):
+- ``adapter_start_failed``: the command cannot be started, or the adapter exits or
+  closes stdout before it answered ``initialize``;
+- ``adapter_protocol_error``: a line that is not JSON-RPC 2.0, an answer to no pending
+  request, an error answer, a result of the wrong shape, or the adapter gone mid-call;
+- ``adapter_timeout``: no answer within the deadline;
+- ``adapter_capability_missing:<cap>`` (`require_capabilities`): an arm needs a
+  capability the adapter did not declare in ``initialize``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from continuity.agents.manifest import Manifest
+from continuity.agents.protocol import (
+    AgentInfo,
+    Capabilities,
+    InitParams,
+    SteerResult,
+    TurnResult,
+    decode_line,
+    encode,
+    result_as,
+)
+from continuity.errors import AdapterError, ContinuityError
+
+__all__ = ["ARM_NEEDS", "AdapterProcess", "require_capabilities", "spawn_adapter"]
+
+MAX_LINE = 64 * 1024 * 1024
+# what each outside-agent arm needs the adapter to have declared
+ARM_NEEDS: dict[str, tuple[str, ...]] = {
+    "native": (),
+    "restart": ("resume_after_restart",),
+    "new_session": ("new_session",),
+}
+
+
+def require_capabilities(capabilities: Capabilities, arms: Sequence[str]) -> None:
+    """Refuse an arm the adapter cannot serve (never run as a silent degradation).
+
+    Raises:
+        AdapterError: ``adapter_capability_missing:<cap>`` at the arm.
+    """
+    for arm in arms:
+        for cap in ARM_NEEDS.get(arm, ()):
+            if not getattr(capabilities, cap):
+                raise AdapterError(
+                    f"arm {arm} needs the adapter capability {cap}",
+                    code=f"adapter_capability_missing:{cap}",
+                    location=arm,
+                )
+
+
+class _Pending:
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.message: dict[str, Any] | None = None
+
+
+class AdapterProcess:
+    """One running adapter (see the module doc). Use through `spawn_adapter`."""
+
+    def __init__(self, process: anyio.abc.Process, manifest: Manifest) -> None:
+        self.process = process
+        self.manifest = manifest
+        self.pid = process.pid
+        self.events: list[dict[str, Any]] = []  # agent/event notifications (attested)
+        self._pending: dict[int, _Pending] = {}
+        self._next = 0
+        self._closed = False
+        self._initialized = False
+        self._lock = anyio.Lock()
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        stream = BufferedByteReceiveStream(self.process.stdout)
+        try:
+            while True:
+                line = await stream.receive_until(b"\n", MAX_LINE)
+                if not line.strip():
+                    continue
+                message = decode_line(line)
+                if "id" not in message or message.get("id") is None:
+                    if message.get("method") == "agent/event":
+                        self.events.append(dict(message.get("params") or {}))
+                    continue
+                slot = self._pending.pop(message["id"], None)
+                if slot is None:
+                    raise AdapterError(
+                        f"an answer to no pending request (id {message['id']!r})",
+                        code="adapter_protocol_error",
+                        location="stdout",
+                    )
+                slot.message = message
+                slot.event.set()
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):
+            pass
+        except (AdapterError, anyio.DelimiterNotFound) as error:
+            self._fail(error)
+            return
+        self._closed = True
+        for slot in self._pending.values():
+            slot.event.set()  # each waiter sees the adapter gone
+
+    def _fail(self, error: Exception) -> None:
+        self._closed = True
+        for slot in self._pending.values():
+            slot.message = {"error": {"code": 0, "message": str(error)}}
+            slot.event.set()
+
+    async def request(self, method: str, params: dict[str, Any], *, timeout: float) -> Any:
+        """Send one request; its result (raises `AdapterError`, module doc)."""
+        if self._closed:
+            raise AdapterError("the adapter is gone", code=self._gone_code(method), location=method)
+        self._next += 1
+        ident, slot = self._next, _Pending()
+        self._pending[ident] = slot
+        assert self.process.stdin is not None
+        message = {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+        try:
+            async with self._lock:
+                await self.process.stdin.send(encode(message))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            self._pending.pop(ident, None)
+            raise AdapterError(
+                "the adapter closed its stdin", code=self._gone_code(method), location=method
+            ) from None
+        with anyio.move_on_after(timeout) as scope:
+            await slot.event.wait()
+        if scope.cancelled_caught:
+            self._pending.pop(ident, None)
+            raise AdapterError(
+                f"no answer within {timeout:g} s", code="adapter_timeout", location=method
+            )
+        answer = slot.message
+        if answer is None:
+            raise AdapterError(
+                "the adapter exited before it answered",
+                code=self._gone_code(method),
+                location=method,
+            )
+        if "error" in answer:
+            error = answer["error"] if isinstance(answer["error"], dict) else {}
+            raise AdapterError(
+                f"the adapter answered with an error: {error.get('message', answer['error'])}",
+                code="adapter_protocol_error",
+                location=method,
+            )
+        return answer.get("result")
+
+    def _gone_code(self, method: str) -> str:
+        starting = method == "initialize" and not self._initialized
+        return "adapter_start_failed" if starting else "adapter_protocol_error"
+
+    async def initialize(self, params: InitParams, *, timeout: float = 60) -> AgentInfo:
+        raw = await self.request("initialize", msgspec.to_builtins(params), timeout=timeout)
+        info: AgentInfo = result_as(raw, AgentInfo, "initialize")
+        self._initialized = True
+        return info
+
+    async def open_session(self, key: str, *, timeout: float = 60) -> str:
+        raw = await self.request("session/open", {"key": key}, timeout=timeout)
+        opened: dict[str, str] = result_as(raw, dict[str, str], "session/open")
+        if not opened.get("session_id"):
+            raise AdapterError(
+                "session/open gave no session_id",
+                code="adapter_protocol_error",
+                location="session/open",
+            )
+        return opened["session_id"]
+
+    async def run_turn(self, session_id: str, turn_id: str, text: str, at: str = "",
+                       *, timeout: float = 600) -> TurnResult:  # fmt: skip
+        params = {"session_id": session_id, "turn_id": turn_id, "text": text, "at": at}
+        raw = await self.request("turn/run", params, timeout=timeout)
+        result: TurnResult = result_as(raw, TurnResult, "turn/run")
+        return result
+
+    async def steer(self, session_id: str, turn_id: str, steer_id: str, text: str,
+                    *, timeout: float = 60) -> SteerResult:  # fmt: skip
+        params = {"session_id": session_id, "turn_id": turn_id, "steer_id": steer_id, "text": text}
+        raw = await self.request("turn/steer", params, timeout=timeout)
+        result: SteerResult = result_as(raw, SteerResult, "turn/steer")
+        return result
+
+    async def shutdown(self, *, timeout: float = 30) -> None:
+        """Ask the adapter to persist and exit; the group is killed if it does not in time."""
+        try:
+            await self.request("shutdown", {}, timeout=timeout)
+            with anyio.move_on_after(timeout):
+                await self.process.wait()
+        finally:
+            self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the adapter's whole process group (a restart, or the end of a unit)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        self._closed = True
+
+
+@contextlib.contextmanager
+def _first_coded() -> Iterator[None]:
+    """A task group's failure as its first coded error (never an exception group)."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        coded = group.subgroup(lambda e: isinstance(e, ContinuityError))
+        if coded is None:
+            raise
+        first: BaseException = coded
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
+
+
+def _environment(manifest: Manifest, extra: dict[str, str]) -> dict[str, str]:
+    passed = {name: os.environ[name] for name in manifest.env if name in os.environ}
+    return {**passed, **extra}
+
+
+@contextlib.asynccontextmanager
+async def spawn_adapter(
+    manifest: Manifest, *, workspace: Path, log: Path, env: dict[str, str] | None = None
+) -> AsyncIterator[AdapterProcess]:
+    """Start the adapter (cwd: the manifest's folder); kill its group when done."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    workspace.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as stderr:
+        try:
+            environment = _environment(manifest, env or {})
+            process = await anyio.open_process(
+                manifest.command, cwd=manifest.folder or None, env=environment,
+                stderr=stderr, start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            raise AdapterError(
+                f"cannot start {manifest.command[0]}: {exc.strerror or exc}",
+                code="adapter_start_failed",
+                location=manifest.name,
+            ) from None
+    adapter = AdapterProcess(process, manifest)
+    try:
+        with _first_coded():
+            async with anyio.create_task_group() as group:
+                group.start_soon(adapter._read)
+                try:
+                    yield adapter
+                finally:
+                    adapter.kill()
+                    with anyio.move_on_after(10, shield=True):
+                        await process.wait()
+                    group.cancel_scope.cancel()
+    finally:
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            await process.aclose()

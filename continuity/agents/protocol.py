@@ -1,0 +1,129 @@
+"""CAP/0 messages and their JSON-RPC 2.0 framing (one message per line).
+
+Methods (continuity -> adapter): ``initialize``, ``session/open``, ``turn/run``,
+``turn/steer`` (sent while that ``turn/run`` is pending) and ``shutdown``. Restart is
+not a method: continuity kills the adapter's process group and relaunches it with
+``initialize`` carrying ``resume``. A new session is ``session/open`` with a new key.
+A probe is an ordinary ``turn/run``. The adapter may send ``agent/event``
+notifications (attested, never trusted as evidence).
+
+Every line that is not a JSON-RPC 2.0 object of the expected shape is
+``adapter_protocol_error``, located at the method (or ``stdout``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from continuity.errors import AdapterError
+
+__all__ = [
+    "PROTOCOL",
+    "AgentIdentity",
+    "AgentInfo",
+    "Capabilities",
+    "InitParams",
+    "McpServer",
+    "ModelEndpoint",
+    "SteerResult",
+    "TurnResult",
+    "decode_line",
+    "encode",
+    "result_as",
+]
+
+PROTOCOL = "cap/0"
+
+
+class ModelEndpoint(msgspec.Struct, frozen=True, kw_only=True):
+    api: Literal["openai-chat"] = "openai-chat"
+    base_url: str
+    api_key: str  # a dummy key: real credentials never reach the agent
+    roles: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class McpServer(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    transport: Literal["http"] = "http"
+    url: str
+
+
+class InitParams(msgspec.Struct, frozen=True, kw_only=True):
+    protocol: str = PROTOCOL
+    workspace: str  # an empty directory continuity owns (the agent's durable state)
+    model: ModelEndpoint
+    mcp_servers: list[McpServer] = msgspec.field(default_factory=list)
+    identity: dict[str, str] = msgspec.field(default_factory=dict)
+    resume: dict[str, str] | None = None  # {"session_id": ...} after a restart
+
+
+class Capabilities(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=False):
+    api: list[str] = msgspec.field(default_factory=lambda: ["openai-chat"])
+    tools: Literal["mcp-http", "mcp-stdio", "harness-executed", "none"] = "mcp-http"
+    steer: Literal["injected", "queued", "none"] = "none"
+    parallel_tool_calls: bool = False
+    resume_after_restart: bool = False
+    new_session: bool = False
+
+
+class AgentIdentity(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    version: str
+    framework: str = ""
+
+
+class AgentInfo(msgspec.Struct, frozen=True, kw_only=True):
+    agent: AgentIdentity
+    capabilities: Capabilities
+
+
+class TurnResult(msgspec.Struct, frozen=True, kw_only=True):
+    turn_id: str
+    status: Literal["completed", "failed"]
+    reply: dict[str, str] = msgspec.field(default_factory=dict)  # {"text": ...}
+    error: str | None = None
+
+
+class SteerResult(msgspec.Struct, frozen=True, kw_only=True):
+    delivery: Literal["injected", "queued", "rejected"]
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC message as one line (no newline inside: JSON escapes them)."""
+    return _encoder.encode(message) + b"\n"
+
+
+def decode_line(line: bytes) -> dict[str, Any]:
+    """One JSON-RPC 2.0 message from one line.
+
+    Raises:
+        AdapterError: ``adapter_protocol_error`` for anything else.
+    """
+    try:
+        message = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        raise AdapterError(
+            f"not JSON: {line[:80]!r}", code="adapter_protocol_error", location="stdout"
+        ) from None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        raise AdapterError(
+            f"not a JSON-RPC 2.0 message: {line[:80]!r}",
+            code="adapter_protocol_error",
+            location="stdout",
+        )
+    return message
+
+
+def result_as(result: Any, kind: type[Any], method: str) -> Any:
+    """`result` converted to `kind`, or ``adapter_protocol_error`` at `method`."""
+    try:
+        return msgspec.convert(result, kind)
+    except msgspec.ValidationError as exc:
+        raise AdapterError(
+            f"the result does not fit CAP/0: {exc}", code="adapter_protocol_error", location=method
+        ) from None

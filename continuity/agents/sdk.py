@@ -1,0 +1,108 @@
+"""The Python side of CAP/0: implement `AgentAdapter`, then ``serve_stdio(adapter)``.
+
+`serve_stdio` reads one JSON-RPC request per line from stdin and answers each on
+stdout; requests run concurrently, so a ``turn/steer`` reaches the adapter while its
+``turn/run`` is still pending. An exception raised by the adapter becomes a JSON-RPC
+error (code -32000) carrying its message; an adapter without `steer` answers
+``turn/steer`` with method-not-found (-32601). ``shutdown`` is answered after the
+adapter's `shutdown` returns, and then the loop ends. Anything the adapter wants to log
+goes to stderr: stdout is the protocol's.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, BinaryIO, Protocol
+
+import anyio
+import msgspec
+
+from continuity.agents.protocol import (
+    AgentInfo,
+    InitParams,
+    SteerResult,
+    TurnResult,
+    decode_line,
+    encode,
+)
+from continuity.errors import AdapterError
+
+__all__ = ["AgentAdapter", "serve_stdio"]
+
+
+class AgentAdapter(Protocol):
+    async def initialize(self, params: InitParams) -> AgentInfo: ...
+    async def open_session(self, key: str) -> str: ...
+    async def run_turn(self, session_id: str, turn_id: str, text: str, at: str) -> TurnResult: ...
+    async def shutdown(self) -> None: ...
+
+    # optional: async def steer(self, session_id, turn_id, steer_id, text) -> SteerResult
+
+
+async def _dispatch(adapter: Any, method: str, params: dict[str, Any]) -> Any:
+    if method == "initialize":
+        return await adapter.initialize(msgspec.convert(params, InitParams))
+    if method == "session/open":
+        return {"session_id": await adapter.open_session(str(params["key"]))}
+    if method == "turn/run":
+        turn = (params["session_id"], params["turn_id"], params["text"], params.get("at", ""))
+        result: TurnResult = await adapter.run_turn(*turn)
+        return result
+    if method == "turn/steer" and hasattr(adapter, "steer"):
+        steer = (params["session_id"], params["turn_id"], params["steer_id"], params["text"])
+        delivery: SteerResult = await adapter.steer(*steer)
+        return delivery
+    if method == "shutdown":
+        await adapter.shutdown()
+        return {}
+    raise LookupError(method)
+
+
+async def serve_stdio(
+    adapter: AgentAdapter, *, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+) -> None:
+    """Serve `adapter` over CAP/0 until ``shutdown`` or the end of stdin."""
+    reader = anyio.wrap_file(stdin or sys.stdin.buffer)
+    writer = anyio.wrap_file(stdout or sys.stdout.buffer)
+    lock = anyio.Lock()
+
+    async def send(message: dict[str, Any]) -> None:
+        async with lock:
+            await writer.write(encode(message))
+            await writer.flush()
+
+    async def handle(message: dict[str, Any], done: anyio.Event) -> None:
+        ident, method = message.get("id"), str(message.get("method", ""))
+        try:
+            value = await _dispatch(adapter, method, message.get("params") or {})
+        except LookupError:
+            await send({"jsonrpc": "2.0", "id": ident,
+                        "error": {"code": -32601, "message": f"no method {method}"}})  # fmt: skip
+            return
+        except Exception as exc:  # the adapter's own failure: reported, the loop goes on
+            why = f"{type(exc).__name__}: {exc}"
+            await send({"jsonrpc": "2.0", "id": ident,
+                        "error": {"code": -32000, "message": why}})  # fmt: skip
+            return
+        await send({"jsonrpc": "2.0", "id": ident, "result": msgspec.to_builtins(value)})
+        if method == "shutdown":
+            done.set()
+
+    done = anyio.Event()
+    async with anyio.create_task_group() as group:
+
+        async def read() -> None:
+            async for line in reader:
+                if not line.strip():
+                    continue
+                try:
+                    message = decode_line(line)
+                except AdapterError as error:
+                    print(f"cap: {error}", file=sys.stderr)
+                    continue
+                group.start_soon(handle, message, done)
+            done.set()
+
+        group.start_soon(read)
+        await done.wait()
+        group.cancel_scope.cancel()
