@@ -323,8 +323,8 @@ Raised with the classes above from other modules (by area)::
                      worker_request_invalid (the unit worker's stdin request)
     steer inbox      steer_conflict (an id offered again with other text), steer_invalid,
                      steer_unknown, steer_consumed_twice, steer_inbox_invalid
-                     (continuity.harness.steer_inbox); live_io_failed
-                     (python -m continuity.harness.live)
+                     (continuity.harness.steer_inbox); live_io_failed,
+                     live_workspace_busy (python -m continuity.harness.live)
     wire stand-in    port_unavailable (python -m continuity.servers.wire --port: in use)
     ConversationHistory  history_unavailable, history_invalid_request,
                      history_record_unknown, history_cursor_invalid

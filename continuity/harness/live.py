@@ -44,13 +44,13 @@ import fcntl
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import msgspec
 
 from continuity.digest import value_digest
-from continuity.errors import ContinuityError, HarnessError
+from continuity.errors import ContinuityError, HarnessError, UsageError
 from continuity.harness.live_input import LiveInput
 from continuity.harness.loop import STEER_MARKER, AgentLoop
 from continuity.harness.replay import scripted_steps
@@ -318,13 +318,30 @@ def run_live(
     return report
 
 
+class _Arguments(argparse.ArgumentParser):
+    """argparse whose usage errors are one coded line (``option_invalid``)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, code="option_invalid", location="argv")
+
+
+def _milliseconds(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and int(text) <= 600_000):
+        raise UsageError(
+            f"{text[:40]!r} is not a whole number from 0 to 600000",
+            code="option_invalid",
+            location="--slow-steer-ms",
+        )
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m continuity.harness.live")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Arguments(prog="python -m continuity.harness.live")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Arguments)
     run = commands.add_parser("run", help="run or resume the live session of a trace")
     run.add_argument("--workspace", type=Path, required=True)
     run.add_argument("--trace", type=Path, required=True, help="a trace file (JSON)")
-    run.add_argument("--slow-steer-ms", type=int, default=0,
+    run.add_argument("--slow-steer-ms", type=_milliseconds, default=0,
                      help="hold each call a trace steer arrives during this long")  # fmt: skip
     steer = commands.add_parser("steer", help="queue an owner steer for the session")
     steer.add_argument("--workspace", type=Path, required=True)
@@ -334,10 +351,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
     from continuity.traces.validate import load_trace
 
     try:
+        args = _parser().parse_args(argv)
         if args.command == "steer":
             with SteerInbox(args.workspace.absolute() / INBOX) as inbox:
                 row = inbox.offer(args.id, args.text, owner_text=args.text)
@@ -346,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
         trace = load_trace(args.trace.read_bytes(), source=str(args.trace))
         report = run_live(args.workspace, trace, slow_steer_ms=args.slow_steer_ms,
                           progress=lambda line: print(line, flush=True))  # fmt: skip
+    except UsageError as error:
+        print(f"error {error.code}: {error.message} (at {error.location})", file=sys.stderr)
+        return 2
     except ContinuityError as error:
         print(f"error {error.code}: {error.message} (at {error.location})", file=sys.stderr)
         return 1

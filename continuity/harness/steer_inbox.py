@@ -103,10 +103,12 @@ class SteerInbox:
 
         Raises:
             HarnessError: ``steer_conflict`` when `steer_id` was offered with other text,
-                ``steer_invalid`` for an empty id.
+                ``steer_invalid`` for an empty id or text.
         """
         if not steer_id:
             raise HarnessError("a steer needs an id", code="steer_invalid", location="steer_id")
+        if not text.strip():
+            raise HarnessError("a steer needs text", code="steer_invalid", location=steer_id)
         owner = owner_text is not None and owner_text == text
         digest = _sha256(text)
         self._db.execute("BEGIN IMMEDIATE")

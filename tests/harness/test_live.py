@@ -128,10 +128,18 @@ def test_the_command_line_refuses_bad_input_with_one_coded_line(tmp_path: Path) 
     conflict = subprocess.run(
         [*steer, "Send it."], capture_output=True, text=True, timeout=60, check=False
     )
-    for done, code in ((missing, "live_io_failed"), (malformed, "trace_malformed"),
-                       (conflict, "steer_conflict")):  # fmt: skip
+    negative = subprocess.run(
+        _live("run", "--workspace", workspace, "--trace", str(bad), "--slow-steer-ms", "-5"),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    unknown = subprocess.run(_live("resume"), capture_output=True, text=True, timeout=60)
+    for done, code, status in (
+        (missing, "live_io_failed", 1), (malformed, "trace_malformed", 1),
+        (conflict, "steer_conflict", 1), (negative, "option_invalid", 2),
+        (unknown, "option_invalid", 2),
+    ):  # fmt: skip
         lines = done.stderr.strip().splitlines()
-        assert done.returncode == 1 and len(lines) == 1, done.stderr
+        assert done.returncode == status and len(lines) == 1, done.stderr
         assert lines[0].startswith(f"error {code}: "), lines[0]
 
 

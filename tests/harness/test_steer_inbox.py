@@ -38,6 +38,7 @@ def test_an_offer_is_durable_and_an_identical_redelivery_is_counted_not_queued(
     [
         (lambda i: i.offer("s1", "Other text."), "steer_conflict"),
         (lambda i: i.offer("", "No id."), "steer_invalid"),
+        (lambda i: i.offer("s2", "  "), "steer_invalid"),
         (lambda i: i.consume("s9", "session/request-1"), "steer_unknown"),
         (lambda i: (i.consume("s1", "r-3"), i.consume("s1", "r-4")), "steer_consumed_twice"),
     ],

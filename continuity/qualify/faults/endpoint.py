@@ -34,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -173,37 +174,57 @@ def _drop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, real: _Real, po
         server.wait(10)
 
 
-def _fault(work: Path, knobs: Knobs, case_id: str, run: FaultRun,
-           workload: tuple[_Real, list[str]], server: subprocess.Popen[str], target: ProcessId,
-           port: int, log: Path) -> FaultRun:  # fmt: skip
-    real, command = workload
-    started = time.monotonic()
-    process, _ = _start(command, real.env, cwd=real.checkout)
+def _stop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, process: subprocess.Popen[str],
+          endpoint: tuple[subprocess.Popen[str], ProcessId], port: int,
+          log: Path) -> float | None:  # fmt: skip
+    """Kill the endpoint once it stalls mid-stream; when the loss was confirmed (None:
+    the run ended first, unexercised), after the run has stopped."""
+    server, target = endpoint
     stalled = {"stalled": _STALL}
+    started = time.monotonic()
     if not _wait_for(lambda: stalled in _log(log) or process.poll() is not None, 300) or (
         stalled not in _log(log)
     ):
-        process.communicate(timeout=600)
+        process.wait(600)
         _unexercised(work, process.returncode == 0)
-        return run  # the run ended before the endpoint stalled: unexercised
+        return None
     _aim(work, knobs, case_id, target)
     os.kill(server.pid, signal.Signals[knobs.signal])
     server.wait(10)
     run.timings["until_fault"] = time.monotonic() - started
-    url = f"http://127.0.0.1:{port}/v1"
-    if not _wait_for(lambda: _refused(url), 10):
+    if not _wait_for(lambda: _refused(f"http://127.0.0.1:{port}/v1"), 10):
         raise _infrastructure("the killed endpoint still accepts", "qualify_loss_unconfirmed")
     confirmed = time.monotonic()
+    process.wait(600)  # the run observes the reset and stops
+    return confirmed
+
+
+def _fault(work: Path, knobs: Knobs, case_id: str, run: FaultRun,
+           workload: tuple[_Real, list[str]], server: subprocess.Popen[str], target: ProcessId,
+           port: int, log: Path) -> FaultRun:  # fmt: skip
+    real, command = workload
+    process, _ = _start(command, real.env, cwd=real.checkout)
+    stdout = process.stdout
+    assert stdout is not None
+    output: list[str] = []
+    drain = threading.Thread(target=lambda: output.append(stdout.read()), daemon=True)
+    drain.start()  # never let the pipe fill
     try:
-        said, _ = process.communicate(timeout=600)  # the run observes the reset and stops
+        stopped = _stop(work, knobs, case_id, run, process, (server, target), port, log)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
+        drain.join(10)
+        stdout.close()
+    if stopped is None:
+        return run  # unexercised
+    said = "".join(output)
     (work / "run-1.txt").write_text(said, encoding="utf-8")
     coded = re.findall(r"^([a-z_]+): ", said, re.M)
-    stopped = coded[-1] if process.returncode != 0 and coded else None
-    if stopped == "run_incomplete" and "provider_stream_interrupted" not in said:
-        stopped = "run_incomplete_without_reset"  # it stopped, but not for the lost stream
+    code = coded[-1] if process.returncode != 0 and coded else None
+    if "provider_stream_interrupted" not in said:
+        code = None  # it did not stop for the lost stream (run-1.txt says what it did)
+    confirmed = stopped
     first = _log(log)
     time.sleep(knobs.interval_s)
     fresh, restarted = _endpoint(port, log, stall=False)
@@ -233,7 +254,7 @@ def _fault(work: Path, knobs: Knobs, case_id: str, run: FaultRun,
     }
     final = FaultFinal(
         completed=again.returncode == 0 and len(units) == 1 and lost in resent,
-        code=stopped,
+        code=code,
         affected={n: _sha256(p) for n, p in run.affected.items()},
         deliveries=deliveries,
     )

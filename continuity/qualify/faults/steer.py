@@ -134,6 +134,9 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     process.wait(10)
     drain.join()
     process.stdout.close()
+    if any(consumed is not None for _, _, consumed in _queued(inbox)):
+        _unexercised(work, False)  # its call returned before the kill: nothing was queued
+        return run
     steer_id = f"qualify-steer-{knobs.seed}"
     queue = [sys.executable, "-m", "continuity.harness.live", "steer", "--workspace",
              str(workspace), "--id", steer_id, "--text", _EXTERNAL_TEXT]  # fmt: skip
