@@ -6,3 +6,5 @@ adapter's log. Continuity spawns the adapter from its manifest (``agent.toml``,
 an adapter written in Python implements `AgentAdapter` and calls `serve_stdio`
 (`continuity.agents.sdk`). The messages are `continuity.agents.protocol`.
 """
+
+__all__: list[str] = []

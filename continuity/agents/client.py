@@ -46,7 +46,7 @@ from continuity.agents.protocol import (
 )
 from continuity.errors import AdapterError, ContinuityError
 
-__all__ = ["ARM_NEEDS", "AdapterProcess", "require_capabilities", "spawn_adapter"]
+__all__ = ["ARM_NEEDS", "MAX_LINE", "AdapterProcess", "require_capabilities", "spawn_adapter"]
 
 MAX_LINE = 64 * 1024 * 1024
 # what each outside-agent arm needs the adapter to have declared

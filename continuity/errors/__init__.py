@@ -325,6 +325,9 @@ Raised with the classes above from other modules (by area)::
                      steer_unknown, steer_consumed_twice, steer_inbox_invalid
                      (continuity.harness.steer_inbox); live_io_failed,
                      live_workspace_busy (python -m continuity.harness.live)
+    model proxy      replay_unclassified_call, tools_not_offered, replay_fidelity_failed
+                     (answered as HTTP 400 error codes and kept as the proxy's problems),
+                     proxy_no_reader (continuity.servers.model_proxy)
     wire stand-in    port_unavailable (python -m continuity.servers.wire --port: in use)
     ConversationHistory  history_unavailable, history_invalid_request,
                      history_record_unknown, history_cursor_invalid

@@ -1,0 +1,311 @@
+"""The model proxy: continuity plays the model for an outside agent (CAP/0, v0).
+
+An outside agent's OpenAI-compatible base URL points here:
+``http://127.0.0.1:<port>/<token>/v1`` (`ModelProxy.token` is unguessable; any other
+path is 404 and a Host that is not loopback is 403). It serves OpenAI Chat Completions,
+streamed (``"stream": true``) or as one document, and ``GET /v1/models``.
+
+Each request is classified by its model alias first (``cont-main``, ``cont-aux``),
+else by shape: it offers tools and extends (or starts) the main conversation -> main.
+
+- **script** mode (the replay): a main request gets the trace's next assistant turn
+  (`continuity.servers.proxy_script`), its tool names mapped to the tools the agent
+  offers (the one equal to the trace's name, or ending with ``_<name>``), with fresh
+  call ids; the request is checked first (owner text, tool results, steers after the
+  last result). An aux request gets a canned empty answer (offline, recorded). A
+  request it cannot classify is refused with ``replay_unclassified_call``, never
+  guessed; a reply whose tool the agent does not offer is ``tools_not_offered``.
+- **forward** mode (the probe): the request goes to `reader` (the scripted reader
+  offline; the plan's reader through the guarded real mode and call cache otherwise).
+
+Every request leaves a content-free `RequestFact`: role, mode, model, message count,
+characters and estimated tokens (``ceil(chars / 4)``), the tools offered, a digest of
+its normalised messages, its relation to the previous main request (``first``,
+``extends``, ``shrank``, ``reset``), the scripted turn id and the problems found.
+`problems` holds ``(code, detail)`` pairs for the run to act on. The replay signature
+(`replay_signature`) is the digest of the main script requests' digests, so two
+re-replays that sent the same conversation have equal signatures; `volatile` regexes
+(timestamps, nonces) are blanked before hashing.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import secrets
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from continuity.digest import value_digest
+from continuity.servers.proxy_script import (
+    ProxyStep,
+    WireRequest,
+    check_request,
+    map_tool,
+    wire_request,
+)
+from continuity.servers.wire_model import model_list
+
+__all__ = [
+    "AUX",
+    "MAIN",
+    "ModelProxy",
+    "Reader",
+    "Receive",
+    "RequestFact",
+    "Send",
+    "replay_signature",
+]
+
+MAIN, AUX = "cont-main", "cont-aux"
+Reader = Callable[[WireRequest], Awaitable[str]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+class RequestFact(msgspec.Struct, frozen=True, kw_only=True):
+    index: int
+    role: Literal["main", "aux", "unclassified"]
+    mode: Literal["script", "forward", "canned", "refused"]
+    model: str
+    messages: int
+    chars: int
+    input_tokens: int
+    tools_offered: list[str]
+    digest: str
+    prefix: Literal["first", "extends", "shrank", "reset"]
+    step: str | None = None
+    problems: list[str] = msgspec.field(default_factory=list)
+    tool_bytes_seen: int = 0
+    tool_bytes_sent: int = 0
+    output_tokens: int = 0
+
+
+def replay_signature(facts: Sequence[RequestFact]) -> str:
+    """The digest of the main script requests' digests, in order."""
+    return value_digest(
+        (
+            "cap-replay-signature",
+            [f.digest for f in facts if f.role == "main" and f.mode == "script"],
+        )
+    )
+
+
+class ModelProxy:
+    """The ASGI app (module doc)."""
+
+    def __init__(
+        self,
+        script: Sequence[ProxyStep],
+        *,
+        reader: Reader | None = None,
+        token: str | None = None,
+        volatile: Sequence[str] = (),
+    ) -> None:
+        self.token = token or secrets.token_urlsafe(18)
+        self.mode: Literal["script", "forward"] = "script"
+        self.reader = reader
+        self.facts: list[RequestFact] = []
+        self.problems: list[tuple[str, str]] = []
+        self._steps = collections.deque(script)
+        self._volatile = [re.compile(p) for p in volatile]
+        self._last_main: list[tuple[str, str]] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def remaining(self) -> int:
+        """Scripted turns not yet requested."""
+        return len(self._steps)
+
+    def forward(self) -> None:
+        """Switch to forward mode: the probe's requests go to the reader."""
+        self.mode = "forward"
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            from continuity.servers.wire import _lifespan
+
+            await _lifespan(receive, send)
+            return
+        raw = b""
+        while True:
+            message = await receive()
+            raw += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        host = dict(scope.get("headers") or []).get(b"host", b"").decode()
+        if not host.startswith(_LOOPBACK):
+            await _json(send, 403, {"error": {"message": "not a loopback host"}})
+            return
+        base = f"/{self.token}/v1"
+        path = str(scope["path"])
+        if not path.startswith(base + "/"):
+            await _json(send, 404, {"error": {"message": "no such path"}})
+            return
+        route = path[len(base) :]
+        if scope["method"] == "GET" and route == "/models":
+            await _json(send, 200, _models())
+            return
+        if scope["method"] != "POST" or route != "/chat/completions":
+            await _json(send, 404, {"error": {"message": f"no route {route}"}})
+            return
+        try:
+            body = json.loads(raw)
+            request = wire_request(body)
+        except ValueError as exc:
+            await _json(send, 400, {"error": {"message": f"not a chat request: {exc}"}})
+            return
+        status, reply = await self._answer(request)
+        if status != 200:
+            await _json(send, status, reply)
+        elif request.stream:
+            await _stream(send, request.model, reply)
+        else:
+            await _json(send, 200, _document(request.model, reply))
+
+    def _normal(self, request: WireRequest) -> list[tuple[str, str]]:
+        def blank(text: str) -> str:
+            for pattern in self._volatile:
+                text = pattern.sub("<volatile>", text)
+            return text
+
+        head = [("system", blank(request.system))]
+        return head + [(m.role, blank(m.text + json.dumps(m.tool_calls))) for m in request.messages]
+
+    def _role(self, request: WireRequest, normal: list[tuple[str, str]]) -> str:
+        if request.model == MAIN:
+            return "main"
+        if request.model == AUX:
+            return "aux"
+        previous = self._last_main
+        extends = previous is None or normal[: len(previous)] == previous
+        return "main" if request.tools and extends else "unclassified"
+
+    async def _answer(self, request: WireRequest) -> tuple[int, dict[str, Any]]:
+        normal = self._normal(request)
+        with self._lock:
+            index = len(self.facts)
+            role = self._role(request, normal)
+            previous = self._last_main
+            if role == "main":
+                self._last_main = normal
+            step = self._steps.popleft() if role == "main" and self.mode == "script" else None
+        if previous is None or role != "main":
+            prefix = "first"
+        elif normal[: len(previous)] == previous:
+            prefix = "extends"
+        else:
+            prefix = "shrank" if len(normal) < len(previous) else "reset"
+        chars = sum(len(text) for _, text in normal)
+        fact: dict[str, Any] = {
+            "index": index, "role": role, "model": request.model, "messages": len(normal),
+            "chars": chars, "input_tokens": -(-chars // 4), "tools_offered": list(request.tools),
+            "digest": value_digest(("cap-request", normal)), "prefix": prefix,
+        }  # fmt: skip
+        status, reply = await self._reply(request, role, step, fact)
+        self.facts.append(msgspec.convert(fact, RequestFact))
+        return status, reply
+
+    def _problem(self, fact: dict[str, Any], code: str, detail: str) -> None:
+        fact.setdefault("problems", []).append(code)
+        self.problems.append((code, detail))
+
+    async def _reply(
+        self, request: WireRequest, role: str, step: ProxyStep | None, fact: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        if role == "unclassified" and self.mode == "script":
+            fact["mode"] = "refused"
+            self._problem(fact, "replay_unclassified_call", f"request {fact['index']}")
+            return 400, _error("replay_unclassified_call", "a call the replay cannot classify")
+        if role == "aux" and self.mode == "script":
+            fact["mode"] = "canned"
+            return 200, {"text": "", "calls": []}
+        if self.mode == "forward":
+            fact["mode"] = "forward"
+            if self.reader is None:
+                return 503, _error("proxy_no_reader", "no reader in forward mode")
+            text = await self.reader(request)
+            fact["output_tokens"] = -(-len(text) // 4)
+            return 200, {"text": text, "calls": []}
+        fact["mode"] = "script"
+        if step is None:
+            self._problem(fact, "replay_fidelity_failed", "more main requests than turns")
+            return 400, _error("replay_fidelity_failed", "the replay has no turn left")
+        fact["step"] = step.turn_id
+        problems, fact["tool_bytes_seen"], fact["tool_bytes_sent"] = check_request(step, request)
+        for detail in problems:
+            self._problem(fact, "replay_fidelity_failed", detail)
+        calls = []
+        for number, (name, arguments) in enumerate(step.tool_calls):
+            offered = map_tool(name, request.tools)
+            if offered is None:
+                self._problem(fact, "tools_not_offered", f"{name} at {step.turn_id}")
+                return 400, _error("tools_not_offered", f"the agent offers no tool {name}")
+            calls.append((f"call_{fact['index']}_{number}", offered, arguments))
+        fact["output_tokens"] = -(-len(step.text) // 4)
+        return 200, {"text": step.text, "calls": calls}
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "type": "invalid_request_error"}}
+
+
+def _models() -> dict[str, Any]:
+    listed = model_list(MAIN)
+    listed["data"].append({**listed["data"][0], "id": AUX, "display_name": AUX})
+    return listed
+
+
+async def _json(send: Send, status: int, value: dict[str, Any]) -> None:
+    body = json.dumps(value).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _message(reply: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply["text"] or None}
+    if reply["calls"]:
+        message["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for i, n, a in reply["calls"]
+        ]
+    return message
+
+
+def _finish(reply: dict[str, Any]) -> str:
+    return "tool_calls" if reply["calls"] else "stop"
+
+
+def _document(model: str, reply: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-continuity", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": _message(reply), "finish_reason": _finish(reply)}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }  # fmt: skip
+
+
+async def _stream(send: Send, model: str, reply: dict[str, Any]) -> None:
+    def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        data = {"id": "chatcmpl-continuity", "object": "chat.completion.chunk", "created": 0,
+                "model": model, "choices": [choice]}  # fmt: skip
+        return f"data: {json.dumps(data)}\n\n".encode()
+
+    parts = [chunk({"role": "assistant", "content": reply["text"] or ""}, None)]
+    for number, (ident, name, arguments) in enumerate(reply["calls"]):
+        call = {"index": number, "id": ident, "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+        parts.append(chunk({"tool_calls": [call]}, None))
+    parts.append(chunk({}, _finish(reply)))
+    parts.append(b"data: [DONE]\n\n")
+    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    for part in parts:
+        await send({"type": "http.response.body", "body": part, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
