@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,8 @@ class CallLogEntry(msgspec.Struct, frozen=True):
     record_id: str | None
     matched: bool
     output_bytes: int
+    session: str | None = None  # the MCP session the call came in (a new process: a new one)
+    held: str | None = None  # a steer hold: ``released``, or ``late`` past its deadline
 
 
 def frozen_records(trace: ReplayTrace) -> list[FrozenRecord]:
@@ -69,10 +71,22 @@ def frozen_records(trace: ReplayTrace) -> list[FrozenRecord]:
     return records
 
 
+def _session_of(ctx: Any) -> str | None:
+    """The MCP session id of the request `ctx` came in (None without one: stdio)."""
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    found = headers.get("mcp-session-id") if headers is not None else None
+    return str(found) if found else None
+
+
 class FixtureToolServer:
     """Serves `records` in order over MCP. `call_log` holds every call received. Each call
     is answered `delay_s` late; with `slow`, only the calls whose next record is one of
-    those record ids are."""
+    those record ids are.
+
+    Steer holds (outside agents): a call whose record is in `holds` is held after
+    `on_hold(record_id)` is called, until `release(record_id)` or `hold_deadline_s`
+    (then it is answered and logged ``late``). `running(token=...)` serves at the
+    unguessable path ``/<token>/mcp``. Each logged call names its MCP session."""
 
     def __init__(
         self,
@@ -81,10 +95,17 @@ class FixtureToolServer:
         delay_s: float = 0.0,
         log_path: Path | None = None,
         slow: frozenset[str] | None = None,
+        holds: frozenset[str] = frozenset(),
+        on_hold: Callable[[str], None] | None = None,
+        hold_deadline_s: float = 60.0,
     ) -> None:
         self.records = list(records)
         self.delay_s = delay_s
         self.slow = slow
+        self.holds = holds
+        self.on_hold = on_hold
+        self.hold_deadline_s = hold_deadline_s
+        self._released: set[str] = set()
         self.log_path = log_path
         self.call_log: list[CallLogEntry] = []
         self._lock = threading.Lock()
@@ -106,7 +127,9 @@ class FixtureToolServer:
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             if self.delay_s and self._slow_next():
                 await anyio.sleep(self.delay_s)
-            return self._answer(params.name, dict(params.arguments or {}))
+            held = await self._hold()
+            session = _session_of(ctx)
+            return self._answer(params.name, dict(params.arguments or {}), session, held)
 
         return Server(
             "continuity-fixture-tools",
@@ -115,12 +138,38 @@ class FixtureToolServer:
             on_call_tool=call_tool,
         )
 
+    def release(self, record_id: str) -> None:
+        """Let the held call of `record_id` be answered (from any thread)."""
+        with self._lock:
+            self._released.add(record_id)
+
+    async def _hold(self) -> str | None:
+        with self._lock:
+            due = self.records[self._next].record_id if self._next < len(self.records) else None
+        if due is None or due not in self.holds:
+            return None
+        if self.on_hold is not None:
+            self.on_hold(due)
+        with anyio.move_on_after(self.hold_deadline_s):
+            while True:
+                with self._lock:
+                    if due in self._released:
+                        return "released"
+                await anyio.sleep(0.01)
+        return "late"
+
     def _slow_next(self) -> bool:
         with self._lock:
             due = self.records[self._next].record_id if self._next < len(self.records) else None
         return self.slow is None or due in self.slow
 
-    def _answer(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    def _answer(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        session: str | None = None,
+        held: str | None = None,
+    ) -> types.CallToolResult:
         with self._lock:
             seq = len(self.call_log) + 1
             expected = self.records[self._next] if self._next < len(self.records) else None
@@ -141,6 +190,8 @@ class FixtureToolServer:
                     expected.record_id,
                     True,
                     len(expected.output.encode("utf-8")),
+                    session,
+                    held,
                 )
                 result = types.CallToolResult(
                     content=[types.TextContent(type="text", text=expected.output)]
@@ -151,7 +202,7 @@ class FixtureToolServer:
                     if expected is None
                     else f"expected {expected.tool} {expected.arguments}"
                 )
-                entry = CallLogEntry(seq, tool, arguments, None, False, 0)
+                entry = CallLogEntry(seq, tool, arguments, None, False, 0, session, held)
                 result = types.CallToolResult(
                     content=[types.TextContent(type="text", text=f"unexpected call: {why}")],
                     is_error=True,
@@ -167,13 +218,17 @@ class FixtureToolServer:
         return self._next == len(self.records)
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[str]:
-        """Serve on 127.0.0.1 at an ephemeral port; yield the MCP endpoint URL."""
+    async def running(self, token: str | None = None) -> AsyncIterator[str]:
+        """Serve on 127.0.0.1 at an ephemeral port; yield the MCP endpoint URL
+        (``/<token>/mcp`` with a token, else ``/mcp``)."""
         from continuity.servers.asgi import serve_asgi
 
-        app = self.build().streamable_http_app(host="127.0.0.1", json_response=True)
+        path = f"/{token}{MCP_PATH}" if token else MCP_PATH
+        app = self.build().streamable_http_app(
+            host="127.0.0.1", json_response=True, streamable_http_path=path
+        )
         async with serve_asgi(app) as base:
-            yield base + MCP_PATH
+            yield base + path
 
 
 def main(argv: list[str] | None = None) -> int:
