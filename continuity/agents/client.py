@@ -1,6 +1,7 @@
 """The CAP/0 runner side: spawn an adapter from its manifest, talk to it, restart it.
 
-`spawn_adapter(manifest, workspace=...)` starts the manifest's command in a process
+`spawn_adapter(manifest, workspace=...)` starts the manifest's command (``{python}``
+in it is the interpreter running continuity) in a process
 group of its own (continuity owns it: a restart is something continuity did, and can
 prove by the new PID and start identity), with the manifest's environment allowlist
 only, and the adapter's stderr in a log file. `AdapterProcess.request` sends one
@@ -24,6 +25,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,7 +48,14 @@ from continuity.agents.protocol import (
 )
 from continuity.errors import AdapterError, ContinuityError
 
-__all__ = ["ARM_NEEDS", "MAX_LINE", "AdapterProcess", "require_capabilities", "spawn_adapter"]
+__all__ = [
+    "ARM_NEEDS",
+    "MAX_LINE",
+    "AdapterProcess",
+    "first_coded",
+    "require_capabilities",
+    "spawn_adapter",
+]
 
 MAX_LINE = 64 * 1024 * 1024
 # what each outside-agent arm needs the adapter to have declared
@@ -222,7 +231,7 @@ class AdapterProcess:
 
 
 @contextlib.contextmanager
-def _first_coded() -> Iterator[None]:
+def first_coded() -> Iterator[None]:
     """A task group's failure as its first coded error (never an exception group)."""
     try:
         yield
@@ -251,8 +260,9 @@ async def spawn_adapter(
     with open(log, "ab") as stderr:
         try:
             environment = _environment(manifest, env or {})
+            command = [sys.executable if part == "{python}" else part for part in manifest.command]
             process = await anyio.open_process(
-                manifest.command, cwd=manifest.folder or None, env=environment,
+                command, cwd=manifest.folder or None, env=environment,
                 stderr=stderr, start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
@@ -263,7 +273,7 @@ async def spawn_adapter(
             ) from None
     adapter = AdapterProcess(process, manifest)
     try:
-        with _first_coded():
+        with first_coded():
             async with anyio.create_task_group() as group:
                 group.start_soon(adapter._read)
                 try:

@@ -39,6 +39,10 @@ class AgentAdapter(Protocol):
     # optional: async def steer(self, session_id, turn_id, steer_id, text) -> SteerResult
 
 
+class _NoMethod(Exception):
+    pass
+
+
 async def _dispatch(adapter: Any, method: str, params: dict[str, Any]) -> Any:
     if method == "initialize":
         return await adapter.initialize(msgspec.convert(params, InitParams))
@@ -55,7 +59,7 @@ async def _dispatch(adapter: Any, method: str, params: dict[str, Any]) -> Any:
     if method == "shutdown":
         await adapter.shutdown()
         return {}
-    raise LookupError(method)
+    raise _NoMethod(method)
 
 
 async def serve_stdio(
@@ -75,7 +79,7 @@ async def serve_stdio(
         ident, method = message.get("id"), str(message.get("method", ""))
         try:
             value = await _dispatch(adapter, method, message.get("params") or {})
-        except LookupError:
+        except _NoMethod:
             await send({"jsonrpc": "2.0", "id": ident,
                         "error": {"code": -32601, "message": f"no method {method}"}})  # fmt: skip
             return

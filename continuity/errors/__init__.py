@@ -275,7 +275,11 @@ The tree::
         ├── ScriptExhausted            script_exhausted (a scripted model ran out of steps)
         ├── AdapterError               an outside agent's CAP/0 adapter failed
         │     codes: adapter_start_failed, adapter_protocol_error, adapter_timeout,
-        │            adapter_capability_missing:<cap>, agent_manifest_invalid
+        │            adapter_capability_missing:<cap>, agent_manifest_invalid;
+        │            a driven sample's replay codes (continuity.agents.drive):
+        │            replay_fidelity_failed, tools_not_offered, replay_unclassified_call,
+        │            steer_degraded; copy_unverified (doit agent_check: two replays'
+        │            signatures differ)
         ├── ToolError                  a real MCP tool call failed
         │     codes: tool_server_unavailable, tool_response_malformed, tool_call_failed
         ├── SessionCorrupt             session_corrupt (a durable session file is unreadable)

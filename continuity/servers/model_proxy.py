@@ -25,7 +25,9 @@ its normalised messages, its relation to the previous main request (``first``,
 `problems` holds ``(code, detail)`` pairs for the run to act on. The replay signature
 (`replay_signature`) is the digest of the main script requests' digests, so two
 re-replays that sent the same conversation have equal signatures; `volatile` regexes
-(timestamps, nonces) are blanked before hashing.
+(timestamps, nonces) are blanked before hashing. With `markers` (the trace's owner
+texts), each fact counts how many of them its earlier user messages hold
+(``transcript``): whether a request carries the conversation, without its content.
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ class RequestFact(msgspec.Struct, frozen=True, kw_only=True):
     tool_bytes_seen: int = 0
     tool_bytes_sent: int = 0
     output_tokens: int = 0
+    transcript: int = 0  # how many `markers` (owner texts) its earlier user messages hold
 
 
 def replay_signature(facts: Sequence[RequestFact]) -> str:
@@ -106,8 +109,10 @@ class ModelProxy:
         reader: Reader | None = None,
         token: str | None = None,
         volatile: Sequence[str] = (),
+        markers: Sequence[str] = (),
     ) -> None:
         self.token = token or secrets.token_urlsafe(18)
+        self.markers = tuple(markers)
         self.mode: Literal["script", "forward"] = "script"
         self.reader = reader
         self.facts: list[RequestFact] = []
@@ -202,10 +207,13 @@ class ModelProxy:
         else:
             prefix = "shrank" if len(normal) < len(previous) else "reset"
         chars = sum(len(text) for _, text in normal)
+        earlier = [m.text for m in request.messages[:-1] if m.role == "user"]
+        transcript = sum(1 for k in self.markers if any(k in text for text in earlier))
         fact: dict[str, Any] = {
             "index": index, "role": role, "model": request.model, "messages": len(normal),
             "chars": chars, "input_tokens": -(-chars // 4), "tools_offered": list(request.tools),
             "digest": value_digest(("cap-request", normal)), "prefix": prefix,
+            "transcript": transcript,
         }  # fmt: skip
         status, reply = await self._reply(request, role, step, fact)
         self.facts.append(msgspec.convert(fact, RequestFact))

@@ -1,0 +1,236 @@
+"""Drive an outside agent through one trace: replay, boundary, probe (CAP/0 v0).
+
+`drive_agent` starts the model proxy (script mode, `continuity.servers.model_proxy`)
+and the fixture MCP server (the trace's frozen outputs, the steers' calls held,
+`continuity.servers.fixture`) on loopback at unguessable paths, spawns the adapter in
+a process group of its own, and then:
+
+1. **replay**: ``initialize``, ``session/open``, one ``turn/run`` per owner turn. When
+   the fixture holds a steer's call, the steer is sent with ``turn/steer`` (an adapter
+   declaring ``steer: injected``) and the call released; otherwise the call is released
+   and the sample is labelled ``steer_degraded``.
+2. **boundary** (the arm): ``native`` none; ``restart`` continuity kills the adapter's
+   group and relaunches it with ``initialize {resume}``; ``new_session``
+   ``session/open`` with a new key.
+3. **probe**: the proxy switches to forward mode (`reader`), the probe is one more
+   ``turn/run``: the adapter cannot tell it from an owner turn.
+
+Everything the verdict rests on is observed, never taken from the adapter: the proxy's
+content-free request facts (with the count of the trace's owner texts each request's
+earlier user messages hold), the fixture's call log and the PIDs continuity spawned.
+`crossing` is ``verified``, ``contradicted`` (excluded: the observations disagree with
+what the adapter declared) or ``not_crossed`` (excluded: no boundary happened):
+
+- native: the probe request extends the last replay request;
+- restart: a new process answered and, for an adapter declaring
+  ``resume_after_restart``, the probe request carries the conversation;
+- new_session: a new session id, and the new session's request carries none of the
+  old transcript as user messages (memory injected elsewhere is the agent's own).
+
+`codes` lists what went wrong in the replay: ``replay_fidelity_failed`` (a check on a
+request, an unexpected or unmatched tool call, turns left), ``tools_not_offered``,
+``replay_unclassified_call``, ``steer_degraded``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import msgspec
+
+from continuity.agents.client import (
+    AdapterProcess,
+    first_coded,
+    require_capabilities,
+    spawn_adapter,
+)
+from continuity.agents.manifest import Manifest
+from continuity.agents.protocol import AgentInfo, InitParams, McpServer, ModelEndpoint
+from continuity.errors import ArmError
+from continuity.servers.fixture import FixtureToolServer, frozen_records
+from continuity.servers.model_proxy import ModelProxy, RequestFact, replay_signature
+from continuity.servers.proxy_script import WireRequest, proxy_script
+from continuity.servers.wire import serve_in_thread
+from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
+
+__all__ = ["ARMS", "AgentRun", "Crossing", "drive_agent"]
+
+ARMS = ("native", "restart", "new_session")
+Reader = Callable[[WireRequest], Awaitable[str]]
+DUMMY_KEY = "continuity-dummy-key"
+
+
+class Crossing(msgspec.Struct, frozen=True, kw_only=True):
+    arm: str
+    verdict: Literal["verified", "contradicted", "not_crossed"]
+    reasons: list[str]
+    pids: list[int]  # every adapter process continuity spawned, in order
+
+
+class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
+    agent: str  # name and version the adapter reported
+    manifest: str  # the manifest's digest
+    signature: str  # the replay signature
+    codes: list[str]
+    details: list[str]
+    steers: dict[str, str]  # steer id -> injected | queued | late | none
+    crossing: Crossing
+    probe_reply: str
+    probe: RequestFact | None
+    fixture_calls: int
+    probe_tool_attempts: int  # fixture calls during the probe (the fixture is done)
+    facts: list[RequestFact]
+
+
+class _Steering:
+    """The steers of the trace by the record of the call they arrive during."""
+
+    def __init__(self, trace: ReplayTrace) -> None:
+        turns = [t for _, _, t in iter_turns(trace)]
+        by_call = {t.during_call: t for t in turns if isinstance(t, Steer)}
+        self.by_record = {
+            t.turn_id: by_call[t.call_id]
+            for t in turns
+            if isinstance(t, ToolResult) and t.call_id in by_call
+        }
+        self.delivery: dict[str, str] = {}
+        self.turn = ""
+
+
+async def _steer_loop(
+    adapter_of: Callable[[], AdapterProcess], info: AgentInfo, session: str,
+    fixture: FixtureToolServer, held: anyio.abc.ObjectReceiveStream[str], steering: _Steering,
+) -> None:  # fmt: skip
+    async for record in held:
+        steer = steering.by_record.get(record)
+        if steer is not None and info.capabilities.steer == "injected":
+            result = await adapter_of().steer(session, steering.turn, steer.turn_id, steer.text)
+            steering.delivery[steer.turn_id] = result.delivery
+        elif steer is not None:
+            steering.delivery[steer.turn_id] = info.capabilities.steer
+        fixture.release(record)
+
+
+@contextlib.asynccontextmanager
+async def _adapter(
+    manifest: Manifest, work: Path, params: InitParams, pids: list[int]
+) -> AsyncIterator[tuple[AdapterProcess, AgentInfo]]:
+    async with spawn_adapter(manifest, workspace=Path(params.workspace),
+                             log=work / "adapter.log") as adapter:  # fmt: skip
+        pids.append(adapter.pid)
+        yield adapter, await adapter.initialize(params)
+
+
+def _crossing(
+    arm: str, info: AgentInfo, pids: list[int], sessions: tuple[str, str],
+    probe: RequestFact | None, last_main: RequestFact | None,
+) -> Crossing:  # fmt: skip
+    reasons: list[str] = []
+    if probe is None or last_main is None:
+        return Crossing(arm=arm, verdict="not_crossed", reasons=["no probe request"], pids=pids)
+    if arm == "native" and probe.prefix != "extends":
+        reasons.append(f"the probe request {probe.prefix} the last replay request")
+    if arm == "restart":
+        if len(pids) < 2 or pids[0] == pids[1]:
+            return Crossing(arm=arm, verdict="not_crossed", reasons=["no new process"], pids=pids)
+        if info.capabilities.resume_after_restart and probe.transcript == 0:
+            reasons.append("declared resume_after_restart, yet the probe request carries none "
+                           "of the conversation")  # fmt: skip
+    if arm == "new_session":
+        if sessions[0] == sessions[1]:
+            reason = ["session/open gave the old session"]
+            return Crossing(arm=arm, verdict="not_crossed", reasons=reason, pids=pids)
+        if probe.transcript:
+            reasons.append(f"the new session's request carries {probe.transcript} of the old "
+                           "session's owner messages")  # fmt: skip
+    verdict: Literal["verified", "contradicted"] = "contradicted" if reasons else "verified"
+    return Crossing(arm=arm, verdict=verdict, reasons=reasons, pids=pids)
+
+
+async def drive_agent(
+    manifest: Manifest, trace: ReplayTrace, *, work: Path, arm: str, probe: str,
+    reader: Reader, volatile: tuple[str, ...] = (), turn_timeout: float = 300,
+) -> AgentRun:  # fmt: skip
+    """One outside-agent sample of `trace` under `arm` (module doc).
+
+    Raises:
+        AdapterError: the adapter could not be started or broke the protocol, or the
+            arm needs a capability it lacks (``adapter_capability_missing:<cap>``).
+    """
+    if arm not in ARMS:
+        raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=arm)
+    owner = [t for _, _, t in iter_turns(trace) if isinstance(t, OwnerMessage)]
+    proxy = ModelProxy(proxy_script(trace), reader=reader, volatile=volatile,
+                       markers=[t.text for t in owner])  # fmt: skip
+    steering = _Steering(trace)
+    send, held = anyio.create_memory_object_stream[str](64)
+    fixture = FixtureToolServer(frozen_records(trace), holds=frozenset(steering.by_record),
+                                on_hold=send.send_nowait)  # fmt: skip
+    pids: list[int] = []
+    workspace = work / "agent"
+    with first_coded(), send, held, serve_in_thread(proxy) as proxy_url:
+        async with fixture.running(token=proxy.token) as mcp_url:
+            model = ModelEndpoint(base_url=f"{proxy_url}/{proxy.token}/v1", api_key=DUMMY_KEY)
+            params = InitParams(workspace=str(workspace), model=model,
+                                mcp_servers=[McpServer(name="fixture", url=mcp_url)],
+                                identity={"user_id": "owner"})  # fmt: skip
+            async with _adapter(manifest, work, params, pids) as (adapter, info):
+                require_capabilities(info.capabilities, [arm])
+                session = await adapter.open_session("conversation")
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_steer_loop, lambda: adapter, info, session, fixture, held,
+                                     steering)  # fmt: skip
+                    for turn in owner:
+                        steering.turn = turn.turn_id
+                        await adapter.run_turn(session, turn.turn_id, turn.text,
+                                               timeout=turn_timeout)  # fmt: skip
+                    group.cancel_scope.cancel()
+                replayed = len(fixture.call_log)
+                last_main = next((f for f in reversed(proxy.facts) if f.role == "main"), None)
+                codes, details = _replay_codes(proxy, fixture, steering)
+                proxy.forward()
+                probe_session = session
+                if arm == "new_session":
+                    probe_session = await adapter.open_session("conversation-2")
+                if arm != "restart":
+                    reply = await adapter.run_turn(probe_session, "p-1", probe,
+                                                   timeout=turn_timeout)  # fmt: skip
+            if arm == "restart":  # the group above is gone: continuity killed it
+                resumed = msgspec.structs.replace(params, resume={"session_id": session})
+                async with _adapter(manifest, work, resumed, pids) as (adapter, info):
+                    reply = await adapter.run_turn(session, "p-1", probe, timeout=turn_timeout)
+                    await adapter.shutdown()
+    probe_fact = proxy.facts[-1] if proxy.facts and proxy.facts[-1].mode == "forward" else None
+    return AgentRun(
+        agent=f"{info.agent.name} {info.agent.version}", manifest=manifest.digest,
+        signature=replay_signature(proxy.facts), codes=codes, details=details,
+        steers=steering.delivery,
+        crossing=_crossing(arm, info, pids, (session, probe_session), probe_fact, last_main),
+        probe_reply=str(reply.reply.get("text", "")), probe=probe_fact,
+        fixture_calls=replayed, probe_tool_attempts=len(fixture.call_log) - replayed,
+        facts=proxy.facts,
+    )  # fmt: skip
+
+
+def _replay_codes(
+    proxy: ModelProxy, fixture: FixtureToolServer, steering: _Steering
+) -> tuple[list[str], list[str]]:
+    problems = list(proxy.problems)
+    if proxy.remaining:
+        problems.append(("replay_fidelity_failed", f"{proxy.remaining} turns never requested"))
+    unmatched = sum(1 for c in fixture.call_log if not c.matched)
+    if unmatched or not fixture.served_all:
+        problems.append(("replay_fidelity_failed",
+                         f"{unmatched} tool calls the trace does not make; "
+                         f"{len(fixture.records) - sum(c.matched for c in fixture.call_log)} "
+                         "of its calls never made"))  # fmt: skip
+    late = [c.record_id for c in fixture.call_log if c.held == "late"]
+    degraded = [s for s, d in steering.delivery.items() if d != "injected"] + late
+    if degraded:
+        problems.append(("steer_degraded", f"{len(degraded)} steers not injected in time"))
+    codes = sorted({code for code, _ in problems})
+    return codes, [f"{code}: {detail}" for code, detail in problems]
