@@ -3,6 +3,7 @@
 from continuity.argv import front_door
 from continuity.graph import doit_config
 from continuity.interrupts import install as install_interrupt_handlers
+from rules.agents import task_agent_check
 from rules.aggregate import task_aggregate, task_score
 from rules.calibrate import task_calibrate
 from rules.catalog import task_arms, task_runs
@@ -34,6 +35,7 @@ DOIT_CONFIG = doit_config()
 
 __all__ = [
     "DOIT_CONFIG",
+    "task_agent_check",
     "task_aggregate",
     "task_arms",
     "task_calibrate",

@@ -57,7 +57,7 @@ from continuity.servers.proxy_script import WireRequest, proxy_script
 from continuity.servers.wire import serve_in_thread
 from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
 
-__all__ = ["ARMS", "AgentRun", "Crossing", "drive_agent"]
+__all__ = ["ARMS", "DUMMY_KEY", "AgentRun", "Crossing", "Reader", "drive_agent"]
 
 ARMS = ("native", "restart", "new_session")
 Reader = Callable[[WireRequest], Awaitable[str]]

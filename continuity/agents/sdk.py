@@ -39,8 +39,7 @@ class AgentAdapter(Protocol):
     # optional: async def steer(self, session_id, turn_id, steer_id, text) -> SteerResult
 
 
-class _NoMethod(Exception):
-    pass
+_NO_METHOD = object()  # what `_dispatch` returns for a method the adapter lacks
 
 
 async def _dispatch(adapter: Any, method: str, params: dict[str, Any]) -> Any:
@@ -59,7 +58,7 @@ async def _dispatch(adapter: Any, method: str, params: dict[str, Any]) -> Any:
     if method == "shutdown":
         await adapter.shutdown()
         return {}
-    raise _NoMethod(method)
+    return _NO_METHOD
 
 
 async def serve_stdio(
@@ -79,14 +78,14 @@ async def serve_stdio(
         ident, method = message.get("id"), str(message.get("method", ""))
         try:
             value = await _dispatch(adapter, method, message.get("params") or {})
-        except _NoMethod:
-            await send({"jsonrpc": "2.0", "id": ident,
-                        "error": {"code": -32601, "message": f"no method {method}"}})  # fmt: skip
-            return
         except Exception as exc:  # the adapter's own failure: reported, the loop goes on
             why = f"{type(exc).__name__}: {exc}"
             await send({"jsonrpc": "2.0", "id": ident,
                         "error": {"code": -32000, "message": why}})  # fmt: skip
+            return
+        if value is _NO_METHOD:
+            await send({"jsonrpc": "2.0", "id": ident,
+                        "error": {"code": -32601, "message": f"no method {method}"}})  # fmt: skip
             return
         await send({"jsonrpc": "2.0", "id": ident, "result": msgspec.to_builtins(value)})
         if method == "shutdown":

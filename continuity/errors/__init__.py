@@ -279,7 +279,8 @@ The tree::
         │            a driven sample's replay codes (continuity.agents.drive):
         │            replay_fidelity_failed, tools_not_offered, replay_unclassified_call,
         │            steer_degraded; copy_unverified (doit agent_check: two replays'
-        │            signatures differ)
+        │            signatures differ); agent_check_failed (a GateFailed, exit 3),
+        │            agent_required (doit agent_check without --agent)
         ├── ToolError                  a real MCP tool call failed
         │     codes: tool_server_unavailable, tool_response_malformed, tool_call_failed
         ├── SessionCorrupt             session_corrupt (a durable session file is unreadable)

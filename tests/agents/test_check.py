@@ -1,0 +1,50 @@
+"""`doit agent_check`: a failed check is a coded gate after the report is written, and
+bad input is refused with a code (the passing run is `.ci/run`'s smoke)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from continuity.agents.check import check_agent
+from continuity.agents.manifest import load_manifest
+from continuity.errors import ContinuityError, GateFailed
+from rules.agents import _agent_check
+from tests.harness.test_replay import trace_named
+
+ROOT = Path(__file__).resolve().parents[2]
+TOY = ROOT / "examples" / "agents" / "toy" / "agent.toml"
+
+
+def test_an_agent_whose_copies_differ_fails_the_gate_after_its_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOY_FAULT", "timestamp")
+    manifest = load_manifest(TOY)
+    with pytest.raises(GateFailed) as caught:
+        check_agent(manifest, trace_named("brightline-return"), tmp_path)
+    assert caught.value.code == "agent_check_failed" and "copy" in caught.value.message
+    folder = tmp_path / "agent-check" / f"toy-{manifest.digest[:16]}"
+    checks = {
+        c["name"]: c["status"] for c in json.loads((folder / "report.json").read_text())["checks"]
+    }
+    assert checks["copy"] == "fail" and checks["replay"] == "pass" and checks["restart"] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("options", "code"),
+    [
+        ({}, "agent_required"),
+        ({"agent": "missing.toml"}, "agent_manifest_invalid"),
+        ({"agent": str(TOY), "trace": "no-such-trace"}, "trace_unknown"),
+    ],
+)
+def test_bad_input_is_refused_with_a_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, str], code: str
+) -> None:
+    monkeypatch.setenv("CONTINUITY_STORE", str(tmp_path / "store"))
+    with pytest.raises(ContinuityError) as caught:
+        _agent_check(out=str(tmp_path / "out"), **options)
+    assert caught.value.code == code
