@@ -34,9 +34,9 @@ class AgentAdapter(Protocol):
     async def initialize(self, params: InitParams) -> AgentInfo: ...
     async def open_session(self, key: str) -> str: ...
     async def run_turn(self, session_id: str, turn_id: str, text: str, at: str) -> TurnResult: ...
-    async def shutdown(self) -> None: ...
 
     # optional: async def steer(self, session_id, turn_id, steer_id, text) -> SteerResult
+    # optional: async def shutdown(self) -> None (persist and return; the process then ends)
 
 
 _NO_METHOD = object()  # what `_dispatch` returns for a method the adapter lacks
@@ -55,8 +55,9 @@ async def _dispatch(adapter: Any, method: str, params: dict[str, Any]) -> Any:
         steer = (params["session_id"], params["turn_id"], params["steer_id"], params["text"])
         delivery: SteerResult = await adapter.steer(*steer)
         return delivery
-    if method == "shutdown":
-        await adapter.shutdown()
+    if method == "shutdown":  # optional: an adapter that saves as it goes needs none
+        if hasattr(adapter, "shutdown"):
+            await adapter.shutdown()
         return {}
     return _NO_METHOD
 

@@ -113,3 +113,25 @@ def test_an_arm_outside_agents_do_not_have_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ArmError) as caught:
         _drive(tmp_path, "compaction-1")
     assert caught.value.code == "arm_unknown"
+
+
+MINIMAL = load_manifest(ROOT / "examples" / "agents" / "minimal" / "agent.toml")
+
+
+@pytest.mark.parametrize("arm", ["native", "restart", "new_session"])
+def test_the_readmes_complete_adapter_is_verified_on_every_arm(tmp_path: Path, arm: str) -> None:
+    async def main() -> AgentRun:
+        return await drive_agent(MINIMAL, TRACE, work=tmp_path, arm=arm, probe=PROBE,
+                                 reader=_reader)  # fmt: skip
+
+    run = anyio.run(main)
+    assert run.codes == [] and run.crossing.verdict == "verified", (run.details, run.crossing)
+    assert run.steers == {"d3-16": "injected"} and run.agent == "minimal 1"
+    source = (ROOT / "examples" / "agents" / "minimal" / "minimal_agent.py").read_text()
+    assert len([line for line in source.splitlines() if line.strip()]) < 40
+
+
+def test_the_readme_shows_the_complete_adapter_as_it_is() -> None:
+    readme = (ROOT / "README.md").read_text()
+    source = (ROOT / "examples" / "agents" / "minimal" / "minimal_agent.py").read_text()
+    assert f"```python\n{source}```" in readme
