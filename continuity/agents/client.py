@@ -26,7 +26,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +46,12 @@ from continuity.agents.protocol import (
     encode,
     result_as,
 )
-from continuity.errors import AdapterError, ContinuityError
+from continuity.errors import AdapterError, first_coded
 
 __all__ = [
     "ARM_NEEDS",
     "MAX_LINE",
     "AdapterProcess",
-    "first_coded",
     "require_capabilities",
     "spawn_adapter",
 ]
@@ -228,21 +227,6 @@ class AdapterProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
         self._closed = True
-
-
-@contextlib.contextmanager
-def first_coded() -> Iterator[None]:
-    """A task group's failure as its first coded error (never an exception group)."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        coded = group.subgroup(lambda e: isinstance(e, ContinuityError))
-        if coded is None:
-            raise
-        first: BaseException = coded
-        while isinstance(first, BaseExceptionGroup):
-            first = first.exceptions[0]
-        raise first from None
 
 
 def _environment(manifest: Manifest, extra: dict[str, str]) -> dict[str, str]:

@@ -42,15 +42,10 @@ from typing import Literal
 import anyio
 import msgspec
 
-from continuity.agents.client import (
-    AdapterProcess,
-    first_coded,
-    require_capabilities,
-    spawn_adapter,
-)
+from continuity.agents.client import AdapterProcess, require_capabilities, spawn_adapter
 from continuity.agents.manifest import Manifest
 from continuity.agents.protocol import AgentInfo, InitParams, McpServer, ModelEndpoint
-from continuity.errors import ArmError
+from continuity.errors import ArmError, first_coded
 from continuity.servers.fixture import FixtureToolServer, frozen_records
 from continuity.servers.model_proxy import ModelProxy, RequestFact, replay_signature
 from continuity.servers.proxy_script import WireRequest, proxy_script

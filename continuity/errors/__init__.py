@@ -402,6 +402,7 @@ from continuity.errors.types import (
     TraceError,
     TraceInvalid,
     UsageError,
+    first_coded,
     typed_error,
 )
 
@@ -445,5 +446,6 @@ __all__ = [
     "TraceError",
     "TraceInvalid",
     "UsageError",
+    "first_coded",
     "typed_error",
 ]

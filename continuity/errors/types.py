@@ -6,7 +6,8 @@ The catalogue of every code, and which class raises it, is the docstring of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 import msgspec
 
@@ -50,6 +51,7 @@ __all__ = [
     "TraceError",
     "TraceInvalid",
     "UsageError",
+    "first_coded",
     "typed_error",
 ]
 
@@ -348,3 +350,16 @@ def typed_error(exc: BaseException) -> ContinuityError | None:
             if found is not None:
                 return found
     return None
+
+
+@contextlib.contextmanager
+def first_coded() -> Iterator[None]:
+    """Re-raise a task group's failure as its first `ContinuityError` itself (the typed
+    error a caller can report), never as an exception group; other groups pass."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        found = typed_error(group)
+        if found is None:
+            raise
+        raise found from None

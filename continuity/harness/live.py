@@ -50,7 +50,7 @@ import anyio
 import msgspec
 
 from continuity.digest import value_digest
-from continuity.errors import ContinuityError, HarnessError, UsageError
+from continuity.errors import ContinuityError, HarnessError, UsageError, first_coded
 from continuity.harness.live_input import LiveInput
 from continuity.harness.loop import STEER_MARKER, AgentLoop
 from continuity.harness.replay import scripted_steps
@@ -281,16 +281,8 @@ def run_live(
     """Run (or resume) the live session at `root` to the end of `trace` (module doc)."""
     live = _Live(root, trace, slow_steer_ms)
     try:
-        try:
+        with first_coded():  # a task group's failure: its first coded error
             anyio.run(_drive, live, progress or (lambda line: None))
-        except BaseExceptionGroup as group:  # a task group's: its first coded error
-            coded = group.subgroup(lambda e: isinstance(e, ContinuityError))
-            if coded is None:
-                raise
-            first: BaseException = coded
-            while isinstance(first, BaseExceptionGroup):
-                first = first.exceptions[0]
-            raise first from None
         completed = live.provider.remaining == 0 and not live.inbox.pending()
     finally:
         live.close()
