@@ -13,7 +13,8 @@ Codes (`AdapterError`):
 - ``adapter_start_failed``: the command cannot be started, or the adapter exits or
   closes stdout before it answered ``initialize``;
 - ``adapter_protocol_error``: a line that is not JSON-RPC 2.0, an answer to no pending
-  request, an error answer, a result of the wrong shape, or the adapter gone mid-call;
+  request, an error answer, a result of the wrong shape, or the adapter gone mid-call
+  (an answer to a request that already timed out is dropped);
 - ``adapter_timeout``: no answer within the deadline;
 - ``adapter_capability_missing:<cap>`` (`require_capabilities`): an arm needs a
   capability the adapter did not declare in ``initialize``.
@@ -96,6 +97,7 @@ class AdapterProcess:
         self.pid = process.pid
         self.events: list[dict[str, Any]] = []  # agent/event notifications (attested)
         self._pending: dict[int, _Pending] = {}
+        self._abandoned: set[int] = set()  # requests that timed out: late answers dropped
         self._next = 0
         self._closed = False
         self._initialized = False
@@ -114,7 +116,11 @@ class AdapterProcess:
                     if message.get("method") == "agent/event":
                         self.events.append(dict(message.get("params") or {}))
                     continue
-                slot = self._pending.pop(message["id"], None)
+                ident = message["id"]
+                if isinstance(ident, int) and ident in self._abandoned:
+                    self._abandoned.discard(ident)  # the answer came after its deadline
+                    continue
+                slot = self._pending.pop(ident, None) if isinstance(ident, int) else None
                 if slot is None:
                     raise AdapterError(
                         f"an answer to no pending request (id {message['id']!r})",
@@ -147,18 +153,19 @@ class AdapterProcess:
         self._pending[ident] = slot
         assert self.process.stdin is not None
         message = {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
-        try:
-            async with self._lock:
-                await self.process.stdin.send(encode(message))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            self._pending.pop(ident, None)
-            raise AdapterError(
-                "the adapter closed its stdin", code=self._gone_code(method), location=method
-            ) from None
-        with anyio.move_on_after(timeout) as scope:
+        with anyio.move_on_after(timeout) as scope:  # the send too: a full pipe blocks
+            try:
+                async with self._lock:
+                    await self.process.stdin.send(encode(message))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                self._pending.pop(ident, None)
+                raise AdapterError(
+                    "the adapter closed its stdin", code=self._gone_code(method), location=method
+                ) from None
             await slot.event.wait()
         if scope.cancelled_caught:
             self._pending.pop(ident, None)
+            self._abandoned.add(ident)
             raise AdapterError(
                 f"no answer within {timeout:g} s", code="adapter_timeout", location=method
             )
@@ -217,6 +224,8 @@ class AdapterProcess:
         """Ask the adapter to persist and exit; the group is killed if it does not in time."""
         try:
             await self.request("shutdown", {}, timeout=timeout)
+            if self.process.stdin is not None:
+                await self.process.stdin.aclose()  # end of input: the adapter's loop ends
             with anyio.move_on_after(timeout):
                 await self.process.wait()
         finally:

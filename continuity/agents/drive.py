@@ -23,9 +23,12 @@ what the adapter declared) or ``not_crossed`` (excluded: no boundary happened):
 
 - native: the probe request extends the last replay request;
 - restart: a new process answered and, for an adapter declaring
-  ``resume_after_restart``, the probe request carries the conversation;
-- new_session: a new session id, and the new session's request carries none of the
-  old transcript as user messages (memory injected elsewhere is the agent's own).
+  ``resume_after_restart``, the probe request carries something besides the system
+  prompt and the question (turns, a summary or memory: how much is evidence, not the
+  verdict);
+- new_session: a new session id, and the new session's request does not carry the old
+  session's owner turns as its own turns (two or more; memory the agent injects, even
+  as a user message gathering several, is its own continuity).
 
 `codes` lists what went wrong in the replay: ``replay_fidelity_failed`` (a check on a
 request, an unexpected or unmatched tool call, turns left), ``tools_not_offered``,
@@ -44,10 +47,16 @@ import msgspec
 
 from continuity.agents.client import AdapterProcess, require_capabilities, spawn_adapter
 from continuity.agents.manifest import Manifest
-from continuity.agents.protocol import AgentInfo, InitParams, McpServer, ModelEndpoint
-from continuity.errors import ArmError, first_coded
+from continuity.agents.protocol import (
+    AgentInfo,
+    InitParams,
+    McpServer,
+    ModelEndpoint,
+    TurnResult,
+)
+from continuity.errors import AdapterError, ArmError, first_coded
 from continuity.servers.fixture import FixtureToolServer, frozen_records
-from continuity.servers.model_proxy import ModelProxy, RequestFact, replay_signature
+from continuity.servers.model_proxy import AUX, MAIN, ModelProxy, RequestFact, replay_signature
 from continuity.servers.proxy_script import WireRequest, proxy_script
 from continuity.servers.wire import serve_in_thread
 from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
@@ -97,14 +106,22 @@ class _Steering:
 
 
 async def _steer_loop(
-    adapter_of: Callable[[], AdapterProcess], info: AgentInfo, session: str,
-    fixture: FixtureToolServer, held: anyio.abc.ObjectReceiveStream[str], steering: _Steering,
+    adapter: AdapterProcess, info: AgentInfo, session: str, fixture: FixtureToolServer,
+    held: anyio.abc.ObjectReceiveStream[str], steering: _Steering,
 ) -> None:  # fmt: skip
+    """Send each held call's steer, then release the call. A steer the adapter does not
+    take injected, or does not acknowledge in time, is released anyway and labelled."""
     async for record in held:
         steer = steering.by_record.get(record)
         if steer is not None and info.capabilities.steer == "injected":
-            result = await adapter_of().steer(session, steering.turn, steer.turn_id, steer.text)
-            steering.delivery[steer.turn_id] = result.delivery
+            try:
+                result = await adapter.steer(session, steering.turn, steer.turn_id, steer.text,
+                                             timeout=30)  # fmt: skip
+                steering.delivery[steer.turn_id] = result.delivery
+            except AdapterError as error:
+                if error.code != "adapter_timeout":
+                    raise
+                steering.delivery[steer.turn_id] = "late"
         elif steer is not None:
             steering.delivery[steer.turn_id] = info.capabilities.steer
         fixture.release(record)
@@ -132,16 +149,17 @@ def _crossing(
     if arm == "restart":
         if len(pids) < 2 or pids[0] == pids[1]:
             return Crossing(arm=arm, verdict="not_crossed", reasons=["no new process"], pids=pids)
-        if info.capabilities.resume_after_restart and probe.transcript == 0:
-            reasons.append("declared resume_after_restart, yet the probe request carries none "
-                           "of the conversation")  # fmt: skip
+        carried = probe.transcript or probe.messages > 2  # turns, or a summary, or memory
+        if info.capabilities.resume_after_restart and not carried:
+            reasons.append("declared resume_after_restart, yet the probe request carries "
+                           "nothing but the system prompt and the question")  # fmt: skip
     if arm == "new_session":
         if sessions[0] == sessions[1]:
             reason = ["session/open gave the old session"]
             return Crossing(arm=arm, verdict="not_crossed", reasons=reason, pids=pids)
-        if probe.transcript:
+        if probe.transcript >= 2:
             reasons.append(f"the new session's request carries {probe.transcript} of the old "
-                           "session's owner messages")  # fmt: skip
+                           "session's owner turns as its own turns")  # fmt: skip
     verdict: Literal["verified", "contradicted"] = "contradicted" if reasons else "verified"
     return Crossing(arm=arm, verdict=verdict, reasons=reasons, pids=pids)
 
@@ -165,56 +183,92 @@ async def drive_agent(
     send, held = anyio.create_memory_object_stream[str](64)
     fixture = FixtureToolServer(frozen_records(trace), holds=frozenset(steering.by_record),
                                 on_hold=send.send_nowait)  # fmt: skip
-    pids: list[int] = []
-    workspace = work / "agent"
+    run = _Run(manifest, work, owner, turn_timeout)
     with first_coded(), send, held, serve_in_thread(proxy) as proxy_url:
         async with fixture.running(token=proxy.token) as mcp_url:
-            model = ModelEndpoint(base_url=f"{proxy_url}/{proxy.token}/v1", api_key=DUMMY_KEY)
-            params = InitParams(workspace=str(workspace), model=model,
+            model = ModelEndpoint(base_url=f"{proxy_url}/{proxy.token}/v1", api_key=DUMMY_KEY,
+                                  roles={"main": MAIN, "aux": AUX})  # fmt: skip
+            params = InitParams(workspace=str(work / "agent"), model=model,
                                 mcp_servers=[McpServer(name="fixture", url=mcp_url)],
                                 identity={"user_id": "owner"})  # fmt: skip
-            async with _adapter(manifest, work, params, pids) as (adapter, info):
+            async with _adapter(manifest, work, params, run.pids) as (adapter, info):
                 require_capabilities(info.capabilities, [arm])
+                proxy.expect_steers = info.capabilities.steer == "injected"
                 session = await adapter.open_session("conversation")
-                async with anyio.create_task_group() as group:
-                    group.start_soon(_steer_loop, lambda: adapter, info, session, fixture, held,
-                                     steering)  # fmt: skip
-                    for turn in owner:
-                        steering.turn = turn.turn_id
-                        await adapter.run_turn(session, turn.turn_id, turn.text,
-                                               timeout=turn_timeout)  # fmt: skip
-                    group.cancel_scope.cancel()
-                replayed = len(fixture.call_log)
-                last_main = next((f for f in reversed(proxy.facts) if f.role == "main"), None)
-                codes, details = _replay_codes(proxy, fixture, steering)
-                proxy.forward()
+                await run.replay(adapter, info, session, fixture, held, steering)
+                replayed, last_main = len(fixture.call_log), _last_main(proxy.facts)
+                codes, details = _replay_codes(proxy, fixture, steering, run.failed)
                 probe_session = session
                 if arm == "new_session":
                     probe_session = await adapter.open_session("conversation-2")
                 if arm != "restart":
-                    reply = await adapter.run_turn(probe_session, "p-1", probe,
-                                                   timeout=turn_timeout)  # fmt: skip
+                    reply, probe_fact = await run.probe(adapter, proxy, probe_session, probe)
             if arm == "restart":  # the group above is gone: continuity killed it
                 resumed = msgspec.structs.replace(params, resume={"session_id": session})
-                async with _adapter(manifest, work, resumed, pids) as (adapter, info):
-                    reply = await adapter.run_turn(session, "p-1", probe, timeout=turn_timeout)
+                async with _adapter(manifest, work, resumed, run.pids) as (adapter, info):
+                    reply, probe_fact = await run.probe(adapter, proxy, session, probe)
                     await adapter.shutdown()
-    probe_fact = proxy.facts[-1] if proxy.facts and proxy.facts[-1].mode == "forward" else None
+    if reply.status != "completed":
+        codes, details = sorted({*codes, "turn_failed"}), [*details, f"probe: {reply.error}"]
     return AgentRun(
         agent=f"{info.agent.name} {info.agent.version}", manifest=manifest.digest,
         signature=replay_signature(proxy.facts), codes=codes, details=details,
         steers=steering.delivery,
-        crossing=_crossing(arm, info, pids, (session, probe_session), probe_fact, last_main),
+        crossing=_crossing(arm, info, run.pids, (session, probe_session), probe_fact, last_main),
         probe_reply=str(reply.reply.get("text", "")), probe=probe_fact,
         fixture_calls=replayed, probe_tool_attempts=len(fixture.call_log) - replayed,
         facts=proxy.facts,
     )  # fmt: skip
 
 
+def _last_main(facts: list[RequestFact]) -> RequestFact | None:
+    return next((f for f in reversed(facts) if f.role == "main"), None)
+
+
+class _Run:
+    """One sample's turns: opaque turn ids (the probe's is the next one, so nothing sets
+    it apart), the PIDs spawned and the owner turns the adapter reported failed."""
+
+    def __init__(self, manifest: Manifest, work: Path, owner: list[OwnerMessage],
+                 timeout: float) -> None:  # fmt: skip
+        self.manifest, self.work, self.owner, self.timeout = manifest, work, owner, timeout
+        self.pids: list[int] = []
+        self.failed: list[str] = []
+
+    def turn_id(self, number: int) -> str:
+        return f"t{number:04d}"
+
+    async def replay(self, adapter: AdapterProcess, info: AgentInfo, session: str,
+                     fixture: FixtureToolServer, held: anyio.abc.ObjectReceiveStream[str],
+                     steering: _Steering) -> None:  # fmt: skip
+        async with anyio.create_task_group() as group:
+            group.start_soon(_steer_loop, adapter, info, session, fixture, held, steering)
+            for number, turn in enumerate(self.owner, start=1):
+                steering.turn = self.turn_id(number)
+                done = await adapter.run_turn(session, steering.turn, turn.text,
+                                              timeout=self.timeout)  # fmt: skip
+                if done.status != "completed":
+                    self.failed.append(turn.turn_id)
+            group.cancel_scope.cancel()
+
+    async def probe(self, adapter: AdapterProcess, proxy: ModelProxy, session: str,
+                    text: str) -> tuple[TurnResult, RequestFact | None]:  # fmt: skip
+        """The probe turn, with the proxy forwarding from this turn on; the first main
+        request it made (not an aux call, not anything before the switch)."""
+        start = len(proxy.facts)
+        proxy.forward()
+        reply = await adapter.run_turn(session, self.turn_id(len(self.owner) + 1), text,
+                                       timeout=self.timeout)  # fmt: skip
+        made = [f for f in proxy.facts[start:] if f.role == "main" and f.mode == "forward"]
+        return reply, made[0] if made else None
+
+
 def _replay_codes(
-    proxy: ModelProxy, fixture: FixtureToolServer, steering: _Steering
+    proxy: ModelProxy, fixture: FixtureToolServer, steering: _Steering, failed: list[str]
 ) -> tuple[list[str], list[str]]:
     problems = list(proxy.problems)
+    if failed:
+        problems.append(("turn_failed", f"the adapter reported {len(failed)} turns failed"))
     if proxy.remaining:
         problems.append(("replay_fidelity_failed", f"{proxy.remaining} turns never requested"))
     unmatched = sum(1 for c in fixture.call_log if not c.matched)

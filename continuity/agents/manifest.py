@@ -10,9 +10,11 @@ api      = ["openai-chat"]
 ```
 
 The agent never receives credentials: its environment is the allowlist's variables
-only, and its model endpoint is continuity's proxy with a dummy key. The manifest's
-`digest` (blake3 of its canonical form, with the command as written) is bound into plan
-and unit keys, so a changed adapter never reuses another's results.
+only (a name that looks like a credential, ``*KEY*``, ``*TOKEN*``, ``*SECRET*``,
+``*PASSWORD*``, ``*CREDENTIAL*``, is refused), and its model endpoint is continuity's
+proxy with a dummy key. The manifest's `digest` (blake3 of its canonical form, with the
+command as written) identifies the adapter's configuration; its code is identified by
+the name and version it reports in ``initialize``, so bump ``version`` when it changes.
 
 A manifest that is missing, not TOML, or does not fit the schema is
 ``agent_manifest_invalid``, located at the file and the field.
@@ -20,6 +22,7 @@ A manifest that is missing, not TOML, or does not fit the schema is
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -30,6 +33,9 @@ from continuity.digest import value_digest
 from continuity.errors import AdapterError
 
 __all__ = ["Manifest", "load_manifest"]
+
+# variable names that carry credentials never pass the allowlist
+_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 
 
 def _chat_only() -> list[Literal["openai-chat"]]:
@@ -81,5 +87,12 @@ def load_manifest(path: Path) -> Manifest:
     if any(not name or "=" in name for name in manifest.env):
         raise AdapterError(
             "env lists variable names only", code="agent_manifest_invalid", location=f"{path}:env"
+        )
+    secret = next((n for n in manifest.env if _SECRET.search(n)), None)
+    if secret is not None:
+        raise AdapterError(
+            f"{secret} looks like a credential: the agent only ever gets the proxy's dummy key",
+            code="agent_manifest_invalid",
+            location=f"{path}:env",
         )
     return manifest

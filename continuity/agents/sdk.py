@@ -11,6 +11,7 @@ goes to stderr: stdout is the protocol's.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, BinaryIO, Protocol
 
@@ -65,9 +66,15 @@ async def _dispatch(adapter: Any, method: str, params: dict[str, Any]) -> Any:
 async def serve_stdio(
     adapter: AgentAdapter, *, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
 ) -> None:
-    """Serve `adapter` over CAP/0 until ``shutdown`` or the end of stdin."""
+    """Serve `adapter` over CAP/0 until ``shutdown`` or the end of stdin. The protocol
+    keeps its own copy of stdout; anything the agent prints goes to stderr instead."""
+    if stdout is None:
+        sys.stdout.flush()
+        stdout = os.fdopen(os.dup(1), "wb")
+        os.dup2(2, 1)  # a write to fd 1 lands in the log, not in the protocol
+        sys.stdout = sys.stderr  # and so does a print() in agent code, unbuffered
     reader = anyio.wrap_file(stdin or sys.stdin.buffer)
-    writer = anyio.wrap_file(stdout or sys.stdout.buffer)
+    writer = anyio.wrap_file(stdout)
     lock = anyio.Lock()
 
     async def send(message: dict[str, Any]) -> None:

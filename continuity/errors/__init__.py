@@ -332,7 +332,9 @@ Raised with the classes above from other modules (by area)::
                      live_workspace_busy (python -m continuity.harness.live)
     model proxy      replay_unclassified_call, tools_not_offered, replay_fidelity_failed
                      (answered as HTTP 400 error codes and kept as the proxy's problems),
-                     proxy_no_reader (continuity.servers.model_proxy)
+                     proxy_request_invalid (a body it cannot read), proxy_no_reader
+                     (continuity.servers.model_proxy); turn_failed (a driven sample:
+                     the adapter reported a turn failed)
     wire stand-in    port_unavailable (python -m continuity.servers.wire --port: in use)
     ConversationHistory  history_unavailable, history_invalid_request,
                      history_record_unknown, history_cursor_invalid

@@ -106,6 +106,7 @@ class FixtureToolServer:
         self.on_hold = on_hold
         self.hold_deadline_s = hold_deadline_s
         self._released: set[str] = set()
+        self._notified: set[str] = set()
         self.log_path = log_path
         self.call_log: list[CallLogEntry] = []
         self._lock = threading.Lock()
@@ -127,7 +128,7 @@ class FixtureToolServer:
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             if self.delay_s and self._slow_next():
                 await anyio.sleep(self.delay_s)
-            held = await self._hold()
+            held = await self._hold(params.name, dict(params.arguments or {}))
             session = _session_of(ctx)
             return self._answer(params.name, dict(params.arguments or {}), session, held)
 
@@ -143,12 +144,18 @@ class FixtureToolServer:
         with self._lock:
             self._released.add(record_id)
 
-    async def _hold(self) -> str | None:
+    async def _hold(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        """Hold a call that is its record's (tool and arguments) when that record is
+        held; the runner is told once per record, whatever retries follow."""
         with self._lock:
-            due = self.records[self._next].record_id if self._next < len(self.records) else None
-        if due is None or due not in self.holds:
-            return None
-        if self.on_hold is not None:
+            record = self.records[self._next] if self._next < len(self.records) else None
+            if record is None or record.record_id not in self.holds:
+                return None
+            if (record.tool, record.arguments) != (tool, arguments):
+                return None  # not the held call: answered (and refused) at once
+            due, first = record.record_id, record.record_id not in self._notified
+            self._notified.add(due)
+        if first and self.on_hold is not None:
             self.on_hold(due)
         with anyio.move_on_after(self.hold_deadline_s):
             while True:

@@ -26,8 +26,9 @@ its normalised messages, its relation to the previous main request (``first``,
 (`replay_signature`) is the digest of the main script requests' digests, so two
 re-replays that sent the same conversation have equal signatures; `volatile` regexes
 (timestamps, nonces) are blanked before hashing. With `markers` (the trace's owner
-texts), each fact counts how many of them its earlier user messages hold
-(``transcript``): whether a request carries the conversation, without its content.
+texts), each fact counts its earlier user messages that each hold exactly one of them
+(``transcript``): owner turns carried as turns, without their content (a memory note
+that gathers several owner texts in one message is not a carried turn).
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class ModelProxy:
     ) -> None:
         self.token = token or secrets.token_urlsafe(18)
         self.markers = tuple(markers)
+        self.expect_steers = True  # False for an agent that takes no injected steers
         self.mode: Literal["script", "forward"] = "script"
         self.reader = reader
         self.facts: list[RequestFact] = []
@@ -144,7 +146,7 @@ class ModelProxy:
             if not message.get("more_body"):
                 break
         host = dict(scope.get("headers") or []).get(b"host", b"").decode()
-        if not host.startswith(_LOOPBACK):
+        if host.rsplit(":", 1)[0] not in _LOOPBACK:
             await _json(send, 403, {"error": {"message": "not a loopback host"}})
             return
         base = f"/{self.token}/v1"
@@ -161,9 +163,11 @@ class ModelProxy:
             return
         try:
             body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("the body is not a JSON object")
             request = wire_request(body)
         except ValueError as exc:
-            await _json(send, 400, {"error": {"message": f"not a chat request: {exc}"}})
+            await _json(send, 400, _error("proxy_request_invalid", f"not a chat request: {exc}"))
             return
         status, reply = await self._answer(request)
         if status != 200:
@@ -208,7 +212,7 @@ class ModelProxy:
             prefix = "shrank" if len(normal) < len(previous) else "reset"
         chars = sum(len(text) for _, text in normal)
         earlier = [m.text for m in request.messages[:-1] if m.role == "user"]
-        transcript = sum(1 for k in self.markers if any(k in text for text in earlier))
+        transcript = sum(1 for text in earlier if sum(k in text for k in self.markers) == 1)
         fact: dict[str, Any] = {
             "index": index, "role": role, "model": request.model, "messages": len(normal),
             "chars": chars, "input_tokens": -(-chars // 4), "tools_offered": list(request.tools),
@@ -245,7 +249,10 @@ class ModelProxy:
             self._problem(fact, "replay_fidelity_failed", "more main requests than turns")
             return 400, _error("replay_fidelity_failed", "the replay has no turn left")
         fact["step"] = step.turn_id
-        problems, fact["tool_bytes_seen"], fact["tool_bytes_sent"] = check_request(step, request)
+        expected = step if self.expect_steers else msgspec.structs.replace(step, steers=())
+        problems, fact["tool_bytes_seen"], fact["tool_bytes_sent"] = check_request(
+            expected, request
+        )
         for detail in problems:
             self._problem(fact, "replay_fidelity_failed", detail)
         calls = []

@@ -11,7 +11,8 @@ and in the user role (the outside counterpart of the replay's ``_expect_steers``
 `check_request` applies those expectations by containment (agents wrap user text and
 may truncate tool output): each problem is a content-free sentence naming the turn id.
 The tool results since the previous step are the request's last tool messages, in
-order; each is present when it holds the first 200 characters of its output, and the
+order; each is present when it holds the first 200 characters of its output (as sent,
+JSON-escaped, or with whitespace collapsed), and the
 bytes it holds are recorded against the bytes sent (truncation is evidence, not a
 failure).
 
@@ -22,6 +23,7 @@ names offered.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -126,19 +128,17 @@ def wire_request(body: dict[str, Any]) -> WireRequest:
         if role in ("system", "developer"):
             system.append(text)
             continue
-        calls = tuple(
-            (
-                str(c.get("function", {}).get("name", "")),
-                str(c.get("function", {}).get("arguments", "")),
-            )
-            for c in message.get("tool_calls") or ()
-            if isinstance(c, dict)
-        )
+        listed = message.get("tool_calls") or []
+        if not isinstance(listed, list):
+            raise ValueError("tool_calls is not a list")
+        functions = [c.get("function") or {} for c in listed if isinstance(c, dict)]
+        calls = tuple((str(f.get("name", "")), str(f.get("arguments", ""))) for f in functions)
         messages.append(WireMessage(role, text, calls))
+    offered = body.get("tools") or []
+    if not isinstance(offered, list):
+        raise ValueError("tools is not a list")
     tools = tuple(
-        str(t.get("function", {}).get("name", ""))
-        for t in body.get("tools") or ()
-        if isinstance(t, dict)
+        str((t.get("function") or {}).get("name", "")) for t in offered if isinstance(t, dict)
     )
     return WireRequest(
         model=str(body.get("model", "")),
@@ -157,6 +157,14 @@ def map_tool(name: str, offered: Sequence[str]) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def _holds(text: str, part: str) -> bool:
+    """`part` is in `text` as sent, JSON-escaped (an SDK that passes tool content on as
+    JSON) or with its whitespace collapsed."""
+    if part in text or json.dumps(part)[1:-1] in text:
+        return True
+    return " ".join(part.split()) in " ".join(text.split())
+
+
 def check_request(step: ProxyStep, request: WireRequest) -> tuple[list[str], int, int]:
     """(problems, tool bytes the request holds, tool bytes sent) for `step`'s request."""
     problems: list[str] = []
@@ -170,7 +178,7 @@ def check_request(step: ProxyStep, request: WireRequest) -> tuple[list[str], int
         size = len(output.encode("utf-8"))
         sent += size
         held = recent[number] if number < len(recent) else ""
-        if output[:_HEAD] not in held:
+        if not _holds(held, output[:_HEAD]):
             problems.append(f"a tool result before {step.turn_id} is not in the request")
         else:
             seen += min(len(held.encode("utf-8")), size)

@@ -1,13 +1,12 @@
 """A small CAP/0 adapter for the tests: it echoes turns, keeps its sessions in a JSON
 file in the workspace (so it resumes after a restart), and takes steers while a turn
-is pending. ``ECHO_MODE`` makes it misbehave: ``garbage`` (a non-JSON line instead of
-an answer), ``slow`` (turns never end), ``exit`` (dies before answering)."""
+is pending. ``ECHO_MODE``: ``print`` (prints to stdout, which the SDK sends to the log),
+``slow`` (turns never end), ``exit`` (dies before answering)."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import anyio
@@ -45,9 +44,8 @@ class Echo:
         return key
 
     async def run_turn(self, session_id: str, turn_id: str, text: str, at: str) -> TurnResult:
-        if self.mode == "garbage":
-            sys.stdout.write("this is not json\n")
-            sys.stdout.flush()
+        if self.mode == "print":
+            print("printed by the agent")
         if self.mode == "slow":
             await anyio.sleep_forever()
         if text.startswith("wait-for-steer"):

@@ -98,7 +98,6 @@ def test_the_adapter_gets_the_allowlisted_environment_only(
     ("mode", "code", "method"),
     [
         ("exit", "adapter_start_failed", "initialize"),
-        ("garbage", "adapter_protocol_error", "turn/run"),
         ("slow", "adapter_timeout", "turn/run"),
     ],
 )
@@ -113,6 +112,26 @@ def test_a_misbehaving_adapter_fails_with_its_code(
     with pytest.raises(AdapterError) as caught:
         _run(tmp_path, body, ECHO_MODE=mode)
     assert (caught.value.code, caught.value.location) == (code, method)
+
+
+def test_an_adapter_writing_garbage_on_the_protocol_is_a_protocol_error(tmp_path: Path) -> None:
+    """Not through the SDK (which keeps stdout for the protocol and sends prints to
+    stderr): a process that writes anything else on stdout."""
+    script = "import sys, time; print('this is not json', flush=True); time.sleep(30)"
+    manifest = _manifest(tmp_path, sys.executable, "-c", script)
+    with pytest.raises(AdapterError) as caught:
+        _run(tmp_path, lambda adapter: adapter.initialize(_params(tmp_path)), manifest)
+    assert (caught.value.code, caught.value.location) == ("adapter_protocol_error", "initialize")
+
+
+def test_an_agents_print_goes_to_the_log_not_the_protocol(tmp_path: Path) -> None:
+    async def body(adapter: AdapterProcess) -> str:
+        await adapter.initialize(_params(tmp_path))
+        session = await adapter.open_session("k")
+        return (await adapter.run_turn(session, "t", "hello")).reply["text"]
+
+    assert _run(tmp_path, body, ECHO_MODE="print") == "hello"
+    assert "printed by the agent" in (tmp_path / "log").read_text()
 
 
 def test_a_command_that_cannot_start_is_adapter_start_failed(tmp_path: Path) -> None:
@@ -139,6 +158,8 @@ def test_an_arm_needing_an_undeclared_capability_is_refused() -> None:
         ('name = "echo"\nversion = "1"\ncommand = ["a"]\nprotocol = "cap/9"\n', "protocol"),
         ('name = "echo"\nversion = "1"\ncommand = ["a"]\nsecret = "x"\n', "secret"),
         ('name = "echo"\nversion = "1"\ncommand = ["a"]\nenv = ["A=1"]\n', "env"),
+        ('name = "echo"\nversion = "1"\ncommand = ["a"]\nenv = ["OPENAI_API_KEY"]\n', "env"),
+        ('name = "echo"\nversion = "1"\ncommand = ["a"]\nenv = ["GH_TOKEN"]\n', "env"),
         ("name = echo\n", ""),
     ],
 )

@@ -190,9 +190,20 @@ def test_only_the_token_path_on_a_loopback_host_is_served(proxy: tuple[ModelProx
     root = base.split(f"/{app.token}/")[0]
     assert httpx.get(root + "/v1/models", timeout=10).status_code == 404
     assert httpx.get(base + "/models", timeout=10).json()["data"][0]["id"] == MAIN
-    spoofed = httpx.get(base + "/models", headers={"host": "evil.example"}, timeout=10)
-    assert spoofed.status_code == 403
-    bad = httpx.post(base + "/chat/completions", content=b"{", timeout=10)
-    assert bad.status_code == 400 and app.facts == []
-    assert json.loads(bad.text)["error"]["message"].startswith("not a chat request")
+    for host in ("evil.example", "localhost.evil.example", "127.0.0.1.nip.io"):
+        spoofed = httpx.get(base + "/models", headers={"host": host}, timeout=10)
+        assert spoofed.status_code == 403, host
+    for body in (b"{", b"[1]", b'{"messages": [{"role": "assistant", "tool_calls": 5}]}',
+                 b'{"messages": [], "tools": 3}'):  # fmt: skip
+        bad = httpx.post(base + "/chat/completions", content=body, timeout=10)
+        error = json.loads(bad.text)["error"]
+        assert bad.status_code == 400 and error["code"] == "proxy_request_invalid", body
+    assert app.facts == []  # nothing it could not read is recorded as a request
+    odd = b'{"messages": [{"role": "user", "content": "hi"}], "tools": [{"function": null}]}'
+    answered = httpx.post(base + "/chat/completions", content=odd, timeout=10)
+    assert answered.status_code == 400  # read, classified, and refused with a code
+    assert json.loads(answered.text)["error"]["code"] in (
+        "tools_not_offered",
+        "replay_fidelity_failed",
+    )
     anyio.run(anyio.sleep, 0)
