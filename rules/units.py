@@ -53,6 +53,7 @@ class UnitsOptions(PlanOptions, total=False):
     registration_digest: str
     capture_upkeep_output: str
     aggregate_only: bool
+    agent: str
 
 
 def _aggregate_only(options: UnitsOptions) -> str:
@@ -84,7 +85,45 @@ def _aggregate_only(options: UnitsOptions) -> str:
     )
 
 
+def _agent_units(options: UnitsOptions) -> str:
+    """``--agent agent.toml``: an outside agent's scored samples (offline, CAP/0)."""
+    from pathlib import Path
+
+    from continuity.agents.drive import ARMS
+    from continuity.agents.manifest import load_manifest
+    from continuity.agents.units import run_agent_units
+    from continuity.errors import ArmError, UsageError
+    from continuity.traces.suites import build_suite
+    from continuity.traces.validate import load_trace
+
+    if options.get("real"):
+        raise UsageError("outside agents run offline in v0", code="agent_real_unsupported",
+                         location="--real")  # fmt: skip
+    manifest = load_manifest(Path(options["agent"]))
+    chosen = options.get("arms") or "all"
+    arms = list(ARMS) if chosen == "all" else chosen.split(",")
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=unknown[0])
+    selection = Selection(options)
+    store = selection.store
+    suite = build_suite(store, selection.suite, out_dir=selection.out / "traces")
+    wanted = set((options.get("trace") or "").split(",")) - {""}
+    items = [i for i in suite.items if not wanted or i.trace_id in wanted]
+    if not items:
+        raise UsageError("no trace of the suite is selected", code="trace_unknown",
+                         location="--trace")  # fmt: skip
+    traces = [load_trace(store.get_blob(i.digest), source=i.trace_id) for i in items]
+    folder = selection.out / "runs" / options["run"] / "agent"
+    limit = int(options.get("probe_limit") or 0) or None
+    samples = run_agent_units(manifest, traces, arms, limit, folder)
+    valid = sum(1 for s in samples if s.status == "valid")
+    return f"agent units: {valid} of {len(samples)} samples valid; summary {folder / 'summary.md'}"
+
+
 def _units(**options: Unpack[UnitsOptions]) -> str:
+    if options.get("agent"):
+        return _agent_units(options)
     if options.get("aggregate_only"):
         return _aggregate_only(options)
     if options.get("real"):
@@ -463,6 +502,13 @@ def task_units() -> TaskSpec:
                 "ledger arm, fictional traces only: save each extraction's raw completion, "
                 "validation code and merged ledger under DIR/upkeep-output/ (an absolute "
                 "directory outside the checkout; existing files are refused)",
+            ),
+            param(
+                "agent",
+                str,
+                "",
+                "an outside agent's adapter manifest (agent.toml): run its samples over "
+                "CAP/0 instead, arms native, restart, new_session (offline)",
             ),
             STORE,
             OUT,

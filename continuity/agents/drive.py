@@ -55,6 +55,13 @@ from continuity.agents.protocol import (
     TurnResult,
 )
 from continuity.errors import AdapterError, ArmError, first_coded
+from continuity.probes.availability import (
+    Availability,
+    ContextText,
+    Needles,
+    NeedleState,
+    availability,
+)
 from continuity.servers.fixture import FixtureToolServer, frozen_records
 from continuity.servers.model_proxy import AUX, MAIN, ModelProxy, RequestFact, replay_signature
 from continuity.servers.proxy_script import WireRequest, proxy_script
@@ -88,6 +95,7 @@ class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
     fixture_calls: int
     probe_tool_attempts: int  # fixture calls during the probe (the fixture is done)
     facts: list[RequestFact]
+    availability: Availability | None = None  # with needles: in the probe request seen
 
 
 class _Steering:
@@ -167,6 +175,7 @@ def _crossing(
 async def drive_agent(
     manifest: Manifest, trace: ReplayTrace, *, work: Path, arm: str, probe: str,
     reader: Reader, volatile: tuple[str, ...] = (), turn_timeout: float = 300,
+    needles: Needles | None = None,
 ) -> AgentRun:  # fmt: skip
     """One outside-agent sample of `trace` under `arm` (module doc).
 
@@ -217,8 +226,21 @@ async def drive_agent(
         crossing=_crossing(arm, info, run.pids, (session, probe_session), probe_fact, last_main),
         probe_reply=str(reply.reply.get("text", "")), probe=probe_fact,
         fixture_calls=replayed, probe_tool_attempts=len(fixture.call_log) - replayed,
-        facts=proxy.facts,
+        facts=proxy.facts, availability=_available(needles, run.context),
     )  # fmt: skip
+
+
+def _available(needles: Needles | None, request: WireRequest | None) -> Availability | None:
+    """The probe's availability in the request the proxy saw: each needle stated in its
+    system text, turns or tool results (not in the question itself)."""
+    if needles is None or request is None:
+        return None
+    text = ContextText([request.system, *(m.text for m in request.messages[:-1])])
+
+    def states(found: list[str]) -> list[NeedleState]:
+        return [NeedleState(in_context=text.holds(n), retrievable=None) for n in found]
+
+    return availability(len(needles.fact), states(needles.fact), states(needles.superseded))
 
 
 def _last_main(facts: list[RequestFact]) -> RequestFact | None:
@@ -234,6 +256,7 @@ class _Run:
         self.manifest, self.work, self.owner, self.timeout = manifest, work, owner, timeout
         self.pids: list[int] = []
         self.failed: list[str] = []
+        self.context: WireRequest | None = None
 
     def turn_id(self, number: int) -> str:
         return f"t{number:04d}"
@@ -254,12 +277,15 @@ class _Run:
     async def probe(self, adapter: AdapterProcess, proxy: ModelProxy, session: str,
                     text: str) -> tuple[TurnResult, RequestFact | None]:  # fmt: skip
         """The probe turn, with the proxy forwarding from this turn on; the first main
-        request it made (not an aux call, not anything before the switch)."""
-        start = len(proxy.facts)
+        request it made (not an aux call, not anything before the switch), whose
+        context `self.context` keeps for the availability analysis."""
+        start, seen = len(proxy.facts), len(proxy.forwarded)
         proxy.forward()
         reply = await adapter.run_turn(session, self.turn_id(len(self.owner) + 1), text,
                                        timeout=self.timeout)  # fmt: skip
         made = [f for f in proxy.facts[start:] if f.role == "main" and f.mode == "forward"]
+        sent = proxy.forwarded[seen:]
+        self.context = sent[0] if sent else None
         return reply, made[0] if made else None
 
 

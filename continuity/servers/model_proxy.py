@@ -118,6 +118,9 @@ class ModelProxy:
         self.mode: Literal["script", "forward"] = "script"
         self.reader = reader
         self.facts: list[RequestFact] = []
+        # the forwarded requests themselves (in memory only: the probe's context, for
+        # the availability analysis; never written out)
+        self.forwarded: list[WireRequest] = []
         self.problems: list[tuple[str, str]] = []
         self._steps = collections.deque(script)
         self._volatile = [re.compile(p) for p in volatile]
@@ -239,6 +242,8 @@ class ModelProxy:
             return 200, {"text": "", "calls": []}
         if self.mode == "forward":
             fact["mode"] = "forward"
+            if role == "main":
+                self.forwarded.append(request)
             if self.reader is None:
                 return 503, _error("proxy_no_reader", "no reader in forward mode")
             text = await self.reader(request)

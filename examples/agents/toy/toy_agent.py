@@ -1,11 +1,12 @@
 """A toy outside agent for continuity's CAP/0 (a reference adapter, no framework).
 
-An OpenAI-SDK tool loop: every turn sends the session's messages to the model at the
-base URL continuity gives, calls the MCP tools the model asks for, and appends owner
-steers that arrive while a tool call is in flight after its result. Its state is a JSON
-file in the workspace: sessions survive a restart (``initialize`` with ``resume``), and
-a "notes" memory (the owner's last few messages) is carried into the system prompt of
-a session opened later.
+A dependency-free tool loop (continuity's own httpx and MCP SDK, no model SDK, so the
+offline contract runs it on a fresh install). Every turn sends the session's messages
+to the model at the base URL continuity gives, calls the MCP tools the model asks for,
+and appends owner steers that arrive while a tool call is in flight after its result.
+Its state is a JSON file in the workspace: sessions survive a restart (``initialize``
+with ``resume``), and a "notes" memory (the owner's last few messages) is carried into
+the system prompt of a session opened later.
 
 ``TOY_FAULT`` makes it misbehave, for continuity's own fault-injection tests:
 ``drop_steer``, ``rewrite_result``, ``unexpected_tool``, ``no_resume``,
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import openai
+import httpx
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -51,8 +52,7 @@ class ToyAgent:
         self.path = Path(params.workspace) / "toy-state.json"
         if params.resume and self.path.exists() and self.fault != "no_resume":
             self.state = json.loads(self.path.read_text())
-        self.model = openai.AsyncOpenAI(base_url=params.model.base_url,
-                                         api_key=params.model.api_key, max_retries=0)  # fmt: skip
+        self.base_url, self.key = params.model.base_url, params.model.api_key
         self.mcp_url = params.mcp_servers[0].url
         caps = Capabilities(steer="injected", resume_after_restart=True, new_session=True)
         return AgentInfo(agent=AgentIdentity(name="toy", version="0.1", framework="none"),
@@ -100,8 +100,7 @@ class ToyAgent:
                 request: dict[str, Any] = {
                     "model": "cont-main", "messages": [system, *messages], "tools": tools
                 }  # fmt: skip
-                reply = await self.model.chat.completions.create(**request)
-                message: dict[str, Any] = reply.choices[0].message.model_dump(exclude_none=True)
+                message = await self._complete(request)
                 messages.append(message)
                 if not message.get("tool_calls"):
                     break
@@ -122,6 +121,16 @@ class ToyAgent:
         self._save()
         text = str(message.get("content") or "")
         return TurnResult(turn_id=turn_id, status="completed", reply={"text": text})
+
+    async def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One Chat Completions call (plain JSON): the assistant message, without nulls."""
+        headers = {"authorization": f"Bearer {self.key}"}
+        async with httpx.AsyncClient(timeout=600) as client:
+            answer = await client.post(f"{self.base_url}/chat/completions", json=request,
+                                       headers=headers)  # fmt: skip
+        answer.raise_for_status()
+        message: dict[str, Any] = answer.json()["choices"][0]["message"]
+        return {k: v for k, v in message.items() if v is not None}
 
     async def steer(self, session_id: str, turn_id: str, steer_id: str, text: str) -> SteerResult:
         self.pending.setdefault(turn_id, []).append(text)
