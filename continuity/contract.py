@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import msgspec
 from msgspec import UNSET
 
+from continuity.agents.contract import check_outside_agent
 from continuity.arms import LEDGER_ARM
 from continuity.errors import ContinuityError
 from continuity.harness.checkpoints import CheckpointResult, fork, run_child
@@ -104,6 +105,10 @@ def run_offline_contract(
     check_units(units)
     check_ledger_units(units)
     ledger_samples = _ledger_samples(store, out)
+    outside = check_outside_agent(
+        [decode_trace(store.get_blob(i.digest)) for i in results["original"].items],
+        out / "runs" / f"{CONTRACT_RUN}-agent" / "agent",
+    )
     write_run_manifest(
         run_dir,
         build_plan(arms=CONTRACT_ARMS, judge=CONTRACT_JUDGE),  # what every suite ran
@@ -127,7 +132,8 @@ def run_offline_contract(
             checkpoints,
             f"{aggregated.units} units aggregated into {paths['report']}",
             ledger_samples,
-        ),
+        )
+        | {"outside_agent": outside},
         passed=True,
         report=str(paths["report"]),
     )

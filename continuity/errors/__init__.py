@@ -280,7 +280,9 @@ The tree::
         │            replay_fidelity_failed, tools_not_offered, replay_unclassified_call,
         │            steer_degraded; copy_unverified (doit agent_check: two replays'
         │            signatures differ); agent_check_failed (a GateFailed, exit 3),
-        │            agent_required (doit agent_check without --agent)
+        │            agent_required (doit agent_check without --agent),
+        │            agent_real_unsupported (doit units --agent --real: v0 is offline),
+        │            agent_contract_failed (the offline contract's outside-agent pass)
         ├── ToolError                  a real MCP tool call failed
         │     codes: tool_server_unavailable, tool_response_malformed, tool_call_failed
         ├── SessionCorrupt             session_corrupt (a durable session file is unreadable)
