@@ -1,11 +1,13 @@
-"""Serve an ASGI app on 127.0.0.1 at an ephemeral port, inside the caller's event loop."""
+"""Serve an ASGI app on 127.0.0.1 at an ephemeral port, inside the caller's event loop;
+and the raw-ASGI pieces the loopback servers share (the lifespan handshake, reading a
+request body, a JSON answer, a server-sent event stream)."""
 
 from __future__ import annotations
 
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -14,7 +16,76 @@ import uvicorn
 
 from continuity.interrupts import handles_signals
 
-__all__ = ["bound_socket", "serve_asgi"]
+__all__ = [
+    "Events",
+    "Receive",
+    "Send",
+    "bound_socket",
+    "lifespan",
+    "read_body",
+    "send_events",
+    "send_json",
+    "serve_asgi",
+]
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Events = list[tuple[str, str]]  # (SSE event name, or "" for none; the data line)
+
+
+async def lifespan(receive: Receive, send: Send) -> None:
+    """Acknowledge startup and shutdown; return at shutdown."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def read_body(receive: Receive) -> bytes:
+    raw = b""
+    while True:
+        message = await receive()
+        chunk: bytes = message.get("body", b"")
+        raw += chunk
+        if not message.get("more_body"):
+            break
+    return raw
+
+
+async def send_events(send: Send, events: Events, *, end: bool = True) -> None:
+    """Send `events` as a server-sent event stream (left open unless `end`)."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"text/event-stream"),
+                (b"cache-control", b"no-cache"),
+            ],
+        }
+    )
+    for event, data in events:
+        chunk = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
+        await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
+    if end:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def send_json(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Send `body` (JSON) with `status` and any extra `headers`, in one body message."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *(headers or [])],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def bound_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:

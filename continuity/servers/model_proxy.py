@@ -44,6 +44,7 @@ from typing import Any, Literal
 import msgspec
 
 from continuity.digest import value_digest
+from continuity.servers.asgi import Receive, Send, lifespan, read_body, send_events, send_json
 from continuity.servers.proxy_script import (
     ProxyStep,
     WireRequest,
@@ -58,16 +59,12 @@ __all__ = [
     "MAIN",
     "ModelProxy",
     "Reader",
-    "Receive",
     "RequestFact",
-    "Send",
     "replay_signature",
 ]
 
 MAIN, AUX = "cont-main", "cont-aux"
 Reader = Callable[[WireRequest], Awaitable[str]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -138,16 +135,9 @@ class ModelProxy:
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            from continuity.servers.wire import _lifespan
-
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         host = dict(scope.get("headers") or []).get(b"host", b"").decode()
         if host.rsplit(":", 1)[0] not in _LOOPBACK:
             await _json(send, 403, {"error": {"message": "not a loopback host"}})
@@ -283,9 +273,7 @@ def _models() -> dict[str, Any]:
 
 async def _json(send: Send, status: int, value: dict[str, Any]) -> None:
     body = json.dumps(value).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, status, body, [(b"content-length", str(len(body)).encode())])
 
 
 def _message(reply: dict[str, Any]) -> dict[str, Any]:
@@ -311,21 +299,16 @@ def _document(model: str, reply: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _stream(send: Send, model: str, reply: dict[str, Any]) -> None:
-    def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
+    def chunk(delta: dict[str, Any], finish: str | None) -> tuple[str, str]:
         choice = {"index": 0, "delta": delta, "finish_reason": finish}
         data = {"id": "chatcmpl-continuity", "object": "chat.completion.chunk", "created": 0,
                 "model": model, "choices": [choice]}  # fmt: skip
-        return f"data: {json.dumps(data)}\n\n".encode()
+        return "", json.dumps(data)
 
-    parts = [chunk({"role": "assistant", "content": reply["text"] or ""}, None)]
+    events = [chunk({"role": "assistant", "content": reply["text"] or ""}, None)]
     for number, (ident, name, arguments) in enumerate(reply["calls"]):
         call = {"index": number, "id": ident, "type": "function",
                 "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
-        parts.append(chunk({"tool_calls": [call]}, None))
-    parts.append(chunk({}, _finish(reply)))
-    parts.append(b"data: [DONE]\n\n")
-    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    for part in parts:
-        await send({"type": "http.response.body", "body": part, "more_body": True})
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+        events.append(chunk({"tool_calls": [call]}, None))
+    events += [chunk({}, _finish(reply)), ("", "[DONE]")]
+    await send_events(send, events)

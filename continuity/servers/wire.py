@@ -40,7 +40,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -49,6 +49,7 @@ import msgspec
 
 from continuity.errors import UsageError
 from continuity.providers.scripted import shared_prefix
+from continuity.servers.asgi import Receive, Send, lifespan, read_body, send_events, send_json
 from continuity.servers.wire_anthropic import anthropic_events, anthropic_message
 from continuity.servers.wire_chat import chat_completion, chat_events
 from continuity.servers.wire_model import (
@@ -74,8 +75,6 @@ __all__ = [
     "serve_in_thread",
 ]
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
 ROUTES = ("/chat/completions", "/responses", "/messages")
 MODELS_ROUTE = "/models"
 
@@ -122,61 +121,6 @@ def _without_output_counts(events: Events) -> Events:
     return stripped
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
-    """Acknowledge startup and shutdown; return at shutdown."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
-async def _read_body(receive: Receive) -> bytes:
-    raw = b""
-    while True:
-        message = await receive()
-        chunk: bytes = message.get("body", b"")
-        raw += chunk
-        if not message.get("more_body"):
-            break
-    return raw
-
-
-async def _stream(send: Send, events: Events, *, end: bool = True) -> None:
-    """Send `events` as a server-sent event stream (left open unless `end`)."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", b"text/event-stream"),
-                (b"cache-control", b"no-cache"),
-            ],
-        }
-    )
-    for event, data in events:
-        chunk = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
-        await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
-    if end:
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-async def _send_json(
-    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    """Send `body` (JSON) with `status` and any extra `headers`, in one body message."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), *(headers or [])],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
 class WireServer:
     """The ASGI app. `calls` lists ``(path, body)`` of every model call received (a
     ``GET /v1/models`` is not a model call); each is answered `latency_ms` after it
@@ -209,9 +153,9 @@ class WireServer:
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
-        raw = await _read_body(receive)
+        raw = await read_body(receive)
         path = scope["path"]
         if scope["method"] == "GET" and path.endswith(MODELS_ROUTE):
             await self._json(send, 200, model_list(self.model))
@@ -255,10 +199,10 @@ class WireServer:
             events = _without_output_counts(events)
         stall = self.faults.stall_from
         if stall is not None and number >= stall:
-            await _stream(send, events[: len(events) // 2], end=False)
+            await send_events(send, events[: len(events) // 2], end=False)
             self._note({"stalled": number})
             await anyio.sleep_forever()
-        await _stream(send, events)
+        await send_events(send, events)
 
     def _record(self, path: str, body: dict[str, Any], raw: bytes) -> tuple[int, int]:
         """Log the call (with how many calls are in flight, itself included); return
@@ -354,7 +298,7 @@ class WireServer:
         else:
             document = anthropic_message(self.model, call, text, tool, usage, caching=caching)
         encoded = json.dumps(document).encode()
-        await _send_json(send, 200, encoded[: len(encoded) // 2] if truncated else encoded)
+        await send_json(send, 200, encoded[: len(encoded) // 2] if truncated else encoded)
 
     async def _json(
         self,
@@ -363,7 +307,7 @@ class WireServer:
         payload: dict[str, Any],
         headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
-        await _send_json(send, status, json.dumps(payload).encode(), headers or [])
+        await send_json(send, status, json.dumps(payload).encode(), headers or [])
 
 
 @contextmanager
