@@ -15,7 +15,6 @@ open turn with `resume_turn`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -24,6 +23,7 @@ import msgspec
 from continuity.errors import HarnessError, ToolError
 from continuity.harness.live_input import LiveInput
 from continuity.harness.session import DurableSession, MessageEntry
+from continuity.harness.steer_inbox import text_digest
 from continuity.harness.tool_history import ToolHistory
 from continuity.memory.history import CanonicalHistory
 from continuity.memory.retained import RetainedStore
@@ -141,10 +141,7 @@ class AgentLoop:
         self, text: str, *, attribution: Attribution = "owner", source: UserSource = "owner"
     ) -> TurnReport:
         self.add_user(UserMessage(text=text, attribution=attribution, source=source))
-        live = self._deliver_live()  # steers queued between turns ride with this request
-        report = await self._requests()
-        return TurnReport(report.requests, report.tool_calls, report.live_inputs + live,
-                          report.usage)  # fmt: skip
+        return await self.resume_turn()  # steers queued between turns ride with it
 
     async def resume_turn(self) -> TurnReport:
         """Continue a turn a restarted process found open (its owner message, results or
@@ -174,10 +171,13 @@ class AgentLoop:
             delivered += 1
             request = self.request_id() if offer.steer_id is not None else ""
             if offer.steer_id is not None:
-                digest = hashlib.sha256(offer.text.encode("utf-8")).hexdigest()
                 self.session.append_custom(
                     STEER_MARKER,
-                    {"steer_id": offer.steer_id, "sha256": digest, "request": request},
+                    {
+                        "steer_id": offer.steer_id,
+                        "sha256": text_digest(offer.text),
+                        "request": request,
+                    },
                 )
             self.add_user(
                 UserMessage(text=offer.text, attribution=offer.attribution, source="steer")
@@ -226,12 +226,13 @@ class AgentLoop:
                     location=self.session.path.name,
                 )
             for call in done.message.tool_calls:
-                calls += await self._call(call)
+                await self._call(call)
+                calls += 1
             live += self._deliver_live()
         self.session.sync()
         return TurnReport(requests, calls, live, usage)
 
-    async def _call(self, call: ToolCallRequest) -> int:
+    async def _call(self, call: ToolCallRequest) -> None:
         """One MCP call and its result in the session (and the sidecar when it worked)."""
         assert self.toolbox is not None
         self.live_input.in_flight_call = call.call_id
@@ -248,7 +249,7 @@ class AgentLoop:
             ToolResultMessage(call_id=call.call_id, tool=call.name, text=output, is_error=failed)
         )
         if failed:
-            return 1
+            return
         spec = TOOLS.get(call.name)
         kind = spec.kind if spec else "other"
         self.tool_history.record(call_id=call.call_id, tool=call.name, kind=kind, output=output)
@@ -256,4 +257,3 @@ class AgentLoop:
             self.retained.retain_tool_result(
                 output, tool=call.name, tool_kind=kind, entry_ref=result.id
             )
-        return 1

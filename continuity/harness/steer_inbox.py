@@ -29,7 +29,7 @@ import msgspec
 
 from continuity.errors import HarnessError
 
-__all__ = ["SteerInbox", "SteerRow"]
+__all__ = ["SteerInbox", "SteerRow", "text_digest"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS steers (
@@ -56,7 +56,8 @@ class SteerRow(msgspec.Struct, frozen=True, kw_only=True):
     consumed_by: str | None
 
 
-def _sha256(text: str) -> str:
+def text_digest(text: str) -> str:
+    """A steer text's sha256 (its identity in the inbox and in the session's markers)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -110,7 +111,7 @@ class SteerInbox:
         if not text.strip():
             raise HarnessError("a steer needs text", code="steer_invalid", location=steer_id)
         owner = owner_text is not None and owner_text == text
-        digest = _sha256(text)
+        digest = text_digest(text)
         self._db.execute("BEGIN IMMEDIATE")
         try:
             found = self._rows("WHERE steer_id = ?", (steer_id,))
