@@ -44,7 +44,7 @@ import fcntl
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import anyio
 import msgspec
@@ -62,6 +62,7 @@ from continuity.memory.history import CanonicalHistory
 from continuity.messages import AssistantMessage, ToolCallRequest, ToolResultMessage, UserMessage
 from continuity.providers.scripted import ScriptedProvider
 from continuity.servers.fixture import FixtureToolServer, frozen_records
+from continuity.servers.wire_options import CodedArguments, whole_number
 from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
 
 __all__ = [
@@ -286,8 +287,7 @@ def run_live(
         completed = live.provider.remaining == 0 and not live.inbox.pending()
     finally:
         live.close()
-    session, history, _ = live.workspace.open(clock=_clock)
-    history.close()
+    session = live.session  # closed, its entries as written
     messages = _messages(session)
     report = LiveReport(
         session_id=session.header.session_id,
@@ -304,36 +304,18 @@ def run_live(
         ],
         completed=completed,
     )
-    session.close()
     report_path = live.workspace.root / REPORT
     report_path.write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
     return report
 
 
-class _Arguments(argparse.ArgumentParser):
-    """argparse whose usage errors are one coded line (``option_invalid``)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message, code="option_invalid", location="argv")
-
-
-def _milliseconds(text: str) -> int:
-    if not (text.isascii() and text.isdigit() and int(text) <= 600_000):
-        raise UsageError(
-            f"{text[:40]!r} is not a whole number from 0 to 600000",
-            code="option_invalid",
-            location="--slow-steer-ms",
-        )
-    return int(text)
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Arguments(prog="python -m continuity.harness.live")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Arguments)
+    parser = CodedArguments(prog="python -m continuity.harness.live")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=CodedArguments)
     run = commands.add_parser("run", help="run or resume the live session of a trace")
     run.add_argument("--workspace", type=Path, required=True)
     run.add_argument("--trace", type=Path, required=True, help="a trace file (JSON)")
-    run.add_argument("--slow-steer-ms", type=_milliseconds, default=0,
+    run.add_argument("--slow-steer-ms", type=whole_number("--slow-steer-ms", 0, 600_000), default=0,
                      help="hold each call a trace steer arrives during this long")  # fmt: skip
     steer = commands.add_parser("steer", help="queue an owner steer for the session")
     steer.add_argument("--workspace", type=Path, required=True)

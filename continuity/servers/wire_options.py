@@ -15,13 +15,19 @@ from typing import NoReturn
 
 from continuity.errors import UsageError
 
-__all__ = ["MAX_LATENCY_MS", "listening_socket", "parse_arguments"]
+__all__ = [
+    "MAX_LATENCY_MS",
+    "CodedArguments",
+    "listening_socket",
+    "parse_arguments",
+    "whole_number",
+]
 
 # The longest --latency-ms accepted: ten minutes, past any provider's own timeout.
 MAX_LATENCY_MS = 600_000
 
 
-def _whole_number(option: str, minimum: int, maximum: int) -> Callable[[str], int]:
+def whole_number(option: str, minimum: int, maximum: int) -> Callable[[str], int]:
     """An argparse type: a whole number from `minimum` to `maximum`, else ``option_invalid``
     at `option` (raised through argparse, which catches only ValueError and TypeError)."""
 
@@ -39,7 +45,7 @@ def _whole_number(option: str, minimum: int, maximum: int) -> Callable[[str], in
     return parse
 
 
-class _Arguments(argparse.ArgumentParser):
+class CodedArguments(argparse.ArgumentParser):
     """argparse whose usage errors (an unknown option, a missing value) are coded."""
 
     def error(self, message: str) -> NoReturn:
@@ -72,29 +78,29 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         UsageError: ``option_invalid`` at the option (``argv`` for an unknown option or
             a missing value).
     """
-    parser = _Arguments(prog="python -m continuity.servers.wire")
+    parser = CodedArguments(prog="python -m continuity.servers.wire")
     parser.add_argument("--model", default="local-model", help="the model name it serves")
     parser.add_argument(
         "--port",
-        type=_whole_number("--port", 0, 65535),
+        type=whole_number("--port", 0, 65535),
         default=0,
         help="port on 127.0.0.1 (default 0: the kernel chooses; fix it to keep the base URL)",
     )
     parser.add_argument(
         "--latency-ms",
-        type=_whole_number("--latency-ms", 0, MAX_LATENCY_MS),
+        type=whole_number("--latency-ms", 0, MAX_LATENCY_MS),
         default=0,
         help="delay every model call by this many milliseconds (calls overlap)",
     )
     parser.add_argument("--calls-log", help="append every request body to this JSONL file")
     parser.add_argument(
         "--hang-from",
-        type=_whole_number("--hang-from", 1, 10**9),
+        type=whole_number("--hang-from", 1, 10**9),
         help="never answer calls from this number on",
     )
     parser.add_argument(
         "--stall-from",
-        type=_whole_number("--stall-from", 1, 10**9),
+        type=whole_number("--stall-from", 1, 10**9),
         help="from this call number on, stream half the answer and then stall until stopped "
         '(the calls log gets {"stalled": N})',
     )
