@@ -4,6 +4,8 @@ confirmed loss, the run's unit files and stored units, and the attempt's `FaultR
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -132,6 +134,26 @@ def _aim(work: Path, knobs: Knobs, case_id: str, target: ProcessId) -> None:
         target=target,
     )  # fmt: skip
     write_receipt(work, BEFORE, aimed)
+
+
+def _kill_group(
+    work: Path, knobs: Knobs, case_id: str, run: FaultRun, aimed: tuple[int, ProcessId],
+    started: float, what: str,
+) -> float:  # fmt: skip
+    """Aim the fault at `aimed` (a process-group leader and its identity), send the
+    knobs' signal to its whole group and confirm the loss (no member left); the
+    monotonic time of the confirmation, where the hold starts.
+
+    Raises:
+        ContinuityError: ``qualify_loss_unconfirmed`` when the group outlives the signal.
+    """
+    pgid, target = aimed
+    _aim(work, knobs, case_id, target)
+    os.killpg(pgid, signal.Signals[knobs.signal])
+    run.timings["until_fault"] = time.monotonic() - started
+    if not _confirm_group_gone(pgid):
+        raise _infrastructure(f"the {what}'s group outlived the signal", "qualify_loss_unconfirmed")
+    return time.monotonic()
 
 
 def _unexercised(work: Path, completed: bool) -> None:

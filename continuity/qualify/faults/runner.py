@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -13,10 +12,8 @@ from continuity.qualify.faults.common import (
     _REPO,
     _RUNNER_UNITS,
     FaultRun,
-    _aim,
-    _confirm_group_gone,
     _doit,
-    _infrastructure,
+    _kill_group,
     _sha256,
     _start,
     _stored_units,
@@ -59,12 +56,7 @@ def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         process.stdout.close()
         _unexercised(work, process.returncode == 0)
         return run
-    _aim(work, knobs, case_id, target)
-    os.killpg(process.pid, signal.Signals[knobs.signal])
-    run.timings["until_fault"] = time.monotonic() - started
-    if not _confirm_group_gone(process.pid):
-        raise _infrastructure("the runner's group outlived the signal", "qualify_loss_unconfirmed")
-    confirmed = time.monotonic()
+    confirmed = _kill_group(work, knobs, case_id, run, (process.pid, target), started, "runner")
     process.wait(10)
     process.stdout.close()
     first = _stored_units(work)  # what the killed run delivered (units are keyed)

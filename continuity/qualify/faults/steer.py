@@ -35,9 +35,8 @@ from continuity.qualify.faults.common import (
     _REPO,
     _TRACE,
     FaultRun,
-    _aim,
-    _confirm_group_gone,
     _infrastructure,
+    _kill_group,
     _sha256,
     _start,
     _unexercised,
@@ -125,12 +124,7 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         process.stdout.close()
         _unexercised(work, process.returncode == 0)
         return run  # it ended before a steer was queued: unexercised
-    _aim(work, knobs, case_id, target)
-    os.killpg(process.pid, signal.Signals[knobs.signal])
-    run.timings["until_fault"] = time.monotonic() - started
-    if not _confirm_group_gone(process.pid):
-        raise _infrastructure("the harness's group outlived the signal", "qualify_loss_unconfirmed")
-    confirmed = time.monotonic()
+    confirmed = _kill_group(work, knobs, case_id, run, (process.pid, target), started, "harness")
     process.wait(10)
     drain.join()
     process.stdout.close()
