@@ -3,8 +3,12 @@
 Built on the official `mcp` SDK (low-level `Server`, streamable HTTP), it lists the six
 catalog tools with their input schemas and answers each call with the next frozen
 output of the trace, after checking that the call names the expected tool with the
-expected arguments. Every call is logged. A mismatched call gets an MCP error result,
-so the caller's replay fails rather than drifting.
+expected arguments. The calls of one assistant turn (one step, several calls) match
+that step's records in any order, by tool name and arguments, each record used once:
+an agent may run them concurrently. Calls of different steps keep the trace's order:
+a step's records are open only when every record of the steps before is matched. Every
+call is logged. A mismatched call gets an MCP error result, so the caller's replay
+fails rather than drifting.
 
 Run standalone: ``python -m continuity.servers.fixture --trace FILE [--delay-ms N]``
 prints ``listening http://127.0.0.1:PORT/mcp`` and serves until killed.
@@ -45,6 +49,7 @@ class FrozenRecord(msgspec.Struct, frozen=True):
     tool: str
     arguments: dict[str, Any]
     output: str
+    step: str = ""  # the assistant turn that made the call ("": a step of its own)
 
 
 class CallLogEntry(msgspec.Struct, frozen=True):
@@ -59,16 +64,30 @@ class CallLogEntry(msgspec.Struct, frozen=True):
 
 
 def frozen_records(trace: ReplayTrace) -> list[FrozenRecord]:
-    """The trace's tool results, in order, each with the call that produced it."""
+    """The trace's tool results, in order, each with the call that produced it and the
+    assistant turn that made the call."""
     calls = {}
     records = []
     for _, _, turn in iter_turns(trace):
         if isinstance(turn, AssistantMessage):
-            calls.update({c.call_id: c for c in turn.tool_calls})
+            calls.update({c.call_id: (c, turn.turn_id) for c in turn.tool_calls})
         elif isinstance(turn, ToolResult):
-            call = calls[turn.call_id]
-            records.append(FrozenRecord(turn.turn_id, call.tool, dict(call.arguments), turn.output))
+            call, step = calls[turn.call_id]
+            records.append(
+                FrozenRecord(turn.turn_id, call.tool, dict(call.arguments), turn.output, step)
+            )
     return records
+
+
+def _steps(records: Sequence[FrozenRecord]) -> list[list[FrozenRecord]]:
+    """`records` grouped by step, in order (a record without a step is one on its own)."""
+    groups: list[list[FrozenRecord]] = []
+    for record in records:
+        if groups and record.step and groups[-1][0].step == record.step:
+            groups[-1].append(record)
+        else:
+            groups.append([record])
+    return groups
 
 
 def _session_of(ctx: Any) -> str | None:
@@ -79,9 +98,9 @@ def _session_of(ctx: Any) -> str | None:
 
 
 class FixtureToolServer:
-    """Serves `records` in order over MCP. `call_log` holds every call received. Each call
-    is answered `delay_s` late; with `slow`, only the calls whose next record is one of
-    those record ids are.
+    """Serves `records` over MCP, step by step (module doc). `call_log` holds every call
+    received, in the order they were answered. Each call is answered `delay_s` late;
+    with `slow`, only the calls matching one of those record ids are.
 
     Steer holds (outside agents): a call whose record is in `holds` is held after
     `on_hold(record_id)` is called, until `release(record_id)` or `hold_deadline_s`
@@ -110,7 +129,10 @@ class FixtureToolServer:
         self.log_path = log_path
         self.call_log: list[CallLogEntry] = []
         self._lock = threading.Lock()
-        self._next = 0
+        self._steps = _steps(self.records)
+        self._step = 0  # the open step: the first with a record not yet claimed
+        self._claimed: set[str] = set()
+        self._served = 0
 
     def build(self) -> Server[Any]:
         async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -126,11 +148,13 @@ class FixtureToolServer:
             )
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-            if self.delay_s and self._slow_next():
+            tool, arguments = params.name, dict(params.arguments or {})
+            record, why = self._claim(tool, arguments)
+            slow = self.slow is None or (record is not None and record.record_id in self.slow)
+            if self.delay_s and slow:
                 await anyio.sleep(self.delay_s)
-            held = await self._hold(params.name, dict(params.arguments or {}))
-            session = _session_of(ctx)
-            return self._answer(params.name, dict(params.arguments or {}), session, held)
+            held = await self._hold(record) if record is not None else None
+            return self._answer(tool, arguments, record, why, _session_of(ctx), held)
 
         return Server(
             "continuity-fixture-tools",
@@ -144,15 +168,32 @@ class FixtureToolServer:
         with self._lock:
             self._released.add(record_id)
 
-    async def _hold(self, tool: str, arguments: dict[str, Any]) -> str | None:
-        """Hold a call that is its record's (tool and arguments) when that record is
-        held; the runner is told once per record, whatever retries follow."""
+    def _claim(self, tool: str, arguments: dict[str, Any]) -> tuple[FrozenRecord | None, str]:
+        """The open step's first unclaimed record that `tool` with `arguments` is, now
+        claimed (a later identical call gets the next one); else None and why."""
+        spec = TOOLS.get(tool)
+        problems = ["unknown tool"] if spec is None else argument_problems(spec, arguments)
         with self._lock:
-            record = self.records[self._next] if self._next < len(self.records) else None
-            if record is None or record.record_id not in self.holds:
-                return None
-            if (record.tool, record.arguments) != (tool, arguments):
-                return None  # not the held call: answered (and refused) at once
+            while self._step < len(self._steps) and all(
+                r.record_id in self._claimed for r in self._steps[self._step]
+            ):
+                self._step += 1
+            if self._step == len(self._steps):
+                return None, "; ".join(problems) or "no call was expected"
+            left = [r for r in self._steps[self._step] if r.record_id not in self._claimed]
+            found = next((r for r in left if (r.tool, r.arguments) == (tool, arguments)), None)
+            if found is None or problems:
+                expected = " or ".join(f"{r.tool} {r.arguments}" for r in left)
+                return None, "; ".join(problems) or f"expected {expected}"
+            self._claimed.add(found.record_id)
+            return found, ""
+
+    async def _hold(self, record: FrozenRecord) -> str | None:
+        """Hold the call of `record` when it is held, until released or the deadline; the
+        runner is told once per record."""
+        if record.record_id not in self.holds:
+            return None
+        with self._lock:
             due, first = record.record_id, record.record_id not in self._notified
             self._notified.add(due)
         if first and self.on_hold is not None:
@@ -165,50 +206,27 @@ class FixtureToolServer:
                 await anyio.sleep(0.01)
         return "late"
 
-    def _slow_next(self) -> bool:
-        with self._lock:
-            due = self.records[self._next].record_id if self._next < len(self.records) else None
-        return self.slow is None or due in self.slow
-
     def _answer(
         self,
         tool: str,
         arguments: dict[str, Any],
+        record: FrozenRecord | None,
+        why: str,
         session: str | None = None,
         held: str | None = None,
     ) -> types.CallToolResult:
         with self._lock:
             seq = len(self.call_log) + 1
-            expected = self.records[self._next] if self._next < len(self.records) else None
-            spec = TOOLS.get(tool)
-            problems = ["unknown tool"] if spec is None else argument_problems(spec, arguments)
-            matched = (
-                not problems
-                and expected is not None
-                and expected.tool == tool
-                and expected.arguments == arguments
-            )
-            if matched and expected is not None:
-                self._next += 1
+            if record is not None:
+                self._served += 1
+                size = len(record.output.encode("utf-8"))
                 entry = CallLogEntry(
-                    seq,
-                    tool,
-                    arguments,
-                    expected.record_id,
-                    True,
-                    len(expected.output.encode("utf-8")),
-                    session,
-                    held,
+                    seq, tool, arguments, record.record_id, True, size, session, held
                 )
                 result = types.CallToolResult(
-                    content=[types.TextContent(type="text", text=expected.output)]
+                    content=[types.TextContent(type="text", text=record.output)]
                 )
             else:
-                why = "; ".join(problems) or (
-                    "no call was expected"
-                    if expected is None
-                    else f"expected {expected.tool} {expected.arguments}"
-                )
                 entry = CallLogEntry(seq, tool, arguments, None, False, 0, session, held)
                 result = types.CallToolResult(
                     content=[types.TextContent(type="text", text=f"unexpected call: {why}")],
@@ -222,7 +240,7 @@ class FixtureToolServer:
 
     @property
     def served_all(self) -> bool:
-        return self._next == len(self.records)
+        return self._served == len(self.records)
 
     @asynccontextmanager
     async def running(self, token: str | None = None) -> AsyncIterator[str]:
