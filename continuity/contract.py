@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import msgspec
 from msgspec import UNSET
 
-from continuity.agents.contract import check_outside_agent
 from continuity.arms import LEDGER_ARM
+from continuity.contract_agent import check_outside_agent
 from continuity.errors import ContinuityError
 from continuity.harness.checkpoints import CheckpointResult, fork, run_child
 from continuity.outputs import resolve_out_path, write_json, write_output
@@ -106,8 +106,9 @@ def run_offline_contract(
     check_ledger_units(units)
     ledger_samples = _ledger_samples(store, out)
     outside = check_outside_agent(
-        [decode_trace(store.get_blob(i.digest)) for i in results["original"].items],
-        out / "runs" / f"{CONTRACT_RUN}-agent" / "agent",
+        store,
+        [(i.key, decode_trace(store.get_blob(i.digest))) for i in results["original"].items],
+        out / "runs" / f"{CONTRACT_RUN}-agent",
     )
     write_run_manifest(
         run_dir,

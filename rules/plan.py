@@ -92,6 +92,14 @@ PLAN_PARAMS: list[Param] = [
         False,
         "ledger arm: skip, before dispatch, any extractor that cannot enforce its output cap",
     ),
+    param(
+        "agent",
+        str,
+        "",
+        "an outside agent's adapter manifest (agent.toml): plan and run its units over "
+        "CAP/0, arms native, restart, new_session (the manifest and the agent's files "
+        "are bound into the plan and unit keys)",
+    ),
     # --suite holdout: the frozen external source and its preregistered selection.
     *SOURCE_PARAMS,
     *SELECTION_PARAMS,
@@ -126,6 +134,7 @@ class PlanOptions(SelectionOptions, total=False):
     pricing: str
     extraction_model: str
     require_request_cap: bool
+    agent: str
     manifest: str
     manifest_sha256: str
     statistical_spec: str

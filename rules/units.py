@@ -53,7 +53,6 @@ class UnitsOptions(PlanOptions, total=False):
     registration_digest: str
     capture_upkeep_output: str
     aggregate_only: bool
-    agent: str
 
 
 def _aggregate_only(options: UnitsOptions) -> str:
@@ -86,25 +85,25 @@ def _aggregate_only(options: UnitsOptions) -> str:
 
 
 def _agent_units(options: UnitsOptions) -> str:
-    """``--agent agent.toml``: an outside agent's scored samples (offline, CAP/0)."""
-    from pathlib import Path
-
-    from continuity.agents.drive import ARMS
-    from continuity.agents.manifest import load_manifest
-    from continuity.agents.units import run_agent_units
-    from continuity.errors import ArmError, UsageError
+    """``--agent agent.toml``: an outside agent's units (CAP/0), into
+    ``<out>/runs/<run>/units/`` (default run ``agent-<name>``) for `doit aggregate`."""
+    from continuity.agents.units import offline_reader
+    from continuity.errors import UsageError
+    from continuity.plan.agent_plan import agent_for_options
+    from continuity.plan.plan import plan_from_options
+    from continuity.progress import progress
+    from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
+    from continuity.runner.manifest import utc_stamp, write_run_manifest
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace
 
+    started = utc_stamp()
     if options.get("real"):
         raise UsageError("outside agents run offline in v0", code="agent_real_unsupported",
                          location="--real")  # fmt: skip
-    manifest = load_manifest(Path(options["agent"]))
-    chosen = options.get("arms") or "all"
-    arms = list(ARMS) if chosen == "all" else chosen.split(",")
-    unknown = [a for a in arms if a not in ARMS]
-    if unknown:
-        raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=unknown[0])
+    plan = plan_from_options(options)
+    loaded = agent_for_options(options)
+    assert loaded is not None and plan.agent is not None
     selection = Selection(options)
     store = selection.store
     suite = build_suite(store, selection.suite, out_dir=selection.out / "traces")
@@ -113,12 +112,19 @@ def _agent_units(options: UnitsOptions) -> str:
     if not items:
         raise UsageError("no trace of the suite is selected", code="trace_unknown",
                          location="--trace")  # fmt: skip
-    traces = [load_trace(store.get_blob(i.digest), source=i.trace_id) for i in items]
-    folder = selection.out / "runs" / options["run"] / "agent"
-    limit = int(options.get("probe_limit") or 0) or None
-    samples = run_agent_units(manifest, traces, arms, limit, folder)
-    valid = sum(1 for s in samples if s.status == "valid")
-    return f"agent units: {valid} of {len(samples)} samples valid; summary {folder / 'summary.md'}"
+    traces = [(i.key, load_trace(store.get_blob(i.digest), source=i.trace_id)) for i in items]
+    run = options["run"] if options["run"] != "offline" else f"agent-{loaded[0].name}"
+    run_dir = selection.out / "runs" / run
+    unit_plan = AgentUnitPlan(
+        manifest=loaded[0], agent=plan.agent, arms=[a.removeprefix("agent-") for a in plan.arms],
+        repeats=_repeats(options) or list(range(1, plan.repeats + 1)),
+        probe_limit=plan.probe_limit,
+    )  # fmt: skip
+    with progress(f"agent units {loaded[0].name}") as tick:
+        records, folder, built = build_agent_units(store, unit_plan, traces, run_dir,
+                                                   offline_reader, tick)  # fmt: skip
+    write_run_manifest(run_dir, plan, started=started)
+    return _summary(records, folder, built) + f"; aggregate with doit aggregate --run {run}"
 
 
 def _units(**options: Unpack[UnitsOptions]) -> str:
@@ -502,13 +508,6 @@ def task_units() -> TaskSpec:
                 "ledger arm, fictional traces only: save each extraction's raw completion, "
                 "validation code and merged ledger under DIR/upkeep-output/ (an absolute "
                 "directory outside the checkout; existing files are refused)",
-            ),
-            param(
-                "agent",
-                str,
-                "",
-                "an outside agent's adapter manifest (agent.toml): run its samples over "
-                "CAP/0 instead, arms native, restart, new_session (offline)",
             ),
             STORE,
             OUT,

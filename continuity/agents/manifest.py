@@ -7,6 +7,7 @@ protocol = "cap/0"
 command  = ["python3", "agent.py"]     # relative paths resolve against the manifest's folder
 env      = ["HOME", "PATH"]            # the allowlist: only these variables pass through
 api      = ["openai-chat"]
+sources  = ["lib/**/*.py"]             # optional: more files whose content is the agent's code
 ```
 
 The agent never receives credentials: its environment is the allowlist's variables
@@ -14,7 +15,10 @@ only (a name that looks like a credential, ``*KEY*``, ``*TOKEN*``, ``*SECRET*``,
 ``*PASSWORD*``, ``*CREDENTIAL*``, is refused), and its model endpoint is continuity's
 proxy with a dummy key. The manifest's `digest` (blake3 of its canonical form, with the
 command as written) identifies the adapter's configuration; its code is identified by
-the name and version it reports in ``initialize``, so bump ``version`` when it changes.
+its files: the command's arguments that are files in the manifest's folder and the
+``sources`` globs (relative to that folder). `fingerprint` binds the manifest's digest,
+the digest of those files' contents and the digest of the allowlisted variables'
+values, so a unit is never reused after the agent's code or environment changed.
 
 A manifest that is missing, not TOML, or does not fit the schema is
 ``agent_manifest_invalid``, located at the file and the field.
@@ -22,6 +26,7 @@ A manifest that is missing, not TOML, or does not fit the schema is
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -29,7 +34,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from continuity.digest import value_digest
+from continuity.digest import digest_bytes, value_digest
 from continuity.errors import AdapterError
 
 __all__ = ["Manifest", "load_manifest"]
@@ -51,11 +56,34 @@ class Manifest(BaseModel):
     command: list[str] = Field(min_length=1)
     env: list[str] = Field(default_factory=list)
     api: list[Literal["openai-chat"]] = Field(default_factory=_chat_only)
+    sources: list[str] = Field(default_factory=list)
     folder: str = Field(default="", exclude=True)  # where it was read from
 
     @property
     def digest(self) -> str:
         return value_digest(("cap-manifest", self.model_dump(mode="json")))
+
+    def source_files(self) -> list[Path]:
+        """The agent's own files: command arguments that name a file in the manifest's
+        folder, then every file the ``sources`` globs match there (sorted, once each)."""
+        root = Path(self.folder or ".")
+        named = [root / a for a in self.command if "{" not in a and (root / a).is_file()]
+        globbed = sorted(p for g in self.sources for p in root.glob(g) if p.is_file())
+        return list(dict.fromkeys([*named, *globbed]))
+
+    def fingerprint(self, environ: dict[str, str] | None = None) -> dict[str, str]:
+        """What a unit key binds of the agent: the manifest's digest, its files' contents
+        (by path relative to the folder) and its allowlisted variables' values."""
+        env = os.environ if environ is None else environ
+        root = Path(self.folder or ".")
+        files = [(str(p.relative_to(root)), digest_bytes(p.read_bytes()))
+                 for p in self.source_files()]  # fmt: skip
+        passed = [(name, env[name]) for name in sorted(self.env) if name in env]
+        return {
+            "manifest": self.digest,
+            "sources": value_digest(("cap-sources", files)),
+            "env": value_digest(("cap-env", passed)),
+        }
 
 
 def load_manifest(path: Path) -> Manifest:
@@ -84,6 +112,16 @@ def load_manifest(path: Path) -> Manifest:
         raise AdapterError(
             f"{first['msg']}", code="agent_manifest_invalid", location=f"{path}:{field}"
         ) from None
+    bad = next(
+        (g for g in manifest.sources if not g or Path(g).is_absolute() or ".." in Path(g).parts),
+        None,
+    )
+    if bad is not None:
+        raise AdapterError(
+            f"source glob {bad!r} must be relative to the manifest's folder",
+            code="agent_manifest_invalid",
+            location=f"{path}:sources",
+        )
     if any(not name or "=" in name for name in manifest.env):
         raise AdapterError(
             "env lists variable names only", code="agent_manifest_invalid", location=f"{path}:env"

@@ -1,75 +1,135 @@
-"""Scored samples of an outside agent: ``doit units --agent agent.toml`` (CAP/0 v0).
+"""One outside-agent sample and what it proves (CAP/0 v0).
 
-Every (trace, arm, probe) is one sample on a fresh copy: the trace is replayed through
-the adapter again (`continuity.agents.drive`), the arm's boundary crossed, the probe
-asked. The copies are proven identical by the replay signature: every sample of a trace
-must have the first sample's signature, else it is ``copy_unverified``.
+A sample is one probe asked of a fresh copy: the trace is replayed through the adapter
+again (`continuity.agents.drive`), the arm's boundary crossed, the probe asked as the
+agent's next owner turn. The copies are proven identical by the replay signature:
+every sample of a trace must have the trace's first signature, else it is
+``copy_unverified``.
 
 A sample is ``valid`` when its replay has no code but ``steer_degraded`` (a label), its
 boundary is ``verified`` and its copy is proven; otherwise it is excluded as
-``replay_failed``, ``contradicted``, ``not_crossed`` or ``copy_unverified``. Each
-answer is scored with the benchmark's scorer, and each probe's availability is read
-from the probe request the proxy saw (the same needles as the reference harness).
-
-The run writes ``samples.jsonl`` (content-free but for the answers) and ``summary.md``
-under ``<out>/runs/<run>/agent/``, the summary opening with a fixed banner that says
-what a black box cannot show. Offline the reader answers ``UNKNOWN``, so the accuracy
-means nothing there; the boundary verdicts and the availability do.
+``replay_failed``, ``contradicted``, ``not_crossed`` or ``copy_unverified``
+(`sample_status`). What the status rests on is kept with the sample (`AgentEvidence`),
+and who the agent is with its unit (`AgentIdentity`): the runner turns samples into
+ordinary unit records (`continuity.runner.agent_units`), so the aggregate, the report
+and `doit compare` read them like any other. The report opens such a run with a fixed
+banner (`BANNER`) saying what a black box cannot show.
 """
 
 from __future__ import annotations
 
-import shutil
-from collections import Counter
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
 import msgspec
 
-from continuity.agents.drive import AgentRun, drive_agent
+from continuity.agents.drive import ARMS, AgentRun, Reader, drive_agent
 from continuity.agents.manifest import Manifest
-from continuity.outputs import write_output
-from continuity.probes.availability import Availability, needles_for
-from continuity.probes.scoring import locale_for, score_answer
+from continuity.errors import ArmError
+from continuity.probes.availability import needles_for
 from continuity.servers.proxy_script import WireRequest
 from continuity.traces.schema import Probe, Trace
 
-__all__ = ["BANNER", "AgentSample", "banner", "run_agent_units", "summary"]
+__all__ = [
+    "AGENT_EXCLUSIONS",
+    "AGENT_PROBE_PROTOCOL",
+    "BANNER",
+    "AgentEvidence",
+    "AgentIdentity",
+    "evidence",
+    "identity",
+    "offline_reader",
+    "outside_arm",
+    "run_sample",
+    "sample_status",
+    "unit_arm",
+]
+
+# The probe reaches an outside agent as its next owner turn, not as the reference
+# reader's probe turn (`continuity.probes.protocol`): a protocol of its own, so its
+# units never average with, or compare against, the reference arms'.
+AGENT_PROBE_PROTOCOL = "cap0-owner-turn-v1"
+AGENT_EXCLUSIONS = ("replay_failed", "contradicted", "not_crossed", "copy_unverified")
 
 BANNER = (
-    "> **External agent.** `{agent}` via adapter `{name}` (manifest `{digest}`). Replay "
-    "mode **scripted**: the agent's model never saw the conversation during replay, so "
-    "memory written by model decisions could not happen. Boundary evidence: **verified "
-    "by traffic** for {verified} of {total} samples, contradicted for {contradicted} and "
-    "not crossed for {not_crossed} (excluded). Not verifiable for this agent: memory the "
-    "agent never sent to a model; the contents of provider-side compaction; whether every "
-    "model call went through the proxy (network **not isolated**). Fresh-copy isolation: "
-    "**re-replay**, signatures {signatures}."
+    "External agent. {agents} Replay mode scripted: the agent's model never saw the "
+    "conversation during replay, so memory written by model decisions could not happen. "
+    "Boundary evidence: verified by traffic for {verified} of {total} samples, "
+    "contradicted for {contradicted} and not crossed for {not_crossed} (excluded). Not "
+    "verifiable for this agent: memory the agent never sent to a model; the contents of "
+    "provider-side compaction; whether every model call went through the proxy (network "
+    "not isolated). Fresh-copy isolation: re-replay, signatures {signatures}."
 )
 
 
-class AgentSample(msgspec.Struct, frozen=True, kw_only=True):
-    trace_id: str
-    arm: str
-    probe_id: str
-    category: str
-    status: str  # valid, replay_failed, contradicted, not_crossed, copy_unverified
-    reasons: list[str]
-    answer: str
-    outcome: str
-    correct: bool
-    availability: Availability | None
-    steers: dict[str, str]
+class AgentIdentity(msgspec.Struct, frozen=True, kw_only=True):
+    """Who a unit's agent is, as its key binds it (`Manifest.fingerprint`)."""
+
+    adapter: str  # the manifest's name
+    version: str  # the manifest's version
+    manifest: str  # the manifest's digest
+    sources: str  # the digest of the agent's files
+    env: str  # the digest of its allowlisted variables' values
+
+
+class AgentEvidence(msgspec.Struct, frozen=True, kw_only=True):
+    """What one sample's status rests on, all of it observed (module doc)."""
+
+    reported: str  # the name and version the adapter reported in initialize
+    verdict: str  # the boundary: verified, contradicted, not_crossed
+    codes: list[str]  # the replay's codes (steer_degraded is a label)
     signature: str
-    pids: list[int]
+    steers: dict[str, str]  # steer id -> injected | queued | late | none
+    pids: list[int]  # every adapter process continuity spawned, in order
+    fixture_calls: int
+    probe_tool_attempts: int
 
 
-async def _unknown(request: WireRequest) -> str:
+_PREFIX = "agent-"
+
+
+def unit_arm(arm: str) -> str:
+    """The unit arm id of an outside arm (``native`` -> ``agent-native``)."""
+    return arm if arm.startswith(_PREFIX) else _PREFIX + arm
+
+
+def outside_arm(arm: str) -> str:
+    """The outside arm a unit arm id or a command-line arm names (refused if none).
+
+    Raises:
+        ArmError: ``arm_unknown``.
+    """
+    name = arm.removeprefix(_PREFIX)
+    if name not in ARMS:
+        raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=arm or "--arms")
+    return name
+
+
+def identity(manifest: Manifest, fingerprint: dict[str, str]) -> AgentIdentity:
+    return AgentIdentity(adapter=manifest.name, version=manifest.version, **fingerprint)
+
+
+async def offline_reader(request: WireRequest) -> str:
+    """The scripted reader of an offline run: it knows nothing, so the accuracy means
+    nothing there; the boundary verdicts and the availability do."""
     return "UNKNOWN"
 
 
-def _status(run: AgentRun, first: str) -> tuple[str, list[str]]:
+def run_sample(
+    manifest: Manifest, trace: Trace, arm: str, probe: Probe, work: Path, reader: Reader
+) -> AgentRun:
+    """Drive one fresh copy of `trace` through the adapter and ask `probe` (blocking)."""
+    needles = needles_for(probe.expectation, trace)
+
+    async def main() -> AgentRun:
+        return await drive_agent(manifest, trace, work=work, arm=arm, probe=probe.text,
+                                 reader=reader, needles=needles)  # fmt: skip
+
+    return anyio.run(main)
+
+
+def sample_status(run: AgentRun, first: str) -> tuple[str, list[str]]:
+    """The sample's status and its reasons; `first` is the trace's first signature."""
     codes = [c for c in run.codes if c != "steer_degraded"]
     if codes:
         return "replay_failed", run.details
@@ -80,78 +140,9 @@ def _status(run: AgentRun, first: str) -> tuple[str, list[str]]:
     return "valid", [d for d in run.details if d.startswith("steer_degraded")]
 
 
-def _sample(manifest: Manifest, trace: Trace, arm: str, probe: Probe, work: Path) -> AgentRun:
-    needles = needles_for(probe.expectation, trace)
-
-    async def main() -> AgentRun:
-        return await drive_agent(manifest, trace, work=work, arm=arm, probe=probe.text,
-                                 reader=_unknown, needles=needles)  # fmt: skip
-
-    return anyio.run(main)
-
-
-def run_agent_units(
-    manifest: Manifest, traces: Sequence[Trace], arms: Sequence[str], probe_limit: int | None,
-    folder: Path, say: Callable[[str], None] = print,
-) -> list[AgentSample]:  # fmt: skip
-    """Every sample (module doc), written to `folder` as they finish."""
-    shutil.rmtree(folder, ignore_errors=True)
-    (folder / "logs").mkdir(parents=True)
-    samples: list[AgentSample] = []
-    agent = manifest.name
-    total = sum(len(t.probes[:probe_limit]) for t in traces) * len(arms)
-    for trace in traces:
-        first = ""
-        for arm in arms:
-            for probe in trace.probes[:probe_limit]:
-                work = folder / "work" / f"{trace.trace_id}-{arm}-{probe.probe_id}"
-                run = _sample(manifest, trace, arm, probe, work)
-                shutil.move(work / "adapter.log", folder / "logs" / f"{work.name}.log")
-                shutil.rmtree(work, ignore_errors=True)  # the agent's state: not evidence
-                agent, first = run.agent, first or run.signature
-                status, reasons = _status(run, first)
-                score = score_answer(probe.expectation, run.probe_reply,
-                                     locale=locale_for(trace.family))  # fmt: skip
-                samples.append(AgentSample(
-                    trace_id=trace.trace_id, arm=arm, probe_id=probe.probe_id,
-                    category=probe.category, status=status, reasons=reasons,
-                    answer=run.probe_reply, outcome=score.outcome, correct=score.correct,
-                    availability=run.availability, steers=run.steers, signature=run.signature,
-                    pids=run.crossing.pids,
-                ))  # fmt: skip
-                say(f"agent units [{len(samples)}/{total}] {trace.trace_id} {arm} "
-                    f"{probe.probe_id} {status}")  # fmt: skip
-    lines = b"".join(msgspec.json.encode(s) + b"\n" for s in samples)
-    write_output(folder / "samples.jsonl", lines)
-    write_output(folder / "summary.md", summary(samples, manifest, agent).encode())
-    shutil.rmtree(folder / "work", ignore_errors=True)
-    return samples
-
-
-def banner(samples: Sequence[AgentSample], manifest: Manifest, agent: str) -> str:
-    counts = Counter(s.status for s in samples)
-    verified = sum(1 for s in samples if s.status in ("valid", "copy_unverified"))
-    equal = not counts["copy_unverified"]
-    return BANNER.format(
-        agent=agent, name=f"{manifest.name}@{manifest.version}", digest=manifest.digest[:16],
-        verified=verified, total=len(samples), contradicted=counts["contradicted"],
-        not_crossed=counts["not_crossed"], signatures="equal" if equal else "NOT equal",
+def evidence(run: AgentRun) -> AgentEvidence:
+    return AgentEvidence(
+        reported=run.agent, verdict=run.crossing.verdict, codes=run.codes,
+        signature=run.signature, steers=run.steers, pids=run.crossing.pids,
+        fixture_calls=run.fixture_calls, probe_tool_attempts=run.probe_tool_attempts,
     )  # fmt: skip
-
-
-def summary(samples: Sequence[AgentSample], manifest: Manifest, agent: str) -> str:
-    """``summary.md``: the banner, then per arm the samples, their classes, the
-    availability of the valid ones and their accuracy."""
-    rows = ["| arm | samples | valid | excluded | in context | absent | correct (valid) |",
-            "|---|---:|---:|---|---:|---:|---:|"]  # fmt: skip
-    for arm in dict.fromkeys(s.arm for s in samples):
-        mine = [s for s in samples if s.arm == arm]
-        valid = [s for s in mine if s.status == "valid"]
-        excluded = Counter(s.status for s in mine if s.status != "valid")
-        shown = ", ".join(f"{k} {v}" for k, v in sorted(excluded.items())) or "none"
-        fact = Counter(s.availability.fact for s in valid if s.availability is not None)
-        correct = sum(1 for s in valid if s.correct)
-        rows.append(f"| {arm} | {len(mine)} | {len(valid)} | {shown} | {fact['in_context']} "
-                    f"| {fact['absent']} | {correct}/{len(valid)} |")  # fmt: skip
-    return "\n".join([f"# Outside agent: {agent}", "", banner(samples, manifest, agent), "",
-                      *rows, ""])  # fmt: skip

@@ -25,10 +25,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from continuity.agents.units import AgentIdentity
 from continuity.arms import parse_arms
 from continuity.digest import value_digest
 from continuity.errors import UsageError
 from continuity.holdout.schema import HoldoutBinding
+from continuity.plan.agent_plan import agent_arms, agent_identity
 from continuity.plan.ledger_plan import LedgerPlan, check_ledger_plan, ledger_plan
 from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
 from continuity.plan.pricing import PriceSource, price_source
@@ -95,6 +97,8 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     ledger: LedgerPlan | None = None
     # --suite holdout only: the frozen external source and its selection.
     holdout: HoldoutBinding | None = None
+    # --agent only: the outside agent (continuity.plan.agent_plan).
+    agent: AgentIdentity | None = None
 
 
 class LookupPlan(Plan, frozen=True, kw_only=True):
@@ -112,7 +116,7 @@ class LookupPlan(Plan, frozen=True, kw_only=True):
 
 
 # Fields added after plans were first confirmed: each enters the digest only when set.
-_LATER_FIELDS = ("pricing", "ledger", "holdout")
+_LATER_FIELDS = ("pricing", "ledger", "holdout", "agent")
 
 
 @functools.cache
@@ -155,6 +159,7 @@ def build_plan(
     extraction_model: str | None = None,
     require_request_cap: bool = False,
     holdout: tuple[HoldoutBinding, Sequence[str]] | None = None,
+    agent: AgentIdentity | None = None,
 ) -> Plan:
     """A plan from command-line choices (validated; unknown arms fail as in
     `continuity.arms.parse_arms`). With the ledger arm it binds a `LedgerPlan`; on a
@@ -188,10 +193,8 @@ def build_plan(
         trace_keys = sorted(holdout[1])
     else:
         trace_keys = sorted(s.spec.key() for s in suite_specs(suite, seeds))
-    chosen = parse_arms(arms, probe_mode=probe_mode)
-    ledger = _ledger(
-        [a.id for a in chosen], reader, alternate, extraction_model, require_request_cap
-    )
+    arm_ids = _arm_ids(arms, probe_mode, agent)
+    ledger = _ledger(arm_ids, reader, alternate, extraction_model, require_request_cap)
     return Plan(
         mode=mode,
         suite=suite,
@@ -204,7 +207,7 @@ def build_plan(
         judge_effort=judge_effort if judge else None,
         endpoint=endpoint or Endpoint(),
         repeats=repeats,
-        arms=[a.id for a in chosen],
+        arms=arm_ids,
         probe_limit=probe_limit,
         probe_mode=probe_mode,
         credentials_fingerprint=(
@@ -213,7 +216,16 @@ def build_plan(
         pricing=pricing,
         ledger=ledger,
         holdout=holdout[0] if holdout is not None else None,
+        agent=agent,
     )
+
+
+def _arm_ids(arms: str | None, probe_mode: str, agent: AgentIdentity | None) -> list[str]:
+    """The planned arm ids: an outside agent's (continuity.plan.agent_plan) or the
+    reference arms' (`continuity.arms.parse_arms`)."""
+    if agent is not None:
+        return agent_arms(arms)
+    return [a.id for a in parse_arms(arms, probe_mode=probe_mode)]
 
 
 def _ledger(
@@ -330,6 +342,7 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
         extraction_model=options.get("extraction_model") or None,
         require_request_cap=bool(options.get("require_request_cap")),
         holdout=(holdout.binding, holdout.trace_keys) if holdout is not None else None,
+        agent=agent_identity(options),
     )
     if probe_mode != "lookup-allowed-v1":
         return plan

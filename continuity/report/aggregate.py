@@ -17,7 +17,10 @@ Results are split by suite (the trace family: original, hard, hard-distractors):
 accuracy, outcome, exclusion, availability, flip, tool-use, pressure and paired table is
 per suite and arm, and every "delta vs native" is paired (see continuity.report.paired).
 Units run under different probe protocols are never aggregated together
-(``unit_protocol_mixed``): their readers saw different bytes.
+(``unit_protocol_mixed``): their readers saw different bytes. Outside agents' units
+(continuity.runner.agent_units) have a protocol of their own, so a run of them never
+mixes with the reference arms; their report opens with the black-box banner
+(`agent_banner`).
 
 The order inside the package is one way: the result types (continuity.report.results)
 -> the statistics and tables that compute them -> this module, which builds a `Results`
@@ -27,13 +30,15 @@ imports this module.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
+from continuity.agents.drive import ARMS as AGENT_ARMS
+from continuity.agents.units import AGENT_PROBE_PROTOCOL, unit_arm
 from continuity.arms import ARMS
 from continuity.errors import AggregateError
 from continuity.outputs import write_json, write_output
@@ -48,6 +53,7 @@ from continuity.report.paired import paired_with_native
 from continuity.report.render import render_html, render_markdown
 from continuity.report.results import (
     AccuracyCell,
+    AgentBanner,
     FlipRate,
     FreeRecallCell,
     Paired,
@@ -72,7 +78,14 @@ from continuity.report.summary import UnitSummary
 from continuity.report.upkeep import upkeep_spend
 from continuity.store import Store
 
-__all__ = ["LEGACY_PROTOCOL", "SUITE_ORDER", "aggregate_run", "combine", "probe_protocols"]
+__all__ = [
+    "LEGACY_PROTOCOL",
+    "SUITE_ORDER",
+    "agent_banner",
+    "aggregate_run",
+    "combine",
+    "probe_protocols",
+]
 
 SUITE_ORDER = ("original", "hard", "hard-distractors")
 # Units written before the probe protocol was recorded ran under its first version.
@@ -111,6 +124,12 @@ def probe_protocols(summaries: list[UnitSummary], location: str) -> tuple[list[s
     protocols = sorted(example)
     if protocols == [PROBE_PROTOCOL]:
         return protocols, None
+    if protocols == [AGENT_PROBE_PROTOCOL]:
+        return protocols, (
+            "These units are outside agents': each probe was the agent's next owner turn "
+            f"({AGENT_PROBE_PROTOCOL}), not the reference reader's probe turn. Compare "
+            "them with other outside agents' runs, never with the reference arms."
+        )
     return protocols, (
         f"These units ran under {protocols[0]}, older than the current {PROBE_PROTOCOL}: "
         "the reader saw different probe-turn bytes. Results under different probe "
@@ -192,6 +211,24 @@ def _spend(
     return spend
 
 
+def agent_banner(summaries: list[UnitSummary]) -> AgentBanner | UnsetType:
+    """The banner counts of a run's outside-agent units (UNSET without any)."""
+    tallies = [s.agent for s in summaries if s.agent is not None]
+    if not tallies:
+        return UNSET
+    verdicts: Counter[str] = Counter()
+    for tally in tallies:
+        verdicts.update(tally.verdicts)
+    return AgentBanner(
+        agents=sorted({t.label for t in tallies}),
+        total=sum(verdicts.values()),
+        verified=verdicts["verified"],
+        contradicted=verdicts["contradicted"],
+        not_crossed=verdicts["not_crossed"],
+        copies_unverified=sum(t.copies_unverified for t in tallies),
+    )
+
+
 def combine(
     store: Store,
     run: str,
@@ -207,7 +244,7 @@ def combine(
     """
     protocols, protocol_note = probe_protocols(summaries, run)
     observed, summaries = summaries, without_duplicate_slots(summaries)
-    order = {arm_id: i for i, arm_id in enumerate(ARMS)}
+    order = {arm_id: i for i, arm_id in enumerate([*ARMS, *map(unit_arm, AGENT_ARMS)])}
     arms = sorted({s.arm for s in summaries}, key=lambda a: (order.get(a, len(order)), a))
     suites = _suites(summaries)
     repeats = sorted({s.repeat for s in summaries})
@@ -239,6 +276,7 @@ def combine(
         upkeep=upkeep_spend(catalog or load_catalog(), ((s.arm, s.upkeep) for s in summaries))
         or UNSET,
         free_recall={s: t.free_recall for s, t in tables.items() if t.free_recall} or UNSET,
+        agent=agent_banner(summaries),
     )
 
 

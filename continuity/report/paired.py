@@ -148,14 +148,16 @@ def paired_with_native(
     """The paired comparison of every arm of one suite with that suite's native arm
     (empty without native), and the suite's accuracy cells with the paired delta and
     its pair count in each (``delta_pp`` and ``delta_n``; native against itself is 0.0
-    over its valid samples; without native in the suite both are None and 0)."""
-    native = valid_outcomes(by_arm["native"]) if "native" in by_arm else None
+    over its valid samples; without native in the suite both are None and 0). A run of
+    an outside agent pairs with that agent's native arm (``agent-native``)."""
+    base = "native" if "native" in by_arm else "agent-native"
+    native = valid_outcomes(by_arm[base]) if base in by_arm else None
     paired: dict[str, Paired] = {}
     with_deltas: dict[str, dict[str, AccuracyCell]] = {}
     for arm, cells in accuracy.items():
         if native is None:
             with_deltas[arm] = _with_deltas(cells, None, {})
-        elif arm == "native":
+        elif arm == base:
             with_deltas[arm] = _with_deltas(cells, *_native_deltas(native, categories))
         else:
             comparison = paired[arm] = _compare(

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import html
 
+from msgspec import UNSET
+
+from continuity.agents.units import BANNER
 from continuity.report.charts import accuracy_chart, availability_chart, delta_chart, loss_chart
 from continuity.report.html_samples import drilldown_html, index_html
 from continuity.report.html_tables import suite_table, table_html
@@ -37,6 +40,7 @@ from continuity.runner.manifest import RunManifest
 __all__ = [
     "OFFLINE_NOTE",
     "REAL_NOTE",
+    "agent_banner",
     "protocol_line",
     "render_html",
     "render_markdown",
@@ -82,6 +86,19 @@ def tables(r: Results) -> list[Table]:
     return out
 
 
+def agent_banner(r: Results) -> str | None:
+    """The fixed banner of a run of outside agents (None for any other run)."""
+    if r.agent is UNSET:
+        return None
+    a = r.agent
+    return BANNER.format(
+        agents=f"Agent: {', '.join(a.agents)}; each answer came through its own adapter "
+        "(CAP/0), the probe as its next owner turn.",
+        verified=a.verified, total=a.total, contradicted=a.contradicted,
+        not_crossed=a.not_crossed, signatures="NOT equal" if a.copies_unverified else "equal",
+    )  # fmt: skip
+
+
 def protocol_line(r: Results) -> str:
     """The header line naming the probe protocol, and saying plainly when the run's
     results are not comparable with runs under the current protocol."""
@@ -108,6 +125,8 @@ def render_markdown(r: Results) -> str:
         f"> {run_note(r)}",
         "",
     ]
+    if (banner := agent_banner(r)) is not None:
+        lines[-1:-1] = ["", f"> **{banner.replace('. ', '.** ', 1)}"]
     for title, header, rows, note in tables(r):
         lines += [f"## {title}", ""]
         if note:
@@ -219,9 +238,18 @@ def _header(r: Results, c: ReportContext | None) -> str:
     return (
         f'<section id="run"><p class="note{" real" if real else ""}"><b>'
         f"{'Real run' if real else 'Offline run'}.</b> {html.escape(note)}</p>"
+        f"{_agent_note(r)}"
         f'<dl class="meta">{rows}</dl>{missing}'
         f'<p class="n">{html.escape(protocol_line(r))} {html.escape(scorer_line(r))}</p></section>'
     )
+
+
+def _agent_note(r: Results) -> str:
+    banner = agent_banner(r)
+    if banner is None:
+        return ""
+    head, rest = banner.split(". ", 1)
+    return f'<p class="note" id="agent"><b>{html.escape(head)}.</b> {html.escape(rest)}</p>'
 
 
 def _overview(r: Results, offline: bool) -> str:

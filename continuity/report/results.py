@@ -20,6 +20,7 @@ from continuity.runner.manifest import RunManifest
 
 __all__ = [
     "AccuracyCell",
+    "AgentBanner",
     "Agreement",
     "CategoryDelta",
     "ChangedOutcome",
@@ -318,6 +319,18 @@ class ScorerSection(msgspec.Struct, frozen=True, kw_only=True):
 # -- the document ----------------------------------------------------------------------
 
 
+class AgentBanner(msgspec.Struct, frozen=True, kw_only=True):
+    """A run of outside agents: who they are and what their boundaries showed (the
+    report's fixed banner, continuity.agents.units.BANNER)."""
+
+    agents: list[str]
+    total: int
+    verified: int
+    contradicted: int
+    not_crossed: int
+    copies_unverified: int
+
+
 class Results(msgspec.Struct, frozen=True, kw_only=True):
     """The run's results. Tables keyed ``[suite][arm]`` never mix trace families; spend
     (accounting, not a comparison) and the lookup report are per arm."""
@@ -350,6 +363,8 @@ class Results(msgspec.Struct, frozen=True, kw_only=True):
     # Free recall ``[suite][arm]`` with LoCoMo's token-F1 beside the scorer's accuracy;
     # left out of runs without free-recall samples.
     free_recall: dict[str, dict[str, FreeRecallCell]] | UnsetType = UNSET
+    # Outside agents' units (continuity.runner.agent_units); left out of other runs.
+    agent: AgentBanner | UnsetType = UNSET
 
 
 # -- the report's context (continuity.report.drilldown): never in results.json ---------

@@ -109,11 +109,13 @@ def excluded_counts(units: list[UnitSummary], *, treated: bool = False) -> dict[
     """Every exclusion class's count; ``treatment_invalid`` only for an arm with a
     treatment to invalidate (the ledger arm, `treated`) or where it occurred."""
     counts = Counter(r.status for s in units for r in s.rows if r.status != "valid")
-    return {
+    fixed = {
         name: counts.get(name, 0)
         for name in EXCLUDED_COLUMNS
         if name != "treatment_invalid" or treated or counts.get(name)
     }
+    # Other classes (an outside agent's: replay_failed, contradicted, ...) where they occur.
+    return fixed | {name: counts[name] for name in sorted(counts) if name not in fixed}
 
 
 def availability_counts(units: list[UnitSummary]) -> dict[str, int]:

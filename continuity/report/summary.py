@@ -19,6 +19,7 @@ from continuity.runner.units import UnitRecord
 
 __all__ = [
     "PRESSURE_FIGURES",
+    "AgentTally",
     "JudgeRow",
     "ProbeRow",
     "UnitSummary",
@@ -66,6 +67,15 @@ class JudgeRow(msgspec.Struct, frozen=True, array_like=True):
     answer: str | None
 
 
+class AgentTally(msgspec.Struct, frozen=True):
+    """An outside agent's unit: who (``adapter version, manifest digest``) and its
+    samples' boundary verdicts and unproven copies (the report's banner counts them)."""
+
+    label: str
+    verdicts: dict[str, int]
+    copies_unverified: int
+
+
 class UnitSummary(msgspec.Struct, frozen=True):
     """What the aggregate needs from one verified unit (cached by the file's digest)."""
 
@@ -88,6 +98,20 @@ class UnitSummary(msgspec.Struct, frozen=True):
     original: list[tuple[str, bool | None, str | None]] = []
     # The ledger arm: its preparation's upkeep, counted once per unit.
     upkeep: UpkeepRow | None = None
+    # An outside agent's unit (continuity.runner.agent_units).
+    agent: AgentTally | None = None
+
+
+def _agent_tally(record: UnitRecord) -> AgentTally | None:
+    if record.agent is UNSET:
+        return None
+    a = record.agent
+    verdicts: dict[str, int] = {}
+    for probe in record.probes:
+        if probe.agent is not UNSET:
+            verdicts[probe.agent.verdict] = verdicts.get(probe.agent.verdict, 0) + 1
+    unproven = sum(1 for p in record.probes if p.status == "copy_unverified")
+    return AgentTally(f"{a.adapter} {a.version} (manifest {a.manifest[:16]})", verdicts, unproven)
 
 
 def pressure_figures(arm_id: str, evidence: SampleEvidence | None) -> dict[str, int]:
@@ -205,4 +229,5 @@ def summarize(record: UnitRecord) -> UnitSummary:
         lookup_rows(record),
         record.probe_protocol,
         upkeep=upkeep_row(record),
+        agent=_agent_tally(record),
     )

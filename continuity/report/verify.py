@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.arms import ARMS
 from continuity.digest import value_digest
 from continuity.errors import AggregateError
+from continuity.runner.agent_units import agent_unit_key
 from continuity.runner.units import UnitRecord, content_digest, unit_key
 from continuity.store import Store
 
@@ -119,11 +121,16 @@ def _key_fields(record: UnitRecord) -> tuple[Any, ...]:
         record.probe_ids,
         record.binding,
         record.probe_protocol,
+        record.agent,
     )
 
 
 def _current_key(record: UnitRecord) -> str | None:
-    """The key the current unit code gives the unit's fields (None for an unknown arm)."""
+    """The key the current unit code gives the unit's fields (None for an unknown arm).
+    An outside agent's unit has its own key (`continuity.runner.agent_units`)."""
+    if record.agent is not UNSET:
+        return agent_unit_key(record.repeat, record.trace_key, record.arm, record.agent,
+                              record.probe_ids, record.binding)  # fmt: skip
     arm = ARMS.get(record.arm)
     if arm is None:
         return None
@@ -154,7 +161,7 @@ def _sealed_by_older_code(store: Store, path: Path, record: UnitRecord, data: by
         original = None
     if (
         original is None
-        or ARMS.get(record.arm) is None
+        or (ARMS.get(record.arm) is None and record.agent is UNSET)
         or original.key != record.key
         or _key_fields(original) != _key_fields(record)
     ):

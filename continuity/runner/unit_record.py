@@ -17,6 +17,7 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from continuity.agents.units import AgentEvidence, AgentIdentity
 from continuity.arms import Arm
 from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.harness.compaction import CompactionEvent
@@ -74,6 +75,11 @@ ProbeStatus = Literal[
     "pressure_unverified",
     "failed",
     "inventory_infeasible",
+    # An outside agent's sample (continuity.agents.units.sample_status).
+    "replay_failed",
+    "contradicted",
+    "not_crossed",
+    "copy_unverified",
 ]
 # What `run_unit` did: built and stored it, reused a stored one, or (real mode) left it
 # unfinished (neither stored nor materialised: the next run retries it).
@@ -104,6 +110,8 @@ class ProbeResult(msgspec.Struct, frozen=True, kw_only=True):
     # gold, reported beside the outcome (continuity.probes.token_f1); left out otherwise,
     # so every other unit keeps its bytes.
     token_f1: float | UnsetType = UNSET
+    # An outside agent's sample: what its status rests on (left out otherwise).
+    agent: AgentEvidence | UnsetType = UNSET
 
 
 class UnitRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -139,6 +147,8 @@ class UnitRecord(msgspec.Struct, frozen=True, kw_only=True):
     # upkeep stages). Its upkeep is counted once, here, never per probe; an invalid
     # preparation's samples are excluded (treatment_invalid) and its upkeep still counts.
     upkeep: PreparationReceipt | UnsetType = UNSET
+    # An outside agent's unit (continuity.runner.agent_units): the agent its key binds.
+    agent: AgentIdentity | UnsetType = UNSET
     content_digest: str = ""
 
 

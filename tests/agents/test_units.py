@@ -1,19 +1,28 @@
-"""`doit units --agent`: scored outside-agent samples, the offline contract's pass, the
-equivalence with the reference harness's native arm, and bad input with its codes."""
+"""`doit units --agent`: an outside agent's units in the run's ``units/`` (keyed by the
+agent's fingerprint, reused from the store), aggregated and compared like any other,
+the offline contract's pass, the equivalence with the reference harness's native arm,
+and bad input with its codes."""
 
 from __future__ import annotations
 
-import json
+import shutil
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
+from msgspec import UNSET
 
-from continuity.agents.contract import TOY_MANIFEST, check_outside_agent
 from continuity.agents.manifest import load_manifest
-from continuity.agents.units import run_agent_units
+from continuity.contract_agent import TOY_MANIFEST, check_outside_agent
 from continuity.errors import ContinuityError
+from continuity.plan.plan import plan_digest, plan_from_options
+from continuity.report.aggregate import aggregate_run
+from continuity.report.compare import compare_runs
+from continuity.runner.unit_record import UnitRecord, seal
 from continuity.runner.units import build_units
 from continuity.store import Store
+from continuity.traces.suites import build_suite
 from rules.units import _units
 from tests.harness.test_replay import trace_named
 
@@ -21,38 +30,114 @@ TRACE = "brightline-return"
 LIMIT = 4
 
 
+@pytest.fixture(scope="module")
+def agent_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The toy's native units over one trace, four probes, and the reference native
+    arm's over the same, in one store."""
+    root = tmp_path_factory.mktemp("agent-units")
+    options: dict[str, Any] = {"agent": str(TOY_MANIFEST), "arms": "native", "trace": TRACE,
+                               "probe_limit": LIMIT, "run": "offline", "out": str(root),
+                               "store": str(root / "store")}  # fmt: skip
+    line = _units(**options)
+    store = Store(root / "store")
+    records, _, _ = build_units(store, "original", arms="native", traces=TRACE,
+                                probe_limit=LIMIT, run_dir=root / "ref")  # fmt: skip
+    return {"root": root, "options": options, "line": line, "store": store, "ref": records}
+
+
+def _unit(run_dir: Path) -> tuple[Path, UnitRecord]:
+    path = next((run_dir / "units").glob("*.json"))
+    return path, msgspec.json.decode(path.read_bytes(), type=UnitRecord)
+
+
 def test_the_toy_agent_gets_the_reference_native_arms_availability_labels(
-    tmp_path: Path,
+    agent_run: dict[str, Any],
 ) -> None:
     """The toy, like the reference harness's native arm, keeps the whole conversation in
     its context: the probes' availability, read from the probe request the proxy saw,
     is the one the reference harness's probe child found."""
-    store = Store(tmp_path / "store")
-    records, _, _ = build_units(store, "original", arms="native", traces=TRACE,
-                                probe_limit=LIMIT, run_dir=tmp_path / "ref")  # fmt: skip
-    reference = {p.probe_id: p.availability.fact for p in records[0].probes if p.availability}
-    samples = run_agent_units(load_manifest(TOY_MANIFEST), [trace_named(TRACE)], ["native"],
-                              LIMIT, tmp_path / "agent", say=lambda line: None)  # fmt: skip
-    toy = {s.probe_id: s.availability.fact for s in samples if s.availability}
+    reference = {p.probe_id: p.availability.fact for p in agent_run["ref"][0].probes
+                 if p.availability}  # fmt: skip
+    path, record = _unit(agent_run["root"] / "runs" / "agent-toy")
+    assert path.name == f"r1-{TRACE}-agent-native.json" and record.arm == "agent-native"
+    toy = {p.probe_id: p.availability.fact for p in record.probes if p.availability}
     assert toy == reference and len(toy) == LIMIT
-    assert all(s.status == "valid" for s in samples)
-    written = [
-        json.loads(x) for x in (tmp_path / "agent" / "samples.jsonl").read_text().split("\n") if x
-    ]
-    assert [w["probe_id"] for w in written] == list(toy)
-    summary = (tmp_path / "agent" / "summary.md").read_text()
-    assert summary.startswith("# Outside agent: toy 0.1") and "**External agent.**" in summary
-    assert "whether every model call went through the proxy" in summary
+    assert all(p.status == "valid" for p in record.probes)
+    assert record.agent is not UNSET and record.agent.adapter == "toy"
+    assert all(p.agent is not UNSET and p.agent.verdict == "verified" for p in record.probes)
+    assert "1 units (1 run, 0 from the store), 4 probe samples, 0 excluded" in agent_run["line"]
+
+
+def test_an_agent_run_aggregates_under_its_banner_and_compares(agent_run: dict[str, Any]) -> None:
+    root, store = agent_run["root"], agent_run["store"]
+    run_dir = root / "runs" / "agent-toy"
+    results, paths, _ = aggregate_run(store, run_dir)
+    assert results.arms == ["agent-native"] and results.agent is not UNSET
+    assert results.agent.verified == LIMIT and results.agent.copies_unverified == 0
+    assert results.probe_protocols == ["cap0-owner-turn-v1"]
+    report = paths["report"].read_text()
+    assert 'id="agent"' in report and "External agent." in report
+    assert "whether every model call went through the proxy" in report
+    assert "> **External agent.** Agent: toy 0.1.0" in paths["summary"].read_text()
+    shutil.copytree(run_dir, root / "runs" / "agent-toy-again")
+    compared, _ = compare_runs(store, run_dir, root / "runs" / "agent-toy-again", root / "cmp")
+    assert compared.slots.paired == LIMIT and compared.flips == []
+    assert compared.probe_protocol == "cap0-owner-turn-v1"
+
+
+def test_a_rerun_reuses_the_stored_units_and_a_changed_agent_builds_new_ones(
+    agent_run: dict[str, Any], tmp_path: Path
+) -> None:
+    again = _units(**agent_run["options"])
+    assert "1 units (0 run, 1 from the store)" in again
+    manifest = load_manifest(TOY_MANIFEST)
+    print_ = manifest.fingerprint({})
+    assert manifest.fingerprint({"TOY_FAULT": "no_resume"})["env"] != print_["env"]
+    assert manifest.fingerprint({"UNLISTED": "x"}) == print_  # only the allowlist binds
+    copy = tmp_path / "toy"
+    shutil.copytree(TOY_MANIFEST.parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    edited = load_manifest(copy / "agent.toml")
+    assert edited.fingerprint({}) == print_  # the same files, elsewhere
+    (copy / "toy_agent.py").write_text((copy / "toy_agent.py").read_text() + "\n# edited\n")
+    assert edited.fingerprint({})["sources"] != print_["sources"]
+    options = {**agent_run["options"], "store": str(tmp_path / "s"), "out": str(tmp_path)}
+    base = plan_digest(plan_from_options(options))
+    assert plan_digest(plan_from_options({**options, "agent": str(copy / "agent.toml")})) != base
+
+
+def test_an_edited_agent_unit_is_refused_by_the_aggregate(
+    agent_run: dict[str, Any], tmp_path: Path
+) -> None:
+    store = agent_run["store"]
+    run_dir = tmp_path / "run"
+    shutil.copytree(agent_run["root"] / "runs" / "agent-toy" / "units", run_dir / "units")
+    path, record = _unit(run_dir)
+    assert record.agent is not UNSET
+    other = msgspec.structs.replace(record.agent, env="0" * 64)
+    path.write_bytes(msgspec.json.encode(seal(msgspec.structs.replace(record, agent=other))))
+    with pytest.raises(ContinuityError) as caught:
+        aggregate_run(store, run_dir)
+    assert caught.value.code == "unit_key_mismatch"
+    answer = msgspec.structs.replace(record.probes[0], answer="edited")
+    edited = msgspec.structs.replace(record, probes=[answer, *record.probes[1:]])
+    path.write_bytes(msgspec.json.encode(seal(edited)))
+    with pytest.raises(ContinuityError) as caught:
+        aggregate_run(store, run_dir)
+    assert caught.value.code == "unit_tampered"
 
 
 def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TOY_FAULT", "no_resume")
+    store = Store(tmp_path / "store")
+    item = next(i for i in build_suite(store, "original", out_dir=tmp_path).items
+                if i.trace_id == TRACE)  # fmt: skip
     with pytest.raises(ContinuityError) as caught:
-        check_outside_agent([trace_named(TRACE)], tmp_path / "agent")
+        check_outside_agent(store, [(item.key, trace_named(TRACE))], tmp_path / "run")
     assert caught.value.code == "agent_contract_failed"
-    assert f"{TRACE}/restart/" in caught.value.message and "contradicted" in caught.value.message
+    assert f"{TRACE}/agent-restart/" in caught.value.message
+    assert "contradicted" in caught.value.message
 
 
 @pytest.mark.parametrize(
@@ -62,12 +147,16 @@ def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
         ({"real": True}, "agent_real_unsupported"),
         ({"trace": "no-such-trace"}, "trace_unknown"),
         ({"agent": "missing.toml"}, "agent_manifest_invalid"),
+        ({"judge": "openai-chat:gpt-x"}, "plan_invalid"),
+        ({"probe_mode": "lookup-allowed-v1"}, "plan_invalid"),
+        ({"extraction_model": "openai-chat:gpt-x"}, "plan_invalid"),
     ],
 )
 def test_bad_agent_units_input_is_refused_with_a_code(
     tmp_path: Path, options: dict[str, object], code: str
 ) -> None:
-    given: dict[str, object] = {"agent": str(TOY_MANIFEST), "run": "a", "out": str(tmp_path)}
+    given: dict[str, object] = {"agent": str(TOY_MANIFEST), "run": "a", "out": str(tmp_path),
+                                "store": str(tmp_path / "store")}  # fmt: skip
     with pytest.raises(ContinuityError) as caught:
         _units(**{**given, **options})  # type: ignore[arg-type]
     assert caught.value.code == code

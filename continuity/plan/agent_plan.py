@@ -1,0 +1,78 @@
+"""The outside-agent part of a plan (``--agent agent.toml``, CAP/0 v0).
+
+A plan that names an agent binds its identity (`continuity.agents.units.AgentIdentity`:
+the manifest's digest, the digest of the agent's files and of its allowlisted
+variables' values), so the plan digest a real run confirms, and every unit key, change
+when the agent does. Its arms are the outside arms (``native``, ``restart``,
+``new_session``, default all three), planned as their unit ids (``agent-native``, ...).
+
+What v0 does not do with an outside agent is refused at plan time, never dropped
+silently: the lookup probe mode and the ledger options (``plan_invalid``), a judge
+(``plan_invalid``: the agent's answers are graded by the deterministic scorer only).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from continuity.agents.drive import ARMS
+from continuity.agents.manifest import Manifest, load_manifest
+from continuity.agents.units import AgentIdentity, identity, outside_arm, unit_arm
+from continuity.errors import UsageError
+
+__all__ = ["agent_arms", "agent_for_options", "agent_identity"]
+
+# Plan options an outside agent's plan refuses, and why.
+_REFUSED = {
+    "judge": "the judge does not grade outside agents' answers in v0 (the scorer does)",
+    "extraction_model": "the ledger arm is a reference arm; outside agents have none",
+    "require_request_cap": "the ledger arm is a reference arm; outside agents have none",
+    "lookup_reader": "lookup-allowed-v1 is the reference reader's probe mode",
+}
+
+
+def agent_for_options(options: Mapping[str, Any]) -> tuple[Manifest, AgentIdentity] | None:
+    """The manifest ``--agent`` names and the identity the plan binds (None without one).
+
+    Raises:
+        AdapterError: ``agent_manifest_invalid``.
+        UsageError: ``plan_invalid`` for an option an outside agent's plan refuses.
+    """
+    path = options.get("agent") or ""
+    if not path:
+        return None
+    for name, why in _REFUSED.items():
+        if options.get(name) not in (None, "", False, "none"):
+            raise UsageError(
+                f"--{name.replace('_', '-')} with --agent: {why}",
+                code="plan_invalid",
+                location=f"--{name.replace('_', '-')}",
+            )
+    if (options.get("probe_mode") or "recall-only") != "recall-only":
+        raise UsageError(
+            "--agent asks the probe as the agent's next owner turn: recall-only only",
+            code="plan_invalid",
+            location="--probe-mode",
+        )
+    manifest = load_manifest(Path(path))
+    return manifest, identity(manifest, manifest.fingerprint(dict(os.environ)))
+
+
+def agent_identity(options: Mapping[str, Any]) -> AgentIdentity | None:
+    """The identity a plan binds for ``--agent`` (None without one)."""
+    loaded = agent_for_options(options)
+    return loaded[1] if loaded is not None else None
+
+
+def agent_arms(arms: str | None) -> list[str]:
+    """The unit arm ids of ``--arms`` for an outside agent (default: all three).
+
+    Raises:
+        ArmError: ``arm_unknown``.
+    """
+    chosen = [a.strip() for a in (arms or "all").split(",") if a.strip()]
+    names = list(ARMS) if chosen in (["all"], []) else [outside_arm(a) for a in chosen]
+    return [unit_arm(a) for a in dict.fromkeys(names)]

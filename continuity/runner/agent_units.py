@@ -1,0 +1,203 @@
+"""An outside agent's units: ``doit units --agent agent.toml`` (CAP/0 v0).
+
+One unit per repeat x trace x arm, as for the reference arms, holding one sample per
+planned probe (`continuity.agents.units`: each a fresh re-replay of the trace through
+the adapter, its boundary crossed, the probe asked as the next owner turn). Its arm is
+the outside arm's unit id (``agent-native``, ``agent-restart``, ``agent-new_session``,
+`continuity.agents.units.unit_arm`), so an outside agent's units never pass for the reference arms'.
+
+A unit is a store artifact keyed by `agent_unit_key`: its repeat, arm, probe ids and
+probe protocol, the agent's fingerprint (manifest digest, the digest of its files and
+of its allowlisted variables' values), the real binding of the reader the probe is
+forwarded to (None offline), the trace's key and the code that drives the agent. A
+rerun reuses every stored unit and builds only what is missing; changing the agent's
+code, manifest or environment builds new units.
+
+Every sample of a trace must carry the trace's first replay signature (else it is
+``copy_unverified``): the first is the first sample's in plan order, read from a stored
+unit when that unit is reused.
+
+Each answer is graded by the benchmark's scorer, and each probe's availability is read
+from the probe request the proxy saw. The unit files go to ``<run>/units/`` like every
+other, so `doit aggregate` and `doit compare` read them; the adapters' logs go to
+``<run>/agent-logs/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import msgspec
+
+from continuity.agents.drive import AgentRun, Reader
+from continuity.agents.manifest import Manifest
+from continuity.agents.units import (
+    AGENT_PROBE_PROTOCOL,
+    AgentIdentity,
+    evidence,
+    run_sample,
+    sample_status,
+    unit_arm,
+)
+from continuity.digest import KeySpec, code_digest
+from continuity.probes.scoring import locale_for, score_answer
+from continuity.progress import Tick
+from continuity.runner.unit_record import ProbeResult, ProbeStatus, UnitRecord, seal
+from continuity.runner.unit_store import materialise, store_unit
+from continuity.store import Store
+from continuity.traces.schema import Probe, Trace
+
+__all__ = [
+    "AGENT_UNIT_CODE",
+    "AgentUnitPlan",
+    "agent_unit_key",
+    "build_agent_units",
+]
+
+AGENT_UNIT_SALT = "agent-unit-v1"
+AGENT_UNIT_CODE = (
+    "continuity.agents",
+    "continuity.servers.model_proxy",
+    "continuity.servers.proxy_script",
+    "continuity.servers.fixture",
+    "continuity.servers.asgi",
+    "continuity.runner.agent_units",
+    "continuity.runner.unit_record",
+)
+
+
+def agent_unit_key(
+    repeat: int,
+    trace_key: str,
+    arm: str,
+    agent: AgentIdentity,
+    probe_ids: Sequence[str],
+    binding: dict[str, Any] | None = None,
+) -> str:
+    """An outside agent's unit key (module doc); `arm` is the unit arm id."""
+    params: dict[str, Any] = {
+        "repeat": repeat,
+        "arm": arm,
+        "probes": list(probe_ids),
+        "protocol": AGENT_PROBE_PROTOCOL,
+        "agent": msgspec.to_builtins(agent),
+    }
+    if binding is not None:
+        params["binding"] = binding
+    return KeySpec(
+        kind="agent-unit",
+        salt=AGENT_UNIT_SALT,
+        code=code_digest(AGENT_UNIT_CODE),
+        params=params,
+        inputs={"trace": trace_key},
+    ).key()
+
+
+class AgentUnitPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What `build_agent_units` runs: the agent, its arms (outside arm names), the
+    repeats, the probe limit, the reader the probe goes to and its real binding."""
+
+    manifest: Manifest
+    agent: AgentIdentity
+    arms: list[str]
+    repeats: list[int]
+    probe_limit: int | None
+    binding: dict[str, Any] | None = None
+
+
+def _result(trace: Trace, probe: Probe, index: int, run: AgentRun, first: str) -> ProbeResult:
+    status, reasons = sample_status(run, first)
+    score = score_answer(probe.expectation, run.probe_reply, locale=locale_for(trace.family))
+    return ProbeResult(
+        probe_id=probe.probe_id, index=index, category=probe.category,
+        design_role=probe.design_role, status=cast(ProbeStatus, status),
+        reasons=reasons, answer=run.probe_reply, outcome=score.outcome,
+        correct=score.correct, score_reason=score.reason, availability=run.availability,
+        agent=evidence(run),
+    )  # fmt: skip
+
+
+class _Unit:
+    """One unit being built: its frame, then its samples."""
+
+    def __init__(self, plan: AgentUnitPlan, trace: Trace, key: str, arm: str, repeat: int):
+        self.plan, self.trace, self.arm, self.repeat = plan, trace, arm, repeat
+        self.probes = trace.probes[: plan.probe_limit]
+        self.key = agent_unit_key(repeat, key, unit_arm(arm), plan.agent,
+                                  [p.probe_id for p in self.probes], plan.binding)  # fmt: skip
+        self.trace_key = key
+
+    def record(self, results: list[ProbeResult]) -> UnitRecord:
+        return seal(UnitRecord(
+            key=self.key, repeat=self.repeat, family=self.trace.family,
+            trace_id=self.trace.trace_id, trace_key=self.trace_key, arm=unit_arm(self.arm),
+            checkpoint="", probe_ids=[p.probe_id for p in self.probes], probes=results,
+            judge=[], binding=self.plan.binding, probe_protocol=AGENT_PROBE_PROTOCOL,
+            complete=True, eligible_terminal=True, agent=self.plan.agent,
+        ))  # fmt: skip
+
+
+def _sample(plan: AgentUnitPlan, unit: _Unit, probe: Probe, run_dir: Path,
+            reader: Reader) -> AgentRun:  # fmt: skip
+    """One sample in a scratch folder; the adapter's log is kept, its state is not."""
+    name = f"r{unit.repeat}-{unit.trace.trace_id}-{unit.arm}-{probe.probe_id}"
+    work = run_dir / "agent-work" / name
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        return run_sample(plan.manifest, unit.trace, unit.arm, probe, work, reader)
+    finally:
+        if (work / "adapter.log").is_file():
+            shutil.move(work / "adapter.log", run_dir / "agent-logs" / f"{name}.log")
+        shutil.rmtree(work, ignore_errors=True)  # the agent's state: not evidence
+
+
+def _first_signature(record: UnitRecord) -> str:
+    return next((p.agent.signature for p in record.probes
+                 if isinstance(p.agent, msgspec.Struct) and p.agent.signature), "")  # fmt: skip
+
+
+def build_agent_units(
+    store: Store,
+    plan: AgentUnitPlan,
+    traces: Sequence[tuple[str, Trace]],
+    run_dir: Path,
+    reader: Reader,
+    progress: Tick | None = None,
+) -> tuple[list[UnitRecord], Path, int]:
+    """Build (or reuse) every unit of `traces` (their keys and traces) into
+    ``<run_dir>/units/``; returns the records, that folder and how many were built."""
+    folder, logs = run_dir / "units", run_dir / "agent-logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    logs.mkdir(parents=True, exist_ok=True)
+    units = [_Unit(plan, trace, key, arm, repeat) for repeat in plan.repeats
+             for key, trace in traces for arm in plan.arms]  # fmt: skip
+    total = sum(len(u.probes) for u in units)
+    records: list[UnitRecord] = []
+    firsts: dict[str, str] = {}
+    built = done = 0
+    for unit in units:
+        stored = store.load_output(unit.key)
+        if stored is not None:
+            record = msgspec.json.decode(stored, type=UnitRecord)
+            firsts.setdefault(unit.trace_key, _first_signature(record))
+            done += len(unit.probes)
+            if progress is not None:
+                progress(done, total, unit.trace.trace_id, f"{unit.arm} cached")
+        else:
+            results = []
+            for index, probe in enumerate(unit.probes):
+                run = _sample(plan, unit, probe, run_dir, reader)
+                first = firsts.setdefault(unit.trace_key, run.signature)
+                results.append(_result(unit.trace, probe, index, run, first))
+                done += 1
+                if progress is not None:
+                    progress(done, total, unit.trace.trace_id,
+                             f"{unit.arm} {probe.probe_id} {results[-1].status}")  # fmt: skip
+            record = store_unit(store, unit.record(results))
+            built += 1
+        records.append(materialise(store, folder, record))
+    shutil.rmtree(run_dir / "agent-work", ignore_errors=True)
+    return records, folder, built
