@@ -12,7 +12,11 @@ else by shape: it offers tools and extends (or starts) the main conversation -> 
   (`continuity.servers.proxy_script`), its tool names mapped to the tools the agent
   offers (the one equal to the trace's name, or ending with ``_<name>``), with fresh
   call ids; the request is checked first (owner text, tool results, steers after the
-  last result). An aux request gets a canned empty answer (offline, recorded). A
+  last result). How each steer reached the agent adapts the script (`steer_delivered`:
+  a queued steer is expected as an owner turn of its own, a rejected one not at all),
+  and a request setting ``parallel_tool_calls: false`` gets a step's several calls one
+  per reply; otherwise a step's calls go out in one reply, which the agent may run
+  concurrently. An aux request gets a canned empty answer (offline, recorded). A
   request it cannot classify is refused with ``replay_unclassified_call``, never
   guessed; a reply whose tool the agent does not offer is ``tools_not_offered``.
 - **forward** mode (the probe): the request goes to `reader` (the scripted reader
@@ -49,7 +53,10 @@ from continuity.servers.proxy_script import (
     ProxyStep,
     WireRequest,
     check_request,
+    drop_steer,
     map_tool,
+    one_call_each,
+    queue_steer,
     wire_request,
 )
 from continuity.servers.wire_model import model_list
@@ -111,7 +118,6 @@ class ModelProxy:
     ) -> None:
         self.token = token or secrets.token_urlsafe(18)
         self.markers = tuple(markers)
-        self.expect_steers = True  # False for an agent that takes no injected steers
         self.mode: Literal["script", "forward"] = "script"
         self.reader = reader
         self.facts: list[RequestFact] = []
@@ -132,6 +138,30 @@ class ModelProxy:
     def forward(self) -> None:
         """Switch to forward mode: the probe's requests go to the reader."""
         self.mode = "forward"
+
+    def steer_delivered(self, text: str, delivery: str) -> None:
+        """Adapt the script to how the steer `text` reached the agent (from any thread,
+        before its held call is released): ``queued`` makes it an owner turn of its own
+        (`continuity.servers.proxy_script.queue_steer`); ``rejected`` or ``none`` means it
+        never reaches the agent, so no request is checked for it; ``injected`` and
+        ``late`` keep it expected after the held call's result."""
+        with self._lock:
+            if delivery == "queued":
+                self._steps = collections.deque(queue_steer(list(self._steps), text))
+            elif delivery in ("rejected", "none"):
+                self._steps = collections.deque(drop_steer(list(self._steps), text))
+
+    def _next_step(self, request: WireRequest) -> ProxyStep | None:
+        """The next scripted step (under the lock); a request that asks for one tool call
+        per reply (``parallel_tool_calls: false``) gets a step's calls one by one."""
+        if not self._steps:
+            return None
+        step = self._steps.popleft()
+        if request.parallel_tool_calls is False and len(step.tool_calls) > 1:
+            following = self._steps.popleft() if self._steps else None
+            step, *rest = one_call_each(step, following)
+            self._steps.extendleft(reversed(rest))
+        return step
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -196,7 +226,7 @@ class ModelProxy:
             previous = self._last_main
             if role == "main":
                 self._last_main = normal
-            step = self._steps.popleft() if role == "main" and self.mode == "script" else None
+            step = self._next_step(request) if role == "main" and self.mode == "script" else None
         if previous is None or role != "main":
             prefix = "first"
         elif normal[: len(previous)] == previous:
@@ -244,10 +274,7 @@ class ModelProxy:
             self._problem(fact, "replay_fidelity_failed", "more main requests than turns")
             return 400, _error("replay_fidelity_failed", "the replay has no turn left")
         fact["step"] = step.turn_id
-        expected = step if self.expect_steers else msgspec.structs.replace(step, steers=())
-        problems, fact["tool_bytes_seen"], fact["tool_bytes_sent"] = check_request(
-            expected, request
-        )
+        problems, fact["tool_bytes_seen"], fact["tool_bytes_sent"] = check_request(step, request)
         for detail in problems:
             self._problem(fact, "replay_fidelity_failed", detail)
         calls = []

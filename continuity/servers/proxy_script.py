@@ -10,11 +10,26 @@ and in the user role (the outside counterpart of the replay's ``_expect_steers``
 
 `check_request` applies those expectations by containment (agents wrap user text and
 may truncate tool output): each problem is a content-free sentence naming the turn id.
-The tool results since the previous step are the request's last tool messages, in
-order; each is present when it holds the first 200 characters of its output (as sent,
-JSON-escaped, or with whitespace collapsed), and the
-bytes it holds are recorded against the bytes sent (truncation is evidence, not a
-failure).
+The tool results since the previous step are the request's last tool messages, in any
+order (an agent running one reply's calls concurrently may append them as they end);
+each is present when one of those messages holds the first 200 characters of its
+output (as sent, JSON-escaped, or with whitespace collapsed), each message used once,
+and the bytes it holds are recorded against the bytes sent (truncation is evidence, not
+a failure).
+
+The script adapts to what happens during the replay, always deterministically:
+
+- `queue_steer`: a steer the agent took ``queued`` becomes an owner turn of its own. The
+  request with the held call's result is answered by an interlude (no text, no call:
+  the least the agent can be told, and it ends the turn), and the step that followed
+  the steer in the trace answers the next request, which must carry the steer as user
+  input after the last tool result.
+- `drop_steer`: a steer that never reaches the agent (``rejected``, or an agent that
+  takes none) is no longer expected.
+- `one_call_each`: a request that sets ``parallel_tool_calls: false`` gets one tool
+  call per reply: a step's calls are served one by one, in the trace's order, each
+  further reply text-free, and the steers that arrived during a call are expected in
+  the request after that call's result.
 
 `wire_request` reads an OpenAI Chat Completions body into `WireRequest`: the system
 text, each message's role and text in order, the assistant tool calls and the tool
@@ -43,8 +58,11 @@ __all__ = [
     "WireMessage",
     "WireRequest",
     "check_request",
+    "drop_steer",
     "map_tool",
+    "one_call_each",
     "proxy_script",
+    "queue_steer",
     "wire_request",
 ]
 
@@ -58,6 +76,9 @@ class ProxyStep(msgspec.Struct, frozen=True, kw_only=True):
     owner: str | None = None  # the owner text this request must carry (a turn's first step)
     results: tuple[str, ...] = ()  # tool outputs returned since the previous step
     steers: tuple[str, ...] = ()  # steer texts that must follow the last tool result
+    # for each steer, the index of the previous step's call it arrived during (-1: none)
+    during: tuple[int, ...] = ()
+    interlude: bool = False  # the reply that ends a turn whose steer was queued
 
 
 class WireMessage(msgspec.Struct, frozen=True):
@@ -72,6 +93,7 @@ class WireRequest(msgspec.Struct, frozen=True):
     messages: tuple[WireMessage, ...]
     tools: tuple[str, ...]
     stream: bool
+    parallel_tool_calls: bool | None = None  # as the request set it (None: not set)
 
 
 def proxy_script(trace: ReplayTrace) -> list[ProxyStep]:
@@ -79,28 +101,95 @@ def proxy_script(trace: ReplayTrace) -> list[ProxyStep]:
     steps: list[ProxyStep] = []
     owner: str | None = None
     results: list[str] = []
-    steers: list[str] = []
+    steers: list[Steer] = []
+    calls: list[str] = []  # the call ids of the previous step, in order
     for _, _, turn in iter_turns(trace):
         if isinstance(turn, OwnerMessage):
             owner = turn.text
         elif isinstance(turn, ToolResult):
             results.append(turn.output)
         elif isinstance(turn, Steer):
-            steers.append(turn.text)
+            steers.append(turn)
         elif isinstance(turn, AssistantMessage):
-            calls = tuple((c.tool, dict(c.arguments)) for c in turn.tool_calls)
             steps.append(
                 ProxyStep(
                     turn_id=turn.turn_id,
                     text=turn.text,
-                    tool_calls=calls,
+                    tool_calls=tuple((c.tool, dict(c.arguments)) for c in turn.tool_calls),
                     owner=owner,
                     results=tuple(results),
-                    steers=tuple(steers),
+                    steers=tuple(s.text for s in steers),
+                    during=tuple(_index(calls, s.during_call) for s in steers),
                 )
             )
             owner, results, steers = None, [], []
+            calls = [c.call_id for c in turn.tool_calls]
     return steps
+
+
+def _index(calls: list[str], call_id: str) -> int:
+    return calls.index(call_id) if call_id in calls else -1
+
+
+def _steers(step: ProxyStep) -> list[tuple[str, int]]:
+    """Each steer of `step` with the index of the call it arrived during (-1: unknown)."""
+    return [(s, step.during[n] if n < len(step.during) else -1) for n, s in enumerate(step.steers)]
+
+
+def _with_steers(step: ProxyStep, pairs: Sequence[tuple[str, int]]) -> ProxyStep:
+    return msgspec.structs.replace(step, steers=tuple(s for s, _ in pairs),
+                                   during=tuple(d for _, d in pairs))  # fmt: skip
+
+
+def queue_steer(steps: list[ProxyStep], text: str) -> list[ProxyStep]:
+    """`steps` with the steer `text` moved to a turn of its own (it was ``queued``): the
+    step it preceded is split into an interlude, a text-free, call-free reply to the
+    request with the tool results (it ends the turn), and the step itself, answering the
+    request that carries the steer as user input after the last tool result. A second
+    steer queued before the same step joins the first (one owner turn carries both).
+    Unchanged when no step expects `text`."""
+    found = next((n for n, step in enumerate(steps) if text in step.steers), None)
+    if found is None:
+        return list(steps)
+    step, rest = steps[found], list(steps[found + 1 :])
+    kept = [(s, d) for s, d in _steers(step) if s != text]
+    if step.interlude and rest:  # already split for an earlier steer: this one joins it
+        after = rest.pop(0)
+        joined = _with_steers(after, [*_steers(after), (text, -1)])
+        return [*steps[:found], _with_steers(step, kept), joined, *rest]
+    interlude = ProxyStep(turn_id=f"{step.turn_id}:queued", text="", owner=step.owner,
+                          results=step.results, interlude=True)  # fmt: skip
+    answer = msgspec.structs.replace(step, owner=None, results=(), steers=(text,), during=(-1,))
+    return [*steps[:found], _with_steers(interlude, kept), answer, *rest]
+
+
+def drop_steer(steps: list[ProxyStep], text: str) -> list[ProxyStep]:
+    """`steps` without the expectation of the steer `text` (rejected, or an agent that
+    takes none: it never reaches the agent)."""
+    found = next((n for n, step in enumerate(steps) if text in step.steers), None)
+    if found is None:
+        return list(steps)
+    kept = [(s, d) for s, d in _steers(steps[found]) if s != text]
+    return [*steps[:found], _with_steers(steps[found], kept), *steps[found + 1 :]]
+
+
+def one_call_each(step: ProxyStep, following: ProxyStep | None) -> list[ProxyStep]:
+    """`step` and the step after it for a request that asked for one tool call per reply
+    (``parallel_tool_calls: false``): the step's text with its first call, then one
+    text-free reply per further call, each expecting the steers that arrived during the
+    call before it; the following step keeps the steers of the last call (and all the
+    results: they are the request's last tool messages either way)."""
+    if len(step.tool_calls) < 2:
+        return [step] if following is None else [step, following]
+    last = len(step.tool_calls) - 1
+    pairs = _steers(following) if following is not None else []
+    replies = [msgspec.structs.replace(step, tool_calls=step.tool_calls[:1])]
+    for number, call in enumerate(step.tool_calls[1:], start=1):
+        single = ProxyStep(turn_id=f"{step.turn_id}:{number}", text="", tool_calls=(call,))
+        replies.append(_with_steers(single, [(s, d) for s, d in pairs if d == number - 1]))
+    if following is not None:
+        replies.append(_with_steers(following, [(s, d) for s, d in pairs if not 0 <= d < last]))
+    return replies
 
 
 def _text(content: Any) -> str:
@@ -140,12 +229,14 @@ def wire_request(body: dict[str, Any]) -> WireRequest:
     tools = tuple(
         str((t.get("function") or {}).get("name", "")) for t in offered if isinstance(t, dict)
     )
+    parallel = body.get("parallel_tool_calls")
     return WireRequest(
         model=str(body.get("model", "")),
         system="\n".join(system),
         messages=tuple(messages),
         tools=tools,
         stream=body.get("stream") is True,
+        parallel_tool_calls=parallel if isinstance(parallel, bool) else None,
     )
 
 
@@ -165,6 +256,21 @@ def _holds(text: str, part: str) -> bool:
     return " ".join(part.split()) in " ".join(text.split())
 
 
+def _pair_results(outputs: Sequence[str], recent: Sequence[str]) -> list[tuple[str, str | None]]:
+    """Each expected output with the recent tool message holding its head, or None; each
+    message used once, in any order (calls of one reply may be answered as they end), the
+    message at the output's own position tried first."""
+    free = list(range(len(recent)))
+    paired: list[tuple[str, str | None]] = []
+    for number, output in enumerate(outputs):
+        order = sorted(free, key=lambda n: n != number)
+        found = next((n for n in order if _holds(recent[n], output[:_HEAD])), None)
+        if found is not None:
+            free.remove(found)
+        paired.append((output, recent[found] if found is not None else None))
+    return paired
+
+
 def check_request(step: ProxyStep, request: WireRequest) -> tuple[list[str], int, int]:
     """(problems, tool bytes the request holds, tool bytes sent) for `step`'s request."""
     problems: list[str] = []
@@ -174,11 +280,10 @@ def check_request(step: ProxyStep, request: WireRequest) -> tuple[list[str], int
     tools = [m.text for m in request.messages if m.role == "tool"]
     recent = tools[len(tools) - len(step.results) :] if step.results else []
     seen = sent = 0
-    for number, output in enumerate(step.results):
+    for output, held in _pair_results(step.results, recent):
         size = len(output.encode("utf-8"))
         sent += size
-        held = recent[number] if number < len(recent) else ""
-        if not _holds(held, output[:_HEAD]):
+        if held is None:
             problems.append(f"a tool result before {step.turn_id} is not in the request")
         else:
             seen += min(len(held.encode("utf-8")), size)

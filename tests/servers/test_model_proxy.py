@@ -15,7 +15,16 @@ import pytest
 
 from continuity.servers.fixture import frozen_records
 from continuity.servers.model_proxy import MAIN, ModelProxy, replay_signature
-from continuity.servers.proxy_script import WireRequest, proxy_script
+from continuity.servers.proxy_script import (
+    ProxyStep,
+    WireMessage,
+    WireRequest,
+    check_request,
+    drop_steer,
+    one_call_each,
+    proxy_script,
+    queue_steer,
+)
 from continuity.servers.wire import serve_in_thread
 from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, iter_turns
 from continuity.traces.tools import TOOLS as CATALOG_TOOLS
@@ -36,7 +45,10 @@ def _tools(prefix: str = "mcp__fixture__", drop: str = "") -> list[dict[str, Any
 class ToyAgent:
     """A minimal outside agent: one growing message list, tools answered from the
     trace's frozen outputs in call order, the trace's steers added after their call's
-    result. Faults: drop the steers, a timestamp in the system prompt."""
+    result. Faults: drop the steers, a timestamp in the system prompt. With `queue` (the
+    proxy's `steer_delivered`), steers are queued instead: told to the proxy, kept in
+    `later` for the caller to send as turns of their own. With `parallel` False, every
+    request sets ``parallel_tool_calls: false``."""
 
     def __init__(self, base_url: str, trace: ReplayTrace, **faults: Any) -> None:
         self.client = openai.OpenAI(base_url=base_url, api_key="dummy", max_retries=0)
@@ -50,6 +62,8 @@ class ToyAgent:
         self.faults = faults
         self.system = "You are a helpful assistant."
         self.messages: list[dict[str, Any]] = []
+        self.later: list[str] = []
+        self.replies: list[dict[str, Any]] = []
 
     def turn(
         self, text: str, *, stream: bool = False, tools: list[dict[str, Any]] | None = None
@@ -62,6 +76,7 @@ class ToyAgent:
             body = [{"role": "system", "content": system}, *self.messages]
             reply = self._complete(body, stream, _tools() if tools is None else tools)
             self.messages.append(reply)
+            self.replies.append(reply)
             if not reply.get("tool_calls"):
                 return str(reply.get("content") or "")
             steer = None
@@ -70,13 +85,18 @@ class ToyAgent:
                                       "content": self.outputs[self.calls]})  # fmt: skip
                 steer = self.steers.get(self.calls, steer)
                 self.calls += 1
-            if steer is not None and not self.faults.get("drop_steer"):
+            if steer is not None and "queue" in self.faults:
+                self.faults["queue"](steer, "queued")
+                self.later.append(steer)
+            elif steer is not None and not self.faults.get("drop_steer"):
                 self.messages.append({"role": "user", "content": steer})
 
     def _complete(
         self, messages: list[dict[str, Any]], stream: bool, tools: list[dict[str, Any]]
     ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": MAIN, "messages": messages, "tools": tools}
+        if "parallel" in self.faults:
+            kwargs["parallel_tool_calls"] = self.faults["parallel"]
         if not stream:
             message = self.client.chat.completions.create(**kwargs).choices[0].message
             dumped: dict[str, Any] = message.model_dump(exclude_none=True)
@@ -207,3 +227,101 @@ def test_only_the_token_path_on_a_loopback_host_is_served(proxy: tuple[ModelProx
         "replay_fidelity_failed",
     )
     anyio.run(anyio.sleep, 0)
+
+
+def test_a_queued_steer_is_answered_as_an_owner_turn_of_its_own(
+    proxy: tuple[ModelProxy, str],
+) -> None:
+    app, base = proxy
+    agent = ToyAgent(base, TRACE, queue=app.steer_delivered)
+    for text in _owner_turns(TRACE):
+        agent.turn(text)
+        while agent.later:
+            agent.turn(agent.later.pop(0))
+    assert app.problems == [] and app.remaining == 0
+    steer = next(t for _, _, t in iter_turns(TRACE) if isinstance(t, Steer))
+    at = next(n for n, m in enumerate(agent.messages) if m.get("content") == steer.text)
+    # the held call's result, the interlude (no text, no call: the turn ends), the steer
+    assert [m["role"] for m in agent.messages[at - 2 : at + 1]] == ["tool", "assistant", "user"]
+    assert not agent.messages[at - 1].get("content") and "tool_calls" not in agent.messages[at - 1]
+    steps = [f.step for f in app.facts if f.mode == "script"]
+    after = next(s.turn_id for s in proxy_script(TRACE) if s.steers)
+    assert steps[steps.index(f"{after}:queued") + 1] == after  # the steer's request: its step
+
+
+def test_a_queued_steer_never_sent_on_is_a_fidelity_problem(
+    proxy: tuple[ModelProxy, str],
+) -> None:
+    app, base = proxy
+    agent = ToyAgent(base, TRACE, queue=app.steer_delivered)
+    for text in _owner_turns(TRACE):
+        agent.turn(text)
+        agent.later.clear()  # queued, then dropped
+    assert "replay_fidelity_failed" in {c for c, _ in app.problems}
+    assert any("steer" in detail for _, detail in app.problems)
+
+
+def test_a_rejected_steer_is_no_longer_expected(proxy: tuple[ModelProxy, str]) -> None:
+    app, base = proxy
+    steer = next(t for _, _, t in iter_turns(TRACE) if isinstance(t, Steer))
+    app.steer_delivered(steer.text, "rejected")
+    agent = ToyAgent(base, TRACE, drop_steer=True)
+    for text in _owner_turns(TRACE):
+        agent.turn(text)
+    assert app.problems == [] and app.remaining == 0
+
+
+HARD = trace_named("hard-101")
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_step_with_several_calls_is_served_as_the_request_asks(parallel: bool) -> None:
+    app = ModelProxy(proxy_script(HARD))
+    with serve_in_thread(app) as url:
+        agent = ToyAgent(f"{url}/{app.token}/v1", HARD, parallel=parallel)
+        for text in _owner_turns(HARD):
+            agent.turn(text)
+    assert app.problems == [] and app.remaining == 0
+    script = proxy_script(HARD)
+    widest = max(len(r.get("tool_calls", [])) for r in agent.replies)
+    extra = sum(len(s.tool_calls) - 1 for s in script if len(s.tool_calls) > 1)
+    assert extra > 0  # the trace has steps with several calls
+    assert widest == (2 if parallel else 1)
+    assert len(agent.replies) == len(script) + (0 if parallel else extra)
+
+
+def test_tool_results_may_come_in_any_order() -> None:
+    step = ProxyStep(turn_id="a2", text="", results=("first output", "second output"))
+    messages = (WireMessage("tool", "second output"), WireMessage("tool", "first output"))
+    request = WireRequest(MAIN, "", messages, (), False)
+    assert check_request(step, request)[0] == []
+    twice = WireRequest(MAIN, "", (messages[0], messages[0]), (), False)
+    assert check_request(step, twice)[0] == ["a tool result before a2 is not in the request"]
+
+
+def test_one_call_per_reply_expects_each_steer_after_its_own_call() -> None:
+    calls = (("email_search", {"query": "a"}), ("parcel_track", {"shipment": "b"}))
+    step = ProxyStep(turn_id="a1", text="Looking.", tool_calls=calls)
+    following = ProxyStep(turn_id="a2", text="Done.", results=("ra", "rb"),
+                          steers=("during a", "during b"), during=(0, 1))  # fmt: skip
+    first, second, last = one_call_each(step, following)
+    assert (first.text, first.tool_calls) == ("Looking.", calls[:1])
+    assert (second.text, second.tool_calls, second.steers) == ("", calls[1:], ("during a",))
+    assert (last.results, last.steers, last.during) == (("ra", "rb"), ("during b",), (1,))
+    assert one_call_each(following, None) == [following]
+
+
+def test_a_second_queued_steer_joins_the_first() -> None:
+    steps = [ProxyStep(turn_id="a2", text="Noted.", results=("r",), steers=("s1", "s2"),
+                       during=(0, 0))]  # fmt: skip
+    once = queue_steer(steps, "s1")
+    assert [(s.turn_id, s.steers, s.interlude) for s in once] == [
+        ("a2:queued", ("s2",), True),
+        ("a2", ("s1",), False),
+    ]
+    twice = queue_steer(once, "s2")
+    assert [(s.turn_id, s.steers, s.results) for s in twice] == [
+        ("a2:queued", (), ("r",)),
+        ("a2", ("s1", "s2"), ()),
+    ]
+    assert queue_steer(twice, "unknown") == twice and drop_steer(twice, "s1")[1].steers == ("s2",)
