@@ -7,8 +7,11 @@ what the adapter supports:
 - ``initialize``: the adapter starts and declares its identity and capabilities;
 - ``replay``: a native replay has no replay code (every turn requested, every tool
   result and steer in the next request, every fixture call matched);
-- ``steer``: the trace's steer was injected while its call was held (``queued`` or
-  ``none`` is a warning: ``steer_degraded``);
+- ``steer``: the trace's steer was injected while its call was held (pass); queued, so
+  sent as the next owner turn and checked there (a warning: it works, degraded, and the
+  samples carry ``steer_degraded``); late, rejected or not taken (a warning: the steer
+  never reached the agent in its turn). A queued steer the agent then does not pass on
+  fails ``replay``;
 - ``copy``: a second native replay has the same replay signature (else
   ``copy_unverified``);
 - ``native``, ``restart``, ``new_session``: the arm's boundary is ``verified`` from
@@ -70,6 +73,22 @@ def _arm_check(run: AgentRun) -> Check:
     return Check(name=crossing.arm, status=status, detail=detail)
 
 
+_STEER_NOTES = {
+    "injected": "injected",
+    "queued": "queued (sent as the next owner turn: works, degraded)",
+    "late": "late (no answer to turn/steer in time)",
+    "rejected": "rejected (never reached the agent)",
+    "none": "not taken (steer: none; never reached the agent)",
+}
+
+
+def _steer_check(run: AgentRun) -> Check:
+    """Pass when every steer was injected; a warning otherwise (module doc)."""
+    injected = all(d == "injected" for d in run.steers.values())
+    detail = ", ".join(f"{k} {_STEER_NOTES.get(v, v)}" for k, v in run.steers.items())
+    return Check(name="steer", status="pass" if injected else "warn", detail=detail)
+
+
 def check_agent(manifest: Manifest, trace: Trace, out: Path) -> CheckReport:
     """Run the suite (module doc); the report, written before any failure is raised.
 
@@ -88,10 +107,7 @@ def check_agent(manifest: Manifest, trace: Trace, out: Path) -> CheckReport:
         replay_ok = not [c for c in first.codes if c != "steer_degraded"]
         checks.append(Check(name="replay", status="pass" if replay_ok else "fail",
                             detail="; ".join(first.details)))  # fmt: skip
-        injected = all(d == "injected" for d in first.steers.values())
-        steered = ", ".join(f"{k} {v}" for k, v in first.steers.items())
-        checks.append(Check(name="steer", status="pass" if injected else "warn",
-                            detail=steered))  # fmt: skip
+        checks.append(_steer_check(first))
         second = _run(manifest, trace, folder / "native-2", "native", probe)
         same = first.signature == second.signature
         checks.append(Check(name="copy", status="pass" if same else "fail",

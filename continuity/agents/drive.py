@@ -7,8 +7,14 @@ a process group of its own, and then:
 
 1. **replay**: ``initialize``, ``session/open``, one ``turn/run`` per owner turn. When
    the fixture holds a steer's call, the steer is sent with ``turn/steer`` (an adapter
-   declaring ``steer: injected``) and the call released; otherwise the call is released
-   and the sample is labelled ``steer_degraded``.
+   declaring ``steer: injected`` or ``queued``), the proxy told how it was delivered,
+   and the call released. ``injected``: the next request must carry it. ``queued`` (the
+   one allowed degradation): the current turn ends (the proxy answers the request with
+   the call's result with an empty interlude) and the steer's text is sent as the next
+   ``turn/run``, an owner turn with its own opaque id, whose request the step that
+   followed the steer in the trace answers; the sample keeps its ``queued`` label. An
+   adapter declaring ``steer: none``, or answering ``rejected``, never gets the steer:
+   the call is released, and no request is checked for it.
 2. **boundary** (the arm): ``native`` none; ``restart`` continuity kills the adapter's
    group and relaunches it with ``initialize {resume}``; ``new_session``
    ``session/open`` with a new key.
@@ -32,7 +38,10 @@ what the adapter declared) or ``not_crossed`` (excluded: no boundary happened):
 
 `codes` lists what went wrong in the replay: ``replay_fidelity_failed`` (a check on a
 request, an unexpected or unmatched tool call, turns left), ``tools_not_offered``,
-``replay_unclassified_call``, ``steer_degraded``.
+``replay_unclassified_call``, and the label ``steer_degraded`` (a steer queued, late,
+rejected or not taken: `steers` says which; it does not exclude the sample). The calls
+of one assistant turn may reach the fixture in any order (an agent declaring
+``parallel_tool_calls`` runs them concurrently); calls of different turns keep theirs.
 """
 
 from __future__ import annotations
@@ -68,6 +77,8 @@ from continuity.servers.proxy_script import WireRequest, proxy_script
 from continuity.servers.wire import serve_in_thread
 from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
 
+_STEERED = ("injected", "queued")  # the declared capabilities that are sent turn/steer
+
 __all__ = ["ARMS", "DUMMY_KEY", "AgentRun", "Crossing", "Reader", "drive_agent"]
 
 ARMS = ("native", "restart", "new_session")
@@ -99,7 +110,8 @@ class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class _Steering:
-    """The steers of the trace by the record of the call they arrive during."""
+    """The steers of the trace by the record of the call they arrive during; how each
+    was delivered; the queued ones still to be sent as an owner turn."""
 
     def __init__(self, trace: ReplayTrace) -> None:
         turns = [t for _, _, t in iter_turns(trace)]
@@ -110,28 +122,39 @@ class _Steering:
             if isinstance(t, ToolResult) and t.call_id in by_call
         }
         self.delivery: dict[str, str] = {}
+        self.queued: list[Steer] = []
         self.turn = ""
+
+
+async def _deliver(adapter: AdapterProcess, info: AgentInfo, session: str, turn: str,
+                   steer: Steer) -> str:  # fmt: skip
+    """How `steer` reached the agent: its answer to ``turn/steer``, ``late`` when it gave
+    none in time, ``none`` when it declared it takes no steers (never asked)."""
+    if info.capabilities.steer not in _STEERED:
+        return "none"
+    try:
+        result = await adapter.steer(session, turn, steer.turn_id, steer.text, timeout=30)
+    except AdapterError as error:
+        if error.code != "adapter_timeout":
+            raise
+        return "late"
+    return result.delivery
 
 
 async def _steer_loop(
     adapter: AdapterProcess, info: AgentInfo, session: str, fixture: FixtureToolServer,
-    held: anyio.abc.ObjectReceiveStream[str], steering: _Steering,
+    proxy: ModelProxy, held: anyio.abc.ObjectReceiveStream[str], steering: _Steering,
 ) -> None:  # fmt: skip
-    """Send each held call's steer, then release the call. A steer the adapter does not
-    take injected, or does not acknowledge in time, is released anyway and labelled."""
+    """Deliver each held call's steer, tell the proxy how (its script follows), then
+    release the call; a queued steer waits for the end of the turn."""
     async for record in held:
         steer = steering.by_record.get(record)
-        if steer is not None and info.capabilities.steer == "injected":
-            try:
-                result = await adapter.steer(session, steering.turn, steer.turn_id, steer.text,
-                                             timeout=30)  # fmt: skip
-                steering.delivery[steer.turn_id] = result.delivery
-            except AdapterError as error:
-                if error.code != "adapter_timeout":
-                    raise
-                steering.delivery[steer.turn_id] = "late"
-        elif steer is not None:
-            steering.delivery[steer.turn_id] = info.capabilities.steer
+        if steer is not None:
+            delivery = await _deliver(adapter, info, session, steering.turn, steer)
+            steering.delivery[steer.turn_id] = delivery
+            proxy.steer_delivered(steer.text, delivery)
+            if delivery == "queued":
+                steering.queued.append(steer)
         fixture.release(record)
 
 
@@ -202,9 +225,8 @@ async def drive_agent(
                                 identity={"user_id": "owner"})  # fmt: skip
             async with _adapter(manifest, work, params, run.pids) as (adapter, info):
                 require_capabilities(info.capabilities, [arm])
-                proxy.expect_steers = info.capabilities.steer == "injected"
                 session = await adapter.open_session("conversation")
-                await run.replay(adapter, info, session, fixture, held, steering)
+                await run.replay(adapter, info, session, (fixture, proxy), held, steering)
                 replayed, last_main = len(fixture.call_log), _last_main(proxy.facts)
                 codes, details = _replay_codes(proxy, fixture, steering, run.failed)
                 probe_session = session
@@ -248,8 +270,9 @@ def _last_main(facts: list[RequestFact]) -> RequestFact | None:
 
 
 class _Run:
-    """One sample's turns: opaque turn ids (the probe's is the next one, so nothing sets
-    it apart), the PIDs spawned and the owner turns the adapter reported failed."""
+    """One sample's turns: opaque turn ids in order (a queued steer's turn and the
+    probe's are simply the next ones, so nothing sets them apart), the PIDs spawned and
+    the turns the adapter reported failed (the trace's turn ids)."""
 
     def __init__(self, manifest: Manifest, work: Path, owner: list[OwnerMessage],
                  timeout: float) -> None:  # fmt: skip
@@ -257,22 +280,35 @@ class _Run:
         self.pids: list[int] = []
         self.failed: list[str] = []
         self.context: WireRequest | None = None
+        self.turns = 0
 
-    def turn_id(self, number: int) -> str:
-        return f"t{number:04d}"
+    def next_turn_id(self) -> str:
+        self.turns += 1
+        return f"t{self.turns:04d}"
 
     async def replay(self, adapter: AdapterProcess, info: AgentInfo, session: str,
-                     fixture: FixtureToolServer, held: anyio.abc.ObjectReceiveStream[str],
+                     servers: tuple[FixtureToolServer, ModelProxy],
+                     held: anyio.abc.ObjectReceiveStream[str],
                      steering: _Steering) -> None:  # fmt: skip
+        """Every owner turn; after a turn during which steers were queued, their text
+        (one owner turn, in the order they came) before the next."""
+        fixture, proxy = servers
         async with anyio.create_task_group() as group:
-            group.start_soon(_steer_loop, adapter, info, session, fixture, held, steering)
-            for number, turn in enumerate(self.owner, start=1):
-                steering.turn = self.turn_id(number)
-                done = await adapter.run_turn(session, steering.turn, turn.text,
-                                              timeout=self.timeout)  # fmt: skip
-                if done.status != "completed":
-                    self.failed.append(turn.turn_id)
+            group.start_soon(_steer_loop, adapter, info, session, fixture, proxy, held, steering)
+            for turn in self.owner:
+                await self._turn(adapter, session, steering, turn.turn_id, turn.text)
+                while steering.queued:
+                    queued, steering.queued = steering.queued, []
+                    text = "\n\n".join(s.text for s in queued)
+                    await self._turn(adapter, session, steering, queued[0].turn_id, text)
             group.cancel_scope.cancel()
+
+    async def _turn(self, adapter: AdapterProcess, session: str, steering: _Steering,
+                    trace_turn: str, text: str) -> None:  # fmt: skip
+        steering.turn = self.next_turn_id()
+        done = await adapter.run_turn(session, steering.turn, text, timeout=self.timeout)
+        if done.status != "completed":
+            self.failed.append(trace_turn)
 
     async def probe(self, adapter: AdapterProcess, proxy: ModelProxy, session: str,
                     text: str) -> tuple[TurnResult, RequestFact | None]:  # fmt: skip
@@ -281,7 +317,7 @@ class _Run:
         context `self.context` keeps for the availability analysis."""
         start, seen = len(proxy.facts), len(proxy.forwarded)
         proxy.forward()
-        reply = await adapter.run_turn(session, self.turn_id(len(self.owner) + 1), text,
+        reply = await adapter.run_turn(session, self.next_turn_id(), text,
                                        timeout=self.timeout)  # fmt: skip
         made = [f for f in proxy.facts[start:] if f.role == "main" and f.mode == "forward"]
         sent = proxy.forwarded[seen:]
@@ -303,9 +339,21 @@ def _replay_codes(
                          f"{unmatched} tool calls the trace does not make; "
                          f"{len(fixture.records) - sum(c.matched for c in fixture.call_log)} "
                          "of its calls never made"))  # fmt: skip
-    late = [c.record_id for c in fixture.call_log if c.held == "late"]
-    degraded = [s for s, d in steering.delivery.items() if d != "injected"] + late
-    if degraded:
-        problems.append(("steer_degraded", f"{len(degraded)} steers not injected in time"))
+    problems += _steer_labels(steering, fixture)
     codes = sorted({code for code, _ in problems})
     return codes, [f"{code}: {detail}" for code, detail in problems]
+
+
+def _steer_labels(steering: _Steering, fixture: FixtureToolServer) -> list[tuple[str, str]]:
+    """``steer_degraded`` labels: queued steers (sent as the next owner turn) apart from
+    steers that were late, rejected or never taken."""
+    queued = [s for s, d in steering.delivery.items() if d == "queued"]
+    late = [c.record_id for c in fixture.call_log if c.held == "late"]
+    missed = [s for s, d in steering.delivery.items() if d not in ("injected", "queued")] + late
+    labels = []
+    if queued:
+        labels.append(("steer_degraded", f"{len(queued)} steers queued: each sent as the next "
+                                         "owner turn"))  # fmt: skip
+    if missed:
+        labels.append(("steer_degraded", f"{len(missed)} steers not injected in time"))
+    return labels

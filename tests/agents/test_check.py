@@ -48,3 +48,24 @@ def test_bad_input_is_refused_with_a_code(
     with pytest.raises(ContinuityError) as caught:
         _agent_check(out=str(tmp_path / "out"), **options)
     assert caught.value.code == code
+
+
+def test_a_queued_steer_is_a_warning_and_every_other_check_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOY_STEER", "queued")
+    report = check_agent(load_manifest(TOY), trace_named("brightline-return"), tmp_path)
+    checks = {c.name: c for c in report.checks}
+    assert checks["steer"].status == "warn" and "d3-16 queued" in checks["steer"].detail
+    assert checks["replay"].status == "pass" and "queued" in checks["replay"].detail
+    assert {c.status for n, c in checks.items() if n != "steer"} == {"pass"}
+
+
+def test_a_queued_steer_the_agent_drops_fails_the_replay_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOY_STEER", "queued")
+    monkeypatch.setenv("TOY_FAULT", "drop_steer")
+    with pytest.raises(GateFailed) as caught:
+        check_agent(load_manifest(TOY), trace_named("brightline-return"), tmp_path)
+    assert caught.value.code == "agent_check_failed" and "replay" in caught.value.message

@@ -5,6 +5,7 @@ fault gives its code or exclusion class."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -14,7 +15,9 @@ import pytest
 from continuity.agents.drive import AgentRun, drive_agent
 from continuity.agents.manifest import load_manifest
 from continuity.errors import ArmError
+from continuity.servers.fixture import frozen_records
 from continuity.servers.proxy_script import WireRequest
+from continuity.traces.schema import Steer, iter_turns
 from tests.harness.test_replay import trace_named
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,3 +138,93 @@ def test_the_readme_shows_the_complete_adapter_as_it_is() -> None:
     readme = (ROOT / "README.md").read_text()
     source = (ROOT / "examples" / "agents" / "minimal" / "minimal_agent.py").read_text()
     assert f"```python\n{source}```" in readme
+
+
+def _steer_text() -> str:
+    return next(t.text for _, _, t in iter_turns(TRACE) if isinstance(t, Steer))
+
+
+@pytest.mark.parametrize("steering", ["queued", "rejected", "none"])
+def test_a_steer_not_injected_is_labelled_and_the_sample_stays_valid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steering: str
+) -> None:
+    monkeypatch.setenv("TOY_STEER", steering)
+    run = _drive(tmp_path, "native")
+    assert run.codes == ["steer_degraded"] and run.crossing.verdict == "verified", run.details
+    assert run.steers == {"d3-16": steering} and run.fixture_calls == 28
+    state = json.loads((tmp_path / "run" / "agent" / "toy-state.json").read_text())
+    said = [m["content"] for m in state["sessions"]["conversation"]["messages"]
+            if m["role"] == "user"]  # fmt: skip
+    assert (_steer_text() in said) == (steering == "queued")  # a rejected steer never arrives
+
+
+def test_a_queued_steer_is_the_next_owner_turn_and_its_request_carries_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOY_STEER", "queued")
+    first, second = (_drive(tmp_path, "native", f"q{n}") for n in (1, 2))
+    assert first.codes == ["steer_degraded"] and "queued" in first.details[0]
+    assert first.signature == second.signature  # fresh copies stay identical
+    steps = [f for f in first.facts if f.mode == "script"]
+    at = next(n for n, f in enumerate(steps) if f.step == "d3-17:queued")
+    interlude, steered = steps[at], steps[at + 1]
+    assert steered.step == "d3-17" and interlude.problems == steered.problems == []
+    assert interlude.output_tokens == 0  # the least the agent can be told: nothing
+    state = json.loads((tmp_path / "q1" / "agent" / "toy-state.json").read_text())
+    messages = state["sessions"]["conversation"]["messages"]
+    at = next(n for n, m in enumerate(messages) if m.get("content") == _steer_text())
+    # the held call's result, the interlude that ended the turn, then the steer's turn
+    assert [m["role"] for m in messages[at - 2 : at + 1]] == ["tool", "assistant", "user"]
+    log = (tmp_path / "q1" / "adapter.log").read_text()
+    assert "probe" not in log.lower()
+
+
+def test_a_queued_steer_the_agent_never_passes_on_fails_the_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOY_STEER", "queued")
+    monkeypatch.setenv("TOY_FAULT", "drop_steer")
+    run = _drive(tmp_path, "native")
+    assert run.codes == ["replay_fidelity_failed", "steer_degraded"], run.details
+    assert any("steer before d3-17" in d for d in run.details)
+
+
+HARD = trace_named("hard-101")
+
+
+@pytest.mark.parametrize("calls", ["reversed", "concurrent", "one_per_reply"])
+def test_an_agent_running_a_turns_calls_its_own_way_is_a_faithful_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: str
+) -> None:
+    monkeypatch.setenv("TOY_CALLS", calls)
+
+    async def main() -> AgentRun:
+        return await drive_agent(TOY, HARD, work=tmp_path, arm="native",
+                                 probe=HARD.probes[0].text, reader=_reader)  # fmt: skip
+
+    run = anyio.run(main)
+    assert run.codes == [] and run.crossing.verdict == "verified", run.details
+    outputs = [r.output for r in frozen_records(HARD)]
+    assert run.fixture_calls == len(outputs)
+    state = json.loads((tmp_path / "agent" / "toy-state.json").read_text())
+    seen = [m["content"] for m in state["sessions"]["conversation"]["messages"]
+            if m["role"] == "tool"]  # fmt: skip
+    assert sorted(seen) == sorted(outputs) and (seen != outputs) == (calls == "reversed")
+    script = [f for f in run.facts if f.mode == "script"]
+    split = [f.step for f in script if f.step and f.step.endswith(":1")]
+    assert bool(split) == (calls == "one_per_reply")
+
+
+def test_a_call_matching_no_record_of_its_turn_fails_the_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOY_CALLS", "reversed")
+    monkeypatch.setenv("TOY_FAULT", "rewrite_argument")
+
+    async def main() -> AgentRun:
+        return await drive_agent(TOY, HARD, work=tmp_path, arm="native",
+                                 probe=HARD.probes[0].text, reader=_reader)  # fmt: skip
+
+    run = anyio.run(main)
+    assert "replay_fidelity_failed" in run.codes, run.details
+    assert any("tool calls the trace does not make" in d for d in run.details)

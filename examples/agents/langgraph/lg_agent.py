@@ -3,7 +3,9 @@
 ``ChatOpenAI`` at the base URL continuity gives, the fixture tools through
 ``langchain-mcp-adapters``, and an ``AsyncSqliteSaver`` checkpointer in the workspace
 (one thread per conversation, so a restart resumes it). A graph run takes no input
-mid-run, so steers are ``queued``: continuity labels them ``steer_degraded``.
+mid-run, so it declares ``steer: queued`` and answers each ``turn/steer`` so: continuity
+lets the running turn end, then sends the steer as the next owner turn (``turn/run``),
+and the sample carries the label ``queued`` (``steer_degraded``).
 
 LangChain's MCP adapters pin the MCP SDK below version 2 and continuity needs 2, so
 this adapter runs in a virtualenv of its own (``.venv`` here, ``./setup.sh``) and
@@ -43,6 +45,10 @@ class LangGraphAdapter:
 
     async def open_session(self, key: str) -> str:
         return key  # a LangGraph thread id
+
+    async def steer(self, session_id: str, turn_id: str, steer_id: str,
+                    text: str) -> cap.SteerResult:  # fmt: skip
+        return cap.SteerResult(delivery="queued")  # a graph run takes no input: the next turn
 
     async def run_turn(self, session_id: str, turn_id: str, text: str, at: str) -> cap.TurnResult:
         tools = await self.mcp.get_tools()

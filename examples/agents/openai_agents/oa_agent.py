@@ -3,8 +3,9 @@
 ``Agent`` + ``Runner.run`` with ``OpenAIChatCompletionsModel`` at the base URL
 continuity gives, the fixture tools through ``MCPServerStreamableHttp``, and one
 ``SQLiteSession`` per conversation in the workspace (so a restart resumes it). The SDK
-has no mid-run input, so steers are ``queued``: continuity labels them
-``steer_degraded``.
+has no mid-run input, so it declares ``steer: queued`` and answers each ``turn/steer``
+so: continuity lets the running turn end, then sends the steer as the next owner turn
+(``turn/run``), and the sample carries the label ``queued`` (``steer_degraded``).
 
 The Agents SDK pins the MCP SDK below version 2 and continuity needs 2, so this adapter
 runs in a virtualenv of its own (``.venv`` here: ``openai-agents``, ``msgspec`` and
@@ -44,6 +45,10 @@ class AgentsSdkAdapter:
 
     async def open_session(self, key: str) -> str:
         return key
+
+    async def steer(self, session_id: str, turn_id: str, steer_id: str,
+                    text: str) -> cap.SteerResult:  # fmt: skip
+        return cap.SteerResult(delivery="queued")  # a run takes no input: the next turn
 
     async def run_turn(self, session_id: str, turn_id: str, text: str, at: str) -> cap.TurnResult:
         server = MCPServerStreamableHttp(params={"url": self.mcp_url}, cache_tools_list=True)

@@ -8,8 +8,21 @@ Its state is a JSON file in the workspace: sessions survive a restart (``initial
 with ``resume``), and a "notes" memory (the owner's last few messages) is carried into
 the system prompt of a session opened later.
 
+``TOY_STEER`` picks how it takes steers: ``injected`` (the default), ``queued`` (it
+declares ``steer: queued`` and answers each ``turn/steer`` so: continuity then sends the
+steer as the next owner turn), ``rejected`` (it declares ``injected`` yet rejects each)
+or ``none`` (it declares none).
+
+``TOY_CALLS`` picks how it runs one reply's several tool calls: in order (the
+default), ``reversed`` (last first, the results in that order too), ``concurrent``
+(it declares ``parallel_tool_calls`` and runs them at once, the results in call order,
+as the Agents SDK and LangGraph do) or ``one_per_reply`` (every request sets
+``parallel_tool_calls: false``).
+
 ``TOY_FAULT`` makes it misbehave, for continuity's own fault-injection tests:
-``drop_steer``, ``rewrite_result``, ``unexpected_tool``, ``no_resume``,
+``drop_steer`` (an injected steer is never added; a queued steer's owner turn is
+answered without a model call), ``rewrite_result``, ``rewrite_argument`` (the last call
+of a reply with several gets an argument of its own), ``unexpected_tool``, ``no_resume``,
 ``leak_transcript`` (a new session starts with the old one's messages) and
 ``timestamp`` (the wall clock in every system prompt).
 """
@@ -20,7 +33,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import httpx
@@ -44,6 +57,9 @@ SYSTEM = "You are the owner's assistant. Use the tools to read their mail, docum
 class ToyAgent:
     def __init__(self) -> None:
         self.fault = os.environ.get("TOY_FAULT", "")
+        self.steering = os.environ.get("TOY_STEER", "") or "injected"
+        self.queued: set[str] = set()  # steer texts it answered queued
+        self.calls = os.environ.get("TOY_CALLS", "")
         self.state: dict[str, Any] = {"sessions": {}, "notes": []}
         self.path = Path()
         self.pending: dict[str, list[str]] = {}  # steers waiting for a tool result
@@ -54,7 +70,11 @@ class ToyAgent:
             self.state = json.loads(self.path.read_text())
         self.base_url, self.key = params.model.base_url, params.model.api_key
         self.mcp_url = params.mcp_servers[0].url
-        caps = Capabilities(steer="injected", resume_after_restart=True, new_session=True)
+        declared: Literal["injected", "queued", "none"] = "injected"
+        if self.steering in ("queued", "none"):
+            declared = "queued" if self.steering == "queued" else "none"
+        caps = Capabilities(steer=declared, resume_after_restart=True, new_session=True,
+                            parallel_tool_calls=self.calls == "concurrent")  # fmt: skip
         return AgentInfo(agent=AgentIdentity(name="toy", version="0.1", framework="none"),
                          capabilities=caps)  # fmt: skip
 
@@ -81,6 +101,8 @@ class ToyAgent:
         return SYSTEM + clock + (f" Notes from earlier: {notes}" if notes else "")
 
     async def run_turn(self, session_id: str, turn_id: str, text: str, at: str) -> TurnResult:
+        if self.fault == "drop_steer" and text in self.queued:
+            return TurnResult(turn_id=turn_id, status="completed", reply={"text": ""})
         fresh = {"notes": "", "messages": []}  # a session it does not know starts empty
         session = self.state["sessions"].setdefault(session_id, fresh)
         messages: list[dict[str, Any]] = session["messages"]
@@ -100,27 +122,52 @@ class ToyAgent:
                 request: dict[str, Any] = {
                     "model": "cont-main", "messages": [system, *messages], "tools": tools
                 }  # fmt: skip
+                if self.calls == "one_per_reply":
+                    request["parallel_tool_calls"] = False
                 message = await self._complete(request)
                 messages.append(message)
                 if not message.get("tool_calls"):
                     break
-                for call in message["tool_calls"]:
-                    name = call["function"]["name"].removeprefix(PREFIX)
-                    if self.fault == "unexpected_tool":
-                        await mcp.call_tool("web_fetch", {"url": "https://example.com/"})
-                    self.pending.setdefault(turn_id, [])
-                    arguments = json.loads(call["function"]["arguments"])
-                    result = await mcp.call_tool(name, arguments)
-                    output = "".join(getattr(c, "text", "") for c in result.content)
-                    if self.fault == "rewrite_result":
-                        output = "(summarised by the toy agent)"
-                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
+                messages += await self._run_calls(mcp, message["tool_calls"])
                 steers = self.pending.pop(turn_id, [])
                 if self.fault != "drop_steer":
                     messages.extend({"role": "user", "content": steer} for steer in steers)
         self._save()
         text = str(message.get("content") or "")
         return TurnResult(turn_id=turn_id, status="completed", reply={"text": text})
+
+    async def _run_calls(self, mcp: ClientSession, calls: list[dict[str, Any]]) -> list[Any]:
+        """The tool messages of one reply's calls (``TOY_CALLS`` says in what order)."""
+        calls = list(calls)  # the reply in the history stays as the model sent it
+        if self.fault == "rewrite_argument" and len(calls) > 1:
+            function = calls[-1]["function"]
+            arguments = {k: f"{v} (edited)" if isinstance(v, str) else v
+                         for k, v in json.loads(function["arguments"]).items()}  # fmt: skip
+            calls[-1] = {**calls[-1], "function": {**function,
+                                                   "arguments": json.dumps(arguments)}}  # fmt: skip
+        if self.calls == "reversed":
+            calls = calls[::-1]
+        if self.calls != "concurrent":
+            return [await self._call(mcp, call) for call in calls]
+        done: dict[int, dict[str, Any]] = {}
+
+        async def one(number: int, call: dict[str, Any]) -> None:
+            done[number] = await self._call(mcp, call)
+
+        async with anyio.create_task_group() as group:
+            for number, call in enumerate(calls):
+                group.start_soon(one, number, call)
+        return [done[n] for n in range(len(calls))]
+
+    async def _call(self, mcp: ClientSession, call: dict[str, Any]) -> dict[str, Any]:
+        name = call["function"]["name"].removeprefix(PREFIX)
+        if self.fault == "unexpected_tool":
+            await mcp.call_tool("web_fetch", {"url": "https://example.com/"})
+        result = await mcp.call_tool(name, json.loads(call["function"]["arguments"]))
+        output = "".join(getattr(c, "text", "") for c in result.content)
+        if self.fault == "rewrite_result":
+            output = "(summarised by the toy agent)"
+        return {"role": "tool", "tool_call_id": call["id"], "content": output}
 
     async def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
         """One Chat Completions call (plain JSON): the assistant message, without nulls."""
@@ -133,6 +180,11 @@ class ToyAgent:
         return {k: v for k, v in message.items() if v is not None}
 
     async def steer(self, session_id: str, turn_id: str, steer_id: str, text: str) -> SteerResult:
+        if self.steering == "queued":
+            self.queued.add(text)
+            return SteerResult(delivery="queued")
+        if self.steering == "rejected":
+            return SteerResult(delivery="rejected")
         self.pending.setdefault(turn_id, []).append(text)
         return SteerResult(delivery="injected")
 
