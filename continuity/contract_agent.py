@@ -20,7 +20,7 @@ from msgspec import UNSET
 
 from continuity.agents.drive import ARMS
 from continuity.agents.manifest import load_manifest
-from continuity.agents.units import identity, offline_reader
+from continuity.agents.units import identity
 from continuity.errors import ContinuityError
 from continuity.plan.plan import build_plan
 from continuity.plan.pricing import default_catalog_path
@@ -50,7 +50,7 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
     plan = build_plan(arms=",".join(ARMS), probe_limit=1, agent=agent)
     unit_plan = AgentUnitPlan(manifest=manifest, agent=agent, arms=list(ARMS), repeats=[1],
                               probe_limit=1)  # fmt: skip
-    records, _, _ = build_agent_units(store, unit_plan, traces, run_dir, offline_reader)
+    records = build_agent_units(store, unit_plan, traces, run_dir).records
     write_run_manifest(run_dir, plan, started=started)
     results, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
     samples = [(r, p) for r in records for p in r.probes]

@@ -27,7 +27,7 @@ from continuity.agents.drive import ARMS, AgentRun, Reader, drive_agent
 from continuity.agents.manifest import Manifest
 from continuity.errors import ArmError
 from continuity.probes.availability import needles_for
-from continuity.servers.proxy_script import WireRequest
+from continuity.providers.endpoint import CallReceipt
 from continuity.traces.schema import Probe, Trace
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "AgentIdentity",
     "evidence",
     "identity",
-    "offline_reader",
     "outside_arm",
     "run_sample",
     "sample_status",
@@ -83,6 +82,8 @@ class AgentEvidence(msgspec.Struct, frozen=True, kw_only=True):
     pids: list[int]  # every adapter process continuity spawned, in order
     fixture_calls: int
     probe_tool_attempts: int
+    # Real mode: the probe's reader calls (the call cache's receipts); none offline.
+    calls: list[CallReceipt] = []
 
 
 _PREFIX = "agent-"
@@ -107,12 +108,6 @@ def outside_arm(arm: str) -> str:
 
 def identity(manifest: Manifest, fingerprint: dict[str, str]) -> AgentIdentity:
     return AgentIdentity(adapter=manifest.name, version=manifest.version, **fingerprint)
-
-
-async def offline_reader(request: WireRequest) -> str:
-    """The scripted reader of an offline run: it knows nothing, so the accuracy means
-    nothing there; the boundary verdicts and the availability do."""
-    return "UNKNOWN"
 
 
 def run_sample(
@@ -140,8 +135,9 @@ def sample_status(run: AgentRun, first: str) -> tuple[str, list[str]]:
     return "valid", [d for d in run.details if d.startswith("steer_degraded")]
 
 
-def evidence(run: AgentRun) -> AgentEvidence:
+def evidence(run: AgentRun, calls: list[CallReceipt]) -> AgentEvidence:
     return AgentEvidence(
+        calls=calls,
         reported=run.agent, verdict=run.crossing.verdict, codes=run.codes,
         signature=run.signature, steers=run.steers, pids=run.crossing.pids,
         fixture_calls=run.fixture_calls, probe_tool_attempts=run.probe_tool_attempts,

@@ -281,7 +281,6 @@ The tree::
         │            steer_degraded; copy_unverified (doit agent_check: two replays'
         │            signatures differ); agent_check_failed (a GateFailed, exit 3),
         │            agent_required (doit agent_check without --agent),
-        │            agent_real_unsupported (doit units --agent --real: v0 is offline),
         │            agent_contract_failed (the offline contract's outside-agent pass)
         ├── ToolError                  a real MCP tool call failed
         │     codes: tool_server_unavailable, tool_response_malformed, tool_call_failed

@@ -260,9 +260,34 @@ def _judge_call(probe: Probe, judge: str) -> PlannedCall:
     )
 
 
+def _agent_calls(plan: Plan, traces: Sequence[Trace]) -> list[PlannedCall]:
+    """An outside agent's plan: one forwarded probe call per sample (its replay is
+    scripted, never billed). A black box's context is unknown, so each call is
+    estimated as the whole conversation, an agent system prompt of the assumed size and
+    the probe, nothing cached: an upper-end estimate for an agent that keeps everything
+    (the ledger's planned live turns still cap the calls a sample may make)."""
+    a = ASSUMPTIONS
+    return [
+        PlannedCall("answer", plan.reader,
+                    a["system_tokens"] + trace_shape(t)["full"] + -(-len(p.text) // 4), 0, 0,
+                    a["answer_output_tokens"])
+        for t in traces
+        for p in (t.probes[: plan.probe_limit] if plan.probe_limit else t.probes)
+        for _ in range(len(plan.arms) * plan.repeats)
+    ]  # fmt: skip
+
+
 def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
     """Every call the plan makes, estimated. Deterministic; no I/O beyond the traces."""
     traces = list(traces) if traces is not None else load_plan_traces(plan)
+    if plan.agent is not None:
+        agent = _agent_calls(plan, traces)
+        return Workload(
+            units=len(traces) * len(plan.arms) * plan.repeats, live_turns=len(agent),
+            answer_calls=len(agent), compaction_calls=0, judge_calls=0,
+            planned_input_tokens=sum(c.input_tokens for c in agent), calls=agent,
+            extraction_calls=0, completions=len(agent),
+        )  # fmt: skip
     calls: list[PlannedCall] = []
     units = live = 0
     for trace in traces:

@@ -203,6 +203,9 @@ def summarize(record: UnitRecord) -> UnitSummary:
         if p.evidence is not None
         for c in p.evidence.calls
     ]
+    # An outside agent's probe calls, forwarded to the reader (continuity.agents.readers).
+    calls += [(c.key, c.role, reader_ref, c.usage) for p in record.probes
+              if p.agent is not UNSET for c in p.agent.calls]  # fmt: skip
     # Real (d): the checkpoint's mid-trace summary, once per unit (repeat).
     calls += [(c.key, c.role, reader_ref, c.usage) for c in record.mid_trace_calls]
     # The ledger arm: its preparation's extractions, once per unit, priced as the

@@ -26,7 +26,7 @@ other, so `doit aggregate` and `doit compare` read them; the adapters' logs go t
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -34,6 +34,7 @@ import msgspec
 
 from continuity.agents.drive import AgentRun, Reader
 from continuity.agents.manifest import Manifest
+from continuity.agents.readers import OfflineReader, SampleReader
 from continuity.agents.units import (
     AGENT_PROBE_PROTOCOL,
     AgentIdentity,
@@ -43,8 +44,11 @@ from continuity.agents.units import (
     unit_arm,
 )
 from continuity.digest import KeySpec, code_digest
+from continuity.errors import ContinuityError
+from continuity.messages import Usage
 from continuity.probes.scoring import locale_for, score_answer
 from continuity.progress import Tick
+from continuity.providers.endpoint import CallReceipt
 from continuity.runner.unit_record import ProbeResult, ProbeStatus, UnitRecord, seal
 from continuity.runner.unit_store import materialise, store_unit
 from continuity.store import Store
@@ -52,6 +56,8 @@ from continuity.traces.schema import Probe, Trace
 
 __all__ = [
     "AGENT_UNIT_CODE",
+    "AGENT_UNIT_SALT",
+    "AgentBuild",
     "AgentUnitPlan",
     "agent_unit_key",
     "build_agent_units",
@@ -108,7 +114,8 @@ class AgentUnitPlan(msgspec.Struct, frozen=True, kw_only=True):
     binding: dict[str, Any] | None = None
 
 
-def _result(trace: Trace, probe: Probe, index: int, run: AgentRun, first: str) -> ProbeResult:
+def _result(trace: Trace, probe: Probe, index: int, run: AgentRun, first: str,
+            calls: list[CallReceipt]) -> ProbeResult:  # fmt: skip
     status, reasons = sample_status(run, first)
     score = score_answer(probe.expectation, run.probe_reply, locale=locale_for(trace.family))
     return ProbeResult(
@@ -116,7 +123,7 @@ def _result(trace: Trace, probe: Probe, index: int, run: AgentRun, first: str) -
         design_role=probe.design_role, status=cast(ProbeStatus, status),
         reasons=reasons, answer=run.probe_reply, outcome=score.outcome,
         correct=score.correct, score_reason=score.reason, availability=run.availability,
-        agent=evidence(run),
+        usage=sum((c.usage for c in calls), Usage()), agent=evidence(run, calls),
     )  # fmt: skip
 
 
@@ -159,16 +166,28 @@ def _first_signature(record: UnitRecord) -> str:
                  if isinstance(p.agent, msgspec.Struct) and p.agent.signature), "")  # fmt: skip
 
 
+class AgentBuild(msgspec.Struct, frozen=True, kw_only=True):
+    """What `build_agent_units` did: the finished units (materialised), their folder,
+    how many it built and, when a reader call failed (real mode), that error and how
+    many units were planned (the run stopped there; the unit was not sealed)."""
+
+    records: list[UnitRecord]
+    folder: Path
+    built: int
+    planned: int
+    error: ContinuityError | None = None
+
+
 def build_agent_units(
     store: Store,
     plan: AgentUnitPlan,
     traces: Sequence[tuple[str, Trace]],
     run_dir: Path,
-    reader: Reader,
+    readers: Callable[[int], SampleReader] = lambda repeat: OfflineReader(),
     progress: Tick | None = None,
-) -> tuple[list[UnitRecord], Path, int]:
+) -> AgentBuild:
     """Build (or reuse) every unit of `traces` (their keys and traces) into
-    ``<run_dir>/units/``; returns the records, that folder and how many were built."""
+    ``<run_dir>/units/``, each sample's probe answered by a fresh ``readers(repeat)``."""
     folder, logs = run_dir / "units", run_dir / "agent-logs"
     folder.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
@@ -186,18 +205,29 @@ def build_agent_units(
             done += len(unit.probes)
             if progress is not None:
                 progress(done, total, unit.trace.trace_id, f"{unit.arm} cached")
-        else:
-            results = []
-            for index, probe in enumerate(unit.probes):
+            records.append(materialise(store, folder, record))
+            continue
+        results, replayed = [], []
+        for index, probe in enumerate(unit.probes):
+            reader = readers(unit.repeat)
+            try:
                 run = _sample(plan, unit, probe, run_dir, reader)
-                first = firsts.setdefault(unit.trace_key, run.signature)
-                results.append(_result(unit.trace, probe, index, run, first))
-                done += 1
-                if progress is not None:
-                    progress(done, total, unit.trace.trace_id,
-                             f"{unit.arm} {probe.probe_id} {results[-1].status}")  # fmt: skip
-            record = store_unit(store, unit.record(results))
-            built += 1
+            except ContinuityError:  # the agent's turn failed: because its reader did?
+                if reader.error is None:
+                    raise
+            if reader.error is not None:  # never sealed: the rerun asks it again
+                shutil.rmtree(run_dir / "agent-work", ignore_errors=True)
+                return AgentBuild(records=records, folder=folder, built=built,
+                                  planned=len(units), error=reader.error)  # fmt: skip
+            first = firsts.setdefault(unit.trace_key, run.signature)
+            results.append(_result(unit.trace, probe, index, run, first, reader.calls()))
+            replayed += reader.replayed()
+            done += 1
+            if progress is not None:
+                progress(done, total, unit.trace.trace_id,
+                         f"{unit.arm} {probe.probe_id} {results[-1].status}")  # fmt: skip
+        record = store_unit(store, unit.record(results), agent_replayed=replayed)
+        built += 1
         records.append(materialise(store, folder, record))
     shutil.rmtree(run_dir / "agent-work", ignore_errors=True)
-    return records, folder, built
+    return AgentBuild(records=records, folder=folder, built=built, planned=len(units))

@@ -48,10 +48,13 @@ from continuity.store import Store
 __all__ = [
     "DEFAULT_MAX_OBSERVED_INPUT_TOKENS",
     "RealResult",
+    "close_real_run",
     "endpoint_for",
+    "open_real_run",
     "parse_cost_cap",
     "rate_card",
     "run_real",
+    "write_plan",
 ]
 
 # limits.max_observed_input_tokens_per_invocation, unless --max-input-tokens says otherwise.
@@ -128,25 +131,15 @@ def run_real(
             ``cost_cap_invalid`` (checked first), ``cost_cap_price_unknown``.
         RunIncomplete: some units did not finish (``run_stopped``/``run_incomplete``).
     """
-    cap = parse_cost_cap(cost_cap)
-    out, _ = check_real_mode(
-        plan,
-        confirm=confirm,
-        credentials=credentials,
-        output=output,
-        store=store,
-        checkout=checkout,
-        environ=environ,
-    )
-    assert credentials is not None
-    invocation = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
-    account = _cost_account(plan, out, cap, invocation, pricing)
-    real = _real_run(plan, out, os.path.abspath(credentials), concurrency, explain_cache)
-    real = _capped(real, account, invocation)
+    out, real, account = open_real_run(
+        plan, store, confirm=confirm, credentials=credentials, output=output,
+        concurrency=concurrency, explain_cache=explain_cache, checkout=checkout,
+        environ=environ, pricing=pricing, cost_cap=cost_cap,
+    )  # fmt: skip
     ledger = _ledger_run(plan, real, capture=capture, pricing=pricing, checkout=checkout)
     if ledger is not None:  # how long a stage child may take before its ack is lost
         ledger = msgspec.structs.replace(ledger, timeout=upkeep_timeout)
-    _write_plan(plan, out)
+    write_plan(plan, out)
     if jobs is None:
         models = 2 if plan.judge else 1
         jobs = real_jobs(concurrency, models, memory=available_memory(), cpus=os.cpu_count())
@@ -169,10 +162,56 @@ def run_real(
             ledger=ledger,
         )
     finally:
-        _root_under_plan(store, plan_digest(plan), out)
-        write_run_manifest(out, plan)  # run.json: the report header and doit runs read it
-        spend = _spend_totals(account, out)
+        spend = close_real_run(store, plan, out, account)
     return RealResult(records, str(folder), built, real.explain_log, jobs, spend)
+
+
+def open_real_run(
+    plan: Plan,
+    store: Store,
+    *,
+    confirm: str | None,
+    credentials: str | None,
+    output: str | None,
+    concurrency: int,
+    explain_cache: bool,
+    checkout: Path | None,
+    environ: Mapping[str, str] | None,
+    pricing: str | None,
+    cost_cap: str | None,
+) -> tuple[Path, RealRun, str | None]:
+    """Guard (`continuity.plan.guards.check_real_mode`), then open this invocation: its
+    output directory, its endpoints and ledger path (held in the cost-cap account when
+    there is one) and the account. The caller writes ``plan.json`` (`write_plan`) once
+    its own checks pass.
+
+    Raises:
+        RealModeError: a guard refused; ``cost_cap_invalid`` (checked first),
+            ``cost_cap_price_unknown``.
+    """
+    cap = parse_cost_cap(cost_cap)
+    out, _ = check_real_mode(
+        plan,
+        confirm=confirm,
+        credentials=credentials,
+        output=output,
+        store=store,
+        checkout=checkout,
+        environ=environ,
+    )
+    assert credentials is not None
+    invocation = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
+    account = _cost_account(plan, out, cap, invocation, pricing)
+    real = _real_run(plan, out, os.path.abspath(credentials), concurrency, explain_cache)
+    return out, _capped(real, account, invocation), account
+
+
+def close_real_run(store: Store, plan: Plan, out: Path, account: str | None) -> CapTotals | None:
+    """Root the plan's finished units under its digest, append the invocation to
+    ``run.json`` (the report header and doit runs read it) and total the spend."""
+    _root_under_plan(store, plan_digest(plan), out)
+    write_run_manifest(out, plan)
+    return _spend_totals(account, out)
 
 
 def parse_cost_cap(text: str | None) -> Decimal | None:
@@ -332,7 +371,7 @@ def _ledger_run(
     )
 
 
-def _write_plan(plan: Plan, out: Path) -> None:
+def write_plan(plan: Plan, out: Path) -> None:
     """Write the confirmed plan and its digest to ``<out>/plan.json``."""
     document: dict[str, Any] = {"digest": plan_digest(plan), "plan": msgspec.to_builtins(plan)}
     write_output(out / "plan.json", msgspec.json.format(msgspec.json.encode(document)) + b"\n")

@@ -192,6 +192,7 @@ def replayed_calls(store: Store, record: UnitRecord) -> set[str]:
     }
     keys.update(entry.meta.get("judge_replayed") or [])
     keys.update(entry.meta.get("mid_trace_replayed") or [])
+    keys.update(entry.meta.get("agent_replayed") or [])  # an outside agent's probe calls
     return keys
 
 

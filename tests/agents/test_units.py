@@ -144,7 +144,7 @@ def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
     ("options", "code"),
     [
         ({"arms": "native,compaction-1"}, "arm_unknown"),
-        ({"real": True}, "agent_real_unsupported"),
+        ({"real": True}, "real_refused_ci"),
         ({"trace": "no-such-trace"}, "trace_unknown"),
         ({"agent": "missing.toml"}, "agent_manifest_invalid"),
         ({"judge": "openai-chat:gpt-x"}, "plan_invalid"),
@@ -153,8 +153,9 @@ def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
     ],
 )
 def test_bad_agent_units_input_is_refused_with_a_code(
-    tmp_path: Path, options: dict[str, object], code: str
+    tmp_path: Path, options: dict[str, object], code: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CI", "")  # real mode is refused where a CI variable exists
     given: dict[str, object] = {"agent": str(TOY_MANIFEST), "run": "a", "out": str(tmp_path),
                                 "store": str(tmp_path / "store")}  # fmt: skip
     with pytest.raises(ContinuityError) as caught:

@@ -1,0 +1,176 @@
+"""Who answers an outside agent's probe: the scripted reader offline, the plan's reader
+in real mode (CAP/0 v0).
+
+At the probe the model proxy forwards the agent's requests (`continuity.servers.
+model_proxy`, forward mode) to a `SampleReader`, one per sample:
+
+- `OfflineReader` answers ``UNKNOWN``: offline the accuracy means nothing; the boundary
+  verdicts and the availability do.
+- `RealReader` sends each request to the plan's reader endpoint through the guarded
+  real mode's machinery: the call cache (`continuity.providers.cache`) (a rerun
+  replays a call it already made), the invocation's ledger (the sample's probe turn is
+  admitted as one live turn, on its first call; a stop rule fired refuses it) and the
+  run's cost cap. The agent's request is translated to the benchmark's `ModelRequest`
+  (`model_request`): its system text, its user and assistant turns, and its tool calls
+  and results paired in order with fresh call ids. No tools are offered to the reader:
+  the probe is recall-only. A failed call is kept (`error`), and the sample is never
+  sealed: the runner stops the run as ``run_incomplete`` or ``run_stopped``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import msgspec
+
+from continuity.errors import ContinuityError
+from continuity.messages import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ToolCallRequest,
+    ToolResultMessage,
+    UserMessage,
+)
+from continuity.providers.cache import CachedProvider, Ledger
+from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
+from continuity.providers.protocol import complete
+from continuity.providers.real import make_provider
+from continuity.servers.proxy_script import WireMessage, WireRequest
+from continuity.store import Store
+
+__all__ = ["NO_RESULT", "OfflineReader", "RealReader", "SampleReader", "model_request"]
+
+# The result of a call the agent's context holds no result for (a provider refuses a
+# call without one).
+NO_RESULT = "(no result in the agent's context)"
+
+
+class SampleReader(Protocol):
+    """The reader of one sample: called per forwarded request; what it called after."""
+
+    error: ContinuityError | None
+
+    async def __call__(self, request: WireRequest) -> str: ...
+
+    def calls(self) -> list[CallReceipt]: ...
+
+    def replayed(self) -> list[str]: ...
+
+
+class OfflineReader:
+    """The scripted reader of an offline run: it knows nothing."""
+
+    error: ContinuityError | None = None
+
+    async def __call__(self, request: WireRequest) -> str:
+        return "UNKNOWN"
+
+    def calls(self) -> list[CallReceipt]:
+        return []
+
+    def replayed(self) -> list[str]:
+        return []
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    try:
+        value = msgspec.json.decode(text or "{}")
+    except msgspec.DecodeError:
+        return {"arguments": text}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _turns(messages: tuple[WireMessage, ...]) -> list[Message]:
+    """The agent's turns as benchmark messages: each tool result answers the earliest
+    unanswered call of the assistant turn before it (a result with no call left is
+    shown to the reader as a user turn); a call left unanswered gets `NO_RESULT`."""
+    out: list[Message] = []
+    pending: list[ToolCallRequest] = []
+
+    def settle() -> None:
+        out.extend(ToolResultMessage(call_id=c.call_id, tool=c.name, text=NO_RESULT)
+                   for c in pending)  # fmt: skip
+        pending.clear()
+
+    for number, message in enumerate(messages):
+        if message.role == "tool":
+            if pending:
+                call = pending.pop(0)
+                out.append(ToolResultMessage(call_id=call.call_id, tool=call.name,
+                                             text=message.text))  # fmt: skip
+            else:
+                out.append(UserMessage(text=f"[tool result]\n{message.text}"))
+            continue
+        settle()
+        if message.role == "assistant":
+            pending = [ToolCallRequest(call_id=f"call_{number}_{i}", name=name,
+                                       arguments=_arguments(arguments))
+                       for i, (name, arguments) in enumerate(message.tool_calls)]  # fmt: skip
+            out.append(AssistantMessage(text=message.text, tool_calls=tuple(pending)))
+        else:
+            out.append(UserMessage(text=message.text))
+    settle()
+    return out
+
+
+def model_request(request: WireRequest, spec: EndpointSpec) -> ModelRequest:
+    """The agent's request as the reader endpoint gets it (module doc)."""
+    return ModelRequest(
+        session_id="outside-agent",
+        provider=spec.kind,
+        model=spec.model,
+        system=request.system,
+        messages=tuple(_turns(request.messages)),
+    )
+
+
+class RealReader:
+    """The plan's reader behind the call cache, the ledger and the cost cap (module doc).
+
+    It is called on the proxy's own event loop thread, so each call opens (and closes)
+    its own ledger connection, store and HTTP client there."""
+
+    def __init__(self, binding: RealBinding) -> None:
+        self.binding = binding
+        self.admitted = False
+        self.error: ContinuityError | None = None
+        self._calls: list[CallReceipt] = []
+        self._replayed: list[str] = []
+
+    async def __call__(self, request: WireRequest) -> str:
+        b = self.binding
+        ledger = Ledger(b.ledger) if b.ledger else None
+        inner = make_provider(b.endpoint)
+        try:
+            if ledger is not None and not self.admitted:
+                ledger.admit()  # the sample's probe turn: one live turn
+            self.admitted = True
+            cached = CachedProvider(
+                inner,
+                b.endpoint,
+                Store(b.store_root),
+                repeat=b.repeat,
+                role="answer",
+                ledger=ledger,
+                explain_log=b.explain_log,
+            )
+            try:
+                done = await complete(cached, model_request(request, b.endpoint))
+            finally:
+                self._calls += cached.receipts
+                self._replayed += cached.replayed
+        except ContinuityError as error:
+            self.error = self.error or error
+            raise
+        finally:
+            await inner.aclose()
+            if ledger is not None:
+                ledger.close()
+        return done.message.text
+
+    def calls(self) -> list[CallReceipt]:
+        return list(self._calls)
+
+    def replayed(self) -> list[str]:
+        return list(self._replayed)

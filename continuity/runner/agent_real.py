@@ -1,0 +1,109 @@
+"""An outside agent's units against a real reader: ``doit units --agent agent.toml --real``.
+
+The replay is scripted as offline (the proxy plays the trace's assistant turns); only
+the probe is forwarded, to the plan's reader, through the guarded real mode
+(`continuity.runner.real.open_real_run`: every guard first, the confirmed plan digest,
+the credentials file, the cost cap) and the call cache (`continuity.agents.readers.
+RealReader`). The invocation's ledger plans one live turn per sample and admits it on
+the sample's first forwarded call; the observed-input cap stops admission as for the
+reference arms. A unit's key binds the reader's endpoint (`RealRun.binding`), so real
+and offline units never mix, and a rerun reuses every finished unit and every call
+already made.
+
+A failed reader call (a provider error, a stop rule, the cost cap) stops the run after
+the finished units are written: ``run_stopped`` when a stop rule fired, else
+``run_incomplete``; the failed sample's unit is never sealed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from continuity.agents.manifest import Manifest
+from continuity.agents.readers import RealReader
+from continuity.errors import RunIncomplete
+from continuity.plan.plan import Plan
+from continuity.progress import Tick
+from continuity.providers.cache import Ledger
+from continuity.providers.costcap import CapTotals
+from continuity.runner.agent_units import AgentBuild, AgentUnitPlan, build_agent_units
+from continuity.runner.real import close_real_run, open_real_run, write_plan
+from continuity.runner.unit_record import RealRun
+from continuity.runner.unit_worker import real_binding_for
+from continuity.store import Store
+from continuity.traces.schema import Trace
+
+__all__ = ["run_real_agent"]
+
+
+def _reader(real: RealRun, store: Store, repeat: int) -> RealReader:
+    binding = real_binding_for(real, store, repeat)
+    assert binding is not None
+    return RealReader(binding)
+
+
+def run_real_agent(
+    plan: Plan,
+    store: Store,
+    manifest: Manifest,
+    traces: Sequence[tuple[str, Trace]],
+    *,
+    confirm: str | None,
+    credentials: str | None,
+    output: str | None,
+    only_repeats: Sequence[int] | None = None,
+    concurrency: int = 4,
+    max_observed_input_tokens: int | None = None,
+    explain_cache: bool = False,
+    checkout: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    pricing: str | None = None,
+    cost_cap: str | None = None,
+    progress: Tick | None = None,
+) -> tuple[AgentBuild, CapTotals | None]:
+    """Guard, then run the confirmed agent plan's selected units (module doc).
+
+    Raises:
+        RealModeError: a guard refused (see `continuity.plan.guards`).
+        RunIncomplete: ``run_stopped`` or ``run_incomplete`` (module doc).
+    """
+    assert plan.agent is not None
+    out, real, account = open_real_run(
+        plan, store, confirm=confirm, credentials=credentials, output=output,
+        concurrency=concurrency, explain_cache=explain_cache, checkout=checkout,
+        environ=environ, pricing=pricing, cost_cap=cost_cap,
+    )  # fmt: skip
+    write_plan(plan, out)
+    unit_plan = AgentUnitPlan(
+        manifest=manifest, agent=plan.agent, arms=[a.removeprefix("agent-") for a in plan.arms],
+        repeats=list(only_repeats or range(1, plan.repeats + 1)), probe_limit=plan.probe_limit,
+        binding=real.binding(),
+    )  # fmt: skip
+    samples = sum(len(t.probes[: plan.probe_limit]) for _, t in traces)
+    samples *= len(unit_plan.arms) * len(unit_plan.repeats)
+    ledger = Ledger.create(Path(real.ledger), planned_live_turns=samples,
+                           max_observed_input_tokens=max_observed_input_tokens)  # fmt: skip
+    try:
+        build = build_agent_units(
+            store, unit_plan, traces, out,
+            readers=lambda repeat: _reader(real, store, repeat),
+            progress=progress,
+        )  # fmt: skip
+        state = ledger.state()
+    finally:
+        ledger.close()
+        spend = close_real_run(store, plan, out, account)
+    if build.error is not None:
+        stopped = state.get("stopped")
+        raise RunIncomplete(
+            f"{build.planned - len(build.records)} of {build.planned} units did not finish "
+            f"({len(build.records)} kept in {build.folder}); "
+            + (f"admission stopped: {stopped}; " if stopped else
+               f"first error: {build.error.code}: {build.error.message}; ")
+            + f"{state['admitted']} live turns admitted of {state['planned']} planned. Run the "
+            "same command again to resume: finished units and calls are reused.",
+            code="run_stopped" if stopped else "run_incomplete",
+            location=str(out),
+        )  # fmt: skip
+    return build, spend

@@ -1,0 +1,134 @@
+"""`doit units --agent --real`: the probe forwarded to a real reader endpoint (a loopback
+stand-in speaking the OpenAI wire format) through the guarded real mode and the call
+cache. The replay stays scripted; the agent, MCP, HTTP, the ledger and the store are the
+real path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from msgspec import UNSET
+
+from continuity.agents.manifest import load_manifest
+from continuity.agents.readers import NO_RESULT, model_request
+from continuity.contract_agent import TOY_MANIFEST
+from continuity.errors import ContinuityError, RunIncomplete
+from continuity.messages import AssistantMessage, ToolResultMessage, UserMessage
+from continuity.plan.estimate import dry_run, record_dry_run
+from continuity.plan.plan import plan_from_options
+from continuity.plan.pricing import load_catalog
+from continuity.plan.workload import workload
+from continuity.providers.endpoint import EndpointSpec
+from continuity.report.aggregate import aggregate_run
+from continuity.runner.agent_real import run_real_agent
+from continuity.servers.proxy_script import WireMessage, WireRequest
+from continuity.servers.wire import Faults, WireServer, serve_in_thread
+from continuity.store import Store
+from continuity.traces.suites import build_suite
+from tests.harness.test_replay import trace_named
+
+TRACE = "brightline-return"
+
+
+def _rig(tmp_path: Path, url: str) -> dict[str, Any]:
+    store = Store(tmp_path / "store")
+    credentials = tmp_path / "credentials.json"
+    credentials.write_text('{"api_key": "sk-loopback"}')
+    options = {"agent": str(TOY_MANIFEST), "provider": "openai-chat", "base_url": url + "/v1",
+               "credentials": str(credentials), "reader": "openai-codex:gpt-6-mini",
+               "arms": "native,new_session", "probe_limit": 1}  # fmt: skip
+    plan = plan_from_options(options)
+    result = dry_run(plan, workload(plan), load_catalog())
+    record_dry_run(store, result, tmp_path / "plans")
+    item = next(i for i in build_suite(store, "original", out_dir=tmp_path).items
+                if i.trace_id == TRACE)  # fmt: skip
+    return {"store": store, "plan": plan, "digest": result.digest, "credentials": credentials,
+            "traces": [(item.key, trace_named(TRACE))]}  # fmt: skip
+
+
+def _run(rig: dict[str, Any], tmp_path: Path, checkout: Path, **extra: Any) -> Any:
+    return run_real_agent(
+        rig["plan"], rig["store"], load_manifest(TOY_MANIFEST), rig["traces"],
+        confirm=rig["digest"], credentials=str(rig["credentials"]),
+        output=str(tmp_path / "run"), checkout=checkout, environ={}, **extra,
+    )  # fmt: skip
+
+
+def test_the_probe_goes_to_the_real_reader_once_and_a_rerun_replays_it(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    app = WireServer(model="served-model-7")
+    with serve_in_thread(app) as url:
+        rig = _rig(tmp_path, url)
+        assert workload(rig["plan"]).answer_calls == 8  # 4 originals x one probe x two arms
+        build, _ = _run(rig, tmp_path, clean_checkout)
+        made = app.count()
+        again, _ = _run(rig, tmp_path, clean_checkout)
+        assert app.count() == made == 2  # the rerun reused both units: no call
+    assert build.built == 2 and again.built == 0
+    for record in build.records:
+        assert record.binding is not None and record.binding["reader"]["kind"] == "openai-chat"
+        probe = record.probes[0]
+        assert probe.status == "valid" and probe.answer == "UNKNOWN"
+        assert probe.agent is not UNSET and len(probe.agent.calls) == 1
+        assert probe.agent.calls[0].served_model == "served-model-7"
+        assert probe.usage.total_input > 0 and probe.usage.output > 0
+    sent = [body for _, body in app.calls]
+    question = trace_named(TRACE).probes[0].text
+    assert all(question in str(body["messages"][-1]["content"]) for body in sent)
+    assert len(sent[0]["messages"]) > len(sent[1]["messages"])  # native keeps more than new
+    results, _, _ = aggregate_run(rig["store"], tmp_path / "run")
+    assert results.spend["agent-native"].model_calls == 1
+
+
+def test_a_failing_reader_stops_the_run_and_seals_nothing(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    app = WireServer(faults=Faults(auth_fail_from=1))
+    with serve_in_thread(app) as url:
+        rig = _rig(tmp_path, url)
+        with pytest.raises(RunIncomplete) as caught:
+            _run(rig, tmp_path, clean_checkout)
+    assert caught.value.code in ("run_incomplete", "run_stopped")
+    assert not list((tmp_path / "run" / "units").glob("*.json"))
+
+
+def test_real_agent_units_keep_every_guard(tmp_path: Path, clean_checkout: Path) -> None:
+    with serve_in_thread(WireServer()) as url:
+        rig = _rig(tmp_path, url)
+        with pytest.raises(ContinuityError) as caught:
+            _run({**rig, "digest": "0" * 64}, tmp_path, clean_checkout)
+    assert caught.value.code == "confirmation_mismatch"
+
+
+def test_the_agents_request_becomes_the_readers_with_calls_and_results_paired() -> None:
+    spec = EndpointSpec(kind="openai-chat", base_url="http://127.0.0.1:1", model="m",
+                        credentials_path="/nonexistent")  # fmt: skip
+    wire = WireRequest(model="cont-main", system="be brief", stream=False, tools=("find",),
+                       messages=(
+        WireMessage("user", "look it up"),
+        WireMessage("assistant", "", (("find", '{"q": "x"}'), ("find", "not json"))),
+        WireMessage("tool", "first"),
+        WireMessage("tool", "second"),
+        WireMessage("tool", "orphan"),
+        WireMessage("assistant", "", (("find", "{}"),)),
+        WireMessage("user", "and now?"),
+    ))  # fmt: skip
+    request = model_request(wire, spec)
+    kinds = [type(m).__name__ for m in request.messages]
+    assert kinds == ["UserMessage", "AssistantMessage", "ToolResultMessage",
+                     "ToolResultMessage", "UserMessage", "AssistantMessage",
+                     "ToolResultMessage", "UserMessage"]  # fmt: skip
+    call = request.messages[1]
+    assert isinstance(call, AssistantMessage)
+    assert [c.arguments for c in call.tool_calls] == [{"q": "x"}, {"arguments": "not json"}]
+    first, second = request.messages[2], request.messages[3]
+    assert isinstance(first, ToolResultMessage) and isinstance(second, ToolResultMessage)
+    assert (first.call_id, second.call_id) == (call.tool_calls[0].call_id,
+                                               call.tool_calls[1].call_id)  # fmt: skip
+    orphan, unanswered = request.messages[4], request.messages[6]
+    assert isinstance(orphan, UserMessage) and "orphan" in orphan.text
+    assert isinstance(unanswered, ToolResultMessage) and unanswered.text == NO_RESULT
+    assert request.system == "be brief" and request.tools == ()
