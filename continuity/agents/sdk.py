@@ -36,7 +36,8 @@ class AgentAdapter(Protocol):
     async def open_session(self, key: str) -> str: ...
     async def run_turn(self, session_id: str, turn_id: str, text: str, at: str) -> TurnResult: ...
 
-    # optional: async def steer(self, session_id, turn_id, steer_id, text) -> SteerResult
+    # async def steer(self, session_id, turn_id, steer_id, text) -> SteerResult: required
+    # when the capabilities declare steer "injected" or "queued" (answer with the delivery)
     # optional: async def shutdown(self) -> None (persist and return; the process then ends)
 
 

@@ -48,6 +48,7 @@ from typing import Any, Literal
 import msgspec
 
 from continuity.digest import value_digest
+from continuity.errors import ContinuityError
 from continuity.servers.asgi import Receive, Send, lifespan, read_body, send_events, send_json
 from continuity.servers.proxy_script import (
     ProxyStep,
@@ -92,6 +93,7 @@ class RequestFact(msgspec.Struct, frozen=True, kw_only=True):
     tool_bytes_sent: int = 0
     output_tokens: int = 0
     transcript: int = 0  # how many `markers` (owner texts) its earlier user messages hold
+    reader_error: str | None = None  # forward mode: the reader's failure (the agent got 502)
 
 
 def replay_signature(facts: Sequence[RequestFact]) -> str:
@@ -266,7 +268,11 @@ class ModelProxy:
                 self.forwarded.append(request)
             if self.reader is None:
                 return 503, _error("proxy_no_reader", "no reader in forward mode")
-            text = await self.reader(request)
+            try:
+                text = await self.reader(request)
+            except ContinuityError as error:  # the reader keeps it; the agent sees a 502
+                fact["reader_error"] = error.code
+                return 502, _error(error.code, "the reader endpoint failed")
             fact["output_tokens"] = -(-len(text) // 4)
             return 200, {"text": text, "calls": []}
         fact["mode"] = "script"
