@@ -49,7 +49,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import msgspec
@@ -107,6 +107,7 @@ class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
     probe_tool_attempts: int  # fixture calls during the probe (the fixture is done)
     facts: list[RequestFact]
     availability: Availability | None = None  # with needles: in the probe request seen
+    needle_states: list[NeedleState] = []  # what it rests on: the facts', then superseded
 
 
 class _Steering:
@@ -248,21 +249,24 @@ async def drive_agent(
         crossing=_crossing(arm, info, run.pids, (session, probe_session), probe_fact, last_main),
         probe_reply=str(reply.reply.get("text", "")), probe=probe_fact,
         fixture_calls=replayed, probe_tool_attempts=len(fixture.call_log) - replayed,
-        facts=proxy.facts, availability=_available(needles, run.context),
+        facts=proxy.facts, **_available(needles, run.context),
     )  # fmt: skip
 
 
-def _available(needles: Needles | None, request: WireRequest | None) -> Availability | None:
-    """The probe's availability in the request the proxy saw: each needle stated in its
-    system text, turns or tool results (not in the question itself)."""
+def _available(needles: Needles | None, request: WireRequest | None) -> dict[str, Any]:
+    """The probe's availability in the request the proxy saw, and the needle states it
+    rests on (the facts', then the superseded values'): each needle stated in its system
+    text, turns or tool results (not in the question itself)."""
     if needles is None or request is None:
-        return None
+        return {}
     text = ContextText([request.system, *(m.text for m in request.messages[:-1])])
 
     def states(found: list[str]) -> list[NeedleState]:
         return [NeedleState(in_context=text.holds(n), retrievable=None) for n in found]
 
-    return availability(len(needles.fact), states(needles.fact), states(needles.superseded))
+    facts, superseded = states(needles.fact), states(needles.superseded)
+    return {"availability": availability(len(facts), facts, superseded),
+            "needle_states": [*facts, *superseded]}  # fmt: skip
 
 
 def _last_main(facts: list[RequestFact]) -> RequestFact | None:

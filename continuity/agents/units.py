@@ -26,7 +26,7 @@ import msgspec
 from continuity.agents.drive import ARMS, AgentRun, Reader, drive_agent
 from continuity.agents.manifest import Manifest
 from continuity.errors import ArmError
-from continuity.probes.availability import needles_for
+from continuity.probes.availability import NeedleState, needles_for
 from continuity.providers.endpoint import CallReceipt
 from continuity.traces.schema import Probe, Trace
 
@@ -84,6 +84,9 @@ class AgentEvidence(msgspec.Struct, frozen=True, kw_only=True):
     probe_tool_attempts: int
     # Real mode: the probe's reader calls (the call cache's receipts); none offline.
     calls: list[CallReceipt] = []
+    # The needles in the probe request the proxy saw: the facts', then the superseded
+    # values' (what the availability rests on; `doit score` grades from them again).
+    needle_states: list[NeedleState] = []
 
 
 _PREFIX = "agent-"
@@ -137,7 +140,7 @@ def sample_status(run: AgentRun, first: str) -> tuple[str, list[str]]:
 
 def evidence(run: AgentRun, calls: list[CallReceipt]) -> AgentEvidence:
     return AgentEvidence(
-        calls=calls,
+        calls=calls, needle_states=run.needle_states,
         reported=run.agent, verdict=run.crossing.verdict, codes=run.codes,
         signature=run.signature, steers=run.steers, pids=run.crossing.pids,
         fixture_calls=run.fixture_calls, probe_tool_attempts=run.probe_tool_attempts,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.digest import KeySpec, value_digest
 from continuity.errors import AggregateError, UsageError
@@ -119,7 +120,13 @@ def score_unit(record: UnitRecord, trace: Trace, scorer: str) -> ScoreRecord:
     for result in record.probes:
         if result.status != "valid":
             continue
-        states = result.evidence.needle_states if result.evidence is not None else []
+        states = (
+            result.evidence.needle_states
+            if result.evidence is not None
+            else result.agent.needle_states  # an outside agent's sample
+            if result.agent is not UNSET
+            else []
+        )
         graded = score_result(
             result, by_id[result.probe_id], states, locale=locale_for(trace.family)
         )

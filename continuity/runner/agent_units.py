@@ -17,8 +17,9 @@ Every sample of a trace must carry the trace's first replay signature (else it i
 ``copy_unverified``): the first is the first sample's in plan order, read from a stored
 unit when that unit is reused.
 
-Each answer is graded by the benchmark's scorer, and each probe's availability is read
-from the probe request the proxy saw. The unit files go to ``<run>/units/`` like every
+Each valid answer is graded as the reference arms' are (the scorer, the availability
+from the needle states read in the probe request the proxy saw, the loss label); an
+excluded sample is never scored. The unit files go to ``<run>/units/`` like every
 other, so `doit aggregate` and `doit compare` read them; the adapters' logs go to
 ``<run>/agent-logs/``.
 """
@@ -46,9 +47,10 @@ from continuity.agents.units import (
 from continuity.digest import KeySpec, code_digest
 from continuity.errors import ContinuityError
 from continuity.messages import Usage
-from continuity.probes.scoring import locale_for, score_answer
+from continuity.probes.scoring import locale_for
 from continuity.progress import Tick
 from continuity.providers.endpoint import CallReceipt
+from continuity.runner.unit_grading import score_result
 from continuity.runner.unit_record import ProbeResult, ProbeStatus, UnitRecord, seal
 from continuity.runner.unit_store import materialise, store_unit
 from continuity.store import Store
@@ -116,15 +118,19 @@ class AgentUnitPlan(msgspec.Struct, frozen=True, kw_only=True):
 
 def _result(trace: Trace, probe: Probe, index: int, run: AgentRun, first: str,
             calls: list[CallReceipt]) -> ProbeResult:  # fmt: skip
+    """The sample's result; a valid one graded as the reference arms' are
+    (`score_result`: the outcome, the availability from the needle states the proxy saw,
+    the loss label), an excluded one kept with its class and never scored."""
     status, reasons = sample_status(run, first)
-    score = score_answer(probe.expectation, run.probe_reply, locale=locale_for(trace.family))
-    return ProbeResult(
+    result = ProbeResult(
         probe_id=probe.probe_id, index=index, category=probe.category,
-        design_role=probe.design_role, status=cast(ProbeStatus, status),
-        reasons=reasons, answer=run.probe_reply, outcome=score.outcome,
-        correct=score.correct, score_reason=score.reason, availability=run.availability,
+        design_role=probe.design_role, status=cast(ProbeStatus, status), reasons=reasons,
+        answer=run.probe_reply, availability=run.availability,
         usage=sum((c.usage for c in calls), Usage()), agent=evidence(run, calls),
     )  # fmt: skip
+    if status != "valid":
+        return result
+    return score_result(result, probe, run.needle_states, locale=locale_for(trace.family))
 
 
 class _Unit:

@@ -85,6 +85,27 @@ def test_an_agent_run_aggregates_under_its_banner_and_compares(agent_run: dict[s
     assert compared.probe_protocol == "cap0-owner-turn-v1"
 
 
+def test_the_report_grades_an_agents_samples_from_the_needles_the_proxy_saw(
+    tmp_path: Path,
+) -> None:
+    """A new session of the toy keeps only its notes: the fact is absent from the probe
+    request, and the report's current-scorer grading says so (from the needle states
+    kept in the unit, not from a reference sample's evidence it does not have)."""
+    line = _units(agent=str(TOY_MANIFEST), arms="new_session", trace=TRACE, probe_limit=1,
+                  run="n", out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
+    assert "1 units (1 run" in line
+    _, record = _unit(tmp_path / "runs" / "n")
+    probe = record.probes[0]
+    assert probe.availability is not None and probe.availability.fact == "absent"
+    assert probe.agent is not UNSET and probe.agent.needle_states
+    assert probe.loss == "lost_at_boundary"
+    for scorer in ("current", "original"):
+        results, _, _ = aggregate_run(Store(tmp_path / "store"), tmp_path / "runs" / "n",
+                                      scorer=scorer)  # fmt: skip
+        cell = results.availability["original"]["agent-new_session"]
+        assert (cell["absent"], cell["in_context"], cell["lost_at_boundary"]) == (1, 0, 1)
+
+
 def test_a_rerun_reuses_the_stored_units_and_a_changed_agent_builds_new_ones(
     agent_run: dict[str, Any], tmp_path: Path
 ) -> None:
