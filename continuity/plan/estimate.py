@@ -371,6 +371,18 @@ def _source_lines(result: DryRun, catalog: Catalog | None) -> list[str]:
     return [f"  {describe_source(result.prices, catalog)}; {bound}"]
 
 
+def _agent_lines(plan: Plan) -> list[str]:
+    """An outside agent's plan: who it is, and what its estimate assumes."""
+    a = plan.agent
+    if a is None:
+        return []
+    return [
+        f"  agent {a.adapter} {a.version} (manifest {a.manifest[:16]}, files "
+        f"{a.sources[:16]}, env {a.env[:16]}): replay scripted, only the probe is sent; "
+        "each call estimated as the whole conversation, nothing cached",
+    ]
+
+
 def format_dry_run(result: DryRun, catalog: Catalog | None = None) -> str:
     """The dry run as the user reads it; the last line is the confirmation digest.
     `catalog` (the one priced with) adds its date to the price-source line."""
@@ -382,6 +394,7 @@ def format_dry_run(result: DryRun, catalog: Catalog | None = None) -> str:
         f"repeats {plan.repeats}, probe limit {plan.probe_limit or 'none'}",
         f"  reader {plan.reader} ({plan.reader_effort}); judge {plan.judge or 'none'}; "
         f"endpoint {plan.endpoint.kind} {plan.endpoint.base_url}".rstrip(),
+        *_agent_lines(plan),
         "workload (no network call, no credential read):",
         *_workload_lines(result),
         "list-price estimate (catalog, then genai-prices; heuristics, not an invoice):",

@@ -16,7 +16,7 @@ from continuity.agents.readers import NO_RESULT, model_request
 from continuity.contract_agent import TOY_MANIFEST
 from continuity.errors import ContinuityError, RunIncomplete
 from continuity.messages import AssistantMessage, ToolResultMessage, UserMessage
-from continuity.plan.estimate import dry_run, record_dry_run
+from continuity.plan.estimate import dry_run, format_dry_run, record_dry_run
 from continuity.plan.plan import plan_from_options
 from continuity.plan.pricing import load_catalog
 from continuity.plan.workload import workload
@@ -63,6 +63,8 @@ def test_the_probe_goes_to_the_real_reader_once_and_a_rerun_replays_it(
     with serve_in_thread(app) as url:
         rig = _rig(tmp_path, url)
         assert workload(rig["plan"]).answer_calls == 8  # 4 originals x one probe x two arms
+        shown = format_dry_run(dry_run(rig["plan"], workload(rig["plan"]), load_catalog()))
+        assert "agent toy 0.1.0 (manifest " in shown and "only the probe is sent" in shown
         build, _ = _run(rig, tmp_path, clean_checkout)
         made = app.count()
         again, _ = _run(rig, tmp_path, clean_checkout)
