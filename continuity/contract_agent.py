@@ -35,6 +35,15 @@ __all__ = ["TOY_MANIFEST", "check_outside_agent"]
 TOY_MANIFEST = Path(__file__).resolve().parents[1] / "examples" / "agents" / "toy" / "agent.toml"
 
 
+# What the report's banner must say a black box cannot show (and that it is one).
+_BANNER_SAYS = (
+    "External agent.",
+    "memory the agent never sent to a model",
+    "the contents of provider-side compaction",
+    "whether every model call went through the proxy",
+)
+
+
 def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_dir: Path) -> str:
     """Run the pass (module doc) over `traces` (their keys and traces); the contract's
     sentence for it.
@@ -57,7 +66,8 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
     bad = [f"{r.trace_id}/{r.arm}/{p.probe_id} {p.status}" for r, p in samples
            if p.status != "valid"]  # fmt: skip
     report = paths["report"].read_text(encoding="utf-8")
-    if bad or not samples or results.agent is UNSET or "External agent." not in report:
+    said = all(s in report for s in _BANNER_SAYS)
+    if bad or not samples or results.agent is UNSET or not said:
         raise ContinuityError(
             f"{len(bad)} of {len(samples)} outside-agent samples not valid: {', '.join(bad[:6])}",
             code="agent_contract_failed",

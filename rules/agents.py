@@ -1,14 +1,127 @@
-"""`doit agent_check`: the CAP/0 conformance suite for an outside agent's adapter
-(issue 21; `continuity.agents.check`)."""
+"""Outside agents (CAP/0, issue 21): `doit agent_check`, the conformance suite for an
+adapter (`continuity.agents.check`), and what `doit units --agent` runs (`agent_units`:
+`continuity.runner.agent_units` offline, `continuity.runner.agent_real` with --real)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from continuity.graph import task_action
-from rules.params import OUT, TaskSpec, param
+from rules.params import OUT, Selection, TaskSpec, param
 
-__all__ = ["task_agent_check"]
+if TYPE_CHECKING:
+    from continuity.agents.manifest import Manifest
+    from continuity.plan.plan import Plan
+    from continuity.runner.unit_record import UnitRecord
+    from continuity.traces.schema import Trace
+    from rules.units import UnitsOptions
+
+__all__ = ["agent_units", "task_agent_check"]
+
+
+def agent_units(
+    options: UnitsOptions,
+    repeats: list[int] | None,
+    summary: Callable[[Sequence[UnitRecord], Path | str, int], str],
+) -> str:
+    """``--agent agent.toml``: an outside agent's units (CAP/0), offline into
+    ``<out>/runs/<run>/units/`` (default run ``agent-<name>``), real (``--real``) into
+    ``--out``; `doit aggregate` reports them."""
+    import os
+
+    from continuity.errors import RealModeError
+    from continuity.progress import progress
+    from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
+    from continuity.runner.manifest import utc_stamp, write_run_manifest
+
+    started = utc_stamp()
+    if options.get("real") and "CI" in os.environ:  # before the options are even read
+        raise RealModeError("real mode never runs where a CI variable exists (even an "
+                            "empty one)", code="real_refused_ci", location="$CI")  # fmt: skip
+    plan, manifest, traces = _agent_selection(options)
+    assert plan.agent is not None
+    if options.get("real"):
+        return _real_agent_units(options, plan, manifest, traces, repeats, summary)
+    run = options["run"] if options["run"] != "offline" else f"agent-{manifest.name}"
+    run_dir = Selection(options).out / "runs" / run
+    unit_plan = AgentUnitPlan(
+        manifest=manifest, agent=plan.agent, arms=[a.removeprefix("agent-") for a in plan.arms],
+        repeats=repeats or list(range(1, plan.repeats + 1)),
+        probe_limit=plan.probe_limit,
+    )  # fmt: skip
+    with progress(f"agent units {manifest.name}") as tick:
+        build = build_agent_units(Selection(options).store, unit_plan, traces, run_dir,
+                                  progress=tick)  # fmt: skip
+    write_run_manifest(run_dir, plan, started=started)
+    return (summary(build.records, build.folder, build.built)
+            + f"; aggregate with doit aggregate --run {run}")  # fmt: skip
+
+
+def _agent_selection(
+    options: UnitsOptions,
+) -> tuple[Plan, Manifest, list[tuple[str, Trace]]]:
+    """The agent plan (`plan_from_options`), its manifest and the selected traces."""
+    from continuity.errors import UsageError
+    from continuity.plan.agent_plan import agent_for_options
+    from continuity.plan.plan import plan_from_options
+    from continuity.traces.suites import build_suite
+    from continuity.traces.validate import load_trace
+
+    plan = plan_from_options(options)
+    loaded = agent_for_options(options)
+    assert loaded is not None
+    selection = Selection(options)
+    store = selection.store
+    suite = build_suite(store, plan.suite, plan.seeds, out_dir=selection.out / "traces")
+    wanted = set((options.get("trace") or "").split(",")) - {""}
+    items = [i for i in suite.items if not wanted or i.trace_id in wanted]
+    if not items:
+        raise UsageError("no trace of the suite is selected", code="trace_unknown",
+                         location="--trace")  # fmt: skip
+    traces = [(i.key, load_trace(store.get_blob(i.digest), source=i.trace_id)) for i in items]
+    return plan, loaded[0], traces
+
+
+def _real_agent_units(
+    options: UnitsOptions,
+    plan: Plan,
+    manifest: Manifest,
+    traces: list[tuple[str, Trace]],
+    repeats: list[int] | None,
+    summary: Callable[[Sequence[UnitRecord], Path | str, int], str],
+) -> str:
+    from continuity.progress import progress
+    from continuity.runner.agent_real import run_real_agent
+    from continuity.runner.real import DEFAULT_MAX_OBSERVED_INPUT_TOKENS
+    from continuity.runner.units import replayed_calls
+
+    store = Selection(options).store
+    with progress(f"agent units {manifest.name} (real: {plan.endpoint.kind})") as tick:
+        build, spend = run_real_agent(
+            plan, store, manifest, traces,
+            confirm=options.get("confirm_plan") or None,
+            credentials=options.get("credentials") or None,
+            output=options.get("out") or None,
+            only_repeats=repeats,
+            concurrency=int(options.get("concurrency") or 4),
+            max_observed_input_tokens=int(options.get("max_input_tokens") or 0)
+            or DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
+            explain_cache=bool(options.get("explain_cache")),
+            pricing=options.get("pricing") or None,
+            cost_cap=options.get("cost_cap") or None,
+            progress=tick,
+        )  # fmt: skip
+    calls = [c for r in build.records for p in r.probes if p.agent for c in p.agent.calls]
+    replayed = set().union(*(replayed_calls(store, r) for r in build.records))
+    fresh = sum(1 for c in calls if c.key not in replayed)
+    return (
+        summary(build.records, build.folder, build.built)
+        + f"; {len(calls)} reader calls ({fresh} made, {len(calls) - fresh} from the call "
+        + f"cache); aggregate with doit aggregate --run-dir {build.folder.parent}"
+        + (f"\n{spend.line()}" if spend is not None else "")
+    )
 
 
 def _agent_check(**options: Any) -> str:

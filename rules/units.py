@@ -25,14 +25,12 @@ from rules.traces import TRACE
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from continuity.agents.manifest import Manifest
     from continuity.plan.holdout_plan import HoldoutChoice
     from continuity.plan.plan import LookupPlan, Plan
     from continuity.roles.table import Role
     from continuity.runner.ledger_run import LedgerRun
     from continuity.runner.lookup_run import LookupRun
     from continuity.runner.units import UnitRecord
-    from continuity.traces.schema import Trace
     from continuity.traces.suites import SuiteItem
 
 RUN = param("run", str, "offline", "run name: units and reports go to <out>/runs/<run>/")
@@ -76,7 +74,10 @@ def _aggregate_only(options: UnitsOptions) -> str:
         out = options.get("out") or ""
         run_dir = Path(out).absolute() if out else chosen.out
     else:
-        run_dir = chosen.out / "runs" / options["run"]
+        run = options["run"]
+        if plan.agent is not None and run == "offline":  # an agent's default run
+            run = f"agent-{plan.agent.adapter}"
+        run_dir = chosen.out / "runs" / run
     pricing = options.get("pricing")
     catalog = Path(pricing) if pricing else default_catalog_path()
     results, paths, read = aggregate_stamped(chosen.store, run_dir, catalog)
@@ -86,121 +87,18 @@ def _aggregate_only(options: UnitsOptions) -> str:
     )
 
 
-def _agent_units(options: UnitsOptions) -> str:
-    """``--agent agent.toml``: an outside agent's units (CAP/0), offline into
-    ``<out>/runs/<run>/units/`` (default run ``agent-<name>``), real (``--real``) into
-    ``--out``; `doit aggregate` reports them."""
-    import os
-
-    from continuity.errors import RealModeError
-    from continuity.progress import progress
-    from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
-    from continuity.runner.manifest import utc_stamp, write_run_manifest
-
-    started = utc_stamp()
-    if options.get("real") and "CI" in os.environ:  # before the options are even read
-        raise RealModeError("real mode never runs where a CI variable exists (even an "
-                            "empty one)", code="real_refused_ci", location="$CI")  # fmt: skip
-    plan, manifest, traces = _agent_selection(options)
-    assert plan.agent is not None
-    if options.get("real"):
-        return _real_agent_units(options, plan, manifest, traces)
-    run = options["run"] if options["run"] != "offline" else f"agent-{manifest.name}"
-    run_dir = Selection(options).out / "runs" / run
-    unit_plan = AgentUnitPlan(
-        manifest=manifest, agent=plan.agent, arms=[a.removeprefix("agent-") for a in plan.arms],
-        repeats=_repeats(options) or list(range(1, plan.repeats + 1)),
-        probe_limit=plan.probe_limit,
-    )  # fmt: skip
-    with progress(f"agent units {manifest.name}") as tick:
-        build = build_agent_units(Selection(options).store, unit_plan, traces, run_dir,
-                                  progress=tick)  # fmt: skip
-    write_run_manifest(run_dir, plan, started=started)
-    return (_summary(build.records, build.folder, build.built)
-            + f"; aggregate with doit aggregate --run {run}")  # fmt: skip
-
-
-def _agent_selection(options: UnitsOptions) -> tuple[Plan, Manifest, list[tuple[str, Trace]]]:
-    """The agent plan (`plan_from_options`), its manifest and the selected traces."""
-    from continuity.errors import UsageError
-    from continuity.plan.agent_plan import agent_for_options
-    from continuity.plan.plan import plan_from_options
-    from continuity.traces.suites import build_suite
-    from continuity.traces.validate import load_trace
-
-    plan = plan_from_options(options)
-    loaded = agent_for_options(options)
-    assert loaded is not None
-    selection = Selection(options)
-    store = selection.store
-    suite = build_suite(store, plan.suite, plan.seeds, out_dir=selection.out / "traces")
-    wanted = set((options.get("trace") or "").split(",")) - {""}
-    items = [i for i in suite.items if not wanted or i.trace_id in wanted]
-    if not items:
-        raise UsageError("no trace of the suite is selected", code="trace_unknown",
-                         location="--trace")  # fmt: skip
-    traces = [(i.key, load_trace(store.get_blob(i.digest), source=i.trace_id)) for i in items]
-    return plan, loaded[0], traces
-
-
-def _real_agent_units(
-    options: UnitsOptions, plan: Plan, manifest: Manifest, traces: list[tuple[str, Trace]]
-) -> str:
-    from continuity.progress import progress
-    from continuity.runner.agent_real import run_real_agent
-    from continuity.runner.real import DEFAULT_MAX_OBSERVED_INPUT_TOKENS
-    from continuity.runner.units import replayed_calls
-
-    store = Selection(options).store
-    with progress(f"agent units {manifest.name} (real: {plan.endpoint.kind})") as tick:
-        build, spend = run_real_agent(
-            plan, store, manifest, traces,
-            confirm=options.get("confirm_plan") or None,
-            credentials=options.get("credentials") or None,
-            output=options.get("out") or None,
-            only_repeats=_repeats(options),
-            concurrency=int(options.get("concurrency") or 4),
-            max_observed_input_tokens=int(options.get("max_input_tokens") or 0)
-            or DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
-            explain_cache=bool(options.get("explain_cache")),
-            pricing=options.get("pricing") or None,
-            cost_cap=options.get("cost_cap") or None,
-            progress=tick,
-        )  # fmt: skip
-    calls = [c for r in build.records for p in r.probes if p.agent for c in p.agent.calls]
-    replayed = set().union(*(replayed_calls(store, r) for r in build.records))
-    fresh = sum(1 for c in calls if c.key not in replayed)
-    return (
-        _summary(build.records, build.folder, build.built)
-        + f"; {len(calls)} reader calls ({fresh} made, {len(calls) - fresh} from the call "
-        + f"cache); aggregate with doit aggregate --run-dir {build.folder.parent}"
-        + (f"\n{spend.line()}" if spend is not None else "")
-    )
-
-
 def _units(**options: Unpack[UnitsOptions]) -> str:
-    if options.get("agent"):
-        return _agent_units(options)
     if options.get("aggregate_only"):
         return _aggregate_only(options)
+    if options.get("agent"):
+        from rules.agents import agent_units
+
+        if not options.get("real"):
+            _offline_only(options)
+        return agent_units(options, _repeats(options), _summary)
     if options.get("real"):
         return _real_units(options)
-    if options.get("cost_cap"):
-        from continuity.errors import UsageError
-
-        raise UsageError(
-            "--cost-cap caps a paid run: it applies only with --real",
-            code="real_flag_required",
-            location="--cost-cap",
-        )
-    if (options.get("provider") or "scripted") != "scripted":
-        from continuity.errors import UsageError
-
-        raise UsageError(
-            "a real --provider runs only with --real (after doit dry_run)",
-            code="real_flag_required",
-            location="--provider",
-        )
+    _offline_only(options)
     from continuity.plan.plan import LookupPlan, holdout_for_options, plan_from_options
     from continuity.runner.manifest import utc_stamp, write_run_manifest
 
@@ -229,6 +127,28 @@ def _units(**options: Unpack[UnitsOptions]) -> str:
     )
     write_run_manifest(run_dir, plan, started=started)  # the report header's source
     return _summary(records, folder, built)
+
+
+def _offline_only(options: UnitsOptions) -> None:
+    """Refuse the real-mode options of an offline run (never dropped silently).
+
+    Raises:
+        UsageError: ``real_flag_required``.
+    """
+    from continuity.errors import UsageError
+
+    if options.get("cost_cap"):
+        raise UsageError(
+            "--cost-cap caps a paid run: it applies only with --real",
+            code="real_flag_required",
+            location="--cost-cap",
+        )
+    if (options.get("provider") or "scripted") != "scripted":
+        raise UsageError(
+            "a real --provider runs only with --real (after doit dry_run)",
+            code="real_flag_required",
+            location="--provider",
+        )
 
 
 def _holdout_items(holdout: HoldoutChoice | None) -> list[SuiteItem] | None:

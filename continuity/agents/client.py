@@ -7,7 +7,7 @@ prove by the new PID and start identity), with the manifest's environment allowl
 only, and the adapter's stderr in a log file. `AdapterProcess.request` sends one
 JSON-RPC request and waits for its answer under a deadline; requests may overlap (a
 ``turn/steer`` while ``turn/run`` is pending). `AdapterProcess.kill` takes the whole
-group with SIGKILL and waits until no member is left.
+group with SIGKILL; `spawn_adapter` then waits (up to 10 s) for the adapter to be reaped.
 
 Codes (`AdapterError`):
 - ``adapter_start_failed``: the command cannot be started, or the adapter exits or
@@ -53,6 +53,7 @@ __all__ = [
     "ARM_NEEDS",
     "MAX_LINE",
     "AdapterProcess",
+    "check_declared",
     "require_capabilities",
     "spawn_adapter",
 ]
@@ -80,6 +81,25 @@ def require_capabilities(capabilities: Capabilities, arms: Sequence[str]) -> Non
                     code=f"adapter_capability_missing:{cap}",
                     location=arm,
                 )
+
+
+def check_declared(manifest: Manifest, reported: Capabilities) -> None:
+    """The capabilities `initialize` reported must be the ones the manifest declares
+    (when it declares any): a plan was checked against the manifest's.
+
+    Raises:
+        AdapterError: ``adapter_protocol_error`` naming the first that differs.
+    """
+    if manifest.capabilities is None:
+        return
+    for name, declared in manifest.capabilities.model_dump().items():
+        if getattr(reported, name) != declared:
+            raise AdapterError(
+                f"initialize reported {name} = {getattr(reported, name)!r}; the manifest "
+                f"declares {declared!r}",
+                code="adapter_protocol_error",
+                location=f"initialize:capabilities.{name}",
+            )
 
 
 class _Pending:

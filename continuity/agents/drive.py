@@ -54,7 +54,12 @@ from typing import Any, Literal
 import anyio
 import msgspec
 
-from continuity.agents.client import AdapterProcess, require_capabilities, spawn_adapter
+from continuity.agents.client import (
+    AdapterProcess,
+    check_declared,
+    require_capabilities,
+    spawn_adapter,
+)
 from continuity.agents.manifest import Manifest
 from continuity.agents.protocol import (
     AgentInfo,
@@ -210,6 +215,7 @@ async def drive_agent(
     if arm not in ARMS:
         raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=arm)
     owner = [t for _, _, t in iter_turns(trace) if isinstance(t, OwnerMessage)]
+    volatile = (*volatile, *manifest.volatile)  # the manifest's patterns always apply
     proxy = ModelProxy(proxy_script(trace), reader=reader, volatile=volatile,
                        markers=[t.text for t in owner])  # fmt: skip
     steering = _Steering(trace)
@@ -225,6 +231,7 @@ async def drive_agent(
                                 mcp_servers=[McpServer(name="fixture", url=mcp_url)],
                                 identity={"user_id": "owner"})  # fmt: skip
             async with _adapter(manifest, work, params, run.pids) as (adapter, info):
+                check_declared(manifest, info.capabilities)
                 require_capabilities(info.capabilities, [arm])
                 session = await adapter.open_session("conversation")
                 await run.replay(adapter, info, session, (fixture, proxy), held, steering)

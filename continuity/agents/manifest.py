@@ -8,7 +8,20 @@ command  = ["python3", "agent.py"]     # relative paths resolve against the mani
 env      = ["HOME", "PATH"]            # the allowlist: only these variables pass through
 api      = ["openai-chat"]
 sources  = ["lib/**/*.py"]             # optional: more files whose content is the agent's code
+volatile = ['Now: \\d+']                # optional: regexes blanked before replay signatures
+
+[capabilities]                         # optional: checked at plan time and at initialize
+steer = "injected"
+resume_after_restart = true
+new_session = true
 ```
+
+Declared ``capabilities`` let a plan refuse an arm the agent cannot serve before anything
+runs (``adapter_capability_missing:<cap>``), and the adapter's ``initialize`` must then
+report the same (else ``adapter_protocol_error``). ``volatile`` patterns (text that
+changes between otherwise identical replays, such as a wall clock in the system prompt)
+are blanked before the replay signature and the prefix checks; a pattern that does not
+compile is ``agent_manifest_invalid``.
 
 The agent never receives credentials: its environment is the allowlist's variables
 only (a name that looks like a credential, ``*KEY*``, ``*TOKEN*``, ``*SECRET*``,
@@ -37,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from continuity.digest import digest_bytes, value_digest
 from continuity.errors import AdapterError
 
-__all__ = ["Manifest", "load_manifest"]
+__all__ = ["DeclaredCapabilities", "Manifest", "load_manifest"]
 
 # variable names that carry credentials never pass the allowlist
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
@@ -45,6 +58,18 @@ _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORE
 
 def _chat_only() -> list[Literal["openai-chat"]]:
     return ["openai-chat"]
+
+
+class DeclaredCapabilities(BaseModel):
+    """The capabilities a manifest declares (`continuity.agents.protocol.Capabilities`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tools: Literal["mcp-http", "mcp-stdio", "harness-executed", "none"] = "mcp-http"
+    steer: Literal["injected", "queued", "none"] = "none"
+    parallel_tool_calls: bool = False
+    resume_after_restart: bool = False
+    new_session: bool = False
 
 
 class Manifest(BaseModel):
@@ -57,6 +82,8 @@ class Manifest(BaseModel):
     env: list[str] = Field(default_factory=list)
     api: list[Literal["openai-chat"]] = Field(default_factory=_chat_only)
     sources: list[str] = Field(default_factory=list)
+    volatile: list[str] = Field(default_factory=list)
+    capabilities: DeclaredCapabilities | None = None
     folder: str = Field(default="", exclude=True)  # where it was read from
 
     @property
@@ -122,6 +149,15 @@ def load_manifest(path: Path) -> Manifest:
             code="agent_manifest_invalid",
             location=f"{path}:sources",
         )
+    for pattern in manifest.volatile:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise AdapterError(
+                f"volatile pattern {pattern!r} does not compile: {exc}",
+                code="agent_manifest_invalid",
+                location=f"{path}:volatile",
+            ) from None
     if any(not name or "=" in name for name in manifest.env):
         raise AdapterError(
             "env lists variable names only", code="agent_manifest_invalid", location=f"{path}:env"

@@ -28,6 +28,7 @@ from continuity.agents.manifest import Manifest
 from continuity.errors import ArmError
 from continuity.probes.availability import NeedleState, needles_for
 from continuity.providers.endpoint import CallReceipt
+from continuity.servers.model_proxy import RequestFact
 from continuity.traces.schema import Probe, Trace
 
 __all__ = [
@@ -79,7 +80,9 @@ class AgentEvidence(msgspec.Struct, frozen=True, kw_only=True):
     codes: list[str]  # the replay's codes (steer_degraded is a label)
     signature: str
     steers: dict[str, str]  # steer id -> injected | queued | late | none
-    pids: list[int]  # every adapter process continuity spawned, in order
+    # How many adapter processes continuity spawned (their PIDs differ from build to
+    # build, so they are kept beside the unit, in its action entry's meta).
+    processes: int
     fixture_calls: int
     probe_tool_attempts: int
     # Real mode: the probe's reader calls (the call cache's receipts); none offline.
@@ -87,6 +90,9 @@ class AgentEvidence(msgspec.Struct, frozen=True, kw_only=True):
     # The needles in the probe request the proxy saw: the facts', then the superseded
     # values' (what the availability rests on; `doit score` grades from them again).
     needle_states: list[NeedleState] = []
+    # The probe's main request as the proxy saw it: content-free (role, model, size,
+    # tools offered, the normalised messages' digest, its prefix relation).
+    probe_request: RequestFact | None = None
 
 
 _PREFIX = "agent-"
@@ -142,6 +148,7 @@ def evidence(run: AgentRun, calls: list[CallReceipt]) -> AgentEvidence:
     return AgentEvidence(
         calls=calls, needle_states=run.needle_states,
         reported=run.agent, verdict=run.crossing.verdict, codes=run.codes,
-        signature=run.signature, steers=run.steers, pids=run.crossing.pids,
+        signature=run.signature, steers=run.steers, processes=len(run.crossing.pids),
+        probe_request=run.probe,
         fixture_calls=run.fixture_calls, probe_tool_attempts=run.probe_tool_attempts,
     )  # fmt: skip

@@ -278,8 +278,10 @@ The tree::
         │            adapter_capability_missing:<cap>, agent_manifest_invalid;
         │            a driven sample's replay codes (continuity.agents.drive):
         │            replay_fidelity_failed, tools_not_offered, replay_unclassified_call,
-        │            steer_degraded; copy_unverified (doit agent_check: two replays'
-        │            signatures differ); agent_check_failed (a GateFailed, exit 3),
+        │            steer_degraded (a label); copy_unverified (a replay signature
+        │            that differs from the trace's first copy: doit agent_check's copy
+        │            check, and a sample's exclusion class beside replay_failed,
+        │            contradicted and not_crossed); agent_check_failed (a GateFailed, exit 3),
         │            agent_required (doit agent_check without --agent),
         │            agent_contract_failed (the offline contract's outside-agent pass)
         ├── ToolError                  a real MCP tool call failed

@@ -8,7 +8,9 @@ when the agent does. Its arms are the outside arms (``native``, ``restart``,
 
 What v0 does not do with an outside agent is refused at plan time, never dropped
 silently: the lookup probe mode and the ledger options (``plan_invalid``), a judge
-(``plan_invalid``: the agent's answers are graded by the deterministic scorer only).
+(``plan_invalid``: the agent's answers are graded by the deterministic scorer only), and
+an arm needing a capability the manifest's declared ``capabilities`` lack
+(``adapter_capability_missing:<cap>``).
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from continuity.agents.client import require_capabilities
 from continuity.agents.drive import ARMS
 from continuity.agents.manifest import Manifest, load_manifest
+from continuity.agents.protocol import Capabilities
 from continuity.agents.units import AgentIdentity, identity, outside_arm, unit_arm
 from continuity.errors import UsageError
 
@@ -58,6 +64,10 @@ def agent_for_options(options: Mapping[str, Any]) -> tuple[Manifest, AgentIdenti
             location="--probe-mode",
         )
     manifest = load_manifest(Path(path))
+    if manifest.capabilities is not None:  # refused before anything runs
+        declared = msgspec.convert(manifest.capabilities.model_dump(), Capabilities)
+        arms = [a.removeprefix("agent-") for a in agent_arms(options.get("arms") or None)]
+        require_capabilities(declared, arms)
     return manifest, identity(manifest, manifest.fingerprint(dict(os.environ)))
 
 

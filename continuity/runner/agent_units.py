@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.agents.drive import AgentRun, Reader
 from continuity.agents.manifest import Manifest
@@ -44,7 +45,7 @@ from continuity.agents.units import (
     sample_status,
     unit_arm,
 )
-from continuity.digest import KeySpec, code_digest
+from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.errors import ContinuityError
 from continuity.messages import Usage
 from continuity.probes.scoring import locale_for
@@ -157,7 +158,8 @@ def _sample(plan: AgentUnitPlan, unit: _Unit, probe: Probe, run_dir: Path,
             reader: Reader) -> AgentRun:  # fmt: skip
     """One sample in a scratch folder; the adapter's log is kept, its state is not."""
     name = f"r{unit.repeat}-{unit.trace.trace_id}-{unit.arm}-{probe.probe_id}"
-    work = run_dir / "agent-work" / name
+    # The adapter sees its workspace path: an opaque one, never the arm or the probe.
+    work = run_dir / "agent-work" / value_digest((unit.key, probe.probe_id))[:16]
     shutil.rmtree(work, ignore_errors=True)
     try:
         return run_sample(plan.manifest, unit.trace, unit.arm, probe, work, reader)
@@ -168,8 +170,9 @@ def _sample(plan: AgentUnitPlan, unit: _Unit, probe: Probe, run_dir: Path,
 
 
 def _first_signature(record: UnitRecord) -> str:
+    """The first signature of a stored unit's samples whose replay did not fail."""
     return next((p.agent.signature for p in record.probes
-                 if isinstance(p.agent, msgspec.Struct) and p.agent.signature), "")  # fmt: skip
+                 if p.agent is not UNSET and p.status != "replay_failed"), "")  # fmt: skip
 
 
 class AgentBuild(msgspec.Struct, frozen=True, kw_only=True):
@@ -213,7 +216,7 @@ def build_agent_units(
                 progress(done, total, unit.trace.trace_id, f"{unit.arm} cached")
             records.append(materialise(store, folder, record))
             continue
-        results, replayed = [], []
+        results, replayed, pids = [], [], []
         for index, probe in enumerate(unit.probes):
             reader = readers(unit.repeat)
             try:
@@ -225,14 +228,18 @@ def build_agent_units(
                 shutil.rmtree(run_dir / "agent-work", ignore_errors=True)
                 return AgentBuild(records=records, folder=folder, built=built,
                                   planned=len(units), error=reader.error)  # fmt: skip
-            first = firsts.setdefault(unit.trace_key, run.signature)
+            if not [c for c in run.codes if c != "steer_degraded"]:  # a clean replay's
+                firsts.setdefault(unit.trace_key, run.signature)
+            first = firsts.get(unit.trace_key, run.signature)
+            pids.append(run.crossing.pids)
             results.append(_result(unit.trace, probe, index, run, first, reader.calls()))
             replayed += reader.replayed()
             done += 1
             if progress is not None:
                 progress(done, total, unit.trace.trace_id,
                          f"{unit.arm} {probe.probe_id} {results[-1].status}")  # fmt: skip
-        record = store_unit(store, unit.record(results), agent_replayed=replayed)
+        record = store_unit(store, unit.record(results), agent_replayed=replayed,
+                            agent_pids=pids)  # fmt: skip
         built += 1
         records.append(materialise(store, folder, record))
     shutil.rmtree(run_dir / "agent-work", ignore_errors=True)

@@ -130,6 +130,7 @@ class ModelProxy:
         self._steps = collections.deque(script)
         self._volatile = [re.compile(p) for p in volatile]
         self._last_main: list[tuple[str, str]] | None = None
+        self._probe_first = False  # forward mode, until the probe's main request
         self._lock = threading.Lock()
 
     @property
@@ -138,19 +139,24 @@ class ModelProxy:
         return len(self._steps)
 
     def forward(self) -> None:
-        """Switch to forward mode: the probe's requests go to the reader."""
-        self.mode = "forward"
+        """Switch to forward mode: the probe's requests go to the reader. The probe
+        turn's first request that offers tools is its main request even when it does not
+        extend the replay's last one (a new session, a restarted agent's rebuilt context)."""
+        with self._lock:
+            self.mode = "forward"
+            self._probe_first = True
 
     def steer_delivered(self, text: str, delivery: str) -> None:
         """Adapt the script to how the steer `text` reached the agent (from any thread,
         before its held call is released): ``queued`` makes it an owner turn of its own
         (`continuity.servers.proxy_script.queue_steer`); ``rejected`` or ``none`` means it
-        never reaches the agent, so no request is checked for it; ``injected`` and
-        ``late`` keep it expected after the held call's result."""
+        never reaches the agent and ``late`` (no acknowledgement in time) that it may not,
+        so no request is checked for it (a label, never an exclusion); ``injected`` keeps
+        it expected after the held call's result."""
         with self._lock:
             if delivery == "queued":
                 self._steps = collections.deque(queue_steer(list(self._steps), text))
-            elif delivery in ("rejected", "none"):
+            elif delivery in ("rejected", "none", "late"):
                 self._steps = collections.deque(drop_steer(list(self._steps), text))
 
     def _next_step(self, request: WireRequest) -> ProxyStep | None:
@@ -218,7 +224,10 @@ class ModelProxy:
             return "aux"
         previous = self._last_main
         extends = previous is None or normal[: len(previous)] == previous
-        return "main" if request.tools and extends else "unclassified"
+        if request.tools and (extends or self._probe_first):
+            self._probe_first = False
+            return "main"
+        return "unclassified"
 
     async def _answer(self, request: WireRequest) -> tuple[int, dict[str, Any]]:
         normal = self._normal(request)
@@ -255,7 +264,7 @@ class ModelProxy:
     async def _reply(
         self, request: WireRequest, role: str, step: ProxyStep | None, fact: dict[str, Any]
     ) -> tuple[int, dict[str, Any]]:
-        if role == "unclassified" and self.mode == "script":
+        if role == "unclassified":  # reported, never guessed (the probe's too)
             fact["mode"] = "refused"
             self._problem(fact, "replay_unclassified_call", f"request {fact['index']}")
             return 400, _error("replay_unclassified_call", "a call the replay cannot classify")

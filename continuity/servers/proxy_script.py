@@ -200,6 +200,15 @@ def _text(content: Any) -> str:
     return ""
 
 
+def _object(value: Any, what: str) -> dict[str, Any]:
+    """`value` when it is an object ({} when absent); anything else is refused."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is not an object")
+    return value
+
+
 def wire_request(body: dict[str, Any]) -> WireRequest:
     """`body` (a Chat Completions request) as a `WireRequest`.
 
@@ -220,14 +229,17 @@ def wire_request(body: dict[str, Any]) -> WireRequest:
         listed = message.get("tool_calls") or []
         if not isinstance(listed, list):
             raise ValueError("tool_calls is not a list")
-        functions = [c.get("function") or {} for c in listed if isinstance(c, dict)]
+        functions = [_object(c.get("function"), "a tool call's function") for c in listed
+                     if isinstance(c, dict)]  # fmt: skip
         calls = tuple((str(f.get("name", "")), str(f.get("arguments", ""))) for f in functions)
         messages.append(WireMessage(role, text, calls))
     offered = body.get("tools") or []
     if not isinstance(offered, list):
         raise ValueError("tools is not a list")
     tools = tuple(
-        str((t.get("function") or {}).get("name", "")) for t in offered if isinstance(t, dict)
+        str(_object(t.get("function"), "a tool's function").get("name", ""))
+        for t in offered
+        if isinstance(t, dict)
     )
     parallel = body.get("parallel_tool_calls")
     return WireRequest(

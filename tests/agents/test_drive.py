@@ -76,6 +76,7 @@ def test_two_replays_have_equal_signatures_unless_the_agent_stamps_the_clock(
         ("unexpected_tool", "native", "replay_fidelity_failed", "verified"),
         ("no_resume", "restart", None, "contradicted"),
         ("leak_transcript", "new_session", None, "contradicted"),
+        ("same_session", "new_session", None, "not_crossed"),
     ],
 )
 def test_each_injected_fault_gives_its_code_or_exclusion(

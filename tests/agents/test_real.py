@@ -23,6 +23,7 @@ from continuity.plan.workload import workload
 from continuity.providers.endpoint import EndpointSpec
 from continuity.report.aggregate import aggregate_run
 from continuity.runner.agent_real import run_real_agent
+from continuity.runner.unit_store import replayed_calls
 from continuity.servers.proxy_script import WireMessage, WireRequest
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from continuity.store import Store
@@ -56,7 +57,7 @@ def _run(rig: dict[str, Any], tmp_path: Path, checkout: Path, **extra: Any) -> A
     )  # fmt: skip
 
 
-def test_the_probe_goes_to_the_real_reader_once_and_a_rerun_replays_it(
+def test_the_probe_goes_to_the_real_reader_once_and_reruns_reuse_units_and_calls(
     tmp_path: Path, clean_checkout: Path
 ) -> None:
     app = WireServer(model="served-model-7")
@@ -69,7 +70,15 @@ def test_the_probe_goes_to_the_real_reader_once_and_a_rerun_replays_it(
         made = app.count()
         again, _ = _run(rig, tmp_path, clean_checkout)
         assert app.count() == made == 2  # the rerun reused both units: no call
-    assert build.built == 2 and again.built == 0
+        for record in build.records:  # the units lost, the call cache kept
+            rig["store"].action_path(record.key).unlink()
+        rebuilt, _ = _run(rig, tmp_path, clean_checkout)
+        assert app.count() == 2  # every probe call replayed from the call cache
+    assert build.built == 2 and again.built == 0 and rebuilt.built == 2
+    assert [r.content_digest for r in rebuilt.records] == [r.content_digest for r in build.records]
+    replayed = set().union(*(replayed_calls(rig["store"], r) for r in rebuilt.records))
+    assert replayed == {p.agent.calls[0].key for r in rebuilt.records for p in r.probes
+                        if p.agent is not UNSET}  # fmt: skip
     for record in build.records:
         assert record.binding is not None and record.binding["reader"]["kind"] == "openai-chat"
         probe = record.probes[0]

@@ -147,6 +147,78 @@ def test_an_edited_agent_unit_is_refused_by_the_aggregate(
     assert caught.value.code == "unit_tampered"
 
 
+def _toy_copy(tmp_path: Path, extra: str) -> Path:
+    """The toy adapter in a folder of its own, its manifest with `extra` lines."""
+    copy = tmp_path / "toy"
+    shutil.copytree(TOY_MANIFEST.parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = copy / "agent.toml"
+    manifest.write_text(manifest.read_text() + extra)
+    return manifest
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_a_copy_whose_signature_differs_is_excluded_unless_the_manifest_declares_it_volatile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, declared: bool
+) -> None:
+    """The toy stamps the wall clock into every system prompt: each fresh copy's replay
+    signature differs, so the second sample of the trace is ``copy_unverified``; a
+    manifest that declares the clock volatile has its copies proven again."""
+    monkeypatch.setenv("TOY_FAULT", "timestamp")
+    extra = "volatile = ['Now: \\d+\\.']\n" if declared else ""
+    manifest = _toy_copy(tmp_path, extra)
+    line = _units(agent=str(manifest), arms="restart", trace=TRACE, probe_limit=2, run="c",
+                  out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
+    _, record = _unit(tmp_path / "runs" / "c")
+    statuses = [p.status for p in record.probes]
+    assert statuses == (["valid", "valid"] if declared else ["valid", "copy_unverified"]), line
+    signatures = {p.agent.signature for p in record.probes if p.agent is not UNSET}
+    assert len(signatures) == (1 if declared else 2)
+
+
+def test_declared_capabilities_refuse_an_arm_at_plan_time_and_bind_initialize(
+    tmp_path: Path,
+) -> None:
+    no_sessions = _toy_copy(tmp_path / "a", "[capabilities]\nsteer = \"injected\"\n"
+                            "resume_after_restart = true\n")  # fmt: skip
+    given: dict[str, Any] = {"trace": TRACE, "probe_limit": 1, "run": "d", "out": str(tmp_path),
+                             "store": str(tmp_path / "store")}  # fmt: skip
+    with pytest.raises(ContinuityError) as caught:
+        _units(agent=str(no_sessions), arms="native,new_session", **given)
+    assert caught.value.code == "adapter_capability_missing:new_session"
+    assert not (tmp_path / "runs" / "d").exists()  # refused before anything ran
+    other = _toy_copy(tmp_path / "b", "[capabilities]\nsteer = \"queued\"\n"
+                      "resume_after_restart = true\nnew_session = true\n")  # fmt: skip
+    with pytest.raises(ContinuityError) as caught:
+        _units(agent=str(other), arms="native", **given)
+    assert caught.value.code == "adapter_protocol_error"
+    assert "steer" in caught.value.message and "queued" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("extra", "where"),
+    [
+        ("volatile = ['(unclosed']\n", "volatile"),
+        ("sources = ['/etc/*']\n", "sources"),
+        ("sources = ['../*.py']\n", "sources"),
+        ('[capabilities]\nsteer = "sometimes"\n', "capabilities.steer"),
+        ("[capabilities]\nteleport = true\n", "capabilities.teleport"),
+    ],
+)
+def test_a_bad_manifest_field_is_refused_with_its_location(
+    tmp_path: Path, extra: str, where: str
+) -> None:
+    manifest = _toy_copy(tmp_path, extra)
+    with pytest.raises(ContinuityError) as caught:
+        load_manifest(manifest)
+    assert caught.value.code == "agent_manifest_invalid"
+    assert caught.value.location == f"{manifest}:{where}"
+
+
+def test_aggregate_only_aggregates_the_agents_run(agent_run: dict[str, Any]) -> None:
+    line = _units(**{**agent_run["options"], "aggregate_only": True})
+    assert "ran nothing; 1 units aggregated" in line and "agent-toy" in line
+
+
 def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -171,6 +243,8 @@ def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
         ({"judge": "openai-chat:gpt-x"}, "plan_invalid"),
         ({"probe_mode": "lookup-allowed-v1"}, "plan_invalid"),
         ({"extraction_model": "openai-chat:gpt-x"}, "plan_invalid"),
+        ({"cost_cap": "5"}, "real_flag_required"),
+        ({"provider": "openai-chat"}, "real_flag_required"),
     ],
 )
 def test_bad_agent_units_input_is_refused_with_a_code(

@@ -197,12 +197,15 @@ def test_a_reply_needing_a_tool_the_agent_does_not_offer_is_refused(
 def test_an_unclassified_side_call_is_refused_never_guessed(proxy: tuple[ModelProxy, str]) -> None:
     app, base = proxy
     client = openai.OpenAI(base_url=base, api_key="dummy", max_retries=0)
+    side = {"model": "gpt-side", "messages": [{"role": "user", "content": "title this chat"}]}
     with pytest.raises(openai.BadRequestError) as caught:
-        client.chat.completions.create(
-            model="gpt-side", messages=[{"role": "user", "content": "title this chat"}]
-        )
+        client.chat.completions.create(**side)  # type: ignore[call-overload]
     assert caught.value.code == "replay_unclassified_call"
     assert app.facts[-1].role == "unclassified" and app.remaining == len(proxy_script(TRACE))
+    app.forward()  # at the probe too: a side call is never sent to the reader
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(**side)  # type: ignore[call-overload]
+    assert caught.value.code == "replay_unclassified_call" and app.facts[-1].mode == "refused"
 
 
 def test_only_the_token_path_on_a_loopback_host_is_served(proxy: tuple[ModelProxy, str]) -> None:
@@ -213,8 +216,15 @@ def test_only_the_token_path_on_a_loopback_host_is_served(proxy: tuple[ModelProx
     for host in ("evil.example", "localhost.evil.example", "127.0.0.1.nip.io"):
         spoofed = httpx.get(base + "/models", headers={"host": host}, timeout=10)
         assert spoofed.status_code == 403, host
-    for body in (b"{", b"[1]", b'{"messages": [{"role": "assistant", "tool_calls": 5}]}',
-                 b'{"messages": [], "tools": 3}'):  # fmt: skip
+    bodies = (
+        b"{",
+        b"[1]",
+        b'{"messages": [{"role": "assistant", "tool_calls": 5}]}',
+        b'{"messages": [], "tools": 3}',
+        b'{"messages": [], "tools": [{"function": 7}]}',
+        b'{"messages": [{"role": "assistant", "tool_calls": [{"function": "x"}]}]}',
+    )
+    for body in bodies:
         bad = httpx.post(base + "/chat/completions", content=body, timeout=10)
         error = json.loads(bad.text)["error"]
         assert bad.status_code == 400 and error["code"] == "proxy_request_invalid", body

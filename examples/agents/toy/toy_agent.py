@@ -23,8 +23,9 @@ as the Agents SDK and LangGraph do) or ``one_per_reply`` (every request sets
 ``drop_steer`` (an injected steer is never added; a queued steer's owner turn is
 answered without a model call), ``rewrite_result``, ``rewrite_argument`` (the last call
 of a reply with several gets an argument of its own), ``unexpected_tool``, ``no_resume``,
-``leak_transcript`` (a new session starts with the old one's messages) and
-``timestamp`` (the wall clock in every system prompt).
+``leak_transcript`` (a new session starts with the old one's messages),
+``same_session`` (``session/open`` gives the old session back) and ``timestamp`` (the
+wall clock in every system prompt).
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ class ToyAgent:
 
     async def open_session(self, key: str) -> str:
         sessions = self.state["sessions"]
+        if self.fault == "same_session" and sessions:
+            return str(next(iter(sessions)))  # the old session back: no boundary
         if key not in sessions:
             old: list[dict[str, Any]] = next(reversed(sessions.values()), {"messages": []})[
                 "messages"
