@@ -89,6 +89,16 @@ def test_each_injected_fault_gives_its_code_or_exclusion(
     assert run.crossing.verdict == verdict, run.crossing.reasons
 
 
+def test_turns_the_adapter_reports_failed_are_coded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOY_FAULT", "fail_turns")
+    run = _drive(tmp_path, "native")
+    assert "turn_failed" in run.codes
+    assert any("turns failed" in d for d in run.details)
+    assert any(d.startswith("probe: the toy fails every turn") for d in run.details)
+
+
 def test_the_adapter_never_sees_the_word_probe_and_the_reader_sees_only_the_question(
     tmp_path: Path,
 ) -> None:

@@ -56,11 +56,19 @@ def test_the_toy_agent_gets_the_reference_native_arms_availability_labels(
     """The toy, like the reference harness's native arm, keeps the whole conversation in
     its context: the probes' availability, read from the probe request the proxy saw,
     is the one the reference harness's probe child found."""
-    reference = {p.probe_id: p.availability.fact for p in agent_run["ref"][0].probes
-                 if p.availability}  # fmt: skip
+    reference = {
+        p.probe_id: (p.availability.fact, p.availability.superseded_present,
+                     [s.in_context for s in p.evidence.needle_states])
+        for p in agent_run["ref"][0].probes if p.availability and p.evidence
+    }  # fmt: skip
     path, record = _unit(agent_run["root"] / "runs" / "agent-toy")
     assert path.name == f"r1-{TRACE}-agent-native.json" and record.arm == "agent-native"
-    toy = {p.probe_id: p.availability.fact for p in record.probes if p.availability}
+    toy = {
+        p.probe_id: (p.availability.fact, p.availability.superseded_present,
+                     [s.in_context for s in p.agent.needle_states])
+        for p in record.probes if p.availability and p.agent is not UNSET
+    }  # fmt: skip
+    # the label, whether a superseded value was present, and each needle's state
     assert toy == reference and len(toy) == LIMIT
     assert all(p.status == "valid" for p in record.probes)
     assert record.agent is not UNSET and record.agent.adapter == "toy"

@@ -24,8 +24,8 @@ as the Agents SDK and LangGraph do) or ``one_per_reply`` (every request sets
 answered without a model call), ``rewrite_result``, ``rewrite_argument`` (the last call
 of a reply with several gets an argument of its own), ``unexpected_tool``, ``no_resume``,
 ``leak_transcript`` (a new session starts with the old one's messages),
-``same_session`` (``session/open`` gives the old session back) and ``timestamp`` (the
-wall clock in every system prompt).
+``same_session`` (``session/open`` gives the old session back), ``fail_turns`` (every
+turn reports ``failed``) and ``timestamp`` (the wall clock in every system prompt).
 """
 
 from __future__ import annotations
@@ -106,6 +106,8 @@ class ToyAgent:
     async def run_turn(self, session_id: str, turn_id: str, text: str, at: str) -> TurnResult:
         if self.fault == "drop_steer" and text in self.queued:
             return TurnResult(turn_id=turn_id, status="completed", reply={"text": ""})
+        if self.fault == "fail_turns":
+            return TurnResult(turn_id=turn_id, status="failed", error="the toy fails every turn")
         fresh = {"notes": "", "messages": []}  # a session it does not know starts empty
         session = self.state["sessions"].setdefault(session_id, fresh)
         messages: list[dict[str, Any]] = session["messages"]
