@@ -239,15 +239,25 @@ def test_only_the_token_path_on_a_loopback_host_is_served(proxy: tuple[ModelProx
     anyio.run(anyio.sleep, 0)
 
 
-def test_a_queued_steer_is_answered_as_an_owner_turn_of_its_own(
-    proxy: tuple[ModelProxy, str],
-) -> None:
+def _queued_replay(proxy: tuple[ModelProxy, str], *, send_on: bool) -> ToyAgent:
+    """Replay the trace with a client that takes its steer queued: it sends the steer on
+    as its next owner turn, or (`send_on` False) drops it."""
     app, base = proxy
     agent = ToyAgent(base, TRACE, queue=app.steer_delivered)
     for text in _owner_turns(TRACE):
         agent.turn(text)
         while agent.later:
-            agent.turn(agent.later.pop(0))
+            later = agent.later.pop(0)
+            if send_on:
+                agent.turn(later)
+    return agent
+
+
+def test_a_queued_steer_is_answered_as_an_owner_turn_of_its_own(
+    proxy: tuple[ModelProxy, str],
+) -> None:
+    app, _ = proxy
+    agent = _queued_replay(proxy, send_on=True)
     assert app.problems == [] and app.remaining == 0
     steer = next(t for _, _, t in iter_turns(TRACE) if isinstance(t, Steer))
     at = next(n for n, m in enumerate(agent.messages) if m.get("content") == steer.text)
@@ -262,11 +272,8 @@ def test_a_queued_steer_is_answered_as_an_owner_turn_of_its_own(
 def test_a_queued_steer_never_sent_on_is_a_fidelity_problem(
     proxy: tuple[ModelProxy, str],
 ) -> None:
-    app, base = proxy
-    agent = ToyAgent(base, TRACE, queue=app.steer_delivered)
-    for text in _owner_turns(TRACE):
-        agent.turn(text)
-        agent.later.clear()  # queued, then dropped
+    app, _ = proxy
+    _queued_replay(proxy, send_on=False)  # queued, then dropped
     assert "replay_fidelity_failed" in {c for c, _ in app.problems}
     assert any("steer" in detail for _, detail in app.problems)
 
