@@ -246,7 +246,6 @@ async def drive_agent(
                 resumed = msgspec.structs.replace(params, resume={"session_id": session})
                 async with _adapter(manifest, work, resumed, run.pids) as (adapter, info):
                     reply, probe_fact = await run.probe(adapter, proxy, session, probe)
-                    await adapter.shutdown()
     if reply.status != "completed":
         codes, details = sorted({*codes, "turn_failed"}), [*details, f"probe: {reply.error}"]
     return AgentRun(

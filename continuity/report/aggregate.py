@@ -226,6 +226,7 @@ def agent_banner(summaries: list[UnitSummary]) -> AgentBanner | UnsetType:
         contradicted=verdicts["contradicted"],
         not_crossed=verdicts["not_crossed"],
         copies_unverified=sum(t.copies_unverified for t in tallies),
+        replay_failed=sum(t.replay_failed for t in tallies),
     )
 
 

@@ -95,7 +95,8 @@ def agent_banner(r: Results) -> str | None:
         agents=f"Agent: {', '.join(a.agents)}; each answer came through its own adapter "
         "(CAP/0), the probe as its next owner turn.",
         verified=a.verified, total=a.total, contradicted=a.contradicted,
-        not_crossed=a.not_crossed, signatures="NOT equal" if a.copies_unverified else "equal",
+        not_crossed=a.not_crossed, replay_failed=a.replay_failed,
+        signatures="NOT equal" if a.copies_unverified else "equal",
     )  # fmt: skip
 
 

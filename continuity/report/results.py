@@ -329,6 +329,7 @@ class AgentBanner(msgspec.Struct, frozen=True, kw_only=True):
     contradicted: int
     not_crossed: int
     copies_unverified: int
+    replay_failed: int = 0
 
 
 class Results(msgspec.Struct, frozen=True, kw_only=True):

@@ -74,6 +74,7 @@ class AgentTally(msgspec.Struct, frozen=True):
     label: str
     verdicts: dict[str, int]
     copies_unverified: int
+    replay_failed: int = 0
 
 
 class UnitSummary(msgspec.Struct, frozen=True):
@@ -111,7 +112,9 @@ def _agent_tally(record: UnitRecord) -> AgentTally | None:
         if probe.agent is not UNSET:
             verdicts[probe.agent.verdict] = verdicts.get(probe.agent.verdict, 0) + 1
     unproven = sum(1 for p in record.probes if p.status == "copy_unverified")
-    return AgentTally(f"{a.adapter} {a.version} (manifest {a.manifest[:16]})", verdicts, unproven)
+    failed = sum(1 for p in record.probes if p.status == "replay_failed")
+    label = f"{a.adapter} {a.version} (manifest {a.manifest[:16]})"
+    return AgentTally(label, verdicts, unproven, failed)
 
 
 def pressure_figures(arm_id: str, evidence: SampleEvidence | None) -> dict[str, int]:

@@ -114,6 +114,18 @@ def test_the_report_grades_an_agents_samples_from_the_needles_the_proxy_saw(
         assert (cell["absent"], cell["in_context"], cell["lost_at_boundary"]) == (1, 0, 1)
 
 
+def test_the_banner_counts_samples_excluded_by_a_failed_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOY_FAULT", "rewrite_result")  # every replay fails its checks
+    _units(agent=str(TOY_MANIFEST), arms="native", trace=TRACE, probe_limit=1, run="f",
+           out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
+    results, paths, _ = aggregate_run(Store(tmp_path / "store"), tmp_path / "runs" / "f")
+    assert results.agent is not UNSET and results.agent.replay_failed == 1
+    assert results.excluded["original"]["agent-native"]["replay_failed"] == 1
+    assert "1 more excluded because their replay failed" in paths["report"].read_text()
+
+
 def test_a_rerun_reuses_the_stored_units_and_a_changed_agent_builds_new_ones(
     agent_run: dict[str, Any], tmp_path: Path
 ) -> None:
