@@ -99,17 +99,19 @@ def run_offline_contract(
     results = _build_suites(store, out)
     check_distractor_pairs(store, results["hard"], results["hard-distractors"])
     checkpoints = _check_checkpoints(store, out, results)
+    # The outside agent's run first: the contract's own run must be the newest, the
+    # one `doit aggregate` reads by default.
+    outside = check_outside_agent(
+        store,
+        [(i.key, decode_trace(store.get_blob(i.digest))) for i in results["original"].items],
+        out / "runs" / f"{CONTRACT_RUN}-agent",
+    )
     run_dir = out / "runs" / CONTRACT_RUN
     started = utc_stamp()
     units = _run_units(store, run_dir)
     check_units(units)
     check_ledger_units(units)
     ledger_samples = _ledger_samples(store, out)
-    outside = check_outside_agent(
-        store,
-        [(i.key, decode_trace(store.get_blob(i.digest))) for i in results["original"].items],
-        out / "runs" / f"{CONTRACT_RUN}-agent",
-    )
     write_run_manifest(
         run_dir,
         build_plan(arms=CONTRACT_ARMS, judge=CONTRACT_JUDGE),  # what every suite ran

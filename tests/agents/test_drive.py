@@ -55,19 +55,6 @@ def test_each_arm_is_verified_from_what_continuity_observed(tmp_path: Path, arm:
     assert run.agent == "toy 0.1" and run.manifest == TOY.digest
 
 
-def test_two_replays_have_equal_signatures_unless_the_agent_stamps_the_clock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    first, second = (_drive(tmp_path, "native", f"r{n}") for n in (1, 2))
-    assert first.signature == second.signature
-    monkeypatch.setenv("TOY_FAULT", "timestamp")
-    stamped = [_drive(tmp_path, "native", f"t{n}") for n in (1, 2)]
-    assert stamped[0].signature != stamped[1].signature  # copy_unverified for agent_check
-    volatile = (r"Now: \d+\.",)
-    declared = [_drive(tmp_path, "native", f"v{n}", volatile=volatile) for n in (1, 2)]
-    assert declared[0].signature == declared[1].signature
-
-
 @pytest.mark.parametrize(
     ("fault", "arm", "code", "verdict"),
     [

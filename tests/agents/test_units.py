@@ -50,6 +50,7 @@ def _unit(run_dir: Path) -> tuple[Path, UnitRecord]:
     return path, msgspec.json.decode(path.read_bytes(), type=UnitRecord)
 
 
+@pytest.mark.xdist_group("agent_run")  # one worker builds the fixture
 def test_the_toy_agent_gets_the_reference_native_arms_availability_labels(
     agent_run: dict[str, Any],
 ) -> None:
@@ -76,6 +77,7 @@ def test_the_toy_agent_gets_the_reference_native_arms_availability_labels(
     assert "1 units (1 run, 0 from the store), 4 probe samples, 0 excluded" in agent_run["line"]
 
 
+@pytest.mark.xdist_group("agent_run")  # one worker builds the fixture
 def test_an_agent_run_aggregates_under_its_banner_and_compares(agent_run: dict[str, Any]) -> None:
     root, store = agent_run["root"], agent_run["store"]
     run_dir = root / "runs" / "agent-toy"
@@ -126,6 +128,7 @@ def test_the_banner_counts_samples_excluded_by_a_failed_replay(
     assert "1 more excluded because their replay failed" in paths["report"].read_text()
 
 
+@pytest.mark.xdist_group("agent_run")  # one worker builds the fixture
 def test_a_rerun_reuses_the_stored_units_and_a_changed_agent_builds_new_ones(
     agent_run: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -146,6 +149,7 @@ def test_a_rerun_reuses_the_stored_units_and_a_changed_agent_builds_new_ones(
     assert plan_digest(plan_from_options({**options, "agent": str(copy / "agent.toml")})) != base
 
 
+@pytest.mark.xdist_group("agent_run")  # one worker builds the fixture
 def test_an_edited_agent_unit_is_refused_by_the_aggregate(
     agent_run: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -234,6 +238,7 @@ def test_a_bad_manifest_field_is_refused_with_its_location(
     assert caught.value.location == f"{manifest}:{where}"
 
 
+@pytest.mark.xdist_group("agent_run")  # one worker builds the fixture
 def test_aggregate_only_aggregates_the_agents_run(agent_run: dict[str, Any]) -> None:
     line = _units(**{**agent_run["options"], "aggregate_only": True})
     assert "ran nothing; 1 units aggregated" in line and "agent-toy" in line
