@@ -16,6 +16,8 @@ from typing import Any
 
 import anyio
 
+from continuity.servers.asgi import lifespan, read_body
+
 __all__ = ["Reply", "ScriptedSse", "completed", "text_reply", "tool_reply"]
 
 
@@ -97,19 +99,9 @@ class ScriptedSse:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+            await lifespan(receive, send)
+            return
+        body = await read_body(receive)
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         self.requests.append((headers, body))
         reply = self.replies.pop(0) if self.replies else Reply(status=500)
