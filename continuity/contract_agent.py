@@ -55,10 +55,8 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
         return "skipped: no examples/agents/toy beside the package (not a checkout)"
     started = utc_stamp()
     manifest = load_manifest(TOY_MANIFEST)
-    agent = identity(manifest, manifest.fingerprint())
-    plan = build_plan(arms=",".join(ARMS), probe_limit=1, agent=agent)
-    unit_plan = AgentUnitPlan(manifest=manifest, agent=agent, arms=list(ARMS), repeats=[1],
-                              probe_limit=1)  # fmt: skip
+    plan = build_plan(arms=",".join(ARMS), probe_limit=1, agent=identity(manifest))
+    unit_plan = AgentUnitPlan.of(plan, manifest)
     records = build_agent_units(store, unit_plan, traces, run_dir).records
     write_run_manifest(run_dir, plan, started=started)
     results, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())

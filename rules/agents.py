@@ -41,16 +41,11 @@ def agent_units(
         raise RealModeError("real mode never runs where a CI variable exists (even an "
                             "empty one)", code="real_refused_ci", location="$CI")  # fmt: skip
     plan, manifest, traces = _agent_selection(options)
-    assert plan.agent is not None
     if options.get("real"):
         return _real_agent_units(options, plan, manifest, traces, repeats, summary)
     run = options["run"] if options["run"] != "offline" else f"agent-{manifest.name}"
     run_dir = Selection(options).out / "runs" / run
-    unit_plan = AgentUnitPlan(
-        manifest=manifest, agent=plan.agent, arms=[a.removeprefix("agent-") for a in plan.arms],
-        repeats=repeats or list(range(1, plan.repeats + 1)),
-        probe_limit=plan.probe_limit,
-    )  # fmt: skip
+    unit_plan = AgentUnitPlan.of(plan, manifest, repeats)
     with progress(f"agent units {manifest.name}") as tick:
         build = build_agent_units(Selection(options).store, unit_plan, traces, run_dir,
                                   progress=tick)  # fmt: skip

@@ -116,8 +116,11 @@ def outside_arm(arm: str) -> str:
     return name
 
 
-def identity(manifest: Manifest, fingerprint: dict[str, str]) -> AgentIdentity:
-    return AgentIdentity(adapter=manifest.name, version=manifest.version, **fingerprint)
+def identity(manifest: Manifest) -> AgentIdentity:
+    """The agent a plan and its units bind: the manifest's name and version and its
+    fingerprint under this process's environment (`Manifest.fingerprint`)."""
+    return AgentIdentity(adapter=manifest.name, version=manifest.version,
+                         **manifest.fingerprint())  # fmt: skip
 
 
 def run_sample(

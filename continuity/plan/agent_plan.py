@@ -15,7 +15,6 @@ an arm needing a capability the manifest's declared ``capabilities`` lack
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -66,9 +65,9 @@ def agent_for_options(options: Mapping[str, Any]) -> tuple[Manifest, AgentIdenti
     manifest = load_manifest(Path(path))
     if manifest.capabilities is not None:  # refused before anything runs
         declared = msgspec.convert(manifest.capabilities.model_dump(), Capabilities)
-        arms = [a.removeprefix("agent-") for a in agent_arms(options.get("arms") or None)]
+        arms = [outside_arm(a) for a in agent_arms(options.get("arms") or None)]
         require_capabilities(declared, arms)
-    return manifest, identity(manifest, manifest.fingerprint(dict(os.environ)))
+    return manifest, identity(manifest)
 
 
 def agent_identity(options: Mapping[str, Any]) -> AgentIdentity | None:

@@ -267,14 +267,14 @@ def _agent_calls(plan: Plan, traces: Sequence[Trace]) -> list[PlannedCall]:
     the probe, nothing cached: an upper-end estimate for an agent that keeps everything
     (the ledger's planned live turns still cap the calls a sample may make)."""
     a = ASSUMPTIONS
-    return [
-        PlannedCall("answer", plan.reader,
-                    a["system_tokens"] + trace_shape(t)["full"] + -(-len(p.text) // 4), 0, 0,
-                    a["answer_output_tokens"])
-        for t in traces
-        for p in (t.probes[: plan.probe_limit] if plan.probe_limit else t.probes)
-        for _ in range(len(plan.arms) * plan.repeats)
-    ]  # fmt: skip
+    calls = []
+    for trace in traces:
+        context = a["system_tokens"] + trace_shape(trace)["full"]  # once per trace
+        for probe in trace.probes[: plan.probe_limit] if plan.probe_limit else trace.probes:
+            total = context + -(-len(probe.text) // 4)
+            call = PlannedCall("answer", plan.reader, total, 0, 0, a["answer_output_tokens"])
+            calls += [call] * (len(plan.arms) * plan.repeats)
+    return calls
 
 
 def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:

@@ -68,18 +68,13 @@ def run_real_agent(
         RealModeError: a guard refused (see `continuity.plan.guards`).
         RunIncomplete: ``run_stopped`` or ``run_incomplete`` (module doc).
     """
-    assert plan.agent is not None
     out, real, account = open_real_run(
         plan, store, confirm=confirm, credentials=credentials, output=output,
         concurrency=concurrency, explain_cache=explain_cache, checkout=checkout,
         environ=environ, pricing=pricing, cost_cap=cost_cap,
     )  # fmt: skip
     write_plan(plan, out)
-    unit_plan = AgentUnitPlan(
-        manifest=manifest, agent=plan.agent, arms=[a.removeprefix("agent-") for a in plan.arms],
-        repeats=list(only_repeats or range(1, plan.repeats + 1)), probe_limit=plan.probe_limit,
-        binding=real.binding(),
-    )  # fmt: skip
+    unit_plan = AgentUnitPlan.of(plan, manifest, only_repeats, real.binding())
     samples = sum(len(t.probes[: plan.probe_limit]) for _, t in traces)
     samples *= len(unit_plan.arms) * len(unit_plan.repeats)
     ledger = Ledger.create(Path(real.ledger), planned_live_turns=samples,

@@ -41,6 +41,7 @@ from continuity.agents.units import (
     AGENT_PROBE_PROTOCOL,
     AgentIdentity,
     evidence,
+    outside_arm,
     run_sample,
     sample_status,
     unit_arm,
@@ -48,6 +49,7 @@ from continuity.agents.units import (
 from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.errors import ContinuityError
 from continuity.messages import Usage
+from continuity.plan.plan import Plan
 from continuity.probes.scoring import locale_for
 from continuity.progress import Tick
 from continuity.providers.endpoint import CallReceipt
@@ -115,6 +117,21 @@ class AgentUnitPlan(msgspec.Struct, frozen=True, kw_only=True):
     repeats: list[int]
     probe_limit: int | None
     binding: dict[str, Any] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        plan: Plan,
+        manifest: Manifest,
+        repeats: Sequence[int] | None = None,
+        binding: dict[str, Any] | None = None,
+    ) -> AgentUnitPlan:
+        """What an agent `plan` runs: its agent and arms, `repeats` (default all of the
+        plan's), its probe limit and (real mode) the reader's `binding`."""
+        assert plan.agent is not None
+        return cls(manifest=manifest, agent=plan.agent, arms=[outside_arm(a) for a in plan.arms],
+                   repeats=list(repeats or range(1, plan.repeats + 1)),
+                   probe_limit=plan.probe_limit, binding=binding)  # fmt: skip
 
 
 def _result(trace: Trace, probe: Probe, index: int, run: AgentRun, first: str,
