@@ -336,7 +336,7 @@ def resolve_arms(
             )
         chosen.add(arm.id)
     arms = [a for a in ARMS.values() if a.id in chosen]
-    if family is not None and family == "original":
+    if family is not None and family in ("original", "smoke"):
         arms = [a for a in arms if not a.hard_only]
     return arms
 

@@ -64,7 +64,7 @@ def rebuild_trace_suite(
 ) -> str | None:
     """Regenerate a ``traces/<suite>`` ref as ``doit traces --suite`` does (None for
     ``traces/file/<id>``: its source file is not in the store)."""
-    from continuity.traces.keys import SUITES
+    from continuity.traces.keys import FIXTURE_SUITES, SUITES
     from continuity.traces.suites import build_suite
 
     suite = name.removeprefix("traces/")
@@ -72,7 +72,7 @@ def rebuild_trace_suite(
         return None
     result = build_suite(store, suite, _seeds(ref), out_dir=out_dir)
     note = f"regenerated {suite} ({len(result.items)} traces)"
-    if ref is None and suite != "original":
+    if ref is None and suite not in FIXTURE_SUITES:
         note += "; its ref was corrupt, so the default seeds were used"
     return note
 
@@ -89,7 +89,7 @@ def rebuild_checkpoints(
     from continuity.errors import RecordCorrupt
     from continuity.harness.keys import checkpoint_key
     from continuity.runner.checkpoints import build_checkpoints
-    from continuity.traces.keys import SUITES
+    from continuity.traces.keys import FIXTURE_SUITES, SUITES
     from continuity.traces.suites import build_suite
 
     suite = name.removeprefix("checkpoints/")

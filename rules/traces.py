@@ -21,7 +21,9 @@ from rules.params import (
 if TYPE_CHECKING:
     from doit.task import Task
 
-SUITE = param("suite", str, "original", "original | hard | hard-distractors")
+SUITE = param(
+    "suite", str, "original", "original | hard | hard-distractors | smoke (one short trace)"
+)
 SEEDS = param(
     "seeds", SeedsOption("--seeds"), "", "generated-suite seeds, e.g. 101-124 (default 101-108)"
 )

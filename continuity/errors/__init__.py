@@ -300,7 +300,12 @@ The tree::
         │            provider_rate_limited, provider_unavailable, provider_request_rejected,
         │            provider_stream_invalid, provider_stream_interrupted,
         │            provider_output_aborted (a ledger extraction streamed past its
-        │            output cap and was aborted), credentials_invalid; the run cost
+        │            output cap and was aborted), provider_output_cap_ignored (the
+        │            server wrote past the output cap it was sent; stops admission),
+        │            provider_context_exceeded (the request is over the model's
+        │            context window, with the server's words), provider_timeout (no
+        │            bytes within --request-timeout; not re-sent), credentials_invalid;
+        │            the run cost
         │            cap (continuity.providers.costcap, doit units --real --cost-cap):
         │            cost_cap_reached, cost_cap_assumption_broken and
         │            cost_cap_account_failed (all stop admission),

@@ -184,6 +184,7 @@ class ProviderError(HarnessError):
             "cost_cap_reached",
             "cost_cap_assumption_broken",
             "cost_cap_account_failed",
+            "provider_output_cap_ignored",
         }
     )
 

@@ -99,6 +99,7 @@ FAMILY_LOCALES: Mapping[str, Locale] = {
     "hard": "day-first",
     "hard-distractors": "day-first",
     "imported": "unknown",
+    "smoke": "day-first",
 }
 DEFAULT_LOCALE: Locale = "day-first"
 

@@ -77,15 +77,12 @@ class AnthropicProvider(HttpProvider):
             if isinstance(message, UserMessage):
                 add("user", {"type": "text", "text": message.text})
             elif isinstance(message, ToolResultMessage):
-                add(
-                    "user",
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": message.call_id,
-                        "content": message.text,
-                        "is_error": message.is_error,
-                    },
-                )
+                result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id}
+                if message.text:  # the API refuses an empty text; no content is allowed
+                    result["content"] = message.text
+                if message.is_error:
+                    result["is_error"] = True
+                add("user", result)
             elif isinstance(message, AssistantMessage):
                 if message.text:
                     add("assistant", {"type": "text", "text": message.text})
@@ -110,12 +107,13 @@ class AnthropicProvider(HttpProvider):
         body: dict[str, Any] = {
             "model": self.spec.model,
             "max_tokens": self.spec.max_output_tokens,
-            "system": [{"type": "text", "text": request.system, "cache_control": CACHE_CONTROL}]
-            if request.system
-            else [],
             "messages": messages,
             "stream": True,
         }
+        if request.system:
+            body["system"] = [
+                {"type": "text", "text": request.system, "cache_control": CACHE_CONTROL}
+            ]
         if request.tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
@@ -144,9 +142,11 @@ class AnthropicProvider(HttpProvider):
                 delta = event["delta"]
                 block = blocks[int(event["index"])]
                 if delta.get("type") == "text_delta":
+                    self.count_output(delta["text"])
                     block["text"] = block.get("text", "") + delta["text"]
                     yield TextDelta(delta["text"])
                 elif delta.get("type") == "input_json_delta":
+                    self.count_output(delta.get("partial_json", ""))
                     block["partial_json"] += delta.get("partial_json", "")
             elif kind == "message_delta":
                 stop = (event.get("delta") or {}).get("stop_reason") or stop
@@ -157,12 +157,7 @@ class AnthropicProvider(HttpProvider):
             elif kind == "message_stop":
                 finished = True
             elif kind == "error":
-                error = event.get("error") or {}
-                raise ProviderError(
-                    f"the stream reported an error: {error.get('type')}: {error.get('message')}",
-                    code="provider_stream_interrupted",
-                    location=self.url,
-                )
+                raise self.reported_error(event.get("error"))
         if not finished:
             raise ProviderError(
                 "the stream ended without message_stop",
@@ -191,5 +186,24 @@ class AnthropicProvider(HttpProvider):
             stop_reason="tool_use" if stop == "tool_use" or tool_calls else "stop",
             provider=self.name,
             model=model,
+            usage_reported="input_tokens" in usage_raw and "output_tokens" in usage_raw,
+        )
+
+    def completed_document(self, document: dict[str, Any]) -> Completed:
+        """A ``message`` object (a request without ``stream``)."""
+        blocks = list(document.get("content") or ())
+        text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        tool_calls = tuple(
+            ToolCallRequest(b["id"], b["name"], dict(b.get("input") or {}))
+            for b in blocks
+            if b.get("type") == "tool_use"
+        )
+        usage_raw = dict(document.get("usage") or {})
+        return Completed(
+            message=AssistantMessage(text=text, tool_calls=tool_calls),
+            usage=anthropic_usage(usage_raw),
+            stop_reason="tool_use" if tool_calls else "stop",
+            provider=self.name,
+            model=str(document.get("model") or self.spec.model),
             usage_reported="input_tokens" in usage_raw and "output_tokens" in usage_raw,
         )

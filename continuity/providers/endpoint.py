@@ -27,12 +27,16 @@ class EndpointSpec(msgspec.Struct, frozen=True, kw_only=True):
     max_retry_after: float = 120.0
     concurrency: int = 4
     slots_dir: str | None = None
-    timeout: float = 600.0
+    # --request-timeout: the longest wait for the server's next bytes, the first ones
+    # included (a slow local prefill sends nothing until it is done).
+    timeout: float = 1800.0
     catalog_ref: str = ""  # the plan's provider:model, for list prices (not in any key)
     # The run's cost-cap account (`continuity.providers.costcap`) and the invocation that
     # opened it: every attempt is held there before it is sent. Execution only.
     cost_account: str | None = None
     cost_invocation: str = ""
+    # The run's attempt log (`continuity.providers.attempts`), <out>/attempts.jsonl.
+    attempt_log: str | None = None
 
     @property
     def provider_name(self) -> str:

@@ -11,7 +11,21 @@ what they share:
 - **retries** are bounded and happen only before a request is admitted: on a connection
   that never reached the server, and on 429/5xx answers (honouring ``Retry-After`` and
   ``retry-after-ms``). Once a 200 response starts streaming, a failure is reported, never
-  retried, because the request may already be billed;
+  retried, because the request may already be billed. One exception: a 200 stream that
+  ends before its first event is asked once more without streaming, because
+  llama-cpp-python says why (a request over the context window, a chat template that
+  failed) only in a non-streamed answer. Every attempt, that one included, is in the
+  run's attempt log (`continuity.providers.attempts`);
+- **timeouts**: ``spec.timeout`` (``--request-timeout``, default 30 minutes) is the
+  longest wait for the server's next bytes, the first ones included, so a slow local
+  prefill can finish. A request that times out is ``provider_timeout`` and is never
+  re-sent by the client (the server may still be working on it);
+- **output caps**: the cap goes in the field each server honours (the wire formats), and
+  is checked twice: a stream with more output pieces than the cap allows tokens (every
+  piece carries at least one) is stopped, and a reply whose reported output is over the
+  cap fails; both are ``provider_output_cap_ignored``, which stops admission;
+- **refusals** keep the server's own message (`continuity.providers.refusals`); a
+  request over the context window is ``provider_context_exceeded``, with its size;
 - **stop classes**: 401/403 is ``provider_auth_failed`` and a quota or billing refusal
   ``provider_quota_exhausted``; both make the invocation admit no new live turn;
 - **concurrency** is limited per model across processes with lock-file slots;
@@ -24,13 +38,7 @@ what they share:
 
 from __future__ import annotations
 
-import contextlib
-import email.utils
-import fcntl
-import os
-import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -38,12 +46,27 @@ import anyio
 import httpx
 import msgspec
 
-from continuity.digest import value_digest
 from continuity.errors import ProviderError
 from continuity.messages import ModelRequest
+from continuity.providers.attempts import log_attempt
 from continuity.providers.costcap import CallHolds, CostCap
 from continuity.providers.endpoint import EndpointSpec
-from continuity.providers.protocol import Completed, ProviderEvent
+from continuity.providers.protocol import Completed, ProviderEvent, TextDelta, ToolCallEvent
+from continuity.providers.refusals import (
+    context_refusal,
+    is_context_error,
+    refusal,
+    server_message,
+)
+from continuity.providers.transport import (
+    CountedEvents,
+    load_api_key,
+    model_slot,
+    observed,
+    parse_arguments,
+    retry_delay,
+    sse_events,
+)
 
 __all__ = [
     "RETRY_STATUSES",
@@ -56,133 +79,6 @@ __all__ = [
 ]
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
-
-
-class _Credentials(msgspec.Struct, frozen=True):
-    api_key: str
-
-
-def load_api_key(path: str) -> str:
-    """The API key from a credentials file ``{"api_key": "..."}`` (may be empty for a
-    local server that needs none).
-
-    Raises:
-        ProviderError: ``credentials_invalid`` when the file is unreadable or malformed.
-    """
-    try:
-        data = Path(path).read_bytes()
-        return msgspec.json.decode(data, type=_Credentials).api_key
-    except OSError as exc:
-        raise ProviderError(
-            f"cannot read the credentials file: {exc.strerror}",
-            code="credentials_invalid",
-            location=path,
-        ) from None
-    except msgspec.MsgspecError as exc:
-        raise ProviderError(
-            f'the credentials file must be JSON {{"api_key": "..."}}: {exc}',
-            code="credentials_invalid",
-            location=path,
-        ) from None
-
-
-def retry_delay(headers: httpx.Headers, attempt: int) -> float:
-    """Seconds to wait before retry `attempt` (0-based): the server's ``retry-after-ms``
-    or ``Retry-After`` (seconds or an HTTP date) when given, else exponential backoff."""
-    if "retry-after-ms" in headers:
-        with contextlib.suppress(ValueError):
-            return max(0.0, float(headers["retry-after-ms"]) / 1000)
-    value = headers.get("retry-after")
-    if value:
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value) if value else None
-            if when is not None:
-                return max(0.0, when.timestamp() - time.time())
-    return float(min(0.5 * 2**attempt, 8.0))
-
-
-async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
-    """Server-sent events as ``(event, data)`` pairs (``message`` when unnamed)."""
-    event, data = "", list[str]()
-    async for line in response.aiter_lines():
-        if not line:
-            if data:
-                yield event or "message", "\n".join(data)
-            event, data = "", list[str]()
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if field == "event":
-            event = value
-        elif field == "data":
-            data.append(value)
-    if data:
-        yield event or "message", "\n".join(data)
-
-
-@contextlib.asynccontextmanager
-async def model_slot(directory: str | None, model: str, limit: int) -> AsyncIterator[None]:
-    """Hold one of `limit` slots for `model`, shared by every process using `directory`
-    (``flock`` on slot files, released by the kernel if a process dies)."""
-    if directory is None or limit < 1:
-        yield
-        return
-    folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
-    tag = value_digest(("model-slot", model))[:16]
-    while True:
-        for index in range(limit):
-            fd = os.open(folder / f"{tag}-{index}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
-            return
-        await anyio.sleep(0.02)
-
-
-def _refusal(status: int, body: bytes, where: str) -> ProviderError:
-    text = body.decode("utf-8", "replace")[:500]
-    lowered = text.lower()
-    if status in (401, 403):
-        return ProviderError(
-            f"HTTP {status}: the endpoint refused the credentials: {text}",
-            code="provider_auth_failed",
-            location=where,
-        )
-    if status == 402 or "insufficient_quota" in lowered or "credit balance" in lowered:
-        return ProviderError(
-            f"HTTP {status}: quota or billing refusal: {text}",
-            code="provider_quota_exhausted",
-            location=where,
-        )
-    if status == 429:
-        return ProviderError(
-            f"HTTP 429 after every allowed retry: {text}",
-            code="provider_rate_limited",
-            location=where,
-        )
-    if status >= 500:
-        return ProviderError(
-            f"HTTP {status} after every allowed retry: {text}",
-            code="provider_unavailable",
-            location=where,
-        )
-    return ProviderError(
-        f"HTTP {status}: the endpoint rejected the request: {text}",
-        code="provider_request_rejected",
-        location=where,
-    )
 
 
 class HttpProvider:
@@ -199,6 +95,9 @@ class HttpProvider:
         self.attempts: list[int] = []  # HTTP status of every attempt, for receipts
         self._api_key: str | None = None
         self._cost: CostCap | None = None
+        self._pieces = 0  # output pieces of the stream in progress (`count_output`)
+        self._request_bytes = 0  # the body size of the stream in progress
+        self._transport = transport
         self._client = httpx.AsyncClient(
             transport=transport, timeout=httpx.Timeout(spec.timeout, connect=10.0)
         )
@@ -255,7 +154,7 @@ class HttpProvider:
             try:
                 response = await self._client.send(request, stream=True)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                self.attempts.append(0)
+                self._attempt(body, "connect_failed", attempt)
                 if spend is not None:
                     spend.not_billed("unsent")
                 if attempt == self.spec.max_retries:
@@ -266,21 +165,24 @@ class HttpProvider:
                     ) from None
                 await anyio.sleep(retry_delay(httpx.Headers(), attempt))
                 continue
+            except httpx.TimeoutException:  # sent, and the server said nothing in time
+                self._attempt(body, "timeout", attempt)
+                raise self._timed_out(len(body)) from None
             except httpx.HTTPError as exc:  # the request may have reached the server
-                self.attempts.append(0)
+                self._attempt(body, "send_failed", attempt)
                 raise ProviderError(
                     f"the request failed after it was sent (not retried): {exc!r}",
                     code="provider_unavailable",
                     location=self.url,
                 ) from None
-            self.attempts.append(response.status_code)
+            self._attempt(body, f"http_{response.status_code}", attempt)
             if response.status_code == 200:
                 return response
             body_bytes = await response.aread()
             await response.aclose()
             if spend is not None:
                 spend.not_billed(f"http_{response.status_code}")
-            error = _refusal(response.status_code, body_bytes, self.url)
+            error = refusal(response.status_code, body_bytes, self.url, len(body))
             retry = (
                 response.status_code in RETRY_STATUSES
                 and error.code in ("provider_rate_limited", "provider_unavailable")
@@ -299,6 +201,56 @@ class HttpProvider:
             await anyio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _attempt(self, body: bytes, outcome: str, retry: int) -> None:
+        """Count one HTTP attempt (its status, 0 for none) and log it to the run's
+        attempt log, when there is one (`continuity.providers.attempts`)."""
+        if outcome != "empty_stream":  # a note on the attempt before it, not a send
+            self.attempts.append(int(outcome[5:]) if outcome.startswith("http_") else 0)
+        if self.spec.attempt_log is not None:
+            log_attempt(self.spec.attempt_log, self.url, self.model, body, outcome, retry)
+
+    def _timed_out(self, size: int) -> ProviderError:
+        return ProviderError(
+            f"the server sent nothing for {self.spec.timeout:.0f} s (--request-timeout) on a "
+            f"request of {size:,} bytes; it may still be working on it. The request was not "
+            "re-sent; a rerun sends it again (raise --request-timeout for a slow local model)",
+            code="provider_timeout",
+            location=self.url,
+        )
+
+    def count_output(self, piece: str) -> None:
+        """Count one streamed piece of output (text or tool-call arguments). Every piece
+        carries at least one token, so more pieces than the output cap prove the server
+        ignores the cap: the stream is stopped there (``provider_output_cap_ignored``)."""
+        if not piece:
+            return
+        self._pieces += 1
+        if self._pieces > self.spec.max_output_tokens:
+            raise self._cap_ignored(f"more than {self._pieces - 1:,} output pieces streamed")
+
+    def reported_error(self, error: Any) -> ProviderError:
+        """An error the stream itself reported (after the 200): a size refusal is
+        ``provider_context_exceeded``, a quota refusal ``provider_quota_exhausted``,
+        anything else ``provider_stream_interrupted``; the server's words are kept."""
+        encoded = msgspec.json.encode({"error": error})
+        message = server_message(encoded)
+        if is_context_error(encoded):
+            return context_refusal(message, self.url, self._request_bytes)
+        code = str(error.get("code") or "") if isinstance(error, dict) else ""
+        kind = "provider_quota_exhausted" if "quota" in code else "provider_stream_interrupted"
+        return ProviderError(
+            f"the stream reported an error: {message}", code=kind, location=self.url
+        )
+
+    def _cap_ignored(self, seen: str) -> ProviderError:
+        return ProviderError(
+            f"the server ignores the output cap: asked for at most "
+            f"{self.spec.max_output_tokens:,} tokens, {seen}. The run stops, and this "
+            "endpoint's output cap counts as unenforced",
+            code="provider_output_cap_ignored",
+            location=self.url,
+        )
+
     def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         body = msgspec.json.encode(self.payload(request))
         return self.stream_body(body, spend=self.holds(request))
@@ -313,58 +265,134 @@ class HttpProvider:
         """Send `body` (a serialized `payload`) and stream its events; `observe` sees
         every raw server-sent event ``(event, data)`` before it is parsed (the spend
         guard reads raw usage there, never the normalised one). With `spend`, the
-        completed stream settles its hold and anything else retains it."""
+        completed stream settles its hold and anything else retains it.
+
+        A stream that ends before its first event is asked once more without streaming
+        (when nothing observes the raw events): llama-cpp-python reports why (a request
+        over the context window) only there. The second send is logged as a retry."""
         async with model_slot(
             self.spec.slots_dir, f"{self.url} {self.model}", self.spec.concurrency
         ):
             try:
-                response = await self._open(body, spend)
-            except BaseException:
-                if spend is not None:
-                    spend.close("send_failed")
-                raise
-            try:
-                raw = sse_events(response)
-                async for event in self.events(raw if observe is None else _tee(raw, observe)):
-                    if spend is not None and isinstance(event, Completed):
-                        if event.usage_reported:
-                            spend.settle(event.usage)
-                        else:  # nothing says what was billed: the hold stays counted
-                            spend.close("usage_unreported")
+                async for event in self._streamed(body, observe, spend):
                     yield event
-            except httpx.HTTPError as exc:
-                raise ProviderError(
-                    f"the stream broke after the request was admitted (not retried): {exc!r}",
-                    code="provider_stream_interrupted",
-                    location=self.url,
-                ) from None
-            except (msgspec.MsgspecError, ValueError, KeyError, TypeError) as exc:
-                raise ProviderError(
-                    f"unreadable stream event: {exc!r}",
-                    code="provider_stream_invalid",
-                    location=self.url,
-                ) from None
-            finally:
-                if spend is not None:
-                    spend.close("stream_lost")  # retained unless settled above
-                await response.aclose()
+            except _EmptyStream:
+                async for event in self._reasked(body, spend):
+                    yield event
+
+    async def _streamed(
+        self, body: bytes, observe: Callable[[str, str], None] | None, spend: CallHolds | None
+    ) -> AsyncIterator[ProviderEvent]:
+        """One streamed attempt (after `_open`'s retries); `_EmptyStream` when the
+        server closed it before any event and nothing observes the raw events."""
+        try:
+            response = await self._open(body, spend)
+        except BaseException:
+            if spend is not None:
+                spend.close("send_failed")
+            raise
+        self._pieces = 0
+        self._request_bytes = len(body)
+        raw = CountedEvents(sse_events(response))
+        try:
+            async for event in self.events(raw if observe is None else observed(raw, observe)):
+                if isinstance(event, Completed):
+                    self._settle(event, spend)
+                yield event
+        except ProviderError as error:
+            if error.code == "provider_stream_interrupted" and not raw.seen and observe is None:
+                self._attempt(body, "empty_stream", 0)
+                raise _EmptyStream from None
+            raise
+        except httpx.TimeoutException:
+            raise self._timed_out(len(body)) from None
+        except httpx.HTTPError as exc:
+            raise ProviderError(
+                f"the stream broke after the request was admitted (not retried): {exc!r}",
+                code="provider_stream_interrupted",
+                location=self.url,
+            ) from None
+        except (msgspec.MsgspecError, ValueError, KeyError, TypeError) as exc:
+            raise ProviderError(
+                f"unreadable stream event: {exc!r}",
+                code="provider_stream_invalid",
+                location=self.url,
+            ) from None
+        finally:
+            if spend is not None:
+                spend.close("stream_lost")  # retained unless settled above
+            await response.aclose()
+
+    def _settle(self, event: Completed, spend: CallHolds | None) -> None:
+        """Settle a completed call's hold from its usage, then check the usage against
+        the output cap (a reply over it is ``provider_output_cap_ignored``)."""
+        if spend is not None:
+            if event.usage_reported:
+                spend.settle(event.usage)
+            else:  # nothing says what was billed: the hold stays counted
+                spend.close("usage_unreported")
+        if event.usage_reported and event.usage.output > self.spec.max_output_tokens:
+            raise self._cap_ignored(f"the reply used {event.usage.output:,}")
+
+    async def _reasked(self, body: bytes, spend: CallHolds | None) -> AsyncIterator[ProviderEvent]:
+        """Send `body` again without streaming and turn the one document into events;
+        the server's refusal, if it refuses, is the error."""
+        document = msgspec.json.decode(body)
+        document["stream"] = False
+        document.pop("stream_options", None)
+        single = msgspec.json.encode(document)
+        if spend is not None:
+            spend.before_send(single)
+        # A fresh connection: the server may have dropped the one the stream used
+        # while the pool still holds it.
+        fresh = httpx.AsyncClient(
+            transport=self._transport, timeout=httpx.Timeout(self.spec.timeout, connect=10.0)
+        )
+        try:
+            async with fresh:
+                response = await fresh.post(
+                    self.url,
+                    content=single,
+                    headers={"content-type": "application/json", **self.headers()},
+                )
+        except httpx.TimeoutException:
+            self._attempt(single, "timeout", 1)
+            raise self._timed_out(len(single)) from None
+        except httpx.HTTPError as exc:
+            self._attempt(single, "send_failed", 1)
+            if spend is not None:
+                spend.close("send_failed")
+            raise ProviderError(
+                f"the stream ended before any event, and asking again failed: {exc!r}",
+                code="provider_stream_interrupted",
+                location=self.url,
+            ) from None
+        self._attempt(single, f"http_{response.status_code}", 1)
+        if response.status_code != 200:
+            if spend is not None:
+                spend.not_billed(f"http_{response.status_code}")
+            raise refusal(response.status_code, response.content, self.url, len(body))
+        try:
+            completed = self.completed_document(msgspec.json.decode(response.content))
+        except (msgspec.MsgspecError, ValueError, KeyError, TypeError) as exc:
+            if spend is not None:
+                spend.close("document_invalid")
+            raise ProviderError(
+                f"unreadable response document: {exc!r}",
+                code="provider_stream_invalid",
+                location=self.url,
+            ) from None
+        self._settle(completed, spend)
+        if completed.message.text:
+            yield TextDelta(completed.message.text)
+        for call in completed.message.tool_calls:
+            yield ToolCallEvent(call)
+        yield completed
+
+    def completed_document(self, document: dict[str, Any]) -> Completed:
+        """A non-streamed response document as the completed message (the wire format's)."""
+        raise NotImplementedError
 
 
-async def _tee(
-    events: AsyncIterator[tuple[str, str]], observe: Callable[[str, str], None]
-) -> AsyncIterator[tuple[str, str]]:
-    async for event, data in events:
-        observe(event, data)
-        yield event, data
-
-
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """Tool-call arguments from their JSON text; malformed JSON is passed on (the tool
-    reports the error to the model, as it would in a real harness)."""
-    if not raw.strip():
-        return {}
-    try:
-        value = msgspec.json.decode(raw)
-    except msgspec.MsgspecError:
-        return {"_unparsed_arguments": raw}
-    return value if isinstance(value, dict) else {"_unparsed_arguments": raw}
+class _EmptyStream(Exception):
+    """A 200 stream that ended before its first event."""

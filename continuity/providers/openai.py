@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -25,7 +26,70 @@ from continuity.messages import (
 from continuity.providers.http import HttpProvider, parse_arguments
 from continuity.providers.protocol import Completed, ProviderEvent, TextDelta, ToolCallEvent
 
-__all__ = ["OpenAIChatProvider", "OpenAIResponsesProvider", "openai_usage"]
+__all__ = [
+    "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
+    "chat_messages",
+    "openai_usage",
+    "output_cap_field",
+]
+
+# Hosts of the OpenAI API itself, where Chat Completions takes the output cap as
+# ``max_completion_tokens`` (``max_tokens`` is deprecated there and refused by reasoning
+# models). Every other OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio,
+# OpenRouter) honours ``max_tokens``; llama-cpp-python ignores ``max_completion_tokens``.
+_OPENAI_HOSTS = ("api.openai.com",)
+_AZURE_SUFFIX = ".openai.azure.com"
+
+
+def output_cap_field(base_url: str) -> str:
+    """The Chat Completions field that carries the output cap at `base_url`."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host in _OPENAI_HOSTS or host.endswith(_AZURE_SUFFIX):
+        return "max_completion_tokens"
+    return "max_tokens"
+
+
+def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """`request` as Chat Completions messages, in the shape every server accepts.
+
+    An assistant turn that only calls tools carries ``"content": ""``, never ``null``
+    and never no ``content`` at all: llama.cpp's server refuses ``null`` (its request
+    model types ``content`` as a string), and chat templates that read every message's
+    ``content`` (SmolLM2's, through llama-cpp-python) fail on a message without one,
+    which the server reports only by ending the stream. The OpenAI API, vLLM and Ollama
+    take an empty string beside ``tool_calls``. An empty system prompt is left out.
+    """
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        if isinstance(message, UserMessage):
+            messages.append({"role": "user", "content": message.text})
+        elif isinstance(message, ToolResultMessage):
+            messages.append(
+                {"role": "tool", "tool_call_id": message.call_id, "content": message.text}
+            )
+        else:
+            messages.append(_assistant(message))
+    return messages
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any]:
+    wire: dict[str, Any] = {"role": "assistant", "content": message.text}
+    if message.tool_calls:
+        wire["tool_calls"] = [
+            {
+                "id": c.call_id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    "arguments": msgspec.json.encode(c.arguments).decode(),
+                },
+            }
+            for c in message.tool_calls
+        ]
+    return wire
 
 
 def openai_usage(input_tokens: int, cached: int, output: int) -> Usage:
@@ -38,14 +102,6 @@ def _bearer(key: str) -> dict[str, str]:
     return {"authorization": f"Bearer {key}"} if key else {}
 
 
-def _stream_error(data: dict[str, Any], where: str) -> ProviderError:
-    error = data.get("error") or data.get("response", {}).get("error") or {}
-    text = str(error.get("message", error)) if isinstance(error, dict) else str(error)
-    code = str(error.get("code", "")) if isinstance(error, dict) else ""
-    kind = "provider_quota_exhausted" if "quota" in code else "provider_stream_interrupted"
-    return ProviderError(f"the stream reported an error: {text}", code=kind, location=where)
-
-
 class OpenAIChatProvider(HttpProvider):
     """``POST {base}/chat/completions`` with ``stream: true`` and usage in the last chunk."""
 
@@ -55,35 +111,12 @@ class OpenAIChatProvider(HttpProvider):
         return _bearer(self.api_key())
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
-        messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
-        for message in request.messages:
-            if isinstance(message, UserMessage):
-                messages.append({"role": "user", "content": message.text})
-            elif isinstance(message, ToolResultMessage):
-                messages.append(
-                    {"role": "tool", "tool_call_id": message.call_id, "content": message.text}
-                )
-            else:
-                wire: dict[str, Any] = {"role": "assistant", "content": message.text or None}
-                if message.tool_calls:
-                    wire["tool_calls"] = [
-                        {
-                            "id": c.call_id,
-                            "type": "function",
-                            "function": {
-                                "name": c.name,
-                                "arguments": msgspec.json.encode(c.arguments).decode(),
-                            },
-                        }
-                        for c in message.tool_calls
-                    ]
-                messages.append(wire)
         body: dict[str, Any] = {
             "model": self.spec.model,
-            "messages": messages,
+            "messages": chat_messages(request),
             "stream": True,
             "stream_options": {"include_usage": True},
-            "max_completion_tokens": self.spec.max_output_tokens,
+            output_cap_field(self.spec.base_url): self.spec.max_output_tokens,
         }
         if self.spec.effort:
             body["reasoning_effort"] = self.spec.effort
@@ -115,7 +148,7 @@ class OpenAIChatProvider(HttpProvider):
                 break
             chunk = msgspec.json.decode(data)
             if "error" in chunk:
-                raise _stream_error(chunk, self.url)
+                raise self.reported_error(chunk.get("error"))
             model = chunk.get("model") or model
             if chunk.get("usage"):
                 raw = chunk["usage"]
@@ -129,6 +162,7 @@ class OpenAIChatProvider(HttpProvider):
             for choice in chunk.get("choices") or ():
                 delta = choice.get("delta") or {}
                 if delta.get("content"):
+                    self.count_output(delta["content"])
                     text.append(delta["content"])
                     yield TextDelta(delta["content"])
                 for call in delta.get("tool_calls") or ():
@@ -139,6 +173,7 @@ class OpenAIChatProvider(HttpProvider):
                     slot["id"] = call.get("id") or slot["id"]
                     slot["name"] += function.get("name") or ""
                     slot["arguments"] += function.get("arguments") or ""
+                    self.count_output(function.get("arguments") or "")
                 finish = choice.get("finish_reason") or finish
         if not ended:
             raise ProviderError(
@@ -159,6 +194,33 @@ class OpenAIChatProvider(HttpProvider):
             provider=self.name,
             model=model,
             usage_reported=reported,
+        )
+
+    def completed_document(self, document: dict[str, Any]) -> Completed:
+        """A ``chat.completion`` object (a request without ``stream``)."""
+        choices = document.get("choices") or [{}]
+        message = choices[0].get("message") or {}
+        tool_calls = tuple(
+            ToolCallRequest(
+                c.get("id") or f"call-{i}",
+                (c.get("function") or {})["name"],
+                parse_arguments((c.get("function") or {}).get("arguments") or ""),
+            )
+            for i, c in enumerate(message.get("tool_calls") or ())
+        )
+        raw = document.get("usage") or {}
+        details = raw.get("prompt_tokens_details") or {}
+        return Completed(
+            message=AssistantMessage(text=message.get("content") or "", tool_calls=tool_calls),
+            usage=openai_usage(
+                int(raw.get("prompt_tokens") or 0),
+                int(details.get("cached_tokens") or 0),
+                int(raw.get("completion_tokens") or 0),
+            ),
+            stop_reason="tool_use" if tool_calls else "stop",
+            provider=self.name,
+            model=str(document.get("model") or self.spec.model),
+            usage_reported="prompt_tokens" in raw and "completion_tokens" in raw,
         )
 
 
@@ -198,12 +260,13 @@ class OpenAIResponsesProvider(HttpProvider):
                 )
         body: dict[str, Any] = {
             "model": self.spec.model,
-            "instructions": request.system,
             "input": items,
             "stream": True,
             "store": False,
             "max_output_tokens": self.spec.max_output_tokens,
         }
+        if request.system:
+            body["instructions"] = request.system
         if self.spec.effort:
             body["reasoning"] = {"effort": self.spec.effort}
         if request.tools:
@@ -225,10 +288,15 @@ class OpenAIResponsesProvider(HttpProvider):
             event = msgspec.json.decode(data)
             kind = event.get("type")
             if kind == "response.output_text.delta":
+                self.count_output(event["delta"])
                 text.append(event["delta"])
                 yield TextDelta(event["delta"])
+            elif kind == "response.function_call_arguments.delta":
+                self.count_output(event.get("delta") or "")
             elif kind in ("response.failed", "error"):
-                raise _stream_error(event, self.url)
+                raise self.reported_error(
+                    event.get("error") or (event.get("response") or {}).get("error")
+                )
             elif kind in ("response.completed", "response.incomplete"):
                 final = event["response"]
         if final is None:
@@ -237,29 +305,36 @@ class OpenAIResponsesProvider(HttpProvider):
                 code="provider_stream_interrupted",
                 location=self.url,
             )
-        tool_calls = tuple(
-            ToolCallRequest(item["call_id"], item["name"], parse_arguments(item["arguments"]))
-            for item in final.get("output") or ()
-            if item.get("type") == "function_call"
-        )
-        message_text = "".join(
-            part.get("text", "")
-            for item in final.get("output") or ()
-            if item.get("type") == "message"
-            for part in item.get("content") or ()
-            if part.get("type") == "output_text"
-        )
-        if message_text != "".join(text):
+        completed = self.completed_document(final)
+        if completed.message.text != "".join(text):
             raise ProviderError(
                 "response.completed disagrees with the streamed text",
                 code="provider_stream_invalid",
                 location=self.url,
             )
-        for call in tool_calls:
+        for call in completed.message.tool_calls:
             yield ToolCallEvent(call)
-        raw = final.get("usage") or {}
+        yield completed
+
+    def completed_document(self, document: dict[str, Any]) -> Completed:
+        """A ``response`` object (``response.completed``'s, or a request without
+        ``stream``)."""
+        output = document.get("output") or ()
+        tool_calls = tuple(
+            ToolCallRequest(item["call_id"], item["name"], parse_arguments(item["arguments"]))
+            for item in output
+            if item.get("type") == "function_call"
+        )
+        message_text = "".join(
+            part.get("text", "")
+            for item in output
+            if item.get("type") == "message"
+            for part in item.get("content") or ()
+            if part.get("type") == "output_text"
+        )
+        raw = document.get("usage") or {}
         details = raw.get("input_tokens_details") or {}
-        yield Completed(
+        return Completed(
             message=AssistantMessage(text=message_text, tool_calls=tool_calls),
             usage=openai_usage(
                 int(raw.get("input_tokens") or 0),
@@ -268,6 +343,6 @@ class OpenAIResponsesProvider(HttpProvider):
             ),
             stop_reason="tool_use" if tool_calls else "stop",
             provider=self.name,
-            model=str(final.get("model") or self.spec.model),
+            model=str(document.get("model") or self.spec.model),
             usage_reported="input_tokens" in raw and "output_tokens" in raw,
         )

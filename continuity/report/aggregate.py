@@ -87,7 +87,7 @@ __all__ = [
     "probe_protocols",
 ]
 
-SUITE_ORDER = ("original", "hard", "hard-distractors")
+SUITE_ORDER = ("original", "hard", "hard-distractors", "smoke")
 # Units written before the probe protocol was recorded ran under its first version.
 LEGACY_PROTOCOL = "probe-protocol-v1"
 

@@ -21,12 +21,14 @@ from continuity.store import Store
 __all__ = [
     "DEFAULT_SEEDS",
     "DISTRACTOR_SALT",
+    "FIXTURE_SUITES",
     "GENERATOR_CODE",
     "GENERATOR_SALT",
     "MANIFEST_SCHEMA",
     "MAX_SEEDS",
     "MAX_SEED_DIGITS",
     "ORIGINAL_SALT",
+    "SMOKE_SALT",
     "SUITES",
     "USER_TRACE_SALT",
     "VALIDATION_CODE",
@@ -40,12 +42,18 @@ __all__ = [
     "suite_specs",
 ]
 
-SUITES: tuple[str, ...] = ("original", "hard", "hard-distractors")
+SUITES: tuple[str, ...] = ("original", "hard", "hard-distractors", "smoke")
+# Suites read from checked-in files (``fixtures/<suite>/*.json``), each trace of the
+# suite's own family; the others are generated from seeds. ``smoke`` is one short trace
+# for the local-model smoke (a few thousand tokens, so a small CPU model reads it in
+# seconds); it is validated like every trace, by its own family's shape.
+FIXTURE_SUITES: tuple[str, ...] = ("original", "smoke")
 DEFAULT_SEEDS: tuple[int, ...] = tuple(range(101, 109))
 # Version salts: bump one to rebuild exactly the artifacts its rule produces.
 GENERATOR_SALT = "hard-generator-v1"
 DISTRACTOR_SALT = "hard-distractors-v1"
 ORIGINAL_SALT = "original-suite-v1"
+SMOKE_SALT = "smoke-suite-v1"
 USER_TRACE_SALT = "user-trace-v1"
 MANIFEST_SCHEMA = "continuity-trace-manifest-v1"
 # The documented limits of --seeds (and --repeat, which shares the parser).
@@ -126,6 +134,40 @@ class PlannedTrace(msgspec.Struct, frozen=True):
     source: str | None = None  # fixture path for the original suite
 
 
+def _fixture_specs(
+    suite: str, seeds: Sequence[int] | None, fixtures: Path | None
+) -> list[PlannedTrace]:
+    """The checked-in traces of a fixture suite, keyed by their bytes and the validator."""
+    if seeds:
+        raise UsageError(
+            f"--seeds applies to the generated suites, not {suite}",
+            code="seeds_invalid",
+            location="--seeds",
+        )
+    folder = (fixtures or fixtures_dir()) / suite
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise UsageError(
+            f"no {suite} traces in {folder}", code="trace_file_unreadable", location=str(folder)
+        )
+    code = code_digest(VALIDATION_CODE)
+    salt = ORIGINAL_SALT if suite == "original" else SMOKE_SALT
+    return [
+        PlannedTrace(
+            path.name,
+            KeySpec(
+                kind="trace",
+                salt=salt,
+                code=code,
+                params={"family": suite, "file": path.name},
+                inputs={"source": digest_bytes(path.read_bytes())},
+            ),
+            source=str(path),
+        )
+        for path in files
+    ]
+
+
 def _hard_spec(seed: int) -> KeySpec:
     return KeySpec(
         kind="trace",
@@ -145,36 +187,8 @@ def suite_specs(
             code="suite_unknown",
             location="--suite",
         )
-    if suite == "original":
-        if seeds:
-            raise UsageError(
-                "--seeds applies to the generated suites, not original",
-                code="seeds_invalid",
-                location="--seeds",
-            )
-        folder = (fixtures or fixtures_dir()) / "original"
-        files = sorted(folder.glob("*.json"))
-        if not files:
-            raise UsageError(
-                f"no original traces in {folder}",
-                code="trace_file_unreadable",
-                location=str(folder),
-            )
-        code = code_digest(VALIDATION_CODE)
-        return [
-            PlannedTrace(
-                path.name,
-                KeySpec(
-                    kind="trace",
-                    salt=ORIGINAL_SALT,
-                    code=code,
-                    params={"family": "original", "file": path.name},
-                    inputs={"source": digest_bytes(path.read_bytes())},
-                ),
-                source=str(path),
-            )
-            for path in files
-        ]
+    if suite in FIXTURE_SUITES:
+        return _fixture_specs(suite, seeds, fixtures)
     chosen = tuple(seeds) if seeds else DEFAULT_SEEDS
     if suite == "hard":
         return [PlannedTrace(str(seed), _hard_spec(seed), seed=seed) for seed in chosen]

@@ -64,7 +64,7 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 
-Family = Literal["original", "hard", "hard-distractors", "imported"]
+Family = Literal["original", "hard", "hard-distractors", "imported", "smoke"]
 ToolKind = Literal["email", "chat", "web", "document", "calendar", "parcel"]
 TOOL_KINDS: tuple[str, ...] = ("email", "chat", "web", "document", "calendar", "parcel")
 CATEGORIES: tuple[str, ...] = (

@@ -80,6 +80,21 @@ FAMILY_SHAPES: Mapping[str, FamilyShape] = {
     ),
     "hard": _HARD,
     "hard-distractors": _HARD,
+    # The local-model smoke (`fixtures/smoke/`): one short conversation a small CPU
+    # model reads in seconds, with the mechanics every real run needs (tool calls and
+    # results, a mid-turn steer, a superseding correction, a drafted item) and the four
+    # value categories, so a real server sees every message shape the harness sends.
+    "smoke": FamilyShape(
+        owner_turns=(2, 12),
+        sessions=(1, 3),
+        tool_records=(2, 12),
+        steers=1,
+        probes=(4, 8),
+        categories=("tool_identifier", "superseded_current", "commitment_status", "abstention"),
+        forbidden_categories=("redaction", *IMPORTED_CATEGORIES),
+        estimated_tokens=(500, 6_000),
+        fits_projection=True,
+    ),
     # Imported conversations (an external corpus, `continuity.traces.locomo`) keep the
     # universal rules (fictional, well formed, evidence that resolves, identifiers only in
     # tool output) and their own: at least one session and one probe, and no redaction

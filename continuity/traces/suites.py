@@ -93,9 +93,9 @@ def _build_one(item: PlannedTrace, suite: str) -> tuple[Trace, bytes]:
     if item.source is not None:
         data = Path(item.source).read_bytes()
         trace = load_trace(data, source=item.source)
-        if trace.family != "original":
+        if trace.family != suite:
             raise UsageError(
-                f"{item.source} is family {trace.family!r}, not original",
+                f"{item.source} is family {trace.family!r}, not {suite}",
                 code="suite_unknown",
                 location=item.source,
             )
