@@ -276,6 +276,9 @@ class OpenAIResponsesProvider(HttpProvider):
                     "name": t.name,
                     "description": t.description,
                     "parameters": t.input_schema,
+                    # Responses makes function tools strict unless told otherwise, and
+                    # strict mode would refuse the schemas of tools it did not write.
+                    "strict": False,
                 }
                 for t in request.tools
             ]

@@ -57,11 +57,13 @@ from continuity.servers.wire_model import (
     Usage,
     conversation,
     model_list,
+    output_cap,
     scripted_reply,
     tokens,
 )
 from continuity.servers.wire_options import MAX_LATENCY_MS, listening_socket, parse_arguments
 from continuity.servers.wire_responses import responses_events, responses_object
+from continuity.servers.wire_validate import refusals
 
 __all__ = [
     "MAX_LATENCY_MS",
@@ -93,6 +95,9 @@ class Faults(msgspec.Struct, kw_only=True):
     stall_from: int | None = None
     # calls from this number on report their input count but no output count
     partial_usage_from: int | None = None
+    # write past the output cap the request sends (a server that ignores the field):
+    # each reply is padded to three times the cap
+    ignore_output_cap: bool = False
 
 
 _OUTPUT_COUNTS = ("completion_tokens", "output_tokens")
@@ -133,11 +138,16 @@ class WireServer:
         faults: Faults | None = None,
         log_path: str | None = None,
         latency_ms: int = 0,
+        context_window: int | None = None,
     ) -> None:
         self.model = model
         self.log_path = log_path
         self.latency_ms = latency_ms
         self.faults = faults or Faults()
+        # The model's context window: listed as vLLM lists it (``max_model_len`` in
+        # ``GET /v1/models``), and a request over it refused as vLLM refuses it.
+        self.context_window = context_window
+        self.refused: list[tuple[str, list[str]]] = []  # (path, problems) of refused bodies
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.in_flight = 0  # model calls received and not yet answered
         self.peak_in_flight = 0
@@ -158,7 +168,7 @@ class WireServer:
         raw = await read_body(receive)
         path = scope["path"]
         if scope["method"] == "GET" and path.endswith(MODELS_ROUTE):
-            await self._json(send, 200, model_list(self.model))
+            await self._json(send, 200, model_list(self.model, self.context_window))
             return
         if scope["method"] != "POST" or not path.endswith(ROUTES):
             await self._json(send, 404, {"error": {"message": f"no route {path}"}})
@@ -172,10 +182,51 @@ class WireServer:
             return
         number, cached = self._record(path, body, raw)
         try:
-            await self._answer_call(send, path, body, raw, number, cached)
+            if not await self._refused_body(send, path, body, raw):
+                await self._answer_call(send, path, body, raw, number, cached)
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    async def _refused_body(self, send: Send, path: str, body: dict[str, Any], raw: bytes) -> bool:
+        """Refuse a body the third-party validators refuse (`wire_validate`), or one over
+        the context window, as real servers do (400); whether it was refused."""
+        route = next(r for r in ROUTES if path.endswith(r))
+        problems = refusals(route, body)
+        if problems:
+            self.refused.append((path, problems))
+            await self._json(
+                send,
+                400,
+                {
+                    "error": {
+                        "message": "invalid request: " + "; ".join(problems),
+                        "type": "invalid_request_error",
+                        "code": "request_invalid",
+                    }
+                },
+            )
+            return True
+        window = self.context_window
+        cap = output_cap(path, body)
+        wanted = tokens(len(raw)) + cap
+        if window is not None and wanted > window:
+            self.refused.append((path, ["context window"]))
+            await self._json(
+                send,
+                400,
+                {
+                    "object": "error",
+                    "message": f"This model's maximum context length is {window} tokens. "
+                    f"However, you requested {wanted} tokens ({tokens(len(raw))} in the "
+                    f"messages, {cap} in the completion). Please reduce the length of the "
+                    "messages or completion.",
+                    "type": "BadRequestError",
+                    "code": 400,
+                },
+            )
+            return True
+        return False
 
     async def _answer_call(
         self, send: Send, path: str, body: dict[str, Any], raw: bytes, number: int, cached: int
@@ -257,6 +308,11 @@ class WireServer:
         """The scripted reply to `body`: (text, tool call arguments or None, usage,
         whether an Anthropic request reads and writes the cache)."""
         text, tool = self.reply(path, body)
+        cap = output_cap(path, body)
+        if tool is None and self.faults.ignore_output_cap:
+            text = (text + " ") * (3 * cap * 4 // (len(text) + 1) + 1)
+        elif tool is None and tokens(len(text)) > cap:
+            text = text[: cap * 4]  # the cap honoured: the reply stops at it
         # Anthropic caches only up to explicit cache_control breakpoints: an unmarked
         # request neither reads nor writes the cache.
         anthropic_cache = path.endswith("/messages") and b'"cache_control"' in raw

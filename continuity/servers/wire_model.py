@@ -21,6 +21,7 @@ __all__ = [
     "Usage",
     "conversation",
     "model_list",
+    "output_cap",
     "pieces",
     "scripted_reply",
     "tokens",
@@ -53,11 +54,27 @@ def tokens(chars: int) -> int:
     return -(-chars // 4)
 
 
-def model_list(model: str) -> dict[str, Any]:
+def output_cap(path: str, body: dict[str, Any]) -> int:
+    """The output cap a request asks for, in its format's field (4,096 when it names
+    none; Chat's ``max_completion_tokens`` counts as well as ``max_tokens``)."""
+    names = {
+        "/chat/completions": ("max_tokens", "max_completion_tokens"),
+        "/responses": ("max_output_tokens",),
+        "/messages": ("max_tokens",),
+    }
+    route = next((r for r in names if path.endswith(r)), "/chat/completions")
+    for name in names[route]:
+        value = body.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 4096
+
+
+def model_list(model: str, context_window: int | None = None) -> dict[str, Any]:
     """``GET /v1/models``: the served `model`, in OpenAI's list format, with the fields
     Anthropic's model list adds (``type``, ``display_name``, ``created_at``, paging), so
-    either SDK reads it."""
-    entry = {
+    either SDK reads it; with a `context_window`, vLLM's ``max_model_len`` too."""
+    entry: dict[str, Any] = {
         "id": model,
         "object": "model",
         "created": 0,
@@ -66,6 +83,8 @@ def model_list(model: str) -> dict[str, Any]:
         "display_name": model,
         "created_at": "1970-01-01T00:00:00Z",
     }
+    if context_window is not None:
+        entry["max_model_len"] = context_window
     return {
         "object": "list",
         "data": [entry],

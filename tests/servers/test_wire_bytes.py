@@ -24,7 +24,12 @@ GOLDEN = Path(__file__).with_name("wire_golden.json")
 FROZEN = 1_700_000_000.0
 
 TOOL_CHAT = {"type": "function", "function": {"name": "ConversationHistory", "parameters": {}}}
-TOOL_RESPONSES = {"type": "function", "name": "ConversationHistory", "parameters": {}}
+TOOL_RESPONSES = {
+    "type": "function",
+    "name": "ConversationHistory",
+    "parameters": {},
+    "strict": False,
+}
 TOOL_ANTHROPIC = {"name": "ConversationHistory", "input_schema": {"type": "object"}}
 QUESTION = "Earlier: which colour did Dana pick for the kiln shelves in March?"
 SUMMARY = "Summarize the conversation so far in the given sections."
@@ -69,7 +74,7 @@ CHAT_CALLED = (
     USER,
     {
         "role": "assistant",
-        "content": None,
+        "content": "",
         "tool_calls": [
             {
                 "id": "call_1",

@@ -25,7 +25,12 @@ import pytest
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 
 TOOL_CHAT = {"type": "function", "function": {"name": "ConversationHistory", "parameters": {}}}
-TOOL_RESPONSES = {"type": "function", "name": "ConversationHistory", "parameters": {}}
+TOOL_RESPONSES = {
+    "type": "function",
+    "name": "ConversationHistory",
+    "parameters": {},
+    "strict": False,
+}
 TOOL_ANTHROPIC = {"name": "ConversationHistory", "input_schema": {"type": "object"}}
 QUESTION = "Earlier: which colour did Dana pick for the kiln shelves in March?"
 
