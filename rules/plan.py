@@ -61,7 +61,15 @@ PLAN_PARAMS: list[Param] = [
     ARMS,
     REPEATS,
     PROBE_LIMIT,
-    param("reader", str, "", "reader provider:model (default openai-codex:gpt-6-luna)"),
+    param(
+        "models",
+        str,
+        "current",
+        "default-model profile: current (models genai-prices prices; the reader "
+        "openai:gpt-6.1-sol, anthropic:claude-sonnet-5-5 on --provider anthropic) | seed "
+        "(the specification's openai-codex models)",
+    ),
+    param("reader", str, "", "reader provider:model (default: the --models profile's)"),
     param("effort", str, "low", "reader reasoning effort"),
     param("alternate", str, "", "alternate binding for scripted history (never called)"),
     param("judge", str, "", "judge provider:model grading every answer (default: none)"),
@@ -73,7 +81,26 @@ PLAN_PARAMS: list[Param] = [
         "scripted | openai-chat | openai-responses | anthropic (real endpoints)",
     ),
     param("base_url", str, "", "endpoint base URL (default: the provider's public API)"),
-    param("credentials", str, "", "credentials file (only a fingerprint of its path is planned)"),
+    param(
+        "credentials",
+        str,
+        "",
+        'credentials file {"api_key": "..."} (not in the digest; a loopback endpoint '
+        "needs none)",
+    ),
+    param(
+        "context_window",
+        IntOption("--context-window", 1, 100_000_000, code="plan_invalid"),
+        0,
+        "the model's context window in tokens: every planned call (input plus the output "
+        "cap) must fit it (default: what the server reports, else the price data)",
+    ),
+    param(
+        "max_output_tokens",
+        IntOption("--max-output-tokens", 1, 1_000_000, code="plan_invalid"),
+        0,
+        "the output cap every real request sends (default 4096)",
+    ),
     param("probe_mode", str, "recall-only", "recall-only | lookup-allowed-v1 (offline only)"),
     param("policy", str, "", "lookup: a sizing policy file (default: the frozen one in fixtures/)"),
     param("policy_sha256", str, "", "lookup: the sha256 of --policy's bytes (required with it)"),
@@ -127,6 +154,9 @@ class PlanOptions(SelectionOptions, total=False):
     provider: str
     base_url: str
     credentials: str
+    context_window: int
+    max_output_tokens: int
+    models: str
     probe_mode: str
     policy: str
     policy_sha256: str

@@ -12,6 +12,7 @@ from rules.params import (
     MAX_REPEATS,
     OUT,
     STORE,
+    FloatOption,
     IntOption,
     SeedsOption,
     Selection,
@@ -46,6 +47,7 @@ class UnitsOptions(PlanOptions, total=False):
     max_input_tokens: int
     cost_cap: str
     explain_cache: bool
+    request_timeout: float
     trace: str
     jobs: int
     run: str
@@ -137,12 +139,16 @@ def _offline_only(options: UnitsOptions) -> None:
     """
     from continuity.errors import UsageError
 
-    if options.get("cost_cap"):
-        raise UsageError(
-            "--cost-cap caps a paid run: it applies only with --real",
-            code="real_flag_required",
-            location="--cost-cap",
-        )
+    for name, text in (
+        ("cost_cap", "--cost-cap caps a paid run"),
+        ("request_timeout", "--request-timeout waits on a real server"),
+    ):
+        if options.get(name):
+            raise UsageError(
+                f"{text}: it applies only with --real",
+                code="real_flag_required",
+                location=f"--{name.replace('_', '-')}",
+            )
     if (options.get("provider") or "scripted") != "scripted":
         raise UsageError(
             "a real --provider runs only with --real (after doit dry_run)",
@@ -331,7 +337,11 @@ def _real_units(options: UnitsOptions) -> str:
     from continuity.errors import RealModeError
     from continuity.plan.plan import plan_from_options
     from continuity.progress import progress
-    from continuity.runner.real import DEFAULT_MAX_OBSERVED_INPUT_TOKENS, run_real
+    from continuity.runner.real import (
+        DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
+        DEFAULT_REQUEST_TIMEOUT,
+        run_real,
+    )
     from continuity.runner.units import replayed_calls
     from continuity.store import Store
 
@@ -368,6 +378,7 @@ def _real_units(options: UnitsOptions) -> str:
             capture=options.get("capture_upkeep_output") or None,
             pricing=options.get("pricing") or None,
             cost_cap=options.get("cost_cap") or None,
+            request_timeout=float(options.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT),
         )
     if result.explain_log:
         _print_explain(result.explain_log)
@@ -442,6 +453,14 @@ def task_units() -> TaskSpec:
             ),
             param(
                 "explain_cache", bool, False, "real mode: print what went into every call-cache key"
+            ),
+            param(
+                "request_timeout",
+                FloatOption("--request-timeout", 1.0, inclusive=True),
+                0.0,
+                "real mode: seconds to wait for the server's next bytes, the first ones "
+                "included (default 1800, for a slow local prefill); a request that times "
+                "out is never re-sent by the client (execution only)",
             ),
             TRACE,
             param(

@@ -25,6 +25,7 @@ import msgspec
 from continuity.digest import DIGEST_RE
 from continuity.errors import UsageError
 from continuity.outputs import write_output
+from continuity.plan.models import DEFAULT_PROFILE, PROFILES
 from continuity.plan.plan import Plan, plan_digest
 from continuity.plan.pricing import Catalog, PriceSource, describe_source, model_price
 from continuity.plan.workload import (
@@ -41,6 +42,7 @@ from continuity.store import Store
 __all__ = [
     "CACHE_LEVELS",
     "DEFAULT_HIGH_END",
+    "DEFAULT_OUTPUT_CAP",
     "DEFAULT_SCREENING",
     "DRY_RUN_KIND",
     "DryRun",
@@ -49,15 +51,19 @@ __all__ = [
     "check_cost_limit",
     "check_model_limits",
     "confirmed_dry_run",
+    "context_window",
     "dry_run",
     "estimate",
     "format_dry_run",
     "format_estimate",
+    "output_cap",
+    "planned_inputs",
     "record_dry_run",
 ]
 
-DEFAULT_SCREENING = "openai-codex:gpt-6-mini"
-DEFAULT_HIGH_END = "anthropic:claude-opus-5-5"
+DEFAULT_SCREENING = PROFILES[DEFAULT_PROFILE].screening
+DEFAULT_HIGH_END = PROFILES[DEFAULT_PROFILE].high_end
+DEFAULT_OUTPUT_CAP = 4096
 CACHE_LEVELS = (0.0, 0.5, 0.9)
 
 
@@ -93,6 +99,9 @@ class DryRun(msgspec.Struct, frozen=True, kw_only=True):
     # one per answer turn, summary, extraction and verdict.
     extraction_calls: int = 0
     completions: int = 0
+    # Every planned call's input tokens per model, sorted (`planned_inputs`): `doit
+    # units --real` checks them against the server's window before any request.
+    planned_inputs: dict[str, list[int]] = {}
 
 
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
@@ -127,21 +136,41 @@ def _tiered(catalog: Catalog, calls: Sequence[PlannedCall], model: str | None = 
     return count
 
 
-def _over_limit(catalog: Catalog, calls: Sequence[PlannedCall]) -> int:
-    """Calls that cannot fit their model: input + output above the context window, or
-    output above the output limit (a model or limit neither the catalog nor genai-prices
-    has never counts)."""
+def output_cap(plan: Plan) -> int:
+    """The output cap every real request of `plan` sends (``--max-output-tokens``)."""
+    return plan.max_output_tokens or DEFAULT_OUTPUT_CAP
+
+
+def context_window(catalog: Catalog, plan: Plan, model: str) -> int | None:
+    """The smallest context window known before any call: the plan's
+    ``--context-window`` and the price data's (None: neither knows one)."""
+    price = model_price(catalog, model)
+    known = [w for w in (plan.context_window, price and price.context_window) if w]
+    return min(known) if known else None
+
+
+def _over_limit(catalog: Catalog, calls: Sequence[PlannedCall], plan: Plan) -> int:
+    """Calls that cannot fit their model: input plus the output cap above the context
+    window (servers reserve the whole cap), or the cap above the model's output limit
+    (a limit nothing knows never counts)."""
+    cap = output_cap(plan)
     count = 0
     for call in calls:
+        window = context_window(catalog, plan, call.model)
         price = model_price(catalog, call.model)
-        if price is None:
-            continue
-        window = price.context_window
-        if (window and call.input_tokens + call.output_tokens > window) or (
-            price.max_output and call.output_tokens > price.max_output
-        ):
+        limit = price.max_output if price is not None else None
+        if (window and call.input_tokens + cap > window) or (limit and cap > limit):
             count += 1
     return count
+
+
+def planned_inputs(calls: Sequence[PlannedCall]) -> dict[str, list[int]]:
+    """Every planned call's input tokens, sorted, per model (what `doit units --real`
+    checks against the windows the server reports before it sends anything)."""
+    by_model: dict[str, list[int]] = {}
+    for call in calls:
+        by_model.setdefault(call.model, []).append(call.input_tokens)
+    return {model: sorted(inputs) for model, inputs in sorted(by_model.items())}
 
 
 def dry_run(
@@ -173,6 +202,10 @@ def dry_run(
             assumptions={},
             lookup=lookup,
         )
+    cap = output_cap(plan)
+    calls = [
+        msgspec.structs.replace(c, output_tokens=min(c.output_tokens, cap)) for c in load.calls
+    ]
     return DryRun(
         plan=plan,
         digest=plan_digest(plan),
@@ -184,11 +217,12 @@ def dry_run(
         extraction_calls=load.extraction_calls,
         completions=load.completions,
         planned_input_tokens=load.planned_input_tokens,
-        upper_bound=_view(price_calls(catalog, load.calls, cache=False), len(load.calls)),
-        expected=_view(price_calls(catalog, load.calls, cache=True), len(load.calls)),
-        tiered_calls=_tiered(catalog, load.calls),
-        over_limit_calls=_over_limit(catalog, load.calls),
-        histogram=histogram(load.calls),
+        upper_bound=_view(price_calls(catalog, calls, cache=False), len(calls)),
+        expected=_view(price_calls(catalog, calls, cache=True), len(calls)),
+        tiered_calls=_tiered(catalog, calls),
+        over_limit_calls=_over_limit(catalog, calls, plan),
+        planned_inputs=planned_inputs(calls),
+        histogram=histogram(calls),
         assumptions=dict(ASSUMPTIONS),
         prices=plan.pricing or prices,
     )
@@ -201,11 +235,14 @@ def check_model_limits(result: DryRun) -> None:
         UsageError: ``model_limit_exceeded`` naming how many planned calls are over.
     """
     if result.over_limit_calls:
+        window = result.plan.context_window
         raise UsageError(
-            f"{result.over_limit_calls} planned calls exceed their model's context window or "
-            "output limit (catalog limits); choose arms, suites or a model that fit",
+            f"{result.over_limit_calls} planned calls exceed their model's context window "
+            f"({f'--context-window {window:,}, ' if window else ''}price data) or output "
+            f"limit, with the {output_cap(result.plan):,}-token output cap each call reserves; "
+            "choose arms, suites, a smaller --max-output-tokens or a model that fits",
             code="model_limit_exceeded",
-            location="--reader",
+            location="--context-window" if window else "--reader",
         )
 
 
@@ -297,7 +334,8 @@ def _workload_lines(result: DryRun) -> list[str]:
         f"  calls above a tier   {result.tiered_calls:>12,}",
         f"  calls over a limit   {result.over_limit_calls:>12,}"
         + (
-            "  (input + output above the model's context window or output limit)"
+            "  (input + output cap above the model's context window, or the cap above its "
+            "output limit: blockers)"
             if result.over_limit_calls
             else ""
         ),
@@ -371,6 +409,23 @@ def _source_lines(result: DryRun, catalog: Catalog | None) -> list[str]:
     return [f"  {describe_source(result.prices, catalog)}; {bound}"]
 
 
+def _window_lines(result: DryRun, catalog: Catalog | None) -> list[str]:
+    """A real plan's output cap and the reader's context window, and where it comes from."""
+    plan = result.plan
+    if plan.mode != "real":
+        return []
+    price = model_price(catalog, plan.reader) if catalog is not None else None
+    sources = [
+        f"{plan.context_window:,} (--context-window)" if plan.context_window else "",
+        f"{price.context_window:,} (price data)" if price and price.context_window else "",
+    ]
+    known = "; ".join(s for s in sources if s) or "unknown"
+    return [
+        f"  output cap {output_cap(plan):,} tokens a call; context window {known}; "
+        "doit units --real also asks the server for its window before any request"
+    ]
+
+
 def _agent_lines(plan: Plan) -> list[str]:
     """An outside agent's plan: who it is, and what its estimate assumes."""
     a = plan.agent
@@ -394,6 +449,7 @@ def format_dry_run(result: DryRun, catalog: Catalog | None = None) -> str:
         f"repeats {plan.repeats}, probe limit {plan.probe_limit or 'none'}",
         f"  reader {plan.reader} ({plan.reader_effort}); judge {plan.judge or 'none'}; "
         f"endpoint {plan.endpoint.kind} {plan.endpoint.base_url}".rstrip(),
+        *_window_lines(result, catalog),
         *_agent_lines(plan),
         "workload (no network call, no credential read):",
         *_workload_lines(result),

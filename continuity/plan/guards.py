@@ -2,11 +2,13 @@
 
 1. ``real_refused_ci``: a ``CI`` variable exists in the environment, even empty.
 2. ``real_provider_required``: the plan names no real endpoint (``--provider``).
-3. ``credentials_required``: no ``--credentials`` file was given.
+3. ``credentials_required``: no ``--credentials`` file was given for an endpoint that is
+   not on this machine (a loopback server needs no key: none is sent).
 4. ``confirmation_required``: no ``--confirm-plan DIGEST`` was given.
 5. ``confirmation_mismatch``: the digest is not this plan's (some bound field differs).
 6. ``confirmation_unknown``: no dry run of this plan is recorded in the store.
-7. ``credentials_missing``: the credentials path is not a regular file (``stat`` only).
+7. ``credentials_missing``: the credentials path given is not a regular file (``stat``
+   only).
 8. ``output_required`` / ``output_inside_checkout``: the output directory is missing or,
    with symlinks resolved, inside the checkout.
 9. ``checkout_unknown`` / ``checkout_dirty`` / ``checkout_flags_refused``: the checkout
@@ -27,6 +29,7 @@ from pathlib import Path
 from continuity.errors import RealModeError
 from continuity.plan.estimate import DryRun, confirmed_dry_run
 from continuity.plan.plan import Plan, plan_digest
+from continuity.providers.endpoint import is_loopback
 from continuity.store import Store
 
 __all__ = ["check_checkout", "check_real_mode", "default_checkout"]
@@ -106,7 +109,7 @@ def check_real_mode(
     """
     credentials = _check_endpoint(plan, credentials, os.environ if environ is None else environ)
     dry = _check_confirmation(plan, confirm, store)
-    if not os.path.isfile(credentials):  # a stat, never an open
+    if credentials and not os.path.isfile(credentials):  # a stat, never an open
         raise RealModeError(
             "the credentials file does not exist or is not a regular file",
             code="credentials_missing",
@@ -118,7 +121,8 @@ def check_real_mode(
 
 
 def _check_endpoint(plan: Plan, credentials: str | None, env: Mapping[str, str]) -> str:
-    """Guards 1 to 3: no CI, a real endpoint, a credentials path (returned)."""
+    """Guards 1 to 3: no CI, a real endpoint, a credentials path unless the endpoint is
+    on this machine (returned; "" for none)."""
     if "CI" in env:
         raise RealModeError(
             "real mode never runs where a CI variable exists (even an empty one)",
@@ -132,13 +136,14 @@ def _check_endpoint(plan: Plan, credentials: str | None, env: Mapping[str, str])
             code="real_provider_required",
             location="--provider",
         )
-    if not credentials:
+    if not credentials and not is_loopback(plan.endpoint.base_url):
         raise RealModeError(
-            "real mode needs an explicit --credentials file",
+            f"{plan.endpoint.base_url} is not on this machine: real mode needs an explicit "
+            '--credentials FILE holding {"api_key": "..."}',
             code="credentials_required",
             location="--credentials",
         )
-    return credentials
+    return credentials or ""
 
 
 def _check_confirmation(plan: Plan, confirm: str | None, store: Store) -> DryRun:
@@ -155,7 +160,7 @@ def _check_confirmation(plan: Plan, confirm: str | None, store: Store) -> DryRun
         raise RealModeError(
             f"--confirm-plan {confirm[:16]}... is not this plan's digest {digest[:16]}...: a "
             "bound option (suite, seeds, models, efforts, repeats, arms, probe limit, "
-            "endpoint, credentials path or price source) differs from the dry run",
+            "endpoint, context window, output cap or price source) differs from the dry run",
             code="confirmation_mismatch",
             location="--confirm-plan",
         )

@@ -3,8 +3,9 @@
 The digest binds the suite, its seeds (and the keys of the traces they produce), the
 models and efforts, repeats, arms, the probe limit, the probe mode, the probe protocol
 version (the fixed bytes every probe turn carries, `continuity.probes.protocol`), whether
-the run is real, the provider endpoints and a fingerprint of the credentials path (never
-the credentials), and for a real plan the price source (`PriceSource`: the pricing
+the run is real, the provider endpoints (never the credentials, nor their path: a
+credential changes who pays, not what is measured), the context window and output cap
+when the user states them, and for a real plan the price source (`PriceSource`: the pricing
 catalog's bytes and the genai-prices version, so a price-database upgrade asks for a new
 dry run), for a plan with the ledger arm its `LedgerPlan` (the extractor, the A -> R
 -> A sequence and the reservation of every extraction), and for ``--suite holdout`` its
@@ -18,7 +19,6 @@ validator code.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -33,6 +33,7 @@ from continuity.holdout.schema import HoldoutBinding
 from continuity.plan.agent_plan import agent_arms, agent_identity
 from continuity.plan.ledger_plan import LedgerPlan, check_ledger_plan, ledger_plan
 from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
+from continuity.plan.models import DEFAULT_PROFILE, PROFILES, model_profile
 from continuity.plan.pricing import PriceSource, price_source
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.traces.keys import suite_specs
@@ -57,10 +58,11 @@ __all__ = [
 ]
 
 PLAN_SCHEMA = "continuity-plan-v1"
+# The default profile's models (`continuity.plan.models`; ``--models seed`` for the seed's).
 DEFAULT_MODELS = {
-    "reader": "openai-codex:gpt-6-luna",
-    "alternate": "openai-codex:gpt-6.1-sol",
-    "judge": "openai-codex:gpt-6.1-sol",
+    "reader": PROFILES[DEFAULT_PROFILE].reader_for("scripted"),
+    "alternate": PROFILES[DEFAULT_PROFILE].alternate,
+    "judge": PROFILES[DEFAULT_PROFILE].judge_for("scripted"),
 }
 ProviderKind = Literal["scripted", "openai-chat", "openai-responses", "anthropic"]
 
@@ -88,6 +90,7 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     arms: list[str]
     probe_limit: int | None
     probe_mode: str = "recall-only"
+    # Bound by plans made before credentials stopped entering the digest; never set now.
     credentials_fingerprint: str | None = None
     # The probe turn's bytes (`continuity.probes.protocol`): a new protocol, a new digest.
     probe_protocol: str = PROBE_PROTOCOL
@@ -99,6 +102,12 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     holdout: HoldoutBinding | None = None
     # --agent only: the outside agent (continuity.plan.agent_plan).
     agent: AgentIdentity | None = None
+    # --context-window N: the model's context window as the user states it (every
+    # planned call must fit it: input plus the output cap); None: from the server or the
+    # price data.
+    context_window: int | None = None
+    # --max-output-tokens N: the output cap every real request sends; None: 4,096.
+    max_output_tokens: int | None = None
 
 
 class LookupPlan(Plan, frozen=True, kw_only=True):
@@ -116,7 +125,7 @@ class LookupPlan(Plan, frozen=True, kw_only=True):
 
 
 # Fields added after plans were first confirmed: each enters the digest only when set.
-_LATER_FIELDS = ("pricing", "ledger", "holdout", "agent")
+_LATER_FIELDS = ("pricing", "ledger", "holdout", "agent", "context_window", "max_output_tokens")
 
 
 @functools.cache
@@ -153,13 +162,14 @@ def build_plan(
     judge_effort: str | None = "low",
     mode: Literal["offline", "real"] = "offline",
     endpoint: Endpoint | None = None,
-    credentials_path: str | None = None,
     probe_mode: str = "recall-only",
     pricing: PriceSource | None = None,
     extraction_model: str | None = None,
     require_request_cap: bool = False,
     holdout: tuple[HoldoutBinding, Sequence[str]] | None = None,
     agent: AgentIdentity | None = None,
+    context_window: int | None = None,
+    max_output_tokens: int | None = None,
 ) -> Plan:
     """A plan from command-line choices (validated; unknown arms fail as in
     `continuity.arms.parse_arms`). With the ledger arm it binds a `LedgerPlan`; on a
@@ -210,13 +220,12 @@ def build_plan(
         arms=arm_ids,
         probe_limit=probe_limit,
         probe_mode=probe_mode,
-        credentials_fingerprint=(
-            value_digest(("credentials-path", credentials_path))[:16] if credentials_path else None
-        ),
         pricing=pricing,
         ledger=ledger,
         holdout=holdout[0] if holdout is not None else None,
         agent=agent,
+        context_window=context_window,
+        max_output_tokens=max_output_tokens,
     )
 
 
@@ -279,7 +288,7 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
 
     Raises:
         UsageError: ``plan_invalid`` for an unknown provider kind, a base URL for the
-            scripted provider, or a real endpoint without a credentials file path.
+            scripted provider, or an unknown ``--models`` profile.
         PricingError: ``pricing_invalid`` when a real plan's catalog cannot be read.
     """
     from continuity.traces.keys import parse_seeds
@@ -298,7 +307,7 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
         )
     judge = options.get("judge")
     seeds = options.get("seeds")
-    credentials = options.get("credentials") or None
+    profile = model_profile(options.get("models") or None)
     probe_mode = options.get("probe_mode") or "recall-only"
     binding = options.get("lookup_reader") or ""
     if binding and probe_mode != "lookup-allowed-v1":
@@ -328,21 +337,22 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
         arms=options.get("arms") or None,
         repeats=int(1 if options.get("repeats") is None else options["repeats"]),
         probe_limit=int(options.get("probe_limit") or 0) or None,
-        reader=options.get("reader") or DEFAULT_MODELS["reader"],
+        reader=options.get("reader") or profile.reader_for(kind),
         reader_effort=options.get("effort") or "low",
-        alternate=options.get("alternate") or DEFAULT_MODELS["alternate"],
+        alternate=options.get("alternate") or profile.alternate,
         # The judge is opt-in: no --judge (or --judge none) plans no verdict and no call.
         judge=None if judge in (None, "", "none") else judge,
         judge_effort=options.get("judge_effort") or "low",
         mode="offline" if kind == "scripted" else "real",
         endpoint=msgspec.convert({"kind": kind, "base_url": base_url}, Endpoint),
-        credentials_path=os.path.abspath(credentials) if credentials else None,
         probe_mode=probe_mode,
         pricing=_real_pricing(kind, options.get("pricing") or None),
         extraction_model=options.get("extraction_model") or None,
         require_request_cap=bool(options.get("require_request_cap")),
         holdout=(holdout.binding, holdout.trace_keys) if holdout is not None else None,
         agent=agent_identity(options),
+        context_window=int(options.get("context_window") or 0) or None,
+        max_output_tokens=int(options.get("max_output_tokens") or 0) or None,
     )
     if probe_mode != "lookup-allowed-v1":
         return plan

@@ -4,11 +4,26 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import ipaddress
+from urllib.parse import urlsplit
+
 import msgspec
 
 from continuity.messages import Usage
 
-__all__ = ["CallReceipt", "EndpointKind", "EndpointSpec", "RealBinding"]
+
+def is_loopback(base_url: str) -> bool:
+    """Whether `base_url` names this machine (``localhost`` or a loopback address): a
+    local server, which needs no API key and bills nobody."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+__all__ = ["CallReceipt", "EndpointKind", "EndpointSpec", "RealBinding", "is_loopback"]
 
 EndpointKind = Literal["openai-chat", "openai-responses", "anthropic"]
 
@@ -20,7 +35,7 @@ class EndpointSpec(msgspec.Struct, frozen=True, kw_only=True):
     kind: EndpointKind
     base_url: str
     model: str  # the model name sent on the wire
-    credentials_path: str
+    credentials_path: str  # "" for a loopback endpoint without credentials: no key is sent
     effort: str | None = None  # reasoning effort; None: not sent
     max_output_tokens: int = 4096
     max_retries: int = 3

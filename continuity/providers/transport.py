@@ -42,6 +42,8 @@ def load_api_key(path: str) -> str:
     Raises:
         ProviderError: ``credentials_invalid`` when the file is unreadable or malformed.
     """
+    if not path:
+        return ""  # a loopback endpoint run without a credentials file
     try:
         data = Path(path).read_bytes()
         return msgspec.json.decode(data, type=_Credentials).api_key

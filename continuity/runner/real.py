@@ -36,17 +36,21 @@ from continuity.plan.guards import check_real_mode
 from continuity.plan.plan import Plan, plan_digest
 from continuity.plan.pricing import ModelPrice, load_catalog, model_price
 from continuity.progress import Tick
+from continuity.providers.attempts import ATTEMPT_LOG
 from continuity.providers.costcap import ACCOUNT_NAME, CapTotals, CostCap, RateCard, RateTier
 from continuity.providers.endpoint import EndpointSpec
 from continuity.runner.ledger_run import LedgerRun
 from continuity.runner.manifest import write_run_manifest
 from continuity.runner.parallel import available_memory, real_jobs
 from continuity.runner.units import RealRun, UnitRecord, build_units
+from continuity.runner.windows import check_context_windows
 from continuity.spend.money import parse_usd, whole_cents
 from continuity.store import Store
 
 __all__ = [
     "DEFAULT_MAX_OBSERVED_INPUT_TOKENS",
+    "DEFAULT_MAX_OUTPUT_TOKENS",
+    "DEFAULT_REQUEST_TIMEOUT",
     "RealResult",
     "close_real_run",
     "endpoint_for",
@@ -59,6 +63,12 @@ __all__ = [
 
 # limits.max_observed_input_tokens_per_invocation, unless --max-input-tokens says otherwise.
 DEFAULT_MAX_OBSERVED_INPUT_TOKENS = 50_000_000
+# The output cap of a plan that names none (--max-output-tokens).
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+# --request-timeout: the longest wait for a server's next bytes (first ones included),
+# long enough for a slow local prefill: SmolLM2-135M read 16k tokens in 294 s on two
+# loaded cores; a larger model on the same machine is slower still.
+DEFAULT_REQUEST_TIMEOUT = 1800.0
 
 
 class RealResult(msgspec.Struct, frozen=True):
@@ -81,8 +91,11 @@ def endpoint_for(
     *,
     concurrency: int,
     slots_dir: Path,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    attempt_log: Path | None = None,
 ) -> EndpointSpec:
-    """The wire binding of one plan model (``provider:model``: the model part is sent)."""
+    """The wire binding of one plan model (``provider:model``: the model part is sent),
+    with the plan's output cap."""
     return msgspec.convert(
         {
             "kind": plan.endpoint.kind,
@@ -90,9 +103,12 @@ def endpoint_for(
             "model": model.split(":", 1)[1],
             "credentials_path": credentials,
             "effort": None if effort in (None, "", "none") else effort,
+            "max_output_tokens": plan.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS,
             "concurrency": concurrency,
             "slots_dir": str(slots_dir),
+            "timeout": request_timeout,
             "catalog_ref": model,
+            "attempt_log": str(attempt_log) if attempt_log is not None else None,
         },
         EndpointSpec,
     )
@@ -118,6 +134,7 @@ def run_real(
     pricing: str | None = None,
     upkeep_timeout: float = 900.0,
     cost_cap: str | None = None,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
 ) -> RealResult:
     """Guard, then run the selected part of a confirmed plan against its endpoint.
 
@@ -134,7 +151,7 @@ def run_real(
     out, real, account = open_real_run(
         plan, store, confirm=confirm, credentials=credentials, output=output,
         concurrency=concurrency, explain_cache=explain_cache, checkout=checkout,
-        environ=environ, pricing=pricing, cost_cap=cost_cap,
+        environ=environ, pricing=pricing, cost_cap=cost_cap, request_timeout=request_timeout,
     )  # fmt: skip
     ledger = _ledger_run(plan, real, capture=capture, pricing=pricing, checkout=checkout)
     if ledger is not None:  # how long a stage child may take before its ack is lost
@@ -179,6 +196,7 @@ def open_real_run(
     environ: Mapping[str, str] | None,
     pricing: str | None,
     cost_cap: str | None,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
 ) -> tuple[Path, RealRun, str | None]:
     """Guard (`continuity.plan.guards.check_real_mode`), then open this invocation: its
     output directory, its endpoints and ledger path (held in the cost-cap account when
@@ -187,10 +205,12 @@ def open_real_run(
 
     Raises:
         RealModeError: a guard refused; ``cost_cap_invalid`` (checked first),
-            ``cost_cap_price_unknown``.
+            ``cost_cap_price_unknown``; ``context_window_exceeded`` when a planned call
+            does not fit the smallest window known (the server's included), before any
+            model call.
     """
     cap = parse_cost_cap(cost_cap)
-    out, _ = check_real_mode(
+    out, dry = check_real_mode(
         plan,
         confirm=confirm,
         credentials=credentials,
@@ -199,10 +219,17 @@ def open_real_run(
         checkout=checkout,
         environ=environ,
     )
-    assert credentials is not None
+    check_context_windows(plan, dry, load_catalog(Path(pricing) if pricing else None))
     invocation = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
     account = _cost_account(plan, out, cap, invocation, pricing)
-    real = _real_run(plan, out, os.path.abspath(credentials), concurrency, explain_cache)
+    real = _real_run(
+        plan,
+        out,
+        os.path.abspath(credentials) if credentials else "",
+        concurrency,
+        explain_cache,
+        request_timeout,
+    )
     return out, _capped(real, account, invocation), account
 
 
@@ -296,24 +323,25 @@ def _spend_totals(account: str | None, out: Path) -> CapTotals | None:
 
 
 def _real_run(
-    plan: Plan, out: Path, credentials: str, concurrency: int, explain_cache: bool
+    plan: Plan,
+    out: Path,
+    credentials: str,
+    concurrency: int,
+    explain_cache: bool,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
 ) -> RealRun:
     """This invocation's endpoints (the reader, and the judge when the plan has one),
-    its own ledger under ``<out>/.ledger/`` and, with `explain_cache`, a fresh call-key
-    explain log."""
-    slots = out / ".slots"
-    reader = endpoint_for(
-        plan, plan.reader, plan.reader_effort, credentials, concurrency=concurrency, slots_dir=slots
-    )
+    its own ledger under ``<out>/.ledger/``, the run's attempt log and, with
+    `explain_cache`, a fresh call-key explain log."""
+    knobs: dict[str, Any] = {
+        "concurrency": concurrency,
+        "slots_dir": out / ".slots",
+        "request_timeout": request_timeout,
+        "attempt_log": out / ATTEMPT_LOG,
+    }
+    reader = endpoint_for(plan, plan.reader, plan.reader_effort, credentials, **knobs)
     judge = (
-        endpoint_for(
-            plan,
-            plan.judge,
-            plan.judge_effort,
-            credentials,
-            concurrency=concurrency,
-            slots_dir=slots,
-        )
+        endpoint_for(plan, plan.judge, plan.judge_effort, credentials, **knobs)
         if plan.judge
         else None
     )

@@ -312,6 +312,8 @@ def run_unit(
             return prepared
         treated = prepared
     frame, checkpoint, upkeep = treated.frame, treated.checkpoint, treated.receipt
+    if real is not None:  # each probe waits on up to four calls, each up to its timeout
+        timeout = max(timeout, real.reader.timeout * (4 * len(specs) + 2))
     outcomes = _run_probes(
         store,
         frame,
