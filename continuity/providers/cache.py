@@ -289,7 +289,9 @@ class CachedProvider:
         if recorded is not None:
             record = msgspec.json.decode(recorded, type=CallRecord)
             done = record.completed
-            self._receipts[slot] = CallReceipt(key, self.role, done.model, done.usage)
+            self._receipts[slot] = CallReceipt(
+                key, self.role, done.model, done.usage, done.usage_reported
+            )
             self.replayed.append(key)
             if done.message.text:
                 yield TextDelta(done.message.text)
@@ -336,5 +338,7 @@ class CachedProvider:
             output=blob,
             meta={"role": self.role, "model": done_event.model, "at": time.time()},
         )
-        self._receipts[slot] = CallReceipt(key, self.role, done_event.model, done_event.usage)
+        self._receipts[slot] = CallReceipt(
+            key, self.role, done_event.model, done_event.usage, done_event.usage_reported
+        )
         yield done_event

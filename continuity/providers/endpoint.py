@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 import ipaddress
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -22,6 +21,7 @@ def is_loopback(base_url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
 
 __all__ = ["CallReceipt", "EndpointKind", "EndpointSpec", "RealBinding", "is_loopback"]
 
@@ -74,7 +74,7 @@ class RealBinding(msgspec.Struct, frozen=True, kw_only=True):
     explain_log: str | None = None
 
 
-class CallReceipt(msgspec.Struct, frozen=True):
+class CallReceipt(msgspec.Struct, frozen=True, omit_defaults=True):
     """Content-free evidence of one call made (or replayed) by a probe.
 
     Sealed in units and checkpoints, so deterministic: whether the call was replayed
@@ -87,3 +87,7 @@ class CallReceipt(msgspec.Struct, frozen=True):
     role: Literal["answer", "summary", "judge", "upkeep"]
     served_model: str
     usage: Usage
+    # False when the server reported no usage (llama-cpp-python streams none): `usage`
+    # then holds zeros that mean unknown. Left out when True, so older receipts encode
+    # as they did.
+    usage_reported: bool = True

@@ -42,8 +42,11 @@ from continuity.agents.units import AGENT_PROBE_PROTOCOL, unit_arm
 from continuity.arms import ARMS
 from continuity.errors import AggregateError
 from continuity.outputs import write_json, write_output
-from continuity.plan.pricing import Catalog, load_catalog
+from continuity.plan.plan import Plan
+from continuity.plan.pricing import Catalog, load_catalog, model_price
 from continuity.probes.protocol import PROBE_PROTOCOL
+from continuity.providers.attempts import ATTEMPT_LOG, summarize_attempts
+from continuity.providers.endpoint import is_loopback
 from continuity.report.collect import load_summaries
 from continuity.report.drilldown import report_context
 from continuity.report.duplicates import without_duplicate_slots
@@ -291,6 +294,21 @@ def _planned_slots(run_dir: Path) -> list[dict[str, Any]] | None:
     return slots if isinstance(slots, list) else None
 
 
+def local_model(run_dir: Path, catalog: Catalog) -> str | None:
+    """``reader at base URL`` when the run's plan (``plan.json``) is real, its endpoint is
+    on this machine and no price list knows its reader (None otherwise)."""
+    try:
+        document = msgspec.json.decode((run_dir / "plan.json").read_bytes())
+        plan = msgspec.convert(document.get("plan", document), Plan)
+    except (OSError, msgspec.MsgspecError, AttributeError):
+        return None
+    if plan.mode != "real" or not is_loopback(plan.endpoint.base_url):
+        return None
+    if model_price(catalog, plan.reader) is not None:
+        return None
+    return f"{plan.reader} at {plan.endpoint.base_url}"
+
+
 def aggregate_run(
     store: Store, run_dir: Path, catalog: Catalog | None = None, scorer: str = "current"
 ) -> tuple[Results, dict[str, Path], int]:
@@ -307,7 +325,12 @@ def aggregate_run(
     summaries, read = load_summaries(store, run_dir / "units", chosen)
     results = combine(store, run_dir.name, summaries, _planned_slots(run_dir), catalog)
     scored = without_duplicate_slots(summaries)
-    results = msgspec.structs.replace(results, scorer=scorer_section(scored, chosen))
+    results = msgspec.structs.replace(
+        results,
+        scorer=scorer_section(scored, chosen),
+        sends=summarize_attempts(run_dir / ATTEMPT_LOG) or UNSET,
+        local_model=local_model(run_dir, catalog or load_catalog()) or UNSET,
+    )
     paths = {
         "results": run_dir / "results.json",
         "summary": run_dir / "summary.md",

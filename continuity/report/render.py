@@ -66,6 +66,18 @@ def run_note(r: Results) -> str:
     return REAL_NOTE if real else OFFLINE_NOTE
 
 
+def local_note(r: Results) -> str | None:
+    """What a real run on an unlisted local model shows (None for any other run)."""
+    if r.local_model is UNSET:
+        return None
+    return (
+        f"Local model. The reader, {r.local_model}, is on this machine and in no price "
+        "list. These results show that the real path ran end to end: requests the "
+        "server accepted, answers, evidence and scores. A small local model's accuracy "
+        "says little about what a capable model keeps across these boundaries."
+    )
+
+
 def tables(r: Results) -> list[Table]:
     """(title, header, rows, note) for every table, shared by both renderings."""
     out: list[Table] = [
@@ -128,6 +140,8 @@ def render_markdown(r: Results) -> str:
     ]
     if (banner := agent_banner(r)) is not None:
         lines[-1:-1] = ["", f"> **{banner.replace('. ', '.** ', 1)}"]
+    if (local := local_note(r)) is not None:
+        lines[-1:-1] = ["", f"> **{local.replace('. ', '.** ', 1)}"]
     for title, header, rows, note in tables(r):
         lines += [f"## {title}", ""]
         if note:
@@ -239,10 +253,18 @@ def _header(r: Results, c: ReportContext | None) -> str:
     return (
         f'<section id="run"><p class="note{" real" if real else ""}"><b>'
         f"{'Real run' if real else 'Offline run'}.</b> {html.escape(note)}</p>"
-        f"{_agent_note(r)}"
+        f"{_agent_note(r)}{_local_note(r)}"
         f'<dl class="meta">{rows}</dl>{missing}'
         f'<p class="n">{html.escape(protocol_line(r))} {html.escape(scorer_line(r))}</p></section>'
     )
+
+
+def _local_note(r: Results) -> str:
+    note = local_note(r)
+    if note is None:
+        return ""
+    head, rest = note.split(". ", 1)
+    return f'<p class="note" id="local"><b>{html.escape(head)}.</b> {html.escape(rest)}</p>'
 
 
 def _agent_note(r: Results) -> str:

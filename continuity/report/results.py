@@ -16,6 +16,7 @@ from __future__ import annotations
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from continuity.providers.attempts import AttemptSummary
 from continuity.runner.manifest import RunManifest
 
 __all__ = [
@@ -199,6 +200,9 @@ class Spend(msgspec.Struct, frozen=True, kw_only=True):
     upkeep_input: int | UnsetType = UNSET
     upkeep_cache_read: int | UnsetType = UNSET
     upkeep_output: int | UnsetType = UNSET
+    # Distinct calls whose server reported no usage: the token counts leave them out
+    # (unknown, not zero). Left out of the document when every call reported.
+    unreported_calls: int | UnsetType = UNSET
 
 
 # -- ledger upkeep (continuity.report.upkeep) ------------------------------------------
@@ -366,6 +370,11 @@ class Results(msgspec.Struct, frozen=True, kw_only=True):
     free_recall: dict[str, dict[str, FreeRecallCell]] | UnsetType = UNSET
     # Outside agents' units (continuity.runner.agent_units); left out of other runs.
     agent: AgentBanner | UnsetType = UNSET
+    # A real run's HTTP sends, from its attempt log (continuity.providers.attempts).
+    sends: AttemptSummary | UnsetType = UNSET
+    # A real run whose reader no price list knows, on a server on this machine: its
+    # reader and base URL (the report says what such a run shows, and what it does not).
+    local_model: str | UnsetType = UNSET
 
 
 # -- the report's context (continuity.report.drilldown): never in results.json ---------

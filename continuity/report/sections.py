@@ -375,13 +375,38 @@ SPEND_COLUMNS = (
 def _spend_row(arm: str, spend: Spend) -> list[str]:
     suites = spend.suites if spend.suites is not UNSET else []
     live_turns = spend.live_turns if spend.live_turns is not UNSET else "-"
+    # Calls that reported no usage are not in the counts: each is a lower bound.
+    floor = "≥ " if spend.unreported_calls is not UNSET else ""
     return [
         arm,
         ", ".join(suites),
         str(live_turns),
-        *(str(getattr(spend, n)) for n in SPEND_COLUMNS),
+        *(f"{floor}{getattr(spend, n)}" for n in SPEND_COLUMNS),
         _cost_cell(spend),
     ]
+
+
+def _usage_note(r: Results) -> str:
+    """What the counts leave out (calls without usage) and every HTTP retry."""
+    notes = []
+    unreported = sum(
+        s.unreported_calls for s in r.spend.values() if s.unreported_calls is not UNSET
+    )
+    if unreported:
+        notes.append(
+            f" ≥: {unreported} distinct calls reported no usage (llama-cpp-python streams "
+            "none), so their tokens are unknown and not in the counts, which are lower "
+            "bounds."
+        )
+    sends = r.sends
+    if sends is not UNSET:
+        why = ", ".join(f"after {k} {v}" for k, v in sends.retried_after.items()) or "none"
+        notes.append(
+            f" HTTP sends: {sends.sends} for {sends.requests} requests; {sends.retries} "
+            f"retries ({why}); {sends.timed_out} timed out (never re-sent by the client; "
+            "a rerun sends them again). From the run's attempts.jsonl."
+        )
+    return "".join(notes)
 
 
 def spend_table(r: Results) -> Table:
@@ -405,5 +430,5 @@ def spend_table(r: Results) -> Table:
         "List price: real calls at list prices (the pricing catalog, else genai-prices), "
         "each distinct call once; an "
         "estimate, not an invoice; unpriced calls make it unknown, never zero; "
-        "scripted runs are not billed (-).",
+        "scripted runs are not billed (-)." + _usage_note(r),
     )

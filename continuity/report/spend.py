@@ -10,6 +10,7 @@ different trace set.
 from __future__ import annotations
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.messages import Usage
 from continuity.plan.pricing import Catalog, call_cost
@@ -71,7 +72,10 @@ def arm_spend(catalog: Catalog, units: list[UnitSummary], suites: list[str]) -> 
             "upkeep_cache_read": upkeep.cache_read,
             "upkeep_output": upkeep.output,
         }
+    answered = {c[0] for s in units for c in s.calls if c[1] != "judge"}
+    unreported = {k for s in units for k in s.unreported} & answered
     return Spend(
+        unreported_calls=len(unreported) or UNSET,
         suites=[s for s in suites if s in present],
         input=total.input,
         cache_read=total.cache_read,
@@ -93,7 +97,9 @@ def judge_spend(catalog: Catalog, summaries: list[UnitSummary], verdicts: int) -
     """The judge's spend over the whole run (each distinct call once)."""
     calls = {c[0]: c for s in summaries for c in s.calls if c[1] == "judge"}
     usage = sum((c[3] for c in calls.values()), Usage())
+    unreported = {k for s in summaries for k in s.unreported if k in calls}
     return Spend(
+        unreported_calls=len(unreported) or UNSET,
         calls=verdicts,
         input=usage.input,
         cache_read=usage.cache_read,

@@ -101,6 +101,9 @@ class UnitSummary(msgspec.Struct, frozen=True):
     upkeep: UpkeepRow | None = None
     # An outside agent's unit (continuity.runner.agent_units).
     agent: AgentTally | None = None
+    # Real mode: the keys of calls whose server reported no usage (their tokens are
+    # unknown, and count as zero in `usage`).
+    unreported: list[str] = []
 
 
 def _agent_tally(record: UnitRecord) -> AgentTally | None:
@@ -220,6 +223,11 @@ def summarize(record: UnitRecord) -> UnitSummary:
             for c in s.upkeep.calls
         ]
     calls += [(c.key, "judge", judge_ref, c.usage) for c in record.judge_calls]
+    receipts = [
+        *(c for p in record.probes if p.evidence is not None for c in p.evidence.calls),
+        *record.mid_trace_calls,
+        *record.judge_calls,
+    ]
     return UnitSummary(
         record.key,
         record.repeat,
@@ -236,4 +244,5 @@ def summarize(record: UnitRecord) -> UnitSummary:
         record.probe_protocol,
         upkeep=upkeep_row(record),
         agent=_agent_tally(record),
+        unreported=sorted({c.key for c in receipts if not c.usage_reported}),
     )

@@ -84,9 +84,7 @@ def _closest(errors: list[dict[str, Any]]) -> list[str]:
         )
     ]
     chosen = min(meant, key=len) if meant else errors
-    return [
-        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in chosen[:_MAX_MESSAGES]
-    ]
+    return [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in chosen[:_MAX_MESSAGES]]
 
 
 def _typed_dict_check(module: str, name: str) -> Callable[[dict[str, Any]], list[str]] | None:
@@ -174,9 +172,7 @@ def checks_for(route: str) -> tuple[Check, ...]:
         if sdk is not None:
             found.append((f"{_sdk('openai')} ResponseCreateParams", sdk))
     elif route == "/messages":
-        sdk = _typed_dict_check(
-            "anthropic.types.message_create_params", "MessageCreateParamsBase"
-        )
+        sdk = _typed_dict_check("anthropic.types.message_create_params", "MessageCreateParamsBase")
         if sdk is not None:
             found.append((f"{_sdk('anthropic')} MessageCreateParams", sdk))
     return tuple(found)
