@@ -214,9 +214,13 @@ def reader_readiness(
     peak_input_tokens: int,
     input_tokens_per_slot: int,
     endpoint: Endpoint | None = None,
+    ignored_cap: str | None = None,
 ) -> ReaderReadiness:
     """The readiness of `reader` (priced by `price`, None when nothing prices it) for a
-    slot of `turns_per_slot` turns whose largest request is `peak_input_tokens`."""
+    slot of `turns_per_slot` turns whose largest request is `peak_input_tokens`.
+    `ignored_cap` is what the store recorded when the reader's endpoint was seen to write
+    past its output cap (`continuity.providers.endpoint_facts`): its output cap is then
+    unknown, whatever its transport."""
     transport = reader_transport(reader, endpoint)
     envelope = TokenEnvelope(
         turns_per_slot=turns_per_slot,
@@ -227,6 +231,11 @@ def reader_readiness(
         output_limit=price.max_output if price else None,
     )
     output_cap = _output_cap(transport, reader, envelope)
+    if ignored_cap is not None:
+        output_cap = Component(
+            status="unknown",
+            detail=f"provider_output_cap_ignored: the endpoint wrote past its cap ({ignored_cap})",
+        )
     input_envelope = _input_envelope(transport, envelope)
     pricing = _pricing(price)
     return ReaderReadiness(

@@ -88,21 +88,22 @@ def summarize_attempts(path: Path) -> AttemptSummary | None:
         except msgspec.MsgspecError:
             unreadable += 1
     # A body sent more than once was retried: by the client within one call (429, 5xx,
-    # no connection, an empty stream), or by a later invocation after a failure.
+    # no connection), or by a later invocation after a failure. A re-ask after an empty
+    # stream sends a different body (stream off), so it counts as a retry of the empty
+    # stream (its marker line), not as a request of its own.
+    sent = [a for a in attempts if a.outcome != "empty_stream"]
+    reasked = len(attempts) - len(sent)
     by_body: dict[str, list[Attempt]] = {}
-    for attempt in attempts:
+    for attempt in sent:
         by_body.setdefault(attempt.body, []).append(attempt)
     retried_after: Counter[str] = Counter()
     for sends in by_body.values():
         for earlier in sends[:-1]:
             retried_after[earlier.outcome] += 1
-    # A re-ask after an empty stream sends a different body (stream off): it counts as
-    # a retry of the empty stream.
-    reasked = sum(1 for a in attempts if a.outcome == "empty_stream")
     if reasked:
         retried_after["empty_stream"] = reasked
     return AttemptSummary(
-        sends=len(attempts) - reasked,
+        sends=len(sent),
         requests=len(by_body) - reasked,
         retries=sum(retried_after.values()),
         retried_after=dict(sorted(retried_after.items())),

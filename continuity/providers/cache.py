@@ -38,6 +38,7 @@ from continuity.messages import (
     UserMessage,
 )
 from continuity.providers.endpoint import CallReceipt, EndpointSpec
+from continuity.providers.endpoint_facts import record_cap_ignored
 from continuity.providers.protocol import Completed, ProviderEvent, TextDelta, ToolCallEvent
 from continuity.store import Store, utc_now
 
@@ -313,6 +314,8 @@ class CachedProvider:
         except ProviderError as error:
             if self.ledger is not None and error.stops_admission:
                 self.ledger.stop(f"{error.code}: {error.message}")
+            if error.code == "provider_output_cap_ignored":  # a fact about the endpoint
+                record_cap_ignored(self.store, self.spec.base_url, self.spec.model, error.message)
             raise
         if done_event is None:
             raise ProviderError(

@@ -243,6 +243,8 @@ class HttpProvider:
         )
 
     def _cap_ignored(self, seen: str) -> ProviderError:
+        if self._cost is not None:  # holds assume output stops at the cap: not here
+            self._cost.stop(f"provider_output_cap_ignored: {seen}")
         return ProviderError(
             f"the server ignores the output cap: asked for at most "
             f"{self.spec.max_output_tokens:,} tokens, {seen}. The run stops, and this "

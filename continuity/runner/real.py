@@ -39,6 +39,7 @@ from continuity.progress import Tick
 from continuity.providers.attempts import ATTEMPT_LOG
 from continuity.providers.costcap import ACCOUNT_NAME, CapTotals, CostCap, RateCard, RateTier
 from continuity.providers.endpoint import EndpointSpec
+from continuity.providers.endpoint_facts import cap_ignored, ignored_cap_ref
 from continuity.runner.ledger_run import LedgerRun
 from continuity.runner.manifest import write_run_manifest
 from continuity.runner.parallel import available_memory, real_jobs
@@ -221,7 +222,7 @@ def open_real_run(
     )
     check_context_windows(plan, dry, load_catalog(Path(pricing) if pricing else None))
     invocation = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
-    account = _cost_account(plan, out, cap, invocation, pricing)
+    account = _cost_account(plan, out, cap, invocation, pricing, store)
     real = _real_run(
         plan,
         out,
@@ -281,10 +282,20 @@ def rate_card(price: ModelPrice) -> RateCard:
 
 
 def _cost_account(
-    plan: Plan, out: Path, cap: Decimal | None, invocation: str, pricing: str | None
+    plan: Plan,
+    out: Path,
+    cap: Decimal | None,
+    invocation: str,
+    pricing: str | None,
+    store: Store,
 ) -> str | None:
     """Create or reopen the run's cost-cap account (None: the run has none and no cap
-    was given). Every model the run calls must have known input and output rates."""
+    was given). Every model the run calls must have known input and output rates, and
+    an endpoint that was seen to ignore its output cap cannot be capped.
+
+    Raises:
+        RealModeError: ``cost_cap_price_unknown``, ``cost_cap_output_unenforced``.
+    """
     path = out / ".spend" / ACCOUNT_NAME
     if cap is None and not path.exists():
         return None
@@ -294,6 +305,17 @@ def _cost_account(
         models.append(plan.ledger.extraction_model)
     rates: dict[str, RateCard] = {}
     for model in dict.fromkeys(models):
+        seen = cap_ignored(store, plan.endpoint.base_url, model.split(":", 1)[1])
+        if seen is not None:
+            raise RealModeError(
+                f"{model} at {plan.endpoint.base_url} was seen to write past its output cap "
+                f"({seen}); a cost cap's holds assume output stops at the cap, so this "
+                "endpoint cannot be capped. Delete the store ref "
+                f"{ignored_cap_ref(plan.endpoint.base_url, model.split(':', 1)[1])} once its "
+                "server honours the cap",
+                code="cost_cap_output_unenforced",
+                location=model,
+            )
         price = model_price(catalog, model)
         card = rate_card(price) if price is not None else None
         missing = ["price"] if card is None else card.missing()

@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             port = _free_port()
         url = f"http://127.0.0.1:{port}/v1"
-        child = subprocess.Popen(server_command(model, port, n_ctx, threads))
+        # The server's own log goes to stderr: stdout carries only the lines below.
+        child = subprocess.Popen(server_command(model, port, n_ctx, threads), stdout=sys.stderr)
         _wait_ready(child, url, time.monotonic() + start_timeout)
     except UsageError as error:
         if child is not None:

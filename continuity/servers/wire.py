@@ -98,6 +98,10 @@ class Faults(msgspec.Struct, kw_only=True):
     # write past the output cap the request sends (a server that ignores the field):
     # each reply is padded to three times the cap
     ignore_output_cap: bool = False
+    # refuse a request over the context window as llama-cpp-python does: a streamed one
+    # gets a 200 stream that ends before any event (its message stays in the server's
+    # log), one without "stream" a 400 with the message (vLLM's refusal otherwise)
+    overflow_empty_stream: bool = False
 
 
 _OUTPUT_COUNTS = ("completion_tokens", "output_tokens")
@@ -208,10 +212,13 @@ class WireServer:
             )
             return True
         window = self.context_window
-        cap = output_cap(path, body)
+        cap = output_cap(path, body, default=0)  # vLLM: no cap asks for what is left
         wanted = tokens(len(raw)) + cap
         if window is not None and wanted > window:
             self.refused.append((path, ["context window"]))
+            if self.faults.overflow_empty_stream and body.get("stream") is True:
+                await send_events(send, [])
+                return True
             await self._json(
                 send,
                 400,
@@ -407,9 +414,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     app = WireServer(
         model=args.model,
-        faults=Faults(hang_from=args.hang_from, stall_from=args.stall_from),
+        faults=Faults(
+            hang_from=args.hang_from,
+            stall_from=args.stall_from,
+            ignore_output_cap=args.ignore_output_cap,
+        ),
         log_path=args.calls_log,
         latency_ms=args.latency_ms,
+        context_window=args.context_window,
     )
 
     async def run() -> None:

@@ -54,8 +54,8 @@ def tokens(chars: int) -> int:
     return -(-chars // 4)
 
 
-def output_cap(path: str, body: dict[str, Any]) -> int:
-    """The output cap a request asks for, in its format's field (4,096 when it names
+def output_cap(path: str, body: dict[str, Any], default: int = 4096) -> int:
+    """The output cap a request asks for, in its format's field (`default` when it names
     none; Chat's ``max_completion_tokens`` counts as well as ``max_tokens``)."""
     names = {
         "/chat/completions": ("max_tokens", "max_completion_tokens"),
@@ -67,7 +67,7 @@ def output_cap(path: str, body: dict[str, Any]) -> int:
         value = body.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
-    return 4096
+    return default
 
 
 def model_list(model: str, context_window: int | None = None) -> dict[str, Any]:

@@ -104,4 +104,15 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         help="from this call number on, stream half the answer and then stall until stopped "
         '(the calls log gets {"stalled": N})',
     )
+    parser.add_argument(
+        "--context-window",
+        type=whole_number("--context-window", 1, 10**9),
+        help="the model's context window: listed as vLLM lists it (max_model_len in GET "
+        "/v1/models), and a request over it refused as vLLM refuses it",
+    )
+    parser.add_argument(
+        "--ignore-output-cap",
+        action="store_true",
+        help="write past the output cap each request sends (a server that ignores it)",
+    )
     return parser.parse_args(argv)

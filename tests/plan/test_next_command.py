@@ -170,3 +170,77 @@ def test_the_printed_command_passes_the_confirmation_guards(tmp_path: Path) -> N
     assert "confirmation_" not in output
     assert "network access attempted" not in output
     assert str(credentials) not in json.loads((tmp_path / "opened.json").read_text())
+
+
+def _clean_copy(tmp_path: Path) -> Path:
+    """This working tree (tracked and new files, as they are now) committed into a fresh
+    git checkout, so the real-mode checkout guards see a clean one."""
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    root = tmp_path / "checkout"
+    for name in filter(None, listed):
+        source = REPO / name.decode()
+        if source.is_file():
+            target = root / name.decode()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+    for args in (["init", "-q"], ["add", "-A"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+         "commit", "-q", "-m", "copy"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return root
+
+
+@pytest.mark.slow
+def test_the_printed_command_runs_verbatim_against_a_local_server(tmp_path: Path) -> None:
+    """`doit dry_run` for a loopback server, without credentials (a local server needs
+    none, and a credentials path is not bound); then its `next:` line, run word for word
+    through doit, builds every unit; `doit aggregate` reports a real run."""
+    from continuity.servers.wire import WireServer, serve_in_thread
+
+    checkout = _clean_copy(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(
+        HOME=str(home),
+        CONTINUITY_STORE=str(tmp_path / "store"),
+        CONTINUITY_OUT=str(tmp_path / "out"),
+    )
+
+    def run(words: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            words, cwd=checkout, env=env, capture_output=True, text=True, timeout=600
+        )
+
+    app = WireServer(model="local-model", context_window=32_000)
+    with serve_in_thread(app) as url:
+        dry = run(
+            [
+                "python3", "-m", "doit", "dry_run", "--suite", "smoke", "--arms", "native",
+                "--probe-limit", "1", "--provider", "openai-chat", "--base-url", f"{url}/v1",
+                "--reader", "local:local-model", "--effort", "none",
+                "--max-output-tokens", "64",
+            ]
+        )  # fmt: skip
+        assert dry.returncode == 0, dry.stdout + dry.stderr
+        (line,) = [x for x in dry.stdout.splitlines() if x.startswith("next: ")]
+        words = shlex.split(line.removeprefix("next: "))
+        assert "--credentials" not in words
+        ran = run(words)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "units: 1 units (1 run" in ran.stdout
+    out = Path(words[words.index("--out") + 1])
+    assert out.parent == home / "continuity-runs"
+    assert app.calls and all(body.get("max_tokens") == 64 for _, body in app.calls)
+    aggregated = run(["python3", "-m", "doit", "aggregate", "--run-dir", str(out)])
+    assert aggregated.returncode == 0, aggregated.stdout + aggregated.stderr
+    summary = (out / "summary.md").read_text()
+    assert "Real run" in summary and "local:local-model" in summary
+    assert "Local model." in summary  # an unlisted model on this machine
