@@ -7,7 +7,8 @@ Run from the checkout root:
 It runs the README walkthrough's real plan (``--provider openai-chat --reader
 openai:local-model --judge none --effort none --arms native,compaction-1,continuity-store
 --probe-limit 2``: the original suite, 12 units) with default flags against the loopback
-stand-in (``python -m continuity.servers.wire``, from this checkout), once with
+stand-in (``python -m continuity.servers.wire``, each version's own, since a newer
+stand-in refuses request shapes an older version sent), once with
 ``--latency-ms 0`` and once with ``--latency-ms MS`` (default 500), and times the
 ``doit units --real`` command (interpreter start-up included: what a user waits for).
 
@@ -155,8 +156,8 @@ def _run(tree: Path, work: Path, latency: int) -> dict[str, float]:
             *(sys.executable, "-m", "continuity.servers.wire"),
             *("--latency-ms", str(latency), "--calls-log", str(log)),
         ],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=tree,  # each version's own stand-in: a newer one refuses older request shapes
+        env={**os.environ, "PYTHONPATH": str(tree)},
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -85,8 +85,7 @@ PLAN_PARAMS: list[Param] = [
         "credentials",
         str,
         "",
-        'credentials file {"api_key": "..."} (not in the digest; a loopback endpoint '
-        "needs none)",
+        'credentials file {"api_key": "..."} (not in the digest; a loopback endpoint needs none)',
     ),
     param(
         "context_window",

@@ -89,7 +89,7 @@ def rebuild_checkpoints(
     from continuity.errors import RecordCorrupt
     from continuity.harness.keys import checkpoint_key
     from continuity.runner.checkpoints import build_checkpoints
-    from continuity.traces.keys import FIXTURE_SUITES, SUITES
+    from continuity.traces.keys import SUITES
     from continuity.traces.suites import build_suite
 
     suite = name.removeprefix("checkpoints/")

@@ -101,7 +101,7 @@ def _typed_dict_check(module: str, name: str) -> Callable[[dict[str, Any]], list
         try:
             _drain(adapter.validate_python(body))
         except ValidationError as error:
-            return _closest(list(error.errors()))
+            return _closest([dict(e) for e in error.errors()])
         return []
 
     return check
@@ -140,7 +140,7 @@ def _llama_cpp_check() -> tuple[str, Callable[[dict[str, Any]], list[str]]]:
         try:
             CreateChatCompletionRequest.model_validate(body)
         except ValidationError as error:
-            return _closest(list(error.errors()))
+            return _closest([dict(e) for e in error.errors()])
         return []
 
     return f"llama-cpp-python {version} request model", by_model

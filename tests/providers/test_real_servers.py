@@ -120,9 +120,8 @@ def test_a_request_over_the_window_is_provider_context_exceeded(
     streaming to learn why): either way the error names the size and keeps the server's
     own words."""
     app = WireServer(context_window=300, faults=Faults(overflow_empty_stream=empty_stream))
-    with serve_in_thread(app) as url:
-        with pytest.raises(ProviderError) as refused:
-            anyio.run(_ask, _spec(url, tmp_path), _request(words=400))
+    with serve_in_thread(app) as url, pytest.raises(ProviderError) as refused:
+        anyio.run(_ask, _spec(url, tmp_path), _request(words=400))
     error = refused.value
     assert error.code == "provider_context_exceeded"
     assert "maximum context length is 300 tokens" in error.message

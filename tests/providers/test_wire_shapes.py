@@ -200,5 +200,5 @@ def test_the_snapshot_refuses_and_accepts_as_the_model_does() -> None:
     for shape in SHAPES.values():
         body = _body("openai-chat", shape, system="s", tools=True)
         assert list(validator.iter_errors(body)) == []
-    null = {"role": "assistant", "content": None, "tool_calls": []}
+    null: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": []}
     assert list(validator.iter_errors({"messages": [null]}))
