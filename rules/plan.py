@@ -235,7 +235,24 @@ def _dry_run(**options: Unpack[PricedOptions]) -> str:
     # A lookup plan is never confirmed (nothing is billed): its dry run is not recorded
     # as a confirmation in the store, only written for the user.
     path = record_dry_run(chosen.store, result, chosen.out, confirm=result.lookup is None)
-    return f"{last}\nnext: {next_command(options, result.plan, result.digest)}\ndry run in {path}"
+    needs = _credentials_note(options, result.plan)
+    return (
+        f"{last}\n{needs}next: {next_command(options, result.plan, result.digest)}\n"
+        f"dry run in {path}"
+    )
+
+
+def _credentials_note(options: Mapping[str, object], plan: Plan) -> str:
+    """A line before ``next:`` when the run will need a credentials file the dry run was
+    not given (a hosted endpoint; a server on this machine needs none)."""
+    from continuity.providers.endpoint import is_loopback
+
+    if plan.mode != "real" or options.get("credentials") or is_loopback(plan.endpoint.base_url):
+        return ""
+    return (
+        f"credentials: {plan.endpoint.base_url} needs a key; add --credentials FILE "
+        '(JSON {"api_key": "..."}) to the command below (it is not in the digest)\n'
+    )
 
 
 def next_command(options: Mapping[str, object], plan: Plan, digest: str) -> str:

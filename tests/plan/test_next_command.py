@@ -244,3 +244,25 @@ def test_the_printed_command_runs_verbatim_against_a_local_server(tmp_path: Path
     summary = (out / "summary.md").read_text()
     assert "Real run" in summary and "local:local-model" in summary
     assert "Local model." in summary  # an unlisted model on this machine
+
+
+@pytest.mark.parametrize(
+    ("base_url", "credentials", "noted"),
+    [
+        ("https://models.invalid/v1", False, True),
+        ("https://models.invalid/v1", True, False),
+        ("http://127.0.0.1:9/v1", False, False),
+    ],
+)
+def test_the_dry_run_says_when_the_run_will_need_credentials(
+    tmp_path: Path, base_url: str, credentials: bool, noted: bool
+) -> None:
+    """A plan is made without a credential; a hosted endpoint's dry run says, before the
+    next command, that the run will need one (a loopback server needs none)."""
+    args = ["dry_run", "--provider", "openai-chat", "--base-url", base_url]
+    args += ["--reader", "openai:gpt-4o", "--arms", "native", "--probe-limit", "1"]
+    if credentials:
+        args += ["--credentials", str(tmp_path / "c.json")]
+    dry = _doit(tmp_path, args)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert ("credentials: " in dry.stdout) is noted
