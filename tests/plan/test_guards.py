@@ -97,8 +97,22 @@ def test_scripted_plan_is_not_real(setup: Setup, opened_files: list[str]) -> Non
     refused(setup, opened_files, "real_provider_required", plan=plan_from_options({}))
 
 
-def test_credentials_file_is_required(setup: Setup, opened_files: list[str]) -> None:
-    refused(setup, opened_files, "credentials_required", credentials=None)
+HOSTED = {"base_url": "https://models.invalid/v1"}
+
+
+def test_credentials_file_is_required_away_from_this_machine(
+    setup: Setup, opened_files: list[str]
+) -> None:
+    hosted = plan_from_options(setup.options(**HOSTED))
+    error = refused(setup, opened_files, "credentials_required", credentials=None, plan=hosted)
+    assert "models.invalid" in error.message
+
+
+def test_a_server_on_this_machine_needs_no_credentials(
+    setup: Setup, opened_files: list[str]
+) -> None:
+    output, dry = setup.check(credentials=None)  # the plan's endpoint is 127.0.0.1
+    assert dry.digest == setup.digest and output == Path(setup.output).resolve()
 
 
 def test_confirmation_is_required(setup: Setup, opened_files: list[str]) -> None:
@@ -181,7 +195,10 @@ def test_guards_fire_in_order(setup: Setup, opened_files: list[str]) -> None:
         credentials=None,
         output=None,
     )
-    refused(setup, opened_files, "credentials_required", confirm=None, credentials=None)
+    hosted = plan_from_options(setup.options(**HOSTED))
+    refused(
+        setup, opened_files, "credentials_required", confirm=None, credentials=None, plan=hosted
+    )
 
 
 def test_run_real_refuses_before_writing_anything(setup: Setup, opened_files: list[str]) -> None:

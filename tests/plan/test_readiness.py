@@ -43,8 +43,10 @@ def statuses(result: ReaderReadiness) -> tuple[str, str, str]:
 
 
 def test_a_fully_known_reader_on_a_vendor_api_is_ready() -> None:
-    catalog = load_catalog()
-    result = ready(OPUS, model_price(catalog, OPUS))
+    # genai-prices lists no output limit for Opus 5.5 (the catalog's seed price with one
+    # is gone): a fully known price, with that limit, is ready; the bundled one is not.
+    assert ready(OPUS, model_price(load_catalog(), OPUS)).output_cap.status == "unknown"
+    result = ready(OPUS, FULL)
     assert result.transport == "request_cap"
     assert statuses(result) == ("ready", "ready", "ready")
     assert result.ready is True
@@ -129,6 +131,18 @@ def test_there_is_no_capability_override() -> None:
         "peak_input_tokens",
         "input_tokens_per_slot",
         "endpoint",
+        "ignored_cap",
     }
+    # The one addition can only take readiness away: an endpoint seen to ignore its cap.
+    seen = reader_readiness(
+        OPUS,
+        FULL,
+        turns_per_slot=10,
+        output_tokens_per_turn=300,
+        peak_input_tokens=1_000,
+        input_tokens_per_slot=9_000,
+        ignored_cap="2026-12-04: wrote 900 tokens past a 16-token cap",
+    )
+    assert seen.output_cap.status == "unknown" and seen.ready is False
     # A scripted endpoint is no route: the reader's own transport decides.
     assert reader_transport(SOL, Endpoint()) == "subscription"

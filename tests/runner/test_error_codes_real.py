@@ -46,7 +46,7 @@ class RejectingWire(WireServer):
         self._counter = threading.Lock()
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and scope["method"] == "POST":  # model calls only
             with self._counter:
                 self.received += 1
                 number = self.received
