@@ -262,8 +262,9 @@ def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_pat
         "original": 4,
         "hard": 8,
         "hard-distractors": 8,
+        "smoke": 1,
     }
-    for suite in ("original", "hard", "hard-distractors"):
+    for suite in ("original", "hard", "hard-distractors", "smoke"):
         assert (tmp_path / "out" / "traces" / suite / "manifest.json").is_file()
     manifest = json.loads((report.parent / "run.json").read_text())  # the report's header
     [contract] = manifest["invocations"]  # one invocation: the contract's plan
