@@ -46,13 +46,8 @@ class EstimateOptions(PricedOptions, total=False):
 
 def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
     from continuity.errors import UsageError
-    from continuity.plan.estimate import (
-        DEFAULT_HIGH_END,
-        DEFAULT_SCREENING,
-        check_cost_limit,
-        estimate,
-        format_estimate,
-    )
+    from continuity.plan.estimate import check_cost_limit, estimate, format_estimate
+    from continuity.plan.models import model_profile
 
     if options.get("real"):  # before any option is used or any file is read
         raise UsageError(
@@ -64,12 +59,13 @@ def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
         return _lookup_estimate(options)
     _refuse_given(options, _LOOKUP_ONLY, "applies to --probe-mode lookup-allowed-v1 only")
     result, catalog, load = plan_workload(options)
+    profile = model_profile(options.get("models") or None)
     profiles = estimate(
         result.plan,
         load,
         catalog,
-        screening=options.get("screening_model") or DEFAULT_SCREENING,
-        high_end=options.get("high_end_model") or DEFAULT_HIGH_END,
+        screening=options.get("screening_model") or profile.screening,
+        high_end=options.get("high_end_model") or profile.high_end,
     )
     print(format_estimate(result, profiles))
     check_cost_limit(profiles[0], options.get("cost_limit") or None)
@@ -397,10 +393,16 @@ def _estimate_params() -> list[Param]:
             "screening_model",
             str,
             "",
-            "screening profile model (default openai-codex:gpt-6-mini; lookup: the "
-            "reader binding's other model)",
+            "screening profile model (default: the --models profile's, openai:gpt-6-luna; "
+            "lookup: the reader binding's other model)",
         ),
-        param("high_end_model", str, "", "high-end sensitivity model (anthropic:claude-opus-5-5)"),
+        param(
+            "high_end_model",
+            str,
+            "",
+            "high-end sensitivity model (default: the --models profile's, "
+            "anthropic:claude-opus-5-5)",
+        ),
         param("real", bool, False, "refused: the estimator never runs a plan"),
         param("suites", str, "", "lookup: corpus suites (default original,hard,hard-distractors)"),
         param("trace", str, "", "lookup: only these trace ids (comma-separated)"),

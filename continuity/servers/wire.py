@@ -63,7 +63,7 @@ from continuity.servers.wire_model import (
 )
 from continuity.servers.wire_options import MAX_LATENCY_MS, listening_socket, parse_arguments
 from continuity.servers.wire_responses import responses_events, responses_object
-from continuity.servers.wire_validate import refusals
+from continuity.servers.wire_validate import active_validators, refusals
 
 __all__ = [
     "MAX_LATENCY_MS",
@@ -424,11 +424,14 @@ def main(argv: list[str] | None = None) -> int:
         context_window=args.context_window,
     )
 
+    checks = active_validators()  # built now, not on the first request
+
     async def run() -> None:
         from continuity.servers.asgi import serve_asgi
 
         async with serve_asgi(app, sock=sock) as url:
             print(f"listening {url}/v1", flush=True)
+            print(f"validating requests with: {'; '.join(checks)}", flush=True)
             await anyio.sleep_forever()
 
     try:

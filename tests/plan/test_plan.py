@@ -556,3 +556,14 @@ def test_an_unknown_model_profile_is_refused() -> None:
     with pytest.raises(UsageError) as refused:
         plan_from_options({"models": "latest"})
     assert refused.value.code == "plan_invalid" and refused.value.location == "--models"
+
+
+def test_the_estimate_profiles_follow_the_model_profile(tmp_path: Path) -> None:
+    """`doit estimate --models seed` prices the seed's screening model, through doit."""
+    for models, screening in (
+        ("current", "openai:gpt-6-luna"),
+        ("seed", "openai-codex:gpt-6-mini"),
+    ):
+        result, _ = guarded_doit(tmp_path, "estimate", "--models", models, "--probe-limit", "1")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"screening {screening}" in result.stdout
