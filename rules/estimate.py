@@ -46,7 +46,8 @@ class EstimateOptions(PricedOptions, total=False):
 
 def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
     from continuity.errors import UsageError
-    from continuity.plan.estimate import check_cost_limit, estimate, format_estimate
+    from continuity.plan.estimate import check_cost_limit, estimate
+    from continuity.plan.estimate_format import format_estimate
     from continuity.plan.models import model_profile
 
     if options.get("real"):  # before any option is used or any file is read

@@ -219,12 +219,8 @@ def _plan(**options: Unpack[PlanOptions]) -> str:
 
 
 def _dry_run(**options: Unpack[PricedOptions]) -> str:
-    from continuity.plan.estimate import (
-        check_cost_limit,
-        check_model_limits,
-        format_dry_run,
-        record_dry_run,
-    )
+    from continuity.plan.estimate import check_cost_limit, check_model_limits, record_dry_run
+    from continuity.plan.estimate_format import format_dry_run
 
     result, catalog, _ = plan_workload(options)
     text, last = format_dry_run(result, catalog).rsplit("\n", 1)

@@ -16,7 +16,8 @@ from continuity.agents.readers import NO_RESULT, model_request
 from continuity.contract_agent import TOY_MANIFEST
 from continuity.errors import ContinuityError, RunIncomplete
 from continuity.messages import AssistantMessage, ToolResultMessage, UserMessage
-from continuity.plan.estimate import dry_run, format_dry_run, record_dry_run
+from continuity.plan.estimate import dry_run, record_dry_run
+from continuity.plan.estimate_format import format_dry_run
 from continuity.plan.plan import plan_from_options
 from continuity.plan.pricing import load_catalog
 from continuity.plan.workload import workload

@@ -647,7 +647,8 @@ def test_real_lookup_is_refused_before_any_credential(tmp_path: Path) -> None:
 
 
 def test_a_lookup_dry_run_sizes_the_slots_and_prices_nothing(tmp_path: Path) -> None:
-    from continuity.plan.estimate import confirmed_dry_run, dry_run, format_dry_run
+    from continuity.plan.estimate import confirmed_dry_run, dry_run
+    from continuity.plan.estimate_format import format_dry_run
     from continuity.plan.pricing import load_catalog
     from continuity.plan.workload import load_plan_traces, lookup_sizing, workload
 

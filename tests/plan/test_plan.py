@@ -20,9 +20,9 @@ from continuity.plan.estimate import (
     confirmed_dry_run,
     dry_run,
     estimate,
-    format_dry_run,
     record_dry_run,
 )
+from continuity.plan.estimate_format import format_dry_run
 from continuity.plan.plan import build_plan, plan_digest, plan_from_options
 from continuity.plan.pricing import call_cost, default_catalog_path, load_catalog
 from continuity.plan.workload import PlannedCall, price_calls, workload

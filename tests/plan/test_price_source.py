@@ -27,7 +27,8 @@ from genai_prices.types import ModelPrice as GenaiPrice
 from continuity.errors import PricingError, RealModeError
 from continuity.messages import Usage
 from continuity.plan import price_db
-from continuity.plan.estimate import dry_run, format_dry_run, record_dry_run
+from continuity.plan.estimate import dry_run, record_dry_run
+from continuity.plan.estimate_format import format_dry_run
 from continuity.plan.guards import check_real_mode
 from continuity.plan.plan import build_plan, plan_digest, plan_from_options
 from continuity.plan.price_db import convert_price, prices_on
