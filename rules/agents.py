@@ -89,7 +89,10 @@ def _real_agent_units(
 ) -> str:
     from continuity.progress import progress
     from continuity.runner.agent_real import run_real_agent
-    from continuity.runner.real import DEFAULT_MAX_OBSERVED_INPUT_TOKENS
+    from continuity.runner.real import (
+        DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
+        DEFAULT_REQUEST_TIMEOUT,
+    )
     from continuity.runner.units import replayed_calls
 
     store = Selection(options).store
@@ -106,6 +109,7 @@ def _real_agent_units(
             explain_cache=bool(options.get("explain_cache")),
             pricing=options.get("pricing") or None,
             cost_cap=options.get("cost_cap") or None,
+            request_timeout=float(options.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT),
             progress=tick,
         )  # fmt: skip
     calls = [c for r in build.records for p in r.probes if p.agent for c in p.agent.calls]

@@ -40,7 +40,8 @@ def task_calibrate() -> TaskSpec:
                 "judge_model",
                 str,
                 "",
-                "judge provider:model (default openai-codex:gpt-6.1-sol)",
+                "judge provider:model (default: the current profile's judge, "
+                "openai:gpt-6.1-sol; anthropic:claude-sonnet-5-5 on --provider anthropic)",
             ),
             param("judge_effort", str, "", "judge reasoning effort (real only)"),
             param(

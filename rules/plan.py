@@ -72,7 +72,13 @@ PLAN_PARAMS: list[Param] = [
     param("reader", str, "", "reader provider:model (default: the --models profile's)"),
     param("effort", str, "low", "reader reasoning effort"),
     param("alternate", str, "", "alternate binding for scripted history (never called)"),
-    param("judge", str, "", "judge provider:model grading every answer (default: none)"),
+    param(
+        "judge",
+        str,
+        "",
+        "judge provider:model grading every answer, or default (the --models profile's "
+        "judge); default: none",
+    ),
     param("judge_effort", str, "low", "judge reasoning effort"),
     param(
         "provider",

@@ -14,6 +14,7 @@ from rules.params import (
     STORE,
     FloatOption,
     IntOption,
+    Param,
     SeedsOption,
     Selection,
     TaskSpec,
@@ -396,111 +397,96 @@ def _real_units(options: UnitsOptions) -> str:
 
 
 def _print_explain(path: str) -> None:
-    import json
-    import os
+    from continuity.providers.cache import explain_lines
 
-    if not os.path.exists(path):
-        print("cache: no call was looked up (every selected unit was already complete)")
-        return
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            entry = json.loads(line)
-            messages = entry["messages"]
-            print(
-                f"cache {'hit ' if entry['hit'] else 'miss'} {entry['key'][:16]} "
-                f"{entry['role']:<7} {entry['provider']} {entry['model']} {entry['base_url']} "
-                f"repeat={entry['repeat']} probe={entry.get('probe')} "
-                f"generation={entry['generation']} "
-                f"system={entry['system']} messages={messages['count']}:{messages['roles']}:"
-                f"{messages['digest']} tools={entry['tools']}",
-                flush=True,
-            )
-    print(f"cache explanations in {path}", flush=True)
+    for line in explain_lines(path):
+        print(line, flush=True)
+
+
+UNITS_PARAMS: list[Param] = [
+    *PLAN_PARAMS,
+    param("real", bool, False, "run against the plan's real endpoint (paid)"),
+    param("confirm_plan", str, "", "real mode: the digest printed by doit dry_run"),
+    param(
+        "repeat",
+        SeedsOption("--repeat", code="repeat_unknown", maximum=MAX_REPEATS),
+        "",
+        "only these repeats, e.g. 2 or 1-2 (execution only)",
+    ),
+    param(
+        "concurrency",
+        IntOption("--concurrency", 1, MAX_CONCURRENCY),
+        4,
+        "real mode: concurrent calls per model (the model slots)",
+    ),
+    param(
+        "max_input_tokens",
+        IntOption("--max-input-tokens", 1, 10**12),
+        0,
+        "real mode: limits.max_observed_input_tokens_per_invocation",
+    ),
+    param(
+        "cost_cap",
+        str,
+        "",
+        "real mode: a hard cap in USD (whole cents) on the run's list-price spend; "
+        "every request is held at its maximum price before it is sent",
+    ),
+    param("explain_cache", bool, False, "real mode: print what went into every call-cache key"),
+    param(
+        "request_timeout",
+        FloatOption("--request-timeout", 1.0, inclusive=True),
+        0.0,
+        "real mode: seconds to wait for the server's next bytes, the first ones "
+        "included (default 1800, for a slow local prefill); a request that times "
+        "out is never re-sent by the client (execution only)",
+    ),
+    TRACE,
+    param(
+        "jobs",
+        IntOption("--jobs", 1, MAX_JOBS),
+        0,
+        "runner threads: offline, traces in parallel (default: up to 2 cores); "
+        "real, checkpoints in parallel (default: one per model slot, within 2 per core)",
+    ),
+    RUN,
+    param(
+        "lookup_role",
+        str,
+        "",
+        "lookup mode: run one comparison role (native, pack, pack-only, soul-only, "
+        "shipping, native-soul): its arm and frozen soul; writes <run>/role-receipt.json",
+    ),
+    param(
+        "registration_digest",
+        str,
+        "",
+        "with --lookup-role: the registration's canonical digest, bound into the receipt",
+    ),
+    param(
+        "aggregate_only",
+        bool,
+        False,
+        "aggregate the units already in the run and execute nothing (no unit, "
+        "preparation or model call; real mode: the --out directory)",
+    ),
+    param(
+        "capture_upkeep_output",
+        str,
+        "",
+        "ledger arm, fictional traces only: save each extraction's raw completion, "
+        "validation code and merged ledger under DIR/upkeep-output/ (an absolute "
+        "directory outside the checkout; existing files are refused)",
+    ),
+    STORE,
+    OUT,
+]
 
 
 def task_units() -> TaskSpec:
     """Run probe units (repeat x trace x arm): fork, cross the boundary, ask every probe."""
     return {
         "actions": [task_action(_units)],
-        "params": [
-            *PLAN_PARAMS,
-            param("real", bool, False, "run against the plan's real endpoint (paid)"),
-            param("confirm_plan", str, "", "real mode: the digest printed by doit dry_run"),
-            param(
-                "repeat",
-                SeedsOption("--repeat", code="repeat_unknown", maximum=MAX_REPEATS),
-                "",
-                "only these repeats, e.g. 2 or 1-2 (execution only)",
-            ),
-            param(
-                "concurrency",
-                IntOption("--concurrency", 1, MAX_CONCURRENCY),
-                4,
-                "real mode: concurrent calls per model (the model slots)",
-            ),
-            param(
-                "max_input_tokens",
-                IntOption("--max-input-tokens", 1, 10**12),
-                0,
-                "real mode: limits.max_observed_input_tokens_per_invocation",
-            ),
-            param(
-                "cost_cap",
-                str,
-                "",
-                "real mode: a hard cap in USD (whole cents) on the run's list-price spend; "
-                "every request is held at its maximum price before it is sent",
-            ),
-            param(
-                "explain_cache", bool, False, "real mode: print what went into every call-cache key"
-            ),
-            param(
-                "request_timeout",
-                FloatOption("--request-timeout", 1.0, inclusive=True),
-                0.0,
-                "real mode: seconds to wait for the server's next bytes, the first ones "
-                "included (default 1800, for a slow local prefill); a request that times "
-                "out is never re-sent by the client (execution only)",
-            ),
-            TRACE,
-            param(
-                "jobs",
-                IntOption("--jobs", 1, MAX_JOBS),
-                0,
-                "runner threads: offline, traces in parallel (default: up to 2 cores); "
-                "real, checkpoints in parallel (default: one per model slot, within 2 per core)",
-            ),
-            RUN,
-            param(
-                "lookup_role",
-                str,
-                "",
-                "lookup mode: run one comparison role (native, pack, pack-only, soul-only, "
-                "shipping, native-soul): its arm and frozen soul; writes <run>/role-receipt.json",
-            ),
-            param(
-                "registration_digest",
-                str,
-                "",
-                "with --lookup-role: the registration's canonical digest, bound into the receipt",
-            ),
-            param(
-                "aggregate_only",
-                bool,
-                False,
-                "aggregate the units already in the run and execute nothing (no unit, "
-                "preparation or model call; real mode: the --out directory)",
-            ),
-            param(
-                "capture_upkeep_output",
-                str,
-                "",
-                "ledger arm, fictional traces only: save each extraction's raw completion, "
-                "validation code and merged ledger under DIR/upkeep-output/ (an absolute "
-                "directory outside the checkout; existing files are refused)",
-            ),
-            STORE,
-            OUT,
-        ],
+        "params": UNITS_PARAMS,
         "verbosity": 2,
     }

@@ -21,7 +21,11 @@ The tree::
     │            credentials_required, confirmation_required, confirmation_mismatch,
     │            confirmation_unknown, credentials_missing, output_required,
     │            output_inside_checkout, checkout_unknown, checkout_dirty,
-    │            checkout_flags_refused; lookup mode:
+    │            checkout_flags_refused; before any request of a real run:
+    │            context_window_exceeded (a planned call does not fit the smallest
+    │            window known, the server's included; continuity.runner.windows),
+    │            cost_cap_output_unenforced (a cost cap on an endpoint seen to ignore
+    │            its output cap); lookup mode:
     │            lookup_real_refused, lookup_policy_invalid,
     │            lookup_policy_sha256_required, lookup_policy_sha256_mismatch,
     │            lookup_policy_unbound (a v1-schema policy), the policy's bindings
@@ -344,6 +348,9 @@ Raised with the classes above from other modules (by area)::
                      (continuity.servers.model_proxy); turn_failed (a driven sample:
                      the adapter reported a turn failed)
     wire stand-in    port_unavailable (python -m continuity.servers.wire --port: in use)
+    local model      local_model_missing (the local extra is not installed),
+                     local_server_failed (llama.cpp's server exited or did not answer;
+                     python -m continuity.servers.local_model)
     ConversationHistory  history_unavailable, history_invalid_request,
                      history_record_unknown, history_cursor_invalid
     offline contract arm_contract_failed, checkpoint_contract_failed,

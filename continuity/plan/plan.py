@@ -293,18 +293,7 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
     """
     from continuity.traces.keys import parse_seeds
 
-    kind = options.get("provider") or "scripted"
-    if kind not in DEFAULT_BASE_URLS:
-        raise UsageError(
-            f"unknown provider {kind!r}; use one of {', '.join(DEFAULT_BASE_URLS)}",
-            code="plan_invalid",
-            location="--provider",
-        )
-    base_url = (options.get("base_url") or DEFAULT_BASE_URLS[kind]).rstrip("/")
-    if kind == "scripted" and base_url:
-        raise UsageError(
-            "--base-url needs a real --provider", code="plan_invalid", location="--base-url"
-        )
+    kind, base_url = _endpoint(options)
     judge = options.get("judge")
     seeds = options.get("seeds")
     profile = model_profile(options.get("models") or None)
@@ -359,6 +348,27 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
     return lookup_plan(
         plan, options.get("policy") or None, options.get("policy_sha256"), binding or "default"
     )
+
+
+def _endpoint(options: Mapping[str, Any]) -> tuple[str, str]:
+    """The options' endpoint kind and base URL (the provider's public API by default).
+
+    Raises:
+        UsageError: ``plan_invalid`` for an unknown kind or a scripted base URL.
+    """
+    kind = options.get("provider") or "scripted"
+    if kind not in DEFAULT_BASE_URLS:
+        raise UsageError(
+            f"unknown provider {kind!r}; use one of {', '.join(DEFAULT_BASE_URLS)}",
+            code="plan_invalid",
+            location="--provider",
+        )
+    base_url = (options.get("base_url") or DEFAULT_BASE_URLS[kind]).rstrip("/")
+    if kind == "scripted" and base_url:
+        raise UsageError(
+            "--base-url needs a real --provider", code="plan_invalid", location="--base-url"
+        )
+    return kind, base_url
 
 
 def holdout_for_options(options: Mapping[str, Any]) -> HoldoutChoice | None:

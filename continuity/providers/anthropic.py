@@ -146,7 +146,6 @@ class AnthropicProvider(HttpProvider):
                     block["text"] = block.get("text", "") + delta["text"]
                     yield TextDelta(delta["text"])
                 elif delta.get("type") == "input_json_delta":
-                    self.count_output(delta.get("partial_json", ""))
                     block["partial_json"] += delta.get("partial_json", "")
             elif kind == "message_delta":
                 stop = (event.get("delta") or {}).get("stop_reason") or stop

@@ -4,8 +4,9 @@ A real run keeps ``<out>/attempts.jsonl``. Each probe process appends one line p
 attempt (one ``write`` of less than ``PIPE_BUF`` bytes on an ``O_APPEND`` file, so lines
 from concurrent processes never interleave): when, the endpoint and model, a digest of
 the body (never the body), its size, the outcome (``http_200``, ``http_429``,
-``connect_failed``, ``timeout``, ``send_failed``, ``empty_stream``) and the attempt's
-index within its call (0 first, then each retry). `summarize_attempts` reads it back for
+``connect_failed``, ``timeout``, ``send_failed``; ``empty_stream`` notes that the 200
+before it ended without an event) and the attempt's index within its call (0 first,
+then each retry). `summarize_attempts` reads it back for
 the report's spend section: how many sends, how many of them were retries and why, and
 how many requests timed out (never re-sent by the client; a rerun sends them again).
 """
@@ -87,24 +88,27 @@ def summarize_attempts(path: Path) -> AttemptSummary | None:
             attempts.append(msgspec.json.decode(line, type=Attempt))
         except msgspec.MsgspecError:
             unreadable += 1
-    # A body sent more than once was retried: by the client within one call (429, 5xx,
-    # no connection), or by a later invocation after a failure. A re-ask after an empty
-    # stream sends a different body (stream off), so it counts as a retry of the empty
-    # stream (its marker line), not as a request of its own.
+    # A retry is an attempt past the first of its call (its `retry` index): the client
+    # retried after a 429, a 5xx or no connection, or asked again after an empty stream
+    # (a different body, without streaming). Bodies sent twice on purpose (the repeats of
+    # a plan, which are independent samples) are requests of their own, never retries.
     sent = [a for a in attempts if a.outcome != "empty_stream"]
-    reasked = len(attempts) - len(sent)
-    by_body: dict[str, list[Attempt]] = {}
-    for attempt in sent:
-        by_body.setdefault(attempt.body, []).append(attempt)
     retried_after: Counter[str] = Counter()
-    for sends in by_body.values():
-        for earlier in sends[:-1]:
-            retried_after[earlier.outcome] += 1
-    if reasked:
-        retried_after["empty_stream"] = reasked
+    for index, attempt in enumerate(sent):
+        if attempt.retry == 0:
+            continue
+        earlier = next(
+            (
+                e
+                for e in reversed(sent[:index])
+                if e.body == attempt.body and e.retry < attempt.retry
+            ),
+            None,
+        )
+        retried_after[earlier.outcome if earlier is not None else "empty_stream"] += 1
     return AttemptSummary(
         sends=len(sent),
-        requests=len(by_body) - reasked,
+        requests=sum(1 for a in sent if a.retry == 0),
         retries=sum(retried_after.values()),
         retried_after=dict(sorted(retried_after.items())),
         timed_out=sum(1 for a in attempts if a.outcome == "timeout"),

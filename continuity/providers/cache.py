@@ -51,6 +51,7 @@ __all__ = [
     "Ledger",
     "call_key",
     "explain",
+    "explain_lines",
     "key_parts",
 ]
 
@@ -345,3 +346,27 @@ class CachedProvider:
             key, self.role, done_event.model, done_event.usage, done_event.usage_reported
         )
         yield done_event
+
+
+def explain_lines(path: str) -> list[str]:
+    """The call-key explain log at `path` (``--explain-cache``) as the lines the run
+    prints: hit or miss and what went into each key, then where the log is."""
+    import json
+    import os
+
+    if not os.path.exists(path):
+        return ["cache: no call was looked up (every selected unit was already complete)"]
+    lines = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            entry = json.loads(line)
+            messages = entry["messages"]
+            lines.append(
+                f"cache {'hit ' if entry['hit'] else 'miss'} {entry['key'][:16]} "
+                f"{entry['role']:<7} {entry['provider']} {entry['model']} {entry['base_url']} "
+                f"repeat={entry['repeat']} probe={entry.get('probe')} "
+                f"generation={entry['generation']} "
+                f"system={entry['system']} messages={messages['count']}:{messages['roles']}:"
+                f"{messages['digest']} tools={entry['tools']}"
+            )
+    return [*lines, f"cache explanations in {path}"]

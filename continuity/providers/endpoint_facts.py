@@ -7,7 +7,10 @@ endpoint's output cap as unenforced:
 
 - a run cost cap on it is refused (``cost_cap_output_unenforced``): a hold's worst case
   assumes output stops at the cap, which this endpoint was seen not to do;
-- reader readiness reports its output cap as ``unknown``, whatever its transport.
+- the cap-gated pilot's readiness check (``doit compare_pilot``) reports its output cap
+  as ``unknown``, whatever its transport, so the pilot refuses it
+  (``lookup_pilot_reader_not_ready``). The offline lookup estimate's readiness table
+  reads no store and does not show the fact.
 
 The ref is a fact about the endpoint, not about a run, so it outlives the run that saw
 it. To trust the endpoint again once its server is fixed, delete the ref file (the

@@ -38,6 +38,7 @@ what they share:
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Any
@@ -95,8 +96,6 @@ class HttpProvider:
         self.attempts: list[int] = []  # HTTP status of every attempt, for receipts
         self._api_key: str | None = None
         self._cost: CostCap | None = None
-        self._pieces = 0  # output pieces of the stream in progress (`count_output`)
-        self._request_bytes = 0  # the body size of the stream in progress
         self._transport = transport
         self._client = httpx.AsyncClient(
             transport=transport, timeout=httpx.Timeout(spec.timeout, connect=10.0)
@@ -219,14 +218,18 @@ class HttpProvider:
         )
 
     def count_output(self, piece: str) -> None:
-        """Count one streamed piece of output (text or tool-call arguments). Every piece
-        carries at least one token, so more pieces than the output cap prove the server
-        ignores the cap: the stream is stopped there (``provider_output_cap_ignored``)."""
-        if not piece:
+        """Count one streamed piece of output text. Servers stream text one generation
+        step a piece or coarser, so each non-empty piece carries at least one token, and
+        more pieces than the output cap (with `_PIECE_SLACK` to spare) prove the server
+        ignores the cap: the stream is stopped there (``provider_output_cap_ignored``).
+        Tool-call arguments are not counted: a server's tool parser may split them
+        finer than tokens (the reply's reported usage still checks them)."""
+        state = _STREAM.get(None)
+        if not piece or state is None:
             return
-        self._pieces += 1
-        if self._pieces > self.spec.max_output_tokens:
-            raise self._cap_ignored(f"more than {self._pieces - 1:,} output pieces streamed")
+        state.pieces += 1
+        if state.pieces > self.spec.max_output_tokens + _PIECE_SLACK:
+            raise self._cap_ignored(f"more than {state.pieces - 1:,} text pieces streamed")
 
     def reported_error(self, error: Any) -> ProviderError:
         """An error the stream itself reported (after the 200): a size refusal is
@@ -235,7 +238,8 @@ class HttpProvider:
         encoded = msgspec.json.encode({"error": error})
         message = server_message(encoded)
         if is_context_error(encoded):
-            return context_refusal(message, self.url, self._request_bytes)
+            state = _STREAM.get(None)
+            return context_refusal(message, self.url, state.request_bytes if state else 0)
         code = str(error.get("code") or "") if isinstance(error, dict) else ""
         kind = "provider_quota_exhausted" if "quota" in code else "provider_stream_interrupted"
         return ProviderError(
@@ -293,8 +297,8 @@ class HttpProvider:
             if spend is not None:
                 spend.close("send_failed")
             raise
-        self._pieces = 0
-        self._request_bytes = len(body)
+        # This stream's own counts: one provider may stream several requests at once.
+        _STREAM.set(_StreamState(request_bytes=len(body)))
         raw = CountedEvents(sse_events(response))
         try:
             async for event in self.events(raw if observe is None else observed(raw, observe)):
@@ -359,6 +363,8 @@ class HttpProvider:
                 )
         except httpx.TimeoutException:
             self._attempt(single, "timeout", 1)
+            if spend is not None:
+                spend.close("timeout")
             raise self._timed_out(len(single)) from None
         except httpx.HTTPError as exc:
             self._attempt(single, "send_failed", 1)
@@ -394,6 +400,22 @@ class HttpProvider:
     def completed_document(self, document: dict[str, Any]) -> Completed:
         """A non-streamed response document as the completed message (the wire format's)."""
         raise NotImplementedError
+
+
+# Pieces a server may stream beyond one a token (a role or an empty closing delta counts
+# nowhere; this is headroom for servers that split a step's text in two).
+_PIECE_SLACK = 8
+
+
+class _StreamState:
+    """The stream in progress in this task: its body size and output pieces so far."""
+
+    def __init__(self, *, request_bytes: int) -> None:
+        self.request_bytes = request_bytes
+        self.pieces = 0
+
+
+_STREAM: contextvars.ContextVar[_StreamState] = contextvars.ContextVar("continuity_stream")
 
 
 class _EmptyStream(Exception):

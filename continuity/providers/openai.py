@@ -39,13 +39,14 @@ __all__ = [
 # models). Every other OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio,
 # OpenRouter) honours ``max_tokens``; llama-cpp-python ignores ``max_completion_tokens``.
 _OPENAI_HOSTS = ("api.openai.com",)
-_AZURE_SUFFIX = ".openai.azure.com"
+# Azure OpenAI's hosts (its resources and AI Foundry's), which follow the OpenAI API.
+_AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
 
 
 def output_cap_field(base_url: str) -> str:
     """The Chat Completions field that carries the output cap at `base_url`."""
     host = (urlsplit(base_url).hostname or "").lower()
-    if host in _OPENAI_HOSTS or host.endswith(_AZURE_SUFFIX):
+    if host in _OPENAI_HOSTS or host.endswith(_AZURE_SUFFIXES):
         return "max_completion_tokens"
     return "max_tokens"
 
@@ -173,7 +174,6 @@ class OpenAIChatProvider(HttpProvider):
                     slot["id"] = call.get("id") or slot["id"]
                     slot["name"] += function.get("name") or ""
                     slot["arguments"] += function.get("arguments") or ""
-                    self.count_output(function.get("arguments") or "")
                 finish = choice.get("finish_reason") or finish
         if not ended:
             raise ProviderError(
@@ -294,8 +294,6 @@ class OpenAIResponsesProvider(HttpProvider):
                 self.count_output(event["delta"])
                 text.append(event["delta"])
                 yield TextDelta(event["delta"])
-            elif kind == "response.function_call_arguments.delta":
-                self.count_output(event.get("delta") or "")
             elif kind in ("response.failed", "error"):
                 raise self.reported_error(
                     event.get("error") or (event.get("response") or {}).get("error")

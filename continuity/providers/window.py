@@ -3,7 +3,7 @@
 OpenAI-compatible servers report the window in different places, when they report it:
 
 - vLLM: ``GET /v1/models`` lists ``max_model_len`` on each model;
-- OpenRouter and LM Studio: ``context_length`` on each model of ``GET /v1/models``;
+- OpenRouter: ``context_length`` on each model of ``GET /v1/models``;
 - llama.cpp's own server (``llama-server``): ``GET /props`` has
   ``default_generation_settings.n_ctx`` (the window it was started with);
 - llama-cpp-python's server and the hosted APIs report none (give ``--context-window``,

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from continuity.errors import RoleError, SpendError
+from continuity.providers.endpoint_facts import cap_ignored
 from continuity.roles.pilot import VerifiedPilot, read_pilot
 from continuity.roles.pilot_slots import FEASIBLE, pilot_bindings, prepare_pilot, reader_effort
 from continuity.roles.register import check_output
@@ -116,8 +117,10 @@ def check_controller(verified: VerifiedPilot, checkout: Path = _CHECKOUT) -> Non
         verify_build(name, registration.builds[name])
 
 
-def check_ready(verified: VerifiedPilot) -> None:
-    """The reader's readiness is fully known (module doc, step 3).
+def check_ready(verified: VerifiedPilot, ignored_cap: str | None = None) -> None:
+    """The reader's readiness is fully known (module doc, step 3). `ignored_cap`: what
+    the store recorded if the reader's endpoint was seen to write past its output cap
+    (`continuity.providers.endpoint_facts`), which leaves the output cap unknown.
 
     Raises:
         RoleError: ``lookup_pilot_reader_not_ready``.
@@ -132,6 +135,7 @@ def check_ready(verified: VerifiedPilot) -> None:
         output_tokens_per_turn=verified.held.output_limit,
         peak_input_tokens=max((s.peak_request_tokens for s in feasible), default=0),
         input_tokens_per_slot=max((s.admission_tokens for s in feasible), default=0),
+        ignored_cap=ignored_cap,
     )
     components = {
         "output_cap": readiness.output_cap,
@@ -267,6 +271,8 @@ def run_compare_pilot(store: Store, request: PilotRequest) -> PilotReport:
     """
     require_real_route()  # before any file an option names is read
     verified = read_pilot(request.registration, request.sha256, pricing=request.pricing)
-    check_ready(verified)
+    contract = contract_for(verified.pilot.descriptor.assumptions, effort=reader_effort(verified))
+    seen = cap_ignored(store, request.endpoint or contract.base_url, contract.model)
+    check_ready(verified, seen)
     check_controller(verified)
     return run_registered(store, request, verified)

@@ -28,7 +28,12 @@ from continuity.progress import Tick
 from continuity.providers.cache import Ledger
 from continuity.providers.costcap import CapTotals
 from continuity.runner.agent_units import AgentBuild, AgentUnitPlan, build_agent_units
-from continuity.runner.real import close_real_run, open_real_run, write_plan
+from continuity.runner.real import (
+    DEFAULT_REQUEST_TIMEOUT,
+    close_real_run,
+    open_real_run,
+    write_plan,
+)
 from continuity.runner.unit_record import RealRun
 from continuity.runner.unit_worker import real_binding_for
 from continuity.store import Store
@@ -61,6 +66,7 @@ def run_real_agent(
     pricing: str | None = None,
     cost_cap: str | None = None,
     progress: Tick | None = None,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
 ) -> tuple[AgentBuild, CapTotals | None]:
     """Guard, then run the confirmed agent plan's selected units (module doc).
 
@@ -71,7 +77,7 @@ def run_real_agent(
     out, real, account = open_real_run(
         plan, store, confirm=confirm, credentials=credentials, output=output,
         concurrency=concurrency, explain_cache=explain_cache, checkout=checkout,
-        environ=environ, pricing=pricing, cost_cap=cost_cap,
+        environ=environ, pricing=pricing, cost_cap=cost_cap, request_timeout=request_timeout,
     )  # fmt: skip
     write_plan(plan, out)
     unit_plan = AgentUnitPlan.of(plan, manifest, only_repeats, real.binding())

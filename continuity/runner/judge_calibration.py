@@ -61,11 +61,13 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
             provider or a model that is not ``provider:model`` (both parts non-empty); real
             mode also
             ``real_refused_ci`` (a ``CI`` variable exists), ``credentials_required`` (no
-            ``--credentials``) and ``credentials_missing`` (not a regular file). No
-            credential is read here.
+            ``--credentials`` for an endpoint away from this machine) and
+            ``credentials_missing`` (not a regular file). No credential is read here.
     """
     from continuity.errors import RealModeError
-    from continuity.plan.plan import DEFAULT_BASE_URLS, DEFAULT_MODELS
+    from continuity.plan.models import DEFAULT_PROFILE, PROFILES
+    from continuity.plan.plan import DEFAULT_BASE_URLS
+    from continuity.providers.endpoint import is_loopback
 
     kind = options.get("provider") or "scripted"
     if kind != "scripted" and "CI" in os.environ:
@@ -80,7 +82,7 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
             code="plan_invalid",
             location="--provider",
         )
-    model = options.get("judge_model") or DEFAULT_MODELS["judge"]
+    model = options.get("judge_model") or PROFILES[DEFAULT_PROFILE].judge_for(kind)
     provider, _, name = model.partition(":")
     if not provider.strip() or not name.strip():
         raise UsageError(
@@ -94,13 +96,13 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
             )
         return ScriptedJudge()
     credentials = options.get("credentials") or ""
-    if not credentials:
+    if not credentials and not is_loopback(base_url):  # a local server needs no key
         raise RealModeError(
-            "a real judge needs an explicit --credentials file",
+            "a real judge away from this machine needs an explicit --credentials file",
             code="credentials_required",
             location="--credentials",
         )
-    if not os.path.isfile(credentials):  # a stat, never an open
+    if credentials and not os.path.isfile(credentials):  # a stat, never an open
         raise RealModeError(
             "the credentials file does not exist or is not a regular file",
             code="credentials_missing",

@@ -246,6 +246,14 @@ def _store(store: Store, record: UnitRecord, **meta: Any) -> UnitRecord:
     return store_unit(store, record, unit_code=code_digest(UNIT_CODE), **meta)
 
 
+def _worker_timeout(timeout: float, real: RealRun | None, probes: int) -> float:
+    """How long a unit's worker may run: a real one waits on up to four calls a probe,
+    each up to its request timeout, and is never cut short before them."""
+    if real is None:
+        return timeout
+    return max(timeout, real.reader.timeout * (4 * probes + 2))
+
+
 def run_unit(
     store: Store,
     trace: Trace,
@@ -312,14 +320,12 @@ def run_unit(
             return prepared
         treated = prepared
     frame, checkpoint, upkeep = treated.frame, treated.checkpoint, treated.receipt
-    if real is not None:  # each probe waits on up to four calls, each up to its timeout
-        timeout = max(timeout, real.reader.timeout * (4 * len(specs) + 2))
     outcomes = _run_probes(
         store,
         frame,
         checkpoint,
         specs,
-        timeout=timeout,
+        timeout=_worker_timeout(timeout, real, len(specs)),
         dump_requests=dump_requests,
         real_binding=real_binding,
         lookup=lookup,

@@ -156,8 +156,19 @@ def _arguments(argv: list[str] | None) -> tuple[int, int, int, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve until interrupted; 2 with one coded line for a refusal."""
+    """Serve until interrupted (0 on SIGINT or SIGTERM); 2 with one coded line for a
+    refusal. The server never outlives this process's stop signal: it is stopped with
+    it, while it loads too."""
     child: subprocess.Popen[bytes] | None = None
+    stopping: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        stopping.append(signum)
+        if child is not None:
+            child.terminate()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         port, n_ctx, threads, start_timeout = _arguments(argv)
         model = model_path()
@@ -167,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             port = _free_port()
         url = f"http://127.0.0.1:{port}/v1"
         # The server's own log goes to stderr: stdout carries only the lines below.
-        child = subprocess.Popen(server_command(model, port, n_ctx, threads), stdout=sys.stderr)
+        child = subprocess.Popen(server_command(model, port, n_ctx, threads), stdout=2)
         _wait_ready(child, url, time.monotonic() + start_timeout)
     except UsageError as error:
         if child is not None:
@@ -175,19 +186,24 @@ def main(argv: list[str] | None = None) -> int:
             child.wait()
         print(f"error {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # stopped while the model loaded
+        if child is not None:
+            child.terminate()
+            child.wait()
+        return 0
     print(f"listening {url}", flush=True)
     print(
         f"plan options: --provider openai-chat --base-url {url} --reader {READER} "
         f"--effort none --context-window {n_ctx}",
         flush=True,
     )
-    signal.signal(signal.SIGTERM, lambda *_: child.terminate())
     try:
-        return child.wait()
+        status = child.wait()
     except KeyboardInterrupt:
         child.terminate()
         child.wait()
         return 0
+    return 0 if stopping else status
 
 
 if __name__ == "__main__":

@@ -200,17 +200,26 @@ def main(argv: list[str] | None = None) -> int:
     """``--refresh``: rewrite the llama-cpp-python schema snapshot from the installed
     package; ``--check``: exit 1 when the snapshot differs from it."""
     args = sys.argv[1:] if argv is None else argv
-    current = json.dumps(llama_cpp_schema(), indent=1, sort_keys=True) + "\n"
+    if args not in (["--refresh"], ["--check"]):
+        print("usage: python3 -m continuity.servers.wire_validate --refresh | --check")
+        return 2
+    try:
+        schema = llama_cpp_schema()
+    except ImportError:
+        print(
+            "error local_model_missing: llama-cpp-python is not installed; install the "
+            "local extra: python3 -m pip install -e '.[local]' (at llama_cpp)",
+            file=sys.stderr,
+        )
+        return 2
+    current = json.dumps(schema, indent=1, sort_keys=True) + "\n"
     if args == ["--refresh"]:
         LLAMA_CPP_SCHEMA.write_text(current)
         print(f"wrote {LLAMA_CPP_SCHEMA}")
         return 0
-    if args == ["--check"]:
-        same = LLAMA_CPP_SCHEMA.read_text() == current
-        print("snapshot is current" if same else "snapshot differs from the installed model")
-        return 0 if same else 1
-    print("usage: python3 -m continuity.servers.wire_validate --refresh | --check")
-    return 2
+    same = LLAMA_CPP_SCHEMA.read_text() == current
+    print("snapshot is current" if same else "snapshot differs from the installed model")
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

@@ -269,6 +269,7 @@ def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
         ({"probe_mode": "lookup-allowed-v1"}, "plan_invalid"),
         ({"extraction_model": "openai-chat:gpt-x"}, "plan_invalid"),
         ({"cost_cap": "5"}, "real_flag_required"),
+        ({"request_timeout": 60.0}, "real_flag_required"),
         ({"provider": "openai-chat"}, "real_flag_required"),
     ],
 )

@@ -246,6 +246,10 @@ def test_doit_units_real_provider_without_real_flag(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "real_flag_required" in result.stdout + result.stderr
     assert "--cost-cap" in result.stdout + result.stderr
+    result = doit(tmp_path, "units", "--request-timeout", "60", check=False)  # real only
+    assert result.returncode != 0
+    assert "real_flag_required" in result.stdout + result.stderr
+    assert "--request-timeout" in result.stdout + result.stderr
     result = doit(tmp_path, "units", "--repeats", "0", check=False)
     assert result.returncode != 0
     assert "plan_invalid" in result.stdout + result.stderr

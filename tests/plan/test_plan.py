@@ -567,3 +567,35 @@ def test_the_estimate_profiles_follow_the_model_profile(tmp_path: Path) -> None:
         result, _ = guarded_doit(tmp_path, "estimate", "--models", models, "--probe-limit", "1")
         assert result.returncode == 0, result.stdout + result.stderr
         assert f"screening {screening}" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "option"),
+    [
+        (["dry_run", "--context-window", "0"], "plan_invalid", "--context-window"),
+        (["dry_run", "--context-window", "8k"], "plan_invalid", "--context-window"),
+        (["dry_run", "--max-output-tokens", "-5"], "plan_invalid", "--max-output-tokens"),
+        (["dry_run", "--models", "newest"], "plan_invalid", "--models"),
+        (["units", "--real", "--request-timeout", "0"], "option_invalid", "--request-timeout"),
+        (["units", "--real", "--request-timeout", "nan"], "option_invalid", "--request-timeout"),
+    ],
+)
+def test_bad_values_of_the_new_plan_and_run_options_are_coded(
+    tmp_path: Path, args: list[str], code: str, option: str
+) -> None:
+    result, _ = guarded_doit(tmp_path, *args)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"{code}:" in output and f"(at {option})" in output, output
+    assert "Traceback" not in output
+
+
+def test_judge_default_is_the_profiles_judge() -> None:
+    assert plan_from_options({"judge": "default"}).judge == "openai:gpt-6.1-sol"
+    assert plan_from_options({"judge": "default", "provider": "anthropic"}).judge == (
+        "anthropic:claude-sonnet-5-5"
+    )
+    assert plan_from_options({"judge": "default", "models": "seed"}).judge == (
+        "openai-codex:gpt-6.1-sol"
+    )
+    assert plan_from_options({}).judge is None  # still opt-in

@@ -234,3 +234,14 @@ def test_an_ignored_cap_is_a_fact_about_the_endpoint(
     )
     assert readiness.output_cap.status == "unknown"
     assert "provider_output_cap_ignored" in readiness.output_cap.detail
+
+
+def test_identical_bodies_of_separate_requests_are_not_retries(tmp_path: Path) -> None:
+    """A plan's repeats send byte-identical bodies on purpose: two requests, no retry."""
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        for _ in range(2):
+            anyio.run(_ask, _spec(url, tmp_path), _request())
+    summary = summarize_attempts(tmp_path / "attempts.jsonl")
+    assert summary is not None
+    assert (summary.sends, summary.requests, summary.retries) == (2, 2, 0)

@@ -1,5 +1,5 @@
 """What servers say about their context window (`continuity.providers.window`), in the
-shapes vLLM, OpenRouter / LM Studio and llama.cpp's own server use; a server that says
+shapes vLLM, OpenRouter and llama.cpp's own server use; a server that says
 nothing, or wants a key, reports nothing."""
 
 from __future__ import annotations

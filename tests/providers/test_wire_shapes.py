@@ -164,6 +164,7 @@ def test_a_chat_assistant_turn_that_only_calls_tools_carries_empty_content() -> 
         ("https://openrouter.ai/api/v1", "max_tokens"),
         ("https://api.openai.com/v1", "max_completion_tokens"),
         ("https://team.openai.azure.com/openai/v1", "max_completion_tokens"),
+        ("https://team.cognitiveservices.azure.com/openai/v1", "max_completion_tokens"),
     ],
 )
 def test_the_output_cap_goes_in_the_field_the_server_honours(base_url: str, field: str) -> None:

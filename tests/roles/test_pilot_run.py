@@ -193,6 +193,11 @@ def test_a_vendor_reader_runs_the_open_route(vendor: Route) -> None:
     vendor.authorize()
     verified = read_pilot(vendor.pilot, vendor.sha256, pricing=vendor.toy.catalog)
     check_ready(verified)  # an enforced output cap, a known envelope, known prices
+    # The same reader, once its endpoint was seen to write past its cap, is not ready.
+    with pytest.raises(RoleError) as unenforced:
+        check_ready(verified, "2026-12-04: wrote past a 16-token cap")
+    assert unenforced.value.code == "lookup_pilot_reader_not_ready"
+    assert "output_cap" in unenforced.value.location
     before = vendor.credentials.stat()
     content = vendor.credentials.read_bytes()
     app = WireServer(model=VENDOR_READER.partition(":")[2])

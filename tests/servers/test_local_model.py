@@ -4,6 +4,7 @@ server command it builds (the server itself runs in tests/providers/test_llama_c
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,20 @@ def test_the_server_never_interrupts_a_request_in_progress() -> None:
     assert command[command.index("--interrupt_requests") + 1] == "False"
     assert command[command.index("--host") + 1] == "127.0.0.1"
     assert command[command.index("--model_alias") + 1] == local_model.MODEL_ALIAS
+
+
+def test_a_server_that_exits_before_it_answers_is_local_server_failed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server that dies while loading (here a command that exits 3) is one coded line."""
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setattr(local_model, "model_path", lambda: model)
+    monkeypatch.setattr(
+        local_model,
+        "server_command",
+        lambda *args: [sys.executable, "-c", "raise SystemExit(3)"],
+    )
+    assert local_model.main(["--start-timeout", "30"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error local_server_failed") and "status 3" in err
