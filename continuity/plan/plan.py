@@ -329,8 +329,13 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
         reader=options.get("reader") or profile.reader_for(kind),
         reader_effort=options.get("effort") or "low",
         alternate=options.get("alternate") or profile.alternate,
-        # The judge is opt-in: no --judge (or --judge none) plans no verdict and no call.
-        judge=None if judge in (None, "", "none") else judge,
+        # The judge is opt-in: no --judge (or --judge none) plans no verdict and no call;
+        # --judge default is the profile's judge.
+        judge=None
+        if judge in (None, "", "none")
+        else profile.judge_for(kind)
+        if judge == "default"
+        else judge,
         judge_effort=options.get("judge_effort") or "low",
         mode="offline" if kind == "scripted" else "real",
         endpoint=msgspec.convert({"kind": kind, "base_url": base_url}, Endpoint),
