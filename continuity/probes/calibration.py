@@ -25,6 +25,7 @@ from typing import Any, Literal, get_args
 import msgspec
 
 from continuity.errors import CalibrationInvalid
+from continuity.probes.calendar import Locale
 from continuity.traces.schema import Expectation
 
 __all__ = [
@@ -91,7 +92,7 @@ class CalibrationCase(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
     expectation: Expectation
     answer: str
     verdict: Verdict
-    locale: Literal["day-first"] | None = None
+    locale: Locale | None = None  # how the case's trace writes numeric dates
     note: str | None = None
 
 
