@@ -168,11 +168,11 @@ def test_doit_units_interrupted_then_resumed(
 def test_doit_offline_contract_interrupted_with_servers_running(
     tmp_path: Path, signum: int
 ) -> None:
-    # The contract replays checkpoints with in-process MCP servers (uvicorn), whose
-    # own signal handling must not take over or print anything.
+    # The contract replays checkpoints with in-process MCP servers (uvicorn) within
+    # seconds of starting, whose own signal handling must not take over or print anything.
     status, stdout, stderr = _interrupt(
         _doit(["offline_contract"], tmp_path),
-        ready="units original [1/",
+        ready="checkpoints original [1/",
         signum=signum,
         whole_group=signum == signal.SIGINT,
     )

@@ -23,6 +23,7 @@ __all__ = [
     "ConfigError",
     "ContinuityError",
     "DigestInvalid",
+    "EmptyStream",
     "GateFailed",
     "HarnessError",
     "HistoryError",
@@ -191,6 +192,11 @@ class ProviderError(HarnessError):
     @property
     def stops_admission(self) -> bool:
         return self.code in self.STOPPING
+
+
+class EmptyStream(Exception):
+    """A 200 stream that ended before its first event: the HTTP provider's signal to
+    ask once more without streaming (never raised past `continuity.providers.http`)."""
 
 
 class AdmissionStopped(HarnessError):

@@ -47,7 +47,7 @@ import anyio
 import httpx
 import msgspec
 
-from continuity.errors import ProviderError
+from continuity.errors import EmptyStream, ProviderError
 from continuity.messages import ModelRequest
 from continuity.providers.attempts import log_attempt
 from continuity.providers.costcap import CallHolds, CostCap
@@ -282,14 +282,14 @@ class HttpProvider:
             try:
                 async for event in self._streamed(body, observe, spend):
                     yield event
-            except _EmptyStream:
+            except EmptyStream:
                 async for event in self._reasked(body, spend):
                     yield event
 
     async def _streamed(
         self, body: bytes, observe: Callable[[str, str], None] | None, spend: CallHolds | None
     ) -> AsyncIterator[ProviderEvent]:
-        """One streamed attempt (after `_open`'s retries); `_EmptyStream` when the
+        """One streamed attempt (after `_open`'s retries); `EmptyStream` when the
         server closed it before any event and nothing observes the raw events."""
         try:
             response = await self._open(body, spend)
@@ -308,7 +308,7 @@ class HttpProvider:
         except ProviderError as error:
             if error.code == "provider_stream_interrupted" and not raw.seen and observe is None:
                 self._attempt(body, "empty_stream", 0)
-                raise _EmptyStream from None
+                raise EmptyStream from None
             raise
         except httpx.TimeoutException:
             raise self._timed_out(len(body)) from None
@@ -416,7 +416,3 @@ class _StreamState:
 
 
 _STREAM: contextvars.ContextVar[_StreamState] = contextvars.ContextVar("continuity_stream")
-
-
-class _EmptyStream(Exception):
-    """A 200 stream that ended before its first event."""

@@ -87,6 +87,7 @@ __all__ = [
     "agent_banner",
     "aggregate_run",
     "combine",
+    "local_model",
     "probe_protocols",
 ]
 

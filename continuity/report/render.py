@@ -41,6 +41,7 @@ __all__ = [
     "OFFLINE_NOTE",
     "REAL_NOTE",
     "agent_banner",
+    "local_note",
     "protocol_line",
     "render_html",
     "render_markdown",

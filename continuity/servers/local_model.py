@@ -38,7 +38,15 @@ import httpx
 from continuity.errors import UsageError
 from continuity.servers.wire_options import CodedArguments, listening_socket, whole_number
 
-__all__ = ["MODEL_ALIAS", "MODEL_FILE", "READER", "main", "model_path", "server_command"]
+__all__ = [
+    "MODEL_ALIAS",
+    "MODEL_FILE",
+    "NATIVE_WINDOW",
+    "READER",
+    "main",
+    "model_path",
+    "server_command",
+]
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct"

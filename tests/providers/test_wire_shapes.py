@@ -24,7 +24,7 @@ from continuity.messages import (
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.real import make_provider
 from continuity.servers import wire_validate
-from continuity.servers.wire_validate import LLAMA_CPP_SCHEMA, checks_for, refusals
+from continuity.servers.wire_validate import SOURCES, Source, checks_for, live_checks_for, refusals
 
 HISTORY = ToolDefinition(
     "ConversationHistory",
@@ -110,15 +110,21 @@ def _body(kind: str, messages: tuple[Any, ...], *, system: str, tools: bool) -> 
     return body
 
 
+def _live_refusals(route: str, body: dict[str, Any]) -> list[str]:
+    return [f"{name}: {p}" for name, check in live_checks_for(route) for p in check(body)]
+
+
 @pytest.mark.parametrize("kind", sorted(ROUTES))
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 @pytest.mark.parametrize("system", ["You are a careful assistant.", ""])
 def test_every_shape_passes_the_third_party_validators(kind: str, shape: str, system: str) -> None:
+    """The stand-in's snapshots and, where installed, the live types accept every shape."""
     route = ROUTES[kind]
     assert checks_for(route), f"no validator is active for {route}"
     for tools in (True, False):
         body = _body(kind, SHAPES[shape], system=system, tools=tools)
         assert refusals(route, body) == [], (kind, shape, tools, body)
+        assert _live_refusals(route, body) == [], (kind, shape, tools, body)
 
 
 def test_the_chat_validators_include_llama_cpp_and_the_openai_sdk() -> None:
@@ -146,6 +152,8 @@ def test_what_llama_cpp_refuses_is_refused(message: dict[str, Any]) -> None:
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}, message]}
     problems = refusals("/chat/completions", body)
     assert any(p.startswith("llama-cpp-python") for p in problems), problems
+    live = _live_refusals("/chat/completions", body)
+    assert live == [] or any(p.startswith("llama-cpp-python") for p in live), live
 
 
 def test_a_chat_assistant_turn_that_only_calls_tools_carries_empty_content() -> None:
@@ -179,27 +187,60 @@ def test_the_output_cap_goes_in_the_field_the_server_honours(base_url: str, fiel
     assert {"max_tokens", "max_completion_tokens"} - {field} & set(body) == set()
 
 
-def test_the_llama_cpp_schema_snapshot_is_the_installed_models() -> None:
-    """The snapshot the stand-in uses where llama-cpp-python is not installed is still
-    that package's request schema (CI installs the local extra, so this runs there)."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        if "CI" in os.environ:
-            pytest.fail("CI runs with the local extra: llama-cpp-python must be installed")
-        pytest.skip("llama-cpp-python is not installed (pip install -e '.[local]')")
-    current = json.dumps(wire_validate.llama_cpp_schema(), indent=1, sort_keys=True) + "\n"
-    assert LLAMA_CPP_SCHEMA.read_text() == current, (
+def _installed(source: Source) -> bool:
+    module = source.module.split(".")[0]
+    if importlib.util.find_spec(module) is not None:
+        return True
+    if "CI" in os.environ:
+        pytest.fail(f"CI runs with the local extra and the SDKs: {module} must be installed")
+    pytest.skip(f"{module} is not installed (pip install -e '.[local,test]')")
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda s: s.snapshot)
+def test_every_schema_snapshot_is_the_installed_types(source: Source) -> None:
+    """The snapshot the stand-in applies is still the installed package's request schema
+    (CI installs the local extra and the SDKs, so this runs there)."""
+    _installed(source)
+    current = wire_validate.rendered(wire_validate.live_schema(source))
+    assert source.path.read_text() == current, (
         "refresh it: python3 -m continuity.servers.wire_validate --refresh"
     )
 
 
-def test_the_snapshot_refuses_and_accepts_as_the_model_does() -> None:
-    """The checked-in schema, applied with jsonschema (the stand-in's path where
-    llama-cpp-python is not installed), gives the same verdicts on every shape."""
-    import jsonschema
+REFUSED_BODIES: dict[str, list[dict[str, Any]]] = {
+    "/chat/completions": [
+        {"model": "m", "messages": [{"role": "assistant", "content": None, "tool_calls": []}]},
+        {"model": "m", "messages": [{"role": "tool", "content": "no call id"}]},
+        {"model": "m", "messages": "hello"},
+    ],
+    "/responses": [
+        {"model": "m", "input": 7},
+        {"model": "m", "tools": [{"type": "function"}]},
+        {"model": "m", "input": [{"type": "function_call_output", "call_id": 5, "output": "x"}]},
+    ],
+    "/messages": [
+        {"model": "m", "messages": [{"role": "user", "content": "no max_tokens"}]},
+        {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": [{}]}]},
+        {
+            "model": "m",
+            "max_tokens": 9,
+            "messages": [{"role": "user", "content": [{"type": "tool_result"}]}],
+        },
+    ],
+}
 
-    validator = jsonschema.Draft202012Validator(json.loads(LLAMA_CPP_SCHEMA.read_text()))
-    for shape in SHAPES.values():
-        body = _body("openai-chat", shape, system="s", tools=True)
-        assert list(validator.iter_errors(body)) == []
-    null: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": []}
-    assert list(validator.iter_errors({"messages": [null]}))
+
+@pytest.mark.parametrize("route", sorted(REFUSED_BODIES))
+def test_the_snapshots_give_the_live_types_verdicts(route: str) -> None:
+    """Applied with jsonschema (the stand-in's path), the snapshots accept every shape
+    the live types accept and refuse what they refuse."""
+    kind = next(k for k, r in ROUTES.items() if r == route)
+    for source in (s for s in SOURCES if s.route == route):
+        _installed(source)
+    bodies = [_body(kind, shape, system="s", tools=True) for shape in SHAPES.values()]
+    for body in bodies:
+        assert refusals(route, body) == _live_refusals(route, body) == []
+    for body in REFUSED_BODIES[route]:
+        snapshot = {p.split(" ", 1)[0] for p in refusals(route, body)}
+        live = {p.split(" ", 1)[0] for p in _live_refusals(route, body)}
+        assert snapshot == live != set(), (body, refusals(route, body))

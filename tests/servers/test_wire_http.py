@@ -286,7 +286,11 @@ def _serve_once(*args: str) -> tuple[str, dict[str, Any], float]:
         base = line.removeprefix("listening ")
         models = httpx.get(base + "/models", timeout=10).json()
         started = time.perf_counter()
-        httpx.post(base + "/chat/completions", json={"messages": []}, timeout=10)
+        httpx.post(
+            base + "/chat/completions",
+            json={"model": "qwen-local", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=10,
+        )
         return base, models, time.perf_counter() - started
     finally:
         process.terminate()

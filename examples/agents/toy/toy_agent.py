@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import time
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 import httpx
+import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -53,6 +55,7 @@ from continuity.agents.sdk import serve_stdio
 
 PREFIX = "mcp__fixture__"
 SYSTEM = "You are the owner's assistant. Use the tools to read their mail, documents and more."
+TLS = ssl.create_default_context()  # built once: each client would load the CA bundle again
 
 
 class ToyAgent:
@@ -114,7 +117,8 @@ class ToyAgent:
         messages.append({"role": "user", "content": text})
         self.state["notes"].append(text[:200])
         async with (
-            streamable_http_client(self.mcp_url) as (read, write),
+            httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=300.0), verify=TLS) as http,
+            streamable_http_client(self.mcp_url, http_client=http) as (read, write),
             ClientSession(read, write) as mcp,
         ):
             await mcp.initialize()
@@ -177,7 +181,7 @@ class ToyAgent:
     async def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
         """One Chat Completions call (plain JSON): the assistant message, without nulls."""
         headers = {"authorization": f"Bearer {self.key}"}
-        async with httpx.AsyncClient(timeout=600) as client:
+        async with httpx.AsyncClient(timeout=600, verify=TLS) as client:
             answer = await client.post(f"{self.base_url}/chat/completions", json=request,
                                        headers=headers)  # fmt: skip
         answer.raise_for_status()
