@@ -628,7 +628,8 @@ def test_a_tasks_help_flag_prints_its_options_with_defaults_and_exits_0(
     assert lines[0] == "doit units [options]" and "CmdOption" not in result.stdout
     assert lines[2].startswith("Run probe units")
     suite = next(line for line in lines if line.strip().startswith("--suite=VALUE"))
-    assert "original | hard | hard-distractors | smoke (one short trace) (default: original)" in suite
+    choices = "original | hard | hard-distractors | smoke (one short trace) (default: original)"
+    assert choices in suite
     assert any(line.split()[0] == "--real" for line in lines if line.strip())  # a flag
     assert not (tmp_path / "store" / "objects").exists()  # nothing ran
 

@@ -23,10 +23,10 @@ import msgspec
 __all__ = ["AnswerLine", "answer_line"]
 
 _LINE = re.compile(
-    r"^[\s>*_`#|-]*(?:\d+[.)]\s*)?[*_`]*answer[*_`]*\s*[:：][*_`]*\s*(?P<value>.*?)\s*$",
+    r"^[\s>*_`#|-]*(?:\d+[.)]\s*)?[*_`]*answer[*_`]*\s*[:\uff1a][*_`]*\s*(?P<value>.*?)\s*$",
     re.IGNORECASE | re.MULTILINE,
 )
-_WRAPPING = " \t*_`\"'“”‘’«»[]()"
+_WRAPPING = " \t*_`\"'\u201c\u201d\u2018\u2019\u00ab\u00bb[]()"
 _DECLINES = frozenset({"unknown", "unknown."})
 
 
