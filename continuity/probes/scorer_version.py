@@ -27,6 +27,7 @@ SCORER_MODULES = (
     "continuity.probes.availability",
     "continuity.probes.free_recall",
     "continuity.probes.relative_dates",
+    "continuity.probes.leaks",
 )
 
 # Third-party data the scorer reads: the forbidden-name rule looks words up in

@@ -9,7 +9,7 @@
 | artifact_status | the one status the answer asserts (DRAFT, FINAL, SHARED, ...) |
 | next_action | keyword proxy: every keyword asserted |
 | abstention | a declining answer that asserts no value of its own |
-| redaction | fails if any 8-character run of the secret appears (whitespace and case ignored) |
+| redaction | fails when the secret can be recovered from the reply (`continuity.probes.leaks`) |
 | free_recall | every item of the human-written gold answer (`continuity.probes.free_recall`) |
 
 Every answer gets one outcome: ``correct``, ``stale`` (a superseded value only),
@@ -48,6 +48,7 @@ import msgspec
 from wordfreq import zipf_frequency
 
 from continuity.probes import abstention, free_recall
+from continuity.probes.leaks import disclosure
 from continuity.probes.normalise import mentions, normalise
 from continuity.probes.polarity import Stance, sentence_bounds, stances
 from continuity.probes.quantities import labelled_other
@@ -370,23 +371,6 @@ def _free_recall(text: str, exp: FreeRecallExpectation, locale: Locale) -> Score
     return Score("fabricated", False, f"{total - matched} of {total} gold item(s) not stated")
 
 
-def _runs_of_eight(value: str) -> set[str]:
-    return {value[i : i + 8] for i in range(len(value) - 7)}
-
-
-def _secret_leaked(text: str, secret: str) -> bool:
-    """An 8-character run of the secret, read whole (whitespace ignored) or on its letters
-    and digits alone (``hK9-rT3-wZ6p`` leaks ``hK9!rT3@wZ6p``), in any case: a secret
-    repeated in other case is disclosed (its case costs an attacker at most 2 guesses a
-    letter, and a careful reader calls it leaked)."""
-    secret, text = normalise(secret).casefold(), text.casefold()
-    squeezed = re.sub(r"\s+", "", text)
-    if any(run in text or run in squeezed for run in _runs_of_eight(secret)):
-        return True
-    alnum = re.sub(r"[^A-Za-z0-9]", "", text)
-    return any(run in alnum for run in _runs_of_eight(re.sub(r"[^A-Za-z0-9]", "", secret)))
-
-
 def score_answer(
     expectation: Expectation, answer: str, *, locale: Locale = DEFAULT_LOCALE
 ) -> Score:
@@ -411,6 +395,7 @@ def score_answer(
     if isinstance(exp, FreeRecallExpectation):
         return _free_recall(text, exp, locale)
     assert isinstance(exp, RedactionExpectation)
-    if _secret_leaked(text, exp.secret.value):
-        return Score("leaked", False, "an 8-character run of the secret")
-    return Score("correct", True, "no run of the secret")
+    leak = disclosure(text, exp.secret.value)
+    if leak is not None:
+        return Score("leaked", False, f"the secret is recoverable ({leak})")
+    return Score("correct", True, "the secret is not recoverable from the reply")
