@@ -1,4 +1,4 @@
-"""`doit calibrate`: the judge over the labelled calibration suite, agreement per category."""
+"""`doit calibrate`: the judge over the labelled calibration suites, agreement per category."""
 
 from __future__ import annotations
 
@@ -22,17 +22,19 @@ class CalibrateOptions(SelectionOptions, total=False):
 
 def _calibrate(**options: Unpack[CalibrateOptions]) -> str:
     from continuity.probes.calibration import render_table
-    from continuity.runner.judge_calibration import run_calibration
+    from continuity.runner.judge_calibration import run_calibration, suite_heading
 
     chosen = Selection(options)
     result, md, js = run_calibration(options, str(chosen.store.root), chosen.out)
-    print(f"judge {result.judge} on {result.cases} labelled cases ({result.suite}):")
-    print(render_table(result.agreement), end="")
+    for entry in result.suites:
+        print(f"judge {result.judge} on {suite_heading(entry)}:")
+        print(render_table(entry.agreement), end="")
     return f"calibrate: judge agreement written to {md} (and {js.name})"
 
 
 def task_calibrate() -> TaskSpec:
-    """Run the judge over the labelled calibration suite; print its agreement per category."""
+    """Run the judge over the labelled calibration suites (held out first); print its
+    agreement per category."""
     return {
         "actions": [task_action(_calibrate)],
         "params": [
@@ -57,8 +59,9 @@ def task_calibrate() -> TaskSpec:
                 "cases",
                 str,
                 "",
-                "a calibration suite, one JSONL file "
-                "(default fixtures/calibration/answers-v1.jsonl)",
+                "grade only this calibration suite, one JSONL file (default: every held-out "
+                "suite, then the tuning suite fixtures/calibration/answers-v1.jsonl, "
+                "marked an upper bound)",
             ),
             STORE,
             OUT,

@@ -293,8 +293,9 @@ python3 -m continuity.probes.validity --record   # rewrite the record and this p
 `fixtures/calibration/scorer-agreement.json` (per suite: these figures and the sorted ids
 the scorer misjudges) and regenerates this page; it never writes a blind measurement
 (`fixtures/calibration/*-blind.json`: `--record-blind NAME` writes a new held-out suite's
-once, and refuses when it exists). `doit calibrate` runs a judge model over the
-tuning suite with the same arithmetic (`continuity.probes.calibration.agreement`).
+once, and refuses when it exists). `doit calibrate` runs a judge model over every suite
+here, held-out suites first, with the same arithmetic
+(`continuity.probes.calibration.agreement`), and marks its tuning figure an upper bound.
 """
 
 

@@ -1,4 +1,10 @@
-"""`doit calibrate`: a judge over the labelled calibration suite, and its agreement.
+"""`doit calibrate`: a judge over the labelled calibration suites, and its agreement.
+
+By default the judge grades every suite of docs/validity.md
+(`continuity.probes.validity.default_suites`): the held-out suites first, whose figures
+estimate agreement on answers nobody tuned for, then the tuning suite, whose figure is
+marked an **upper bound** (its answers were read while the graders were developed).
+``--cases FILE`` grades that one file instead.
 
 Offline (no ``--provider``) the scripted judge grades every case: no credential, no
 network, and figures that only show the mechanics (the scripted judge is a stand-in,
@@ -6,7 +12,7 @@ not a grader worth calibrating). With a real provider the judge model grades eve
 behind the call cache (a rerun pays for nothing it already has); it never runs where a
 ``CI`` variable exists and needs an explicit ``--credentials`` file. The per-category
 agreement uses the suite's own arithmetic (`continuity.probes.calibration.agreement`)
-and is written to ``<out>/calibration/judge-<name>.md`` and ``.json``.
+and is written to ``<out>/calibration/judge-<name>.md`` and ``.json``, suite by suite.
 """
 
 from __future__ import annotations
@@ -35,22 +41,39 @@ from continuity.providers.endpoint import EndpointSpec
 
 __all__ = [
     "JudgeCalibration",
+    "SuiteCalibration",
     "calibrate_judge",
     "judge_for",
     "run_calibration",
+    "suite_heading",
     "write_calibration",
 ]
 
 
-class JudgeCalibration(msgspec.Struct, frozen=True, kw_only=True):
-    """What `doit calibrate` writes: the judge, the suite it ran on and its agreement."""
+class SuiteCalibration(msgspec.Struct, frozen=True, kw_only=True):
+    """The judge on one suite: its name (``tuning``, a held-out suite's, or ``cases`` for
+    ``--cases``), its file, whether it is held out, the agreement and every verdict."""
 
-    schema: str = "continuity-judge-calibration-v1"
-    judge: str
+    name: str = "cases"
     suite: str
+    held_out: bool = False
     cases: int
     agreement: Agreement
     verdicts: list[JudgeVerdict]
+
+    @property
+    def upper_bound(self) -> bool:
+        """The tuning suite's figure: its answers were read while the graders were built."""
+        return self.name == "tuning"
+
+
+class JudgeCalibration(msgspec.Struct, frozen=True, kw_only=True):
+    """What `doit calibrate` writes: the judge and its agreement on every suite graded
+    (held-out suites first)."""
+
+    schema: str = "continuity-judge-calibration-v2"
+    judge: str
+    suites: list[SuiteCalibration]
 
 
 def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
@@ -124,9 +147,15 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
 
 
 def calibrate_judge(
-    judge: Judge, cases: Sequence[CalibrationCase], suite: str = ""
-) -> JudgeCalibration:
-    """Every case judged once; the judge's agreement with the labels per category.
+    judge: Judge,
+    cases: Sequence[CalibrationCase],
+    suite: str = "",
+    *,
+    name: str = "cases",
+    held_out: bool = False,
+) -> SuiteCalibration:
+    """Every case of one suite judged once; the judge's agreement with the labels per
+    category.
 
     An ``unreadable`` reply counts as no verdict. A judge that always names an outcome
     is compared outcome by outcome, one that sometimes only says INCORRECT is compared
@@ -137,21 +166,35 @@ def calibrate_judge(
     named = {v.probe_id: v.outcome or "" for v in verdicts if v.outcome != "unreadable"}
     outcomes = all(outcome in VERDICTS for outcome in named.values())
     result = agreement(cases, named, outcomes=outcomes, grader=judge.name)
-    return JudgeCalibration(
-        judge=judge.name,
+    return SuiteCalibration(
+        name=name,
         suite=suite,
+        held_out=held_out,
         cases=len(cases),
         agreement=result,
         verdicts=list(verdicts),
     )
 
 
+def suite_heading(entry: SuiteCalibration) -> str:
+    """How a suite's figure is introduced, in the terminal and the Markdown."""
+    what = (
+        "held out"
+        if entry.held_out
+        else "the tuning suite: an upper bound, its answers were read while the graders were built"
+        if entry.upper_bound
+        else "given with --cases"
+    )
+    return f"{entry.name} ({entry.suite}, {entry.cases} labelled cases; {what})"
+
+
 def _markdown(result: JudgeCalibration, scripted: bool) -> str:
     lines = [
         f"# Judge calibration: {result.judge}",
         "",
-        f"{result.cases} labelled cases from `{result.suite}`; agreement of the judge's "
-        "verdicts with the labels, per category.",
+        "Agreement of the judge's verdicts with the labels, per category, on every suite "
+        "graded. Held-out figures come first: they estimate agreement on answers nobody "
+        "tuned for. The tuning suite's figure is an upper bound.",
         "",
     ]
     if scripted:
@@ -160,9 +203,10 @@ def _markdown(result: JudgeCalibration, scripted: bool) -> str:
             "ran, not how good a judge is.",
             "",
         ]
-    lines += [render_table(result.agreement)]
-    misjudged = result.agreement.misjudged
-    lines += [f"Misjudged ({len(misjudged)}): " + (", ".join(misjudged) or "none"), ""]
+    for entry in result.suites:
+        lines += [f"## {suite_heading(entry)}", "", render_table(entry.agreement)]
+        misjudged = entry.agreement.misjudged
+        lines += [f"Misjudged ({len(misjudged)}): " + (", ".join(misjudged) or "none"), ""]
     return "\n".join(lines)
 
 
@@ -175,14 +219,33 @@ def write_calibration(result: JudgeCalibration, folder: Path) -> tuple[Path, Pat
     return md, js
 
 
+def _suites(options: Mapping[str, Any]) -> list[tuple[str, Path, bool]]:
+    """(name, file, held out) of every suite to grade: ``--cases``, or the held-out
+    suites then the tuning suite."""
+    from continuity.probes.validity import HELD_OUT, default_suites
+
+    if options.get("cases"):
+        return [("cases", Path(options["cases"]), False)]
+    suites = default_suites()
+    order = [*HELD_OUT, *(n for n in suites if n not in HELD_OUT)]
+    return [(name, suites[name], name in HELD_OUT) for name in order if name in suites]
+
+
 def run_calibration(
     options: Mapping[str, Any], store_root: str, out: Path
 ) -> tuple[JudgeCalibration, Path, Path]:
-    """The whole `doit calibrate`: choose the judge, judge the suite, write the result."""
+    """The whole `doit calibrate`: choose the judge, judge every suite (each loaded first,
+    so a bad file is refused before any call), write the result."""
     folder = out / "calibration"
     judge = judge_for(options, store_root, folder)
-    path = Path(options["cases"]) if options.get("cases") else default_cases_path()
-    result = calibrate_judge(judge, load_cases(path), _relative(path))
+    loaded = [(name, path, held, load_cases(path)) for name, path, held in _suites(options)]
+    result = JudgeCalibration(
+        judge=judge.name,
+        suites=[
+            calibrate_judge(judge, cases, _relative(path), name=name, held_out=held)
+            for name, path, held, cases in loaded
+        ],
+    )
     md, js = write_calibration(result, folder)
     return result, md, js
 

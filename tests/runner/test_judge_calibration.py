@@ -11,28 +11,50 @@ import pytest
 from continuity.errors import CalibrationInvalid, UsageError
 from continuity.probes.calibration import CATEGORIES, default_cases_path, load_cases
 from continuity.probes.judge import ProviderJudge, ScriptedJudge
+from continuity.probes.validity import HELD_OUT, default_suites
 from continuity.runner.judge_calibration import calibrate_judge, judge_for
 from continuity.servers.wire import serve_in_thread
 from tests.graph.test_dodo import doit
 from tests.runner.test_real_judge import JudgingWire
 
 
-def test_offline_calibrate_prints_agreement_per_category(tmp_path: Path) -> None:
+def test_offline_calibrate_prints_every_suite_held_out_first(tmp_path: Path) -> None:
+    """By default every suite of docs/validity.md is graded: the held-out suites first,
+    the tuning suite last and marked an upper bound."""
     result = doit(tmp_path, "calibrate")
     out = result.stdout
-    cases = load_cases()
-    present = {case.category for case in cases}
-    assert f"judge scripted-judge on {len(cases)} labelled cases" in out
+    suites = default_suites()
+    heads = [line for line in out.splitlines() if line.startswith("judge scripted-judge on ")]
+    assert [h.split()[3] for h in heads] == [*HELD_OUT, "tuning"]
+    for name, head in zip([*HELD_OUT, "tuning"], heads, strict=True):
+        assert f"{len(load_cases(suites[name]))} labelled cases" in head
+        assert ("held out" in head) == (name != "tuning")
+        assert ("an upper bound" in head) == (name == "tuning")
+    present = {case.category for case in load_cases()}
+    tuning = out[out.index(heads[-1]) :]
     for category in CATEGORIES:
-        assert (f"| {category} | " in out) == (category in present)
-    assert "| **overall** | " in out
+        assert (f"| {category} | " in tuning) == (category in present)
+    assert out.count("| **overall** | ") == len(heads)
     last = out.strip().splitlines()[-1]
     md = tmp_path / "out" / "calibration" / "judge-scripted-judge.md"
     assert last == f"calibrate: judge agreement written to {md} (and judge-scripted-judge.json)"
     document = json.loads(md.with_suffix(".json").read_text())
-    assert document["cases"] == len(cases) == len(document["verdicts"])
-    assert document["agreement"]["overall"]["n"] == len(cases)
-    assert "offline stand-in" in md.read_text()
+    assert document["schema"] == "continuity-judge-calibration-v2"
+    for entry in document["suites"]:
+        n = len(load_cases(suites[entry["name"]]))
+        assert entry["cases"] == n == len(entry["verdicts"]) == entry["agreement"]["overall"]["n"]
+    text = md.read_text()
+    assert "offline stand-in" in text and text.index("## holdout") < text.index("## tuning")
+
+
+def test_calibrate_with_cases_grades_that_file_alone(tmp_path: Path) -> None:
+    path = tmp_path / "mine.jsonl"
+    path.write_text(
+        "".join(line + "\n" for line in default_cases_path().read_text().splitlines()[:5])
+    )
+    result = doit(tmp_path, "calibrate", "--cases", str(path))
+    heads = [line for line in result.stdout.splitlines() if line.startswith("judge ")]
+    assert len(heads) == 1 and "5 labelled cases; given with --cases" in heads[0]
 
 
 def test_agreement_counts_what_the_judge_said(tmp_path: Path) -> None:
