@@ -36,6 +36,7 @@ A bad option value or a busy port is one coded line on stderr and exit status 2.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -430,8 +431,13 @@ def main(argv: list[str] | None = None) -> int:
         from continuity.servers.asgi import serve_asgi
 
         async with serve_asgi(app, sock=sock) as url:
-            print(f"listening {url}/v1", flush=True)
-            print(f"validating requests with: {'; '.join(checks)}", flush=True)
+            # Both lines in one write: a caller may read the first and close the pipe,
+            # and a second write would then fail (EPIPE) and stop the server.
+            with contextlib.suppress(BrokenPipeError):
+                sys.stdout.write(
+                    f"listening {url}/v1\nvalidating requests with: {'; '.join(checks)}\n"
+                )
+                sys.stdout.flush()
             await anyio.sleep_forever()
 
     try:

@@ -307,3 +307,21 @@ def test_a_fixed_port_keeps_the_base_url_across_restarts() -> None:
     assert first == second == f"http://127.0.0.1:{port}/v1"
     assert [m["id"] for m in models["data"]] == ["qwen-local"]
     assert took >= 0.3
+
+
+def test_a_caller_may_close_the_pipe_after_the_first_line() -> None:
+    """Callers read the ``listening`` line and close stdout (the qualification's
+    drop-endpoint case does): the stand-in must keep serving, not die writing its second
+    line into a closed pipe."""
+    process = subprocess.Popen(_command(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        base = process.stdout.readline().strip().removeprefix("listening ")
+        process.stdout.close()
+        time.sleep(0.5)
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        answer = httpx.post(base + "/chat/completions", json=body, timeout=10)
+        assert answer.status_code == 200 and process.poll() is None
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
