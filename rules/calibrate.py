@@ -33,8 +33,9 @@ def _calibrate(**options: Unpack[CalibrateOptions]) -> str:
 
 
 def task_calibrate() -> TaskSpec:
-    """Run the judge over the labelled calibration suites (held out first); print its
-    agreement per category."""
+    """Run the judge over every labelled calibration suite and print its agreement.
+
+    Held-out suites come first; the tuning suite's figure is marked an upper bound."""
     return {
         "actions": [task_action(_calibrate)],
         "params": [
