@@ -37,6 +37,7 @@ from continuity.probes.calibration import (
     render_table,
 )
 from continuity.probes.judge import Judge, JudgeCase, JudgeVerdict, ProviderJudge, ScriptedJudge
+from continuity.probes.validity import HELD_OUT, default_suites
 from continuity.providers.endpoint import EndpointSpec
 
 __all__ = [
@@ -178,13 +179,13 @@ def calibrate_judge(
 
 def suite_heading(entry: SuiteCalibration) -> str:
     """How a suite's figure is introduced, in the terminal and the Markdown."""
-    what = (
-        "held out"
-        if entry.held_out
-        else "the tuning suite: an upper bound, its answers were read while the graders were built"
-        if entry.upper_bound
-        else "given with --cases"
-    )
+    if entry.held_out:
+        what = "held out"
+    elif entry.upper_bound:
+        what = "the tuning suite: an upper bound, its answers were read while the graders "
+        what += "were built"
+    else:
+        what = "given with --cases"
     return f"{entry.name} ({entry.suite}, {entry.cases} labelled cases; {what})"
 
 
@@ -222,8 +223,6 @@ def write_calibration(result: JudgeCalibration, folder: Path) -> tuple[Path, Pat
 def _suites(options: Mapping[str, Any]) -> list[tuple[str, Path, bool]]:
     """(name, file, held out) of every suite to grade: ``--cases``, or the held-out
     suites then the tuning suite."""
-    from continuity.probes.validity import HELD_OUT, default_suites
-
     if options.get("cases"):
         return [("cases", Path(options["cases"]), False)]
     suites = default_suites()

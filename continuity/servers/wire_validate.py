@@ -147,39 +147,33 @@ def _closest(errors: list[dict[str, Any]]) -> list[str]:
     return [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in chosen[:_MAX_MESSAGES]]
 
 
-def _live_type(source: Source) -> Any:
-    """The installed request type (ImportError when its package is not installed)."""
+def _live_adapter(source: Source) -> Any:
+    """A pydantic adapter of the installed type (a model or a TypedDict); ImportError
+    when its package is not installed."""
+    from pydantic import TypeAdapter
+
     try:
-        return getattr(importlib.import_module(source.module), source.name)
+        target = getattr(importlib.import_module(source.module), source.name)
     except AttributeError as missing:
         raise ImportError(f"{source.module} has no {source.name}") from missing
+    return TypeAdapter(target)
 
 
 def live_schema(source: Source) -> dict[str, Any]:
     """The JSON Schema pydantic exports for the installed type (ImportError when its
     package is not installed)."""
-    from pydantic import BaseModel, TypeAdapter
-
-    target = _live_type(source)
-    if isinstance(target, type) and issubclass(target, BaseModel):
-        schema: dict[str, Any] = target.model_json_schema()
-    else:
-        schema = TypeAdapter(target).json_schema()
+    schema: dict[str, Any] = _live_adapter(source).json_schema()
     return schema
 
 
 def _live_check(source: Source) -> Check:
-    from pydantic import BaseModel, TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
-    target = _live_type(source)
-    if isinstance(target, type) and issubclass(target, BaseModel):
-        validate: Callable[[Any], Any] = target.model_validate
-    else:
-        validate = TypeAdapter(target).validate_python
+    adapter = _live_adapter(source)
 
     def check(body: dict[str, Any]) -> list[str]:
         try:
-            _drain(validate(body))
+            _drain(adapter.validate_python(body))
         except ValidationError as error:
             return _closest([dict(e) for e in error.errors()])
         return []
