@@ -1,11 +1,17 @@
 """Dates and times of day in an answer: the `calendar` kinds of `continuity.probes.values`.
 
 Dates: day and month names (``18th June``, ``Jun 18``, ``Friday, 18 June``, ``the
-eighteenth of June``), the first day of a hedged list (``16 or 18 June``), a weekday with
-an ordinal day (``Thursday the 15th``), ISO ``2027-06-18``, and numeric dates
-(``18.06.2027``, ``18/06/2027``, ``06/18/2027``, ``18/06``) read in the trace's locale,
-where a day above 12 fixes the order and an ambiguous one in an unknown locale reads as
-nothing. Times: ``7:30pm``, ``19:30``, ``19.30``, ``19:30h``, ``1930 hrs``, ``19h30``,
+eighteenth of June``, ``18-Jun-2027``), the first day of a hedged list (``16 or 18
+June``), a weekday with an ordinal day (``Thursday the 15th``), year first (ISO
+``2027-06-18``, ``2027/06/18``, ``2027.6.18``; never year, day, month), and numeric
+dates (``18.06.2027``, ``18/06/2027``, ``06/18/2027``, ``18/06``). A numeric date's order
+is fixed by a day above 12, else by a weekday that fits one order only (``Monday
+09/11/2026`` is 9 November), else by the trace's locale (``day-first``,
+``month-first``). Two readings and nothing to choose (``09/11/2026`` in an ``unknown``
+locale), or a weekday that fits only the order the locale does not use, make the date
+unreadable (`date_readings` gives it an `Unreadable` key; `dates` skips it).
+
+Times: ``7:30pm``, ``19:30``, ``19.30``, ``19:30h``, ``1930 hrs``, ``19h30``,
 ``noon``, and spelled-out times (``half past seven in the evening``, ``seven thirty pm``,
 ``quarter to eight``), a digit time with a spelled-out part of the day (``7.30 in the
 evening``) and British ``half seven`` (7:30); a bare ``7:30`` may mean either half of the
@@ -19,6 +25,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Literal, NamedTuple
 
+from continuity.probes.mentions import Mention, Unreadable
+
 __all__ = [
     "DATE_FORMS",
     "TIME_FORMS",
@@ -26,6 +34,7 @@ __all__ = [
     "Day",
     "Locale",
     "Mention",
+    "date_readings",
     "dates",
     "same_day",
     "same_time",
@@ -33,12 +42,6 @@ __all__ = [
 ]
 
 Locale = Literal["day-first", "month-first", "unknown"]
-
-
-class Mention(NamedTuple):
-    start: int
-    end: int
-    key: object
 
 
 # ---------------------------------------------------------------- dates
@@ -111,14 +114,26 @@ _DATE_DMY = re.compile(
 _DATE_MDY = re.compile(
     r"(?i)" + _WEEKDAY + _MONTH + r"\s+(?:the\s+)?" + _DAY + r"(?![:.]\d)" + _YEAR
 )
-_DATE_ISO = re.compile(r"(?<![\d-])(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})(?![\d-])")
+# Year first: ISO 2027-06-18, and 2027/06/18 or 2027.6.18 (never year, day, month).
+_DATE_ISO = re.compile(
+    r"(?<![\d.,:/-])(?P<year>\d{4})(?P<sep>[-/.])(?P<month>\d{1,2})(?P=sep)(?P<day>\d{1,2})"
+    r"(?![\d/-]|\.\d)"
+)
+# A day, a month name and a year joined by one separator: "9-Nov-2026", "09.Nov.2026".
+_DATE_JOINED = re.compile(
+    r"(?i)"
+    + _WEEKDAY
+    + r"(?<![\d.,:/-])\b(?P<day>\d{1,2})(?P<sep>[-/.])"
+    + _MONTH.replace(r"\b\.?", r"\b")
+    + r"(?P=sep)(?P<year>\d{4})\b"
+)
 # Numeric dates: with a year in any separator, or zero-padded "18/06" with a slash.
 _DATE_NUMERIC = re.compile(
     r"(?i)" + _WEEKDAY + r"(?<![\d.,:/$£€-])(?P<a>\d{1,2})(?P<sep>[./-])(?P<b>\d{1,2})"
     r"(?P=sep)(?P<year>\d{4}|\d{2})(?![\d./-]?\d)"
     r"|(?<![\d.,:/$£€-])(?P<a2>\d{2})/(?P<b2>\d{2})(?![\d./-]?\d)"
 )
-_NAMED_DATES = (_DATE_DMY, _DATE_MDY, _DATE_ISO)
+_NAMED_DATES = (_DATE_DMY, _DATE_MDY, _DATE_ISO, _DATE_JOINED)
 # The first day of a hedged list, "16 or 18 June", "16th and 18th June": it takes the
 # month (and year) of the day that follows it.
 _DATE_LISTED = re.compile(
@@ -156,19 +171,31 @@ def _named_day(m: re.Match[str]) -> Day | None:
     return _day(year, number, number_of_day, m.groupdict().get("weekday"))
 
 
-def _numeric_days(m: re.Match[str], locale: Locale) -> list[Day]:
+def _numeric_day(m: re.Match[str], locale: Locale) -> Day | Unreadable | None:
+    """A numeric date's day: the one order that makes a date, else the one the answer's
+    weekday fits, else the locale's; two readings and nothing to choose are unreadable."""
     a, b = (int(m["a"]), int(m["b"])) if m["a"] else (int(m["a2"]), int(m["b2"]))
     year: int | None = None
     if m["year"]:
         year = int(m["year"]) + (2000 if len(m["year"]) == 2 else 0)
-    if a > 12 or (b <= 12 and locale == "day-first"):
-        orders = [(a, b)]  # (day, month)
-    elif b > 12 or locale == "month-first":
-        orders = [(b, a)]
-    else:
-        return []  # ambiguous in an unknown locale: no reading
-    days = (_day(year, month, day, m["weekday"]) for day, month in orders)
-    return [d for d in days if d is not None]
+    weekday = m["weekday"] if m["a"] else None
+    readings = {
+        order: day
+        for order in dict.fromkeys([(a, b), (b, a)])  # (day, month)
+        if (day := _day(year, order[1], order[0], weekday)) is not None
+    }
+    if len(readings) <= 1:
+        return next(iter(readings.values()), None)
+    preferred = {"day-first": (a, b), "month-first": (b, a)}.get(locale)
+    if weekday is not None and year is not None:
+        fits = [o for o, d in readings.items() if dt.date(year, o[1], o[0]).weekday() == d.weekday]
+        if len(fits) == 1 and preferred in (None, fits[0]):
+            return readings[fits[0]]
+        if len(fits) == 1:
+            return Unreadable("the weekday fits the other order of day and month")
+    if preferred is not None:
+        return readings[preferred]
+    return Unreadable("day and month in either order")
 
 
 # A weekday with an ordinal day and no month ("Thursday - the 15th", "Thu 15th"): the
@@ -183,7 +210,9 @@ _DATE_WEEKDAY_ORDINAL = re.compile(
 )
 
 
-def dates(text: str, locale: Locale) -> Iterator[Mention]:
+def date_readings(text: str, locale: Locale) -> Iterator[Mention]:
+    """Every date in `text`, with `Unreadable` keys for numeric dates that may be read in
+    either order (module doc). Spans may overlap."""
     for form in _NAMED_DATES:
         for m in form.finditer(text):
             if (day := _named_day(m)) is not None:
@@ -192,14 +221,19 @@ def dates(text: str, locale: Locale) -> Iterator[Mention]:
         if (day := _named_day(m)) is not None:
             yield Mention(m.start(), m.end(), day)
     for m in _DATE_NUMERIC.finditer(text):
-        for day in _numeric_days(m, locale):
-            yield Mention(m.start(), m.end(), day)
+        if (key := _numeric_day(m, locale)) is not None:
+            yield Mention(m.start(), m.end(), key)
     for m in _DATE_WEEKDAY_ORDINAL.finditer(text):
         number = _ORDINAL_NUMBERS.get(m["day"].lower()) or int(re.sub(r"\D", "", m["day"]))
         if 1 <= number <= 31:
             yield Mention(
                 m.start(), m.end(), Day(None, 0, number, _WEEKDAY_NUMBERS[m["weekday"].lower()])
             )
+
+
+def dates(text: str, locale: Locale) -> Iterator[Mention]:
+    """Every date in `text` that reads as one day (`Day` keys)."""
+    return (m for m in date_readings(text, locale) if isinstance(m.key, Day))
 
 
 def same_day(expected: object, stated: object) -> bool:
