@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["labelled_other"]
+__all__ = ["labelled_other", "names_another"]
 
 _AFTER = re.compile(
     r"\s*(?:\(\w+\)\s*)?(?:(?:\w+\s+)?(?:less|more|cheaper|dearer|lower|higher|extra|off)\b"
@@ -163,8 +163,10 @@ def _slot(text: str, start: int) -> str | None:
     return match.group(1).lower()
 
 
-def _names_another(text: str, end: int) -> bool:
-    """Whether a noun naming what the amount is follows it (``€12 postage``)."""
+def names_another(text: str, end: int) -> bool:
+    """Whether a noun naming what the amount is follows it (``€12 postage``, ``12
+    invoices``): any word but a function word, a verb in ``-ed`` or a word naming the
+    amount itself (``figure``, ``price``)."""
     match = _NEXT_WORD.match(text, end)
     if not match:
         return False
@@ -192,7 +194,7 @@ def labelled_other(
     window = before[-60:]
     if _BEFORE.search(window) or _RELATION.search(window) or _AFTER.match(text, end):
         return True
-    if _names_another(text, end):
+    if names_another(text, end):
         return True
     own = _slot(text, start)
     return own is not None and any(

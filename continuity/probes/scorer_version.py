@@ -19,6 +19,11 @@ SCORER_MODULES = (
     "continuity.probes.scoring",
     "continuity.probes.normalise",
     "continuity.probes.values",
+    "continuity.probes.mentions",
+    "continuity.probes.money",
+    "continuity.probes.numbers",
+    "continuity.probes.currencies",
+    "continuity.probes.currency_table",
     "continuity.probes.calendar",
     "continuity.probes.polarity",
     "continuity.probes.statuses",
@@ -31,9 +36,11 @@ SCORER_MODULES = (
 )
 
 # Third-party data the scorer reads: the forbidden-name rule looks words up in
-# wordfreq's shipped frequency list, and free recall compares words by snowballstemmer's
-# Porter stems, so their versions are part of the scorer's version.
-SCORER_DATA = ("wordfreq", "snowballstemmer")
+# wordfreq's shipped frequency list, free recall compares words by snowballstemmer's
+# Porter stems, and amounts read their currencies from babel's CLDR data (snapshotted in
+# continuity.probes.currency_table, which a test holds equal to the installed babel), so
+# their versions are part of the scorer's version.
+SCORER_DATA = ("wordfreq", "snowballstemmer", "babel")
 
 
 def scorer_digest() -> str:

@@ -1,19 +1,30 @@
 """Values by kind: where an answer states a value, as spans of the normalised answer.
 
 Every function here reads text that already went through `normalise` (so dashes are
-``-``, zero-width characters are gone and full-width digits are ASCII) and returns
-`Mention`s: a span and a canonical key, so two renderings of one value share a key.
+``-``, zero-width characters are gone, full-width digits are ASCII and no-break and
+narrow spaces are spaces) and returns `Mention`s: a span and a canonical key, so two
+renderings of one value share a key. The rule is "right when sure, silent when not": a
+reading never yields a value other than the one written.
 
 A value's kind is decided by the whole expected value (`kind_of`):
 
-- ``money``: a currency (``$``, ``£``, ``€``, ``USD``/``GBP``/``EUR``, ``dollars``/
-  ``pounds``/``euros``) and an amount, with thousands grouping and a decimal point or a
-  decimal comma (``€456,00``, ``€1.745,00``). A bare amount counts only when it is
-  written as money is (two decimals, ``483.00``, or thousands grouping, ``5,135``); it
-  then matches the expected amount in any currency, since the question fixes it;
-- ``date``: day and month names (``18th June``, ``Jun 18``, ``Friday, 18 June``), ISO
-  ``2027-06-18`` and numeric dates (``18.06.2027``, ``18/06/2027``, ``06/18/2027``,
-  ``18/06``) read in the trace's locale, where a day above 12 fixes the order;
+- ``money`` (`continuity.probes.money`): an amount and a unit before or after it, the
+  unit any ISO 4217 code in tender, any locale's sign (``€``, ``CHF``, ``kr``, ``zł``,
+  ``R$``, ``A$``, ``₹`` ...) or an English name (``euros``, ``Swiss francs``), read
+  through babel's CLDR data (`continuity.probes.currencies`); digits with any locale's
+  separators (``9.876,50``, ``3'400``, ``45 000``, ``1,23,456``), a lone separator
+  before three digits read by the currency's minor digits (``€1.234`` is 1234); scale
+  words (``€2.5m``, ``1.5 million euros``) and numbers in words (``two hundred and
+  forty euros``, `continuity.probes.numbers`). An ambiguous unit (``$``, ``kr``, ``¥``)
+  states the expected amount when it may stand for the expected currency; one that
+  cannot (``$`` for EUR) is another amount. A bare amount counts only when written as
+  money is (``483.00``, ``5,135``) or after a word only money follows (``refunding
+  456``); it matches the expected amount in any currency, since the question fixes it;
+- ``date`` (`continuity.probes.calendar`): day and month names (``18th June``, ``Jun
+  18``, ``Friday, 18 June``, ``18-Jun-2027``), year first (``2027-06-18``,
+  ``2027/06/18``, ``2027.06.18``) and numeric dates (``18.06.2027``, ``18/06/2027``,
+  ``06/18/2027``, ``18/06``): a day above 12 fixes their order, else a weekday that
+  fits one order only, else the trace's locale (``day-first``, ``month-first``);
 - ``time``: ``7:30pm``, ``19:30``, ``19.30``, ``19:30h``, ``1930 hrs``, ``19h30``,
   ``noon``, and spelled-out times (``half past seven in the evening``, ``seven thirty
   pm``, ``quarter to eight``), a digit time with a spelled-out part of the day (``7.30
@@ -25,6 +36,18 @@ A value's kind is decided by the whole expected value (`kind_of`):
   spacing or punctuation, ``+44`` standing for a leading ``0``;
 - ``code`` (``C7``, ``B14``): an optional space or hyphen between letters and digits;
 - ``phrase``: other terms, word by word on word boundaries, a final ``s`` optional.
+
+`unreadable` returns the spans that look like a value of the kind but do not read as one
+value with confidence, each with an `Unreadable` key that says why: an amount in an
+unknown currency (``Z$50``, ``₿0.5``, ``XYZ 1,250.00``) or in a code that is also a word
+(``500 ALL``), digits that are no grouping (``€1,23,4``) or may be a decimal or a
+grouping (``1,234 KWD``: three minor digits), a number in words that is not one number
+(``twenty twenty euros``, ``half a million euros``), and a numeric date whose order
+nothing fixes (``09/11/2026`` in a trace of unknown locale, or a weekday that fits only
+the order the locale does not use). `find_all` never returns a span `unreadable` does:
+overlapping readings, readable or not, are settled first (the earliest, then the
+longest, stands), so a scorer that sees no readable value but an unreadable one can
+call the answer unresolved instead of guessing.
 """
 
 from __future__ import annotations
@@ -33,20 +56,20 @@ import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
-from decimal import Decimal
 from typing import Literal
 
+from continuity.probes import money
 from continuity.probes.calendar import (
     DATE_FORMS,
     TIME_FORMS,
     WEEKDAY_NUMBERS,
     Locale,
-    Mention,
-    dates,
+    date_readings,
     same_day,
     same_time,
     times,
 )
+from continuity.probes.mentions import Mention, Unreadable
 from continuity.probes.normalise import mentions_pattern, normalise
 
 __all__ = [
@@ -54,122 +77,18 @@ __all__ = [
     "Kind",
     "Locale",
     "Mention",
+    "Unreadable",
     "find_all",
     "find_value",
     "kind_of",
     "specifics",
     "states",
+    "unreadable",
     "value_key",
 ]
 
 Kind = Literal["money", "date", "time", "identifier", "digits", "code", "phrase"]
 KINDS: tuple[Kind, ...] = ("money", "date", "time", "identifier", "digits", "code", "phrase")
-
-
-# ---------------------------------------------------------------- money
-_NUMBER = r"\d{1,3}(?: \d{3})+(?:[.,]\d{1,2})?|\d(?:[\d,.]*\d)?"
-_MONEY = re.compile(
-    r"(?i)(?P<symbol>[$£€])\s?(?P<a>" + _NUMBER + r")"
-    r"|\b(?P<code>USD|GBP|EUR)\s?(?P<b>" + _NUMBER + r")"
-    r"|(?<![\d.,])(?P<c>" + _NUMBER + r")\s?(?P<unit>USD|GBP|EUR|dollars?|pounds?|euros?|[$£€])"
-    r"(?![A-Za-z])"
-    r"|(?<![\w$£€.,-])(?P<bare>\d{1,3}(?:,\d{3})+(?:\.\d{2})?|\d+[.,]\d{2})(?!\w)(?![.,:-]\d)"
-)
-_CURRENCIES = {"$": "USD", "usd": "USD", "dollar": "USD", "dollars": "USD"} | {
-    "£": "GBP",
-    "gbp": "GBP",
-    "pound": "GBP",
-    "pounds": "GBP",
-    "€": "EUR",
-    "eur": "EUR",
-    "euro": "EUR",
-    "euros": "EUR",
-}
-_GROUPED = re.compile(r"\d{1,3}(?:([,.])\d{3})+|\d+")
-
-
-def _amount(number: str) -> Decimal | None:
-    """``1,745`` / ``1745.00`` / ``456,00`` / ``1.745,00`` as a Decimal; None when the
-    separators are not a grouping and a decimal mark."""
-    number = number.replace(" ", "")  # "1 280,50": a space groups thousands
-    marks = [c for c in number if c in ",."]
-    whole, fraction = number, ""
-    if marks:
-        last = max(number.rfind(","), number.rfind("."))
-        tail = number[last + 1 :]
-        # A single mark before exactly three digits groups thousands ("1,745"); any other
-        # last mark is the decimal mark ("456,00", "172.5", "1.745,00").
-        if not (len(marks) >= 1 and len(tail) == 3 and len(set(marks)) == 1):
-            whole, fraction = number[:last], tail
-    grouped = _GROUPED.fullmatch(whole)
-    if grouped is None:
-        return None
-    if fraction and grouped.group(1) == number[len(whole)]:
-        return None  # "1,745,00": the decimal mark repeats the grouping mark
-    digits = re.sub(r"[,.]", "", whole)
-    return Decimal(digits + ("." + fraction if fraction else ""))
-
-
-# A bare whole number is an amount right after a word that only money follows
-# ("refunding 456", "comes to 483"), never after "invoice", "order" or "room".
-_MONEY_VERB = re.compile(
-    r"(?i)\b(?:cost|costs|costing|charged?|charging|pay|paid|paying|refund|refunds|refunded"
-    r"|refunding|priced?|total|totals|totall?ing|comes\s+to|came\s+to|quoted?|budget|fee)"
-    r"\s+(?:of\s+|is\s+|was\s+|at\s+|us\s+|you\s+|me\s+)?(?P<bare>\d{2,7}(?:[.,]\d{1,2})?)"
-    r"(?![\w.,:/-]?\d)(?!\s?(?:%|[ap]\.?m\b|h\b|hrs?\b|x\b))(?![\w])"
-)
-
-
-_UNITS = [
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-    "nineteen",
-]  # fmt: skip
-_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
-_WORD_VALUES = {w: n for n, w in enumerate(_UNITS)} | {w: 20 + 10 * n for n, w in enumerate(_TENS)}
-_NUMBER_WORD = "|".join(
-    sorted([*_WORD_VALUES, "hundred", "thousand", "a", "and"], key=len, reverse=True)
-)
-_SPELLED_MONEY = re.compile(
-    r"(?i)\b(?P<words>(?:(?:" + _NUMBER_WORD + r")[\s-]+)+)(?P<unit>dollars?|pounds?|euros?)\b"
-)
-
-
-def _spelled(words: str) -> Decimal | None:
-    """``two thousand``, ``one hundred and fifty``, ``a thousand`` as a number."""
-    total = current = 0
-    seen = False
-    for word in re.split(r"[\s-]+", words.lower().strip()):
-        if word in _WORD_VALUES:
-            current, seen = current + _WORD_VALUES[word], True
-        elif word == "hundred":
-            current = max(current, 1) * 100
-        elif word == "thousand":
-            total, current = total + max(current, 1) * 1000, 0
-        elif word == "a":
-            current = current or 0
-        seen = seen or word in ("hundred", "thousand")
-    return Decimal(total + current) if seen else None
-
-
-def _money(text: str) -> Iterator[Mention]:
-    for m in _SPELLED_MONEY.finditer(text):
-        if (amount := _spelled(m["words"])) is not None:
-            yield Mention(m.start(), m.end(), (_CURRENCIES[m["unit"].lower()], amount))
-    for m in [*_MONEY.finditer(text), *_MONEY_VERB.finditer(text)]:
-        groups = m.groupdict()
-        currency = groups.get("symbol") or groups.get("code") or groups.get("unit")
-        number = groups.get("a") or groups.get("b") or groups.get("c") or groups["bare"]
-        amount = _amount(number)
-        if amount is not None:
-            key = (_CURRENCIES[currency.lower()] if currency else None, amount)
-            start = m.start() if m.re is _MONEY else m.start("bare")
-            yield Mention(start, m.end(), key)
-
-
-def _same_money(expected: object, stated: object) -> bool:
-    assert isinstance(expected, tuple) and isinstance(stated, tuple)
-    return expected[1] == stated[1] and stated[0] in (None, expected[0])
 
 
 # ---------------------------------------------------------------- identifiers and codes
@@ -324,7 +243,7 @@ def _phrases(text: str, value: str) -> Iterator[Mention]:
 def kind_of(value: str) -> Kind:
     """The kind of an expected value, decided by the whole value."""
     text = normalise(value)
-    if (m := _MONEY.fullmatch(text)) and not m["bare"]:
+    if money.is_money(text):
         return "money"
     if any(form.fullmatch(text) for form in DATE_FORMS):
         return "date"
@@ -342,7 +261,7 @@ def kind_of(value: str) -> Kind:
 
 
 _SAME: dict[Kind, Callable[[object, object], bool]] = {
-    "money": _same_money,
+    "money": money.same_money,
     "date": same_day,
     "time": same_time,
 }
@@ -352,19 +271,31 @@ _SAME: dict[Kind, Callable[[object, object], bool]] = {
 def value_key(value: str, locale: Locale = "day-first") -> object:
     """The canonical key of an expected value (what its mentions are compared with)."""
     text = normalise(value)
+    if kind_of(value) == "money":
+        return money.expected_amount(text)
     found = find_all(text, value, locale)
     whole = [m for m in found if (m.start, m.end) == (0, len(text))]
     return whole[0].key if whole else _alnum(text) or text.lower()
 
 
-def find_all(text: str, value: str, locale: Locale = "day-first") -> list[Mention]:
-    """Every mention in normalised `text` of a value of `value`'s kind (and, for
-    identifiers, shape): the candidates a single-value answer is checked against."""
+def _longest(found: Iterable[Mention]) -> list[Mention]:
+    """Overlapping readings of one stretch of text ("GBP 1,745" also holds a bare
+    "1,745"): the first, then the longest, stands for it."""
+    kept: list[Mention] = []
+    for mention in sorted(found, key=lambda m: (m.start, -m.end)):
+        if not kept or mention.start >= kept[-1].end:
+            kept.append(mention)
+    return kept
+
+
+def _readings(text: str, value: str, locale: Locale) -> list[Mention]:
+    """Every reading in normalised `text` of a value of `value`'s kind, readable or not."""
     kind = kind_of(value)
     if kind == "money":
-        found: Iterable[Mention] = _money(text)
+        expected = money.expected_amount(value)
+        found: Iterable[Mention] = money.readings(text, expected and expected.currencies)
     elif kind == "date":
-        found = dates(text, locale)
+        found = date_readings(text, locale)
     elif kind == "time":
         found = times(text)
     elif kind == "identifier":
@@ -375,13 +306,22 @@ def find_all(text: str, value: str, locale: Locale = "day-first") -> list[Mentio
         found = [*_codes(text, value), *_codes(text, None)]
     else:
         found = _phrases(text, value)
-    # Overlapping readings of one stretch of text ("GBP 1,745" also holds a bare
-    # "1,745"): the longest, then the first found, stands for it.
-    kept: list[Mention] = []
-    for mention in sorted(found, key=lambda m: (m.start, -m.end)):
-        if not kept or mention.start >= kept[-1].end:
-            kept.append(mention)
-    return kept
+    return _longest(found)
+
+
+def find_all(text: str, value: str, locale: Locale = "day-first") -> list[Mention]:
+    """Every mention in normalised `text` of a value of `value`'s kind (and, for
+    identifiers, shape) that reads as one value: the candidates a single-value answer
+    is checked against. None of them overlaps a span `unreadable` returns."""
+    return [m for m in _readings(text, value, locale) if not isinstance(m.key, Unreadable)]
+
+
+def unreadable(text: str, value: str, locale: Locale = "day-first") -> list[Mention]:
+    """The spans of normalised `text` that look like a value of `value`'s kind but do not
+    read as one value with confidence (module doc), each with an `Unreadable` key that
+    says why. A scorer that finds no readable value of the kind but one of these cannot
+    tell right from wrong: the answer is unresolved, not a guess."""
+    return [m for m in _readings(text, value, locale) if isinstance(m.key, Unreadable)]
 
 
 def states(value: str, mention: Mention, locale: Locale = "day-first") -> bool:
@@ -404,11 +344,8 @@ _SPECIFIC = re.compile(
 
 def specifics(text: str, locale: Locale = "day-first") -> list[Mention]:
     """Every specific value normalised `text` states: amounts, dates, times, reference
-    numbers and numbers of three or more digits (what an invented answer consists of)."""
-    found = [*_money(text), *dates(text, locale), *times(text)]
+    numbers and numbers of three or more digits (what an invented answer consists of),
+    the ones that do not read as one value (`Unreadable` keys) included."""
+    found = [*money.readings(text), *date_readings(text, locale), *times(text)]
     found += [Mention(m.start(), m.end(), _alnum(m.group(0))) for m in _SPECIFIC.finditer(text)]
-    kept: list[Mention] = []
-    for mention in sorted(found, key=lambda m: (m.start, -m.end)):
-        if not kept or mention.start >= kept[-1].end:
-            kept.append(mention)
-    return kept
+    return _longest(found)

@@ -1,0 +1,245 @@
+"""Currencies by sign, ISO 4217 code and English name: what an amount's unit can mean.
+
+`continuity.probes.money` reads an amount's unit with `currencies_of`: the set of ISO
+4217 codes a written unit can stand for. A unit that names one currency (``€``,
+``CHF``, ``zł``, ``Swiss francs``) gives one code; an ambiguous one (``$``, ``kr``,
+``¥``, ``francs``) gives every currency it names in any locale, and a reader then needs
+the expected currency to be among them (the unit never picks one of them by itself).
+
+The data is the Unicode CLDR data that `babel` ships, read once by `build_table` and
+kept as a snapshot in `continuity.probes.currency_table` (reading babel's 1,100 locales
+takes about two seconds, too slow for every scorer start); a test checks the snapshot
+equals what the installed babel and wordfreq give, and ``python3 -m
+continuity.probes.currencies`` rewrites it. What the snapshot holds:
+
+- the ISO 4217 codes of the currencies in tender today (historic codes such as ``LVR``
+  would read identifiers as money);
+- every sign of those currencies in every locale (``$``, ``A$``, ``R$``, ``kr``, ``zł``, ``Kč``,
+  ``₹`` ...), normalised as answers are (`continuity.probes.normalise`);
+- their English singular and plural names (``US
+  dollars``, ``Swiss francs``, ``Japanese yen``), and each name's last word alone
+  (``dollars``, ``francs``), which names every currency whose name ends in it;
+- each currency's usual number of minor digits (babel's `get_currency_precision`);
+- the bare signs of English (``$`` USD, ``£`` GBP, ``¥`` JPY ...): the reading of an
+  ambiguous unit in an *expected* value, which the trace wrote in English.
+
+A unit that is also an ordinary English word (``ALL``, ``TOP``, ``Rs``, ``won``,
+``real``, ``mark``: Zipf frequency 4 or more in wordfreq's English list, or a single
+letter) is "word-like": it reads as a currency only when it names the expected currency,
+or, for a last word alone, when one of its currencies has a bare English sign
+(``dollars``, ``pounds``). Codes are read in capitals, and in any case when not
+word-like; signs as written.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from continuity.probes.currency_table import (
+    CODES,
+    ENGLISH_SIGNS,
+    NAMES,
+    PRECISIONS,
+    SC_CHARS,
+    SIGNS,
+    WORDLIKE,
+)
+from continuity.probes.normalise import normalise
+
+__all__ = [
+    "SC_CHARS",
+    "SIGN_PATTERN",
+    "UNIT_PATTERN",
+    "Currencies",
+    "build_table",
+    "currencies_of",
+    "expected_reading",
+    "precision",
+    "unit_at",
+    "wordlike",
+]
+
+Currencies = frozenset[str]
+
+# Below this Zipf frequency a word is not an ordinary English word (wordfreq 3.x).
+_WORD_ZIPF = 4.0
+_CODE_SET = frozenset(CODES)
+
+
+def _alternation(tokens: Iterable[str]) -> str:
+    return "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
+
+
+# A unit before a number: a sign, or three letters (a code if `currencies_of` says so),
+# never inside a longer word. Names are looked up word by word (`unit_at`): an
+# alternation of every name costs a scorer start 20 ms a regex to compile.
+_LETTER = r"[^\W\d_]"
+SIGN_PATTERN = r"(?<!" + _LETTER + r")(?:" + _alternation(SIGNS) + r")(?!" + _LETTER + r")"
+UNIT_PATTERN = r"(?:" + SIGN_PATTERN + r"|(?<!" + _LETTER + r")[A-Za-z]{3}(?!" + _LETTER + r"))"
+_SIGN_AT = re.compile(SIGN_PATTERN)
+_WORDS_AT = re.compile(_LETTER + r"+(?: " + _LETTER + r"+){0,3}")
+
+
+def unit_at(text: str, start: int) -> tuple[str, int] | None:
+    """The unit written at ``text[start:]`` (a sign, a code or the longest name of up to
+    four words) and where it ends; None when none starts there."""
+    if sign := _SIGN_AT.match(text, start):
+        return sign.group(), sign.end()
+    words = _WORDS_AT.match(text, start)
+    if words is None:
+        return None
+    parts = words.group().split(" ")
+    for n in range(len(parts), 0, -1):
+        unit = " ".join(parts[:n])
+        if unit.lower() in NAMES or (n == 1 and unit.upper() in _CODE_SET):
+            return unit, start + len(unit)
+    return None
+
+
+def wordlike(unit: str) -> bool:
+    """Whether `unit` (as written) is also an ordinary English word (module doc)."""
+    return unit.lower().rstrip(".") in WORDLIKE or (len(unit) == 1 and unit.isalpha())
+
+
+def currencies_of(unit: str, expected: Currencies | None = None) -> Currencies | None:
+    """The ISO 4217 codes `unit` (a sign, code or name as written in an answer) stands
+    for; None when it is no currency as written, or a word-like unit that does not name
+    the `expected` currency."""
+    found: Currencies | None = None
+    if unit in SIGNS:
+        found = frozenset(SIGNS[unit])
+    elif unit.upper() in _CODE_SET and (unit.isupper() or unit.lower() not in WORDLIKE):
+        found = frozenset([unit.upper()])
+    elif unit.lower() in NAMES:
+        found = frozenset(NAMES[unit.lower()])
+    if found is None:
+        return None
+    # A word-like last word alone ("dollars") still reads when one of its currencies has
+    # a bare English sign; any other word-like unit only as the expected currency.
+    english = unit.lower() in NAMES and any(c in ENGLISH_SIGNS.values() for c in found)
+    if wordlike(unit) and not (expected and expected <= found) and not english:
+        return None
+    return found
+
+
+def expected_reading(found: Currencies) -> Currencies:
+    """An expected value's currency: an ambiguous unit reads as the one currency among
+    `found` whose English sign is bare (``$`` USD, ``£`` GBP), else stays ambiguous."""
+    bare = {code for code in ENGLISH_SIGNS.values() if code in found}
+    return frozenset(bare) if len(bare) == 1 else found
+
+
+def precision(code: str) -> int:
+    """The usual number of minor digits of currency `code` (2 unless babel says other)."""
+    return PRECISIONS.get(code, 2)
+
+
+# ---------------------------------------------------------------- the snapshot
+def _sign(text: str) -> str:
+    """A CLDR sign as an answer's normalised text writes it (bidi marks dropped)."""
+    return normalise("".join(c for c in text if unicodedata.category(c) != "Cf"))
+
+
+def build_table() -> dict[str, object]:
+    """The snapshot's tables, from the installed babel (and wordfreq for word-likeness)."""
+    from babel import Locale, __version__
+    from babel.core import get_global
+    from babel.localedata import locale_identifiers
+    from babel.numbers import get_currency_name, get_currency_precision, list_currencies
+    from wordfreq import zipf_frequency
+
+    # Currencies in tender today: historic codes ("LVR", "ARM", "BAD") and their signs
+    # would read identifiers and words as money.
+    codes = sorted(
+        {
+            code
+            for entries in get_global("territory_currencies").values()
+            for code, _start, end, is_tender in entries
+            if end is None and is_tender
+        }
+        & set(list_currencies())
+    )
+    signs: dict[str, set[str]] = {}
+    for identifier in locale_identifiers():
+        for code, sign in Locale.parse(identifier).currency_symbols.items():
+            written = _sign(sign)
+            if re.fullmatch(r".*[^\W\d_]\.", written):
+                written = written[:-1]  # "kr." is "kr" at a sentence's end: one sign
+            # The generic sign means "some currency": an amount with it is unreadable.
+            if code in codes and written and written != code and written != "¤":
+                signs.setdefault(written, set()).add(code)
+    english = Locale.parse("en")
+    names: dict[str, set[str]] = {}
+    for code in codes:
+        forms = {get_currency_name(code, count, "en") for count in (None, 1, 2)}
+        for form in forms:
+            written = normalise(form).lower()
+            names.setdefault(written, set()).add(code)
+            names.setdefault(written.split()[-1], set()).add(code)
+    english_signs = {
+        sign: code
+        for code, sign in english.currency_symbols.items()
+        if sign not in (code, "¤") and not any(c.isalpha() for c in sign)
+    }
+    # Word-likeness is asked of single words only (wordfreq splits "A$" into "a").
+    words = {w.lower().rstrip(".") for w in [*codes, *signs, *names]}
+    wordlike = sorted(w for w in words if w.isalpha() and zipf_frequency(w, "en") >= _WORD_ZIPF)
+    return {
+        "BABEL_VERSION": __version__,
+        "CODES": tuple(codes),
+        "SIGNS": {s: tuple(sorted(c)) for s, c in sorted(signs.items())},
+        "NAMES": {n: tuple(sorted(c)) for n, c in sorted(names.items())},
+        "ENGLISH_SIGNS": dict(sorted(english_signs.items())),
+        "PRECISIONS": {
+            code: digits for code in codes if (digits := get_currency_precision(code)) != 2
+        },
+        "WORDLIKE": tuple(wordlike),
+        # Every currency sign Unicode has (category Sc): one not in SIGNS is unknown.
+        "SC_CHARS": "".join(
+            c for c in map(chr, range(0x110000)) if unicodedata.category(c) == "Sc"
+        ),
+    }
+
+
+def render_table(table: dict[str, object]) -> str:
+    """The snapshot module's source for `table`, each table on lines of at most 100."""
+    import pprint
+
+    lines = [
+        '"""Currency data from the Unicode CLDR data that babel ships: a generated snapshot.',
+        "",
+        "Written by ``python3 -m continuity.probes.currencies``; do not edit. What each table",
+        'holds is in `continuity.probes.currencies`."""',
+        "",
+        "# ruff: noqa: RUF001",
+        "from __future__ import annotations",
+        "",
+        "# fmt: off",
+    ]
+    annotations = {
+        "BABEL_VERSION": "str",
+        "CODES": "tuple[str, ...]",
+        "SIGNS": "dict[str, tuple[str, ...]]",
+        "NAMES": "dict[str, tuple[str, ...]]",
+        "ENGLISH_SIGNS": "dict[str, str]",
+        "PRECISIONS": "dict[str, int]",
+        "WORDLIKE": "tuple[str, ...]",
+        "SC_CHARS": "str",
+    }
+    for name, value in table.items():
+        body = pprint.pformat(value, width=92, compact=True)
+        lines.append(f"{name}: {annotations[name]} = (")
+        lines += ["    " + line for line in body.splitlines()]
+        lines.append(")")
+    lines.append("# fmt: on")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    target = Path(__file__).with_name("currency_table.py")
+    target.write_text(render_table(build_table()), encoding="utf-8")
+    print(f"wrote {target}")
