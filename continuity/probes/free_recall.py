@@ -1,53 +1,84 @@
-"""Free recall: an answer against a human-written gold answer (imported corpora).
+"""Free recall: an answer against a human-written gold answer (imported corpora), read
+by meaning where a rule can be sure, and left doubtful where it cannot.
 
 The gold is read in parts. ``;`` separates the answer from a reason or an alternative
 (a gold such as ``Lake cabin; he avoids crowds``): matching any one part suffices.
 Within a part, ``,`` and a whole-word ``and`` separate the items of a list, and every
-item is needed; a comma inside a date (``April 26, 2028``) or an amount
-separates nothing. An item is matched when the answer
+item is needed; a comma inside a date (``April 26, 2028``) or an amount separates
+nothing. Numbers written in words are read as digits first
+(`continuity.probes.paraphrase.spell_numbers`).
 
-- asserts every typed value the item holds (a date, an amount, a time, a number or an
-  identifier, found by `continuity.probes.values` in the trace's locale), and
-- states at least two thirds (rounded up: one of one, two of two, two of three, three
-  of four) of the item's remaining content words, compared by Porter stem (``paintings``
-  matches ``painted``; a stem of four letters or more that begins the other counts, so
-  ``trans`` states ``transgender``; articles, pronouns, prepositions and auxiliaries are
-  not content; ``three`` and ``3`` are the same word);
+Each item gets one of three verdicts (`continuity.probes.recall_items`, which states the
+rule in full): **matched** (surely stated), **missing** (surely not: the answer
+contradicts it, or shares nothing distinctive with it) or **doubtful** (neither). In
+short, the item's typed values (dates, amounts, times) and frequencies must be asserted
+in any standard wording (``fortnightly`` for ``every two weeks``, ``twice weekly`` for
+``two times a week``, ``UK`` for ``United Kingdom`` and back:
+`continuity.probes.paraphrase`), and its content words held
+(`continuity.probes.recall_words`: Porter stems, negation in the clause, British
+spellings). Rarity decides: a word rarer than the generic threshold (a `wordfreq` Zipf
+frequency of 5.5) must be held for a match, so an answer that shares two of three words
+but differs in the distinctive one (``painting class on Saturday`` for ``pottery class
+on Saturday``) is never matched. It is missing when the answer states another member of
+the word's closed class that the gold does not name (``Sunday``, ``second``, ``3``) or
+puts another name in a name's place, and doubtful otherwise (it may be a synonym). Only
+generic words may go unsaid, two thirds held, with nothing in their place.
 
-where a typed value must be asserted (`continuity.probes.polarity`), and a content word
-after a negation cue in its clause (``not Leeds``) or in a question does not state the
-word (a gold word under negation, ``not tough``, needs the same negation).
+`score_parts` returns the best part as `RecallParts(matched, total, doubtful)`: a part
+all matched, else a part whose items are all matched or doubtful, else the part with the
+largest share matched. An answer whose list adds members to a fully matched list gold
+(``figs, honey and some bread`` for ``figs, honey``) has one doubtful item per extra
+member, beyond the gold's. The scorer (`continuity.probes.scoring`) makes all matched
+``correct``, all matched or doubtful ``unresolved`` (the judge decides), and anything
+else ``abstained`` (a decline, `continuity.probes.abstention`, that offers no guess) or
+``fabricated``.
 
-A part whose first item is a bare yes or no (``Yes``, ``Likely no``,
-``Presumably not``) is a polar answer: it is matched by an answer whose first committed
-word has the same polarity (``Probably not``, ``I don't think so`` say no), and the rest
-of the part is its reason, not required.
+A part whose first item is a bare yes or no (``Yes``, ``Likely no``, ``Presumably
+not``) is a polar answer, and the other parts are its reasons. The answer's first
+committed word decides (``Probably not``, ``I don't think so``, ``I doubt it`` say no):
+the same polarity matches, unless the answer gives a reason of its own (after
+``because``, ``since``, ``given``, a spaced dash) that shares no word with the gold's
+reasons, which is doubtful; the other polarity is missing. A decline that ends in the
+gold's polarity (``not sure, but I'd guess yes``) is doubtful. An answer that commits to
+neither is read against the reasons.
 
 An answer that offers the gold among guesses (a sentence that joins candidates with
-``or`` and says it is unsure: ``tennis, volleyball or basketball, I'm not certain``) does
-not state it. The outcome is ``correct`` when some part is matched, ``abstained`` when
-the answer declines (`continuity.probes.abstention`) without offering a guess (``maybe
-X``, ``it could be X``), and ``fabricated`` otherwise.
-Known blind spots (README): an answer that lists extra items beside the gold still scores
-correct (LoCoMo's token-F1, reported beside it, falls), and a paraphrase with none of
-the gold's content words misses (the judge, in real runs, reads it).
+``or`` and says it is unsure, or ``either X or Y``) does not state it.
+
+Limits, where the rule is silent rather than wrong: synonyms and paraphrases with no
+word in common stay doubtful or missing (``spyglass`` for ``telescope``, ``when the
+tide's out`` for ``low tide``); antonyms outside the closed classes (``high tide``)
+stay doubtful; an item of function words only (``That``) is doubtful at best; a reason
+stated without a causal cue is not compared; an extra list member is found only in a
+sentence that names two gold items. LoCoMo's own token-F1 is reported beside the
+verdict unchanged (`continuity.probes.token_f1`).
 """
 
 from __future__ import annotations
 
-import math
 import re
-from functools import lru_cache
-
-import snowballstemmer
+from typing import NamedTuple
 
 from continuity.probes.normalise import normalise
-from continuity.probes.polarity import clause_bounds, sentence_bounds, stances
-from continuity.probes.relative_dates import gold_days, states_one_of
-from continuity.probes.values import Locale, find_value, specifics
+from continuity.probes.paraphrase import spell_numbers
+from continuity.probes.polarity import sentence_bounds
+from continuity.probes.recall_items import Reading, Verdict, item_verdict, reading
+from continuity.probes.recall_words import (
+    HEDGES,
+    NO_WORDS,
+    STOP_WORDS,
+    YES_WORDS,
+    generic,
+    held,
+    read,
+    stated,
+    words,
+)
+from continuity.probes.values import Locale, specifics
 
 __all__ = [
     "STOP_WORDS",
+    "RecallParts",
     "attributed",
     "denies",
     "gold_parts",
@@ -60,66 +91,24 @@ __all__ = [
 ]
 
 
-def _words_of(text: str) -> frozenset[str]:
-    return frozenset(text.split())
+class RecallParts(NamedTuple):
+    """The gold's best part against an answer: `matched` items (sure), of `total`, and
+    `doubtful` items (neither surely matched nor surely missing). An extra member the
+    answer adds to a fully matched list counts as one more doubtful item."""
+
+    matched: int
+    total: int
+    doubtful: int
 
 
-STOP_WORDS = _words_of(
-    """a an the and or of to in on at for with by from as into onto over under about
-    after before during than then so is are was were be been being am it its this that
-    these those he she they them him her his hers their theirs i me my mine we us our
-    you your has have had do does did will would could should can may might must s
-    some any very just also really up out there here who whom which what when where why
-    how"""
-)
-_NUMBER_WORDS = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
-    "eighteen", "nineteen", "twenty",
-)  # fmt: skip
-_NUMBERS = {word: str(value) for value, word in enumerate(_NUMBER_WORDS)} | {
-    "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70",
-    "eighty": "80", "ninety": "90",
-}  # fmt: skip
-_HEDGES = _words_of(
-    "likely unlikely probably presumably possibly perhaps maybe most definitely certainly surely"
-)
-_YES = _words_of("yes yeah yep yup absolutely definitely certainly sure indeed")
-_NO = _words_of("no nope not never unlikely hardly")
-_UNSURE = re.compile(
-    r"\b(?:not (?:sure|certain)|unsure|could be|might be|may be|maybe|perhaps|possibly|"
-    r"either|i think it was one of|one of)\b"
-)
 # What offers a guess: a declining answer that says one of these still answers.
 _GUESS = re.compile(
     r"\b(?:maybe|perhaps|possibly|probably|could (?:have )?be(?:en)?|might (?:have )?be(?:en)?"
     r"|may (?:have )?be(?:en)?|my (?:best )?guess|i'd guess|i guess|i'd say|i think it was)\b"
+    r"|\beither\b[^.!?;]*\bor\b"  # candidates offered: "either 2027 or 2028"
 )
 _PART = re.compile(r"\s*;\s*")
 _ITEM = re.compile(r"\s*,\s*|\s+and\s+", re.IGNORECASE)
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
-_STEMMER = snowballstemmer.stemmer("porter")
-
-
-_VARIANTS = (
-    (re.compile(r"ae"), "e"),  # paediatric, anaesthetic
-    (re.compile(r"(?<=\w{3})our(?=(?:s|ed|ing|ite|ites|able)?$)"), "or"),  # colour, favourite
-    (re.compile(r"(?<=\w{3})is(?=(?:e|ed|es|ing|ation|ations)$)"), "iz"),  # organise
-    (re.compile(r"(?<=[aeiou])ll(?=(?:ed|ing|er|ers|ery)$)"), "l"),  # travelled, jewellery
-    (re.compile(r"(?<=\w{2})tre$"), "ter"),  # centre, theatre
-)
-
-
-def _spelling(word: str) -> str:
-    """British spellings read as American ones, on both sides of a comparison."""
-    for pattern, replacement in _VARIANTS:
-        word = pattern.sub(replacement, word)
-    return word
-
-
-@lru_cache(maxsize=8192)
-def _stem(word: str) -> str:
-    return str(_STEMMER.stemWord(_spelling(_NUMBERS.get(word, word))))
 
 
 def _shield(text: str, locale: Locale) -> str:
@@ -133,118 +122,67 @@ def _shield(text: str, locale: Locale) -> str:
     return "".join(chars)
 
 
+def _gold_text(gold: str) -> str:
+    return spell_numbers(normalise(gold))
+
+
+def _items(part: str) -> list[tuple[str, str]]:
+    """A part's items, each with the part's text before it."""
+    items = []
+    start = 0
+    for cut in [*_ITEM.finditer(part), None]:
+        end = cut.start() if cut else len(part)
+        raw = part[start:end]
+        item = raw.strip(" .!?\"'()")
+        if item:
+            items.append((item, part[: start + raw.find(item)]))
+        start = cut.end() if cut else len(part)
+    return items
+
+
+def _gold_items(gold: str, locale: Locale) -> list[list[tuple[str, str]]]:
+    parts = [_items(part) for part in _PART.split(_shield(_gold_text(gold), locale).strip())]
+    return [part for part in parts if part]
+
+
 def gold_parts(gold: str, locale: Locale = "day-first") -> list[list[str]]:
     """The gold's parts (any one suffices), each a list of its items (every one is
-    needed); normalised, none empty."""
-    parts = []
-    for part in _PART.split(_shield(normalise(gold), locale).strip()):
-        items = [item.strip(" .!?\"'()") for item in _ITEM.split(part)]
-        items = [item for item in items if item]
-        if items:
-            parts.append(items)
-    return parts
-
-
-def _words(text: str) -> list[tuple[str, int, int]]:
-    return [(m.group(0).casefold(), m.start(), m.end()) for m in _WORD.finditer(text)]
-
-
-def _content(text: str) -> list[str]:
-    return [w for w, _, _ in _words(text) if w not in STOP_WORDS]
+    needed); normalised, numbers in digits, none empty."""
+    return [[item for item, _ in part] for part in _gold_items(gold, locale)]
 
 
 def _polar_item(item: str) -> str | None:
     """``yes`` or ``no`` when an item is a (perhaps hedged) yes or no, alone or followed
     by its reason (``Likely yes since he works at a brewery``)."""
-    words = [w for w, _, _ in _words(item) if w not in _HEDGES or w == "unlikely"]
-    if not words:
+    said = [w for w, _, _ in words(item) if w not in HEDGES or w == "unlikely"]
+    if not said:
         return None
-    if words[0] in ("yes", "no"):
-        return words[0]
-    if words in (["not"], ["unlikely"]):
+    if said[0] in ("yes", "no"):
+        return said[0]
+    if said in (["not"], ["unlikely"]):
         return "no"
     return None
 
 
 def polarity(text: str) -> str | None:
     """The polarity an answer commits to first: ``yes``, ``no`` or None. Hedges are
-    skipped (``probably not`` says no); a sentence with only a hedge says yes."""
+    skipped (``probably not`` says no, as does ``I doubt it``); a sentence with only a
+    hedge says yes; a sentence that says it cannot tell (`noncommittal`) says neither."""
     for start, end in sentence_bounds(text):
         if _NONCOMMITTAL.search(text[start:end]):
             return None
         hedged = False
-        for word, _, _ in _words(text[start:end]):
-            if word in _NO or word.endswith("n't"):
+        previous = ""
+        for word, _, _ in words(text[start:end]):
+            if word in NO_WORDS or word.endswith("n't") or (previous, word) == ("i", "doubt"):
                 return "no"
-            if word in _YES:
+            previous = word
+            if word in YES_WORDS:
                 return "yes"
-            hedged = hedged or word in _HEDGES
+            hedged = hedged or word in HEDGES
         if hedged:
             return "yes"
     return None
-
-
-_NEGATOR = re.compile(r"\b(?:not|never|no longer|neither|nor|no|nothing|none)\b|n't\b")
-# After a cue: an interjection ("No, ...") or a hedge ("not sure") negates nothing.
-_NOT_NEGATING = re.compile(r"\s*[,.!?;:]|\s+(?:\w+\s+){0,2}?(?:sure|certain|mistaken)\b")
-
-
-def _negator(word: str) -> bool:
-    return word in _NO or word in ("neither", "nor", "nothing", "none") or word.endswith("n't")
-
-
-def _read(text: str) -> set[tuple[str, bool]]:
-    """(stem, negated) for every content word `text` states: a word after a negation cue
-    in its clause is negated; a word in a question is not stated. Number words are
-    digits (``three`` is ``3``)."""
-    said: set[tuple[str, bool]] = set()
-    for sentence_start, sentence_end in sentence_bounds(text):
-        if text[sentence_start:sentence_end].rstrip().endswith("?"):
-            continue
-        for start, end in clause_bounds(text[sentence_start:sentence_end]):
-            clause = text[sentence_start + start : sentence_start + end]
-            cues = [
-                m.end()
-                for m in _NEGATOR.finditer(clause.casefold())
-                if not _NOT_NEGATING.match(clause, m.end())
-            ]
-            for word, position, _ in _words(clause):
-                if word in STOP_WORDS or _negator(word) or word in _HEDGES:
-                    continue
-                said.add((_stem(word), any(cue <= position for cue in cues)))
-    return said
-
-
-def _asserts(text: str, value: str, locale: Locale) -> bool:
-    found = find_value(text, value, locale)
-    read = stances(text, [(m.start, m.end) for m in found], supersession=False)
-    return any(stance == "asserted" for stance in read)
-
-
-def _guessed(text: str, stems: set[str]) -> bool:
-    """Whether the sentence that holds the item's words offers it as one of several
-    guesses: candidates joined by ``or`` in an answer that says it is unsure."""
-    if not _UNSURE.search(text.casefold()):
-        return False
-    for start, end in sentence_bounds(text):
-        sentence = text[start:end].casefold()
-        if " or " in sentence and any(_stem(w) in stems for w in _content(sentence)):
-            return True
-    return False
-
-
-def _held(word: tuple[str, bool], answer: set[tuple[str, bool]]) -> bool:
-    """Whether the answer states a gold word: the same stem and negation, or a stem of at
-    least four letters that begins the other (``trans`` for ``transgender``)."""
-    if word in answer:
-        return True
-    stem, negated = word
-    return any(
-        flag == negated
-        and min(len(stem), len(other)) >= 4
-        and (stem.startswith(other) or other.startswith(stem))
-        for other, flag in answer
-    )
 
 
 _REQUEST = re.compile(r"(?i)^\W*(?:let me know|please|tell me|could you|can you|would you)\b")
@@ -257,7 +195,8 @@ _ATTRIBUTED = re.compile(
 _NONCOMMITTAL = re.compile(
     r"(?i)\b(?:not\s+(?:enough|sure|certain|clear)|(?:can't|cannot|can\s+not)\s+(?:say|tell)"
     r"|(?:hard|difficult|impossible)\s+to\s+(?:say|tell|know)|no\s+way\s+to\s+(?:say|tell|know)"
-    r"|unclear|unsure)\b"
+    r"|unclear|unsure|either\s+way|(?:maybe|perhaps),?\s+(?:maybe|perhaps)\s+not"
+    r"|yes\s+(?:and|or)\s+no)\b"
 )
 
 
@@ -269,12 +208,12 @@ def noncommittal(text: str) -> bool:
 def denies(text: str, gold: str, locale: Locale) -> bool:
     """Whether an answer states a word of the gold under negation (``she didn't give up
     chocolate`` for ``Chocolate``): an answer, not a decline."""
-    said = _read(text)
+    said = stated(read(text))
     return any(
-        (stem, not negated) in said
+        (word.stem, not word.negated) in said
         for part in gold_parts(gold, locale)
         for item in part
-        for stem, negated in _read(item)
+        for word in read(item)
     )
 
 
@@ -306,8 +245,8 @@ def states_decoy(text: str, decoy: str, locale: Locale) -> bool:
         if _ATTRIBUTED.search(sentence):
             continue
         kept.append(sentence.replace("?", ".") if guesses(sentence) else sentence)
-    matched, total = score_parts(" ".join(kept), decoy, locale, guesses_state=True)
-    return matched == total
+    parts = score_parts(" ".join(kept), decoy, locale, guesses_state=True)
+    return parts.matched == parts.total
 
 
 def guesses(text: str) -> bool:
@@ -315,70 +254,102 @@ def guesses(text: str) -> bool:
     return _GUESS.search(text.casefold()) is not None
 
 
-def _reversed(item: str, text: str) -> bool:
-    """Whether the answer puts a dated gold the other way round: ``after`` where the gold
-    says ``before`` (or the reverse) and never the gold's own word."""
-    gold = {w for w, _, _ in _words(item)}
-    said = {w for w, _, _ in _words(text)}
-    return any(
-        word in gold and other in said and word not in said
-        for word, other in (("before", "after"), ("after", "before"))
-    )
+# A reason the answer gives for its yes or no.
+_CAUSE = re.compile(r"(?i)\b(?:because|since|given|due\s+to|as\s+(?:he|she|they|it))\b|\s-\s")
+# A committed yes or no after a decline: "not sure, but I'd guess yes".
+_LATE = re.compile(
+    r"(?i)\b(?:guess|say|bet|lean(?:ing|s)?\s+(?:towards?|to))\s+(?P<word>yes|no|not)\b"
+)
 
 
-def _resolved(item: str, text: str, locale: Locale) -> str | None:
-    """The item without its relative date phrase when the answer asserts one of the days
-    it allows (``12 August 2028`` for ``The Saturday before 14 August 2028``), else None."""
-    relative = gold_days(item, locale)
-    if relative is None:
-        return None
-    (start, end), days = relative
-    spans = states_one_of(text, days, locale)
-    if not any(stance == "asserted" for stance in stances(text, spans, supersession=False)):
-        return None
-    return item[:start] + " " + item[end:]
-
-
-def _item_matched(
-    item: str, text: str, answer: set[tuple[str, bool]], locale: Locale, guesses_state: bool
-) -> bool:
-    rest = _resolved(item, text, locale)
-    if rest is not None:  # the date is stated; the rest must be too
-        wanted = _read(rest)
-        return sum(_held(w, answer) for w in wanted) >= math.ceil(2 * len(wanted) / 3)
-    typed = specifics(item, locale)
-    if any(not _asserts(text, item[m.start : m.end], locale) for m in typed):
+def _own_reason(text: str, reasons: list[list[str]]) -> bool:
+    """Whether a polar answer gives a reason of its own (after ``because``, ``since``,
+    ``given``, a spaced dash) that shares no word with the gold's reasons."""
+    cause = _CAUSE.search(text)
+    if cause is None or not reasons:
         return False
-    if typed and _reversed(item, text):
-        return False
-    rest = item
-    for mention in sorted(typed, key=lambda m: m.start, reverse=True):
-        rest = rest[: mention.start] + " " + rest[mention.end :]
-    wanted = _read(rest)
-    if not wanted:
-        return bool(typed)
-    held = sum(_held(word, answer) for word in wanted)
-    enough = held >= math.ceil(2 * len(wanted) / 3)
-    return enough and (guesses_state or not _guessed(text, {w for w, _ in wanted}))
+    given = read(text[cause.end() :])
+    wanted = stated(read(" ".join(item for part in reasons for item in part)))
+    return bool(given) and not any(held((w.stem, w.negated), wanted) for w in given)
+
+
+def _polar(text: str, polar: str, reasons: list[list[str]]) -> Verdict | None:
+    """A polar part's verdict: matched by the same first committed polarity (doubtful
+    when the answer's own reason differs from the gold's), missing by the other one;
+    doubtful when a decline ends in the gold's polarity; None when the answer commits
+    to neither (the reasons may still answer)."""
+    said = polarity(text)
+    if said == polar:
+        return "doubtful" if _own_reason(text, reasons) else "matched"
+    if said is not None:
+        return "missing"
+    late = _LATE.search(text) if noncommittal(text) else None
+    if late is not None and ("yes" if late["word"] == "yes" else "no") == polar:
+        return "doubtful"
+    return None
+
+
+_CHUNK = re.compile(r"\s*,\s*|\s+(?:and|&)\s+", re.IGNORECASE)
+_MEMBER_START = frozenset(("a", "an", "the", "some", "his", "her", "their", "my", "our", "your"))
+
+
+def _extra_members(answer: Reading, items: list[str]) -> int:
+    """How many members the answer's list adds to a matched list gold: in a sentence
+    that names two or more gold items as members of a list (split on commas and
+    ``and``), the other members that name something (a distinctive word, none of the
+    gold's) and start as a noun phrase does (not with a preposition or pronoun)."""
+    gold = stated(read(" ".join(items)))
+    extra = 0
+    for start, end in sentence_bounds(answer.text):
+        chunks = [c for c in _CHUNK.split(answer.text[start:end].strip(" .!")) if c]
+        said = [read(chunk) for chunk in chunks]
+        members = [any(held((w.stem, w.negated), gold) for w in words_) for words_ in said]
+        if sum(members) < 2:
+            continue
+        for chunk, words_, member in zip(chunks, said, members, strict=True):
+            first = chunk.split()[0].casefold() if chunk.split() else ""
+            opens = first in _MEMBER_START or first not in STOP_WORDS
+            # An adverb ("specifically") qualifies the list; it names no member.
+            named = [w for w in words_ if not generic(w.word) and not w.word.endswith("ly")]
+            if not member and opens and named:
+                extra += 1
+    return extra
+
+
+def _part(answer: Reading, part: list[tuple[str, str]], guesses_state: bool) -> RecallParts:
+    verdicts = [
+        item_verdict(item, answer, before=before, guesses_state=guesses_state)
+        for item, before in part
+    ]
+    matched, doubtful = verdicts.count("matched"), verdicts.count("doubtful")
+    if matched == len(part) > 1:
+        extra = _extra_members(answer, [item for item, _ in part])
+        return RecallParts(matched, matched + extra, extra)
+    return RecallParts(matched, len(part), doubtful)
+
+
+def _best(found: list[RecallParts]) -> RecallParts:
+    """The part that decides: a matched one, else one that may be (all items matched or
+    doubtful), else the one with the largest share matched."""
+    for parts in found:
+        if parts.matched == parts.total:
+            return parts
+    open_ = [p for p in found if p.doubtful and p.matched + p.doubtful == p.total]
+    pool = open_ or found
+    return max(pool, key=lambda p: p.matched / p.total, default=RecallParts(0, 1, 0))
 
 
 def score_parts(
     text: str, gold: str, locale: Locale, *, guesses_state: bool = False
-) -> tuple[int, int]:
-    """(matched, total) items of the gold's best part for a normalised answer. A gold
-    offered among guesses is not matched, unless `guesses_state` (a decoy guessed is a
-    decoy stated)."""
-    answer = _read(text)
-    best = (0, 1)
-    for items in gold_parts(gold, locale):
-        polar = _polar_item(items[0])
-        if polar is not None:
-            if polarity(text) == polar:
-                return 1, 1
-            continue
-        matched = sum(_item_matched(item, text, answer, locale, guesses_state) for item in items)
-        if matched == len(items):
-            return matched, len(items)
-        if matched / len(items) > best[0] / best[1]:
-            best = (matched, len(items))
-    return best
+) -> RecallParts:
+    """The gold's best part for a normalised answer (`RecallParts`; module doc). A gold
+    offered among guesses is missing, unless `guesses_state` (a decoy guessed is a decoy
+    stated)."""
+    parts = _gold_items(gold, locale)
+    answer = reading(text, _gold_text(gold), locale)
+    if parts and (polar := _polar_item(parts[0][0][0])) is not None:
+        verdict = _polar(text, polar, [[item for item, _ in part] for part in parts[1:]])
+        if verdict is not None:
+            return RecallParts(int(verdict == "matched"), 1, int(verdict == "doubtful"))
+        parts = parts[1:]
+    return _best([_part(answer, items, guesses_state) for items in parts])

@@ -1,5 +1,9 @@
 """Free recall: each rule of `continuity.probes.free_recall` on answers written fresh for
-these tests (none is in a calibration suite), LoCoMo's token-F1 and relative dates."""
+these tests (none is in a calibration suite), LoCoMo's token-F1 and relative dates.
+
+Item verdicts are read straight from `free_recall.score_parts`; how a verdict becomes an
+outcome (abstained, fabricated, unresolved) is `continuity.probes.scoring`'s, tested in
+test_free_recall_scoring.py."""
 
 from __future__ import annotations
 
@@ -10,15 +14,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from continuity.probes import free_recall
+from continuity.probes.normalise import normalise
 from continuity.probes.relative_dates import gold_days, states_one_of
 from continuity.probes.scoring import score_answer
 from continuity.probes.token_f1 import locomo_f1, token_f1
-from continuity.traces.schema import AbstentionExpectation, FreeRecallExpectation
+from continuity.traces.schema import AbstentionExpectation
 
 
-def _outcome(gold: str, answer: str, category: int = 4) -> str:
-    expectation = FreeRecallExpectation(answer=gold, evidence=("t2-04",), source_category=category)
-    return score_answer(expectation, answer).outcome
+def verdict(gold: str, answer: str) -> str:
+    """``matched``, ``doubtful`` (every item matched or doubtful) or ``missing``."""
+    parts = free_recall.score_parts(normalise(answer), gold, "day-first")
+    if parts.matched == parts.total:
+        return "matched"
+    if parts.doubtful and parts.matched + parts.doubtful == parts.total:
+        return "doubtful"
+    return "missing"
 
 
 def _decoy(decoy: str, answer: str) -> str:
@@ -27,64 +37,67 @@ def _decoy(decoy: str, answer: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("gold", "answer", "outcome"),
+    ("gold", "answer", "expected"),
     [
         # parts: after a ';' a reason or an alternative, either part suffices
-        ("Lighthouse tour; he loves old buildings", "The lighthouse tour, surely.", "correct"),
-        ("Lighthouse tour; he loves old buildings", "A river cruise.", "fabricated"),
+        ("Lighthouse tour; he loves old buildings", "The lighthouse tour, surely.", "matched"),
+        ("Lighthouse tour; he loves old buildings", "A river cruise.", "missing"),
         # list items: every one
-        ("oboe, harp", "She plays the harp and the oboe.", "correct"),
-        ("oboe, harp", "The oboe, I believe.", "fabricated"),
+        ("oboe, harp", "She plays the harp and the oboe.", "matched"),
+        ("oboe, harp", "The oboe, I believe.", "missing"),
         # a comma inside a date separates nothing
-        ("March 3, 2028", "On 3 March 2028.", "correct"),
-        ("March 3, 2028", "In 2028.", "fabricated"),
+        ("March 3, 2028", "On 3 March 2028.", "matched"),
+        ("March 3, 2028", "In 2028.", "missing"),
         # polar golds: the answer's first committed polarity; the reason is optional
-        ("Likely yes since he keeps bees", "Probably, yes.", "correct"),
-        ("Likely yes since he keeps bees", "I doubt it; no.", "fabricated"),
-        ("Presumably not", "I don't think so.", "correct"),
-        ("No; the ferry was cancelled", "Nope.", "correct"),
+        ("Likely yes since he keeps bees", "Probably, yes.", "matched"),
+        ("Likely yes since he keeps bees", "I doubt it; no.", "missing"),
+        ("Presumably not", "I don't think so.", "matched"),
+        ("No; the ferry was cancelled", "Nope.", "matched"),
         # negated content words never state the gold
-        ("Copenhagen", "Not Copenhagen: they chose Oslo.", "fabricated"),
-        ("Copenhagen", "They went to Copenhagen in the end.", "correct"),
+        ("Copenhagen", "Not Copenhagen: they chose Oslo.", "missing"),
+        ("Copenhagen", "They went to Copenhagen in the end.", "matched"),
         # number words are digits; British spellings read as American ones
-        ("4", "Four of them.", "correct"),
-        ("twelve", "12 in total.", "correct"),
-        ("Favourite colour", "Her favorite color.", "correct"),
-        ("Theatre", "The theater downtown.", "correct"),
+        ("4", "Four of them.", "matched"),
+        ("twelve", "12 in total.", "matched"),
+        ("Favourite colour", "Her favorite color.", "matched"),
+        ("Theatre", "The theater downtown.", "matched"),
         # a stem that begins the other counts (four letters or more)
-        ("Photography", "She's into photos and photographing birds.", "correct"),
-        # guesses and declines
-        ("darts", "It could be darts, snooker or bowling - I'm not certain.", "fabricated"),
-        ("darts", "I don't think that ever came up.", "abstained"),
-        ("darts", "Which league do you mean? Let me know.", "abstained"),
-        ("Likely yes", "Hard to say from what was shared.", "abstained"),
-        ("darts", "He never took up darts, he said it bored him.", "fabricated"),
-        # a partial list is an answer, not a decline
-        ("oboe, harp", "The oboe, and another one I can't remember.", "fabricated"),
+        ("Photography", "She's into photos and photographing birds.", "matched"),
+        # guesses, declines and denials state nothing
+        ("darts", "It could be darts, snooker or bowling - I'm not certain.", "missing"),
+        ("darts", "I don't think that ever came up.", "missing"),
+        ("darts", "He never took up darts, he said it bored him.", "missing"),
+        ("oboe, harp", "The oboe, and another one I can't remember.", "missing"),
         # dated golds the other way round
-        ("The day before 9 July 2028", "The day after 9 July 2028.", "fabricated"),
+        ("The day before 9 July 2028", "The day after 9 July 2028.", "missing"),
     ],
 )
-def test_free_recall_rules(gold: str, answer: str, outcome: str) -> None:
-    assert _outcome(gold, answer) == outcome
+def test_free_recall_rules(gold: str, answer: str, expected: str) -> None:
+    assert verdict(gold, answer) == expected
 
 
 @pytest.mark.parametrize(
-    ("gold", "answer", "outcome"),
+    ("gold", "answer", "expected"),
     [
-        ("The Friday before 20 October 2028", "Friday 13 October 2028.", "correct"),
-        ("The Friday before 20 October 2028", "On October 13th.", "correct"),
-        ("The Friday before 20 October 2028", "On October 6th.", "fabricated"),
-        ("The week before 1 March 2028", "29 February 2028.", "correct"),  # leap year span
-        ("The week before 1 March 2028", "1 March 2028.", "fabricated"),
-        ("The weekend before 14 July 2028", "Saturday 8 July 2028.", "correct"),
-        ("The day after 31 December 2028", "1 January 2029.", "correct"),
+        ("The Friday before 20 October 2028", "Friday 13 October 2028.", "matched"),
+        ("The Friday before 20 October 2028", "On October 13th.", "matched"),
+        ("The Friday before 20 October 2028", "On October 6th.", "missing"),
+        ("The week before 1 March 2028", "29 February 2028.", "matched"),  # leap year span
+        ("The week before 1 March 2028", "1 March 2028.", "missing"),
+        ("The weekend before 14 July 2028", "Saturday 8 July 2028.", "matched"),
+        ("The day after 31 December 2028", "1 January 2029.", "matched"),
+        # the relative date itself, in the gold's words or narrower
+        ("The weekend before 14 July 2028", "The weekend before 14 July 2028.", "matched"),
+        ("The weekend before 14 July 2028", "The Sunday before 14 July 2028.", "matched"),
+        ("The weekend before 14 July 2028", "The weekend after 14 July 2028.", "missing"),
+        # no date read: the phrase's own words leave it open
+        ("The weekend before 14 July 2028", "That weekend, early that July.", "doubtful"),
     ],
 )
 def test_relative_dates_resolve_to_the_days_they_allow(
-    gold: str, answer: str, outcome: str
+    gold: str, answer: str, expected: str
 ) -> None:
-    assert _outcome(gold, answer, category=2) == outcome
+    assert verdict(gold, answer) == expected
 
 
 def test_gold_days_computes_weekdays_and_spans() -> None:
@@ -108,14 +121,16 @@ def test_gold_days_computes_weekdays_and_spans() -> None:
         ("a copper kettle", "It was Ravi who bought the copper kettle, not Ines.", "correct"),
         ("a copper kettle", "Did you mean Ravi? Let me know.", "correct"),
         ("a copper kettle", "Ines never bought anything like that.", "correct"),
-        ("a copper kettle", "She bought a teapot.", "fabricated"),
+        # Another item, stated plainly: no value the scorer reads and no decline it
+        # knows, so no sure call ("That's outside what we covered" reads the same).
+        ("a copper kettle", "She bought a teapot.", "unresolved"),
     ],
 )
 def test_decoys(decoy: str, answer: str, outcome: str) -> None:
     assert _decoy(decoy, answer) == outcome
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(
     st.lists(
         st.sampled_from(["lantern", "meadow", "violin", "harbour", "pottery", "sailing"]),
@@ -124,16 +139,19 @@ def test_decoys(decoy: str, answer: str, outcome: str) -> None:
         unique=True,
     )
 )
-def test_an_answer_that_states_the_gold_is_correct_and_its_denial_is_not(words: list[str]) -> None:
+def test_an_answer_that_states_the_gold_is_matched_and_its_denial_is_not(
+    words: list[str],
+) -> None:
     gold = ", ".join(words)
-    assert _outcome(gold, f"It was {gold}.") == "correct"
-    assert _outcome(gold, f"It was not {' or '.join(words)}.") != "correct"
+    assert verdict(gold, f"It was {gold}.") == "matched"
+    assert verdict(gold, f"It was not {' or '.join(words)}.") == "missing"
 
 
 def test_gold_parts_split_answers_lists_and_keep_dates_whole() -> None:
     assert free_recall.gold_parts("Yes; she loves boats") == [["Yes"], ["she loves boats"]]
     assert free_recall.gold_parts("figs, honey and jam") == [["figs", "honey", "jam"]]
     assert free_recall.gold_parts("April 26, 2028") == [["April 26  2028"]]
+    assert free_recall.gold_parts("twenty-one tins and a dozen jars") == [["21 tins", "12 jars"]]
 
 
 def test_polarity_reads_the_first_committed_word() -> None:

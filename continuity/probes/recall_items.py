@@ -1,0 +1,301 @@
+"""One item of a free-recall gold against an answer: matched, doubtful or missing.
+
+An item holds evidence of three kinds, each read in the answer as held, contradicted
+(a rival), open, or absent:
+
+- a **typed value** (a date, an amount, a time: `continuity.probes.values.specifics`)
+  is held when the answer asserts it (`continuity.probes.polarity`), contradicted when
+  the answer denies it or asserts another value of its kind instead (``19 May 2027``
+  for ``9 May 2027``; another year for a year). A reference-like value the answer
+  neither states nor replaces (``under-12s``) is read as words instead. A relative
+  date (``the weekend before 9 March 2028``, `continuity.probes.relative_dates`) is
+  held by an asserted day it allows, or by the answer's own relative date when that
+  allows no other day; contradicted by asserted dates outside it; and when the answer
+  reads as no date at all, its unit word (``weekend``) counts as a word;
+- a **frequency** (`continuity.probes.paraphrase.rates`) is held by the same rate in
+  any wording, contradicted by a different fixed rate, open against a vague or
+  two-way one;
+- a **content word** (`continuity.probes.recall_words`) is held when the answer states
+  it with the same negation; contradicted when the answer states it the other way round
+  (negated where the gold asserts it), or states another member of its closed class
+  that the gold does not name (``Sunday`` for ``Saturday``, ``second`` for ``first``,
+  ``3`` for ``4``), or puts another name in a gold name's place (``Sir Bartholomew
+  Parsnip``); open when a number meets a vague quantity (``a couple``) or another word
+  stands in its place (``painting class`` for ``pottery class``), since that may be a
+  synonym; ``spare`` when it is generic and nothing stands in its place.
+
+The item is **missing** when anything is contradicted, or when nothing is held or open
+but generic words (it shares nothing that decides). It is **matched** when everything is
+held, or when every typed value and frequency is held, at least two thirds of its
+content words are, and each word that is not is spare (``pottery workshop on Saturday``
+for ``a pottery workshop on Saturday night``, but not ``small old barn`` for ``big old
+barn``). Anything else is **doubtful**: a distinctive word missing or replaced, a typed
+value unread, a vague rate. So the rarer word decides: two of three words shared never
+match when the third is distinctive. An item of function words only (``That``) is
+doubtful when the answer has its words, else missing.
+
+An item offered among guesses (a sentence that joins candidates with ``or`` in an answer
+that says it is unsure) is missing, unless guesses count as statements (decoys).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Literal, NamedTuple
+
+from continuity.probes.calendar import dates
+from continuity.probes.paraphrase import (
+    VAGUE_QUANTITY,
+    RateMention,
+    compare_rates,
+    expand_abbreviations,
+    rates,
+    spell_numbers,
+)
+from continuity.probes.polarity import Stance, sentence_bounds, stances
+from continuity.probes.recall_words import (
+    Said,
+    closed_class,
+    generic,
+    held,
+    read,
+    slot,
+    stated,
+    words,
+)
+from continuity.probes.relative_dates import gold_days, states_one_of
+from continuity.probes.values import (
+    Locale,
+    Mention,
+    find_all,
+    find_value,
+    kind_of,
+    specifics,
+)
+
+__all__ = ["Evidence", "Reading", "Verdict", "item_verdict", "reading"]
+
+Verdict = Literal["matched", "doubtful", "missing"]
+# One piece of an item's evidence in the answer. "spare": a generic word absent with
+# nothing in its place.
+Evidence = Literal["held", "rival", "open", "absent", "spare"]
+
+_UNSURE = re.compile(
+    r"\b(?:not (?:sure|certain)|unsure|could be|might be|may be|maybe|perhaps|possibly|"
+    r"either|i think it was one of)\b"
+)
+
+
+# Kinds of typed value that are never read as words: the answer states them or not.
+_VALUE_KINDS = ("money", "date", "time")
+_YEAR = re.compile(r"(?<![\w.,])(?:19|20)\d{2}(?![\w.,]\d|\w)")
+
+
+class Reading(NamedTuple):
+    """An answer read once for one gold: its text with numbers in digits and the gold's
+    abbreviations expanded, its content words, and its asserted frequencies."""
+
+    text: str
+    said: list[Said]
+    stated: set[tuple[str, bool]]
+    rates: list[RateMention]
+    locale: Locale
+    gold_stems: set[str]  # every content word of the whole gold
+    gold_classes: set[tuple[str, str]]  # every closed-class value of the whole gold
+
+
+def reading(text: str, gold: str, locale: Locale) -> Reading:
+    """`text` (a normalised answer) read for `gold` (normalised, numbers in digits)."""
+    text = expand_abbreviations(spell_numbers(text), gold)
+    said = read(text)
+    found = rates(text)
+    kept = stances(text, [(r.start, r.end) for r in found], supersession=False)
+    asserted = [r for r, stance in zip(found, kept, strict=True) if stance == "asserted"]
+    gold_words = read(gold)
+    classes = {c for w, _, _ in words(gold) if (c := closed_class(w)) is not None}
+    return Reading(
+        text, said, stated(said), asserted, locale, {w.stem for w in gold_words}, classes
+    )
+
+
+def _stance_of(text: str, spans: list[tuple[int, int]]) -> list[Stance]:
+    return stances(text, spans, supersession=False)
+
+
+def _typed(value: str, answer: Reading) -> Evidence:
+    """A typed value of the gold in the answer: asserted, denied or replaced."""
+    text, locale = answer.text, answer.locale
+    found = find_value(text, value, locale)
+    said = _stance_of(text, [(m.start, m.end) for m in found])
+    if "asserted" in said:
+        return "held"
+    if "negated" in said:
+        return "rival"
+    others = [(m.start, m.end) for m in find_all(text, value, locale) if m not in found]
+    if _YEAR.fullmatch(value):  # a year: another year asserted instead replaces it
+        others += [m.span() for m in _YEAR.finditer(text) if m.group(0) != value]
+    if "asserted" in _stance_of(text, sorted(others)):
+        return "rival"
+    return "absent"
+
+
+def _relative(item: str, answer: Reading) -> tuple[Evidence, str] | None:
+    """A relative date's evidence and the item without it; None when it has none. The
+    answer holds it by asserting a day it allows, or a relative date of its own that
+    allows no other day (``the Saturday before 9 March`` for ``the weekend before 9
+    March``); it contradicts it by asserting only days outside it."""
+    relative = gold_days(item, answer.locale)
+    if relative is None:
+        return None
+    (start, end), days = relative
+    rest = _without(item, [(start, end)])
+    text = answer.text
+    own = gold_days(text, answer.locale)
+    if own is not None and "asserted" in _stance_of(text, [own[0]]):
+        if own[1] <= days:
+            return "held", rest
+        return ("open" if own[1] & days else "rival"), rest
+    if "asserted" in _stance_of(text, states_one_of(text, days, answer.locale)):
+        return "held", rest
+    dated = [(m.start, m.end) for m in dates(text, answer.locale)]
+    if "asserted" in _stance_of(text, dated):
+        return "rival", rest
+    # No date read: the phrase's words ("weekend") still count as the item's words.
+    anchor = [m for m in dates(item, answer.locale) if m.end == end]
+    return "absent", _without(item, [(anchor[0].start, end)]) if anchor else rest
+
+
+def _rate(expected: RateMention, answer: Reading) -> Evidence:
+    verdicts = [compare_rates(expected, said) for said in answer.rates]
+    if "same" in verdicts:
+        return "held"
+    if "open" in verdicts:
+        return "open"
+    return "rival" if verdicts else "absent"
+
+
+def _word(gold: list[Said], index: int, answer: Reading) -> Evidence:
+    word = gold[index]
+    if held((word.stem, word.negated), answer.stated):
+        return "held"
+    if held((word.stem, not word.negated), answer.stated):
+        return "rival"  # stated the other way round: denied, or asserted where denied
+    cls = closed_class(word.word)
+    if cls is not None and not word.negated:
+        rivals = {c for w in answer.said if not w.negated and (c := closed_class(w.word))}
+        if any(c[0] == cls[0] and c not in answer.gold_classes for c in rivals):
+            return "rival"
+        if cls[0] == "number" and VAGUE_QUANTITY.search(answer.text):
+            return "open"
+    place = slot(gold, index, answer.said, answer.gold_stems)
+    if place.kind == "filled":
+        assert place.word is not None
+        return "rival" if word.name and place.word.name else "open"
+    return "spare" if place.kind == "empty" and generic(word.word) else "absent"
+
+
+def _guessed(text: str, item_words: list[Said], spans: list[tuple[int, int]]) -> bool:
+    """Whether the sentence that holds the item's words or values offers it as one of
+    several guesses: candidates joined by ``or`` in an answer that says it is unsure."""
+    if not _UNSURE.search(text.casefold()):
+        return False
+    stems = {w.stem for w in item_words}
+    for start, end in sentence_bounds(text):
+        sentence = text[start:end].casefold()
+        if " or " not in sentence:
+            continue
+        if any(start <= a < end for a, _ in spans):
+            return True
+        if any(w.stem in stems for w in read(sentence)):
+            return True
+    return False
+
+
+def _without(item: str, spans: list[tuple[int, int]]) -> str:
+    """`item` with `spans` blanked out (positions kept)."""
+    for start, end in spans:
+        item = item[:start] + " " * (end - start) + item[end:]
+    return item
+
+
+def _decide(values: list[Evidence], word_evidence: list[Evidence], gold: list[Said]) -> Verdict:
+    """The item's verdict from its evidence (module doc)."""
+    everything = values + word_evidence
+    if "rival" in everything:
+        return "missing"
+    if all(e == "held" for e in everything):
+        return "matched"
+    distinctive = [e for e, w in zip(word_evidence, gold, strict=True) if not generic(w.word)]
+    if not any(e in ("held", "open") for e in values + distinctive):
+        return "missing"
+    needed = math.ceil(2 * len(word_evidence) / 3)
+    if (
+        all(e == "held" for e in values)
+        and all(e in ("held", "spare") for e in word_evidence)
+        and word_evidence.count("held") >= needed
+    ):
+        return "matched"
+    return "doubtful"
+
+
+def _typed_values(item: str, answer: Reading) -> tuple[list[Mention], list[Evidence]]:
+    """The item's typed values the verdict weighs, and their evidence. A reference-like
+    value the answer neither states nor replaces (``under-12s``) is read as words."""
+    kept: list[Mention] = []
+    evidence: list[Evidence] = []
+    for mention in specifics(item, answer.locale):
+        value = item[mention.start : mention.end]
+        found = _typed(value, answer)
+        if found == "absent" and kind_of(value) not in _VALUE_KINDS:
+            continue
+        kept.append(mention)
+        evidence.append(found)
+    return kept, evidence
+
+
+def item_verdict(
+    item: str, answer: Reading, *, before: str = "", guesses_state: bool = False
+) -> Verdict:
+    """One gold item (normalised, numbers in digits) against a `reading` of the answer.
+    `before` is the gold's text before the item in its part: the item's words are read
+    in it, so a negation cue before the item reaches its words as it does when an
+    answer repeats the gold."""
+    typed: list[Mention] = []
+    relative = _relative(item, answer)
+    if relative is not None:
+        evidence, item = relative
+        values = [evidence]
+    else:
+        typed, values = _typed_values(item, answer)
+        if typed and _reversed(item, answer.text):
+            return "missing"
+    rest = _without(item, [(m.start, m.end) for m in typed])
+    gold_rates = rates(rest)
+    values += [_rate(r, answer) for r in gold_rates]
+    rest = _without(rest, [(r.start, r.end) for r in gold_rates])
+    gold = [w for w in read(before + rest) if w.start >= len(before)]
+    if not values and not gold:  # only function words ("that"): read as written
+        wanted = {w for w, _, _ in words(item)}
+        return "doubtful" if wanted <= {w for w, _, _ in words(answer.text)} else "missing"
+    word_evidence = [_word(gold, i, answer) for i in range(len(gold))]
+    verdict = _decide(values, word_evidence, gold)
+    if verdict == "missing" or guesses_state:
+        return verdict
+    spans = [
+        (m.start, m.end)
+        for value in typed
+        for m in find_value(answer.text, item[value.start : value.end], answer.locale)
+    ]
+    return "missing" if _guessed(answer.text, gold, spans) else verdict
+
+
+def _reversed(item: str, text: str) -> bool:
+    """Whether the answer puts a dated gold the other way round: ``after`` where the gold
+    says ``before`` (or the reverse) and never the gold's own word."""
+    gold = {w for w, _, _ in words(item)}
+    said = {w for w, _, _ in words(text)}
+    return any(
+        word in gold and other in said and word not in said
+        for word, other in (("before", "after"), ("after", "before"))
+    )
