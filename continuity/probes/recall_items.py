@@ -40,11 +40,12 @@ that says it is unsure) is missing, unless guesses count as statements (decoys).
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from typing import Literal, NamedTuple
 
-from continuity.probes.calendar import dates
+from continuity.probes.calendar import Day, dates
 from continuity.probes.paraphrase import (
     VAGUE_QUANTITY,
     RateMention,
@@ -72,6 +73,7 @@ from continuity.probes.values import (
     find_value,
     kind_of,
     specifics,
+    value_key,
 )
 
 __all__ = ["Evidence", "Reading", "Verdict", "item_verdict", "reading"]
@@ -132,12 +134,32 @@ def _typed(value: str, answer: Reading) -> Evidence:
         return "held"
     if "negated" in said:
         return "rival"
+    relative = _relative_answer(value, answer)
+    if relative is not None:
+        return relative
     others = [(m.start, m.end) for m in find_all(text, value, locale) if m not in found]
     if _YEAR.fullmatch(value):  # a year: another year asserted instead replaces it
         others += [m.span() for m in _YEAR.finditer(text) if m.group(0) != value]
     if "asserted" in _stance_of(text, sorted(others)):
         return "rival"
     return "absent"
+
+
+def _relative_answer(value: str, answer: Reading) -> Evidence | None:
+    """A gold date against a relative date the answer asserts (``the Sunday before 14
+    May 2023`` for ``7 May 2023``): held when it allows that day only, open when it
+    allows it among others, a rival when it does not allow it; None when the answer
+    asserts no relative date or the gold is no whole date."""
+    key = value_key(value, answer.locale)
+    own = gold_days(answer.text, answer.locale)
+    if not isinstance(key, Day) or key.year is None or own is None:
+        return None
+    if "asserted" not in _stance_of(answer.text, [own[0]]):
+        return None
+    day = dt.date(key.year, key.month, key.day)
+    if own[1] == {day}:
+        return "held"
+    return "open" if day in own[1] else "rival"
 
 
 def _relative(item: str, answer: Reading) -> tuple[Evidence, str] | None:

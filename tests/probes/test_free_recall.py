@@ -90,6 +90,10 @@ def test_free_recall_rules(gold: str, answer: str, expected: str) -> None:
         ("The weekend before 14 July 2028", "The weekend before 14 July 2028.", "matched"),
         ("The weekend before 14 July 2028", "The Sunday before 14 July 2028.", "matched"),
         ("The weekend before 14 July 2028", "The weekend after 14 July 2028.", "missing"),
+        # a dated gold against the answer's own relative date
+        ("7 May 2028", "The Sunday before 14 May 2028.", "matched"),
+        ("7 May 2028", "The week before 14 May 2028.", "doubtful"),
+        ("7 May 2028", "The Saturday before 14 May 2028.", "missing"),
         # no date read: the phrase's own words leave it open
         ("The weekend before 14 July 2028", "That weekend, early that July.", "doubtful"),
     ],
