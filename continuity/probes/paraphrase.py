@@ -12,13 +12,16 @@ Every function here reads normalised text (`continuity.probes.normalise`).
   adverb (``twice weekly``), and an interval (``every day``, ``every other week``,
   ``every second month``, ``(once) every three months``, ``each year``). So
   ``fortnightly``, ``every two weeks`` and ``every other week`` are one rate, as are
-  ``twice a year`` and ``every six months``. Some forms stay open: ``biweekly``,
-  ``bimonthly`` and ``biannually`` each have two readings (twice a period or every
-  second period), and a vague count (``a few times a week``, ``once or twice a
-  year``) fixes only the period. `compare_rates` calls two rates the same only when
-  both are fixed and equal, different only when both are fixed, counted in the same
-  unit and unequal, and open otherwise. A week and a month are never compared
-  (``every four weeks`` is not quite ``monthly``).
+  ``twice a year`` and ``every six months``. In an answer, named days are a habit too
+  (``every Monday and Thursday`` is twice a week, ``on Saturdays`` and ``every
+  weekend`` weekly, ``every morning and evening`` twice a day); in a gold they stay
+  words the answer must hold. Some forms stay open: ``biweekly``, ``bimonthly`` and
+  ``biannually`` each have two readings (twice a period or every second period), and
+  a vague count (``a few times a week``, ``once or twice a year``) fixes only the
+  period. `compare_rates` calls two rates the same only when both have the same
+  readings, different only when both are fixed and unequal, and open otherwise. Days
+  and months are compared only when the rates are far apart (``weekly`` is not
+  ``monthly``; ``every four weeks`` is open against it).
 - **How many** (`spell_numbers`): a number written in more than one word becomes its
   digits: ``twenty-eight`` is ``28``, ``a hundred and fifty`` is ``150``, ``two
   thousand and five`` is ``2005``, a year said in pairs (``nineteen ninety-nine``,
@@ -34,8 +37,8 @@ Every function here reads normalised text (`continuity.probes.normalise`).
   ``on``, ``to`` and ``at`` inside the run may be skipped or counted (``LOTR``: ``Lord
   of the Rings``; ``DIY``: ``do it yourself``) and a hyphen splits words
   (``CS``: ``Counter-Strike``). A two-letter acronym needs its words capitalised
-  (``UK``: ``United Kingdom``, never ``under kitchen``). A capitalised abbreviation of a
-  year (``'26``) stands for the other text's year that ends in the same two digits.
+  (``UK``: ``United Kingdom``, never ``under kitchen``). A year cut to two digits
+  (``'26``) stands for the other text's year that ends in them.
 
 Limits: acronyms that do not spell initials (``PhD``, ``Dr``, mixed case) and
 abbreviations that shorten a word (``approx.``) are not read; an acronym for a phrase
@@ -214,6 +217,28 @@ _RATE_FORMS = (
     ),
     re.compile(_EDGE_BEFORE + _ADVERB + _EDGE_AFTER),  # "fortnightly"
 )
+# Habits an answer states by naming the days: "every Monday and Thursday" (twice a
+# week), "on Saturdays", "every weekend", "every morning and evening" (twice a day).
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_DAY_PART = r"(?:morning|afternoon|evening|night)"
+_HABITS = (
+    (
+        re.compile(
+            _EDGE_BEFORE + rf"(?:(?:every|each)\s+(?:{_WEEKDAY}|weekend)"
+            rf"(?:(?:\s*,\s*|\s+and\s+|\s*,\s+and\s+)(?:{_WEEKDAY}|weekend))*"
+            rf"|on\s+{_WEEKDAY}s(?:(?:\s*,\s*|\s+and\s+|\s*,\s+and\s+){_WEEKDAY}s)*)" + _EDGE_AFTER
+        ),
+        Rate(Fraction(1, 7), "day"),
+    ),
+    (
+        re.compile(
+            _EDGE_BEFORE + rf"(?:every|each)\s+{_DAY_PART}"
+            rf"(?:(?:\s*,\s*|\s+and\s+|\s*,\s+and\s+){_DAY_PART})*" + _EDGE_AFTER
+        ),
+        Rate(Fraction(1), "day"),
+    ),
+)
+_LISTED = re.compile(rf"(?i){_WEEKDAY}|weekend|{_DAY_PART}")
 _ORDINAL_STEPS = {"other": 2, "second": 2, "third": 3, "single": 1}
 _NUMBER_WORDS = {w: n for w, n in _VALUES.items() if n <= 12}
 
@@ -257,17 +282,29 @@ def _mention(m: re.Match[str]) -> RateMention:
     return RateMention(m.start(), m.end(), readings, unit, None)
 
 
-def rates(text: str) -> list[RateMention]:
-    """Every frequency in normalised `text`, in order (see the module doc)."""
-    found = sorted(
-        (m for form in _RATE_FORMS for m in form.finditer(text)),
-        key=lambda m: (m.start(), -m.end()),
+def _habit(m: re.Match[str], period: Rate) -> RateMention:
+    count = len(_LISTED.findall(m.group(0)))
+    return RateMention(
+        m.start(), m.end(), frozenset({period._replace(per=period.per * count)}), period, None
     )
-    kept: list[re.Match[str]] = []
-    for m in found:  # overlapping readings: the longest, then the first, stands
-        if not kept or m.start() >= kept[-1].end():
-            kept.append(m)
-    return [_mention(m) for m in kept]
+
+
+def rates(text: str, *, habits: bool = False) -> list[RateMention]:
+    """Every frequency in normalised `text`, in order (see the module doc). With
+    `habits`, days named as a habit count too (``every Monday and Thursday`` is twice a
+    week, ``on Saturdays`` weekly, ``every morning`` daily): an answer's reading, since
+    a gold's named days are words that must be held themselves."""
+    found: list[tuple[re.Match[str], Rate | None]] = [
+        (m, None) for form in _RATE_FORMS for m in form.finditer(text)
+    ]
+    if habits:
+        found += [(m, period) for form, period in _HABITS for m in form.finditer(text)]
+    found.sort(key=lambda pair: (pair[0].start(), -pair[0].end()))
+    kept: list[tuple[re.Match[str], Rate | None]] = []
+    for m, period in found:  # overlapping readings: the longest, then the first, stands
+        if not kept or m.start() >= kept[-1][0].end():
+            kept.append((m, period))
+    return [_mention(m) if period is None else _habit(m, period) for m, period in kept]
 
 
 RateMatch = Literal["same", "different", "open"]

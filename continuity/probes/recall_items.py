@@ -19,10 +19,11 @@ An item holds evidence of three kinds, each read in the answer as held, contradi
   it with the same negation; contradicted when the answer states it the other way round
   (negated where the gold asserts it), or states another member of its closed class
   that the gold does not name (``Sunday`` for ``Saturday``, ``second`` for ``first``,
-  ``3`` for ``4``), or puts another name in a gold name's place (``Sir Bartholomew
-  Parsnip``); open when a number meets a vague quantity (``a couple``) or another word
-  stands in its place (``painting class`` for ``pottery class``), since that may be a
-  synonym; ``spare`` when it is generic and nothing stands in its place.
+  ``3`` for ``4``), or puts another name in a gold name's place beside a held part of
+  the same name (``Sir Bartholomew Parsnip``); open when a number meets a vague
+  quantity (``a couple``) or another word stands in its place (``painting class`` for
+  ``pottery class``, ``a festival in Shibuya`` for ``a festival in Tokyo``), since that
+  may be a synonym or a narrower name; ``spare`` when it is generic and nothing stands in its place.
 
 The item is **missing** when anything is contradicted, or when nothing is held or open
 but generic words (it shares nothing that decides). It is **matched** when everything is
@@ -111,7 +112,7 @@ def reading(text: str, gold: str, locale: Locale) -> Reading:
     """`text` (a normalised answer) read for `gold` (normalised, numbers in digits)."""
     text = expand_abbreviations(spell_numbers(text), gold)
     said = read(text)
-    found = rates(text)
+    found = rates(text, habits=True)
     kept = stances(text, [(r.start, r.end) for r in found], supersession=False)
     asserted = [r for r, stance in zip(found, kept, strict=True) if stance == "asserted"]
     gold_words = read(gold)
@@ -212,8 +213,12 @@ def _word(gold: list[Said], index: int, answer: Reading) -> Evidence:
             return "open"
     place = slot(gold, index, answer.said, answer.gold_stems)
     if place.kind == "filled":
-        assert place.word is not None
-        return "rival" if word.name and place.word.name else "open"
+        assert place.word is not None and place.beside is not None
+        # Another name beside a held part of the same name ("Frank Sinatra" for "Frank
+        # Ocean"); a name beside an ordinary word may be a narrower place ("a festival
+        # in Shibuya" for "a festival in Tokyo"), so that stays open.
+        same_name = word.name and place.word.name and place.beside.name
+        return "rival" if same_name else "open"
     return "spare" if place.kind == "empty" and generic(word.word) else "absent"
 
 

@@ -249,10 +249,12 @@ def held(word: tuple[str, bool], answer: set[tuple[str, bool]]) -> bool:
 class Slot(NamedTuple):
     """What the answer says in a gold word's place: ``unknown`` when it holds neither
     neighbour of the word, ``empty`` when a held neighbour has no other content word
-    beside it, ``filled`` with the answer's word there otherwise."""
+    beside it, ``filled`` with the answer's `word` there (beside the gold's neighbour
+    `beside`) otherwise."""
 
     kind: Literal["unknown", "empty", "filled"]
     word: Said | None
+    beside: Said | None
 
 
 def slot(gold: list[Said], index: int, answer: list[Said], gold_stems: set[str]) -> Slot:
@@ -273,7 +275,7 @@ def slot(gold: list[Said], index: int, answer: list[Said], gold_stems: set[str])
                 continue
             found = True
             k = j - side  # the gold word sits on the other side of its neighbour
-            beside = answer[k] if 0 <= k < len(answer) else None
-            if beside is not None and beside.clause == word.clause and not is_gold(beside):
-                return Slot("filled", beside)
-    return Slot("empty", None) if found else Slot("unknown", None)
+            other = answer[k] if 0 <= k < len(answer) else None
+            if other is not None and other.clause == word.clause and not is_gold(other):
+                return Slot("filled", other, gold[position])
+    return Slot("empty" if found else "unknown", None, None)

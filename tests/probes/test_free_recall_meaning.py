@@ -54,9 +54,11 @@ def test_score_parts_returns_matched_total_and_doubtful() -> None:
         ("first prize for her marmalade", "Second prize for her marmalade.", "missing"),
         ("3 kittens", "She has 4 kittens.", "missing"),
         ("a green kayak", "A red kayak.", "missing"),
-        # another name in a name's place
+        # another name beside a held part of the same name; a name beside a word may
+        # be a narrower place
         ("Captain Orwin Halloway", "Captain Orwin Pettigrew.", "missing"),
         ("Captain Orwin Halloway", "Captain Orwin.", "doubtful"),
+        ("a harp recital in Lisbon", "A harp recital in Alfama.", "doubtful"),
         # another value of the kind, or a denial, contradicts a typed value
         ("9 May 2027", "On 19 May 2027.", "missing"),
         ("June 2029", "In June 2028.", "missing"),
@@ -107,6 +109,13 @@ def test_rarity_decides_and_doubt_is_kept(gold: str, answer: str, expected: str)
         ("fortnightly", "Biweekly.", "doubtful"),  # twice a week, or every two weeks
         ("once or twice a year", "Once or twice a year.", "matched"),
         ("once or twice a year", "Twice a year.", "doubtful"),
+        # an answer's named days are a habit; a gold's stay words
+        ("weekly", "Every Saturday.", "matched"),
+        ("twice a week", "Every Monday and Thursday.", "matched"),
+        ("twice a week", "On Tuesdays.", "missing"),
+        ("twice a day", "Every morning and evening.", "matched"),
+        ("kayaking every Saturday", "Kayaking on Saturdays.", "matched"),
+        ("kayaking every Saturday", "Kayaking every Sunday.", "missing"),
         (
             "volunteers at a dog shelter once a month",
             "Volunteering at a dog shelter, monthly.",
