@@ -7,9 +7,13 @@ June``), a weekday with an ordinal day (``Thursday the 15th``), year first (ISO
 dates (``18.06.2027``, ``18/06/2027``, ``06/18/2027``, ``18/06``). A numeric date's order
 is fixed by a day above 12, else by a weekday that fits one order only (``Monday
 09/11/2026`` is 9 November), else by the trace's locale (``day-first``,
-``month-first``). Two readings and nothing to choose (``09/11/2026`` in an ``unknown``
-locale), or a weekday that fits only the order the locale does not use, make the date
-unreadable (`date_readings` gives it an `Unreadable` key; `dates` skips it).
+``month-first``). Month names of other languages read too (every CLDR locale's, from
+babel: ``9 novembre 2026``, ``9. listopada``, ``9 de noviembre de 2026``), a name that
+is also an English word (``mars``) only before a year. Two readings and nothing to
+choose (``09/11/2026`` in an ``unknown`` locale), a weekday that fits only the order the
+locale does not use, or a month name that names another month in another language
+(``listopad``) make the date unreadable (`date_readings` gives it an `Unreadable` key;
+`dates` skips it).
 
 Times: ``7:30pm``, ``19:30``, ``19.30``, ``19:30h``, ``1930 hrs``, ``19h30``,
 ``noon``, and spelled-out times (``half past seven in the evening``, ``seven thirty pm``,
@@ -26,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from typing import Literal, NamedTuple
 
 from continuity.probes.mentions import Mention, Unreadable
+from continuity.probes.month_table import COMMON, MONTHS
 
 __all__ = [
     "DATE_FORMS",
@@ -109,7 +114,13 @@ _DAY = (
 _MONTH = r"\b(?P<month>" + _alternation(_MONTH_NUMBERS) + r")\b\.?"
 _YEAR = r"(?:,?\s+(?P<year>(?:19|20)\d{2})\b)?"
 _DATE_DMY = re.compile(
-    r"(?i)" + _WEEKDAY + r"(?:the\s+)?(?<![\d.,:/-])\b" + _DAY + r"(?:\s+of)?\s+" + _MONTH + _YEAR
+    r"(?i)"
+    + _WEEKDAY
+    + r"(?:the\s+)?(?<![\d.,:/-])\b"
+    + _DAY
+    + r"\.?(?:\s+of)?\s+"
+    + _MONTH
+    + _YEAR
 )
 _DATE_MDY = re.compile(
     r"(?i)" + _WEEKDAY + _MONTH + r"\s+(?:the\s+)?" + _DAY + r"(?![:.]\d)" + _YEAR
@@ -134,6 +145,13 @@ _DATE_NUMERIC = re.compile(
     r"|(?<![\d.,:/$£€-])(?P<a2>\d{2})/(?P<b2>\d{2})(?![\d./-]?\d)"
 )
 _NAMED_DATES = (_DATE_DMY, _DATE_MDY, _DATE_ISO, _DATE_JOINED)
+# A day and a month name of another language (CLDR's, `continuity.probes.month_table`):
+# "9 novembre 2026", "9. listopada", "9 de noviembre de 2026".
+_DATE_OTHER_LANGUAGE = re.compile(
+    r"(?<![\d.,:/-])\b(?P<day>\d{1,2})\.?\s+(?:(?i:de|di|del|of)\s+)?(?P<name>[^\W\d_]{3,})\b"
+    r"(?:,?\s+(?:(?i:de|del)\s+)?(?P<year>(?:19|20)\d{2})\b)?"
+)
+_COMMON_NAMES = frozenset(COMMON)
 # The first day of a hedged list, "16 or 18 June", "16th and 18th June": it takes the
 # month (and year) of the day that follows it.
 _DATE_LISTED = re.compile(
@@ -210,6 +228,19 @@ _DATE_WEEKDAY_ORDINAL = re.compile(
 )
 
 
+def _other_language_day(m: re.Match[str]) -> Day | Unreadable | None:
+    """A day with another language's month name; a name that is also an English word
+    (``mars``) only before a year, and one that names two months in two languages
+    (``listopad``) unreadable."""
+    name = m["name"].lower()
+    months = MONTHS.get(name)
+    if months is None or (name in _COMMON_NAMES and not m["year"]):
+        return None
+    if len(months) > 1:
+        return Unreadable(f"{m['name']!r} names a different month in another language")
+    return _day(int(m["year"]) if m["year"] else None, months[0], int(m["day"]), None)
+
+
 def date_readings(text: str, locale: Locale) -> Iterator[Mention]:
     """Every date in `text`, with `Unreadable` keys for numeric dates that may be read in
     either order (module doc). Spans may overlap."""
@@ -220,6 +251,9 @@ def date_readings(text: str, locale: Locale) -> Iterator[Mention]:
     for m in _DATE_LISTED.finditer(text):
         if (day := _named_day(m)) is not None:
             yield Mention(m.start(), m.end(), day)
+    for m in _DATE_OTHER_LANGUAGE.finditer(text):
+        if (key := _other_language_day(m)) is not None:
+            yield Mention(m.start(), m.end(), key)
     for m in _DATE_NUMERIC.finditer(text):
         if (key := _numeric_day(m, locale)) is not None:
             yield Mention(m.start(), m.end(), key)

@@ -6,11 +6,9 @@
 ``¥``, ``francs``) gives every currency it names in any locale, and a reader then needs
 the expected currency to be among them (the unit never picks one of them by itself).
 
-The data is the Unicode CLDR data that `babel` ships, read once by `build_table` and
-kept as a snapshot in `continuity.probes.currency_table` (reading babel's 1,100 locales
-takes about two seconds, too slow for every scorer start); a test checks the snapshot
-equals what the installed babel and wordfreq give, and ``python3 -m
-continuity.probes.currencies`` rewrites it. What the snapshot holds:
+The data is the Unicode CLDR data that `babel` ships, kept as a snapshot in
+`continuity.probes.currency_table` by `continuity.probes.cldr` (which says why and how).
+What it holds:
 
 - the ISO 4217 codes of the currencies in tender today (historic codes such as ``LVR``
   would read identifiers as money);
@@ -34,7 +32,6 @@ word-like; signs as written.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 
 from continuity.probes.currency_table import (
@@ -46,14 +43,12 @@ from continuity.probes.currency_table import (
     SIGNS,
     WORDLIKE,
 )
-from continuity.probes.normalise import normalise
 
 __all__ = [
     "SC_CHARS",
     "SIGN_PATTERN",
     "UNIT_PATTERN",
     "Currencies",
-    "build_table",
     "currencies_of",
     "expected_reading",
     "precision",
@@ -63,8 +58,6 @@ __all__ = [
 
 Currencies = frozenset[str]
 
-# Below this Zipf frequency a word is not an ordinary English word (wordfreq 3.x).
-_WORD_ZIPF = 4.0
 _CODE_SET = frozenset(CODES)
 
 
@@ -134,112 +127,3 @@ def expected_reading(found: Currencies) -> Currencies:
 def precision(code: str) -> int:
     """The usual number of minor digits of currency `code` (2 unless babel says other)."""
     return PRECISIONS.get(code, 2)
-
-
-# ---------------------------------------------------------------- the snapshot
-def _sign(text: str) -> str:
-    """A CLDR sign as an answer's normalised text writes it (bidi marks dropped)."""
-    return normalise("".join(c for c in text if unicodedata.category(c) != "Cf"))
-
-
-def build_table() -> dict[str, object]:
-    """The snapshot's tables, from the installed babel (and wordfreq for word-likeness)."""
-    from babel import Locale, __version__
-    from babel.core import get_global
-    from babel.localedata import locale_identifiers
-    from babel.numbers import get_currency_name, get_currency_precision, list_currencies
-    from wordfreq import zipf_frequency
-
-    # Currencies in tender today: historic codes ("LVR", "ARM", "BAD") and their signs
-    # would read identifiers and words as money.
-    codes = sorted(
-        {
-            code
-            for entries in get_global("territory_currencies").values()
-            for code, _start, end, is_tender in entries
-            if end is None and is_tender
-        }
-        & set(list_currencies())
-    )
-    signs: dict[str, set[str]] = {}
-    for identifier in locale_identifiers():
-        for code, sign in Locale.parse(identifier).currency_symbols.items():
-            written = _sign(sign)
-            if re.fullmatch(r".*[^\W\d_]\.", written):
-                written = written[:-1]  # "kr." is "kr" at a sentence's end: one sign
-            # The generic sign means "some currency": an amount with it is unreadable.
-            if code in codes and written and written != code and written != "¤":
-                signs.setdefault(written, set()).add(code)
-    english = Locale.parse("en")
-    names: dict[str, set[str]] = {}
-    for code in codes:
-        forms = {get_currency_name(code, count, "en") for count in (None, 1, 2)}
-        for form in forms:
-            written = normalise(form).lower()
-            names.setdefault(written, set()).add(code)
-            names.setdefault(written.split()[-1], set()).add(code)
-    english_signs = {
-        sign: code
-        for code, sign in english.currency_symbols.items()
-        if sign not in (code, "¤") and not any(c.isalpha() for c in sign)
-    }
-    # Word-likeness is asked of single words only (wordfreq splits "A$" into "a").
-    words = {w.lower().rstrip(".") for w in [*codes, *signs, *names]}
-    wordlike = sorted(w for w in words if w.isalpha() and zipf_frequency(w, "en") >= _WORD_ZIPF)
-    return {
-        "BABEL_VERSION": __version__,
-        "CODES": tuple(codes),
-        "SIGNS": {s: tuple(sorted(c)) for s, c in sorted(signs.items())},
-        "NAMES": {n: tuple(sorted(c)) for n, c in sorted(names.items())},
-        "ENGLISH_SIGNS": dict(sorted(english_signs.items())),
-        "PRECISIONS": {
-            code: digits for code in codes if (digits := get_currency_precision(code)) != 2
-        },
-        "WORDLIKE": tuple(wordlike),
-        # Every currency sign Unicode has (category Sc): one not in SIGNS is unknown.
-        "SC_CHARS": "".join(
-            c for c in map(chr, range(0x110000)) if unicodedata.category(c) == "Sc"
-        ),
-    }
-
-
-def render_table(table: dict[str, object]) -> str:
-    """The snapshot module's source for `table`, each table on lines of at most 100."""
-    import pprint
-
-    lines = [
-        '"""Currency data from the Unicode CLDR data that babel ships: a generated snapshot.',
-        "",
-        "Written by ``python3 -m continuity.probes.currencies``; do not edit. What each table",
-        'holds is in `continuity.probes.currencies`."""',
-        "",
-        "# ruff: noqa: RUF001",
-        "from __future__ import annotations",
-        "",
-        "# fmt: off",
-    ]
-    annotations = {
-        "BABEL_VERSION": "str",
-        "CODES": "tuple[str, ...]",
-        "SIGNS": "dict[str, tuple[str, ...]]",
-        "NAMES": "dict[str, tuple[str, ...]]",
-        "ENGLISH_SIGNS": "dict[str, str]",
-        "PRECISIONS": "dict[str, int]",
-        "WORDLIKE": "tuple[str, ...]",
-        "SC_CHARS": "str",
-    }
-    for name, value in table.items():
-        body = pprint.pformat(value, width=92, compact=True)
-        lines.append(f"{name}: {annotations[name]} = (")
-        lines += ["    " + line for line in body.splitlines()]
-        lines.append(")")
-    lines.append("# fmt: on")
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    from pathlib import Path
-
-    target = Path(__file__).with_name("currency_table.py")
-    target.write_text(render_table(build_table()), encoding="utf-8")
-    print(f"wrote {target}")

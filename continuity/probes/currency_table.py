@@ -1,7 +1,7 @@
-"""Currency data from the Unicode CLDR data that babel ships: a generated snapshot.
+"""CLDR data from babel: a generated snapshot (`continuity.probes.cldr`).
 
-Written by ``python3 -m continuity.probes.currencies``; do not edit. What each table
-holds is in `continuity.probes.currencies`."""
+Written by ``python3 -m continuity.probes.cldr``; do not edit. What each table holds
+is in `continuity.probes.currencies`."""
 
 # ruff: noqa: RUF001
 from __future__ import annotations

@@ -24,6 +24,7 @@ SCORER_MODULES = (
     "continuity.probes.numbers",
     "continuity.probes.currencies",
     "continuity.probes.currency_table",
+    "continuity.probes.month_table",
     "continuity.probes.calendar",
     "continuity.probes.polarity",
     "continuity.probes.statuses",
@@ -31,15 +32,18 @@ SCORER_MODULES = (
     "continuity.probes.quantities",
     "continuity.probes.availability",
     "continuity.probes.free_recall",
+    "continuity.probes.recall_items",
+    "continuity.probes.recall_words",
+    "continuity.probes.paraphrase",
     "continuity.probes.relative_dates",
     "continuity.probes.leaks",
 )
 
 # Third-party data the scorer reads: the forbidden-name rule looks words up in
 # wordfreq's shipped frequency list, free recall compares words by snowballstemmer's
-# Porter stems, and amounts read their currencies from babel's CLDR data (snapshotted in
-# continuity.probes.currency_table, which a test holds equal to the installed babel), so
-# their versions are part of the scorer's version.
+# Porter stems, and amounts and dates read currencies and month names from babel's CLDR
+# data (snapshotted by continuity.probes.cldr, which a test holds equal to the installed
+# babel), so their versions are part of the scorer's version.
 SCORER_DATA = ("wordfreq", "snowballstemmer", "babel")
 
 

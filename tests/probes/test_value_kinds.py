@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from continuity.probes.calendar import Locale
-from continuity.probes.currencies import build_table, render_table
+from continuity.probes.cldr import SNAPSHOTS, render
 from continuity.probes.normalise import normalise
 from continuity.probes.numbers import read_digits, read_words
 from continuity.probes.values import (
@@ -173,6 +173,14 @@ def test_an_expected_ambiguous_unit_reads_in_its_english_sense() -> None:
         ("9-Nov-2026", "unknown"),
         ("09.NOV.2026", "unknown"),
         ("the ninth of November", "unknown"),
+        ("9. November 2026", "unknown"),
+        # month names of other languages (CLDR's)
+        ("le 9 novembre 2026", "unknown"),
+        ("lundi 9 novembre", "unknown"),
+        ("el 9 de noviembre de 2026", "unknown"),
+        ("am 9. November", "unknown"),
+        ("9 ноября 2026", "unknown"),
+        ("9 novembro de 2026", "unknown"),
     ],
 )
 def test_dates_in_any_unambiguous_order_state_the_value(answer: str, locale: Locale) -> None:
@@ -186,10 +194,17 @@ def test_dates_in_any_unambiguous_order_state_the_value(answer: str, locale: Loc
         ("9.11.2026", "unknown"),
         ("Friday 09/11/2026", "day-first"),  # the weekday fits 11 September only
         ("Monday 11/09/2026", "day-first"),  # the locale's reading is not a Monday
+        ("9 listopada 2026", "unknown"),  # November in Polish, October in Croatian
     ],
 )
 def test_numeric_dates_that_read_either_way_are_unreadable(answer: str, locale: Locale) -> None:
     assert _reading(answer, "9 November 2026", locale) == "unreadable", answer
+
+
+def test_a_month_name_that_is_also_an_english_word_reads_only_before_a_year() -> None:
+    assert _reading("3 mars 2026", "3 March 2026") == "states"
+    assert _reading("We sent 3 mars bars", "3 March 2026") == "nothing"
+    assert _reading("9 apples 2026", "9 April 2026") == "nothing"
 
 
 def test_a_day_above_twelve_fixes_the_order_in_any_locale() -> None:
@@ -224,11 +239,13 @@ def test_digits_read_by_their_separators(token: str, minor: int, read: Decimal |
     assert (None if isinstance(got, Unreadable) else got) == read
 
 
-def test_currency_snapshot_matches_the_installed_babel() -> None:
-    """continuity.probes.currency_table is what babel's CLDR data gives (regenerate it
-    with ``python3 -m continuity.probes.currencies`` after a babel upgrade)."""
-    snapshot = Path(__file__).parents[2] / "continuity" / "probes" / "currency_table.py"
-    assert snapshot.read_text(encoding="utf-8") == render_table(build_table())
+@pytest.mark.parametrize("file_name", sorted(SNAPSHOTS))
+def test_cldr_snapshots_match_the_installed_babel(file_name: str) -> None:
+    """The snapshots are what babel's CLDR data gives (after a babel upgrade, rewrite
+    them with ``python3 -m continuity.probes.cldr``: a new scorer version)."""
+    build, reader = SNAPSHOTS[file_name]
+    snapshot = Path(__file__).parents[2] / "continuity" / "probes" / file_name
+    assert snapshot.read_text(encoding="utf-8") == render(build(), reader), file_name
 
 
 # ---------------------------------------------------------------- properties: money
