@@ -8,9 +8,9 @@ Every function here reads normalised text (`continuity.probes.normalise`).
   quarter is 3, a year 12). The forms are an adverb (``daily``, ``nightly``, ``weekly``,
   ``fortnightly``, ``monthly``, ``quarterly``, ``yearly``, ``annually``,
   ``semiannually``, ``biennially``, ``hourly``), a count per period (``twice a week``,
-  ``3 times per month``, ``once each year``, ``five days a week``), a count with an
-  adverb (``twice weekly``), and an interval (``every day``, ``every other week``,
-  ``every second month``, ``(once) every three months``, ``each year``). So
+  ``3 times per month``, ``3x a week``, ``once each year``, ``five days a week``), a
+  count with an adverb (``twice weekly``), and an interval (``every day``, ``every
+  other week``, ``every second month``, ``(once) every three months``, ``each year``). So
   ``fortnightly``, ``every two weeks`` and ``every other week`` are one rate, as are
   ``twice a year`` and ``every six months``. In an answer, named days are a habit too
   (``every Monday and Thursday`` is twice a week, ``on Saturdays`` and ``every
@@ -27,10 +27,10 @@ Every function here reads normalised text (`continuity.probes.normalise`).
   thousand and five`` is ``2005``, a year said in pairs (``nineteen ninety-nine``,
   ``twenty twenty-eight``, ``twenty oh five``, with a first pair of eighteen to twenty)
   is its year, ``a dozen`` is ``12`` and ``half a dozen`` is ``6``; ``twice`` and
-  ``thrice`` are ``two times`` and ``three times``. Single number words
-  are left as they are (free recall already compares ``three`` with ``3``). A vague
-  quantity (``a couple of``, ``a few``, ``several``, ``dozens``) is no number:
-  `VAGUE_QUANTITY` finds it, and free recall calls a number against it doubtful.
+  ``thrice`` are ``two times`` and ``three times``, and ``a decade`` is ``10 years``.
+  Single number words are left as they are (free recall already compares ``three`` with
+  ``3``). A vague quantity (``a couple of``, ``a few``, ``several``, ``dozens``) is no
+  number: `VAGUE_QUANTITY` finds it, and free recall calls a number against it doubtful.
 - **Abbreviations** (`expand_abbreviations`): an acronym of two to six capitals (a
   final ``s`` allowed: ``RPGs``) stands for a run of words in the other text whose
   initials spell it, where ``of``, ``the``, ``and``, ``for``, ``a``, ``an``, ``in``,
@@ -122,6 +122,9 @@ def _year(words: str) -> int:
     return _VALUES[first] * 100 + _value(rest)
 
 
+_DECADES = re.compile(
+    rf"(?i)(?<![\w-])(?:(?P<half>half\s+a)|a|an|one|(?P<count>{_U}|\d{{1,2}}))\s+decades?(?![\w-])"
+)
 _MULTIPLES = re.compile(r"(?i)(?<![\w-])(?:(?P<twice>twice)|(?P<thrice>thrice))(?![\w-])")
 
 
@@ -136,7 +139,15 @@ def spell_numbers(text: str) -> str:
     def times(m: re.Match[str]) -> str:
         return "two times" if m["twice"] else "three times"
 
-    return _MULTIPLES.sub(times, _SPELLED.sub(digits, text))
+    def decades(m: re.Match[str]) -> str:
+        if m["half"]:
+            return "5 years"
+        count = m["count"]
+        n = (int(count) if count.isdigit() else _VALUES[count.lower()]) if count else 1
+        return f"{10 * n} years"
+
+    text = _DECADES.sub(decades, _SPELLED.sub(digits, text))
+    return _MULTIPLES.sub(times, text)
 
 
 # ---------------------------------------------------------------- how often
@@ -195,7 +206,7 @@ _ADVERB = r"(?P<adverb>hourly|daily|nightly|weekly|fortnightly|bi-?weekly|monthl
 _ADVERB += r"|quarterly|yearly|annually|bi-?annually|semi-?annually|half-yearly|biennially)"
 _COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3, "a": 1, "an": 1, "single": 1}
 _COUNT = r"\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
-_TIMES = rf"(?:once|twice|thrice|(?:{_COUNT}|a|an)\s+times?)"
+_TIMES = rf"(?:once|twice|thrice|(?:{_COUNT}|a|an)\s+times?|\d{{1,2}}\s?x)"  # "3x a week"
 _VAGUE_TIMES = (
     r"(?:a\s+few|a\s+couple(?:\s+of)?|several|multiple|many|a\s+number\s+of|some"
     r"|a\s+handful\s+of)\s+times"
@@ -273,6 +284,7 @@ def _mention(m: re.Match[str]) -> RateMention:
     counted = groups.get("times") or groups.get("days")
     if counted:
         head = counted.split()[0]
+        head = re.sub(r"(?<=\d)[xX]$", "", head)  # "3x"
         factor = _count(head)
     else:
         factor = 1

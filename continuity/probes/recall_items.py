@@ -198,9 +198,50 @@ def _rate(expected: RateMention, answer: Reading) -> Evidence:
     return "rival" if verdicts else "absent"
 
 
+_LIST_BREAK = re.compile(r"(?i)[,;:]|\b(?:and|or|but|with|plus)\b")
+
+
+def _modifier(answer: Reading, noun: Said, cls: str) -> set[str]:
+    """The values of class `cls` that modify `noun` in the answer: a member at most two
+    content words before it in its clause, with no list break between (``three rescue
+    dogs``, not ``two dogs and a cat``)."""
+    found: set[str] = set()
+    position = answer.said.index(noun)
+    for before in answer.said[max(0, position - 2) : position][::-1]:
+        if before.clause != noun.clause or _LIST_BREAK.search(
+            answer.text[before.start : noun.start]
+        ):
+            break
+        if (c := closed_class(before.word)) is not None and c[0] == cls:
+            found.add(c[1])
+    return found
+
+
+def _bound(gold: list[Said], index: int, answer: Reading) -> Evidence:
+    """A held closed-class word that modifies the next gold word (``two cats``, ``red
+    kayak``): held when the answer puts it before that word too, a rival when it puts
+    only another member of its class there (``two dogs and three cats``), else open."""
+    word, noun = gold[index], gold[index + 1]
+    cls = closed_class(word.word)
+    assert cls is not None
+    wanted = {(noun.stem, noun.negated)}
+    values = [
+        _modifier(answer, said, cls[0])
+        for said in answer.said
+        if held((said.stem, said.negated), wanted)
+    ]
+    if any(cls[1] in found for found in values):
+        return "held"
+    return "rival" if any(values) else "open"
+
+
 def _word(gold: list[Said], index: int, answer: Reading) -> Evidence:
     word = gold[index]
     if held((word.stem, word.negated), answer.stated):
+        if index + 1 < len(gold) and closed_class(word.word) is not None:
+            following = gold[index + 1]
+            if held((following.stem, following.negated), answer.stated):
+                return _bound(gold, index, answer)
         return "held"
     if held((word.stem, not word.negated), answer.stated):
         return "rival"  # stated the other way round: denied, or asserted where denied
@@ -220,6 +261,25 @@ def _word(gold: list[Said], index: int, answer: Reading) -> Evidence:
         same_name = word.name and place.word.name and place.beside.name
         return "rival" if same_name else "open"
     return "spare" if place.kind == "empty" and generic(word.word) else "absent"
+
+
+_ACRONYM = re.compile(r"(?<![\w'-])[A-Z]{2,6}(?![\w-])")
+
+
+def _shortened(gold: list[Said], answer: Reading) -> bool:
+    """Whether the answer holds an acronym that begins with the initials of two or more
+    consecutive gold names (``USA`` for ``United States``): perhaps the gold abbreviated
+    at more length, so the item is not surely missing."""
+    initials = "".join(word.word[0] if word.name else " " for word in gold).upper()
+    runs = [run for run in initials.split() if len(run) >= 2]
+    acronyms = [m.group(0) for m in _ACRONYM.finditer(answer.text)]
+    return any(
+        acronym.startswith(run[i:j])
+        for run in runs
+        for acronym in acronyms
+        for i in range(len(run))
+        for j in range(i + 2, len(run) + 1)
+    )
 
 
 def _guessed(text: str, item_words: list[Said], spans: list[tuple[int, int]]) -> bool:
@@ -307,6 +367,8 @@ def item_verdict(
         return "doubtful" if wanted <= {w for w, _, _ in words(answer.text)} else "missing"
     word_evidence = [_word(gold, i, answer) for i in range(len(gold))]
     verdict = _decide(values, word_evidence, gold)
+    if verdict == "missing" and "rival" not in values + word_evidence:
+        verdict = "doubtful" if _shortened(gold, answer) else verdict
     if verdict == "missing" or guesses_state:
         return verdict
     spans = [

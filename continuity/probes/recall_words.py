@@ -3,7 +3,8 @@ decides.
 
 `read` turns normalised text into its content words in order (`Said`): each a Porter
 stem, whether a negation cue before it in its clause negates it, its clause, and whether
-it is written as a name (capitalised, not first in its sentence). Articles, pronouns,
+it is written as a name (capitalised, and not first in its sentence unless the next word
+is capitalised too). Articles, pronouns,
 prepositions, auxiliaries, negation cues and hedges are not content. A word in a
 question states nothing. A word in capitals (``IT``, ``US``) is an acronym and content.
 Number words are digits (``three`` is ``3``, ``12s`` is
@@ -177,7 +178,7 @@ class Said(NamedTuple):
     word: str  # casefolded
     start: int
     clause: int
-    name: bool  # capitalised and not first in its sentence
+    name: bool  # capitalised, and not first in its sentence unless a name follows
 
 
 _NEGATOR = re.compile(r"\b(?:not|never|no longer|neither|nor|no|nothing|none)\b|n't\b")
@@ -213,8 +214,12 @@ def read(text: str) -> list[Said]:
                 for m in _NEGATOR.finditer(clause.casefold())
                 if not _NOT_NEGATING.match(clause, m.end())
             ]
-            for word, position, end in words(clause):
-                name = clause[position].isupper() and not first
+            found = words(clause)
+            for i, (word, position, end) in enumerate(found):
+                # A capital starts a name after a sentence's first word, and at its
+                # start when the next word has one too ("Matt Patterson performed").
+                follows = i + 1 < len(found) and clause[found[i + 1][1]].isupper()
+                name = clause[position].isupper() and (not first or follows)
                 first = False
                 # An acronym is content even when it spells a stop word ("IT", "US").
                 acronym = len(word) > 1 and clause[position:end].isupper()

@@ -54,10 +54,16 @@ def test_score_parts_returns_matched_total_and_doubtful() -> None:
         ("first prize for her marmalade", "Second prize for her marmalade.", "missing"),
         ("3 kittens", "She has 4 kittens.", "missing"),
         ("a green kayak", "A red kayak.", "missing"),
+        # a modifier of the class stays with its word
+        ("2 ferrets and a parrot", "A parrot and two ferrets.", "matched"),
+        ("2 ferrets and a parrot", "Two parrots and a ferret.", "doubtful"),
+        ("a green kayak", "A red canoe and a green kayak.", "matched"),
+        ("a green kayak", "A green canoe and a red kayak.", "missing"),
         # another name beside a held part of the same name; a name beside a word may
         # be a narrower place
         ("Captain Orwin Halloway", "Captain Orwin Pettigrew.", "missing"),
         ("Captain Orwin Halloway", "Captain Orwin.", "doubtful"),
+        ("Orwin Halloway", "Orwin Pettigrew.", "missing"),  # a name run starts a sentence
         ("a harp recital in Lisbon", "A harp recital in Alfama.", "doubtful"),
         # another value of the kind, or a denial, contradicts a typed value
         ("9 May 2027", "On 19 May 2027.", "missing"),
@@ -94,6 +100,7 @@ def test_rarity_decides_and_doubt_is_kept(gold: str, answer: str, expected: str)
         ("fortnightly", "Every week.", "missing"),
         ("twice a week", "Two times per week.", "matched"),
         ("twice a week", "Twice weekly.", "matched"),
+        ("three times a week", "3x a week.", "matched"),
         ("twice a week", "A couple of times a week.", "doubtful"),
         ("twice a week", "Three times a week.", "missing"),
         ("daily", "Every day.", "matched"),
@@ -137,6 +144,8 @@ def test_frequencies_match_by_rate(gold: str, answer: str, expected: str) -> Non
         ("150 tulips", "A hundred and fifty tulips.", "matched"),
         ("12 eggs", "A dozen eggs.", "matched"),
         ("6 eggs", "Half a dozen eggs.", "matched"),
+        ("10 years", "A decade.", "matched"),
+        ("5 years", "Half a decade.", "matched"),
         ("two times", "Twice.", "matched"),
         ("2 kittens", "A couple of kittens.", "doubtful"),
         ("under-12s hockey", "An under-twelve hockey team.", "matched"),
@@ -158,6 +167,7 @@ def test_numbers_match_in_digits_or_words(gold: str, answer: str, expected: str)
         ("DIY projects", "Do it yourself projects.", "matched"),
         ("strategy RPGs", "Strategy role-playing games.", "matched"),
         ("UK", "Under kitchen cabinets.", "missing"),  # two letters need capitals
+        ("United States", "The USA.", "doubtful"),  # a longer acronym may abbreviate it
         ("NYC", "New Jersey City.", "missing"),
     ],
 )
