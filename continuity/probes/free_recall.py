@@ -291,13 +291,18 @@ def _polar(text: str, polar: str, reasons: list[list[str]]) -> Verdict | None:
 
 _CHUNK = re.compile(r"\s*,\s*|\s+(?:and|&)\s+", re.IGNORECASE)
 _MEMBER_START = frozenset(("a", "an", "the", "some", "his", "her", "their", "my", "our", "your"))
+# Words that open a comment on the list rather than a member ("both in 2023").
+_COMMENT_START = frozenset(
+    ("both", "all", "each", "either", "neither", "none", "along", "around", "across", "through")
+)
 
 
 def _extra_members(answer: Reading, items: list[str]) -> int:
     """How many members the answer's list adds to a matched list gold: in a sentence
     that names two or more gold items as members of a list (split on commas and
     ``and``), the other members that name something (a distinctive word, none of the
-    gold's) and start as a noun phrase does (not with a preposition or pronoun)."""
+    gold's) and start as a noun phrase does (not with a preposition, a pronoun, a
+    quantifier such as ``both`` or an adverb)."""
     gold = stated(read(" ".join(items)))
     extra = 0
     for start, end in sentence_bounds(answer.text):
@@ -308,9 +313,15 @@ def _extra_members(answer: Reading, items: list[str]) -> int:
             continue
         for chunk, words_, member in zip(chunks, said, members, strict=True):
             first = chunk.split()[0].casefold() if chunk.split() else ""
-            opens = first in _MEMBER_START or first not in STOP_WORDS
+            opens = first in _MEMBER_START or not (
+                first in STOP_WORDS or first in _COMMENT_START or first.endswith("ly")
+            )
             # An adverb ("specifically") qualifies the list; it names no member.
-            named = [w for w in words_ if not generic(w.word) and not w.word.endswith("ly")]
+            named = [
+                w
+                for w in words_
+                if w.word.isalpha() and not generic(w.word) and not w.word.endswith("ly")
+            ]
             if not member and opens and named:
                 extra += 1
     return extra

@@ -75,6 +75,7 @@ def test_score_parts_returns_matched_total_and_doubtful() -> None:
         # an extra member asserted beside a whole list is doubtful
         ("figs, walnuts", "Figs, walnuts and some quince paste.", "doubtful"),
         ("figs, walnuts", "Figs and walnuts, specifically.", "matched"),
+        ("figs, walnuts", "Figs and walnuts, both from the market.", "matched"),
         # polar golds: a reason of the answer's own that the gold does not give
         ("No; she is allergic to feathers", "No, because she hates mornings.", "doubtful"),
         ("No; she is allergic to feathers", "No - the feathers make her sneeze.", "matched"),
