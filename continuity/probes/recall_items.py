@@ -106,6 +106,7 @@ class Reading(NamedTuple):
     locale: Locale
     gold_stems: set[str]  # every content word of the whole gold
     gold_classes: set[tuple[str, str]]  # every closed-class value of the whole gold
+    classes: set[tuple[str, str]]  # the closed-class values the answer asserts
 
 
 def reading(text: str, gold: str, locale: Locale) -> Reading:
@@ -115,11 +116,33 @@ def reading(text: str, gold: str, locale: Locale) -> Reading:
     found = rates(text, habits=True)
     kept = stances(text, [(r.start, r.end) for r in found], supersession=False)
     asserted = [r for r, stance in zip(found, kept, strict=True) if stance == "asserted"]
-    gold_words = read(gold)
-    classes = {c for w, _, _ in words(gold) if (c := closed_class(w)) is not None}
+    gold_stems = {w.stem for w in read(gold)}
+    gold_classes = {c for w, _, _ in words(gold) if (c := closed_class(w)) is not None}
     return Reading(
-        text, said, stated(said), asserted, locale, {w.stem for w in gold_words}, classes
+        text,
+        said,
+        stated(said),
+        asserted,
+        locale,
+        gold_stems,
+        gold_classes,
+        _classes(text, said, locale),
     )
+
+
+def _classes(text: str, said: list[Said], locale: Locale) -> set[tuple[str, str]]:
+    """The closed-class values an answer asserts, but for the numbers and ordinals inside
+    its dates, times and amounts (the 21st of ``21st May`` is no ordinal of its own)."""
+    inside = [(m.start, m.end) for m in specifics(text, locale)]
+    found = set()
+    for word in said:
+        cls = closed_class(word.word)
+        if cls is None or word.negated:
+            continue
+        if cls[0] in ("number", "ordinal") and any(a <= word.start < b for a, b in inside):
+            continue
+        found.add(cls)
+    return found
 
 
 def _stance_of(text: str, spans: list[tuple[int, int]]) -> list[Stance]:
@@ -247,8 +270,7 @@ def _word(gold: list[Said], index: int, answer: Reading) -> Evidence:
         return "rival"  # stated the other way round: denied, or asserted where denied
     cls = closed_class(word.word)
     if cls is not None and not word.negated:
-        rivals = {c for w in answer.said if not w.negated and (c := closed_class(w.word))}
-        if any(c[0] == cls[0] and c not in answer.gold_classes for c in rivals):
+        if any(c[0] == cls[0] and c not in answer.gold_classes for c in answer.classes):
             return "rival"
         if cls[0] == "number" and VAGUE_QUANTITY.search(answer.text):
             return "open"

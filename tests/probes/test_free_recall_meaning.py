@@ -53,6 +53,7 @@ def test_score_parts_returns_matched_total_and_doubtful() -> None:
         ("pottery class on Saturday", "A pottery class on Sunday.", "missing"),
         ("first prize for her marmalade", "Second prize for her marmalade.", "missing"),
         ("3 kittens", "She has 4 kittens.", "missing"),
+        ("first prize for her marmalade", "On 21st May, a prize for her marmalade.", "doubtful"),
         ("a green kayak", "A red kayak.", "missing"),
         # a modifier of the class stays with its word
         ("2 ferrets and a parrot", "A parrot and two ferrets.", "matched"),
