@@ -2,12 +2,17 @@
 
 An amount is a number and a unit, the unit before or after it, with or without a space:
 ``€1.745,00``, ``1 745 €``, ``CHF 3'400``, ``45 000 kr``, ``R$ 1.234,56``, ``₹1,23,456``,
-``483 pounds``, ``GBP 483.00``, ``€2.5m``, ``1.5 million euros``, ``two hundred and forty
-euros``. The unit reads through `continuity.probes.currencies` (any ISO 4217 code, any
-locale's sign, English names) as the set of currencies it may stand for; the digits
-through `continuity.probes.numbers.read_digits`, with the minor digits of those
-currencies (so ``€1.234`` is 1234); words through `continuity.probes.numbers.read_words`.
-An amount's key is an `Amount`: that set (None for a bare number) and the value.
+``483 pounds``, ``GBP 483.00``, ``two hundred and forty euros``. The unit reads through
+`continuity.probes.currencies` (any ISO 4217 code in tender, any locale's sign, English
+names) as the set of currencies it may stand for; the digits through
+`continuity.probes.numbers.read_digits`, with the minor digits of those currencies (so
+``€1.234`` is 1234); words through `continuity.probes.numbers.read_words`. A scale after
+the digits multiplies them, as a word or an abbreviation in any case (``1.5 million
+euros``, ``₹5 lakh``, ``€2.5m``, ``$3bn``, ``€4 Mio``); minor units after the amount add
+to it (``245 euros and fifty cents``, ``£5 and 50p``); a range with one unit reads as
+both its ends (``€450-500``, ``450-500 euros``), so it is never one value alone. An
+amount's key is an `Amount`: the set of currencies (None for a bare number) and the
+value.
 
 A bare number counts as an amount only when written as money is (two decimals,
 ``483.00``; thousands grouping, ``5,135``, ``5.135,00``, ``5'135``) or right after a word
@@ -56,16 +61,34 @@ class Amount(NamedTuple):
     value: Decimal
 
 
-_SHORT_SCALES = {"k": 10**3, "m": 10**6, "mn": 10**6, "bn": 10**9}
-_SCALE = r"(?:(?P<short>k|m|mn|bn)\b|\s?(?P<scale>" + "|".join(SCALES) + r")\b)?(?![.,']?\d)"
+# A scale after the digits: a word ("1.5 million", "5 lakh") or an abbreviation ("€2.5m",
+# "$3bn", "€4 Mio"), in any case; a scale left unread would read a thousandth of it.
+_SHORT_SCALES = {"k": 10**3, "m": 10**6, "mm": 10**6, "mn": 10**6, "mio": 10**6}
+_SHORT_SCALES |= {"b": 10**9, "bn": 10**9, "mrd": 10**9}
+_SCALE = (
+    r"(?:\s?(?P<short>(?i:" + "|".join(sorted(_SHORT_SCALES, key=len, reverse=True)) + r"))\b"
+    r"|\s?(?P<scale>(?i:" + "|".join(SCALES) + r"))s?\b)?(?![.,']?\d)"
+)
 _BEFORE = re.compile(
     r"(?P<unit>" + UNIT_PATTERN + r")(?P<gap>\s?)(?P<number>" + NUMBER + r")" + _SCALE + r"(?!\w)"
 )
 # A number, or a number in words, and where a unit after it would start.
 _AFTER = re.compile(r"(?<![\d.,'\w])(?P<number>" + NUMBER + r")" + _SCALE + r"(?P<gap>\s?)")
+# Number words joined by spaces, hyphens or commas ("two thousand, five hundred").
 _WORDS = re.compile(
-    r"(?<![\w-])(?!and\b)(?P<words>(?i:" + WORD + r")(?:[\s-]+(?i:" + WORD + r"))*)\s+"
+    r"(?<![\w-])(?!and\b)(?P<words>(?i:" + WORD + r")(?:(?:[\s-]+|,\s*)(?i:" + WORD + r"))*)\s+"
 )
+# The minor unit after an amount ("245 euros and 50 cents", "£5 and 50p").
+_MINOR = re.compile(
+    r"\s*,?\s*(?:(?i:and|plus)\s+|&\s*)?(?P<minor>\d{1,2}|(?i:"
+    + WORD
+    + r")(?:[\s-]+(?i:"
+    + WORD
+    + r"))*)\s?(?i:cents?|pence|p|centimes?|paise|kopecks?|kopeks?|øre|öre|groszy|rappen)\b"
+)
+# The other end of a range with one unit: "€450-500", "450-500 euros".
+_RANGE_TAIL = re.compile(r"\s?-\s?(?P<number>" + NUMBER + r")" + _SCALE + r"(?!\w)")
+_RANGE_HEAD = re.compile(r"(?<![\d.,'\w])(?P<number>" + NUMBER + r")" + _SCALE + r"\s?-\s?$")
 _BARE = re.compile(
     r"(?<![\w$£€.,'-])(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d{2})?|\d{1,3}(?:\.\d{3})+,\d{2}"
     r"|\d{1,3}(?:'\d{3})+(?:\.\d{2})?|\d+[.,]\d{2})(?!\w)(?![.,:'-]\d)"
@@ -99,6 +122,7 @@ class _Written(NamedTuple):
     scale: str | None = None
     words: str = ""
     joined: bool = False  # letters and digits with nothing between ("GBP483")
+    unit_first: bool = False
 
 
 def _written(text: str) -> Iterator[_Written]:
@@ -106,7 +130,14 @@ def _written(text: str) -> Iterator[_Written]:
     for m in _BEFORE.finditer(text):
         joined = not m["gap"] and m["unit"][-1].isalpha()
         yield _Written(
-            m.start(), m.end(), m["unit"], m["number"], m["short"], m["scale"], joined=joined
+            m.start(),
+            m.end(),
+            m["unit"],
+            m["number"],
+            m["short"],
+            m["scale"],
+            joined=joined,
+            unit_first=True,
         )
     for m in _AFTER.finditer(text):
         if unit := unit_at(text, m.end()):
@@ -132,18 +163,53 @@ def _amount(
     if currencies is None:
         return None
     if w.words:
-        spelled = read_words(re.split(r"[\s-]+", w.words.lower()))
+        spelled = read_words(re.split(r"[\s,-]+", w.words.lower()))
         return spelled if isinstance(spelled, Unreadable) else Amount(currencies, Decimal(spelled))
     # An ambiguous unit's minor digits: those of the expected currency it may stand for.
     digits_of = expected if expected and expected <= currencies else currencies
-    number = read_digits(w.number, {2} if english else _minor_digits(digits_of))
+    number = _scaled(w.number, w.short, w.scale, {2} if english else _minor_digits(digits_of))
+    return number if isinstance(number, Unreadable) else Amount(currencies, number)
+
+
+def _scaled(
+    digits: str, short: str | None, scale: str | None, minor: set[int]
+) -> Decimal | Unreadable:
+    number = read_digits(digits, minor)
     if isinstance(number, Unreadable):
         return number
-    if w.short:
-        number *= _SHORT_SCALES[w.short.lower()]
-    elif w.scale:
-        number *= SCALES[w.scale.lower()]
-    return Amount(currencies, number)
+    if short:
+        return number * _SHORT_SCALES[short.lower()]
+    return number * SCALES[scale.lower()] if scale else number
+
+
+def _with_minor(amount: Amount, m: re.Match[str]) -> Amount | Unreadable:
+    """`amount` with the minor units `m` (of `_MINOR`) adds: cents of a whole amount in
+    currencies with two minor digits."""
+    minor = m["minor"]
+    count = int(minor) if minor.isdigit() else read_words(re.split(r"[\s-]+", minor.lower()))
+    if (
+        isinstance(count, Unreadable)
+        or count >= 100
+        or amount.value != amount.value.to_integral_value()
+        or _minor_digits(amount.currencies) != {2}
+    ):
+        return Unreadable("an amount and a minor unit that do not add up")
+    return Amount(amount.currencies, amount.value + Decimal(count) / 100)
+
+
+def _range_ends(text: str, w: _Written, amount: Amount, minor: set[int]) -> Iterator[Mention]:
+    """The other end of a range that shares `w`'s unit (``€450-500``, ``450-500 euros``):
+    an amount in the same currencies, so a range reads as the two values it names."""
+    if w.words:
+        return
+    if w.unit_first:
+        end = _RANGE_TAIL.match(text, w.end)
+    else:
+        end = _RANGE_HEAD.search(text, max(0, w.start - 40), w.start)
+    if end is not None:
+        number = _scaled(end["number"], end["short"], end["scale"], minor)
+        key = number if isinstance(number, Unreadable) else Amount(amount.currencies, number)
+        yield Mention(end.start("number"), end.end("number"), key)
 
 
 def _unknown(text: str, expected: Currencies | None) -> Iterator[Mention]:
@@ -167,8 +233,15 @@ def readings(text: str, expected: Currencies | None = None) -> Iterator[Mention]
     amounts that cannot be read (module doc). Spans may overlap; the caller keeps the
     longest."""
     for written in _written(text):
-        if (key := _amount(written, expected)) is not None:
-            yield Mention(written.start, written.end, key)
+        key = _amount(written, expected)
+        if key is None:
+            continue
+        end = written.end
+        if isinstance(key, Amount) and (minor := _MINOR.match(text, end)):
+            key, end = _with_minor(key, minor), minor.end()
+        yield Mention(written.start, end, key)
+        if isinstance(key, Amount):
+            yield from _range_ends(text, written, key, _minor_digits(key.currencies))
     for form in (_BARE, _MONEY_VERB):
         for m in form.finditer(text):
             number = read_digits(m["number"], _minor_digits(expected))

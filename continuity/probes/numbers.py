@@ -20,10 +20,11 @@ Decimal, or says why it cannot:
 thousand four hundred``, ``a hundred``, ``twelve hundred``, ``forty-two``) by its
 grammar: groups below a thousand, each with an optional ``X hundred``, ``and`` only
 after ``hundred`` or before a last group below a hundred, scale words (``thousand``,
-``million``, ``billion``) in falling order. Anything else is unreadable: two numbers
-side by side (``twenty twenty``, ``one fifty``), a fraction or a vague quantity
-(``half a million``, ``two point five``, ``a few thousand``: `WORD` matches those words
-too, so their span is read and refused rather than cut short to a different number).
+``lakh``, ``million``, ``crore``, ``billion``, ``trillion``) in falling order. Anything
+else is unreadable: two numbers side by side (``twenty twenty``, ``one fifty``), a
+fraction or a vague quantity (``half a million``, ``two point five``, ``a few
+thousand``: `WORD` matches those words too, so their span is read and refused rather
+than cut short to a different number).
 """
 
 from __future__ import annotations
@@ -46,7 +47,14 @@ _UNITS = [
 ]  # fmt: skip
 _TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 _SMALL = {w: n for n, w in enumerate(_UNITS)} | {w: 20 + 10 * n for n, w in enumerate(_TENS)}
-SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9}
+SCALES = {
+    "thousand": 10**3,
+    "lakh": 10**5,
+    "million": 10**6,
+    "crore": 10**7,
+    "billion": 10**9,
+    "trillion": 10**12,
+}
 # Words that make a written-out number something else: a fraction, a decimal point, a
 # vague count. They belong to a number's span so that it is refused whole.
 _QUALIFIERS = ["half", "quarter", "point", "few", "several", "couple", "dozen", "odd"]
@@ -133,7 +141,7 @@ def read_words(words: Sequence[str]) -> int | Unreadable:
         return 0
     if len(words) > 1 and words[0] in ("a", "an") and words[1] in _SMALL:
         words = words[1:]  # "a one hundred euro deposit": an article, not a count
-    total, i, last_scale = 0, 0, 10**12
+    total, i, last_scale = 0, 0, 10**15
     while i < len(words):
         if words[i] in ("a", "an") and i + 1 < len(words) and words[i + 1] in SCALES:
             group, i = 1, i + 1

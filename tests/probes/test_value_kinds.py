@@ -7,6 +7,8 @@ are generated, so no rule can pass by knowing these strings."""
 from __future__ import annotations
 
 import datetime as dt
+import re
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -77,6 +79,11 @@ def _reading(answer: str, value: str, locale: Locale = "day-first") -> str:
         ("£483.00", "483 POUNDS"),
         ("€2,500,000", "€2.5m"),
         ("€2,500,000", "2.5 million euros"),
+        ("€2,000,000", "€2M"),
+        ("€2,000,000", "€2 Million"),
+        ("$1,200,000,000", "$1.2 bn"),
+        ("₹500,000", "₹5 lakh"),
+        ("£5.50", "£5 and 50p"),
         ("£1,745", "GBP1745"),
         # numbers in words
         ("€240", "two hundred and forty euros"),
@@ -87,6 +94,8 @@ def _reading(answer: str, value: str, locale: Locale = "day-first") -> str:
         ("$1,200", "twelve hundred dollars"),
         ("€1,001", "a thousand and one euros"),
         ("€42", "forty-two euros"),
+        ("€2,500", "two thousand, five hundred euros"),
+        ("€245.50", "two hundred and forty-five euros and fifty cents"),
     ],
 )
 def test_money_renderings_state_the_value(value: str, answer: str) -> None:
@@ -104,6 +113,11 @@ def test_money_renderings_state_the_value(value: str, answer: str) -> None:
         ("€240", "two hundred and fifty euros"),
         ("€1,234", "€1.243"),
         ("€17.45", "€1,745"),
+        ("€245", "two hundred and forty-five euros and fifty cents"),
+        # a range names both its ends, so it is never the one value alone
+        ("€450", "€450-500"),
+        ("€500", "450-500 euros"),
+        ("€5", "€5 millions"),
     ],
 )
 def test_other_amounts_are_other_values(value: str, answer: str) -> None:
@@ -355,7 +369,7 @@ def _below_thousand(n: int, *, british: bool, hyphen: bool, article: bool) -> li
     return words
 
 
-def _in_words(n: int, *, british: bool, hyphen: bool, article: bool) -> str:
+def _in_words(n: int, *, british: bool, hyphen: bool, article: bool, comma: bool = False) -> str:
     if n == 0:
         return "zero"
     words: list[str] = []
@@ -363,7 +377,7 @@ def _in_words(n: int, *, british: bool, hyphen: bool, article: bool) -> str:
         count, n = divmod(n, scale)
         if count:
             words += _below_thousand(count, british=british, hyphen=hyphen, article=article)
-            words += [name] if name else []
+            words += [name + ("," if comma and n else "")] if name else []
         if scale == 1000 and 0 < n < 100 and words and british:
             words.append("and")
     return " ".join(words)
@@ -375,6 +389,7 @@ def _in_words(n: int, *, british: bool, hyphen: bool, article: bool) -> str:
     british=st.booleans(),
     hyphen=st.booleans(),
     article=st.booleans(),
+    comma=st.booleans(),
     case=st.sampled_from([str.lower, str.title, str.upper]),
     currency=st.sampled_from(_CURRENCIES[:7]),
 )
@@ -383,13 +398,14 @@ def test_a_number_in_words_reads_as_itself(
     british: bool,
     hyphen: bool,
     article: bool,
-    case: object,
+    comma: bool,
+    case: Callable[[str], str],
     currency: tuple[str, list[str], list[str], int],
 ) -> None:
-    words = _in_words(n, british=british, hyphen=hyphen, article=article)
-    assert read_words(words.replace("-", " ").split()) == n, words
+    words = _in_words(n, british=british, hyphen=hyphen, article=article, comma=comma)
+    assert read_words(re.split(r"[\s,-]+", words)) == n, words
     code, _signs, names, _minor = currency
-    answer = f"It comes to {case(words)} {names[0]}."  # type: ignore[operator]
+    answer = f"It comes to {case(words)} {names[0]}."
     assert _reading(answer, f"{code} {n:,}") == "states", answer
     assert _reading(answer, f"{code} {n + 1:,}") == "other", answer
 
