@@ -22,20 +22,27 @@ class CalibrateOptions(SelectionOptions, total=False):
 
 def _calibrate(**options: Unpack[CalibrateOptions]) -> str:
     from continuity.probes.calibration import render_table
-    from continuity.runner.judge_calibration import run_calibration, suite_heading
+    from continuity.runner.judge_calibration import (
+        run_calibration,
+        suite_heading,
+        unresolved_line,
+    )
 
     chosen = Selection(options)
     result, md, js = run_calibration(options, str(chosen.store.root), chosen.out)
     for entry in result.suites:
         print(f"judge {result.judge} on {suite_heading(entry)}:")
         print(render_table(entry.agreement), end="")
+        print(unresolved_line(entry))
     return f"calibrate: judge agreement written to {md} (and {js.name})"
 
 
 def task_calibrate() -> TaskSpec:
     """Run the judge over every labelled calibration suite and print its agreement.
 
-    Held-out suites come first; the tuning suite's figure is marked an upper bound."""
+    Held-out suites come first; the tuning suite's figure is marked an upper bound. Each
+    suite also says how many cases the deterministic scorer leaves unresolved and how
+    often the judge agrees on those."""
     return {
         "actions": [task_action(_calibrate)],
         "params": [

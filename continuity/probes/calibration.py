@@ -32,6 +32,7 @@ __all__ = [
     "CATEGORIES",
     "INCORRECT",
     "SCORER_NAME",
+    "UNRESOLVED",
     "VERDICTS",
     "Agreement",
     "AgreementRow",
@@ -53,6 +54,8 @@ Verdict = Literal[
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 # A pass/fail grader's "not correct".
 INCORRECT = "incorrect"
+# The scorer's "no confident verdict": never a label, never counted right or wrong.
+UNRESOLVED = "unresolved"
 # Table order: the order of the schema's Expectation union.
 CATEGORIES: tuple[str, ...] = tuple(
     str(member.__struct_config__.tag) for member in get_args(Expectation)
@@ -148,13 +151,40 @@ def load_cases(path: Path | None = None) -> tuple[CalibrationCase, ...]:
 class AgreementRow(msgspec.Struct, frozen=True, kw_only=True):
     """One category's agreement (or ``overall``). `n` counts the cases the grader gave a
     verdict for, `missing` those it did not; `outcome_agree` is None for a pass/fail
-    grader."""
+    grader. `unresolved` counts the verdicts that made no right/wrong call (they count
+    in `n` and never agree); `binary_agree` counts resolved verdicts only, so
+    `confidently_wrong` (resolved, and the correct/incorrect call differs from the
+    label's) is what remains of the resolved ones. A record written before ``unresolved``
+    existed decodes with none, and the same figures."""
 
     category: str
     n: int
     missing: int
     outcome_agree: int | None
     binary_agree: int
+    unresolved: int = 0
+
+    @property
+    def resolved(self) -> int:
+        return self.n - self.unresolved
+
+    @property
+    def confidently_wrong(self) -> int:
+        return self.resolved - self.binary_agree
+
+    @property
+    def coverage(self) -> float | None:
+        return self.resolved / self.n if self.n else None
+
+    @property
+    def wrong_rate(self) -> float | None:
+        """Confidently wrong over every case with a verdict (unresolved ones included)."""
+        return self.confidently_wrong / self.n if self.n else None
+
+    @property
+    def resolved_rate(self) -> float | None:
+        """Correct/incorrect agreement over the resolved verdicts alone."""
+        return (self.resolved - self.confidently_wrong) / self.resolved if self.resolved else None
 
     @property
     def outcome_rate(self) -> float | None:
@@ -182,7 +212,10 @@ def _row(
     category: str, pairs: Sequence[tuple[CalibrationCase, str | None]], outcomes: bool
 ) -> AgreementRow:
     judged = [(case, verdict) for case, verdict in pairs if verdict is not None]
-    binary = sum((verdict == "correct") == (case.verdict == "correct") for case, verdict in judged)
+    resolved = [(case, verdict) for case, verdict in judged if verdict != UNRESOLVED]
+    binary = sum(
+        (verdict == "correct") == (case.verdict == "correct") for case, verdict in resolved
+    )
     exact = sum(verdict == case.verdict for case, verdict in judged) if outcomes else None
     return AgreementRow(
         category=category,
@@ -190,6 +223,7 @@ def _row(
         missing=len(pairs) - len(judged),
         outcome_agree=exact,
         binary_agree=binary,
+        unresolved=len(judged) - len(resolved),
     )
 
 
@@ -202,12 +236,13 @@ def agreement(
 ) -> Agreement:
     """Agreement of `verdicts` (case id to verdict) with the labels, per category.
 
-    With ``outcomes=True`` every verdict must be one of `VERDICTS`; with
-    ``outcomes=False`` (a pass/fail grader) it may also be ``incorrect``, and only the
-    correct/incorrect call is compared. A case without a verdict counts as missing, not
-    as a disagreement. Raises `CalibrationInvalid` (``calibration_verdict_invalid``)
+    With ``outcomes=True`` every verdict must be one of `VERDICTS` or ``unresolved``;
+    with ``outcomes=False`` (a pass/fail grader) it may also be ``incorrect``, and only
+    the correct/incorrect call is compared. A case without a verdict counts as missing,
+    not as a disagreement; an ``unresolved`` verdict counts in n, never agrees, and is
+    never confidently wrong. Raises `CalibrationInvalid` (``calibration_verdict_invalid``)
     for a verdict outside the vocabulary."""
-    allowed = set(VERDICTS) if outcomes else {*VERDICTS, INCORRECT}
+    allowed = {*VERDICTS, UNRESOLVED} if outcomes else {*VERDICTS, INCORRECT, UNRESOLVED}
     pairs: list[tuple[CalibrationCase, str | None]] = []
     for case in cases:
         verdict = verdicts.get(case.id)
@@ -229,7 +264,7 @@ def agreement(
         if verdict is not None
         and (
             verdict != case.verdict
-            if outcomes
+            if outcomes or verdict == UNRESOLVED
             else (verdict == "correct") != (case.verdict == "correct")
         )
     )
@@ -248,11 +283,16 @@ def _fraction(agree: int | None, n: int) -> str:
 
 
 def render_table(result: Agreement) -> str:
-    """The per-category agreement as a Markdown table (a ``no verdict`` column appears
-    only when some case has none)."""
+    """The per-category agreement as a Markdown table: outcome and correct/incorrect
+    agreement over every case (an unresolved verdict never agrees), confidently wrong
+    (a resolved call that differs from the label) and coverage (resolved ÷ n); a ``no
+    verdict`` column appears only when some case has none."""
     with_missing = any(row.missing for row in (*result.rows, result.overall))
-    head = "| category | n | outcome agreement | correct/incorrect agreement |"
-    rule = "|---|---:|---:|---:|"
+    head = (
+        "| category | n | outcome agreement | correct/incorrect agreement "
+        "| confidently wrong | coverage |"
+    )
+    rule = "|---|---:|---:|---:|---:|---:|"
     if with_missing:
         head, rule = head + " no verdict |", rule + "---:|"
     lines = [head, rule]
@@ -263,6 +303,8 @@ def render_table(result: Agreement) -> str:
             str(row.n),
             _fraction(row.outcome_agree, row.n),
             _fraction(row.binary_agree, row.n),
+            _fraction(row.confidently_wrong, row.n),
+            _fraction(row.resolved, row.n),
         ]
         if with_missing:
             cells.append(str(row.missing))

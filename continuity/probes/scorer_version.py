@@ -17,6 +17,10 @@ __all__ = ["SCORER_DATA", "SCORER_MODULES", "scorer_digest"]
 
 SCORER_MODULES = (
     "continuity.probes.scoring",
+    "continuity.probes.outcome",
+    "continuity.probes.answer_line",
+    "continuity.probes.score_values",
+    "continuity.probes.score_text",
     "continuity.probes.normalise",
     "continuity.probes.values",
     "continuity.probes.mentions",

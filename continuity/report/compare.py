@@ -274,16 +274,22 @@ def _comparison(
     """
     base, head = _samples(graded["--base"]), _samples(graded["--head"])
     common = base.keys() & head.keys()
-    paired = {
-        slot: (base[slot], head[slot])
+    valid = [
+        slot
         for slot in sorted(common)
         if base[slot].status == "valid" and head[slot].status == "valid"
+    ]
+    paired = {
+        slot: (base[slot], head[slot])
+        for slot in valid
+        if base[slot].resolved and head[slot].resolved
     }
     if not paired:
         raise CompareError(
-            "no (suite, trace, probe, arm, repeat) slot is valid in both runs: "
-            f"{len(common)} in both but excluded in one, {len(base.keys() - common)} only "
-            f"in base, {len(head.keys() - common)} only in head",
+            "no (suite, trace, probe, arm, repeat) slot is resolved in both runs: "
+            f"{len(common) - len(valid)} in both but excluded in one, "
+            f"{len(valid)} valid in both but unresolved in one, {len(base.keys() - common)} "
+            f"only in base, {len(head.keys() - common)} only in head",
             code="compare_no_pairs",
             location="--head",
         )
@@ -310,7 +316,8 @@ def _comparison(
             paired=len(paired),
             only_base=len(base.keys() - common),
             only_head=len(head.keys() - common),
-            excluded=len(common) - len(paired),
+            excluded=len(common) - len(valid),
+            unresolved=len(valid) - len(paired),
         ),
         suites=_order(deltas),
         arms=list(dict.fromkeys(arm for arms in deltas.values() for arm in arms)),

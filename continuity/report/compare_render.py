@@ -172,9 +172,10 @@ def _intro(c: Comparison) -> list[str]:
         f"Head: {c.head.name} ({c.head.path}, {c.head.units:,} units; {c.head.grades}); "
         f"{_origin(c.head)}",
         f"Probe protocol: {c.probe_protocol}. Grades: --scorer {c.scorer}; {c.scorer_check}.",
-        f"Slots: {s.paired:,} paired (valid in both runs; the only ones counted), "
+        f"Slots: {s.paired:,} paired (resolved in both runs; the only ones counted), "
         f"{s.only_base:,} only in base, {s.only_head:,} only in head, {s.excluded:,} "
-        "excluded in one run or both.",
+        f"excluded in one run or both, {s.unresolved:,} dropped as unresolved in one run or "
+        "both (valid, but neither the scorer nor a judge gave a right/wrong call).",
         f"Deltas are head minus base, in percentage points; {c.significance}.",
     ]
 

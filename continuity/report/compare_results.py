@@ -94,10 +94,13 @@ class RegressedProbe(msgspec.Struct, frozen=True, kw_only=True):
 class SlotCounts(msgspec.Struct, frozen=True, kw_only=True):
     """How the (suite, trace, probe, arm, repeat) slots of the two runs paired."""
 
-    paired: int  # valid in both: the only slots any figure counts
+    paired: int  # resolved in both: the only slots any figure counts
     only_base: int
     only_head: int
     excluded: int  # in both, but excluded (not valid) in at least one
+    # Valid in both but unresolved in at least one (neither the scorer nor a judge gave a
+    # right/wrong call): dropped from every figure, and said so.
+    unresolved: int = 0
 
 
 class RunOrigin(msgspec.Struct, frozen=True, kw_only=True):

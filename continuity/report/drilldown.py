@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+from msgspec import UNSET
 
 from continuity.probe.receipts import SampleEvidence
 from continuity.report.results import ReportContext, Sample
@@ -132,6 +133,7 @@ def _samples(record: UnitRecord, probes: dict[str, Probe], relative: str) -> lis
             boundary=boundary_summary(result.evidence),
             judge=verdicts.get(result.probe_id),
             path=relative,
+            decided_by=None if result.decided_by is UNSET else result.decided_by,
         )
 
     return [sample(p) for p in record.probes]

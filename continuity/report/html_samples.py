@@ -27,8 +27,11 @@ def sample_label(s: Sample) -> str:
     """The outcome shown for a sample: its outcome and grade, or its exclusion class."""
     if s.status != "valid":
         return f"excluded: {s.status}"
+    if s.outcome == "unresolved" or s.correct is None:
+        return "unresolved (no right/wrong call)"
     mark = "correct" if s.correct else "wrong"
-    return f"{s.outcome or '-'} ({mark})"
+    judge = ", the judge's call" if s.decided_by == "judge" else ""
+    return f"{s.outcome or '-'} ({mark}{judge})"
 
 
 def _group(s: Sample) -> str:
@@ -110,7 +113,7 @@ def _sample(s: Sample) -> str:
     if s.reasons:
         rows.insert(3, ("excluded because", _e("; ".join(s.reasons))))
     body = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
-    state = "ok" if s.correct else "ex" if s.status != "valid" else "no"
+    state = "ok" if s.correct else "ex" if s.status != "valid" or s.correct is None else "no"
     return (
         f'<details id="{s.anchor}"><summary><b>{_e(s.probe_id)}</b> '
         f'{_e(s.category)} <span class="{state}">{html.escape(sample_label(s))}</span>'

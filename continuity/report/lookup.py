@@ -197,7 +197,12 @@ def _arm_figures(rows: list[LookupRow], coverage: _Coverage) -> LookupArm:
     infeasible = Counter(r.reason for r in rows if r.status == "inventory_infeasible")
     annotated = [r for r in rows if r.annotated]
     completed = [r for r in rows if r.status not in ("failed", "inventory_infeasible")]
-    exact = [r for r in completed if r.category == "tool_identifier" and r.status == "valid"]
+    # Resolved identifier samples only: an unresolved one has no right/wrong call.
+    exact = [
+        r
+        for r in completed
+        if r.category == "tool_identifier" and r.status == "valid" and r.correct is not None
+    ]
     exact_correct = sum(1 for r in exact if r.correct)
     failed_feasible = sum(1 for r in failed if r.category == "tool_identifier")
     availability = Counter(r.fact for r in annotated if r.status == "valid" and r.fact)

@@ -37,12 +37,13 @@ SampleKey = tuple[int, str, str]  # (repeat, trace id, probe id)
 
 
 def valid_outcomes(units: list[UnitSummary]) -> dict[SampleKey, tuple[str, bool]]:
-    """(category, correct) of every valid sample of one arm in one suite."""
+    """(category, correct) of every resolved sample of one arm in one suite (an
+    unresolved one has no right/wrong call to pair)."""
     return {
         (s.repeat, s.trace_id, r.probe_id): (r.category, bool(r.correct))
         for s in units
         for r in s.rows
-        if r.status == "valid"
+        if r.resolved
     }
 
 

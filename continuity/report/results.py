@@ -61,9 +61,13 @@ class RepeatAccuracy(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class AccuracyCell(msgspec.Struct, frozen=True, kw_only=True):
-    """Mean of per-repeat accuracies over valid samples, its SD and split, and the
-    paired delta vs native over the samples both answered validly (continuity.report.
-    paired; None and 0 without native in the suite)."""
+    """Mean of per-repeat accuracies over resolved samples (valid samples with a
+    right/wrong call), its SD and split, and the paired delta vs native over the samples
+    both resolved (continuity.report.paired; None and 0 without native in the suite).
+
+    ``n`` counts resolved samples; ``valid`` counts every valid sample, unresolved ones
+    too, so ``coverage`` is n ÷ valid (None without a valid sample); ``judge_decided``
+    counts the resolved samples whose call is the judge's, not the scorer's."""
 
     mean: float | None
     sd: float | None
@@ -71,6 +75,9 @@ class AccuracyCell(msgspec.Struct, frozen=True, kw_only=True):
     per_repeat: list[RepeatAccuracy]
     delta_pp: float | None = None
     delta_n: int = 0
+    valid: int = 0
+    coverage: float | None = None
+    judge_decided: int = 0
 
 
 class FlipRate(msgspec.Struct, frozen=True, kw_only=True):
@@ -406,6 +413,8 @@ class Sample(msgspec.Struct, frozen=True, kw_only=True):
     boundary: str
     judge: str | None
     path: str
+    # "judge" when the judge decided a sample the scorer left unresolved.
+    decided_by: str | None = None
 
 
 class ReportContext(msgspec.Struct, frozen=True, kw_only=True):

@@ -45,13 +45,18 @@ EXCLUDED_COLUMNS: tuple[str, ...] = (*EXCLUDED_CLASSES, "inventory_infeasible")
 
 
 def accuracy_cell(rows: list[tuple[int, ProbeRow]], repeats: list[int]) -> AccuracyCell:
-    """Mean of per-repeat accuracies over valid samples, with the split and the SD."""
+    """Mean of per-repeat accuracies over resolved samples, with the split, the SD and
+    the coverage (resolved ÷ valid): an unresolved sample is never counted right or
+    wrong."""
     scored = dict.fromkeys(repeats, 0)
     right = dict.fromkeys(repeats, 0)
+    valid = judge_decided = 0
     for repeat, row in rows:  # one pass, not one per repeat
-        if row.status == "valid":
+        valid += row.status == "valid"
+        if row.resolved:
             scored[repeat] += 1
             right[repeat] += bool(row.correct)
+            judge_decided += row.decided_by == "judge"
     per_repeat = [
         RepeatAccuracy(
             repeat=repeat,
@@ -62,11 +67,15 @@ def accuracy_cell(rows: list[tuple[int, ProbeRow]], repeats: list[int]) -> Accur
         for repeat in repeats
     ]
     values = [p.accuracy for p in per_repeat if p.accuracy is not None]
+    n = sum(p.n for p in per_repeat)
     return AccuracyCell(
         mean=mean(values),
         sd=sample_sd(values),
-        n=sum(p.n for p in per_repeat),
+        n=n,
         per_repeat=per_repeat,
+        valid=valid,
+        coverage=n / valid if valid else None,
+        judge_decided=judge_decided,
     )
 
 
@@ -90,8 +99,11 @@ def _valid(units: list[UnitSummary]) -> list[tuple[UnitSummary, ProbeRow]]:
 
 
 def flip_rate(units: list[UnitSummary]) -> FlipRate:
+    """How often a probe resolved in two or more repeats changed its right/wrong call."""
     per_probe: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for summary, row in _valid(units):
+        if not row.resolved:
+            continue
         per_probe[(summary.trace_id, row.probe_id)].append(bool(row.correct))
     repeated = [v for v in per_probe.values() if len(v) > 1]
     flips = sum(1 for v in repeated if len(set(v)) > 1)
@@ -129,33 +141,36 @@ def availability_counts(units: list[UnitSummary]) -> dict[str, int]:
 
 
 def free_recall_cell(units: list[UnitSummary]) -> FreeRecallCell | None:
-    """The scorer's accuracy and the mean token-F1 over an arm's valid free-recall
-    samples (None without any)."""
+    """The accuracy over an arm's resolved free-recall samples and the mean token-F1
+    over all its valid ones (None without a valid one)."""
     rows = [row for _, row in _valid(units) if row.category == "free_recall"]
     if not rows:
         return None
     scored = [row.token_f1 for row in rows if row.token_f1 is not None]
-    correct = sum(1 for row in rows if row.correct)
+    resolved = [row for row in rows if row.resolved]
+    correct = sum(1 for row in resolved if row.correct)
     return FreeRecallCell(
-        n=len(rows),
+        n=len(resolved),
         correct=correct,
-        accuracy=correct / len(rows),
+        accuracy=correct / len(resolved) if resolved else None,
         token_f1=sum(scored) / len(scored) if scored else None,
         with_f1=len(scored),
     )
 
 
 def tool_use(units: list[UnitSummary], categories: list[str]) -> ToolUse:
-    """Call rate and accuracy with and without a ConversationHistory call (observational)."""
+    """Call rate (over valid samples) and accuracy (over resolved ones) with and without
+    a ConversationHistory call (observational)."""
     rows = [row for _, row in _valid(units)]
 
     def split(selected: list[ProbeRow]) -> ToolUseSplit:
-        called = [r for r in selected if r.history_called]
-        uncalled = [r for r in selected if not r.history_called]
+        called = [r for r in selected if r.history_called and r.resolved]
+        uncalled = [r for r in selected if not r.history_called and r.resolved]
+        with_call = sum(1 for r in selected if r.history_called)
         return ToolUseSplit(
             samples=len(selected),
-            with_call=len(called),
-            call_rate=len(called) / len(selected) if selected else None,
+            with_call=with_call,
+            call_rate=with_call / len(selected) if selected else None,
             accuracy_with_call=(
                 sum(1 for r in called if r.correct) / len(called) if called else None
             ),

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from continuity.digest import KeySpec, value_digest
 from continuity.errors import AggregateError, UsageError
@@ -30,7 +30,13 @@ from continuity.probes.availability import Availability
 from continuity.probes.scorer_version import SCORER_DATA, SCORER_MODULES, scorer_digest
 from continuity.probes.scoring import locale_for
 from continuity.report.results import ChangedOutcome, ScorerChange, ScorerSection
-from continuity.runner.units import ProbeResult, UnitRecord, score_result, unit_filename
+from continuity.runner.units import (
+    ProbeResult,
+    UnitRecord,
+    decide,
+    score_result,
+    unit_filename,
+)
 from continuity.store import Store
 from continuity.traces.schema import Trace
 from continuity.traces.validate import load_trace
@@ -75,6 +81,9 @@ class ProbeScore(msgspec.Struct, frozen=True, kw_only=True):
     score_reason: str | None
     availability: Availability | None
     loss: str | None
+    # "judge" when the unit's recorded judge verdict decided a sample this scorer left
+    # unresolved (left out otherwise).
+    decided_by: Literal["judge"] | UnsetType = UNSET
 
 
 class ScoreRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -116,7 +125,7 @@ def score_path(run_dir: Path, scorer: str, record: UnitRecord) -> Path:
 def score_unit(record: UnitRecord, trace: Trace, scorer: str) -> ScoreRecord:
     """Grade a unit's recorded answers with the current scoring code (no model call)."""
     by_id = {p.probe_id: p for p in trace.probes}
-    probes = []
+    rescored = []
     for result in record.probes:
         if result.status != "valid":
             continue
@@ -127,19 +136,22 @@ def score_unit(record: UnitRecord, trace: Trace, scorer: str) -> ScoreRecord:
             if result.agent is not UNSET
             else []
         )
-        graded = score_result(
-            result, by_id[result.probe_id], states, locale=locale_for(trace.family)
+        rescored.append(
+            score_result(result, by_id[result.probe_id], states, locale=locale_for(trace.family))
         )
-        probes.append(
-            ProbeScore(
-                probe_id=graded.probe_id,
-                outcome=graded.outcome,
-                correct=graded.correct,
-                score_reason=graded.score_reason,
-                availability=graded.availability,
-                loss=graded.loss,
-            )
+    # The unit's recorded judge verdicts decide what this scorer leaves unresolved.
+    probes = [
+        ProbeScore(
+            probe_id=graded.probe_id,
+            outcome=graded.outcome,
+            correct=graded.correct,
+            score_reason=graded.score_reason,
+            availability=graded.availability,
+            loss=graded.loss,
+            decided_by=graded.decided_by,
         )
+        for graded in decide(rescored, record.judge)
+    ]
     return _seal(
         ScoreRecord(
             key=score_key(record.key, record.content_digest, scorer),
@@ -183,6 +195,7 @@ def apply_scores(record: UnitRecord, scores: ScoreRecord) -> UnitRecord:
             score_reason=score.score_reason,
             availability=score.availability,
             loss=score.loss,
+            decided_by=score.decided_by,
         )
 
     return msgspec.structs.replace(record, probes=[graded(p) for p in record.probes])

@@ -74,9 +74,29 @@ def _sd(cell: AccuracyCell) -> str:
 
 
 DELTA_NOTE = (
-    "delta vs native is paired: arm minus native correct, over the samples both answered "
-    "validly (same suite, repeat, trace and probe); paired n is that count."
+    "delta vs native is paired: arm minus native correct, over the samples both resolved "
+    "(same suite, repeat, trace and probe); paired n is that count."
 )
+COVERAGE_NOTE = (
+    "n counts resolved samples: valid ones with a right/wrong call. Coverage is resolved ÷ "
+    "valid: the scorer leaves a sample unresolved when neither its rules nor the answer "
+    "support a confident verdict, and an unresolved sample is never counted right or "
+    "wrong. Judge is the share of resolved samples whose call is the judge's (decided "
+    "where the scorer left them unresolved), not the scorer's."
+)
+
+
+def _coverage(cell: AccuracyCell) -> str:
+    return f"{pct(cell.coverage)} ({cell.n}/{cell.valid})"
+
+
+def _judged(cell: AccuracyCell) -> str:
+    return pct(cell.judge_decided / cell.n) if cell.n else "-"
+
+
+def _compact(cell: AccuracyCell) -> str:
+    share = f"; judge {_judged(cell)}" if cell.judge_decided else ""
+    return f"{pct(cell.mean)} ({cell.n}; coverage {pct(cell.coverage)}{share})"
 
 
 def accuracy_tables(r: Results) -> list[Table]:
@@ -86,6 +106,8 @@ def accuracy_tables(r: Results) -> list[Table]:
             arm,
             str(cells["overall"].n),
             pct(cells["overall"].mean),
+            _coverage(cells["overall"]),
+            _judged(cells["overall"]),
             _sd(cells["overall"]),
             _split(cells["overall"]),
             num(cells["overall"].delta_pp),
@@ -94,8 +116,7 @@ def accuracy_tables(r: Results) -> list[Table]:
         for suite, arm, cells in _rows(r, r.accuracy)
     ]
     compact = [
-        [suite, arm]
-        + [f"{pct(cells[c].mean)} ({cells[c].n})" if c in cells else "-" for c in r.categories]
+        [suite, arm] + [_compact(cells[c]) if c in cells else "-" for c in r.categories]
         for suite, arm, cells in _rows(r, r.accuracy)
     ]
     full = [
@@ -105,6 +126,8 @@ def accuracy_tables(r: Results) -> list[Table]:
             category,
             str(cell.n),
             pct(cell.mean),
+            _coverage(cell),
+            _judged(cell),
             _sd(cell),
             _split(cell),
             num(cell.delta_pp),
@@ -114,23 +137,23 @@ def accuracy_tables(r: Results) -> list[Table]:
         for category, cell in cells.items()
         if category != "overall"
     ]
-    head = ["suite", "arm", "n", "accuracy", "SD (pp)", "per repeat"]
+    head = ["suite", "arm", "n", "accuracy", "coverage", "judge", "SD (pp)", "per repeat"]
     delta = ["delta vs native (pp)", "paired n"]
     return [
         (
             "Accuracy per arm",
             [*head, *delta],
             overall,
-            "Per suite (trace family). Mean of per-repeat accuracies over valid samples; "
-            "excluded samples are never scored. " + DELTA_NOTE,
+            "Per suite (trace family). Mean of per-repeat accuracies over resolved "
+            "samples; excluded samples are never scored. " + COVERAGE_NOTE + " " + DELTA_NOTE,
         ),
         (
             "Accuracy per arm and category",
             ["suite", "arm", *r.categories],
             compact,
-            "Each cell: mean accuracy (n valid samples); '-' where the suite has no such "
-            "probe. The SD, per-repeat split and paired delta of every cell are in the "
-            "next table.",
+            "Each cell: mean accuracy (n resolved samples; coverage, resolved ÷ valid; the "
+            "judge's share where it decided any); '-' where the suite has no such probe. "
+            "The SD, per-repeat split and paired delta of every cell are in the next table.",
         ),
         (
             "Accuracy per arm and category, in full",
@@ -217,7 +240,7 @@ def free_recall_tables(r: Results) -> list[Table]:
     return [
         (
             "Free recall",
-            ["suite", "arm", "valid samples", "accuracy", "token_F1", "answers with F1"],
+            ["suite", "arm", "resolved samples", "accuracy", "token_F1", "answers with F1"],
             rows,
             "Imported corpora's human-written answers. Accuracy is the deterministic "
             "scorer's (free_recall in the accuracy table); token_F1 is LoCoMo's own "
@@ -324,10 +347,12 @@ def judge_tables(r: Results) -> list[Table]:
             "Judge agreement",
             ["suite", "category", "pairs", "agree", "agreement", "judge pass", "proxy pass"],
             rows,
-            "The independent judge against the deterministic scorer, per suite, over valid "
-            "samples with a verdict (the judge never sees the arm); the row 'all' is the "
-            "suite's total, never pooled across suites. The main tables always use the "
-            f"scorer. Unreadable verdicts, left out: {unreadable}.",
+            "The independent judge against the deterministic scorer, per suite, over the "
+            "samples both graded: next actions, whose scorer is a keyword proxy (the judge "
+            "never sees the arm); the row 'all' is the suite's total, never pooled across "
+            "suites. The judge also decides the samples the scorer left unresolved; those "
+            "count in the main tables, labelled by the judge column there, and not here. "
+            f"Unreadable verdicts, left out: {unreadable}.",
         ),
         (
             "Judge disagreements",

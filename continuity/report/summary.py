@@ -51,6 +51,14 @@ class ProbeRow(msgspec.Struct, frozen=True, array_like=True):
     pressure: dict[str, int] = {}
     # Free recall: LoCoMo's token-F1 of the answer (None for any other category).
     token_f1: float | None = None
+    # "judge" when the judge decided a sample the scorer left unresolved.
+    decided_by: str | None = None
+
+    @property
+    def resolved(self) -> bool:
+        """A valid sample with a right/wrong call (the scorer's, or the judge's where the
+        scorer left it unresolved): the samples accuracy counts."""
+        return self.status == "valid" and self.outcome != "unresolved" and self.correct is not None
 
 
 class JudgeRow(msgspec.Struct, frozen=True, array_like=True):
@@ -151,6 +159,8 @@ def _judge_rows(record: UnitRecord) -> list[JudgeRow]:
         probe = valid.get(verdict.probe_id)
         if probe is None:  # an excluded sample is never graded, by either side
             continue
+        if probe.correct is None or probe.decided_by is not UNSET:
+            continue  # the scorer gave no verdict: the judge decided it, or nobody did
         scorer = bool(probe.correct)
         rows.append(
             JudgeRow(
@@ -195,6 +205,7 @@ def summarize(record: UnitRecord) -> UnitSummary:
                 probe.history_calls > 0,
                 pressure_figures(record.arm, probe.evidence),
                 None if probe.token_f1 is UNSET else probe.token_f1,
+                None if probe.decided_by is UNSET else probe.decided_by,
             )
         )
     # Real (d): the checkpoint's mid-trace summary is one call per unit (repeat), shared

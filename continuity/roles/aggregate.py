@@ -238,6 +238,8 @@ def _outcomes(
         row = found[0]
         if row.category != "tool_identifier":
             outcomes[key] = "other"
+        elif row.status == "valid" and row.correct is None:
+            outcomes[key] = "unresolved"  # no right/wrong call: never paired
         elif row.status == "valid":
             outcomes[key] = "correct" if row.correct else "incorrect"
         elif row.status == "failed" and "admission_stopped" not in row.reason:

@@ -28,6 +28,7 @@ import msgspec
 from continuity.errors import UsageError
 from continuity.outputs import write_output
 from continuity.probes.calibration import (
+    UNRESOLVED,
     VERDICTS,
     Agreement,
     CalibrationCase,
@@ -35,6 +36,7 @@ from continuity.probes.calibration import (
     default_cases_path,
     load_cases,
     render_table,
+    scorer_verdicts,
 )
 from continuity.probes.judge import Judge, JudgeCase, JudgeVerdict, ProviderJudge, ScriptedJudge
 from continuity.probes.validity import HELD_OUT, default_suites
@@ -47,6 +49,7 @@ __all__ = [
     "judge_for",
     "run_calibration",
     "suite_heading",
+    "unresolved_line",
     "write_calibration",
 ]
 
@@ -61,6 +64,15 @@ class SuiteCalibration(msgspec.Struct, frozen=True, kw_only=True):
     cases: int
     agreement: Agreement
     verdicts: list[JudgeVerdict]
+    # The cases the deterministic scorer leaves unresolved (the ones a run hands the
+    # judge), and the judge's agreement on those alone (None when there are none).
+    scorer_unresolved: list[str] = msgspec.field(default_factory=list)
+    unresolved_agreement: Agreement | None = None
+
+    @property
+    def scorer_coverage(self) -> float | None:
+        """The scorer's coverage on the suite: resolved ÷ cases."""
+        return 1 - len(self.scorer_unresolved) / self.cases if self.cases else None
 
     @property
     def upper_bound(self) -> bool:
@@ -158,15 +170,21 @@ def calibrate_judge(
     """Every case of one suite judged once; the judge's agreement with the labels per
     category.
 
-    An ``unreadable`` reply counts as no verdict. A judge that always names an outcome
-    is compared outcome by outcome, one that sometimes only says INCORRECT is compared
-    on the correct/incorrect call alone."""
+    An ``unreadable`` reply stays in n as a failure of the judge: it never agrees and
+    lowers the judge's coverage. A judge that always names an outcome is compared
+    outcome by outcome, one that sometimes only says INCORRECT is compared on the
+    correct/incorrect call alone. Beside the whole suite, the judge's agreement on the
+    cases the deterministic scorer leaves unresolved: the ones a run hands it."""
     verdicts = judge.verdicts(
         [JudgeCase(case.id, case.question, case.expectation, case.answer) for case in cases]
     )
-    named = {v.probe_id: v.outcome or "" for v in verdicts if v.outcome != "unreadable"}
-    outcomes = all(outcome in VERDICTS for outcome in named.values())
+    named = {
+        v.probe_id: UNRESOLVED if v.outcome == "unreadable" else v.outcome or "" for v in verdicts
+    }
+    outcomes = all(outcome in (*VERDICTS, UNRESOLVED) for outcome in named.values())
     result = agreement(cases, named, outcomes=outcomes, grader=judge.name)
+    scorer = scorer_verdicts(cases)
+    left = [case for case in cases if scorer[case.id] == UNRESOLVED]
     return SuiteCalibration(
         name=name,
         suite=suite,
@@ -174,6 +192,10 @@ def calibrate_judge(
         cases=len(cases),
         agreement=result,
         verdicts=list(verdicts),
+        scorer_unresolved=[case.id for case in left],
+        unresolved_agreement=(
+            agreement(left, named, outcomes=outcomes, grader=judge.name) if left else None
+        ),
     )
 
 
@@ -208,7 +230,29 @@ def _markdown(result: JudgeCalibration, scripted: bool) -> str:
         lines += [f"## {suite_heading(entry)}", "", render_table(entry.agreement)]
         misjudged = entry.agreement.misjudged
         lines += [f"Misjudged ({len(misjudged)}): " + (", ".join(misjudged) or "none"), ""]
+        lines += [unresolved_line(entry), ""]
+        if entry.unresolved_agreement is not None:
+            lines += [render_table(entry.unresolved_agreement)]
     return "\n".join(lines)
+
+
+def unresolved_line(entry: SuiteCalibration) -> str:
+    """The scorer's coverage on the suite and the judge's agreement on what it leaves."""
+    left = len(entry.scorer_unresolved)
+    coverage = entry.scorer_coverage
+    text = (
+        f"The deterministic scorer leaves {left} of {entry.cases} cases unresolved "
+        f"(coverage {100 * (coverage or 0):.1f}%)"
+    )
+    part = entry.unresolved_agreement
+    if part is None:
+        return text + "."
+    row = part.overall
+    return (
+        text + f"; on those the judge agrees on correct/incorrect in {row.binary_agree} of "
+        f"{row.n} ({100 * (row.binary_agree / row.n if row.n else 0):.1f}%), "
+        f"{row.unresolved} unreadable."
+    )
 
 
 def write_calibration(result: JudgeCalibration, folder: Path) -> tuple[Path, Path]:

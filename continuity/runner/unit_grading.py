@@ -1,9 +1,12 @@
 """Grading a unit's outcomes: each sample classified from its evidence, the valid ones
-scored against their probe's expectation and handed to the judge.
+scored against their probe's expectation, and the judge where the rules run out.
 
 Only ``valid`` samples are scored and analysed for availability; an excluded sample
 keeps its class and reasons, never scored, never dropped; a failed child gives a failed
-result. The judge gets the question, the expectation and the answer, never the arm.
+result. With a judge, the samples the scorer left ``unresolved`` go to it, and its
+verdict decides them (`decide`, marked ``decided_by="judge"``); next actions, whose
+scorer is a keyword proxy, go to it too, and there the judge is a check beside the
+scorer. The judge gets the question, the expectation and the answer, never the arm.
 `score_result` is also what ``doit score`` re-runs on recorded answers.
 """
 
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -19,8 +22,15 @@ from continuity.errors import ContinuityError
 from continuity.evidence import Classification, classify
 from continuity.probe.receipts import SampleEvidence
 from continuity.probes.availability import NeedleState, availability, fact_count, loss
-from continuity.probes.judge import Judge, JudgeCase, JudgeVerdict, ProviderJudge, ScriptedJudge
-from continuity.probes.scoring import DEFAULT_LOCALE, Locale, locale_for, score_answer
+from continuity.probes.judge import (
+    JUDGE_OUTCOMES,
+    Judge,
+    JudgeCase,
+    JudgeVerdict,
+    ProviderJudge,
+    ScriptedJudge,
+)
+from continuity.probes.scoring import DEFAULT_LOCALE, Locale, Outcome, locale_for, score_answer
 from continuity.probes.token_f1 import locomo_f1
 from continuity.runner.unit_record import ProbeResult, RealRun
 from continuity.runner.unit_store import UnitFrame, failed_result
@@ -30,7 +40,16 @@ from continuity.traces.schema import FreeRecallExpectation, Probe
 if TYPE_CHECKING:
     from continuity.probe.worker import ProbeOutcome
 
-__all__ = ["Graded", "grade", "judge_verdicts", "score_result", "unit_judge"]
+__all__ = [
+    "JUDGED_CATEGORIES",
+    "Graded",
+    "decide",
+    "grade",
+    "judge_verdicts",
+    "judged",
+    "score_result",
+    "unit_judge",
+]
 
 
 def unit_judge(store: Store, real: RealRun | None, judge: str | None, repeat: int) -> Judge | None:
@@ -102,12 +121,60 @@ def grade(frame: UnitFrame, outcomes: Sequence[ProbeOutcome]) -> Graded:
             graded.results.append(result)  # excluded: kept with its class, never scored
             continue
         locale = locale_for(frame.trace.family)
-        graded.results.append(score_result(result, probe, evidence.needle_states, locale=locale))
-        # The judge gets the question, the expectation and the answer: never the arm.
-        graded.judged.append(
-            JudgeCase(probe.probe_id, probe.text, probe.expectation, evidence.answer)
-        )
+        scored = score_result(result, probe, evidence.needle_states, locale=locale)
+        graded.results.append(scored)
+        if judged(scored):  # the question, the expectation and the answer: never the arm
+            graded.judged.append(
+                JudgeCase(probe.probe_id, probe.text, probe.expectation, evidence.answer)
+            )
     return graded
+
+
+# The category whose scorer is a keyword proxy: the judge reads every valid answer of it
+# beside the scorer, and the report prints their agreement.
+JUDGED_CATEGORIES = frozenset({"next_action"})
+
+
+def judged(result: ProbeResult) -> bool:
+    """Whether a scored sample goes to the judge: the scorer left it unresolved, or its
+    category's scorer is a proxy the judge is measured against (`JUDGED_CATEGORIES`)."""
+    return result.outcome == "unresolved" or result.category in JUDGED_CATEGORIES
+
+
+def decide(results: Sequence[ProbeResult], verdicts: Sequence[JudgeVerdict]) -> list[ProbeResult]:
+    """The results with every unresolved sample the judge gave a readable verdict on
+    decided by it: its named class (``incorrect`` without one is ``fabricated``), its
+    pass, and ``decided_by="judge"``. A sample the judge could not read stays unresolved;
+    every other result is the scorer's, unchanged."""
+    by_probe = {v.probe_id: v for v in verdicts}
+    decided = []
+    for result in results:
+        verdict = by_probe.get(result.probe_id)
+        outcome = _judge_outcome(verdict)
+        if result.outcome != "unresolved" or verdict is None or outcome is None:
+            decided.append(result)
+            continue
+        decided.append(
+            msgspec.structs.replace(
+                result,
+                outcome=outcome,
+                correct=verdict.passed,
+                score_reason=f"judge: {verdict.reason}".strip(),
+                decided_by="judge",
+            )
+        )
+    return decided
+
+
+def _judge_outcome(verdict: JudgeVerdict | None) -> Outcome | None:
+    """The outcome a readable verdict names (None for no verdict or an unreadable one)."""
+    if verdict is None or verdict.outcome == "unreadable":
+        return None
+    if verdict.passed:
+        return "correct"
+    if verdict.outcome in JUDGE_OUTCOMES and verdict.outcome != "correct":
+        return cast(Outcome, verdict.outcome)
+    return "fabricated"  # "incorrect" or a pass/fail reply that named no class
 
 
 def judge_verdicts(

@@ -112,6 +112,9 @@ class ProbeResult(msgspec.Struct, frozen=True, kw_only=True):
     token_f1: float | UnsetType = UNSET
     # An outside agent's sample: what its status rests on (left out otherwise).
     agent: AgentEvidence | UnsetType = UNSET
+    # "judge" when the scorer left the sample unresolved and the judge's verdict decided
+    # its outcome (`continuity.runner.unit_grading.decide`); left out otherwise.
+    decided_by: Literal["judge"] | UnsetType = UNSET
 
 
 class UnitRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -26,7 +26,7 @@ from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.providers.endpoint import RealBinding
 from continuity.runner.ledger_run import LedgerRun, ledger_run, prepare_for_unit, prepared_key
 from continuity.runner.lookup_run import LookupRun
-from continuity.runner.unit_grading import grade, judge_verdicts, unit_judge
+from continuity.runner.unit_grading import decide, grade, judge_verdicts, unit_judge
 from continuity.runner.unit_record import (
     UNIT_CODE,
     RealRun,
@@ -218,7 +218,13 @@ def _finish(
     graded = grade(frame, outcomes)
     verdicts = judge_verdicts(grader, graded, real)
     record = msgspec.structs.replace(
-        seal_unit(frame, graded.results, verdicts, list(getattr(grader, "receipts", [])), upkeep),
+        seal_unit(
+            frame,
+            decide(graded.results, verdicts),
+            verdicts,
+            list(getattr(grader, "receipts", [])),
+            upkeep,
+        ),
         mid_trace_calls=list(checkpoint.receipt.mid_trace_calls),
         eligible_terminal=real is None or not graded.incomplete,
         content_digest="",
@@ -274,8 +280,9 @@ def run_unit(
 
     With `zygotes`, the replay and the unit worker are children forked from this
     thread's zygote (else from a zygote of the unit's own). With a judge (offline:
-    `judge`, played by the scripted judge; real: `real.judge`) every valid answer gets
-    a verdict.
+    `judge`, played by the scripted judge; real: `real.judge`) every unresolved answer
+    and every next action gets a verdict, and the judge decides the unresolved ones
+    (`continuity.runner.unit_grading.decide`).
 
     In lookup mode, slots the policy classes as inventory-infeasible get an
     ``inventory_infeasible`` result with no usage, score or answer; only eligible probes

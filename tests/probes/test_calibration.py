@@ -233,6 +233,9 @@ def test_agreement_does_not_drop_below_the_record(name: str) -> None:
         assert row.n == before.n
         assert (row.outcome_agree or 0) >= (before.outcome_agree or 0), row
         assert row.binary_agree >= before.binary_agree, row
+        # Right when sure, silent when not: never more confident mistakes than recorded.
+        assert row.confidently_wrong <= before.confidently_wrong, row
+        assert row.resolved >= before.resolved, row
 
 
 def _param(case: CalibrationCase) -> object:

@@ -106,7 +106,8 @@ CASES: list[tuple[str, Expectation, str, str]] = [
     ("value", HANDOVER, "Keys are due back before 14 March.", "correct"),
     ("value", HANDOVER, "14 March; it moved from 11 March when the survey slipped.", "correct"),
     ("value", HANDOVER, "Unclear - once it's 11 March we'll know.", "abstained"),
-    ("value", HANDOVER, "I'll tell you when it is 14 March, not sooner.", "fabricated"),
+    # The value only in a "when" clause: not committed to, so no sure call.
+    ("value", HANDOVER, "I'll tell you when it is 14 March, not sooner.", "unresolved"),
     # ---- context amounts
     ("amount", FARE, "£86.50, plus a £4 booking fee.", "correct"),
     ("amount", FARE, "It came to £86.50 once they took off the £7 railcard saving.", "correct"),

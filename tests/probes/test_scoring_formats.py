@@ -49,7 +49,8 @@ VISIT = SupersededCurrentExpectation(  # the hard suite's shape: a date with its
 CURRENT = "current value only"
 BOTH = "current and superseded values"
 OLD = "a superseded value"
-NEITHER = "neither the current nor a superseded value"
+ANOTHER_FORM = "another value, of a form the probe does not match"
+NO_VALUE = "no value of the expected kind and no recognised decline"
 OTHER = "1 other value(s), not the current value"
 
 CASES: list[tuple[str, Expectation, str, str, str]] = [
@@ -64,7 +65,7 @@ CASES: list[tuple[str, Expectation, str, str, str]] = [
     ("pounds near miss pence", BUFFET, "£483.50", "fabricated", OTHER),
     ("pounds near miss currency dollars", BUFFET, "$483", "fabricated", OTHER),
     ("pounds near miss currency euros", BUFFET, "€483.00", "fabricated", OTHER),
-    ("pounds lucky digits", BUFFET, "Order 483 is confirmed.", "fabricated", NEITHER),
+    ("pounds lucky digits", BUFFET, "Order 483 is confirmed.", "fabricated", ANOTHER_FORM),
     ("euros without cents", REFUND, "Brightline is refunding €456.", "correct", CURRENT),
     ("euros as a word", REFUND, "456 euros", "correct", CURRENT),
     ("euros stale then current", REFUND, "€387.60, then €456", "conflicted", BOTH),
@@ -94,7 +95,7 @@ CASES: list[tuple[str, Expectation, str, str, str]] = [
     ("date near miss month", INSTALL, "Friday 18 July", "fabricated", OTHER),
     ("date near miss weekday", INSTALL, "Thursday 18 June", "fabricated", OTHER),
     ("date near miss year", INSTALL, "18 June 2026", "fabricated", OTHER),  # a Thursday
-    ("date range", INSTALL, "16-18 June", "fabricated", NEITHER),
+    ("date range", INSTALL, "16-18 June", "unresolved", NO_VALUE),  # a range is no one date
     ("abbreviated both", COLLECTION, "Thu 15 Apr", "correct", CURRENT),
     ("abbreviated stale", COLLECTION, "Wed 14 Apr", "stale", OLD),
     ("collection rebooked", COLLECTION, "14 April, rebooked for 15 April", "correct", CURRENT),
@@ -106,7 +107,7 @@ CASES: list[tuple[str, Expectation, str, str, str]] = [
     ("weekday disagrees", VISIT, "Tuesday 24 March 2027", "fabricated", OTHER),
     ("other year", VISIT, "24 March 2028", "fabricated", OTHER),
     ("abbreviated stale with year", VISIT, "14 Mar 2027", "stale", OLD),
-    ("lucky month word", VISIT, "24 Marching bands, 2027", "fabricated", NEITHER),
+    ("lucky month word", VISIT, "24 Marching bands, 2027", "fabricated", ANOTHER_FORM),
     # times: 12-hour with or without a space or dots, 24-hour, a dot for the colon
     ("time spaced", DOORS, "7:30 pm", "correct", CURRENT),
     ("time dotted", DOORS, "7.30pm", "correct", CURRENT),
@@ -121,7 +122,7 @@ CASES: list[tuple[str, Expectation, str, str, str]] = [
     ("time near miss minutes", DOORS, "7:15pm", "fabricated", OTHER),
     ("time near miss half", DOORS, "7:30am", "fabricated", OTHER),
     ("time near miss 24-hour", DOORS, "17:30", "fabricated", OTHER),
-    ("time lucky price", DOORS, "Tickets are $7.30 and $19.30.", "fabricated", NEITHER),
+    ("time lucky price", DOORS, "Tickets are $7.30 and $19.30.", "fabricated", ANOTHER_FORM),
     # short codes: whole tokens, case and a space or hyphen ignored
     ("code", PITCH, "Pitch C7.", "correct", CURRENT),
     ("code lower case", PITCH, "pitch c7", "correct", CURRENT),
@@ -130,7 +131,7 @@ CASES: list[tuple[str, Expectation, str, str, str]] = [
     ("code stale then current", PITCH, "B14, then C7", "conflicted", BOTH),
     ("code superseded explicitly", PITCH, "B14, now C7", "correct", CURRENT),
     ("code near miss longer", PITCH, "C70", "fabricated", OTHER),
-    ("code inside a reference", PITCH, "HSM-C7", "fabricated", NEITHER),
+    ("code inside a reference", PITCH, "HSM-C7", "fabricated", ANOTHER_FORM),
 ]
 
 KEYWORD_CASES: list[tuple[str, Expectation, str, str, str]] = [
@@ -153,7 +154,7 @@ KEYWORD_CASES: list[tuple[str, Expectation, str, str, str]] = [
         DEADLINE,
         "The replacement quote, by noon on Tuesday 20 April.",
         "fabricated",
-        "1 keyword(s) missing",
+        "1 keyword(s) missing (1 stated as another value)",
     ),
     ("handback 10 am", HANDBACK, "The handback, 22 June at 10 am.", "correct", "every keyword"),
     (
@@ -161,7 +162,7 @@ KEYWORD_CASES: list[tuple[str, Expectation, str, str, str]] = [
         HANDBACK,
         "The handback, Tuesday 22 June at 10pm.",
         "fabricated",
-        "1 keyword(s) missing",
+        "1 keyword(s) missing (1 stated as another value)",
     ),
     (
         "budget without separator",
@@ -175,7 +176,7 @@ KEYWORD_CASES: list[tuple[str, Expectation, str, str, str]] = [
         BUDGET,
         "Never mention Larchmont; removals budget $1,800; copy Priya.",
         "fabricated",
-        "1 of 3 terms missing",
+        "1 of 3 terms missing (1 stated as another value)",
     ),
     (
         "rules with cents",
@@ -188,8 +189,8 @@ KEYWORD_CASES: list[tuple[str, Expectation, str, str, str]] = [
         "rules lucky substring",
         RULES,
         "Never mention Lumora Trade, spend at most €560, voicemail only.",
-        "fabricated",
-        "1 of 3 terms missing",
+        "unresolved",  # a missing phrase may be a paraphrase: no sure call
+        "1 of 3 terms not found",
     ),
 ]
 
@@ -204,7 +205,7 @@ def test_rendering_is_judged_as_intended(
 ) -> None:
     score = score_answer(expectation, answer)
     assert (score.outcome, score.reason) == (outcome, reason)
-    assert score.correct == (outcome == "correct")
+    assert score.correct == (None if outcome == "unresolved" else outcome == "correct")
 
 
 SUPERSEDED = sorted(

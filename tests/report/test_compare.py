@@ -29,9 +29,13 @@ from continuity.runner.manifest import read_run_manifest, write_run_manifest
 from continuity.runner.units import ProbeResult, UnitRecord, seal, unit_key
 from continuity.store import Store
 
-# Wrong for every probe of the fixture's trace: a claim where an abstention is right, and
-# the names its active-constraint probe forbids.
-WRONG = "Thanks! Fernhill wholesale sold seventeen purple umbrellas on a Tuesday."
+# Wrong for the fixture trace's probes: invented values where an abstention is right or
+# a value is asked for, and the names its active-constraint probe forbids. Its status
+# probes find no status word in it, so the scorer leaves those unresolved.
+WRONG = (
+    "Thanks! Fernhill wholesale sold seventeen purple umbrellas: order QX-4417-ZZ9, "
+    "9 February 2031 at 04:13, £9,999.99."
+)
 Edit = Callable[[UnitRecord], UnitRecord]
 
 
@@ -114,6 +118,39 @@ def test_identical_runs_pair_every_sample_with_zero_deltas(
     assert "<script" not in page and "http://" not in page and "https://" not in page
     assert "src=" not in page and "href=" not in page
     assert "no change" in paths["markdown"].read_text()
+
+
+# No value, status word, term or decline the scorer reads: unresolved in every category
+# but redaction and task constraints (which it cannot violate).
+UNREADABLE = "Thanks, that is all sorted on my side."
+
+
+def unresolved_where_correct(record: UnitRecord) -> UnitRecord:
+    """Every answer the unit got right replaced by one the scorer leaves unresolved."""
+
+    def answer(probe: ProbeResult) -> ProbeResult:
+        if probe.status == "valid" and probe.correct:
+            return msgspec.structs.replace(probe, answer=UNREADABLE)
+        return probe
+
+    return rekeyed(record, probes=[answer(p) for p in record.probes])
+
+
+def test_unresolved_samples_are_dropped_from_every_pair_and_counted(
+    runs: tuple[Store, Path, Path], tmp_path: Path
+) -> None:
+    store, base, head = runs
+    edit_units(head, unresolved_where_correct)
+    comparison, paths = compare_runs(store, base, head, tmp_path / "cmp")
+    slots = comparison.slots
+    assert slots.unresolved > 0 and slots.excluded == 0
+    same, _ = compare_runs(store, base, base, tmp_path / "same")
+    assert slots.paired + slots.unresolved == same.slots.paired  # every valid slot, once
+    assert comparison.flips == []  # an unresolved sample never flips: it has no call
+    markdown = paths["markdown"].read_text()
+    assert f"{slots.unresolved:,} dropped as unresolved in one run or both" in markdown
+    stored = msgspec.json.decode(paths["json"].read_bytes(), type=Comparison)
+    assert stored.slots.unresolved == slots.unresolved
 
 
 def test_an_injected_regression_flips_samples_and_is_significant(

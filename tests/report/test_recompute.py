@@ -87,20 +87,39 @@ class Units:
     def accuracy(self, rows: list[Sample]) -> tuple[float | None, list[tuple[int, int, int]]]:
         per = []
         for repeat in self.repeats:
-            scored = [p for r, _, p in rows if r == repeat]
+            scored = [p for r, _, p in rows if r == repeat and _resolved(p)]
             per.append((repeat, sum(bool(p["correct"]) for p in scored), len(scored)))
         values = [c / n for _, c, n in per if n]
         return (sum(values) / len(values) if values else None), per
 
     def pairs(self, suite: str, arm: str, category: str | None = None) -> list[tuple[bool, bool]]:
         native = {
-            (r, t, p["probe_id"]): bool(p["correct"]) for r, t, p in self.probes(suite, "native")
+            (r, t, p["probe_id"]): bool(p["correct"])
+            for r, t, p in self.probes(suite, "native")
+            if _resolved(p)
         }
         return [
             (bool(p["correct"]), native[(r, t, p["probe_id"])])
             for r, t, p in self.probes(suite, arm)
-            if (r, t, p["probe_id"]) in native and category in (None, p["category"])
+            if (r, t, p["probe_id"]) in native
+            and category in (None, p["category"])
+            and _resolved(p)
         ]
+
+
+def _resolved(probe: dict[str, object]) -> bool:
+    """A valid sample with a right/wrong call (the scorer's or the judge's)."""
+    return probe["outcome"] != "unresolved" and probe["correct"] is not None
+
+
+def _coverage(rows: list[Sample]) -> tuple[str, str, str]:
+    """The coverage cell, the judge's share and the compact cell's coverage part."""
+    resolved = [p for _, _, p in rows if _resolved(p)]
+    judged = sum(1 for p in resolved if p.get("decided_by") == "judge")
+    coverage = _pct(len(resolved) / len(rows) if rows else None)
+    share = _pct(judged / len(resolved)) if resolved else "-"
+    compact = f"coverage {coverage}" + (f"; judge {share}" if judged else "")
+    return f"{coverage} ({len(resolved)}/{len(rows)})", share, compact
 
 
 def _delta(pairs: list[tuple[bool, bool]]) -> str:
@@ -114,6 +133,8 @@ def _check_accuracy(tables: dict[str, list[dict[str, str]]], u: Units) -> None:
         mean_value, per = u.accuracy(u.probes(row["suite"], row["arm"]))
         pairs = u.pairs(row["suite"], row["arm"])
         assert row["n"] == str(sum(n for _, _, n in per))
+        coverage, share, _ = _coverage(u.probes(row["suite"], row["arm"]))
+        assert (row["coverage"], row["judge"]) == (coverage, share)
         assert row["accuracy"] == _pct(mean_value)
         assert row["SD (pp)"] == _sd([c / n for _, c, n in per if n])
         assert row["per repeat"] == " ".join(
@@ -128,7 +149,9 @@ def _check_accuracy(tables: dict[str, list[dict[str, str]]], u: Units) -> None:
             if category in ("suite", "arm"):
                 continue
             rows = [x for x in u.probes(row["suite"], row["arm"]) if x[2]["category"] == category]
-            expected = f"{_pct(u.accuracy(rows)[0])} ({len(rows)})"
+            mean_value, per = u.accuracy(rows)
+            n = sum(n for _, _, n in per)
+            expected = f"{_pct(mean_value)} ({n}; {_coverage(rows)[2]})"
             assert cell == (expected if category in categories else "-")
     for row in tables["Accuracy per arm and category, in full"]:
         rows = [
@@ -136,7 +159,8 @@ def _check_accuracy(tables: dict[str, list[dict[str, str]]], u: Units) -> None:
         ]
         mean_value, per = u.accuracy(rows)
         pairs = u.pairs(row["suite"], row["arm"], row["category"])
-        assert row["n"] == str(len(rows))
+        assert row["n"] == str(sum(n for _, _, n in per))
+        assert (row["coverage"], row["judge"]) == _coverage(rows)[:2]
         assert row["accuracy"] == _pct(mean_value)
         assert row["SD (pp)"] == _sd([c / n for _, c, n in per if n])
         assert row["per repeat"] == " ".join(
@@ -314,12 +338,16 @@ def test_judge_agreement_recomputes_from_units(mixed: tuple[Store, Path]) -> Non
             if v["probe_id"] not in valid or v.get("outcome") == "unreadable":
                 continue
             probe = valid[v["probe_id"]]
+            if probe["correct"] is None or "decided_by" in probe:
+                continue  # the scorer gave no verdict: the judge decided it, or nobody did
             pairs.append((unit["family"], probe["category"], v["passed"], bool(probe["correct"])))
             if v["passed"] != bool(probe["correct"]):
                 unit_id = f"r{unit['repeat']}/{unit['trace_id']}/{unit['arm']}"
                 disagreements.add((unit["family"], unit_id, v["probe_id"]))
     assert pairs, "the offline scripted judge graded answers"
-    assert {s for s, _, _, _ in pairs} == {"original", "hard"}  # two suites, never pooled
+    # Next actions go to the judge beside the scorer; the hard suite has none, so only
+    # the original suite has pairs (each suite's rows count its own, never pooled).
+    assert {s for s, _, _, _ in pairs} == {"original"}
     rows = {(r["suite"], r["category"]): r for r in tables["Judge agreement"]}
     assert set(rows) == {(s, c) for s, c, _, _ in pairs} | {(s, "all") for s, _, _, _ in pairs}
     for (suite, category), row in rows.items():

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from continuity.errors import CalibrationInvalid, UsageError
-from continuity.probes.calibration import CATEGORIES, default_cases_path, load_cases
-from continuity.probes.judge import ProviderJudge, ScriptedJudge
+from continuity.probes.calibration import (
+    CATEGORIES,
+    default_cases_path,
+    load_cases,
+    scorer_verdicts,
+)
+from continuity.probes.judge import JudgeCase, JudgeVerdict, ProviderJudge, ScriptedJudge
 from continuity.probes.validity import HELD_OUT, default_suites
-from continuity.runner.judge_calibration import calibrate_judge, judge_for
+from continuity.runner.judge_calibration import calibrate_judge, judge_for, unresolved_line
 from continuity.servers.wire import serve_in_thread
 from tests.graph.test_dodo import doit
 from tests.runner.test_real_judge import JudgingWire
@@ -64,6 +70,52 @@ def test_agreement_counts_what_the_judge_said(tmp_path: Path) -> None:
     agree = sum(by_id[c.id].outcome == c.verdict for c in cases)
     assert result.agreement.overall.outcome_agree == agree
     assert result.agreement.overall.n == 40
+
+
+class _Unreadable:
+    """A judge whose every other reply carries no verdict."""
+
+    name = "half-unreadable"
+
+    def verdicts(self, cases: Sequence[JudgeCase]) -> list[JudgeVerdict]:
+        return [
+            JudgeVerdict(c.probe_id, False, self.name, "unreadable", "")
+            if i % 2
+            else JudgeVerdict(c.probe_id, True, self.name, "correct", "")
+            for i, c in enumerate(cases)
+        ]
+
+
+def test_an_unreadable_reply_stays_in_n_as_a_failure_of_the_judge() -> None:
+    cases = load_cases()[:20]
+    result = calibrate_judge(_Unreadable(), cases, "suite")
+    overall = result.agreement.overall
+    assert (overall.n, overall.missing, overall.unresolved) == (20, 0, 10)
+    labelled_correct = sum(c.verdict == "correct" for c in cases[::2])
+    assert overall.binary_agree == labelled_correct  # only the readable half can agree
+
+
+def test_calibrate_reports_the_scorers_unresolved_cases_and_the_judge_on_them(
+    tmp_path: Path,
+) -> None:
+    cases = load_cases()
+    scorer = scorer_verdicts(cases)
+    left = sorted(c.id for c in cases if scorer[c.id] == "unresolved")
+    assert left, "the tuning suite holds answers the scorer leaves unresolved"
+    result = calibrate_judge(ScriptedJudge(), cases, "suite")
+    assert sorted(result.scorer_unresolved) == left
+    part = result.unresolved_agreement
+    assert part is not None and part.overall.n == len(left)
+    assert result.scorer_coverage == 1 - len(left) / len(cases)
+    by_id = {v.probe_id: v for v in result.verdicts}
+    chosen = [c for c in cases if c.id in left]
+    assert part.overall.binary_agree == sum(
+        by_id[c.id].passed == (c.verdict == "correct") for c in chosen
+    )
+    line = unresolved_line(result)
+    assert f"leaves {len(left)} of {len(cases)} cases unresolved" in line
+    printed = doit(tmp_path, "calibrate").stdout
+    assert printed.count("cases unresolved (coverage ") == len([*HELD_OUT, "tuning"])
 
 
 @pytest.mark.parametrize(

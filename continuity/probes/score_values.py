@@ -1,0 +1,176 @@
+"""The value categories' rules: one asserted value (identifiers, current values), one
+status, and abstention. Each reads the normalised answer and returns a `Score`; see
+`continuity.probes.scoring` for the rules in prose."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from continuity.probes import abstention, free_recall
+from continuity.probes.normalise import mentions
+from continuity.probes.outcome import Score, unresolved
+from continuity.probes.polarity import Stance, sentence_bounds, stances
+from continuity.probes.quantities import labelled_other
+from continuity.probes.statuses import asserted_statuses
+from continuity.probes.values import Locale, Mention, find_all, kind_of, specifics, states
+from continuity.traces.schema import AbstentionExpectation, ToolIdentifierExpectation
+
+__all__ = ["abstention_probe", "identifier", "nothing_to_read", "single_value", "status"]
+
+
+def nothing_to_read(text: str, locale: Locale) -> Score:
+    """The verdict on an answer that states none of the values a probe looks for and
+    does not decline in words the scorer knows (the caller checked): asking back is a
+    non-answer (fabricated); a specific value of another form (an amount, a date, a
+    reference) is an invented one (fabricated); anything else is unresolved, since a
+    paraphrase, another language or an unrecognised decline may hide behind it."""
+    if free_recall.only_asks(text):
+        return Score("fabricated", False, "asked back instead of answering")
+    values = specifics(text, locale)
+    read = stances(text, [(m.start, m.end) for m in values], supersession=False)
+    if any(stance == "asserted" for stance in read):
+        return Score("fabricated", False, "another value, of a form the probe does not match")
+    return unresolved("no value of the expected kind and no recognised decline")
+
+
+def _label(mention: Mention, current: str, superseded: Sequence[str], locale: Locale) -> str:
+    if states(current, mention, locale):
+        return "current"
+    for value in superseded:
+        if states(value, mention, locale):
+            return "superseded"
+    return f"other:{mention.key!r}"
+
+
+def _read(
+    text: str, current: str, superseded: Sequence[str], locale: Locale
+) -> tuple[list[str], list[tuple[str, Stance | Literal["context"]]]]:
+    """The labels of the values the answer asserts, and every mention's label and stance."""
+    found: dict[tuple[int, int], Mention] = {}
+    for value in (current, *superseded):
+        for mention in find_all(text, value, locale):
+            found.setdefault((mention.start, mention.end), mention)
+    ordered = sorted(found.values(), key=lambda m: (m.start, m.end))
+    labels = [_label(m, current, superseded, locale) for m in ordered]
+    read: list[Stance | Literal["context"]] = [
+        *stances(text, [(m.start, m.end) for m in ordered], labels)
+    ]
+    if kind_of(current) == "money":  # "€270 cheaper than", "a total of £11,500": context
+        ends = [0, *(m.end for m in ordered)]
+        anchors = [
+            (m.start, m.end)
+            for m, label in zip(ordered, labels, strict=True)
+            if not label.startswith("other:")
+        ]
+        for i, (mention, label) in enumerate(zip(ordered, labels, strict=True)):
+            if label.startswith("other:") and labelled_other(
+                text, mention.start, mention.end, ends[i], anchors
+            ):
+                read[i] = "context"
+    asserted = [label for label, stance in zip(labels, read, strict=True) if stance == "asserted"]
+    if not asserted:  # a lone "originally X" still states X
+        asserted = [label for label, stance in zip(labels, read, strict=True) if stance == "past"]
+    return asserted, list(zip(labels, read, strict=True))
+
+
+def single_value(
+    text: str, current: str, superseded: Sequence[str], locale: Locale, *, what: str
+) -> Score:
+    asserted, seen = _read(text, current, superseded, locale)
+    distinct = set(asserted)
+    others = len({label for label in distinct if label.startswith("other:")})
+    has_current, has_old = "current" in distinct, "superseded" in distinct
+    if has_current and not has_old and not others:
+        return Score("correct", True, "current value only")
+    if has_old and (has_current or others):
+        if has_current and not others:
+            return Score("conflicted", False, "current and superseded values")
+        return Score("conflicted", False, f"a superseded value among {len(distinct)} {what}s")
+    if has_current:
+        return Score(
+            "fabricated", False, f"candidate list: the value among {others} other {what}(s)"
+        )
+    if has_old:
+        return Score("stale", False, "a superseded value")
+    if others:
+        return Score("fabricated", False, f"{others} other {what}(s), not the current value")
+    if abstention.abstains(text):
+        return Score("abstained", False, "abstained although the value was in the conversation")
+    unasserted = sorted({stance for label, stance in seen if label == "current"})
+    if unasserted == ["negated"]:
+        return Score("fabricated", False, "the current value only negated")
+    if unasserted:  # "Was it X?", "if it were X": a guess the answer does not commit to
+        return unresolved(f"the current value only {'/'.join(unasserted)}")
+    if any(stance == "negated" for _, stance in seen):
+        return Score("fabricated", False, "a value denied and none stated")
+    return nothing_to_read(text, locale)
+
+
+def identifier(text: str, exp: ToolIdentifierExpectation, locale: Locale) -> Score:
+    superseded = [f.value for f in exp.superseded]
+    return single_value(text, exp.answer.value, superseded, locale, what="identifier")
+
+
+def _subject_sentences(text: str, subject: str) -> str:
+    """The sentences of `text` that name the subject (by its phrase or its head noun)."""
+    head = subject.split()[-1] if subject.split() else subject
+    chosen = [
+        text[a:b]
+        for a, b in sentence_bounds(text)
+        if mentions(text[a:b], subject, normalised=True)
+        or mentions(text[a:b], head, normalised=True)
+    ]
+    return " ".join(chosen)
+
+
+def status(text: str, expected: str, subject: str, kind: str) -> Score:
+    reading = asserted_statuses(text, kind)
+    statuses = reading.statuses
+    if len(statuses) > 1 and (named := _subject_sentences(text, subject)):
+        narrowed = asserted_statuses(named, kind).statuses
+        statuses = narrowed if len(narrowed) == 1 else statuses
+    if statuses == {expected}:
+        return Score("correct", True, f"asserted status {expected}")
+    listed = ", ".join(sorted(statuses))
+    if len(statuses) > 1:
+        if abstention.abstains(text):
+            return Score("abstained", False, f"no single status ({listed}) and a refusal")
+        return Score("fabricated", False, f"{len(statuses)} statuses asserted ({listed})")
+    if statuses:
+        return Score("fabricated", False, f"asserted status {listed}, not {expected}")
+    if abstention.abstains(text):
+        return Score("abstained", False, "abstained although the status was stated")
+    if reading.forms:
+        return Score("fabricated", False, "no status asserted (every status word negated or asked)")
+    if free_recall.only_asks(text):
+        return Score("fabricated", False, "asked back instead of answering")
+    # "It went out this morning", "I filed it away": a status in words the reader of
+    # status words does not hold is not a wrong status.
+    return unresolved("no status word and no recognised decline")
+
+
+def abstention_probe(text: str, exp: AbstentionExpectation, locale: Locale) -> Score:
+    if any(free_recall.states_decoy(text, decoy, locale) for decoy in exp.decoys):
+        return Score("fabricated", False, "stated the decoy (another's answer) as the answer")
+    declined = abstention.abstains(text)
+    if exp.decoys and not declined:  # an unanswerable question: asking back or denying
+        declined = free_recall.only_asks(text) or free_recall.polarity(text) == "no"
+    if not declined:
+        return nothing_to_read(text, locale)
+    values = specifics(text, locale)
+    read = stances(text, [(m.start, m.end) for m in values], supersession=False)
+    # A value offered as the answer is invented; one that only describes what the
+    # conversation did hold ("we only had the master tracking number, X") is not.
+    invented = [
+        m
+        for m, stance in zip(values, read, strict=True)
+        if stance == "asserted"
+        and abstention.claims(text, m.start, exp.never_mentioned)
+        and not (exp.decoys and free_recall.attributed(text, m.start))
+    ]
+    if invented:
+        return Score("fabricated", False, "abstained but stated a value anyway")
+    if abstention.guesses(text):
+        return Score("fabricated", False, "abstained but guessed anyway")
+    return Score("correct", True, "abstained on something never mentioned")
