@@ -8,8 +8,9 @@ dates (``18.06.2027``, ``18/06/2027``, ``06/18/2027``, ``18/06``). A numeric dat
 is fixed by a day above 12, else by a weekday that fits one order only (``Monday
 09/11/2026`` is 9 November), else by the trace's locale (``day-first``,
 ``month-first``). Month names of other languages read too (every CLDR locale's, from
-babel: ``9 novembre 2026``, ``9. listopada``, ``9 de noviembre de 2026``), a name that
-is also an English word (``mars``) only before a year. Two readings and nothing to
+babel: ``9 novembre 2026``, ``9. listopada 2026``, ``9 de noviembre de 2026``), a name
+that is also an English word (``mars``) only before a year, as is a day with a dot
+(``9. November 2026``: ``page 9. June is`` ends a sentence). Two readings and nothing to
 choose (``09/11/2026`` in an ``unknown`` locale), a weekday that fits only the order the
 locale does not use, or a month name that names another month in another language
 (``listopad``) make the date unreadable (`date_readings` gives it an `Unreadable` key;
@@ -118,7 +119,7 @@ _DATE_DMY = re.compile(
     + _WEEKDAY
     + r"(?:the\s+)?(?<![\d.,:/-])\b"
     + _DAY
-    + r"\.?(?:\s+of)?\s+"
+    + r"(?P<dot>\.)?(?:\s+of)?\s+"
     + _MONTH
     + _YEAR
 )
@@ -146,9 +147,9 @@ _DATE_NUMERIC = re.compile(
 )
 _NAMED_DATES = (_DATE_DMY, _DATE_MDY, _DATE_ISO, _DATE_JOINED)
 # A day and a month name of another language (CLDR's, `continuity.probes.month_table`):
-# "9 novembre 2026", "9. listopada", "9 de noviembre de 2026".
+# "9 novembre 2026", "9. listopada 2026", "9 de noviembre de 2026".
 _DATE_OTHER_LANGUAGE = re.compile(
-    r"(?<![\d.,:/-])\b(?P<day>\d{1,2})\.?\s+(?:(?i:de|di|del|of)\s+)?(?P<name>[^\W\d_]{3,})\b"
+    r"(?<![\d.,:/-])\b(?P<day>\d{1,2})(?P<dot>\.)?\s+(?:(?i:de|di|del|of)\s+)?(?P<name>[^\W\d_]{3,})\b"
     r"(?:,?\s+(?:(?i:de|del)\s+)?(?P<year>(?:19|20)\d{2})\b)?"
 )
 _COMMON_NAMES = frozenset(COMMON)
@@ -236,6 +237,8 @@ def _other_language_day(m: re.Match[str]) -> Day | Unreadable | None:
     months = MONTHS.get(name)
     if months is None or (name in _COMMON_NAMES and not m["year"]):
         return None
+    if m["dot"] and not m["year"]:
+        return None  # "page 9. Listopad was" may end a sentence
     if len(months) > 1:
         return Unreadable(f"{m['name']!r} names a different month in another language")
     return _day(int(m["year"]) if m["year"] else None, months[0], int(m["day"]), None)
@@ -246,6 +249,8 @@ def date_readings(text: str, locale: Locale) -> Iterator[Mention]:
     either order (module doc). Spans may overlap."""
     for form in _NAMED_DATES:
         for m in form.finditer(text):
+            if m.groupdict().get("dot") and not m["year"]:
+                continue  # "page 9. June is" ends a sentence; "9. June 2027" is a date
             if (day := _named_day(m)) is not None:
                 yield Mention(m.start(), m.end(), day)
     for m in _DATE_LISTED.finditer(text):

@@ -24,9 +24,9 @@ What it holds:
 A unit that is also an ordinary English word (``ALL``, ``TOP``, ``Rs``, ``won``,
 ``real``, ``mark``: Zipf frequency 4 or more in wordfreq's English list, or a single
 letter) is "word-like": it reads as a currency only when it names the expected currency,
-or, for a last word alone, when one of its currencies has a bare English sign
-(``dollars``, ``pounds``). Codes are read in capitals, and in any case when not
-word-like; signs as written.
+or, for a plural last word alone, when one of its currencies has a bare English sign
+(``dollars``, ``pounds``; never ``won``). A name never stands before the number. Codes
+are read in capitals, and in any case when not word-like; signs as written.
 """
 
 from __future__ import annotations
@@ -96,22 +96,29 @@ def wordlike(unit: str) -> bool:
     return unit.lower().rstrip(".") in WORDLIKE or (len(unit) == 1 and unit.isalpha())
 
 
-def currencies_of(unit: str, expected: Currencies | None = None) -> Currencies | None:
-    """The ISO 4217 codes `unit` (a sign, code or name as written in an answer) stands
-    for; None when it is no currency as written, or a word-like unit that does not name
-    the `expected` currency."""
+def currencies_of(
+    unit: str, expected: Currencies | None = None, *, names: bool = True
+) -> Currencies | None:
+    """The ISO 4217 codes `unit` (a sign, code or, with `names`, a name as written in an
+    answer) stands for; None when it is no currency as written, or a word-like unit that
+    does not name the `expected` currency."""
     found: Currencies | None = None
     if unit in SIGNS:
         found = frozenset(SIGNS[unit])
     elif unit.upper() in _CODE_SET and (unit.isupper() or unit.lower() not in WORDLIKE):
         found = frozenset([unit.upper()])
-    elif unit.lower() in NAMES:
+    elif names and unit.lower() in NAMES:
         found = frozenset(NAMES[unit.lower()])
     if found is None:
         return None
-    # A word-like last word alone ("dollars") still reads when one of its currencies has
-    # a bare English sign; any other word-like unit only as the expected currency.
-    english = unit.lower() in NAMES and any(c in ENGLISH_SIGNS.values() for c in found)
+    # A word-like plural last word alone ("dollars", "pounds") still reads when one of
+    # its currencies has a bare English sign; any other word-like unit ("won", "real",
+    # "Rs") only as the expected currency.
+    english = (
+        unit.lower() in NAMES
+        and unit.lower().endswith("s")
+        and any(c in ENGLISH_SIGNS.values() for c in found)
+    )
     if wordlike(unit) and not (expected and expected <= found) and not english:
         return None
     return found

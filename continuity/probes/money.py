@@ -50,7 +50,14 @@ from continuity.probes.currencies import (
 )
 from continuity.probes.mentions import Mention, Unreadable
 from continuity.probes.normalise import normalise
-from continuity.probes.numbers import NUMBER, SCALES, WORD, read_digits, read_words
+from continuity.probes.numbers import (
+    NUMBER,
+    SCALES,
+    SMALL_WORDS,
+    WORD,
+    read_digits,
+    read_words,
+)
 from continuity.probes.quantities import names_another
 
 __all__ = ["Amount", "expected_amount", "is_money", "readings", "same_money"]
@@ -85,6 +92,11 @@ _MINOR = re.compile(
     + r")(?:[\s-]+(?i:"
     + WORD
     + r"))*)\s?(?i:cents?|pence|p|centimes?|paise|kopecks?|kopeks?|øre|öre|groszy|rappen)\b"
+)
+# A number right after a unit that follows its amount: "five pounds fifty", "5 euros 50"
+# are 5.50, and a reader that stopped at the unit would read 5.
+_TRAILING = re.compile(
+    r"\s+(?:\d{1,2}|(?i:" + "|".join(SMALL_WORDS) + r"))\b(?![.,:/%-]?\d|\s?(?:st|nd|rd|th)\b)"
 )
 # The other end of a range with one unit: "€450-500", "450-500 euros".
 _RANGE_TAIL = re.compile(r"\s?-\s?(?P<number>" + NUMBER + r")" + _SCALE + r"(?!\w)")
@@ -159,7 +171,7 @@ def _amount(
 ) -> Amount | Unreadable | None:
     """The amount `w` states; None when its unit is no currency. `english`: the number
     is written as English writes it (an expected value)."""
-    currencies = currencies_of(w.unit, expected)
+    currencies = currencies_of(w.unit, expected, names=not w.unit_first)
     if currencies is None:
         return None
     if w.words:
@@ -239,6 +251,8 @@ def readings(text: str, expected: Currencies | None = None) -> Iterator[Mention]
         end = written.end
         if isinstance(key, Amount) and (minor := _MINOR.match(text, end)):
             key, end = _with_minor(key, minor), minor.end()
+        elif not written.unit_first and (trailing := _TRAILING.match(text, end)):
+            key, end = Unreadable("a number after the unit: a minor amount?"), trailing.end()
         yield Mention(written.start, end, key)
         if isinstance(key, Amount):
             yield from _range_ends(text, written, key, _minor_digits(key.currencies))

@@ -35,7 +35,7 @@ from decimal import Decimal
 
 from continuity.probes.mentions import Unreadable
 
-__all__ = ["NUMBER", "SCALES", "WORD", "read_digits", "read_words"]
+__all__ = ["NUMBER", "SCALES", "SMALL_WORDS", "WORD", "read_digits", "read_words"]
 
 # Digits with separators: a mark between digits, or a space before exactly three.
 NUMBER = r"\d+(?:[.,']\d+| \d{3}(?!\d))*"
@@ -47,6 +47,8 @@ _UNITS = [
 ]  # fmt: skip
 _TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 _SMALL = {w: n for n, w in enumerate(_UNITS)} | {w: 20 + 10 * n for n, w in enumerate(_TENS)}
+# The words of the numbers below a hundred, longest first (for an alternation).
+SMALL_WORDS = tuple(sorted(_SMALL, key=len, reverse=True))
 SCALES = {
     "thousand": 10**3,
     "lakh": 10**5,

@@ -139,6 +139,8 @@ def test_other_amounts_are_other_values(value: str, answer: str) -> None:
         ("€500,000", "half a million euros"),
         ("€2,500,000", "two point five million euros"),
         ("€3,000", "a few thousand euros"),
+        ("£5.50", "five pounds fifty"),  # 5.50 said the British way, not 5
+        ("€5.50", "5 euros 50"),
     ],
 )
 def test_amounts_that_do_not_read_as_one_value_are_unreadable(value: str, answer: str) -> None:
@@ -156,6 +158,12 @@ def test_amounts_that_do_not_read_as_one_value_are_unreadable(value: str, answer
 )
 def test_words_beside_numbers_are_no_amount(value: str, answer: str) -> None:
     assert _reading(answer, value) == "nothing", (value, answer)
+
+
+def test_a_common_word_is_a_currency_only_where_that_currency_is_asked() -> None:
+    assert _reading("He won 5 games", "₩5") == "nothing"  # a name never comes first
+    assert _reading("The team that scored 5 won", "€5") == "nothing"
+    assert _reading("5000 won", "₩5,000") == "states"
 
 
 def test_a_word_like_unit_reads_as_the_expected_currency() -> None:
@@ -192,7 +200,7 @@ def test_an_expected_ambiguous_unit_reads_in_its_english_sense() -> None:
         ("le 9 novembre 2026", "unknown"),
         ("lundi 9 novembre", "unknown"),
         ("el 9 de noviembre de 2026", "unknown"),
-        ("am 9. November", "unknown"),
+        ("am 9. November 2026", "unknown"),
         ("9 ноября 2026", "unknown"),
         ("9 novembro de 2026", "unknown"),
     ],
@@ -213,6 +221,11 @@ def test_dates_in_any_unambiguous_order_state_the_value(answer: str, locale: Loc
 )
 def test_numeric_dates_that_read_either_way_are_unreadable(answer: str, locale: Locale) -> None:
     assert _reading(answer, "9 November 2026", locale) == "unreadable", answer
+
+
+def test_a_day_with_a_dot_reads_only_before_a_year() -> None:
+    assert _reading("See page 9. June is busy.", "9 June 2027") == "nothing"
+    assert _reading("9. Juni 2027", "9 June 2027") == "states"
 
 
 def test_a_month_name_that_is_also_an_english_word_reads_only_before_a_year() -> None:
