@@ -199,13 +199,26 @@ def test_second_run_skips_completed_units_and_calls_nothing(
     assert set(ref.actions) == {rig.digest} | {r.key for r in first.records}
 
 
+# Words the scorer cannot call right or wrong (no value, no known decline): the judge
+# reads every such answer (continuity.runner.unit_grading.judged).
+UNSURE = "It is with the courier, I believe."
+
+
+class UnsureWire(WireServer):
+    """The loopback model, answering every probe in words the scorer leaves unresolved."""
+
+    def reply(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        text, tool = super().reply(path, body)
+        return (UNSURE if text == "UNKNOWN" else text), tool
+
+
 def test_a_real_unit_rebuilt_from_the_call_cache_is_the_same_bytes(
     tmp_path: Path, clean_checkout: Path
 ) -> None:
     """Two builds of one real unit, the second replaying every call (its unit file, its
     unit entry and its checkpoint entry deleted; the call cache kept): the unit and the
     checkpoint are the same bytes. Which calls were replayed is kept beside them."""
-    app = WireServer()
+    app = UnsureWire()  # unresolved answers: each goes to the judge
     with serve_in_thread(app) as url:
         # compaction-2 (d): probe answer and summary calls, a real mid-trace summary in its
         # checkpoint, and the judge.
