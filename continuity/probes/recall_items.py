@@ -11,7 +11,9 @@ An item holds evidence of three kinds, each read in the answer as held, contradi
   date (``the weekend before 9 March 2028``, `continuity.probes.relative_dates`) is
   held by an asserted day it allows, or by the answer's own relative date when that
   allows no other day; contradicted by asserted dates outside it; and when the answer
-  reads as no date at all, its unit word (``weekend``) counts as a word;
+  reads as no date at all, its unit word (``weekend``) counts as a word, naming a
+  month of its days leaves it open (``the first week of June 2023``), and naming only
+  other months or years contradicts it;
 - a **frequency** (`continuity.probes.paraphrase.rates`) is held by the same rate in
   any wording, contradicted by a different fixed rate, open against a vague or
   two-way one;
@@ -92,6 +94,10 @@ _UNSURE = re.compile(
 
 # Kinds of typed value that are never read as words: the answer states them or not.
 _VALUE_KINDS = ("money", "date", "time")
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
 _YEAR = re.compile(r"(?<![\w.,])(?:19|20)\d{2}(?![\w.,]\d|\w)")
 
 
@@ -207,9 +213,32 @@ def _relative(item: str, answer: Reading) -> tuple[Evidence, str] | None:
     dated = [(m.start, m.end) for m in dates(text, answer.locale)]
     if "asserted" in _stance_of(text, dated):
         return "rival", rest
-    # No date read: the phrase's words ("weekend") still count as the item's words.
     anchor = [m for m in dates(item, answer.locale) if m.end == end]
-    return "absent", _without(item, [(anchor[0].start, end)]) if anchor else rest
+    if not anchor:
+        return "absent", rest
+    # No date read: the phrase's words ("weekend") still count as the item's words.
+    unit = item[start:end].split()[0].casefold()  # "week", "weekend", "friday"
+    return _month_named(text, days, unit), _without(item, [(anchor[0].start, end)])
+
+
+def _month_named(text: str, days: set[dt.date], unit: str) -> Evidence:
+    """A relative date against an answer that reads as no date: open when it names a
+    month of the days allowed, or one of their years beside the date's unit (``the
+    first week of June 2023``, ``the last week of 2028``), and no other year;
+    contradicted when it names only other months or years; else absent (a year alone is
+    not the day)."""
+    said = {w for w, _, _ in words(text)}
+    years = [(m.start(), m.end()) for m in _YEAR.finditer(text)]
+    other_years = {text[a:b] for a, b in years} - {str(day.year) for day in days}
+    if "asserted" in _stance_of(text, years) and other_years == {text[a:b] for a, b in years}:
+        return "rival"
+    # "may" and "march" are verbs too: months only when capitalised
+    months = said & set(_MONTHS) - {"may", "march"}
+    months |= {m.casefold() for m in re.findall(r"\b(?:May|March)\b", text)}
+    if months and not months & {_MONTHS[day.month - 1] for day in days}:
+        return "rival"
+    named = months or (years and unit in said)
+    return "open" if named and not other_years else "absent"
 
 
 def _rate(expected: RateMention, answer: Reading) -> Evidence:
