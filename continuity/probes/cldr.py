@@ -150,6 +150,10 @@ def render(table: dict[str, object], reader: str) -> str:
         "# ruff: noqa: RUF001",
         "from __future__ import annotations",
         "",
+        "__all__ = [",
+        *(f'    "{name}",' for name in sorted(table)),
+        "]",
+        "",
         "# fmt: off",
     ]
     for name, value in table.items():

@@ -6,6 +6,17 @@ is in `continuity.probes.currencies`."""
 # ruff: noqa: RUF001
 from __future__ import annotations
 
+__all__ = [
+    "BABEL_VERSION",
+    "CODES",
+    "ENGLISH_SIGNS",
+    "NAMES",
+    "PRECISIONS",
+    "SC_CHARS",
+    "SIGNS",
+    "WORDLIKE",
+]
+
 # fmt: off
 BABEL_VERSION: str = (
     '2.19.0'

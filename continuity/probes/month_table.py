@@ -6,6 +6,12 @@ is in `continuity.probes.calendar`."""
 # ruff: noqa: RUF001
 from __future__ import annotations
 
+__all__ = [
+    "BABEL_VERSION",
+    "COMMON",
+    "MONTHS",
+]
+
 # fmt: off
 BABEL_VERSION: str = (
     '2.19.0'
