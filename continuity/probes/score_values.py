@@ -4,6 +4,7 @@ status, and abstention. Each reads the normalised answer and returns a `Score`; 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -150,12 +151,23 @@ def status(text: str, expected: str, subject: str, kind: str) -> Score:
     return unresolved("no status word and no recognised decline")
 
 
+# A word that hedges: after a decline it may offer a guess ("probably a lemon cake") or
+# only soften the decline ("maybe you mean someone else?"); the scorer cannot tell which.
+_HEDGE = re.compile(
+    r"\b(?:probably|maybe|perhaps|possibly|likely|i\s+(?:think|guess|believe|suspect|reckon)"
+    r"|my\s+guess|might\s+(?:have\s+)?be|could\s+(?:have\s+)?be)\b",
+    re.IGNORECASE,
+)
+
+
 def abstention_probe(text: str, exp: AbstentionExpectation, locale: Locale) -> Score:
-    if any(free_recall.states_decoy(text, decoy, locale) for decoy in exp.decoys):
-        return Score("fabricated", False, "stated the decoy (another's answer) as the answer")
     declined = abstention.abstains(text)
     if exp.decoys and not declined:  # an unanswerable question: asking back or denying
         declined = free_recall.only_asks(text) or free_recall.polarity(text) == "no"
+    if any(free_recall.states_decoy(text, decoy, locale) for decoy in exp.decoys):
+        if declined:  # "she never had one; the terrier is Ben's": maybe another's answer
+            return unresolved("stated the decoy beside a decline, perhaps as another's")
+        return Score("fabricated", False, "stated the decoy (another's answer) as the answer")
     if not declined:
         return nothing_to_read(text, locale)
     values = specifics(text, locale)
@@ -173,4 +185,6 @@ def abstention_probe(text: str, exp: AbstentionExpectation, locale: Locale) -> S
         return Score("fabricated", False, "abstained but stated a value anyway")
     if abstention.guesses(text):
         return Score("fabricated", False, "abstained but guessed anyway")
+    if _HEDGE.search(text):
+        return unresolved("abstained, then a hedge that may offer a guess")
     return Score("correct", True, "abstained on something never mentioned")
