@@ -30,7 +30,7 @@ from continuity.report.freshness import aggregate_stamped
 from continuity.runner.checkpoints import build_checkpoints
 from continuity.runner.design import check_design
 from continuity.runner.manifest import utc_stamp, write_run_manifest
-from continuity.runner.units import build_units
+from continuity.runner.units import build_units, judged
 from continuity.store import Store, utc_now
 from continuity.traces.bounds import RESULT_HEAD_BYTES
 from continuity.traces.distractors import distractor_differences
@@ -188,7 +188,9 @@ def _run_units(store: Store, run_dir: Path) -> list[UnitRecord]:
 
 
 def check_units(units: Sequence[UnitRecord]) -> None:
-    """Every valid answer judged, and every probe sample valid (crossed its boundary).
+    """Every valid answer the judge reads judged (the unresolved ones and next actions:
+    `continuity.runner.unit_grading.judged`), and every probe sample valid (crossed its
+    boundary).
 
     Raises:
         ContinuityError: ``arm_contract_failed`` naming the first bad unit's trace.
@@ -196,11 +198,13 @@ def check_units(units: Sequence[UnitRecord]) -> None:
     unjudged = [
         (u.trace_id, u.arm)
         for u in units
-        if {v.probe_id for v in u.judge} != {p.probe_id for p in u.probes if p.status == "valid"}
+        if {v.probe_id for v in u.judge}
+        != {p.probe_id for p in u.probes if p.status == "valid" and judged(p)}
     ]
     if unjudged:
         raise ContinuityError(
-            f"{len(unjudged)} units lack a judge verdict for some valid answer; first: "
+            f"{len(unjudged)} units lack a judge verdict for some answer the judge reads "
+            "(unresolved, or a next action); first: "
             f"{unjudged[0]}",
             code="arm_contract_failed",
             location=unjudged[0][0],

@@ -85,6 +85,7 @@ _AFTER = re.compile(r"(?<![\d.,'\w])(?P<number>" + NUMBER + r")" + _SCALE + r"(?
 _WORDS = re.compile(
     r"(?<![\w-])(?!and\b)(?P<words>(?i:" + WORD + r")(?:(?:[\s-]+|,\s*)(?i:" + WORD + r"))*)\s+"
 )
+_DIGIT_NEXT = re.compile(r"\s?\d")
 # The minor unit after an amount ("245 euros and 50 cents", "£5 and 50p").
 _MINOR = re.compile(
     r"\s*,?\s*(?:(?i:and|plus)\s+|&\s*)?(?P<minor>\d{1,2}|(?i:"
@@ -158,7 +159,9 @@ def _written(text: str) -> Iterator[_Written]:
                 m.start(), unit[1], unit[0], m["number"], m["short"], m["scale"], joined=joined
             )
     for m in _WORDS.finditer(text):
-        if unit := unit_at(text, m.end()):
+        # A unit followed by digits starts an amount of its own ("a £4 fee"): the words
+        # before it are no number of that unit.
+        if (unit := unit_at(text, m.end())) and not _DIGIT_NEXT.match(text, unit[1]):
             yield _Written(m.start(), unit[1], unit[0], words=m["words"])
 
 

@@ -54,7 +54,9 @@ from typing import Literal, NamedTuple
 
 __all__ = [
     "VAGUE_QUANTITY",
+    "Base",
     "Rate",
+    "RateMatch",
     "RateMention",
     "compare_rates",
     "expand_abbreviations",

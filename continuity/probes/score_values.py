@@ -14,21 +14,38 @@ from continuity.probes.outcome import Score, unresolved
 from continuity.probes.polarity import Stance, sentence_bounds, stances
 from continuity.probes.quantities import labelled_other
 from continuity.probes.statuses import asserted_statuses
-from continuity.probes.values import Locale, Mention, find_all, kind_of, specifics, states
+from continuity.probes.values import (
+    Locale,
+    Mention,
+    Unreadable,
+    find_all,
+    kind_of,
+    specifics,
+    states,
+    unreadable,
+)
 from continuity.traces.schema import AbstentionExpectation, ToolIdentifierExpectation
 
 __all__ = ["abstention_probe", "identifier", "nothing_to_read", "single_value", "status"]
 
 
-def nothing_to_read(text: str, locale: Locale) -> Score:
+def nothing_to_read(text: str, locale: Locale, expected: str | None = None) -> Score:
     """The verdict on an answer that states none of the values a probe looks for and
     does not decline in words the scorer knows (the caller checked): asking back is a
-    non-answer (fabricated); a specific value of another form (an amount, a date, a
-    reference) is an invented one (fabricated); anything else is unresolved, since a
-    paraphrase, another language or an unrecognised decline may hide behind it."""
+    non-answer (fabricated); a value of the `expected` value's kind that cannot be read
+    to one value (`continuity.probes.values.unreadable`: an unknown currency, an
+    ambiguous numeric date) is unresolved; a specific value of another form (an amount,
+    a date, a reference) is an invented one (fabricated); anything else is unresolved,
+    since a paraphrase, another language or an unrecognised decline may hide behind it.
+    Without `expected` (an abstention probe, which asks for no value) every specific
+    value, readable or not, is an invented one."""
     if free_recall.only_asks(text):
         return Score("fabricated", False, "asked back instead of answering")
     values = specifics(text, locale)
+    if expected is not None:
+        if unreadable(text, expected, locale):
+            return unresolved("a value of the expected kind that does not read as one value")
+        values = [m for m in values if not isinstance(m.key, Unreadable)]
     read = stances(text, [(m.start, m.end) for m in values], supersession=False)
     if any(stance == "asserted" for stance in read):
         return Score("fabricated", False, "another value, of a form the probe does not match")
@@ -92,6 +109,9 @@ def single_value(
         return Score(
             "fabricated", False, f"candidate list: the value among {others} other {what}(s)"
         )
+    if (has_old or others) and unreadable(text, current, locale):
+        # Beside a value it cannot read, which may be the current one: no sure call.
+        return unresolved(f"a {what} it reads beside one that does not read as one value")
     if has_old:
         return Score("stale", False, "a superseded value")
     if others:
@@ -105,7 +125,7 @@ def single_value(
         return unresolved(f"the current value only {'/'.join(unasserted)}")
     if any(stance == "negated" for _, stance in seen):
         return Score("fabricated", False, "a value denied and none stated")
-    return nothing_to_read(text, locale)
+    return nothing_to_read(text, locale, current)
 
 
 def identifier(text: str, exp: ToolIdentifierExpectation, locale: Locale) -> Score:

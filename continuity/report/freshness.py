@@ -75,7 +75,7 @@ AGGREGATE_CODE = (
     "continuity.runner.units",
 )
 # Third-party data the scorer reads (continuity.report.scores.SCORER_DATA).
-SCORER_DATA_PACKAGES = ("wordfreq", "snowballstemmer")
+SCORER_DATA_PACKAGES = ("wordfreq", "snowballstemmer", "babel")
 
 
 # Top-level JSON files of a run directory that the aggregate writes, not reads.

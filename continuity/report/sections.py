@@ -24,6 +24,7 @@ from continuity.report.results import (
 from continuity.report.samples import EXCLUDED_COLUMNS
 
 __all__ = [
+    "COVERAGE_NOTE",
     "DELTA_NOTE",
     "SPEND_COLUMNS",
     "Cell",

@@ -136,9 +136,14 @@ JUDGED_CATEGORIES = frozenset({"next_action"})
 
 
 def judged(result: ProbeResult) -> bool:
-    """Whether a scored sample goes to the judge: the scorer left it unresolved, or its
-    category's scorer is a proxy the judge is measured against (`JUDGED_CATEGORIES`)."""
-    return result.outcome == "unresolved" or result.category in JUDGED_CATEGORIES
+    """Whether a scored sample goes (or went) to the judge: the scorer left it
+    unresolved (the judge may have decided it since), or its category's scorer is a
+    proxy the judge is measured against (`JUDGED_CATEGORIES`)."""
+    return (
+        result.outcome == "unresolved"
+        or result.decided_by == "judge"
+        or result.category in JUDGED_CATEGORIES
+    )
 
 
 def decide(results: Sequence[ProbeResult], verdicts: Sequence[JudgeVerdict]) -> list[ProbeResult]:

@@ -30,7 +30,7 @@ from continuity.runner.ledger_run import LedgerRun
 from continuity.runner.lookup_run import LookupRun, check_coverage, check_lookup_slots
 from continuity.runner.parallel import checkpoint_group, run_grouped
 from continuity.runner.samples import DEFAULT_JOBS
-from continuity.runner.unit_grading import decide, score_result
+from continuity.runner.unit_grading import decide, judged, score_result
 from continuity.runner.unit_record import (
     UNIT_CODE,
     UNIT_SALT,
@@ -71,6 +71,7 @@ __all__ = [
     "build_units",
     "content_digest",
     "decide",
+    "judged",
     "replayed_calls",
     "run_unit",
     "run_worker",

@@ -46,6 +46,8 @@ UNRESOLVED = [
     (BOOKING, "C'est celle de l'agence, je crois."),  # another language
     (DEPOSIT, "Was it €1,150?"),  # the value only asked
     (DEPOSIT, "Mille cent cinquante."),  # a number the readers do not read
+    (DEPOSIT, "Z$1,150."),  # an amount in a currency nobody issues
+    (DEPOSIT, "It was €990 at first, now Z$1,150."),  # beside one that may be current
     (BROCHURE, "It went out to the whole mailing list on Friday."),  # a status in words
     (RULES, "Steer clear of the Odderby people and keep it under three hundred quid."),
     (VISIT, "Get the building inspector round later this week."),  # maybe a paraphrase
