@@ -58,14 +58,15 @@ __all__ = [
     "render_validity_doc",
 ]
 
-SUITE_NAMES: tuple[str, ...] = ("tuning", "holdout", "holdout-free-recall")
-HELD_OUT: tuple[str, ...] = ("holdout", "holdout-free-recall")
+SUITE_NAMES: tuple[str, ...] = ("tuning", "holdout", "holdout-free-recall", "holdout-v3")
+HELD_OUT: tuple[str, ...] = ("holdout", "holdout-free-recall", "holdout-v3")
 _ROOT = Path(__file__).resolve().parents[2]
 _CALIBRATION = _ROOT / "fixtures" / "calibration"
 # Each held-out suite's frozen first (blind) measurement.
 BLIND_PATHS: dict[str, Path] = {
     "holdout": _CALIBRATION / "holdout-v1-blind.json",
     "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v2-blind.json",
+    "holdout-v3": _CALIBRATION / "holdout-v3-blind.json",
 }
 
 
@@ -75,6 +76,7 @@ def default_suites() -> dict[str, Path]:
         "tuning": default_cases_path(),
         "holdout": default_holdout_path(),
         "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v2.jsonl",
+        "holdout-v3": _CALIBRATION / "holdout-v3.jsonl",
     }
 
 

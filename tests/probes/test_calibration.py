@@ -55,7 +55,13 @@ from continuity.traces.schema import (
 CASES = load_cases()
 HOLDOUT = load_cases(default_holdout_path())
 HOLDOUT_FREE_RECALL = load_cases(default_suites()["holdout-free-recall"])
-SUITES = {"tuning": CASES, "holdout": HOLDOUT, "holdout-free-recall": HOLDOUT_FREE_RECALL}
+HOLDOUT_V3 = load_cases(default_suites()["holdout-v3"])
+SUITES = {
+    "tuning": CASES,
+    "holdout": HOLDOUT,
+    "holdout-free-recall": HOLDOUT_FREE_RECALL,
+    "holdout-v3": HOLDOUT_V3,
+}
 RECORD = load_record()
 BLIND = load_blind()
 BLIND_FREE_RECALL = load_blind(default_blind_path("holdout-free-recall"))
@@ -220,7 +226,12 @@ def test_the_record_was_made_on_these_suites(name: str) -> None:
     assert entry.suite_sha256 == digest, "re-record: python3 -m continuity.probes.validity --record"
     assert entry.cases == len(SUITES[name])
     assert {case.id for case in SUITES[name]} >= set(entry.agreement.misjudged)
-    assert [e.name for e in RECORD.suites] == ["tuning", "holdout", "holdout-free-recall"]
+    assert [e.name for e in RECORD.suites] == [
+        "tuning",
+        "holdout",
+        "holdout-free-recall",
+        "holdout-v3",
+    ]
 
 
 @pytest.mark.parametrize("name", SUITE_NAMES)
@@ -246,7 +257,7 @@ def _param(case: CalibrationCase) -> object:
 
 
 @pytest.mark.parametrize(
-    "case", [_param(case) for case in (*CASES, *HOLDOUT, *HOLDOUT_FREE_RECALL)]
+    "case", [_param(case) for case in (*CASES, *HOLDOUT, *HOLDOUT_FREE_RECALL, *HOLDOUT_V3)]
 )
 def test_each_case_is_judged_as_labelled(case: CalibrationCase) -> None:
     (verdict,) = scorer_verdicts([case]).values()
