@@ -87,6 +87,18 @@ estimates agreement on answers the scorer has never met, as in a real run.
 Outcomes by label: {holdout_verdicts}.
 
 {blind_sections}
+*How the newest set was written.* `fixtures/calibration/holdout-v3.jsonl` (210 answers
+to 45 invented questions, every trace category, many ending in an `ANSWER:` line in
+regular, mis-cased and self-contradicting forms) was written and labelled by a helper
+session that never opened the scorer, its tests, this page or the other suites
+(`fixtures/calibration/holdout-v3.md` says exactly what it read). It was frozen at
+commit `bc74844` (its sha256 is in the table above) before any rule change of issue 35,
+and measured blind then. Its current figure was taken once, after issue 35's scorer
+work (the `unresolved` outcome, the answer line, values by kind, leaks in any form,
+free recall by meaning), and the set is never tuned on: a change to the scorer that
+moves it is recorded, not fitted. It holds no answer a real model wrote; the next set
+should.
+
 *A withdrawn set.* The first free-recall held-out set (`holdout-free-recall-v1.jsonl`,
 153 cases, blind 122/153 (79.7%) with the scorer at `e356104`) was withdrawn: the brief
 its author worked from quoted a few answers of the LoCoMo holdout as examples, and
