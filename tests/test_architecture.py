@@ -221,14 +221,27 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
 
+def _generated_data(tree: ast.Module) -> bool:
+    """A generated snapshot: "generated snapshot" and "do not edit" in its docstring, and
+    no function or class anywhere in it."""
+    doc = ast.get_docstring(tree) or ""
+    code = any(
+        isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in ast.walk(tree)
+    )
+    return "generated snapshot" in doc and "do not edit" in doc and not code
+
+
 def test_no_giant_modules_or_functions() -> None:
-    """A module over 500 lines or a function over 80 is a seam not yet split."""
+    """A module over 500 lines or a function over 80 is a seam not yet split. A generated
+    data snapshot (its docstring says so, and it defines no function or class: data
+    with no seam, rewritten only by its generator) is not code and may be longer."""
     big_modules, long_functions = [], []
     for module, path in module_names().items():
         text = path.read_text(encoding="utf-8")
-        if text.count("\n") > MAX_MODULE_LINES:
+        tree = ast.parse(text)
+        if text.count("\n") > MAX_MODULE_LINES and not _generated_data(tree):
             big_modules.append(f"{module}: {text.count(chr(10))} lines")
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 if length > MAX_FUNCTION_LINES:

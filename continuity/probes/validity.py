@@ -29,7 +29,6 @@ import msgspec
 from continuity.errors import CalibrationInvalid
 from continuity.probes.calibration import (
     SCORER_NAME,
-    Agreement,
     agreement,
     default_cases_path,
     default_doc_path,
@@ -40,6 +39,7 @@ from continuity.probes.calibration import (
     scorer_verdicts,
 )
 from continuity.probes.validity_doc import render_validity_doc
+from continuity.probes.validity_record import BlindMeasurement, ScorerRecord, SuiteRecord
 
 __all__ = [
     "BLIND_PATHS",
@@ -83,41 +83,6 @@ def default_suites() -> dict[str, Path]:
 def default_blind_path(name: str = "holdout") -> Path:
     """The frozen first (blind) measurement of a held-out suite."""
     return BLIND_PATHS[name]
-
-
-class SuiteRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """One suite's current figure: the suite (path and digest), its size, the agreement."""
-
-    name: str
-    suite: str
-    suite_sha256: str
-    cases: int
-    agreement: Agreement
-
-
-class ScorerRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """`fixtures/calibration/scorer-agreement.json`: the current scorer on every suite."""
-
-    schema: str = "continuity-scorer-agreement-v2"
-    suites: tuple[SuiteRecord, ...]
-
-    def suite(self, name: str) -> SuiteRecord:
-        for entry in self.suites:
-            if entry.name == name:
-                return entry
-        raise KeyError(name)
-
-
-class BlindMeasurement(msgspec.Struct, frozen=True, kw_only=True):
-    """The held-out suite's first measurement, taken before anyone working on the scorer
-    had read its cases. Historical: written once, never by `record`."""
-
-    suite: str
-    suite_sha256: str
-    cases: int
-    scorer_commit: str
-    suite_commit: str
-    agreement: Agreement
 
 
 def _digest(path: Path) -> str:

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from continuity.probes.calibration import VERDICTS, CalibrationCase, render_table
-
-if TYPE_CHECKING:
-    from continuity.probes.validity import BlindMeasurement, ScorerRecord, SuiteRecord
+from continuity.probes.validity_record import BlindMeasurement, ScorerRecord, SuiteRecord
 
 __all__ = ["COVERAGE_GOAL", "WRONG_GOAL", "headline_table", "render_validity_doc"]
 

@@ -281,8 +281,7 @@ def run_unit(
     With `zygotes`, the replay and the unit worker are children forked from this
     thread's zygote (else from a zygote of the unit's own). With a judge (offline:
     `judge`, played by the scripted judge; real: `real.judge`) every unresolved answer
-    and every next action gets a verdict, and the judge decides the unresolved ones
-    (`continuity.runner.unit_grading.decide`).
+    and next action gets a verdict, deciding the unresolved ones (`unit_grading.decide`).
 
     In lookup mode, slots the policy classes as inventory-infeasible get an
     ``inventory_infeasible`` result with no usage, score or answer; only eligible probes

@@ -29,7 +29,7 @@ FEE = SupersededCurrentExpectation(
 LETTER = CommitmentStatusExpectation(
     subject=Fact(value="the complaint letter", evidence=("t5",)), status="SENT"
 )
-NEVER = AbstentionExpectation(never_mentioned="the locker code")
+NEVER = AbstentionExpectation(never_mentioned=("locker code",))
 
 
 @pytest.mark.parametrize(

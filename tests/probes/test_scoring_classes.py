@@ -244,9 +244,7 @@ def test_reasons_say_why() -> None:
         ("unknown", "06/13/2027", False),  # 13 June, unambiguous, but not 5 June
     ],
 )
-def test_numeric_dates_follow_the_locale(
-    locale: Locale, answer: str, correct: bool | None
-) -> None:
+def test_numeric_dates_follow_the_locale(locale: Locale, answer: str, correct: bool | None) -> None:
     expectation = SupersededCurrentExpectation(current=fact("5 June 2027"), superseded=())
     assert score_answer(expectation, answer, locale=locale).correct is correct
 

@@ -39,7 +39,7 @@ VISIT = NextActionExpectation(
         Fact(value="Thursday 11 March", evidence=("t9",)),
     )
 )
-PET = AbstentionExpectation(never_mentioned="Tamsin's pet", decoys=("a grey lurcher",))
+PET = AbstentionExpectation(never_mentioned=("pet",), decoys=("a grey lurcher",))
 
 UNRESOLVED = [
     (BOOKING, "The one the agency emailed over last week."),  # no value, no decline
