@@ -107,7 +107,7 @@ def accuracy_chart(r: Results, *, mechanics: bool) -> str:
     parts = _open(f"{title} per suite and arm, with 95% Wilson intervals", height)
     _title(parts, title, "bar = mean accuracy; whisker = 95% Wilson interval (repeats pooled)")
     span = _WIDTH - _LEFT - _RIGHT
-    _axis(parts, bottom, [(i / 5, f"{20 * i}%") for i in range(6)], "accuracy (valid samples)")
+    _axis(parts, bottom, [(i / 5, f"{20 * i}%") for i in range(6)], "accuracy (resolved samples)")
     for index, (label, suite, arm) in enumerate(rows):
         cell = r.accuracy[suite][arm]["overall"]
         y = _TOP + index * (_BAR + _GAP)

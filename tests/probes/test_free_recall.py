@@ -125,7 +125,9 @@ def test_gold_days_computes_weekdays_and_spans() -> None:
     [
         ("a copper kettle", "That never came up for Ines.", "correct"),
         ("a copper kettle", "Ines bought a copper kettle.", "fabricated"),
-        ("a copper kettle", "I'm not sure... maybe a copper kettle?", "fabricated"),
+        # A decline beside the decoy, offered as a question: a guess, or another's answer?
+        # No sure call (issue 35: a guess framed as a question is for the judge).
+        ("a copper kettle", "I'm not sure... maybe a copper kettle?", "unresolved"),
         ("a copper kettle", "That was Ravi, who bought a copper kettle; Ines didn't.", "correct"),
         ("a copper kettle", "It was Ravi who bought the copper kettle, not Ines.", "correct"),
         ("a copper kettle", "Did you mean Ravi? Let me know.", "correct"),

@@ -150,7 +150,7 @@ def test_wilson_intervals_are_the_textbook_values() -> None:
 def test_the_charts_have_axes_scales_and_intervals(page: Page) -> None:
     overview = page.html[page.html.index('id="overview"') : page.html.index('id="suite-0"')]
     assert overview.count("<svg") >= 3
-    for tick in ("0%", "20%", "100%", "accuracy (valid samples)", "share"):
+    for tick in ("0%", "20%", "100%", "accuracy (resolved samples)", "share"):
         assert f">{tick}</text>" in overview
     assert "95% Wilson interval" in overview
     if page.results.paired:

@@ -15,6 +15,7 @@ from continuity.harness.keys import ReplayConfig
 from continuity.probe.receipts import ProcessReceipt
 from continuity.runner import unit_run
 from continuity.runner.units import UnitRecord, build_units, run_unit
+from continuity.runner.units import judged as judged_by
 from continuity.store import Store
 from continuity.traces.schema import CATEGORIES, Trace, decode_trace, iter_turns
 from continuity.traces.suites import SuiteItem, build_suite
@@ -89,10 +90,12 @@ def test_every_probe_is_scored_with_its_evidence(
         assert len({r.child_pid for r in processes}) == 14  # a fresh process per probe
         assert all(r.child_pid != r.parent_pid for r in processes)
         assert b"_pid" not in msgspec.json.encode(unit)
-        # The plan has a judge: every valid answer has a verdict, every category judged.
+        # The plan has a judge: it reads every valid answer the scorer left unresolved
+        # and every next action, and nothing else.
         assert [v.probe_id for v in unit.judge] == [
-            p.probe_id for p in unit.probes if p.status == "valid"
+            p.probe_id for p in unit.probes if p.status == "valid" and judged_by(p)
         ]
+        assert any(p.category == "next_action" for p in unit.probes) and unit.judge
         assert all(v.judge == "scripted-judge" and v.outcome for v in unit.judge)
 
 
@@ -106,7 +109,9 @@ def test_without_a_judge_no_answer_is_judged_and_the_key_says_so(tmp_path: Path)
     )
     assert plain.judge == [] and plain.binding is None
     assert status == "built" and judged.key != plain.key  # the judge is bound in the key
-    assert [v.probe_id for v in judged.judge] == [p.probe_id for p in judged.probes]
+    # The judge reads unresolved answers and next actions; these two probes (the trace's
+    # first, identifiers) are neither, so it was bound but read nothing.
+    assert [v.probe_id for v in judged.judge] == [p.probe_id for p in judged.probes if judged_by(p)]
     assert [p.answer for p in judged.probes] == [p.answer for p in plain.probes]
 
 
