@@ -10,11 +10,11 @@ Every function here reads normalised text (`continuity.probes.normalise`).
   ``semiannually``, ``biennially``, ``hourly``), a count per period (``twice a week``,
   ``3 times per month``, ``3x a week``, ``once each year``, ``five days a week``), a
   count with an adverb (``twice weekly``), and an interval (``every day``, ``every
-  other week``, ``every second month``, ``(once) every three months``, ``each year``). So
+  other week``, ``every second month``, ``(once) every four months``, ``each year``). So
   ``fortnightly``, ``every two weeks`` and ``every other week`` are one rate, as are
   ``twice a year`` and ``every six months``. In an answer, named days are a habit too
   (``every Monday and Thursday`` is twice a week, ``on Saturdays`` and ``every
-  weekend`` weekly, ``every morning and evening`` twice a day); in a gold they stay
+  weekend`` weekly, ``mornings and nights`` twice a day); in a gold they stay
   words the answer must hold. Some forms stay open: ``biweekly``, ``bimonthly`` and
   ``biannually`` each have two readings (twice a period or every second period), and
   a vague count (``a few times a week``, ``once or twice a year``) fixes only the
@@ -27,12 +27,12 @@ Every function here reads normalised text (`continuity.probes.normalise`).
   thousand and five`` is ``2005``, a year said in pairs (``nineteen ninety-nine``,
   ``twenty twenty-eight``, ``twenty oh five``, with a first pair of eighteen to twenty)
   is its year, ``a dozen`` is ``12`` and ``half a dozen`` is ``6``; ``twice`` and
-  ``thrice`` are ``two times`` and ``three times``, and ``a decade`` is ``10 years``.
+  ``thrice`` are ``two times`` and ``three times``, and ``a decade`` is its count of years.
   Single number words are left as they are (free recall already compares ``three`` with
   ``3``). A vague quantity (``a couple of``, ``a few``, ``several``, ``dozens``) is no
   number: `VAGUE_QUANTITY` finds it, and free recall calls a number against it doubtful.
 - **Abbreviations** (`expand_abbreviations`): an acronym of two to six capitals (a
-  final ``s`` allowed: ``RPGs``) stands for a run of words in the other text whose
+  final ``s`` allowed: ``MMOs``) stands for a run of words in the other text whose
   initials spell it, where ``of``, ``the``, ``and``, ``for``, ``a``, ``an``, ``in``,
   ``on``, ``to`` and ``at`` inside the run may be skipped or counted (``LOTR``: ``Lord
   of the Rings``; ``DIY``: ``do it yourself``) and a hyphen splits words
@@ -223,7 +223,7 @@ _RATE_FORMS = (
         rf"|(?P<days>{_COUNT})\s+(?:day|night|evening|morning)s?)"
         rf"\s+(?:(?:a|an|per|each|every)\s+{_PERIOD}|{_ADVERB})" + _EDGE_AFTER
     ),
-    # an interval: "every other week", "once every three months", "each year"
+    # an interval: "every other week", "once every four months", "each year"
     re.compile(
         _EDGE_BEFORE + rf"(?:once\s+)?(?:every|each)\s+(?:(?P<every>{_COUNT}|other|second"
         rf"|third|single|(?P<few>few|couple\s+of))\s+)?{_PERIOD}" + _EDGE_AFTER
@@ -231,7 +231,7 @@ _RATE_FORMS = (
     re.compile(_EDGE_BEFORE + _ADVERB + _EDGE_AFTER),  # "fortnightly"
 )
 # Habits an answer states by naming the days: "every Monday and Thursday" (twice a
-# week), "on Saturdays", "every weekend", "every morning and evening" (twice a day).
+# week), "on Saturdays", "every weekend", "mornings and nights" (twice a day).
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _DAY_PART = r"(?:morning|afternoon|evening|night)"
 _HABITS = (

@@ -12,7 +12,7 @@ An item holds evidence of three kinds, each read in the answer as held, contradi
   held by an asserted day it allows, or by the answer's own relative date when that
   allows no other day; contradicted by asserted dates outside it; and when the answer
   reads as no date at all, its unit word (``weekend``) counts as a word, naming a
-  month of its days leaves it open (``the first week of June 2023``), and naming only
+  month of its days leaves it open (``the second week of March 2027``), and naming only
   other months or years contradicts it;
 - a **frequency** (`continuity.probes.paraphrase.rates`) is held by the same rate in
   any wording, contradicted by a different fixed rate, open against a vague or
@@ -176,8 +176,8 @@ def _typed(value: str, answer: Reading) -> Evidence:
 
 
 def _relative_answer(value: str, answer: Reading) -> Evidence | None:
-    """A gold date against a relative date the answer asserts (``the Sunday before 14
-    May 2023`` for ``7 May 2023``): held when it allows that day only, open when it
+    """A gold date against a relative date the answer asserts (``the Sunday before 16
+    May 2027`` for ``9 May 2027``): held when it allows that day only, open when it
     allows it among others, a rival when it does not allow it; None when the answer
     asserts no relative date or the gold is no whole date."""
     key = value_key(value, answer.locale)
@@ -224,7 +224,7 @@ def _relative(item: str, answer: Reading) -> tuple[Evidence, str] | None:
 def _month_named(text: str, days: set[dt.date], unit: str) -> Evidence:
     """A relative date against an answer that reads as no date: open when it names a
     month of the days allowed, or one of their years beside the date's unit (``the
-    first week of June 2023``, ``the last week of 2028``), and no other year;
+    second week of March 2027``, ``the last week of 2028``), and no other year;
     contradicted when it names only other months or years; else absent (a year alone is
     not the day)."""
     said = {w for w, _, _ in words(text)}
