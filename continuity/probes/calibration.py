@@ -43,6 +43,7 @@ __all__ = [
     "default_doc_path",
     "default_holdout_path",
     "default_record_path",
+    "fraction",
     "load_cases",
     "render_table",
     "scorer_verdicts",
@@ -276,7 +277,8 @@ def agreement(
     )
 
 
-def _fraction(agree: int | None, n: int) -> str:
+def fraction(agree: int | None, n: int) -> str:
+    """``agree/n (p%)``, or ``-`` without a count or an n."""
     if agree is None or not n:
         return "-"
     return f"{agree}/{n} ({100 * agree / n:.1f}%)"
@@ -301,10 +303,10 @@ def render_table(result: Agreement) -> str:
         cells = [
             name,
             str(row.n),
-            _fraction(row.outcome_agree, row.n),
-            _fraction(row.binary_agree, row.n),
-            _fraction(row.confidently_wrong, row.n),
-            _fraction(row.resolved, row.n),
+            fraction(row.outcome_agree, row.n),
+            fraction(row.binary_agree, row.n),
+            fraction(row.confidently_wrong, row.n),
+            fraction(row.resolved, row.n),
         ]
         if with_missing:
             cells.append(str(row.missing))

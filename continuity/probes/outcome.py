@@ -7,7 +7,7 @@ from typing import Literal, get_args
 
 import msgspec
 
-__all__ = ["OUTCOMES", "Outcome", "Score", "unresolved"]
+__all__ = ["ASKED_BACK", "OUTCOMES", "Outcome", "Score", "unresolved"]
 
 Outcome = Literal[
     "correct",
@@ -29,6 +29,11 @@ class Score(msgspec.Struct, frozen=True):
     outcome: Outcome
     correct: bool | None
     reason: str
+
+
+# An answer that only asks back (a question or a request, stating nothing) is a
+# non-answer in every value and free-text category.
+ASKED_BACK = Score("fabricated", False, "asked back instead of answering")
 
 
 def unresolved(reason: str) -> Score:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from wordfreq import zipf_frequency
 
 from continuity.probes import abstention, free_recall
-from continuity.probes.outcome import Score, unresolved
+from continuity.probes.outcome import ASKED_BACK, Score, unresolved
 from continuity.probes.polarity import stances
 from continuity.probes.values import Locale, Mention, find_all, find_value, kind_of, states
 from continuity.traces.schema import (
@@ -112,7 +112,7 @@ def constraint(text: str, exp: ActiveConstraintExpectation, locale: Locale) -> S
     if len(missing) == len(exp.required) and abstention.abstains(text):
         return Score("abstained", False, "abstained although the rules were stated")
     if free_recall.only_asks(text):
-        return Score("fabricated", False, "asked back instead of answering")
+        return ASKED_BACK
     if wrong := _contradicted(text, missing, locale):
         return Score(
             "fabricated",
@@ -139,7 +139,7 @@ def next_action(text: str, exp: NextActionExpectation, locale: Locale) -> Score:
             "fabricated", False, f"{len(missing)} keyword(s) missing ({len(negated)} negated)"
         )
     if free_recall.only_asks(text):
-        return Score("fabricated", False, "asked back instead of answering")
+        return ASKED_BACK
     if wrong := _contradicted(text, missing, locale):
         return Score(
             "fabricated",

@@ -10,7 +10,7 @@ from typing import Literal
 
 from continuity.probes import abstention, free_recall
 from continuity.probes.normalise import mentions
-from continuity.probes.outcome import Score, unresolved
+from continuity.probes.outcome import ASKED_BACK, Score, unresolved
 from continuity.probes.polarity import Stance, sentence_bounds, stances
 from continuity.probes.quantities import labelled_other
 from continuity.probes.statuses import asserted_statuses
@@ -40,7 +40,7 @@ def nothing_to_read(text: str, locale: Locale, expected: str | None = None) -> S
     Without `expected` (an abstention probe, which asks for no value) every specific
     value, readable or not, is an invented one."""
     if free_recall.only_asks(text):
-        return Score("fabricated", False, "asked back instead of answering")
+        return ASKED_BACK
     values = specifics(text, locale)
     if expected is not None:
         if unreadable(text, expected, locale):
@@ -165,7 +165,7 @@ def status(text: str, expected: str, subject: str, kind: str) -> Score:
     if reading.forms:
         return Score("fabricated", False, "no status asserted (every status word negated or asked)")
     if free_recall.only_asks(text):
-        return Score("fabricated", False, "asked back instead of answering")
+        return ASKED_BACK
     # "It went out this morning", "I filed it away": a status in words the reader of
     # status words does not hold is not a wrong status.
     return unresolved("no status word and no recognised decline")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from continuity.probes.calibration import VERDICTS, CalibrationCase, render_table
+from continuity.probes.calibration import VERDICTS, CalibrationCase, fraction, render_table
 from continuity.probes.validity_record import BlindMeasurement, ScorerRecord, SuiteRecord
 
 __all__ = ["COVERAGE_GOAL", "WRONG_GOAL", "headline_table", "render_validity_doc"]
@@ -252,10 +252,6 @@ WRONG_GOAL = 0.03  # confidently wrong, at most, on every held-out suite
 COVERAGE_GOAL = 0.85  # coverage, at least, on every held-out suite
 
 
-def _share(count: int, n: int) -> str:
-    return f"{count}/{n} ({100 * count / n:.1f}%)" if n else "-"
-
-
 def headline_table(result: ScorerRecord, held_out: Sequence[str]) -> str:
     """The held-out suites' current figures against the goals (`WRONG_GOAL`,
     `COVERAGE_GOAL`), one row a suite."""
@@ -273,8 +269,8 @@ def headline_table(result: ScorerRecord, held_out: Sequence[str]) -> str:
             *(["coverage"] if coverage < COVERAGE_GOAL else []),
         ]
         lines.append(
-            f"| {entry.name} | {row.n} | {_share(row.confidently_wrong, row.n)} | "
-            f"{_share(row.resolved, row.n)} | {_share(row.binary_agree, row.resolved)} | "
+            f"| {entry.name} | {row.n} | {fraction(row.confidently_wrong, row.n)} | "
+            f"{fraction(row.resolved, row.n)} | {fraction(row.binary_agree, row.resolved)} | "
             + ("met" if not missed else "missed: " + ", ".join(missed))
             + " |"
         )
