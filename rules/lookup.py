@@ -270,7 +270,7 @@ def task_lookup_budget() -> TaskSpec:
                 str,
                 None,
                 "fixed-budget sizing of a holdout: the sha256 of the frozen policy's raw "
-                "bytes (fixtures/lookup/budget-v3.json: 8 calls, 126,976 bytes)",
+                "bytes (fixtures/lookup/budget-v4.json: 8 calls, 126,976 bytes)",
             ),
             param(
                 "policy",

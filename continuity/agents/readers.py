@@ -32,6 +32,7 @@ from continuity.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from continuity.probes.protocol import unknown_reply
 from continuity.providers.cache import CachedProvider, Ledger
 from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
 from continuity.providers.protocol import complete
@@ -59,12 +60,14 @@ class SampleReader(Protocol):
 
 
 class OfflineReader:
-    """The scripted reader of an offline run: it knows nothing."""
+    """The scripted reader of an offline run: it knows nothing, and declines in the
+    form the owner's last turn asks for (`continuity.probes.protocol.unknown_reply`)."""
 
     error: ContinuityError | None = None
 
     async def __call__(self, request: WireRequest) -> str:
-        return "UNKNOWN"
+        users = [m.text for m in request.messages if m.role == "user"]
+        return unknown_reply(users[-1] if users else "")
 
     def calls(self) -> list[CallReceipt]:
         return []

@@ -27,6 +27,7 @@ from continuity.agents.drive import ARMS, AgentRun, Reader, drive_agent
 from continuity.agents.manifest import Manifest
 from continuity.errors import ArmError
 from continuity.probes.availability import NeedleState, needles_for
+from continuity.probes.protocol import probe_turn_text
 from continuity.providers.endpoint import CallReceipt
 from continuity.servers.model_proxy import RequestFact
 from continuity.traces.schema import Probe, Trace
@@ -46,9 +47,11 @@ __all__ = [
 ]
 
 # The probe reaches an outside agent as its next owner turn, not as the reference
-# reader's probe turn (`continuity.probes.protocol`): a protocol of its own, so its
-# units never average with, or compare against, the reference arms'.
-AGENT_PROBE_PROTOCOL = "cap0-owner-turn-v1"
+# reader's probe turn: a protocol of its own, so its units never average with, or
+# compare against, the reference arms'. v1: the probe text alone. v2: the probe turn of
+# the reference reader's protocol (`continuity.probes.protocol.probe_turn_text`, with its
+# answer-format instruction), so an agent is asked for the same answer line.
+AGENT_PROBE_PROTOCOL = "cap0-owner-turn-v2"
 AGENT_EXCLUSIONS = ("replay_failed", "contradicted", "not_crossed", "copy_unverified")
 
 BANNER = (
@@ -130,7 +133,8 @@ def run_sample(
     needles = needles_for(probe.expectation, trace)
 
     async def main() -> AgentRun:
-        return await drive_agent(manifest, trace, work=work, arm=arm, probe=probe.text,
+        turn = probe_turn_text(probe.text, probe.category)
+        return await drive_agent(manifest, trace, work=work, arm=arm, probe=turn,
                                  reader=reader, needles=needles)  # fmt: skip
 
     return anyio.run(main)

@@ -11,10 +11,11 @@ and stores every slot's metrics with its class. `load_policy` refuses a policy b
 another protocol or classifier and recomputes every slot's derived metrics and class
 from the recorded ones: a stored class is never taken on trust.
 
-The checked-in policy of the current probe protocol (`fixtures/lookup/budget-v3.json`)
+The checked-in policy of the current probe protocol (`fixtures/lookup/budget-v4.json`)
 is used unless another is given by path plus sha256; a mismatch fails closed. A
 protocol or classifier change re-measures and freezes a new file; an old one is never
-edited. ``budget-v1.json`` and ``budget-v2.json`` (schema
+edited: ``budget-v3.json`` is probe-protocol-v2's. ``budget-v1.json`` and
+``budget-v2.json`` (schema
 ``continuity-lookup-budget-v1``: no protocol or code binding, a class and two numbers a
 slot) stay in ``fixtures/`` as the policies earlier plans were made with; a new plan
 refuses them (``lookup_policy_unbound``).
@@ -88,10 +89,10 @@ LOOKUP_PROTOCOL = "lookup-allowed-v1"
 CLASSIFIER_MODULES = ("continuity.lookup.classify",)
 # Schemas that bind no protocol or classifier code: kept in fixtures/, never loaded.
 LEGACY_SCHEMAS = ("continuity-lookup-budget-v1",)
-# The frozen policy of the current probe protocol; new lookup plans use it.
+# The frozen policy of each bound probe protocol; new lookup plans use the current one's.
 # (budget-v1.json, probe-protocol-v1, and budget-v2.json, the first probe-protocol-v2
-# measurement, are legacy-schema files, kept unedited.)
-POLICIES = {"probe-protocol-v2": "budget-v3.json"}
+# measurement, are legacy-schema files, kept unedited; budget-v3.json is v2's bound one.)
+POLICIES = {"probe-protocol-v2": "budget-v3.json", "probe-protocol-v3": "budget-v4.json"}
 DEFAULT_POLICY = POLICIES[PROBE_PROTOCOL]
 
 

@@ -82,8 +82,16 @@ def displayed_packed_ids(text: str) -> list[tuple[str, str]]:
 class LookupReader:
     """A stateful scripted step function for one probe turn."""
 
-    def __init__(self, question: str, *, call_budget: int, search_pages: int = 2) -> None:
+    def __init__(
+        self,
+        question: str,
+        *,
+        call_budget: int,
+        search_pages: int = 2,
+        decline: str = UNKNOWN_ANSWER,
+    ) -> None:
         self.question = question
+        self.decline = decline  # the reply it ends with: it never reads what it fetched
         self.call_budget = call_budget
         self.search_pages = search_pages
         self.calls = 0
@@ -150,7 +158,7 @@ class LookupReader:
         if self.stopped is None and self.calls >= self.call_budget:
             self.stopped = "budget"  # voluntary: never dispatch an excess call
         if self.stopped is not None:
-            return ScriptedStep(text=UNKNOWN_ANSWER)
+            return ScriptedStep(text=self.decline)
         target, cursor = self._queue.popleft()
         if target.startswith("search:"):
             query = " ".join(self.question.replace(":", " ").split()[-8:])

@@ -158,7 +158,7 @@ def plan_slots(
             probes = [
                 (
                     probe.probe_id,
-                    -(-len(probe_turn_text(probe.text).encode("utf-8")) // 3),
+                    -(-len(probe_turn_text(probe.text, probe.category).encode("utf-8")) // 3),
                     bool(sources_for(trace, probe)),
                 )
                 for probe in (

@@ -307,7 +307,9 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
                     calls += _arm_calls(
                         arm,
                         shape,
-                        -(-len(probe_turn_text(probe.text)) // 4),  # the turn the reader gets
+                        -(
+                            -len(probe_turn_text(probe.text, probe.category)) // 4
+                        ),  # the turn the reader gets
                         plan.reader,
                         first=index == 0,
                     )

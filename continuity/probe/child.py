@@ -164,7 +164,8 @@ async def _ask(
             max_rounds=lookup.binding.call_budget + 2 if lookup is not None else 64,
         )
         if lookup is None:
-            report = await loop.run_turn(probe_turn_text(setup.request.probe_text), source="probe")
+            turn = probe_turn_text(setup.request.probe_text, setup.request.category)
+            report = await loop.run_turn(turn, source="probe")
             paths: list[PathReceipt] = []
         else:
             report, paths = await lookup.ask(loop, toolbox, restored.store)

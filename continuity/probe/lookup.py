@@ -118,7 +118,7 @@ class LookupProbe:
         seconds = self.binding.turn_safety_seconds
         try:
             with anyio.fail_after(seconds):
-                text = probe_turn_text(self.setup.request.probe_text)
+                text = probe_turn_text(self.setup.request.probe_text, self.setup.request.category)
                 return await loop.run_turn(text, source="probe"), []
         except TimeoutError:
             self.witness()
@@ -135,7 +135,10 @@ class LookupProbe:
         would get, then one path per source through the metered proxy."""
         seen = self.reader.seen
         loop.add_user(
-            UserMessage(text=probe_turn_text(self.setup.request.probe_text), source="probe")
+            UserMessage(
+                text=probe_turn_text(self.setup.request.probe_text, self.setup.request.category),
+                source="probe",
+            )
         )
         seen.append(loop.request())
         if toolbox is None or self.meter is None:

@@ -2,7 +2,8 @@
 
 One reader per probe, chosen once by `choose_reader` from the request's mode:
 
-- offline recall: `ScriptedReader` over `scripted_steps`, which answers ``UNKNOWN`` and,
+- offline recall: `ScriptedReader` over `scripted_steps`, which declines in the form the probe
+  turn asks for (``ANSWER: UNKNOWN`` or ``UNKNOWN``: `continuity.probes.protocol`) and,
   when ConversationHistory is offered, first searches and gets one record, so the
   retrieval path runs (its accuracy means nothing);
 - offline lookup: `ScriptedReader` over `continuity.lookup.reader.LookupReader`, the
@@ -29,6 +30,7 @@ from continuity.lookup.reader import HISTORY_TOOL, UNKNOWN_ANSWER, LookupReader
 from continuity.lookup.state import ReaderStop
 from continuity.messages import ModelRequest, ToolCallRequest, ToolResultMessage, wire_payload
 from continuity.probe.receipts import HistoryCall, ProbeRequest
+from continuity.probes.protocol import probe_turn_text, unknown_reply
 from continuity.providers.endpoint import CallReceipt, RealBinding
 from continuity.providers.protocol import Provider
 from continuity.providers.scripted import ScriptedProvider, ScriptedStep, Step
@@ -67,12 +69,15 @@ class RequestLog:
                 handle.write(wire_payload(request) + b"\n")
 
 
-def scripted_steps(probe_text: str, history_tool: bool, log: RequestLog) -> list[Step]:
-    """The scripted recall reader: search, get the first hit, then answer UNKNOWN."""
+def scripted_steps(
+    probe_text: str, history_tool: bool, log: RequestLog, decline: str = UNKNOWN_ANSWER
+) -> list[Step]:
+    """The scripted recall reader: search, get the first hit, then decline (`decline`:
+    ``UNKNOWN``, or ``ANSWER: UNKNOWN`` where the probe turn asks for an answer line)."""
 
     def answer(request: ModelRequest) -> ScriptedStep:
         log.record(request)
-        return ScriptedStep(text=UNKNOWN_ANSWER)
+        return ScriptedStep(text=decline)
 
     if not history_tool:
         return [answer]
@@ -248,9 +253,10 @@ def choose_reader(
     if real is not None:
         return RealReader(real, dump)
     log = RequestLog(dump)
+    decline = unknown_reply(probe_turn_text(request.probe_text, request.category))
     lookup = request.lookup
     if lookup is not None:
-        reader = LookupReader(request.probe_text, call_budget=lookup.call_budget)
+        reader = LookupReader(request.probe_text, call_budget=lookup.call_budget, decline=decline)
 
         def lookup_step(step_request: ModelRequest) -> ScriptedStep:
             log.record(step_request)
@@ -258,7 +264,7 @@ def choose_reader(
 
         steps: list[Step] = [lookup_step] * (lookup.call_budget + 3)
         return ScriptedReader(steps, log, name=name, model=model, lookup=reader)
-    steps = scripted_steps(request.probe_text, history_tool, log)
+    steps = scripted_steps(request.probe_text, history_tool, log, decline)
     return ScriptedReader(steps, log, name=name, model=model)
 
 

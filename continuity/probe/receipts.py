@@ -28,6 +28,9 @@ __all__ = [
 class ProbeRequest(msgspec.Struct, frozen=True, kw_only=True):
     arm: str
     probe_text: str
+    # The probe's expectation category: which answer form the probe turn asks for
+    # (`continuity.probes.protocol.answer_form`); "" asks for free text.
+    category: str = ""
     probe_index: int = 0
     parent_pid: int
     dump_requests: str | None = None

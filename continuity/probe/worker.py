@@ -64,6 +64,8 @@ class ProbeSpec(msgspec.Struct, frozen=True):
     text: str
     needles: list[str]
     lookup: LookupBinding | None = None
+    # The expectation's category: which answer form its turn asks for (probe protocol).
+    category: str = ""
 
 
 class UnitRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -209,6 +211,7 @@ def probe_request(request: UnitRequest, spec: ProbeSpec, witness_path: Path) -> 
     return ProbeRequest(
         arm=request.arm,
         probe_text=spec.text,
+        category=spec.category,
         probe_index=spec.index,
         parent_pid=os.getpid(),
         dump_requests=request.dump_requests,

@@ -57,6 +57,7 @@ from continuity.report.render import render_html, render_markdown
 from continuity.report.results import (
     AccuracyCell,
     AgentBanner,
+    AnswerLineUse,
     FlipRate,
     FreeRecallCell,
     Paired,
@@ -67,6 +68,7 @@ from continuity.report.results import (
 )
 from continuity.report.samples import (
     accuracy_cells,
+    answer_line_use,
     availability_counts,
     excluded_counts,
     flip_rate,
@@ -154,6 +156,7 @@ class _SuiteTables(msgspec.Struct, frozen=True, kw_only=True):
     pressure: dict[str, dict[str, PressureCell]]
     tools: dict[str, ToolUse]
     free_recall: dict[str, FreeRecallCell]
+    answer_line: dict[str, AnswerLineUse]
 
 
 def _suite_tables(
@@ -179,6 +182,7 @@ def _suite_tables(
             if a in ARMS and ARMS[a].history_tool
         },
         free_recall={a: cell for a, u in by_arm.items() if (cell := free_recall_cell(u))},
+        answer_line={a: use for a, u in by_arm.items() if (use := answer_line_use(u))},
     )
 
 
@@ -282,6 +286,7 @@ def combine(
         or UNSET,
         free_recall={s: t.free_recall for s, t in tables.items() if t.free_recall} or UNSET,
         agent=agent_banner(summaries),
+        answer_line={s: t.answer_line for s, t in tables.items() if t.answer_line} or UNSET,
     )
 
 

@@ -21,7 +21,7 @@ from continuity.report.html_samples import drilldown_html, index_html
 from continuity.report.html_tables import suite_table, table_html
 from continuity.report.lookup_render import lookup_sections
 from continuity.report.results import ReportContext, Results
-from continuity.report.scorer_render import scorer_line, scorer_tables
+from continuity.report.scorer_render import answer_line_tables, scorer_line, scorer_tables
 from continuity.report.sections import (
     Table,
     accuracy_tables,
@@ -90,6 +90,7 @@ def tables(r: Results) -> list[Table]:
         *tool_use_tables(r),
         *paired_table(r),
         *scorer_tables(r),
+        *answer_line_tables(r),
         spend_table(r),
         *upkeep_tables(r),
         *judge_tables(r),

@@ -122,6 +122,20 @@ class FreeRecallCell(msgspec.Struct, frozen=True, kw_only=True):
     with_f1: int
 
 
+class AnswerLineUse(msgspec.Struct, frozen=True, kw_only=True):
+    """How an arm's valid value-probe replies ended (probe protocol v3 asks each for a
+    final ``ANSWER:`` line; `continuity.probes.answer_line`): with a value, with
+    ``UNKNOWN``, with lines that disagree, or with none, so the scorer read the free text.
+    ``missing_rate`` is missing ÷ samples (None without a sample)."""
+
+    samples: int
+    value: int
+    unknown: int
+    conflict: int
+    missing: int
+    missing_rate: float | None
+
+
 class CategoryDelta(msgspec.Struct, frozen=True, kw_only=True):
     pairs: int
     delta_pp: float | None
@@ -377,6 +391,9 @@ class Results(msgspec.Struct, frozen=True, kw_only=True):
     free_recall: dict[str, dict[str, FreeRecallCell]] | UnsetType = UNSET
     # Outside agents' units (continuity.runner.agent_units); left out of other runs.
     agent: AgentBanner | UnsetType = UNSET
+    # ``[suite][arm]``: how value-probe replies ended (answer line or not); left out of
+    # runs without a valid value-probe sample.
+    answer_line: dict[str, dict[str, AnswerLineUse]] | UnsetType = UNSET
     # A real run's HTTP sends, from its attempt log (continuity.providers.attempts).
     sends: AttemptSummary | UnsetType = UNSET
     # A real run whose reader no price list knows, on a server on this machine: its

@@ -17,6 +17,7 @@ from continuity.probes.availability import AVAILABILITY_COLUMNS
 from continuity.probes.scoring import OUTCOMES
 from continuity.report.results import (
     AccuracyCell,
+    AnswerLineUse,
     FlipRate,
     FreeRecallCell,
     PressureCell,
@@ -31,6 +32,7 @@ __all__ = [
     "EXCLUDED_COLUMNS",
     "accuracy_cell",
     "accuracy_cells",
+    "answer_line_use",
     "availability_counts",
     "excluded_counts",
     "flip_rate",
@@ -138,6 +140,22 @@ def availability_counts(units: list[UnitSummary]) -> dict[str, int]:
         if row.loss:
             counts[row.loss] += 1
     return {name: counts.get(name, 0) for name in AVAILABILITY_COLUMNS}
+
+
+def answer_line_use(units: list[UnitSummary]) -> AnswerLineUse | None:
+    """How an arm's valid value-probe replies ended (None without one)."""
+    kinds = Counter(row.line for _, row in _valid(units) if row.line is not None)
+    samples = sum(kinds.values())
+    if not samples:
+        return None
+    return AnswerLineUse(
+        samples=samples,
+        value=kinds["value"],
+        unknown=kinds["unknown"],
+        conflict=kinds["conflict"],
+        missing=kinds["missing"],
+        missing_rate=kinds["missing"] / samples,
+    )
 
 
 def free_recall_cell(units: list[UnitSummary]) -> FreeRecallCell | None:

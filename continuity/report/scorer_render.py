@@ -1,11 +1,23 @@
-"""The report's scorer line and its "scorer change vs original grades" tables."""
+"""The report's scorer line, its "scorer change vs original grades" tables, and how
+value-probe replies ended (the answer line the scorer reads first)."""
 
 from __future__ import annotations
+
+from msgspec import UNSET
 
 from continuity.report.results import ChangedOutcome, Results, ScorerChange
 from continuity.report.sections import Table, pct
 
-__all__ = ["CHANGED_ROWS", "scorer_line", "scorer_tables"]
+__all__ = ["ANSWER_LINE_NOTE", "CHANGED_ROWS", "answer_line_tables", "scorer_line", "scorer_tables"]
+
+ANSWER_LINE_NOTE = (
+    "Value probes (identifiers, current values, statuses, abstention) ask the reader to "
+    "end its reply with one line ANSWER: <value>, or ANSWER: UNKNOWN (probe protocol "
+    "v3). The scorer reads that line first; a reply without one (missing) is read from "
+    "its free text, and one whose lines disagree (conflict) counts as no single answer. "
+    "A high missing rate means the reader ignored the format and its grades rest on the "
+    "free-text rules."
+)
 
 CHANGED_ROWS = 200  # the changed-outcome list is cut here in the report (results.json has all)
 
@@ -72,3 +84,27 @@ def scorer_tables(r: Results) -> list[Table]:
 
 def _outcomes(change: ChangedOutcome) -> list[str]:
     return [change.original or "-", change.current or "-"]
+
+
+def answer_line_tables(r: Results) -> list[Table]:
+    """Per suite and arm, how valid value-probe replies ended (none without any)."""
+    if r.answer_line is UNSET:
+        return []
+    rows = [
+        [
+            suite,
+            arm,
+            str(c.samples),
+            str(c.value),
+            str(c.unknown),
+            str(c.conflict),
+            str(c.missing),
+            pct(c.missing_rate),
+        ]
+        for suite in r.suites
+        for arm in r.arms
+        if (c := r.answer_line.get(suite, {}).get(arm)) is not None
+    ]
+    header = ["suite", "arm", "value samples", "value", "UNKNOWN", "conflict", "missing",
+              "missing rate"]  # fmt: skip
+    return [("Answer line", header, rows, ANSWER_LINE_NOTE)]

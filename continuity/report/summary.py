@@ -13,6 +13,8 @@ from msgspec import UNSET
 from continuity.arms import ARMS
 from continuity.messages import Usage
 from continuity.probe.receipts import SampleEvidence
+from continuity.probes import answer_line
+from continuity.probes.protocol import answer_form
 from continuity.report.lookup import LookupRow, lookup_rows
 from continuity.report.upkeep import UpkeepRow, upkeep_row
 from continuity.runner.units import UnitRecord
@@ -53,6 +55,9 @@ class ProbeRow(msgspec.Struct, frozen=True, array_like=True):
     token_f1: float | None = None
     # "judge" when the judge decided a sample the scorer left unresolved.
     decided_by: str | None = None
+    # A value probe's answer line, by kind (`continuity.probes.answer_line.LineKind`:
+    # value, unknown, conflict, missing); None for a free-text probe or without an answer.
+    line: str | None = None
 
     @property
     def resolved(self) -> bool:
@@ -184,6 +189,13 @@ def _catalog_ref(record: UnitRecord, role: str) -> str:
     return str(part.get("ref", "")) if isinstance(part, dict) else ""
 
 
+def _line_kind(category: str, answer: str) -> str | None:
+    """The kind of a value probe's answer line (None for a free-text probe)."""
+    if answer_form(category) != "line":
+        return None
+    return answer_line.read(answer).kind
+
+
 def summarize(record: UnitRecord) -> UnitSummary:
     """The summary of one verified unit record."""
     usage = Usage()
@@ -206,6 +218,7 @@ def summarize(record: UnitRecord) -> UnitSummary:
                 pressure_figures(record.arm, probe.evidence),
                 None if probe.token_f1 is UNSET else probe.token_f1,
                 None if probe.decided_by is UNSET else probe.decided_by,
+                _line_kind(probe.category, probe.answer),
             )
         )
     # Real (d): the checkpoint's mid-trace summary is one call per unit (repeat), shared

@@ -199,8 +199,8 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
                 private.put_blob(data)
                 traces[slot.trace_id] = load_trace(data, source=slot.trace_id)
             trace = traces[slot.trace_id]
-            question = next((p.text for p in trace.probes if p.probe_id == slot.probe_id), None)
-            if question is None:
+            probe = next((p for p in trace.probes if p.probe_id == slot.probe_id), None)
+            if probe is None:
                 raise _invalid("the sizing names a probe the trace does not hold", where)
             pair = (slot.trace_id, slot.arm)
             if pair not in served:
@@ -227,7 +227,7 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
                     slot_id=f"s{len(slots):03d}-{slot.role}",
                     role=slot.role,
                     block=f"{slot.trace_id}/{slot.probe_id}",
-                    question=probe_turn_text(question),
+                    question=probe_turn_text(probe.text, probe.category),
                     arm=slot.arm,
                     history_url=served[pair][1],
                     source=msgspec.json.encode(source).decode(),

@@ -4,7 +4,7 @@ A feasibility-only path that never derives limits. The budget is a frozen policy
 `fixed_budget_policy` finds the frozen policy file whose raw bytes hash to the given
 sha256 (``fixtures/lookup/budget-*.json``, or the file ``--policy`` names) and loads it
 with every check `continuity.lookup.policy.load_policy` makes; its calls and bytes (8 and
-126,976 for ``budget-v3.json``), `FIXED_ROUNDS` rounds and the unchanged deadlines are
+126,976 for ``budget-v4.json``), `FIXED_ROUNDS` rounds and the unchanged deadlines are
 the fixed budget.
 
 Each role x selected conversation x probe is one slot (six roles: 6 x 4 x 15 = 360 for
@@ -110,7 +110,7 @@ def check_fixed_budget_sha256(value: str | None) -> str | None:
     if not value.strip():
         raise UsageError(
             "--fixed-budget-sha256 is empty; give the sha256 of the frozen policy's raw "
-            "bytes (e.g. fixtures/lookup/budget-v3.json)",
+            "bytes (e.g. fixtures/lookup/budget-v4.json)",
             code="lookup_empty_fixed_budget_sha256",
             location=_OPTION,
         )

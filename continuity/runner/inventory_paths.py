@@ -238,6 +238,7 @@ def reference_specs(
                 sources=list(probe.sources[:1]),
                 models=models,
             ),
+            probe.probe.category,
         )
         for probe in probes
     ]

@@ -183,7 +183,7 @@ def _probe(store: Store, key: str, arm: str, dump: Path) -> None:
 def _request_checks(requests: list[list[str]], *, fail: bool) -> dict[str, bool]:
     """Every ledger-arm reader request: the question, the ledger and the pack once
     each; the buried id inside the ledger and nowhere else (or, failed, an empty ledger)."""
-    turn = probe_turn_text(QUESTION)
+    turn = probe_turn_text(QUESTION, "")  # two values: a free-text question
     ledgers = [[m for m in r if m.startswith(LEDGER_HEADER)] for r in requests]
     others = [[m for m in r if not m.startswith(LEDGER_HEADER)] for r in requests]
     checks = {

@@ -10,7 +10,7 @@ run into a new directory takes seconds and gives the same inventory and policy. 
 touches the frozen policy in ``fixtures/``: use the new one explicitly with ``--policy
 PATH --policy-sha256 SHA``. Re-measure into a fresh directory to prepare a new policy,
 never to enlarge a budget after seeing trial outcomes. `freeze_policy` writes a frozen
-policy at a given budget (the seed's 8 calls and 126,976 bytes for ``budget-v3.json``).
+policy at a given budget (the seed's 8 calls and 126,976 bytes for ``budget-v4.json``).
 """
 
 from __future__ import annotations

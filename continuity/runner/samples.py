@@ -206,6 +206,7 @@ def sample_arm(
     request = ProbeRequest(
         arm=arm.id,
         probe_text=trace.probes[0].text,
+        category=trace.probes[0].category,
         probe_index=0,
         parent_pid=os.getpid(),
         dump_requests=str(dump_requests) if dump_requests else None,

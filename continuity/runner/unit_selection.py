@@ -122,6 +122,12 @@ def probe_slots(
                 models=lookup.models(),
             )
         specs.append(
-            ProbeSpec(index, probe.text, needles.fact + needles.superseded, binding_for_probe)
+            ProbeSpec(
+                index,
+                probe.text,
+                needles.fact + needles.superseded,
+                binding_for_probe,
+                probe.category,
+            )
         )
     return specs, skipped

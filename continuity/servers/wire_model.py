@@ -106,7 +106,8 @@ def scripted_reply(text: str, offered: bool, called: bool) -> tuple[str, dict[st
     extractor's delta (`continuity.memory.ledger_prompt.excerpt_delta`); a compaction
     request (it asks for a summary, no tool offered) gets the summary section skeleton;
     an offered history tool not yet called this turn is called with the question's last
-    words; anything else is answered ``UNKNOWN``.
+    words; anything else is answered ``UNKNOWN``, on an answer line (``ANSWER: UNKNOWN``)
+    when the text asks for one, as a model that reads its instruction would.
     """
     if not offered and offered_parts(text):
         return excerpt_delta(text), None
@@ -115,7 +116,7 @@ def scripted_reply(text: str, offered: bool, called: bool) -> tuple[str, dict[st
     if offered and not called:
         words = " ".join(text.replace(":", " ").split()[-8:])
         return "", {"action": "search", "query": words, "limit": 5}
-    return "UNKNOWN", None
+    return ("ANSWER: UNKNOWN" if "ANSWER: <value>" in text else "UNKNOWN"), None
 
 
 def conversation(path: str, body: dict[str, Any]) -> tuple[str, bool, bool]:

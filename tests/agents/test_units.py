@@ -14,9 +14,11 @@ import pytest
 from msgspec import UNSET
 
 from continuity.agents.manifest import load_manifest
+from continuity.agents.units import AGENT_PROBE_PROTOCOL
 from continuity.contract_agent import TOY_MANIFEST, check_outside_agent
 from continuity.errors import ContinuityError
 from continuity.plan.plan import plan_digest, plan_from_options
+from continuity.probes.protocol import answer_form
 from continuity.report.aggregate import aggregate_run
 from continuity.report.compare import compare_runs
 from continuity.runner.unit_record import UnitRecord, seal
@@ -72,6 +74,12 @@ def test_the_toy_agent_gets_the_reference_native_arms_availability_labels(
     # the label, whether a superseded value was present, and each needle's state
     assert toy == reference and len(toy) == LIMIT
     assert all(p.status == "valid" for p in record.probes)
+    # The owner turn carried the probe protocol's instruction through the agent to its
+    # model: the offline reader answered in the form each probe's turn asks for.
+    forms = {p.probe_id: answer_form(p.category) for p in record.probes}
+    assert {p.answer for p in record.probes if forms[p.probe_id] == "line"} <= {"ANSWER: UNKNOWN"}
+    assert {p.answer for p in record.probes if forms[p.probe_id] == "text"} <= {"UNKNOWN"}
+    assert "line" in forms.values()
     assert record.agent is not UNSET and record.agent.adapter == "toy"
     assert all(p.agent is not UNSET and p.agent.verdict == "verified" for p in record.probes)
     assert "1 units (1 run, 0 from the store), 4 probe samples, 0 excluded" in agent_run["line"]
@@ -84,7 +92,7 @@ def test_an_agent_run_aggregates_under_its_banner_and_compares(agent_run: dict[s
     results, paths, _ = aggregate_run(store, run_dir)
     assert results.arms == ["agent-native"] and results.agent is not UNSET
     assert results.agent.verified == LIMIT and results.agent.copies_unverified == 0
-    assert results.probe_protocols == ["cap0-owner-turn-v1"]
+    assert results.probe_protocols == ["cap0-owner-turn-v2"] == [AGENT_PROBE_PROTOCOL]
     report = paths["report"].read_text()
     assert 'id="agent"' in report and "External agent." in report
     assert "whether every model call went through the proxy" in report
@@ -92,7 +100,7 @@ def test_an_agent_run_aggregates_under_its_banner_and_compares(agent_run: dict[s
     shutil.copytree(run_dir, root / "runs" / "agent-toy-again")
     compared, _ = compare_runs(store, run_dir, root / "runs" / "agent-toy-again", root / "cmp")
     assert compared.slots.paired == LIMIT and compared.flips == []
-    assert compared.probe_protocol == "cap0-owner-turn-v1"
+    assert compared.probe_protocol == "cap0-owner-turn-v2"
 
 
 def test_the_report_grades_an_agents_samples_from_the_needles_the_proxy_saw(

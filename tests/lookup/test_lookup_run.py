@@ -33,7 +33,7 @@ from continuity.lookup.sources import sources_for
 from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
 from continuity.probe.receipts import ProbeRequest
 from continuity.probe.worker import collect_child
-from continuity.probes.protocol import PROBE_INSTRUCTION
+from continuity.probes.protocol import ANSWER_LINE_INSTRUCTION, PROBE_INSTRUCTION
 from continuity.report.aggregate import aggregate_run
 from continuity.report.lookup import LookupRow, lookup_table
 from continuity.runner.units import LookupRun, UnitRecord, build_units, run_unit
@@ -63,30 +63,41 @@ def frozen_run(policy_path: Path | None = None, binding: str = "default") -> Loo
 
 # Prompt bytes of probes 1-2 of brightline-return under probe-protocol-v1 (the probe text
 # alone), as dumped before lookup mode existed (measured at the previous commit and again
-# after: identical), and under probe-protocol-v2 (the probe text, a blank line and the
-# protocol's fixed instruction). Removing the instruction from a v2 dump gives back the
-# v1 bytes exactly: the protocol changed nothing else a reader sees.
+# after: identical), under probe-protocol-v2 (the probe text, a blank line and the
+# protocol's fixed instruction), and under probe-protocol-v3 (a value probe's instruction
+# asks for an answer line). Putting v2's instruction back in place of v3's gives the v2
+# bytes exactly, and removing it gives the v1 bytes: the protocols changed nothing else a
+# reader sees.
 GOLDEN_PROMPTS_V1 = {
     "native": "1680975ea453a63ebe946f09e0c7e29d9e97f704979526177af4e34998c804cb",
     "continuity-store": "4b8c2439c64471cc9701b25d543a3b02a1887ee4bc683998664b530f68d0f310",
     "continuity-pack-cold": "be69a7e8ea289bb0445333bdced1b46134738316a42f5594ba95639925aa0c2d",
 }
-GOLDEN_PROMPTS = {
+GOLDEN_PROMPTS_V2 = {
     "native": "40348177151356bf743b8de560ae779dc933ccb984886344ffe9e5db76434b6e",
     "continuity-store": "e7e8dc11be956d3bbf51d783225dfbd86381b33ab8184d72367f3fca6a0c9d9b",
     "continuity-pack-cold": "5b5b4b368cb25421b66bfddde10698f99359f5a73ae92742a3ee6bd695661bd4",
 }
+GOLDEN_PROMPTS = {
+    "native": "fea8975409a2ca10cb9b356fe110140912730fc74c7c3e0756b30f2d08fd3ae2",
+    "continuity-store": "6ced54e7f900e98d8a3c1080f30a7bdeea3ec0a65dc2b0bb2fce05db1cb512d8",
+    "continuity-pack-cold": "6d9cd6f33073b2ca1d7f7b5ebae6cb120f9ecf4abd6cf4fc31b7d9f6cfec3af4",
+}
 
 
-def _without_instruction(dump: bytes) -> bytes:
-    """A v2 dump with the protocol's instruction taken out of every probe turn."""
-    suffix = "\n\n" + PROBE_INSTRUCTION
+def as_protocol(dump: bytes, version: int) -> bytes:
+    """A v3 dump with every probe turn's instruction as `version` had it (v2: the one
+    free-text instruction; v1: none)."""
+    suffixes = ["\n\n" + ANSWER_LINE_INSTRUCTION, "\n\n" + PROBE_INSTRUCTION]
     lines = []
     for line in dump.splitlines():
         payload = json.loads(line)
         for message in payload["messages"]:
-            if message["role"] == "user" and message["content"].endswith(suffix):
-                message["content"] = message["content"][: -len(suffix)]
+            for suffix in suffixes:
+                if message["role"] == "user" and message["content"].endswith(suffix):
+                    bare = message["content"][: -len(suffix)]
+                    message["content"] = bare + ("\n\n" + PROBE_INSTRUCTION) * (version == 2)
+                    break
         lines.append(msgspec.json.encode(payload) + b"\n")
     return b"".join(lines)
 
@@ -115,7 +126,10 @@ def test_recall_only_plan_arms_and_prompt_bytes_are_unchanged(tmp_path: Path) ->
         dump = tmp_path / f"{arm_id}.jsonl"
         run_unit(store, trace, item, ARMS[arm_id], probe_limit=2, dump_requests=dump)
         assert hashlib.sha256(dump.read_bytes()).hexdigest() == digest, arm_id
-        v1 = _without_instruction(dump.read_bytes())
+        assert ANSWER_LINE_INSTRUCTION.encode() in dump.read_bytes()  # probe 1 is a value
+        v2 = as_protocol(dump.read_bytes(), 2)
+        assert hashlib.sha256(v2).hexdigest() == GOLDEN_PROMPTS_V2[arm_id], arm_id
+        v1 = as_protocol(dump.read_bytes(), 1)
         assert hashlib.sha256(v1).hexdigest() == GOLDEN_PROMPTS_V1[arm_id], arm_id
 
 

@@ -126,21 +126,32 @@ def test_the_frozen_policy_is_the_seeds_budget_over_this_projects_inventory() ->
 # Every frozen policy, by sha256 of its bytes. A protocol or classifier change freezes a
 # new file; an old one is never edited. v1 and v2 are schema continuity-lookup-budget-v1
 # (no protocol or code binding): kept, and refused for new plans (lookup_policy_unbound).
+# v3 is probe-protocol-v2's bound policy, v4 probe-protocol-v3's.
 FROZEN_POLICIES = {
     "budget-v1.json": "58ca3014b58b54952e5d17aee3f484bd24a3fcffffaff66148943c809df08cc4",
     "budget-v2.json": "501866af275caab5f0bafc7e617c74a04c409faca1f3e117add3233156b221d5",
     "budget-v3.json": "119e7c274bc06754cae7d2e13d3566b70d64d37fe4f98fcdff6a6be54a127fa6",
+    "budget-v4.json": "02a542a89c35e7c429c4199931dc4d093cdbb4b37b221e62668c0c1564cdc474",
 }
+
+
+def _slots(policy: dict[str, object]) -> list[tuple[object, ...]]:
+    slots = policy["slots"]
+    assert isinstance(slots, list)
+    return [(s["trace_id"], s["arm"], s["probe_id"], s["classification"]) for s in slots]
 
 
 def test_each_frozen_policy_is_pinned_and_new_plans_use_the_bound_one() -> None:
     folder = default_policy_path().parent
     for name, sha in FROZEN_POLICIES.items():
         assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sha, name
-    assert POLICIES == {"probe-protocol-v2": "budget-v3.json"}
-    assert default_policy_path().name == POLICIES[PROBE_PROTOCOL] == "budget-v3.json"
-    v3 = load_policy()
-    assert (v3.schema, v3.lookup_protocol, v3.probe_protocol) == (
+    assert POLICIES == {
+        "probe-protocol-v2": "budget-v3.json",
+        "probe-protocol-v3": "budget-v4.json",
+    }
+    assert default_policy_path().name == POLICIES[PROBE_PROTOCOL] == "budget-v4.json"
+    v4 = load_policy()
+    assert (v4.schema, v4.lookup_protocol, v4.probe_protocol) == (
         "continuity-lookup-budget-v2",
         "lookup-allowed-v1",
         PROBE_PROTOCOL,
@@ -148,16 +159,27 @@ def test_each_frozen_policy_is_pinned_and_new_plans_use_the_bound_one() -> None:
     # v3 re-measured v2's protocol: the same budget, soul, reader, slots and classes;
     # its inventory moved (the pack's first requests grew since v2 was frozen).
     v2 = json.loads((folder / "budget-v2.json").read_text())
+    v3 = json.loads((folder / "budget-v3.json").read_text())
     same = ("calls", "bytes", "soul_sha256", "soul_core_sha256", "reader", "paths")
-    assert all(getattr(v3, f) == v2[f] for f in same)
-    assert [(s.trace_id, s.arm, s.probe_id, s.classification) for s in v3.slots] == [
-        (s["trace_id"], s["arm"], s["probe_id"], s["classification"]) for s in v2["slots"]
-    ]
-    assert v3.inventory_sha256 != v2["inventory_sha256"]
-    assert v3.inventory_sha256.startswith("206b366a")
+    assert all(v3[f] == v2[f] for f in same)
+    assert _slots(v3) == _slots(v2)
+    assert v3["inventory_sha256"] != v2["inventory_sha256"]
+    assert v3["inventory_sha256"].startswith("206b366a")
+    # v4 measured probe-protocol-v3: every first request grew by the answer-line
+    # instruction's 123 extra bytes (41 tokens at 3 bytes a token), and nothing else moved.
+    assert all(getattr(v4, f) == v3[f] for f in same)
+    assert [(s.trace_id, s.arm, s.probe_id, s.classification) for s in v4.slots] == _slots(v3)
+    assert v4.inventory_sha256.startswith("031ed4a1")
+    for new, old in zip(v4.slots, v3["slots"], strict=True):
+        assert new.initial_tokens - old["initial_tokens"] == 41, new.probe_id
+        assert (new.calls, new.bytes, list(new.responses)) == (
+            old["calls"],
+            old["bytes"],
+            old["responses"],
+        )
     plan = plan_from_options({"probe_mode": "lookup-allowed-v1"})
     assert isinstance(plan, LookupPlan)
-    assert plan.policy_sha256 == FROZEN_POLICIES["budget-v3.json"]
+    assert plan.policy_sha256 == FROZEN_POLICIES["budget-v4.json"]
 
 
 @pytest.mark.parametrize("name", ["budget-v1.json", "budget-v2.json"])

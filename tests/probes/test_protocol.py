@@ -1,5 +1,6 @@
-"""The probe protocol: one fixed, value-free instruction on every probe turn, bound into
-every plan digest; and availability read from what the reader had before the question.
+"""The probe protocol: a fixed, value-free instruction on every probe turn (one per answer
+form: a final answer line for value probes, free text otherwise), bound into every plan
+digest; and availability read from what the reader had before the question.
 
 The probe children here are real (`run_unit` with ``dump_requests``), over an original
 and a hard trace and over arms that cross every kind of boundary."""
@@ -16,7 +17,17 @@ from continuity.arms import ARMS
 from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
 from continuity.probes.availability import needles_for
 from continuity.probes.normalise import mentions
-from continuity.probes.protocol import PROBE_INSTRUCTION, PROBE_PROTOCOL, probe_turn_text
+from continuity.probes import answer_line
+from continuity.probes.protocol import (
+    ANSWER_LINE_CATEGORIES,
+    ANSWER_LINE_INSTRUCTION,
+    PROBE_INSTRUCTION,
+    PROBE_PROTOCOL,
+    answer_form,
+    instruction_for,
+    probe_turn_text,
+    unknown_reply,
+)
 from continuity.runner.units import UnitRecord, run_unit
 from continuity.store import Store
 from continuity.traces import generator
@@ -62,18 +73,66 @@ def _expected_strings(value: object) -> Iterator[str]:
                 yield from _expected_strings(getattr(value, field))
 
 
-def test_the_instruction_names_no_expected_value_and_no_category() -> None:
+# The exact bytes of both instructions (probe-protocol-v3). A change to either is a new
+# protocol version: this test fails first, and PROBE_PROTOCOL must move with it.
+GOLDEN_INSTRUCTIONS = {
+    "text": (
+        "Answer format: if what I am asking about never came up in our conversation (tool "
+        "results count as part of it), say that it never came up and answer UNKNOWN."
+    ),
+    "line": (
+        "Answer format: end your reply with one line of the form ANSWER: <value>, where "
+        "<value> is only what I am asking for, written as it appeared in our conversation. "
+        "If it never came up in our conversation (tool results count as part of it), end "
+        "with the line ANSWER: UNKNOWN instead."
+    ),
+}
+
+
+def test_the_instruction_bytes_are_golden_and_bound_to_v3() -> None:
+    assert PROBE_PROTOCOL == "probe-protocol-v3"
+    assert PROBE_INSTRUCTION == GOLDEN_INSTRUCTIONS["text"]
+    assert ANSWER_LINE_INSTRUCTION == GOLDEN_INSTRUCTIONS["line"]
+    for category in CATEGORIES:
+        form = answer_form(category)
+        turn = probe_turn_text("Q?", category)
+        assert turn.encode() == b"Q?\n\n" + GOLDEN_INSTRUCTIONS[form].encode(), category
+        assert instruction_for(category) == GOLDEN_INSTRUCTIONS[form]
+    # The value categories answer on a line; the free-text ones (a redaction probe asked
+    # for its value on a line would be invited to leak it) keep v2's instruction.
+    assert {c for c in CATEGORIES if answer_form(c) == "line"} == {
+        "tool_identifier",
+        "superseded_current",
+        "commitment_status",
+        "artifact_status",
+        "abstention",
+    }
+    assert ANSWER_LINE_CATEGORIES <= set(CATEGORIES)
+
+
+def test_a_reader_following_the_instruction_writes_a_line_the_scorer_reads() -> None:
+    line_turn = probe_turn_text("What is the order number?", "tool_identifier")
+    text_turn = probe_turn_text("What rules did I set?", "active_constraint")
+    assert unknown_reply(line_turn) == "ANSWER: UNKNOWN"
+    assert unknown_reply(text_turn) == "UNKNOWN"
+    assert unknown_reply("[owner] " + line_turn + " (via the agent)") == "ANSWER: UNKNOWN"
+    assert answer_line.read(unknown_reply(line_turn)).kind == "unknown"
+    # A reply that echoes the instruction gives no answer line by doing so.
+    assert answer_line.read(line_turn).kind == "missing"
+
+
+def test_the_instructions_name_no_expected_value_and_no_category() -> None:
     values = {
         v for t in _shipped_traces() for p in t.probes for v in _expected_strings(p.expectation)
     }
     assert len(values) > 200  # originals and hard 101-108, with and without distractors
-    assert [v for v in values if mentions(PROBE_INSTRUCTION, v)] == []
-    for category in CATEGORIES:
-        for spelling in (category, category.replace("_", " ")):
-            assert spelling.lower() not in PROBE_INSTRUCTION.lower(), category
-    # It tells the reader how to decline, the same way every time.
-    assert "UNKNOWN" in PROBE_INSTRUCTION and "never came up" in PROBE_INSTRUCTION
-    assert probe_turn_text("Q?") == "Q?\n\n" + PROBE_INSTRUCTION
+    for instruction in (PROBE_INSTRUCTION, ANSWER_LINE_INSTRUCTION):
+        assert [v for v in values if mentions(instruction, v)] == []
+        for category in CATEGORIES:
+            for spelling in (category, category.replace("_", " ")):
+                assert spelling.lower() not in instruction.lower(), category
+        # Each tells the reader how to decline, the same way every time.
+        assert "UNKNOWN" in instruction and "never came up" in instruction
 
 
 @pytest.fixture(scope="module")
@@ -114,12 +173,18 @@ def test_every_probe_turn_ends_with_the_same_instruction_bytes(
         assert len(firsts) == len(trace.probes), (suite, arm_id)
         for probe, messages in zip(trace.probes, firsts, strict=True):
             last = messages[-1]["content"]
-            assert last == probe_turn_text(probe.text), (suite, arm_id, probe.probe_id)
-            assert last.endswith("\n\n" + PROBE_INSTRUCTION)
+            turn = probe_turn_text(probe.text, probe.category)
+            assert last == turn, (suite, arm_id, probe.probe_id)
+            assert last.endswith("\n\n" + instruction_for(probe.category))
             suffixes.add(last[len(probe.text) :].encode("utf-8"))
             # The instruction is on the probe turn only, never earlier in the context.
-            assert all(PROBE_INSTRUCTION not in m["content"] for m in messages[:-1])
-    assert suffixes == {("\n\n" + PROBE_INSTRUCTION).encode("utf-8")}
+            for instruction in (PROBE_INSTRUCTION, ANSWER_LINE_INSTRUCTION):
+                assert all(instruction not in m["content"] for m in messages[:-1])
+    # Two suffixes in all, one per answer form, each identical wherever it appears.
+    assert suffixes == {
+        ("\n\n" + PROBE_INSTRUCTION).encode("utf-8"),
+        ("\n\n" + ANSWER_LINE_INSTRUCTION).encode("utf-8"),
+    }
 
 
 def test_a_status_subject_lost_at_the_boundary_is_absent_though_the_question_names_it(

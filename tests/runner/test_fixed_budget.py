@@ -83,8 +83,8 @@ ALL_ROLES = [
     EstimateRole(name=r.name, arm=r.arm, code=r.code, soul_file=r.soul_file) for r in ROLES
 ]
 TWO_ROLES = [r for r in ALL_ROLES if r.name in ("native", "pack")]
-V3 = default_policy_path()
-V3_SHA = hashlib.sha256(V3.read_bytes()).hexdigest()
+FROZEN = default_policy_path()
+FROZEN_SHA = hashlib.sha256(FROZEN.read_bytes()).hexdigest()
 SEED = 17
 
 
@@ -94,7 +94,7 @@ def request(output: Path, source: HoldoutSource, **more: Any) -> FixedBudgetRequ
         source=source,
         seed=more.pop("seed", SEED),
         per_group=more.pop("per_group", None),
-        fixed_budget_sha256=more.pop("fixed_budget_sha256", V3_SHA),
+        fixed_budget_sha256=more.pop("fixed_budget_sha256", FROZEN_SHA),
         **more,
     )
 
@@ -230,7 +230,7 @@ def test_budget_json_binds_the_source_selection_reader_protocols_code_and_policy
     assert len(budget.code.commit) == 40 or budget.code.commit == "unknown"
     terms = budget.budget
     policy = load_policy()
-    assert (terms.policy_sha256, terms.policy_file) == (V3_SHA, V3.name)
+    assert (terms.policy_sha256, terms.policy_file) == (FROZEN_SHA, FROZEN.name)
     assert (terms.calls, terms.bytes, terms.rounds) == (policy.calls, policy.bytes, 10)
     assert (terms.calls, terms.bytes) == (8, 126_976)
     assert (terms.probe_deadline_seconds, terms.cleanup_seconds) == (600.0, 60.0)
@@ -490,7 +490,7 @@ def test_a_killed_sizing_resumes_and_its_scratch_is_swept(tmp_path: Path) -> Non
     scratch = tmp_path / "scratch"
     args = [str(store.root), str(source.manifest), source.manifest_sha256, str(source.spec)]
     child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, *args, str(tmp_path / "killed"), str(scratch), V3_SHA],
+        [sys.executable, "-c", _CHILD, *args, str(tmp_path / "killed"), str(scratch), FROZEN_SHA],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.PIPE,
@@ -556,11 +556,11 @@ def test_each_input_of_a_slot_record_moves_its_key(sized: Sized) -> None:
 
 
 def test_the_fixed_budget_is_a_frozen_policy_named_by_its_sha256(tmp_path: Path) -> None:
-    path, policy = fixed_budget_policy(V3_SHA)
-    assert (path, policy.calls, policy.bytes) == (V3, 8, 126_976)
+    path, policy = fixed_budget_policy(FROZEN_SHA)
+    assert (path, policy.calls, policy.bytes) == (FROZEN, 8, 126_976)
     copy = tmp_path / "another-frozen.json"
-    copy.write_bytes(V3.read_bytes())
-    assert fixed_budget_policy(V3_SHA, copy)[0] == copy
+    copy.write_bytes(FROZEN.read_bytes())
+    assert fixed_budget_policy(FROZEN_SHA, copy)[0] == copy
     refusals: list[tuple[Callable[[], object], str]] = [
         (lambda: fixed_budget_policy("0" * 64), "lookup_fixed_budget_unknown"),
         (lambda: fixed_budget_policy("not-a-sha"), "lookup_fixed_budget_unknown"),
@@ -568,7 +568,7 @@ def test_the_fixed_budget_is_a_frozen_policy_named_by_its_sha256(tmp_path: Path)
     ]
     # an earlier frozen file (schema v1: no protocol binding) gives only its limits
     for name in ("budget-v1.json", "budget-v2.json"):
-        legacy = V3.with_name(name)
+        legacy = FROZEN.with_name(name)
         path, limits = fixed_budget_policy(hashlib.sha256(legacy.read_bytes()).hexdigest())
         assert (path, limits.calls, limits.bytes) == (legacy, 8, 126_976)
     broken = tmp_path / "out-of-range.json"
@@ -610,41 +610,44 @@ def test_every_refusal_of_the_command_has_its_code(sized: Sized, tmp_path: Path)
             "lookup_empty_fixed_budget_sha256",
         ),
         ({"fixed_budget_sha256": "", "output": out}, "lookup_empty_fixed_budget_sha256"),
-        ({"fixed_budget_sha256": V3_SHA, "output": out}, "holdout_source_incomplete"),
+        ({"fixed_budget_sha256": FROZEN_SHA, "output": out}, "holdout_source_incomplete"),
         (
-            {"fixed_budget_sha256": V3_SHA, "manifest": "m", "output": out},
+            {"fixed_budget_sha256": FROZEN_SHA, "manifest": "m", "output": out},
             "holdout_source_incomplete",
         ),
         ({**full, "output": out}, "lookup_fixed_budget_required"),
-        ({"policy": str(V3), "output": out}, "lookup_fixed_budget_required"),
+        ({"policy": str(FROZEN), "output": out}, "lookup_fixed_budget_required"),
         ({"selection_seed": 3, "output": out}, "holdout_source_incomplete"),
         ({"per_group": 1, "output": out}, "holdout_source_incomplete"),
         (
-            {**full, "fixed_budget_sha256": V3_SHA, "suites": "original", "output": out},
+            {**full, "fixed_budget_sha256": FROZEN_SHA, "suites": "original", "output": out},
             "lookup_legacy_option_refused",
         ),
         (
-            {**full, "fixed_budget_sha256": V3_SHA, "seeds": "101", "output": out},
+            {**full, "fixed_budget_sha256": FROZEN_SHA, "seeds": "101", "output": out},
             "lookup_legacy_option_refused",
         ),
-        ({**full, "fixed_budget_sha256": V3_SHA}, "lookup_output_required"),
-        ({**full, "fixed_budget_sha256": V3_SHA, "output": str(existing)}, "lookup_output_exists"),
+        ({**full, "fixed_budget_sha256": FROZEN_SHA}, "lookup_output_required"),
+        (
+            {**full, "fixed_budget_sha256": FROZEN_SHA, "output": str(existing)},
+            "lookup_output_exists",
+        ),
         ({**full, "fixed_budget_sha256": "0" * 64, "output": out}, "lookup_fixed_budget_unknown"),
         (
             {
                 **full,
-                "fixed_budget_sha256": V3_SHA,
+                "fixed_budget_sha256": FROZEN_SHA,
                 "policy": str(tmp_path / "nope.json"),
                 "output": out,
             },
             "lookup_policy_invalid",
         ),
         (
-            {**full, "fixed_budget_sha256": V3_SHA, "selection_seed": -1, "output": out},
+            {**full, "fixed_budget_sha256": FROZEN_SHA, "selection_seed": -1, "output": out},
             "holdout_selection_seed_required",
         ),
         (
-            {**full, "fixed_budget_sha256": V3_SHA, "manifest_sha256": "f" * 64, "output": out},
+            {**full, "fixed_budget_sha256": FROZEN_SHA, "manifest_sha256": "f" * 64, "output": out},
             "holdout_manifest_sha256_mismatch",
         ),
     ]
@@ -681,7 +684,7 @@ def test_doit_lookup_budget_prints_the_sha256_estimate_quotes(sized: Sized, tmp_
             "doit",
             "lookup_budget",
             "--fixed-budget-sha256",
-            V3_SHA,
+            FROZEN_SHA,
             *doit_args(sized.source),
             "--selection-seed",
             str(SEED),
