@@ -58,8 +58,14 @@ __all__ = [
     "render_validity_doc",
 ]
 
-SUITE_NAMES: tuple[str, ...] = ("tuning", "holdout", "holdout-free-recall", "holdout-v3")
-HELD_OUT: tuple[str, ...] = ("holdout", "holdout-free-recall", "holdout-v3")
+SUITE_NAMES: tuple[str, ...] = (
+    "tuning",
+    "holdout",
+    "holdout-free-recall",
+    "holdout-v3",
+    "holdout-v4",
+)
+HELD_OUT: tuple[str, ...] = ("holdout", "holdout-free-recall", "holdout-v3", "holdout-v4")
 _ROOT = Path(__file__).resolve().parents[2]
 _CALIBRATION = _ROOT / "fixtures" / "calibration"
 # Each held-out suite's frozen first (blind) measurement.
@@ -67,6 +73,7 @@ BLIND_PATHS: dict[str, Path] = {
     "holdout": _CALIBRATION / "holdout-v1-blind.json",
     "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v2-blind.json",
     "holdout-v3": _CALIBRATION / "holdout-v3-blind.json",
+    "holdout-v4": _CALIBRATION / "holdout-v4-blind.json",
 }
 
 
@@ -77,6 +84,7 @@ def default_suites() -> dict[str, Path]:
         "holdout": default_holdout_path(),
         "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v2.jsonl",
         "holdout-v3": _CALIBRATION / "holdout-v3.jsonl",
+        "holdout-v4": _CALIBRATION / "holdout-v4.jsonl",
     }
 
 

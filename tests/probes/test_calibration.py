@@ -56,11 +56,13 @@ CASES = load_cases()
 HOLDOUT = load_cases(default_holdout_path())
 HOLDOUT_FREE_RECALL = load_cases(default_suites()["holdout-free-recall"])
 HOLDOUT_V3 = load_cases(default_suites()["holdout-v3"])
+HOLDOUT_V4 = load_cases(default_suites()["holdout-v4"])
 SUITES = {
     "tuning": CASES,
     "holdout": HOLDOUT,
     "holdout-free-recall": HOLDOUT_FREE_RECALL,
     "holdout-v3": HOLDOUT_V3,
+    "holdout-v4": HOLDOUT_V4,
 }
 RECORD = load_record()
 BLIND = load_blind()
@@ -231,6 +233,7 @@ def test_the_record_was_made_on_these_suites(name: str) -> None:
         "holdout",
         "holdout-free-recall",
         "holdout-v3",
+        "holdout-v4",
     ]
 
 
@@ -288,6 +291,26 @@ def test_the_free_recall_blind_measurement_is_frozen_as_first_taken() -> None:
     assert (overall.n, overall.outcome_agree, overall.binary_agree) == (175, 146, 147)
     per_category = {row.category: (row.outcome_agree, row.n) for row in blind.agreement.rows}
     assert per_category == {"abstention": (33, 40), "free_recall": (113, 135)}
+
+
+def test_the_real_answer_blind_measurement_is_frozen_as_first_taken() -> None:
+    """holdout-v4 (108 real SmolLM2 replies and 99 designed answer-line failures) was
+    frozen at dfe32ec and measured blind there, before anyone developing the scorer read
+    it: history, never changed."""
+    digest = hashlib.sha256(default_suites()["holdout-v4"].read_bytes()).hexdigest()
+    assert digest.startswith("1d15b5b940cc")
+    blind = load_blind(default_blind_path("holdout-v4"))
+    assert blind.suite_sha256 == digest and blind.cases == len(HOLDOUT_V4) == 207
+    assert blind.scorer_commit.startswith("dfe32ec") and blind.suite_commit.startswith("dfe32ec")
+    overall = blind.agreement.overall
+    assert (overall.n, overall.outcome_agree, overall.binary_agree, overall.unresolved) == (
+        207,
+        123,
+        140,
+        46,
+    )
+    real = [case for case in HOLDOUT_V4 if case.case_class == "real-smollm2"]
+    assert len(real) == 108 and all(case.id.startswith("r4-") for case in real)
 
 
 def test_a_blind_measurement_is_taken_once_and_never_rewritten(tmp_path: Path) -> None:
