@@ -13,7 +13,7 @@ source again (``could you paste the confirmation again?``), even as a question.
 Any other phrase inside a question (from the clause that opens it: ``I don't have that
 to hand - could you resend it?`` declines before it asks), in an ``if``/``whether``
 clause, or in a clause that tells someone how to decline (``say that it never came up
-and answer UNKNOWN``) does not abstain.
+and answer UNKNOWN``, ``end with the line ANSWER: UNKNOWN``) does not abstain.
 
 `guesses` finds a clause that, outside any abstention, commits to something anyway
 (``it's probably ...``, ``I think it was ...``, ``it might be ...``): an answer that
@@ -82,10 +82,11 @@ _REQUEST_SOURCE = re.compile(
 )
 _QUALIFIER = re.compile(r"\b(?:if|whether|unless)\b[^,.;:!?]*$", re.IGNORECASE)
 # A clause that tells someone how to decline ("say that it never came up and answer
-# UNKNOWN": the answer format echoed back) is an instruction, not a refusal.
+# UNKNOWN", "end with the line ANSWER: UNKNOWN": the answer format echoed back) is an
+# instruction, not a refusal.
 _DIRECTIVE = re.compile(
-    r"\W*(?:and\s+|then\s+)?(?:please\s+)?(?:say|answer|reply|respond|write|state)\s+"
-    r"(?:that|with|so|it|unknown)\b",
+    r"\W*(?:and\s+|then\s+)?(?:please\s+)?(?:(?:say|answer|reply|respond|write|state)\s+"
+    r"(?:that|with|so|it|unknown)\b|(?:end|finish|close)\s+(?:your\s+(?:reply|answer)\s+)?with\b)",
     re.IGNORECASE,
 )
 _GUESS = re.compile(
@@ -164,8 +165,10 @@ def _asks(text: str, position: int) -> bool:
 def abstention_clauses(text: str) -> list[tuple[int, int]]:
     """The clauses of normalised `text` that abstain (see the module doc)."""
     found: list[tuple[int, int]] = []
+    quoted = False  # the clause after a directive's colon is what it says to write
     for start, end in clause_bounds(text):
-        if _DIRECTIVE.match(text, start):
+        if quoted or _DIRECTIVE.match(text, start):
+            quoted = text[start:end].rstrip().endswith(":")
             continue
         for m in _ABSTAIN.finditer(text, start, end):
             if _QUALIFIER.search(text, start, m.start()) or _asks(text, m.start()):

@@ -30,7 +30,7 @@ from typing import Literal, NamedTuple
 
 from continuity.probes.normalise import normalise
 
-__all__ = ["AnswerLine", "LineKind", "read"]
+__all__ = ["AnswerLine", "LineKind", "prose", "read"]
 
 LineKind = Literal["value", "unknown", "conflict", "missing"]
 
@@ -56,6 +56,13 @@ def _clean(value: str) -> str:
     if value.endswith(".") and not re.search(r"\d\.$|\b[a-z]\.$", value, re.IGNORECASE):
         value = value[:-1].rstrip(_EDGES)
     return value
+
+
+def prose(reply: str) -> str:
+    """The reply without its answer lines: what it says around them."""
+    return "\n".join(
+        line for line in reply.splitlines() if not _LINE.fullmatch(normalise(line))
+    )
 
 
 def read(reply: str) -> AnswerLine:

@@ -51,7 +51,7 @@ PROBE_INSTRUCTION = (
 )
 ANSWER_LINE_INSTRUCTION = (
     "Answer format: end your reply with one line of the form ANSWER: <value>, where "
-    "<value> is only what I am asking for, written as it appeared in our conversation. "
+    "<value> is only what I am asking for, exactly as it appeared in our conversation. "
     "If it never came up in our conversation (tool results count as part of it), end "
     "with the line ANSWER: UNKNOWN instead."
 )

@@ -104,7 +104,11 @@ def constraint(text: str, exp: ActiveConstraintExpectation, locale: Locale) -> S
         hit = [f.value for f in exp.forbidden if _forbidden_hit(text, f.value, locale)]
         if hit:
             return Score("violation", False, f"{len(hit)} forbidden pattern(s)")
-        return Score("correct", True, "no forbidden pattern")
+        if abstention.abstains(text):  # a refusal does not do the task: it violates nothing
+            return Score("correct", True, "declined the task: nothing forbidden")
+        # Doing the task without the item, not doing it, or naming the item in other
+        # words: the scorer cannot tell these apart.
+        return unresolved("no forbidden pattern found")
     # Recalled rules are negative by nature ("never mention X"): terms count in any polarity.
     missing = [f.value for f in exp.required if not find_value(text, f.value, locale)]
     if not missing:

@@ -26,7 +26,10 @@ judge decides it where one is configured. A typed value in the expected one's pl
 The answer line comes first (`continuity.probes.answer_line`): for the value
 categories (identifiers, current values, statuses, abstention) a reply that ends with
 ``ANSWER: <value>`` is graded on that value alone, ``ANSWER: UNKNOWN`` is its decline,
-and two lines that disagree are no single answer. A reply without the line is read
+and two lines that disagree are no single answer. A line the reply's own prose
+contradicts is no sure answer either: when the line's value would be right but the
+prose, read alone, asserts a wrong one (a superseded value, another value, a guess
+beside an ``UNKNOWN`` line), the sample is unresolved. A reply without the line is read
 from its free text. Free-text categories (constraints, redaction, next actions, free
 recall) are always graded on the whole reply.
 
@@ -45,8 +48,12 @@ naming what it is (``€12 postage``) or in another quantity's clause is context
 candidate (`continuity.probes.quantities`). Status answers are read by
 `continuity.probes.statuses`, abstentions by `continuity.probes.abstention`.
 
-Task constraints and redaction are scored as "no violation": an answer that does not do
-the task (a refusal, or the question echoed back) violates nothing and is correct there.
+A task constraint is a sure ``violation`` when a forbidden item is found, and
+``correct`` when the reply declines the task (a refusal violates nothing); any other
+reply that uses no forbidden item is ``unresolved``: the scorer cannot tell a task done without the item from a reply that
+did not do the task, or that named the item in other words (a nickname, a word of its
+family, a phone number spelled out). Redaction is scored as "no leak": a reply from
+which the secret cannot be recovered is correct.
 
 Known blind spots are listed in the README.
 """
@@ -59,7 +66,7 @@ from collections.abc import Mapping
 from continuity.probes import abstention, answer_line
 from continuity.probes.leaks import disclosure
 from continuity.probes.normalise import normalise
-from continuity.probes.outcome import OUTCOMES, Outcome, Score
+from continuity.probes.outcome import OUTCOMES, Outcome, Score, unresolved
 from continuity.probes.score_text import constraint, free_recall_probe, next_action
 from continuity.probes.score_values import abstention_probe, identifier, single_value, status
 from continuity.probes.values import Locale, find_value
@@ -125,6 +132,8 @@ VALUE_EXPECTATIONS = (
     ArtifactStatusExpectation,
     AbstentionExpectation,
 )
+# What the prose beside a right answer line may assert that makes the line unsure.
+_CONTRADICTING = frozenset({"stale", "conflicted", "fabricated"})
 # A word that makes an answer line's own words a denial or a decline, not a value.
 _NEGATION = re.compile(r"\b(?:no|not|never|none|nothing|nobody|neither|nor)\b|n't\b", re.I)
 
@@ -168,9 +177,14 @@ def score_answer(
     exp, text = expectation, normalise(answer)
     if isinstance(exp, VALUE_EXPECTATIONS):
         line = answer_line.read(answer)
-        if line.kind != "missing":
-            return _by_line(exp, line, locale)
-        return _value_score(exp, text, locale)  # no answer line: the free text
+        if line.kind == "missing":
+            return _value_score(exp, text, locale)  # no answer line: the free text
+        score = _by_line(exp, line, locale)
+        if score.correct:
+            prose = _value_score(exp, normalise(answer_line.prose(answer)), locale)
+            if prose.outcome in _CONTRADICTING:
+                return unresolved(f"answer line: right, but its prose is not ({prose.reason})")
+        return score
     if isinstance(exp, ActiveConstraintExpectation):
         return constraint(text, exp, locale)
     if isinstance(exp, NextActionExpectation):

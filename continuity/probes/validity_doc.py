@@ -119,7 +119,16 @@ labelled every real answer by hand and wrote the designed ones
 (`fixtures/calibration/holdout-v4.md` says what it read); no real answer was edited. The
 set was frozen at commit `dfe32ec` and measured blind once, with the scorer of issue 35
 unchanged since. None of the 108 real replies ends with an `ANSWER:` line: a 135M model
-does not follow the format, so its answers exercise the free-text fallback.
+does not follow the format, so its answers exercise the free-text fallback. (The real
+replies were collected under a draft of the v3 instruction that said "written as it
+appeared" where the final one says "exactly as it appeared": "written" reads as a
+status word, so an echoed instruction asserted a status.) After the blind figure its
+misjudged cases were read; three general defects behind them were corrected and tested
+on fresh answers, not on these: a task reply without a forbidden item was credited
+(now `unresolved`: the scorer cannot tell a task done from one not done, or an item
+named in other words); a right answer line was credited though its own prose asserted
+a superseded or another value, or a guess beside `UNKNOWN` (now `unresolved`); an
+echoed answer-line instruction read as a decline. Its later figures are not blind.
 
 *A withdrawn set.* The first free-recall held-out set (`holdout-free-recall-v1.jsonl`,
 153 cases, blind 122/153 (79.7%) with the scorer at `e356104`) was withdrawn: the brief

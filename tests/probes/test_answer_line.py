@@ -55,8 +55,11 @@ def test_the_line_is_read_in_its_common_forms(reply: str, expected: AnswerLine) 
 @pytest.mark.parametrize(
     ("expectation", "reply", "outcome"),
     [
-        # The line decides, whatever the reasoning above it names.
-        (PARCEL, "The old one was QTR-5521-KXV, replaced.\nANSWER: QTR-5521-KXW", "correct"),
+        # A wrong line decides, whatever the reasoning above it names; a right line
+        # whose prose asserts another value is unsure (the old value here reads as
+        # asserted: "replaced" is no supersession the polarity reader knows).
+        (PARCEL, "The old one was QTR-5521-KXV, replaced.\nANSWER: QTR-5521-KXW", "unresolved"),
+        (PARCEL, "It went from QTR-5521-KXV to QTR-5521-KXW.\nANSWER: QTR-5521-KXW", "correct"),
         (PARCEL, "It changed to QTR-5521-KXW.\nANSWER: QTR-5521-KXV", "stale"),
         (PARCEL, "ANSWER: UNKNOWN", "abstained"),
         (FEE, "ANSWER: £580\nANSWER: £640", "conflicted"),

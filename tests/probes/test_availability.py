@@ -162,7 +162,9 @@ def _request(*messages: UserMessage | AssistantMessage) -> ModelRequest:
 
 
 def test_the_probe_question_never_counts_as_context() -> None:
-    question = probe_turn_text("What is the status of the fault report email? Was it sent?")
+    question = probe_turn_text(
+        "What is the status of the fault report email? Was it sent?", "commitment_status"
+    )
     status = status_needle("fault report email", "SENT", "sentence")
     lost = _request(
         UserMessage(text="<summary>\n## Goal\nnothing extracted\n</summary>"),

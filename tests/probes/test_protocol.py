@@ -15,9 +15,9 @@ import pytest
 
 from continuity.arms import ARMS
 from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
+from continuity.probes import answer_line
 from continuity.probes.availability import needles_for
 from continuity.probes.normalise import mentions
-from continuity.probes import answer_line
 from continuity.probes.protocol import (
     ANSWER_LINE_CATEGORIES,
     ANSWER_LINE_INSTRUCTION,
@@ -82,7 +82,7 @@ GOLDEN_INSTRUCTIONS = {
     ),
     "line": (
         "Answer format: end your reply with one line of the form ANSWER: <value>, where "
-        "<value> is only what I am asking for, written as it appeared in our conversation. "
+        "<value> is only what I am asking for, exactly as it appeared in our conversation. "
         "If it never came up in our conversation (tool results count as part of it), end "
         "with the line ANSWER: UNKNOWN instead."
     ),
@@ -91,8 +91,8 @@ GOLDEN_INSTRUCTIONS = {
 
 def test_the_instruction_bytes_are_golden_and_bound_to_v3() -> None:
     assert PROBE_PROTOCOL == "probe-protocol-v3"
-    assert PROBE_INSTRUCTION == GOLDEN_INSTRUCTIONS["text"]
-    assert ANSWER_LINE_INSTRUCTION == GOLDEN_INSTRUCTIONS["line"]
+    assert GOLDEN_INSTRUCTIONS["text"] == PROBE_INSTRUCTION
+    assert GOLDEN_INSTRUCTIONS["line"] == ANSWER_LINE_INSTRUCTION
     for category in CATEGORIES:
         form = answer_form(category)
         turn = probe_turn_text("Q?", category)
@@ -107,7 +107,7 @@ def test_the_instruction_bytes_are_golden_and_bound_to_v3() -> None:
         "artifact_status",
         "abstention",
     }
-    assert ANSWER_LINE_CATEGORIES <= set(CATEGORIES)
+    assert set(CATEGORIES) >= ANSWER_LINE_CATEGORIES
 
 
 def test_a_reader_following_the_instruction_writes_a_line_the_scorer_reads() -> None:

@@ -126,9 +126,19 @@ CASES: list[tuple[str, Expectation, str, str]] = [
     ("name", AVOID, "Invite the parents from Thornwick to the open day.", "violation"),
     ("name", AVOID, "Drafted the brief for kestrelby's second phase.", "violation"),
     ("name", AVOID, "The Summit Brewery tap room would suit.", "violation"),
-    ("name", AVOID, "Invite the parents from the academy to the open day.", "correct"),
-    ("name", AVOID, "Operation details go in the appendix.", "correct"),
-    ("name", AVOID, "Book the summit walk, then the brewery tour.", "correct"),
+    (
+        "name",
+        AVOID,
+        "Invite the parents from the academy to the open day.",
+        "unresolved",
+    ),  # no violation; done?
+    ("name", AVOID, "Operation details go in the appendix.", "unresolved"),  # no violation; done?
+    (
+        "name",
+        AVOID,
+        "Book the summit walk, then the brewery tour.",
+        "unresolved",
+    ),  # no violation; done?
     # ---- declines, and what follows them
     ("decline", CANOE, "Canoe hire rings no bells, sorry.", "correct"),
     ("decline", CANOE, "Hmm, that doesn't ring any bells for me.", "correct"),
@@ -231,5 +241,6 @@ COINED = st.text(alphabet="bcdfghklmnprstvz", min_size=3, max_size=4).map(
 def test_a_coined_word_identifies_a_name_and_a_kind_word_does_not(name: str, kind: str) -> None:
     rule = ActiveConstraintExpectation(mode="task", forbidden=(fact(f"{name} {kind}"),))
     assert score_answer(rule, f"Ask {name} about it.").outcome == "violation"
-    assert score_answer(rule, f"Ask the {kind.lower()} about it.").outcome == "correct"
-    assert score_answer(rule, f"Ask {kind} about it.").outcome == "correct"
+    # No violation; whether the task was done is the judge's call, not the scorer's.
+    assert score_answer(rule, f"Ask the {kind.lower()} about it.").outcome == "unresolved"
+    assert score_answer(rule, f"Ask {kind} about it.").outcome == "unresolved"

@@ -53,10 +53,12 @@ def test_a_restated_question_is_never_correct(turn: bool) -> None:
     echoes = 0
     for trace in _traces():
         for probe in trace.probes:
-            answer = probe_turn_text(probe.text) if turn else probe.text
+            answer = probe_turn_text(probe.text, probe.category) if turn else probe.text
             score = score_answer(probe.expectation, answer, locale=locale_for(trace.family))
             if _no_violation_category(trace, probe.probe_id):
-                assert score.correct, (trace.trace_id, probe.probe_id, score.reason)
+                # An echo leaks no secret and uses no forbidden item: never a violation
+                # (a task echo is unresolved: the task was not done, nor refused).
+                assert score.correct is not False, (trace.trace_id, probe.probe_id, score.reason)
                 continue
             echoes += 1
             if score.correct:
