@@ -60,9 +60,7 @@ def _clean(value: str) -> str:
 
 def prose(reply: str) -> str:
     """The reply without its answer lines: what it says around them."""
-    return "\n".join(
-        line for line in reply.splitlines() if not _LINE.fullmatch(normalise(line))
-    )
+    return "\n".join(line for line in reply.splitlines() if not _LINE.fullmatch(normalise(line)))
 
 
 def read(reply: str) -> AnswerLine:
