@@ -79,9 +79,9 @@ GOLDEN_PROMPTS_V2 = {
     "continuity-pack-cold": "5b5b4b368cb25421b66bfddde10698f99359f5a73ae92742a3ee6bd695661bd4",
 }
 GOLDEN_PROMPTS = {
-    "native": "fea8975409a2ca10cb9b356fe110140912730fc74c7c3e0756b30f2d08fd3ae2",
-    "continuity-store": "6ced54e7f900e98d8a3c1080f30a7bdeea3ec0a65dc2b0bb2fce05db1cb512d8",
-    "continuity-pack-cold": "6d9cd6f33073b2ca1d7f7b5ebae6cb120f9ecf4abd6cf4fc31b7d9f6cfec3af4",
+    "native": "7c52c452b4ac9d1148f5ae8b204c405b7bdf003ce49e704d8e8639f9706dd0ed",
+    "continuity-store": "65a9c478f1585ea547e3b12400f845ac1e4c5d99a8140ce4b8743805ad73ef37",
+    "continuity-pack-cold": "0df9936899e769f88933639de9820afb56a54bb12605de079cc3760a4573d3ef",
 }
 
 

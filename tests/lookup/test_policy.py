@@ -131,7 +131,7 @@ FROZEN_POLICIES = {
     "budget-v1.json": "58ca3014b58b54952e5d17aee3f484bd24a3fcffffaff66148943c809df08cc4",
     "budget-v2.json": "501866af275caab5f0bafc7e617c74a04c409faca1f3e117add3233156b221d5",
     "budget-v3.json": "119e7c274bc06754cae7d2e13d3566b70d64d37fe4f98fcdff6a6be54a127fa6",
-    "budget-v4.json": "02a542a89c35e7c429c4199931dc4d093cdbb4b37b221e62668c0c1564cdc474",
+    "budget-v4.json": "efbcc4799b5b575b33a7fa2241144050af190b9e8bd1b894fcb8c5a02e9c99c0",
 }
 
 

@@ -35,28 +35,28 @@ KEYS = {"key", "checkpoint", "content_digest", "trace_key"}
 # the dump with v2's instruction put back gives the v2 dump exactly.
 GOLDEN = {
     "recall/native": (
-        "fea8975409a2ca10cb9b356fe110140912730fc74c7c3e0756b30f2d08fd3ae2",
+        "7c52c452b4ac9d1148f5ae8b204c405b7bdf003ce49e704d8e8639f9706dd0ed",
         "c82e55bcc8a5a0b88a3e4575d23f2030b1b8ec9b51ded72245cd5ff19f6e35a7",
     ),
     "recall/continuity-store-compaction": (
-        "e5ad1ce396e24cb54dfa9d9b41a77e0a8433eefd5e10c86ed420c9ad9b505b78",
+        "744fcdef863d0735c303b848e3e8cba9e69bd854b44b7fe65029be8b534f0a90",
         "d04d2e0d0522076d7426a7d7b75b12ad4f2d5e42be969f31a64beedda4fe69aa",
     ),
     "recall/continuity-pack-cold": (
-        "6d9cd6f33073b2ca1d7f7b5ebae6cb120f9ecf4abd6cf4fc31b7d9f6cfec3af4",
+        "0df9936899e769f88933639de9820afb56a54bb12605de079cc3760a4573d3ef",
         "1fbfd9bf4d5cf137beed53126dbb5e13a564d10437728e0100539e8d069ebce0",
     ),
     "recall/restart-switch-compact": (
-        "a4a0634edff8be901c0a6bcf009a1f82393a79c4d24c2c282de922a4e893ac33",
+        "99537be39ae24b996d6f0dec173bd44226feca1255bfca30c7e60040d245507c",
         "17839ef87f9d917745025dfe9017505ba7ad9ab8c92fee9a4a47fc86e602d054",
     ),
     "lookup/native-lookup": (
-        "d118bc2233ad5bb2b1e70fc1883cfd03d69dd9dce8b97fa85f0b6c396fcdba5e",
-        "7c627c15f1feefdd3f8ef2594dd5c2cb8a4dcfc3ac8255b9e6808afb708269fb",
+        "632c1bfa4aa562851ec3e255269e67510fd7100b7598703e8fa60f62d59c9df3",
+        "fac8c294efb1a6e0920cc2d3ff7b8de086bcb27bcadb0fb909141586b3292b34",
     ),
     "lookup/continuity-pack-cold": (
-        "faafae65f28247b9532fe5dccdc57b64d7f2cd4185e0cb720dc97a6c839217be",
-        "795a421036409db617d3dd48f61f99ca4690c976c0550459103fe095a11a65fe",
+        "95bf04deb26350d0dfc7d8d11a1e5d720bf28b788d1ee3d23ba06019eddf27d8",
+        "4bd6e481cc4c7c28ec5f58d03f10aec4d447a1c97c8198bae015d07663b611a5",
     ),
 }
 # The same dumps under probe-protocol-v2. The lookup units' contents had moved with
