@@ -18,9 +18,10 @@ on two cores reads a few hundred tokens in seconds, not a whole trace; the excer
 what the answer needs, and distractors only where they sit beside it. Sampling is
 seeded per probe, so a re-run against the same server and model writes the same file.
 
-Errors are one coded line and exit status 2: ``option_invalid`` (arguments),
-``output_exists`` (the output file is there already), ``real_answer_failed`` (the server
-refused or did not answer; the answers before it are kept in the file).
+Errors are one coded line and exit status 2: ``output_exists`` (the output file is
+there already), ``real_answer_failed`` (the server refused or did not answer; the
+answers before it are kept in the file); a missing or unknown option is argparse's usage
+line, also status 2.
 """
 
 from __future__ import annotations
@@ -50,7 +51,15 @@ from continuity.traces.schema import (
 )
 from continuity.traces.validate import load_trace
 
-__all__ = ["TURN_CHARS", "RealAnswer", "collect", "excerpt", "main", "shipped_traces"]
+__all__ = [
+    "TURN_CHARS",
+    "RealAnswer",
+    "cited_facts",
+    "collect",
+    "excerpt",
+    "main",
+    "shipped_traces",
+]
 
 TURN_CHARS = 900  # each cited turn, cut around the value it holds
 SYSTEM = "You are a helpful personal assistant. Answer from the conversation you are given."
@@ -76,15 +85,15 @@ def shipped_traces() -> list[Trace]:
     return traces + [generator.generate_trace(seed) for seed in range(101, 105)]
 
 
-def _facts(value: object) -> Iterator[Fact]:
+def cited_facts(value: object) -> Iterator[Fact]:
     if isinstance(value, Fact):
         yield value
     elif isinstance(value, (tuple, list)):
         for item in value:
-            yield from _facts(item)
+            yield from cited_facts(item)
     elif isinstance(value, msgspec.Struct):
         for field in value.__struct_fields__:
-            yield from _facts(getattr(value, field))
+            yield from cited_facts(getattr(value, field))
 
 
 def _cut(text: str, values: list[str]) -> str:
@@ -111,7 +120,7 @@ def _render(turn: Turn, date: str) -> str:
 def excerpt(trace: Trace, probe: Probe) -> str:
     """The conversation excerpt the probe is asked after (see the module doc)."""
     turns = [(session.date, turn) for session in trace.sessions for turn in session.turns]
-    facts = list(_facts(probe.expectation))
+    facts = list(cited_facts(probe.expectation))
     cited = {turn_id for fact in facts for turn_id in fact.evidence}
     values = [fact.value for fact in facts]
     keep = [i for i, (_, turn) in enumerate(turns) if turn.turn_id in cited] or [0, 1, 2]
