@@ -332,7 +332,10 @@ Raised with the classes above from other modules (by area)::
                      calibration_verdict_invalid (a grader verdict outside the outcomes),
                      calibration_suite_unreadable (a suite path that is missing or not
                      a readable file, e.g. a directory), calibration_blind_exists (a
-                     held-out suite's blind measurement is taken once, never rewritten)
+                     held-out suite's blind measurement is taken once, never rewritten);
+                     output_exists, real_answer_failed (python -m
+                     continuity.probes.real_answers: the output file is there already;
+                     the server gave no answer)
     arms, config     arm_unknown, arm_not_available_at_revision:<id>, config_key_unknown,
                      config_value_invalid
     harness          turn_round_limit, tool_not_offered, workspace_not_empty,

@@ -52,6 +52,7 @@ from continuity.traces.schema import (
 from continuity.traces.validate import load_trace
 
 __all__ = [
+    "SYSTEM",
     "TURN_CHARS",
     "RealAnswer",
     "cited_facts",

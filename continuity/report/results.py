@@ -21,6 +21,7 @@ from continuity.runner.manifest import RunManifest
 
 __all__ = [
     "AccuracyCell",
+    "AnswerLineUse",
     "AgentBanner",
     "Agreement",
     "CategoryDelta",

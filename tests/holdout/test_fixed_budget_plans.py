@@ -25,7 +25,7 @@ from continuity.store import Store
 from tests.conftest import REPO
 from tests.holdout.toy import doit_args
 from tests.runner.fixed_budget_source import frozen
-from tests.runner.test_fixed_budget import V3_SHA
+from tests.runner.test_fixed_budget import FROZEN_SHA
 
 ROLES_SIZED = [
     EstimateRole(name=r.name, arm=r.arm, code=r.code, soul_file=r.soul_file)
@@ -46,7 +46,7 @@ def sized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, HoldoutSourc
             source=source,
             seed=17,
             per_group=1,
-            fixed_budget_sha256=V3_SHA,
+            fixed_budget_sha256=FROZEN_SHA,
         ),
         ROLES_SIZED,
         scratch_parent=root / "scratch",
