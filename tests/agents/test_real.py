@@ -21,6 +21,7 @@ from continuity.plan.estimate_format import format_dry_run
 from continuity.plan.plan import plan_from_options
 from continuity.plan.pricing import load_catalog
 from continuity.plan.workload import workload
+from continuity.probes.protocol import probe_turn_text, unknown_reply
 from continuity.providers.endpoint import EndpointSpec
 from continuity.report.aggregate import aggregate_run
 from continuity.runner.agent_real import run_real_agent
@@ -83,7 +84,10 @@ def test_the_probe_goes_to_the_real_reader_once_and_reruns_reuse_units_and_calls
     for record in build.records:
         assert record.binding is not None and record.binding["reader"]["kind"] == "openai-chat"
         probe = record.probes[0]
-        assert probe.status == "valid" and probe.answer == "UNKNOWN"
+        # The loopback model read the owner turn's answer-line instruction through the agent.
+        assert probe.status == "valid" and probe.answer == unknown_reply(
+            probe_turn_text("?", probe.category)
+        )
         assert probe.agent is not UNSET and len(probe.agent.calls) == 1
         assert probe.agent.calls[0].served_model == "served-model-7"
         assert probe.usage.total_input > 0 and probe.usage.output > 0

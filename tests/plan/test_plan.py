@@ -37,7 +37,9 @@ from tests.conftest import REPO
 # family (`traces_key` moved again), and the default reader is the current profile's
 # real model, not the seed's. With the seed's reader and a45a6ed's `traces_key`, the
 # plan digests exactly as before (`test_the_previous_default_digest_is_reproduced`).
-DEFAULT_DIGEST = "81c9e6ea7ea2d3eed6e37b51f5f8d9cb5d1812678e1c93e7cbd6da13234e8cd2"
+# Re-pinned by issue 35: probe-protocol-v3 (the plan binds the protocol); with
+# probe-protocol-v2 put back, the plan digests exactly as before.
+DEFAULT_DIGEST = "ed2ed049bae9736005a8ae4adee9d26a4f5dc5935b7ed43b4005d455334a7f2c"
 PREVIOUS_DIGEST = "909b0ae06399e76dee862617f9c5a94067ec8e1c590e5a51414e4f7215b0e646"
 PREVIOUS_TRACES_KEY = "0b26c6b203b298fa34485761939e806acf7efb99090412b53b55100190b7af1f"
 
@@ -48,11 +50,13 @@ def test_default_offline_plan_digest_is_pinned() -> None:
 
 
 def test_the_previous_default_digest_is_reproduced() -> None:
-    """The move is only what issue 34 records: nothing else in the encoding changed."""
+    """The moves are only what issues 34 and 35 record: nothing else in the encoding
+    changed."""
     seed = plan_from_options({"models": "seed"})
-    assert plan_digest(msgspec.structs.replace(seed, traces_key=PREVIOUS_TRACES_KEY)) == (
-        PREVIOUS_DIGEST
+    previous = msgspec.structs.replace(
+        seed, traces_key=PREVIOUS_TRACES_KEY, probe_protocol="probe-protocol-v2"
     )
+    assert plan_digest(previous) == PREVIOUS_DIGEST
 
 
 @pytest.mark.parametrize(

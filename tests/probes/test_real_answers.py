@@ -21,7 +21,11 @@ def test_every_probe_gets_a_short_excerpt_holding_its_cited_turns() -> None:
             assert text and text == excerpt(trace, probe)  # deterministic
             # Each cited turn is cut to TURN_CHARS (plus two ellipses), three turns at most
             # for an abstention probe, which cites none.
-            cited = {e for f in cited_facts(probe.expectation) for e in f.evidence} or {"1", "2", "3"}
+            cited = {e for f in cited_facts(probe.expectation) for e in f.evidence} or {
+                "1",
+                "2",
+                "3",
+            }
             assert len(text) <= len(cited) * (TURN_CHARS + 8), probe.probe_id
             assert probe.text not in text  # the question is asked after, never inside
 

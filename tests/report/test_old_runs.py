@@ -34,11 +34,13 @@ OUTPUTS = ("results", "summary", "report")
 # the sample drill-down); results.json and summary.md did not. All three moved in issue
 # 35: coverage (resolved ÷ valid) and the judge's share beside every accuracy, and the
 # judge agreement over the answers both graded, and the chart's axis says accuracy is of
-# resolved samples (3b730720..., 6fdf141c..., 9486cefe... before).
+# resolved samples (3b730720..., 6fdf141c..., 9486cefe... before). All three moved with
+# probe-protocol-v3: the run header names the protocol, and the report gains the Answer
+# line table (results.json ``answer_line``) (70307d32..., bad1c205..., c07d30fc... before).
 PINNED = {
-    "results": "70307d32a50f165110186817b05a3705c0a45c9dae742fc162477224d47f010c",
-    "summary": "bad1c205593f6f379b2939e6fb91f0c860aebf2bfcbdfc2bfaa31c97fccc0fe6",
-    "report": "c07d30fcef9976883910f300b4069c7c003d36b554e2f6378eb533fdd42f3f89",
+    "results": "23daf639a7848f2a18a597eecb441022fe6c6cce7b0deee14e72d3c4c9df6906",
+    "summary": "1e10a4430be5b01e53e12efefbb4807b38cfd1a1b66f3485a7b6df03b284939d",
+    "report": "91b163a3607b49df0a4419e3ed89d415754d259d13879bace798844ee0e40cde",
 }
 
 

@@ -355,7 +355,7 @@ def test_a_sizing_of_another_protocol_or_classifier_and_a_bad_file_are_refused(
     budget = sized.result.budget
     cases: list[tuple[FixedBudget | dict[str, Any], str]] = [
         (msgspec.structs.replace(budget, lookup_protocol="lookup-allowed-v2"), "protocol"),
-        (msgspec.structs.replace(budget, probe_protocol="probe-protocol-v3"), "protocol"),
+        (msgspec.structs.replace(budget, probe_protocol="probe-protocol-v9"), "protocol"),
         (msgspec.structs.replace(budget, classifier_code="0" * 64), "code"),
     ]
     codes = {"protocol": "lookup_policy_protocol_mismatch", "code": "lookup_policy_code_mismatch"}

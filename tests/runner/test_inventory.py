@@ -97,7 +97,7 @@ def test_each_input_of_a_path_moves_its_key_and_only_its_own(tmp_path: Path) -> 
             job, probe, soul, MODELS, ("lookup-allowed-v2", PROBE_PROTOCOL)
         ),
         "probe protocol": path_spec(
-            job, probe, soul, MODELS, (LOOKUP_PROTOCOL, "probe-protocol-v3")
+            job, probe, soul, MODELS, (LOOKUP_PROTOCOL, "probe-protocol-v9")
         ),
     }
     keys = {name: spec.key() for name, spec in variants.items()}

@@ -209,7 +209,7 @@ class UnsureWire(WireServer):
 
     def reply(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         text, tool = super().reply(path, body)
-        return (UNSURE if text == "UNKNOWN" else text), tool
+        return (UNSURE if text in ("UNKNOWN", "ANSWER: UNKNOWN") else text), tool
 
 
 def test_a_real_unit_rebuilt_from_the_call_cache_is_the_same_bytes(

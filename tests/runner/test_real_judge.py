@@ -27,7 +27,7 @@ class JudgingWire(WireServer):
             verdict = "INCORRECT (fabricated)" if UNSURE in grading else "CORRECT"
             return f"**{verdict}**\nloopback verdict {len(self.calls)}.", None
         text, tool = super().reply(path, body)
-        return (UNSURE if text == "UNKNOWN" else text), tool
+        return (UNSURE if text in ("UNKNOWN", "ANSWER: UNKNOWN") else text), tool
 
 
 def test_every_unresolved_answer_is_judged_from_the_servers_replies_without_its_arm(

@@ -232,11 +232,14 @@ def test_no_expected_value_rubric_or_category_reaches_a_reader(
 # judge routing moved them again: the judge reads next actions and unresolved answers
 # only, so each unit holds fewer verdicts (57c1db3e..., 2a5485bc..., 2860391f... before);
 # no probe's outcome changed (the offline contract's units, checked the same way, differ
-# only in the verdicts dropped).
+# only in the verdicts dropped). Probe-protocol-v3 moved them again (cc44f11f...,
+# c531924f..., 656dc984... before): each unit records the protocol, the scripted reader's
+# value-probe decline ``ANSWER: UNKNOWN`` with its reason, and the token counts of the
+# longer instruction (tests/probe/test_golden.py diffs such units field by field).
 PINNED_CONTENT = {
-    "cold-rebuild": "c531924f4339947d5eb77b5c8411352bd8e7fd84e3efed9de99eb9df54950234",
-    "continuity-store": "656dc9847b0c76c4c07512b62e0f692a25177c1f397c62e8fe07d43e0db08f5d",
-    "native": "cc44f11f4ef03e5616d7b45330ade2ba0b520fddb437f5d6c89b28298f7835e5",
+    "cold-rebuild": "a18b525c2a3dbd6d6dba4ae755522f0e6b8ec9fa0672c2307161f9221981c095",
+    "continuity-store": "0fe0de47573c28bfedea738386912aae94b91decb2680d3b94e96cfe5cf5ea2c",
+    "native": "40f5c86334dc3ea9b7f70c76498a86d8eced097cfcaec6cfc930b183e3896324",
 }
 
 
