@@ -216,14 +216,18 @@ def test_gc_dry_run_and_run(tmp_path: Path) -> None:
 # leave none unresolved), and results.json gained coverage per accuracy cell. With the
 # previous contract's verdicts cut to its next actions, all 56 units are byte-identical
 # (contract at 2ff8e2b: bfa4bf41..., d1411a41...; at 2ff8e2b without the ledger arm:
-# 88f71e3b..., b912f54d...).
+# 88f71e3b..., b912f54d...). Probe-protocol-v3 moved both again (d4825090..., 14313645...;
+# nine arms 2f701ade..., 709825f4... before): the units record the protocol and the
+# scripted readers' value-probe decline "ANSWER: UNKNOWN", and results.json names the
+# protocol and gains the answer_line table (every value sample ends with UNKNOWN on its
+# line, none missing); no sample is unresolved (580 abstained, 168 correct).
 CONTRACT_RESULTS = (
-    "d48250909e6d72963f50bd82e80df12172f20198c5c5b9c11c838683997c877b",
-    "14313645239ba0e2f04d88a7b2c015699e8be6e68206e00b1e8260aef8e2d98e",
+    "a128d95cef6540a2d22211c9512a027b7d89badee5a18e82cbdfacc7b6c3fc66",
+    "18fbee930748811be788f92dd12d7eaf1dd231bf5523f164e80926561aeb22df",
 )
 NINE_ARM_RESULTS = (
-    "2f701adeff9f8af897ea8a31fc11a7906aadd2d9b32d87d335ba0f0033d67ff4",
-    "709825f46048e4befa596731c1063292ef5cb792f0d308b8a7a49557bce65331",
+    "16ab18cbe6839f9e69dc7f8b461a597dfab86bfb8e631c200e75368e364eaa6f",
+    "52e202a1dc045b45639fb2e555cb4c296e8fdec59d5fbe425c4090055b3e8eeb",
 )
 
 
