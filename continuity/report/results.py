@@ -21,9 +21,9 @@ from continuity.runner.manifest import RunManifest
 
 __all__ = [
     "AccuracyCell",
-    "AnswerLineUse",
     "AgentBanner",
     "Agreement",
+    "AnswerLineUse",
     "CategoryDelta",
     "ChangedOutcome",
     "Disagreement",
