@@ -4,8 +4,9 @@ in real mode (CAP/0 v0).
 At the probe the model proxy forwards the agent's requests (`continuity.servers.
 model_proxy`, forward mode) to a `SampleReader`, one per sample:
 
-- `OfflineReader` answers ``UNKNOWN``: offline the accuracy means nothing; the boundary
-  verdicts and the availability do.
+- `OfflineReader` declines (``ANSWER: UNKNOWN`` where the owner turn asks for the
+  line): offline the accuracy means nothing; the boundary verdicts and the availability
+  do.
 - `RealReader` sends each request to the plan's reader endpoint through the guarded
   real mode's machinery: the call cache (`continuity.providers.cache`) (a rerun
   replays a call it already made), the invocation's ledger (the sample's probe turn is

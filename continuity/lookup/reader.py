@@ -9,7 +9,8 @@ For each probe it
 3. gets every hit, following each record's ``next_cursor`` to its end (complete get-cursor
    traversal, possibly many rounds);
 4. stops voluntarily before a call that would exceed the planned call budget, or when
-   the proxy reports the lookup exhausted, and answers ``UNKNOWN``.
+   the proxy reports the lookup exhausted, and declines (``decline``: ``UNKNOWN``, or
+   ``ANSWER: UNKNOWN`` where the probe turn asks for an answer line).
 
 It has two scripted bindings, chosen per plan with ``--lookup-reader``: the default
 reads as Sol (``openai-codex:gpt-6.1-sol``) with Luna as the other model (the

@@ -8,8 +8,9 @@ order (restart marker, model-change reseed, pre-turn compaction under the arm's 
 offers the arm's tools (ConversationHistory only, for the store and pack arms, served
 by a real MCP server over the retained store), injects the continuity pack for the pack
 arm, and asks the probe on the reader in a new, otherwise tool-free turn. The reader is
-scripted: it answers ``UNKNOWN`` and, when ConversationHistory is offered, first searches
-and gets one record, so the retrieval path runs. Its accuracy means nothing.
+scripted: it declines (``ANSWER: UNKNOWN`` on a value probe, else ``UNKNOWN``) and, when
+ConversationHistory is offered, first searches and gets one record, so the retrieval
+path runs. Its accuracy means nothing.
 
 In real mode (`ProbeRequest.real`) the invocation's ledger admits the live turn first,
 and the reader and the compaction summarizer are the plan's endpoint behind the call

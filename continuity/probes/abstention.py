@@ -26,7 +26,7 @@ import re
 
 from continuity.probes.polarity import clause_bounds, sentence_bounds, stances
 
-__all__ = ["abstains", "abstention_clauses", "claims", "guesses"]
+__all__ = ["abstains", "abstention_clauses", "claims", "guesses", "only_declines"]
 
 _NEG = r"(?:\bnot|\bnever|n't|\bno one|\bnobody|\bunable to|\bfailed to|\bcannot)"
 _GAP = r"\s+(?:[\w']+\s+){0,5}?"
@@ -168,7 +168,8 @@ def abstention_clauses(text: str) -> list[tuple[int, int]]:
     quoted = False  # the clause after a directive's colon is what it says to write
     for start, end in clause_bounds(text):
         if quoted or _DIRECTIVE.match(text, start):
-            quoted = text[start:end].rstrip().endswith(":")
+            clause = text[start:end].rstrip()
+            quoted = clause.endswith(":") and clause.lower().endswith("answer:")
             continue
         for m in _ABSTAIN.finditer(text, start, end):
             if _QUALIFIER.search(text, start, m.start()) or _asks(text, m.start()):
@@ -184,6 +185,17 @@ def abstention_clauses(text: str) -> list[tuple[int, int]]:
 
 def abstains(text: str) -> bool:
     return bool(abstention_clauses(text))
+
+
+def only_declines(text: str) -> bool:
+    """Whether every clause of normalised `text` that holds a word abstains: a reply that
+    is a refusal and nothing else (a draft with "I'm not sure" in one clause is not)."""
+    declined = abstention_clauses(text)
+    worded = [(a, b) for a, b in clause_bounds(text) if re.search(r"[^\W\d_]", text[a:b])]
+    return bool(declined) and all(
+        any((a <= start and end <= b) or (start <= a and b <= end) for a, b in declined)
+        for start, end in worded
+    )
 
 
 _HEDGE = re.compile(

@@ -19,7 +19,8 @@ What counts as the line (`read`), on the raw reply's lines, each normalised
 - ``UNKNOWN`` (any case, optionally ``N/A`` or ``none``, the declines the format invites)
   is the structured decline (``unknown``).
 
-A line whose value is empty is no answer line. A reply without any line is read from
+A line whose value is empty, or is the instruction's ``<value>`` placeholder echoed
+back, is no answer line. A reply without any line is read from
 its free text, as before (`AnswerLine.kind` ``missing``).
 """
 
@@ -58,19 +59,23 @@ def _clean(value: str) -> str:
     return value
 
 
+def _value(line: str) -> str | None:
+    """The cleaned value of an answer line; None for any other line, an empty value, or
+    the instruction's own ``<value>`` placeholder echoed back."""
+    m = _LINE.fullmatch(normalise(line))
+    value = _clean(m.group("value")) if m else ""
+    return value if value and value.lower() != "<value>" else None
+
+
 def prose(reply: str) -> str:
     """The reply without its answer lines: what it says around them."""
-    return "\n".join(line for line in reply.splitlines() if not _LINE.fullmatch(normalise(line)))
+    return "\n".join(line for line in reply.splitlines() if _value(line) is None)
 
 
 def read(reply: str) -> AnswerLine:
     """The answer line of a raw reply (its value normalised); ``missing`` when it has
     none."""
-    values = [
-        v
-        for line in reply.splitlines()
-        if (m := _LINE.fullmatch(normalise(line))) and (v := _clean(m.group("value")))
-    ]
+    values = [v for line in reply.splitlines() if (v := _value(line)) is not None]
     if not values:
         return AnswerLine("missing")
     distinct = list(dict.fromkeys(v.casefold() for v in values))

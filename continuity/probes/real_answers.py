@@ -3,7 +3,8 @@
 ``python3 -m continuity.probes.real_answers --base-url URL --output FILE`` asks a real
 model, behind any OpenAI-compatible server (llama.cpp's with SmolLM2 by default:
 ``python3 -m continuity.servers.local_model``), every probe of the shipped traces (the
-four originals and hard seeds 101-104), one chat request each, and writes one JSON line
+four originals and hard seeds 101-104; they hold no free-recall probe, which would be
+skipped), one chat request each, and writes one JSON line
 per answer: the probe's id, category, question, expectation and the model's raw reply,
 with what produced it (model, temperature, seed, the context's sha256). Nothing here
 grades: the answers are labelled by hand afterwards, by someone who has not seen the

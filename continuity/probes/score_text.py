@@ -104,7 +104,7 @@ def constraint(text: str, exp: ActiveConstraintExpectation, locale: Locale) -> S
         hit = [f.value for f in exp.forbidden if _forbidden_hit(text, f.value, locale)]
         if hit:
             return Score("violation", False, f"{len(hit)} forbidden pattern(s)")
-        if abstention.abstains(text):  # a refusal does not do the task: it violates nothing
+        if abstention.only_declines(text):  # a refusal does not do the task: it violates nothing
             return Score("correct", True, "declined the task: nothing forbidden")
         # Doing the task without the item, not doing it, or naming the item in other
         # words: the scorer cannot tell these apart.

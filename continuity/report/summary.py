@@ -10,16 +10,18 @@ from __future__ import annotations
 import msgspec
 from msgspec import UNSET
 
+from continuity.agents.units import AGENT_PROBE_PROTOCOL
 from continuity.arms import ARMS
 from continuity.messages import Usage
 from continuity.probe.receipts import SampleEvidence
 from continuity.probes import answer_line
-from continuity.probes.protocol import answer_form
+from continuity.probes.protocol import PROBE_PROTOCOL, answer_form
 from continuity.report.lookup import LookupRow, lookup_rows
 from continuity.report.upkeep import UpkeepRow, upkeep_row
 from continuity.runner.units import UnitRecord
 
 __all__ = [
+    "LINE_PROTOCOLS",
     "PRESSURE_FIGURES",
     "AgentTally",
     "JudgeRow",
@@ -189,9 +191,15 @@ def _catalog_ref(record: UnitRecord, role: str) -> str:
     return str(part.get("ref", "")) if isinstance(part, dict) else ""
 
 
-def _line_kind(category: str, answer: str) -> str | None:
-    """The kind of a value probe's answer line (None for a free-text probe)."""
-    if answer_form(category) != "line":
+# The probe protocols that ask a value probe for an answer line (older readers were
+# never asked for one, so their replies are not "missing" it).
+LINE_PROTOCOLS = frozenset({PROBE_PROTOCOL, AGENT_PROBE_PROTOCOL})
+
+
+def _line_kind(protocol: str, category: str, answer: str) -> str | None:
+    """The kind of a value probe's answer line (None for a free-text probe, or a unit
+    whose protocol never asked for the line)."""
+    if protocol not in LINE_PROTOCOLS or answer_form(category) != "line":
         return None
     return answer_line.read(answer).kind
 
@@ -218,7 +226,7 @@ def summarize(record: UnitRecord) -> UnitSummary:
                 pressure_figures(record.arm, probe.evidence),
                 None if probe.token_f1 is UNSET else probe.token_f1,
                 None if probe.decided_by is UNSET else probe.decided_by,
-                _line_kind(probe.category, probe.answer),
+                _line_kind(record.probe_protocol, probe.category, probe.answer),
             )
         )
     # Real (d): the checkpoint's mid-trace summary is one call per unit (repeat), shared

@@ -14,7 +14,8 @@ behind it is scripted:
 - a ledger extraction request (records offered under their headers) gets a delta of
   one entry per offered record;
 - a compaction request (it asks for a summary) gets the summary section skeleton;
-- anything else is answered ``UNKNOWN``.
+- anything else is answered ``UNKNOWN`` (``ANSWER: UNKNOWN`` when the text asks for an
+  answer line).
 
 Usage is counted like Pi's faux provider (``ceil(chars / 4)``); the prefix shared with
 the previous request is reported as cached, in each format's own convention. Every call

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from continuity.probes.answer_line import prose
+from continuity.probes.answer_line import AnswerLine, prose, read
 from continuity.probes.scoring import score_answer
 from continuity.traces.schema import (
     AbstentionExpectation,
@@ -38,6 +38,9 @@ TASK = ActiveConstraintExpectation(
 def test_prose_is_the_reply_without_its_answer_lines() -> None:
     assert prose("It moved.\n**Answer:** WQ-30917\nThanks") == "It moved.\nThanks"
     assert prose("ANSWER: UNKNOWN") == ""
+    # The instruction's placeholder echoed back is no answer line (nor a conflict).
+    assert read("ANSWER: <value>\nANSWER: WQ-30917") == AnswerLine("value", "WQ-30917")
+    assert read("ANSWER: <value>").kind == "missing"
 
 
 @pytest.mark.parametrize(
@@ -81,6 +84,8 @@ def test_a_wrong_line_stays_a_sure_miss_whatever_the_prose() -> None:
         ("UNKNOWN", "correct"),  # a refusal does not do the task, and violates nothing
         ("Hi Pia, lunch is sorted with the usual caterer. Best, Ro", "unresolved"),
         ("Hi Pia, see you Friday. Best, Ro", "unresolved"),
+        # A decline in one clause of a draft is not a refusal of the task.
+        ("Hi Pia, I'm not sure the caterer is free, but lunch is booked. Ro", "unresolved"),
     ],
 )
 def test_a_task_reply_without_the_forbidden_item_is_not_surely_correct(
