@@ -3,7 +3,7 @@
 The toy reference adapter (``examples/agents/toy``, beside the package in a checkout)
 is planned and run as any user's agent is (`continuity.runner.agent_units`): over the
 four original traces, arms ``native``, ``restart`` and ``new_session``, one probe each,
-offline (a reader that answers ``UNKNOWN``, no credentials), into the run
+offline (a reader that declines, no credentials), into the run
 ``<out>/runs/offline-contract-agent``, then aggregated. Every sample must be
 ``valid``: its replay clean, its boundary ``verified`` from observations and its copy
 proven (every sample of a trace has the trace's first replay signature); and the

@@ -1,8 +1,9 @@
 """``doit agent_check``: the conformance suite an adapter passes before any scored run.
 
 It drives the adapter through one original trace (`continuity.agents.drive`) with the
-proxy and fixture checks on, offline (a reader that answers ``UNKNOWN``), and reports
-what the adapter supports:
+proxy and fixture checks on, offline (a reader that declines: ``ANSWER: UNKNOWN`` on a
+value probe), asking its first probe as a sample does (the probe turn with its
+answer-format instruction), and reports what the adapter supports:
 
 - ``initialize``: the adapter starts and declares its identity and capabilities;
 - ``replay``: a native replay has no replay code (every turn requested, every tool
@@ -34,9 +35,10 @@ import msgspec
 from continuity.agents.client import ARM_NEEDS
 from continuity.agents.drive import AgentRun, drive_agent
 from continuity.agents.manifest import Manifest
+from continuity.agents.readers import OfflineReader
 from continuity.errors import AdapterError, GateFailed
 from continuity.outputs import write_output
-from continuity.servers.proxy_script import WireRequest
+from continuity.probes.protocol import probe_turn_text
 from continuity.traces.schema import ReplayTrace, Trace
 
 __all__ = ["Check", "CheckReport", "check_agent"]
@@ -55,8 +57,7 @@ class CheckReport(msgspec.Struct, frozen=True, kw_only=True):
     checks: list[Check]
 
 
-async def _unknown(request: WireRequest) -> str:
-    return "UNKNOWN"
+_unknown = OfflineReader()  # declines in the form the owner turn asks for
 
 
 def _run(manifest: Manifest, trace: ReplayTrace, work: Path, arm: str, probe: str) -> AgentRun:
@@ -97,7 +98,8 @@ def check_agent(manifest: Manifest, trace: Trace, out: Path) -> CheckReport:
     """
     folder = out / "agent-check" / f"{manifest.name}-{manifest.digest[:16]}"
     shutil.rmtree(folder, ignore_errors=True)
-    probe = trace.probes[0].text
+    first_probe = trace.probes[0]
+    probe = probe_turn_text(first_probe.text, first_probe.category)  # as a sample asks it
     checks: list[Check] = []
     agent = manifest.name
     try:
