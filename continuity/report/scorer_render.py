@@ -6,7 +6,7 @@ from __future__ import annotations
 from msgspec import UNSET
 
 from continuity.report.results import ChangedOutcome, Results, ScorerChange
-from continuity.report.sections import Table, pct
+from continuity.report.sections import Table, pct, suite_arm_rows
 
 __all__ = ["ANSWER_LINE_NOTE", "CHANGED_ROWS", "answer_line_tables", "scorer_line", "scorer_tables"]
 
@@ -101,9 +101,7 @@ def answer_line_tables(r: Results) -> list[Table]:
             str(c.missing),
             pct(c.missing_rate),
         ]
-        for suite in r.suites
-        for arm in r.arms
-        if (c := r.answer_line.get(suite, {}).get(arm)) is not None
+        for suite, arm, c in suite_arm_rows(r, r.answer_line)
     ]
     header = ["suite", "arm", "value samples", "value", "UNKNOWN", "conflict", "missing",
               "missing rate"]  # fmt: skip

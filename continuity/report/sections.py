@@ -40,6 +40,7 @@ __all__ = [
     "pressure_table",
     "sample_count_tables",
     "spend_table",
+    "suite_arm_rows",
     "tool_use_tables",
 ]
 
@@ -55,7 +56,9 @@ def num(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _rows(r: Results, table: Mapping[str, Mapping[str, Cell]]) -> list[tuple[str, str, Cell]]:
+def suite_arm_rows(
+    r: Results, table: Mapping[str, Mapping[str, Cell]]
+) -> list[tuple[str, str, Cell]]:
     """(suite, arm, cell) in report order for a ``[suite][arm]`` table."""
     return [
         (suite, arm, table[suite][arm])
@@ -114,11 +117,11 @@ def accuracy_tables(r: Results) -> list[Table]:
             num(cells["overall"].delta_pp),
             str(cells["overall"].delta_n),
         ]
-        for suite, arm, cells in _rows(r, r.accuracy)
+        for suite, arm, cells in suite_arm_rows(r, r.accuracy)
     ]
     compact = [
         [suite, arm] + [_compact(cells[c]) if c in cells else "-" for c in r.categories]
-        for suite, arm, cells in _rows(r, r.accuracy)
+        for suite, arm, cells in suite_arm_rows(r, r.accuracy)
     ]
     full = [
         [
@@ -134,7 +137,7 @@ def accuracy_tables(r: Results) -> list[Table]:
             num(cell.delta_pp),
             str(cell.delta_n),
         ]
-        for suite, arm, cells in _rows(r, r.accuracy)
+        for suite, arm, cells in suite_arm_rows(r, r.accuracy)
         for category, cell in cells.items()
         if category != "overall"
     ]
@@ -170,7 +173,7 @@ def per_arm_table(
 ) -> Table:
     rows = [
         [suite, arm] + [str(cell.get(n, "-")) for n in names]
-        for suite, arm, cell in _rows(r, table)
+        for suite, arm, cell in suite_arm_rows(r, table)
     ]
     return (title, ["suite", "arm", *names], rows, "")
 
@@ -214,7 +217,7 @@ def pressure_table(r: Results) -> Table:
             num(cell.max, 0),
             str(cell.n),
         ]
-        for suite, arm, figures in _rows(r, r.pressure)
+        for suite, arm, figures in suite_arm_rows(r, r.pressure)
         for name, cell in figures.items()
     ]
     return (
@@ -236,7 +239,7 @@ def free_recall_tables(r: Results) -> list[Table]:
         return []
     rows = [
         [suite, arm, str(cell.n), pct(cell.accuracy), num(cell.token_f1, 3), str(cell.with_f1)]
-        for suite, arm, cell in _rows(r, r.free_recall)
+        for suite, arm, cell in suite_arm_rows(r, r.free_recall)
     ]
     return [
         (
@@ -256,7 +259,7 @@ def free_recall_tables(r: Results) -> list[Table]:
 def flip_table(r: Results) -> Table:
     rows = [
         [suite, arm, str(cell.probes), str(cell.flips), pct(cell.rate)]
-        for suite, arm, cell in _rows(r, r.flip_rate)
+        for suite, arm, cell in suite_arm_rows(r, r.flip_rate)
     ]
     return ("Flip rate", ["suite", "arm", "probes in 2+ repeats", "flips", "rate"], rows, "")
 
@@ -271,11 +274,11 @@ def tool_use_tables(r: Results) -> list[Table]:
     rates = ["call rate", "accuracy with call", "accuracy without call"]
     overall = [
         [suite, arm, str(t.samples), str(t.with_call), *cells(t)]
-        for suite, arm, t in _rows(r, r.tool_use)
+        for suite, arm, t in suite_arm_rows(r, r.tool_use)
     ]
     by_category = [
         [suite, arm, category, str(c.samples), *cells(c)]
-        for suite, arm, t in _rows(r, r.tool_use)
+        for suite, arm, t in suite_arm_rows(r, r.tool_use)
         for category, c in t.by_category.items()
     ]
     return [
@@ -305,7 +308,7 @@ def paired_table(r: Results) -> list[Table]:
             num(p.delta_pp),
             "-" if p.ci_low is None or p.ci_high is None else f"[{p.ci_low:.1f}, {p.ci_high:.1f}]",
         ]
-        for suite, arm, p in _rows(r, r.paired)
+        for suite, arm, p in suite_arm_rows(r, r.paired)
     ]
     header = ["suite", "arm", "pairs", "both correct", "arm only", "native only", "both wrong"]
     return [
