@@ -38,6 +38,18 @@ def run(base_run: tuple[Path, Path], tmp_path: Path) -> tuple[Store, Path]:
     return Store(store_root), copy
 
 
+@pytest.fixture
+def private_run(base_run: tuple[Path, Path], tmp_path: Path) -> tuple[Store, Path]:
+    """A private copy of the shared run and of its store: for tests that re-record a
+    unit under its own key (an edited answer, re-sealed), which would make every other
+    test's copy of that unit read as tampered in the shared store."""
+    store_root, run_dir = base_run
+    copy = tmp_path / "runs" / "copy"
+    shutil.copytree(run_dir / "units", copy / "units")
+    shutil.copytree(store_root, tmp_path / "store", symlinks=True)
+    return Store(tmp_path / "store"), copy
+
+
 @pytest.fixture(scope="session")
 def mixed_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     """Two suites in one run directory, as a chunked plan leaves them: one original

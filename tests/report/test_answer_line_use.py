@@ -81,9 +81,9 @@ def test_the_scripted_readers_answer_on_the_line_the_protocol_asks_for(
 
 
 def test_the_report_counts_how_value_replies_ended_and_grades_a_missing_line_by_text(
-    run: tuple[Store, Path],
+    private_run: tuple[Store, Path],
 ) -> None:
-    store, folder = run
+    store, folder = private_run
     given = _edit(folder, store)
     _, paths, _ = aggregate_run(store, folder)
     results = json.loads(paths["results"].read_text())

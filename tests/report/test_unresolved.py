@@ -43,9 +43,9 @@ def _unreadable(probe: ProbeResult) -> ProbeResult:
 
 
 def test_an_unresolved_sample_is_out_of_accuracy_and_in_coverage(
-    run: tuple[Store, Path],
+    private_run: tuple[Store, Path],
 ) -> None:
-    store, folder = run
+    store, folder = private_run
     _edit(folder, store, _unreadable)
     _, paths, _ = aggregate_run(store, folder)  # the current scorer regrades the answers
     units = [json.loads(p.read_text()) for p in sorted((folder / "units").glob("*.json"))]
@@ -85,8 +85,10 @@ def _judge_decided(probe: ProbeResult) -> ProbeResult:
     return probe
 
 
-def test_judge_decided_samples_count_and_are_labelled(run: tuple[Store, Path]) -> None:
-    store, folder = run
+def test_judge_decided_samples_count_and_are_labelled(
+    private_run: tuple[Store, Path],
+) -> None:
+    store, folder = private_run
     _edit(folder, store, _judge_decided)
     _, paths, _ = aggregate_run(store, folder, scorer="original")  # the grades units hold
     results = json.loads(paths["results"].read_text())
