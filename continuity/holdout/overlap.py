@@ -15,12 +15,18 @@ The rules (`RULES_VERSION`):
 - Text becomes tokens: casefolded runs of letters and digits (``[^\\W_]+``), so matching
   is case-insensitive and whole-token (``D3:12`` is ``d3 12``; ``ORD-4821`` never matches
   inside ``ORD-48213``).
-- A value or id is compared only when it is **distinctive**: it holds a token with a
-  digit, or a word whose `wordfreq` Zipf frequency in English is below 3.0 (`RARE_ZIPF`,
-  roughly one in a million words), and at least four letters and digits in all
-  (`MIN_DISTINCTIVE_CHARS`). A common word, or a count or day of the month such as ``3``
-  or ``12``, is in any text of the references' size by chance, and finding it there says
-  nothing about where the holdout came from.
+- A value is compared only when it is **distinctive**: it holds a rare token, and
+  at least four letters and digits in all (`MIN_DISTINCTIVE_CHARS`). A token is rare when
+  it mixes letters and digits (``D3``, ``TN2J4LH``), or when its `wordfreq` Zipf frequency
+  in English is below 3.0 (`RARE_ZIPF`, roughly one in a million words). A number is a
+  word like any other here: `wordfreq` knows how often numbers occur, so a year such as
+  ``2022``, a count, a day of the month or a round amount is common and ``4821`` is rare.
+  A common word or number is in any text of the references' size by chance (a model's
+  reply that mentions a year is enough), and finding it there says nothing about where
+  the holdout came from. (Rules v1 took any token with a digit as rare; it reported a
+  real model's reply holding ``2019`` as a copy of LoCoMo's answer ``2019``.) An id is
+  distinctive with a digit or a rare word and four letters and digits: it is matched only
+  as the same whole id, so ``toy-north-1`` is specific where the value ``1`` is not.
 - A value or id **overlaps** a reference text that holds all of its tokens, in order and
   adjacent.
 - A **phrase** is three adjacent content words: stopwords (`STOPWORDS`: the function
@@ -91,7 +97,7 @@ __all__ = [
     "write_report",
 ]
 
-RULES_VERSION = "holdout-overlap-rules-v1"
+RULES_VERSION = "holdout-overlap-rules-v2"
 RULES_CODE = (
     "continuity.holdout.overlap",
     "continuity.holdout.references",
@@ -118,11 +124,22 @@ def _rare(word: str) -> bool:
     return zipf_frequency(word, "en") < RARE_ZIPF
 
 
-def distinctive(words: tuple[str, ...]) -> bool:
-    """Whether a value's (or id's) tokens are distinctive enough to compare."""
+def _rare_token(word: str) -> bool:
+    has_digit = any(c.isdigit() for c in word)
+    if has_digit and not word.isdigit():
+        return True  # letters and digits together: a code, never an English word
+    return (word.isalpha() or has_digit) and _rare(word)
+
+
+def distinctive(words: tuple[str, ...], *, ident: bool = False) -> bool:
+    """Whether a value's (or, with `ident`, an id's) tokens are distinctive enough to
+    compare. An id is only ever matched as the same whole id, never inside prose, so any
+    digit makes one distinctive (``toy-north-1``); a value is matched inside any text."""
     if sum(len(w) for w in words) < MIN_DISTINCTIVE_CHARS:
         return False
-    return any(any(c.isdigit() for c in w) or (w.isalpha() and _rare(w)) for w in words)
+    if ident and any(c.isdigit() for w in words for c in w):
+        return True
+    return any(_rare_token(w) for w in words)
 
 
 @dataclass(frozen=True)
@@ -197,7 +214,7 @@ class _Index:
             if item.kind == "id":
                 self.counts["ids"] += 1
                 key = id_key(item.text)
-                if key is not None and distinctive(words):
+                if key is not None and distinctive(words, ident=True):
                     self.counts["distinctive_ids"] += 1
                     self.ids.setdefault(key, []).append(number)
                 continue

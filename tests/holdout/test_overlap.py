@@ -111,17 +111,19 @@ def _answer(value: str) -> Callable[[str, Trace], Trace]:
     return edit
 
 
-@pytest.mark.parametrize("value", ["3", "12", "the cat", "Tuesday", "a big house"])
+@pytest.mark.parametrize(
+    "value", ["3", "12", "2019", "$12.50", "the cat", "Tuesday", "a big house"]
+)
 def test_common_values_are_not_compared(tmp_path: Path, value: str) -> None:
     report = report_for(tmp_path, refs(f"it was {value} after all"), edit=_answer(value))
     assert report.overlaps == ()
     assert report.counts.distinctive_values == 11
 
 
-@pytest.mark.parametrize("value", ["2031", "ORD-4821", "$12.50", "7 May 2031", "a quokka"])
+@pytest.mark.parametrize("value", ["4821", "ORD-4821", "$4,821.50", "7 May 1673", "a quokka"])
 def test_distinctive_values_are_compared(tmp_path: Path, value: str) -> None:
     report = report_for(tmp_path, refs(f"note: {value}."), edit=_answer(value))
-    # "7 May 2031" is three content words as well: a phrase overlap beside the value
+    # "7 May 1673" is three content words as well: a phrase overlap beside the value
     assert ("value", "toy-north-2", "$.probes[0].expectation.answer") in found(report)
     assert set(found(report)) <= {
         ("value", "toy-north-2", "$.probes[0].expectation.answer"),
@@ -131,8 +133,14 @@ def test_distinctive_values_are_compared(tmp_path: Path, value: str) -> None:
 
 def test_the_distinctive_rule() -> None:
     assert not distinctive(tokens("3")) and not distinctive(tokens("1 am"))
-    assert distinctive(tokens("12 am"))  # four letters and digits, one a digit
-    assert distinctive(tokens("2022")) and distinctive(tokens("D1:10"))
+    # a common number is a common word: a year, a time, a round amount
+    assert not distinctive(tokens("12 am")) and not distinctive(tokens("2022"))
+    assert not distinctive(tokens("$12.50")) and not distinctive(tokens("7 May 2031"))
+    assert distinctive(tokens("4821")) and distinctive(tokens("1673"))
+    # letters and digits together are a code, however short each part
+    assert distinctive(tokens("D1:10")) and distinctive(tokens("TN2 4LH"))
+    # an id is matched only whole, so a digit is enough there
+    assert distinctive(tokens("toy-north-1"), ident=True) and not distinctive(tokens("toy-north-1"))
     assert not distinctive(tokens("the big red house"))
     assert distinctive(tokens("quokka")) and not distinctive(tokens("cat"))
 
