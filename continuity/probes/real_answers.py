@@ -3,7 +3,8 @@
 ``python3 -m continuity.probes.real_answers --base-url URL --output FILE`` asks a real
 model, behind any OpenAI-compatible server (llama.cpp's with SmolLM2 by default:
 ``python3 -m continuity.servers.local_model``), every probe of the shipped traces (the
-four originals and hard seeds 101-104; they hold no free-recall probe, which would be
+four originals and hard seeds 101-104, or the hard seeds of ``--hard-seeds`` with or
+without the originals, ``--no-originals``; they hold no free-recall probe, which would be
 skipped), one chat request each, and writes one JSON line
 per answer: the probe's id, category, question, expectation and the model's raw reply,
 with what produced it (model, temperature, seed, the context's sha256). Nothing here
@@ -80,11 +81,17 @@ class RealAnswer(msgspec.Struct, frozen=True, kw_only=True):
     context_sha256: str
 
 
-def shipped_traces() -> list[Trace]:
-    """The four original traces and hard seeds 101-104, in that order."""
-    originals = sorted((fixtures_dir() / "original").glob("*.json"))
-    traces = [load_trace(p.read_bytes(), source=p.name) for p in originals]
-    return traces + [generator.generate_trace(seed) for seed in range(101, 105)]
+DEFAULT_SEEDS = (101, 102, 103, 104)
+
+
+def shipped_traces(
+    seeds: tuple[int, ...] = DEFAULT_SEEDS, *, originals: bool = True
+) -> list[Trace]:
+    """The four original traces (unless `originals` is false) and the hard traces of
+    `seeds` (101-104 by default), in that order."""
+    paths = sorted((fixtures_dir() / "original").glob("*.json")) if originals else []
+    traces = [load_trace(p.read_bytes(), source=p.name) for p in paths]
+    return traces + [generator.generate_trace(seed) for seed in seeds]
 
 
 def cited_facts(value: object) -> Iterator[Fact]:
@@ -147,11 +154,12 @@ def _ask(client: httpx.Client, model: str, context: str, turn: str, seed: int) -
     return str(response.json()["choices"][0]["message"]["content"] or "")
 
 
-def collect(base_url: str, model: str, output: Path) -> int:
-    """Ask every shipped probe and append each answer to `output`; the count written."""
+def collect(base_url: str, model: str, output: Path, traces: list[Trace] | None = None) -> int:
+    """Ask every probe of `traces` (the shipped ones by default) and append each answer
+    to `output`; the count written."""
     written = 0
     with httpx.Client(base_url=base_url, timeout=300) as client, output.open("xb") as sink:
-        for trace in shipped_traces():
+        for trace in shipped_traces() if traces is None else traces:
             for probe in trace.probes:
                 if probe.category == "free_recall":
                     continue
@@ -186,6 +194,16 @@ def collect(base_url: str, model: str, output: Path) -> int:
     return written
 
 
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        seeds = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of seeds: {text!r}") from None
+    if not seeds or min(seeds) < 1:
+        raise argparse.ArgumentTypeError(f"seeds are positive integers: {text!r}")
+    return seeds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m continuity.probes.real_answers",
@@ -194,6 +212,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", required=True, help="the server's /v1 URL")
     parser.add_argument("--model", default="smollm2-135m-instruct", help="the model name")
     parser.add_argument("--output", required=True, type=Path, help="a new JSONL file")
+    parser.add_argument(
+        "--hard-seeds",
+        type=_seeds,
+        default=DEFAULT_SEEDS,
+        help="comma-separated seeds of the hard traces to ask (default 101,102,103,104); "
+        "a fresh held-out set takes seeds no earlier set used",
+    )
+    parser.add_argument("--no-originals", action="store_true", help="skip the four original traces")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -202,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.output.exists():
             raise UsageError("the output file exists", code="output_exists",
                              location=str(args.output))  # fmt: skip
-        written = collect(args.base_url.rstrip("/"), args.model, args.output)
+        traces = shipped_traces(args.hard_seeds, originals=not args.no_originals)
+        written = collect(args.base_url.rstrip("/"), args.model, args.output, traces)
     except ContinuityError as exc:
         print(f"error: {exc.code} at {exc.location}: {exc.message}", file=sys.stderr)
         return 2

@@ -53,3 +53,19 @@ def test_a_server_that_does_not_answer_is_a_coded_error(
 
 def test_a_missing_option_is_a_usage_error() -> None:
     assert main([]) == 2
+
+
+def test_hard_seeds_choose_the_traces_asked() -> None:
+    traces = shipped_traces((105, 107), originals=False)
+    assert [t.trace_id for t in traces][:2] and len(traces) == 2
+    assert all(
+        t.trace_id.startswith("gen-") and t.trace_id.endswith(("105", "107")) for t in traces
+    )
+
+
+@pytest.mark.parametrize("seeds", ["", "a,b", "0", "105,-1"])
+def test_bad_hard_seeds_are_a_usage_error(tmp_path: Path, seeds: str) -> None:
+    out = tmp_path / "answers.jsonl"
+    argv = ["--base-url", "http://127.0.0.1:9/v1", "--output", str(out), "--hard-seeds", seeds]
+    assert main(argv) == 2
+    assert not out.exists()
