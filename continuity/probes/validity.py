@@ -64,8 +64,15 @@ SUITE_NAMES: tuple[str, ...] = (
     "holdout-free-recall",
     "holdout-v3",
     "holdout-v4",
+    "holdout-v5",
 )
-HELD_OUT: tuple[str, ...] = ("holdout", "holdout-free-recall", "holdout-v3", "holdout-v4")
+HELD_OUT: tuple[str, ...] = (
+    "holdout",
+    "holdout-free-recall",
+    "holdout-v3",
+    "holdout-v4",
+    "holdout-v5",
+)
 _ROOT = Path(__file__).resolve().parents[2]
 _CALIBRATION = _ROOT / "fixtures" / "calibration"
 # Each held-out suite's frozen first (blind) measurement.
@@ -74,6 +81,7 @@ BLIND_PATHS: dict[str, Path] = {
     "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v2-blind.json",
     "holdout-v3": _CALIBRATION / "holdout-v3-blind.json",
     "holdout-v4": _CALIBRATION / "holdout-v4-blind.json",
+    "holdout-v5": _CALIBRATION / "holdout-v5-blind.json",
 }
 
 
@@ -85,6 +93,7 @@ def default_suites() -> dict[str, Path]:
         "holdout-free-recall": _CALIBRATION / "holdout-free-recall-v2.jsonl",
         "holdout-v3": _CALIBRATION / "holdout-v3.jsonl",
         "holdout-v4": _CALIBRATION / "holdout-v4.jsonl",
+        "holdout-v5": _CALIBRATION / "holdout-v5.jsonl",
     }
 
 
