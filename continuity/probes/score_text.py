@@ -129,11 +129,17 @@ def constraint(text: str, exp: ActiveConstraintExpectation, locale: Locale) -> S
     return unresolved(f"{len(missing)} of {len(exp.required)} terms not found")
 
 
+# "either ... or ...", "whether ... or ...": a reply that names its answer as one of two.
+_ALTERNATIVES = re.compile(r"\b(?:either|whether)\b[^.?!\n]*\bor\b", re.IGNORECASE)
+
+
 def next_action(text: str, exp: NextActionExpectation, locale: Locale) -> Score:
     keywords = [f.value for f in exp.keywords]
     asserted = _asserted_all(text, keywords, locale)
     missing = [k for k in keywords if k not in asserted]
     if not missing:
+        if _ALTERNATIVES.search(text):  # "either book X or chase Y": no one action
+            return unresolved("every keyword, but offered among alternatives")
         return Score("correct", True, "every keyword")
     if len(missing) == len(keywords) and abstention.abstains(text):
         return Score("abstained", False, "abstained although the task was stated")

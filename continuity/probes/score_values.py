@@ -13,7 +13,7 @@ from continuity.probes.normalise import mentions
 from continuity.probes.outcome import ASKED_BACK, Score, unresolved
 from continuity.probes.polarity import Stance, sentence_bounds, stances
 from continuity.probes.quantities import labelled_other
-from continuity.probes.statuses import asserted_statuses
+from continuity.probes.statuses import asserted_statuses, status_spans
 from continuity.probes.values import (
     Locale,
     Mention,
@@ -26,7 +26,14 @@ from continuity.probes.values import (
 )
 from continuity.traces.schema import AbstentionExpectation, ToolIdentifierExpectation
 
-__all__ = ["abstention_probe", "identifier", "nothing_to_read", "single_value", "status"]
+__all__ = [
+    "abstention_probe",
+    "candidate_doubt",
+    "identifier",
+    "nothing_to_read",
+    "single_value",
+    "status",
+]
 
 
 def nothing_to_read(text: str, locale: Locale, expected: str | None = None) -> Score:
@@ -145,6 +152,17 @@ def _subject_sentences(text: str, subject: str) -> str:
     return " ".join(chosen)
 
 
+def _declines_beside(text: str, kind: str) -> bool:
+    """Whether `text` declines in a clause that holds no status word: "not shared yet"
+    and "nothing has been shared" state a status (negated), where "the status is not
+    specified" declines to give one."""
+    spans = status_spans(text, kind)
+    return any(
+        not any(a <= start < b for start, _ in spans)
+        for a, b in abstention.abstention_clauses(text)
+    )
+
+
 def status(text: str, expected: str, subject: str, kind: str) -> Score:
     reading = asserted_statuses(text, kind)
     statuses = reading.statuses
@@ -152,6 +170,8 @@ def status(text: str, expected: str, subject: str, kind: str) -> Score:
         narrowed = asserted_statuses(named, kind).statuses
         statuses = narrowed if len(narrowed) == 1 else statuses
     if statuses == {expected}:
+        if _declines_beside(text, kind):  # "the status is not specified ... it was sent"
+            return unresolved(f"asserted status {expected}, beside a decline")
         return Score("correct", True, f"asserted status {expected}")
     listed = ", ".join(sorted(statuses))
     if len(statuses) > 1:
@@ -194,17 +214,52 @@ def abstention_probe(text: str, exp: AbstentionExpectation, locale: Locale) -> S
     read = stances(text, [(m.start, m.end) for m in values], supersession=False)
     # A value offered as the answer is invented; one that only describes what the
     # conversation did hold ("we only had the master tracking number, X") is not.
-    invented = [
-        m
+    offered = [
+        (m, stance)
         for m, stance in zip(values, read, strict=True)
-        if stance == "asserted"
-        and abstention.claims(text, m.start, exp.never_mentioned)
+        if abstention.claims(text, m.start, exp.never_mentioned)
         and not (exp.decoys and free_recall.attributed(text, m.start))
     ]
-    if invented:
+    if any(stance == "asserted" for _, stance in offered):
         return Score("fabricated", False, "abstained but stated a value anyway")
     if abstention.guesses(text):
         return Score("fabricated", False, "abstained but guessed anyway")
-    if _HEDGE.search(text):
-        return unresolved("abstained, then a hedge that may offer a guess")
+    if doubt := candidate_doubt(text, locale):
+        return unresolved(f"abstained, then {doubt}")
+    if offered:  # "a serial number (X) was not found": a value tied to what was asked
+        return unresolved("abstained, beside a value named with the thing asked about")
     return Score("correct", True, "abstained on something never mentioned")
+
+
+def candidate_doubt(text: str, locale: Locale) -> str | None:
+    """What, beside a decline, may offer a candidate answer anyway: a hedge (``maybe
+    PP-4471?``, ``probably a lemon cake``), or a question naming something specific (``was
+    it Saffron & Salt?``): asking back with a candidate is a guess framed as a question.
+    The scorer cannot tell such a guess from a softened decline, so neither is a sure
+    abstention; None when there is nothing of the kind."""
+    if _HEDGE.search(text):
+        return "a hedge that may offer a guess"
+    values = specifics(text, locale)
+    for start, end in sentence_bounds(text):
+        sentence = text[start:end].rstrip()
+        if not sentence.endswith("?") or abstention.abstention_clauses(sentence):
+            continue
+        if not _IDENTITY_QUESTION.search(sentence):
+            continue  # "want me to ask Dana?" offers help, not an answer
+        named = _NAMED.search(sentence, 1) or any(start <= m.start < end for m in values)
+        if named:
+            return "a question that names a candidate"
+    return None
+
+
+# A capitalised word after a sentence's first word: a name, offered as a candidate when
+# the sentence asks what the thing is (``Was it Saffron & Salt?``).
+_NAMED = re.compile(r"(?<=\s)[A-Z][a-z]+")
+# A question about what the thing itself is: "was it ...", "is that ...", "could it be
+# ...": the grammar of proposing a candidate answer. Offering help ("want me to ask
+# Dana?") or another referent ("did you mean Benedikt's dog?") is not.
+_IDENTITY_QUESTION = re.compile(
+    r"\b(?:(?:is|was|were|are|isn't|wasn't)\s+(?:it|that|this|they)"
+    r"|(?:could|might|would)\s+(?:it|that|this)\s+(?:have\s+)?be)\b",
+    re.IGNORECASE,
+)

@@ -68,7 +68,13 @@ from continuity.probes.leaks import disclosure
 from continuity.probes.normalise import normalise
 from continuity.probes.outcome import OUTCOMES, Outcome, Score, unresolved
 from continuity.probes.score_text import constraint, free_recall_probe, next_action
-from continuity.probes.score_values import abstention_probe, identifier, single_value, status
+from continuity.probes.score_values import (
+    abstention_probe,
+    candidate_doubt,
+    identifier,
+    single_value,
+    status,
+)
 from continuity.probes.values import Locale, find_value
 from continuity.traces.schema import (
     AbstentionExpectation,
@@ -181,9 +187,13 @@ def score_answer(
             return _value_score(exp, text, locale)  # no answer line: the free text
         score = _by_line(exp, line, locale)
         if score.correct:
-            prose = _value_score(exp, normalise(answer_line.prose(answer)), locale)
+            prose_text = normalise(answer_line.prose(answer))
+            prose = _value_score(exp, prose_text, locale)
             if prose.outcome in _CONTRADICTING:
                 return unresolved(f"answer line: right, but its prose is not ({prose.reason})")
+            doubt = candidate_doubt(prose_text, locale) if line.kind == "unknown" else None
+            if doubt:  # "Maybe PP-4471? ANSWER: UNKNOWN": a guess beside the decline
+                return unresolved(f"answer line: UNKNOWN, but its prose has {doubt}")
         return score
     if isinstance(exp, ActiveConstraintExpectation):
         return constraint(text, exp, locale)

@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 from continuity.probes.polarity import Stance, stances
 
-__all__ = ["StatusReading", "asserted_statuses"]
+__all__ = ["StatusReading", "asserted_statuses", "status_spans"]
 
 _OBJECT = (
     r"(?!\s+(?:folder|folders|items|box|inbox|mailbox|tab|label|drive|drives|space|area|answer))"
@@ -155,6 +155,11 @@ _IMPLIED = {"commitment": {"SENT": "DRAFTED"}, "artifact": {"FINAL": "DRAFT", "S
 class StatusReading(NamedTuple):
     statuses: frozenset[str]  # the statuses asserted (empty: none)
     forms: int  # how many status forms the answer holds, asserted or not
+
+
+def status_spans(text: str, kind: str) -> list[tuple[int, int]]:
+    """Where normalised `text` holds a status form of `kind`, asserted or not."""
+    return [(start, end) for start, end, _, _ in _forms(text, kind)]
 
 
 def _forms(text: str, kind: str) -> list[tuple[int, int, str, bool]]:

@@ -130,6 +130,27 @@ named in other words); a right answer line was credited though its own prose ass
 a superseded or another value, or a guess beside `UNKNOWN` (now `unresolved`); an
 echoed answer-line instruction read as a decline. Its later figures are not blind.
 
+*The newest set, blind twice.* `fixtures/calibration/holdout-v5.jsonl` (188 answers)
+holds 56 real SmolLM2-135M-Instruct replies to every probe of hard seeds 105-108,
+traces no earlier set used (`python3 -m continuity.probes.real_answers --hard-seeds
+105,106,107,108 --no-originals`), and 132 answers written as capable models answer
+(84 of the 94 value answers carry an `ANSWER:` line), about half right and half wrong
+in the ways such models are wrong. A helper session that never opened the scorer, its
+tests, this page or the other suites wrote and labelled it
+(`fixtures/calibration/holdout-v5.md` says what it read). It was frozen at commit
+`0b5f64f`, measured blind with the scorer of that commit (1/188 confidently wrong,
+coverage 139/188), and measured once more after the rule changes made while it was
+being written, again before anyone read its cases: the figure in the table above. The
+rules of that round, each tested on fresh answers
+(`tests/probes/test_doubt_beside_a_decline.py`), came from the misjudged cases of v3
+and v4 (no longer blind): a guess beside an `ANSWER: UNKNOWN` line, a question
+proposing a candidate after a decline (`was it ...?`), a code such as `0xE8B4F925`
+named with the thing asked beside a decline, a status asserted beside a decline that
+holds no status word, and an action offered among alternatives (`either ... or`) are
+now `unresolved` or, where a value is stated, `fabricated`, where they were credited.
+The coverage goal is still missed: most unresolved answers are the small model's
+off-topic replies, which name no value and decline in no words the scorer reads.
+
 *A withdrawn set.* The first free-recall held-out set (`holdout-free-recall-v1.jsonl`,
 153 cases, blind 122/153 (79.7%) with the scorer at `e356104`) was withdrawn: the brief
 its author worked from quoted a few answers of the LoCoMo holdout as examples, and

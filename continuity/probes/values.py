@@ -339,6 +339,10 @@ def find_value(text: str, value: str, locale: Locale = "day-first") -> list[Ment
 _SPECIFIC = re.compile(
     r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+(?![\w-])"
     r"|(?<![\w.,])\d{3,}(?![\w])"
+    # one run of letters and digits that is a code, not a number with a unit or an
+    # ordinal ("1990s", "10am", "4th", "mp3"): letters then three or more digits
+    # ("PP4471"), or letters and digits alternating twice or more ("0xE8B4F925", "A7X9")
+    r"|(?<![\w-])(?:[A-Za-z]{2,}\d{3,}|\w*?(?:[A-Za-z]+\d+){2,}\w*|\w*?(?:\d+[A-Za-z]+){2,}\d\w*)(?![\w-])"
 )
 
 

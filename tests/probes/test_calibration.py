@@ -57,12 +57,14 @@ HOLDOUT = load_cases(default_holdout_path())
 HOLDOUT_FREE_RECALL = load_cases(default_suites()["holdout-free-recall"])
 HOLDOUT_V3 = load_cases(default_suites()["holdout-v3"])
 HOLDOUT_V4 = load_cases(default_suites()["holdout-v4"])
+HOLDOUT_V5 = load_cases(default_suites()["holdout-v5"])
 SUITES = {
     "tuning": CASES,
     "holdout": HOLDOUT,
     "holdout-free-recall": HOLDOUT_FREE_RECALL,
     "holdout-v3": HOLDOUT_V3,
     "holdout-v4": HOLDOUT_V4,
+    "holdout-v5": HOLDOUT_V5,
 }
 RECORD = load_record()
 BLIND = load_blind()
@@ -234,6 +236,7 @@ def test_the_record_was_made_on_these_suites(name: str) -> None:
         "holdout-free-recall",
         "holdout-v3",
         "holdout-v4",
+        "holdout-v5",
     ]
 
 
@@ -311,6 +314,25 @@ def test_the_real_answer_blind_measurement_is_frozen_as_first_taken() -> None:
     )
     real = [case for case in HOLDOUT_V4 if case.case_class == "real-smollm2"]
     assert len(real) == 108 and all(case.id.startswith("r4-") for case in real)
+
+
+def test_the_v5_blind_measurement_is_frozen_as_first_taken() -> None:
+    """holdout-v5 (56 real SmolLM2 replies to hard seeds 105-108, 132 answers written
+    as capable models answer) was frozen at 0b5f64f and measured blind there: history."""
+    digest = hashlib.sha256(default_suites()["holdout-v5"].read_bytes()).hexdigest()
+    assert digest.startswith("305b62a4b051")
+    blind = load_blind(default_blind_path("holdout-v5"))
+    assert blind.suite_sha256 == digest and blind.cases == len(HOLDOUT_V5) == 188
+    assert blind.scorer_commit.startswith("0b5f64f") and blind.suite_commit.startswith("0b5f64f")
+    overall = blind.agreement.overall
+    assert (overall.n, overall.outcome_agree, overall.binary_agree, overall.unresolved) == (
+        188,
+        129,
+        138,
+        49,
+    )
+    real = [case for case in HOLDOUT_V5 if case.case_class == "real-smollm2"]
+    assert len(real) == 56 and all(case.id.startswith("r5-") for case in real)
 
 
 def test_a_blind_measurement_is_taken_once_and_never_rewritten(tmp_path: Path) -> None:
