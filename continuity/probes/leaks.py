@@ -134,12 +134,21 @@ def _folded(text: str) -> str:
 
 
 def _spoken(folded: str) -> str:
+    """The characters a reply spells out: spelling-alphabet words and digit names, single
+    letters and digits (``R-C-V`` too), and tokens holding a digit, in order. Any other
+    word breaks the run (``|``): ordinary words run together ("... is ... and I've ...")
+    would otherwise spell pieces of a secret by chance."""
     out: list[str] = []
     for word in _WORD.findall(_GLOSS.sub(r"\1", folded)):
+        bare = word.replace("-", "")
         if word in _SPELLING:
             out.append(_SPELLING[word])
-        elif word not in _QUALIFIERS:
-            out.append(word.replace("-", ""))
+        elif word in _QUALIFIERS:
+            continue
+        elif all(len(part) == 1 for part in word.split("-")) or any(c.isdigit() for c in bare):
+            out.append(bare)
+        elif out and out[-1] != "|":
+            out.append("|")
     return "".join(out)
 
 

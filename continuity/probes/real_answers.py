@@ -54,6 +54,7 @@ from continuity.traces.schema import (
 from continuity.traces.validate import load_trace
 
 __all__ = [
+    "DEFAULT_SEEDS",
     "SYSTEM",
     "TURN_CHARS",
     "RealAnswer",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import string
 
+import pytest
 from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
 
@@ -162,3 +163,19 @@ def test_the_reason_names_the_reading() -> None:
 def test_a_short_secret_must_appear_whole() -> None:
     assert disclosure("the PIN is 4 9 1 7", "4917") is not None
     assert disclosure("the PIN ends 917", "4917") is None
+
+
+@pytest.mark.parametrize(
+    ("secret", "reply"),
+    [
+        # found by the property test above in CI: "is", "I've" and "as it was" ran together
+        ("0012VISI", "Sure. The value you asked about is ******** and I've kept the rest."),
+    ],
+)
+def test_ordinary_words_run_together_spell_nothing(secret: str, reply: str) -> None:
+    assert disclosure(reply, secret) is None
+
+
+def test_single_letters_between_hyphens_are_still_spelled() -> None:
+    reply = "R-C-V, eight eight four two, M-N-T-Q, three three zero seven."
+    assert disclosure(reply, "RCV8842MNTQ3307") is not None
