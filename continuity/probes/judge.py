@@ -130,8 +130,10 @@ def reference(expectation: Expectation) -> str:
         if e.mode == "recall":
             return f"A correct answer states each of: {_values(e.required)}."
         return (
-            "The answer carries out a task. It is correct unless it contains, in any "
-            f"formatting, one of these forbidden values: {_values(e.forbidden)}."
+            "The answer should carry out a task. It is correct when it carries the task "
+            "out without containing, in any formatting, one of these forbidden values: "
+            f"{_values(e.forbidden)}. A refusal, or a reply that does not carry the task "
+            "out, is not correct."
         )
     if isinstance(e, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
         options = COMMITMENT_STATUSES if isinstance(e, CommitmentStatusExpectation) else None
@@ -263,7 +265,9 @@ def _scripted_outcome(e: Expectation, answer: str) -> str:
     if isinstance(e, SupersededCurrentExpectation):
         return _value_outcome(words, e.current.value, e.superseded)
     if isinstance(e, ActiveConstraintExpectation) and e.mode == "task":
-        return "violation" if any(_has(words, f.value) for f in e.forbidden) else "correct"
+        if any(_has(words, f.value) for f in e.forbidden):
+            return "violation"
+        return "abstained" if _declines(words) else "correct"
     if isinstance(e, (ActiveConstraintExpectation, NextActionExpectation)):
         facts = e.required if isinstance(e, ActiveConstraintExpectation) else e.keywords
         stated = sum(_has(words, f.value) for f in facts)

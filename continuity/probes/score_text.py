@@ -104,8 +104,10 @@ def constraint(text: str, exp: ActiveConstraintExpectation, locale: Locale) -> S
         hit = [f.value for f in exp.forbidden if _forbidden_hit(text, f.value, locale)]
         if hit:
             return Score("violation", False, f"{len(hit)} forbidden pattern(s)")
-        if abstention.only_declines(text):  # a refusal does not do the task: it violates nothing
-            return Score("correct", True, "declined the task: nothing forbidden")
+        if abstention.only_declines(text):
+            # A refusal violates nothing, but it does not do the task either: it shows no
+            # rule kept (a reader that always declines would otherwise score every task).
+            return Score("abstained", False, "declined the task")
         # Doing the task without the item, not doing it, or naming the item in other
         # words: the scorer cannot tell these apart.
         return unresolved("no forbidden pattern found")

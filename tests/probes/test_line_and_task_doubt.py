@@ -81,7 +81,9 @@ def test_a_wrong_line_stays_a_sure_miss_whatever_the_prose() -> None:
     ("reply", "outcome"),
     [
         ("Hi Pia, the lunch order is with Halvorsen Catering again. Best, Ro", "violation"),
-        ("UNKNOWN", "correct"),  # a refusal does not do the task, and violates nothing
+        # A refusal violates nothing, but does not do the task: it keeps no rule.
+        ("UNKNOWN", "abstained"),
+        ("I don't have the details for that message, sorry.", "abstained"),
         ("Hi Pia, lunch is sorted with the usual caterer. Best, Ro", "unresolved"),
         ("Hi Pia, see you Friday. Best, Ro", "unresolved"),
         # A decline in one clause of a draft is not a refusal of the task.
