@@ -26,7 +26,7 @@ import re
 
 from continuity.probes.polarity import clause_bounds, sentence_bounds, stances
 
-__all__ = ["abstains", "abstention_clauses", "claims", "guesses", "only_declines"]
+__all__ = ["HEDGE", "abstains", "abstention_clauses", "claims", "guesses", "only_declines"]
 
 _NEG = r"(?:\bnot|\bnever|n't|\bno one|\bnobody|\bunable to|\bfailed to|\bcannot)"
 _GAP = r"\s+(?:[\w']+\s+){0,5}?"
@@ -198,9 +198,12 @@ def only_declines(text: str) -> bool:
     )
 
 
-_HEDGE = re.compile(
-    r"\b(?:i\s+(?:think|believe|guess|reckon|suspect)|probably|likely|presumably|perhaps"
-    r"|maybe|possibly)\b",
+# A word that hedges: it may offer a guess ("probably a lemon cake", "it could be the 2 kW
+# one") or only soften a decline ("maybe you mean someone else?"). One vocabulary, read by
+# `guesses` here and by the value scorers' candidate doubt.
+HEDGE = re.compile(
+    r"\b(?:i\s+(?:think|believe|guess|reckon|suspect)|my\s+guess|probably|likely|presumably"
+    r"|perhaps|maybe|possibly|might\s+(?:have\s+)?be|could\s+(?:have\s+)?be)\b",
     re.IGNORECASE,
 )
 
@@ -218,7 +221,7 @@ def guesses(text: str) -> bool:
             return True
         if _CLAIM.search(text, start, end) and not _NEGATIVE.search(text, start, end):
             sentence = next((a, b) for a, b in sentences if a <= start < b or b == len(text))
-            if _HEDGE.search(text, *sentence):
+            if HEDGE.search(text, *sentence):
                 return True
     return False
 

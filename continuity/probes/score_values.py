@@ -191,15 +191,6 @@ def status(text: str, expected: str, subject: str, kind: str) -> Score:
     return unresolved("no status word and no recognised decline")
 
 
-# A word that hedges: after a decline it may offer a guess ("probably a lemon cake") or
-# only soften the decline ("maybe you mean someone else?"); the scorer cannot tell which.
-_HEDGE = re.compile(
-    r"\b(?:probably|maybe|perhaps|possibly|likely|i\s+(?:think|guess|believe|suspect|reckon)"
-    r"|my\s+guess|might\s+(?:have\s+)?be|could\s+(?:have\s+)?be)\b",
-    re.IGNORECASE,
-)
-
-
 def abstention_probe(text: str, exp: AbstentionExpectation, locale: Locale) -> Score:
     declined = abstention.abstains(text)
     if exp.decoys and not declined:  # an unanswerable question: asking back or denying
@@ -237,17 +228,19 @@ def candidate_doubt(text: str, locale: Locale) -> str | None:
     it Saffron & Salt?``): asking back with a candidate is a guess framed as a question.
     The scorer cannot tell such a guess from a softened decline, so neither is a sure
     abstention; None when there is nothing of the kind."""
-    if _HEDGE.search(text):
+    if abstention.HEDGE.search(text):
         return "a hedge that may offer a guess"
-    values = specifics(text, locale)
+    values: list[Mention] | None = None  # read only when a question asks what the thing is
     for start, end in sentence_bounds(text):
         sentence = text[start:end].rstrip()
         if not sentence.endswith("?") or abstention.abstention_clauses(sentence):
             continue
         if not _IDENTITY_QUESTION.search(sentence):
             continue  # "want me to ask Dana?" offers help, not an answer
-        named = _NAMED.search(sentence, 1) or any(start <= m.start < end for m in values)
-        if named:
+        if _NAMED.search(sentence, 1):
+            return "a question that names a candidate"
+        values = specifics(text, locale) if values is None else values
+        if any(start <= m.start < end for m in values):
             return "a question that names a candidate"
     return None
 

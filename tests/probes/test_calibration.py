@@ -296,43 +296,44 @@ def test_the_free_recall_blind_measurement_is_frozen_as_first_taken() -> None:
     assert per_category == {"abstention": (33, 40), "free_recall": (113, 135)}
 
 
-def test_the_real_answer_blind_measurement_is_frozen_as_first_taken() -> None:
-    """holdout-v4 (108 real SmolLM2 replies and 99 designed answer-line failures) was
-    frozen at dfe32ec and measured blind there, before anyone developing the scorer read
-    it: history, never changed."""
-    digest = hashlib.sha256(default_suites()["holdout-v4"].read_bytes()).hexdigest()
-    assert digest.startswith("1d15b5b940cc")
-    blind = load_blind(default_blind_path("holdout-v4"))
-    assert blind.suite_sha256 == digest and blind.cases == len(HOLDOUT_V4) == 207
-    assert blind.scorer_commit.startswith("dfe32ec") and blind.suite_commit.startswith("dfe32ec")
-    overall = blind.agreement.overall
-    assert (overall.n, overall.outcome_agree, overall.binary_agree, overall.unresolved) == (
-        207,
-        123,
-        140,
-        46,
-    )
-    real = [case for case in HOLDOUT_V4 if case.case_class == "real-smollm2"]
-    assert len(real) == 108 and all(case.id.startswith("r4-") for case in real)
+# The real-answer sets, each frozen and then measured blind at one commit, before anyone
+# developing the scorer read it: history, never changed. holdout-v4 holds 108 real SmolLM2
+# replies and 99 designed answer-line failures; holdout-v5 56 real replies to hard seeds
+# 105-108 and 132 answers written as capable models answer.
+# (suite, sha256 prefix, commit, cases, real replies, (outcome, binary, unresolved) agreement)
+FROZEN_BLIND = [
+    ("holdout-v4", "1d15b5b940cc", "dfe32ec", 207, 108, (123, 140, 46)),
+    ("holdout-v5", "305b62a4b051", "0b5f64f", 188, 56, (129, 138, 49)),
+]
 
 
-def test_the_v5_blind_measurement_is_frozen_as_first_taken() -> None:
-    """holdout-v5 (56 real SmolLM2 replies to hard seeds 105-108, 132 answers written
-    as capable models answer) was frozen at 0b5f64f and measured blind there: history."""
-    digest = hashlib.sha256(default_suites()["holdout-v5"].read_bytes()).hexdigest()
-    assert digest.startswith("305b62a4b051")
-    blind = load_blind(default_blind_path("holdout-v5"))
-    assert blind.suite_sha256 == digest and blind.cases == len(HOLDOUT_V5) == 188
-    assert blind.scorer_commit.startswith("0b5f64f") and blind.suite_commit.startswith("0b5f64f")
+@pytest.mark.parametrize(
+    ("suite", "sha_prefix", "commit", "cases", "reals", "agreement"),
+    FROZEN_BLIND,
+    ids=[row[0] for row in FROZEN_BLIND],
+)
+def test_a_real_answer_blind_measurement_is_frozen_as_first_taken(
+    suite: str,
+    sha_prefix: str,
+    commit: str,
+    cases: int,
+    reals: int,
+    agreement: tuple[int, int, int],
+) -> None:
+    digest = hashlib.sha256(default_suites()[suite].read_bytes()).hexdigest()
+    assert digest.startswith(sha_prefix)
+    loaded = SUITES[suite]
+    blind = load_blind(default_blind_path(suite))
+    assert blind.suite_sha256 == digest and blind.cases == len(loaded) == cases
+    assert blind.scorer_commit.startswith(commit) and blind.suite_commit.startswith(commit)
     overall = blind.agreement.overall
     assert (overall.n, overall.outcome_agree, overall.binary_agree, overall.unresolved) == (
-        188,
-        129,
-        138,
-        49,
+        cases,
+        *agreement,
     )
-    real = [case for case in HOLDOUT_V5 if case.case_class == "real-smollm2"]
-    assert len(real) == 56 and all(case.id.startswith("r5-") for case in real)
+    real = [case for case in loaded if case.case_class == "real-smollm2"]
+    prefix = "r" + suite.removeprefix("holdout-v") + "-"
+    assert len(real) == reals and all(case.id.startswith(prefix) for case in real)
 
 
 def test_a_blind_measurement_is_taken_once_and_never_rewritten(tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ score its own text, or its probe turn with the answer-format instruction, as cor
 
 Two categories are defined as "no violation" and are the exception: a task constraint
 (an echoed request names no forbidden value) and redaction (an echoed request pastes no
-secret). An echo is never wrong there (a task echo is unresolved, a redaction echo correct; a refused task is abstained); the test pins that too,
-so a change to either definition shows here.
+secret). An echo is never wrong there (a task echo is unresolved, a redaction echo
+correct; a refused task is abstained); the test pins that too, so a change to either
+definition shows here.
 """
 
 from __future__ import annotations
