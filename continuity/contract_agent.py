@@ -20,7 +20,8 @@ from msgspec import UNSET
 
 from continuity.agents.drive import ARMS
 from continuity.agents.manifest import load_manifest
-from continuity.agents.units import identity
+from continuity.agents.sandbox import sandbox_problem
+from continuity.agents.units import SANDBOXED, UNSANDBOXED, identity
 from continuity.errors import ContinuityError
 from continuity.plan.plan import build_plan
 from continuity.plan.pricing import default_catalog_path
@@ -40,7 +41,6 @@ _BANNER_SAYS = (
     "External agent.",
     "memory the agent never sent to a model",
     "the contents of provider-side compaction",
-    "whether every model call went through the proxy",
 )
 
 
@@ -55,7 +55,11 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
         return "skipped: no examples/agents/toy beside the package (not a checkout)"
     started = utc_stamp()
     manifest = load_manifest(TOY_MANIFEST)
-    plan = build_plan(arms=",".join(ARMS), probe_limit=1, agent=identity(manifest))
+    # Sandboxed where bubblewrap works; elsewhere (a fresh machine without it) the pass
+    # says so in its sentence and its report's banner says UNSANDBOXED: never silent.
+    unsandboxed = sandbox_problem()
+    agent = identity(manifest, sandboxed=unsandboxed is None)
+    plan = build_plan(arms=",".join(ARMS), probe_limit=1, agent=agent)
     unit_plan = AgentUnitPlan.of(plan, manifest)
     records = build_agent_units(store, unit_plan, traces, run_dir).records
     write_run_manifest(run_dir, plan, started=started)
@@ -64,7 +68,8 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
     bad = [f"{r.trace_id}/{r.arm}/{p.probe_id} {p.status}" for r, p in samples
            if p.status != "valid"]  # fmt: skip
     report = paths["report"].read_text(encoding="utf-8")
-    said = all(s in report for s in _BANNER_SAYS)
+    isolation = UNSANDBOXED.split(":")[0] if unsandboxed else SANDBOXED.split(":")[0]
+    said = all(s in report for s in (*_BANNER_SAYS, isolation))
     if bad or not samples or results.agent is UNSET or not said:
         raise ContinuityError(
             f"{len(bad)} of {len(samples)} outside-agent samples not valid: {', '.join(bad[:6])}",
@@ -76,6 +81,8 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
         f"the toy outside agent over CAP/0: {len(samples)} samples ({len(traces)} originals x "
         f"{', '.join(ARMS)}), each a fresh re-replay through the model proxy and the fixture "
         f"MCP server: every boundary verified by traffic, every copy proven ({signatures} "
-        f"replay signatures, one per trace); its report {paths['report']} opens with the "
-        "black-box banner"
-    )
+        f"replay signatures, one per trace); "
+        + ("each adapter sandboxed (bubblewrap)" if unsandboxed is None else
+           f"UNSANDBOXED, since this machine cannot sandbox ({unsandboxed})")
+        + f"; its report {paths['report']} opens with the black-box banner"
+    )  # fmt: skip

@@ -109,6 +109,7 @@ def _real_agent_units(
             explain_cache=bool(options.get("explain_cache")),
             pricing=options.get("pricing") or None,
             cost_cap=options.get("cost_cap") or None,
+            raise_cap=bool(options.get("raise_cap")),
             request_timeout=float(options.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT),
             progress=tick,
         )  # fmt: skip
@@ -128,6 +129,7 @@ def _agent_check(**options: Any) -> str:
 
     from continuity.agents.check import check_agent
     from continuity.agents.manifest import load_manifest
+    from continuity.agents.sandbox import require_sandbox
     from continuity.errors import UsageError
     from continuity.outputs import resolve_out_path
     from continuity.store import Store, resolve_store_path
@@ -139,6 +141,9 @@ def _agent_check(**options: Any) -> str:
             "--agent agent.toml is required", code="agent_required", location="--agent"
         )
     manifest = load_manifest(Path(options["agent"]))
+    sandboxed = not options.get("no_sandbox")
+    if sandboxed:
+        require_sandbox("--agent")
     out = Path(resolve_out_path(options.get("out") or None))
     store = Store(resolve_store_path())
     suite = build_suite(store, "original", out_dir=out / "traces")
@@ -147,8 +152,10 @@ def _agent_check(**options: Any) -> str:
     if not found:
         raise UsageError(f"no original trace {wanted}", code="trace_unknown", location="--trace")
     trace = load_trace(store.get_blob(found[0].digest), source=wanted)
-    report = check_agent(manifest, trace, out)
-    return f"agent_check: {report.agent}: every check passed; report under {out / 'agent-check'}"
+    report = check_agent(manifest, trace, out, sandboxed=sandboxed)
+    isolation = "" if sandboxed else " (UNSANDBOXED: --no-sandbox)"
+    return (f"agent_check: {report.agent}: every check passed{isolation}; report under "
+            f"{out / 'agent-check'}")  # fmt: skip
 
 
 def task_agent_check() -> TaskSpec:
@@ -162,6 +169,12 @@ def task_agent_check() -> TaskSpec:
         "params": [
             param("agent", str, "", "the adapter manifest (agent.toml)"),
             param("trace", str, "", "the original trace to drive (default brightline-return)"),
+            param(
+                "no_sandbox",
+                bool,
+                False,
+                "drive the adapter without the bubblewrap sandbox (the report says so)",
+            ),
             OUT,
         ],
         "verbosity": 2,

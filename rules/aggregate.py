@@ -83,18 +83,27 @@ def run_dir(options: RunOptions) -> Path:
 
     Raises:
         UsageError: ``run_empty`` when no ``--run`` is given and no run holds units.
+        InputError: ``input_not_a_directory`` when the named run is there and is not a
+            directory (a missing one is reported as the run's, with its code).
     """
+    import os
     from pathlib import Path
 
     from continuity.errors import UsageError
+    from continuity.inputs import check_user_dir
     from continuity.report.runs import latest_run, runs_hint
 
     named = options.get("run_dir")
-    if named:
-        return Path(named).expanduser().absolute()
+    if named or options.get("run"):
+        chosen = (
+            Path(named).expanduser().absolute()
+            if named
+            else Selection(options).out / "runs" / options.get("run", "")
+        )
+        if os.path.lexists(chosen):
+            check_user_dir(chosen, what="--run-dir" if named else "--run")
+        return chosen
     runs = Selection(options).out / "runs"
-    if options.get("run"):
-        return runs / options["run"]
     latest = latest_run(runs)
     if latest is None:
         raise UsageError(

@@ -132,6 +132,14 @@ PLAN_PARAMS: list[Param] = [
         "CAP/0, arms native, restart, new_session (the manifest and the agent's files "
         "are bound into the plan and unit keys)",
     ),
+    param(
+        "no_sandbox",
+        bool,
+        False,
+        "with --agent: run the adapter without the bubblewrap sandbox (it can then read "
+        "the checkout, the output directory and this process's environment; the report "
+        "says UNSANDBOXED); without it, a machine that cannot sandbox refuses the plan",
+    ),
     # --suite holdout: the frozen external source and its preregistered selection.
     *SOURCE_PARAMS,
     *SELECTION_PARAMS,
@@ -170,6 +178,7 @@ class PlanOptions(SelectionOptions, total=False):
     extraction_model: str
     require_request_cap: bool
     agent: str
+    no_sandbox: bool
     manifest: str
     manifest_sha256: str
     statistical_spec: str

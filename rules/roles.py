@@ -200,8 +200,9 @@ def task_compare_register() -> TaskSpec:
 
 
 class RunOptions(TypedDict, total=False):
-    """`doit compare_run`: the registration, its raw sha256, the output directory, and
-    the store an external registration's frozen holdout is in."""
+    """`doit compare_run` and `doit compare_aggregate`: the registration, its raw sha256,
+    the output directory, and the store it was registered into (where an external
+    registration's frozen holdout is too)."""
 
     registration: str
     sha256: str
@@ -266,10 +267,14 @@ def _aggregate(**options: Unpack[RunOptions]) -> str:
     from pathlib import Path
 
     from continuity.roles.aggregate_render import compare_aggregate
+    from continuity.store import Store
 
     _require("compare_aggregate", options, ("registration", "sha256", "output"))
     report, path = compare_aggregate(
-        Path(options["registration"]), options["sha256"], Path(options["output"])
+        Path(options["registration"]),
+        options["sha256"],
+        Path(options["output"]),
+        Store(options.get("store") or None),
     )
     lines = [
         f"{role.role}: {role.status}"
@@ -293,6 +298,7 @@ def task_compare_aggregate() -> TaskSpec:
         "params": [
             *REGISTRATION_PARAMS,
             param("output", str, "", "the doit compare_run output directory"),
+            STORE,
         ],
         "verbosity": 2,
     }

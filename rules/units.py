@@ -47,6 +47,7 @@ class UnitsOptions(PlanOptions, total=False):
     concurrency: int
     max_input_tokens: int
     cost_cap: str
+    raise_cap: bool
     explain_cache: bool
     request_timeout: float
     trace: str
@@ -142,6 +143,7 @@ def _offline_only(options: UnitsOptions) -> None:
 
     for name, text in (
         ("cost_cap", "--cost-cap caps a paid run"),
+        ("raise_cap", "--raise-cap changes a paid run's cap"),
         ("request_timeout", "--request-timeout waits on a real server"),
     ):
         if options.get(name):
@@ -380,6 +382,7 @@ def _real_units(options: UnitsOptions) -> str:
             pricing=options.get("pricing") or None,
             cost_cap=options.get("cost_cap") or None,
             request_timeout=float(options.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT),
+            raise_cap=bool(options.get("raise_cap")),
         )
     if result.explain_log:
         _print_explain(result.explain_log)
@@ -431,6 +434,13 @@ UNITS_PARAMS: list[Param] = [
         "",
         "real mode: a hard cap in USD (whole cents) on the run's list-price spend; "
         "every request is held at its maximum price before it is sent",
+    ),
+    param(
+        "raise_cap",
+        bool,
+        False,
+        "real mode: let --cost-cap change the cap a resumed run's account holds "
+        "(recorded in the account); without it another cap is cost_cap_mismatch",
     ),
     param("explain_cache", bool, False, "real mode: print what went into every call-cache key"),
     param(

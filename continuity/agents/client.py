@@ -22,6 +22,7 @@ Codes (`AdapterError`):
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import signal
@@ -47,10 +48,12 @@ from continuity.agents.protocol import (
     encode,
     result_as,
 )
+from continuity.agents.sandbox import Confinement, sandbox_argv
 from continuity.errors import AdapterError, first_coded
 
 __all__ = [
     "ARM_NEEDS",
+    "MAX_EVENTS",
     "MAX_LINE",
     "AdapterProcess",
     "check_declared",
@@ -58,7 +61,11 @@ __all__ = [
     "spawn_adapter",
 ]
 
-MAX_LINE = 64 * 1024 * 1024
+# The longest CAP/0 line read from an adapter (a turn's reply and its events fit many
+# times over); a longer one is adapter_protocol_error, never buffered further.
+MAX_LINE = 8 * 1024 * 1024
+# agent/event notifications kept (the latest); the rest are counted, not held
+MAX_EVENTS = 256
 # what each outside-agent arm needs the adapter to have declared
 ARM_NEEDS: dict[str, tuple[str, ...]] = {
     "native": (),
@@ -115,12 +122,15 @@ class AdapterProcess:
         self.process = process
         self.manifest = manifest
         self.pid = process.pid
-        self.events: list[dict[str, Any]] = []  # agent/event notifications (attested)
+        # the latest agent/event notifications (attested) and how many came in all
+        self.events: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_EVENTS)
+        self.event_count = 0
         self._pending: dict[int, _Pending] = {}
         self._abandoned: set[int] = set()  # requests that timed out: late answers dropped
         self._next = 0
         self._closed = False
         self._initialized = False
+        self._failure: AdapterError | None = None
         self._lock = anyio.Lock()
 
     async def _read(self) -> None:
@@ -135,6 +145,7 @@ class AdapterProcess:
                 if "id" not in message or message.get("id") is None:
                     if message.get("method") == "agent/event":
                         self.events.append(dict(message.get("params") or {}))
+                        self.event_count += 1
                     continue
                 ident = message["id"]
                 if isinstance(ident, int) and ident in self._abandoned:
@@ -151,17 +162,22 @@ class AdapterProcess:
                 slot.event.set()
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):
             pass
-        except (AdapterError, anyio.DelimiterNotFound) as error:
+        except AdapterError as error:
             self._fail(error)
+            return
+        except anyio.DelimiterNotFound:
+            self._fail(AdapterError(f"a line over the {MAX_LINE:,}-byte limit"))
             return
         self._closed = True
         for slot in self._pending.values():
             slot.event.set()  # each waiter sees the adapter gone
 
-    def _fail(self, error: Exception) -> None:
+    def _fail(self, error: AdapterError) -> None:
+        """The adapter broke the protocol: every pending request raises `error`."""
         self._closed = True
+        self._failure = error
         for slot in self._pending.values():
-            slot.message = {"error": {"code": 0, "message": str(error)}}
+            slot.message = {"failed": True}
             slot.event.set()
 
     async def request(self, method: str, params: dict[str, Any], *, timeout: float) -> Any:
@@ -196,6 +212,9 @@ class AdapterProcess:
                 code=self._gone_code(method),
                 location=method,
             )
+        if "failed" in answer and self._failure is not None:
+            failure = self._failure  # where it broke is the request it was waiting for
+            raise AdapterError(failure.message, code=failure.code, location=method)
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {}
             raise AdapterError(
@@ -265,22 +284,30 @@ def _environment(manifest: Manifest, extra: dict[str, str]) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def spawn_adapter(
-    manifest: Manifest, *, workspace: Path, log: Path, env: dict[str, str] | None = None
-) -> AsyncIterator[AdapterProcess]:
-    """Start the adapter (cwd: the manifest's folder); kill its group when done."""
+    manifest: Manifest, *, workspace: Path, log: Path, env: dict[str, str] | None = None,
+    confinement: Confinement | None = None,
+) -> AsyncIterator[AdapterProcess]:  # fmt: skip
+    """Start the adapter (cwd: the manifest's folder); kill its group when done. With
+    `confinement`, inside the sandbox (`continuity.agents.sandbox`): its workspace is
+    `workspace` seen at ``/workspace``, and its ways out are the confinement's."""
     log.parent.mkdir(parents=True, exist_ok=True)
     workspace.mkdir(parents=True, exist_ok=True)
+    environment = _environment(manifest, env or {})
+    command = [sys.executable if part == "{python}" else part for part in manifest.command]
+    if confinement is not None:
+        folder = Path(manifest.folder or ".")
+        command = sandbox_argv(command, folder=folder, workspace=workspace,
+                               confinement=confinement, env=environment)  # fmt: skip
+        environment = {}  # bwrap sets the adapter's own (--clearenv, --setenv)
     with open(log, "ab") as stderr:
         try:
-            environment = _environment(manifest, env or {})
-            command = [sys.executable if part == "{python}" else part for part in manifest.command]
             process = await anyio.open_process(
                 command, cwd=manifest.folder or None, env=environment,
                 stderr=stderr, start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
             raise AdapterError(
-                f"cannot start {manifest.command[0]}: {exc.strerror or exc}",
+                f"cannot start {command[0]}: {exc.strerror or exc}",
                 code="adapter_start_failed",
                 location=manifest.name,
             ) from None

@@ -47,9 +47,12 @@ of one assistant turn may reach the fixture in any order (an agent declaring
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import anyio
 import msgspec
@@ -68,6 +71,7 @@ from continuity.agents.protocol import (
     ModelEndpoint,
     TurnResult,
 )
+from continuity.agents.sandbox import WORKSPACE, Confinement
 from continuity.errors import AdapterError, ArmError, first_coded
 from continuity.probes.availability import (
     Availability,
@@ -111,6 +115,9 @@ class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
     fixture_calls: int
     probe_tool_attempts: int  # fixture calls during the probe (the fixture is done)
     facts: list[RequestFact]
+    # The text the proxy returned to the probe turn's last main request: the model's
+    # final answer, which the adapter's reply must be (None: no such request)
+    model_reply: str | None = None
     availability: Availability | None = None  # with needles: in the probe request seen
     needle_states: list[NeedleState] = []  # what it rests on: the facts', then superseded
 
@@ -166,12 +173,46 @@ async def _steer_loop(
 
 @contextlib.asynccontextmanager
 async def _adapter(
-    manifest: Manifest, work: Path, params: InitParams, pids: list[int]
-) -> AsyncIterator[tuple[AdapterProcess, AgentInfo]]:
-    async with spawn_adapter(manifest, workspace=Path(params.workspace),
-                             log=work / "adapter.log") as adapter:  # fmt: skip
+    manifest: Manifest, work: Path, params: InitParams, pids: list[int],
+    confinement: Confinement | None,
+) -> AsyncIterator[tuple[AdapterProcess, AgentInfo]]:  # fmt: skip
+    async with spawn_adapter(manifest, workspace=work / "agent", log=work / "adapter.log",
+                             confinement=confinement) as adapter:  # fmt: skip
         pids.append(adapter.pid)
         yield adapter, await adapter.initialize(params)
+
+
+@contextlib.contextmanager
+def _socket_dir(sandboxed: bool) -> Iterator[Path | None]:
+    """A short private directory for the servers' Unix sockets (a path holds at most
+    107 bytes), removed afterwards; None unsandboxed."""
+    if not sandboxed:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="cap-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def _servers(
+    proxy: ModelProxy, fixture: FixtureToolServer, work: Path, sandboxed: bool
+) -> AsyncIterator[tuple[str, str, Confinement | None]]:
+    """Serve the model proxy and the MCP fixture on loopback (and, sandboxed, on Unix
+    sockets too); yield their URLs and the sandboxed adapter's ways out: each server's
+    loopback port to its socket (the unit's work is protected)."""
+    with _socket_dir(sandboxed) as sockets:
+        paths = (None, None) if sockets is None else (sockets / "proxy", sockets / "mcp")
+        with serve_in_thread(proxy, unix=paths[0]) as proxy_url:
+            async with fixture.running(token=proxy.token, unix=paths[1]) as mcp_url:
+                confined = None
+                if sockets is not None:
+                    ports = (urlsplit(proxy_url).port or 0, urlsplit(mcp_url).port or 0)
+                    forwards = ((ports[0], "proxy"), (ports[1], "mcp"))
+                    confined = Confinement(sockets=sockets, forwards=forwards, protected=(work,))
+                yield proxy_url, mcp_url, confined
 
 
 def _crossing(
@@ -204,9 +245,10 @@ def _crossing(
 async def drive_agent(
     manifest: Manifest, trace: ReplayTrace, *, work: Path, arm: str, probe: str,
     reader: Reader, volatile: tuple[str, ...] = (), turn_timeout: float = 300,
-    needles: Needles | None = None,
+    needles: Needles | None = None, sandboxed: bool = True,
 ) -> AgentRun:  # fmt: skip
-    """One outside-agent sample of `trace` under `arm` (module doc).
+    """One outside-agent sample of `trace` under `arm` (module doc); the adapter runs
+    in the sandbox (`continuity.agents.sandbox`) unless not `sandboxed`.
 
     Raises:
         AdapterError: the adapter could not be started or broke the protocol, or the
@@ -223,14 +265,15 @@ async def drive_agent(
     fixture = FixtureToolServer(frozen_records(trace), holds=frozenset(steering.by_record),
                                 on_hold=send.send_nowait)  # fmt: skip
     run = _Run(manifest, work, owner, turn_timeout)
-    with first_coded(), send, held, serve_in_thread(proxy) as proxy_url:
-        async with fixture.running(token=proxy.token) as mcp_url:
+    with first_coded(), send, held:
+        async with _servers(proxy, fixture, work, sandboxed) as (proxy_url, mcp_url, confined):
             model = ModelEndpoint(base_url=f"{proxy_url}/{proxy.token}/v1", api_key=DUMMY_KEY,
                                   roles={"main": MAIN, "aux": AUX})  # fmt: skip
-            params = InitParams(workspace=str(work / "agent"), model=model,
+            seen = WORKSPACE if sandboxed else str(work / "agent")
+            params = InitParams(workspace=seen, model=model,
                                 mcp_servers=[McpServer(name="fixture", url=mcp_url)],
                                 identity={"user_id": "owner"})  # fmt: skip
-            async with _adapter(manifest, work, params, run.pids) as (adapter, info):
+            async with _adapter(manifest, work, params, run.pids, confined) as (adapter, info):
                 check_declared(manifest, info.capabilities)
                 require_capabilities(info.capabilities, [arm])
                 session = await adapter.open_session("conversation")
@@ -244,7 +287,7 @@ async def drive_agent(
                     reply, probe_fact = await run.probe(adapter, proxy, probe_session, probe)
             if arm == "restart":  # the group above is gone: continuity killed it
                 resumed = msgspec.structs.replace(params, resume={"session_id": session})
-                async with _adapter(manifest, work, resumed, run.pids) as (adapter, info):
+                async with _adapter(manifest, work, resumed, run.pids, confined) as (adapter, info):
                     reply, probe_fact = await run.probe(adapter, proxy, session, probe)
     if reply.status != "completed":
         codes, details = sorted({*codes, "turn_failed"}), [*details, f"probe: {reply.error}"]
@@ -255,7 +298,7 @@ async def drive_agent(
         crossing=_crossing(arm, info, run.pids, (session, probe_session), probe_fact, last_main),
         probe_reply=str(reply.reply.get("text", "")), probe=probe_fact,
         fixture_calls=replayed, probe_tool_attempts=len(fixture.call_log) - replayed,
-        facts=proxy.facts, **_available(needles, run.context),
+        facts=proxy.facts, model_reply=run.model_reply, **_available(needles, run.context),
     )  # fmt: skip
 
 
@@ -290,6 +333,7 @@ class _Run:
         self.pids: list[int] = []
         self.failed: list[str] = []
         self.context: WireRequest | None = None
+        self.model_reply: str | None = None
         self.turns = 0
 
     def next_turn_id(self) -> str:
@@ -325,13 +369,15 @@ class _Run:
         """The probe turn, with the proxy forwarding from this turn on; the first main
         request it made (not an aux call, not anything before the switch), whose
         context `self.context` keeps for the availability analysis."""
-        start, seen = len(proxy.facts), len(proxy.forwarded)
+        start, seen, answered = len(proxy.facts), len(proxy.forwarded), len(proxy.replies)
         proxy.forward()
         reply = await adapter.run_turn(session, self.next_turn_id(), text,
                                        timeout=self.timeout)  # fmt: skip
         made = [f for f in proxy.facts[start:] if f.role == "main" and f.mode == "forward"]
         sent = proxy.forwarded[seen:]
         self.context = sent[0] if sent else None
+        replies = proxy.replies[answered:]
+        self.model_reply = replies[-1] if replies else None
         return reply, made[0] if made else None
 
 

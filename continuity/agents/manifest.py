@@ -49,8 +49,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from continuity.digest import digest_bytes, value_digest
 from continuity.errors import AdapterError
+from continuity.inputs import read_user_bytes
 
-__all__ = ["DeclaredCapabilities", "Manifest", "load_manifest"]
+# An agent.toml is a few hundred bytes; anything near this is not one.
+MANIFEST_MAX_BYTES = 1024 * 1024
+
+__all__ = ["MANIFEST_MAX_BYTES", "DeclaredCapabilities", "Manifest", "load_manifest"]
 
 # variable names that carry credentials never pass the allowlist
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
@@ -84,6 +88,10 @@ class Manifest(BaseModel):
     sources: list[str] = Field(default_factory=list)
     volatile: list[str] = Field(default_factory=list)
     capabilities: DeclaredCapabilities | None = None
+    # The adapter changes the model's final text before replying (a format, a footer):
+    # declared, its answers are still labelled answer_not_from_model and excluded, and
+    # the banner says the adapter declared it.
+    post_processes: bool = False
     folder: str = Field(default="", exclude=True)  # where it was read from
 
     @property
@@ -118,9 +126,12 @@ def load_manifest(path: Path) -> Manifest:
 
     Raises:
         AdapterError: ``agent_manifest_invalid`` at ``path`` or ``path:field``.
+        InputError: ``input_not_a_file`` (a device, a FIFO, a directory),
+            ``input_too_large`` (over `MANIFEST_MAX_BYTES`).
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = read_user_bytes(path, limit=MANIFEST_MAX_BYTES, what="the agent manifest")
+        data = tomllib.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise AdapterError(
             f"cannot read the manifest: {exc.strerror}",

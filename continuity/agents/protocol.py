@@ -18,6 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from continuity.errors import AdapterError
+from continuity.nesting import MAX_DEPTH, too_deep
 
 __all__ = [
     "PROTOCOL",
@@ -104,6 +105,12 @@ def decode_line(line: bytes) -> dict[str, Any]:
     Raises:
         AdapterError: ``adapter_protocol_error`` for anything else.
     """
+    if too_deep(line):
+        raise AdapterError(
+            f"a line nesting deeper than {MAX_DEPTH} levels ({len(line):,} bytes)",
+            code="adapter_protocol_error",
+            location="stdout",
+        )
     try:
         message = msgspec.json.decode(line)
     except msgspec.DecodeError:

@@ -25,6 +25,7 @@ import msgspec
 
 from continuity.agents.drive import ARMS, AgentRun, Reader, drive_agent
 from continuity.agents.manifest import Manifest
+from continuity.agents.sandbox import SANDBOX_VERSION
 from continuity.errors import ArmError
 from continuity.probes.availability import NeedleState, needles_for
 from continuity.probes.protocol import probe_turn_text
@@ -36,9 +37,13 @@ __all__ = [
     "AGENT_EXCLUSIONS",
     "AGENT_PROBE_PROTOCOL",
     "BANNER",
+    "NOT_FROM_MODEL",
+    "SANDBOXED",
+    "UNSANDBOXED",
     "AgentEvidence",
     "AgentIdentity",
     "evidence",
+    "from_model",
     "identity",
     "outside_arm",
     "run_sample",
@@ -52,17 +57,35 @@ __all__ = [
 # the reference reader's protocol (`continuity.probes.protocol.probe_turn_text`, with its
 # answer-format instruction), so an agent is asked for the same answer line.
 AGENT_PROBE_PROTOCOL = "cap0-owner-turn-v2"
-AGENT_EXCLUSIONS = ("replay_failed", "contradicted", "not_crossed", "copy_unverified")
+AGENT_EXCLUSIONS = (
+    "replay_failed", "contradicted", "not_crossed", "copy_unverified", "answer_not_from_model",
+)  # fmt: skip
 
 BANNER = (
     "External agent. {agents} Replay mode scripted: the agent's model never saw the "
     "conversation during replay, so memory written by model decisions could not happen. "
     "Boundary evidence: verified by traffic for {verified} of {total} samples, "
     "contradicted for {contradicted} and not crossed for {not_crossed} (excluded); "
-    "{replay_failed} more excluded because their replay failed. Not "
+    "{replay_failed} more excluded because their replay failed.{answers} {isolation} Not "
     "verifiable for this agent: memory the agent never sent to a model; the contents of "
-    "provider-side compaction; whether every model call went through the proxy (network "
-    "not isolated). Fresh-copy isolation: re-replay, signatures {signatures}."
+    "provider-side compaction{unverifiable}. Fresh-copy isolation: re-replay, signatures "
+    "{signatures}."
+)
+# The banner's sentence for answers the adapter changed (none: no sentence).
+NOT_FROM_MODEL = (
+    " {not_from_model} more excluded because the adapter's reply was not the model's final "
+    "text (answer_not_from_model{declared})."
+)
+# The banner's isolation sentence: every sample sandboxed, or how many were not.
+SANDBOXED = (
+    "Sandboxed (bubblewrap): each adapter saw only its own folder, a private workspace "
+    "and its interpreter, reached only the model proxy and the MCP server, and no process "
+    "outlived its unit."
+)
+UNSANDBOXED = (
+    "UNSANDBOXED (--no-sandbox) for {unsandboxed} of {total} samples: those adapters ran "
+    "as this user, could read the checkout, the output directory and the parent's "
+    "environment, reach any loopback port and outlive their unit."
 )
 
 
@@ -74,6 +97,9 @@ class AgentIdentity(msgspec.Struct, frozen=True, kw_only=True):
     manifest: str  # the manifest's digest
     sources: str  # the digest of the agent's files
     env: str  # the digest of its allowlisted variables' values
+    # The sandbox it ran in (`continuity.agents.sandbox.SANDBOX_VERSION`), or "none"
+    # (--no-sandbox; units from before the sandbox decode as "none").
+    sandbox: str = "none"
 
 
 class AgentEvidence(msgspec.Struct, frozen=True, kw_only=True):
@@ -119,29 +145,35 @@ def outside_arm(arm: str) -> str:
     return name
 
 
-def identity(manifest: Manifest) -> AgentIdentity:
-    """The agent a plan and its units bind: the manifest's name and version and its
-    fingerprint under this process's environment (`Manifest.fingerprint`)."""
-    return AgentIdentity(adapter=manifest.name, version=manifest.version,
+def identity(manifest: Manifest, *, sandboxed: bool = True) -> AgentIdentity:
+    """The agent a plan and its units bind: the manifest's name and version, its
+    fingerprint under this process's environment (`Manifest.fingerprint`) and the
+    sandbox it runs in ("none" when not `sandboxed`)."""
+    sandbox = SANDBOX_VERSION if sandboxed else "none"
+    return AgentIdentity(adapter=manifest.name, version=manifest.version, sandbox=sandbox,
                          **manifest.fingerprint())  # fmt: skip
 
 
 def run_sample(
-    manifest: Manifest, trace: Trace, arm: str, probe: Probe, work: Path, reader: Reader
-) -> AgentRun:
+    manifest: Manifest, trace: Trace, arm: str, probe: Probe, work: Path, reader: Reader,
+    *, sandboxed: bool = True,
+) -> AgentRun:  # fmt: skip
     """Drive one fresh copy of `trace` through the adapter and ask `probe` (blocking)."""
     needles = needles_for(probe.expectation, trace)
 
     async def main() -> AgentRun:
         turn = probe_turn_text(probe.text, probe.category)
         return await drive_agent(manifest, trace, work=work, arm=arm, probe=turn,
-                                 reader=reader, needles=needles)  # fmt: skip
+                                 reader=reader, needles=needles, sandboxed=sandboxed)  # fmt: skip
 
     return anyio.run(main)
 
 
-def sample_status(run: AgentRun, first: str) -> tuple[str, list[str]]:
-    """The sample's status and its reasons; `first` is the trace's first signature."""
+def sample_status(
+    run: AgentRun, first: str, *, post_processes: bool = False
+) -> tuple[str, list[str]]:
+    """The sample's status and its reasons; `first` is the trace's first signature,
+    `post_processes` what the manifest declares (the reason says so; the label stays)."""
     codes = [c for c in run.codes if c != "steer_degraded"]
     if codes:
         return "replay_failed", run.details
@@ -149,7 +181,22 @@ def sample_status(run: AgentRun, first: str) -> tuple[str, list[str]]:
         return run.crossing.verdict, run.crossing.reasons
     if run.signature != first:
         return "copy_unverified", ["the replay signature differs from the trace's first copy"]
+    if not from_model(run):
+        declared = " (the manifest declares post_processes)" if post_processes else ""
+        return "answer_not_from_model", [
+            "the adapter's reply differs from the final text the model proxy returned in the "
+            f"probe turn{declared}"
+        ]
     return "valid", [d for d in run.details if d.startswith("steer_degraded")]
+
+
+def from_model(run: AgentRun) -> bool:
+    """Whether the adapter's probe reply is the model's final text of the probe turn
+    (the text the proxy returned to its last main request), up to surrounding and
+    repeated whitespace: an adapter may not answer for its model."""
+    if run.model_reply is None:
+        return False
+    return " ".join(run.probe_reply.split()) == " ".join(run.model_reply.split())
 
 
 def evidence(run: AgentRun, calls: list[CallReceipt]) -> AgentEvidence:

@@ -6,7 +6,9 @@ The tree::
     ├── UsageError                     bad command-line or API arguments
     │     codes: suite_unknown, seeds_invalid, trace_file_unreadable, store_path_invalid,
     │            plan_invalid, cost_limit_exceeded, cost_unknown, model_limit_exceeded,
-    │            estimate_real_refused, pricing_invalid; option checks (rules.params,
+    │            estimate_real_refused, pricing_invalid; effort_invalid (an --effort
+    │            or --judge-effort the plan's provider does not take, named with its
+    │            allowed values: continuity.providers.efforts); option checks (rules.params,
     │            continuity.argv): option_empty, option_invalid, cost_limit_invalid,
     │            out_path_invalid, lookup_output_invalid, option_unknown,
     │            option_value_unexpected, option_value_missing, task_unknown (doit's
@@ -52,6 +54,11 @@ The tree::
     │            (never raised offline): not_admitted_input_envelope, not_admitted_cap
     │   ├── RealModeError          the real-mode guards above (real_refused and its kin)
     │   ├── PricingError           pricing_invalid (a catalog or genai-prices lookup)
+    │   ├── InputError             a file or directory a user named (continuity.inputs):
+    │   │                          input_not_a_file (a directory, device, FIFO where a
+    │   │                          file is read), input_too_large (over its kind's
+    │   │                          limit), input_not_a_directory (a file where a
+    │   │                          directory is read)
     │   ├── HoldoutError           an external holdout source (continuity.holdout, doit
     │   │                          holdout_*): holdout_source_incomplete,
     │   │                          holdout_manifest_sha256_invalid, holdout_file_unreadable,
@@ -95,12 +102,16 @@ The tree::
     │                                  role_diff_outside_guidance, role_renderer_untouched,
     │                                  role_witness_missing, lookup_rpack_direction_invalid,
     │                                  role_output_not_absolute, role_output_exists,
-    │                                  role_output_inside_checkout, role_build_failed,
+    │                                  role_output_inside_checkout, role_output_invalid
+    │                                  (cannot be created), role_build_failed,
     │                                  role_catalog_cap_required, role_catalog_cap_invalid,
     │                                  role_catalog_cap_mismatch, role_sizing_dirty,
     │                                  role_sizing_revision_mismatch (external ones);
     │                                  doit compare_run: role_registration_sha256_mismatch,
-    │                                  role_registration_invalid, role_build_changed,
+    │                                  role_registration_invalid,
+    │                                  role_registration_changed (not the copy
+    │                                  compare_register stored; compare_aggregate
+    │                                  too), role_build_changed,
     │                                  role_launch_failed (launches.json reasons, not
     │                                  raised: role_child_failed, role_receipt_missing,
     │                                  role_receipt_invalid);
@@ -180,8 +191,10 @@ The tree::
     │                                  lookup_lease_failed, lookup_lease_invalid,
     │                                  lookup_lease_released, lookup_lease_not_held.
     │                                  The durable permit source
-    │                                  (continuity.spend.durable): lookup_account_invalid
-    │                                  (and lookup_cap_invalid, lookup_permit_stale).
+    │                                  (continuity.spend.durable): lookup_account_invalid,
+    │                                  lookup_account_failed (locked past its timeout;
+    │                                  an integrity stop) (and lookup_cap_invalid,
+    │                                  lookup_permit_stale).
     │                                  Consumption (continuity.spend.consumption):
     │                                  lookup_pilot_environment_refused,
     │                                  lookup_consumption_path_invalid,
@@ -280,6 +293,11 @@ The tree::
         ├── AdapterError               an outside agent's CAP/0 adapter failed
         │     codes: adapter_start_failed, adapter_protocol_error, adapter_timeout,
         │            adapter_capability_missing:<cap>, agent_manifest_invalid;
+        │            the sandbox (continuity.agents.sandbox): sandbox_unavailable (no
+        │            bwrap, or user namespaces refused, and no --no-sandbox),
+        │            sandbox_path_refused (the agent's folder holds a protected path);
+        │            answer_not_from_model (a sample's exclusion class: the adapter's
+        │            reply is not the model's final text of the probe turn);
         │            a driven sample's replay codes (continuity.agents.drive):
         │            replay_fidelity_failed, tools_not_offered, replay_unclassified_call,
         │            steer_degraded (a label); copy_unverified (a replay signature
@@ -314,7 +332,9 @@ The tree::
         │            cost_cap_reached, cost_cap_assumption_broken and
         │            cost_cap_account_failed (all stop admission),
         │            cost_cap_price_unknown, cost_cap_account_invalid;
-        │            cost_cap_invalid (a RealModeError: the --cost-cap value)
+        │            cost_cap_invalid (a RealModeError: the --cost-cap value),
+        │            cost_cap_mismatch (a RealModeError: a --cost-cap other than the
+        │            account's stored cap, without --raise-cap)
         ├── AdmissionStopped           admission_stopped (a stop rule fired; resume later)
         └── (lookup probes)            lookup_deadline_exceeded, lookup_turn_timeout,
                                        child_watchdog; tool errors the metering proxy
@@ -399,6 +419,7 @@ from continuity.errors.types import (
     HarnessError,
     HistoryError,
     HoldoutError,
+    InputError,
     Interrupted,
     Issue,
     LedgerError,
@@ -444,6 +465,7 @@ __all__ = [
     "HarnessError",
     "HistoryError",
     "HoldoutError",
+    "InputError",
     "Interrupted",
     "Issue",
     "LedgerError",

@@ -28,6 +28,7 @@ __all__ = [
     "HarnessError",
     "HistoryError",
     "HoldoutError",
+    "InputError",
     "Interrupted",
     "Issue",
     "LedgerError",
@@ -288,6 +289,13 @@ class SpendError(ContinuityError):
         self.stop_cause: BaseException | None = None
         self.settle_cause: BaseException | None = None
         super().__init__(message, code=code, location=location)
+
+
+class InputError(UsageError):
+    """A file or directory a user named is not what the command reads: not a regular
+    file, not a directory, or over its kind's size limit (`continuity.inputs`)."""
+
+    default_code = "input_not_a_file"
 
 
 class RealModeError(UsageError):

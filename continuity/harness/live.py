@@ -58,12 +58,20 @@ from continuity.harness.session import CustomEntry, DurableSession, MessageEntry
 from continuity.harness.steer_inbox import SteerInbox
 from continuity.harness.toolbox import McpToolbox
 from continuity.harness.workspace import Workspace
+from continuity.inputs import read_user_bytes
 from continuity.memory.history import CanonicalHistory
 from continuity.messages import AssistantMessage, ToolCallRequest, ToolResultMessage, UserMessage
 from continuity.providers.scripted import ScriptedProvider
 from continuity.servers.fixture import FixtureToolServer, frozen_records
 from continuity.servers.wire_options import CodedArguments, whole_number
-from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
+from continuity.traces.schema import (
+    TRACE_MAX_BYTES,
+    OwnerMessage,
+    ReplayTrace,
+    Steer,
+    ToolResult,
+    iter_turns,
+)
 
 __all__ = [
     "INBOX",
@@ -334,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
                 row = inbox.offer(args.id, args.text, owner_text=args.text)
             print(f"queued steer {row.steer_id} (redeliveries {row.redeliveries})")
             return 0
-        trace = load_trace(args.trace.read_bytes(), source=str(args.trace))
+        data = read_user_bytes(args.trace, limit=TRACE_MAX_BYTES, what="the trace")
+        trace = load_trace(data, source=str(args.trace))
         report = run_live(args.workspace, trace, slow_steer_ms=args.slow_steer_ms,
                           progress=lambda line: print(line, flush=True))  # fmt: skip
     except UsageError as error:

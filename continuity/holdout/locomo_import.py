@@ -40,6 +40,7 @@ from continuity.holdout.schema import (
     StatisticalSpec,
     encode_json,
 )
+from continuity.inputs import ARCHIVE_MAX_BYTES, read_user_bytes
 from continuity.outputs import write_output
 from continuity.traces.bounds import estimate_tokens
 from continuity.traces.locomo import CATEGORY_NAMES, DROP_REASONS, Imported, convert, read_zip
@@ -191,6 +192,8 @@ def import_locomo(archive: Path, output: Path) -> LocomoImport:
         HoldoutError: ``locomo_zip_unreadable``, ``locomo_format_invalid`` (the archive),
             ``locomo_output_exists``, ``locomo_output_invalid`` (the directory), before
             anything is written.
+        InputError: ``input_not_a_file``, ``input_too_large`` (the archive, over
+            `continuity.inputs.ARCHIVE_MAX_BYTES`).
         TraceInvalid: a converted trace fails validation (nothing is written).
     """
     output = output.expanduser().absolute()
@@ -201,14 +204,14 @@ def import_locomo(archive: Path, output: Path) -> LocomoImport:
             location=str(output),
         )
     try:
-        data = archive.read_bytes()
+        data = read_user_bytes(archive, limit=ARCHIVE_MAX_BYTES, what="the LoCoMo archive")
     except OSError as exc:
         raise HoldoutError(
             f"cannot read the LoCoMo archive: {exc.strerror or type(exc).__name__}",
             code="locomo_zip_unreadable",
             location=str(archive),
         ) from None
-    imported = [convert(conversation) for conversation in read_zip(archive)]
+    imported = [convert(conversation) for conversation in read_zip(archive, data)]
     encoded = {i.trace.trace_id: encode_trace(i.trace) for i in imported}
     for trace_id, trace_bytes in encoded.items():
         load_trace(trace_bytes, source=f"{archive}:{trace_id}")  # raises TraceInvalid

@@ -15,9 +15,7 @@ leaves it). Files are read at most one byte past their limit.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import stat
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -25,7 +23,7 @@ from typing import TypeVar
 
 import msgspec
 
-from continuity.errors import HoldoutError
+from continuity.errors import HoldoutError, InputError
 from continuity.holdout.schema import (
     MANIFEST_SCHEMA,
     SELECTION_ALGORITHM,
@@ -33,6 +31,7 @@ from continuity.holdout.schema import (
     HoldoutManifest,
     StatisticalSpec,
 )
+from continuity.inputs import read_user_bytes
 from continuity.traces.schema import TRACE_ID_PATTERN
 
 __all__ = [
@@ -131,30 +130,25 @@ def sha256_hex(data: bytes) -> str:
 
 
 def read_bounded(path: Path, limit: int, *, too_large: str) -> bytes:
-    """A regular file's bytes, reading at most one byte past `limit`.
+    """A regular file's bytes, reading at most one byte past `limit`
+    (`continuity.inputs.read_user_bytes`: a device, FIFO or directory is refused before
+    any read, and nothing blocks).
 
     Raises:
         HoldoutError: ``holdout_file_unreadable`` (missing, not a regular file, no
             permission), `too_large` (over `limit`).
     """
     try:
-        with path.open("rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise HoldoutError(
-                    "not a regular file", code="holdout_file_unreadable", location=str(path)
-                )
-            data = handle.read(limit + 1)
+        return read_user_bytes(path, limit=limit, what="the file")
+    except InputError as exc:
+        code = too_large if exc.code == "input_too_large" else "holdout_file_unreadable"
+        raise HoldoutError(exc.message, code=code, location=str(path)) from None
     except OSError as exc:
         raise HoldoutError(
             f"cannot read it: {exc.strerror or type(exc).__name__}",
             code="holdout_file_unreadable",
             location=str(path),
         ) from None
-    if len(data) > limit:
-        raise HoldoutError(
-            f"over {limit:,} bytes, the most this file may hold", code=too_large, location=str(path)
-        )
-    return data
 
 
 def _decode(data: bytes, kind: type[_T], code: str, where: str) -> _T:

@@ -38,7 +38,8 @@ from pathlib import Path
 import msgspec
 
 from continuity.digest import code_digest
-from continuity.errors import LookupError_
+from continuity.errors import InputError, LookupError_
+from continuity.inputs import read_user_bytes
 from continuity.lookup.budget import BYTE_CAP, CALL_CAP
 from continuity.lookup.fixed_budget_classify import (
     CLASSIFIER_MODULES,
@@ -313,15 +314,13 @@ def load_fixed_budget(path: Path, sha256: str | None) -> FixedBudget:
 
 def _read(path: Path) -> bytes:
     try:
-        with path.open("rb") as handle:
-            data = handle.read(FIXED_BUDGET_MAX_BYTES + 1)
+        return read_user_bytes(path, limit=FIXED_BUDGET_MAX_BYTES, what="the sizing")
     except OSError as exc:
         raise LookupError_(
             f"cannot read the sizing: {exc.strerror or type(exc).__name__}", location=str(path)
         ) from None
-    if len(data) > FIXED_BUDGET_MAX_BYTES:
-        raise LookupError_(f"over {FIXED_BUDGET_MAX_BYTES:,} bytes", location=str(path))
-    return data
+    except InputError as exc:  # over the limit, or a directory, device or FIFO
+        raise LookupError_(exc.message, location=str(path)) from None
 
 
 class _Schema(msgspec.Struct):

@@ -30,6 +30,7 @@ import msgspec
 
 from continuity.digest import code_digest
 from continuity.errors import LookupError_
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.lookup.budget import BYTE_CAP, CALL_CAP, KIB, budget_from_paths
 from continuity.lookup.classify import (
     ADMISSION_CAPS,
@@ -153,7 +154,7 @@ def load_policy(path: Path | None = None, sha256: str | None = None) -> LookupPo
         )
     source = path or default_policy_path()
     try:
-        data = source.read_bytes()
+        data = read_user_bytes(source, limit=DOCUMENT_MAX_BYTES, what="the policy")
     except OSError as exc:
         raise LookupError_(
             f"cannot read the policy: {exc.strerror}", location=str(source)

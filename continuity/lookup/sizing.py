@@ -23,6 +23,7 @@ from pathlib import Path
 
 import msgspec
 
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.lookup.fixed_budget import (
     FIXED_BUDGET_SCHEMA,
     FixedBudget,
@@ -81,7 +82,8 @@ def load_sizing(path: Path | None, sha256: str | None, *, role: str | None = Non
     if path is None:
         return Sizing(load_policy(None, None), role)
     try:
-        head = msgspec.json.decode(path.read_bytes(), type=_Schema)
+        data = read_user_bytes(path, limit=DOCUMENT_MAX_BYTES, what="the sizing")
+        head = msgspec.json.decode(data, type=_Schema)
     except (OSError, msgspec.MsgspecError):
         head = _Schema()  # the loader reads it again and says what is wrong
     if head.schema == FIXED_BUDGET_SCHEMA:

@@ -25,6 +25,7 @@ from continuity.agents.client import require_capabilities
 from continuity.agents.drive import ARMS
 from continuity.agents.manifest import Manifest, load_manifest
 from continuity.agents.protocol import Capabilities
+from continuity.agents.sandbox import require_sandbox
 from continuity.agents.units import AgentIdentity, identity, outside_arm, unit_arm
 from continuity.errors import UsageError
 
@@ -43,7 +44,8 @@ def agent_for_options(options: Mapping[str, Any]) -> tuple[Manifest, AgentIdenti
     """The manifest ``--agent`` names and the identity the plan binds (None without one).
 
     Raises:
-        AdapterError: ``agent_manifest_invalid``.
+        AdapterError: ``agent_manifest_invalid``; ``sandbox_unavailable`` (no sandbox
+            here, and no ``--no-sandbox``).
         UsageError: ``plan_invalid`` for an option an outside agent's plan refuses.
     """
     path = options.get("agent") or ""
@@ -67,7 +69,10 @@ def agent_for_options(options: Mapping[str, Any]) -> tuple[Manifest, AgentIdenti
         declared = msgspec.convert(manifest.capabilities.model_dump(), Capabilities)
         arms = [outside_arm(a) for a in agent_arms(options.get("arms") or None)]
         require_capabilities(declared, arms)
-    return manifest, identity(manifest)
+    sandboxed = not options.get("no_sandbox")
+    if sandboxed:  # probed at plan time: never a silent fallback
+        require_sandbox("--agent")
+    return manifest, identity(manifest, sandboxed=sandboxed)
 
 
 def agent_identity(options: Mapping[str, Any]) -> AgentIdentity | None:

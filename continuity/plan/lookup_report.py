@@ -27,6 +27,7 @@ from msgspec import UNSET
 
 from continuity.digest import digest_bytes
 from continuity.errors import LookupError_, SoulError, UsageError
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.lookup.policy import LookupPolicy, default_policy_path, load_policy, policy_sha256
 from continuity.lookup.reader import binding_models
 from continuity.lookup.soul import known_soul_name, read_known_soul
@@ -206,7 +207,8 @@ def lookup_estimate(
         SoulError: as `guidance_allowances`.
     """
     policy = load_policy(policy_path, policy_hash)
-    raw = policy_sha256((policy_path or default_policy_path()).read_bytes())
+    source = policy_path or default_policy_path()
+    raw = policy_sha256(read_user_bytes(source, limit=DOCUMENT_MAX_BYTES, what="the policy"))
     catalog = load_catalog(pricing)
     reader, other = binding_models(work.reader_binding)
     allowances = guidance_allowances(work.roles, policy)

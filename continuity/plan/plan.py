@@ -36,6 +36,7 @@ from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
 from continuity.plan.models import DEFAULT_PROFILE, PROFILES, model_profile
 from continuity.plan.pricing import PriceSource, price_source
 from continuity.probes.protocol import PROBE_PROTOCOL
+from continuity.providers.efforts import check_efforts
 from continuity.traces.keys import suite_specs
 
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ def build_plan(
         UsageError: ``plan_invalid`` for a repeat count outside 1 to `MAX_REPEATS`, a
             probe limit outside 1 to `MAX_PROBE_LIMIT`, a model that is not
             ``provider:model``, or a ledger option (``--extraction-model``,
-            ``--require-request-cap``) without the ledger arm.
+            ``--require-request-cap``) without the ledger arm; ``effort_invalid``.
     """
     if not 1 <= repeats <= MAX_REPEATS:
         raise UsageError(
@@ -199,6 +200,7 @@ def build_plan(
     ):
         if model is not None and (":" not in model or model.startswith(":")):
             raise UsageError(f"{model!r} is not provider:model", code="plan_invalid", location=name)
+    check_efforts((endpoint or Endpoint()).kind, reader_effort, judge_effort)
     if holdout is not None:
         trace_keys = sorted(holdout[1])
     else:
@@ -294,6 +296,7 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
     from continuity.traces.keys import parse_seeds
 
     kind, base_url = _endpoint(options)
+    check_efforts(kind, options.get("effort") or "low", options.get("judge_effort") or "low")
     judge = options.get("judge")
     seeds = options.get("seeds")
     profile = model_profile(options.get("models") or None)
@@ -453,6 +456,7 @@ def lookup_plan(
     """
     from pathlib import Path
 
+    from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
     from continuity.lookup.policy import LookupPolicy
     from continuity.lookup.policy import policy_sha256 as sha
     from continuity.lookup.reader import binding_models
@@ -469,7 +473,7 @@ def lookup_plan(
         assert isinstance(sizing.policy, LookupPolicy)
         bound = (sizing.policy.soul_sha256, sizing.policy.soul_core_sha256)
     check_soul(soul, *bound, where="fixtures/lookup")
-    data = sizing_file(path).read_bytes()
+    data = read_user_bytes(sizing_file(path), limit=DOCUMENT_MAX_BYTES, what="the sizing")
     policy = sizing
     return LookupPlan(
         **msgspec.structs.asdict(plan),

@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import PricingError
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 
 __all__ = [
     "CATALOG_SCHEMA",
@@ -112,10 +113,12 @@ def read_catalog(path: Path | None = None) -> tuple[Path, bytes]:
 
     Raises:
         PricingError: ``pricing_invalid`` when it cannot be read, located at the file.
+        InputError: ``input_not_a_file`` (a directory, device, FIFO...),
+            ``input_too_large`` (over `DOCUMENT_MAX_BYTES`).
     """
     source = path or default_catalog_path()
     try:
-        return source, source.read_bytes()
+        return source, read_user_bytes(source, limit=DOCUMENT_MAX_BYTES, what="the pricing catalog")
     except OSError as exc:
         raise PricingError(
             f"cannot read the pricing catalog: {exc.strerror}", location=str(source)

@@ -4,15 +4,16 @@ qualification, in a process of its own.
 By default `served_history` is `continuity.servers.history.serve_history`: an MCP
 server over the retained store on an ephemeral 127.0.0.1 port, in the probe child's
 event loop. When ``CONTINUITY_HISTORY_PROCESS`` names a directory, the same server runs
-as ``python -m continuity.servers.history --http`` in a child process instead, and its
-PID and URL are written to ``<dir>/<probe pid>-<server pid>.json`` so that ``doit
-qualify --case kill-history-server`` can kill it mid-probe
-(``CONTINUITY_HISTORY_DELAY_MS`` makes each call take that long, so one is in flight
-when it does). Either way the probe's client is the same recording toolbox: a call the
-server cannot answer is recorded ``unavailable`` (the sample ``store_degraded``,
-`continuity.evidence`), and a probe whose server died under a call fails with
-``tool_server_unavailable``, which a retrieving arm's unit also records as
-``store_degraded`` (`continuity.runner.unit_store.failed_result`). The process is
+in a child process instead, one that witnesses its calls (``python -m
+continuity.probe.history_witness``), and its PID, URL and call log are written to
+``<dir>/<probe pid>-<server pid>.json`` so that ``doit qualify --case
+kill-history-server`` can kill it while a history call is in flight: on the first call
+the log shows started (``CONTINUITY_HISTORY_DELAY_MS`` makes each call take that long,
+so the kill lands before the answer). Either way the probe's client is the same
+recording toolbox: a call the server cannot answer is recorded ``unavailable`` (the
+sample ``store_degraded``, `continuity.evidence`), and a probe whose server died under a
+call fails with ``tool_server_unavailable``, which a retrieving arm's unit also records
+as ``store_degraded`` (`continuity.runner.unit_store.failed_result`). The process is
 killed when the probe ends.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -53,12 +55,14 @@ async def served_history(store: RetainedStore) -> AsyncIterator[str]:
             yield url
         return
     ensure_available(store)
-    command = [sys.executable, "-m", "continuity.servers.history", "--store", str(store.path)]
+    calls = Path(folder) / f"{os.getpid()}-{secrets.token_hex(4)}.calls.jsonl"
+    command = [sys.executable, "-m", "continuity.probe.history_witness"]
+    command += ["--store", str(store.path), "--calls", str(calls)]
     delay = os.environ.get(HISTORY_DELAY_ENV, "")
     if delay.isdigit():
         command += ["--delay-ms", delay]
     process = subprocess.Popen(
-        [*command, "--http"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
     assert process.stdout is not None
     try:
@@ -71,7 +75,8 @@ async def served_history(store: RetainedStore) -> AsyncIterator[str]:
             )
         witness = Path(folder) / f"{os.getpid()}-{process.pid}.json"
         url = line.split()[-1]
-        witness.write_text(json.dumps({"pid": process.pid, "probe_pid": os.getpid(), "url": url}))
+        found = {"pid": process.pid, "probe_pid": os.getpid(), "url": url, "calls": str(calls)}
+        witness.write_text(json.dumps(found))
         yield url
     finally:
         process.kill()

@@ -24,7 +24,8 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from continuity.errors import CalibrationInvalid
+from continuity.errors import CalibrationInvalid, InputError
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.probes.calendar import Locale
 from continuity.traces.schema import Expectation
 
@@ -109,12 +110,15 @@ def load_cases(path: Path | None = None) -> tuple[CalibrationCase, ...]:
     (``calibration_case_invalid``, located ``file:line``) for a line that does not decode,
     whose ``category`` disagrees with its expectation, or whose id repeats, and
     (``calibration_suite_unreadable``, located at the path) for a path that is missing,
-    a directory or otherwise not a readable file."""
+    a directory, a device or FIFO or otherwise not a readable file; ``input_too_large``
+    (an `InputError`) over `continuity.inputs.DOCUMENT_MAX_BYTES`."""
     path = path or default_cases_path()
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        why = "it is a directory" if path.is_dir() else exc.strerror or type(exc).__name__
+        data = read_user_bytes(path, limit=DOCUMENT_MAX_BYTES, what="the calibration suite")
+    except (OSError, InputError) as exc:
+        if isinstance(exc, InputError) and exc.code == "input_too_large":
+            raise
+        why = exc.message if isinstance(exc, InputError) else exc.strerror or type(exc).__name__
         raise CalibrationInvalid(
             f"cannot read the calibration suite ({why}); pass a JSONL file such as "
             "fixtures/calibration/answers-v1.jsonl",

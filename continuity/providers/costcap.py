@@ -33,6 +33,11 @@ replays the calls that finished, for free. A failure of the account file itself 
 past the timeout, disk full) is ``cost_cap_account_failed``, which stops admission like
 a reached cap.
 
+**The cap is the account's**: the first ``--cost-cap`` is stored, an invocation without
+one keeps it, and a different one is ``cost_cap_mismatch`` unless it comes with
+``--raise-cap``, which records the change in the account (`continuity.providers.
+cap_changes`: who, when, old and new) in the transaction that stores the new cap.
+
 The hold's bounds are checked at settlement: reported input above ``U``, output above
 ``max_output``, or a price above the hold breaks an assumption the cap relies on. The
 settlement is recorded (at the higher figure) and the account stops for good
@@ -55,14 +60,21 @@ from typing import Any
 
 import msgspec
 
-from continuity.errors import ProviderError
+from continuity.errors import ProviderError, RealModeError
 from continuity.messages import ModelRequest, Usage
+from continuity.providers.cap_changes import (
+    CAP_CHANGES_SCHEMA,
+    CapChange,
+    read_changes,
+    record_change,
+)
 from continuity.providers.rates import EXACT, MILLION, RateCard, RateTier, price_usage
 
 __all__ = [
     "ACCOUNT_NAME",
     "FRAMING",
     "CallHolds",
+    "CapChange",
     "CapTotals",
     "CostCap",
     "Framing",
@@ -86,7 +98,8 @@ FRAMING = Framing()
 
 
 class CapTotals(msgspec.Struct, frozen=True, kw_only=True):
-    """The account at one moment: dollars as decimal text, counts of holds."""
+    """The account at one moment: dollars as decimal text, counts of holds, and every
+    change of its cap, oldest first."""
 
     cap: str | None
     settled: str
@@ -97,6 +110,7 @@ class CapTotals(msgspec.Struct, frozen=True, kw_only=True):
     retained_calls: int
     released_attempts: int
     stopped: str | None
+    cap_changes: tuple[CapChange, ...] = ()
 
     def line(self) -> str:
         cap = f"${self.cap}" if self.cap is not None else "none"
@@ -106,6 +120,7 @@ class CapTotals(msgspec.Struct, frozen=True, kw_only=True):
             f"{self.settled_calls} calls, ${self.retained} retained over "
             f"{self.retained_calls} lost calls, ${self.active} in flight; "
             f"{self.released_attempts} unbilled attempts released){stop}"
+            + "".join(f"; {change.line()}" for change in self.cap_changes)
         )
 
 
@@ -156,19 +171,34 @@ class CostCap:
         cap: Decimal | None,
         rates: Mapping[str, RateCard],
         invocation: str,
+        raise_cap: bool = False,
     ) -> CostCap:
         """Open (or create) the account for a new invocation: store `cap` when given (a
-        resumed run without one keeps the stored cap), the rates, and retain every hold an
-        earlier invocation left active (module doc)."""
+        resumed run without one keeps the stored cap; another cap needs `raise_cap`, and
+        is recorded), the rates, and retain every hold an earlier invocation left active
+        (module doc). A refusal writes nothing.
+
+        Raises:
+            RealModeError: ``cost_cap_mismatch`` (at ``--cost-cap``).
+            ProviderError: ``cost_cap_account_invalid``, ``cost_cap_account_failed``.
+        """
         path.parent.mkdir(parents=True, exist_ok=True)
         account = cls(path, invocation)
-        db = account._db
+        try:
+            account._start(cap, rates, raise_cap)
+        except BaseException:
+            account.close()
+            raise
+        return account
+
+    def _start(self, cap: Decimal | None, rates: Mapping[str, RateCard], raise_cap: bool) -> None:
+        db = self._db
         db.execute("PRAGMA journal_mode=WAL")
-        db.executescript(_SCHEMA)
-        with account._transaction():
+        db.executescript(_SCHEMA + CAP_CHANGES_SCHEMA)
+        with self._transaction():  # the cap check and its change: one transaction
             db.execute("INSERT OR IGNORE INTO account VALUES (1, NULL, NULL)")
             if cap is not None:
-                db.execute("UPDATE account SET cap = ?", (str(cap),))
+                self._set_cap(cap, raise_cap)
             for model, card in rates.items():
                 db.execute(
                     "INSERT OR REPLACE INTO rates VALUES (?, ?)",
@@ -177,9 +207,27 @@ class CostCap:
             db.execute(
                 "UPDATE holds SET state = 'retained', reason = 'invocation_ended', closed = ? "
                 "WHERE state = 'active' AND invocation != ?",
-                (time.time(), invocation),
+                (time.time(), self.invocation),
             )
-        return account
+
+    def _set_cap(self, cap: Decimal, raise_cap: bool) -> None:
+        """Inside a transaction: store `cap`. Changing a stored cap needs `raise_cap`,
+        and the change is recorded (`CapChange`)."""
+        (stored,) = self._db.execute("SELECT cap FROM account").fetchone()
+        if stored is not None and Decimal(stored) == cap:
+            return
+        if stored is not None and not raise_cap:
+            raise RealModeError(
+                f"this run's cost-cap account ({self.path}) holds a ${stored} cap, not "
+                f"${cap}: every invocation of a run shares one cap. Give --cost-cap {stored} "
+                f"(or none) to keep it, or add --raise-cap to change it to ${cap} (the "
+                "change is recorded in the account)",
+                code="cost_cap_mismatch",
+                location="--cost-cap",
+            )
+        if stored is not None:
+            record_change(self._db, self.invocation, stored, str(cap))
+        self._db.execute("UPDATE account SET cap = ?", (str(cap),))
 
     @classmethod
     def open(cls, path: str | Path, invocation: str) -> CostCap:
@@ -276,6 +324,7 @@ class CostCap:
         with self._transaction() as db:  # one consistent view
             cap, stopped = db.execute("SELECT cap, stopped FROM account").fetchone()
             rows = db.execute("SELECT state, amount, cost FROM holds").fetchall()
+            changes = read_changes(db)
         settled = [cost for state, _, cost in rows if state == "settled"]
         retained = [amount for state, amount, _ in rows if state == "retained"]
         active = [amount for state, amount, _ in rows if state == "active"]
@@ -289,6 +338,7 @@ class CostCap:
             retained_calls=len(retained),
             released_attempts=sum(1 for state, _, _ in rows if state == "released"),
             stopped=stopped,
+            cap_changes=changes,
         )
 
     def call(self, model: str, request: ModelRequest, max_output: int) -> CallHolds:

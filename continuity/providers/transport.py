@@ -19,8 +19,13 @@ import msgspec
 
 from continuity.digest import value_digest
 from continuity.errors import ProviderError
+from continuity.inputs import read_user_bytes
+
+# A credentials file holds one key; anything this large is not one.
+CREDENTIALS_MAX_BYTES = 64 * 1024
 
 __all__ = [
+    "CREDENTIALS_MAX_BYTES",
     "CountedEvents",
     "load_api_key",
     "model_slot",
@@ -41,11 +46,13 @@ def load_api_key(path: str) -> str:
 
     Raises:
         ProviderError: ``credentials_invalid`` when the file is unreadable or malformed.
+        InputError: ``input_not_a_file`` (a device, a FIFO, a directory),
+            ``input_too_large`` (over `CREDENTIALS_MAX_BYTES`).
     """
     if not path:
         return ""  # a loopback endpoint run without a credentials file
     try:
-        data = Path(path).read_bytes()
+        data = read_user_bytes(Path(path), limit=CREDENTIALS_MAX_BYTES, what="the credentials file")
         return msgspec.json.decode(data, type=_Credentials).api_key
     except OSError as exc:
         raise ProviderError(

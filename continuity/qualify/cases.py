@@ -46,6 +46,9 @@ class Case(msgspec.Struct, frozen=True, kw_only=True):
     fault: str
     assertions: tuple[str, ...]
     knobs: Knobs = Knobs()
+    # The fault must land while a call is in flight: the fault-after receipt must show a
+    # call the killed server received and had not answered (`receipts.InFlight`).
+    in_flight: bool = False
 
     @property
     def id(self) -> str:
@@ -92,14 +95,17 @@ CATALOGUE: tuple[Case, ...] = (
         plan=_RELIABILITY,
         description="kill a store arm probe's ConversationHistory mid-probe; its sample is "
         "excluded (store_degraded), never scored, and the unit finishes",
-        fault="the first probe's ConversationHistory process is killed once it listens",
+        fault="a probe's ConversationHistory process is killed on the first history call it "
+        "receives, before it answers",
         assertions=(
+            "the killed server had received a history call and had not answered it",
             "a connection to the killed server is refused",
             "the next probe's own server is a distinct process",
             "exactly one sample is store_degraded and the others are scored",
             "the unit finishes",
         ),
         knobs=Knobs(interval_s=0.0),  # the recovery is the next probe's own server
+        in_flight=True,
     ),
     Case(
         name="drop-endpoint",

@@ -12,7 +12,9 @@
   ``not_recovered`` (no final receipt, or the recovery did not finish),
   ``code_mismatch`` (the typed code the fault should produce is not the one seen),
   ``store_corrupt`` (``doit verify`` found a corrupt or half-written file in the
-  workload's store after the recovery).
+  workload's store after the recovery), ``no_call_in_flight`` (a case that must kill a
+  call in flight, `Case.in_flight`, whose ``fault-after.json`` shows no call the killed
+  server had received and not answered: a kill between calls proves nothing).
 
 `grade_deliveries` attributes every delivery by id (exactly-once): a unit delivered
 twice with different bytes is ``unit_changed``, a steer consumed by two requests is
@@ -40,7 +42,8 @@ from continuity.qualify.receipts import Delivery, FaultAfter, FaultBefore, Fault
 __all__ = ["GRADER_VERSION", "Verdict", "grade_deliveries", "grade_fault"]
 
 # v2: a lost call may (and must) be sent again; a steer twice in one request fails
-GRADER_VERSION = "qualify-graders-v2"
+# v3: a case that kills a call in flight fails when its receipt shows none
+GRADER_VERSION = "qualify-graders-v3"
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,8 +88,10 @@ def grade_fault(
     final: FaultFinal | None,
     *,
     expected_code: str | None = None,
+    in_flight: bool = False,
 ) -> Verdict:
-    """The verdict of one attempt's receipts (module doc)."""
+    """The verdict of one attempt's receipts (module doc); `in_flight`: the case must
+    kill a call in flight (`Case.in_flight`)."""
     if before is None:
         return Verdict(status="unexercised", causes=["fault_not_aimed"])
     if after is None:
@@ -100,6 +105,9 @@ def grade_fault(
         causes.append("signal_mismatch")
     if after.hold_s < knobs.interval_s:
         causes.append("hold_short")
+    call = after.in_flight
+    if in_flight and (call is None or not call.started or call.answered):
+        causes.append("no_call_in_flight")
     if final is None or not final.completed:
         causes.append("not_recovered")
     elif final.store_verified is False:

@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from continuity.digest import code_digest
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.outputs import write_output
 from continuity.qualify.cases import Case, case_by_id
 from continuity.qualify.graders import Verdict, grade_fault
@@ -105,6 +106,7 @@ def _grade_into(root: Path, case: Case, expected_code: str | None) -> Verdict:
         read_receipt(inputs, AFTER, FaultAfter),
         read_receipt(inputs, FINAL, FaultFinal),
         expected_code=expected_code,
+        in_flight=case.in_flight,
     )
     number = 1 + sum(1 for p in root.glob("verdict-*.json"))
     _write(root / f"verdict-{number}.json", verdict)
@@ -113,15 +115,21 @@ def _grade_into(root: Path, case: Case, expected_code: str | None) -> Verdict:
 
 def regrade(attempt: Path, expected_code: str | None = None) -> Verdict:
     """Grade a package's cloned inputs again; the new verdict goes beside the old ones."""
-    recorded = msgspec.json.decode((attempt / "case.json").read_bytes())
+    recorded = msgspec.json.decode(_read(attempt / "case.json", "the case record"))
     case = case_by_id(str(recorded.get("id")))
     if case is None:
         raise ValueError(f"no case {recorded.get('id')!r} in this catalogue")
     return _grade_into(attempt, case, expected_code)
 
 
+def _read(path: Path, what: str) -> bytes:
+    """A package file's bytes, bounded (`read_user_bytes`: ``input_not_a_file``,
+    ``input_too_large``)."""
+    return read_user_bytes(path, limit=DOCUMENT_MAX_BYTES, what=what)
+
+
 def _json(path: Path) -> Any:
-    return msgspec.json.decode(path.read_bytes()) if path.is_file() else None
+    return msgspec.json.decode(_read(path, "a package file")) if path.is_file() else None
 
 
 def _summary(attempts: list[Path]) -> tuple[Counter[str], Counter[str], list[float]]:

@@ -3,8 +3,10 @@
 They are content-free: process ids with their start identities (boot id and start
 time, `continuity.spend.lease.process_start`), the signal, the confirmed loss (what the
 harness observed: a refused or reset connection, or a process group with no member
-left), the measured hold, the recovery action, and sha256 digests of the receipts the
-fault affected (unit files, checkpoint records). No prompt, answer, path or output.
+left), the measured hold, the recovery action, the call a fault that must land under
+one was aimed under (`InFlight`: its number, seen started before the signal, and whether
+it was answered), and sha256 digests of the receipts the fault affected (unit files,
+checkpoint records). No prompt, answer, path or output.
 A receipt written before a failure is kept: a partial attempt stays inspectable.
 """
 
@@ -16,6 +18,8 @@ from typing import Literal, TypeVar
 
 import msgspec
 
+from continuity.errors import InputError
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.outputs import write_output
 from continuity.spend.lease import process_start
 
@@ -27,6 +31,7 @@ __all__ = [
     "FaultAfter",
     "FaultBefore",
     "FaultFinal",
+    "InFlight",
     "Loss",
     "ProcessId",
     "identity",
@@ -56,13 +61,22 @@ class FaultBefore(msgspec.Struct, frozen=True, kw_only=True):
     target: ProcessId  # the process the fault is aimed at, while it ran
 
 
-class FaultAfter(msgspec.Struct, frozen=True, kw_only=True):
+class InFlight(msgspec.Struct, frozen=True, kw_only=True):
+    """The call a fault was aimed under, from the killed server's own call log."""
+
+    call: int  # its number in the server's log
+    started: bool  # the server had received it before the signal was sent
+    answered: bool  # the server had begun sending its answer before it died
+
+
+class FaultAfter(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     killed: ProcessId
     signal: str
     loss: Loss
     hold_s: float  # measured: from the confirmed loss to the recovery's start
     recovery: str  # the action taken: ``rerun the same command``, ``restart the server``
     restarted: ProcessId
+    in_flight: InFlight | None = None  # a case that kills a call in flight (`Case.in_flight`)
 
 
 class Delivery(msgspec.Struct, frozen=True, kw_only=True):
@@ -100,6 +114,8 @@ def read_receipt(folder: Path, name: str, kind: type[_T]) -> _T | None:
     if not os.path.isfile(path):
         return None
     try:
-        return msgspec.json.decode(path.read_bytes(), type=kind)
-    except msgspec.MsgspecError:
+        return msgspec.json.decode(
+            read_user_bytes(path, limit=DOCUMENT_MAX_BYTES, what="a receipt"), type=kind
+        )
+    except (OSError, InputError, msgspec.MsgspecError):
         return None

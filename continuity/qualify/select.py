@@ -10,6 +10,9 @@
 
 It refuses, with a code and before anything runs:
 
+- ``qualify_selector_invalid``: no selector, or two at once (`check_request` also
+  refuses ``--list`` beside a selector other than ``--group``, which filters the
+  listing, and ``--report`` beside anything: a command never quietly drops an option);
 - ``qualify_selection_empty``: the selector matches nothing;
 - ``qualify_plans_mixed``: the cases come from two plans;
 - ``qualify_unregistered``: the plan's registration (``fixtures/qualify/<plan>.json``)
@@ -30,9 +33,17 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import UsageError
+from continuity.inputs import REGISTRATION_MAX_BYTES, read_user_bytes
 from continuity.qualify.cases import CATALOGUE, EXPLICIT_ONLY, REGISTRATIONS, SUITE, Case
 
-__all__ = ["Registration", "Selection", "listing", "read_registration", "select_cases"]
+__all__ = [
+    "Registration",
+    "Selection",
+    "check_request",
+    "listing",
+    "read_registration",
+    "select_cases",
+]
 
 
 class Registration(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -64,10 +75,12 @@ def read_registration(
 
     Raises:
         UsageError: ``qualify_unregistered``, ``case_mismatch``.
+        InputError: ``input_not_a_file``, ``input_too_large`` (`read_user_bytes`).
     """
     path = folder / f"{plan}.json"
     try:
-        found = msgspec.json.decode(path.read_bytes(), type=Registration)
+        data = read_user_bytes(path, limit=REGISTRATION_MAX_BYTES, what="the registration")
+        found = msgspec.json.decode(data, type=Registration)
     except (OSError, msgspec.MsgspecError) as exc:
         raise _refuse(
             f"plan {plan} has no readable registration ({exc})", "qualify_unregistered", str(path)
@@ -89,6 +102,60 @@ def read_registration(
     return found
 
 
+def _given(
+    *, group: str | None, case: str | None, case_id: str | None, suite: str | None, every: bool
+) -> list[str]:
+    """The selectors given, by their option names."""
+    named = (
+        ("--group", group),
+        ("--case", case),
+        ("--id", case_id),
+        ("--suite", suite),
+        ("--all", every or None),
+    )
+    return [name for name, value in named if value]
+
+
+def check_request(
+    *,
+    listing: bool = False,
+    report: bool = False,
+    group: str | None = None,
+    case: str | None = None,
+    case_id: str | None = None,
+    suite: str | None = None,
+    every: bool = False,
+) -> None:
+    """Refuse a ``doit qualify`` that asks for two things at once (module doc), before
+    anything is read or run.
+
+    Raises:
+        UsageError: ``qualify_selector_invalid``, located at the options given together.
+    """
+    given = _given(group=group, case=case, case_id=case_id, suite=suite, every=every)
+    if report and (listing or given):
+        together = ["--report", *(["--list"] if listing else []), *given]
+        raise _refuse(
+            "--report summarises every attempt; give it alone",
+            "qualify_selector_invalid",
+            ",".join(together),
+        )
+    others = [name for name in given if name != "--group"]
+    if listing and others:
+        raise _refuse(
+            "--list lists the catalogue (with --group, that group's); it takes no "
+            f"{' or '.join(others)}",
+            "qualify_selector_invalid",
+            ",".join(["--list", *given]),
+        )
+    if len(given) > 1:
+        raise _refuse(
+            "give exactly one of --group, --case, --id, --suite, --all",
+            "qualify_selector_invalid",
+            ",".join(given),
+        )
+
+
 def _matching(
     catalogue: Sequence[Case],
     *,
@@ -98,24 +165,14 @@ def _matching(
     suite: str | None,
     every: bool,
 ) -> tuple[list[Case], str]:
-    given = [
-        (name, value)
-        for name, value in (
-            ("--group", group),
-            ("--case", case),
-            ("--id", case_id),
-            ("--suite", suite),
-            ("--all", every or None),
-        )
-        if value
-    ]
+    given = _given(group=group, case=case, case_id=case_id, suite=suite, every=every)
     if len(given) != 1:
         raise _refuse(
             "give exactly one of --group, --case, --id, --suite, --all",
             "qualify_selector_invalid",
-            ",".join(name for name, _ in given) or "selector",
+            ",".join(given) or "selector",
         )
-    where = given[0][0]
+    where = given[0]
     if group:
         return [c for c in catalogue if c.group == group], where
     if case:

@@ -41,6 +41,7 @@ from continuity.agents.drive import ARMS as AGENT_ARMS
 from continuity.agents.units import AGENT_PROBE_PROTOCOL, unit_arm
 from continuity.arms import ARMS
 from continuity.errors import AggregateError
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.outputs import write_json, write_output
 from continuity.plan.plan import Plan
 from continuity.plan.pricing import Catalog, load_catalog, model_price
@@ -235,6 +236,9 @@ def agent_banner(summaries: list[UnitSummary]) -> AgentBanner | UnsetType:
         not_crossed=verdicts["not_crossed"],
         copies_unverified=sum(t.copies_unverified for t in tallies),
         replay_failed=sum(t.replay_failed for t in tallies),
+        unsandboxed=sum(t.unsandboxed for t in tallies),
+        not_from_model=sum(t.not_from_model for t in tallies),
+        declared=sum(t.declared for t in tallies),
     )
 
 
@@ -293,7 +297,9 @@ def combine(
 def _planned_slots(run_dir: Path) -> list[dict[str, Any]] | None:
     """The lookup slots a run planned (``lookup-slots.json``), if it is a lookup run."""
     try:
-        document = msgspec.json.decode((run_dir / "lookup-slots.json").read_bytes())
+        slots_file = run_dir / "lookup-slots.json"
+        data = read_user_bytes(slots_file, limit=DOCUMENT_MAX_BYTES, what="lookup-slots.json")
+        document = msgspec.json.decode(data)
     except (OSError, msgspec.MsgspecError):
         return None
     slots = document.get("slots") if isinstance(document, dict) else None
@@ -304,7 +310,8 @@ def local_model(run_dir: Path, catalog: Catalog) -> str | None:
     """``reader at base URL`` when the run's plan (``plan.json``) is real, its endpoint is
     on this machine and no price list knows its reader (None otherwise)."""
     try:
-        document = msgspec.json.decode((run_dir / "plan.json").read_bytes())
+        data = read_user_bytes(run_dir / "plan.json", limit=DOCUMENT_MAX_BYTES, what="plan.json")
+        document = msgspec.json.decode(data)
         plan = msgspec.convert(document.get("plan", document), Plan)
     except (OSError, msgspec.MsgspecError, AttributeError):
         return None

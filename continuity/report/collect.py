@@ -27,6 +27,7 @@ import msgspec
 
 from continuity.digest import KeySpec, code_digest, digest_bytes
 from continuity.errors import AggregateError
+from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.probe.receipts import ProcessReceipt
 from continuity.report.lookup import with_latency
 from continuity.report.runs import runs_hint
@@ -170,7 +171,7 @@ def load_summaries(
     seen: dict[Slot, tuple[Path, UnitSummary]] = {}
     read = 0
     for path in sorted(units_dir.rglob("*.json")):
-        data = path.read_bytes()
+        data = read_user_bytes(path, limit=UNIT_MAX_BYTES, what="a unit file")
         digest = digest_bytes(data)
         summary = cache.cached(digest)
         if summary is None:

@@ -23,6 +23,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import AggregateError, CompareError
+from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.report.aggregate import LEGACY_PROTOCOL
 from continuity.report.compare_results import RunOrigin
 from continuity.report.runs import runs_hint
@@ -116,7 +117,7 @@ def scan_run(run_dir: Path) -> RunUnits:
     paths = sorted((run_dir / "units").rglob("*.json"))
     for path in paths:
         try:
-            head = decoder.decode(path.read_bytes())
+            head = decoder.decode(read_user_bytes(path, limit=UNIT_MAX_BYTES, what="a unit file"))
         except msgspec.MsgspecError as exc:
             raise AggregateError(
                 f"not a unit record: {exc}", code="unit_malformed", location=str(path)

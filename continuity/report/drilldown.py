@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 from msgspec import UNSET
 
+from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.probe.receipts import SampleEvidence
 from continuity.report.results import ReportContext, Sample
 from continuity.report.scores import Scorer
@@ -176,7 +177,7 @@ def report_context(store: Store, run_dir: Path, scorer: Scorer | None = None) ->
     readers: set[str] = set()
     histories: set[str] = set()
     for path in sorted((run_dir / "units").rglob("*.json")):
-        record = decode_unit(path, path.read_bytes())
+        record = decode_unit(path, read_user_bytes(path, limit=UNIT_MAX_BYTES, what="a unit file"))
         if scorer is not None:
             record, _ = scorer.grade(path, record)
         for probe in record.probes:

@@ -15,7 +15,7 @@ import html
 
 from msgspec import UNSET
 
-from continuity.agents.units import BANNER
+from continuity.agents.units import BANNER, NOT_FROM_MODEL, SANDBOXED, UNSANDBOXED
 from continuity.report.charts import accuracy_chart, availability_chart, delta_chart, loss_chart
 from continuity.report.html_samples import drilldown_html, index_html
 from continuity.report.html_tables import suite_table, table_html
@@ -105,11 +105,18 @@ def agent_banner(r: Results) -> str | None:
     if r.agent is UNSET:
         return None
     a = r.agent
+    isolation = UNSANDBOXED.format(unsandboxed=a.unsandboxed, total=a.total)
+    declared = f"; {a.declared} from an adapter that declares it post-processes" * bool(a.declared)
+    answers = NOT_FROM_MODEL.format(not_from_model=a.not_from_model, declared=declared)
     return BANNER.format(
         agents=f"Agent: {', '.join(a.agents)}; each answer came through its own adapter "
         "(CAP/0), the probe as its next owner turn.",
         verified=a.verified, total=a.total, contradicted=a.contradicted,
         not_crossed=a.not_crossed, replay_failed=a.replay_failed,
+        answers=answers if a.not_from_model else "",
+        isolation=isolation if a.unsandboxed else SANDBOXED,
+        unverifiable="; whether every model call went through the proxy (network not "
+        "isolated)" if a.unsandboxed else "",
         signatures="NOT equal" if a.copies_unverified else "equal",
     )  # fmt: skip
 

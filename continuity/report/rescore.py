@@ -20,6 +20,7 @@ import msgspec
 
 from continuity.arms import ARMS
 from continuity.errors import AggregateError
+from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.outputs import write_output
 from continuity.report.scores import (
     ScoreRecord,
@@ -68,7 +69,7 @@ def rescore_run(store: Store, run_dir: Path) -> RescoreResult:
     traces: dict[str, Trace] = {}
     graded: list[tuple[UnitRecord, ScoreRecord]] = []
     for path in paths:
-        record = decode_unit(path, path.read_bytes())
+        record = decode_unit(path, read_user_bytes(path, limit=UNIT_MAX_BYTES, what="a unit file"))
         if ARMS.get(record.arm) is None:
             raise AggregateError(
                 f"unknown arm {record.arm!r}", code="unit_malformed", location=str(path)

@@ -356,6 +356,9 @@ class AgentBanner(msgspec.Struct, frozen=True, kw_only=True):
     not_crossed: int
     copies_unverified: int
     replay_failed: int = 0
+    unsandboxed: int = 0  # samples whose adapter ran without the sandbox
+    not_from_model: int = 0  # answer_not_from_model samples (excluded)
+    declared: int = 0  # of those, by adapters that declare post_processes
 
 
 class Results(msgspec.Struct, frozen=True, kw_only=True):

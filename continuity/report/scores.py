@@ -26,6 +26,7 @@ from msgspec import UNSET, UnsetType
 
 from continuity.digest import KeySpec, value_digest
 from continuity.errors import AggregateError, UsageError
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.probes.availability import Availability
 from continuity.probes.scorer_version import SCORER_DATA, SCORER_MODULES, scorer_digest
 from continuity.probes.scoring import locale_for
@@ -267,7 +268,7 @@ class Scorer:
         assert self.digest is not None
         where = score_path(self.run_dir, self.digest, record)
         try:
-            data = where.read_bytes()
+            data = read_user_bytes(where, limit=DOCUMENT_MAX_BYTES, what="a score artifact")
         except OSError:
             return None
         try:

@@ -90,6 +90,9 @@ class AgentTally(msgspec.Struct, frozen=True):
     verdicts: dict[str, int]
     copies_unverified: int
     replay_failed: int = 0
+    unsandboxed: int = 0  # samples run without the sandbox (--no-sandbox)
+    not_from_model: int = 0  # samples whose reply was not the model's (excluded)
+    declared: int = 0  # of those, by an adapter that declares post_processes
 
 
 class UnitSummary(msgspec.Struct, frozen=True):
@@ -132,7 +135,10 @@ def _agent_tally(record: UnitRecord) -> AgentTally | None:
     unproven = sum(1 for p in record.probes if p.status == "copy_unverified")
     failed = sum(1 for p in record.probes if p.status == "replay_failed")
     label = f"{a.adapter} {a.version} (manifest {a.manifest[:16]})"
-    return AgentTally(label, verdicts, unproven, failed)
+    unsandboxed = len(record.probes) if a.sandbox == "none" else 0
+    changed = [p for p in record.probes if p.status == "answer_not_from_model"]
+    declared = sum(1 for p in changed if any("declares post_processes" in r for r in p.reasons))
+    return AgentTally(label, verdicts, unproven, failed, unsandboxed, len(changed), declared)
 
 
 def pressure_figures(arm_id: str, evidence: SampleEvidence | None) -> dict[str, int]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import AggregateError, GateFailed
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 
 __all__ = ["AccuracyFinding", "accuracy_findings", "check_accuracy"]
 
@@ -47,7 +48,8 @@ def accuracy_findings(results_path: Path) -> list[AccuracyFinding]:
             results document with per-suite accuracy.
     """
     try:
-        document = msgspec.json.decode(results_path.read_bytes(), type=_Accuracy)
+        data = read_user_bytes(results_path, limit=DOCUMENT_MAX_BYTES, what="results.json")
+        document = msgspec.json.decode(data, type=_Accuracy)
     except (OSError, msgspec.MsgspecError) as exc:
         raise AggregateError(
             f"cannot read the accuracy table: {exc}",

@@ -35,6 +35,7 @@ from continuity.report.results import LookupArm
 from continuity.roles.aggregate_read import RoleSuite, read_registration, read_role_suites
 from continuity.roles.register import Workload
 from continuity.roles.table import ROLES
+from continuity.store import Store
 
 __all__ = [
     "COMPARE_SCHEMA",
@@ -305,12 +306,16 @@ def build_report(
     )
 
 
-def aggregate(registration: Path, sha256: str, output: Path) -> CompareReport:
+def aggregate(
+    registration: Path, sha256: str, output: Path, store: Store | None = None
+) -> CompareReport:
     """Verify every role suite of the run in `output` and join them (writes nothing:
-    `continuity.roles.aggregate_render.write_compare` does).
+    `continuity.roles.aggregate_render.write_compare` does). The registration must be
+    the copy registered in `store` (the default store when None).
 
     Raises:
         RoleError: every refusal of `continuity.roles.aggregate_read`.
+        InputError: ``input_not_a_directory`` (`output`), and the registration's.
     """
-    reg, raw, digest = read_registration(registration, sha256)
+    reg, raw, digest = read_registration(registration, sha256, store or Store())
     return build_report(read_role_suites(output, reg, raw, digest), reg.workload, raw, digest)

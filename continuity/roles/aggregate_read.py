@@ -4,7 +4,8 @@ role receipt and every unit payload, verified before anything is joined.
 Checks, in order, each failing closed with a `RoleError` code:
 
 1. the registration file's raw sha256 is the one given (``role_registration_sha256_mismatch``),
-   then it decodes as a `Registration` (``role_registration_invalid``); its canonical
+   then it decodes as a `Registration` (``role_registration_invalid``) and is the copy
+   `doit compare_register` stored (``role_registration_changed``); its canonical
    digest (`continuity.digest.value_digest`) is what every receipt must bind;
 2. ``launches.json`` decodes and names that registration (``role_launches_invalid``);
 3. per launch with a recorded receipt: the receipt lies in its own role's directory (a
@@ -33,6 +34,12 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import RoleError, UsageError
+from continuity.inputs import (
+    DOCUMENT_MAX_BYTES,
+    UNIT_MAX_BYTES,
+    check_user_dir,
+    read_user_bytes,
+)
 from continuity.roles.receipt import RECEIPT_FILE, RoleReceipt, read_role_receipt, role_plan
 from continuity.roles.register import REGISTRATION_SCHEMA, Registration
 from continuity.roles.run import LAUNCHES_FILE, LAUNCHES_SCHEMA, Launch, Launches
@@ -40,6 +47,7 @@ from continuity.roles.run import read_registration as run_registration
 from continuity.roles.run_launch import role_plan_options
 from continuity.roles.table import ROLES, Role
 from continuity.runner.unit_record import UnitRecord
+from continuity.store import Store
 
 __all__ = [
     "RoleSuite",
@@ -63,15 +71,18 @@ class RoleSuite(msgspec.Struct, frozen=True, kw_only=True):
     planned: list[dict[str, object]]  # the run's lookup-slots.json entries (may be empty)
 
 
-def read_registration(path: Path, sha256: str) -> tuple[Registration, str, str]:
-    """The registration, its raw sha256 and canonical digest, after both checks
-    (`continuity.roles.run.read_registration`, the same checks `doit compare_run` made)
-    and its schema's.
+def read_registration(
+    path: Path, sha256: str, store: Store | None = None
+) -> tuple[Registration, str, str]:
+    """The registration, its raw sha256 and canonical digest, after the checks
+    `doit compare_run` made (`continuity.roles.run.read_registration`: the sha256, the
+    copy stored in `store`, the default store when None) and its schema's.
 
     Raises:
-        RoleError: ``role_registration_sha256_mismatch``, ``role_registration_invalid``.
+        RoleError: ``role_registration_sha256_mismatch``, ``role_registration_changed``,
+            ``role_registration_invalid``.
     """
-    registration, digest, raw = run_registration(path, sha256)
+    registration, digest, raw = run_registration(path, sha256, stored_in=store or Store())
     if registration.schema != REGISTRATION_SCHEMA:
         raise RoleError(
             f"schema {registration.schema[:60]!r} is not {REGISTRATION_SCHEMA}",
@@ -86,10 +97,14 @@ def read_launches(output: Path, raw: str, digest: str) -> Launches:
 
     Raises:
         RoleError: ``role_launches_invalid``.
+        InputError: ``input_not_a_directory`` (`output`), ``input_not_a_file``,
+            ``input_too_large`` (the launches).
     """
     path = output / LAUNCHES_FILE
     try:
-        launches = msgspec.json.decode(path.read_bytes(), type=Launches)
+        check_user_dir(output, what="the compare_run output directory")
+        data = read_user_bytes(path, limit=DOCUMENT_MAX_BYTES, what="launches.json")
+        launches = msgspec.json.decode(data, type=Launches)
     except (OSError, msgspec.MsgspecError) as exc:
         raise RoleError(
             f"cannot read the launches: {exc}", code="role_launches_invalid", location=str(path)
@@ -132,7 +147,8 @@ def _receipt(output: Path, entry: Launch, role: Role) -> tuple[Path, RoleReceipt
         )
     if not path.is_file():
         return None
-    if hashlib.sha256(path.read_bytes()).hexdigest() != entry.receipt_sha256:
+    data = read_user_bytes(path, limit=DOCUMENT_MAX_BYTES, what="the role receipt")
+    if hashlib.sha256(data).hexdigest() != entry.receipt_sha256:
         raise _fail("role_receipt_tampered", "the receipt's sha256 is not the recorded one", path)
     try:
         receipt = read_role_receipt(path)
@@ -199,7 +215,7 @@ def _units(run_dir: Path, receipt: RoleReceipt, role: Role) -> list[UnitRecord]:
     for unit in receipt.units:
         path = folder / unit.name
         try:
-            data = path.read_bytes()
+            data = read_user_bytes(path, limit=UNIT_MAX_BYTES, what="the unit file")
         except OSError:
             raise _fail("role_receipt_tampered", "a listed unit file is gone", path) from None
         if hashlib.sha256(data).hexdigest() != unit.sha256:
@@ -223,7 +239,8 @@ def _planned(run_dir: Path) -> list[dict[str, object]]:
     from continuity.runner.lookup_run import SLOTS_FILE
 
     try:
-        slots = msgspec.json.decode((run_dir / SLOTS_FILE).read_bytes())
+        data = read_user_bytes(run_dir / SLOTS_FILE, limit=DOCUMENT_MAX_BYTES, what=SLOTS_FILE)
+        slots = msgspec.json.decode(data)
     except (OSError, msgspec.MsgspecError):
         return []
     found = slots.get("slots") if isinstance(slots, dict) else None

@@ -16,6 +16,7 @@ from continuity.roles.aggregate import (
     aggregate,
     child_failed,
 )
+from continuity.store import Store
 
 __all__ = ["compare_aggregate", "compare_html", "compare_markdown", "compare_tables"]
 
@@ -163,15 +164,19 @@ def compare_html(report: CompareReport) -> str:
     return "\n".join(parts) + "\n"
 
 
-def compare_aggregate(registration: Path, sha256: str, output: Path) -> tuple[CompareReport, Path]:
-    """`doit compare_aggregate`: verify and join (`continuity.roles.aggregate.aggregate`),
+def compare_aggregate(
+    registration: Path, sha256: str, output: Path, store: Store | None = None
+) -> tuple[CompareReport, Path]:
+    """`doit compare_aggregate`: verify and join (`continuity.roles.aggregate.aggregate`;
+    the registration is the copy registered in `store`, the default store when None),
     then write ``compare.json``, ``compare.md`` and ``compare.html`` in `output`, each
     atomically; return the report and the JSON's path. Nothing is written on a refusal.
 
     Raises:
         RoleError: every refusal of `continuity.roles.aggregate_read`.
+        InputError: a registration, run directory or file that is not what is read.
     """
-    report = aggregate(registration, sha256, output)
+    report = aggregate(registration, sha256, output, store)
     target = output / "compare.json"
     write_output(target, msgspec.json.format(msgspec.json.encode(report)) + b"\n")
     write_output(output / "compare.md", compare_markdown(report).encode())

@@ -238,6 +238,7 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
                 lease=lease,
                 revalidate=lambda: _revalidate(raw, bindings),
                 checkouts=checkouts,
+                identity=handle.identity,  # burned by what is authorized, not its spelling
             )
             registry = verified.pilot.descriptor.assumptions
             contract = contract_for(registry, effort=reader_effort(verified))

@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import UsageError
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.lookup.soul import KNOWN_SOULS, read_known_soul
 from continuity.outputs import write_output
 from continuity.plan.plan import LookupPlan, plan_digest
@@ -159,7 +160,8 @@ def read_role_receipt(path: Path) -> RoleReceipt:
             another schema, or a soul binding that is not its soul's frozen digests.
     """
     try:
-        receipt = msgspec.json.decode(path.read_bytes(), type=RoleReceipt)
+        data = read_user_bytes(path, limit=DOCUMENT_MAX_BYTES, what="the role receipt")
+        receipt = msgspec.json.decode(data, type=RoleReceipt)
     except (OSError, msgspec.MsgspecError) as exc:
         raise UsageError(
             f"cannot read the role receipt: {exc}",

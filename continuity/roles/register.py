@@ -6,7 +6,8 @@ one corpus and model setting for every role, the six roles, and a fresh build of
 checkout. It is written as canonical JSON (sorted keys, compact) to
 ``<output>/registration.json`` and stored as a content-addressed object whose action key
 covers everything it binds except where it was built, so registering the same inputs
-again finds the same key. Steps, each refusing with a `RoleError` code:
+again finds the same key (pinned by the ref ``registrations/<raw sha256>``: compare_run
+and compare_aggregate accept only this copy). Steps, each refusing with a `RoleError` code:
 
 1. the output directory: absolute, new, outside both checkouts (through symlinks);
    reserved before anything is built;
@@ -66,6 +67,7 @@ __all__ = [
     "Workload",
     "check_output",
     "compare_trees",
+    "make_output",
     "register",
     "workload",
 ]
@@ -147,7 +149,8 @@ def check_output(output: str, checkouts: Sequence[Path]) -> Path:
 
     Raises:
         RoleError: ``role_output_not_absolute``, ``role_output_exists``,
-            ``role_output_inside_checkout``.
+            ``role_output_inside_checkout`` (and, creating it, `make_output`'s
+            ``role_output_invalid``).
     """
     path = Path(output)
     if not output or not path.is_absolute():
@@ -177,6 +180,23 @@ def check_output(output: str, checkouts: Sequence[Path]) -> Path:
                 location=output,
             )
     return real
+
+
+def make_output(path: Path, output: str) -> None:
+    """Create the checked output directory `path` (``--output`` as given: `output`).
+
+    Raises:
+        RoleError: ``role_output_invalid`` when it cannot be created (a parent that is a
+            file, ``/proc``, no permission).
+    """
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:
+        raise RoleError(
+            f"cannot create the output directory: {exc.strerror or type(exc).__name__}",
+            code="role_output_invalid",
+            location=output,
+        ) from None
 
 
 def _blob(checkout: Path, tree: dict[str, TreeEntry], path: str) -> bytes | None:
@@ -377,7 +397,7 @@ def register(
     out = check_output(output, [r0[0], rpack[0]])
     if work.holdout is not UNSET:  # an external registration's sizing: clean, at Rpack
         check_sizing_build(work.holdout, rpack[1])
-    out.mkdir(parents=True)  # reserved before anything is built
+    make_output(out, output)  # reserved before anything is built
     trees: dict[str, dict[str, TreeEntry]] = {}
     checkouts: dict[str, Checkout] = {}
     for name, (path, revision) in (("r0", r0), ("rpack", rpack)):
@@ -417,6 +437,9 @@ def register(
         kind="lookup-registration",
         output=stored,
         meta={"path": str(target), "sha256": hashlib.sha256(data).hexdigest()},
+    )
+    store.set_ref(  # compare_run and compare_aggregate check the file against this copy
+        f"registrations/{hashlib.sha256(data).hexdigest()}", objects=[stored], actions=[key]
     )
     return Registered(
         path=target,

@@ -3,7 +3,9 @@
 Steps, each refusing with a `RoleError` code before anything runs:
 
 1. the registration file's raw sha256 must equal ``--sha256``
-   (``role_registration_sha256_mismatch``);
+   (``role_registration_sha256_mismatch``), and its bytes must be the copy
+   `doit compare_register` stored in ``--store`` (``role_registration_changed``: a file
+   edited after registering is refused whatever sha256 is given);
 2. it must decode as a `Registration` (``role_registration_invalid``); a pilot
    registration (`continuity.roles.pilot`) is refused here and by every command that
    reads a compare registration (``lookup_pilot_registration_refused``); its canonical
@@ -31,12 +33,13 @@ from typing import Literal
 import msgspec
 from msgspec import UNSET
 
-from continuity.digest import value_digest
+from continuity.digest import digest_bytes, value_digest
 from continuity.errors import RoleError
 from continuity.holdout import HoldoutSource, load_frozen
 from continuity.holdout.export import export_frozen
+from continuity.inputs import REGISTRATION_MAX_BYTES, read_user_bytes
 from continuity.outputs import write_output
-from continuity.roles.register import Registration, check_output
+from continuity.roles.register import Registration, check_output, make_output
 from continuity.roles.run_launch import (
     check_receipt,
     child_command,
@@ -52,6 +55,7 @@ __all__ = [
     "LAUNCHES_SCHEMA",
     "Launch",
     "Launches",
+    "check_stored",
     "compare_run",
     "failed_launches",
     "is_pilot_registration",
@@ -106,9 +110,11 @@ def registration_bytes(path: Path, sha256: str) -> tuple[bytes, str]:
     Raises:
         RoleError: ``role_registration_invalid`` (at the file) when it cannot be read;
             ``role_registration_sha256_mismatch`` (at ``--sha256``).
+        InputError: ``input_not_a_file``, ``input_too_large`` (over
+            `REGISTRATION_MAX_BYTES`; `continuity.inputs`).
     """
     try:
-        data = path.read_bytes()
+        data = read_user_bytes(path, limit=REGISTRATION_MAX_BYTES, what="the registration")
     except OSError as exc:
         raise RoleError(
             f"cannot read the registration: {exc.strerror}",
@@ -141,15 +147,38 @@ def is_pilot_registration(data: bytes) -> bool:
     return head.schema == PILOT_REGISTRATION_SCHEMA
 
 
-def read_registration(path: Path, sha256: str) -> tuple[Registration, str, str]:
-    """The registration at `path`, its canonical digest and its raw sha256.
+def check_stored(store: Store, data: bytes, path: Path) -> None:
+    """The registration's bytes are the copy `doit compare_register` stored in `store`
+    (content-addressed, so any edit after registering gives another object): the
+    operator's ``--sha256`` alone would accept an edited file given its new sha256.
+
+    Raises:
+        RoleError: ``role_registration_changed`` (at the file).
+    """
+    if not store.has_object(digest_bytes(data)):
+        raise RoleError(
+            "the registration is not the copy doit compare_register stored in "
+            f"{store.root}: it was changed after registering (or registered into another "
+            "store: give that one's --store)",
+            code="role_registration_changed",
+            location=str(path),
+        )
+
+
+def read_registration(
+    path: Path, sha256: str, *, stored_in: Store | None = None
+) -> tuple[Registration, str, str]:
+    """The registration at `path`, its canonical digest and its raw sha256; with
+    `stored_in`, also checked against the copy registered there (`check_stored`).
 
     Raises:
         RoleError: ``role_registration_invalid`` (at the file) when it cannot be read or
             decoded; ``role_registration_sha256_mismatch`` (at ``--sha256``) when its
-            raw sha256 is not `sha256`; ``lookup_pilot_registration_refused`` (at the
+            raw sha256 is not `sha256`; ``role_registration_changed`` (at the file) when
+            it is not the stored copy; ``lookup_pilot_registration_refused`` (at the
             file) for a pilot registration, which is not a compare registration and
             runs, measures or registers nothing.
+        InputError: ``input_not_a_file``, ``input_too_large`` (`registration_bytes`).
     """
     data, raw = registration_bytes(path, sha256)
     if is_pilot_registration(data):
@@ -166,6 +195,8 @@ def read_registration(path: Path, sha256: str) -> tuple[Registration, str, str]:
         raise RoleError(
             f"not a registration: {exc}", code="role_registration_invalid", location=str(path)
         ) from None
+    if stored_in is not None:
+        check_stored(stored_in, data, path)
     return registration, value_digest(registration), raw
 
 
@@ -249,21 +280,22 @@ def compare_run(
         HoldoutError: an external registration whose source is not frozen in `store`
             (or no longer verifies), before anything runs.
     """
-    registration, digest, raw = read_registration(registration_path, sha256)
+    store = store or Store()
+    registration, digest, raw = read_registration(registration_path, sha256, stored_in=store)
     held = registration.workload.holdout
     source = None
     if held is not UNSET:
         source = HoldoutSource(
             Path(held.manifest), held.manifest_sha256, Path(held.statistical_spec)
         )
-        load_frozen(store or Store(), source)  # verified before anything runs
+        load_frozen(store, source)  # verified before anything runs
     out = check_output(output, [Path(registration.r0.path), Path(registration.rpack.path)])
-    out.mkdir(parents=True)
+    make_output(out, output)
     launches = Launches(registration_digest=digest, registration_sha256=raw, launches=[])
     _write(out, launches)
     for role in ROLES:
         for suite in registration.workload.suites:
-            seed = None if source is None else (store or Store(), source)
+            seed = None if source is None else (store, source)
             launch, changed = _launch(out, registration, digest, role, suite, seed)
             launches.launches.append(launch)
             _write(out, launches)

@@ -67,6 +67,7 @@ def run_real_agent(
     cost_cap: str | None = None,
     progress: Tick | None = None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    raise_cap: bool = False,
 ) -> tuple[AgentBuild, CapTotals | None]:
     """Guard, then run the confirmed agent plan's selected units (module doc).
 
@@ -78,6 +79,7 @@ def run_real_agent(
         plan, store, confirm=confirm, credentials=credentials, output=output,
         concurrency=concurrency, explain_cache=explain_cache, checkout=checkout,
         environ=environ, pricing=pricing, cost_cap=cost_cap, request_timeout=request_timeout,
+        raise_cap=raise_cap,
     )  # fmt: skip
     write_plan(plan, out)
     unit_plan = AgentUnitPlan.of(plan, manifest, only_repeats, real.binding())

@@ -135,11 +135,11 @@ class AgentUnitPlan(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _result(trace: Trace, probe: Probe, index: int, run: AgentRun, first: str,
-            calls: list[CallReceipt]) -> ProbeResult:  # fmt: skip
+            calls: list[CallReceipt], post_processes: bool) -> ProbeResult:  # fmt: skip
     """The sample's result; a valid one graded as the reference arms' are
     (`score_result`: the outcome, the availability from the needle states the proxy saw,
     the loss label), an excluded one kept with its class and never scored."""
-    status, reasons = sample_status(run, first)
+    status, reasons = sample_status(run, first, post_processes=post_processes)
     result = ProbeResult(
         probe_id=probe.probe_id, index=index, category=probe.category,
         design_role=probe.design_role, status=cast(ProbeStatus, status), reasons=reasons,
@@ -179,7 +179,9 @@ def _sample(plan: AgentUnitPlan, unit: _Unit, probe: Probe, run_dir: Path,
     work = run_dir / "agent-work" / value_digest((unit.key, probe.probe_id))[:16]
     shutil.rmtree(work, ignore_errors=True)
     try:
-        return run_sample(plan.manifest, unit.trace, unit.arm, probe, work, reader)
+        sandboxed = plan.agent.sandbox != "none"
+        return run_sample(plan.manifest, unit.trace, unit.arm, probe, work, reader,
+                          sandboxed=sandboxed)  # fmt: skip
     finally:
         if (work / "adapter.log").is_file():
             shutil.move(work / "adapter.log", run_dir / "agent-logs" / f"{name}.log")
@@ -249,7 +251,8 @@ def build_agent_units(
                 firsts.setdefault(unit.trace_key, run.signature)
             first = firsts.get(unit.trace_key, run.signature)
             pids.append(run.crossing.pids)
-            results.append(_result(unit.trace, probe, index, run, first, reader.calls()))
+            results.append(_result(unit.trace, probe, index, run, first, reader.calls(),
+                                   plan.manifest.post_processes))  # fmt: skip
             replayed += reader.replayed()
             done += 1
             if progress is not None:

@@ -41,6 +41,7 @@ from continuity.holdout import (
     select_frozen,
     selected_traces,
 )
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.lookup.budget import BYTE_CAP, CALL_CAP
 from continuity.lookup.fixed_budget import (
     CodeBinding,
@@ -188,7 +189,7 @@ def fixed_budget_policy(sha256: str, policy: Path | None = None) -> tuple[Path, 
 
 def _read_policy(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return read_user_bytes(path, limit=DOCUMENT_MAX_BYTES, what="the policy")
     except OSError as exc:
         raise LookupError_(
             f"cannot read the policy: {exc.strerror or type(exc).__name__}", location=str(path)

@@ -94,7 +94,8 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
 
     Raises:
         UsageError: ``plan_invalid`` for an unknown provider, a base URL without a real
-            provider or a model that is not ``provider:model`` (both parts non-empty); real
+            provider or a model that is not ``provider:model`` (both parts non-empty);
+            ``effort_invalid`` for a ``--judge-effort`` the provider does not take; real
             mode also
             ``real_refused_ci`` (a ``CI`` variable exists), ``credentials_required`` (no
             ``--credentials`` for an endpoint away from this machine) and
@@ -103,6 +104,7 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
     from continuity.errors import RealModeError
     from continuity.plan.models import DEFAULT_PROFILE, PROFILES
     from continuity.plan.plan import DEFAULT_BASE_URLS
+    from continuity.providers.efforts import check_effort
     from continuity.providers.endpoint import is_loopback
 
     kind = options.get("provider") or "scripted"
@@ -124,6 +126,8 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
         raise UsageError(
             f"{model!r} is not provider:model", code="plan_invalid", location="--judge-model"
         )
+    if options.get("judge_effort"):
+        check_effort(kind, options["judge_effort"], location="--judge-effort")
     base_url = (options.get("base_url") or DEFAULT_BASE_URLS[kind]).rstrip("/")
     if kind == "scripted":
         if base_url:

@@ -33,6 +33,7 @@ from typing import Annotated, TypeVar
 import msgspec
 
 from continuity.errors import AggregateError
+from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
 from continuity.outputs import write_output
 from continuity.plan.plan import Plan, plan_digest
 from continuity.probes.scorer_version import scorer_digest
@@ -332,7 +333,7 @@ def read_run_manifest(run_dir: Path) -> RunManifest | None:
     """
     path = run_dir / MANIFEST_NAME
     try:
-        data = path.read_bytes()
+        data = read_user_bytes(path, limit=DOCUMENT_MAX_BYTES, what="run.json")
     except FileNotFoundError:
         return None
     except OSError as exc:

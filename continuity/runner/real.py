@@ -9,8 +9,10 @@ slots (``.slots/``) are kept there too; the call cache lives in the store.
 With a cost cap (``--cost-cap USD``) the run's account is ``.spend/cost-cap.sqlite3``:
 every attempt of every real request is held there before it is sent and settled from
 its usage (`continuity.providers.costcap`); ``spend.json`` has its totals after each
-invocation. An invocation that resumes a capped run keeps the stored cap unless it
-gives a new one, and starts with every hold a killed invocation left retained.
+invocation. An invocation that resumes a capped run keeps the stored cap (another
+``--cost-cap`` is ``cost_cap_mismatch`` unless ``--raise-cap`` changes it, recorded in
+the account: `continuity.runner.cost_account`), and starts with every hold a killed
+invocation left retained.
 
 A real run waits on the model far more than it computes, so by default every
 checkpoint of the selection proceeds at once (`continuity.runner.parallel`): up to
@@ -23,29 +25,30 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from continuity.errors import RealModeError
 from continuity.outputs import write_output
-from continuity.plan.exact_price import exact_rate
 from continuity.plan.guards import check_real_mode
 from continuity.plan.plan import Plan, plan_digest
-from continuity.plan.pricing import ModelPrice, load_catalog, model_price
+from continuity.plan.pricing import load_catalog, model_price
 from continuity.progress import Tick
 from continuity.providers.attempts import ATTEMPT_LOG
-from continuity.providers.costcap import ACCOUNT_NAME, CapTotals, CostCap, RateCard, RateTier
+from continuity.providers.costcap import CapTotals
 from continuity.providers.endpoint import EndpointSpec
-from continuity.providers.endpoint_facts import cap_ignored, ignored_cap_ref
+from continuity.runner.cost_account import (
+    open_cost_account,
+    parse_cost_cap,
+    rate_card,
+    spend_totals,
+)
 from continuity.runner.ledger_run import LedgerRun
 from continuity.runner.manifest import write_run_manifest
 from continuity.runner.parallel import available_memory, real_jobs
 from continuity.runner.units import RealRun, UnitRecord, build_units
 from continuity.runner.windows import check_context_windows
-from continuity.spend.money import parse_usd, whole_cents
 from continuity.store import Store
 
 __all__ = [
@@ -136,23 +139,27 @@ def run_real(
     upkeep_timeout: float = 900.0,
     cost_cap: str | None = None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    raise_cap: bool = False,
 ) -> RealResult:
     """Guard, then run the selected part of a confirmed plan against its endpoint.
 
     `jobs` runner threads (None: `real_jobs` for `concurrency` and the plan's models)
     run the units, one thread per checkpoint at a time.
 
-    `cost_cap` (USD text, whole cents) caps the run's spend: see the module doc.
+    `cost_cap` (USD text, whole cents) caps the run's spend; `raise_cap` may change the
+    stored cap: see the module doc.
 
     Raises:
         RealModeError: a guard refused (see `continuity.plan.guards`);
-            ``cost_cap_invalid`` (checked first), ``cost_cap_price_unknown``.
+            ``cost_cap_invalid`` (checked first), ``cost_cap_price_unknown``,
+            ``cost_cap_mismatch``.
         RunIncomplete: some units did not finish (``run_stopped``/``run_incomplete``).
     """
     out, real, account = open_real_run(
         plan, store, confirm=confirm, credentials=credentials, output=output,
         concurrency=concurrency, explain_cache=explain_cache, checkout=checkout,
         environ=environ, pricing=pricing, cost_cap=cost_cap, request_timeout=request_timeout,
+        raise_cap=raise_cap,
     )  # fmt: skip
     ledger = _ledger_run(plan, real, capture=capture, pricing=pricing, checkout=checkout)
     if ledger is not None:  # how long a stage child may take before its ack is lost
@@ -198,6 +205,7 @@ def open_real_run(
     pricing: str | None,
     cost_cap: str | None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    raise_cap: bool = False,
 ) -> tuple[Path, RealRun, str | None]:
     """Guard (`continuity.plan.guards.check_real_mode`), then open this invocation: its
     output directory, its endpoints and ledger path (held in the cost-cap account when
@@ -206,11 +214,12 @@ def open_real_run(
 
     Raises:
         RealModeError: a guard refused; ``cost_cap_invalid`` (checked first),
-            ``cost_cap_price_unknown``; ``context_window_exceeded`` when a planned call
+            ``cost_cap_price_unknown``, ``cost_cap_mismatch`` (`continuity.runner.
+            cost_account`); ``context_window_exceeded`` when a planned call
             does not fit the smallest window known (the server's included), before any
             model call.
     """
-    cap = parse_cost_cap(cost_cap)
+    cap = parse_cost_cap(cost_cap, raise_cap=raise_cap)
     out, dry = check_real_mode(
         plan,
         confirm=confirm,
@@ -222,7 +231,7 @@ def open_real_run(
     )
     check_context_windows(plan, dry, load_catalog(Path(pricing) if pricing else None))
     invocation = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
-    account = _cost_account(plan, out, cap, invocation, pricing, store)
+    account = open_cost_account(plan, out, cap, invocation, pricing, store, raise_cap=raise_cap)
     real = _real_run(
         plan,
         out,
@@ -239,109 +248,7 @@ def close_real_run(store: Store, plan: Plan, out: Path, account: str | None) -> 
     ``run.json`` (the report header and doit runs read it) and total the spend."""
     _root_under_plan(store, plan_digest(plan), out)
     write_run_manifest(out, plan)
-    return _spend_totals(account, out)
-
-
-def parse_cost_cap(text: str | None) -> Decimal | None:
-    """A ``--cost-cap`` value: US dollars in whole cents, above zero (None: no cap).
-
-    Raises:
-        RealModeError: ``cost_cap_invalid`` at ``--cost-cap``.
-    """
-    if text is None or text == "":
-        return None
-    amount = parse_usd(text)
-    if amount is None or amount <= 0 or whole_cents(amount) is None:
-        raise RealModeError(
-            f"--cost-cap must be US dollars in whole cents above zero, such as 5 or "
-            f"12.50; got {text!r}",
-            code="cost_cap_invalid",
-            location="--cost-cap",
-        )
-    return amount
-
-
-def rate_card(price: ModelPrice) -> RateCard:
-    """A catalog price as the cost cap's exact rate card."""
-
-    def text(rate: float | None) -> str | None:
-        exact = exact_rate(rate)
-        return None if exact is None else str(exact)
-
-    def tier(rates: tuple[float | None, ...]) -> RateTier:
-        input, output, read, write = (text(r) for r in rates)
-        return RateTier(input=input, output=output, cache_read=read, cache_write=write)
-
-    return RateCard(
-        base=tier((price.input, price.output, price.cache_read, price.cache_write)),
-        tiers=tuple(
-            (t.above_input_tokens, tier((t.input, t.output, t.cache_read, t.cache_write)))
-            for t in price.tiers
-        ),
-    )
-
-
-def _cost_account(
-    plan: Plan,
-    out: Path,
-    cap: Decimal | None,
-    invocation: str,
-    pricing: str | None,
-    store: Store,
-) -> str | None:
-    """Create or reopen the run's cost-cap account (None: the run has none and no cap
-    was given). Every model the run calls must have known input and output rates, and
-    an endpoint that was seen to ignore its output cap cannot be capped.
-
-    Raises:
-        RealModeError: ``cost_cap_price_unknown``, ``cost_cap_output_unenforced``.
-    """
-    path = out / ".spend" / ACCOUNT_NAME
-    if cap is None and not path.exists():
-        return None
-    catalog = load_catalog(Path(pricing) if pricing else None)
-    models = [plan.reader, *([plan.judge] if plan.judge else [])]
-    if plan.ledger is not None:
-        models.append(plan.ledger.extraction_model)
-    rates: dict[str, RateCard] = {}
-    for model in dict.fromkeys(models):
-        seen = cap_ignored(store, plan.endpoint.base_url, model.split(":", 1)[1])
-        if seen is not None:
-            raise RealModeError(
-                f"{model} at {plan.endpoint.base_url} was seen to write past its output cap "
-                f"({seen}); a cost cap's holds assume output stops at the cap, so this "
-                "endpoint cannot be capped. Delete the store ref "
-                f"{ignored_cap_ref(plan.endpoint.base_url, model.split(':', 1)[1])} once its "
-                "server honours the cap",
-                code="cost_cap_output_unenforced",
-                location=model,
-            )
-        price = model_price(catalog, model)
-        card = rate_card(price) if price is not None else None
-        missing = ["price"] if card is None else card.missing()
-        if card is None or missing:
-            raise RealModeError(
-                f"a cost cap needs {model}'s input and output rates; missing: "
-                f"{', '.join(missing)} (add them to the pricing catalog, --pricing FILE)",
-                code="cost_cap_price_unknown",
-                location=model,
-            )
-        rates[model] = card
-    CostCap.create(path, cap=cap, rates=rates, invocation=invocation).close()
-    return str(path)
-
-
-def _spend_totals(account: str | None, out: Path) -> CapTotals | None:
-    """The account's totals, also written to ``<out>/spend.json``."""
-    if account is None:
-        return None
-    cost = CostCap.open(account, "")
-    try:
-        totals = cost.totals()
-    finally:
-        cost.close()
-    write_output(out / "spend.json", msgspec.json.format(msgspec.json.encode(totals)) + b"\n")
-    return totals
+    return spend_totals(account, out)
 
 
 def _real_run(

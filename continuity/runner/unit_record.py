@@ -80,6 +80,7 @@ ProbeStatus = Literal[
     "contradicted",
     "not_crossed",
     "copy_unverified",
+    "answer_not_from_model",
 ]
 # What `run_unit` did: built and stored it, reused a stored one, or (real mode) left it
 # unfinished (neither stored nor materialised: the next run retries it).

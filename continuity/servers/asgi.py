@@ -9,6 +9,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -17,6 +18,7 @@ import uvicorn
 from continuity.interrupts import handles_signals
 
 __all__ = [
+    "MAX_BODY",
     "Events",
     "Receive",
     "Send",
@@ -26,6 +28,8 @@ __all__ = [
     "send_events",
     "send_json",
     "serve_asgi",
+    "too_large",
+    "unix_socket",
 ]
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -44,15 +48,31 @@ async def lifespan(receive: Receive, send: Send) -> None:
             return
 
 
-async def read_body(receive: Receive) -> bytes:
-    raw = b""
+# The largest request body a loopback server reads (a chat request carrying a long
+# conversation is a few MiB); a larger one is refused before it is decoded.
+MAX_BODY = 32 * 1024 * 1024
+
+
+async def read_body(receive: Receive, *, limit: int = MAX_BODY) -> bytes | None:
+    """The request body, read in linear time; None as soon as it passes `limit` bytes
+    (the rest is never read: the caller answers 413)."""
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         chunk: bytes = message.get("body", b"")
-        raw += chunk
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
         if not message.get("more_body"):
             break
-    return raw
+    return b"".join(chunks)
+
+
+def too_large(limit: int = MAX_BODY) -> str:
+    """What a 413 says: the body is over `limit`."""
+    return f"the request body is over the {limit:,}-byte limit"
 
 
 async def send_events(send: Send, events: Events, *, end: bool = True) -> None:
@@ -206,14 +226,30 @@ class _LoopbackServer(uvicorn.Server):
             await server.wait_closed()
 
 
+def unix_socket(path: Path) -> socket.socket:
+    """A listening Unix socket at `path` (a sandboxed agent's way to a loopback server).
+    Raises OSError when it cannot be bound (the socket is closed first)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 @asynccontextmanager
 async def serve_asgi(
-    app: Any, *, host: str = "127.0.0.1", sock: socket.socket | None = None
-) -> AsyncIterator[str]:
+    app: Any, *, host: str = "127.0.0.1", sock: socket.socket | None = None,
+    unix: Path | None = None,
+) -> AsyncIterator[str]:  # fmt: skip
     """Run `app` with uvicorn until the block exits; yield its base URL. `sock`: an
-    already bound listening socket (when the app must know its port up front)."""
+    already bound listening socket (when the app must know its port up front); `unix`:
+    a path to serve the same app on as a Unix socket too."""
     sock = sock or bound_socket(host)
     port = sock.getsockname()[1]
+    listeners = [sock] if unix is None else [sock, unix_socket(unix)]
     # log_config=None: uvicorn must not reconfigure the process's logging.
     config = uvicorn.Config(
         app, log_config=None, log_level="warning", access_log=False, lifespan="on"
@@ -221,7 +257,7 @@ async def serve_asgi(
     server = _LoopbackServer(config)
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(server.serve, [sock])
+            group.start_soon(server.serve, listeners)
             with anyio.fail_after(10):
                 while not server.started:
                     await anyio.sleep(_POLL_S)
@@ -230,4 +266,7 @@ async def serve_asgi(
             finally:
                 server.stop()
     finally:
-        sock.close()
+        for listener in listeners:
+            listener.close()
+        if unix is not None:
+            unix.unlink(missing_ok=True)

@@ -243,21 +243,26 @@ class FixtureToolServer:
         return self._served == len(self.records)
 
     @asynccontextmanager
-    async def running(self, token: str | None = None) -> AsyncIterator[str]:
-        """Serve on 127.0.0.1 at an ephemeral port; yield the MCP endpoint URL
-        (``/<token>/mcp`` with a token, else ``/mcp``)."""
+    async def running(
+        self, token: str | None = None, *, unix: Path | None = None
+    ) -> AsyncIterator[str]:
+        """Serve on 127.0.0.1 at an ephemeral port (and on the Unix socket `unix`, if
+        given); yield the MCP endpoint URL (``/<token>/mcp`` with a token, else
+        ``/mcp``)."""
         from continuity.servers.asgi import serve_asgi
 
         path = f"/{token}{MCP_PATH}" if token else MCP_PATH
         app = self.build().streamable_http_app(
             host="127.0.0.1", json_response=True, streamable_http_path=path
         )
-        async with serve_asgi(app) as base:
+        async with serve_asgi(app, unix=unix) as base:
             yield base + path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from continuity.errors import TraceInvalid
+    from continuity.errors import InputError, TraceInvalid
+    from continuity.inputs import read_user_bytes
+    from continuity.traces.schema import TRACE_MAX_BYTES
     from continuity.traces.validate import load_trace
 
     parser = argparse.ArgumentParser(prog="python -m continuity.servers.fixture")
@@ -266,8 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
-        trace = load_trace(args.trace.read_bytes(), source=str(args.trace))
-    except (OSError, TraceInvalid) as exc:
+        data = read_user_bytes(args.trace, limit=TRACE_MAX_BYTES, what="a trace file")
+        trace = load_trace(data, source=str(args.trace))
+    except (OSError, InputError, TraceInvalid) as exc:
         print(f"error {exc}", file=sys.stderr)
         return 2
     server = FixtureToolServer(

@@ -49,7 +49,16 @@ import msgspec
 
 from continuity.digest import value_digest
 from continuity.errors import ContinuityError
-from continuity.servers.asgi import Receive, Send, lifespan, read_body, send_events, send_json
+from continuity.nesting import MAX_DEPTH, too_deep
+from continuity.servers.asgi import (
+    Receive,
+    Send,
+    lifespan,
+    read_body,
+    send_events,
+    send_json,
+    too_large,
+)
 from continuity.servers.proxy_script import (
     ProxyStep,
     WireRequest,
@@ -126,6 +135,9 @@ class ModelProxy:
         # the forwarded requests themselves (in memory only: the probe's context, for
         # the availability analysis; never written out)
         self.forwarded: list[WireRequest] = []
+        # the reader's text returned to each forwarded main request, in order (the
+        # probe's answer must be the last of its turn's)
+        self.replies: list[str] = []
         self.problems: list[tuple[str, str]] = []
         self._steps = collections.deque(script)
         self._volatile = [re.compile(p) for p in volatile]
@@ -175,8 +187,7 @@ class ModelProxy:
         if scope["type"] == "lifespan":
             await lifespan(receive, send)
             return
-        raw = await read_body(receive)
-        host = dict(scope.get("headers") or []).get(b"host", b"").decode()
+        host = dict(scope.get("headers") or []).get(b"host", b"").decode(errors="replace")
         if host.rsplit(":", 1)[0] not in _LOOPBACK:
             await _json(send, 403, {"error": {"message": "not a loopback host"}})
             return
@@ -191,6 +202,14 @@ class ModelProxy:
             return
         if scope["method"] != "POST" or route != "/chat/completions":
             await _json(send, 404, {"error": {"message": f"no route {route}"}})
+            return
+        raw = await read_body(receive)
+        if raw is None:
+            await _json(send, 413, _error("proxy_request_invalid", too_large()))
+            return
+        if too_deep(raw):
+            detail = f"the body nests deeper than {MAX_DEPTH} levels"
+            await _json(send, 400, _error("proxy_request_invalid", detail))
             return
         try:
             body = json.loads(raw)
@@ -283,6 +302,8 @@ class ModelProxy:
                 fact["reader_error"] = error.code
                 return 502, _error(error.code, "the reader endpoint failed")
             fact["output_tokens"] = -(-len(text) // 4)
+            if role == "main":
+                self.replies.append(text)
             return 200, {"text": text, "calls": []}
         fact["mode"] = "script"
         if step is None:

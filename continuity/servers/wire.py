@@ -44,6 +44,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -51,7 +52,15 @@ import msgspec
 
 from continuity.errors import UsageError
 from continuity.providers.scripted import shared_prefix
-from continuity.servers.asgi import Receive, Send, lifespan, read_body, send_events, send_json
+from continuity.servers.asgi import (
+    Receive,
+    Send,
+    lifespan,
+    read_body,
+    send_events,
+    send_json,
+    too_large,
+)
 from continuity.servers.wire_anthropic import anthropic_events, anthropic_message
 from continuity.servers.wire_chat import chat_completion, chat_events
 from continuity.servers.wire_model import (
@@ -172,6 +181,9 @@ class WireServer:
             await lifespan(receive, send)
             return
         raw = await read_body(receive)
+        if raw is None:
+            await self._json(send, 413, {"error": {"message": too_large()}})
+            return
         path = scope["path"]
         if scope["method"] == "GET" and path.endswith(MODELS_ROUTE):
             await self._json(send, 200, model_list(self.model, self.context_window))
@@ -181,7 +193,7 @@ class WireServer:
             return
         try:
             body = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None
         if not isinstance(body, dict):
             await self._json(send, 400, {"error": {"message": "the body is not a JSON object"}})
@@ -376,17 +388,17 @@ class WireServer:
 
 
 @contextmanager
-def serve_in_thread(app: Any) -> Iterator[str]:
+def serve_in_thread(app: Any, *, unix: Path | None = None) -> Iterator[str]:
     """Serve `app` (a `WireServer` or any ASGI app) on 127.0.0.1 from a background
     thread (so blocking code in this thread, such as a runner with child processes, can
-    call it); yield its base URL."""
+    call it); yield its base URL. `unix`: serve it on that Unix socket too."""
     from continuity.servers.asgi import serve_asgi
 
     ready: list[str] = []
     stop = threading.Event()
 
     async def run() -> None:
-        async with serve_asgi(app) as url:
+        async with serve_asgi(app, unix=unix) as url:
             ready.append(url)
             while not stop.is_set():
                 await anyio.sleep(0.02)

@@ -20,8 +20,16 @@ approver and the numeric approval reference.
 `validate_authorization` checks every binding against what the caller expects, reads
 the account from the credentials file (read-only, never through a link, never changed;
 a rotated token of the same account passes, another account is refused) and returns an
-`AuthorizationHandle` that carries the id and the two digests only: tokens, the account,
+`AuthorizationHandle` that carries the id and three digests only: tokens, the account,
 paths, the salt and the commitment never leave it, and no error message repeats them.
+
+The handle's `identity` is what one-use consumption burns
+(`continuity.spend.consumption`): a digest of what was authorized, not of its spelling,
+over the account commitment, the salt, the approver and the id in their canonical forms
+(`canonical_text`: NFKC, case-folded, whitespace collapsed and stripped) and the
+approval reference as a number. An id with a trailing or leading space, in another case
+or in full-width letters is the same authorization; the id's canonical form must be 1-128
+ASCII characters.
 
 Codes (`SpendError`): ``lookup_authorization_invalid`` (not an authorization: bad JSON,
 unknown or missing fields, a malformed salt, time, approver or approval reference),
@@ -47,7 +55,7 @@ import msgspec
 
 from continuity.digest import value_digest
 from continuity.errors import SpendError
-from continuity.spend.consumption import FAUX_DOMAIN, REAL_DOMAIN
+from continuity.spend.consumption import FAUX_DOMAIN, REAL_DOMAIN, canonical_text
 
 __all__ = [
     "ACCOUNT_DOMAIN",
@@ -57,6 +65,7 @@ __all__ = [
     "Bindings",
     "account_commitment",
     "account_of",
+    "authorization_identity",
     "check_account_header",
     "validate_authorization",
 ]
@@ -108,6 +117,7 @@ class AuthorizationHandle(msgspec.Struct, frozen=True, kw_only=True):
     authorization_id: str
     raw_sha256: str
     canonical_digest: str
+    identity: str  # what consumption burns (`authorization_identity`)
 
 
 def _fail(message: str, code: str, location: str) -> SpendError:
@@ -194,9 +204,29 @@ def _decode(raw: bytes) -> Authorization:
             "lookup_authorization_invalid",
             "authorization.approval_reference",
         )
-    if not found.id or len(found.id) > 128 or not found.id.isascii():
-        raise _fail("the id is 1-128 ASCII characters", "lookup_authorization_invalid", "id")
+    canonical = canonical_text(found.id)
+    if not canonical or len(canonical) > 128 or not canonical.isascii():
+        raise _fail(
+            "the id is 1-128 ASCII characters (in its canonical form)",
+            "lookup_authorization_invalid",
+            "id",
+        )
     return found
+
+
+def authorization_identity(found: Authorization) -> str:
+    """What `found` authorizes, whatever its spelling (module doc): the digest one-use
+    consumption burns. `found` has passed `_decode` (a numeric approval reference)."""
+    return value_digest(
+        (
+            "continuity-lookup-authorization-identity-v1",
+            found.account_commitment,
+            found.salt,
+            canonical_text(found.approver),
+            int(found.approval_reference),
+            canonical_text(found.id),
+        )
+    )
 
 
 def validate_authorization(
@@ -243,6 +273,7 @@ def validate_authorization(
         canonical_digest=value_digest(
             ("continuity-lookup-authorization", msgspec.to_builtins(found))
         ),
+        identity=authorization_identity(found),
     )
 
 

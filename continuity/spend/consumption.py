@@ -1,12 +1,20 @@
 """One-use consumption of a pilot authorization, under the writer lease (seed 000,
 "Private authorization and consumption", steps 1-5).
 
-An authorization id can be consumed once, ever. The **burn registry** keeps one entry per
-consumed id, ``<registry>/<sha256(domain NUL id)>/``: the key is the domain and the id
-only, so reformatting or renaming the artifact cannot make a second use, and the raw
-artifact digest lives inside the claim, not in the key. The real registry is fixed from
-the password database's home of this user (`pwd.getpwuid(os.getuid()).pw_dir`), never
-``$HOME``, XDG variables, configuration or arguments:
+An authorization can be consumed once, ever, however its id is spelled. The **burn
+registry** keeps one entry per consumed authorization, ``<registry>/<sha256(domain NUL
+identity)>/``, where the identity is what was authorized, not its spelling
+(`continuity.spend.authorization`: a digest of the account commitment, the salt, the
+approver, the approval reference and the id in its canonical form, `canonical_text`:
+NFKC, case-folded, whitespace collapsed and stripped). A caller without an
+authorization artifact (the faux smoke) burns the canonical id alone (`id_identity`).
+Reformatting the artifact, renaming it or respelling its id (a trailing space, another
+case, full-width letters) cannot make a second use, and the raw artifact digest lives
+inside the claim, not in the key. An entry keyed by the id itself (the registry before
+identities: ``sha256(domain NUL id)``, literal or canonical) still burns. The real
+registry is fixed from the password database's home of this user
+(`pwd.getpwuid(os.getuid()).pw_dir`), never ``$HOME``, XDG variables, configuration or
+arguments:
 ``~/.local/state/continuity/lookup-pilot/consumed-v1/``. The faux (test) domain keeps its
 own registry under the output root's parent, never the real one.
 
@@ -15,12 +23,14 @@ own registry under the output root's parent, never the real one.
 1. revalidate (the caller's validator: the attestation, its bindings, the account),
    check the paths (`check_paths`), and require an unused output root (nothing in it but
    the lease, no ``units/``, no marker);
-2. exclusively create the registry entry. Its existence alone burns the id; every
+2. exclusively create the registry entry. Its existence alone burns the authorization
+   (an entry of the id itself, from before burn identities, counts as burned); every
    ancestor's parent is synced as the path is made, and the entry's parent before any
    claim is written;
 3. exclusively write and sync ``authorization-consumed.json`` in the output root, then
    ``claim.json`` in the registry entry;
-4. verify the complete pair (`verify_consumption`): authorization id and raw digest,
+4. verify the complete pair (`verify_consumption`): authorization id, identity and raw
+   digest,
    output root, run id, epoch, the controller's PID and start identity, and the device
    and inode of the output root and of the lease file, with the lease still held.
 
@@ -42,10 +52,12 @@ import json
 import os
 import pwd
 import stat
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from continuity.digest import value_digest
 from continuity.errors import SpendError
 from continuity.spend.lease import LEASE_NAME, Lease
 from continuity.spend.private import read_private, sync_directory, write_new
@@ -56,8 +68,10 @@ __all__ = [
     "FAUX_DOMAIN",
     "REAL_DOMAIN",
     "Claim",
+    "canonical_text",
     "check_paths",
     "consume",
+    "id_identity",
     "registry_entry",
     "registry_root",
     "verify_consumption",
@@ -90,9 +104,37 @@ def registry_root(domain: str, output_root: Path) -> Path:
     raise _fail(f"unknown authorization domain {domain!r}", "lookup_consumption_invalid", "domain")
 
 
-def registry_entry(domain: str, authorization_id: str, output_root: Path) -> Path:
-    key = hashlib.sha256(domain.encode() + b"\0" + authorization_id.encode()).hexdigest()
-    return registry_root(domain, output_root) / key
+def canonical_text(text: str) -> str:
+    """`text` as one spelling of everything it may be written as: NFKC (full-width and
+    compatibility forms to their plain ones), case-folded, NFKC again, every run of
+    whitespace one space, the ends stripped."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(folded.split())
+
+
+def id_identity(authorization_id: str) -> str:
+    """The burn identity of an id alone (no authorization artifact): its canonical form."""
+    return value_digest(("continuity-lookup-authorization-id-v1", canonical_text(authorization_id)))
+
+
+def _key(domain: str, material: str) -> str:
+    return hashlib.sha256(domain.encode() + b"\0" + material.encode()).hexdigest()
+
+
+def registry_entry(
+    domain: str, authorization_id: str, output_root: Path, identity: str | None = None
+) -> Path:
+    """The registry entry that burns `identity` (default: `id_identity` of the id)."""
+    burned = identity if identity is not None else id_identity(authorization_id)
+    return registry_root(domain, output_root) / _key(domain, burned)
+
+
+def _burned_by_id(domain: str, authorization_id: str, output_root: Path) -> bool:
+    """An entry keyed by the id itself, literal or canonical, exists (the registry's
+    keys before burn identities)."""
+    root = registry_root(domain, output_root)
+    spellings = {authorization_id, canonical_text(authorization_id)}
+    return any(os.path.lexists(root / _key(domain, spelling)) for spelling in spellings)
 
 
 @dataclass(frozen=True)
@@ -101,6 +143,7 @@ class Claim:
 
     domain: str
     authorization_id: str
+    identity: str  # what the registry entry burns (module doc)
     raw_sha256: str
     output_root: str
     run_id: str
@@ -238,8 +281,11 @@ def consume(
     revalidate: Callable[[], None],
     checkouts: Sequence[Path],
     environ: Mapping[str, str] | None = None,
+    identity: str | None = None,
 ) -> Claim:
-    """Burn `authorization_id` and write the claim pair (module docstring, steps 1-4).
+    """Burn `identity` (the validated authorization's, `AuthorizationHandle.identity`;
+    default: `id_identity` of `authorization_id`) and write the claim pair (module
+    docstring, steps 1-4).
 
     Raises:
         SpendError: the module's codes and the lease's.
@@ -247,7 +293,8 @@ def consume(
     _refuse_environment(domain, os.environ if environ is None else environ)
     lease.verify()
     revalidate()
-    entry = registry_entry(domain, authorization_id, output_root)
+    burned = identity if identity is not None else id_identity(authorization_id)
+    entry = registry_entry(domain, authorization_id, output_root, burned)
     check_paths(output_root, entry.parent, checkouts)
     if lease.path.parent != output_root:
         raise _fail("the lease is not the output root's", "lookup_consumption_invalid", "lease")
@@ -256,6 +303,7 @@ def consume(
     claim = Claim(
         domain=domain,
         authorization_id=authorization_id,
+        identity=burned,
         raw_sha256=raw_sha256,
         output_root=str(output_root),
         run_id=run_id,
@@ -269,17 +317,21 @@ def consume(
     )
     try:
         _make_registry(entry.parent)
-        entry.mkdir(mode=0o700)  # the burn
+        spent = _burned_by_id(domain, authorization_id, output_root)
+        if not spent:
+            entry.mkdir(mode=0o700)  # the burn
     except FileExistsError:
-        raise _fail(
-            "this authorization was consumed already", "lookup_authorization_consumed", "registry"
-        ) from None
+        spent = True
     except OSError as exc:
         raise _fail(
             f"the registry entry cannot be made ({exc.strerror})",
             "lookup_consumption_failed",
             "registry",
         ) from None
+    if spent:
+        raise _fail(
+            "this authorization was consumed already", "lookup_authorization_consumed", "registry"
+        )
     try:
         sync_directory(entry.parent)
         _write_new(output_root / CONSUMED_MARKER, asdict(claim))
@@ -304,7 +356,7 @@ def verify_consumption(claim: Claim, lease: Lease) -> None:
     lease.verify()
     root = Path(claim.output_root)
     expected = asdict(claim)
-    entry = registry_entry(claim.domain, claim.authorization_id, root)
+    entry = registry_entry(claim.domain, claim.authorization_id, root, claim.identity)
     for path in (root / CONSUMED_MARKER, entry / CLAIM_FILE):
         if _read_private(path) != expected:
             raise _fail(

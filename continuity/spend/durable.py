@@ -2,9 +2,14 @@
 granted, so a controller killed mid-request restarts with every reservation it made.
 
 `DurablePermitSource.open(path, cap, rmax)` opens (or creates) the account file and
-starts a new **epoch**. Every operation changes the in-memory `CapAccount` and commits
-the same change (``synchronous=FULL``) before it returns, so a permit is never granted
-whose hold is not on disk, and a settlement is on disk before the guard goes on:
+starts a new **epoch**. **The file is the account**: every operation runs in one
+``BEGIN IMMEDIATE`` transaction (one writer at a time, across processes) that first
+loads the account from the stored rows, so T is always the sum over what the file
+holds, then makes its change in `CapAccount` and commits it (``synchronous=FULL``)
+before it returns. Two processes (or two sources) on one file therefore never hold more
+than the cap between them: the cap check and the hold's insert are one transaction. A
+permit is never granted whose hold is not on disk, and a settlement is on disk before
+the guard goes on:
 
 - ``admit``: the hold of Rmax, then the permit (bound to epoch, request, slot, round,
   payload digest and Rmax); a refusal writes nothing;
@@ -18,7 +23,12 @@ earlier epoch are stale (``lookup_permit_stale``). A hold that was still active 
 its epoch ended is retained as lost: nobody knows whether its request was sent, so its
 reservation stays in T for good. A stop, the settled costs and the loss count carry
 over. The cap and Rmax are fixed when the file is created: reopening with others is
-``lookup_cap_invalid``; a file that is not an account is ``lookup_account_invalid``.
+``lookup_cap_invalid``; a file that is not an account is ``lookup_account_invalid``;
+a file locked past `BUSY_TIMEOUT_S` (or a full disk) is ``lookup_account_failed``, an
+integrity stop. Opening also starts a transaction, so a second process that opens the
+file retains the first one's active holds as lost (conservatively: they stay in T, and
+the first process can no longer settle them); the writer lease keeps that from
+happening on any shipped route.
 
 This is the accounting the pilot controller (spend controller II) persists; it is not
 authorization, and a durable source alone enables no paid route.
@@ -48,9 +58,10 @@ from continuity.spend.permits import (
 )
 from continuity.spend.usage import UsageRecord
 
-__all__ = ["DURABLE_BRAND", "DurablePermitSource"]
+__all__ = ["BUSY_TIMEOUT_S", "DURABLE_BRAND", "DurablePermitSource"]
 
 DURABLE_BRAND = "continuity-durable-permits-v1"
+BUSY_TIMEOUT_S = 10.0  # how long a transaction waits for another writer to commit
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS holds (
@@ -78,10 +89,14 @@ class DurablePermitSource:
     test_only = False
     contract = PERMIT_CONTRACT
 
-    def __init__(self, connection: sqlite3.Connection, account: CapAccount, epoch: str):
+    def __init__(
+        self, connection: sqlite3.Connection, account: CapAccount, epoch: str, where: str = ""
+    ):
         self._db = connection
         self.account = account
         self.epoch = epoch
+        self._where = where or "account"
+        self._stopped: str | None = None  # this source's own stop, even if its write failed
         self._ids = itertools.count(1)
 
     # -- opening
@@ -94,51 +109,51 @@ class DurablePermitSource:
         random one. An epoch is never started twice.
 
         Raises:
-            SpendError: ``lookup_cap_invalid``, ``lookup_account_invalid``.
+            SpendError: ``lookup_cap_invalid``, ``lookup_account_invalid``,
+                ``lookup_account_failed``.
         """
         account = CapAccount(cap, rmax)  # checks C >= Rmax before any file is touched
         try:
-            db = sqlite3.connect(path, isolation_level=None, timeout=5)
+            db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(_SCHEMA)
-            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-            holds = db.execute(
-                "SELECT request_id, slot_id, amount, state, cost, kind FROM holds ORDER BY rowid"
-            ).fetchall()
         except sqlite3.DatabaseError as exc:
             raise SpendError(
                 f"the account file is not an account: {exc}",
                 code="lookup_account_invalid",
                 location=str(path),
             ) from None
-        if epoch is not None and meta.get("epoch") == epoch:
+        source = cls(db, account, epoch or uuid.uuid4().hex, str(path))
+        try:
+            source._start(fixed=epoch is not None)
+        except BaseException:
             db.close()
-            raise SpendError(
-                "the account already started this epoch: an epoch is never reopened",
-                code="lookup_account_invalid",
-                location=str(path),
-            )
-        epoch = epoch or uuid.uuid4().hex
-        if meta:
-            if (meta.get("cap"), meta.get("rmax")) != (str(cap), str(rmax)):
-                db.close()
+            raise
+        return source
+
+    def _start(self, *, fixed: bool) -> None:
+        """In one transaction: check the stored cap, Rmax and epoch, load the stored
+        account, retain (as lost) every hold an earlier epoch left active, write the new
+        epoch. A refusal writes nothing."""
+        cap, rmax = self.account.cap, self.account.rmax
+        with self._transaction():
+            meta = self._load()
+            if fixed and meta.get("epoch") == self.epoch:
+                raise SpendError(
+                    "the account already started this epoch: an epoch is never reopened",
+                    code="lookup_account_invalid",
+                    location=self._where,
+                )
+            if not meta:
+                self._put("cap", str(cap))
+                self._put("rmax", str(rmax))
+            elif (meta.get("cap"), meta.get("rmax")) != (str(cap), str(rmax)):
                 raise SpendError(
                     f"the account was created for cap ${meta.get('cap')} and Rmax "
                     f"${meta.get('rmax')}, not ${cap} and ${rmax}",
                     code="lookup_cap_invalid",
-                    location=str(path),
+                    location=self._where,
                 )
-            _restore(account, meta, holds)
-        source = cls(db, account, epoch)
-        source._reopen(bool(meta), cap, rmax)
-        return source
-
-    def _reopen(self, existed: bool, cap: Decimal, rmax: Decimal) -> None:
-        """Write the new epoch; retain (as lost) every hold an earlier epoch left active."""
-        with self._transaction():
-            if not existed:
-                self._put("cap", str(cap))
-                self._put("rmax", str(rmax))
             for hold in [h for h in self.account.holds.values() if h.state == "active"]:
                 self.account.retain(hold.request_id, "lost")
                 self._save(hold.request_id, kind="lost")
@@ -147,7 +162,19 @@ class DurablePermitSource:
 
     # -- persistence
     def _transaction(self) -> _Transaction:
-        return _Transaction(self._db)
+        return _Transaction(self._db, self._where)
+
+    def _load(self) -> dict[str, str]:
+        """Inside a transaction: the account as the file holds it now (another process
+        may have written since), loaded into `account`; the stored meta keys."""
+        meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        holds = self._db.execute(
+            "SELECT request_id, slot_id, amount, state, cost, kind FROM holds ORDER BY rowid"
+        ).fetchall()
+        _restore(self.account, meta, holds)
+        if self._stopped is not None:
+            self.account.stop(self._stopped)
+        return meta
 
     def _put(self, key: str, value: str) -> None:
         self._db.execute(
@@ -192,27 +219,27 @@ class DurablePermitSource:
     async def admit(
         self, request_id: str, slot_id: str, round: int, payload_digest: str, rmax: Decimal
     ) -> Permit | Refusal:
-        permit = grant(
-            self.account,
-            (request_id, slot_id, round, payload_digest),
-            rmax,
-            permit_id=f"{self.epoch}-{next(self._ids)}",
-            epoch=self.epoch,
-        )
-        if isinstance(permit, Refusal):
-            return permit
-        with self._transaction():  # the hold is on disk before the permit is granted
-            self._save(request_id, permit=json.dumps(msgspec.to_builtins(permit)))
-            self._put_state()
+        with self._transaction():  # T from the stored rows; the hold on disk before the permit
+            self._load()
+            permit = grant(
+                self.account,
+                (request_id, slot_id, round, payload_digest),
+                rmax,
+                permit_id=f"{self.epoch}-{next(self._ids)}",
+                epoch=self.epoch,
+            )
+            if isinstance(permit, Permit):
+                self._save(request_id, permit=json.dumps(msgspec.to_builtins(permit)))
+                self._put_state()
         return permit
 
     async def consume(self, permit: Permit, body_digest: str) -> None:
-        self._permit(permit, "consume")
-        consumed = self._db.execute(
-            "SELECT consumed FROM holds WHERE request_id = ?", (permit.request_id,)
-        ).fetchone()[0]
-        check_consumable(permit, body_digest, consumed=bool(consumed))
         with self._transaction():
+            self._permit(permit, "consume")
+            consumed = self._db.execute(
+                "SELECT consumed FROM holds WHERE request_id = ?", (permit.request_id,)
+            ).fetchone()[0]
+            check_consumable(permit, body_digest, consumed=bool(consumed))
             self._db.execute(
                 "UPDATE holds SET consumed = 1 WHERE request_id = ?", (permit.request_id,)
             )
@@ -224,18 +251,21 @@ class DurablePermitSource:
         raw_usage: UsageRecord | None,
         raw_tier: str | None,
     ) -> None:
-        self._permit(permit, "settle")
-        hold = self.account.holds[permit.request_id]
-        if hold.state != "active":
-            raise _integrity("the permit was already settled", "lookup_permit_reused", "settle")
-        apply_settlement(self.account, permit.request_id, settlement)
-        with self._transaction():
+        with self._transaction():  # settled against the stored rows, not a stale copy
+            self._permit(permit, "settle")
+            self._load()
+            if self.account.holds[permit.request_id].state != "active":
+                raise _integrity("the permit was already settled", "lookup_permit_reused", "settle")
+            apply_settlement(self.account, permit.request_id, settlement)
             self._save(permit.request_id, kind=settlement.kind)
             self._put_state()
 
     async def stop(self, code: str) -> None:
+        self._stopped = self._stopped or code
         self.account.stop(code)
         with self._transaction():
+            self._load()
+            self.account.stop(code)
             self._put_state()
 
     def close(self) -> None:
@@ -261,14 +291,29 @@ def _restore(
 
 
 class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on an error)."""
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on an error): one writer at a
+    time across processes. An SQLite failure (the file locked past `BUSY_TIMEOUT_S`,
+    a full disk) is ``lookup_account_failed``, an integrity stop."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, where: str) -> None:
         self._db = db
+        self._where = where
+
+    def _failed(self, exc: sqlite3.Error) -> SpendError:
+        return _integrity(f"the account failed: {exc}", "lookup_account_failed", self._where)
 
     def __enter__(self) -> sqlite3.Connection:
-        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
         return self._db
 
     def __exit__(self, kind: object, error: object, tb: object) -> None:
-        self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
+        try:
+            self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
+        except sqlite3.Error as exc:
+            if kind is None:
+                raise self._failed(exc) from None
+        if isinstance(error, sqlite3.Error):
+            raise self._failed(error) from None

@@ -1,7 +1,8 @@
 """``python -m continuity.traces check FILE...``: validate trace files, list every issue.
 
 Every failure is a coded line (``path: code: message (at $.json.path)``) and exit 1; a
-file is read only up to the trace size limit, so even ``/dev/zero`` fails quickly.
+file is read only up to the trace size limit, and a device, FIFO or directory is refused
+before any read (``input_not_a_file``), so even ``/dev/zero`` fails quickly.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 
 from continuity.errors import TraceInvalid, UsageError
 from continuity.traces.bounds import estimate_tokens
-from continuity.traces.validate import load_trace, read_trace_file
+from continuity.traces.suites import read_user_trace
+from continuity.traces.validate import load_trace
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for path in args.files:
         try:
-            trace = load_trace(read_trace_file(path), source=str(path))
+            trace = load_trace(read_user_trace(path), source=str(path))
         except UsageError as exc:
             print(exc)
             failed += 1

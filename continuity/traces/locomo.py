@@ -34,6 +34,7 @@ Both of LoCoMo's file layouts are read: ``locomo10.json`` (a list of samples) an
 from __future__ import annotations
 
 import datetime as dt
+import io
 import re
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -43,6 +44,7 @@ from typing import Any, Final
 import msgspec
 
 from continuity.errors import HoldoutError
+from continuity.inputs import ARCHIVE_MAX_BYTES, read_user_bytes
 from continuity.traces.schema import (
     SCHEMA_VERSION,
     AbstentionExpectation,
@@ -117,14 +119,19 @@ def _invalid(message: str, member: str, path: str) -> HoldoutError:
     return HoldoutError(message, code="locomo_format_invalid", location=f"{member}:{path}")
 
 
-def read_zip(path: Path) -> list[Conversation]:
-    """Every conversation in a LoCoMo archive, ordered by sample id.
+def read_zip(path: Path, data: bytes | None = None) -> list[Conversation]:
+    """Every conversation in a LoCoMo archive, ordered by sample id (`data`: the
+    archive's bytes when the caller has read them already; else they are read, at most
+    `ARCHIVE_MAX_BYTES`).
 
     Raises:
         HoldoutError: ``locomo_zip_unreadable``, ``locomo_format_invalid``.
+        InputError: ``input_not_a_file``, ``input_too_large`` (`continuity.inputs`).
     """
     try:
-        with zipfile.ZipFile(path) as archive:
+        if data is None:
+            data = read_user_bytes(path, limit=ARCHIVE_MAX_BYTES, what="the LoCoMo archive")
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = [i for i in archive.infolist() if not i.is_dir()]
             if len(infos) > ARCHIVE_MAX_MEMBERS:
                 raise _invalid(f"{len(infos)} members", str(path), "$")

@@ -17,7 +17,8 @@ from typing import Literal
 import msgspec
 
 from continuity.digest import KeySpec, code_digest, digest_bytes, value_digest
-from continuity.errors import TraceCollision, UsageError
+from continuity.errors import InputError, TraceCollision, TraceInvalid, UsageError
+from continuity.inputs import read_user_bytes
 from continuity.outputs import resolve_out_path, write_json, write_output
 from continuity.store import ObjectRef, Store, TreeEntry
 from continuity.traces import generator
@@ -31,12 +32,14 @@ from continuity.traces.keys import (
     suite_specs,
 )
 from continuity.traces.schema import (
+    TRACE_MAX_BYTES,
     RedactionExpectation,
     ToolIdentifierExpectation,
     Trace,
     encode_trace,
 )
-from continuity.traces.validate import load_trace, read_trace_file, validate_trace
+from continuity.traces.validate import load_trace, validate_trace
+from continuity.traces.validate._limits import too_large
 
 __all__ = [
     "Progress",
@@ -44,6 +47,7 @@ __all__ = [
     "SuiteItem",
     "SuiteResult",
     "build_suite",
+    "read_user_trace",
     "store_trace_file",
     "suite_from_items",
 ]
@@ -230,14 +234,39 @@ def _materialise(
     return manifest_path
 
 
+def read_user_trace(path: Path) -> bytes:
+    """The bytes of a trace file a user named, reading at most one byte past
+    `TRACE_MAX_BYTES` (`continuity.inputs.read_user_bytes`: a device, FIFO or directory
+    is refused before any read, and nothing blocks).
+
+    Raises:
+        UsageError: ``trace_file_unreadable`` (missing, no permission).
+        InputError: ``input_not_a_file`` (a directory, device, FIFO or socket).
+        TraceInvalid: ``trace_too_large``, before the rest is read.
+    """
+    try:
+        return read_user_bytes(path, limit=TRACE_MAX_BYTES, what="a trace file")
+    except InputError as exc:
+        if exc.code != "input_too_large":
+            raise
+        issue = too_large(TRACE_MAX_BYTES + 1, read_all=False)
+        raise TraceInvalid([issue], source=str(path)) from None
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read trace file: {exc.strerror or exc}",
+            code="trace_file_unreadable",
+            location=str(path),
+        ) from None
+
+
 def store_trace_file(store: Store, path: Path, *, out_dir: Path | None = None) -> SuiteItem:
     """Validate a user-supplied trace file and store it (nothing is stored if invalid).
 
     Raises:
-        UsageError: ``trace_file_unreadable``.
+        UsageError: ``trace_file_unreadable``; ``input_not_a_file`` (an `InputError`).
         TraceInvalid: the trace failed validation (or is over the size limit).
     """
-    data = read_trace_file(path)  # at most the size limit is read
+    data = read_user_trace(path)  # at most the size limit is read
     trace = load_trace(data, source=str(path))
     spec = KeySpec(
         kind="trace",

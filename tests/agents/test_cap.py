@@ -4,6 +4,7 @@ with its code."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,9 @@ import anyio
 import pytest
 
 from continuity.agents.client import AdapterProcess, require_capabilities, spawn_adapter
-from continuity.agents.manifest import Manifest, load_manifest
+from continuity.agents.manifest import MANIFEST_MAX_BYTES, Manifest, load_manifest
 from continuity.agents.protocol import Capabilities, InitParams, ModelEndpoint
-from continuity.errors import AdapterError
+from continuity.errors import AdapterError, InputError
 from continuity.spend.containment import group_members
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,6 +177,26 @@ def test_a_missing_manifest_is_refused(tmp_path: Path) -> None:
     with pytest.raises(AdapterError) as caught:
         load_manifest(tmp_path / "agent.toml")
     assert caught.value.code == "agent_manifest_invalid"
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "directory", "huge"])
+def test_a_manifest_that_is_not_a_small_regular_file_is_refused_fast(
+    tmp_path: Path, kind: str
+) -> None:
+    """/dev/zero, a FIFO (a blocking read would hang), a directory, a sparse file over
+    the limit: one coded error, never a hang or a MemoryError."""
+    path = Path("/dev/zero") if kind == "device" else tmp_path / "agent.toml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "huge":
+        with path.open("wb") as handle:
+            handle.truncate(MANIFEST_MAX_BYTES + 1)
+    with pytest.raises(InputError) as caught:
+        load_manifest(path)
+    assert caught.value.code == ("input_too_large" if kind == "huge" else "input_not_a_file")
+    assert caught.value.location == str(path)
 
 
 def test_the_manifest_digest_binds_what_starts_the_agent_not_where_it_lives(

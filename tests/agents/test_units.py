@@ -95,7 +95,8 @@ def test_an_agent_run_aggregates_under_its_banner_and_compares(agent_run: dict[s
     assert results.probe_protocols == ["cap0-owner-turn-v2"] == [AGENT_PROBE_PROTOCOL]
     report = paths["report"].read_text()
     assert 'id="agent"' in report and "External agent." in report
-    assert "whether every model call went through the proxy" in report
+    assert "Sandboxed (bubblewrap)" in report
+    assert "whether every model call went through the proxy" not in report
     assert "> **External agent.** Agent: toy 0.1.0" in paths["summary"].read_text()
     shutil.copytree(run_dir, root / "runs" / "agent-toy-again")
     compared, _ = compare_runs(store, run_dir, root / "runs" / "agent-toy-again", root / "cmp")
@@ -134,6 +135,39 @@ def test_the_banner_counts_samples_excluded_by_a_failed_replay(
     assert results.agent is not UNSET and results.agent.replay_failed == 1
     assert results.excluded["original"]["agent-native"]["replay_failed"] == 1
     assert "1 more excluded because their replay failed" in paths["report"].read_text()
+
+
+def test_an_answer_that_is_not_the_models_is_labelled_and_excluded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The toy answers for its model (it replaces the proxy's text with its own): the
+    sample is answer_not_from_model, excluded, kept with the reply, and counted in the
+    banner; the model's own UNKNOWN was never what was scored."""
+    monkeypatch.setenv("TOY_FAULT", "own_answer")
+    _units(agent=str(TOY_MANIFEST), arms="native", trace=TRACE, probe_limit=1, run="c",
+           out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
+    results, paths, _ = aggregate_run(Store(tmp_path / "store"), tmp_path / "runs" / "c")
+    assert results.agent is not UNSET and results.agent.not_from_model == 1
+    assert results.excluded["original"]["agent-native"]["answer_not_from_model"] == 1
+    report = paths["report"].read_text()
+    assert "1 more excluded because the adapter" in report and "(answer_not_from_model)" in report
+    assert "Sandboxed (bubblewrap)" in report
+
+
+def test_no_sandbox_is_a_different_unit_and_the_banner_says_unsandboxed(
+    tmp_path: Path,
+) -> None:
+    common: dict[str, Any] = {"agent": str(TOY_MANIFEST), "arms": "native", "trace": TRACE,
+                              "probe_limit": 1, "out": str(tmp_path),
+                              "store": str(tmp_path / "store")}  # fmt: skip
+    _units(**common, run="open", no_sandbox=True)
+    results, paths, _ = aggregate_run(Store(tmp_path / "store"), tmp_path / "runs" / "open")
+    assert results.agent is not UNSET and results.agent.unsandboxed == 1
+    report = paths["report"].read_text()
+    assert "UNSANDBOXED (--no-sandbox) for 1 of 1 samples" in report
+    assert "whether every model call went through the proxy (network not isolated)" in report
+    line = _units(**common, run="boxed")
+    assert "(1 run, 0 from the store)" in line  # the sandbox is bound into the unit key
 
 
 @pytest.mark.xdist_group("agent_run")  # one worker builds the fixture

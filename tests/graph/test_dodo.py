@@ -220,14 +220,17 @@ def test_gc_dry_run_and_run(tmp_path: Path) -> None:
 # nine arms 2f701ade..., 709825f4... before): the units record the protocol and the
 # scripted readers' value-probe decline "ANSWER: UNKNOWN", and results.json names the
 # protocol and gains the answer_line table (every value sample ends with UNKNOWN on its
-# line, none missing); no sample is unresolved (580 abstained, 168 correct).
+# line, none missing); no sample is unresolved (580 abstained, 168 correct). A refused
+# task became abstained, not correct (issue 35): the scripted readers decline every task
+# draft, so those samples moved from correct to abstained (a128d95c..., 18fbee93...;
+# nine arms 16ab18cb..., 52e202a1... before).
 CONTRACT_RESULTS = (
-    "a128d95cef6540a2d22211c9512a027b7d89badee5a18e82cbdfacc7b6c3fc66",
-    "18fbee930748811be788f92dd12d7eaf1dd231bf5523f164e80926561aeb22df",
+    "41fab5e5a2409c54c8a95c6d96952ad0c3f65a2e1646acedcc9ecd33493d96ef",
+    "0aea26562f2ad30c5f05b05e77dad6f7f9a9b9299929c543ccc260691b038519",
 )
 NINE_ARM_RESULTS = (
-    "16ab18cbe6839f9e69dc7f8b461a597dfab86bfb8e631c200e75368e364eaa6f",
-    "52e202a1dc045b45639fb2e555cb4c296e8fdec59d5fbe425c4090055b3e8eeb",
+    "16b2a22a8e2c739b8d606773e95e5167ad031ffdeb1059910132eecd145c9547",
+    "e0dab83ee9890519ebb3e59a9a1ec58378c2d7db2a5450fd89b6398c9f495fe2",
 )
 
 

@@ -6,14 +6,25 @@ is `tests/runner/test_real_cost_cap.py` (a loopback wire server)."""
 from __future__ import annotations
 
 import multiprocessing
+import time
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
-from continuity.errors import ProviderError
+from continuity.errors import ProviderError, RealModeError
 from continuity.messages import ModelRequest, ToolDefinition, Usage, UserMessage
-from continuity.providers.costcap import FRAMING, CostCap, RateCard, RateTier, price_usage
+from continuity.providers.costcap import (
+    FRAMING,
+    CapTotals,
+    CostCap,
+    RateCard,
+    RateTier,
+    price_usage,
+)
+from continuity.runner.cost_account import parse_cost_cap
 
 MODEL = "openai-codex:gpt-6-mini"
 CARD = RateCard(
@@ -156,7 +167,9 @@ def test_reopening_retains_what_an_ended_invocation_left_active(tmp_path: Path) 
     assert totals.cap == "1.00"  # no new cap given: the stored one holds
     assert Decimal(totals.retained) == holds.amount
     assert Decimal(totals.active) == 0
-    raised = account(tmp_path, cap="2.50", invocation="third")
+    raised = CostCap.create(  # another cap takes --raise-cap
+        tmp_path / "cap.sqlite3", cap=Decimal("2.50"), rates={}, invocation="third", raise_cap=True
+    )
     assert raised.totals().cap == "2.50"
     assert Decimal(raised.totals().retained) == holds.amount  # still counted, for good
 
@@ -233,3 +246,98 @@ def test_a_failing_account_file_is_a_typed_stop(tmp_path: Path) -> None:
         cost.call(MODEL, request(), 10).before_send(b"{}")
     assert caught.value.code == "cost_cap_account_failed"
     assert caught.value.stops_admission
+
+
+def test_another_cap_on_an_existing_account_is_refused_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    first = account(tmp_path, cap="1.00")
+    held = first.call(MODEL, request(), 100)
+    held.before_send(b"{}")  # active: a refused invocation must not retain it
+    with pytest.raises(RealModeError) as caught:
+        account(tmp_path, cap="2.00", invocation="inv-2")
+    assert caught.value.code == "cost_cap_mismatch"
+    assert caught.value.location == "--cost-cap"
+    assert "$1.00" in caught.value.message and "$2.00" in caught.value.message
+    assert "--raise-cap" in caught.value.message
+    totals = first.totals()
+    assert (totals.cap, totals.cap_changes, totals.active) == ("1.00", (), str(held.amount))
+    # the same cap spelled otherwise, or none at all, keeps the stored one
+    account(tmp_path, cap="1", invocation="inv-3").close()
+    account(tmp_path, cap=None, invocation="inv-4").close()
+    assert (first.totals().cap, first.totals().cap_changes) == ("1.00", ())
+    first.close()
+
+
+def test_raise_cap_changes_the_cap_and_the_account_records_who_when_old_and_new(
+    tmp_path: Path,
+) -> None:
+    account(tmp_path, cap="1.00").close()
+    before = time.time()
+    raised = CostCap.create(
+        tmp_path / "cap.sqlite3",
+        cap=Decimal("2.50"),
+        rates={MODEL: CARD},
+        invocation="inv-2",
+        raise_cap=True,
+    )
+    totals = raised.totals()
+    assert totals.cap == "2.50"
+    (change,) = totals.cap_changes
+    assert (change.old, change.new, change.invocation) == ("1.00", "2.50", "inv-2")
+    assert "@" in change.who and before <= change.at <= time.time()
+    assert "cap changed from $1.00 to $2.50 by " in totals.line()
+    # a lower cap is a change too; both are kept, oldest first, and in spend.json's shape
+    raised.close()
+    lowered = CostCap.create(
+        tmp_path / "cap.sqlite3", cap=Decimal("0.50"), rates={}, invocation="i3", raise_cap=True
+    )
+    changes = lowered.totals().cap_changes
+    assert [(c.old, c.new) for c in changes] == [("1.00", "2.50"), ("2.50", "0.50")]
+    encoded = msgspec.json.decode(msgspec.json.encode(lowered.totals()), type=CapTotals)
+    assert encoded.cap_changes == changes
+    with pytest.raises(ProviderError) as stopped:  # the new cap is the one enforced
+        lowered.call(MODEL, request(), 1_000_000).before_send(b"{}")
+    assert stopped.value.code == "cost_cap_reached"
+    lowered.close()
+
+
+def test_raise_cap_without_a_cost_cap_is_refused() -> None:
+    with pytest.raises(RealModeError) as caught:
+        parse_cost_cap(None, raise_cap=True)
+    assert (caught.value.code, caught.value.location) == ("cost_cap_invalid", "--raise-cap")
+    assert parse_cost_cap("3", raise_cap=True) == Decimal(3)
+
+
+def _change_cap(path: str, cap: str, invocation: str, results: Any) -> None:
+    try:
+        CostCap.create(
+            Path(path), cap=Decimal(cap), rates={}, invocation=invocation, raise_cap=True
+        ).close()
+        results.put("changed")
+    except RealModeError as error:
+        results.put(error.code)
+
+
+def test_cap_changes_from_racing_processes_are_each_recorded(tmp_path: Path) -> None:
+    cost = account(tmp_path, cap="1.00")
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    caps = [f"{n}.00" for n in range(2, 8)]
+    workers = [
+        context.Process(target=_change_cap, args=(str(cost.path), cap, f"inv-{cap}", results))
+        for cap in caps
+    ]
+    for worker in workers:
+        worker.start()
+    outcomes = [results.get(timeout=60) for _ in workers]
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    assert outcomes == ["changed"] * len(caps)
+    totals = cost.totals()
+    changes = totals.cap_changes
+    # one chain: each change starts from the cap the previous one stored
+    assert [c.old for c in changes] == ["1.00", *[c.new for c in changes[:-1]]]
+    assert sorted(c.new for c in changes) == caps and totals.cap == changes[-1].new
+    cost.close()

@@ -186,6 +186,16 @@ def test_kill_history_server_excludes_the_probe_as_store_degraded(tmp_path: Path
     (unit,) = package.glob("inputs/affected-*.json")
     statuses = [probe["status"] for probe in _json(unit)["probes"]]
     assert statuses == ["store_degraded", "valid"]
+    # the receipt proves the kill landed under a history call: started, never answered
+    after = _json(package / "inputs" / "fault-after.json")
+    assert after["in_flight"] == {"call": 1, "started": True, "answered": False}
+    # the killed probe's sample failed under the call, not while connecting
+    (first, _) = _json(unit)["probes"]
+    assert first["reasons"][0].startswith("tool_server_unavailable: calling "), first
+    # a kill with no call in flight (the old kill-on-listen receipt) fails the case
+    del after["in_flight"]
+    (package / "inputs" / "fault-after.json").write_text(json.dumps(after))
+    assert regrade(package, expected_code="store_degraded").causes == ["no_call_in_flight"]
 
 
 def test_a_retrieving_arm_whose_history_died_is_store_degraded_not_failed() -> None:

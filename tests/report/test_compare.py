@@ -66,6 +66,15 @@ def edit_units(run_dir: Path, edit: Edit) -> None:
         path.write_bytes(msgspec.json.encode(edit(record)))
 
 
+def repeat_units(run_dir: Path, shift: int) -> None:
+    """Every unit of the run again, as repeat + `shift` (rekeyed and sealed)."""
+    for path in sorted((run_dir / "units").glob("*.json")):
+        record = msgspec.json.decode(path.read_bytes(), type=UnitRecord)
+        copy = rekeyed(record, repeat=record.repeat + shift)
+        name = path.name.replace(f"r{record.repeat}-", f"r{copy.repeat}-", 1)
+        (run_dir / "units" / name).write_bytes(msgspec.json.encode(copy))
+
+
 def wrong_where_correct(record: UnitRecord) -> UnitRecord:
     """Every answer the unit got right replaced by a wrong one (its recorded grades kept:
     the current scorer grades the new answers)."""
@@ -157,6 +166,11 @@ def test_an_injected_regression_flips_samples_and_is_significant(
     runs: tuple[Store, Path, Path], tmp_path: Path
 ) -> None:
     store, base, head = runs
+    # The scripted reader gets 4 samples right per arm over the fixture's two repeats:
+    # too few discordant pairs for an exact McNemar test at 0.05 (its least p is 2/2^n).
+    # Repeats 3 and 4 (copies of 1 and 2) give 8 per arm.
+    for run_dir in (base, head):
+        repeat_units(run_dir, shift=2)
     edit_units(head, wrong_where_correct)
     comparison, paths = compare_runs(store, base, head, tmp_path / "cmp")
     flips = comparison.flips

@@ -8,7 +8,7 @@ import pytest
 
 from continuity.store import Store
 from tests.graph.test_dodo import doit
-from tests.report.test_compare import edit_units, make_runs, wrong_where_correct
+from tests.report.test_compare import edit_units, make_runs, repeat_units, wrong_where_correct
 
 
 @pytest.fixture
@@ -34,7 +34,9 @@ def test_identical_runs_exit_0_and_end_with_where_the_outputs_are(
 def test_an_injected_regression_exits_3_after_writing_the_outputs(
     runs: tuple[Store, Path, Path], tmp_path: Path
 ) -> None:
-    _, _, head = runs
+    _, base, head = runs
+    for run_dir in (base, head):  # enough discordant pairs for significance
+        repeat_units(run_dir, shift=2)
     edit_units(head, wrong_where_correct)
     folder = tmp_path / "gate"
     compare = ("compare", "--base", "base", "--head", str(head), "--out-dir", str(folder))
@@ -44,14 +46,14 @@ def test_an_injected_regression_exits_3_after_writing_the_outputs(
         coded = [line for line in result.stderr.splitlines() if line.startswith("regression_")]
         assert len(coded) == 1 and coded[0].endswith(f"(at {gate[0]})"), result.stderr
         assert "regression_found: significant drop" in coded[0]
-        assert "original/native -23.1 pp" in coded[0]
+        assert "original/native -15.4 pp" in coded[0]
         assert "Traceback" not in result.stderr
         assert _last_line(result.stdout).endswith(f"compare.html in {folder}")
         assert (folder / "compare.html").is_file()
-    within = doit(tmp_path, *compare, "--max-drop", "30")  # a 23.1 pp drop is allowed
+    within = doit(tmp_path, *compare, "--max-drop", "30")  # a 15.4 pp drop is allowed
     assert "flipped" in _last_line(within.stdout)
     plain = doit(tmp_path, *compare)  # no gate asked for: the drop is reported, exit 0
-    assert "18 flipped, 9 probes regressed" in plain.stdout
+    assert "24 flipped, 6 probes regressed" in plain.stdout
 
 
 def test_a_missing_run_and_a_bad_option_are_refused_with_their_codes(

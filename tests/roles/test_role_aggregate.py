@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,10 +21,10 @@ import msgspec
 import pytest
 
 from continuity.digest import value_digest
-from continuity.errors import RoleError
+from continuity.errors import InputError, RoleError
 from continuity.roles.aggregate import COMPARE_SCHEMA, CONTRASTS, CompareReport
 from continuity.roles.aggregate_read import expected_plan_digest, receipt_path
-from continuity.roles.aggregate_render import compare_aggregate as aggregate
+from continuity.roles.aggregate_render import compare_aggregate
 from continuity.roles.guidance import RENDERER_PATH, ROLE_PROTOCOL
 from continuity.roles.receipt import RoleReceipt, RoleUnit
 from continuity.roles.register import (
@@ -36,6 +37,7 @@ from continuity.roles.register import (
 from continuity.roles.run import LAUNCHES_SCHEMA
 from continuity.roles.table import ROLES
 from continuity.runner.manifest import code_revision
+from continuity.store import Store
 from tests.conftest import REPO
 from tests.graph.test_dodo import doit_command, doit_env
 
@@ -60,6 +62,21 @@ def _registration() -> Registration:
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _store(reg_file: Path) -> Store:
+    """The store a registration file beside it was registered into (``store/``)."""
+    return Store(reg_file.parent / "store")
+
+
+def _register(reg_file: Path) -> None:
+    """Store the file's bytes as `doit compare_register` does: compare_aggregate reads
+    only a registration that is its stored copy."""
+    _store(reg_file).put_blob(reg_file.read_bytes())
+
+
+def aggregate(reg_file: Path, sha256: str, out: Path) -> tuple[CompareReport, Path]:
+    return compare_aggregate(reg_file, sha256, out, _store(reg_file))
 
 
 def _write_launches(out: Path, raw: str, digest: str, missing: dict[str, str]) -> None:
@@ -104,6 +121,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Layout:
     registration = _registration()
     reg_file = root / "registration.json"
     reg_file.write_bytes(msgspec.json.encode(registration, order="sorted"))
+    _register(reg_file)
     raw, digest = _sha(reg_file), value_digest(registration)
     out = root / "run"
     for role in ROLES:
@@ -210,6 +228,24 @@ def test_a_duplicate_slot_is_counted_not_scored(base: Layout, tmp_path: Path) ->
     assert pack.lookup.duplicate_occurrences[0].occurrences == 2
     for row in report.contrasts:
         assert row.paired_completed == (0 if "pack" in (row.a, row.b) else 1), row
+
+
+def test_a_special_file_in_the_run_is_refused_without_blocking(
+    base: Layout, tmp_path: Path
+) -> None:
+    out = _copy(base, tmp_path)
+    (unit,) = list((_run_dir(out, "pack") / "units").glob("*.json"))
+    unit.unlink()
+    os.mkfifo(unit)  # no writer: a blocking open would hang
+    with pytest.raises(InputError) as caught:
+        aggregate(base.registration, base.raw, out)
+    assert (caught.value.code, caught.value.location) == ("input_not_a_file", str(unit))
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(InputError) as caught:
+        aggregate(base.registration, base.raw, afile)
+    assert (caught.value.code, caught.value.location) == ("input_not_a_directory", str(afile))
+    assert not (out / "compare.json").exists()
 
 
 def test_a_registration_sha256_mismatch_is_refused(base: Layout, tmp_path: Path) -> None:
@@ -365,7 +401,10 @@ def test_the_import_walk_resolves_relative_imports(tmp_path: Path) -> None:
 
 def test_the_doit_command_ends_with_where_the_comparison_is(base: Layout, tmp_path: Path) -> None:
     out = _copy(base, tmp_path)
-    args = ("compare_aggregate", "--registration", str(base.registration), "--output", str(out))
+    args = (
+        "compare_aggregate", "--registration", str(base.registration), "--output", str(out),
+        "--store", str(_store(base.registration).root),
+    )  # fmt: skip
     done = subprocess.run(
         doit_command(*args, "--sha256", base.raw), cwd=REPO, env=doit_env(tmp_path),
         capture_output=True, text=True, timeout=120,
@@ -430,6 +469,7 @@ def test_a_receipt_whose_witness_is_not_its_codes_is_tampered(base: Layout, tmp_
     changed = msgspec.structs.replace(registration, rpack=other)
     reg_file = tmp_path / "registration.json"
     reg_file.write_bytes(msgspec.json.encode(changed, order="sorted"))
+    _register(reg_file)
     raw, digest = _sha(reg_file), value_digest(changed)
     out = _copy(base, tmp_path)
     rpack_roles = {

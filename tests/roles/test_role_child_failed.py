@@ -30,15 +30,16 @@ def test_a_child_that_fails_with_a_receipt_is_recorded_and_the_rest_run(
 ) -> None:
     # A registered trace filter no suite holds: every child refuses it (trace_unknown),
     # exits non-zero, and still leaves its receipt with that outcome.
+    store = Store(tmp_path / "store")
     registered = register(
-        Store(tmp_path / "store"),
+        store,
         (pair.r0, pair.r0_sha),
         (pair.rpack, pair.rpack_sha),
         str(tmp_path / "registration"),
         workload(["original"], ["no-such-trace"], 1),
     )
     output = tmp_path / "run"
-    path, returned = compare_run(registered.path, registered.sha256, str(output))
+    path, returned = compare_run(registered.path, registered.sha256, str(output), store)
     launches = msgspec.json.decode(path.read_bytes(), type=Launches)
     assert launches == returned and failed_launches(launches) == launches.launches
     assert [launch.role for launch in launches.launches] == [role.name for role in ROLES]
@@ -48,6 +49,6 @@ def test_a_child_that_fails_with_a_receipt_is_recorded_and_the_rest_run(
         assert launch.reason is not None and launch.reason.startswith("role_child_failed"), launch
         assert "trace_unknown" in launch.reason
         assert launch.build_verified_before and launch.build_verified_after
-    report, _ = compare_aggregate(registered.path, registered.sha256, output)
+    report, _ = compare_aggregate(registered.path, registered.sha256, output, store)
     assert {figures.status for figures in report.roles} == {"failed"}
     assert "trace_unknown" in (output / "compare.md").read_text()

@@ -17,6 +17,7 @@ import msgspec
 import pytest
 
 from continuity.errors import RoleError
+from continuity.roles.aggregate_render import compare_aggregate
 from continuity.roles.receipt import read_role_receipt
 from continuity.roles.register import Registered, register, workload
 from continuity.roles.register_build import PTH_FILE
@@ -46,11 +47,16 @@ def registered(pair: Pair, tmp_path_factory: pytest.TempPathFactory) -> Register
     )
 
 
+def _store(registered: Registered) -> Store:
+    """The store `registered` was registered into (the fixture's)."""
+    return Store(registered.path.parents[1] / "store")
+
+
 def _command(registered: Registered, output: Path) -> list[str]:
     return [
         *(sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), "compare_run"),
-        *("--registration", str(registered.path), "--sha256", registered.sha256),
-        *("--output", str(output)),
+        *("--registration", str(registered.path), "--store", str(_store(registered).root)),
+        *("--sha256", registered.sha256, "--output", str(output)),
     ]
 
 
@@ -164,6 +170,46 @@ def test_a_file_that_is_no_registration_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
+def test_a_registration_edited_after_registering_is_refused_whatever_its_sha256(
+    registered: Registered, tmp_path: Path
+) -> None:
+    """compare_run and compare_aggregate check the file against the copy compare_register
+    stored, not only against the operator's --sha256 (issue 36, item 7)."""
+    work = msgspec.structs.replace(registered.registration.workload, probe_limit=2)
+    path = tmp_path / "registration.json"
+    path.write_bytes(
+        msgspec.json.encode(
+            msgspec.structs.replace(registered.registration, workload=work), order="sorted"
+        )
+    )
+    sha256 = hashlib.sha256(path.read_bytes()).hexdigest()  # the edited file's own sha256
+    output = tmp_path / "run"
+    with pytest.raises(RoleError) as caught:
+        compare_run(path, sha256, str(output), _store(registered))
+    assert (caught.value.code, caught.value.location) == ("role_registration_changed", str(path))
+    assert not output.exists()  # refused before the output directory: no role ran
+    result = subprocess.run(
+        [*_command(registered, output)[:-8], "--registration", str(path),
+         "--store", str(_store(registered).root), "--sha256", sha256, "--output", str(output)],
+        cwd=REPO, env=_env(tmp_path), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode != 0 and "Traceback" not in result.stdout + result.stderr
+    assert "role_registration_changed: " in result.stdout + result.stderr
+    assert not output.exists()
+    with pytest.raises(RoleError) as caught:
+        compare_aggregate(path, sha256, tmp_path, _store(registered))
+    assert caught.value.code == "role_registration_changed"
+    assert not (tmp_path / "compare.json").exists()
+    # The registered bytes pass wherever they lie (the store is content-addressed), and
+    # register pinned them with a ref, so gc keeps them.
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(registered.path.read_bytes())
+    with pytest.raises(RoleError) as caught:
+        compare_run(copy, registered.sha256, "relative/run", _store(registered))
+    assert caught.value.code == "role_output_not_absolute"  # past the stored copy's check
+    assert _store(registered).get_ref(f"registrations/{registered.sha256}") is not None
+
+
 def test_the_output_directory_must_be_new_absolute_and_outside(
     registered: Registered, pair: Pair, tmp_path: Path
 ) -> None:
@@ -175,7 +221,7 @@ def test_the_output_directory_must_be_new_absolute_and_outside(
         (str(pair.r0 / "run"), "role_output_inside_checkout"),
     ):
         with pytest.raises(RoleError) as caught:
-            compare_run(registered.path, registered.sha256, output)
+            compare_run(registered.path, registered.sha256, output, _store(registered))
         assert caught.value.code == code
     assert list(existing.iterdir()) == [] and not (pair.r0 / "run").exists()
 
@@ -216,8 +262,12 @@ def test_a_changed_build_stops_the_run_once_recorded(
     )
     path = tmp_path / "registration.json"
     path.write_bytes(msgspec.json.encode(changed, order="sorted"))
+    store = Store(tmp_path / "store")
+    store.put_blob(path.read_bytes())  # as registered: only the build changed since
     with pytest.raises(RoleError) as caught:
-        compare_run(path, hashlib.sha256(path.read_bytes()).hexdigest(), str(tmp_path / "run"))
+        compare_run(
+            path, hashlib.sha256(path.read_bytes()).hexdigest(), str(tmp_path / "run"), store
+        )
     assert caught.value.code == "role_build_changed"
     (entry,) = _launches(tmp_path / "run").launches  # native (R0) was never launched
     assert (entry.role, entry.exit_code, entry.build_verified_before) == ("native", None, False)

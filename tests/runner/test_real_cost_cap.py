@@ -221,3 +221,35 @@ def test_judge_calls_are_held_and_unreported_usage_keeps_its_hold(
     assert {state for state, _, _ in rows} == {"retained"}
     assert {reason for _, _, reason in rows} == {"usage_unreported"}
     within_cap(spend(rig))
+
+
+def test_a_resumed_run_keeps_its_cap_unless_raise_cap_changes_it_on_record(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path, clean_checkout, url, "openai-chat", arms="native", judge="none")
+        first = rig.run(cost_cap="1.00")
+        sent = app.count()
+        with pytest.raises(RealModeError) as caught:  # last writer no longer wins
+            rig.run(cost_cap="2.00")
+        assert (caught.value.code, caught.value.location) == ("cost_cap_mismatch", "--cost-cap")
+        assert "$1.00" in caught.value.message and "$2.00" in caught.value.message
+        assert spend(rig) == first.spend  # nothing ran, nothing was written
+        raised = rig.run(cost_cap="2.00", raise_cap=True)
+        assert app.count() == sent  # every call replays from the cache
+    totals = spend(rig)
+    assert totals == raised.spend and totals.cap == "2.00"
+    (change,) = totals.cap_changes
+    assert (change.old, change.new) == ("1.00", "2.00")
+    assert f"cap changed from $1.00 to $2.00 by {change.who}" in totals.line()
+    within_cap(totals)
+
+
+def test_doit_units_refuses_raise_cap_offline(tmp_path: Path) -> None:
+    from tests.graph.test_dodo import doit
+
+    result = doit(tmp_path, "units", "--raise-cap", check=False)  # a cap change is --real
+    assert result.returncode != 0
+    assert "real_flag_required" in result.stdout + result.stderr
+    assert "--raise-cap" in result.stdout + result.stderr

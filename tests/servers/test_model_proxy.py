@@ -13,6 +13,7 @@ import httpx
 import openai
 import pytest
 
+from continuity.servers.asgi import MAX_BODY
 from continuity.servers.fixture import frozen_records
 from continuity.servers.model_proxy import MAIN, ModelProxy, replay_signature
 from continuity.servers.proxy_script import (
@@ -237,6 +238,45 @@ def test_only_the_token_path_on_a_loopback_host_is_served(proxy: tuple[ModelProx
         "replay_fidelity_failed",
     )
     anyio.run(anyio.sleep, 0)
+
+
+def test_a_deep_or_huge_body_is_refused_with_its_limit_never_a_traceback(
+    proxy: tuple[ModelProxy, str],
+) -> None:
+    app, base = proxy
+    deep = httpx.post(base + "/chat/completions", content=b"[" * 100_000 + b"]" * 100_000,
+                      timeout=30)  # fmt: skip
+    assert deep.status_code == 400
+    error = json.loads(deep.text)["error"]
+    assert error["code"] == "proxy_request_invalid" and "deeper than 64" in error["message"]
+    huge = httpx.post(base + "/chat/completions", content=b" " * (MAX_BODY + 1), timeout=60)
+    error = json.loads(huge.text)["error"]
+    assert huge.status_code == 413 and error["code"] == "proxy_request_invalid"
+    assert f"{MAX_BODY:,}-byte limit" in error["message"]
+    assert app.facts == []
+
+
+def test_host_and_token_are_checked_before_the_body_is_read() -> None:
+    """The app itself, called as uvicorn calls it: a request to a wrong host or path is
+    answered without one read of its body."""
+    app = ModelProxy(proxy_script(TRACE))
+    reads: list[int] = []
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        reads.append(1)
+        return {"type": "http.request", "body": b" " * 1024, "more_body": True}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    for host, path, status in ((b"evil.example", f"/{app.token}/v1/chat/completions", 403),
+                               (b"127.0.0.1:9", "/v1/chat/completions", 404)):  # fmt: skip
+        reads.clear()
+        sent.clear()
+        scope = {"type": "http", "method": "POST", "path": path, "headers": [(b"host", host)]}
+        anyio.run(app, scope, receive, send)
+        assert reads == [] and sent[0]["status"] == status
 
 
 def _queued_replay(proxy: tuple[ModelProxy, str], *, send_on: bool) -> ToyAgent:

@@ -236,3 +236,33 @@ def test_an_epoch_is_never_started_twice(tmp_path: Path) -> None:
         DurablePermitSource.open(path, CAP, RMAX, epoch="e-1")
     assert caught.value.code == "lookup_account_invalid"
     DurablePermitSource.open(path, CAP, RMAX, epoch="e-2").close()
+
+
+@pytest.mark.anyio
+async def test_an_account_locked_past_its_timeout_is_a_typed_stop_that_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from continuity.spend import durable
+
+    monkeypatch.setattr(durable, "BUSY_TIMEOUT_S", 0.05)
+    path = tmp_path / "account.sqlite"
+    source = DurablePermitSource.open(path, CAP, RMAX)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another writer that never lets go
+    try:
+        with pytest.raises(SpendError) as caught:
+            await source.admit("r1", "slot-1", 1, "d1", RMAX)
+        assert (caught.value.code, caught.value.outcome) == (
+            "lookup_account_failed",
+            "integrity_stop",
+        )
+        with pytest.raises(SpendError) as failed:
+            await source.stop("lookup_integrity_stop")
+        assert failed.value.code == "lookup_account_failed"
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert _hold_states(path) == []  # no permit without its hold
+    # the stop this process could not write still closes its admission
+    assert await source.admit("r2", "slot-1", 1, "d2", RMAX) == Refusal("lookup_integrity_stop")
+    source.close()

@@ -32,6 +32,7 @@ from continuity.qualify.receipts import (
     FINAL,
     FaultAfter,
     FaultFinal,
+    InFlight,
     Loss,
     ProcessId,
     identity,
@@ -158,18 +159,50 @@ def _degraded(work: Path) -> tuple[int, int]:
     return statuses.count("store_degraded"), statuses.count("valid")
 
 
+def _first_call(folder: Path) -> tuple[int, dict[str, object], int] | None:
+    """The first history call any probe's server has received so far: (the server's
+    place among the witnesses, its witness, the call's number in its log); None while
+    no server has received one."""
+    from continuity.probe.history_witness import read_calls
+
+    for place, witness in enumerate(_witnesses(folder)):
+        calls = read_calls(Path(str(witness.get("calls"))))
+        started = sorted(n for n, seen in calls.items() if "started" in seen)
+        if started:
+            return place, witness, started[0]
+    return None
+
+
+def _answered(witness: dict[str, object], call: int) -> bool:
+    """Whether the server's log shows it began answering `call`."""
+    from continuity.probe.history_witness import read_calls
+
+    return "answered" in read_calls(Path(str(witness.get("calls")))).get(call, set())
+
+
+def _finish(process: subprocess.Popen[str], drain: threading.Thread) -> None:
+    """Wait for the workload to end and its output to be drained."""
+    process.wait(600)
+    drain.join()
+    assert process.stdout is not None
+    process.stdout.close()
+
+
 def kill_history_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     """The kill-history-server case: a store arm's probes each serve ConversationHistory
-    from a process of their own (``CONTINUITY_HISTORY_PROCESS``); the first probe's server
-    is killed as soon as it listens. That probe's calls fail, its sample must be excluded
-    as ``store_degraded`` (never scored), the next probe's own server is the recovery, and
-    the unit finishes."""
+    from a process of their own that logs each call as it arrives and as it is answered
+    (``CONTINUITY_HISTORY_PROCESS``, `continuity.probe.history_witness`); the server is
+    killed as soon as its log shows the first history call started, before it answers
+    (each call is answered 1.5 s late). The after receipt proves the call was in flight
+    (`InFlight`: started before the signal, never answered); that probe's sample must
+    be excluded as ``store_degraded`` (never scored), the next probe's own server is the
+    recovery, and the unit finishes."""
     run = FaultRun(expected_code="store_degraded")
     folder = work / "history"
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "CONTINUITY_STORE": str(work / "store")}
     env |= {"CONTINUITY_OUT": str(work / "out"), "CONTINUITY_HISTORY_PROCESS": str(folder)}
-    env["CONTINUITY_HISTORY_DELAY_MS"] = "1500"  # a call is in flight when the kill lands
+    env["CONTINUITY_HISTORY_DELAY_MS"] = "1500"  # the kill lands before the answer
     command = _doit("units", "--suite", "original", "--trace", _TRACE, "--arms",
                     "continuity-store", "--run", "kh", "--jobs", "1",
                     "--probe-limit", "2")  # fmt: skip
@@ -178,14 +211,14 @@ def kill_history_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     assert process.stdout is not None
     drain = threading.Thread(target=process.stdout.read)  # never let the pipe fill
     drain.start()
-    if not _wait_for(lambda: bool(_witnesses(folder)), 120):
-        process.wait(600)
-        drain.join()
-        process.stdout.close()
+    ready = _wait_for(lambda: _first_call(folder) is not None or process.poll() is not None, 120)
+    found = _first_call(folder) if ready else None
+    if found is None:
+        _finish(process, drain)
         _unexercised(work, process.returncode == 0)
-        return run  # no probe served history: unexercised
-    first = _witnesses(folder)[0]
-    pid, url = int(str(first["pid"])), str(first["url"])
+        return run  # no probe's server received a history call: unexercised
+    place, witness, call = found
+    pid, url = int(str(witness["pid"])), str(witness["url"])
     target = identity(pid) or ProcessId(pid=pid, start="exited")
     _aim(work, knobs, case_id, target)
     try:
@@ -198,19 +231,18 @@ def kill_history_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     if not _wait_for(lambda: _refused(url), 10):
         raise _infrastructure("the killed history server still accepts", "qualify_loss_unconfirmed")
     confirmed = time.monotonic()
-    recovered = _wait_for(lambda: len(_witnesses(folder)) > 1, 120)
+    in_flight = InFlight(call=call, started=True, answered=_answered(witness, call))
+    recovered = _wait_for(lambda: len(_witnesses(folder)) > place + 1, 120)
     hold = time.monotonic() - confirmed
     if recovered:
-        second = int(str(_witnesses(folder)[1]["pid"]))
+        second = int(str(_witnesses(folder)[place + 1]["pid"]))
         restarted = identity(second) or ProcessId(pid=second, start="exited")
         host = url.split("//", 1)[1].split("/")[0]
         write_receipt(work, AFTER, FaultAfter(killed=target, signal=knobs.signal,
                       loss=Loss(kind="connection_refused", observed=host), hold_s=round(hold, 3),
                       recovery="the next probe serves its own ConversationHistory",
-                      restarted=restarted))  # fmt: skip
-    process.wait(600)
-    drain.join()
-    process.stdout.close()
+                      restarted=restarted, in_flight=in_flight))  # fmt: skip
+    _finish(process, drain)
     run.timings["hold"] = hold
     run.timings["recovery"] = time.monotonic() - confirmed - hold
     degraded, valid = _degraded(work)

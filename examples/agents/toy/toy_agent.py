@@ -25,7 +25,8 @@ answered without a model call), ``rewrite_result``, ``rewrite_argument`` (the la
 of a reply with several gets an argument of its own), ``unexpected_tool``, ``no_resume``,
 ``leak_transcript`` (a new session starts with the old one's messages),
 ``same_session`` (``session/open`` gives the old session back), ``fail_turns`` (every
-turn reports ``failed``) and ``timestamp`` (the wall clock in every system prompt).
+turn reports ``failed``), ``timestamp`` (the wall clock in every system prompt) and
+``own_answer`` (every reply is its own text, not its model's).
 """
 
 from __future__ import annotations
@@ -143,6 +144,8 @@ class ToyAgent:
                     messages.extend({"role": "user", "content": steer} for steer in steers)
         self._save()
         text = str(message.get("content") or "")
+        if self.fault == "own_answer":  # answers for its model (what a cheat would do)
+            text = "ANSWER: the toy's own answer"
         return TurnResult(turn_id=turn_id, status="completed", reply={"text": text})
 
     async def _run_calls(self, mcp: ClientSession, calls: list[dict[str, Any]]) -> list[Any]:

@@ -1,0 +1,141 @@
+"""A real run's cost-cap account: the ``--cost-cap`` value, the account, its totals.
+
+`open_cost_account` creates the run's account (``<out>/.spend/cost-cap.sqlite3``,
+`continuity.providers.costcap`) or reopens it for a resumed invocation. **The cap is the
+account's**: a resumed run without ``--cost-cap`` keeps the stored cap, the same cap is
+a no-op, and another one is ``cost_cap_mismatch`` (naming both) unless ``--raise-cap``
+is given, which stores it and records the change (who, when, old, new) in the account.
+`spend_totals` writes the account's totals, changes included, to ``<out>/spend.json``.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import msgspec
+
+from continuity.errors import RealModeError
+from continuity.outputs import write_output
+from continuity.plan.exact_price import exact_rate
+from continuity.plan.plan import Plan
+from continuity.plan.pricing import ModelPrice, load_catalog, model_price
+from continuity.providers.costcap import ACCOUNT_NAME, CapTotals, CostCap, RateCard, RateTier
+from continuity.providers.endpoint_facts import cap_ignored, ignored_cap_ref
+from continuity.spend.money import parse_usd, whole_cents
+from continuity.store import Store
+
+__all__ = ["open_cost_account", "parse_cost_cap", "rate_card", "spend_totals"]
+
+
+def parse_cost_cap(text: str | None, *, raise_cap: bool = False) -> Decimal | None:
+    """A ``--cost-cap`` value: US dollars in whole cents, above zero (None: no cap).
+
+    Raises:
+        RealModeError: ``cost_cap_invalid`` at ``--cost-cap``, or at ``--raise-cap``
+            when `raise_cap` comes without a cap to raise to.
+    """
+    if text is None or text == "":
+        if raise_cap:
+            raise RealModeError(
+                "--raise-cap changes the run's stored cap to the --cost-cap given; give one",
+                code="cost_cap_invalid",
+                location="--raise-cap",
+            )
+        return None
+    amount = parse_usd(text)
+    if amount is None or amount <= 0 or whole_cents(amount) is None:
+        raise RealModeError(
+            f"--cost-cap must be US dollars in whole cents above zero, such as 5 or "
+            f"12.50; got {text!r}",
+            code="cost_cap_invalid",
+            location="--cost-cap",
+        )
+    return amount
+
+
+def rate_card(price: ModelPrice) -> RateCard:
+    """A catalog price as the cost cap's exact rate card."""
+
+    def text(rate: float | None) -> str | None:
+        exact = exact_rate(rate)
+        return None if exact is None else str(exact)
+
+    def tier(rates: tuple[float | None, ...]) -> RateTier:
+        input, output, read, write = (text(r) for r in rates)
+        return RateTier(input=input, output=output, cache_read=read, cache_write=write)
+
+    return RateCard(
+        base=tier((price.input, price.output, price.cache_read, price.cache_write)),
+        tiers=tuple(
+            (t.above_input_tokens, tier((t.input, t.output, t.cache_read, t.cache_write)))
+            for t in price.tiers
+        ),
+    )
+
+
+def open_cost_account(
+    plan: Plan,
+    out: Path,
+    cap: Decimal | None,
+    invocation: str,
+    pricing: str | None,
+    store: Store,
+    *,
+    raise_cap: bool = False,
+) -> str | None:
+    """Create or reopen the run's cost-cap account (None: the run has none and no cap
+    was given); its path. Every model the run calls must have known input and output
+    rates, and an endpoint that was seen to ignore its output cap cannot be capped. A
+    `cap` other than the stored one needs `raise_cap` (module doc).
+
+    Raises:
+        RealModeError: ``cost_cap_price_unknown``, ``cost_cap_output_unenforced``,
+            ``cost_cap_mismatch``.
+    """
+    path = out / ".spend" / ACCOUNT_NAME
+    if cap is None and not path.exists():
+        return None
+    catalog = load_catalog(Path(pricing) if pricing else None)
+    models = [plan.reader, *([plan.judge] if plan.judge else [])]
+    if plan.ledger is not None:
+        models.append(plan.ledger.extraction_model)
+    rates: dict[str, RateCard] = {}
+    for model in dict.fromkeys(models):
+        seen = cap_ignored(store, plan.endpoint.base_url, model.split(":", 1)[1])
+        if seen is not None:
+            raise RealModeError(
+                f"{model} at {plan.endpoint.base_url} was seen to write past its output cap "
+                f"({seen}); a cost cap's holds assume output stops at the cap, so this "
+                "endpoint cannot be capped. Delete the store ref "
+                f"{ignored_cap_ref(plan.endpoint.base_url, model.split(':', 1)[1])} once its "
+                "server honours the cap",
+                code="cost_cap_output_unenforced",
+                location=model,
+            )
+        price = model_price(catalog, model)
+        card = rate_card(price) if price is not None else None
+        missing = ["price"] if card is None else card.missing()
+        if card is None or missing:
+            raise RealModeError(
+                f"a cost cap needs {model}'s input and output rates; missing: "
+                f"{', '.join(missing)} (add them to the pricing catalog, --pricing FILE)",
+                code="cost_cap_price_unknown",
+                location=model,
+            )
+        rates[model] = card
+    CostCap.create(path, cap=cap, rates=rates, invocation=invocation, raise_cap=raise_cap).close()
+    return str(path)
+
+
+def spend_totals(account: str | None, out: Path) -> CapTotals | None:
+    """The account's totals, also written to ``<out>/spend.json``."""
+    if account is None:
+        return None
+    cost = CostCap.open(account, "")
+    try:
+        totals = cost.totals()
+    finally:
+        cost.close()
+    write_output(out / "spend.json", msgspec.json.format(msgspec.json.encode(totals)) + b"\n")
+    return totals
