@@ -100,7 +100,7 @@ def run_dir(options: RunOptions) -> Path:
             if named
             else Selection(options).out / "runs" / options.get("run", "")
         )
-        if os.path.lexists(chosen):
+        if os.path.exists(chosen):  # a missing one (or a dangling link) is run_empty later
             check_user_dir(chosen, what="--run-dir" if named else "--run")
         return chosen
     runs = Selection(options).out / "runs"

@@ -22,7 +22,6 @@ Codes (`AdapterError`):
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
 import signal
@@ -53,7 +52,6 @@ from continuity.errors import AdapterError, first_coded
 
 __all__ = [
     "ARM_NEEDS",
-    "MAX_EVENTS",
     "MAX_LINE",
     "AdapterProcess",
     "check_declared",
@@ -64,8 +62,6 @@ __all__ = [
 # The longest CAP/0 line read from an adapter (a turn's reply and its events fit many
 # times over); a longer one is adapter_protocol_error, never buffered further.
 MAX_LINE = 8 * 1024 * 1024
-# agent/event notifications kept (the latest); the rest are counted, not held
-MAX_EVENTS = 256
 # what each outside-agent arm needs the adapter to have declared
 ARM_NEEDS: dict[str, tuple[str, ...]] = {
     "native": (),
@@ -122,8 +118,8 @@ class AdapterProcess:
         self.process = process
         self.manifest = manifest
         self.pid = process.pid
-        # the latest agent/event notifications (attested) and how many came in all
-        self.events: collections.deque[dict[str, Any]] = collections.deque(maxlen=MAX_EVENTS)
+        # agent/event notifications are counted and dropped: nothing reads their
+        # contents, and holding them let a flood grow the runner without bound
         self.event_count = 0
         self._pending: dict[int, _Pending] = {}
         self._abandoned: set[int] = set()  # requests that timed out: late answers dropped
@@ -144,7 +140,6 @@ class AdapterProcess:
                 message = decode_line(line)
                 if "id" not in message or message.get("id") is None:
                     if message.get("method") == "agent/event":
-                        self.events.append(dict(message.get("params") or {}))
                         self.event_count += 1
                     continue
                 ident = message["id"]

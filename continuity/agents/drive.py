@@ -198,11 +198,12 @@ def _socket_dir(sandboxed: bool) -> Iterator[Path | None]:
 
 @contextlib.asynccontextmanager
 async def _servers(
-    proxy: ModelProxy, fixture: FixtureToolServer, work: Path, sandboxed: bool
+    proxy: ModelProxy, fixture: FixtureToolServer, hidden: tuple[Path, ...], sandboxed: bool
 ) -> AsyncIterator[tuple[str, str, Confinement | None]]:
     """Serve the model proxy and the MCP fixture on loopback (and, sandboxed, on Unix
     sockets too); yield their URLs and the sandboxed adapter's ways out: each server's
-    loopback port to its socket (the unit's work is protected)."""
+    loopback port to its socket (`hidden` protected: the unit's work, the store, the
+    credentials)."""
     with _socket_dir(sandboxed) as sockets:
         paths = (None, None) if sockets is None else (sockets / "proxy", sockets / "mcp")
         with serve_in_thread(proxy, unix=paths[0]) as proxy_url:
@@ -211,7 +212,7 @@ async def _servers(
                 if sockets is not None:
                     ports = (urlsplit(proxy_url).port or 0, urlsplit(mcp_url).port or 0)
                     forwards = ((ports[0], "proxy"), (ports[1], "mcp"))
-                    confined = Confinement(sockets=sockets, forwards=forwards, protected=(work,))
+                    confined = Confinement(sockets=sockets, forwards=forwards, protected=hidden)
                 yield proxy_url, mcp_url, confined
 
 
@@ -245,7 +246,7 @@ def _crossing(
 async def drive_agent(
     manifest: Manifest, trace: ReplayTrace, *, work: Path, arm: str, probe: str,
     reader: Reader, volatile: tuple[str, ...] = (), turn_timeout: float = 300,
-    needles: Needles | None = None, sandboxed: bool = True,
+    needles: Needles | None = None, sandboxed: bool = True, protected: tuple[Path, ...] = (),
 ) -> AgentRun:  # fmt: skip
     """One outside-agent sample of `trace` under `arm` (module doc); the adapter runs
     in the sandbox (`continuity.agents.sandbox`) unless not `sandboxed`.
@@ -266,7 +267,8 @@ async def drive_agent(
                                 on_hold=send.send_nowait)  # fmt: skip
     run = _Run(manifest, work, owner, turn_timeout)
     with first_coded(), send, held:
-        async with _servers(proxy, fixture, work, sandboxed) as (proxy_url, mcp_url, confined):
+        hidden = (work, *protected)  # the sandbox's list besides (protected_paths)
+        async with _servers(proxy, fixture, hidden, sandboxed) as (proxy_url, mcp_url, confined):
             model = ModelEndpoint(base_url=f"{proxy_url}/{proxy.token}/v1", api_key=DUMMY_KEY,
                                   roles={"main": MAIN, "aux": AUX})  # fmt: skip
             seen = WORKSPACE if sandboxed else str(work / "agent")

@@ -85,7 +85,8 @@ SANDBOXED = (
 UNSANDBOXED = (
     "UNSANDBOXED (--no-sandbox) for {unsandboxed} of {total} samples: those adapters ran "
     "as this user, could read the checkout, the output directory and the parent's "
-    "environment, reach any loopback port and outlive their unit."
+    "environment, reach any loopback port and outlive their unit: their scores are no "
+    "evidence against an adapter that cheats."
 )
 
 
@@ -123,6 +124,9 @@ class AgentEvidence(msgspec.Struct, frozen=True, kw_only=True):
     # The probe's main request as the proxy saw it: content-free (role, model, size,
     # tools offered, the normalised messages' digest, its prefix relation).
     probe_request: RequestFact | None = None
+    # The model's final text of the probe turn, as the proxy returned it: what the reply
+    # was checked against (answer_not_from_model); None when no request was made.
+    model_reply: str | None = None
 
 
 _PREFIX = "agent-"
@@ -156,7 +160,7 @@ def identity(manifest: Manifest, *, sandboxed: bool = True) -> AgentIdentity:
 
 def run_sample(
     manifest: Manifest, trace: Trace, arm: str, probe: Probe, work: Path, reader: Reader,
-    *, sandboxed: bool = True,
+    *, sandboxed: bool = True, protected: tuple[Path, ...] = (),
 ) -> AgentRun:  # fmt: skip
     """Drive one fresh copy of `trace` through the adapter and ask `probe` (blocking)."""
     needles = needles_for(probe.expectation, trace)
@@ -164,7 +168,8 @@ def run_sample(
     async def main() -> AgentRun:
         turn = probe_turn_text(probe.text, probe.category)
         return await drive_agent(manifest, trace, work=work, arm=arm, probe=turn,
-                                 reader=reader, needles=needles, sandboxed=sandboxed)  # fmt: skip
+                                 reader=reader, needles=needles, sandboxed=sandboxed,
+                                 protected=protected)  # fmt: skip
 
     return anyio.run(main)
 
@@ -204,6 +209,6 @@ def evidence(run: AgentRun, calls: list[CallReceipt]) -> AgentEvidence:
         calls=calls, needle_states=run.needle_states,
         reported=run.agent, verdict=run.crossing.verdict, codes=run.codes,
         signature=run.signature, steers=run.steers, processes=len(run.crossing.pids),
-        probe_request=run.probe,
+        probe_request=run.probe, model_reply=run.model_reply,
         fixture_calls=run.fixture_calls, probe_tool_attempts=run.probe_tool_attempts,
     )  # fmt: skip

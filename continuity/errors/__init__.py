@@ -370,6 +370,8 @@ Raised with the classes above from other modules (by area)::
                      proxy_request_invalid (a body it cannot read), proxy_no_reader
                      (continuity.servers.model_proxy); turn_failed (a driven sample:
                      the adapter reported a turn failed)
+    MCP fixture      request_too_large (HTTP 413: a body over the loopback limit,
+                     continuity.servers.asgi.body_limited)
     wire stand-in    port_unavailable (python -m continuity.servers.wire --port: in use)
     local model      local_model_missing (the local extra is not installed),
                      local_server_failed (llama.cpp's server exited or did not answer;

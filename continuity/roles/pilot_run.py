@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,8 +155,8 @@ def check_ready(verified: VerifiedPilot, ignored_cap: str | None = None) -> None
 
 def _authorization_bytes(path: Path) -> bytes:
     """Raises: SpendError ``lookup_authorization_invalid`` (unreadable, a link, too big)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:  # O_NONBLOCK: a FIFO cannot hang the open; only a regular file is read
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         raise SpendError(
             f"the authorization cannot be read ({exc.strerror})",
@@ -163,7 +164,17 @@ def _authorization_bytes(path: Path) -> bytes:
             location="--authorization",
         ) from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SpendError("the authorization is not a regular file",
+                             code="lookup_authorization_invalid",
+                             location="--authorization")  # fmt: skip
         raw = os.read(fd, _MAX_AUTHORIZATION + 1)
+    except OSError as exc:
+        raise SpendError(
+            f"the authorization cannot be read ({exc.strerror})",
+            code="lookup_authorization_invalid",
+            location="--authorization",
+        ) from None
     finally:
         os.close(fd)
     if len(raw) > _MAX_AUTHORIZATION:

@@ -91,7 +91,7 @@ def run_real_agent(
         build = build_agent_units(
             store, unit_plan, traces, out,
             readers=lambda repeat: _reader(real, store, repeat),
-            progress=progress,
+            progress=progress, protected=[Path(credentials)] if credentials else [],
         )  # fmt: skip
         state = ledger.state()
     finally:

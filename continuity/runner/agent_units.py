@@ -172,7 +172,7 @@ class _Unit:
 
 
 def _sample(plan: AgentUnitPlan, unit: _Unit, probe: Probe, run_dir: Path,
-            reader: Reader) -> AgentRun:  # fmt: skip
+            reader: Reader, protected: tuple[Path, ...]) -> AgentRun:  # fmt: skip
     """One sample in a scratch folder; the adapter's log is kept, its state is not."""
     name = f"r{unit.repeat}-{unit.trace.trace_id}-{unit.arm}-{probe.probe_id}"
     # The adapter sees its workspace path: an opaque one, never the arm or the probe.
@@ -181,7 +181,7 @@ def _sample(plan: AgentUnitPlan, unit: _Unit, probe: Probe, run_dir: Path,
     try:
         sandboxed = plan.agent.sandbox != "none"
         return run_sample(plan.manifest, unit.trace, unit.arm, probe, work, reader,
-                          sandboxed=sandboxed)  # fmt: skip
+                          sandboxed=sandboxed, protected=protected)  # fmt: skip
     finally:
         if (work / "adapter.log").is_file():
             shutil.move(work / "adapter.log", run_dir / "agent-logs" / f"{name}.log")
@@ -213,9 +213,13 @@ def build_agent_units(
     run_dir: Path,
     readers: Callable[[int], SampleReader] = lambda repeat: OfflineReader(),
     progress: Tick | None = None,
+    protected: Sequence[Path] = (),
 ) -> AgentBuild:
     """Build (or reuse) every unit of `traces` (their keys and traces) into
-    ``<run_dir>/units/``, each sample's probe answered by a fresh ``readers(repeat)``."""
+    ``<run_dir>/units/``, each sample's probe answered by a fresh ``readers(repeat)``.
+    The sandbox hides the store and `protected` (the credentials file) besides its own
+    list (`continuity.agents.sandbox.protected_paths`)."""
+    hidden = (store.root, *map(Path, protected))
     folder, logs = run_dir / "units", run_dir / "agent-logs"
     folder.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
@@ -239,7 +243,7 @@ def build_agent_units(
         for index, probe in enumerate(unit.probes):
             reader = readers(unit.repeat)
             try:
-                run = _sample(plan, unit, probe, run_dir, reader)
+                run = _sample(plan, unit, probe, run_dir, reader, hidden)
             except ContinuityError:  # the agent's turn failed: because its reader did?
                 if reader.error is None:
                     raise

@@ -4,6 +4,7 @@ request body, a JSON answer, a server-sent event stream)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import time
@@ -22,6 +23,7 @@ __all__ = [
     "Events",
     "Receive",
     "Send",
+    "body_limited",
     "bound_socket",
     "lifespan",
     "read_body",
@@ -73,6 +75,30 @@ async def read_body(receive: Receive, *, limit: int = MAX_BODY) -> bytes | None:
 def too_large(limit: int = MAX_BODY) -> str:
     """What a 413 says: the body is over `limit`."""
     return f"the request body is over the {limit:,}-byte limit"
+
+
+def body_limited(app: Any, limit: int = MAX_BODY) -> Any:
+    """`app` behind `read_body`'s limit: an HTTP request's body is read (linear, at most
+    `limit` bytes) before `app` sees it, and a larger one is a 413 that `app` never
+    sees. For apps that read bodies unbounded themselves (the MCP SDK's)."""
+
+    async def limited(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        body = await read_body(receive, limit=limit)
+        if body is None:
+            error = {"error": {"code": "request_too_large", "message": too_large(limit)}}
+            await send_json(send, 413, json.dumps(error).encode())
+            return
+        pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def replay() -> dict[str, Any]:
+            return pending.pop() if pending else dict(await receive())
+
+        await app(scope, replay, send)
+
+    return limited
 
 
 async def send_events(send: Send, events: Events, *, end: bool = True) -> None:

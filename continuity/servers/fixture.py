@@ -249,13 +249,13 @@ class FixtureToolServer:
         """Serve on 127.0.0.1 at an ephemeral port (and on the Unix socket `unix`, if
         given); yield the MCP endpoint URL (``/<token>/mcp`` with a token, else
         ``/mcp``)."""
-        from continuity.servers.asgi import serve_asgi
+        from continuity.servers.asgi import body_limited, serve_asgi
 
         path = f"/{token}{MCP_PATH}" if token else MCP_PATH
         app = self.build().streamable_http_app(
             host="127.0.0.1", json_response=True, streamable_http_path=path
         )
-        async with serve_asgi(app, unix=unix) as base:
+        async with serve_asgi(body_limited(app), unix=unix) as base:
             yield base + path
 
 

@@ -47,6 +47,7 @@ import hmac
 import json
 import os
 import re
+import stat
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -149,12 +150,16 @@ def _jwt_account(token: str) -> str | None:
 def account_of(credentials_path: Path) -> str | None:
     """The account a credentials file names: its ``account_id``, or the account claim of
     a JWT ``api_key`` / ``tokens.access_token``. Read-only, never through a link."""
-    try:
-        fd = os.open(credentials_path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:  # O_NONBLOCK: a FIFO cannot hang the open; only a regular file is read
+        fd = os.open(credentials_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         raw = os.read(fd, 1 << 20)
+    except OSError:
+        return None
     finally:
         os.close(fd)
     try:

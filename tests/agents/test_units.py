@@ -152,6 +152,28 @@ def test_an_answer_that_is_not_the_models_is_labelled_and_excluded(
     report = paths["report"].read_text()
     assert "1 more excluded because the adapter" in report and "(answer_not_from_model)" in report
     assert "Sandboxed (bubblewrap)" in report
+    record = msgspec.json.decode(
+        next((tmp_path / "runs" / "c" / "units").glob("*.json")).read_bytes(), type=UnitRecord
+    )
+    probe = record.probes[0]
+    assert probe.status == "answer_not_from_model" and probe.answer.startswith("ANSWER: the toy")
+    assert probe.agent is not UNSET and probe.agent.model_reply  # what it was checked against
+    assert probe.agent.model_reply != probe.answer
+    # Declared in the manifest: the label stays; the banner says it was declared.
+    declared = shutil.copytree(TOY_MANIFEST.parent, tmp_path / "declared")
+    with (declared / "agent.toml").open("a") as manifest:
+        manifest.write("post_processes = true\n")
+    _units(agent=str(declared / "agent.toml"), arms="native", trace=TRACE, probe_limit=1,
+           run="d", out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
+    results, paths, _ = aggregate_run(Store(tmp_path / "store"), tmp_path / "runs" / "d")
+    assert results.agent is not UNSET and (
+        results.agent.not_from_model,
+        results.agent.declared,
+    ) == (
+        1,
+        1,
+    )
+    assert "1 from an adapter that declares it post-processes" in paths["report"].read_text()
 
 
 def test_no_sandbox_is_a_different_unit_and_the_banner_says_unsandboxed(

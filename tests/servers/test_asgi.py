@@ -88,3 +88,35 @@ async def test_an_idle_server_does_not_poll_and_stops_without_an_error_logged(
         r for r in caplog.records if r.levelno >= logging.ERROR or "CancelledError" in r.message
     ]
     assert problems == []
+
+
+def test_a_body_over_the_limit_is_413_and_never_reaches_the_app() -> None:
+    """`body_limited` (the MCP fixture server's guard): the app sees a body within the
+    limit whole, and never sees one over it."""
+    from continuity.servers.asgi import body_limited
+
+    seen: list[bytes] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append((await receive())["body"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    def run(chunks: list[bytes]) -> list[dict[str, Any]]:
+        sent: list[dict[str, Any]] = []
+        queue = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1}
+                 for i, c in enumerate(chunks)]  # fmt: skip
+
+        async def receive() -> dict[str, Any]:
+            return queue.pop(0)
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        anyio.run(body_limited(app, limit=10), {"type": "http"}, receive, send)
+        return sent
+
+    assert run([b"12345", b"67890"])[0]["status"] == 200 and seen == [b"1234567890"]
+    over = run([b"12345", b"678901"])
+    assert over[0]["status"] == 413 and b"request_too_large" in over[1]["body"]
+    assert seen == [b"1234567890"]  # the app never saw the larger body
