@@ -157,26 +157,21 @@ def _authorization_bytes(path: Path) -> bytes:
     """Raises: SpendError ``lookup_authorization_invalid`` (unreadable, a link, too big)."""
     try:  # O_NONBLOCK: a FIFO cannot hang the open; only a regular file is read
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+            raw = os.read(fd, _MAX_AUTHORIZATION + 1) if regular else b""
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise SpendError(
             f"the authorization cannot be read ({exc.strerror})",
             code="lookup_authorization_invalid",
             location="--authorization",
         ) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SpendError("the authorization is not a regular file",
-                             code="lookup_authorization_invalid",
-                             location="--authorization")  # fmt: skip
-        raw = os.read(fd, _MAX_AUTHORIZATION + 1)
-    except OSError as exc:
-        raise SpendError(
-            f"the authorization cannot be read ({exc.strerror})",
-            code="lookup_authorization_invalid",
-            location="--authorization",
-        ) from None
-    finally:
-        os.close(fd)
+    if not regular:
+        raise SpendError("the authorization is not a regular file",
+                         code="lookup_authorization_invalid",
+                         location="--authorization")  # fmt: skip
     if len(raw) > _MAX_AUTHORIZATION:
         raise SpendError(
             "the authorization is larger than 1 MiB",
