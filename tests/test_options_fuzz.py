@@ -39,12 +39,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import continuity.errors
 from continuity.__main__ import main
+from continuity.errors.catalogue import ENTRIES
 from continuity.traces.keys import MAX_SEEDS
 from rules.params import DirOption, FloatOption, IntOption, NewDirOption, SeedsOption
 
-CATALOGUE = continuity.errors.__doc__ or ""
+CATALOGUE = frozenset(entry.code for entry in ENTRIES)
 CODED = re.compile(r"^([a-z][a-z0-9_]*)(?::[A-Za-z0-9_.-]+)?: .+ \(at (.+)\)$")
 BOUND_SECONDS = 20.0
 BLANKS = " \t\n\r\x0b\x0c\u00a0\u2003\u3000"
@@ -120,7 +120,7 @@ def assert_refused(args: list[str], option: str) -> None:
     coded = [m for m in map(CODED.match, output.splitlines()) if m]
     assert len(coded) == 1, (args, output)
     code, location = coded[0].group(1), coded[0].group(2)
-    assert re.search(rf"\b{code}\b", CATALOGUE), f"{code} is not in the catalogue"
+    assert code in CATALOGUE, f"{code} is not in the catalogue"
     assert location == option, (args, output)
     assert len(output.splitlines()) == 1, (args, output)  # the line is all there is
     assert not out.exists(), f"{args} created the output directory"

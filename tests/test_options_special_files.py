@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-import continuity.errors
+from continuity.errors.catalogue import ENTRIES
 from continuity.inputs import ARCHIVE_MAX_BYTES, DOCUMENT_MAX_BYTES, REGISTRATION_MAX_BYTES
 from tests.conftest import REPO
 from tests.graph.test_dodo import doit_command, doit_env
 
-CATALOGUE = continuity.errors.__doc__ or ""
+CATALOGUE = frozenset(entry.code for entry in ENTRIES)
 CODED = re.compile(r"^([a-z][a-z0-9_]*)(?::[A-Za-z0-9_.-]+)?: .+ \(at (.+)\)$")
 BOUND_SECONDS = 60.0
 SHA = "0" * 64
@@ -128,4 +128,4 @@ def test_the_fixture_server_refuses_a_special_trace_file(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("code", ["input_not_a_file", "input_too_large", "input_not_a_directory"])
 def test_the_codes_are_in_the_catalogue(code: str) -> None:
-    assert re.search(rf"\b{code}\b", CATALOGUE)
+    assert code in CATALOGUE

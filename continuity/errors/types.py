@@ -1,7 +1,7 @@
 """The error classes: `ContinuityError` and its tree, each with a default code.
 
-The catalogue of every code, and which class raises it, is the docstring of
-`continuity.errors` (the package), which re-exports everything here.
+`continuity.errors` (the package) re-exports everything here. The catalogue of every
+code, and which class carries it, is `continuity.errors.catalogue` (docs/errors.md).
 """
 
 from __future__ import annotations
