@@ -1,9 +1,10 @@
-"""The doit side of the content-addressed build: configuration, checker, uptodate.
+"""The doit side of the content-addressed build: configuration, reporter, task wrapper.
 
 doit writes its dependency database only when a run ends, so after a SIGKILL it forgets
-finished tasks; the store does not. Tasks therefore decide "up to date" through
-`uptodate` callables that consult the store, and the database only backs the remaining
-`file_dep` checks (fixtures), with the blake3 `Blake3Checker` below.
+finished tasks; the store does not. No task declares a `file_dep`, `task_dep` or
+`targets`: every task decides "up to date" through an `uptodate` callable that asks the
+store whether the artifacts its options name exist and verify (docs/architecture.md,
+"The build graph"). doit's database keeps only those callables' saved values.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from blake3 import blake3
-from doit.dependency import FileChangedChecker
 from doit.exceptions import TaskFailed
 from doit.reporter import ConsoleReporter
 
@@ -25,48 +24,13 @@ from continuity.store import resolve_store_path
 
 __all__ = [
     "DEP_FILE_NAME",
-    "Blake3Checker",
     "LocatingReporter",
     "doit_config",
-    "file_blake3",
     "project_path",
     "task_action",
 ]
 
 DEP_FILE_NAME = "doit-deps.sqlite3"
-
-
-def file_blake3(path: str | os.PathLike[str]) -> str:
-    hasher = blake3()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            hasher.update(block)
-    return hasher.hexdigest()
-
-
-class Blake3Checker(FileChangedChecker):  # type: ignore[misc]
-    """doit `check_file_uptodate` by content: (mtime, size) as a fast path, then blake3.
-
-    A touched file with the same bytes is unchanged; an edit that keeps the size and
-    mtime-resolution timestamp is still caught whenever the mtime moved.
-    """
-
-    def check_modified(self, file_path: str, file_stat: os.stat_result, state: Any) -> bool:
-        try:
-            timestamp, size, digest = state
-        except (TypeError, ValueError):
-            return True  # a state written by another checker
-        if file_stat.st_mtime == timestamp and file_stat.st_size == size:
-            return False
-        if file_stat.st_size != size:
-            return True
-        return bool(digest != file_blake3(file_path))
-
-    def get_state(self, dep: str, current_state: Any) -> tuple[float, int, str] | None:
-        info = os.stat(dep)
-        if current_state and tuple(current_state[:2]) == (info.st_mtime, info.st_size):
-            return None  # unchanged: doit keeps the stored state
-        return info.st_mtime, info.st_size, file_blake3(dep)
 
 
 class LocatingReporter(ConsoleReporter):  # type: ignore[misc]
@@ -88,13 +52,12 @@ class LocatingReporter(ConsoleReporter):  # type: ignore[misc]
 
 def doit_config(store: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """``DOIT_CONFIG`` for dodo.py: the dependency file lives inside the store, in the
-    sqlite3 backend (which tolerates a second doit process), checked with blake3."""
+    sqlite3 backend (which tolerates a second doit process)."""
     root = resolve_store_path(store)
     root.mkdir(parents=True, exist_ok=True)
     return {
         "dep_file": str(root / DEP_FILE_NAME),
         "backend": "sqlite3",
-        "check_file_uptodate": Blake3Checker,
         "reporter": LocatingReporter,
         "default_tasks": ["offline_contract"],
         "verbosity": 2,

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from continuity.plan.plan import Plan
     from continuity.runner.unit_record import UnitRecord
     from continuity.traces.schema import Trace
-    from rules.units import UnitsOptions
+    from rules.plan import UnitsOptions
 
 __all__ = ["agent_units", "task_agent_check"]
 

@@ -192,6 +192,27 @@ class PricedOptions(PlanOptions, total=False):
     cost_limit: float
 
 
+class UnitsOptions(PlanOptions, total=False):
+    """`doit units`: the plan, what of it to run, and (real mode) how."""
+
+    real: bool
+    confirm_plan: str
+    repeat: str
+    concurrency: int
+    max_input_tokens: int
+    cost_cap: str
+    raise_cap: bool
+    explain_cache: bool
+    request_timeout: float
+    trace: str
+    jobs: int
+    run: str
+    lookup_role: str
+    registration_digest: str
+    capture_upkeep_output: str
+    aggregate_only: bool
+
+
 def plan_workload(options: PricedOptions) -> tuple[DryRun, Catalog, Workload]:
     from pathlib import Path
 

@@ -21,7 +21,7 @@ from rules.params import (
     check_seeds,
     param,
 )
-from rules.plan import PLAN_PARAMS, PlanOptions
+from rules.plan import PLAN_PARAMS, UnitsOptions
 from rules.traces import TRACE
 
 if TYPE_CHECKING:
@@ -36,27 +36,6 @@ if TYPE_CHECKING:
     from continuity.traces.suites import SuiteItem
 
 RUN = param("run", str, "offline", "run name: units and reports go to <out>/runs/<run>/")
-
-
-class UnitsOptions(PlanOptions, total=False):
-    """`doit units`: the plan, what of it to run, and (real mode) how."""
-
-    real: bool
-    confirm_plan: str
-    repeat: str
-    concurrency: int
-    max_input_tokens: int
-    cost_cap: str
-    raise_cap: bool
-    explain_cache: bool
-    request_timeout: float
-    trace: str
-    jobs: int
-    run: str
-    lookup_role: str
-    registration_digest: str
-    capture_upkeep_output: str
-    aggregate_only: bool
 
 
 def _aggregate_only(options: UnitsOptions) -> str:

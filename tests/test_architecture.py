@@ -192,6 +192,56 @@ def test_the_package_never_imports_rules_or_dodo() -> None:
             assert not any(n.split(".")[0] in ("rules", "dodo") for n in names), path
 
 
+def task_modules() -> dict[str, Path]:
+    """`rules/` (the task factories) and `dodo.py`: dotted name -> file."""
+    names = {"dodo": ROOT / "dodo.py"}
+    for path in sorted((ROOT / "rules").glob("*.py")):
+        names["rules" if path.stem == "__init__" else f"rules.{path.stem}"] = path
+    return names
+
+
+def task_imports() -> dict[str, set[str]]:
+    """Every import of `rules/` and `dodo.py` (function-local and type-checking too):
+    module -> the modules it names (``rules.x``, ``continuity.y``, ``dodo``)."""
+    graph: dict[str, set[str]] = {}
+    for module, path in task_modules().items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        graph[module] = {n for n in found if n.split(".")[0] in ("rules", "dodo", "continuity")}
+    return graph
+
+
+def test_rules_and_dodo_have_no_import_cycles() -> None:
+    known = set(task_modules())
+    graph = task_imports()
+    internal = {m: {t for t in targets if t in known and t != m} for m, targets in graph.items()}
+    assert cycles(internal) == []
+
+
+def test_dodo_only_wires_rules_and_nothing_imports_dodo() -> None:
+    graph = task_imports()
+    assert not any("dodo" in targets for targets in graph.values())
+    glue = {"continuity.argv", "continuity.graph", "continuity.interrupts"}
+    foreign = {t for t in graph["dodo"] if t.split(".")[0] == "continuity"}
+    assert {t.rsplit(".", 1)[0] if t.rsplit(".", 1)[0] in glue else t for t in foreign} <= glue
+
+
+def test_rules_use_no_private_names_of_the_package() -> None:
+    problems = [
+        f"{module} imports {target}"
+        for module, targets in task_imports().items()
+        for target in targets
+        if target.startswith("continuity.")
+        and any(part.startswith("_") for part in target.split(".")[1:])
+    ]
+    assert problems == []
+
+
 # The checker itself must catch what it is for: a small synthetic graph.
 def test_checker_finds_cycles_and_upward_imports() -> None:
     graph = {
@@ -236,7 +286,7 @@ def test_no_giant_modules_or_functions() -> None:
     data snapshot (its docstring says so, and it defines no function or class: data
     with no seam, rewritten only by its generator) is not code and may be longer."""
     big_modules, long_functions = [], []
-    for module, path in module_names().items():
+    for module, path in {**module_names(), **task_modules()}.items():
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text)
         if text.count("\n") > MAX_MODULE_LINES and not _generated_data(tree):

@@ -1,5 +1,5 @@
-"""The spend controller (seed 000, "Offline guarded request contract" through
-"Child-authorized pilot construction"): the request side, and the controller's parts.
+"""The spend controller: the guarded request side of a capped real lookup run, and the
+controller's parts.
 
 - `continuity.spend.contract`: the frozen contract ``lookup-guard-v1`` (reader binding,
   options and header allowlists) and the auxiliary-callers check;
@@ -23,11 +23,12 @@
 - `continuity.spend.safety`: cache-key allocation, resolved-settings checks and the fixed
   refusal codes of a pilot child;
 - `continuity.spend.containment`: containing a child's process group;
-- `continuity.spend.gate`: the release gate of the capped real route (closed).
+- `continuity.spend.gate`: the release gate of the capped real route (its state is
+  stated there, once).
 
-Nothing here enables a real route or authorizes a request: a brand is not a credential,
-the release gate is closed, and the pilot controller that joins these parts is not
-built yet.
+Nothing here authorizes a request by itself: a brand is not a credential, and a request
+is sent only through the pilot controller (`continuity.spend.controller`) behind the
+release gate.
 """
 
 __all__: list[str] = []

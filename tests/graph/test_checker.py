@@ -1,41 +1,44 @@
-"""The blake3 file checker doit uses for fixture file_deps, and the task wrapper."""
+"""doit's configuration, the task graph it is given (none), and the task wrapper."""
 
 from __future__ import annotations
 
-import os
+import inspect
 from pathlib import Path
 from typing import Any
 
 from doit.exceptions import TaskFailed
+from doit.loader import generate_tasks
+
+import dodo
 
 from continuity.errors import UsageError
-from continuity.graph import Blake3Checker, doit_config, file_blake3, task_action
+from continuity.graph import doit_config, task_action
 
 
-def test_touch_without_change_is_unchanged_and_edits_are_caught(tmp_path: Path) -> None:
-    path = tmp_path / "fixture.json"
-    path.write_text("alpha")
-    checker = Blake3Checker()
-    state = checker.get_state(str(path), None)
-    assert state is not None and state[2] == file_blake3(path)
-    assert not checker.check_modified(str(path), os.stat(path), state)
-    os.utime(path, (1, 1))  # touched: new mtime, same bytes
-    assert not checker.check_modified(str(path), os.stat(path), state)
-    path.write_text("alphb")  # same size, different bytes
-    os.utime(path, (2, 2))
-    assert checker.check_modified(str(path), os.stat(path), state)
-    path.write_text("longer text")
-    assert checker.check_modified(str(path), os.stat(path), state)
-    assert checker.check_modified(str(path), os.stat(path), "md5-state-from-elsewhere")
-    fresh = checker.get_state(str(path), None)
-    assert checker.get_state(str(path), fresh) is None  # unchanged: keep the saved state
+def test_no_task_declares_a_file_or_task_dependency() -> None:
+    """Skips come from the store, never from doit's own graph: a `file_dep`, `task_dep`,
+    `targets`, `calc_dep` or `setup` would be a second, unstated source of "up to date"
+    (docs/architecture.md, "The build graph")."""
+    tasks = [
+        task
+        for name, factory in inspect.getmembers(dodo, inspect.isfunction)
+        if name.startswith("task_")
+        for task in generate_tasks(name[5:], factory(), factory.__doc__)
+    ]
+    assert len(tasks) >= 30
+    declared = [
+        t.name
+        for t in tasks
+        if t.file_dep or t.task_dep or t.targets or t.calc_dep or t.setup_tasks
+    ]
+    assert declared == []
 
 
 def test_doit_config_puts_the_dep_file_in_the_store(tmp_path: Path) -> None:
     config = doit_config(tmp_path / "s")
     assert config["dep_file"] == str(tmp_path / "s" / "doit-deps.sqlite3")
     assert config["backend"] == "sqlite3"
-    assert config["check_file_uptodate"] is Blake3Checker
+    assert "check_file_uptodate" not in config  # no file_dep to check (test above)
 
 
 def test_task_action_turns_typed_errors_into_task_failures(capsys: Any) -> None:
