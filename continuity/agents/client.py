@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -49,6 +48,7 @@ from continuity.agents.protocol import (
 )
 from continuity.agents.sandbox import Confinement, sandbox_argv
 from continuity.errors import AdapterError, first_coded
+from continuity.processes import GONE_OR_DENIED, kill_group
 
 __all__ = [
     "ARM_NEEDS",
@@ -267,8 +267,7 @@ class AdapterProcess:
 
     def kill(self) -> None:
         """SIGKILL the adapter's whole process group (a restart, or the end of a unit)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
+        kill_group(self.pid, tolerate=GONE_OR_DENIED)
         self._closed = True
 
 

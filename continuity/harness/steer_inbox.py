@@ -28,6 +28,7 @@ from typing import Literal
 import msgspec
 
 from continuity.errors import HarnessError
+from continuity.sqlite_open import STEER_INBOX, open_db
 
 __all__ = ["SteerInbox", "SteerRow", "text_digest"]
 
@@ -68,9 +69,7 @@ class SteerInbox:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
+            self._db = open_db(path, STEER_INBOX)
             self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise HarnessError(

@@ -58,6 +58,12 @@ from continuity.memory.ledger_journal import (
 )
 from continuity.memory.upkeep_selection import Offer, Span
 from continuity.messages import Usage
+from continuity.sqlite_open import (
+    LEDGER_STORE_CREATE,
+    LEDGER_STORE_READER,
+    LEDGER_STORE_WRITER,
+    open_db,
+)
 
 __all__ = ["LEDGER_STORE_SCHEMA", "LedgerStore", "typed_errors"]
 
@@ -158,9 +164,8 @@ class LedgerStore:
         # half-made store (the partial file is replaced by the next attempt).
         partial = path.with_name(path.name + ".creating")
         partial.unlink(missing_ok=True)
-        db = sqlite3.connect(partial, isolation_level=None, check_same_thread=False)
+        db = open_db(partial, LEDGER_STORE_CREATE)
         try:
-            db.execute("PRAGMA journal_mode=DELETE")
             db.executescript(_SCHEMA)
             genesis = empty_generation()
             db.execute("BEGIN IMMEDIATE")
@@ -193,11 +198,8 @@ class LedgerStore:
     def open(cls, path: Path, *, owner: str | None, readonly: bool = False) -> LedgerStore:
         if not path.is_file():
             raise LedgerError("no ledger store", code="ledger_store_missing", location=str(path))
-        uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
         try:
-            db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-            if not readonly:
-                db.execute("PRAGMA synchronous=FULL")
+            db = open_db(path, LEDGER_STORE_READER if readonly else LEDGER_STORE_WRITER)
             tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master")}
             meta = (
                 dict(db.execute("SELECT key, value FROM meta").fetchall())

@@ -22,6 +22,7 @@ import msgspec
 from continuity.digest import digest_bytes
 from continuity.errors import HistoryError
 from continuity.privacy import has_credential_assignment
+from continuity.sqlite_open import RETAINED_READER, RETAINED_WRITER, open_db
 
 __all__ = [
     "GET_PAGE_BYTES",
@@ -186,12 +187,12 @@ class RetainedStore:
                     "no retained store", code="history_unavailable", location=str(path)
                 )
             _check_header(path)
-            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            self.db = open_db(path, RETAINED_READER)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             if path.exists():
                 _check_header(path)
-            self.db = sqlite3.connect(path, check_same_thread=False)
+            self.db = open_db(path, RETAINED_WRITER)
         try:
             if not readonly:
                 self.db.executescript(_SCHEMA)

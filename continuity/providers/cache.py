@@ -40,6 +40,7 @@ from continuity.messages import (
 from continuity.providers.endpoint import CallReceipt, EndpointSpec
 from continuity.providers.endpoint_facts import record_cap_ignored
 from continuity.providers.protocol import Completed, ProviderEvent, TextDelta, ToolCallEvent
+from continuity.sqlite_open import CALL_LEDGER, open_db
 from continuity.store import Store, utc_now
 
 __all__ = [
@@ -147,7 +148,7 @@ class Ledger:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self._db = open_db(self.path, CALL_LEDGER)
 
     @classmethod
     def create(

@@ -69,6 +69,7 @@ from continuity.providers.cap_changes import (
     record_change,
 )
 from continuity.providers.rates import EXACT, MILLION, RateCard, RateTier, price_usage
+from continuity.sqlite_open import COST_CAP, apply_pragmas, connect
 
 __all__ = [
     "ACCOUNT_NAME",
@@ -150,10 +151,10 @@ class CostCap:
         self.path = path
         self.invocation = invocation
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+        self._db = connect(path, COST_CAP)
         self._cards: dict[str, RateCard] = {}
         try:
-            self._db.execute("PRAGMA synchronous=FULL")
+            apply_pragmas(self._db, COST_CAP)
             self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.DatabaseError as exc:
             self._db.close()

@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import signal
-import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -48,6 +47,7 @@ from continuity.spend.consumption import CONSUMED_MARKER, FAUX_DOMAIN, consume
 from continuity.spend.containment import group_members
 from continuity.spend.controller import PilotConfig, PilotReport, PilotSlot, run_pilot
 from continuity.spend.lease import acquire_lease
+from continuity.sqlite_open import READ_ONLY, open_db
 
 __all__ = [
     "MODEL",
@@ -173,7 +173,7 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
 
 
 def _holds(root: Path) -> list[tuple[str, str | None, int]]:
-    db = sqlite3.connect(f"file:{root / 'account.sqlite3'}?mode=ro", uri=True)
+    db = open_db(root / "account.sqlite3", READ_ONLY)
     try:
         return db.execute("SELECT state, kind, consumed FROM holds ORDER BY rowid").fetchall()
     finally:

@@ -12,9 +12,7 @@ process group runs: the zygote and the replay the child forked die with it.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -24,6 +22,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import UsageError
+from continuity.processes import ANY_OS_ERROR, ZOMBIE, group_alive, kill_group
 from continuity.runner.preflight_child import PreparationReply, PreparationRequest
 from continuity.runner.preflight_records import PreflightSlot, SlotFailure
 
@@ -59,44 +58,21 @@ def private_root(forbidden: Sequence[Path]) -> Path:
     return Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX, dir=base))
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of group `pgid` is still running (zombies aside)."""
-    try:
-        entries = [e for e in Path("/proc").iterdir() if e.name.isdigit()]
-    except OSError:  # no /proc: ask the kernel (a zombie counts, until it is reaped)
-        try:
-            os.killpg(pgid, 0)
-        except OSError:
-            return False
-        return True
-    for entry in entries:
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue  # gone meanwhile
-        # After "(comm)": state, ppid, pgrp, ...
-        if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
-
-
 def _contain(child: subprocess.Popen[bytes]) -> None:
     """Kill the child's process group if it still runs, reap the child and wait until
     nothing of its group runs (the zygote and replay it started die with it): a grace
     period, then SIGKILL to the group and a second one (a process stuck in the kernel
     is left to it)."""
     if child.poll() is None:
-        with contextlib.suppress(OSError):
-            os.killpg(child.pid, signal.SIGKILL)
+        kill_group(child.pid, tolerate=ANY_OS_ERROR)
     child.wait()
     for last in (False, True):
         deadline = time.monotonic() + _GROUP_GRACE
-        while _group_alive(child.pid) and time.monotonic() < deadline:
+        while group_alive(child.pid, gone=ZOMBIE) and time.monotonic() < deadline:
             time.sleep(0.02)
-        if last or not _group_alive(child.pid):
+        if last or not group_alive(child.pid, gone=ZOMBIE):
             return
-        with contextlib.suppress(OSError):
-            os.killpg(child.pid, signal.SIGKILL)
+        kill_group(child.pid, tolerate=ANY_OS_ERROR)
 
 
 def _last_line(data: bytes) -> str:

@@ -31,6 +31,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from continuity.processes import group_of, group_pids
 from continuity.spend.lease import process_start
 
 __all__ = ["Contained", "Containment", "Member", "group_members"]
@@ -47,35 +48,18 @@ class Member:
     pgid: int
 
 
-def _group_of(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except OSError:
-        return None
-
-
 def group_members(pgid: int) -> list[Member]:
     """The live members of process group `pgid` (zombies excluded), from /proc."""
     members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        try:
-            raw = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()
-        if int(fields[2]) != pgid or fields[0] in ("Z", "X"):
-            continue
+    for pid in group_pids(pgid):
         start = process_start(pid)
         if start is not None:
             members.append(Member(pid, start, pgid))
-    return sorted(members, key=lambda m: m.pid)
+    return members
 
 
 def _proven(member: Member) -> bool:
-    return process_start(member.pid) == member.start and _group_of(member.pid) == member.pgid
+    return process_start(member.pid) == member.start and group_of(member.pid) == member.pgid
 
 
 @dataclass

@@ -57,11 +57,12 @@ from continuity.spend.permits import (
     grant,
 )
 from continuity.spend.usage import UsageRecord
+from continuity.sqlite_open import PERMIT_ACCOUNT, open_db
 
 __all__ = ["BUSY_TIMEOUT_S", "DURABLE_BRAND", "DurablePermitSource"]
 
 DURABLE_BRAND = "continuity-durable-permits-v1"
-BUSY_TIMEOUT_S = 10.0  # how long a transaction waits for another writer to commit
+BUSY_TIMEOUT_S = PERMIT_ACCOUNT.timeout  # how long a transaction waits for another writer
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS holds (
@@ -76,10 +77,6 @@ CREATE TABLE IF NOT EXISTS holds (
     epoch TEXT NOT NULL
 );
 """
-
-
-def _integrity(message: str, code: str, where: str) -> SpendError:
-    return SpendError(message, code=code, location=where, outcome="integrity_stop")
 
 
 class DurablePermitSource:
@@ -114,8 +111,7 @@ class DurablePermitSource:
         """
         account = CapAccount(cap, rmax)  # checks C >= Rmax before any file is touched
         try:
-            db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
-            db.execute("PRAGMA synchronous=FULL")
+            db = open_db(path, PERMIT_ACCOUNT)
             db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise SpendError(
@@ -211,8 +207,11 @@ class DurablePermitSource:
         ).fetchone()
         issued = None if row is None or row[0] is None else json.loads(row[0])
         if permit.epoch != self.epoch or issued != msgspec.to_builtins(permit):
-            raise _integrity(
-                "a permit this source did not issue in its live epoch", "lookup_permit_stale", where
+            raise SpendError(
+                "a permit this source did not issue in its live epoch",
+                code="lookup_permit_stale",
+                location=where,
+                outcome="integrity_stop",
             )
 
     # -- lookup-permit-v1
@@ -255,7 +254,12 @@ class DurablePermitSource:
             self._permit(permit, "settle")
             self._load()
             if self.account.holds[permit.request_id].state != "active":
-                raise _integrity("the permit was already settled", "lookup_permit_reused", "settle")
+                raise SpendError(
+                    "the permit was already settled",
+                    code="lookup_permit_reused",
+                    location="settle",
+                    outcome="integrity_stop",
+                )
             apply_settlement(self.account, permit.request_id, settlement)
             self._save(permit.request_id, kind=settlement.kind)
             self._put_state()
@@ -300,7 +304,12 @@ class _Transaction:
         self._where = where
 
     def _failed(self, exc: sqlite3.Error) -> SpendError:
-        return _integrity(f"the account failed: {exc}", "lookup_account_failed", self._where)
+        return SpendError(
+            f"the account failed: {exc}",
+            code="lookup_account_failed",
+            location=self._where,
+            outcome="integrity_stop",
+        )
 
     def __enter__(self) -> sqlite3.Connection:
         try:

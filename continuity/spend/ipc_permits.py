@@ -24,6 +24,7 @@ from continuity.errors import SpendError
 from continuity.spend.ipc import Channel
 from continuity.spend.permits import PERMIT_CONTRACT, Permit, Refusal, Settlement
 from continuity.spend.usage import UsageRecord
+from continuity.sqlite_open import READ_ONLY, open_db
 
 __all__ = ["IPC_BRAND", "IpcPermitSource"]
 
@@ -50,7 +51,7 @@ class IpcPermitSource:
 
     def _row(self, request_id: str) -> tuple[Any, ...] | None:
         try:
-            db = sqlite3.connect(f"file:{self.account}?mode=ro", uri=True, timeout=5)
+            db = open_db(self.account, READ_ONLY)
             try:
                 row: tuple[Any, ...] | None = db.execute(
                     "SELECT state, permit, consumed FROM holds WHERE request_id = ?",

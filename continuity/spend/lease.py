@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from continuity.errors import SpendError
+from continuity.sqlite_open import LEASE, LEASE_PROBE, LEASE_READER, open_db
 
 __all__ = [
     "LEASE_NAME",
@@ -84,28 +85,26 @@ def process_start(pid: int) -> str | None:
     return f"{_boot_id()}:{fields[19]}"
 
 
-def _fail(message: str, code: str, location: str) -> SpendError:
-    return SpendError(message, code=code, location=location)
-
-
 def _check_root(root: Path) -> None:
     try:
         info = os.lstat(root)
     except OSError as exc:
-        raise _fail(
-            f"the lease root cannot be read ({exc.strerror})", "lookup_lease_root_invalid", "root"
+        raise SpendError(
+            f"the lease root cannot be read ({exc.strerror})",
+            code="lookup_lease_root_invalid",
+            location="root",
         ) from None
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise _fail(
+        raise SpendError(
             "the lease root must be a directory this user owns (not a link)",
-            "lookup_lease_root_invalid",
-            "root",
+            code="lookup_lease_root_invalid",
+            location="root",
         )
     if info.st_mode & 0o077:
-        raise _fail(
+        raise SpendError(
             f"the lease root is not private (mode {stat.S_IMODE(info.st_mode):o})",
-            "lookup_lease_root_invalid",
-            "root",
+            code="lookup_lease_root_invalid",
+            location="root",
         )
 
 
@@ -145,22 +144,24 @@ class Lease:
         """
         connection = self._connection
         if connection is None or not connection.in_transaction:
-            raise _fail("this lease was released", "lookup_lease_released", str(self.path))
+            raise SpendError(
+                "this lease was released", code="lookup_lease_released", location=str(self.path)
+            )
         if os.getpid() != self.holder.pid:
-            raise _fail(
+            raise SpendError(
                 "a lease is not inherited by a forked process",
-                "lookup_lease_released",
-                str(self.path),
+                code="lookup_lease_released",
+                location=str(self.path),
             )
         try:
             info = os.lstat(self.path)
         except OSError:
             info = None
         if info is None or not _same_file(info, self.device, self.inode):
-            raise _fail(
+            raise SpendError(
                 "the lease file was replaced, linked or changed",
-                "lookup_lease_invalid",
-                str(self.path),
+                code="lookup_lease_invalid",
+                location=str(self.path),
             )
 
     def release(self) -> None:
@@ -183,10 +184,14 @@ def acquire_lease(root: Path) -> Lease:
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, _PRIVATE_FILE)
     except FileExistsError:
-        raise _fail("a lease file is already there", "lookup_lease_exists", str(path)) from None
+        raise SpendError(
+            "a lease file is already there", code="lookup_lease_exists", location=str(path)
+        ) from None
     except OSError as exc:
-        raise _fail(
-            f"the lease cannot be created ({exc.strerror})", "lookup_lease_failed", str(path)
+        raise SpendError(
+            f"the lease cannot be created ({exc.strerror})",
+            code="lookup_lease_failed",
+            location=str(path),
         ) from None
     try:
         created = os.fstat(fd)
@@ -194,8 +199,7 @@ def acquire_lease(root: Path) -> Lease:
         os.close(fd)  # before SQLite opens the file: closing later would drop its locks
     connection: sqlite3.Connection | None = None
     try:
-        connection = sqlite3.connect(path, timeout=0, isolation_level=None)
-        connection.execute("PRAGMA journal_mode=DELETE")
+        connection = open_db(path, LEASE)
         connection.execute(
             "CREATE TABLE lease (schema TEXT NOT NULL, pid INTEGER NOT NULL, start TEXT NOT NULL)"
         )
@@ -215,34 +219,38 @@ def acquire_lease(root: Path) -> Lease:
                 os.unlink(path)
         except OSError:
             pass
-        raise _fail(
-            f"the lease could not be taken: {exc}", "lookup_lease_failed", str(path)
+        raise SpendError(
+            f"the lease could not be taken: {exc}", code="lookup_lease_failed", location=str(path)
         ) from None
 
 
 def _read_holder(path: Path) -> LeaseHolder:
     try:
-        reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0)
+        reader = open_db(path, LEASE_READER)
     except sqlite3.Error:
-        raise _fail(
-            "the lease is not a lease database", "lookup_lease_invalid", str(path)
+        raise SpendError(
+            "the lease is not a lease database", code="lookup_lease_invalid", location=str(path)
         ) from None
     try:
         rows = reader.execute("SELECT schema, pid, start FROM lease").fetchall()
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc):  # a writer mid-commit: only at creation
-            raise _fail("the lease is being created", "lookup_lease_not_held", str(path)) from None
-        raise _fail(
-            "the lease is not a lease database", "lookup_lease_invalid", str(path)
+            raise SpendError(
+                "the lease is being created", code="lookup_lease_not_held", location=str(path)
+            ) from None
+        raise SpendError(
+            "the lease is not a lease database", code="lookup_lease_invalid", location=str(path)
         ) from None
     except sqlite3.DatabaseError:
-        raise _fail(
-            "the lease is not a lease database", "lookup_lease_invalid", str(path)
+        raise SpendError(
+            "the lease is not a lease database", code="lookup_lease_invalid", location=str(path)
         ) from None
     finally:
         reader.close()
     if len(rows) != 1 or rows[0][0] != LEASE_SCHEMA or not isinstance(rows[0][1], int):
-        raise _fail("the lease records no controller", "lookup_lease_invalid", str(path))
+        raise SpendError(
+            "the lease records no controller", code="lookup_lease_invalid", location=str(path)
+        )
     return LeaseHolder(pid=rows[0][1], start=str(rows[0][2]))
 
 
@@ -260,27 +268,35 @@ def check_lease(root: Path) -> LeaseHolder:
     try:
         info = os.lstat(path)
     except OSError:
-        raise _fail("there is no lease", "lookup_lease_not_held", str(path)) from None
+        raise SpendError(
+            "there is no lease", code="lookup_lease_not_held", location=str(path)
+        ) from None
     if not _same_file(info, info.st_dev, info.st_ino):
-        raise _fail(
+        raise SpendError(
             "the lease is not a private regular file of this user with one link",
-            "lookup_lease_invalid",
-            str(path),
+            code="lookup_lease_invalid",
+            location=str(path),
         )
     holder = _read_holder(path)
     if holder.pid == os.getpid():
-        raise _fail(
-            "the holder checks its lease with Lease.verify", "lookup_lease_invalid", str(path)
+        raise SpendError(
+            "the holder checks its lease with Lease.verify",
+            code="lookup_lease_invalid",
+            location=str(path),
         )
     if process_start(holder.pid) != holder.start:
-        raise _fail("the lease's controller is gone", "lookup_lease_not_held", str(path))
-    probe = sqlite3.connect(path, timeout=0, isolation_level=None)
+        raise SpendError(
+            "the lease's controller is gone", code="lookup_lease_not_held", location=str(path)
+        )
+    probe = open_db(path, LEASE_PROBE)
     try:
         probe.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError:
         return holder  # the writer lock is taken: the lease is held
     else:
         probe.rollback()
-        raise _fail("nobody holds the lease's writer lock", "lookup_lease_not_held", str(path))
+        raise SpendError(
+            "nobody holds the lease's writer lock", code="lookup_lease_not_held", location=str(path)
+        )
     finally:
         probe.close()

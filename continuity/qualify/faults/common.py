@@ -4,7 +4,6 @@ confirmed loss, the run's unit files and stored units, and the attempt's `FaultR
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from continuity.errors import ContinuityError
+from continuity.processes import signal_group
 from continuity.qualify.cases import Knobs
 from continuity.qualify.receipts import (
     BEFORE,
@@ -149,7 +149,7 @@ def _kill_group(
     """
     pgid, target = aimed
     _aim(work, knobs, case_id, target)
-    os.killpg(pgid, signal.Signals[knobs.signal])
+    signal_group(pgid, signal.Signals[knobs.signal], tolerate=())
     run.timings["until_fault"] = time.monotonic() - started
     if not _confirm_group_gone(pgid):
         raise _infrastructure(f"the {what}'s group outlived the signal", "qualify_loss_unconfirmed")

@@ -25,7 +25,6 @@ call can leave the machine or cost anything.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -38,6 +37,7 @@ import threading
 import time
 from pathlib import Path
 
+from continuity.processes import GONE, kill_group
 from continuity.qualify.cases import Knobs
 from continuity.qualify.faults.common import (
     _REPO,
@@ -212,8 +212,7 @@ def _fault(work: Path, knobs: Knobs, case_id: str, run: FaultRun,
     try:
         stopped = _stop(work, knobs, case_id, run, process, (server, target), port, log)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process.pid, tolerate=GONE)
         drain.join(10)
         stdout.close()
     if stopped is None:

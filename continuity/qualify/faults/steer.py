@@ -18,11 +18,9 @@ leaves the case not completed.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -30,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+from continuity.processes import GONE, kill_group
 from continuity.qualify.cases import Knobs
 from continuity.qualify.faults.common import (
     _REPO,
@@ -51,6 +50,7 @@ from continuity.qualify.receipts import (
     Loss,
     write_receipt,
 )
+from continuity.sqlite_open import READ_ONLY, open_db
 
 __all__ = ["steer_across_restart"]
 
@@ -62,7 +62,7 @@ def _queued(inbox: Path) -> list[tuple[str, str, str | None]]:
     if not inbox.is_file():
         return []
     try:
-        with sqlite3.connect(f"file:{inbox}?mode=ro", uri=True, timeout=5) as db:
+        with open_db(inbox, READ_ONLY) as db:
             rows = db.execute("SELECT steer_id, sha256, consumed_by FROM steers ORDER BY seq")
             return [(r[0], r[1], r[2]) for r in rows]
     except sqlite3.Error:
@@ -148,8 +148,7 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     try:
         again.communicate(timeout=600)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(again.pid, signal.SIGKILL)
+        kill_group(again.pid, tolerate=GONE)
     run.timings["hold"] = hold
     run.timings["recovery"] = time.monotonic() - confirmed - hold
     session = workspace / "session" / "session.jsonl"
