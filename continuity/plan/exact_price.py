@@ -1,16 +1,18 @@
-"""Exact list prices of single calls in `decimal.Decimal`, with the catalog's tier rule.
+"""Exact list prices in `decimal.Decimal`: rates as written, the tier rule, what is missing.
 
 `continuity.plan.pricing.call_cost` prices in float for the dry run. Lookup pricing
 sums thousands of calls and proposes a cap rounded *up* to the cent, where a float sum
-that lands a hair above a cent boundary would add a cent that is not owed. Here every
-rate is read as the decimal the catalog (or genai-prices) wrote, and sums stay exact
-(the exact context, `exact_sum` and `ceil_to_cents` are `continuity.spend.money`'s,
-re-exported here).
+that lands a hair above a cent boundary would add a cent that is not owed. There a call
+is priced exactly by the one price function, `continuity.providers.rates.price_usage`,
+over the price's rate card (`continuity.plan.pricing.rate_card`): every rate is read as
+the decimal the catalog (or genai-prices) wrote (`continuity.plan.pricing.exact_rate`),
+and sums stay exact (the exact context, `exact_sum` and `ceil_to_cents` are
+`continuity.spend.money`'s, re-exported here).
 
-The tier rule is pricing's own (`continuity.plan.pricing`): the highest tier whose
-``above_input_tokens`` the call's whole input strictly exceeds, cached input included,
-and its rates apply to all of the call's tokens. A rate the call needs that is unknown
-makes the call's price unknown (None), never zero.
+The tier rule is the rate card's: the highest tier whose ``above_input_tokens`` the
+call's whole input strictly exceeds, cached input included, and its rates apply to all
+of the call's tokens (`tiered` says whether a call is above the base). A rate the call
+needs that is unknown makes the call's price unknown (None), never zero.
 
 `missing_terms` names what lookup pricing and readiness require of a model before any
 number is approved: input, output and cache-read rates at the base and in every tier
@@ -20,10 +22,7 @@ limits.
 
 from __future__ import annotations
 
-from decimal import Decimal
-
-from continuity.messages import Usage
-from continuity.plan.pricing import ModelPrice, _rates
+from continuity.plan.pricing import ModelPrice
 from continuity.spend.money import CENT, EXACT, MILLION, ceil_to_cents, exact_sum
 
 __all__ = [
@@ -31,43 +30,10 @@ __all__ = [
     "EXACT",
     "MILLION",
     "ceil_to_cents",
-    "exact_cost",
-    "exact_rate",
     "exact_sum",
     "missing_terms",
     "tiered",
 ]
-
-
-def exact_rate(rate: float | None) -> Decimal | None:
-    """A per-million rate as the decimal it was written as (``repr`` of a float is the
-    shortest text that reads back to it: the catalog's ``0.1`` is 0.1, not the binary
-    fraction near it)."""
-    return None if rate is None else Decimal(repr(rate))
-
-
-def exact_cost(price: ModelPrice | None, usage: Usage) -> Decimal | None:
-    """The list price of one call in USD, exactly; None when the model has no price or a
-    rate the call needs is unknown. The parts are `call_cost`'s: uncached input (less
-    what it writes to the cache) at the input rate, output, cache reads, cache writes."""
-    if price is None:
-        return None
-    input_rate, output_rate, read_rate, write_rate = _rates(price, usage.total_input)
-    parts = (
-        (usage.input - usage.cache_write, input_rate),
-        (usage.output, output_rate),
-        (usage.cache_read, read_rate),
-        (usage.cache_write, write_rate),
-    )
-    total = Decimal(0)
-    for tokens, rate in parts:
-        if tokens == 0:
-            continue
-        exact = exact_rate(rate)
-        if exact is None:
-            return None
-        total = EXACT.add(total, EXACT.multiply(Decimal(tokens), exact))
-    return EXACT.divide(total, MILLION)
 
 
 def tiered(price: ModelPrice | None, total_input: int) -> bool:

@@ -45,13 +45,13 @@ from continuity.messages import Usage
 from continuity.plan.exact_price import (
     EXACT,
     ceil_to_cents,
-    exact_cost,
     exact_sum,
     missing_terms,
     tiered,
 )
 from continuity.plan.lookup_slots import OUTPUT_TOKENS_PER_ROUND, returned_sizes, slot_rounds
-from continuity.plan.pricing import Catalog, ModelPrice, model_price
+from continuity.plan.pricing import Catalog, ModelPrice, model_price, rate_card
+from continuity.providers.rates import price_usage
 
 __all__ = [
     "BLOCKED_CODE",
@@ -180,7 +180,9 @@ def _blocking(
 
 def _cost(price: ModelPrice, tokens: int, cache_percent: int, output: int) -> Decimal:
     cached = tokens * cache_percent // 100
-    cost = exact_cost(price, Usage(input=tokens - cached, cache_read=cached, output=output))
+    cost = price_usage(
+        rate_card(price), Usage(input=tokens - cached, cache_read=cached, output=output)
+    )
     assert cost is not None  # every rate was checked before pricing (missing_terms)
     return cost
 

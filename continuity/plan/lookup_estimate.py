@@ -44,7 +44,7 @@ from continuity.lookup.fixed_budget import FixedBudget, FixedSlot, FixedTerms, S
 from continuity.lookup.receipts import LookupBinding
 from continuity.messages import Usage
 from continuity.plan.estimate import DEFAULT_HIGH_END
-from continuity.plan.exact_price import exact_cost, tiered
+from continuity.plan.exact_price import tiered
 from continuity.plan.holdout_pricing import HoldoutPricing
 from continuity.plan.lookup_slots import (
     LOOKUP_CALL_LEVELS,
@@ -60,9 +60,10 @@ from continuity.plan.lookup_slots import (
     slot_rounds,
 )
 from continuity.plan.pilot_estimate import PilotEstimate
-from continuity.plan.pricing import ModelPrice, PriceSource
+from continuity.plan.pricing import ModelPrice, PriceSource, rate_card
 from continuity.plan.readiness import ReaderReadiness, reader_readiness
 from continuity.plan.workload import PlannedCall, histogram
+from continuity.providers.rates import price_usage
 
 __all__ = [
     "ASSUMPTION_LABELS",
@@ -239,10 +240,11 @@ def price_inputs(
     each reading `cache_percent` of its input from the cache and writing 300 tokens."""
     known = Decimal(0)
     priced = unpriced = above = 0
+    card = rate_card(price) if price is not None else None
     for tokens, count in sorted(inputs.items()):
         cached = tokens * cache_percent // 100
         usage = Usage(input=tokens - cached, cache_read=cached, output=OUTPUT_TOKENS_PER_ROUND)
-        cost = exact_cost(price, usage)
+        cost = price_usage(card, usage) if card is not None else None
         if cost is None:
             unpriced += count
         else:

@@ -12,8 +12,7 @@ rate the exact decimal text the catalog wrote (`exact_rate`), never a float.
 from __future__ import annotations
 
 from continuity.errors import SpendError
-from continuity.plan.exact_price import exact_rate
-from continuity.plan.pricing import ModelPrice
+from continuity.plan.pricing import ModelPrice, exact_rate
 from continuity.spend.descriptor import CatalogBinding, CatalogTier, sealed_catalog
 from continuity.spend.money import usd_text
 

@@ -5,7 +5,7 @@ id: the provider part names genai-prices' provider (``openai``, ``anthropic``,
 ``google`` ...; its own provider matching applies), the model part is matched by the
 library's model rules (``anthropic:claude-sonnet-4-5-20250929`` is
 ``claude-sonnet-4-5``). The library's price is converted to a catalog `ModelPrice`, so
-every call is priced by one rule (`continuity.plan.pricing.call_cost`):
+every call is priced by one rule (`continuity.providers.rates.price_usage`):
 
 - ``input_mtok``, ``output_mtok``, ``cache_read_mtok`` and ``cache_write_mtok`` become
   the four rates; a cache rate the database leaves out is the input rate, as the

@@ -7,7 +7,9 @@ with unknown (``null``) rates, and otherwise from genai-prices' bundled data
 
 Prices are per million tokens. A call is priced at the highest tier whose
 ``above_input_tokens`` threshold its input strictly exceeds, counting cached input too.
-A missing rate makes the call's cost ``None`` (unknown), never zero.
+A missing rate makes the call's cost ``None`` (unknown), never zero. A call is priced by
+the one rule in `continuity.providers.rates` (`rate_card` turns a price into its card):
+exactly (`price_usage`) or as a float estimate (`estimate_price`, `call_cost`).
 
 genai-prices' prices are those in force on the catalog's ``as_of`` day, never on the
 day the plan is built or run: a price the library dates (a price change, or a
@@ -21,6 +23,8 @@ changing any of them changes the plan's confirmation digest.
 
 from __future__ import annotations
 
+import functools
+from decimal import Decimal
 from pathlib import Path
 
 import msgspec
@@ -39,6 +43,7 @@ from continuity.plan.price_catalog import (
     read_catalog,
 )
 from continuity.plan.price_db import LIBRARY, database_price, library_version
+from continuity.providers.rates import RateCard, RateTier, estimate_price
 
 __all__ = [
     "CATALOG_SCHEMA",
@@ -49,9 +54,11 @@ __all__ = [
     "call_cost",
     "default_catalog_path",
     "describe_source",
+    "exact_rate",
     "load_catalog",
     "model_price",
     "price_source",
+    "rate_card",
 ]
 
 
@@ -108,33 +115,50 @@ def model_price(catalog: Catalog, model: str) -> ModelPrice | None:
     return database_price(model, catalog_day(catalog))
 
 
-def _rates(price: ModelPrice, total_input: int) -> tuple[float | None, ...]:
-    rates = (price.input, price.output, price.cache_read, price.cache_write)
-    for tier in price.tiers:  # ascending: the last one strictly exceeded wins
-        if total_input > tier.above_input_tokens:
-            rates = (tier.input, tier.output, tier.cache_read, tier.cache_write)
-    return rates
+def exact_rate(rate: float | None) -> Decimal | None:
+    """A per-million rate as the decimal it was written as (``repr`` of a float is the
+    shortest text that reads back to it: the catalog's ``0.1`` is 0.1, not the binary
+    fraction near it)."""
+    return None if rate is None else Decimal(repr(rate))
+
+
+def _tier(price: ModelPrice | Tier) -> RateTier:
+    def text(rate: float | None) -> str | None:
+        exact = exact_rate(rate)
+        return None if exact is None else str(exact)
+
+    return RateTier(
+        input=text(price.input),
+        output=text(price.output),
+        cache_read=text(price.cache_read),
+        cache_write=text(price.cache_write),
+    )
+
+
+def rate_card(price: ModelPrice) -> RateCard:
+    """`price` as an exact rate card: each rate the decimal text its float was written
+    as (`exact_rate`), which reads back to the same float, so `price_usage` prices a
+    call exactly and `estimate_price` in the same float as ever. The tiers keep their
+    order: the last one a call's whole input strictly exceeds wins. (The cost cap's
+    account is opened with these cards too: `continuity.runner.cost_account`.)"""
+    return RateCard(
+        base=_tier(price), tiers=tuple((t.above_input_tokens, _tier(t)) for t in price.tiers)
+    )
 
 
 def call_cost(catalog: Catalog, model: str, usage: Usage) -> float | None:
-    """The list price of one call in USD, or None when any rate the call needs is
-    unknown (or neither the catalog nor genai-prices knows the model)."""
+    """The list price of one call in USD as a float estimate (`estimate_price`), or None
+    when any rate the call needs is unknown (or neither the catalog nor genai-prices
+    knows the model)."""
     price = model_price(catalog, model)
     if price is None:
         return None
-    input_rate, output_rate, read_rate, write_rate = _rates(price, usage.total_input)
-    # `input` includes the tokens written to the cache; they are priced at the write rate.
-    parts = (
-        (usage.input - usage.cache_write, input_rate),
-        (usage.output, output_rate),
-        (usage.cache_read, read_rate),
-        (usage.cache_write, write_rate),
-    )
-    total = 0.0
-    for tokens, rate in parts:
-        if tokens == 0:
-            continue
-        if rate is None:
-            return None
-        total += tokens * rate / 1_000_000
-    return total
+    return estimate_price(_estimate_card(price), usage)
+
+
+@functools.lru_cache(maxsize=256)
+def _estimate_card(price: ModelPrice) -> RateCard:
+    """`rate_card(price)`, kept: a dry run prices every planned call several times over.
+    For estimates only: equal prices share a card (``2 == 2.0``), and equal rates read
+    back to the same floats, while an exact price keeps its own text's scale."""
+    return rate_card(price)

@@ -17,15 +17,14 @@ import msgspec
 
 from continuity.errors import RealModeError
 from continuity.outputs import write_output
-from continuity.plan.exact_price import exact_rate
 from continuity.plan.plan import Plan
-from continuity.plan.pricing import ModelPrice, load_catalog, model_price
-from continuity.providers.costcap import ACCOUNT_NAME, CapTotals, CostCap, RateCard, RateTier
+from continuity.plan.pricing import load_catalog, model_price, rate_card
+from continuity.providers.costcap import ACCOUNT_NAME, CapTotals, CostCap, RateCard
 from continuity.providers.endpoint_facts import cap_ignored, ignored_cap_ref
 from continuity.spend.money import parse_usd, whole_cents
 from continuity.store import Store
 
-__all__ = ["open_cost_account", "parse_cost_cap", "rate_card", "spend_totals"]
+__all__ = ["open_cost_account", "parse_cost_cap", "spend_totals"]
 
 
 def parse_cost_cap(text: str | None, *, raise_cap: bool = False) -> Decimal | None:
@@ -52,26 +51,6 @@ def parse_cost_cap(text: str | None, *, raise_cap: bool = False) -> Decimal | No
             location="--cost-cap",
         )
     return amount
-
-
-def rate_card(price: ModelPrice) -> RateCard:
-    """A catalog price as the cost cap's exact rate card."""
-
-    def text(rate: float | None) -> str | None:
-        exact = exact_rate(rate)
-        return None if exact is None else str(exact)
-
-    def tier(rates: tuple[float | None, ...]) -> RateTier:
-        input, output, read, write = (text(r) for r in rates)
-        return RateTier(input=input, output=output, cache_read=read, cache_write=write)
-
-    return RateCard(
-        base=tier((price.input, price.output, price.cache_read, price.cache_write)),
-        tiers=tuple(
-            (t.above_input_tokens, tier((t.input, t.output, t.cache_read, t.cache_write)))
-            for t in price.tiers
-        ),
-    )
 
 
 def open_cost_account(

@@ -41,7 +41,6 @@ from continuity.providers.endpoint import EndpointSpec
 from continuity.runner.cost_account import (
     open_cost_account,
     parse_cost_cap,
-    rate_card,
     spend_totals,
 )
 from continuity.runner.ledger_run import LedgerRun
@@ -60,7 +59,6 @@ __all__ = [
     "endpoint_for",
     "open_real_run",
     "parse_cost_cap",
-    "rate_card",
     "run_real",
     "write_plan",
 ]

@@ -28,8 +28,9 @@ from typing import Any
 
 import msgspec
 
+from continuity.messages import Usage
+from continuity.providers.rates import RateCard, RateTier, price_usage
 from continuity.spend.assumptions import Assumptions, tier_multiplier
-from continuity.spend.money import EXACT, MILLION
 
 __all__ = [
     "RawSettlement",
@@ -128,23 +129,27 @@ def raw_settlement(response: dict[str, Any], assumptions: Assumptions) -> RawSet
 
 def catalog_cost(usage: UsageRecord, tier: str | None, assumptions: Assumptions) -> Decimal:
     """The registered catalog cost of `usage` at `tier` (absent: the 2x multiplier), in
-    USD, exactly. Uncached input is input less cache reads and writes."""
+    USD, exactly, by the one price function (`continuity.providers.rates.price_usage`).
+    Uncached input is input less cache reads and writes. Every part counts, zero or not,
+    so the cost keeps the decimal places settlement has always written."""
     rates = assumptions.rates
     multiplier = tier_multiplier(assumptions, tier)
     if multiplier is None:
         raise ValueError(f"unknown tier {tier!r}")
     read = usage.cache_read or 0
     write = usage.cache_write or 0
-    parts = (
-        (usage.input - read - write, Decimal(rates.input)),
-        (read, Decimal(rates.cache_read)),
-        (write, Decimal(rates.cache_write)),
-        (usage.output, Decimal(rates.output)),
+    card = RateCard(
+        base=RateTier(
+            input=rates.input,
+            output=rates.output,
+            cache_read=rates.cache_read,
+            cache_write=rates.cache_write,
+        )
     )
-    total = Decimal(0)
-    for tokens, rate in parts:
-        total = EXACT.add(total, EXACT.multiply(Decimal(tokens), rate))
-    return EXACT.divide(EXACT.multiply(total, multiplier), MILLION)
+    call = Usage(input=usage.input - read, cache_read=read, cache_write=write, output=usage.output)
+    cost = price_usage(card, call, multiplier=multiplier, every_part=True)
+    assert cost is not None  # every registered rate is known
+    return cost
 
 
 def settlement_violation(

@@ -25,7 +25,7 @@ from continuity.lookup.receipts import LookupBinding
 from continuity.lookup.soul import normalise_core, soul_path
 from continuity.memory.pack import PACK_RETRIEVAL_GUIDANCE
 from continuity.messages import Usage
-from continuity.plan.exact_price import exact_cost, tiered
+from continuity.plan.exact_price import tiered
 from continuity.plan.holdout_pricing import (
     BLOCKED_CODE,
     PricedSlot,
@@ -65,7 +65,9 @@ from continuity.plan.pricing import (
     load_catalog,
     model_price,
     price_source,
+    rate_card,
 )
+from continuity.providers.rates import price_usage
 from continuity.roles.register import (
     REGISTRATION_SCHEMA,
     BoundDigests,
@@ -302,12 +304,13 @@ def test_the_highest_strictly_exceeded_tier_counts_cached_input() -> None:
     # 150,000 uncached + 60,000 cached = 210,000 > 200,000: every token at the tier's
     # rates ($2.5, $0.25 cached, $15 output), not the base ($1.25, $0.125, $10).
     usage = Usage(input=150_000, cache_read=60_000, output=300)
-    assert exact_cost(luna, usage) == Decimal("0.3945")  # 375,000 + 15,000 + 4,500 micro
+    # 375,000 + 15,000 + 4,500 micro
+    assert price_usage(rate_card(luna), usage) == Decimal("0.3945")
     assert math.isclose(float(Decimal("0.3945")), call_cost(catalog, LUNA, usage) or 0.0)
     assert tiered(luna, 210_000)
     # Exactly at the threshold is not above it.
     at = Usage(input=140_000, cache_read=60_000, output=300)
-    assert exact_cost(luna, at) == Decimal("0.1855")  # 175,000 + 7,500 + 3,000 micro
+    assert price_usage(rate_card(luna), at) == Decimal("0.1855")  # 175,000 + 7,500 + 3,000 micro
     assert not tiered(luna, 200_000)
     # In a row: 90 % cached still selects the tier by the whole input.
     usd, _, _, _, above = price_inputs(luna, {210_000: 2, 100_000: 1}, 90)
@@ -327,10 +330,9 @@ def test_exact_prices_agree_with_the_dry_runs_float_prices(
     """The same tier rule and parts as `call_cost` (catalog and genai-prices models)."""
     catalog = load_catalog()
     usage = Usage(input=uncached, cache_read=cached, output=output)
-    exact, approximate = (
-        exact_cost(model_price(catalog, model), usage),
-        call_cost(catalog, model, usage),
-    )
+    price = model_price(catalog, model)
+    exact = price_usage(rate_card(price), usage) if price is not None else None
+    approximate = call_cost(catalog, model, usage)
     assert (exact is None) == (approximate is None)
     if exact is not None and approximate is not None:
         assert math.isclose(float(exact), approximate, rel_tol=1e-12, abs_tol=1e-12)

@@ -21,9 +21,8 @@ import msgspec
 import pytest
 
 from continuity.errors import RealModeError, RunIncomplete
-from continuity.plan.pricing import load_catalog, model_price
+from continuity.plan.pricing import load_catalog, model_price, rate_card
 from continuity.providers.costcap import CapTotals, CostCap, price_usage
-from continuity.runner.real import rate_card
 from continuity.runner.units import UnitRecord
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from tests.conftest import REPO
