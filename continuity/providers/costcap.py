@@ -46,13 +46,18 @@ settlement is recorded (at the higher figure) and the account stops for good
 Amounts are exact `decimal.Decimal` text (an inexact operation raises), never floats.
 The rates are list prices from the run's pricing catalog, stored in the account when
 the run starts, so every process prices alike.
+
+The hold arithmetic, the cap rule and the holds table's reads and writes are
+`continuity.holds` (shared with the pilot's cap account), over this file's ``holds``
+table with ``late_close=True``: a hold a newer invocation retained can still be closed
+by its own invocation (above). The account row, the rates, the stop and the cap
+changes are this module's.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -61,6 +66,7 @@ from typing import Any
 import msgspec
 
 from continuity.errors import ProviderError, RealModeError
+from continuity.holds import HoldAccount, HoldTable, Over, SqliteBook
 from continuity.messages import ModelRequest, Usage
 from continuity.providers.cap_changes import (
     CAP_CHANGES_SCHEMA,
@@ -125,6 +131,8 @@ class CapTotals(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
+# How the account's holds table maps onto `continuity.holds` (the file format is fixed).
+_HOLDS = HoldTable(key="id", reason="reason", opened="opened", closed="closed")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS account (
     id INTEGER PRIMARY KEY CHECK (id = 1), cap TEXT, stopped TEXT);
@@ -137,13 +145,6 @@ CREATE TABLE IF NOT EXISTS holds (
 """
 
 
-def _sum(values: list[str]) -> Decimal:
-    total = Decimal(0)
-    for value in values:
-        total = EXACT.add(total, Decimal(value))
-    return total
-
-
 class CostCap:
     """One process's connection to a run's account (thread-safe; see the module doc)."""
 
@@ -153,6 +154,11 @@ class CostCap:
         self._lock = threading.Lock()
         self._db = connect(path, COST_CAP)
         self._cards: dict[str, RateCard] = {}
+        # late_close: a hold a newer invocation retained may still be settled (module doc)
+        self._holds = HoldAccount(
+            SqliteBook(self._db, _HOLDS, self._failed, {"invocation": invocation}),
+            late_close=True,
+        )
         try:
             apply_pragmas(self._db, COST_CAP)
             self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -205,11 +211,7 @@ class CostCap:
                     "INSERT OR REPLACE INTO rates VALUES (?, ?)",
                     (model, msgspec.json.encode(card)),
                 )
-            db.execute(
-                "UPDATE holds SET state = 'retained', reason = 'invocation_ended', closed = ? "
-                "WHERE state = 'active' AND invocation != ?",
-                (time.time(), self.invocation),
-            )
+            self._book.retain_active("invocation_ended", unless=("invocation", self.invocation))
 
     def _set_cap(self, cap: Decimal, raise_cap: bool) -> None:
         """Inside a transaction: store `cap`. Changing a stored cap needs `raise_cap`,
@@ -244,19 +246,24 @@ class CostCap:
     def close(self) -> None:
         self._db.close()
 
+    @property
+    def _book(self) -> SqliteBook:
+        book = self._holds.book
+        assert isinstance(book, SqliteBook)
+        return book
+
     def _transaction(self) -> _Immediate:
         return _Immediate(self._db, self._lock, self.path)
+
+    def _failed(self, exc: sqlite3.Error) -> ProviderError:
+        return _failed(exc, self.path)
 
     def _read(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """A read of the account; an SQLite failure is ``cost_cap_account_failed``."""
         try:
             return self._db.execute(sql, args).fetchall()
         except sqlite3.Error as exc:
-            raise ProviderError(
-                f"the cost-cap account failed: {exc}",
-                code="cost_cap_account_failed",
-                location=str(self.path),
-            ) from None
+            raise self._failed(exc) from None
 
     def card(self, model: str) -> RateCard:
         if model not in self._cards:
@@ -271,13 +278,6 @@ class CostCap:
             self._cards[model] = msgspec.json.decode(row[0], type=RateCard)
         return self._cards[model]
 
-    def _committed(self) -> Decimal:
-        rows = self._db.execute(
-            "SELECT CASE state WHEN 'settled' THEN cost ELSE amount END FROM holds "
-            "WHERE state IN ('active', 'settled', 'retained')"
-        ).fetchall()
-        return _sum([r[0] for r in rows])
-
     def hold(self, model: str, amount: Decimal) -> int:
         """Persist an active hold of `amount`, or refuse (``cost_cap_reached``, or the
         account's sticky stop) without writing one."""
@@ -289,32 +289,33 @@ class CostCap:
                     code=stopped.split(":", 1)[0],
                     location=str(self.path),
                 )
-            committed = self._committed()
-            if cap is not None and EXACT.add(committed, amount) > Decimal(cap):
+            held = self._holds.hold(
+                amount, None if cap is None else Decimal(cap), tags={"model": model}
+            )
+            if isinstance(held, Over):
                 raise ProviderError(
                     f"a request of up to ${amount} would take committed spend "
-                    f"${committed} past the ${cap} cap; no new request is admitted",
+                    f"${held.committed} past the ${cap} cap; no new request is admitted",
                     code="cost_cap_reached",
                     location=str(self.path),
                 )
-            cursor = db.execute(
-                "INSERT INTO holds (invocation, model, amount, state, opened) "
-                "VALUES (?, ?, ?, 'active', ?)",
-                (self.invocation, model, str(amount), time.time()),
-            )
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
+            assert isinstance(held, int)
+            return held
 
     def close_hold(
         self, hold: int, state: str, *, cost: Decimal | None = None, reason: str | None = None
     ) -> None:
-        """Settle (with `cost`), retain or release a hold that is not closed yet."""
-        with self._transaction() as db:
-            db.execute(
-                "UPDATE holds SET state = ?, cost = ?, reason = ?, closed = ? "
-                "WHERE id = ? AND state IN ('active', 'retained')",
-                (state, None if cost is None else str(cost), reason, time.time(), hold),
-            )
+        """Settle (with `cost`), retain or release a hold that is not closed yet (an
+        active one, or one a newer invocation retained); a closed one is left as it is."""
+        with self._transaction():
+            if state == "settled":
+                assert cost is not None
+                self._holds.settle(hold, cost, reason)
+            elif state == "retained":
+                self._holds.retain(hold, cost, reason)
+            else:
+                assert state == "released", state
+                self._holds.release(hold, reason)
 
     def stop(self, reason: str) -> None:
         """Stop the account for good (the first reason is kept)."""
@@ -324,20 +325,17 @@ class CostCap:
     def totals(self) -> CapTotals:
         with self._transaction() as db:  # one consistent view
             cap, stopped = db.execute("SELECT cap, stopped FROM account").fetchone()
-            rows = db.execute("SELECT state, amount, cost FROM holds").fetchall()
+            tally = self._holds.tally()
             changes = read_changes(db)
-        settled = [cost for state, _, cost in rows if state == "settled"]
-        retained = [amount for state, amount, _ in rows if state == "retained"]
-        active = [amount for state, amount, _ in rows if state == "active"]
         return CapTotals(
             cap=cap,
-            settled=str(_sum(settled)),
-            retained=str(_sum(retained)),
-            active=str(_sum(active)),
-            committed=str(_sum([*settled, *retained, *active])),
-            settled_calls=len(settled),
-            retained_calls=len(retained),
-            released_attempts=sum(1 for state, _, _ in rows if state == "released"),
+            settled=str(tally.settled),
+            retained=str(tally.retained),
+            active=str(tally.active),
+            committed=str(tally.committed),
+            settled_calls=tally.settled_calls,
+            retained_calls=tally.retained_calls,
+            released_attempts=tally.released,
             stopped=stopped,
             cap_changes=changes,
         )
@@ -420,11 +418,7 @@ class _Immediate:
         self._path = path
 
     def _failed(self, exc: sqlite3.Error) -> ProviderError:
-        return ProviderError(
-            f"the cost-cap account failed: {exc}",
-            code="cost_cap_account_failed",
-            location=str(self._path),
-        )
+        return _failed(exc, self._path)
 
     def __enter__(self) -> sqlite3.Connection:
         self._lock.acquire()
@@ -448,3 +442,12 @@ class _Immediate:
             self._lock.release()
         if isinstance(error, sqlite3.Error):
             raise self._failed(error) from None
+
+
+def _failed(exc: sqlite3.Error, path: Path) -> ProviderError:
+    """An SQLite failure of the account: ``cost_cap_account_failed`` (it stops admission)."""
+    return ProviderError(
+        f"the cost-cap account failed: {exc}",
+        code="cost_cap_account_failed",
+        location=str(path),
+    )

@@ -19,8 +19,12 @@ slot that settles a request and then loses the next one is a lost slot. Alternat
 losses are still bounded by C, not by this rule. A stop is sticky: every later
 admission is refused with the stop's code.
 
-`CapAccount` is the arithmetic only (in memory). The test-only permit source keeps
-one; the durable controller (spend controller II) persists the same states.
+The hold arithmetic and the cap rule are `continuity.holds` (shared with the run cost
+cap); `CapAccount` adds Rmax, request ids, the stops and the loss rule. Its holds live in
+a `continuity.holds.HoldBook`: in memory by default (the test-only permit source), or the
+durable source's SQLite file (`continuity.spend.durable`), where every change is made
+inside the source's transaction. Holds close strictly (``late_close=False``): only an
+active hold is settled or retained, so a retained hold is final.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from decimal import Decimal
 from typing import Literal
 
 from continuity.errors import SpendError
-from continuity.spend.money import EXACT, exact_sum
+from continuity.holds import HoldAccount, HoldBook, HoldRecord, MemoryBook, Over, exceeds
 
 __all__ = ["LOSS_KINDS", "OWN_ABORT", "CapAccount", "Hold", "HoldState"]
 
@@ -50,9 +54,10 @@ class Hold:
 
 
 class CapAccount:
-    """Holds against a cap `cap` (USD), each request reserving `rmax`."""
+    """Holds against a cap `cap` (USD), each request reserving `rmax`, kept in `book`
+    (in memory unless one is given)."""
 
-    def __init__(self, cap: Decimal, rmax: Decimal) -> None:
+    def __init__(self, cap: Decimal, rmax: Decimal, book: HoldBook | None = None) -> None:
         if rmax <= 0 or cap < rmax:
             raise SpendError(
                 f"the cap ${cap} must be at least Rmax ${rmax}",
@@ -61,42 +66,44 @@ class CapAccount:
             )
         self.cap = cap
         self.rmax = rmax
-        self.holds: dict[str, Hold] = {}
+        self._holds = HoldAccount(book or MemoryBook(), late_close=False)
         self.stopped: str | None = None
         self.loss_streak = 0  # consecutive admitted slots that ended lost
         self._slot: str | None = None  # the slot of the latest admission
         self._lost_slots: set[str] = set()
         self._own_aborts: set[str] = set()  # slots that ended in the harness's own abort
 
+    @property
+    def holds(self) -> dict[str, Hold]:
+        """Every hold by request id, in the order they were admitted (a copy)."""
+        return {str(r.key): _hold(r) for r in self._holds.book.records()}
+
+    def active(self) -> list[str]:
+        """The request ids whose holds are still active."""
+        return [str(r.key) for r in self._holds.book.records() if r.state == "active"]
+
     def total(self) -> Decimal:
         """T: settled costs, retained holds (or known partials, if larger), active holds."""
-        parts = []
-        for hold in self.holds.values():
-            if hold.state == "settled":
-                parts.append(hold.cost if hold.cost is not None else hold.amount)
-            elif hold.state == "retained":
-                parts.append(max(hold.amount, hold.cost or Decimal(0)))
-            else:
-                parts.append(hold.amount)
-        return exact_sum(parts)
+        return self._holds.committed()
 
     def refusal(self) -> str | None:
         """Why the next admission would be refused (None: it would be admitted)."""
         if self.stopped is not None:
             return self.stopped
-        if EXACT.add(self.total(), self.rmax) > self.cap:
+        if exceeds(self.total(), self.rmax, self.cap):
             return "not_admitted_cap"
         return None
 
     def admit(self, request_id: str, slot_id: str) -> str | None:
         """Hold Rmax for `request_id` and return None, or return the refusal code (the
         account is unchanged). A request id is admitted at most once."""
-        if request_id in self.holds:
+        if self._holds.book.record(request_id) is not None:
             return "lookup_permit_reused"
-        refused = self.refusal()
-        if refused is not None:
-            return refused
-        self.holds[request_id] = Hold(request_id, slot_id, self.rmax)
+        if self.stopped is not None:
+            return self.stopped
+        held = self._holds.hold(self.rmax, self.cap, key=request_id, tags={"slot_id": slot_id})
+        if isinstance(held, Over):
+            return "not_admitted_cap"
         if slot_id != self._slot:  # the previous slot has ended
             ended = self._slot
             if ended is not None and ended not in self._lost_slots | self._own_aborts:
@@ -105,25 +112,25 @@ class CapAccount:
         return None
 
     def _active(self, request_id: str) -> Hold:
-        hold = self.holds.get(request_id)
-        if hold is None or hold.state != "active":
+        record = self._holds.book.record(request_id)
+        if record is None or record.state != "active":
             raise SpendError(
                 f"request {request_id} has no active hold to settle",
                 code="lookup_permit_reused",
                 location=request_id,
             )
-        return hold
+        return _hold(record)
 
     def settle(self, request_id: str, cost: Decimal) -> None:
         """Replace the hold with the actual cost."""
-        hold = self._active(request_id)
-        hold.state, hold.cost = "settled", cost
+        self._active(request_id)
+        self._holds.settle(request_id, cost, "settled")
 
     def retain(self, request_id: str, kind: str, partial: Decimal | None = None) -> None:
         """Keep the hold (lost, aborted after send, integrity stop): the request's slot is
         terminal. Two consecutive lost slots stop admission (``lookup_repeated_loss``)."""
         hold = self._active(request_id)
-        hold.state, hold.cost = "retained", partial
+        self._holds.retain(request_id, partial, kind)
         if kind == OWN_ABORT:
             self._own_aborts.add(hold.slot_id)
         if kind in LOSS_KINDS and hold.slot_id not in self._lost_slots:
@@ -143,8 +150,17 @@ class CapAccount:
         }
 
     def restore(self, holds: list[Hold], snapshot: dict[str, object]) -> None:
-        """Load `holds` and a `snapshot` a durable source persisted."""
-        self.holds = {hold.request_id: hold for hold in holds}
+        """Load `holds` (into a new in-memory book) and a `snapshot` a durable source
+        persisted."""
+        records = [
+            HoldRecord(h.request_id, h.amount, h.state, h.cost, tags={"slot_id": h.slot_id})
+            for h in holds
+        ]
+        self._holds = HoldAccount(MemoryBook(records), late_close=False)
+        self.restore_state(snapshot)
+
+    def restore_state(self, snapshot: dict[str, object]) -> None:
+        """Load a `snapshot` (the state besides the holds) a durable source persisted."""
         stopped, slot = snapshot.get("stopped"), snapshot.get("slot")
         streak, lost = snapshot.get("loss_streak", 0), snapshot.get("lost_slots", [])
         self.stopped = stopped if isinstance(stopped, str) else None
@@ -157,6 +173,13 @@ class CapAccount:
         """Close admission for good; the first stop's code is kept."""
         if self.stopped is None:
             self.stopped = code
+
+
+def _hold(record: HoldRecord) -> Hold:
+    state: HoldState = record.state  # type: ignore[assignment]  # a pilot hold is never released
+    return Hold(
+        str(record.key), str(record.tags.get("slot_id", "")), record.amount, state, record.cost
+    )
 
 
 def _names(value: object) -> set[str]:

@@ -30,6 +30,11 @@ file retains the first one's active holds as lost (conservatively: they stay in 
 the first process can no longer settle them); the writer lease keeps that from
 happening on any shipped route.
 
+The holds are a `continuity.holds.SqliteBook` over this file's ``holds`` table (the
+arithmetic and the cap rule shared with the run cost cap), read and written by the
+`CapAccount` inside each transaction; the loss count and the stop are the ``state`` row
+of ``meta``, loaded at the start of every transaction.
+
 This is the accounting the pilot controller (spend controller II) persists; it is not
 authorization, and a durable source alone enables no paid route.
 """
@@ -46,7 +51,8 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import SpendError
-from continuity.spend.account import CapAccount, Hold
+from continuity.holds import HoldTable, SqliteBook
+from continuity.spend.account import CapAccount
 from continuity.spend.permits import (
     PERMIT_CONTRACT,
     Permit,
@@ -77,6 +83,9 @@ CREATE TABLE IF NOT EXISTS holds (
     epoch TEXT NOT NULL
 );
 """
+# How the holds table maps onto `continuity.holds` (the file format is fixed): the
+# request id is the key, a closing outcome's kind is its reason.
+_HOLDS = HoldTable(key="request_id", reason="kind", tags=("slot_id",))
 
 
 class DurablePermitSource:
@@ -109,7 +118,7 @@ class DurablePermitSource:
             SpendError: ``lookup_cap_invalid``, ``lookup_account_invalid``,
                 ``lookup_account_failed``.
         """
-        account = CapAccount(cap, rmax)  # checks C >= Rmax before any file is touched
+        CapAccount(cap, rmax)  # checks C >= Rmax before any file is touched
         try:
             db = open_db(path, PERMIT_ACCOUNT)
             db.executescript(_SCHEMA)
@@ -119,7 +128,9 @@ class DurablePermitSource:
                 code="lookup_account_invalid",
                 location=str(path),
             ) from None
-        source = cls(db, account, epoch or uuid.uuid4().hex, str(path))
+        live = epoch or uuid.uuid4().hex
+        book = SqliteBook(db, _HOLDS, lambda exc: _failed(exc, str(path)), {"epoch": live})
+        source = cls(db, CapAccount(cap, rmax, book), live, str(path))
         try:
             source._start(fixed=epoch is not None)
         except BaseException:
@@ -150,9 +161,8 @@ class DurablePermitSource:
                     code="lookup_cap_invalid",
                     location=self._where,
                 )
-            for hold in [h for h in self.account.holds.values() if h.state == "active"]:
-                self.account.retain(hold.request_id, "lost")
-                self._save(hold.request_id, kind="lost")
+            for request_id in self.account.active():
+                self.account.retain(request_id, "lost")  # on disk, kind 'lost'
             self._put("epoch", self.epoch)
             self._put_state()
 
@@ -161,13 +171,11 @@ class DurablePermitSource:
         return _Transaction(self._db, self._where)
 
     def _load(self) -> dict[str, str]:
-        """Inside a transaction: the account as the file holds it now (another process
-        may have written since), loaded into `account`; the stored meta keys."""
+        """Inside a transaction: the account's state as the file holds it now (another
+        process may have written since; the holds are read from the file as they are
+        used), loaded into `account`; the stored meta keys."""
         meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-        holds = self._db.execute(
-            "SELECT request_id, slot_id, amount, state, cost, kind FROM holds ORDER BY rowid"
-        ).fetchall()
-        _restore(self.account, meta, holds)
+        self.account.restore_state(json.loads(meta.get("state", "{}")))
         if self._stopped is not None:
             self.account.stop(self._stopped)
         return meta
@@ -180,26 +188,6 @@ class DurablePermitSource:
 
     def _put_state(self) -> None:
         self._put("state", json.dumps(self.account.snapshot(), sort_keys=True))
-
-    def _save(self, request_id: str, *, kind: str | None = None, permit: str | None = None) -> None:
-        hold = self.account.holds[request_id]
-        self._db.execute(
-            "INSERT INTO holds (request_id, slot_id, amount, state, cost, kind, permit, epoch) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(request_id) DO UPDATE SET "
-            "state = excluded.state, cost = excluded.cost, "
-            "kind = COALESCE(excluded.kind, holds.kind), "
-            "permit = COALESCE(excluded.permit, holds.permit)",
-            (
-                request_id,
-                hold.slot_id,
-                str(hold.amount),
-                hold.state,
-                None if hold.cost is None else str(hold.cost),
-                kind,
-                permit,
-                self.epoch,
-            ),
-        )
 
     def _permit(self, permit: Permit, where: str) -> None:
         row = self._db.execute(
@@ -227,8 +215,11 @@ class DurablePermitSource:
                 permit_id=f"{self.epoch}-{next(self._ids)}",
                 epoch=self.epoch,
             )
-            if isinstance(permit, Permit):
-                self._save(request_id, permit=json.dumps(msgspec.to_builtins(permit)))
+            if isinstance(permit, Permit):  # its hold is already in the file: bind the permit
+                self._db.execute(
+                    "UPDATE holds SET permit = ? WHERE request_id = ?",
+                    (json.dumps(msgspec.to_builtins(permit)), request_id),
+                )
                 self._put_state()
         return permit
 
@@ -253,15 +244,14 @@ class DurablePermitSource:
         with self._transaction():  # settled against the stored rows, not a stale copy
             self._permit(permit, "settle")
             self._load()
-            if self.account.holds[permit.request_id].state != "active":
+            if permit.request_id not in self.account.active():
                 raise SpendError(
                     "the permit was already settled",
                     code="lookup_permit_reused",
                     location="settle",
                     outcome="integrity_stop",
                 )
-            apply_settlement(self.account, permit.request_id, settlement)
-            self._save(permit.request_id, kind=settlement.kind)
+            apply_settlement(self.account, permit.request_id, settlement)  # kind on disk
             self._put_state()
 
     async def stop(self, code: str) -> None:
@@ -276,21 +266,13 @@ class DurablePermitSource:
         self._db.close()
 
 
-def _restore(
-    account: CapAccount, meta: dict[str, str], holds: list[tuple[str, str, str, str, str, str]]
-) -> None:
-    account.restore(
-        [
-            Hold(
-                request_id,
-                slot_id,
-                Decimal(amount),
-                state,  # type: ignore[arg-type]
-                None if cost is None else Decimal(cost),
-            )
-            for request_id, slot_id, amount, state, cost, _kind in holds
-        ],
-        json.loads(meta.get("state", "{}")),
+def _failed(exc: sqlite3.Error, where: str) -> SpendError:
+    """An SQLite failure of the account: ``lookup_account_failed``, an integrity stop."""
+    return SpendError(
+        f"the account failed: {exc}",
+        code="lookup_account_failed",
+        location=where,
+        outcome="integrity_stop",
     )
 
 
@@ -304,12 +286,7 @@ class _Transaction:
         self._where = where
 
     def _failed(self, exc: sqlite3.Error) -> SpendError:
-        return SpendError(
-            f"the account failed: {exc}",
-            code="lookup_account_failed",
-            location=self._where,
-            outcome="integrity_stop",
-        )
+        return _failed(exc, self._where)
 
     def __enter__(self) -> sqlite3.Connection:
         try:

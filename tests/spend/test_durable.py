@@ -266,3 +266,43 @@ async def test_an_account_locked_past_its_timeout_is_a_typed_stop_that_stays(
     # the stop this process could not write still closes its admission
     assert await source.admit("r2", "slot-1", 1, "d2", RMAX) == Refusal("lookup_integrity_stop")
     source.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    cap_cents=st.integers(min_value=392, max_value=2_000),
+    steps=st.lists(
+        st.tuples(st.sampled_from(_KINDS[:-1]), st.integers(min_value=0, max_value=392)),
+        max_size=15,
+    ),
+)
+def test_the_file_and_the_memory_account_decide_alike(
+    cap_cents: int, steps: list[tuple[str, int]]
+) -> None:
+    """One account core, two books: the same admissions, refusals, totals and stops."""
+    import anyio
+
+    from continuity.spend.permits import TestOnlyPermitSource
+
+    async def run(path: Path) -> None:
+        cap = Decimal(cap_cents) / 100
+        durable = DurablePermitSource.open(path, cap, RMAX, epoch="epoch-1")
+        memory = TestOnlyPermitSource(cap, RMAX)
+        try:
+            for index, (kind, cents) in enumerate(steps):
+                outcomes = []
+                for source in (durable, memory):
+                    permit = await source.admit(f"r{index}", f"slot-{index // 2}", 1, "d", RMAX)
+                    if isinstance(permit, Permit):
+                        cost = str(Decimal(cents) / 100) if kind == "settled" else None
+                        settlement = Settlement(kind=kind, cost=cost)  # type: ignore[arg-type]
+                        await source.settle(permit, settlement, None, None)
+                    granted = permit.request_id if isinstance(permit, Permit) else permit
+                    account = source.account
+                    outcomes.append((granted, account.total(), account.stopped, account.holds))
+                assert outcomes[0] == outcomes[1]
+        finally:
+            durable.close()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        anyio.run(run, Path(scratch) / "account.sqlite")
