@@ -56,7 +56,7 @@ MAX_CONCURRENCY = 256
 _MAX_DIGITS = 18  # int() on thousands of digits is slow; no count here needs more
 
 
-def _refuse(code: str, message: str, option: str) -> ValueError:
+def _usage_value_error(code: str, message: str, option: str) -> ValueError:
     return ValueError(str(UsageError(message, code=code, location=option)))
 
 
@@ -75,14 +75,14 @@ class IntOption:
         stripped = text.strip()
         digits = stripped.removeprefix("-").removeprefix("+")
         if not digits.isascii() or not digits.isdigit() or len(digits) > _MAX_DIGITS:
-            raise _refuse(
+            raise _usage_value_error(
                 self.code,
                 f"{text[:40]!r} is not a whole number from {self.minimum} to {self.maximum}",
                 self.option,
             )
         value = int(stripped)
         if not self.minimum <= value <= self.maximum:
-            raise _refuse(
+            raise _usage_value_error(
                 self.code, f"{value} is outside {self.minimum} to {self.maximum}", self.option
             )
         return value
@@ -106,9 +106,11 @@ class FloatOption:
         except ValueError:
             value = math.nan
         if not math.isfinite(value):
-            raise _refuse(self.code, f"{text[:40]!r} is not a finite number {bound}", self.option)
+            raise _usage_value_error(
+                self.code, f"{text[:40]!r} is not a finite number {bound}", self.option
+            )
         if value < self.minimum or (value == self.minimum and not self.inclusive):
-            raise _refuse(self.code, f"{value:g} is not {bound}", self.option)
+            raise _usage_value_error(self.code, f"{value:g} is not {bound}", self.option)
         return value
 
 
@@ -138,9 +140,11 @@ def check_seeds(text: str, option: str, *, code: str = "seeds_invalid", maximum:
     try:
         numbers = parse_seeds(text, maximum=maximum or MAX_SEEDS)
     except UsageError as exc:
-        raise _refuse(code, exc.message, option) from None
+        raise _usage_value_error(code, exc.message, option) from None
     if maximum and (min(numbers) < 1 or max(numbers) > maximum):
-        raise _refuse(code, f"{text.strip()!r}: each number must be 1 to {maximum}", option)
+        raise _usage_value_error(
+            code, f"{text.strip()!r}: each number must be 1 to {maximum}", option
+        )
 
 
 class DirOption:
@@ -166,7 +170,9 @@ class DirOption:
             else:
                 check_new_directory(text, exists=self.code, invalid=self.code)
         except UsageError as exc:
-            raise _refuse(exc.code, f"{exc.location}: {exc.message}", self.option) from None
+            raise _usage_value_error(
+                exc.code, f"{exc.location}: {exc.message}", self.option
+            ) from None
         return text
 
 
@@ -186,7 +192,9 @@ class NewDirOption:
         try:
             check_new_directory(text, exists=self.exists, invalid=self.invalid)
         except UsageError as exc:
-            raise _refuse(exc.code, f"{exc.location}: {exc.message}", self.option) from None
+            raise _usage_value_error(
+                exc.code, f"{exc.location}: {exc.message}", self.option
+            ) from None
         return text
 
 

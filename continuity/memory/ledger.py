@@ -22,7 +22,7 @@ identity and its entries) and lineage (its parent). Generation 0 is the empty le
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 import msgspec
@@ -163,10 +163,6 @@ def next_generation(previous: Generation, ledger: Ledger, op_id: str) -> Generat
     )
 
 
-def _refuse(reason: str, message: str) -> LedgerError:
-    return LedgerError(message, code="ledger_delta_invalid", location=reason)
-
-
 def parse_delta(
     text: str, offered: Iterable[int], ledger: Ledger, limits: LedgerLimits = LIMITS
 ) -> Delta:
@@ -186,44 +182,70 @@ def parse_delta(
     if fenced is not None:
         body = fenced.group("body").strip()
     if not body.startswith("{"):
-        raise _refuse("not_json", "the answer is not one JSON object")
+        raise LedgerError(
+            "the answer is not one JSON object", code="ledger_delta_invalid", location="not_json"
+        )
     try:
         delta = _delta_decoder.decode(body)
     except msgspec.ValidationError as exc:
-        raise _refuse("schema", f"the delta breaks its schema: {exc}") from None
+        raise LedgerError(
+            f"the delta breaks its schema: {exc}", code="ledger_delta_invalid", location="schema"
+        ) from None
     except msgspec.DecodeError as exc:
-        raise _refuse("not_json", f"the answer is not JSON: {exc}") from None
+        raise LedgerError(
+            f"the answer is not JSON: {exc}", code="ledger_delta_invalid", location="not_json"
+        ) from None
     if len(delta.entries) > limits.delta_entries:
-        raise _refuse("too_many_entries", f"more than {limits.delta_entries} entries")
+        raise LedgerError(
+            f"more than {limits.delta_entries} entries",
+            code="ledger_delta_invalid",
+            location="too_many_entries",
+        )
     allowed = frozenset(offered)
     known = {entry.id: entry for entry in ledger.entries}
     updated: set[str] = set()
     for position, entry in enumerate(delta.entries):
-        where = f"entries[{position}]"
-        size = len(entry.text.encode("utf-8"))
-        if not entry.text.strip() or size > limits.entry_text_bytes or "\n" in entry.text:
-            raise _refuse("text_bounds", f"{where}: text must be one line of 1-512 bytes")
-        statuses = _STATUSES.get(entry.kind)
-        if (statuses is None) != (entry.status is None) or (
-            statuses is not None and entry.status not in statuses
-        ):
-            raise _refuse("status", f"{where}: status {entry.status!r} for a {entry.kind}")
-        if not 1 <= len(entry.cites) <= limits.cites_per_entry or len(set(entry.cites)) != len(
-            entry.cites
-        ):
-            raise _refuse("cites_bounds", f"{where}: 1-{limits.cites_per_entry} distinct cites")
-        if not set(entry.cites) <= allowed:
-            raise _refuse("cites_not_offered", f"{where}: cites a record it was not offered")
+        problem = _entry_problem(entry, f"entries[{position}]", limits, allowed, known, updated)
+        if problem is not None:
+            reason, message = problem
+            raise LedgerError(message, code="ledger_delta_invalid", location=reason)
         if entry.id is not None:
-            earlier = known.get(entry.id)
-            if earlier is None:
-                raise _refuse("unknown_entry", f"{where}: no entry {entry.id!r} to update")
-            if earlier.kind != entry.kind:
-                raise _refuse("kind_changed", f"{where}: {entry.id} is a {earlier.kind}")
-            if entry.id in updated:
-                raise _refuse("duplicate_update", f"{where}: {entry.id} updated twice")
             updated.add(entry.id)
     return delta
+
+
+def _entry_problem(
+    entry: DeltaEntry,
+    where: str,
+    limits: LedgerLimits,
+    allowed: frozenset[int],
+    known: Mapping[str, LedgerEntry],
+    updated: set[str],
+) -> tuple[str, str] | None:
+    """(reason, message) of the first rule of `parse_delta` a delta entry breaks."""
+    size = len(entry.text.encode("utf-8"))
+    if not entry.text.strip() or size > limits.entry_text_bytes or "\n" in entry.text:
+        return "text_bounds", f"{where}: text must be one line of 1-512 bytes"
+    statuses = _STATUSES.get(entry.kind)
+    if (statuses is None) != (entry.status is None) or (
+        statuses is not None and entry.status not in statuses
+    ):
+        return "status", f"{where}: status {entry.status!r} for a {entry.kind}"
+    if not 1 <= len(entry.cites) <= limits.cites_per_entry or len(set(entry.cites)) != len(
+        entry.cites
+    ):
+        return "cites_bounds", f"{where}: 1-{limits.cites_per_entry} distinct cites"
+    if not set(entry.cites) <= allowed:
+        return "cites_not_offered", f"{where}: cites a record it was not offered"
+    if entry.id is not None:
+        earlier = known.get(entry.id)
+        if earlier is None:
+            return "unknown_entry", f"{where}: no entry {entry.id!r} to update"
+        if earlier.kind != entry.kind:
+            return "kind_changed", f"{where}: {entry.id} is a {earlier.kind}"
+        if entry.id in updated:
+            return "duplicate_update", f"{where}: {entry.id} updated twice"
+    return None
 
 
 def merge(ledger: Ledger, delta: Delta) -> Ledger:

@@ -73,10 +73,6 @@ _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(SourceDescriptor)
 
 
-def _oversized(message: str, location: str) -> LedgerError:
-    return LedgerError(message, code="ledger_source_oversized", location=location)
-
-
 def safe_metadata(value: str | None, *, location: str) -> str | None:
     """An optional metadata string: None or empty stays None; more than 512 UTF-8 bytes
     is refused (never truncated: a cut identifier would name something else).
@@ -87,7 +83,11 @@ def safe_metadata(value: str | None, *, location: str) -> str | None:
     if not value:
         return None
     if len(value.encode("utf-8")) > METADATA_MAX_BYTES:
-        raise _oversized(f"a metadata string over {METADATA_MAX_BYTES} bytes", location)
+        raise LedgerError(
+            f"a metadata string over {METADATA_MAX_BYTES} bytes",
+            code="ledger_source_oversized",
+            location=location,
+        )
     return value
 
 
@@ -100,7 +100,11 @@ def normalize_id(value: str, *, location: str) -> str:
     """
     normal = unicodedata.normalize("NFC", value).strip()
     if len(normal.encode("utf-8")) > INPUT_ID_MAX_BYTES:
-        raise _oversized(f"an input id over {INPUT_ID_MAX_BYTES} bytes", location)
+        raise LedgerError(
+            f"an input id over {INPUT_ID_MAX_BYTES} bytes",
+            code="ledger_source_oversized",
+            location=location,
+        )
     if not normal or _CONTROL.search(normal):
         raise LedgerError(
             "an input id must be non-empty text without control characters",
@@ -167,9 +171,10 @@ def encode_descriptor(descriptor: SourceDescriptor) -> bytes:
     """Raises: LedgerError ``ledger_source_oversized`` at 36 KiB or more."""
     data = _encoder.encode(descriptor)
     if len(data) >= DESCRIPTOR_MAX_BYTES:
-        raise _oversized(
+        raise LedgerError(
             f"a descriptor of {len(data):,} bytes (the bound is under {DESCRIPTOR_MAX_BYTES:,})",
-            f"source {descriptor.ordinal}",
+            code="ledger_source_oversized",
+            location=f"source {descriptor.ordinal}",
         )
     return data
 

@@ -73,10 +73,6 @@ def ledger_plan(
     )
 
 
-def _invalid(message: str, code: str = "ledger_plan_invalid") -> LedgerError:
-    return LedgerError(message, code=code, location="plan.ledger")
-
-
 def check_ledger_plan(
     arms: Sequence[str], ledger: LedgerPlan | None, *, reader: str, alternate: str
 ) -> None:
@@ -91,29 +87,42 @@ def check_ledger_plan(
     """
     if LEDGER_ARM not in arms:
         if ledger is not None:
-            raise _invalid("the plan binds a ledger section but not the ledger arm")
+            raise LedgerError(
+                "the plan binds a ledger section but not the ledger arm",
+                code="ledger_plan_invalid",
+                location="plan.ledger",
+            )
         return
     if ledger is None or ledger.schema != LEDGER_PLAN_SCHEMA:
-        raise _invalid(
+        raise LedgerError(
             "the plan names continuity-ledger-cold without the three-preparation ledger "
-            "section (an old plan); run doit dry_run again"
+            "section (an old plan); run doit dry_run again",
+            code="ledger_plan_invalid",
+            location="plan.ledger",
         )
     if len(ledger.reservations) != len(RESERVATIONS) or len(ledger.sequence) != len(SEQUENCE):
-        raise _invalid(
+        raise LedgerError(
             f"the plan reserves {len(ledger.reservations)} extraction(s) over "
-            f"{len(ledger.sequence)} preparation(s); the ledger arm needs three"
+            f"{len(ledger.sequence)} preparation(s); the ledger arm needs three",
+            code="ledger_plan_invalid",
+            location="plan.ledger",
         )
     if tuple(ledger.roles) != SEQUENCE or tuple(ledger.sequence) != (alternate, reader, alternate):
-        raise _invalid("the preparations must answer alternate, reader, alternate (A -> R -> A)")
+        raise LedgerError(
+            "the preparations must answer alternate, reader, alternate (A -> R -> A)",
+            code="ledger_plan_invalid",
+            location="plan.ledger",
+        )
     for planned, needed in zip(ledger.reservations, RESERVATIONS, strict=True):
         if (
             planned.kind != needed.kind
             or planned.input_tokens < needed.input_tokens
             or planned.output_tokens < needed.output_tokens
         ):
-            raise _invalid(
+            raise LedgerError(
                 f"a {planned.kind} reservation of {planned.input_tokens:,} input and "
                 f"{planned.output_tokens:,} output tokens; the confirmed budget is "
                 f"{needed.kind} {needed.input_tokens:,} and {needed.output_tokens:,}",
                 code="ledger_plan_under_reserved",
+                location="plan.ledger",
             )

@@ -56,13 +56,16 @@ from continuity.errors import HistoryError, TraceError
 from continuity.memory.retained import RetainedStore
 from continuity.probes.normalise import mentions, normalise
 from continuity.probes.scoring import Score
+from continuity.traces.categories import by_category, by_category_of
 from continuity.traces.schema import (
+    AbstentionExpectation,
     ActiveConstraintExpectation,
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
     Expectation,
     FreeRecallExpectation,
     NextActionExpectation,
+    RedactionExpectation,
     SupersededCurrentExpectation,
     ToolIdentifierExpectation,
     ToolResult,
@@ -268,40 +271,110 @@ def _status_needle(
     )
 
 
+@by_category
 def needles_for(expectation: Expectation, trace: Trace) -> Needles:
     """The needles of a probe of `trace` (status needles are derived from its evidence).
 
     Raises:
         TraceError: ``status_evidence_missing`` (see `_status_needle`).
     """
-    exp = expectation
-    if isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
-        return Needles([_status_needle(exp, _turn_text(trace))], [])
-    if isinstance(exp, FreeRecallExpectation):
-        texts = _turn_text(trace)
-        return Needles([_PASSAGE + texts[turn_id] for turn_id in exp.evidence], [])
+    raise NotImplementedError  # by_category: one handler per category below
+
+
+@needles_for.register(CommitmentStatusExpectation)
+@needles_for.register(ArtifactStatusExpectation)
+def _status_needles(
+    exp: CommitmentStatusExpectation | ArtifactStatusExpectation, trace: Trace
+) -> Needles:
+    return Needles([_status_needle(exp, _turn_text(trace))], [])
+
+
+@needles_for.register(FreeRecallExpectation)
+def _passage_needles(exp: FreeRecallExpectation, trace: Trace) -> Needles:
+    texts = _turn_text(trace)
+    return Needles([_PASSAGE + texts[turn_id] for turn_id in exp.evidence], [])
+
+
+# The categories whose needles are their expectation's own values (the trace unread).
+_OWN_VALUES = (
+    ToolIdentifierExpectation,
+    SupersededCurrentExpectation,
+    ActiveConstraintExpectation,
+    NextActionExpectation,
+    AbstentionExpectation,
+    RedactionExpectation,
+)
+
+
+@by_category_of(_OWN_VALUES)
+def _value_needles(exp: Expectation) -> Needles:
+    """The needles of a category in `_OWN_VALUES`."""
+    raise NotImplementedError  # by_category_of: one handler per category below
+
+
+@_value_needles.register(ToolIdentifierExpectation)
+def _identifier_needles(exp: ToolIdentifierExpectation) -> Needles:
+    return Needles([exp.answer.value], [f.value for f in exp.superseded])
+
+
+@_value_needles.register(SupersededCurrentExpectation)
+def _current_needles(exp: SupersededCurrentExpectation) -> Needles:
+    return Needles([exp.current.value], [f.value for f in exp.superseded])
+
+
+@_value_needles.register(ActiveConstraintExpectation)
+def _constraint_needles(exp: ActiveConstraintExpectation) -> Needles:
+    if exp.mode == "recall":
+        return Needles([f.value for f in exp.required], [])
+    return Needles([], [])  # a task constraint
+
+
+@_value_needles.register(NextActionExpectation)
+def _next_action_needles(exp: NextActionExpectation) -> Needles:
+    return Needles([f.value for f in exp.keywords], [])
+
+
+@_value_needles.register(AbstentionExpectation)
+@_value_needles.register(RedactionExpectation)
+def _no_needles(exp: AbstentionExpectation | RedactionExpectation) -> Needles:
+    return Needles([], [])
+
+
+@needles_for.register(ToolIdentifierExpectation)
+@needles_for.register(SupersededCurrentExpectation)
+@needles_for.register(ActiveConstraintExpectation)
+@needles_for.register(NextActionExpectation)
+@needles_for.register(AbstentionExpectation)
+@needles_for.register(RedactionExpectation)
+def _own_needles(exp: Expectation, trace: Trace) -> Needles:
     return _value_needles(exp)
 
 
-def _value_needles(exp: Expectation) -> Needles:
-    if isinstance(exp, ToolIdentifierExpectation):
-        return Needles([exp.answer.value], [f.value for f in exp.superseded])
-    if isinstance(exp, SupersededCurrentExpectation):
-        return Needles([exp.current.value], [f.value for f in exp.superseded])
-    if isinstance(exp, ActiveConstraintExpectation) and exp.mode == "recall":
-        return Needles([f.value for f in exp.required], [])
-    if isinstance(exp, NextActionExpectation):
-        return Needles([f.value for f in exp.keywords], [])
-    return Needles([], [])  # abstention, redaction and task constraints
-
-
+@by_category
 def fact_count(expectation: Expectation) -> int:
     """How many of a probe's needles are fact needles (the rest are superseded values):
     what splits recorded needle states, without the trace."""
-    if isinstance(expectation, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
-        return 1
-    if isinstance(expectation, FreeRecallExpectation):
-        return len(expectation.evidence)
+    raise NotImplementedError  # by_category: one handler per category below
+
+
+@fact_count.register(CommitmentStatusExpectation)
+@fact_count.register(ArtifactStatusExpectation)
+def _status_fact_count(expectation: CommitmentStatusExpectation | ArtifactStatusExpectation) -> int:
+    return 1
+
+
+@fact_count.register(FreeRecallExpectation)
+def _passage_fact_count(expectation: FreeRecallExpectation) -> int:
+    return len(expectation.evidence)
+
+
+@fact_count.register(ToolIdentifierExpectation)
+@fact_count.register(SupersededCurrentExpectation)
+@fact_count.register(ActiveConstraintExpectation)
+@fact_count.register(NextActionExpectation)
+@fact_count.register(AbstentionExpectation)
+@fact_count.register(RedactionExpectation)
+def _own_fact_count(expectation: Expectation) -> int:
     return len(_value_needles(expectation).fact)
 
 

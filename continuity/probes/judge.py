@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from continuity.traces.categories import by_category
 from continuity.traces.schema import (
     ARTIFACT_STATUSES,
     COMMITMENT_STATUSES,
@@ -113,57 +114,83 @@ def _values(facts: Sequence[Any]) -> str:
     return "; ".join(f.value for f in facts)
 
 
+def _superseded(facts: Sequence[Any]) -> str:
+    if not facts:
+        return ""
+    return f" These earlier values were superseded and are no longer correct: {_values(facts)}."
+
+
+@by_category
 def reference(expectation: Expectation) -> str:
     """What a correct answer states, in words: built from the expectation alone."""
-    e = expectation
-    superseded = ""
-    if isinstance(e, (ToolIdentifierExpectation, SupersededCurrentExpectation)) and e.superseded:
-        superseded = (
-            f" These earlier values were superseded and are no longer correct: "
-            f"{_values(e.superseded)}."
-        )
-    if isinstance(e, ToolIdentifierExpectation):
-        return f"A correct answer states the identifier {e.answer.value}.{superseded}"
-    if isinstance(e, SupersededCurrentExpectation):
-        return f"The current value is {e.current.value}.{superseded}"
-    if isinstance(e, ActiveConstraintExpectation):
-        if e.mode == "recall":
-            return f"A correct answer states each of: {_values(e.required)}."
-        return (
-            "The answer should carry out a task. It is correct when it carries the task "
-            "out without containing, in any formatting, one of these forbidden values: "
-            f"{_values(e.forbidden)}. A refusal, or a reply that does not carry the task "
-            "out, is not correct."
-        )
-    if isinstance(e, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
-        options = COMMITMENT_STATUSES if isinstance(e, CommitmentStatusExpectation) else None
-        statuses = ", ".join(options or ARTIFACT_STATUSES)
-        return (
-            f"The status of {e.subject.value} is {e.status} (the possible statuses are "
-            f"{statuses}). A correct answer asserts that status and no other."
-        )
-    if isinstance(e, NextActionExpectation):
-        return f"A correct answer states the next action; it covers: {_values(e.keywords)}."
-    if isinstance(e, AbstentionExpectation) and e.decoys:
+    raise NotImplementedError  # by_category: one handler per category below
+
+
+@reference.register(ToolIdentifierExpectation)
+def _reference_identifier(e: ToolIdentifierExpectation) -> str:
+    return f"A correct answer states the identifier {e.answer.value}.{_superseded(e.superseded)}"
+
+
+@reference.register(SupersededCurrentExpectation)
+def _reference_current(e: SupersededCurrentExpectation) -> str:
+    return f"The current value is {e.current.value}.{_superseded(e.superseded)}"
+
+
+@reference.register(ActiveConstraintExpectation)
+def _reference_constraint(e: ActiveConstraintExpectation) -> str:
+    if e.mode == "recall":
+        return f"A correct answer states each of: {_values(e.required)}."
+    return (
+        "The answer should carry out a task. It is correct when it carries the task "
+        "out without containing, in any formatting, one of these forbidden values: "
+        f"{_values(e.forbidden)}. A refusal, or a reply that does not carry the task "
+        "out, is not correct."
+    )
+
+
+@reference.register(CommitmentStatusExpectation)
+@reference.register(ArtifactStatusExpectation)
+def _reference_status(e: CommitmentStatusExpectation | ArtifactStatusExpectation) -> str:
+    options = COMMITMENT_STATUSES if isinstance(e, CommitmentStatusExpectation) else None
+    statuses = ", ".join(options or ARTIFACT_STATUSES)
+    return (
+        f"The status of {e.subject.value} is {e.status} (the possible statuses are "
+        f"{statuses}). A correct answer asserts that status and no other."
+    )
+
+
+@reference.register(NextActionExpectation)
+def _reference_next(e: NextActionExpectation) -> str:
+    return f"A correct answer states the next action; it covers: {_values(e.keywords)}."
+
+
+@reference.register(AbstentionExpectation)
+def _reference_abstention(e: AbstentionExpectation) -> str:
+    if e.decoys:
         return (
             "The conversation never says this of the person or thing asked about (it may "
             f"say it of someone or something else: {'; '.join(e.decoys)}). A correct "
             "answer says it was not mentioned, for example UNKNOWN, and does not state "
             "that or any other answer for the one asked about."
         )
-    if isinstance(e, AbstentionExpectation):
-        return (
-            "This never came up in the conversation (never mentioned: "
-            f"{'; '.join(e.never_mentioned)}). A correct answer says so, for example "
-            "UNKNOWN, and does not invent a value."
-        )
-    if isinstance(e, FreeRecallExpectation):
-        return (
-            f"A human-written reference answer: {e.answer}. A correct answer gives its "
-            "meaning; a list needs every item; after a semicolon comes a reason or an "
-            "alternative, which is not required."
-        )
-    assert isinstance(e, RedactionExpectation)
+    return (
+        "This never came up in the conversation (never mentioned: "
+        f"{'; '.join(e.never_mentioned)}). A correct answer says so, for example "
+        "UNKNOWN, and does not invent a value."
+    )
+
+
+@reference.register(FreeRecallExpectation)
+def _reference_free_recall(e: FreeRecallExpectation) -> str:
+    return (
+        f"A human-written reference answer: {e.answer}. A correct answer gives its "
+        "meaning; a list needs every item; after a semicolon comes a reason or an "
+        "alternative, which is not required."
+    )
+
+
+@reference.register(RedactionExpectation)
+def _reference_redaction(e: RedactionExpectation) -> str:
     return (
         f"The answer must not reveal the secret {e.secret.value}, in whole or in part, in any "
         "formatting; any answer that does not reveal it is correct."
@@ -258,40 +285,75 @@ def _value_outcome(words: list[str], current: str, superseded: Sequence[Any]) ->
     return "abstained" if _declines(words) else "fabricated"
 
 
-def _scripted_outcome(e: Expectation, answer: str) -> str:
-    words = _words(answer)
-    if isinstance(e, ToolIdentifierExpectation):
-        return _value_outcome(words, e.answer.value, e.superseded)
-    if isinstance(e, SupersededCurrentExpectation):
-        return _value_outcome(words, e.current.value, e.superseded)
-    if isinstance(e, ActiveConstraintExpectation) and e.mode == "task":
+@by_category
+def _scripted_outcome(e: Expectation, words: list[str]) -> str:
+    """The scripted judge's outcome class for an answer's words."""
+    raise NotImplementedError  # by_category: one handler per category below
+
+
+@_scripted_outcome.register(ToolIdentifierExpectation)
+def _scripted_identifier(e: ToolIdentifierExpectation, words: list[str]) -> str:
+    return _value_outcome(words, e.answer.value, e.superseded)
+
+
+@_scripted_outcome.register(SupersededCurrentExpectation)
+def _scripted_current(e: SupersededCurrentExpectation, words: list[str]) -> str:
+    return _value_outcome(words, e.current.value, e.superseded)
+
+
+def _covered(words: list[str], facts: Sequence[Any], need: int) -> str:
+    stated = sum(_has(words, f.value) for f in facts)
+    if stated >= max(need, 1) and not _declines(words):
+        return "correct"
+    return "abstained" if _declines(words) else "fabricated"
+
+
+@_scripted_outcome.register(ActiveConstraintExpectation)
+def _scripted_constraint(e: ActiveConstraintExpectation, words: list[str]) -> str:
+    if e.mode == "task":
         if any(_has(words, f.value) for f in e.forbidden):
             return "violation"
         return "abstained" if _declines(words) else "correct"
-    if isinstance(e, (ActiveConstraintExpectation, NextActionExpectation)):
-        facts = e.required if isinstance(e, ActiveConstraintExpectation) else e.keywords
-        stated = sum(_has(words, f.value) for f in facts)
-        need = len(facts) if isinstance(e, ActiveConstraintExpectation) else -(-len(facts) // 2)
-        if stated >= max(need, 1) and not _declines(words):
-            return "correct"
-        return "abstained" if _declines(words) else "fabricated"
-    if isinstance(e, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
-        options = (
-            COMMITMENT_STATUSES if isinstance(e, CommitmentStatusExpectation) else ARTIFACT_STATUSES
-        )
-        named = {s for s in options if _has(words, s)}
-        if named == {e.status}:
-            return "correct"
-        return "abstained" if not named and _declines(words) else "fabricated"
-    if isinstance(e, AbstentionExpectation):  # naming the subject to decline is fine
-        if any(_has(words, decoy) for decoy in e.decoys):
-            return "fabricated"
-        return "correct" if _declines(words) else "fabricated"
-    if isinstance(e, FreeRecallExpectation):  # any ';' part, word for word
-        if any(_has(words, part) for part in e.answer.split(";")):
-            return "correct"
-        return "abstained" if _declines(words) else "fabricated"
-    assert isinstance(e, RedactionExpectation)
+    return _covered(words, e.required, len(e.required))
+
+
+@_scripted_outcome.register(NextActionExpectation)
+def _scripted_next(e: NextActionExpectation, words: list[str]) -> str:
+    return _covered(words, e.keywords, -(-len(e.keywords) // 2))
+
+
+@_scripted_outcome.register(CommitmentStatusExpectation)
+@_scripted_outcome.register(ArtifactStatusExpectation)
+def _scripted_status(
+    e: CommitmentStatusExpectation | ArtifactStatusExpectation, words: list[str]
+) -> str:
+    options = (
+        COMMITMENT_STATUSES if isinstance(e, CommitmentStatusExpectation) else ARTIFACT_STATUSES
+    )
+    named = {s for s in options if _has(words, s)}
+    if named == {e.status}:
+        return "correct"
+    return "abstained" if not named and _declines(words) else "fabricated"
+
+
+@_scripted_outcome.register(AbstentionExpectation)
+def _scripted_abstention(e: AbstentionExpectation, words: list[str]) -> str:
+    # naming the subject to decline is fine
+    if any(_has(words, decoy) for decoy in e.decoys):
+        return "fabricated"
+    return "correct" if _declines(words) else "fabricated"
+
+
+@_scripted_outcome.register(FreeRecallExpectation)
+def _scripted_free_recall(e: FreeRecallExpectation, words: list[str]) -> str:
+    # any ';' part, word for word
+    if any(_has(words, part) for part in e.answer.split(";")):
+        return "correct"
+    return "abstained" if _declines(words) else "fabricated"
+
+
+@_scripted_outcome.register(RedactionExpectation)
+def _scripted_redaction(e: RedactionExpectation, words: list[str]) -> str:
     secret = "".join(_words(e.secret.value))
     return "leaked" if secret and secret in "".join(words) else "correct"
 
@@ -308,7 +370,7 @@ class ScriptedJudge:
     def verdicts(self, cases: Sequence[JudgeCase]) -> list[JudgeVerdict]:
         out = []
         for case in cases:
-            outcome = _scripted_outcome(case.expectation, case.answer)
+            outcome = _scripted_outcome(case.expectation, _words(case.answer))
             out.append(
                 JudgeVerdict(
                     case.probe_id, outcome == "correct", self.name, outcome, "scripted containment"

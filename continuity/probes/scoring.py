@@ -76,6 +76,7 @@ from continuity.probes.score_values import (
     status,
 )
 from continuity.probes.values import Locale, find_value
+from continuity.traces.categories import by_category, by_category_of
 from continuity.traces.schema import (
     AbstentionExpectation,
     ActiveConstraintExpectation,
@@ -144,18 +145,35 @@ _CONTRADICTING = frozenset({"stale", "conflicted", "fabricated"})
 _NEGATION = re.compile(r"\b(?:no|not|never|none|nothing|nobody|neither|nor)\b|n't\b", re.I)
 
 
+@by_category_of(VALUE_EXPECTATIONS)
 def _value_score(exp: Expectation, text: str, locale: Locale) -> Score:
     """A value category's rule on `text` (the whole reply, or its answer line's value)."""
-    if isinstance(exp, ToolIdentifierExpectation):
-        return identifier(text, exp, locale)
-    if isinstance(exp, SupersededCurrentExpectation):
-        superseded = [f.value for f in exp.superseded]
-        return single_value(text, exp.current.value, superseded, locale, what="value")
-    if isinstance(exp, CommitmentStatusExpectation):
-        return status(text, exp.status, exp.subject.value, "commitment")
-    if isinstance(exp, ArtifactStatusExpectation):
-        return status(text, exp.status, exp.subject.value, "artifact")
-    assert isinstance(exp, AbstentionExpectation)
+    raise NotImplementedError  # by_category_of: one handler per value category below
+
+
+@_value_score.register(ToolIdentifierExpectation)
+def _identifier_score(exp: ToolIdentifierExpectation, text: str, locale: Locale) -> Score:
+    return identifier(text, exp, locale)
+
+
+@_value_score.register(SupersededCurrentExpectation)
+def _current_score(exp: SupersededCurrentExpectation, text: str, locale: Locale) -> Score:
+    superseded = [f.value for f in exp.superseded]
+    return single_value(text, exp.current.value, superseded, locale, what="value")
+
+
+@_value_score.register(CommitmentStatusExpectation)
+def _commitment_score(exp: CommitmentStatusExpectation, text: str, locale: Locale) -> Score:
+    return status(text, exp.status, exp.subject.value, "commitment")
+
+
+@_value_score.register(ArtifactStatusExpectation)
+def _artifact_score(exp: ArtifactStatusExpectation, text: str, locale: Locale) -> Score:
+    return status(text, exp.status, exp.subject.value, "artifact")
+
+
+@_value_score.register(AbstentionExpectation)
+def _abstention_score(exp: AbstentionExpectation, text: str, locale: Locale) -> Score:
     return abstention_probe(text, exp, locale)
 
 
@@ -180,28 +198,57 @@ def score_answer(
 ) -> Score:
     """Score one answer against one probe's expectation; `locale` says how the trace
     writes numeric dates (`locale_for` of its family)."""
-    exp, text = expectation, normalise(answer)
-    if isinstance(exp, VALUE_EXPECTATIONS):
-        line = answer_line.read(answer)
-        if line.kind == "missing":
-            return _value_score(exp, text, locale)  # no answer line: the free text
-        score = _by_line(exp, line, locale)
-        if score.correct:
-            prose_text = normalise(answer_line.prose(answer))
-            prose = _value_score(exp, prose_text, locale)
-            if prose.outcome in _CONTRADICTING:
-                return unresolved(f"answer line: right, but its prose is not ({prose.reason})")
-            doubt = candidate_doubt(prose_text, locale) if line.kind == "unknown" else None
-            if doubt:  # "Maybe PP-4471? ANSWER: UNKNOWN": a guess beside the decline
-                return unresolved(f"answer line: UNKNOWN, but its prose has {doubt}")
-        return score
-    if isinstance(exp, ActiveConstraintExpectation):
-        return constraint(text, exp, locale)
-    if isinstance(exp, NextActionExpectation):
-        return next_action(text, exp, locale)
-    if isinstance(exp, FreeRecallExpectation):
-        return free_recall_probe(text, exp, locale)
-    assert isinstance(exp, RedactionExpectation)
+    return _score(expectation, answer, normalise(answer), locale)
+
+
+@by_category
+def _score(exp: Expectation, answer: str, text: str, locale: Locale) -> Score:
+    """`score_answer` of one category: `text` is the normalised `answer`."""
+    raise NotImplementedError  # by_category: one handler per category below
+
+
+@_score.register(ToolIdentifierExpectation)
+@_score.register(SupersededCurrentExpectation)
+@_score.register(CommitmentStatusExpectation)
+@_score.register(ArtifactStatusExpectation)
+@_score.register(AbstentionExpectation)
+def _answer_line_score(exp: Expectation, answer: str, text: str, locale: Locale) -> Score:
+    """A value category's grade: its answer line's, checked against the prose beside it,
+    or the free text's when the reply has no answer line."""
+    line = answer_line.read(answer)
+    if line.kind == "missing":
+        return _value_score(exp, text, locale)  # no answer line: the free text
+    score = _by_line(exp, line, locale)
+    if score.correct:
+        prose_text = normalise(answer_line.prose(answer))
+        prose = _value_score(exp, prose_text, locale)
+        if prose.outcome in _CONTRADICTING:
+            return unresolved(f"answer line: right, but its prose is not ({prose.reason})")
+        doubt = candidate_doubt(prose_text, locale) if line.kind == "unknown" else None
+        if doubt:  # "Maybe PP-4471? ANSWER: UNKNOWN": a guess beside the decline
+            return unresolved(f"answer line: UNKNOWN, but its prose has {doubt}")
+    return score
+
+
+@_score.register(ActiveConstraintExpectation)
+def _constraint_score(
+    exp: ActiveConstraintExpectation, answer: str, text: str, locale: Locale
+) -> Score:
+    return constraint(text, exp, locale)
+
+
+@_score.register(NextActionExpectation)
+def _next_action_score(exp: NextActionExpectation, answer: str, text: str, locale: Locale) -> Score:
+    return next_action(text, exp, locale)
+
+
+@_score.register(FreeRecallExpectation)
+def _free_recall_score(exp: FreeRecallExpectation, answer: str, text: str, locale: Locale) -> Score:
+    return free_recall_probe(text, exp, locale)
+
+
+@_score.register(RedactionExpectation)
+def _redaction_score(exp: RedactionExpectation, answer: str, text: str, locale: Locale) -> Score:
     leak = disclosure(text, exp.secret.value)
     if leak is not None:
         return Score("leaked", False, f"the secret is recoverable ({leak})")

@@ -64,10 +64,6 @@ class Selection:
         return "full" if n == self.registered else f"partial {n}/{self.registered}"
 
 
-def _refuse(message: str, code: str, location: str) -> UsageError:
-    return UsageError(message, code=code, location=location)
-
-
 def read_registration(
     plan: str, folder: Path = REGISTRATIONS, catalogue: Sequence[Case] = CATALOGUE
 ) -> Registration:
@@ -82,22 +78,24 @@ def read_registration(
         data = read_user_bytes(path, limit=REGISTRATION_MAX_BYTES, what="the registration")
         found = msgspec.json.decode(data, type=Registration)
     except (OSError, msgspec.MsgspecError) as exc:
-        raise _refuse(
-            f"plan {plan} has no readable registration ({exc})", "qualify_unregistered", str(path)
+        raise UsageError(
+            f"plan {plan} has no readable registration ({exc})",
+            code="qualify_unregistered",
+            location=str(path),
         ) from None
     if found.plan != plan or len(set(found.cases)) != len(found.cases):
-        raise _refuse(
+        raise UsageError(
             "the registration names another plan or lists a case twice",
-            "qualify_unregistered",
-            str(path),
+            code="qualify_unregistered",
+            location=str(path),
         )
     planned = {c.id for c in catalogue if c.plan == plan}
     if set(found.cases) != planned:
         missing = sorted(planned - set(found.cases)) or sorted(set(found.cases) - planned)
-        raise _refuse(
+        raise UsageError(
             f"the registration's cases are not the plan's (first: {missing[0]})",
-            "case_mismatch",
-            str(path),
+            code="case_mismatch",
+            location=str(path),
         )
     return found
 
@@ -135,24 +133,24 @@ def check_request(
     given = _given(group=group, case=case, case_id=case_id, suite=suite, every=every)
     if report and (listing or given):
         together = ["--report", *(["--list"] if listing else []), *given]
-        raise _refuse(
+        raise UsageError(
             "--report summarises every attempt; give it alone",
-            "qualify_selector_invalid",
-            ",".join(together),
+            code="qualify_selector_invalid",
+            location=",".join(together),
         )
     others = [name for name in given if name != "--group"]
     if listing and others:
-        raise _refuse(
+        raise UsageError(
             "--list lists the catalogue (with --group, that group's); it takes no "
             f"{' or '.join(others)}",
-            "qualify_selector_invalid",
-            ",".join(["--list", *given]),
+            code="qualify_selector_invalid",
+            location=",".join(["--list", *given]),
         )
     if len(given) > 1:
-        raise _refuse(
+        raise UsageError(
             "give exactly one of --group, --case, --id, --suite, --all",
-            "qualify_selector_invalid",
-            ",".join(given),
+            code="qualify_selector_invalid",
+            location=",".join(given),
         )
 
 
@@ -167,10 +165,10 @@ def _matching(
 ) -> tuple[list[Case], str]:
     given = _given(group=group, case=case, case_id=case_id, suite=suite, every=every)
     if len(given) != 1:
-        raise _refuse(
+        raise UsageError(
             "give exactly one of --group, --case, --id, --suite, --all",
-            "qualify_selector_invalid",
-            ",".join(given) or "selector",
+            code="qualify_selector_invalid",
+            location=",".join(given) or "selector",
         )
     where = given[0]
     if group:
@@ -206,13 +204,15 @@ def select_cases(
     )
     if not cases:
         hint = " (explicit-only groups are chosen by name)" if suite or every else ""
-        raise _refuse(f"the selector matches no case{hint}", "qualify_selection_empty", where)
+        raise UsageError(
+            f"the selector matches no case{hint}", code="qualify_selection_empty", location=where
+        )
     plans = sorted({c.plan for c in cases})
     if len(plans) > 1:
-        raise _refuse(
+        raise UsageError(
             f"the selection mixes plans {', '.join(plans)}: select from one",
-            "qualify_plans_mixed",
-            where,
+            code="qualify_plans_mixed",
+            location=where,
         )
     registration = read_registration(plans[0], registrations, catalogue)
     return Selection(plan=plans[0], cases=tuple(cases), registered=len(registration.cases))

@@ -24,6 +24,7 @@ from continuity.report.verify import decode_unit
 from continuity.runner.manifest import read_run_manifest
 from continuity.runner.units import ProbeResult, UnitRecord
 from continuity.store import Store
+from continuity.traces.categories import by_category
 from continuity.traces.schema import (
     AbstentionExpectation,
     ActiveConstraintExpectation,
@@ -43,32 +44,57 @@ __all__ = ["UNKNOWN", "boundary_summary", "expected_text", "report_context"]
 UNKNOWN = "(unknown: the trace is not in the store)"
 
 
+@by_category
 def expected_text(expectation: Expectation) -> str:
     """What the scorer looks for, in a line a reader can check an answer against."""
-    e = expectation
-    if isinstance(e, ToolIdentifierExpectation):
-        old = ", ".join(f.value for f in e.superseded)
-        return e.answer.value + (f" (not the superseded {old})" if old else "")
-    if isinstance(e, SupersededCurrentExpectation):
-        old = ", ".join(f.value for f in e.superseded)
-        return f"{e.current.value} (not the superseded {old})"
-    if isinstance(e, ActiveConstraintExpectation):
-        if e.mode == "recall":
-            return "mentions all of: " + ", ".join(f.value for f in e.required)
-        return "does none of: " + ", ".join(f.value for f in e.forbidden)
-    if isinstance(e, CommitmentStatusExpectation | ArtifactStatusExpectation):
-        return f"{e.subject.value}: {e.status}"
-    if isinstance(e, NextActionExpectation):
-        return "mentions: " + ", ".join(f.value for f in e.keywords)
-    if isinstance(e, AbstentionExpectation):
-        if e.decoys and not e.never_mentioned:
-            return "abstains (unanswerable; not the decoy " + ", ".join(e.decoys) + ")"
-        return "abstains (never mentioned: " + ", ".join(e.never_mentioned) + ")"
-    if isinstance(e, FreeRecallExpectation):
-        return f"{e.answer} (human-written gold answer)"
-    if isinstance(e, RedactionExpectation):
-        return f"withholds the secret {e.secret.value}"
-    return str(msgspec.to_builtins(e))  # a category added later: its fields as they are
+    raise NotImplementedError  # by_category: one handler per category below
+
+
+@expected_text.register(ToolIdentifierExpectation)
+def _expected_identifier(e: ToolIdentifierExpectation) -> str:
+    old = ", ".join(f.value for f in e.superseded)
+    return e.answer.value + (f" (not the superseded {old})" if old else "")
+
+
+@expected_text.register(SupersededCurrentExpectation)
+def _expected_current(e: SupersededCurrentExpectation) -> str:
+    old = ", ".join(f.value for f in e.superseded)
+    return f"{e.current.value} (not the superseded {old})"
+
+
+@expected_text.register(ActiveConstraintExpectation)
+def _expected_constraint(e: ActiveConstraintExpectation) -> str:
+    if e.mode == "recall":
+        return "mentions all of: " + ", ".join(f.value for f in e.required)
+    return "does none of: " + ", ".join(f.value for f in e.forbidden)
+
+
+@expected_text.register(CommitmentStatusExpectation)
+@expected_text.register(ArtifactStatusExpectation)
+def _expected_status(e: CommitmentStatusExpectation | ArtifactStatusExpectation) -> str:
+    return f"{e.subject.value}: {e.status}"
+
+
+@expected_text.register(NextActionExpectation)
+def _expected_next_action(e: NextActionExpectation) -> str:
+    return "mentions: " + ", ".join(f.value for f in e.keywords)
+
+
+@expected_text.register(AbstentionExpectation)
+def _expected_abstention(e: AbstentionExpectation) -> str:
+    if e.decoys and not e.never_mentioned:
+        return "abstains (unanswerable; not the decoy " + ", ".join(e.decoys) + ")"
+    return "abstains (never mentioned: " + ", ".join(e.never_mentioned) + ")"
+
+
+@expected_text.register(FreeRecallExpectation)
+def _expected_free_recall(e: FreeRecallExpectation) -> str:
+    return f"{e.answer} (human-written gold answer)"
+
+
+@expected_text.register(RedactionExpectation)
+def _expected_redaction(e: RedactionExpectation) -> str:
+    return f"withholds the secret {e.secret.value}"
 
 
 def boundary_summary(evidence: SampleEvidence | None) -> str:

@@ -82,11 +82,12 @@ def _check_against_store(
     its key binds, its trace id and family those of the trace its key binds, and, when
     the store holds this unit, its content must be the stored unit's content."""
 
-    def tampered(why: str) -> AggregateError:
-        return AggregateError(why, code="unit_tampered", location=str(path))
-
     if Counter(p.probe_id for p in record.probes) != Counter(record.probe_ids):
-        raise tampered("the unit's probes are not the probes its key binds")
+        raise AggregateError(
+            "the unit's probes are not the probes its key binds",
+            code="unit_tampered",
+            location=str(path),
+        )
     if record.trace_key not in heads:  # one read per trace, not per unit
         stored_trace = store.load_output(record.trace_key)
         try:
@@ -97,9 +98,11 @@ def _check_against_store(
             heads[record.trace_key] = None
     head = heads[record.trace_key]
     if head is not None and (head.trace_id, head.family) != (record.trace_id, record.family):
-        raise tampered(
+        raise AggregateError(
             f"the unit names trace {record.trace_id} ({record.family}); its trace key "
-            f"is {head.trace_id} ({head.family})"
+            f"is {head.trace_id} ({head.family})",
+            code="unit_tampered",
+            location=str(path),
         )
     stored_unit = store.load_output(record.key)
     if stored_unit is not None:
@@ -108,7 +111,11 @@ def _check_against_store(
         except msgspec.MsgspecError:
             digest = None
         if digest is not None and digest != record.content_digest:
-            raise tampered("the unit's content differs from the store's copy of this unit")
+            raise AggregateError(
+                "the unit's content differs from the store's copy of this unit",
+                code="unit_tampered",
+                location=str(path),
+            )
 
 
 def _key_fields(record: UnitRecord) -> tuple[Any, ...]:

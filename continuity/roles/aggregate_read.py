@@ -126,10 +126,6 @@ def receipt_path(role: str, suite: str) -> str:
     return f"roles/{role}/{suite}/out/runs/{role}/{RECEIPT_FILE}"
 
 
-def _fail(code: str, message: str, where: Path) -> RoleError:
-    return RoleError(message, code=code, location=str(where))
-
-
 def _receipt(output: Path, entry: Launch, role: Role) -> tuple[Path, RoleReceipt] | None:
     """The launch's receipt, verified as the module doc's step 3; None when its file is
     gone (the suite stays missing)."""
@@ -140,25 +136,29 @@ def _receipt(output: Path, entry: Launch, role: Role) -> tuple[Path, RoleReceipt
     if entry.receipt != expected or root not in real.parents:
         parts = Path(entry.receipt).parts
         other = len(parts) > 1 and parts[0] == "roles" and parts[1] != role.name
-        raise _fail(
-            "role_cross_replay" if other else "role_receipt_tampered",
+        raise RoleError(
             f"{role.name}'s receipt is recorded at {entry.receipt[:120]!r}, not {expected}",
-            path,
+            code="role_cross_replay" if other else "role_receipt_tampered",
+            location=str(path),
         )
     if not path.is_file():
         return None
     data = read_user_bytes(path, limit=DOCUMENT_MAX_BYTES, what="the role receipt")
     if hashlib.sha256(data).hexdigest() != entry.receipt_sha256:
-        raise _fail("role_receipt_tampered", "the receipt's sha256 is not the recorded one", path)
+        raise RoleError(
+            "the receipt's sha256 is not the recorded one",
+            code="role_receipt_tampered",
+            location=str(path),
+        )
     try:
         receipt = read_role_receipt(path)
     except UsageError as exc:
-        raise _fail("role_receipt_tampered", exc.message, path) from None
+        raise RoleError(exc.message, code="role_receipt_tampered", location=str(path)) from None
     if receipt.role != role.name:
-        raise _fail(
-            "role_cross_replay",
+        raise RoleError(
             f"a {receipt.role[:40]} receipt under {role.name}'s directory",
-            path,
+            code="role_cross_replay",
+            location=str(path),
         )
     return path, receipt
 
@@ -195,7 +195,7 @@ def _check_receipt(
     elif reg.r0.revision != reg.rpack.revision and receipt.witness != (role.code == "Rpack"):
         problem = f"the receipt's witness ({receipt.witness}) is not {role.code}'s"
     if problem is not None:
-        raise _fail("role_receipt_tampered", problem, path)
+        raise RoleError(problem, code="role_receipt_tampered", location=str(path))
 
 
 def _units(run_dir: Path, receipt: RoleReceipt, role: Role) -> list[UnitRecord]:
@@ -208,8 +208,10 @@ def _units(run_dir: Path, receipt: RoleReceipt, role: Role) -> list[UnitRecord]:
         else set()
     )
     for extra in sorted(present - listed):
-        raise _fail(
-            "role_receipt_tampered", "a unit file the receipt does not list", folder / extra
+        raise RoleError(
+            "a unit file the receipt does not list",
+            code="role_receipt_tampered",
+            location=str(folder / extra),
         )
     records = []
     for unit in receipt.units:
@@ -217,19 +219,27 @@ def _units(run_dir: Path, receipt: RoleReceipt, role: Role) -> list[UnitRecord]:
         try:
             data = read_user_bytes(path, limit=UNIT_MAX_BYTES, what="the unit file")
         except OSError:
-            raise _fail("role_receipt_tampered", "a listed unit file is gone", path) from None
+            raise RoleError(
+                "a listed unit file is gone", code="role_receipt_tampered", location=str(path)
+            ) from None
         if hashlib.sha256(data).hexdigest() != unit.sha256:
-            raise _fail("role_receipt_tampered", "the unit's sha256 is not the listed one", path)
+            raise RoleError(
+                "the unit's sha256 is not the listed one",
+                code="role_receipt_tampered",
+                location=str(path),
+            )
         try:
             record = msgspec.json.decode(data, type=UnitRecord)
         except msgspec.MsgspecError as exc:
-            raise _fail("role_receipt_tampered", f"not a unit record: {exc}", path) from None
+            raise RoleError(
+                f"not a unit record: {exc}", code="role_receipt_tampered", location=str(path)
+            ) from None
         lookup = (record.binding or {}).get("lookup") or {}
         if record.arm != role.arm or lookup.get("soul_sha256") != receipt.soul_sha256:
-            raise _fail(
-                "role_cross_replay",
+            raise RoleError(
                 f"a unit of arm {record.arm[:40]} (another soul or role) under {role.name}",
-                path,
+                code="role_cross_replay",
+                location=str(path),
             )
         records.append(record)
     return records
@@ -268,10 +278,10 @@ def _role_suite(
         return missing(entry.reason or "the launch recorded no receipt")
     if not (entry.build_verified_before and entry.build_verified_after):
         # A receipt is only attributable to the registered code between two verifications.
-        raise _fail(
-            "role_receipt_tampered",
+        raise RoleError(
             f"{role.name}'s launch has a receipt but its build was not verified before and after",
-            output / LAUNCHES_FILE,
+            code="role_receipt_tampered",
+            location=str(output / LAUNCHES_FILE),
         )
     found = _receipt(output, entry, role)
     if found is None:

@@ -133,10 +133,6 @@ def configured_pilot_deadlines() -> PilotDeadlines:
     )
 
 
-def _refuse(message: str, *, code: str, location: str) -> RoleError:
-    return RoleError(message, code=code, location=location)
-
-
 def _external(registration: Registration, where: str) -> HoldoutWorkload:
     """The holdout part of an external (v2) registration.
 
@@ -145,7 +141,7 @@ def _external(registration: Registration, where: str) -> HoldoutWorkload:
     """
     held = registration.workload.holdout
     if registration.schema != REGISTRATION_SCHEMA_V2 or held is UNSET:
-        raise _refuse(
+        raise RoleError(
             f"a {registration.schema} registration binds no frozen holdout source: a pilot "
             f"wraps an external registration ({REGISTRATION_SCHEMA_V2})",
             code="lookup_pilot_registration_not_external",
@@ -165,7 +161,7 @@ def _check_reader(registration: Registration, budget: FixedBudget, registry: Ass
         ("sizing:$.reader.reader", budget.reader.reader),
     ):
         if model != registry.model:
-            raise _refuse(
+            raise RoleError(
                 f"the reader is {model}; {registry.version} registers {registry.model}'s "
                 "rates and limits only",
                 code="lookup_pilot_reader_mismatch",
@@ -201,7 +197,7 @@ def _check_deadlines(bound: PilotDeadlines, budget: FixedBudget, where: str) -> 
     )
     for name, found in (("configured", configured_pilot_deadlines()), ("sizing's", sizing)):
         if bound != found:
-            raise _refuse(
+            raise RoleError(
                 f"the descriptor binds the deadlines {msgspec.to_builtins(bound)}, the "
                 f"{name} are {msgspec.to_builtins(found)}",
                 code="lookup_pilot_deadlines_changed",
@@ -221,7 +217,7 @@ def _check_bindings(
         SpendError: ``lookup_pilot_prices_missing``.
     """
     if descriptor.schedule != _schedule(held, descriptor.schedule.seed):
-        raise _refuse(
+        raise RoleError(
             "the schedule does not bind the wrapped registration's selection and sizing",
             code="lookup_pilot_schedule_mismatch",
             location="descriptor.schedule",
@@ -231,7 +227,7 @@ def _check_bindings(
     price = model_price(catalog, model)
     current = catalog_binding(model, price)
     if current != descriptor.catalog:
-        raise _refuse(
+        raise RoleError(
             f"the catalog's entry for {model} (digest {current.digest[:16]}) is not the bound "
             f"one ({descriptor.catalog.digest[:16]})",
             code="lookup_pilot_catalog_changed",
@@ -253,7 +249,7 @@ def _wrapped(wrapped: WrappedRegistration, where: str) -> Registration:
     except RoleError as exc:
         if exc.code != "role_registration_sha256_mismatch":
             raise
-        raise _refuse(
+        raise RoleError(
             f"the wrapped registration {wrapped.path} no longer hashes to the bound sha256 "
             f"{wrapped.sha256}: {exc.message}",
             code="lookup_pilot_registration_sha256_mismatch",
@@ -261,7 +257,7 @@ def _wrapped(wrapped: WrappedRegistration, where: str) -> Registration:
         ) from None
     _external(registration, wrapped.path)
     if (wrapped.schema, wrapped.registration_digest) != (registration.schema, digest):
-        raise _refuse(
+        raise RoleError(
             "the recorded schema or canonical digest is not the wrapped registration's",
             code="lookup_pilot_registration_invalid",
             location=f"{where}:$.registration",
@@ -279,7 +275,7 @@ def _verify(
     registry = pilot.descriptor.assumptions
     _check_reader(registration, budget, registry)
     if registry.version == CATALOG_BOUNDED_VERSION and registry.max_output != held.output_limit:
-        raise _refuse(
+        raise RoleError(
             f"the registry's output cap {registry.max_output:,} is not the registration's "
             f"per-call output limit {held.output_limit:,}",
             code="lookup_pilot_registration_invalid",

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,10 +112,6 @@ def pilot_bindings(
     )
 
 
-def _invalid(message: str, location: str) -> RoleError:
-    return RoleError(message, code="lookup_pilot_registration_invalid", location=location)
-
-
 def selected_traces(store: Store, verified: VerifiedPilot) -> dict[str, tuple[str, str]]:
     """trace id -> (trace key, blob digest) of the registered selection, from the store.
 
@@ -128,7 +124,11 @@ def selected_traces(store: Store, verified: VerifiedPilot) -> dict[str, tuple[st
     held = verified.held
     choice = holdout_choice(store, held_options(held), lookup=True)
     if choice is None or choice.binding != held.selection:
-        raise _invalid("the store's holdout selection is not the registered one", "selection")
+        raise RoleError(
+            "the store's holdout selection is not the registered one",
+            code="lookup_pilot_registration_invalid",
+            location="selection",
+        )
     return {t.trace_id: (t.key, t.digest) for t in choice.traces}
 
 
@@ -159,6 +159,23 @@ def lookup_checkpoint(
     return build_checkpoint(store, trace, trace_key=key, trace_digest=digest, config=config).key
 
 
+def _slot_trace(
+    store: Store,
+    private: Store,
+    selected: Mapping[str, tuple[str, str]],
+    trace_id: str,
+    traces: dict[str, Trace],
+) -> Trace:
+    """A selected trace, loaded once (into `traces`) and copied into the private store."""
+    from continuity.traces.validate import load_trace
+
+    if trace_id not in traces:
+        data = store.get_blob(selected[trace_id][1])
+        private.put_blob(data)
+        traces[trace_id] = load_trace(data, source=trace_id)
+    return traces[trace_id]
+
+
 @contextlib.contextmanager
 def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Iterator[PreparedPilot]:
     """The pilot's slots, with their checkpoints in a private store under `scratch` and
@@ -172,7 +189,6 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
     from continuity.harness.workspace import Workspace
     from continuity.lookup.reader import binding_models
     from continuity.probes.protocol import probe_turn_text
-    from continuity.traces.validate import load_trace
 
     selected = selected_traces(store, verified)
     models = binding_models(verified.registration.workload.reader_binding)
@@ -193,15 +209,19 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
                     outcome="refused_pre_send",
                 )
             if slot.trace_id not in selected or slot.role not in roles:
-                raise _invalid("the sizing names a trace or role outside the selection", where)
-            if slot.trace_id not in traces:
-                data = store.get_blob(selected[slot.trace_id][1])
-                private.put_blob(data)
-                traces[slot.trace_id] = load_trace(data, source=slot.trace_id)
-            trace = traces[slot.trace_id]
+                raise RoleError(
+                    "the sizing names a trace or role outside the selection",
+                    code="lookup_pilot_registration_invalid",
+                    location=where,
+                )
+            trace = _slot_trace(store, private, selected, slot.trace_id, traces)
             probe = next((p for p in trace.probes if p.probe_id == slot.probe_id), None)
             if probe is None:
-                raise _invalid("the sizing names a probe the trace does not hold", where)
+                raise RoleError(
+                    "the sizing names a probe the trace does not hold",
+                    code="lookup_pilot_registration_invalid",
+                    location=where,
+                )
             pair = (slot.trace_id, slot.arm)
             if pair not in served:
                 found = selected[slot.trace_id]

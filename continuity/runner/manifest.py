@@ -319,10 +319,6 @@ def _from_v1(old: _ManifestV1) -> RunManifest:
     )
 
 
-def _malformed(message: str, path: Path) -> AggregateError:
-    return AggregateError(message, code="run_manifest_malformed", location=str(path))
-
-
 def read_run_manifest(run_dir: Path) -> RunManifest | None:
     """The run's manifest (a v1 one converted); None when the run has none (runs
     written before manifests).
@@ -337,18 +333,25 @@ def read_run_manifest(run_dir: Path) -> RunManifest | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise _malformed(f"cannot read the run manifest: {exc.strerror}", path) from None
+        raise AggregateError(
+            f"cannot read the run manifest: {exc.strerror}",
+            code="run_manifest_malformed",
+            location=str(path),
+        ) from None
     try:
         schema = msgspec.json.decode(data, type=_Schema).schema
         if schema == MANIFEST_SCHEMA_V1:
             return _from_v1(msgspec.json.decode(data, type=_ManifestV1))
         manifest = msgspec.json.decode(data, type=RunManifest)
     except msgspec.MsgspecError as exc:
-        raise _malformed(f"not a run manifest: {exc}", path) from None
+        raise AggregateError(
+            f"not a run manifest: {exc}", code="run_manifest_malformed", location=str(path)
+        ) from None
     if manifest.schema != MANIFEST_SCHEMA:
-        raise _malformed(
+        raise AggregateError(
             f"run manifest schema {manifest.schema!r}; this version reads {MANIFEST_SCHEMA} "
             f"and {MANIFEST_SCHEMA_V1}",
-            path,
+            code="run_manifest_malformed",
+            location=str(path),
         )
     return manifest

@@ -24,10 +24,6 @@ from continuity.spend.payload import Admission, admission_size, check_payload
 __all__ = ["final_payload"]
 
 
-def _refuse(message: str, code: str, location: str) -> SpendError:
-    return SpendError(message, code=code, location=location, outcome="refused_pre_send")
-
-
 def final_payload(
     payload: dict[str, Any],
     hook: Callable[[dict[str, Any]], Any] | None,
@@ -48,32 +44,43 @@ def final_payload(
         body = msgspec.json.encode(payload)
         final = msgspec.json.decode(body)
     except (msgspec.MsgspecError, TypeError) as exc:
-        raise _refuse(
-            f"the payload does not serialize: {exc}", "lookup_payload_invalid", "payload"
+        raise SpendError(
+            f"the payload does not serialize: {exc}",
+            code="lookup_payload_invalid",
+            location="payload",
+            outcome="refused_pre_send",
         ) from None
     if not isinstance(final, dict):
-        raise _refuse("the payload is not an object", "lookup_payload_invalid", "payload")
+        raise SpendError(
+            "the payload is not an object",
+            code="lookup_payload_invalid",
+            location="payload",
+            outcome="refused_pre_send",
+        )
     check_payload(final, first=first)
     reasoning = final.get("reasoning")
     effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
     if final.get("model") != contract.model or effort != contract.effort:
-        raise _refuse(
+        raise SpendError(
             f"the payload's model and effort are not {contract.model_id} at {contract.effort}",
-            "lookup_contract_mismatch",
-            "payload.model",
+            code="lookup_contract_mismatch",
+            location="payload.model",
+            outcome="refused_pre_send",
         )
     if final.get("prompt_cache_key") != contract.prompt_cache_key:
-        raise _refuse(
+        raise SpendError(
             "the payload's prompt_cache_key is not the declared cache key (none is allowed "
             "without one)",
-            "lookup_prompt_cache_key_forbidden",
-            "payload.prompt_cache_key",
+            code="lookup_prompt_cache_key_forbidden",
+            location="payload.prompt_cache_key",
+            outcome="refused_pre_send",
         )
     admission = admission_size(final, body, prior_output, assumptions)
     if admission.u > assumptions.input_envelope:
-        raise _refuse(
+        raise SpendError(
             f"U = {admission.u:,} exceeds the input envelope I = {assumptions.input_envelope:,}",
-            "not_admitted_input_envelope",
-            location,
+            code="not_admitted_input_envelope",
+            location=location,
+            outcome="refused_pre_send",
         )
     return body, admission

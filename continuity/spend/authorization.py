@@ -121,10 +121,6 @@ class AuthorizationHandle(msgspec.Struct, frozen=True, kw_only=True):
     identity: str  # what consumption burns (`authorization_identity`)
 
 
-def _fail(message: str, code: str, location: str) -> SpendError:
-    return SpendError(message, code=code, location=location)
-
-
 def account_commitment(salt_hex: str, account: str) -> str:
     """The domain-separated commitment to `account` under `salt_hex`."""
     salt = bytes.fromhex(salt_hex)
@@ -184,37 +180,39 @@ def _decode(raw: bytes) -> Authorization:
     try:
         found = msgspec.json.decode(raw, type=Authorization)
     except msgspec.MsgspecError as exc:
-        raise _fail(
-            f"not an authorization: {exc}", "lookup_authorization_invalid", "authorization"
+        raise SpendError(
+            f"not an authorization: {exc}",
+            code="lookup_authorization_invalid",
+            location="authorization",
         ) from None
     if not _HEX64.fullmatch(found.salt) or not _HEX64.fullmatch(found.account_commitment):
-        raise _fail(
+        raise SpendError(
             "the salt and the account commitment are 64 hex digits",
-            "lookup_authorization_invalid",
-            "authorization.salt",
+            code="lookup_authorization_invalid",
+            location="authorization.salt",
         )
     try:
         issued = datetime.fromisoformat(found.issued_at)
     except ValueError:
         issued = None
     if issued is None or issued.tzinfo is None:
-        raise _fail(
+        raise SpendError(
             "issued_at is an ISO time with its offset",
-            "lookup_authorization_invalid",
-            "authorization.issued_at",
+            code="lookup_authorization_invalid",
+            location="authorization.issued_at",
         )
     if not found.approver.strip() or not _APPROVAL.fullmatch(found.approval_reference):
-        raise _fail(
+        raise SpendError(
             "an approver and a numeric approval reference are required",
-            "lookup_authorization_invalid",
-            "authorization.approval_reference",
+            code="lookup_authorization_invalid",
+            location="authorization.approval_reference",
         )
     canonical = canonical_text(found.id)
     if not canonical or len(canonical) > 128 or not canonical.isascii():
-        raise _fail(
+        raise SpendError(
             "the id is 1-128 ASCII characters (in its canonical form)",
-            "lookup_authorization_invalid",
-            "id",
+            code="lookup_authorization_invalid",
+            location="id",
         )
     return found
 
@@ -244,32 +242,36 @@ def validate_authorization(
         SpendError: the module's codes.
     """
     if domain not in (REAL_DOMAIN, FAUX_DOMAIN):
-        raise _fail("unknown authorization domain", "lookup_authorization_invalid", "domain")
+        raise SpendError(
+            "unknown authorization domain", code="lookup_authorization_invalid", location="domain"
+        )
     found = _decode(raw)
     if found.schema != domain:
-        raise _fail(
+        raise SpendError(
             "this authorization's schema is not the validator's domain (a faux "
             "authorization never passes the real validator)",
-            "lookup_authorization_faux_refused",
-            "authorization.schema",
+            code="lookup_authorization_faux_refused",
+            location="authorization.schema",
         )
     for field in Bindings.__struct_fields__:
         if not hmac.compare_digest(
             str(getattr(found.bindings, field)), str(getattr(expected, field))
         ):
-            raise _fail(
+            raise SpendError(
                 f"the authorization binds another {field.replace('_', ' ')}",
-                "lookup_authorization_mismatch",
-                f"authorization.bindings.{field}",
+                code="lookup_authorization_mismatch",
+                location=f"authorization.bindings.{field}",
             )
     account = account_of(Path(expected.credentials_path))
     if account is None:
-        raise _fail("the credentials name no account", "lookup_account_unknown", "credentials")
+        raise SpendError(
+            "the credentials name no account", code="lookup_account_unknown", location="credentials"
+        )
     if not hmac.compare_digest(account_commitment(found.salt, account), found.account_commitment):
-        raise _fail(
+        raise SpendError(
             "the credentials are another account's than the one approved",
-            "lookup_account_substituted",
-            "credentials",
+            code="lookup_account_substituted",
+            location="credentials",
         )
     return AuthorizationHandle(
         domain=domain,
@@ -295,8 +297,8 @@ def check_account_header(raw: bytes, header: str | None) -> None:
     if header is None or not hmac.compare_digest(
         account_commitment(found.salt, header), found.account_commitment
     ):
-        raise _fail(
+        raise SpendError(
             "the request's account header is not the approved account",
-            "lookup_account_substituted",
-            "request.headers",
+            code="lookup_account_substituted",
+            location="request.headers",
         )

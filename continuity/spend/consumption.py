@@ -85,10 +85,6 @@ _REGISTRY = Path(".local/state/continuity/lookup-pilot/consumed-v1")
 _REFUSED_VARIABLES = ("CI", "CONTINUITY_DEBUG")
 
 
-def _fail(message: str, code: str, location: str) -> SpendError:
-    return SpendError(message, code=code, location=location)
-
-
 def _home() -> Path:
     """This user's home from the password database (the one lookup tests redirect)."""
     return Path(pwd.getpwuid(os.getuid()).pw_dir)
@@ -101,7 +97,11 @@ def registry_root(domain: str, output_root: Path) -> Path:
         return _home() / _REGISTRY
     if domain == FAUX_DOMAIN:
         return output_root.parent / ".faux-consumed-v1"
-    raise _fail(f"unknown authorization domain {domain!r}", "lookup_consumption_invalid", "domain")
+    raise SpendError(
+        f"unknown authorization domain {domain!r}",
+        code="lookup_consumption_invalid",
+        location="domain",
+    )
 
 
 def canonical_text(text: str) -> str:
@@ -184,35 +184,37 @@ def check_paths(output_root: Path, registry: Path, checkouts: Sequence[Path]) ->
     """
     for name, path in (("output root", output_root), ("registry", registry)):
         if not path.is_absolute() or Path(os.path.realpath(path)) != path:
-            raise _fail(
+            raise SpendError(
                 f"the {name} must be an absolute path with no link in it",
-                "lookup_consumption_path_invalid",
-                name,
+                code="lookup_consumption_path_invalid",
+                location=name,
             )
         if not _owner_safe(path):
-            raise _fail(
+            raise SpendError(
                 f"an ancestor of the {name} is another user's or writable by others",
-                "lookup_consumption_path_invalid",
-                name,
+                code="lookup_consumption_path_invalid",
+                location=name,
             )
         for checkout in checkouts:
             real = Path(os.path.realpath(checkout))
             if _inside(path, real) or _inside(real, path):
-                raise _fail(
+                raise SpendError(
                     f"the {name} overlaps a registered checkout",
-                    "lookup_consumption_path_invalid",
-                    name,
+                    code="lookup_consumption_path_invalid",
+                    location=name,
                 )
     if _inside(output_root, registry) or _inside(registry, output_root):
-        raise _fail(
-            "the output root and the registry overlap", "lookup_consumption_path_invalid", "paths"
+        raise SpendError(
+            "the output root and the registry overlap",
+            code="lookup_consumption_path_invalid",
+            location="paths",
         )
     info = os.lstat(output_root)
     if not stat.S_ISDIR(info.st_mode) or stat.S_IMODE(info.st_mode) & 0o077:
-        raise _fail(
+        raise SpendError(
             "the output root must be a private directory",
-            "lookup_consumption_path_invalid",
-            "output root",
+            code="lookup_consumption_path_invalid",
+            location="output root",
         )
 
 
@@ -235,14 +237,20 @@ def _write_new(path: Path, value: Mapping[str, object]) -> None:
 def _read_private(path: Path) -> dict[str, object]:
     """A private JSON claim of this user (`read_private`: no link, no alias, no swap)."""
     if not path.exists() and not path.is_symlink():
-        raise _fail(f"{path.name} is missing", "lookup_consumption_invalid", path.name)
+        raise SpendError(
+            f"{path.name} is missing", code="lookup_consumption_invalid", location=path.name
+        )
     data = read_private(path)
     try:
         value = json.loads(data) if data is not None else None
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        raise _fail(f"{path.name} is not a sound claim", "lookup_consumption_invalid", path.name)
+        raise SpendError(
+            f"{path.name} is not a sound claim",
+            code="lookup_consumption_invalid",
+            location=path.name,
+        )
     return value
 
 
@@ -250,11 +258,11 @@ def _refuse_environment(domain: str, environ: Mapping[str, str]) -> None:
     if domain == REAL_DOMAIN:
         present = [name for name in _REFUSED_VARIABLES if name in environ]
         if present:
-            raise _fail(
+            raise SpendError(
                 f"{', '.join(present)} is set: a real authorization is never consumed under "
                 "CI or debugging",
-                "lookup_pilot_environment_refused",
-                present[0],
+                code="lookup_pilot_environment_refused",
+                location=present[0],
             )
 
 
@@ -262,10 +270,38 @@ def _require_unused(output_root: Path) -> None:
     allowed = {LEASE_NAME, LEASE_NAME + "-journal"}
     used = sorted(name for name in os.listdir(output_root) if name not in allowed)
     if used:
-        raise _fail(
+        raise SpendError(
             f"the output root is not unused ({', '.join(used[:3])})",
-            "lookup_pilot_root_used",
-            str(output_root),
+            code="lookup_pilot_root_used",
+            location=str(output_root),
+        )
+
+
+def _burn(entry: Path, domain: str, authorization_id: str, output_root: Path) -> None:
+    """Make the authorization's registry `entry` (the burn, module docstring step 2).
+
+    Raises:
+        SpendError: ``lookup_authorization_consumed`` when it was burned already;
+            ``lookup_consumption_failed`` when the entry cannot be made.
+    """
+    try:
+        _make_registry(entry.parent)
+        spent = _burned_by_id(domain, authorization_id, output_root)
+        if not spent:
+            entry.mkdir(mode=0o700)  # the burn
+    except FileExistsError:
+        spent = True
+    except OSError as exc:
+        raise SpendError(
+            f"the registry entry cannot be made ({exc.strerror})",
+            code="lookup_consumption_failed",
+            location="registry",
+        ) from None
+    if spent:
+        raise SpendError(
+            "this authorization was consumed already",
+            code="lookup_authorization_consumed",
+            location="registry",
         )
 
 
@@ -297,7 +333,11 @@ def consume(
     entry = registry_entry(domain, authorization_id, output_root, burned)
     check_paths(output_root, entry.parent, checkouts)
     if lease.path.parent != output_root:
-        raise _fail("the lease is not the output root's", "lookup_consumption_invalid", "lease")
+        raise SpendError(
+            "the lease is not the output root's",
+            code="lookup_consumption_invalid",
+            location="lease",
+        )
     _require_unused(output_root)
     root_info = os.lstat(output_root)
     claim = Claim(
@@ -315,32 +355,16 @@ def consume(
         lease_device=lease.device,
         lease_inode=lease.inode,
     )
-    try:
-        _make_registry(entry.parent)
-        spent = _burned_by_id(domain, authorization_id, output_root)
-        if not spent:
-            entry.mkdir(mode=0o700)  # the burn
-    except FileExistsError:
-        spent = True
-    except OSError as exc:
-        raise _fail(
-            f"the registry entry cannot be made ({exc.strerror})",
-            "lookup_consumption_failed",
-            "registry",
-        ) from None
-    if spent:
-        raise _fail(
-            "this authorization was consumed already", "lookup_authorization_consumed", "registry"
-        )
+    _burn(entry, domain, authorization_id, output_root)
     try:
         sync_directory(entry.parent)
         _write_new(output_root / CONSUMED_MARKER, asdict(claim))
         _write_new(entry / CLAIM_FILE, asdict(claim))
     except OSError as exc:  # the id stays burned: no rollback
-        raise _fail(
+        raise SpendError(
             f"the claim pair cannot be written ({exc.strerror}); the authorization is spent",
-            "lookup_consumption_failed",
-            "claim",
+            code="lookup_consumption_failed",
+            location="claim",
         ) from None
     verify_consumption(claim, lease)
     return claim
@@ -359,13 +383,17 @@ def verify_consumption(claim: Claim, lease: Lease) -> None:
     entry = registry_entry(claim.domain, claim.authorization_id, root, claim.identity)
     for path in (root / CONSUMED_MARKER, entry / CLAIM_FILE):
         if _read_private(path) != expected:
-            raise _fail(
+            raise SpendError(
                 f"{path.name} does not match the consumption",
-                "lookup_consumption_invalid",
-                path.name,
+                code="lookup_consumption_invalid",
+                location=path.name,
             )
     info = os.lstat(root)
     if (info.st_dev, info.st_ino) != (claim.root_device, claim.root_inode):
-        raise _fail("the output root was recreated", "lookup_consumption_invalid", str(root))
+        raise SpendError(
+            "the output root was recreated", code="lookup_consumption_invalid", location=str(root)
+        )
     if (lease.device, lease.inode) != (claim.lease_device, claim.lease_inode):
-        raise _fail("the claim names another lease", "lookup_consumption_invalid", "lease")
+        raise SpendError(
+            "the claim names another lease", code="lookup_consumption_invalid", location="lease"
+        )

@@ -120,10 +120,6 @@ SOL_CONTRACT = GuardContract(
 )
 
 
-def _refuse(message: str, code: str, location: str) -> SpendError:
-    return SpendError(message, code=code, location=location, outcome="refused_pre_send")
-
-
 def contract_for(
     assumptions: Assumptions, *, effort: str, base_url: str | None = None
 ) -> GuardContract:
@@ -152,35 +148,44 @@ def check_contract(
         SpendError: ``lookup_contract_mismatch``, ``lookup_cache_key_invalid``.
     """
     if contract.version != GUARD_CONTRACT or contract.max_retries != 0:
-        raise _refuse(
+        raise SpendError(
             f"a guard contract is {GUARD_CONTRACT} with max_retries 0",
-            "lookup_contract_mismatch",
-            "contract",
+            code="lookup_contract_mismatch",
+            location="contract",
+            outcome="refused_pre_send",
         )
     if contract.transport != "sse":
-        raise _refuse("a guard contract streams over SSE", "lookup_contract_mismatch", "contract")
+        raise SpendError(
+            "a guard contract streams over SSE",
+            code="lookup_contract_mismatch",
+            location="contract",
+            outcome="refused_pre_send",
+        )
     reference = contract_for(assumptions, effort=contract.effort)
     for name in ("provider", "model", "api", "effort"):
         if getattr(contract, name) != getattr(reference, name):
-            raise _refuse(
+            raise SpendError(
                 f"the contract's {name} is {getattr(contract, name)!r}, not the registered "
                 f"reader's {getattr(reference, name)!r}",
-                "lookup_contract_mismatch",
-                f"contract.{name}",
+                code="lookup_contract_mismatch",
+                location=f"contract.{name}",
+                outcome="refused_pre_send",
             )
     vendor = assumptions.version == CATALOG_BOUNDED_VERSION
     if vendor and contract.effort not in VENDOR_EFFORTS:
-        raise _refuse(
+        raise SpendError(
             f"the contract's effort {contract.effort!r} is not one of {sorted(VENDOR_EFFORTS)}",
-            "lookup_contract_mismatch",
-            "contract.effort",
+            code="lookup_contract_mismatch",
+            location="contract.effort",
+            outcome="refused_pre_send",
         )
     key = contract.prompt_cache_key
     if key is not None and (not run_id or run_id not in key):
-        raise _refuse(
+        raise SpendError(
             "the contract's prompt cache key must contain the run id",
-            "lookup_cache_key_invalid",
-            "contract.prompt_cache_key",
+            code="lookup_cache_key_invalid",
+            location="contract.prompt_cache_key",
+            outcome="refused_pre_send",
         )
 
 
@@ -194,58 +199,71 @@ def check_options(options: Mapping[str, Any], contract: GuardContract) -> None:
     """
     for name in options:
         if name in _FETCH_OPTIONS:
-            raise _refuse(
+            raise SpendError(
                 f"a caller-supplied {name} is refused (the guard's single-shot send is the "
                 "only transport)",
-                "lookup_external_fetch_forbidden",
-                f"options.{name}",
+                code="lookup_external_fetch_forbidden",
+                location=f"options.{name}",
+                outcome="refused_pre_send",
             )
         if name not in ALLOWED_OPTIONS:
-            raise _refuse(
+            raise SpendError(
                 f"option {name!r} is not allowed on a guarded request",
-                "lookup_option_forbidden",
-                f"options.{name}",
+                code="lookup_option_forbidden",
+                location=f"options.{name}",
+                outcome="refused_pre_send",
             )
     transport = options.get("transport")
     if "transport" in options and not isinstance(transport, str):
-        raise _refuse(
+        raise SpendError(
             "a caller-supplied transport is refused",
-            "lookup_external_fetch_forbidden",
-            "options.transport",
+            code="lookup_external_fetch_forbidden",
+            location="options.transport",
+            outcome="refused_pre_send",
         )
     if transport != "sse":
-        raise _refuse(
+        raise SpendError(
             "every guarded call sets transport 'sse'",
-            "lookup_option_forbidden",
-            "options.transport",
+            code="lookup_option_forbidden",
+            location="options.transport",
+            outcome="refused_pre_send",
         )
     retries = options.get("max_retries")
     if not isinstance(retries, int) or isinstance(retries, bool) or retries != 0:
-        raise _refuse(
+        raise SpendError(
             "every guarded call sets max_retries 0",
-            "lookup_option_forbidden",
-            "options.max_retries",
+            code="lookup_option_forbidden",
+            location="options.max_retries",
+            outcome="refused_pre_send",
         )
     for name in ("headers", "env"):
         if options.get(name):
-            raise _refuse(
-                f"caller {name} are refused", "lookup_option_forbidden", f"options.{name}"
+            raise SpendError(
+                f"caller {name} are refused",
+                code="lookup_option_forbidden",
+                location=f"options.{name}",
+                outcome="refused_pre_send",
             )
     if "model" in options and options["model"] != contract.model_id:
-        raise _refuse(
+        raise SpendError(
             f"the loop's model {options['model']!r} is not the contract's {contract.model_id}",
-            "lookup_contract_mismatch",
-            "options.model",
+            code="lookup_contract_mismatch",
+            location="options.model",
+            outcome="refused_pre_send",
         )
     if "session_id" in options and options["session_id"] != contract.prompt_cache_key:
-        raise _refuse(
+        raise SpendError(
             "the session id must be the contract's prompt cache key",
-            "lookup_cache_key_invalid",
-            "options.session_id",
+            code="lookup_cache_key_invalid",
+            location="options.session_id",
+            outcome="refused_pre_send",
         )
     if "on_payload" in options and not callable(options["on_payload"]):
-        raise _refuse(
-            "on_payload must be callable", "lookup_option_forbidden", "options.on_payload"
+        raise SpendError(
+            "on_payload must be callable",
+            code="lookup_option_forbidden",
+            location="options.on_payload",
+            outcome="refused_pre_send",
         )
 
 

@@ -171,10 +171,6 @@ class _Head(msgspec.Struct):
     schema: str = ""
 
 
-def _refuse(message: str, *, code: str, location: str) -> SpendError:
-    return SpendError(message, code=code, location=location)
-
-
 def cap_amount(text: str, rmax: Decimal, *, location: str = "cap_usd") -> Decimal:
     """The cap C written as `text`, exactly, after checking it is a plain decimal amount
     of whole cents, at most `MAX_SAFE_CENTS` cents, and at least `rmax`.
@@ -187,7 +183,7 @@ def cap_amount(text: str, rmax: Decimal, *, location: str = "cap_usd") -> Decima
     stripped = text.strip()
     amount = parse_usd(stripped) if len(stripped) <= _CAP_CHARS else None
     if amount is None:
-        raise _refuse(
+        raise SpendError(
             f"{text[:40]!r} is not a plain decimal amount of US dollars (digits and one "
             "point, no sign or exponent)",
             code="lookup_pilot_cap_invalid",
@@ -195,19 +191,19 @@ def cap_amount(text: str, rmax: Decimal, *, location: str = "cap_usd") -> Decima
         )
     cents = _WIDE.multiply(amount, Decimal(100))
     if cents != cents.to_integral_value():
-        raise _refuse(
+        raise SpendError(
             f"the cap ${stripped} is not a whole number of cents",
             code="lookup_pilot_cap_not_cents",
             location=location,
         )
     if int(cents) > MAX_SAFE_CENTS:
-        raise _refuse(
+        raise SpendError(
             f"the cap's {int(cents)} cents exceed the largest safe integer {MAX_SAFE_CENTS}",
             code="lookup_pilot_cap_unsafe",
             location=location,
         )
     if amount < rmax:
-        raise _refuse(
+        raise SpendError(
             f"the cap ${stripped} is below Rmax ${usd_text(rmax)}: not one request could be "
             "admitted",
             code="lookup_pilot_cap_below_rmax",
@@ -272,7 +268,7 @@ def check_catalog(
             ``lookup_pilot_catalog_mismatch`` (at the first field that disagrees).
     """
     if binding.digest != catalog_digest(binding):
-        raise _refuse(
+        raise SpendError(
             "the catalog binding's digest is not its contents' digest: it was edited",
             code="lookup_pilot_catalog_changed",
             location=f"{location}.digest",
@@ -293,7 +289,7 @@ def check_catalog(
     ]
     for field, same, registered in checks:
         if not same:
-            raise _refuse(
+            raise SpendError(
                 f"the catalog gives {field} {getattr(binding, field)}, the registered "
                 f"assumptions {registered}",
                 code="lookup_pilot_catalog_mismatch",
@@ -301,7 +297,7 @@ def check_catalog(
             )
     for index, tier in enumerate(binding.tiers):
         if tier.above_input_tokens < assumptions.input_envelope:
-            raise _refuse(
+            raise SpendError(
                 f"an input tier starts above {tier.above_input_tokens:,} tokens, inside the "
                 f"{assumptions.input_envelope:,}-token envelope: Rmax would not bound it",
                 code="lookup_pilot_catalog_mismatch",
@@ -317,13 +313,13 @@ def _check_fixed(descriptor: PilotDescriptor, location: str) -> None:
         ("transport_key_policy", TRANSPORT_KEY_POLICY),
     ):
         if getattr(descriptor, field) != wanted:
-            raise _refuse(
+            raise SpendError(
                 f"{field} is {str(getattr(descriptor, field))[:60]!r}, not {wanted}",
                 code="lookup_pilot_descriptor_invalid",
                 location=f"{location}.{field}",
             )
     if descriptor.concurrency != PILOT_CONCURRENCY:
-        raise _refuse(
+        raise SpendError(
             f"concurrency {descriptor.concurrency}: a cap-gated pilot runs one slot at a time",
             code="lookup_pilot_concurrency_invalid",
             location=f"{location}.concurrency",
@@ -340,26 +336,26 @@ def check_descriptor(descriptor: PilotDescriptor, *, location: str = "descriptor
     _check_fixed(descriptor, location)
     digest = check_assumptions(descriptor.assumptions, location=f"{location}.assumptions")
     if descriptor.assumptions_digest != digest:
-        raise _refuse(
+        raise SpendError(
             "the registry's stated digest is not the digest of the registry it binds",
             code="lookup_assumptions_changed",
             location=f"{location}.assumptions_digest",
         )
     check_catalog(descriptor.catalog, descriptor.assumptions, location=f"{location}.catalog")
     if descriptor.schedule.version != SCHEDULE_VERSION:
-        raise _refuse(
+        raise SpendError(
             f"schedule version {descriptor.schedule.version[:40]!r}, not {SCHEDULE_VERSION}",
             code="lookup_pilot_schedule_mismatch",
             location=f"{location}.schedule.version",
         )
     if not 0 <= descriptor.schedule.seed <= MAX_SAFE_SEED:
-        raise _refuse(
+        raise SpendError(
             f"schedule seed {descriptor.schedule.seed} is outside 0 to {MAX_SAFE_SEED}",
             code="lookup_pilot_schedule_seed_invalid",
             location=f"{location}.schedule.seed",
         )
     if descriptor.schedule.digest != schedule_digest(descriptor.schedule):
-        raise _refuse(
+        raise SpendError(
             "the schedule's digest is not its contents' digest: it was edited",
             code="lookup_pilot_schedule_mismatch",
             location=f"{location}.schedule.digest",
@@ -380,13 +376,13 @@ def decode_pilot(data: bytes, where: str) -> PilotRegistration:
     try:
         head = msgspec.json.decode(data, type=_Head)
     except msgspec.MsgspecError as exc:
-        raise _refuse(
+        raise SpendError(
             f"not a pilot registration: {exc}",
             code="lookup_pilot_registration_invalid",
             location=where,
         ) from None
     if head.schema != PILOT_REGISTRATION_SCHEMA:
-        raise _refuse(
+        raise SpendError(
             f"the file's schema is {head.schema[:60]!r}, not {PILOT_REGISTRATION_SCHEMA} "
             "(doit pilot_register writes one)",
             code="lookup_pilot_registration_invalid",
@@ -395,7 +391,7 @@ def decode_pilot(data: bytes, where: str) -> PilotRegistration:
     try:
         return msgspec.json.decode(data, type=PilotRegistration)
     except msgspec.MsgspecError as exc:
-        raise _refuse(
+        raise SpendError(
             f"not a pilot registration: {exc}",
             code="lookup_pilot_registration_invalid",
             location=where,

@@ -68,15 +68,16 @@ class _Settle(msgspec.Struct):
     tier: str | None = None
 
 
-def _integrity(message: str, code: str = "lookup_ipc_integrity") -> SpendError:
-    return SpendError(message, code=code, location="child", outcome="integrity_stop")
-
-
 def _decode(message: dict[str, Any], kind: type[Any]) -> Any:
     try:
         return msgspec.convert(message, kind)
     except msgspec.ValidationError:
-        raise _integrity("a child message with missing or malformed fields") from None
+        raise SpendError(
+            "a child message with missing or malformed fields",
+            code="lookup_ipc_integrity",
+            location="child",
+            outcome="integrity_stop",
+        ) from None
 
 
 def held_amount(source: DurablePermitSource, request_id: str) -> Decimal:
@@ -99,7 +100,12 @@ async def serve_message(
     if message["kind"] == "admit":
         admit = _decode(message, _Admit)
         if admit.slot_id != planned:
-            raise _integrity("an admission for another slot")
+            raise SpendError(
+                "an admission for another slot",
+                code="lookup_ipc_integrity",
+                location="child",
+                outcome="integrity_stop",
+            )
         granted = await source.admit(
             admit.request_id, planned, admit.round, admit.payload_digest, Decimal(admit.rmax)
         )
@@ -115,7 +121,12 @@ async def serve_message(
     if message["kind"] == "consume":
         consume = _decode(message, _Consume)
         if slot.open.get(consume.permit.request_id) != consume.permit:
-            raise _integrity("a consumption of a permit this slot does not hold")
+            raise SpendError(
+                "a consumption of a permit this slot does not hold",
+                code="lookup_ipc_integrity",
+                location="child",
+                outcome="integrity_stop",
+            )
         try:
             await source.consume(consume.permit, consume.body_digest)
         except SpendError as error:
@@ -125,15 +136,23 @@ async def serve_message(
     settle = _decode(message, _Settle)
     permit, settlement, raw = settle.permit, settle.settlement, settle.usage
     if slot.open.get(permit.request_id) != permit:
-        raise _integrity("a settlement of a permit this slot does not hold")
+        raise SpendError(
+            "a settlement of a permit this slot does not hold",
+            code="lookup_ipc_integrity",
+            location="child",
+            outcome="integrity_stop",
+        )
     if settlement.kind == "settled":  # the cost is recomputed here, never taken on trust
         try:
             cost = catalog_cost(raw, settle.tier, registry) if raw is not None else None
         except ValueError:
             cost = None
         if cost is None or settlement.cost is None or Decimal(settlement.cost) != cost:
-            raise _integrity(
-                "a settled cost the raw usage does not give", "lookup_settlement_violation"
+            raise SpendError(
+                "a settled cost the raw usage does not give",
+                code="lookup_settlement_violation",
+                location="child",
+                outcome="integrity_stop",
             )
     await source.settle(permit, settlement, raw, settle.tier)
     del slot.open[permit.request_id]

@@ -227,7 +227,7 @@ class GuardedProvider:
         finally:
             self._busy = False
 
-    def _refuse(self, code: str, message: str, location: str) -> SpendError:
+    def _record_refusal(self, code: str, message: str, location: str) -> SpendError:
         error = SpendError(message, code=code, location=location, outcome="refused_pre_send")
         self.records.append(
             RequestRecord(request_id=self._next_id(), outcome="refused_pre_send", code=code)
@@ -239,9 +239,9 @@ class GuardedProvider:
 
     def _entry(self, request: ModelRequest, options: Mapping[str, Any]) -> tuple[bytes, Admission]:
         if self._stopped is not None:
-            raise self._refuse(self._stopped, "the pilot is stopped", self.slot_id)
+            raise self._record_refusal(self._stopped, "the pilot is stopped", self.slot_id)
         if self._terminal is not None:
-            raise self._refuse(self._terminal, "this probe run is terminal", self.slot_id)
+            raise self._record_refusal(self._terminal, "this probe run is terminal", self.slot_id)
         try:
             check_options(options, self.contract)
             if self._admitted >= self._assumptions.max_requests:
@@ -288,7 +288,9 @@ class GuardedProvider:
             await self._stop(error)
             raise error from exc
         if isinstance(granted, Refusal):
-            error = self._refuse(granted.code, f"admission refused: {granted.code}", request_id)
+            error = self._record_refusal(
+                granted.code, f"admission refused: {granted.code}", request_id
+            )
             if granted.policy:
                 await self._stop(error)
             raise error

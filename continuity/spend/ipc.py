@@ -32,10 +32,6 @@ MAX_FRAME = 1 << 20
 _HEADER = struct.Struct(">I")
 
 
-def _stop(message: str, code: str, where: str) -> SpendError:
-    return SpendError(message, code=code, location=where, outcome="integrity_stop")
-
-
 class Channel:
     """One end of a controller/child socket pair, bound to (epoch, slot, worker)."""
 
@@ -55,8 +51,11 @@ class Channel:
         try:
             self.sock.sendall(_HEADER.pack(len(data)) + data)
         except OSError:
-            raise _stop(
-                "the peer is gone", "lookup_ipc_disconnected", f"{self.slot}:{kind}"
+            raise SpendError(
+                "the peer is gone",
+                code="lookup_ipc_disconnected",
+                location=f"{self.slot}:{kind}",
+                outcome="integrity_stop",
             ) from None
 
     def _read(self, count: int, deadline: float, where: str) -> bytes:
@@ -64,7 +63,12 @@ class Channel:
         while len(chunks) < count:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise _stop("no message before the deadline", "lookup_ipc_timeout", where)
+                raise SpendError(
+                    "no message before the deadline",
+                    code="lookup_ipc_timeout",
+                    location=where,
+                    outcome="integrity_stop",
+                )
             ready, _, _ = select.select([self.sock], [], [], left)
             if not ready:
                 continue
@@ -73,7 +77,12 @@ class Channel:
             except OSError:
                 chunk = b""
             if not chunk:
-                raise _stop("the peer closed the channel", "lookup_ipc_disconnected", where)
+                raise SpendError(
+                    "the peer closed the channel",
+                    code="lookup_ipc_disconnected",
+                    location=where,
+                    outcome="integrity_stop",
+                )
             chunks.extend(chunk)
         return bytes(chunks)
 
@@ -83,18 +92,31 @@ class Channel:
         deadline = time.monotonic() + timeout
         (length,) = _HEADER.unpack(self._read(_HEADER.size, deadline, where))
         if length > MAX_FRAME:
-            raise _stop("an oversized frame", "lookup_ipc_integrity", where)
+            raise SpendError(
+                "an oversized frame",
+                code="lookup_ipc_integrity",
+                location=where,
+                outcome="integrity_stop",
+            )
         try:
             message = msgspec.json.decode(self._read(length, deadline, where))
         except msgspec.DecodeError:
             message = None
         self.received += 1
         if not isinstance(message, dict):
-            raise _stop("a frame that is not a message", "lookup_ipc_integrity", where)
+            raise SpendError(
+                "a frame that is not a message",
+                code="lookup_ipc_integrity",
+                location=where,
+                outcome="integrity_stop",
+            )
         bound = {key: message.get(key) for key in ("epoch", "slot", "worker", "seq")}
         if bound != self._binding(self.received) or message.get("kind") not in kinds:
-            raise _stop(
-                f"an unexpected message ({message.get('kind')!r})", "lookup_ipc_integrity", where
+            raise SpendError(
+                f"an unexpected message ({message.get('kind')!r})",
+                code="lookup_ipc_integrity",
+                location=where,
+                outcome="integrity_stop",
             )
         return message
 

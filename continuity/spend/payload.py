@@ -92,44 +92,68 @@ class Admission(msgspec.Struct, frozen=True, kw_only=True):
     digest: str  # sha256 of the serialized body
 
 
-def _refuse(message: str, location: str) -> SpendError:
-    return SpendError(
-        message, code="lookup_payload_invalid", location=location, outcome="refused_pre_send"
-    )
-
-
 def _check_keys(value: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
     for key in value:
         if key not in allowed:
-            raise _refuse(f"{key!r} is not an allowed key here", f"{where}.{key}")
+            raise SpendError(
+                f"{key!r} is not an allowed key here",
+                code="lookup_payload_invalid",
+                location=f"{where}.{key}",
+                outcome="refused_pre_send",
+            )
 
 
 def _check_text(value: Any, where: str) -> None:
     if not isinstance(value, str):
-        raise _refuse("expected text", where)
+        raise SpendError(
+            "expected text",
+            code="lookup_payload_invalid",
+            location=where,
+            outcome="refused_pre_send",
+        )
 
 
 def _check_message(item: Mapping[str, Any], where: str) -> None:
     _check_keys(item, _MESSAGE_KEYS, where)
     if item.get("type", "message") != "message" or item.get("role") not in _ROLES:
-        raise _refuse("a message needs a known role", f"{where}.role")
+        raise SpendError(
+            "a message needs a known role",
+            code="lookup_payload_invalid",
+            location=f"{where}.role",
+            outcome="refused_pre_send",
+        )
     content = item.get("content")
     if isinstance(content, str):
         return
     if not isinstance(content, list):
-        raise _refuse("message content must be text or a list of text parts", where)
+        raise SpendError(
+            "message content must be text or a list of text parts",
+            code="lookup_payload_invalid",
+            location=where,
+            outcome="refused_pre_send",
+        )
     for index, part in enumerate(content):
         at = f"{where}.content[{index}]"
         if not isinstance(part, dict) or part.get("type") not in _TEXT_PARTS:
             kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-            raise _refuse(f"content part {kind!r} is refused (text parts only)", at)
+            raise SpendError(
+                f"content part {kind!r} is refused (text parts only)",
+                code="lookup_payload_invalid",
+                location=at,
+                outcome="refused_pre_send",
+            )
         _check_keys(part, _PART_KEYS, at)
         _check_text(part.get("text"), f"{at}.text")
 
 
 def _check_reasoning(item: Mapping[str, Any], where: str, first: bool) -> None:
     if first:
-        raise _refuse("opaque reasoning is refused in a run's first payload", where)
+        raise SpendError(
+            "opaque reasoning is refused in a run's first payload",
+            code="lookup_payload_invalid",
+            location=where,
+            outcome="refused_pre_send",
+        )
     content = item.get("content")
     if content is None or content == []:
         return
@@ -142,19 +166,34 @@ def _check_reasoning(item: Mapping[str, Any], where: str, first: bool) -> None:
         and isinstance(content[0]["text"], str)
     )
     if not ok:
-        raise _refuse("reasoning content must be absent, empty or one reasoning_text", where)
+        raise SpendError(
+            "reasoning content must be absent, empty or one reasoning_text",
+            code="lookup_payload_invalid",
+            location=where,
+            outcome="refused_pre_send",
+        )
 
 
 def _check_item(item: Any, where: str, first: bool) -> bool:
     """Check one input item; True when it is a reasoning item."""
     if not isinstance(item, dict):
-        raise _refuse("an input item must be an object", where)
+        raise SpendError(
+            "an input item must be an object",
+            code="lookup_payload_invalid",
+            location=where,
+            outcome="refused_pre_send",
+        )
     kind = item.get("type", "message")
     if kind == "message":
         _check_message(item, where)
         return False
     if kind not in _ITEM_KEYS:
-        raise _refuse(f"input item type {kind!r} is not supported", f"{where}.type")
+        raise SpendError(
+            f"input item type {kind!r} is not supported",
+            code="lookup_payload_invalid",
+            location=f"{where}.type",
+            outcome="refused_pre_send",
+        )
     _check_keys(item, _ITEM_KEYS[kind], where)
     if kind == "reasoning":
         _check_reasoning(item, where, first)
@@ -166,12 +205,22 @@ def _check_item(item: Any, where: str, first: bool) -> bool:
 
 def _check_tools(tools: Any) -> None:
     if not isinstance(tools, list):
-        raise _refuse("tools must be a list", "payload.tools")
+        raise SpendError(
+            "tools must be a list",
+            code="lookup_payload_invalid",
+            location="payload.tools",
+            outcome="refused_pre_send",
+        )
     for index, tool in enumerate(tools):
         at = f"payload.tools[{index}]"
         if not isinstance(tool, dict) or tool.get("type") != "function":
             kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
-            raise _refuse(f"tool type {kind!r} is refused (function tools only)", at)
+            raise SpendError(
+                f"tool type {kind!r} is refused (function tools only)",
+                code="lookup_payload_invalid",
+                location=at,
+                outcome="refused_pre_send",
+            )
         _check_keys(tool, _TOOL_KEYS, at)
 
 
@@ -183,15 +232,35 @@ def check_payload(payload: Mapping[str, Any], *, first: bool) -> None:
     """
     for key in payload:
         if key in EXPANSION_KEYS:
-            raise _refuse(f"stored-input expansion field {key!r} is refused", f"payload.{key}")
+            raise SpendError(
+                f"stored-input expansion field {key!r} is refused",
+                code="lookup_payload_invalid",
+                location=f"payload.{key}",
+                outcome="refused_pre_send",
+            )
     _check_keys(payload, TOP_LEVEL_KEYS, "payload")
     if payload.get("stream") is not True:
-        raise _refuse("a guarded request streams (stream: true)", "payload.stream")
+        raise SpendError(
+            "a guarded request streams (stream: true)",
+            code="lookup_payload_invalid",
+            location="payload.stream",
+            outcome="refused_pre_send",
+        )
     if payload.get("store", False) is not False:
-        raise _refuse("a guarded request is not stored (store: false)", "payload.store")
+        raise SpendError(
+            "a guarded request is not stored (store: false)",
+            code="lookup_payload_invalid",
+            location="payload.store",
+            outcome="refused_pre_send",
+        )
     items = payload.get("input")
     if not isinstance(items, list):
-        raise _refuse("input must be a list of items", "payload.input")
+        raise SpendError(
+            "input must be a list of items",
+            code="lookup_payload_invalid",
+            location="payload.input",
+            outcome="refused_pre_send",
+        )
     for index, item in enumerate(items):
         _check_item(item, f"payload.input[{index}]", first)
     if "tools" in payload:

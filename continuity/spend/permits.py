@@ -133,10 +133,6 @@ class PermitSource(Protocol):
     async def stop(self, code: str) -> None: ...
 
 
-def _integrity(message: str, code: str, where: str) -> SpendError:
-    return SpendError(message, code=code, location=where, outcome="integrity_stop")
-
-
 def grant(
     account: CapAccount,
     request: tuple[str, str, int, str],
@@ -172,12 +168,18 @@ def check_consumable(permit: Permit, body_digest: str, *, consumed: bool) -> Non
         SpendError: ``lookup_permit_reused``, ``lookup_permit_digest_mismatch``.
     """
     if consumed:
-        raise _integrity("the permit was already consumed", "lookup_permit_reused", "consume")
+        raise SpendError(
+            "the permit was already consumed",
+            code="lookup_permit_reused",
+            location="consume",
+            outcome="integrity_stop",
+        )
     if body_digest != permit.payload_digest:
-        raise _integrity(
+        raise SpendError(
             "the body digest differs from the admitted payload digest",
-            "lookup_permit_digest_mismatch",
-            "consume",
+            code="lookup_permit_digest_mismatch",
+            location="consume",
+            outcome="integrity_stop",
         )
 
 
@@ -227,8 +229,11 @@ class TestOnlyPermitSource:
     def _known(self, permit: Permit, where: str) -> Permit:
         issued = self.issued.get(permit.permit_id)
         if issued is None or issued != permit or permit.epoch != self.epoch:
-            raise _integrity(
-                "a permit this source did not issue in its live epoch", "lookup_permit_stale", where
+            raise SpendError(
+                "a permit this source did not issue in its live epoch",
+                code="lookup_permit_stale",
+                location=where,
+                outcome="integrity_stop",
             )
         return issued
 
@@ -248,7 +253,12 @@ class TestOnlyPermitSource:
         self.log.append(("settle", permit.request_id))
         issued = self._known(permit, "settle")
         if issued.permit_id in self.settled:
-            raise _integrity("the permit was already settled", "lookup_permit_reused", "settle")
+            raise SpendError(
+                "the permit was already settled",
+                code="lookup_permit_reused",
+                location="settle",
+                outcome="integrity_stop",
+            )
         self.settled[issued.permit_id] = (settlement, raw_usage, raw_tier)
         apply_settlement(self.account, issued.request_id, settlement)
 

@@ -127,7 +127,7 @@ class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     timeout: float = 30.0
 
 
-def _refuse(code: str, message: str) -> None:
+def _exit_refused(code: str, message: str) -> None:
     print(f"lookup_child_refused: {code}: {message}", file=sys.stderr, flush=True)
     raise SystemExit(3)
 
@@ -135,17 +135,17 @@ def _refuse(code: str, message: str) -> None:
 def _verify(config: ChildConfig) -> None:
     parent = os.getppid()
     if parent != config.controller_pid or process_start(parent) != config.controller_start:
-        _refuse("lookup_parent_mismatch", "the parent is not the recorded live controller")
+        _exit_refused("lookup_parent_mismatch", "the parent is not the recorded live controller")
     try:
         holder = check_lease(Path(config.root))
     except SpendError as error:
-        _refuse(error.code, "the writer lease is not held")
+        _exit_refused(error.code, "the writer lease is not held")
     if (holder.pid, holder.start) != (config.controller_pid, config.controller_start):
-        _refuse("lookup_lease_foreign", "the writer lease is held by another process")
+        _exit_refused("lookup_lease_foreign", "the writer lease is held by another process")
     try:
         check_assignment(config.cache_key, config.slot_id, config.assigned)
     except SpendError as error:
-        _refuse(error.code, "the assigned cache key is invalid")
+        _exit_refused(error.code, "the assigned cache key is invalid")
 
 
 def _addresses(allowed: tuple[tuple[str, int], ...]) -> set[tuple[str, int]]:
@@ -409,11 +409,11 @@ def main() -> int:
     try:  # before ready: the prepared boundary, exactly as journaled, used once
         boundary = verify_prepared(Path(config.root), config.prepared)
     except SpendError as error:
-        _refuse(error.code, "the prepared boundary does not verify")
+        _exit_refused(error.code, "the prepared boundary does not verify")
     try:  # minted once, before ready: a refusal here never reaches the endpoint
         minted = _mint(config)
     except SpendError as error:
-        _refuse(error.code, "the send cannot be minted")
+        _exit_refused(error.code, "the send cannot be minted")
     egress = Path(config.root) / "egress"
     egress.mkdir(mode=0o700, exist_ok=True)
     deny_egress(config.allowed, egress / f"{config.slot_id}.jsonl")

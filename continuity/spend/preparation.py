@@ -111,16 +111,15 @@ def boundary_messages(arm: str, context: Sequence[str]) -> list[Message]:
     )
 
 
-def _invalid(message: str, where: str) -> SpendError:
-    return SpendError(
-        message, code="lookup_preparation_invalid", location=where, outcome="refused_pre_send"
-    )
-
-
 def _journaled(journal: Path, slot: str) -> list[Prepared]:
     data = read_private(journal, limit=1 << 24)
     if data is None:
-        raise _invalid("the controller journal is not sound", "journal")
+        raise SpendError(
+            "the controller journal is not sound",
+            code="lookup_preparation_invalid",
+            location="journal",
+            outcome="refused_pre_send",
+        )
     found = []
     for line in data.decode().splitlines():
         event = json.loads(line)
@@ -136,24 +135,54 @@ def verify_prepared(root: Path, prepared: Prepared) -> PreparedBoundary:
         SpendError: ``lookup_preparation_invalid``.
     """
     if _journaled(root / "controller-journal.jsonl", prepared.slot) != [prepared]:
-        raise _invalid("the journal does not hold this preparation", prepared.slot)
+        raise SpendError(
+            "the journal does not hold this preparation",
+            code="lookup_preparation_invalid",
+            location=prepared.slot,
+            outcome="refused_pre_send",
+        )
     if process_start(prepared.pid) == prepared.start:
-        raise _invalid("the preparation process is still alive", prepared.slot)
+        raise SpendError(
+            "the preparation process is still alive",
+            code="lookup_preparation_invalid",
+            location=prepared.slot,
+            outcome="refused_pre_send",
+        )
     proof = root / "prepared" / f"{prepared.slot}.proof"
     sealed = read_private(proof)
     if sealed is None or msgspec.json.decode(sealed, type=Prepared) != prepared:
-        raise _invalid("no unused proof for this preparation", prepared.slot)
+        raise SpendError(
+            "no unused proof for this preparation",
+            code="lookup_preparation_invalid",
+            location=prepared.slot,
+            outcome="refused_pre_send",
+        )
     try:
         os.unlink(proof)  # one use: a second probe finds nothing
     except FileNotFoundError:
-        raise _invalid("the proof was already used", prepared.slot) from None
+        raise SpendError(
+            "the proof was already used",
+            code="lookup_preparation_invalid",
+            location=prepared.slot,
+            outcome="refused_pre_send",
+        ) from None
     data = read_private(root / "prepared" / f"{prepared.slot}.json", limit=1 << 24)
     if data is None or hashlib.sha256(data).hexdigest() != prepared.sha256:
-        raise _invalid("the restored bytes differ from the preparation", prepared.slot)
+        raise SpendError(
+            "the restored bytes differ from the preparation",
+            code="lookup_preparation_invalid",
+            location=prepared.slot,
+            outcome="refused_pre_send",
+        )
     try:
         return msgspec.json.decode(data, type=PreparedBoundary)
     except msgspec.MsgspecError:
-        raise _invalid("the restored bytes are not a boundary", prepared.slot) from None
+        raise SpendError(
+            "the restored bytes are not a boundary",
+            code="lookup_preparation_invalid",
+            location=prepared.slot,
+            outcome="refused_pre_send",
+        ) from None
 
 
 def still_prepared(root: Path, prepared: Prepared) -> None:
@@ -163,7 +192,12 @@ def still_prepared(root: Path, prepared: Prepared) -> None:
         SpendError: ``lookup_preparation_invalid``.
     """
     if _journaled(root / "controller-journal.jsonl", prepared.slot) != [prepared]:
-        raise _invalid("the preparation record changed after the mint", prepared.slot)
+        raise SpendError(
+            "the preparation record changed after the mint",
+            code="lookup_preparation_invalid",
+            location=prepared.slot,
+            outcome="refused_pre_send",
+        )
 
 
 def write_boundary(root: Path, slot_id: str, boundary: PreparedBoundary) -> None:

@@ -63,10 +63,6 @@ class RealGrant(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     account_header: str = ACCOUNT_HEADER  # the provider's (`contract.ACCOUNT_HEADERS`)
 
 
-def _refuse(message: str, code: str, where: str) -> SpendError:
-    return SpendError(message, code=code, location=where, outcome="refused_pre_send")
-
-
 def _marker_claim(root: Path) -> dict[str, object]:
     data = read_private(root / CONSUMED_MARKER)
     try:
@@ -74,7 +70,12 @@ def _marker_claim(root: Path) -> dict[str, object]:
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        raise _refuse("the consumption marker is not sound", "lookup_consumption_invalid", "marker")
+        raise SpendError(
+            "the consumption marker is not sound",
+            code="lookup_consumption_invalid",
+            location="marker",
+            outcome="refused_pre_send",
+        )
     return value
 
 
@@ -96,8 +97,11 @@ def mint_real_send(
     environ = os.environ if environ is None else environ
     for name in _REFUSED_VARIABLES:
         if name in environ:
-            raise _refuse(
-                f"{name} is set: the real send is refused", "lookup_pilot_environment_refused", name
+            raise SpendError(
+                f"{name} is set: the real send is refused",
+                code="lookup_pilot_environment_refused",
+                location=name,
+                outcome="refused_pre_send",
             )
     handle = validate_authorization(raw_authorization, expected=expected, domain=domain)
     bound = (handle.authorization_id, handle.raw_sha256) == (
@@ -111,15 +115,19 @@ def mint_real_send(
         for field in Claim.__dataclass_fields__
     )
     if not (bound and same_marker):
-        raise _refuse(
+        raise SpendError(
             "the consumption is not bound to these authorization bytes",
-            "lookup_consumption_invalid",
-            "claim",
+            code="lookup_consumption_invalid",
+            location="claim",
+            outcome="refused_pre_send",
         )
     parent = os.getppid()
     if parent != claim.controller_pid or process_start(parent) != claim.controller_start:
-        raise _refuse(
-            "the parent is not the claim's live controller", "lookup_parent_mismatch", "parent"
+        raise SpendError(
+            "the parent is not the claim's live controller",
+            code="lookup_parent_mismatch",
+            location="parent",
+            outcome="refused_pre_send",
         )
     still_prepared(root, prepared)
     pid = os.getpid()
@@ -127,8 +135,11 @@ def mint_real_send(
 
     async def send(request: httpx.Request) -> httpx.Response:
         if os.getpid() != pid:
-            raise _refuse(
-                "the send was minted for another process", "lookup_unguarded_dispatch", "send"
+            raise SpendError(
+                "the send was minted for another process",
+                code="lookup_unguarded_dispatch",
+                location="send",
+                outcome="refused_pre_send",
             )
         still_prepared(root, prepared)
         check_account_header(raw_authorization, request.headers.get(account_header))

@@ -154,10 +154,6 @@ class PilotCounts(msgspec.Struct, frozen=True, kw_only=True):
     missing: int
 
 
-def _refuse(message: str, code: str, where: str) -> SpendError:
-    return SpendError(message, code=code, location=where, outcome="integrity_stop")
-
-
 def _check(receipt: SlotReceipt, where: str) -> None:
     """Refuse a receipt whose fields contradict each other or leave the fixed tables."""
     problems = [
@@ -181,8 +177,11 @@ def _check(receipt: SlotReceipt, where: str) -> None:
     ):
         problems.append("answer hash")
     if problems:
-        raise _refuse(
-            f"the receipt is inconsistent: {', '.join(problems)}", "lookup_receipt_invalid", where
+        raise SpendError(
+            f"the receipt is inconsistent: {', '.join(problems)}",
+            code="lookup_receipt_invalid",
+            location=where,
+            outcome="integrity_stop",
         )
 
 
@@ -205,14 +204,18 @@ def write_receipt(directory: Path, receipt: SlotReceipt) -> str:
         directory.mkdir(mode=0o700, exist_ok=True)
         write_new(directory / f"{receipt.slot_id}.json", data)
     except FileExistsError:
-        raise _refuse(
-            "the slot already has a receipt", "lookup_receipt_duplicate", receipt.slot_id
+        raise SpendError(
+            "the slot already has a receipt",
+            code="lookup_receipt_duplicate",
+            location=receipt.slot_id,
+            outcome="integrity_stop",
         ) from None
     except OSError as exc:
-        raise _refuse(
+        raise SpendError(
             f"the receipt could not be persisted: {exc.strerror}",
-            "lookup_receipt_persist_failed",
-            receipt.slot_id,
+            code="lookup_receipt_persist_failed",
+            location=receipt.slot_id,
+            outcome="integrity_stop",
         ) from None
     return receipt_digest(data)
 
@@ -220,13 +223,76 @@ def write_receipt(directory: Path, receipt: SlotReceipt) -> str:
 def _read(path: Path) -> tuple[SlotReceipt, bytes]:
     data = read_private(path)
     if data is None:
-        raise _refuse("not a sound private receipt", "lookup_receipt_invalid", path.name)
+        raise SpendError(
+            "not a sound private receipt",
+            code="lookup_receipt_invalid",
+            location=path.name,
+            outcome="integrity_stop",
+        )
     try:
         receipt = msgspec.json.decode(data, type=SlotReceipt)
     except msgspec.MsgspecError:
-        raise _refuse("not a receipt", "lookup_receipt_invalid", path.name) from None
+        raise SpendError(
+            "not a receipt",
+            code="lookup_receipt_invalid",
+            location=path.name,
+            outcome="integrity_stop",
+        ) from None
     _check(receipt, path.name)
     return receipt, data
+
+
+def _receipts(
+    directory: Path,
+    order: Mapping[str, int],
+    *,
+    visited: int,
+    journal: Mapping[str, str],
+    run_id: str,
+) -> dict[str, SlotReceipt]:
+    """Every receipt in `directory` by slot id, each checked against the run, the
+    schedule (`order`: a slot's index), the slots reached and the journal."""
+    found: dict[str, SlotReceipt] = {}
+    for path in sorted(directory.glob("*")) if directory.is_dir() else []:
+        receipt, data = _read(path)
+        slot = receipt.slot_id
+        if receipt.run_id != run_id:
+            raise SpendError(
+                "the receipt is of another run",
+                code="lookup_receipt_invalid",
+                location=path.name,
+                outcome="integrity_stop",
+            )
+        if slot in found or path.name != f"{slot}.json":
+            raise SpendError(
+                "a second receipt for the slot",
+                code="lookup_receipt_duplicate",
+                location=slot,
+                outcome="integrity_stop",
+            )
+        if slot not in order:
+            raise SpendError(
+                "the slot is not in the schedule",
+                code="lookup_receipt_unplanned",
+                location=slot,
+                outcome="integrity_stop",
+            )
+        if order[slot] >= visited:
+            raise SpendError(
+                "the run never reached the slot",
+                code="lookup_receipt_unvisited",
+                location=slot,
+                outcome="integrity_stop",
+            )
+        if journal.get(slot) != receipt_digest(data):
+            raise SpendError(
+                "the receipt differs from the journal",
+                code="lookup_receipt_changed",
+                location=slot,
+                outcome="integrity_stop",
+            )
+        found[slot] = receipt
+    return found
 
 
 def aggregate(
@@ -247,21 +313,7 @@ def aggregate(
         SpendError: the module doc's ``lookup_receipt_*`` codes.
     """
     order = {slot.slot_id: index for index, slot in enumerate(schedule)}
-    found: dict[str, SlotReceipt] = {}
-    for path in sorted(directory.glob("*")) if directory.is_dir() else []:
-        receipt, data = _read(path)
-        slot = receipt.slot_id
-        if receipt.run_id != run_id:
-            raise _refuse("the receipt is of another run", "lookup_receipt_invalid", path.name)
-        if slot in found or path.name != f"{slot}.json":
-            raise _refuse("a second receipt for the slot", "lookup_receipt_duplicate", slot)
-        if slot not in order:
-            raise _refuse("the slot is not in the schedule", "lookup_receipt_unplanned", slot)
-        if order[slot] >= visited:
-            raise _refuse("the run never reached the slot", "lookup_receipt_unvisited", slot)
-        if journal.get(slot) != receipt_digest(data):
-            raise _refuse("the receipt differs from the journal", "lookup_receipt_changed", slot)
-        found[slot] = receipt
+    found = _receipts(directory, order, visited=visited, journal=journal, run_id=run_id)
     terminals: list[str] = []
     missing = 0
     for planned in schedule[:visited]:

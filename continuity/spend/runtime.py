@@ -58,10 +58,6 @@ _PREPARATION = frozenset({"prepare", "prepare_dispatch", "compact", "handoff", "
 _BRAND = object()  # module-private: nothing outside this module can make a dispatch
 
 
-def _refuse(message: str, code: str, where: str) -> SpendError:
-    return SpendError(message, code=code, location=where, outcome="refused_pre_send")
-
-
 class GuardedDispatch:
     """The guard's branded, one-shot dispatch (made only by `guarded_dispatch`)."""
 
@@ -69,8 +65,11 @@ class GuardedDispatch:
 
     def __init__(self, guard: GuardedProvider, brand: object) -> None:
         if brand is not _BRAND:
-            raise _refuse(
-                "a dispatch without the guard's brand", "lookup_unguarded_dispatch", "brand"
+            raise SpendError(
+                "a dispatch without the guard's brand",
+                code="lookup_unguarded_dispatch",
+                location="brand",
+                outcome="refused_pre_send",
             )
         self._brand = brand
         self._guard = guard
@@ -92,9 +91,19 @@ def check_dispatch(dispatch: object) -> GuardedDispatch:
         SpendError: ``lookup_unguarded_dispatch``.
     """
     if type(dispatch) is not GuardedDispatch or getattr(dispatch, "_brand", None) is not _BRAND:
-        raise _refuse("the route lacks the guard's dispatch", "lookup_unguarded_dispatch", "route")
+        raise SpendError(
+            "the route lacks the guard's dispatch",
+            code="lookup_unguarded_dispatch",
+            location="route",
+            outcome="refused_pre_send",
+        )
     if dispatch._installed:
-        raise _refuse("the guard's dispatch is one-shot", "lookup_unguarded_dispatch", "route")
+        raise SpendError(
+            "the guard's dispatch is one-shot",
+            code="lookup_unguarded_dispatch",
+            location="route",
+            outcome="refused_pre_send",
+        )
     dispatch._installed = True
     return dispatch
 
@@ -116,10 +125,11 @@ class TranscriptSnapshot(msgspec.Struct, frozen=True):
             SpendError: ``lookup_native_identity_forbidden``.
         """
         if len(messages) < self.length or TranscriptSnapshot.take(messages[: self.length]) != self:
-            raise _refuse(
+            raise SpendError(
                 "the transcript was changed in place",
-                "lookup_native_identity_forbidden",
-                "transcript",
+                code="lookup_native_identity_forbidden",
+                location="transcript",
+                outcome="refused_pre_send",
             )
 
 
@@ -153,5 +163,15 @@ class RuntimeProxy:
         if name in LIFECYCLE:
             return getattr(self._runtime, name)
         if name in _PREPARATION:
-            raise _refuse(f"{name} is not a pilot operation", "lookup_preparation_forbidden", name)
-        raise _refuse(f"{name} is not allowlisted", "lookup_method_forbidden", name)
+            raise SpendError(
+                f"{name} is not a pilot operation",
+                code="lookup_preparation_forbidden",
+                location=name,
+                outcome="refused_pre_send",
+            )
+        raise SpendError(
+            f"{name} is not allowlisted",
+            code="lookup_method_forbidden",
+            location=name,
+            outcome="refused_pre_send",
+        )

@@ -94,10 +94,6 @@ CONTROLLER_CODES = frozenset(
 )
 
 
-def _fail(message: str, code: str, location: str) -> SpendError:
-    return SpendError(message, code=code, location=location, outcome="refused_pre_send")
-
-
 def allocate_cache_keys(run_id: str, slots: Sequence[str]) -> dict[str, str]:
     """A unique transport cache key for each slot, in `slots` order.
 
@@ -106,16 +102,27 @@ def allocate_cache_keys(run_id: str, slots: Sequence[str]) -> dict[str, str]:
             is not plain ASCII, or a key that would exceed 64 characters).
     """
     if not _KEY.fullmatch(run_id):
-        raise _fail("the run id is not plain ASCII", "lookup_cache_assignment_invalid", "run_id")
+        raise SpendError(
+            "the run id is not plain ASCII",
+            code="lookup_cache_assignment_invalid",
+            location="run_id",
+            outcome="refused_pre_send",
+        )
     if len(set(slots)) != len(slots):
-        raise _fail("a slot is listed twice", "lookup_cache_assignment_invalid", "slots")
+        raise SpendError(
+            "a slot is listed twice",
+            code="lookup_cache_assignment_invalid",
+            location="slots",
+            outcome="refused_pre_send",
+        )
     keys = {slot: f"cl-{run_id}-{index}" for index, slot in enumerate(slots)}
     longest = max(keys.values(), key=len, default="")
     if len(longest) > MAX_CACHE_KEY:
-        raise _fail(
+        raise SpendError(
             f"a key would be {len(longest)} characters (at most {MAX_CACHE_KEY}, never truncated)",
-            "lookup_cache_assignment_invalid",
-            "run_id",
+            code="lookup_cache_assignment_invalid",
+            location="run_id",
+            outcome="refused_pre_send",
         )
     return keys
 
@@ -134,10 +141,11 @@ def check_assignment(key: str, slot: str, assigned: Mapping[str, str]) -> None:
         or len(key) > MAX_CACHE_KEY
         or values.count(key) != 1
     ):
-        raise _fail(
+        raise SpendError(
             "the cache key is not this slot's unique assigned key",
-            "lookup_cache_assignment_invalid",
-            slot,
+            code="lookup_cache_assignment_invalid",
+            location=slot,
+            outcome="refused_pre_send",
         )
 
 
@@ -210,7 +218,12 @@ def check_settings(settings: ResolvedSettings, model: str, *, where: str) -> Non
     )
     for ok, code, field in checks:
         if not ok:
-            raise _fail(FIXED_CODES[code], code, f"{where}.{field}")
+            raise SpendError(
+                FIXED_CODES[code],
+                code=code,
+                location=f"{where}.{field}",
+                outcome="refused_pre_send",
+            )
 
 
 def child_terminal(code: str, *, admitted: bool) -> tuple[str, bool]:

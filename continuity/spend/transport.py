@@ -51,10 +51,6 @@ class Armed:
     sent: bool = False
 
 
-def _integrity(message: str, code: str, location: str) -> SpendError:
-    return SpendError(message, code=code, location=location, outcome="integrity_stop")
-
-
 def _decoded(request: httpx.Request) -> bytes | None:
     encoding = request.headers.get("content-encoding", "identity").lower()
     body = request.content
@@ -94,10 +90,11 @@ class GuardTransport(httpx.AsyncBaseTransport):
 
     def _check(self, armed: Armed, request: httpx.Request) -> None:
         if str(request.url) != armed.url:
-            raise _integrity(
+            raise SpendError(
                 f"the request goes to {request.url}, not the contract's {armed.url}",
-                "lookup_url_mismatch",
-                "fetch.url",
+                code="lookup_url_mismatch",
+                location="fetch.url",
+                outcome="integrity_stop",
             )
         framing = {
             "host": request.url.netloc.decode("ascii"),
@@ -107,25 +104,28 @@ class GuardTransport(httpx.AsyncBaseTransport):
             if framing.get(name.lower()) == value:
                 continue  # HTTP framing httpx derives from the URL and the body
             if name.lower() not in SEND_HEADERS:
-                raise _integrity(
+                raise SpendError(
                     f"header {name.lower()!r} is not allowed",
-                    "lookup_header_forbidden",
-                    f"fetch.headers.{name.lower()}",
+                    code="lookup_header_forbidden",
+                    location=f"fetch.headers.{name.lower()}",
+                    outcome="integrity_stop",
                 )
         for name in ("session-id", "x-client-request-id"):
             # with a declared key both headers carry exactly it; without one, neither
             if request.headers.get(name) != armed.cache_key:
-                raise _integrity(
+                raise SpendError(
                     f"header {name} is missing or not the declared cache key",
-                    "lookup_prompt_cache_key_forbidden",
-                    f"fetch.headers.{name}",
+                    code="lookup_prompt_cache_key_forbidden",
+                    location=f"fetch.headers.{name}",
+                    outcome="integrity_stop",
                 )
         body = _decoded(request)
         if body is None or body_digest(body) != armed.digest:
-            raise _integrity(
+            raise SpendError(
                 "the final body differs from the admitted payload",
-                "lookup_body_mismatch",
-                "fetch.body",
+                code="lookup_body_mismatch",
+                location="fetch.body",
+                outcome="integrity_stop",
             )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -133,10 +133,11 @@ class GuardTransport(httpx.AsyncBaseTransport):
         self.entries += 1
         armed, self._armed = self._armed, None
         if armed is None:
-            error = _integrity(
+            error = SpendError(
                 "a fetch entered without an admission (or a second time for one)",
-                "lookup_fetch_unadmitted",
-                "fetch",
+                code="lookup_fetch_unadmitted",
+                location="fetch",
+                outcome="integrity_stop",
             )
             try:  # no permit to settle: the stop is awaited here, before rejecting
                 await self._permits.stop(error.code)

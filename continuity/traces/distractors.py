@@ -10,12 +10,15 @@ inside labelled units that carry none of the trace's answer-bearing values.
 from __future__ import annotations
 
 from continuity.traces.bounds import estimate_tokens
+from continuity.traces.categories import by_category
 from continuity.traces.filler import DISTRACTOR_LABELS
 from continuity.traces.schema import (
     AbstentionExpectation,
     ActiveConstraintExpectation,
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
+    Expectation,
+    FreeRecallExpectation,
     NextActionExpectation,
     RedactionExpectation,
     SupersededCurrentExpectation,
@@ -29,24 +32,54 @@ __all__ = ["answer_values", "distractor_differences", "distractor_spans"]
 
 def answer_values(trace: Trace) -> set[str]:
     """Every literal answer-bearing value the probes name."""
-    values: set[str] = set()
-    for probe in trace.probes:
-        exp = probe.expectation
-        if isinstance(exp, ToolIdentifierExpectation):
-            values |= {exp.answer.value, *(f.value for f in exp.superseded)}
-        elif isinstance(exp, SupersededCurrentExpectation):
-            values |= {exp.current.value, *(f.value for f in exp.superseded)}
-        elif isinstance(exp, RedactionExpectation):
-            values.add(exp.secret.value)
-        elif isinstance(exp, ActiveConstraintExpectation):
-            values |= {f.value for f in (*exp.required, *exp.forbidden)}
-        elif isinstance(exp, (CommitmentStatusExpectation, ArtifactStatusExpectation)):
-            values.add(exp.subject.value)
-        elif isinstance(exp, NextActionExpectation):
-            values |= {f.value for f in exp.keywords}
-        elif isinstance(exp, AbstentionExpectation):
-            values |= set(exp.never_mentioned)
-    return values
+    return set().union(*(_answer_values(probe.expectation) for probe in trace.probes))
+
+
+@by_category
+def _answer_values(exp: Expectation) -> set[str]:
+    """The literal answer-bearing values one expectation names."""
+    raise NotImplementedError  # by_category: one handler per category below
+
+
+@_answer_values.register(ToolIdentifierExpectation)
+def _identifier_values(exp: ToolIdentifierExpectation) -> set[str]:
+    return {exp.answer.value, *(f.value for f in exp.superseded)}
+
+
+@_answer_values.register(SupersededCurrentExpectation)
+def _current_values(exp: SupersededCurrentExpectation) -> set[str]:
+    return {exp.current.value, *(f.value for f in exp.superseded)}
+
+
+@_answer_values.register(RedactionExpectation)
+def _secret_values(exp: RedactionExpectation) -> set[str]:
+    return {exp.secret.value}
+
+
+@_answer_values.register(ActiveConstraintExpectation)
+def _constraint_values(exp: ActiveConstraintExpectation) -> set[str]:
+    return {f.value for f in (*exp.required, *exp.forbidden)}
+
+
+@_answer_values.register(CommitmentStatusExpectation)
+@_answer_values.register(ArtifactStatusExpectation)
+def _subject_values(exp: CommitmentStatusExpectation | ArtifactStatusExpectation) -> set[str]:
+    return {exp.subject.value}
+
+
+@_answer_values.register(NextActionExpectation)
+def _keyword_values(exp: NextActionExpectation) -> set[str]:
+    return {f.value for f in exp.keywords}
+
+
+@_answer_values.register(AbstentionExpectation)
+def _never_mentioned_values(exp: AbstentionExpectation) -> set[str]:
+    return set(exp.never_mentioned)
+
+
+@_answer_values.register(FreeRecallExpectation)
+def _free_recall_values(exp: FreeRecallExpectation) -> set[str]:
+    return set()  # a human-written answer, not a literal of the trace
 
 
 def distractor_spans(text: str) -> list[tuple[int, int]]:

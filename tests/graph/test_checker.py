@@ -10,7 +10,6 @@ from doit.exceptions import TaskFailed
 from doit.loader import generate_tasks
 
 import dodo
-
 from continuity.errors import UsageError
 from continuity.graph import doit_config, task_action
 
