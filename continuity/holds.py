@@ -51,6 +51,7 @@ __all__ = [
     "HoldRecord",
     "HoldState",
     "HoldTable",
+    "Key",
     "MemoryBook",
     "Over",
     "SqliteBook",

@@ -12,6 +12,24 @@ from continuity.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 ORIGINALS = REPO / "fixtures" / "original"
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def slow_entries(text: str) -> set[str]:
+    """The entries of tests/slow_tests.txt: test modules and test functions."""
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return {line for line in lines if line}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `slow` every test tests/slow_tests.txt names, by module or by function, so
+    ``-m "not slow"`` runs the fast tier."""
+    entries = slow_entries(SLOW_LIST.read_text(encoding="utf-8"))
+    for item in items:
+        module, _, rest = item.nodeid.partition("::")
+        function = f"{module}::{rest.split('[', 1)[0]}"
+        if module in entries or function in entries:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,9 @@ from continuity.memory.upkeep_selection import spans_of
 from tests.memory import selection_cases
 from tests.memory.selection_cases import BASE_CAPS, COMPLETION, NEXT_ACTION, RULES, cases
 
+# One worker runs this module: its module fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("selection-replay")
+
 FROZEN: dict[str, dict[str, list[dict[str, Any]]]] = msgspec.json.decode(
     selection_cases.SNAPSHOTS.read_bytes()
 )

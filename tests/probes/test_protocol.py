@@ -42,6 +42,9 @@ from continuity.traces.schema import (
 from continuity.traces.suites import build_suite
 from continuity.traces.validate import load_trace
 
+# One worker runs this module: its module fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("probe-protocol")
+
 RUNS = {
     "original": "native,cold-rebuild,compaction-1,continuity-store,continuity-pack-cold",
     "hard": "native,cold-rebuild,compaction-2,restart-switch-compact,continuity-store-compaction",

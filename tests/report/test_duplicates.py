@@ -20,6 +20,9 @@ from continuity.store import Store
 from continuity.traces.suites import build_suite
 from tests.lookup.test_lookup_run import frozen_run
 
+# One worker runs this module: its module fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("duplicates")
+
 TRACE = "brightline-return"
 NATIVE = f"r1-{TRACE}-native-lookup.json"
 COLD = f"r1-{TRACE}-continuity-pack-cold.json"

@@ -41,6 +41,9 @@ from continuity.store import Store
 from tests.conftest import REPO
 from tests.graph.test_dodo import doit_command, doit_env
 
+# One worker runs this module: its module fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("role-aggregate")
+
 SMOKE = ("--suite", "original", "--trace", "brightline-return", "--probe-limit", "1")
 
 

@@ -25,6 +25,9 @@ from continuity.store import Store
 from continuity.traces.schema import Trace, decode_trace
 from continuity.traces.suites import SuiteItem, build_suite
 
+# One worker runs this module: its module fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("arms-run")
+
 SEEDS = tuple(range(101, 109))
 
 

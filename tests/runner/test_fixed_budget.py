@@ -79,6 +79,9 @@ from tests.conftest import REPO, store_files
 from tests.holdout.toy import doit_args
 from tests.runner.fixed_budget_source import FAMILIES, fixed_trace, frozen
 
+# One worker runs this module: its module fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("fixed-budget")
+
 ALL_ROLES = [
     EstimateRole(name=r.name, arm=r.arm, code=r.code, soul_file=r.soul_file) for r in ROLES
 ]

@@ -20,6 +20,9 @@ from continuity.store import Store
 from continuity.traces.schema import CATEGORIES, Trace, decode_trace, iter_turns
 from continuity.traces.suites import SuiteItem, build_suite
 
+# One worker runs this module: its module fixture is built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("hard-units")
+
 
 @pytest.fixture(scope="module")
 def hard_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, list[UnitRecord]]]:
