@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 EXIT_USAGE = 2
-# An empty value of these options has a code of its own (seed 000: an empty
+# An empty value of these options has a code of its own (an empty
 # --fixed-budget-sha256 is refused before any workload or source validation).
 _EMPTY_CODES = {"--fixed-budget-sha256": "lookup_empty_fixed_budget_sha256"}
 _ENVIRONMENT = (("CONTINUITY_STORE", "store_path_invalid"), ("CONTINUITY_OUT", "out_path_invalid"))

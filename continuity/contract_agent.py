@@ -65,8 +65,9 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
     write_run_manifest(run_dir, plan, started=started)
     results, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
     samples = [(r, p) for r in records for p in r.probes]
-    bad = [f"{r.trace_id}/{r.arm}/{p.probe_id} {p.status}" for r, p in samples
-           if p.status != "valid"]  # fmt: skip
+    bad = [
+        f"{r.trace_id}/{r.arm}/{p.probe_id} {p.status}" for r, p in samples if p.status != "valid"
+    ]
     report = paths["report"].read_text(encoding="utf-8")
     isolation = UNSANDBOXED.split(":")[0] if unsandboxed else SANDBOXED.split(":")[0]
     said = all(s in report for s in (*_BANNER_SAYS, isolation))
@@ -82,7 +83,10 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
         f"{', '.join(ARMS)}), each a fresh re-replay through the model proxy and the fixture "
         f"MCP server: every boundary verified by traffic, every copy proven ({signatures} "
         f"replay signatures, one per trace); "
-        + ("each adapter sandboxed (bubblewrap)" if unsandboxed is None else
-           f"UNSANDBOXED, since this machine cannot sandbox ({unsandboxed})")
+        + (
+            "each adapter sandboxed (bubblewrap)"
+            if unsandboxed is None
+            else f"UNSANDBOXED, since this machine cannot sandbox ({unsandboxed})"
+        )
         + f"; its report {paths['report']} opens with the black-box banner"
-    )  # fmt: skip
+    )

@@ -1,4 +1,4 @@
-"""Outside agents (CAP/0, issue 21): `doit agent_check`, the conformance suite for an
+"""Outside agents (CAP/0): `doit agent_check`, the conformance suite for an
 adapter (`continuity.agents.check`), and what `doit units --agent` runs (`agent_units`:
 `continuity.runner.agent_units` offline, `continuity.runner.agent_real` with --real)."""
 
@@ -38,8 +38,11 @@ def agent_units(
 
     started = utc_stamp()
     if options.get("real") and "CI" in os.environ:  # before the options are even read
-        raise RealModeError("real mode never runs where a CI variable exists (even an "
-                            "empty one)", code="real_refused_ci", location="$CI")  # fmt: skip
+        raise RealModeError(
+            "real mode never runs where a CI variable exists (even an empty one)",
+            code="real_refused_ci",
+            location="$CI",
+        )
     plan, manifest, traces = _agent_selection(options)
     if options.get("real"):
         return _real_agent_units(options, plan, manifest, traces, repeats, summary)
@@ -47,11 +50,14 @@ def agent_units(
     run_dir = Selection(options).out / "runs" / run
     unit_plan = AgentUnitPlan.of(plan, manifest, repeats)
     with progress(f"agent units {manifest.name}") as tick:
-        build = build_agent_units(Selection(options).store, unit_plan, traces, run_dir,
-                                  progress=tick)  # fmt: skip
+        build = build_agent_units(
+            Selection(options).store, unit_plan, traces, run_dir, progress=tick
+        )
     write_run_manifest(run_dir, plan, started=started)
-    return (summary(build.records, build.folder, build.built)
-            + f"; aggregate with doit aggregate --run {run}")  # fmt: skip
+    return (
+        summary(build.records, build.folder, build.built)
+        + f"; aggregate with doit aggregate --run {run}"
+    )
 
 
 def _agent_selection(
@@ -73,8 +79,9 @@ def _agent_selection(
     wanted = set((options.get("trace") or "").split(",")) - {""}
     items = [i for i in suite.items if not wanted or i.trace_id in wanted]
     if not items:
-        raise UsageError("no trace of the suite is selected", code="trace_unknown",
-                         location="--trace")  # fmt: skip
+        raise UsageError(
+            "no trace of the suite is selected", code="trace_unknown", location="--trace"
+        )
     traces = [(i.key, load_trace(store.get_blob(i.digest), source=i.trace_id)) for i in items]
     return plan, loaded[0], traces
 
@@ -98,7 +105,10 @@ def _real_agent_units(
     store = Selection(options).store
     with progress(f"agent units {manifest.name} (real: {plan.endpoint.kind})") as tick:
         build, spend = run_real_agent(
-            plan, store, manifest, traces,
+            plan,
+            store,
+            manifest,
+            traces,
             confirm=options.get("confirm_plan") or None,
             credentials=options.get("credentials") or None,
             output=options.get("out") or None,
@@ -112,7 +122,7 @@ def _real_agent_units(
             raise_cap=bool(options.get("raise_cap")),
             request_timeout=float(options.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT),
             progress=tick,
-        )  # fmt: skip
+        )
     calls = [c for r in build.records for p in r.probes if p.agent for c in p.agent.calls]
     replayed = set().union(*(replayed_calls(store, r) for r in build.records))
     fresh = sum(1 for c in calls if c.key not in replayed)
@@ -154,8 +164,10 @@ def _agent_check(**options: Any) -> str:
     trace = load_trace(store.get_blob(found[0].digest), source=wanted)
     report = check_agent(manifest, trace, out, sandboxed=sandboxed)
     isolation = "" if sandboxed else " (UNSANDBOXED: --no-sandbox)"
-    return (f"agent_check: {report.agent}: every check passed{isolation}; report under "
-            f"{out / 'agent-check'}")  # fmt: skip
+    return (
+        f"agent_check: {report.agent}: every check passed{isolation}; report under "
+        f"{out / 'agent-check'}"
+    )
 
 
 def task_agent_check() -> TaskSpec:

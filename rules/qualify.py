@@ -1,4 +1,4 @@
-"""`doit qualify`: the benchmark qualifies its own reliability (issue 20).
+"""`doit qualify`: the benchmark qualifies its own reliability.
 
 ``--list [--group G]`` lists cases; ``--group G``, ``--case NAME``, ``--id FULL_ID``,
 ``--suite S`` or ``--all`` selects (explicit-only groups only by name, case or id) and

@@ -79,14 +79,21 @@ def _holdout(options: RegisterOptions) -> HoldoutWorkload | None:
         )
     return holdout_workload(
         Store(options.get("store") or None),
-        {k: options.get(k) for k in (
-            "manifest", "manifest_sha256", "statistical_spec", "selection_seed", "per_group"
-        )},
+        {
+            k: options.get(k)
+            for k in (
+                "manifest",
+                "manifest_sha256",
+                "statistical_spec",
+                "selection_seed",
+                "per_group",
+            )
+        },
         (Path(options["lookup_policy"]), options.get("lookup_policy_sha256") or ""),
         (options.get("output_limit") or None, options.get("output_limit_source") or None),
         options.get("catalog_cap_usd"),
         pricing=Path(options["pricing"]) if options.get("pricing") else None,
-    )  # fmt: skip
+    )
 
 
 def _require(task: str, options: Mapping[str, object], names: tuple[str, ...]) -> None:

@@ -60,11 +60,13 @@ class CheckReport(msgspec.Struct, frozen=True, kw_only=True):
 _unknown = OfflineReader()  # declines in the form the owner turn asks for
 
 
-def _run(manifest: Manifest, trace: ReplayTrace, work: Path, arm: str, probe: str,
-         sandboxed: bool) -> AgentRun:  # fmt: skip
+def _run(
+    manifest: Manifest, trace: ReplayTrace, work: Path, arm: str, probe: str, sandboxed: bool
+) -> AgentRun:
     async def main() -> AgentRun:
-        return await drive_agent(manifest, trace, work=work, arm=arm, probe=probe,
-                                 reader=_unknown, sandboxed=sandboxed)  # fmt: skip
+        return await drive_agent(
+            manifest, trace, work=work, arm=arm, probe=probe, reader=_unknown, sandboxed=sandboxed
+        )
 
     return anyio.run(main)
 
@@ -92,8 +94,9 @@ def _steer_check(run: AgentRun) -> Check:
     return Check(name="steer", status="pass" if injected else "warn", detail=detail)
 
 
-def check_agent(manifest: Manifest, trace: Trace, out: Path, *,
-                sandboxed: bool = True) -> CheckReport:  # fmt: skip
+def check_agent(
+    manifest: Manifest, trace: Trace, out: Path, *, sandboxed: bool = True
+) -> CheckReport:
     """Run the suite (module doc), the adapter sandboxed unless not `sandboxed` (a
     ``sandbox`` check says which); the report, written before any failure is raised.
 
@@ -111,22 +114,36 @@ def check_agent(manifest: Manifest, trace: Trace, out: Path, *,
         agent = first.agent
         checks.append(Check(name="initialize", status="pass", detail=first.agent))
         replay_ok = not [c for c in first.codes if c != "steer_degraded"]
-        checks.append(Check(name="replay", status="pass" if replay_ok else "fail",
-                            detail="; ".join(first.details)))  # fmt: skip
+        checks.append(
+            Check(
+                name="replay",
+                status="pass" if replay_ok else "fail",
+                detail="; ".join(first.details),
+            )
+        )
         checks.append(_steer_check(first))
         second = _run(manifest, trace, folder / "native-2", "native", probe, sandboxed)
         same = first.signature == second.signature
-        checks.append(Check(name="copy", status="pass" if same else "fail",
-                            detail="signatures equal" if same else "copy_unverified"))  # fmt: skip
+        checks.append(
+            Check(
+                name="copy",
+                status="pass" if same else "fail",
+                detail="signatures equal" if same else "copy_unverified",
+            )
+        )
         checks.append(_arm_check(first))
         checks += _boundaries(manifest, trace, folder, probe, sandboxed)
     except AdapterError as error:
-        checks.append(Check(name="initialize" if not checks else "protocol", status="fail",
-                            detail=f"{error.code}: {error.message}"))  # fmt: skip
+        checks.append(
+            Check(
+                name="initialize" if not checks else "protocol",
+                status="fail",
+                detail=f"{error.code}: {error.message}",
+            )
+        )
     isolation = "bubblewrap" if sandboxed else "UNSANDBOXED (--no-sandbox)"
     checks.append(Check(name="sandbox", status="pass" if sandboxed else "warn", detail=isolation))
-    report = CheckReport(agent=agent, manifest=manifest.digest, trace=trace.trace_id,
-                         checks=checks)  # fmt: skip
+    report = CheckReport(agent=agent, manifest=manifest.digest, trace=trace.trace_id, checks=checks)
     write_output(folder / "report.json", msgspec.json.format(msgspec.json.encode(report)))
     for check in checks:
         print(f"agent_check: {check.name:<12} {check.status:<8} {check.detail}"[:300])
@@ -140,8 +157,9 @@ def check_agent(manifest: Manifest, trace: Trace, out: Path, *,
     return report
 
 
-def _boundaries(manifest: Manifest, trace: ReplayTrace, folder: Path, probe: str,
-                sandboxed: bool) -> list[Check]:  # fmt: skip
+def _boundaries(
+    manifest: Manifest, trace: ReplayTrace, folder: Path, probe: str, sandboxed: bool
+) -> list[Check]:
     checks = []
     for arm in ("restart", "new_session"):
         try:

@@ -240,15 +240,17 @@ class AdapterProcess:
             )
         return opened["session_id"]
 
-    async def run_turn(self, session_id: str, turn_id: str, text: str, at: str = "",
-                       *, timeout: float = 600) -> TurnResult:  # fmt: skip
+    async def run_turn(
+        self, session_id: str, turn_id: str, text: str, at: str = "", *, timeout: float = 600
+    ) -> TurnResult:
         params = {"session_id": session_id, "turn_id": turn_id, "text": text, "at": at}
         raw = await self.request("turn/run", params, timeout=timeout)
         result: TurnResult = result_as(raw, TurnResult, "turn/run")
         return result
 
-    async def steer(self, session_id: str, turn_id: str, steer_id: str, text: str,
-                    *, timeout: float = 60) -> SteerResult:  # fmt: skip
+    async def steer(
+        self, session_id: str, turn_id: str, steer_id: str, text: str, *, timeout: float = 60
+    ) -> SteerResult:
         params = {"session_id": session_id, "turn_id": turn_id, "steer_id": steer_id, "text": text}
         raw = await self.request("turn/steer", params, timeout=timeout)
         result: SteerResult = result_as(raw, SteerResult, "turn/steer")
@@ -278,9 +280,13 @@ def _environment(manifest: Manifest, extra: dict[str, str]) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def spawn_adapter(
-    manifest: Manifest, *, workspace: Path, log: Path, env: dict[str, str] | None = None,
+    manifest: Manifest,
+    *,
+    workspace: Path,
+    log: Path,
+    env: dict[str, str] | None = None,
     confinement: Confinement | None = None,
-) -> AsyncIterator[AdapterProcess]:  # fmt: skip
+) -> AsyncIterator[AdapterProcess]:
     """Start the adapter (cwd: the manifest's folder); kill its group when done. With
     `confinement`, inside the sandbox (`continuity.agents.sandbox`): its workspace is
     `workspace` seen at ``/workspace``, and its ways out are the confinement's."""
@@ -290,15 +296,19 @@ async def spawn_adapter(
     command = [sys.executable if part == "{python}" else part for part in manifest.command]
     if confinement is not None:
         folder = Path(manifest.folder or ".")
-        command = sandbox_argv(command, folder=folder, workspace=workspace,
-                               confinement=confinement, env=environment)  # fmt: skip
+        command = sandbox_argv(
+            command, folder=folder, workspace=workspace, confinement=confinement, env=environment
+        )
         environment = {}  # bwrap sets the adapter's own (--clearenv, --setenv)
     with open(log, "ab") as stderr:
         try:
             process = await anyio.open_process(
-                command, cwd=manifest.folder or None, env=environment,
-                stderr=stderr, start_new_session=True,
-            )  # fmt: skip
+                command,
+                cwd=manifest.folder or None,
+                env=environment,
+                stderr=stderr,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise AdapterError(
                 f"cannot start {command[0]}: {exc.strerror or exc}",

@@ -139,8 +139,9 @@ class _Steering:
         self.turn = ""
 
 
-async def _deliver(adapter: AdapterProcess, info: AgentInfo, session: str, turn: str,
-                   steer: Steer) -> str:  # fmt: skip
+async def _deliver(
+    adapter: AdapterProcess, info: AgentInfo, session: str, turn: str, steer: Steer
+) -> str:
     """How `steer` reached the agent: its answer to ``turn/steer``, ``late`` when it gave
     none in time, ``none`` when it declared it takes no steers (never asked)."""
     if info.capabilities.steer not in _STEERED:
@@ -155,9 +156,14 @@ async def _deliver(adapter: AdapterProcess, info: AgentInfo, session: str, turn:
 
 
 async def _steer_loop(
-    adapter: AdapterProcess, info: AgentInfo, session: str, fixture: FixtureToolServer,
-    proxy: ModelProxy, held: anyio.abc.ObjectReceiveStream[str], steering: _Steering,
-) -> None:  # fmt: skip
+    adapter: AdapterProcess,
+    info: AgentInfo,
+    session: str,
+    fixture: FixtureToolServer,
+    proxy: ModelProxy,
+    held: anyio.abc.ObjectReceiveStream[str],
+    steering: _Steering,
+) -> None:
     """Deliver each held call's steer, tell the proxy how (its script follows), then
     release the call; a queued steer waits for the end of the turn."""
     async for record in held:
@@ -173,11 +179,15 @@ async def _steer_loop(
 
 @contextlib.asynccontextmanager
 async def _adapter(
-    manifest: Manifest, work: Path, params: InitParams, pids: list[int],
+    manifest: Manifest,
+    work: Path,
+    params: InitParams,
+    pids: list[int],
     confinement: Confinement | None,
-) -> AsyncIterator[tuple[AdapterProcess, AgentInfo]]:  # fmt: skip
-    async with spawn_adapter(manifest, workspace=work / "agent", log=work / "adapter.log",
-                             confinement=confinement) as adapter:  # fmt: skip
+) -> AsyncIterator[tuple[AdapterProcess, AgentInfo]]:
+    async with spawn_adapter(
+        manifest, workspace=work / "agent", log=work / "adapter.log", confinement=confinement
+    ) as adapter:
         pids.append(adapter.pid)
         yield adapter, await adapter.initialize(params)
 
@@ -216,10 +226,31 @@ async def _servers(
                 yield proxy_url, mcp_url, confined
 
 
+def _init_params(workspace: str, proxy: ModelProxy, proxy_url: str, mcp_url: str) -> InitParams:
+    """What the adapter is initialized with: its `workspace` as it sees it, the model
+    proxy (served at `proxy_url`) as its model endpoint for both roles and the fixture
+    (at `mcp_url`) as its one MCP server."""
+    model = ModelEndpoint(
+        base_url=f"{proxy_url}/{proxy.token}/v1",
+        api_key=DUMMY_KEY,
+        roles={"main": MAIN, "aux": AUX},
+    )
+    return InitParams(
+        workspace=workspace,
+        model=model,
+        mcp_servers=[McpServer(name="fixture", url=mcp_url)],
+        identity={"user_id": "owner"},
+    )
+
+
 def _crossing(
-    arm: str, info: AgentInfo, pids: list[int], sessions: tuple[str, str],
-    probe: RequestFact | None, last_main: RequestFact | None,
-) -> Crossing:  # fmt: skip
+    arm: str,
+    info: AgentInfo,
+    pids: list[int],
+    sessions: tuple[str, str],
+    probe: RequestFact | None,
+    last_main: RequestFact | None,
+) -> Crossing:
     reasons: list[str] = []
     if probe is None or last_main is None:
         return Crossing(arm=arm, verdict="not_crossed", reasons=["no probe request"], pids=pids)
@@ -230,24 +261,37 @@ def _crossing(
             return Crossing(arm=arm, verdict="not_crossed", reasons=["no new process"], pids=pids)
         carried = probe.transcript or probe.messages > 2  # turns, or a summary, or memory
         if info.capabilities.resume_after_restart and not carried:
-            reasons.append("declared resume_after_restart, yet the probe request carries "
-                           "nothing but the system prompt and the question")  # fmt: skip
+            reasons.append(
+                "declared resume_after_restart, yet the probe request carries "
+                "nothing but the system prompt and the question"
+            )
     if arm == "new_session":
         if sessions[0] == sessions[1]:
             reason = ["session/open gave the old session"]
             return Crossing(arm=arm, verdict="not_crossed", reasons=reason, pids=pids)
         if probe.transcript >= 2:
-            reasons.append(f"the new session's request carries {probe.transcript} of the old "
-                           "session's owner turns as its own turns")  # fmt: skip
+            reasons.append(
+                f"the new session's request carries {probe.transcript} of the old "
+                "session's owner turns as its own turns"
+            )
     verdict: Literal["verified", "contradicted"] = "contradicted" if reasons else "verified"
     return Crossing(arm=arm, verdict=verdict, reasons=reasons, pids=pids)
 
 
 async def drive_agent(
-    manifest: Manifest, trace: ReplayTrace, *, work: Path, arm: str, probe: str,
-    reader: Reader, volatile: tuple[str, ...] = (), turn_timeout: float = 300,
-    needles: Needles | None = None, sandboxed: bool = True, protected: tuple[Path, ...] = (),
-) -> AgentRun:  # fmt: skip
+    manifest: Manifest,
+    trace: ReplayTrace,
+    *,
+    work: Path,
+    arm: str,
+    probe: str,
+    reader: Reader,
+    volatile: tuple[str, ...] = (),
+    turn_timeout: float = 300,
+    needles: Needles | None = None,
+    sandboxed: bool = True,
+    protected: tuple[Path, ...] = (),
+) -> AgentRun:
     """One outside-agent sample of `trace` under `arm` (module doc); the adapter runs
     in the sandbox (`continuity.agents.sandbox`) unless not `sandboxed`.
 
@@ -259,22 +303,20 @@ async def drive_agent(
         raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=arm)
     owner = [t for _, _, t in iter_turns(trace) if isinstance(t, OwnerMessage)]
     volatile = (*volatile, *manifest.volatile)  # the manifest's patterns always apply
-    proxy = ModelProxy(proxy_script(trace), reader=reader, volatile=volatile,
-                       markers=[t.text for t in owner])  # fmt: skip
+    proxy = ModelProxy(
+        proxy_script(trace), reader=reader, volatile=volatile, markers=[t.text for t in owner]
+    )
     steering = _Steering(trace)
     send, held = anyio.create_memory_object_stream[str](64)
-    fixture = FixtureToolServer(frozen_records(trace), holds=frozenset(steering.by_record),
-                                on_hold=send.send_nowait)  # fmt: skip
+    fixture = FixtureToolServer(
+        frozen_records(trace), holds=frozenset(steering.by_record), on_hold=send.send_nowait
+    )
     run = _Run(manifest, work, owner, turn_timeout)
     with first_coded(), send, held:
         hidden = (work, *protected)  # the sandbox's list besides (protected_paths)
         async with _servers(proxy, fixture, hidden, sandboxed) as (proxy_url, mcp_url, confined):
-            model = ModelEndpoint(base_url=f"{proxy_url}/{proxy.token}/v1", api_key=DUMMY_KEY,
-                                  roles={"main": MAIN, "aux": AUX})  # fmt: skip
             seen = WORKSPACE if sandboxed else str(work / "agent")
-            params = InitParams(workspace=seen, model=model,
-                                mcp_servers=[McpServer(name="fixture", url=mcp_url)],
-                                identity={"user_id": "owner"})  # fmt: skip
+            params = _init_params(seen, proxy, proxy_url, mcp_url)
             async with _adapter(manifest, work, params, run.pids, confined) as (adapter, info):
                 check_declared(manifest, info.capabilities)
                 require_capabilities(info.capabilities, [arm])
@@ -294,14 +336,21 @@ async def drive_agent(
     if reply.status != "completed":
         codes, details = sorted({*codes, "turn_failed"}), [*details, f"probe: {reply.error}"]
     return AgentRun(
-        agent=f"{info.agent.name} {info.agent.version}", manifest=manifest.digest,
-        signature=replay_signature(proxy.facts), codes=codes, details=details,
+        agent=f"{info.agent.name} {info.agent.version}",
+        manifest=manifest.digest,
+        signature=replay_signature(proxy.facts),
+        codes=codes,
+        details=details,
         steers=steering.delivery,
         crossing=_crossing(arm, info, run.pids, (session, probe_session), probe_fact, last_main),
-        probe_reply=str(reply.reply.get("text", "")), probe=probe_fact,
-        fixture_calls=replayed, probe_tool_attempts=len(fixture.call_log) - replayed,
-        facts=proxy.facts, model_reply=run.model_reply, **_available(needles, run.context),
-    )  # fmt: skip
+        probe_reply=str(reply.reply.get("text", "")),
+        probe=probe_fact,
+        fixture_calls=replayed,
+        probe_tool_attempts=len(fixture.call_log) - replayed,
+        facts=proxy.facts,
+        model_reply=run.model_reply,
+        **_available(needles, run.context),
+    )
 
 
 def _available(needles: Needles | None, request: WireRequest | None) -> dict[str, Any]:
@@ -316,8 +365,10 @@ def _available(needles: Needles | None, request: WireRequest | None) -> dict[str
         return [NeedleState(in_context=text.holds(n), retrievable=None) for n in found]
 
     facts, superseded = states(needles.fact), states(needles.superseded)
-    return {"availability": availability(len(facts), facts, superseded),
-            "needle_states": [*facts, *superseded]}  # fmt: skip
+    return {
+        "availability": availability(len(facts), facts, superseded),
+        "needle_states": [*facts, *superseded],
+    }
 
 
 def _last_main(facts: list[RequestFact]) -> RequestFact | None:
@@ -329,8 +380,9 @@ class _Run:
     probe's are simply the next ones, so nothing sets them apart), the PIDs spawned and
     the turns the adapter reported failed (the trace's turn ids)."""
 
-    def __init__(self, manifest: Manifest, work: Path, owner: list[OwnerMessage],
-                 timeout: float) -> None:  # fmt: skip
+    def __init__(
+        self, manifest: Manifest, work: Path, owner: list[OwnerMessage], timeout: float
+    ) -> None:
         self.manifest, self.work, self.owner, self.timeout = manifest, work, owner, timeout
         self.pids: list[int] = []
         self.failed: list[str] = []
@@ -342,10 +394,15 @@ class _Run:
         self.turns += 1
         return f"t{self.turns:04d}"
 
-    async def replay(self, adapter: AdapterProcess, info: AgentInfo, session: str,
-                     servers: tuple[FixtureToolServer, ModelProxy],
-                     held: anyio.abc.ObjectReceiveStream[str],
-                     steering: _Steering) -> None:  # fmt: skip
+    async def replay(
+        self,
+        adapter: AdapterProcess,
+        info: AgentInfo,
+        session: str,
+        servers: tuple[FixtureToolServer, ModelProxy],
+        held: anyio.abc.ObjectReceiveStream[str],
+        steering: _Steering,
+    ) -> None:
         """Every owner turn; after a turn during which steers were queued, their text
         (one owner turn, in the order they came) before the next."""
         fixture, proxy = servers
@@ -359,22 +416,23 @@ class _Run:
                     await self._turn(adapter, session, steering, queued[0].turn_id, text)
             group.cancel_scope.cancel()
 
-    async def _turn(self, adapter: AdapterProcess, session: str, steering: _Steering,
-                    trace_turn: str, text: str) -> None:  # fmt: skip
+    async def _turn(
+        self, adapter: AdapterProcess, session: str, steering: _Steering, trace_turn: str, text: str
+    ) -> None:
         steering.turn = self.next_turn_id()
         done = await adapter.run_turn(session, steering.turn, text, timeout=self.timeout)
         if done.status != "completed":
             self.failed.append(trace_turn)
 
-    async def probe(self, adapter: AdapterProcess, proxy: ModelProxy, session: str,
-                    text: str) -> tuple[TurnResult, RequestFact | None]:  # fmt: skip
+    async def probe(
+        self, adapter: AdapterProcess, proxy: ModelProxy, session: str, text: str
+    ) -> tuple[TurnResult, RequestFact | None]:
         """The probe turn, with the proxy forwarding from this turn on; the first main
         request it made (not an aux call, not anything before the switch), whose
         context `self.context` keeps for the availability analysis."""
         start, seen, answered = len(proxy.facts), len(proxy.forwarded), len(proxy.replies)
         proxy.forward()
-        reply = await adapter.run_turn(session, self.next_turn_id(), text,
-                                       timeout=self.timeout)  # fmt: skip
+        reply = await adapter.run_turn(session, self.next_turn_id(), text, timeout=self.timeout)
         made = [f for f in proxy.facts[start:] if f.role == "main" and f.mode == "forward"]
         sent = proxy.forwarded[seen:]
         self.context = sent[0] if sent else None
@@ -393,10 +451,14 @@ def _replay_codes(
         problems.append(("replay_fidelity_failed", f"{proxy.remaining} turns never requested"))
     unmatched = sum(1 for c in fixture.call_log if not c.matched)
     if unmatched or not fixture.served_all:
-        problems.append(("replay_fidelity_failed",
-                         f"{unmatched} tool calls the trace does not make; "
-                         f"{len(fixture.records) - sum(c.matched for c in fixture.call_log)} "
-                         "of its calls never made"))  # fmt: skip
+        problems.append(
+            (
+                "replay_fidelity_failed",
+                f"{unmatched} tool calls the trace does not make; "
+                f"{len(fixture.records) - sum(c.matched for c in fixture.call_log)} "
+                "of its calls never made",
+            )
+        )
     problems += _steer_labels(steering, fixture)
     codes = sorted({code for code, _ in problems})
     return codes, [f"{code}: {detail}" for code, detail in problems]
@@ -410,8 +472,9 @@ def _steer_labels(steering: _Steering, fixture: FixtureToolServer) -> list[tuple
     missed = [s for s, d in steering.delivery.items() if d not in ("injected", "queued")] + late
     labels = []
     if queued:
-        labels.append(("steer_degraded", f"{len(queued)} steers queued: each sent as the next "
-                                         "owner turn"))  # fmt: skip
+        labels.append(
+            ("steer_degraded", f"{len(queued)} steers queued: each sent as the next owner turn")
+        )
     if missed:
         labels.append(("steer_degraded", f"{len(missed)} steers not injected in time"))
     return labels

@@ -111,8 +111,9 @@ class Manifest(BaseModel):
         (by path relative to the folder) and its allowlisted variables' values."""
         env = os.environ if environ is None else environ
         root = Path(self.folder or ".")
-        files = [(str(p.relative_to(root)), digest_bytes(p.read_bytes()))
-                 for p in self.source_files()]  # fmt: skip
+        files = [
+            (str(p.relative_to(root)), digest_bytes(p.read_bytes())) for p in self.source_files()
+        ]
         passed = [(name, env[name]) for name in sorted(self.env) if name in env]
         return {
             "manifest": self.digest,

@@ -93,24 +93,29 @@ def _turns(messages: tuple[WireMessage, ...]) -> list[Message]:
     pending: list[ToolCallRequest] = []
 
     def settle() -> None:
-        out.extend(ToolResultMessage(call_id=c.call_id, tool=c.name, text=NO_RESULT)
-                   for c in pending)  # fmt: skip
+        out.extend(
+            ToolResultMessage(call_id=c.call_id, tool=c.name, text=NO_RESULT) for c in pending
+        )
         pending.clear()
 
     for number, message in enumerate(messages):
         if message.role == "tool":
             if pending:
                 call = pending.pop(0)
-                out.append(ToolResultMessage(call_id=call.call_id, tool=call.name,
-                                             text=message.text))  # fmt: skip
+                out.append(
+                    ToolResultMessage(call_id=call.call_id, tool=call.name, text=message.text)
+                )
             else:
                 out.append(UserMessage(text=f"[tool result]\n{message.text}"))
             continue
         settle()
         if message.role == "assistant":
-            pending = [ToolCallRequest(call_id=f"call_{number}_{i}", name=name,
-                                       arguments=_arguments(arguments))
-                       for i, (name, arguments) in enumerate(message.tool_calls)]  # fmt: skip
+            pending = [
+                ToolCallRequest(
+                    call_id=f"call_{number}_{i}", name=name, arguments=_arguments(arguments)
+                )
+                for i, (name, arguments) in enumerate(message.tool_calls)
+            ]
             out.append(AssistantMessage(text=message.text, tool_calls=tuple(pending)))
         else:
             out.append(UserMessage(text=message.text))

@@ -117,9 +117,11 @@ def require_sandbox(where: str) -> None:
         )
 
 
-_ISOLATION = (
-    "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
-    "--die-with-parent", "--new-session", "--hostname", "cap-sandbox",
+_ISOLATION = (  # an argv table: a flag (and its value) a line
+    "--unshare-all", "--unshare-user", "--disable-userns",
+    "--cap-drop", "ALL",
+    "--die-with-parent", "--new-session",
+    "--hostname", "cap-sandbox",
 )  # fmt: skip
 
 
@@ -197,9 +199,13 @@ class Confinement(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def sandbox_argv(
-    command: Sequence[str], *, folder: Path, workspace: Path, confinement: Confinement,
+    command: Sequence[str],
+    *,
+    folder: Path,
+    workspace: Path,
+    confinement: Confinement,
     env: dict[str, str],
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """The ``bwrap`` command line that runs `command` (cwd `folder`) sandboxed (module
     doc): `workspace` appears at ``/workspace``, and `confinement` says where its
     loopback ports lead.

@@ -89,12 +89,16 @@ async def serve_stdio(
             value = await _dispatch(adapter, method, message.get("params") or {})
         except Exception as exc:  # the adapter's own failure: reported, the loop goes on
             why = f"{type(exc).__name__}: {exc}"
-            await send({"jsonrpc": "2.0", "id": ident,
-                        "error": {"code": -32000, "message": why}})  # fmt: skip
+            await send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32000, "message": why}})
             return
         if value is _NO_METHOD:
-            await send({"jsonrpc": "2.0", "id": ident,
-                        "error": {"code": -32601, "message": f"no method {method}"}})  # fmt: skip
+            await send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": ident,
+                    "error": {"code": -32601, "message": f"no method {method}"},
+                }
+            )
             return
         await send({"jsonrpc": "2.0", "id": ident, "result": msgspec.to_builtins(value)})
         if method == "shutdown":

@@ -58,8 +58,12 @@ __all__ = [
 # answer-format instruction), so an agent is asked for the same answer line.
 AGENT_PROBE_PROTOCOL = "cap0-owner-turn-v2"
 AGENT_EXCLUSIONS = (
-    "replay_failed", "contradicted", "not_crossed", "copy_unverified", "answer_not_from_model",
-)  # fmt: skip
+    "replay_failed",
+    "contradicted",
+    "not_crossed",
+    "copy_unverified",
+    "answer_not_from_model",
+)
 
 BANNER = (
     "External agent. {agents} Replay mode scripted: the agent's model never saw the "
@@ -154,22 +158,38 @@ def identity(manifest: Manifest, *, sandboxed: bool = True) -> AgentIdentity:
     fingerprint under this process's environment (`Manifest.fingerprint`) and the
     sandbox it runs in ("none" when not `sandboxed`)."""
     sandbox = SANDBOX_VERSION if sandboxed else "none"
-    return AgentIdentity(adapter=manifest.name, version=manifest.version, sandbox=sandbox,
-                         **manifest.fingerprint())  # fmt: skip
+    return AgentIdentity(
+        adapter=manifest.name, version=manifest.version, sandbox=sandbox, **manifest.fingerprint()
+    )
 
 
 def run_sample(
-    manifest: Manifest, trace: Trace, arm: str, probe: Probe, work: Path, reader: Reader,
-    *, sandboxed: bool = True, protected: tuple[Path, ...] = (),
-) -> AgentRun:  # fmt: skip
+    manifest: Manifest,
+    trace: Trace,
+    arm: str,
+    probe: Probe,
+    work: Path,
+    reader: Reader,
+    *,
+    sandboxed: bool = True,
+    protected: tuple[Path, ...] = (),
+) -> AgentRun:
     """Drive one fresh copy of `trace` through the adapter and ask `probe` (blocking)."""
     needles = needles_for(probe.expectation, trace)
 
     async def main() -> AgentRun:
         turn = probe_turn_text(probe.text, probe.category)
-        return await drive_agent(manifest, trace, work=work, arm=arm, probe=turn,
-                                 reader=reader, needles=needles, sandboxed=sandboxed,
-                                 protected=protected)  # fmt: skip
+        return await drive_agent(
+            manifest,
+            trace,
+            work=work,
+            arm=arm,
+            probe=turn,
+            reader=reader,
+            needles=needles,
+            sandboxed=sandboxed,
+            protected=protected,
+        )
 
     return anyio.run(main)
 
@@ -206,9 +226,16 @@ def from_model(run: AgentRun) -> bool:
 
 def evidence(run: AgentRun, calls: list[CallReceipt]) -> AgentEvidence:
     return AgentEvidence(
-        calls=calls, needle_states=run.needle_states,
-        reported=run.agent, verdict=run.crossing.verdict, codes=run.codes,
-        signature=run.signature, steers=run.steers, processes=len(run.crossing.pids),
-        probe_request=run.probe, model_reply=run.model_reply,
-        fixture_calls=run.fixture_calls, probe_tool_attempts=run.probe_tool_attempts,
-    )  # fmt: skip
+        calls=calls,
+        needle_states=run.needle_states,
+        reported=run.agent,
+        verdict=run.crossing.verdict,
+        codes=run.codes,
+        signature=run.signature,
+        steers=run.steers,
+        processes=len(run.crossing.pids),
+        probe_request=run.probe,
+        model_reply=run.model_reply,
+        fixture_calls=run.fixture_calls,
+        probe_tool_attempts=run.probe_tool_attempts,
+    )

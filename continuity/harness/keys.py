@@ -32,6 +32,7 @@ HARNESS_CODE = (
     "continuity.messages",  # the message types every session entry and request holds
     "continuity.memory",  # replay writes the retained store (and its pack inputs)
     "continuity.privacy",  # the credential-omission rule applied while retaining
+    "continuity.sqlite_open",  # how the retained store and the steer inbox are opened
     "continuity.providers",
     "continuity.servers",
     "continuity.traces.schema",

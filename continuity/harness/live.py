@@ -130,8 +130,9 @@ def _reconcile(session: DurableSession, history: CanonicalHistory, inbox: SteerI
             entry = session.append_message(
                 UserMessage(text=row.text, attribution=row.attribution, source="steer")
             )
-            history.append("user", row.text, attribution=row.attribution, source="steer",
-                           entry_id=entry.id)  # fmt: skip
+            history.append(
+                "user", row.text, attribution=row.attribution, source="steer", entry_id=entry.id
+            )
             session.sync()
     for delivery in deliveries(session):
         row = rows.get(delivery.steer_id)
@@ -157,9 +158,8 @@ def _close_interrupted(session: DurableSession) -> int:
     missing = [c for c in messages[last_call].tool_calls if c.call_id not in answered]
     for call in missing:
         session.append_message(
-            ToolResultMessage(call_id=call.call_id, tool=call.name, text=INTERRUPTED,
-                              is_error=True)
-        )  # fmt: skip
+            ToolResultMessage(call_id=call.call_id, tool=call.name, text=INTERRUPTED, is_error=True)
+        )
     session.sync()
     return len(missing)
 
@@ -252,9 +252,10 @@ def _lock_workspace(root: Path) -> Any:
     except BlockingIOError:
         handle.close()
         raise HarnessError(
-            "another harness runs this live session", code="live_workspace_busy",
+            "another harness runs this live session",
+            code="live_workspace_busy",
             location=str(root),
-        ) from None  # fmt: skip
+        ) from None
     return handle
 
 
@@ -272,10 +273,14 @@ async def _drive(live: _Live, progress: Any) -> None:
             McpToolbox(url, read_timeout=120, on_call_started=live.offer_steer)
         )
         loop = AgentLoop(
-            session=live.session, history=live.history, tool_history=live.tools,
-            toolbox=toolbox, provider=live.provider, model="live-history-model",
+            session=live.session,
+            history=live.history,
+            tool_history=live.tools,
+            toolbox=toolbox,
+            provider=live.provider,
+            model="live-history-model",
             live_input=live.live,
-        )  # fmt: skip
+        )
         if _turn_open(live.session):
             progress(f"live: resuming turn {live.done_turns}/{len(owner)}")
             await loop.resume_turn()
@@ -323,8 +328,12 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run or resume the live session of a trace")
     run.add_argument("--workspace", type=Path, required=True)
     run.add_argument("--trace", type=Path, required=True, help="a trace file (JSON)")
-    run.add_argument("--slow-steer-ms", type=whole_number("--slow-steer-ms", 0, 600_000), default=0,
-                     help="hold each call a trace steer arrives during this long")  # fmt: skip
+    run.add_argument(
+        "--slow-steer-ms",
+        type=whole_number("--slow-steer-ms", 0, 600_000),
+        default=0,
+        help="hold each call a trace steer arrives during this long",
+    )
     steer = commands.add_parser("steer", help="queue an owner steer for the session")
     steer.add_argument("--workspace", type=Path, required=True)
     steer.add_argument("--id", required=True, help="the steer's id (a redelivery is counted)")
@@ -344,8 +353,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         data = read_user_bytes(args.trace, limit=TRACE_MAX_BYTES, what="the trace")
         trace = load_trace(data, source=str(args.trace))
-        report = run_live(args.workspace, trace, slow_steer_ms=args.slow_steer_ms,
-                          progress=lambda line: print(line, flush=True))  # fmt: skip
+        report = run_live(
+            args.workspace,
+            trace,
+            slow_steer_ms=args.slow_steer_ms,
+            progress=lambda line: print(line, flush=True),
+        )
     except UsageError as error:
         print(f"error {error.code}: {error.message} (at {error.location})", file=sys.stderr)
         return 2
@@ -355,8 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         print(f"error live_io_failed: {error.strerror} (at {error.filename})", file=sys.stderr)
         return 1
-    print(f"live: done, {report.owner_turns} owner turns, {len(report.steers)} steers delivered, "
-          f"{len(report.starts)} starts")  # fmt: skip
+    print(
+        f"live: done, {report.owner_turns} owner turns, {len(report.steers)} steers delivered, "
+        f"{len(report.starts)} starts"
+    )
     return 0
 
 

@@ -149,8 +149,9 @@ class AgentLoop:
         until a reply, as `run_turn` does after its owner message."""
         live = self._deliver_live()
         report = await self._requests()
-        return TurnReport(report.requests, report.tool_calls, report.live_inputs + live,
-                          report.usage)  # fmt: skip
+        return TurnReport(
+            report.requests, report.tool_calls, report.live_inputs + live, report.usage
+        )
 
     def request_id(self) -> str:
         """The id of the next model request: the session's id and the request's ordinal

@@ -90,8 +90,16 @@ class SteerInbox:
             "SELECT seq, steer_id, text, sha256, attribution, offered_pid, redeliveries, "
             f"consumed_by FROM steers {where} ORDER BY seq"
         )
-        fields = ("seq", "steer_id", "text", "sha256", "attribution", "offered_pid",
-                  "redeliveries", "consumed_by")  # fmt: skip
+        fields = (
+            "seq",
+            "steer_id",
+            "text",
+            "sha256",
+            "attribution",
+            "offered_pid",
+            "redeliveries",
+            "consumed_by",
+        )
         return [
             msgspec.convert(dict(zip(fields, r, strict=True)), SteerRow)
             for r in self._db.execute(query, args)

@@ -249,8 +249,21 @@ class LedgerStore:
             "output_reservation, offer_digest, generation_before, generation_after, outcome, "
             "usage FROM operations ORDER BY seq"
         ):
-            (seq, op_id, stage, tag, kind, state, reserve_in, reserve_out, offer, before,
-             after, outcome, usage) = row  # fmt: skip
+            (
+                seq,
+                op_id,
+                stage,
+                tag,
+                kind,
+                state,
+                reserve_in,
+                reserve_out,
+                offer,
+                before,
+                after,
+                outcome,
+                usage,
+            ) = row
             if state not in _STATES or kind not in ("bootstrap", "incremental"):
                 raise LedgerError(
                     f"journal row {op_id!r} has state {state!r}, kind {kind!r}",

@@ -317,9 +317,12 @@ async def _dispatch(state: _Pass, offer: Offer) -> str:
     caps = caps_for(state.kind)
     provider, _, model = context.extractor_model.partition(":")
     request = extraction_request(
-        state.before, offer.spans, session_id=f"{context.session_id}:upkeep", provider=provider,
+        state.before,
+        offer.spans,
+        session_id=f"{context.session_id}:upkeep",
+        provider=provider,
         model=model,
-    )  # fmt: skip
+    )
     store.dispatch(state.op_id)
     state.state = "dispatched"
     try:

@@ -2,7 +2,7 @@
 
 A pure function over fixed-budget slots (`PricedSlot`: one role x conversation x probe,
 its observed initial context and its inventory disposition) and one selected model's
-catalog entry, as seed 000's "External frozen lookup preparation" gives it:
+catalog entry:
 
 - **Expected** (a scenario, not a prediction): two lookups, half the byte budget
   returned (split evenly), 50 % of every call's input read from the cache, 300 output

@@ -7,7 +7,7 @@ unannotated slots run and are priced; a slot of unknown feasibility blocks a run
 priced as if it ran (conservative); an inventory-infeasible slot is skipped (counted by
 its class, never priced).
 
-**Conservative sizing** (seed 000, "Offline workload and cost sensitivity"):
+**Conservative sizing**:
 
 - the initial bound is the larger of the policy's recorded initial tokens (a measured
   slot's observed first-request bytes / 3, or its trace estimate) and the source-shape

@@ -283,11 +283,16 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
     if plan.agent is not None:
         agent = _agent_calls(plan, traces)
         return Workload(
-            units=len(traces) * len(plan.arms) * plan.repeats, live_turns=len(agent),
-            answer_calls=len(agent), compaction_calls=0, judge_calls=0,
-            planned_input_tokens=sum(c.input_tokens for c in agent), calls=agent,
-            extraction_calls=0, completions=len(agent),
-        )  # fmt: skip
+            units=len(traces) * len(plan.arms) * plan.repeats,
+            live_turns=len(agent),
+            answer_calls=len(agent),
+            compaction_calls=0,
+            judge_calls=0,
+            planned_input_tokens=sum(c.input_tokens for c in agent),
+            calls=agent,
+            extraction_calls=0,
+            completions=len(agent),
+        )
     calls: list[PlannedCall] = []
     units = live = 0
     for trace in traces:

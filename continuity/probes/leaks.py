@@ -199,10 +199,13 @@ def _disclosed(reading: str, secret: str) -> str | None:
         return None  # pieces of a short secret occur by chance (a year, a phone number)
     half = -(-n // 2)
     longest = max(
-        (k for k in range(MIN_PIECE, run) if any(secret[i : i + k] in reading
-                                                  for i in range(n - k + 1))),
+        (
+            k
+            for k in range(MIN_PIECE, run)
+            if any(secret[i : i + k] in reading for i in range(n - k + 1))
+        ),
         default=0,
-    )  # fmt: skip
+    )
     if longest >= half:
         return f"a run of {longest} of its {n} characters"
     prefix = max((p for p in range(MIN_PIECE, n) if secret[:p] in reading), default=0)

@@ -1,4 +1,4 @@
-"""Answers a real model wrote, for a held-out calibration suite (issue 35, item 7).
+"""Answers a real model wrote, for a held-out calibration suite.
 
 ``python3 -m continuity.probes.real_answers --base-url URL --output FILE`` asks a real
 model, behind any OpenAI-compatible server (llama.cpp's with SmolLM2 by default:
@@ -227,8 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0) and 2
     try:
         if args.output.exists():
-            raise UsageError("the output file exists", code="output_exists",
-                             location=str(args.output))  # fmt: skip
+            raise UsageError(
+                "the output file exists", code="output_exists", location=str(args.output)
+            )
         traces = shipped_traces(args.hard_seeds, originals=not args.no_originals)
         written = collect(args.base_url.rstrip("/"), args.model, args.output, traces)
     except ContinuityError as exc:

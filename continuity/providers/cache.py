@@ -4,7 +4,7 @@
 provider, model, base URL, the messages without ids, the tools, the generation config
 and the repeat index (so repeats stay independent samples). A probe's compaction
 ("summary") calls also bind the probe (its arm and index): every probe of a unit
-compacts the same final context, and each gets a summary of its own (seed 000's
+compacts the same final context, and each gets a summary of its own (the
 confound control: the final compaction happens once per probe), never one shared
 through the cache, not even with the same probe of another arm. A
 checkpoint's real mid-trace summary has no probe: one per repeat, shared by the

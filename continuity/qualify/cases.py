@@ -2,8 +2,8 @@
 
 A case's id is ``<suite>.<group>.<case>``. Groups marked explicit-only (`EXPLICIT_ONLY`:
 ``reliability``, ``slow``) are never selected by ``--all``, a suite selector or a
-profile: only by their group name, ``--case`` or ``--id`` (seed 004's
-``explicitGroup``). Each case belongs to one plan; a plan's registration (case ids and
+profile: only by their group name, ``--case`` or ``--id`` (explicit
+groups). Each case belongs to one plan; a plan's registration (case ids and
 plan id, as data in ``fixtures/qualify/<plan>.json``) must be complete before any of its
 cases runs (`continuity.qualify.select`).
 """

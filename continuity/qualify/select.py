@@ -1,4 +1,4 @@
-"""Selecting qualification cases (seed 004's discipline), failing closed.
+"""Selecting qualification cases, failing closed.
 
 `select_cases` takes exactly one selector:
 

@@ -3,7 +3,7 @@
 A lookup run can be built in chunks (subfolders of ``<run>/units/``, which the aggregate
 reads recursively). The runner never overwrites one observation of a slot with another
 (``lookup_slot_observed``), but two chunk folders can each hold a unit file for the same
-repeat x trace x arm. Seed 000: duplicate observations remain duplicate slots with
+repeat x trace x arm. Duplicate observations remain duplicate slots with
 occurrence counts, never last-write-wins, and are excluded from exact accuracy and slot
 cost statistics rather than double-scored.
 

@@ -111,14 +111,20 @@ def agent_banner(r: Results) -> str | None:
     return BANNER.format(
         agents=f"Agent: {', '.join(a.agents)}; each answer came through its own adapter "
         "(CAP/0), the probe as its next owner turn.",
-        verified=a.verified, total=a.total, contradicted=a.contradicted,
-        not_crossed=a.not_crossed, replay_failed=a.replay_failed,
+        verified=a.verified,
+        total=a.total,
+        contradicted=a.contradicted,
+        not_crossed=a.not_crossed,
+        replay_failed=a.replay_failed,
         answers=answers if a.not_from_model else "",
         isolation=isolation if a.unsandboxed else SANDBOXED,
-        unverifiable="; whether every model call went through the proxy (network not "
-        "isolated)" if a.unsandboxed else "",
+        unverifiable=(
+            "; whether every model call went through the proxy (network not isolated)"
+            if a.unsandboxed
+            else ""
+        ),
         signatures="NOT equal" if a.copies_unverified else "equal",
-    )  # fmt: skip
+    )
 
 
 def protocol_line(r: Results) -> str:

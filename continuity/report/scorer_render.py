@@ -103,6 +103,14 @@ def answer_line_tables(r: Results) -> list[Table]:
         ]
         for suite, arm, c in suite_arm_rows(r, r.answer_line)
     ]
-    header = ["suite", "arm", "value samples", "value", "UNKNOWN", "conflict", "missing",
-              "missing rate"]  # fmt: skip
+    header = [
+        "suite",
+        "arm",
+        "value samples",
+        "value",
+        "UNKNOWN",
+        "conflict",
+        "missing",
+        "missing rate",
+    ]
     return [("Answer line", header, rows, ANSWER_LINE_NOTE)]

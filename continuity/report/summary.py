@@ -248,8 +248,12 @@ def summarize(record: UnitRecord) -> UnitSummary:
         for c in p.evidence.calls
     ]
     # An outside agent's probe calls, forwarded to the reader (continuity.agents.readers).
-    calls += [(c.key, c.role, reader_ref, c.usage) for p in record.probes
-              if p.agent is not UNSET for c in p.agent.calls]  # fmt: skip
+    calls += [
+        (c.key, c.role, reader_ref, c.usage)
+        for p in record.probes
+        if p.agent is not UNSET
+        for c in p.agent.calls
+    ]
     # Real (d): the checkpoint's mid-trace summary, once per unit (repeat).
     calls += [(c.key, c.role, reader_ref, c.usage) for c in record.mid_trace_calls]
     # The ledger arm: its preparation's extractions, once per unit, priced as the

@@ -136,8 +136,14 @@ def _current_key(record: UnitRecord) -> str | None:
     """The key the current unit code gives the unit's fields (None for an unknown arm).
     An outside agent's unit has its own key (`continuity.runner.agent_units`)."""
     if record.agent is not UNSET:
-        return agent_unit_key(record.repeat, record.trace_key, record.arm, record.agent,
-                              record.probe_ids, record.binding)  # fmt: skip
+        return agent_unit_key(
+            record.repeat,
+            record.trace_key,
+            record.arm,
+            record.agent,
+            record.probe_ids,
+            record.binding,
+        )
     arm = ARMS.get(record.arm)
     if arm is None:
         return None

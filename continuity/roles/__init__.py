@@ -1,5 +1,5 @@
-"""Cross-checkout comparison roles (issue 15): guidance as a treatment, frozen souls,
+"""Cross-checkout comparison roles (offline only): guidance as a treatment, frozen souls,
 six roles over two clean checkouts of this project, their registration, runs and
-aggregate. Seed 000, "Cross-checkout lookup roles (offline only)"."""
+aggregate."""
 
 __all__: list[str] = []

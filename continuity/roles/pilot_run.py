@@ -86,7 +86,7 @@ class PilotRequest:
 
 def check_controller(verified: VerifiedPilot, checkout: Path = _CHECKOUT) -> None:
     """The controller runs from the registered R0 checkout after verifying both clean
-    checkouts, both builds and the protocol (seed 000, "Pilot controller").
+    checkouts, both builds and the protocol.
 
     Raises:
         RoleError: ``lookup_pilot_controller_invalid`` (this checkout is not the
@@ -169,9 +169,11 @@ def _authorization_bytes(path: Path) -> bytes:
             location="--authorization",
         ) from None
     if not regular:
-        raise SpendError("the authorization is not a regular file",
-                         code="lookup_authorization_invalid",
-                         location="--authorization")  # fmt: skip
+        raise SpendError(
+            "the authorization is not a regular file",
+            code="lookup_authorization_invalid",
+            location="--authorization",
+        )
     if len(raw) > _MAX_AUTHORIZATION:
         raise SpendError(
             "the authorization is larger than 1 MiB",

@@ -1,6 +1,6 @@
 """An external registration: the six roles on a frozen holdout source (registration v2).
 
-Seed 000: "For estimate and compare registration, pass the same source/selection plus
+The rule: "For estimate and compare registration, pass the same source/selection plus
 --lookup-policy budget.json --lookup-policy-sha256 SHA256, --output-limit N
 --output-limit-source catalog_max|enforced. Compare register also requires
 --catalog-cap-usd C, exactly reproducing the estimate. External registrations use v2;

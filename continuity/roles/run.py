@@ -233,10 +233,18 @@ def _launch(
     code: Literal["r0", "rpack"] = "r0" if role.code == "R0" else "rpack"
     started = _now()
     blank = Launch(
-        role=role.name, code=code, suite=suite, exit_code=None, receipt=None,
-        receipt_sha256=None, reason=None, started=started, finished=None,
-        build_verified_before=False, build_verified_after=False,
-    )  # fmt: skip
+        role=role.name,
+        code=code,
+        suite=suite,
+        exit_code=None,
+        receipt=None,
+        receipt_sha256=None,
+        reason=None,
+        started=started,
+        finished=None,
+        build_verified_before=False,
+        build_verified_after=False,
+    )
     try:
         _verify_builds(registration)
     except RoleError as exc:

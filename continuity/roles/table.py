@@ -19,7 +19,7 @@ from continuity.lookup.soul import SOUL_NAME
 
 __all__ = ["ROLES", "SOULS", "Role", "role_named"]
 
-# The soul names a role may bind, by their short label (issue 15's S0 and S1).
+# The soul names a role may bind, by their short label (S0 and S1).
 SOULS: dict[str, str] = {"S0": SOUL_NAME, "S1": "continuity-soul-v2.md"}
 
 

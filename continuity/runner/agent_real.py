@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from continuity.agents.manifest import Manifest
 from continuity.agents.readers import RealReader
-from continuity.errors import RunIncomplete
+from continuity.errors import ContinuityError, RunIncomplete
 from continuity.plan.plan import Plan
 from continuity.progress import Tick
 from continuity.providers.cache import Ledger
@@ -76,37 +77,64 @@ def run_real_agent(
         RunIncomplete: ``run_stopped`` or ``run_incomplete`` (module doc).
     """
     out, real, account = open_real_run(
-        plan, store, confirm=confirm, credentials=credentials, output=output,
-        concurrency=concurrency, explain_cache=explain_cache, checkout=checkout,
-        environ=environ, pricing=pricing, cost_cap=cost_cap, request_timeout=request_timeout,
+        plan,
+        store,
+        confirm=confirm,
+        credentials=credentials,
+        output=output,
+        concurrency=concurrency,
+        explain_cache=explain_cache,
+        checkout=checkout,
+        environ=environ,
+        pricing=pricing,
+        cost_cap=cost_cap,
+        request_timeout=request_timeout,
         raise_cap=raise_cap,
-    )  # fmt: skip
+    )
     write_plan(plan, out)
     unit_plan = AgentUnitPlan.of(plan, manifest, only_repeats, real.binding())
     samples = sum(len(t.probes[: plan.probe_limit]) for _, t in traces)
     samples *= len(unit_plan.arms) * len(unit_plan.repeats)
-    ledger = Ledger.create(Path(real.ledger), planned_live_turns=samples,
-                           max_observed_input_tokens=max_observed_input_tokens)  # fmt: skip
+    ledger = Ledger.create(
+        Path(real.ledger),
+        planned_live_turns=samples,
+        max_observed_input_tokens=max_observed_input_tokens,
+    )
     try:
         build = build_agent_units(
-            store, unit_plan, traces, out,
+            store,
+            unit_plan,
+            traces,
+            out,
             readers=lambda repeat: _reader(real, store, repeat),
-            progress=progress, protected=[Path(credentials)] if credentials else [],
-        )  # fmt: skip
+            progress=progress,
+            protected=[Path(credentials)] if credentials else [],
+        )
         state = ledger.state()
     finally:
         ledger.close()
         spend = close_real_run(store, plan, out, account)
     if build.error is not None:
-        stopped = state.get("stopped")
-        raise RunIncomplete(
-            f"{build.planned - len(build.records)} of {build.planned} units did not finish "
-            f"({len(build.records)} kept in {build.folder}); "
-            + (f"admission stopped: {stopped}; " if stopped else
-               f"first error: {build.error.code}: {build.error.message}; ")
-            + f"{state['admitted']} live turns admitted of {state['planned']} planned. Run the "
-            "same command again to resume: finished units and calls are reused.",
-            code="run_stopped" if stopped else "run_incomplete",
-            location=str(out),
-        )  # fmt: skip
+        raise _incomplete(build, build.error, state, out)
     return build, spend
+
+
+def _incomplete(
+    build: AgentBuild, error: ContinuityError, state: dict[str, Any], out: Path
+) -> RunIncomplete:
+    """The error of a run whose reader call failed (`error`): ``run_stopped`` when a
+    stop rule fired, else ``run_incomplete`` naming that error."""
+    stopped = state.get("stopped")
+    return RunIncomplete(
+        f"{build.planned - len(build.records)} of {build.planned} units did not finish "
+        f"({len(build.records)} kept in {build.folder}); "
+        + (
+            f"admission stopped: {stopped}; "
+            if stopped
+            else f"first error: {error.code}: {error.message}; "
+        )
+        + f"{state['admitted']} live turns admitted of {state['planned']} planned. Run the "
+        "same command again to resume: finished units and calls are reused.",
+        code="run_stopped" if stopped else "run_incomplete",
+        location=str(out),
+    )

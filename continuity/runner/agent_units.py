@@ -129,23 +129,41 @@ class AgentUnitPlan(msgspec.Struct, frozen=True, kw_only=True):
         """What an agent `plan` runs: its agent and arms, `repeats` (default all of the
         plan's), its probe limit and (real mode) the reader's `binding`."""
         assert plan.agent is not None
-        return cls(manifest=manifest, agent=plan.agent, arms=[outside_arm(a) for a in plan.arms],
-                   repeats=list(repeats or range(1, plan.repeats + 1)),
-                   probe_limit=plan.probe_limit, binding=binding)  # fmt: skip
+        return cls(
+            manifest=manifest,
+            agent=plan.agent,
+            arms=[outside_arm(a) for a in plan.arms],
+            repeats=list(repeats or range(1, plan.repeats + 1)),
+            probe_limit=plan.probe_limit,
+            binding=binding,
+        )
 
 
-def _result(trace: Trace, probe: Probe, index: int, run: AgentRun, first: str,
-            calls: list[CallReceipt], post_processes: bool) -> ProbeResult:  # fmt: skip
+def _result(
+    trace: Trace,
+    probe: Probe,
+    index: int,
+    run: AgentRun,
+    first: str,
+    calls: list[CallReceipt],
+    post_processes: bool,
+) -> ProbeResult:
     """The sample's result; a valid one graded as the reference arms' are
     (`score_result`: the outcome, the availability from the needle states the proxy saw,
     the loss label), an excluded one kept with its class and never scored."""
     status, reasons = sample_status(run, first, post_processes=post_processes)
     result = ProbeResult(
-        probe_id=probe.probe_id, index=index, category=probe.category,
-        design_role=probe.design_role, status=cast(ProbeStatus, status), reasons=reasons,
-        answer=run.probe_reply, availability=run.availability,
-        usage=sum((c.usage for c in calls), Usage()), agent=evidence(run, calls),
-    )  # fmt: skip
+        probe_id=probe.probe_id,
+        index=index,
+        category=probe.category,
+        design_role=probe.design_role,
+        status=cast(ProbeStatus, status),
+        reasons=reasons,
+        answer=run.probe_reply,
+        availability=run.availability,
+        usage=sum((c.usage for c in calls), Usage()),
+        agent=evidence(run, calls),
+    )
     if status != "valid":
         return result
     return score_result(result, probe, run.needle_states, locale=locale_for(trace.family))
@@ -157,22 +175,41 @@ class _Unit:
     def __init__(self, plan: AgentUnitPlan, trace: Trace, key: str, arm: str, repeat: int):
         self.plan, self.trace, self.arm, self.repeat = plan, trace, arm, repeat
         self.probes = trace.probes[: plan.probe_limit]
-        self.key = agent_unit_key(repeat, key, unit_arm(arm), plan.agent,
-                                  [p.probe_id for p in self.probes], plan.binding)  # fmt: skip
+        self.key = agent_unit_key(
+            repeat, key, unit_arm(arm), plan.agent, [p.probe_id for p in self.probes], plan.binding
+        )
         self.trace_key = key
 
     def record(self, results: list[ProbeResult]) -> UnitRecord:
-        return seal(UnitRecord(
-            key=self.key, repeat=self.repeat, family=self.trace.family,
-            trace_id=self.trace.trace_id, trace_key=self.trace_key, arm=unit_arm(self.arm),
-            checkpoint="", probe_ids=[p.probe_id for p in self.probes], probes=results,
-            judge=[], binding=self.plan.binding, probe_protocol=AGENT_PROBE_PROTOCOL,
-            complete=True, eligible_terminal=True, agent=self.plan.agent,
-        ))  # fmt: skip
+        return seal(
+            UnitRecord(
+                key=self.key,
+                repeat=self.repeat,
+                family=self.trace.family,
+                trace_id=self.trace.trace_id,
+                trace_key=self.trace_key,
+                arm=unit_arm(self.arm),
+                checkpoint="",
+                probe_ids=[p.probe_id for p in self.probes],
+                probes=results,
+                judge=[],
+                binding=self.plan.binding,
+                probe_protocol=AGENT_PROBE_PROTOCOL,
+                complete=True,
+                eligible_terminal=True,
+                agent=self.plan.agent,
+            )
+        )
 
 
-def _sample(plan: AgentUnitPlan, unit: _Unit, probe: Probe, run_dir: Path,
-            reader: Reader, protected: tuple[Path, ...]) -> AgentRun:  # fmt: skip
+def _sample(
+    plan: AgentUnitPlan,
+    unit: _Unit,
+    probe: Probe,
+    run_dir: Path,
+    reader: Reader,
+    protected: tuple[Path, ...],
+) -> AgentRun:
     """One sample in a scratch folder; the adapter's log is kept, its state is not."""
     name = f"r{unit.repeat}-{unit.trace.trace_id}-{unit.arm}-{probe.probe_id}"
     # The adapter sees its workspace path: an opaque one, never the arm or the probe.
@@ -180,8 +217,16 @@ def _sample(plan: AgentUnitPlan, unit: _Unit, probe: Probe, run_dir: Path,
     shutil.rmtree(work, ignore_errors=True)
     try:
         sandboxed = plan.agent.sandbox != "none"
-        return run_sample(plan.manifest, unit.trace, unit.arm, probe, work, reader,
-                          sandboxed=sandboxed, protected=protected)  # fmt: skip
+        return run_sample(
+            plan.manifest,
+            unit.trace,
+            unit.arm,
+            probe,
+            work,
+            reader,
+            sandboxed=sandboxed,
+            protected=protected,
+        )
     finally:
         if (work / "adapter.log").is_file():
             shutil.move(work / "adapter.log", run_dir / "agent-logs" / f"{name}.log")
@@ -190,8 +235,14 @@ def _sample(plan: AgentUnitPlan, unit: _Unit, probe: Probe, run_dir: Path,
 
 def _first_signature(record: UnitRecord) -> str:
     """The first signature of a stored unit's samples whose replay did not fail."""
-    return next((p.agent.signature for p in record.probes
-                 if p.agent is not UNSET and p.status != "replay_failed"), "")  # fmt: skip
+    return next(
+        (
+            p.agent.signature
+            for p in record.probes
+            if p.agent is not UNSET and p.status != "replay_failed"
+        ),
+        "",
+    )
 
 
 class AgentBuild(msgspec.Struct, frozen=True, kw_only=True):
@@ -204,6 +255,17 @@ class AgentBuild(msgspec.Struct, frozen=True, kw_only=True):
     built: int
     planned: int
     error: ContinuityError | None = None
+
+
+def _plan_units(plan: AgentUnitPlan, traces: Sequence[tuple[str, Trace]]) -> list[_Unit]:
+    """Every unit of the plan in the order they are built: by repeat, then trace, then
+    arm."""
+    return [
+        _Unit(plan, trace, key, arm, repeat)
+        for repeat in plan.repeats
+        for key, trace in traces
+        for arm in plan.arms
+    ]
 
 
 def build_agent_units(
@@ -223,8 +285,7 @@ def build_agent_units(
     folder, logs = run_dir / "units", run_dir / "agent-logs"
     folder.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
-    units = [_Unit(plan, trace, key, arm, repeat) for repeat in plan.repeats
-             for key, trace in traces for arm in plan.arms]  # fmt: skip
+    units = _plan_units(plan, traces)
     total = sum(len(u.probes) for u in units)
     records: list[UnitRecord] = []
     firsts: dict[str, str] = {}
@@ -249,21 +310,38 @@ def build_agent_units(
                     raise
             if reader.error is not None:  # never sealed: the rerun asks it again
                 shutil.rmtree(run_dir / "agent-work", ignore_errors=True)
-                return AgentBuild(records=records, folder=folder, built=built,
-                                  planned=len(units), error=reader.error)  # fmt: skip
+                return AgentBuild(
+                    records=records,
+                    folder=folder,
+                    built=built,
+                    planned=len(units),
+                    error=reader.error,
+                )
             if not [c for c in run.codes if c != "steer_degraded"]:  # a clean replay's
                 firsts.setdefault(unit.trace_key, run.signature)
             first = firsts.get(unit.trace_key, run.signature)
             pids.append(run.crossing.pids)
-            results.append(_result(unit.trace, probe, index, run, first, reader.calls(),
-                                   plan.manifest.post_processes))  # fmt: skip
+            results.append(
+                _result(
+                    unit.trace,
+                    probe,
+                    index,
+                    run,
+                    first,
+                    reader.calls(),
+                    plan.manifest.post_processes,
+                )
+            )
             replayed += reader.replayed()
             done += 1
             if progress is not None:
-                progress(done, total, unit.trace.trace_id,
-                         f"{unit.arm} {probe.probe_id} {results[-1].status}")  # fmt: skip
-        record = store_unit(store, unit.record(results), agent_replayed=replayed,
-                            agent_pids=pids)  # fmt: skip
+                progress(
+                    done,
+                    total,
+                    unit.trace.trace_id,
+                    f"{unit.arm} {probe.probe_id} {results[-1].status}",
+                )
+        record = store_unit(store, unit.record(results), agent_replayed=replayed, agent_pids=pids)
         built += 1
         records.append(materialise(store, folder, record))
     shutil.rmtree(run_dir / "agent-work", ignore_errors=True)

@@ -107,10 +107,19 @@ def _phase(seconds: float, watchdog: float) -> PhaseTime:
 
 def _blank(slot: PreflightSlot) -> SlotReport:
     return SlotReport(
-        role=slot.role, arm=slot.arm, soul=slot.soul, reader_binding=slot.reader_binding,
-        code=slot.code.label, suite=slot.suite, trace_id=slot.trace_id, eligible=False,
-        prepared=False, within_limits=False, restored=False, within_deadline=False,
-    )  # fmt: skip
+        role=slot.role,
+        arm=slot.arm,
+        soul=slot.soul,
+        reader_binding=slot.reader_binding,
+        code=slot.code.label,
+        suite=slot.suite,
+        trace_id=slot.trace_id,
+        eligible=False,
+        prepared=False,
+        within_limits=False,
+        restored=False,
+        within_deadline=False,
+    )
 
 
 def _failed(report: SlotReport, failure: SlotFailure) -> SlotReport:
@@ -161,10 +170,15 @@ def _attempt(
         failure = f"cannot scan the prepared workspace: {exc.strerror or exc}"
         return _failed(report, SlotFailure(kind="preparation_failed", message=failure))
     report = msgspec.structs.replace(
-        report, prepared=True, within_limits=scan.within_limits, files=scan.files,
-        total_bytes=scan.total_bytes, largest_file_bytes=scan.largest_file_bytes,
-        rejected=scan.rejected, rejected_first=scan.first,
-    )  # fmt: skip
+        report,
+        prepared=True,
+        within_limits=scan.within_limits,
+        files=scan.files,
+        total_bytes=scan.total_bytes,
+        largest_file_bytes=scan.largest_file_bytes,
+        rejected=scan.rejected,
+        rejected_first=scan.first,
+    )
     remaining = deadline - seconds
     started = time.monotonic()
     digest, restored = _restore(store, reply, remaining)

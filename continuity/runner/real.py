@@ -154,11 +154,20 @@ def run_real(
         RunIncomplete: some units did not finish (``run_stopped``/``run_incomplete``).
     """
     out, real, account = open_real_run(
-        plan, store, confirm=confirm, credentials=credentials, output=output,
-        concurrency=concurrency, explain_cache=explain_cache, checkout=checkout,
-        environ=environ, pricing=pricing, cost_cap=cost_cap, request_timeout=request_timeout,
+        plan,
+        store,
+        confirm=confirm,
+        credentials=credentials,
+        output=output,
+        concurrency=concurrency,
+        explain_cache=explain_cache,
+        checkout=checkout,
+        environ=environ,
+        pricing=pricing,
+        cost_cap=cost_cap,
+        request_timeout=request_timeout,
         raise_cap=raise_cap,
-    )  # fmt: skip
+    )
     ledger = _ledger_run(plan, real, capture=capture, pricing=pricing, checkout=checkout)
     if ledger is not None:  # how long a stage child may take before its ack is lost
         ledger = msgspec.structs.replace(ledger, timeout=upkeep_timeout)

@@ -267,9 +267,12 @@ def unix_socket(path: Path) -> socket.socket:
 
 @asynccontextmanager
 async def serve_asgi(
-    app: Any, *, host: str = "127.0.0.1", sock: socket.socket | None = None,
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    sock: socket.socket | None = None,
     unix: Path | None = None,
-) -> AsyncIterator[str]:  # fmt: skip
+) -> AsyncIterator[str]:
     """Run `app` with uvicorn until the block exits; yield its base URL. `sock`: an
     already bound listening socket (when the app must know its port up front); `unix`:
     a path to serve the same app on as a Unix socket too."""

@@ -267,11 +267,17 @@ class ModelProxy:
         earlier = [m.text for m in request.messages[:-1] if m.role == "user"]
         transcript = sum(1 for text in earlier if sum(k in text for k in self.markers) == 1)
         fact: dict[str, Any] = {
-            "index": index, "role": role, "model": request.model, "messages": len(normal),
-            "chars": chars, "input_tokens": -(-chars // 4), "tools_offered": list(request.tools),
-            "digest": value_digest(("cap-request", normal)), "prefix": prefix,
+            "index": index,
+            "role": role,
+            "model": request.model,
+            "messages": len(normal),
+            "chars": chars,
+            "input_tokens": -(-chars // 4),
+            "tools_offered": list(request.tools),
+            "digest": value_digest(("cap-request", normal)),
+            "prefix": prefix,
             "transcript": transcript,
-        }  # fmt: skip
+        }
         status, reply = await self._reply(request, role, step, fact)
         self.facts.append(msgspec.convert(fact, RequestFact))
         return status, reply
@@ -355,23 +361,35 @@ def _finish(reply: dict[str, Any]) -> str:
 
 def _document(model: str, reply: dict[str, Any]) -> dict[str, Any]:
     return {
-        "id": "chatcmpl-continuity", "object": "chat.completion", "created": 0, "model": model,
+        "id": "chatcmpl-continuity",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
         "choices": [{"index": 0, "message": _message(reply), "finish_reason": _finish(reply)}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    }  # fmt: skip
+    }
 
 
 async def _stream(send: Send, model: str, reply: dict[str, Any]) -> None:
     def chunk(delta: dict[str, Any], finish: str | None) -> tuple[str, str]:
         choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        data = {"id": "chatcmpl-continuity", "object": "chat.completion.chunk", "created": 0,
-                "model": model, "choices": [choice]}  # fmt: skip
+        data = {
+            "id": "chatcmpl-continuity",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [choice],
+        }
         return "", json.dumps(data)
 
     events = [chunk({"role": "assistant", "content": reply["text"] or ""}, None)]
     for number, (ident, name, arguments) in enumerate(reply["calls"]):
-        call = {"index": number, "id": ident, "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+        call = {
+            "index": number,
+            "id": ident,
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
         events.append(chunk({"tool_calls": [call]}, None))
     events += [chunk({}, _finish(reply)), ("", "[DONE]")]
     await send_events(send, events)

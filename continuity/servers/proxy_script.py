@@ -137,8 +137,9 @@ def _steers(step: ProxyStep) -> list[tuple[str, int]]:
 
 
 def _with_steers(step: ProxyStep, pairs: Sequence[tuple[str, int]]) -> ProxyStep:
-    return msgspec.structs.replace(step, steers=tuple(s for s, _ in pairs),
-                                   during=tuple(d for _, d in pairs))  # fmt: skip
+    return msgspec.structs.replace(
+        step, steers=tuple(s for s, _ in pairs), during=tuple(d for _, d in pairs)
+    )
 
 
 def queue_steer(steps: list[ProxyStep], text: str) -> list[ProxyStep]:
@@ -157,8 +158,13 @@ def queue_steer(steps: list[ProxyStep], text: str) -> list[ProxyStep]:
         after = rest.pop(0)
         joined = _with_steers(after, [*_steers(after), (text, -1)])
         return [*steps[:found], _with_steers(step, kept), joined, *rest]
-    interlude = ProxyStep(turn_id=f"{step.turn_id}:queued", text="", owner=step.owner,
-                          results=step.results, interlude=True)  # fmt: skip
+    interlude = ProxyStep(
+        turn_id=f"{step.turn_id}:queued",
+        text="",
+        owner=step.owner,
+        results=step.results,
+        interlude=True,
+    )
     answer = msgspec.structs.replace(step, owner=None, results=(), steers=(text,), during=(-1,))
     return [*steps[:found], _with_steers(interlude, kept), answer, *rest]
 
@@ -229,8 +235,11 @@ def wire_request(body: dict[str, Any]) -> WireRequest:
         listed = message.get("tool_calls") or []
         if not isinstance(listed, list):
             raise ValueError("tool_calls is not a list")
-        functions = [_object(c.get("function"), "a tool call's function") for c in listed
-                     if isinstance(c, dict)]  # fmt: skip
+        functions = [
+            _object(c.get("function"), "a tool call's function")
+            for c in listed
+            if isinstance(c, dict)
+        ]
         calls = tuple((str(f.get("name", "")), str(f.get("arguments", ""))) for f in functions)
         messages.append(WireMessage(role, text, calls))
     offered = body.get("tools") or []

@@ -1,5 +1,4 @@
-"""One-use consumption of a pilot authorization, under the writer lease (seed 000,
-"Private authorization and consumption", steps 1-5).
+"""One-use consumption of a pilot authorization, under the writer lease.
 
 An authorization can be consumed once, ever, however its id is spelled. The **burn
 registry** keeps one entry per consumed authorization, ``<registry>/<sha256(domain NUL

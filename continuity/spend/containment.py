@@ -1,5 +1,5 @@
-"""Containing a probe child's process group before another slot may start (seed 000,
-"Pilot controller and partial reports": stops, done-ack and containment).
+"""Containing a probe child's process group before another slot may start: stops,
+done-ack and containment.
 
 A slot's child runs as the leader of its own process group. To contain the group:
 

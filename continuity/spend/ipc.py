@@ -10,8 +10,8 @@ number, counted by both ends) and ``kind``, plus the message's own fields. A sid
 - no frame within the deadline: ``lookup_ipc_timeout``;
 - the peer closed: ``lookup_ipc_disconnected``.
 
-There are no retries and no message authentication (seed 000: "There is no nonce file or
-IPC MAC"); the socket pair is inherited by the one child it was made for.
+There are no retries and no message authentication (no nonce file, no
+IPC MAC); the socket pair is inherited by the one child it was made for.
 """
 
 from __future__ import annotations

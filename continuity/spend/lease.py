@@ -1,6 +1,5 @@
 """The pilot's writer lease: one controller process holds its output root's SQLite
-writer lock from consumption until shutdown (seed 000, "Private authorization and
-consumption").
+writer lock from consumption until shutdown.
 
 `acquire_lease(root)` exclusively creates ``<root>/lookup-pilot.lease`` (mode 0600,
 never following a link), commits this process's PID and start identity into it, then

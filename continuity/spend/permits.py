@@ -20,7 +20,7 @@ in-memory and non-durable, for tests and the offline smoke only: it keeps a
 (``lookup_permit_source_test_only``). A brand is not an authorization credential: a
 future real route must also validate its authorization independently.
 
-Outcome kinds and what they do to the hold (seed 000's table):
+Outcome kinds and what they do to the hold:
 
 ======================  ==========================================  ====================
 kind                    hold                                        stop policy

@@ -1,6 +1,5 @@
 """Child-authorized construction: the credential-free preparation child, its journaled
-tuple, and the one-use prepared-boundary proof (seed 000, "Child-authorized pilot
-construction").
+tuple, and the one-use prepared-boundary proof.
 
 For every slot the controller first launches a **preparation child**
 (``python -m continuity.spend.preparation``) in a session of its own, with no

@@ -1,7 +1,7 @@
-"""The sole real-send factory of a pilot probe child (seed 000, "Child-authorized pilot
-construction"). A real-domain probe child (`continuity.spend.pilot_child`) mints its
-one send here from the controller's grant (`RealGrant`, `mint_granted`), behind the
-release gate (`continuity.spend.gate`) of `doit compare_pilot`.
+"""The sole real-send factory of a pilot probe child. A real-domain probe child
+(`continuity.spend.pilot_child`) mints its one send here from the controller's grant
+(`RealGrant`, `mint_granted`), behind the release gate (`continuity.spend.gate`) of
+`doit compare_pilot`.
 
 `mint_real_send` refuses to mint unless every check holds. CI or debug variables must be
 absent, even empty ones (``lookup_pilot_environment_refused``). The authorization bytes

@@ -1,5 +1,4 @@
-"""Slot receipts of a pilot run, the validity rule, and the counts a report may show
-(seed 000, "Pilot controller and partial reports").
+"""Slot receipts of a pilot run, the validity rule, and the counts a report may show.
 
 **Receipts.** Each slot that ends writes one receipt, ``receipts/<slot id>.json``: an
 exclusive, synced, private file (`continuity.spend.private`), written by the controller

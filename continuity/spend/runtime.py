@@ -1,5 +1,4 @@
-"""The pilot child's runtime proxy: the only way a probe dispatches (seed 000,
-"Configured pilot harness safety").
+"""The pilot child's runtime proxy: the only way a probe dispatches.
 
 - **Dispatch.** Only a `GuardedDispatch` made here by `guarded_dispatch(guard)` may
   dispatch: it carries a module-private brand, wraps the child's `GuardedProvider` and

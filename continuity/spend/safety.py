@@ -1,6 +1,5 @@
 """Configured pilot harness safety: transport cache keys, the resolved settings a pilot
-may run with, and which refusal codes let it continue (seed 000, "Configured pilot
-harness safety").
+may run with, and which refusal codes let it continue.
 
 **Cache keys.** `allocate_cache_keys` gives every slot of a run a unique ASCII transport
 cache key that contains the run id and is at most 64 characters; a key that would be

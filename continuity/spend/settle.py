@@ -5,7 +5,7 @@ parses it, and keeps the first raw terminal response (``response.completed`` /
 ``response.incomplete``) or failure (``response.failed`` / ``error``), decoded from the
 event's own bytes: no later hook or parser can rewrite what it captured.
 
-`settlement_of` turns a capture into the request's outcome (seed 000's rules):
+`settlement_of` turns a capture into the request's outcome:
 
 - no terminal response: a failed response whose tier is unknown stops
   (``lookup_unknown_tier``); otherwise the request is **lost** (the hold stays);

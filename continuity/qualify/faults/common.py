@@ -72,8 +72,11 @@ def _doit(*args: str) -> list[str]:
 
 
 def _units_command() -> list[str]:
-    return _doit(
-        "units", "--suite", "original", "--arms", _RUNNER_ARMS, "--run", "qualify",
+    return _doit(  # an argv table: a flag and its value a line
+        "units",
+        "--suite", "original",
+        "--arms", _RUNNER_ARMS,
+        "--run", "qualify",
         "--jobs", "1",
     )  # fmt: skip
 
@@ -101,8 +104,11 @@ def _units(work: Path, run: str = "qualify") -> dict[str, Path]:
 def _git(*args: str, cwd: Path = _REPO) -> str:
     done = subprocess.run(
         ["git", "-c", "user.name=qualify", "-c", "user.email=qualify@localhost", *args],
-        cwd=cwd, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         failed = done.stderr.strip()[:200]
         raise _infrastructure(f"git {args[0]} failed: {failed}", "qualify_workload_failed")
@@ -130,16 +136,24 @@ def _start(
 def _aim(work: Path, knobs: Knobs, case_id: str, target: ProcessId) -> None:
     """``fault-before.json``: the fault is aimed at `target`, a live process."""
     aimed = FaultBefore(
-        case=case_id, signal=knobs.signal, interval_s=knobs.interval_s, seed=knobs.seed,
+        case=case_id,
+        signal=knobs.signal,
+        interval_s=knobs.interval_s,
+        seed=knobs.seed,
         target=target,
-    )  # fmt: skip
+    )
     write_receipt(work, BEFORE, aimed)
 
 
 def _kill_group(
-    work: Path, knobs: Knobs, case_id: str, run: FaultRun, aimed: tuple[int, ProcessId],
-    started: float, what: str,
-) -> float:  # fmt: skip
+    work: Path,
+    knobs: Knobs,
+    case_id: str,
+    run: FaultRun,
+    aimed: tuple[int, ProcessId],
+    started: float,
+    what: str,
+) -> float:
     """Aim the fault at `aimed` (a process-group leader and its identity), send the
     knobs' signal to its whole group and confirm the loss (no member left); the
     monotonic time of the confirmation, where the hold starts.
@@ -158,5 +172,6 @@ def _kill_group(
 
 def _unexercised(work: Path, completed: bool) -> None:
     """``fault-final.json`` of a workload that ended before its fault could be aimed."""
-    write_receipt(work, FINAL, FaultFinal(completed=completed, code=None, affected={},
-                                          deliveries=[]))  # fmt: skip
+    write_receipt(
+        work, FINAL, FaultFinal(completed=completed, code=None, affected={}, deliveries=[])
+    )

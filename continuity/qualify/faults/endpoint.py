@@ -124,10 +124,15 @@ class _Real:
         credentials.write_text('{"api_key": ""}\n', encoding="utf-8")
         self.env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTHONPATH")}
         self.env["CONTINUITY_STORE"] = str(work / "store")
-        self.options = [
-            "--provider", "openai-chat", "--base-url", f"http://127.0.0.1:{port}/v1",
-            "--reader", "openai:local-model", "--judge", "none", "--effort", "none",
-            "--arms", "native", "--probe-limit", "2", "--credentials", str(credentials),
+        self.options = [  # an argv table: a flag and its value a line
+            "--provider", "openai-chat",
+            "--base-url", f"http://127.0.0.1:{port}/v1",
+            "--reader", "openai:local-model",
+            "--judge", "none",
+            "--effort", "none",
+            "--arms", "native",
+            "--probe-limit", "2",
+            "--credentials", str(credentials),
         ]  # fmt: skip
         self.out = work / "run"
 
@@ -135,16 +140,24 @@ class _Real:
         """Dry-run the plan; the ``doit units --real`` command that runs it."""
         done = subprocess.run(
             [sys.executable, "-m", "doit", "dry_run", *self.options],
-            cwd=self.checkout, env=self.env, capture_output=True, text=True, timeout=300,
+            cwd=self.checkout,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
             check=False,
-        )  # fmt: skip
+        )
         found = re.search(r"--confirm-plan ([0-9a-f]{64})", done.stdout)
         if done.returncode != 0 or found is None:
             said = (done.stderr or done.stdout).strip()[-200:]
             raise _infrastructure(f"the dry run failed: {said}", "qualify_workload_failed")
-        return [sys.executable, "-m", "doit", "units", "--real", *self.options,
-                "--confirm-plan", found.group(1), "--out", str(self.out),
-                "--trace", _TRACE, "--jobs", "1"]  # fmt: skip
+        return [  # an argv table: a flag and its value a line
+            sys.executable, "-m", "doit", "units", "--real", *self.options,
+            "--confirm-plan", found.group(1),
+            "--out", str(self.out),
+            "--trace", _TRACE,
+            "--jobs", "1",
+        ]  # fmt: skip
 
     def close(self) -> None:
         _git("worktree", "remove", "--force", str(self.checkout))
@@ -163,8 +176,9 @@ def drop_endpoint(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         real.close()
 
 
-def _drop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, real: _Real, port: int,
-          log: Path) -> FaultRun:  # fmt: skip
+def _drop(
+    work: Path, knobs: Knobs, case_id: str, run: FaultRun, real: _Real, port: int, log: Path
+) -> FaultRun:
     command = real.confirm()
     server, target = _endpoint(port, log, stall=True)
     try:
@@ -174,9 +188,16 @@ def _drop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, real: _Real, po
         server.wait(10)
 
 
-def _stop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, process: subprocess.Popen[str],
-          endpoint: tuple[subprocess.Popen[str], ProcessId], port: int,
-          log: Path) -> float | None:  # fmt: skip
+def _stop(
+    work: Path,
+    knobs: Knobs,
+    case_id: str,
+    run: FaultRun,
+    process: subprocess.Popen[str],
+    endpoint: tuple[subprocess.Popen[str], ProcessId],
+    port: int,
+    log: Path,
+) -> float | None:
     """Kill the endpoint once it stalls mid-stream; when the loss was confirmed (None:
     the run ended first, unexercised), after the run has stopped."""
     server, target = endpoint
@@ -199,9 +220,28 @@ def _stop(work: Path, knobs: Knobs, case_id: str, run: FaultRun, process: subpro
     return confirmed
 
 
-def _fault(work: Path, knobs: Knobs, case_id: str, run: FaultRun,
-           workload: tuple[_Real, list[str]], server: subprocess.Popen[str], target: ProcessId,
-           port: int, log: Path) -> FaultRun:  # fmt: skip
+def _first_run_code(work: Path, said: str, returncode: int) -> str | None:
+    """The code the first run stopped with, kept as ``run-1.txt`` (`said`, its output):
+    the last code it printed when it failed for the lost stream, None otherwise."""
+    (work / "run-1.txt").write_text(said, encoding="utf-8")
+    coded = re.findall(r"^([a-z_]+): ", said, re.M)
+    code = coded[-1] if returncode != 0 and coded else None
+    if "provider_stream_interrupted" not in said:
+        code = None  # it did not stop for the lost stream (run-1.txt says what it did)
+    return code
+
+
+def _fault(
+    work: Path,
+    knobs: Knobs,
+    case_id: str,
+    run: FaultRun,
+    workload: tuple[_Real, list[str]],
+    server: subprocess.Popen[str],
+    target: ProcessId,
+    port: int,
+    log: Path,
+) -> FaultRun:
     real, command = workload
     process, _ = _start(command, real.env, cwd=real.checkout)
     stdout = process.stdout
@@ -217,26 +257,34 @@ def _fault(work: Path, knobs: Knobs, case_id: str, run: FaultRun,
         stdout.close()
     if stopped is None:
         return run  # unexercised
-    said = "".join(output)
-    (work / "run-1.txt").write_text(said, encoding="utf-8")
-    coded = re.findall(r"^([a-z_]+): ", said, re.M)
-    code = coded[-1] if process.returncode != 0 and coded else None
-    if "provider_stream_interrupted" not in said:
-        code = None  # it did not stop for the lost stream (run-1.txt says what it did)
+    code = _first_run_code(work, "".join(output), process.returncode)
     confirmed = stopped
     first = _log(log)
     time.sleep(knobs.interval_s)
     fresh, restarted = _endpoint(port, log, stall=False)
     hold = time.monotonic() - confirmed
-    write_receipt(work, AFTER, FaultAfter(
-        killed=target, signal=knobs.signal,
-        loss=Loss(kind="connection_reset", observed=f"127.0.0.1:{port}"), hold_s=round(hold, 3),
-        recovery="restart the endpoint at the same port, rerun the same command",
-        restarted=restarted,
-    ))  # fmt: skip
+    write_receipt(
+        work,
+        AFTER,
+        FaultAfter(
+            killed=target,
+            signal=knobs.signal,
+            loss=Loss(kind="connection_reset", observed=f"127.0.0.1:{port}"),
+            hold_s=round(hold, 3),
+            recovery="restart the endpoint at the same port, rerun the same command",
+            restarted=restarted,
+        ),
+    )
     try:
-        again = subprocess.run(command, cwd=real.checkout, env=real.env, capture_output=True,
-                               text=True, timeout=600, check=False)  # fmt: skip
+        again = subprocess.run(
+            command,
+            cwd=real.checkout,
+            env=real.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
     finally:
         fresh.kill()
         fresh.wait(10)

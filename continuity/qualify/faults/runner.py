@@ -67,11 +67,14 @@ def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         work,
         AFTER,
         FaultAfter(
-            killed=target, signal=knobs.signal,
-            loss=Loss(kind="group_gone", observed="runner group"), hold_s=round(hold, 3),
-            recovery="rerun the same command", restarted=restarted,
+            killed=target,
+            signal=knobs.signal,
+            loss=Loss(kind="group_gone", observed="runner group"),
+            hold_s=round(hold, 3),
+            recovery="rerun the same command",
+            restarted=restarted,
         ),
-    )  # fmt: skip
+    )
     again.communicate(timeout=600)
     run.timings["hold"] = hold
     run.timings["recovery"] = time.monotonic() - confirmed - hold
@@ -81,8 +84,12 @@ def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     completed = again.returncode == 0 and len(units) == _RUNNER_UNITS
     verify = subprocess.run(
         _doit("verify"),
-        cwd=_REPO, env=env, capture_output=True, timeout=300, check=False,
-    )  # fmt: skip
+        cwd=_REPO,
+        env=env,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
     final = FaultFinal(
         completed=completed,
         code=None,

@@ -76,9 +76,13 @@ def _replay(store_root: Path, url: str) -> str | None:
     trace = load_trace(store.get_blob(item.digest), source=_TRACE)
     try:
         build_checkpoint(
-            store, trace, trace_key=item.key, trace_digest=item.digest, tool_server_url=url,
+            store,
+            trace,
+            trace_key=item.key,
+            trace_digest=item.digest,
+            tool_server_url=url,
             read_timeout=30,
-        )  # fmt: skip
+        )
     except ContinuityError as error:
         return error.code
     return None
@@ -120,12 +124,14 @@ def kill_tool_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         work,
         AFTER,
         FaultAfter(
-            killed=target, signal=knobs.signal,
+            killed=target,
+            signal=knobs.signal,
             loss=Loss(kind="connection_refused", observed=url.split("//", 1)[1].split("/")[0]),
-            hold_s=round(hold, 3), recovery="restart the server, replay again",
+            hold_s=round(hold, 3),
+            recovery="restart the server, replay again",
             restarted=restarted,
         ),
-    )  # fmt: skip
+    )
     try:
         rerun = _replay(work / "store", fresh_url)
     finally:
@@ -203,9 +209,15 @@ def kill_history_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     env = {**os.environ, "CONTINUITY_STORE": str(work / "store")}
     env |= {"CONTINUITY_OUT": str(work / "out"), "CONTINUITY_HISTORY_PROCESS": str(folder)}
     env["CONTINUITY_HISTORY_DELAY_MS"] = "1500"  # the kill lands before the answer
-    command = _doit("units", "--suite", "original", "--trace", _TRACE, "--arms",
-                    "continuity-store", "--run", "kh", "--jobs", "1",
-                    "--probe-limit", "2")  # fmt: skip
+    command = _doit(  # an argv table: a flag and its value a line
+        "units",
+        "--suite", "original",
+        "--trace", _TRACE,
+        "--arms", "continuity-store",
+        "--run", "kh",
+        "--jobs", "1",
+        "--probe-limit", "2",
+    )  # fmt: skip
     started = time.monotonic()
     process, _ = _start(command, env)
     assert process.stdout is not None
@@ -238,13 +250,30 @@ def kill_history_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         second = int(str(_witnesses(folder)[place + 1]["pid"]))
         restarted = identity(second) or ProcessId(pid=second, start="exited")
         host = url.split("//", 1)[1].split("/")[0]
-        write_receipt(work, AFTER, FaultAfter(killed=target, signal=knobs.signal,
-                      loss=Loss(kind="connection_refused", observed=host), hold_s=round(hold, 3),
-                      recovery="the next probe serves its own ConversationHistory",
-                      restarted=restarted, in_flight=in_flight))  # fmt: skip
+        write_receipt(
+            work,
+            AFTER,
+            FaultAfter(
+                killed=target,
+                signal=knobs.signal,
+                loss=Loss(kind="connection_refused", observed=host),
+                hold_s=round(hold, 3),
+                recovery="the next probe serves its own ConversationHistory",
+                restarted=restarted,
+                in_flight=in_flight,
+            ),
+        )
     _finish(process, drain)
     run.timings["hold"] = hold
     run.timings["recovery"] = time.monotonic() - confirmed - hold
+    _write_history_final(work, run, process)
+    return run
+
+
+def _write_history_final(work: Path, run: FaultRun, process: subprocess.Popen[str]) -> None:
+    """``fault-final.json`` of the kill-history-server case: completed when the workload
+    succeeded with its one unit and a valid sample, coded ``store_degraded`` when exactly
+    one sample (the killed probe's) was excluded so; the unit is what it affected."""
     degraded, valid = _degraded(work)
     units = _units(work, "kh")
     final = FaultFinal(
@@ -255,4 +284,3 @@ def kill_history_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     )
     write_receipt(work, FINAL, final)
     run.affected = units
-    return run

@@ -48,6 +48,7 @@ from continuity.qualify.receipts import (
     FaultAfter,
     FaultFinal,
     Loss,
+    ProcessId,
     write_receipt,
 )
 from continuity.sqlite_open import READ_ONLY, open_db
@@ -109,8 +110,12 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     run = FaultRun()
     workspace, trace = work / "live", _REPO / "fixtures" / "original" / f"{_TRACE}.json"
     inbox = workspace / "steers.sqlite3"
-    command = [sys.executable, "-m", "continuity.harness.live", "run", "--workspace",
-               str(workspace), "--trace", str(trace), "--slow-steer-ms", "4000"]  # fmt: skip
+    command = [  # an argv table: a flag and its value a line
+        sys.executable, "-m", "continuity.harness.live", "run",
+        "--workspace", str(workspace),
+        "--trace", str(trace),
+        "--slow-steer-ms", "4000",
+    ]  # fmt: skip
     started = time.monotonic()
     process, target = _start(command, dict(os.environ))
     assert process.stdout is not None
@@ -132,25 +137,51 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         _unexercised(work, False)  # its call returned before the kill: nothing was queued
         return run
     steer_id = f"qualify-steer-{knobs.seed}"
-    queue = [sys.executable, "-m", "continuity.harness.live", "steer", "--workspace",
-             str(workspace), "--id", steer_id, "--text", _EXTERNAL_TEXT]  # fmt: skip
+    queue = [  # an argv table: a flag and its value a line
+        sys.executable, "-m", "continuity.harness.live", "steer",
+        "--workspace", str(workspace),
+        "--id", steer_id,
+        "--text", _EXTERNAL_TEXT,
+    ]  # fmt: skip
     queued = subprocess.run(queue, cwd=_REPO, capture_output=True, timeout=60, check=False)
     if queued.returncode != 0:
         raise _infrastructure("the steer could not be queued", "qualify_workload_failed")
     time.sleep(max(0.0, knobs.interval_s - (time.monotonic() - confirmed)))
     again, restarted = _start(command, dict(os.environ))
     hold = time.monotonic() - confirmed
-    write_receipt(work, AFTER, FaultAfter(
-        killed=target, signal=knobs.signal,
-        loss=Loss(kind="group_gone", observed="harness group"), hold_s=round(hold, 3),
-        recovery="queue a second steer, rerun the same command", restarted=restarted,
-    ))  # fmt: skip
+    write_receipt(
+        work,
+        AFTER,
+        FaultAfter(
+            killed=target,
+            signal=knobs.signal,
+            loss=Loss(kind="group_gone", observed="harness group"),
+            hold_s=round(hold, 3),
+            recovery="queue a second steer, rerun the same command",
+            restarted=restarted,
+        ),
+    )
     try:
         again.communicate(timeout=600)
     finally:
         kill_group(again.pid, tolerate=GONE)
     run.timings["hold"] = hold
     run.timings["recovery"] = time.monotonic() - confirmed - hold
+    _write_final(work, run, workspace, inbox, again, restarted)
+    return run
+
+
+def _write_final(
+    work: Path,
+    run: FaultRun,
+    workspace: Path,
+    inbox: Path,
+    again: subprocess.Popen[str],
+    restarted: ProcessId,
+) -> None:
+    """``fault-final.json`` of the rerun `again` (started as `restarted`): completed when
+    it succeeded and delivered both steers, each consumed, into requests after the
+    restart; the session and the live state (under `workspace`) are what it affected."""
     session = workspace / "session" / "session.jsonl"
     steers = _queued(inbox)
     deliveries = _attributed(session, steers)
@@ -167,11 +198,12 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     affected = {"session.jsonl": session, "live.json": workspace / "live.json"}
     run.affected = {n: p for n, p in affected.items() if p.is_file()}
     final = FaultFinal(
-        completed=completed, code=None,
-        affected={n: _sha256(p) for n, p in run.affected.items()}, deliveries=deliveries,
-    )  # fmt: skip
+        completed=completed,
+        code=None,
+        affected={n: _sha256(p) for n, p in run.affected.items()},
+        deliveries=deliveries,
+    )
     write_receipt(work, FINAL, final)
-    return run
 
 
 def _first_request_after(session: Path, line_number: int) -> int:

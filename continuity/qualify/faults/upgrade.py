@@ -66,8 +66,9 @@ class _Chunks:
     exits: list[int] = field(default_factory=list)
 
 
-def _fill(work: Path, builds: tuple[Path, Path], env: dict[str, str], knobs: Knobs,
-          case_id: str) -> _Chunks:  # fmt: skip
+def _fill(
+    work: Path, builds: tuple[Path, Path], env: dict[str, str], knobs: Knobs, case_id: str
+) -> _Chunks:
     """Chunks 1-3 with builds A, B, A; the receipts before and after the switch."""
     chunks = _Chunks()
     boundary = time.monotonic()
@@ -84,11 +85,13 @@ def _fill(work: Path, builds: tuple[Path, Path], env: dict[str, str], knobs: Kno
             boundary = time.monotonic()  # build A's runner has exited: the switch
             time.sleep(knobs.interval_s)
     switched = FaultAfter(
-        killed=chunks.processes[0], signal=knobs.signal,
+        killed=chunks.processes[0],
+        signal=knobs.signal,
         loss=Loss(kind="group_gone", observed="build A's runner exited"),
         hold_s=round(time.monotonic() - boundary, 3),
-        recovery="chunk 2 with build B, chunk 3 with build A", restarted=chunks.processes[1],
-    )  # fmt: skip
+        recovery="chunk 2 with build B, chunk 3 with build A",
+        restarted=chunks.processes[1],
+    )
     write_receipt(work, AFTER, switched)
     return chunks
 
@@ -109,8 +112,13 @@ def upgrade_aba(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         run.timings["chunks"] = time.monotonic() - started
         aggregate = subprocess.run(
             [sys.executable, "-m", "doit", "aggregate", "--run", "aba"],
-            cwd=builds[0], env=env, capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
+            cwd=builds[0],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     finally:
         for build in builds:
             _git("worktree", "remove", "--force", str(build))
