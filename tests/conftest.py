@@ -22,14 +22,19 @@ def slow_entries(text: str) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark `slow` every test tests/slow_tests.txt names, by module or by function, so
-    ``-m "not slow"`` runs the fast tier."""
+    """Mark `slow` every test tests/slow_tests.txt names, by module or by function, and
+    every full-size `variant`, so ``-m "not slow"`` runs the fast tier."""
     entries = slow_entries(SLOW_LIST.read_text(encoding="utf-8"))
     for item in items:
         module, _, rest = item.nodeid.partition("::")
         function = f"{module}::{rest.split('[', 1)[0]}"
-        if module in entries or function in entries:
+        if module in entries or function in entries or item.get_closest_marker("variant"):
             item.add_marker(pytest.mark.slow)
+    # Modules with a slow test first, each module kept together (its module fixtures are
+    # built once): workers start the long tests early, so the run does not end on one
+    # worker finishing a long test alone.
+    slow_modules = {i.nodeid.partition("::")[0] for i in items if i.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.partition("::")[0] not in slow_modules)
 
 
 @pytest.fixture(autouse=True)

@@ -252,7 +252,7 @@ def test_malformed_options_are_one_coded_line(afile: Path) -> None:
     _fuzz(afile, 60)()
 
 
-@pytest.mark.slow
+@pytest.mark.variant
 def test_malformed_options_are_one_coded_line_full_size(afile: Path) -> None:
     _fuzz(afile, 300)()
 
@@ -276,7 +276,7 @@ def test_every_option_of_every_task_refuses_a_malformed_value(afile: Path) -> No
     _table(afile, every_form=False)
 
 
-@pytest.mark.slow
+@pytest.mark.variant
 def test_every_option_of_every_task_refuses_each_kind_of_malformed_value(afile: Path) -> None:
     _table(afile, every_form=True)
 

@@ -320,7 +320,7 @@ def test_mutated_traces_load_or_fail_with_a_code(case: Mutated) -> None:
     _load_outcome(case)
 
 
-@pytest.mark.slow
+@pytest.mark.variant
 @seed(20271102)
 @settings(_FAST, max_examples=3_000)
 @given(mutated_traces())
@@ -451,7 +451,7 @@ def test_mutated_traces_through_doit_and_check(
     _check_command(tmp_path, cases)
 
 
-@pytest.mark.slow
+@pytest.mark.variant
 @settings(deadline=None, database=None, max_examples=1, suppress_health_check=list(HealthCheck))
 @seed(20271104)
 @given(data=st.data())
@@ -474,7 +474,7 @@ def test_mutated_traces_through_traces_file_in_process(
     _doit_sample(tmp_path_factory.mktemp("fuzz-front-door"), cases, _in_process_runner)
 
 
-@pytest.mark.slow
+@pytest.mark.variant
 @settings(deadline=None, database=None, max_examples=1, suppress_health_check=list(HealthCheck))
 @seed(20271106)
 @given(data=st.data())
