@@ -16,17 +16,21 @@ from continuity.errors import ContinuityError
 from continuity.processes import signal_group
 from continuity.qualify.cases import Knobs
 from continuity.qualify.receipts import (
+    AFTER,
     BEFORE,
     FINAL,
+    FaultAfter,
     FaultBefore,
     FaultFinal,
+    InFlight,
+    Loss,
     ProcessId,
     identity,
     write_receipt,
 )
 from continuity.spend.containment import group_members
 
-__all__ = ["FaultRun"]
+__all__ = ["FaultRun", "write_after"]
 
 _REPO = Path(__file__).resolve().parents[3]
 _RUNNER_ARMS = "native,cold-rebuild,continuity-store,continuity-pack-cold"
@@ -168,6 +172,30 @@ def _kill_group(
     if not _confirm_group_gone(pgid):
         raise _infrastructure(f"the {what}'s group outlived the signal", "qualify_loss_unconfirmed")
     return time.monotonic()
+
+
+def write_after(
+    work: Path,
+    knobs: Knobs,
+    target: ProcessId,
+    loss: Loss,
+    hold: float,
+    recovery: str,
+    restarted: ProcessId,
+    in_flight: InFlight | None = None,
+) -> None:
+    """``fault-after.json``: what was killed and lost, the hold held (seconds from the
+    confirmed loss), the recovery taken and what it restarted."""
+    after = FaultAfter(
+        killed=target,
+        signal=knobs.signal,
+        loss=loss,
+        hold_s=round(hold, 3),
+        recovery=recovery,
+        restarted=restarted,
+        in_flight=in_flight,
+    )
+    write_receipt(work, AFTER, after)
 
 
 def _unexercised(work: Path, completed: bool) -> None:

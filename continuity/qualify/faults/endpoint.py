@@ -50,13 +50,12 @@ from continuity.qualify.faults.common import (
     _start,
     _unexercised,
     _wait_for,
+    write_after,
 )
 from continuity.qualify.faults.servers import _refused
 from continuity.qualify.receipts import (
-    AFTER,
     FINAL,
     Delivery,
-    FaultAfter,
     FaultFinal,
     Loss,
     ProcessId,
@@ -263,17 +262,15 @@ def _fault(
     time.sleep(knobs.interval_s)
     fresh, restarted = _endpoint(port, log, stall=False)
     hold = time.monotonic() - confirmed
-    write_receipt(
+    loss = Loss(kind="connection_reset", observed=f"127.0.0.1:{port}")
+    write_after(
         work,
-        AFTER,
-        FaultAfter(
-            killed=target,
-            signal=knobs.signal,
-            loss=Loss(kind="connection_reset", observed=f"127.0.0.1:{port}"),
-            hold_s=round(hold, 3),
-            recovery="restart the endpoint at the same port, rerun the same command",
-            restarted=restarted,
-        ),
+        knobs,
+        target,
+        loss,
+        hold,
+        "restart the endpoint at the same port, rerun the same command",
+        restarted,
     )
     try:
         again = subprocess.run(

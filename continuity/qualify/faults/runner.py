@@ -20,12 +20,11 @@ from continuity.qualify.faults.common import (
     _unexercised,
     _units,
     _units_command,
+    write_after,
 )
 from continuity.qualify.receipts import (
-    AFTER,
     FINAL,
     Delivery,
-    FaultAfter,
     FaultFinal,
     Loss,
     write_receipt,
@@ -63,18 +62,8 @@ def kill_runner(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     time.sleep(knobs.interval_s)
     again, restarted = _start(_units_command(), env)
     hold = time.monotonic() - confirmed
-    write_receipt(
-        work,
-        AFTER,
-        FaultAfter(
-            killed=target,
-            signal=knobs.signal,
-            loss=Loss(kind="group_gone", observed="runner group"),
-            hold_s=round(hold, 3),
-            recovery="rerun the same command",
-            restarted=restarted,
-        ),
-    )
+    loss = Loss(kind="group_gone", observed="runner group")
+    write_after(work, knobs, target, loss, hold, "rerun the same command", restarted)
     again.communicate(timeout=600)
     run.timings["hold"] = hold
     run.timings["recovery"] = time.monotonic() - confirmed - hold

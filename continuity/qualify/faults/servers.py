@@ -26,11 +26,10 @@ from continuity.qualify.faults.common import (
     _unexercised,
     _units,
     _wait_for,
+    write_after,
 )
 from continuity.qualify.receipts import (
-    AFTER,
     FINAL,
-    FaultAfter,
     FaultFinal,
     InFlight,
     Loss,
@@ -120,18 +119,8 @@ def kill_tool_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     fresh, fresh_url = _fixture_server(trace, work / "calls-rerun.jsonl", delay_ms=0)
     hold = time.monotonic() - confirmed
     restarted = identity(fresh.pid) or ProcessId(pid=fresh.pid, start="exited")
-    write_receipt(
-        work,
-        AFTER,
-        FaultAfter(
-            killed=target,
-            signal=knobs.signal,
-            loss=Loss(kind="connection_refused", observed=url.split("//", 1)[1].split("/")[0]),
-            hold_s=round(hold, 3),
-            recovery="restart the server, replay again",
-            restarted=restarted,
-        ),
-    )
+    loss = Loss(kind="connection_refused", observed=url.split("//", 1)[1].split("/")[0])
+    write_after(work, knobs, target, loss, hold, "restart the server, replay again", restarted)
     try:
         rerun = _replay(work / "store", fresh_url)
     finally:
@@ -250,18 +239,16 @@ def kill_history_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
         second = int(str(_witnesses(folder)[place + 1]["pid"]))
         restarted = identity(second) or ProcessId(pid=second, start="exited")
         host = url.split("//", 1)[1].split("/")[0]
-        write_receipt(
+        loss = Loss(kind="connection_refused", observed=host)
+        write_after(
             work,
-            AFTER,
-            FaultAfter(
-                killed=target,
-                signal=knobs.signal,
-                loss=Loss(kind="connection_refused", observed=host),
-                hold_s=round(hold, 3),
-                recovery="the next probe serves its own ConversationHistory",
-                restarted=restarted,
-                in_flight=in_flight,
-            ),
+            knobs,
+            target,
+            loss,
+            hold,
+            "the next probe serves its own ConversationHistory",
+            restarted,
+            in_flight,
         )
     _finish(process, drain)
     run.timings["hold"] = hold

@@ -40,12 +40,11 @@ from continuity.qualify.faults.common import (
     _start,
     _unexercised,
     _wait_for,
+    write_after,
 )
 from continuity.qualify.receipts import (
-    AFTER,
     FINAL,
     Delivery,
-    FaultAfter,
     FaultFinal,
     Loss,
     ProcessId,
@@ -149,17 +148,9 @@ def steer_across_restart(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     time.sleep(max(0.0, knobs.interval_s - (time.monotonic() - confirmed)))
     again, restarted = _start(command, dict(os.environ))
     hold = time.monotonic() - confirmed
-    write_receipt(
-        work,
-        AFTER,
-        FaultAfter(
-            killed=target,
-            signal=knobs.signal,
-            loss=Loss(kind="group_gone", observed="harness group"),
-            hold_s=round(hold, 3),
-            recovery="queue a second steer, rerun the same command",
-            restarted=restarted,
-        ),
+    loss = Loss(kind="group_gone", observed="harness group")
+    write_after(
+        work, knobs, target, loss, hold, "queue a second steer, rerun the same command", restarted
     )
     try:
         again.communicate(timeout=600)
