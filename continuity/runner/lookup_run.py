@@ -33,7 +33,7 @@ from continuity.outputs import write_output
 from continuity.traces.schema import Probe, Trace
 
 if TYPE_CHECKING:
-    from continuity.traces.suites import SuiteItem
+    from continuity.runner.unit_plan import UnitPlan
 
 __all__ = [
     "SLOTS_FILE",
@@ -102,7 +102,7 @@ def _slot_id(slot: dict[str, Any]) -> tuple[Any, ...]:
 
 def check_lookup_slots(
     lookup: LookupRun,
-    plans: Sequence[tuple[SuiteItem, Trace, Arm, int]],
+    plans: Sequence[UnitPlan],
     probe_limit: int | None,
     run: Path,
 ) -> None:
@@ -118,7 +118,8 @@ def check_lookup_slots(
     """
     slots = []
     unknown = []
-    for _, trace, arm, repeat in plans:
+    for plan in plans:
+        trace, arm, repeat = plan.trace, plan.arm, plan.repeat
         for probe in trace.probes[:probe_limit] if probe_limit else trace.probes:
             _, disposition = lookup.disposition(trace, arm, probe)
             slots.append(

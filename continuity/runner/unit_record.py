@@ -57,6 +57,7 @@ UNIT_CODE = (
     "continuity.runner.units",
     "continuity.runner.unit_grading",
     "continuity.runner.unit_record",
+    "continuity.runner.unit_plan",
     "continuity.runner.unit_selection",
     "continuity.runner.unit_store",
     "continuity.runner.unit_worker",

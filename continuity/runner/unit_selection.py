@@ -18,6 +18,7 @@ from continuity.errors import UsageError
 from continuity.lookup.receipts import LookupBinding
 from continuity.probes.availability import needles_for
 from continuity.runner.lookup_run import LookupRun
+from continuity.runner.unit_plan import UnitPlan
 from continuity.store import Store
 from continuity.traces.schema import Probe, Trace
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["UnitPlan", "limited", "plan_units", "probe_slots"]
 
 # One unit to build: its trace (suite item and trace), arm and repeat.
-UnitPlan = tuple["SuiteItem", Trace, Arm, int]
 
 
 def limited(trace: Trace, probe_limit: int | None) -> list[Probe]:
@@ -83,7 +83,7 @@ def plan_units(
     for item in (i for i in result.items if i.trace_id in chosen):
         trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
         plans.extend(
-            (item, trace, arm, repeat)
+            UnitPlan(item, trace, arm, repeat)
             for repeat in range(1, repeats + 1)
             if wanted is None or repeat in wanted
             for arm in parse_arms(

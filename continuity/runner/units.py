@@ -98,7 +98,7 @@ def _open_ledger(
         return None
     from continuity.providers.cache import Ledger
 
-    planned = sum(len(limited(trace, probe_limit)) for _, trace, _, _ in plans)
+    planned = sum(len(limited(plan.trace, probe_limit)) for plan in plans)
     return Ledger.create(
         Path(real.ledger),
         planned_live_turns=planned,
@@ -160,8 +160,8 @@ def _run_plans(
     The zygotes start first, so their imports overlap this process's own."""
 
     def group(plan: UnitPlan) -> str:
-        trace_id = plan[0].trace_id
-        return trace_id if real is None else checkpoint_group(trace_id, plan[2], plan[3])
+        trace_id = plan.item.trace_id
+        return trace_id if real is None else checkpoint_group(trace_id, plan.arm, plan.repeat)
 
     threads = min(max(1, jobs), len({group(plan) for plan in plans}))
     with ZygotePool(ZYGOTE_PRELOAD, start=threads) as zygotes:
@@ -170,10 +170,10 @@ def _run_plans(
             group_of=group,
             work=lambda plan: run_unit(
                 store,
-                plan[1],
-                plan[0],
-                plan[2],
-                repeat=plan[3],
+                plan.trace,
+                plan.item,
+                plan.arm,
+                repeat=plan.repeat,
                 probe_limit=probe_limit,
                 real=real,
                 lookup=lookup,
@@ -181,7 +181,7 @@ def _run_plans(
                 zygotes=zygotes,
                 ledger=ledger,
             ),
-            describe=lambda plan: f"r{plan[3]} {plan[0].trace_id} {plan[2].id}",
+            describe=lambda plan: f"r{plan.repeat} {plan.item.trace_id} {plan.arm.id}",
             jobs=jobs,
             progress=progress,
         )
