@@ -22,7 +22,7 @@ import msgspec
 
 from continuity.arms import ARMS
 from continuity.report.aggregate import aggregate_run
-from continuity.runner.units import UnitRecord, build_units, seal, unit_filename, unit_key
+from continuity.runner.units.build import UnitRecord, build_units, seal, unit_filename, unit_key
 from continuity.store import Store
 from continuity.traces.suites import build_suite
 

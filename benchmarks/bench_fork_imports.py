@@ -14,9 +14,9 @@ import sys
 
 PROBE = """
 import os, statistics, sys, time
-import continuity.probe.child  # what the worker always imported before forking
+import continuity.sampling.child  # what the worker always imported before forking
 if sys.argv[2] == "warm":
-    from continuity.probe.worker import warm_imports, UnitRequest
+    from continuity.sampling.worker import warm_imports, UnitRequest
     warm_imports(UnitRequest(store_root="-", tree="-", workspace="-", arm="native", probes=[]))
 times = []
 for _ in range(int(sys.argv[1])):

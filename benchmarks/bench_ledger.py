@@ -36,7 +36,7 @@ from continuity.arms import ARMS, LEDGER_ARM, replay_config_for  # noqa: E402
 from continuity.harness.checkpoints import build_checkpoint  # noqa: E402
 from continuity.preparation.prepare import prepare_checkpoint  # noqa: E402
 from continuity.runner.ledger_run import ledger_run  # noqa: E402
-from continuity.runner.units import run_unit  # noqa: E402
+from continuity.runner.units.build import run_unit  # noqa: E402
 from continuity.store import Store  # noqa: E402
 from continuity.traces.suites import build_suite  # noqa: E402
 from continuity.traces.validate import load_trace  # noqa: E402

@@ -35,10 +35,12 @@ __all__ = [
     "Arm",
     "Boundary",
     "Pressure",
+    "ProbeMode",
     "arm_config",
     "arm_ids",
     "models_patch",
     "parse_arms",
+    "probe_mode_named",
     "replay_config_for",
     "resolve_arms",
 ]
@@ -274,7 +276,11 @@ LEDGER_ARM = "continuity-ledger-cold"
 # stays the nine arms that buy no upkeep.
 OPT_IN = frozenset({LEDGER_ARM})
 _ALIASES = {alias: arm.id for arm in ARMS.values() for alias in arm.aliases}
-PROBE_MODES = ("recall-only", "lookup-allowed-v1")
+# The probe mode, one typed value: recall-only (the reader answers from what it kept) or
+# lookup-allowed-v1 (it may look records up, under a frozen policy). `probe_mode_named`
+# reads the option's text once.
+ProbeMode = Literal["recall-only", "lookup-allowed-v1"]
+PROBE_MODES: tuple[ProbeMode, ...] = ("recall-only", "lookup-allowed-v1")
 # Lookup mode admits exactly these arms; native-lookup exists only in lookup mode (kept
 # out of the Arm record so recall-only arm keys stay as they were).
 LOOKUP_ARMS = ("native-lookup", "continuity-pack-cold")
@@ -341,18 +347,30 @@ def resolve_arms(
     return arms
 
 
+def probe_mode_named(text: str | None) -> ProbeMode:
+    """The probe mode `text` names (empty or None: recall-only).
+
+    Raises:
+        ArmError: ``probe_mode_unknown``.
+    """
+    name = text or "recall-only"
+    for mode in PROBE_MODES:
+        if name == mode:
+            return mode
+    raise ArmError(
+        f"unknown probe mode {name!r}; use {' or '.join(PROBE_MODES)}",
+        code="probe_mode_unknown",
+        location="--probe-mode",
+    )
+
+
 def parse_arms(
     text: str | None, *, family: str | None = None, probe_mode: str = "recall-only"
 ) -> list[Arm]:
     """``"native,cold-rebuild"``, ``"all"`` (None means all available arms of the probe
     mode, opt-in arms aside), or ``all`` among names (``"all,continuity-ledger-cold"``:
     the default arms and the opt-in one)."""
-    if probe_mode not in PROBE_MODES:
-        raise ArmError(
-            f"unknown probe mode {probe_mode!r}; use {' or '.join(PROBE_MODES)}",
-            code="probe_mode_unknown",
-            location="--probe-mode",
-        )
+    probe_mode = probe_mode_named(probe_mode)
     if not text or text.strip() == "all":
         return resolve_arms(arm_ids(probe_mode=probe_mode), family=family, probe_mode=probe_mode)
     names: list[str] = []

@@ -30,7 +30,8 @@ from continuity.report.freshness import aggregate_stamped
 from continuity.runner.checkpoints import build_checkpoints
 from continuity.runner.design import check_design
 from continuity.runner.manifest import utc_stamp, write_run_manifest
-from continuity.runner.units import build_units, judged
+from continuity.runner.units.build import build_units, judged
+from continuity.runner.units.execution import Execution
 from continuity.store import Store, utc_now
 from continuity.traces.bounds import RESULT_HEAD_BYTES
 from continuity.traces.distractors import distractor_differences
@@ -39,7 +40,7 @@ from continuity.traces.schema import Steer, ToolResult, decode_trace, iter_turns
 from continuity.traces.suites import SuiteResult, build_suite
 
 if TYPE_CHECKING:
-    from continuity.runner.units import UnitRecord
+    from continuity.runner.units.build import UnitRecord
 
 CONTRACT_CHECKPOINTS = (("original", None), ("hard", "gen-grant-101,gen-oven-102"))
 CONTRACT_DESIGN_TRACES = ("gen-grant-101", "gen-oven-102")
@@ -181,7 +182,8 @@ def _run_units(store: Store, run_dir: Path) -> list[UnitRecord]:
                 traces=traces,
                 run_dir=run_dir,
                 progress=tick,
-                judge=CONTRACT_JUDGE,  # the scripted judge grades every valid answer
+                # the scripted judge grades every valid answer
+                execution=Execution(judge=CONTRACT_JUDGE),
             )
         units += records
     return units
@@ -189,7 +191,7 @@ def _run_units(store: Store, run_dir: Path) -> list[UnitRecord]:
 
 def check_units(units: Sequence[UnitRecord]) -> None:
     """Every valid answer the judge reads judged (the unresolved ones and next actions:
-    `continuity.runner.unit_grading.judged`), and every probe sample valid (crossed its
+    `continuity.runner.units.grading.judged`), and every probe sample valid (crossed its
     boundary).
 
     Raises:

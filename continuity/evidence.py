@@ -28,7 +28,7 @@ import msgspec
 from msgspec import UNSET
 
 from continuity.arms import Arm
-from continuity.probe.receipts import SampleEvidence
+from continuity.sampling.receipts import SampleEvidence
 
 __all__ = [
     "EXCLUDED_CLASSES",

@@ -14,7 +14,7 @@ from rules.params import OUT, Selection, TaskSpec, param
 if TYPE_CHECKING:
     from continuity.agents.manifest import Manifest
     from continuity.plan.plan import Plan
-    from continuity.runner.unit_record import UnitRecord
+    from continuity.runner.units.record import UnitRecord
     from continuity.traces.schema import Trace
     from rules.plan import UnitsOptions
 
@@ -29,20 +29,14 @@ def agent_units(
     """``--agent agent.toml``: an outside agent's units (CAP/0), offline into
     ``<out>/runs/<run>/units/`` (default run ``agent-<name>``), real (``--real``) into
     ``--out``; `doit aggregate` reports them."""
-    import os
-
-    from continuity.errors import RealModeError
+    from continuity.plan.guards import refuse_under_ci
     from continuity.progress import progress
     from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
     from continuity.runner.manifest import utc_stamp, write_run_manifest
 
     started = utc_stamp()
-    if options.get("real") and "CI" in os.environ:  # before the options are even read
-        raise RealModeError(
-            "real mode never runs where a CI variable exists (even an empty one)",
-            code="real_refused_ci",
-            location="$CI",
-        )
+    if options.get("real"):
+        refuse_under_ci()  # before the options are even read
     plan, manifest, traces = _agent_selection(options)
     if options.get("real"):
         return _real_agent_units(options, plan, manifest, traces, repeats, summary)
@@ -96,11 +90,8 @@ def _real_agent_units(
 ) -> str:
     from continuity.progress import progress
     from continuity.runner.agent_real import run_real_agent
-    from continuity.runner.real import (
-        DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
-        DEFAULT_REQUEST_TIMEOUT,
-    )
-    from continuity.runner.units import replayed_calls
+    from continuity.runner.real_request import real_request_from_options
+    from continuity.runner.units.build import replayed_calls
 
     store = Selection(options).store
     with progress(f"agent units {manifest.name} (real: {plan.endpoint.kind})") as tick:
@@ -109,18 +100,7 @@ def _real_agent_units(
             store,
             manifest,
             traces,
-            confirm=options.get("confirm_plan") or None,
-            credentials=options.get("credentials") or None,
-            output=options.get("out") or None,
-            only_repeats=repeats,
-            concurrency=int(options.get("concurrency") or 4),
-            max_observed_input_tokens=int(options.get("max_input_tokens") or 0)
-            or DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
-            explain_cache=bool(options.get("explain_cache")),
-            pricing=options.get("pricing") or None,
-            cost_cap=options.get("cost_cap") or None,
-            raise_cap=bool(options.get("raise_cap")),
-            request_timeout=float(options.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT),
+            real_request_from_options(options, repeats),
             progress=tick,
         )
     calls = [c for r in build.records for p in r.probes if p.agent for c in p.agent.calls]

@@ -265,7 +265,7 @@ def _holdout_estimate(options: EstimateOptions, source: HoldoutSource) -> str:
     Raises:
         UsageError: ``plan_invalid`` (an option the sizing fixes),
             ``lookup_fixed_budget_required`` (no ``--lookup-policy``), and the codes of
-            `continuity.runner.fixed_budget_estimate.holdout_lookup_estimate`.
+            `continuity.runner.fixed_budget.estimate.holdout_lookup_estimate`.
     """
     from pathlib import Path
 
@@ -273,7 +273,7 @@ def _holdout_estimate(options: EstimateOptions, source: HoldoutSource) -> str:
 
     from continuity.errors import UsageError
     from continuity.plan.lookup_report import format_lookup_estimate, write_lookup_estimate
-    from continuity.runner.fixed_budget_estimate import HoldoutRequest, holdout_lookup_estimate
+    from continuity.runner.fixed_budget.estimate import HoldoutRequest, holdout_lookup_estimate
     from continuity.runner.lookup_run import LookupRun
 
     _refuse_given(

@@ -6,7 +6,7 @@ policy; it takes ``--output`` and its corpus options only, and refuses holdout o
 (a partial source or an external-only option is ``holdout_source_incomplete``, a whole
 source or ``--policy`` is ``lookup_fixed_budget_required``). Fixed-budget sizing
 (``--fixed-budget-sha256 SHA`` with the source triple and ``--selection-seed N
-[--per-group K]``) never derives limits (`continuity.runner.fixed_budget`); it refuses
+[--per-group K]``) never derives limits (`continuity.runner.fixed_budget.sizing`); it refuses
 the legacy corpus options (``lookup_legacy_option_refused``). A present but empty
 ``--fixed-budget-sha256`` is ``lookup_empty_fixed_budget_sha256``, before anything else.
 """
@@ -70,7 +70,7 @@ def _reader_model(options: LookupBudgetOptions) -> str | None:
 
 def _budget(**options: Unpack[LookupBudgetOptions]) -> str:
     from continuity.progress import progress
-    from continuity.runner.fixed_budget import check_fixed_budget_sha256
+    from continuity.runner.fixed_budget.sizing import check_fixed_budget_sha256
     from continuity.runner.lookup_budget import run_lookup_budget
 
     # An empty --fixed-budget-sha256 is refused before any workload or source option.
@@ -191,7 +191,7 @@ def _fixed_budget(
     from continuity.plan.lookup_slots import EstimateRole
     from continuity.progress import progress
     from continuity.roles.table import ROLES
-    from continuity.runner.fixed_budget import FixedBudgetRequest, run_fixed_budget
+    from continuity.runner.fixed_budget.sizing import FixedBudgetRequest, run_fixed_budget
     from continuity.store import Store
 
     assert source is not None and fixed is not None  # _holdout refused anything else

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from continuity.roles.register import Registration
-    from continuity.runner.preflight import PreflightSlot, PreflightSource
+    from continuity.runner.preflight.run import PreflightSlot, PreflightSource
 
 
 class PreflightOptions(TypedDict, total=False):
@@ -40,8 +40,8 @@ def _holdout_slots(options: PreflightOptions) -> tuple[list[PreflightSlot], Pref
     """
     from continuity.plan.holdout_plan import HOLDOUT_SUITE, holdout_choice
     from continuity.roles.table import ROLES, SOULS
-    from continuity.runner.preflight import PreflightSlot, PreflightSource, checkout_code
-    from continuity.runner.preflight_child import TraceInput
+    from continuity.runner.preflight.child import TraceInput
+    from continuity.runner.preflight.run import PreflightSlot, PreflightSource, checkout_code
     from continuity.store import Store
 
     store = Store(options.get("store") or None)
@@ -102,7 +102,7 @@ def _preflight(**options: Unpack[PreflightOptions]) -> str:
     from continuity.roles.register import check_output
     from continuity.roles.run import read_registration
     from continuity.roles.run_launch import verify_build
-    from continuity.runner.preflight import (
+    from continuity.runner.preflight.run import (
         PreflightSource,
         preflight_failure,
         run_preflight,
@@ -168,8 +168,8 @@ def _registered(registration: Registration, options: PreflightOptions) -> list[P
     from continuity.plan.holdout_plan import holdout_choice
     from continuity.roles.register_holdout import held_options
     from continuity.roles.table import SOULS
-    from continuity.runner.preflight import registered_slots
-    from continuity.runner.preflight_child import TraceInput
+    from continuity.runner.preflight.child import TraceInput
+    from continuity.runner.preflight.run import registered_slots
     from continuity.store import Store
 
     held = registration.workload.holdout
@@ -196,7 +196,7 @@ def _registered(registration: Registration, options: PreflightOptions) -> list[P
 def _run_holdout(options: PreflightOptions) -> str:
     """The holdout form: the selected traces under every role, prepared by this checkout."""
     from continuity.progress import progress
-    from continuity.runner.preflight import preflight_failure, run_preflight, summary_lines
+    from continuity.runner.preflight.run import preflight_failure, run_preflight, summary_lines
 
     slots, source = _holdout_slots(options)
     output = _holdout_output(options, source)

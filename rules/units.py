@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from continuity.roles.table import Role
     from continuity.runner.ledger_run import LedgerRun
     from continuity.runner.lookup_run import LookupRun
-    from continuity.runner.units import UnitRecord
+    from continuity.runner.units.build import UnitRecord
     from continuity.traces.suites import SuiteItem
 
 RUN = param("run", str, "offline", "run name: units and reports go to <out>/runs/<run>/")
@@ -167,29 +167,30 @@ def _build(
     ledger: LedgerRun | None = None,
     items: list[SuiteItem] | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
-    """Build the plan's units into `run_dir` (`build_units`) with a progress line;
-    `items`: a holdout's selected traces."""
+    """Build the plan's units into `run_dir` (`build_units`) with a progress line: what
+    is measured comes from `plan` (as in a real run), what part of it runs now
+    (``--trace``, ``--only-repeats``, ``--jobs``) from the options; `items`: a holdout's
+    selected traces."""
     from continuity.progress import progress
     from continuity.runner.samples import DEFAULT_JOBS
-    from continuity.runner.units import build_units
+    from continuity.runner.units.build import build_units
+    from continuity.runner.units.execution import Execution
 
     chosen = Selection(options)
     with progress(label) as tick:
         return build_units(
             chosen.store,
-            chosen.suite,
-            chosen.seeds,
-            arms=options.get("arms") or None,
-            repeats=int(options.get("repeats") or 1),
+            plan.suite,
+            plan.seeds,
+            arms=",".join(plan.arms),
+            repeats=plan.repeats,
             traces=options.get("trace") or None,
-            probe_limit=int(options.get("probe_limit") or 0) or None,
+            probe_limit=plan.probe_limit,
             run_dir=run_dir,
             progress=tick,
             jobs=int(options.get("jobs") or 0) or DEFAULT_JOBS,
             only_repeats=_repeats(options),
-            lookup=lookup,
-            judge=plan.judge,  # offline the scripted judge plays it
-            ledger=ledger,
+            execution=Execution(lookup=lookup, ledger=ledger, judge=plan.judge),
             items=items,
         )
 
@@ -314,17 +315,13 @@ def _summary(records: Sequence[UnitRecord], folder: Path | str, built: int) -> s
 
 
 def _real_units(options: UnitsOptions) -> str:
-    import os
-
     from continuity.errors import RealModeError
+    from continuity.plan.guards import refuse_under_ci
     from continuity.plan.plan import plan_from_options
     from continuity.progress import progress
-    from continuity.runner.real import (
-        DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
-        DEFAULT_REQUEST_TIMEOUT,
-        run_real,
-    )
-    from continuity.runner.units import replayed_calls
+    from continuity.runner.real import run_real
+    from continuity.runner.real_request import real_request_from_options
+    from continuity.runner.units.build import replayed_calls
     from continuity.store import Store
 
     if (options.get("probe_mode") or "recall-only") != "recall-only":
@@ -334,35 +331,12 @@ def _real_units(options: UnitsOptions) -> str:
             code="lookup_real_refused",
             location="--probe-mode",
         )
-    if "CI" in os.environ:  # before the options are even read
-        raise RealModeError(
-            "real mode never runs where a CI variable exists (even an empty one)",
-            code="real_refused_ci",
-            location="$CI",
-        )
+    refuse_under_ci()  # before the options are even read
     plan = plan_from_options(options)
+    request = real_request_from_options(options, _repeats(options))
     store = Store(options.get("store") or None)
     with progress(f"units {plan.suite} (real: {plan.endpoint.kind})") as tick:
-        result = run_real(
-            plan,
-            store,
-            confirm=options.get("confirm_plan") or None,
-            credentials=options.get("credentials") or None,
-            output=options.get("out") or None,
-            traces=options.get("trace") or None,
-            only_repeats=_repeats(options),
-            jobs=int(options.get("jobs") or 0) or None,  # None: every checkpoint at once
-            concurrency=int(options.get("concurrency") or 4),
-            max_observed_input_tokens=int(options.get("max_input_tokens") or 0)
-            or DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
-            explain_cache=bool(options.get("explain_cache")),
-            progress=tick,
-            capture=options.get("capture_upkeep_output") or None,
-            pricing=options.get("pricing") or None,
-            cost_cap=options.get("cost_cap") or None,
-            request_timeout=float(options.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT),
-            raise_cap=bool(options.get("raise_cap")),
-        )
+        result = run_real(plan, store, request, progress=tick)
     if result.explain_log:
         _print_explain(result.explain_log)
     calls = [c for r in result.records for p in r.probes if p.evidence for c in p.evidence.calls]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import pytest
 
@@ -112,3 +113,32 @@ def clean_checkout(tmp_path: Path) -> Path:
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "init")
     return root
+
+
+_Closable = TypeVar("_Closable", bound="SupportsClose")
+
+
+class SupportsClose(Protocol):
+    def close(self) -> None: ...
+
+
+class Closer(Protocol):
+    """The `close_after` fixture: registers `client` and returns it."""
+
+    def __call__(self, client: _Closable) -> _Closable: ...
+
+
+@pytest.fixture
+def close_after() -> Iterator[Closer]:
+    """Register a client (an SDK's, anything with ``close()``) to be closed when the test
+    ends, passed or failed: an unclosed client's pooled socket would be collected, and
+    reported as an unraisable ResourceWarning, during some later test."""
+    opened: list[SupportsClose] = []
+
+    def register(client: _Closable) -> _Closable:
+        opened.append(client)
+        return client
+
+    yield register
+    for client in reversed(opened):
+        client.close()

@@ -8,8 +8,9 @@ drift apart silently. Every import counts: module level, inside functions, and u
 from __future__ import annotations
 
 import ast
+import importlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -242,6 +243,90 @@ def test_rules_use_no_private_names_of_the_package() -> None:
     assert problems == []
 
 
+def packages() -> dict[str, frozenset[str]]:
+    """Every package below `continuity` (``continuity.runner``, ``continuity.runner.units``,
+    ...) -> its interface: the names in its ``__all__`` (names it defines or re-exports,
+    and the submodules other packages may import)."""
+    found = {}
+    for name, path in module_names().items():
+        if path.name == "__init__.py" and name.count(".") >= 1:
+            found[name] = frozenset(getattr(importlib.import_module(name), "__all__", ()))
+    return found
+
+
+def import_edges() -> Iterator[tuple[str, str, str]]:
+    """(importer, imported module, name or "") for the package, `rules/` and `dodo.py`."""
+    known = module_names()
+    for module, path in {**known, **task_modules()}.items():
+        for target, name in imports_of(module, path, known):
+            yield module, target, name
+
+
+def unexported_imports(
+    edges: Iterable[tuple[str, str, str]], interfaces: Mapping[str, frozenset[str]]
+) -> list[str]:
+    """Each import that steps into a package from outside it through a name (a module or
+    a re-exported name) its ``__all__`` does not list. Inside a package, every module
+    may import every other; a nested package (``runner.units``) is a package of its own."""
+    problems = []
+    for importer, target, name in edges:
+        path = [*target.split("."), *([name] if name else [])]
+        for depth in range(2, len(path)):
+            package = ".".join(path[:depth])
+            if package not in interfaces:
+                break  # a module: what follows is a name inside it
+            inside = importer == package or importer.startswith(package + ".")
+            if not inside and path[depth] not in interfaces[package]:
+                problems.append(f"{importer} -> {package}.{path[depth]} (not in its __all__)")
+    return sorted(set(problems))
+
+
+def test_packages_are_entered_only_through_their_interface() -> None:
+    """Another package (or `rules/`, or `dodo.py`) imports only what a package's
+    ``__all__`` lists; a module left out of it is the package's own business."""
+    assert unexported_imports(import_edges(), packages()) == []
+
+
+def test_every_interface_entry_exists() -> None:
+    """An ``__all__`` entry is a name the package holds or a submodule it has."""
+    known = module_names()
+    missing = [
+        f"{package}.{entry}"
+        for package, exported in packages().items()
+        for entry in sorted(exported)
+        if f"{package}.{entry}" not in known
+        and not hasattr(importlib.import_module(package), entry)
+    ]
+    assert missing == []
+
+
+def test_interface_checker_refuses_a_private_module() -> None:
+    """The test of the test: an import of a module its package does not export is found,
+    from another package, from `rules/`, and through a nested package; imports inside a
+    package and through exported names pass."""
+    interfaces = {
+        "continuity.runner": frozenset({"units", "real"}),
+        "continuity.runner.units": frozenset({"build"}),
+        "continuity.errors": frozenset({"UsageError"}),
+    }
+    edges = [
+        ("continuity.report.collect", "continuity.runner.children", ""),  # not exported
+        ("rules.units", "continuity.runner.units.worker", ""),  # nested, not exported
+        ("continuity.runner.real", "continuity.runner.units.store", ""),  # sibling package
+        ("continuity.runner.real", "continuity.runner.children", ""),  # inside: fine
+        ("continuity.runner.units.run", "continuity.runner.units.worker", ""),  # inside
+        ("rules.units", "continuity.runner.units.build", "build_units"),  # exported
+        ("continuity.plan.guards", "continuity.errors", "UsageError"),  # exported name
+        ("continuity.plan.guards", "continuity.errors", "_refuse"),  # not exported
+    ]
+    assert unexported_imports(edges, interfaces) == [
+        "continuity.plan.guards -> continuity.errors._refuse (not in its __all__)",
+        "continuity.report.collect -> continuity.runner.children (not in its __all__)",
+        "continuity.runner.real -> continuity.runner.units.store (not in its __all__)",
+        "rules.units -> continuity.runner.units.worker (not in its __all__)",
+    ]
+
+
 # The checker itself must catch what it is for: a small synthetic graph.
 def test_checker_finds_cycles_and_upward_imports() -> None:
     graph = {
@@ -264,7 +349,7 @@ def test_checker_finds_cycles_and_upward_imports() -> None:
 def test_layer_table_is_read_from_the_document() -> None:
     ranks = layer_table(DOC.read_text(encoding="utf-8"))
     assert ranks["errors"] < ranks["store"] < ranks["traces"] < ranks["harness"]
-    assert ranks["harness"] < ranks["probe"] < ranks["runner"] < ranks["report"]
+    assert ranks["harness"] < ranks["sampling"] < ranks["runner"] < ranks["report"]
 
 
 MAX_MODULE_LINES = 500

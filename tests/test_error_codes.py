@@ -29,7 +29,7 @@ from continuity.messages import ToolCallRequest
 from continuity.providers import ScriptedProvider, ScriptedStep
 from continuity.runner.checkpoints import build_checkpoints
 from continuity.runner.design import check_design
-from continuity.runner.units import UnitRecord, build_units, seal
+from continuity.runner.units.build import UnitRecord, build_units, seal
 from continuity.servers.fixture import FixtureToolServer, FrozenRecord
 from continuity.store import Store
 from continuity.traces.schema import (
@@ -290,7 +290,7 @@ def test_a_sample_that_does_not_cross_its_boundary_fails_the_contract(
     store: Store, out_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _small_contract(monkeypatch)
-    _cold_rebuild_forks_native(monkeypatch, "continuity.runner.unit_run")
+    _cold_rebuild_forks_native(monkeypatch, "continuity.runner.units.run")
     with pytest.raises(ContinuityError) as err:
         run_offline_contract(store, out_dir=out_dir)
     assert (err.value.code, err.value.location) == ("arm_contract_failed", TRACE)

@@ -12,7 +12,7 @@ from continuity.harness.reseed import ReseedEvent
 from continuity.memory.pack import PackReceipt, PackSection
 from continuity.memory.retained import RetainedStats
 from continuity.messages import Usage
-from continuity.probe.receipts import HistoryCall, LedgerInjection, SampleEvidence
+from continuity.sampling.receipts import HistoryCall, LedgerInjection, SampleEvidence
 
 READER = "openai-codex:gpt-6-luna"
 ALTERNATE = "openai-codex:gpt-6.1-sol"

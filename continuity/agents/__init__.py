@@ -7,4 +7,13 @@ an adapter written in Python implements `AgentAdapter` and calls `serve_stdio`
 (`continuity.agents.sdk`). The messages are `continuity.agents.protocol`.
 """
 
-__all__: list[str] = []
+__all__ = [
+    "check",
+    "client",
+    "drive",
+    "manifest",
+    "protocol",
+    "readers",
+    "sandbox",
+    "units",
+]

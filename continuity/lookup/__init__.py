@@ -1,3 +1,16 @@
 """Lookup mode (``lookup-allowed-v1``): a metered ConversationHistory budget per probe."""
 
-__all__: list[str] = []
+__all__ = [
+    "budget",
+    "fixed_budget",
+    "fixed_budget_classify",
+    "meter",
+    "policy",
+    "probe",
+    "reader",
+    "receipts",
+    "sizing",
+    "soul",
+    "sources",
+    "state",
+]

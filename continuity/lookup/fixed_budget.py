@@ -1,7 +1,7 @@
 """``budget.json``: a fixed-budget sizing of a holdout source, and reading one.
 
 A fixed-budget sizing (schema ``continuity-lookup-fixed-budget-v1``, written by
-``doit lookup_budget --fixed-budget-sha256``, `continuity.runner.fixed_budget`) records
+``doit lookup_budget --fixed-budget-sha256``, `continuity.runner.fixed_budget.sizing`) records
 one `FixedSlot` per role x selected conversation x probe, and binds what it was measured
 under:
 

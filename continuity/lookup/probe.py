@@ -1,6 +1,6 @@
 """Lookup-mode pieces of a probe child: page tracking, the reference path, the witness.
 
-The probe child (`continuity.probe.child`) uses these when its request carries a
+The probe child (`continuity.sampling.child`) uses these when its request carries a
 `LookupBinding`:
 
 - `PageTracker` reassembles the ConversationHistory ``get`` pages a reader received and

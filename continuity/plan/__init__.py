@@ -1,3 +1,22 @@
 """Plans, workload and price estimates, and the guards around real mode."""
 
-__all__: list[str] = []
+__all__ = [
+    "agent_plan",
+    "estimate",
+    "estimate_format",
+    "guards",
+    "holdout_plan",
+    "holdout_pricing",
+    "ledger_plan",
+    "limits",
+    "lookup_estimate",
+    "lookup_report",
+    "lookup_slots",
+    "models",
+    "pilot_catalog",
+    "pilot_estimate",
+    "plan",
+    "pricing",
+    "readiness",
+    "workload",
+]

@@ -32,7 +32,23 @@ from continuity.plan.plan import Plan, plan_digest
 from continuity.providers.endpoint import is_loopback
 from continuity.store import Store
 
-__all__ = ["check_checkout", "check_real_mode", "default_checkout"]
+__all__ = ["check_checkout", "check_real_mode", "default_checkout", "refuse_under_ci"]
+
+
+def refuse_under_ci(environ: Mapping[str, str] | None = None, *, what: str = "real mode") -> None:
+    """Guard 1, the one place it is written: nothing real runs where a ``CI`` variable
+    exists (even an empty one). The commands call it first, before any option is read;
+    `check_real_mode` calls it again for callers that skip the command.
+
+    Raises:
+        RealModeError: ``real_refused_ci``.
+    """
+    if "CI" in (os.environ if environ is None else environ):
+        raise RealModeError(
+            f"{what} never runs where a CI variable exists (even an empty one)",
+            code="real_refused_ci",
+            location="$CI",
+        )
 
 
 def default_checkout() -> Path:
@@ -123,12 +139,7 @@ def check_real_mode(
 def _check_endpoint(plan: Plan, credentials: str | None, env: Mapping[str, str]) -> str:
     """Guards 1 to 3: no CI, a real endpoint, a credentials path unless the endpoint is
     on this machine (returned; "" for none)."""
-    if "CI" in env:
-        raise RealModeError(
-            "real mode never runs where a CI variable exists (even an empty one)",
-            code="real_refused_ci",
-            location="$CI",
-        )
+    refuse_under_ci(env)
     if plan.mode != "real":
         raise RealModeError(
             "real mode needs a real endpoint: --provider openai-chat, openai-responses or "

@@ -11,7 +11,7 @@ workload; `format_lookup_estimate` is the report; `write_lookup_estimate` writes
 `continuity.plan.lookup_estimate.ESTIMATE_SCHEMA`).
 
 A holdout source is estimated from its fixed-budget sizing by
-`continuity.runner.fixed_budget_estimate` (beside the sizing it reads); the holdout
+`continuity.runner.fixed_budget.estimate` (beside the sizing it reads); the holdout
 section of the text is rendered here.
 """
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from continuity.agents.units import AgentIdentity
-from continuity.arms import parse_arms
+from continuity.arms import ProbeMode, parse_arms, probe_mode_named
 from continuity.digest import value_digest
 from continuity.errors import UsageError
 from continuity.holdout.schema import HoldoutBinding
@@ -90,7 +90,7 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     repeats: int
     arms: list[str]
     probe_limit: int | None
-    probe_mode: str = "recall-only"
+    probe_mode: ProbeMode = "recall-only"
     # Bound by plans made before credentials stopped entering the digest; never set now.
     credentials_fingerprint: str | None = None
     # The probe turn's bytes (`continuity.probes.protocol`): a new protocol, a new digest.
@@ -163,7 +163,7 @@ def build_plan(
     judge_effort: str | None = "low",
     mode: Literal["offline", "real"] = "offline",
     endpoint: Endpoint | None = None,
-    probe_mode: str = "recall-only",
+    probe_mode: ProbeMode = "recall-only",
     pricing: PriceSource | None = None,
     extraction_model: str | None = None,
     require_request_cap: bool = False,
@@ -300,7 +300,7 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
     judge = options.get("judge")
     seeds = options.get("seeds")
     profile = model_profile(options.get("models") or None)
-    probe_mode = options.get("probe_mode") or "recall-only"
+    probe_mode = probe_mode_named(options.get("probe_mode"))
     binding = options.get("lookup_reader") or ""
     if binding and probe_mode != "lookup-allowed-v1":
         raise UsageError(
@@ -394,7 +394,7 @@ def holdout_for_options(options: Mapping[str, Any]) -> HoldoutChoice | None:
         options.get(k) for k in ("manifest", "manifest_sha256", "statistical_spec")
     ):
         return None
-    lookup = (options.get("probe_mode") or "recall-only") == "lookup-allowed-v1"
+    lookup = probe_mode_named(options.get("probe_mode")) == "lookup-allowed-v1"
     return holdout_choice(Store(options.get("store") or None), options, lookup=lookup)
 
 

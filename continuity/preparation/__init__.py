@@ -2,4 +2,9 @@
 replayed checkpoint, each crossing a model-change boundary, and the integrity checks
 that make the prepared checkpoint a valid ledger treatment or an invalid one."""
 
-__all__: list[str] = []
+__all__ = [
+    "capture",
+    "extractor",
+    "prepare",
+    "receipts",
+]

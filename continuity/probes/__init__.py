@@ -1,3 +1,13 @@
 """Probes: deterministic scoring, the optional judge, availability analysis."""
 
-__all__: list[str] = []
+__all__ = [
+    "answer_line",
+    "availability",
+    "calibration",
+    "judge",
+    "protocol",
+    "scorer_version",
+    "scoring",
+    "token_f1",
+    "validity",
+]

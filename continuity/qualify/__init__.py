@@ -6,4 +6,9 @@ receipts (`receipts`), graded by calibrated pure graders (`graders`) and package
 evidence per attempt (`package`); `doit qualify` (`rules/qualify.py`) drives them.
 """
 
-__all__: list[str] = []
+__all__ = [
+    "cases",
+    "package",
+    "run",
+    "select",
+]

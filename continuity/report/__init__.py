@@ -1,3 +1,13 @@
 """Aggregation of unit records into results.json, summary.md and report.html."""
 
-__all__: list[str] = []
+__all__ = [
+    "compare",
+    "compare_runs",
+    "freshness",
+    "lookup",
+    "rescore",
+    "results",
+    "runs",
+    "sections",
+    "threshold",
+]

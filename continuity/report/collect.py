@@ -28,12 +28,12 @@ import msgspec
 from continuity.digest import KeySpec, code_digest, digest_bytes
 from continuity.errors import AggregateError
 from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
-from continuity.probe.receipts import ProcessReceipt
 from continuity.report.lookup import with_latency
 from continuity.report.runs import runs_hint
 from continuity.report.scores import Scorer
 from continuity.report.summary import UnitSummary, summarize
 from continuity.report.verify import TraceHead, verify_unit
+from continuity.sampling.receipts import ProcessReceipt
 from continuity.store import Store
 
 __all__ = ["REPORT_CODE", "SUMMARY_SALT", "Slot", "check_builds", "load_summaries"]
@@ -56,7 +56,7 @@ class _Cache:
         self.store = store
         self.label = label
         self.code = code_digest(
-            [*REPORT_CODE, "continuity.runner.units", "continuity.runner.unit_record"]
+            [*REPORT_CODE, "continuity.runner.units.build", "continuity.runner.units.record"]
         )
         self.index_key = KeySpec(
             kind="unit-summary-index",

@@ -17,12 +17,12 @@ import msgspec
 from msgspec import UNSET
 
 from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
-from continuity.probe.receipts import SampleEvidence
 from continuity.report.results import ReportContext, Sample
 from continuity.report.scores import Scorer
 from continuity.report.verify import decode_unit
 from continuity.runner.manifest import read_run_manifest
-from continuity.runner.units import ProbeResult, UnitRecord
+from continuity.runner.units.build import ProbeResult, UnitRecord
+from continuity.sampling.receipts import SampleEvidence
 from continuity.store import Store
 from continuity.traces.categories import by_category
 from continuity.traces.schema import (

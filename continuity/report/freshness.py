@@ -71,8 +71,8 @@ AGGREGATE_CODE = (
     "continuity.probes",
     "continuity.report",
     "continuity.runner.manifest",
-    "continuity.runner.unit_record",
-    "continuity.runner.units",
+    "continuity.runner.units.record",
+    "continuity.runner.units.build",
 )
 # Third-party data the scorer reads (continuity.report.scores.SCORER_DATA).
 SCORER_DATA_PACKAGES = ("wordfreq", "snowballstemmer", "babel")

@@ -41,9 +41,9 @@ from typing import Any
 import msgspec
 
 from continuity.messages import Usage
-from continuity.probe.receipts import ProcessReceipt
 from continuity.report.results import DuplicateOccurrence, LookupArm, Rate
-from continuity.runner.units import UnitRecord
+from continuity.runner.units.build import UnitRecord
+from continuity.sampling.receipts import ProcessReceipt
 
 __all__ = ["UNKNOWN", "LookupRow", "SlotKey", "lookup_rows", "lookup_table", "with_latency"]
 

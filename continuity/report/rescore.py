@@ -32,7 +32,7 @@ from continuity.report.scores import (
     store_score,
 )
 from continuity.report.verify import decode_unit
-from continuity.runner.units import UnitRecord
+from continuity.runner.units.build import UnitRecord
 from continuity.store import Store
 from continuity.traces.schema import Trace
 

@@ -31,7 +31,7 @@ from continuity.probes.availability import Availability
 from continuity.probes.scorer_version import SCORER_DATA, SCORER_MODULES, scorer_digest
 from continuity.probes.scoring import locale_for
 from continuity.report.results import ChangedOutcome, ScorerChange, ScorerSection
-from continuity.runner.units import (
+from continuity.runner.units.build import (
     ProbeResult,
     UnitRecord,
     decide,

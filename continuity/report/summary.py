@@ -13,12 +13,12 @@ from msgspec import UNSET
 from continuity.agents.units import AGENT_PROBE_PROTOCOL
 from continuity.arms import ARMS
 from continuity.messages import Usage
-from continuity.probe.receipts import SampleEvidence
 from continuity.probes import answer_line
 from continuity.probes.protocol import PROBE_PROTOCOL, answer_form
 from continuity.report.lookup import LookupRow, lookup_rows
 from continuity.report.upkeep import UpkeepRow, upkeep_row
-from continuity.runner.units import UnitRecord
+from continuity.runner.units.build import UnitRecord
+from continuity.sampling.receipts import SampleEvidence
 
 __all__ = [
     "LINE_PROTOCOLS",

@@ -35,7 +35,7 @@ from msgspec import UNSET
 from continuity.messages import Usage
 from continuity.plan.pricing import Catalog, call_cost
 from continuity.report.results import UpkeepSpend
-from continuity.runner.units import UnitRecord
+from continuity.runner.units.build import UnitRecord
 
 __all__ = [
     "StageCharge",

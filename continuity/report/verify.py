@@ -6,7 +6,7 @@ A unit must decode (``unit_malformed``), its content must match its digest
 its probes are the probes its key binds, its trace id and family those of the trace its
 key binds, and, when the store holds the unit, its content is the stored copy's.
 
-A unit key binds the code digest of the unit code (`continuity.runner.units.UNIT_CODE`),
+A unit key binds the code digest of the unit code (`continuity.runner.units.build.UNIT_CODE`),
 so a unit sealed before that code changed (a file moved, a line edited) no longer has
 the key the current code gives its fields. Such a unit still counts when the store's
 action entry for its key holds the same unit: the same key fields (so the key is the
@@ -28,7 +28,7 @@ from continuity.arms import ARMS
 from continuity.digest import value_digest
 from continuity.errors import AggregateError
 from continuity.runner.agent_units import agent_unit_key
-from continuity.runner.units import UnitRecord, content_digest, unit_key
+from continuity.runner.units.build import UnitRecord, content_digest, unit_key
 from continuity.store import Store
 
 __all__ = ["TraceHead", "decode_unit", "verify_unit"]

@@ -2,4 +2,15 @@
 six roles over two clean checkouts of this project, their registration, runs and
 aggregate."""
 
-__all__: list[str] = []
+__all__ = [
+    "aggregate_render",
+    "pilot",
+    "pilot_estimate",
+    "pilot_run",
+    "receipt",
+    "register",
+    "register_holdout",
+    "run",
+    "run_launch",
+    "table",
+]

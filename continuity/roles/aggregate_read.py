@@ -46,7 +46,7 @@ from continuity.roles.run import LAUNCHES_FILE, LAUNCHES_SCHEMA, Launch, Launche
 from continuity.roles.run import read_registration as run_registration
 from continuity.roles.run_launch import role_plan_options
 from continuity.roles.table import ROLES, Role
-from continuity.runner.unit_record import UnitRecord
+from continuity.runner.units.record import UnitRecord
 from continuity.store import Store
 
 __all__ = [

@@ -3,7 +3,7 @@
 `pilot_lookup_estimate` verifies the pilot registration (`continuity.roles.pilot.read_pilot`),
 estimates the external registration it wraps exactly as ``doit estimate`` estimates that
 registration (its holdout source, selection, fixed-budget sizing and output limit:
-`continuity.runner.fixed_budget_estimate.holdout_lookup_estimate`, whose full-upfront
+`continuity.runner.fixed_budget.estimate.holdout_lookup_estimate`, whose full-upfront
 proposed cap C is unchanged), and adds the cap-gated section
 (`continuity.plan.pilot_estimate`): E, Rmax, the descriptor's C, C - Rmax, C / E, the
 full-upfront comparison (not the admission gate) and the cap-gated readiness
@@ -24,7 +24,7 @@ from continuity.plan.lookup_slots import EstimateSource
 from continuity.plan.pilot_estimate import pilot_estimate
 from continuity.plan.readiness import cap_gated_readiness
 from continuity.roles.pilot import read_pilot
-from continuity.runner.fixed_budget_estimate import HoldoutRequest, holdout_lookup_estimate
+from continuity.runner.fixed_budget.estimate import HoldoutRequest, holdout_lookup_estimate
 from continuity.spend.descriptor import descriptor_digest
 from continuity.store import Store
 

@@ -9,7 +9,7 @@ v1 default registration shape and legacy plan digests remain unchanged."
 `holdout_workload` checks all of that before anything is built: the source and its
 selection against the store's freeze (`continuity.plan.holdout_plan.holdout_choice`),
 the fixed-budget sizing against that selection and this checkout's classifier
-(`continuity.runner.fixed_budget_estimate.holdout_lookup_estimate`, the estimate's own
+(`continuity.runner.fixed_budget.estimate.holdout_lookup_estimate`, the estimate's own
 code, which also checks the output limit), and the given cap against the estimate's
 proposed cap C, to the cent. The `HoldoutWorkload` it returns is bound into the
 registration (schema ``continuity-lookup-registration-v2``), and every role child runs
@@ -149,7 +149,7 @@ def holdout_workload(
             sizing's and output limit's codes; RoleError: ``role_catalog_cap_*``.
     """
     from continuity.plan.holdout_plan import HOLDOUT_SUITE, holdout_choice
-    from continuity.runner.fixed_budget_estimate import HoldoutRequest, holdout_lookup_estimate
+    from continuity.runner.fixed_budget.estimate import HoldoutRequest, holdout_lookup_estimate
     from continuity.runner.lookup_run import LookupRun
 
     cap = parse_cap(catalog_cap)

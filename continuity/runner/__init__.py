@@ -2,4 +2,24 @@
 lookup inventory and fixed-budget sizing, preflight slots, judge calibration and the run
 manifest."""
 
-__all__: list[str] = []
+__all__ = [
+    "agent_real",
+    "agent_units",
+    "checkpoints",
+    "design",
+    "fixed_budget",
+    "inventory",
+    "judge_calibration",
+    "ledger_run",
+    "ledger_smoke",
+    "lookup_budget",
+    "lookup_run",
+    "manifest",
+    "pilot_prepare",
+    "pilot_smoke",
+    "preflight",
+    "real",
+    "real_request",
+    "samples",
+    "units",
+]

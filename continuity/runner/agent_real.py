@@ -17,7 +17,7 @@ the finished units are written: ``run_stopped`` when a stop rule fired, else
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +29,10 @@ from continuity.progress import Tick
 from continuity.providers.cache import Ledger
 from continuity.providers.costcap import CapTotals
 from continuity.runner.agent_units import AgentBuild, AgentUnitPlan, build_agent_units
-from continuity.runner.real import (
-    DEFAULT_REQUEST_TIMEOUT,
-    close_real_run,
-    open_real_run,
-    write_plan,
-)
-from continuity.runner.unit_record import RealRun
-from continuity.runner.unit_worker import real_binding_for
+from continuity.runner.real import close_real_run, open_real_run, write_plan
+from continuity.runner.real_request import RealRequest
+from continuity.runner.units.record import RealRun
+from continuity.runner.units.worker import real_binding_for
 from continuity.store import Store
 from continuity.traces.schema import Trace
 
@@ -54,21 +50,9 @@ def run_real_agent(
     store: Store,
     manifest: Manifest,
     traces: Sequence[tuple[str, Trace]],
+    request: RealRequest,
     *,
-    confirm: str | None,
-    credentials: str | None,
-    output: str | None,
-    only_repeats: Sequence[int] | None = None,
-    concurrency: int = 4,
-    max_observed_input_tokens: int | None = None,
-    explain_cache: bool = False,
-    checkout: Path | None = None,
-    environ: Mapping[str, str] | None = None,
-    pricing: str | None = None,
-    cost_cap: str | None = None,
     progress: Tick | None = None,
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-    raise_cap: bool = False,
 ) -> tuple[AgentBuild, CapTotals | None]:
     """Guard, then run the confirmed agent plan's selected units (module doc).
 
@@ -76,29 +60,15 @@ def run_real_agent(
         RealModeError: a guard refused (see `continuity.plan.guards`).
         RunIncomplete: ``run_stopped`` or ``run_incomplete`` (module doc).
     """
-    out, real, account = open_real_run(
-        plan,
-        store,
-        confirm=confirm,
-        credentials=credentials,
-        output=output,
-        concurrency=concurrency,
-        explain_cache=explain_cache,
-        checkout=checkout,
-        environ=environ,
-        pricing=pricing,
-        cost_cap=cost_cap,
-        request_timeout=request_timeout,
-        raise_cap=raise_cap,
-    )
+    out, real, account = open_real_run(plan, store, request)
     write_plan(plan, out)
-    unit_plan = AgentUnitPlan.of(plan, manifest, only_repeats, real.binding())
+    unit_plan = AgentUnitPlan.of(plan, manifest, request.only_repeats, real.binding())
     samples = sum(len(t.probes[: plan.probe_limit]) for _, t in traces)
     samples *= len(unit_plan.arms) * len(unit_plan.repeats)
     ledger = Ledger.create(
         Path(real.ledger),
         planned_live_turns=samples,
-        max_observed_input_tokens=max_observed_input_tokens,
+        max_observed_input_tokens=request.max_observed_input_tokens,
     )
     try:
         build = build_agent_units(
@@ -108,7 +78,7 @@ def run_real_agent(
             out,
             readers=lambda repeat: _reader(real, store, repeat),
             progress=progress,
-            protected=[Path(credentials)] if credentials else [],
+            protected=[Path(request.credentials)] if request.credentials else [],
         )
         state = ledger.state()
     finally:

@@ -53,9 +53,9 @@ from continuity.plan.plan import Plan
 from continuity.probes.scoring import locale_for
 from continuity.progress import Tick
 from continuity.providers.endpoint import CallReceipt
-from continuity.runner.unit_grading import score_result
-from continuity.runner.unit_record import ProbeResult, ProbeStatus, UnitRecord, seal
-from continuity.runner.unit_store import materialise, store_unit
+from continuity.runner.units.grading import score_result
+from continuity.runner.units.record import ProbeResult, ProbeStatus, UnitRecord, seal
+from continuity.runner.units.store import materialise, store_unit
 from continuity.store import Store
 from continuity.traces.schema import Probe, Trace
 
@@ -76,7 +76,7 @@ AGENT_UNIT_CODE = (
     "continuity.servers.fixture",
     "continuity.servers.asgi",
     "continuity.runner.agent_units",
-    "continuity.runner.unit_record",
+    "continuity.runner.units.record",
 )
 
 

@@ -15,8 +15,8 @@ __all__ = ["ZYGOTE_PRELOAD", "run_child"]
 
 # What a runner thread's zygote (`continuity.zygote`) imports: every module a unit's
 # worker, its probe children and a checkpoint replay use
-# (`continuity.probe.worker.warm_zygote`). Named here, so the runner never imports them.
-ZYGOTE_PRELOAD = ("continuity.probe.worker:warm_zygote",)
+# (`continuity.sampling.worker.warm_zygote`). Named here, so the runner never imports them.
+ZYGOTE_PRELOAD = ("continuity.sampling.worker:warm_zygote",)
 
 
 def run_child(

@@ -42,7 +42,7 @@ from continuity.traces.suites import SuiteItem
 from continuity.zygote import ZygotePool
 
 if TYPE_CHECKING:
-    from continuity.probe.worker import ProbeOutcome, ProbeSpec
+    from continuity.sampling.worker import ProbeOutcome, ProbeSpec
 
 __all__ = [
     "PATH_CODE",
@@ -70,7 +70,7 @@ PATH_SCHEMA = "continuity-lookup-path-v1"
 # receipt. The replay that builds the arm's checkpoint and the ConversationHistory server
 # (HARNESS_CODE: harness, messages, memory, privacy, providers, servers, trace schema);
 # the arms (which boundary the child crosses); the probe child, its worker and its
-# reference mode (continuity.probe); the probe turn's fixed bytes in the first request
+# reference mode (continuity.sampling); the probe turn's fixed bytes in the first request
 # (probes.protocol); the meter, its state, the reference path, the reader binding, the
 # receipts, the source annotation and the soul (continuity.lookup, module by module);
 # the caps the meter enforces while measuring (lookup.budget); and this module, which
@@ -82,7 +82,7 @@ PATH_SCHEMA = "continuity-lookup-path-v1"
 PATH_CODE = (
     *HARNESS_CODE,
     "continuity.arms",
-    "continuity.probe",
+    "continuity.sampling",
     "continuity.probes.protocol",
     "continuity.lookup.budget",
     "continuity.lookup.meter",
@@ -222,7 +222,7 @@ def reference_specs(
     """One probe spec per probe: the evaluator's reference path to its first source (if
     it has one), under the inventory's call and byte caps; `soul` is (raw sha256, core
     sha256)."""
-    from continuity.probe.worker import ProbeSpec
+    from continuity.sampling.worker import ProbeSpec
 
     return [
         ProbeSpec(
@@ -254,8 +254,8 @@ def _run_job(
 ) -> list[ProbeOutcome]:
     """Run the reference paths of `probes` in one unit worker on the job's checkpoint."""
     from continuity.harness.checkpoints import build_checkpoint, checkpoint_lock
-    from continuity.probe.worker import UnitRequest
-    from continuity.runner.unit_worker import run_worker
+    from continuity.runner.units.worker import run_worker
+    from continuity.sampling.worker import UnitRequest
 
     checkpoint = build_checkpoint(
         store,

@@ -102,18 +102,15 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
             ``credentials_missing`` (not a regular file). No credential is read here.
     """
     from continuity.errors import RealModeError
+    from continuity.plan.guards import refuse_under_ci
     from continuity.plan.models import DEFAULT_PROFILE, PROFILES
     from continuity.plan.plan import DEFAULT_BASE_URLS
     from continuity.providers.efforts import check_effort
     from continuity.providers.endpoint import is_loopback
 
     kind = options.get("provider") or "scripted"
-    if kind != "scripted" and "CI" in os.environ:
-        raise RealModeError(
-            "a real judge never runs where a CI variable exists (even an empty one)",
-            code="real_refused_ci",
-            location="$CI",
-        )
+    if kind != "scripted":
+        refuse_under_ci(what="a real judge")
     if kind not in DEFAULT_BASE_URLS:
         raise UsageError(
             f"unknown provider {kind!r}; use one of {', '.join(DEFAULT_BASE_URLS)}",

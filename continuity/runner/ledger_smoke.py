@@ -41,9 +41,9 @@ from continuity.memory.pack import PACK_HEADER
 from continuity.outputs import write_json
 from continuity.preparation.prepare import prepare_checkpoint
 from continuity.preparation.receipts import Fault, LedgerBinding, PreparationReceipt, Script
-from continuity.probe.receipts import ProbeRequest
 from continuity.probes.protocol import probe_turn_text
 from continuity.runner.ledger_run import ledger_run
+from continuity.sampling.receipts import ProbeRequest
 from continuity.store import Store
 from continuity.traces.schema import (
     AssistantMessage,

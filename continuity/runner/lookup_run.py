@@ -33,7 +33,7 @@ from continuity.outputs import write_output
 from continuity.traces.schema import Probe, Trace
 
 if TYPE_CHECKING:
-    from continuity.runner.unit_plan import UnitPlan
+    from continuity.runner.units.plan import UnitPlan
 
 __all__ = [
     "SLOTS_FILE",
@@ -174,7 +174,7 @@ class _Slot(Protocol):
 
 
 class _Covered(Protocol):
-    """What coverage reads of a unit record (`continuity.runner.units.UnitRecord`),
+    """What coverage reads of a unit record (`continuity.runner.units.build.UnitRecord`),
     named structurally so this module does not import the runner it serves."""
 
     @property

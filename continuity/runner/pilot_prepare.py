@@ -13,7 +13,7 @@ environment and no credentials path, and hands it a
    preparation store) at its original path, exclusively
    (`continuity.harness.checkpoints.fork`);
 2. installs the role's frozen soul and crosses the arm's boundary exactly as a lookup
-   probe does (`continuity.probe.boundary`): ``native-lookup`` keeps the native
+   probe does (`continuity.sampling.boundary`): ``native-lookup`` keeps the native
    session, ``continuity-pack-cold`` reseeds on a model change and injects the
    continuity pack built from the retained records. A compaction the arm's policy
    would make uses the scripted summarizer: no model is ever called;
@@ -64,9 +64,9 @@ def crossed_boundary(source: CheckpointSource) -> PreparedBoundary:
     from continuity.harness.checkpoints import fork
     from continuity.harness.workspace import Workspace
     from continuity.lookup.receipts import LookupBinding
-    from continuity.probe.boundary import cross_boundary, probe_setup, restore
-    from continuity.probe.receipts import ProbeRequest
     from continuity.providers.scripted import ScriptedSummarizer
+    from continuity.sampling.boundary import cross_boundary, probe_setup, restore
+    from continuity.sampling.receipts import ProbeRequest
     from continuity.store import Store
 
     lookup = LookupBinding(

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,13 @@ from continuity.runner.cost_account import (
 from continuity.runner.ledger_run import LedgerRun
 from continuity.runner.manifest import write_run_manifest
 from continuity.runner.parallel import available_memory, real_jobs
-from continuity.runner.units import RealRun, UnitRecord, build_units
+from continuity.runner.real_request import (
+    DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
+    DEFAULT_REQUEST_TIMEOUT,
+    RealRequest,
+)
+from continuity.runner.units.build import RealRun, UnitRecord, build_units
+from continuity.runner.units.execution import Execution
 from continuity.runner.windows import check_context_windows
 from continuity.store import Store
 
@@ -54,6 +59,7 @@ __all__ = [
     "DEFAULT_MAX_OBSERVED_INPUT_TOKENS",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_REQUEST_TIMEOUT",
+    "RealRequest",
     "RealResult",
     "close_real_run",
     "endpoint_for",
@@ -63,14 +69,8 @@ __all__ = [
     "write_plan",
 ]
 
-# limits.max_observed_input_tokens_per_invocation, unless --max-input-tokens says otherwise.
-DEFAULT_MAX_OBSERVED_INPUT_TOKENS = 50_000_000
 # The output cap of a plan that names none (--max-output-tokens).
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
-# --request-timeout: the longest wait for a server's next bytes (first ones included),
-# long enough for a slow local prefill: SmolLM2-135M read 16k tokens in 294 s on two
-# loaded cores; a larger model on the same machine is slower still.
-DEFAULT_REQUEST_TIMEOUT = 1800.0
 
 
 class RealResult(msgspec.Struct, frozen=True):
@@ -117,35 +117,14 @@ def endpoint_for(
 
 
 def run_real(
-    plan: Plan,
-    store: Store,
-    *,
-    confirm: str | None,
-    credentials: str | None,
-    output: str | None,
-    traces: str | None = None,
-    only_repeats: Sequence[int] | None = None,
-    jobs: int | None = None,
-    concurrency: int = 4,
-    max_observed_input_tokens: int = DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
-    explain_cache: bool = False,
-    checkout: Path | None = None,
-    environ: Mapping[str, str] | None = None,
-    progress: Tick | None = None,
-    capture: str | None = None,
-    pricing: str | None = None,
-    upkeep_timeout: float = 900.0,
-    cost_cap: str | None = None,
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-    raise_cap: bool = False,
+    plan: Plan, store: Store, request: RealRequest, *, progress: Tick | None = None
 ) -> RealResult:
-    """Guard, then run the selected part of a confirmed plan against its endpoint.
+    """Guard, then run the part of a confirmed plan `request` selects against its
+    endpoint.
 
-    `jobs` runner threads (None: `real_jobs` for `concurrency` and the plan's models)
-    run the units, one thread per checkpoint at a time.
-
-    `cost_cap` (USD text, whole cents) caps the run's spend; `raise_cap` may change the
-    stored cap: see the module doc.
+    `request.jobs` runner threads (None: `real_jobs` for its concurrency and the plan's
+    models) run the units, one thread per checkpoint at a time. `request.cost_cap` caps
+    the run's spend; `request.raise_cap` may change the stored cap: see the module doc.
 
     Raises:
         RealModeError: a guard refused (see `continuity.plan.guards`);
@@ -153,28 +132,18 @@ def run_real(
             ``cost_cap_mismatch``.
         RunIncomplete: some units did not finish (``run_stopped``/``run_incomplete``).
     """
-    out, real, account = open_real_run(
-        plan,
-        store,
-        confirm=confirm,
-        credentials=credentials,
-        output=output,
-        concurrency=concurrency,
-        explain_cache=explain_cache,
-        checkout=checkout,
-        environ=environ,
-        pricing=pricing,
-        cost_cap=cost_cap,
-        request_timeout=request_timeout,
-        raise_cap=raise_cap,
+    out, real, account = open_real_run(plan, store, request)
+    ledger = _ledger_run(
+        plan, real, capture=request.capture, pricing=request.pricing, checkout=request.checkout
     )
-    ledger = _ledger_run(plan, real, capture=capture, pricing=pricing, checkout=checkout)
     if ledger is not None:  # how long a stage child may take before its ack is lost
-        ledger = msgspec.structs.replace(ledger, timeout=upkeep_timeout)
+        ledger = msgspec.structs.replace(ledger, timeout=request.upkeep_timeout)
     write_plan(plan, out)
+    jobs = request.jobs
     if jobs is None:
         models = 2 if plan.judge else 1
-        jobs = real_jobs(concurrency, models, memory=available_memory(), cpus=os.cpu_count())
+        memory = available_memory()
+        jobs = real_jobs(request.concurrency, models, memory=memory, cpus=os.cpu_count())
     try:
         records, folder, built = build_units(
             store,
@@ -182,16 +151,15 @@ def run_real(
             plan.seeds,
             arms=",".join(plan.arms),
             repeats=plan.repeats,
-            traces=traces,
+            traces=request.traces,
             probe_limit=plan.probe_limit,
             run_dir=out,
             progress=progress,
             jobs=jobs,
-            only_repeats=only_repeats,
-            real=real,
-            max_observed_input_tokens=max_observed_input_tokens,
+            only_repeats=request.only_repeats,
+            execution=Execution(real=real, ledger=ledger),
+            max_observed_input_tokens=request.max_observed_input_tokens,
             traces_root=out,
-            ledger=ledger,
         )
     finally:
         spend = close_real_run(store, plan, out, account)
@@ -199,20 +167,7 @@ def run_real(
 
 
 def open_real_run(
-    plan: Plan,
-    store: Store,
-    *,
-    confirm: str | None,
-    credentials: str | None,
-    output: str | None,
-    concurrency: int,
-    explain_cache: bool,
-    checkout: Path | None,
-    environ: Mapping[str, str] | None,
-    pricing: str | None,
-    cost_cap: str | None,
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-    raise_cap: bool = False,
+    plan: Plan, store: Store, request: RealRequest
 ) -> tuple[Path, RealRun, str | None]:
     """Guard (`continuity.plan.guards.check_real_mode`), then open this invocation: its
     output directory, its endpoints and ledger path (held in the cost-cap account when
@@ -226,26 +181,29 @@ def open_real_run(
             does not fit the smallest window known (the server's included), before any
             model call.
     """
-    cap = parse_cost_cap(cost_cap, raise_cap=raise_cap)
+    cap = parse_cost_cap(request.cost_cap, raise_cap=request.raise_cap)
+    credentials, pricing = request.credentials, request.pricing
     out, dry = check_real_mode(
         plan,
-        confirm=confirm,
+        confirm=request.confirm,
         credentials=credentials,
-        output=output,
+        output=request.output,
         store=store,
-        checkout=checkout,
-        environ=environ,
+        checkout=request.checkout,
+        environ=request.environ,
     )
     check_context_windows(plan, dry, load_catalog(Path(pricing) if pricing else None))
     invocation = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
-    account = open_cost_account(plan, out, cap, invocation, pricing, store, raise_cap=raise_cap)
+    account = open_cost_account(
+        plan, out, cap, invocation, pricing, store, raise_cap=request.raise_cap
+    )
     real = _real_run(
         plan,
         out,
         os.path.abspath(credentials) if credentials else "",
-        concurrency,
-        explain_cache,
-        request_timeout,
+        request.concurrency,
+        request.explain_cache,
+        request.request_timeout,
     )
     return out, _capped(real, account, invocation), account
 

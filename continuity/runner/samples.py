@@ -25,11 +25,11 @@ from continuity.evidence import Classification, classify
 from continuity.harness.keys import HARNESS_CODE, checkpoint_key
 from continuity.outputs import resolve_out_path, write_json
 from continuity.preparation.receipts import PreparationReceipt
-from continuity.probe.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
 from continuity.progress import Tick
 from continuity.runner.children import ZYGOTE_PRELOAD, run_child
 from continuity.runner.ledger_run import ledger_run, prepare_for_unit, prepared_key
 from continuity.runner.parallel import run_grouped
+from continuity.sampling.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
 from continuity.store import Store
 from continuity.traces.keys import suite_specs
 from continuity.traces.schema import Trace
@@ -56,7 +56,7 @@ __all__ = [
 SAMPLE_SALT = "arm-sample-v1"
 DEFAULT_JOBS = min(2, os.cpu_count() or 1)
 # The code a sample (and through UNIT_CODE a unit) depends on: the harness, the arms, the
-# probe child (continuity.probe) and the lookup reader, meter and policy it runs in lookup
+# probe child (continuity.sampling) and the lookup reader, meter and policy it runs in lookup
 # mode (continuity.lookup), and the evidence rules.
 SAMPLE_CODE = (
     *HARNESS_CODE,
@@ -65,7 +65,7 @@ SAMPLE_CODE = (
     "continuity.evidence",
     "continuity.lookup",
     "continuity.preparation",
-    "continuity.probe",
+    "continuity.sampling",
 )
 
 
@@ -115,7 +115,7 @@ def run_probe_process(
     started = time.monotonic()
     child_pid, out = run_child(
         [
-            *(sys.executable, "-m", "continuity.probe.child", "--workspace", str(workspace)),
+            *(sys.executable, "-m", "continuity.sampling.child", "--workspace", str(workspace)),
             *("--parent-pid", str(os.getpid())),  # the child dies with this process (Linux)
         ],
         msgspec.json.encode(request),

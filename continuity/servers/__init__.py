@@ -4,4 +4,12 @@ and its per-format modules) and the ASGI serving they share (`asgi`)."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+__all__ = [
+    "asgi",
+    "fixture",
+    "history",
+    "model_proxy",
+    "proxy_script",
+    "wire",
+    "wire_options",
+]

@@ -31,4 +31,17 @@ is sent only through the pilot controller (`continuity.spend.controller`) behind
 release gate.
 """
 
-__all__: list[str] = []
+__all__ = [
+    "assumptions",
+    "authorization",
+    "consumption",
+    "containment",
+    "contract",
+    "controller",
+    "descriptor",
+    "gate",
+    "lease",
+    "money",
+    "preparation",
+    "safety",
+]

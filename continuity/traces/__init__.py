@@ -1,3 +1,15 @@
 """Traces: the schema, the original suite, the hard generator, distractors, validation."""
 
-__all__: list[str] = []
+__all__ = [
+    "bounds",
+    "categories",
+    "distractors",
+    "generator",
+    "keys",
+    "locomo",
+    "prng",
+    "schema",
+    "suites",
+    "tools",
+    "validate",
+]

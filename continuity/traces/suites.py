@@ -17,7 +17,7 @@ from typing import Literal
 import msgspec
 
 from continuity.digest import KeySpec, code_digest, digest_bytes, value_digest
-from continuity.errors import InputError, TraceCollision, TraceInvalid, UsageError
+from continuity.errors import InputError, TraceCollision, UsageError
 from continuity.inputs import read_user_bytes
 from continuity.outputs import resolve_out_path, write_json, write_output
 from continuity.store import ObjectRef, Store, TreeEntry
@@ -38,8 +38,7 @@ from continuity.traces.schema import (
     Trace,
     encode_trace,
 )
-from continuity.traces.validate import load_trace, validate_trace
-from continuity.traces.validate._limits import too_large
+from continuity.traces.validate import load_trace, read_trace_file, validate_trace
 
 __all__ = [
     "Progress",
@@ -249,8 +248,7 @@ def read_user_trace(path: Path) -> bytes:
     except InputError as exc:
         if exc.code != "input_too_large":
             raise
-        issue = too_large(TRACE_MAX_BYTES + 1, read_all=False)
-        raise TraceInvalid([issue], source=str(path)) from None
+        return read_trace_file(path)  # raises validation's own ``trace_too_large``
     except OSError as exc:
         raise UsageError(
             f"cannot read trace file: {exc.strerror or exc}",

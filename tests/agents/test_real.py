@@ -25,7 +25,8 @@ from continuity.probes.protocol import probe_turn_text, unknown_reply
 from continuity.providers.endpoint import EndpointSpec
 from continuity.report.aggregate import aggregate_run
 from continuity.runner.agent_real import run_real_agent
-from continuity.runner.unit_store import replayed_calls
+from continuity.runner.real_request import RealRequest
+from continuity.runner.units.store import replayed_calls
 from continuity.servers.proxy_script import WireMessage, WireRequest
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from continuity.store import Store
@@ -52,11 +53,16 @@ def _rig(tmp_path: Path, url: str) -> dict[str, Any]:
 
 
 def _run(rig: dict[str, Any], tmp_path: Path, checkout: Path, **extra: Any) -> Any:
-    return run_real_agent(
-        rig["plan"], rig["store"], load_manifest(TOY_MANIFEST), rig["traces"],
-        confirm=rig["digest"], credentials=str(rig["credentials"]),
-        output=str(tmp_path / "run"), checkout=checkout, environ={}, **extra,
-    )  # fmt: skip
+    request = RealRequest(
+        confirm=rig["digest"],
+        credentials=str(rig["credentials"]),
+        output=str(tmp_path / "run"),
+        checkout=checkout,
+        environ={},
+        **extra,
+    )
+    manifest = load_manifest(TOY_MANIFEST)
+    return run_real_agent(rig["plan"], rig["store"], manifest, rig["traces"], request)
 
 
 def test_the_probe_goes_to_the_real_reader_once_and_reruns_reuse_units_and_calls(

@@ -21,8 +21,8 @@ from continuity.plan.plan import plan_digest, plan_from_options
 from continuity.probes.protocol import answer_form
 from continuity.report.aggregate import aggregate_run
 from continuity.report.compare import compare_runs
-from continuity.runner.unit_record import UnitRecord, seal
-from continuity.runner.units import build_units
+from continuity.runner.units.build import build_units
+from continuity.runner.units.record import UnitRecord, seal
 from continuity.store import Store
 from continuity.traces.suites import build_suite
 from rules.units import _units

@@ -20,7 +20,7 @@ from continuity.lookup.sizing import load_sizing
 from continuity.plan.lookup_slots import EstimateRole
 from continuity.plan.plan import LookupPlan, plan_from_options
 from continuity.roles.table import ROLES
-from continuity.runner.fixed_budget import FixedBudgetRequest, run_fixed_budget
+from continuity.runner.fixed_budget.sizing import FixedBudgetRequest, run_fixed_budget
 from continuity.store import Store
 from tests.conftest import REPO
 from tests.holdout.toy import doit_args

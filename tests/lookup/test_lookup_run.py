@@ -31,12 +31,13 @@ from continuity.lookup.receipts import LookupBinding, LookupWitness
 from continuity.lookup.soul import read_soul
 from continuity.lookup.sources import sources_for
 from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
-from continuity.probe.receipts import ProbeRequest
-from continuity.probe.worker import collect_child
 from continuity.probes.protocol import ANSWER_LINE_INSTRUCTION, PROBE_INSTRUCTION
 from continuity.report.aggregate import aggregate_run
 from continuity.report.lookup import LookupRow, lookup_table
-from continuity.runner.units import LookupRun, UnitRecord, build_units, run_unit
+from continuity.runner.units.build import LookupRun, UnitRecord, build_units, run_unit
+from continuity.runner.units.execution import Execution
+from continuity.sampling.receipts import ProbeRequest
+from continuity.sampling.worker import collect_child
 from continuity.store import Store
 from continuity.traces.suites import build_suite
 from continuity.traces.validate import load_trace
@@ -227,7 +228,11 @@ def test_an_offline_lookup_run_over_the_originals_reports_every_slot(tmp_path: P
     store = Store(tmp_path / "store")
     run = tmp_path / "out" / "runs" / "lookup"
     records, folder, built = build_units(
-        store, "original", probe_limit=2, run_dir=run, lookup=frozen_run()
+        store,
+        "original",
+        probe_limit=2,
+        run_dir=run,
+        execution=Execution(lookup=frozen_run()),
     )
     assert built == 8 and {r.arm for r in records} == {"native-lookup", "continuity-pack-cold"}
     for record in records:
@@ -286,7 +291,7 @@ def test_the_alternate_reader_binding_runs_on_its_own_native_session(tmp_path: P
         traces="brightline-return",
         probe_limit=1,
         run_dir=tmp_path / "run",
-        lookup=frozen_run(binding="alternate"),
+        execution=Execution(lookup=frozen_run(binding="alternate")),
     )
     by_arm = {r.arm: r for r in records}
     assert set(by_arm) == {"native-lookup", "continuity-pack-cold"}
@@ -306,7 +311,7 @@ def test_the_alternate_reader_binding_runs_on_its_own_native_session(tmp_path: P
         traces="brightline-return",
         probe_limit=1,
         run_dir=tmp_path / "run2",
-        lookup=frozen_run(),
+        execution=Execution(lookup=frozen_run()),
     )
     assert built == 2 and {r.key for r in default}.isdisjoint({r.key for r in records})
 
@@ -370,7 +375,7 @@ def test_inventory_infeasible_slots_keep_the_unit_partial_and_the_run_fails(
             traces=TRACE,
             probe_limit=2,
             run_dir=run,
-            lookup=frozen_run(edited_policy(tmp_path, MIXED | ALL_SKIPPED)),
+            execution=Execution(lookup=frozen_run(edited_policy(tmp_path, MIXED | ALL_SKIPPED))),
         )
     error = caught.value
     assert error.code == "lookup_partial_coverage"
@@ -401,7 +406,7 @@ def test_inventory_infeasible_slots_keep_the_unit_partial_and_the_run_fails(
         traces=TRACE,
         probe_limit=1,
         run_dir=tmp_path / "full",
-        lookup=frozen_run(),
+        execution=Execution(lookup=frozen_run()),
     )
     assert all(r.complete and r.eligible_terminal for r in records)
 
@@ -432,10 +437,10 @@ def test_doit_units_exits_non_zero_on_skipped_slots(tmp_path: Path) -> None:
 def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import continuity.runner.unit_run as unit_run
+    import continuity.runner.units.run as unit_run
     from continuity.errors import CheckpointError
-    from continuity.probe.worker import ProbeOutcome, UnitRequest
-    from continuity.runner.unit_worker import run_worker as real_worker
+    from continuity.runner.units.worker import run_worker as real_worker
+    from continuity.sampling.worker import ProbeOutcome, UnitRequest
 
     store = Store(tmp_path / "store")
     lookup = frozen_run(edited_policy(tmp_path, MIXED))
@@ -487,7 +492,13 @@ def test_unknown_feasibility_lists_every_slot_before_refusing(tmp_path: Path) ->
     store = Store(tmp_path / "store")
     run = tmp_path / "run2"
     with pytest.raises(UsageError) as caught:
-        build_units(store, "original", probe_limit=1, run_dir=run, lookup=frozen_run(edited))
+        build_units(
+            store,
+            "original",
+            probe_limit=1,
+            run_dir=run,
+            execution=Execution(lookup=frozen_run(edited)),
+        )
     assert caught.value.code == "lookup_unknown_feasibility"
     assert not (run / "units").exists()
     slots = json.loads((run / "lookup-slots.json").read_text())["slots"]
@@ -503,7 +514,12 @@ def test_a_slot_already_observed_is_never_overwritten(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     run = tmp_path / "run"
     records, folder, _ = build_units(
-        store, "original", traces=TRACE, probe_limit=1, run_dir=run, lookup=frozen_run()
+        store,
+        "original",
+        traces=TRACE,
+        probe_limit=1,
+        run_dir=run,
+        execution=Execution(lookup=frozen_run()),
     )
     # Another observation of the same slot (here: the alternate reader binding).
     path = folder / f"r1-{TRACE}-native-lookup.json"
@@ -515,20 +531,25 @@ def test_a_slot_already_observed_is_never_overwritten(tmp_path: Path) -> None:
             traces=TRACE,
             probe_limit=1,
             run_dir=run,
-            lookup=frozen_run(binding="alternate"),
+            execution=Execution(lookup=frozen_run(binding="alternate")),
         )
     assert caught.value.code == "lookup_slot_observed"
     assert path.read_bytes() == before
     # The same observation again is no second observation: the rerun is a no-op.
     again, _, built = build_units(
-        store, "original", traces=TRACE, probe_limit=1, run_dir=run, lookup=frozen_run()
+        store,
+        "original",
+        traces=TRACE,
+        probe_limit=1,
+        run_dir=run,
+        execution=Execution(lookup=frozen_run()),
     )
     assert built == 0 and [r.key for r in again] == [r.key for r in records]
 
 
 def test_the_probe_deadline_with_a_fake_clock(tmp_path: Path) -> None:
     from continuity.harness.checkpoints import build_checkpoint
-    from continuity.probe.child import run_probe
+    from continuity.sampling.child import run_probe
 
     store = Store(tmp_path / "store")
     item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]

@@ -16,6 +16,7 @@ from continuity.plan.plan import Plan, plan_digest, plan_from_options
 from continuity.plan.pricing import load_catalog
 from continuity.plan.workload import workload
 from continuity.runner.real import run_real
+from continuity.runner.real_request import RealRequest
 from continuity.store import Store
 from tests.conftest import git
 from tests.graph.test_dodo import doit
@@ -206,11 +207,13 @@ def test_run_real_refuses_before_writing_anything(setup: Setup, opened_files: li
         run_real(
             setup.plan,
             setup.store,
-            confirm=setup.digest,
-            credentials=setup.credentials,
-            output=setup.output,
-            checkout=setup.checkout,
-            environ={"CI": "1"},
+            RealRequest(
+                confirm=setup.digest,
+                credentials=setup.credentials,
+                output=setup.output,
+                checkout=setup.checkout,
+                environ={"CI": "1"},
+            ),
         )
     assert caught.value.code == "real_refused_ci"
     assert not Path(setup.output).exists()

@@ -169,7 +169,7 @@ def test_a_lost_acknowledgement_keeps_its_reservation_and_invalidates(
 
 
 def upkeep_row_for(prepared: Prepared) -> Any:
-    from continuity.runner.unit_record import UnitRecord
+    from continuity.runner.units.record import UnitRecord
 
     record = UnitRecord(
         key="k",

@@ -10,7 +10,6 @@ import pytest
 from continuity.errors import TraceError
 from continuity.memory.retained import RetainedStore
 from continuity.messages import AssistantMessage, ModelRequest, UserMessage
-from continuity.probe.evidence import needle_states
 from continuity.probes.availability import (
     LOOKUP_BYTES,
     LOOKUP_CALLS,
@@ -24,6 +23,7 @@ from continuity.probes.availability import (
     status_needle,
 )
 from continuity.probes.protocol import probe_turn_text
+from continuity.sampling.evidence import needle_states
 from continuity.traces import generator
 from continuity.traces.keys import fixtures_dir
 from continuity.traces.schema import (

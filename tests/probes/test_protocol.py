@@ -28,7 +28,7 @@ from continuity.probes.protocol import (
     probe_turn_text,
     unknown_reply,
 )
-from continuity.runner.units import UnitRecord, run_unit
+from continuity.runner.units.build import UnitRecord, run_unit
 from continuity.store import Store
 from continuity.traces import generator
 from continuity.traces.keys import fixtures_dir

@@ -37,6 +37,7 @@ from continuity.providers.openai import openai_usage
 from continuity.providers.protocol import Completed, complete
 from continuity.providers.real import make_provider
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
+from tests.conftest import Closer
 
 KINDS = ("openai-chat", "openai-responses", "anthropic")
 HISTORY = ToolDefinition(
@@ -96,9 +97,11 @@ def request(*messages: Message, tools: tuple[ToolDefinition, ...] = ()) -> Model
 # -- the fixtures speak the real formats ---------------------------------------------
 
 
-def test_openai_sdk_parses_chat_completions_stream(wire: tuple[WireServer, str]) -> None:
+def test_openai_sdk_parses_chat_completions_stream(
+    wire: tuple[WireServer, str], close_after: Closer
+) -> None:
     _, url = wire
-    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-loopback")
+    client = close_after(openai.OpenAI(base_url=url + "/v1", api_key="sk-loopback"))
     tools: Any = [
         {
             "type": "function",
@@ -125,9 +128,11 @@ def test_openai_sdk_parses_chat_completions_stream(wire: tuple[WireServer, str])
     assert final.usage is not None and final.usage.prompt_tokens > 0
 
 
-def test_openai_sdk_parses_responses_stream(wire: tuple[WireServer, str]) -> None:
+def test_openai_sdk_parses_responses_stream(
+    wire: tuple[WireServer, str], close_after: Closer
+) -> None:
     _, url = wire
-    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-loopback")
+    client = close_after(openai.OpenAI(base_url=url + "/v1", api_key="sk-loopback"))
     with client.responses.stream(model="local-model", input="hello") as stream:
         response = stream.get_final_response()
     assert response.output_text == "UNKNOWN"
@@ -146,9 +151,11 @@ def test_openai_sdk_parses_responses_stream(wire: tuple[WireServer, str]) -> Non
     assert response.output[0].type == "function_call"
 
 
-def test_anthropic_sdk_parses_messages_stream(wire: tuple[WireServer, str]) -> None:
+def test_anthropic_sdk_parses_messages_stream(
+    wire: tuple[WireServer, str], close_after: Closer
+) -> None:
     _, url = wire
-    client = anthropic.Anthropic(base_url=url, api_key="sk-loopback")
+    client = close_after(anthropic.Anthropic(base_url=url, api_key="sk-loopback"))
     with client.messages.stream(
         model="local-model", max_tokens=64, messages=[{"role": "user", "content": "hello"}]
     ) as stream:

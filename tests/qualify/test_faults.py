@@ -199,7 +199,7 @@ def test_kill_history_server_excludes_the_probe_as_store_degraded(tmp_path: Path
 
 
 def test_a_retrieving_arm_whose_history_died_is_store_degraded_not_failed() -> None:
-    from continuity.runner.unit_store import failed_result
+    from continuity.runner.units.store import failed_result
     from tests.harness.test_replay import trace_named
 
     probe = trace_named("brightline-return").probes[0]

@@ -13,10 +13,10 @@ import anyio
 import msgspec
 import pytest
 
-from continuity.probe.history_witness import CallWitness, read_calls
 from continuity.qualify.cases import case_by_id
 from continuity.qualify.graders import GRADER_VERSION, grade_fault
 from continuity.qualify.receipts import FaultAfter, InFlight
+from continuity.sampling.history_witness import CallWitness, read_calls
 from tests.qualify.test_graders import AFTER, BEFORE, FINAL, KNOBS
 
 _CALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x"}}

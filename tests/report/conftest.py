@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from continuity.runner.units import build_units
+from continuity.runner.units.build import build_units
+from continuity.runner.units.execution import Execution
 from continuity.store import Store
 
 
@@ -24,7 +25,8 @@ def base_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
         repeats=2,
         traces="harbor-market-stall",
         run_dir=root / "out" / "runs" / "base",
-        judge="openai-codex:gpt-6.1-sol",  # the scripted judge grades every answer
+        # the scripted judge grades every answer
+        execution=Execution(judge="openai-codex:gpt-6.1-sol"),
     )
     yield root / "store", root / "out" / "runs" / "base"
 
@@ -66,7 +68,8 @@ def mixed_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path,
         repeats=2,
         traces="harbor-market-stall",
         run_dir=run_dir,
-        judge="scripted-judge",  # opted in: every valid answer gets a verdict
+        # opted in: every valid answer gets a verdict
+        execution=Execution(judge="scripted-judge"),
     )
     build_units(
         store,
@@ -76,7 +79,7 @@ def mixed_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path,
         traces="gen-rowing-103",
         probe_limit=6,
         run_dir=run_dir,
-        judge="scripted-judge",
+        execution=Execution(judge="scripted-judge"),
     )
     yield root / "store", run_dir
 

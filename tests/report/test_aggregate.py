@@ -12,7 +12,7 @@ import pytest
 
 from continuity.errors import AggregateError
 from continuity.report.aggregate import aggregate_run
-from continuity.runner.units import UnitRecord, seal
+from continuity.runner.units.build import UnitRecord, seal
 from continuity.store import Store
 
 

@@ -18,7 +18,7 @@ import msgspec
 from continuity.probes.protocol import answer_form
 from continuity.report.aggregate import aggregate_run
 from continuity.report.scorer_render import ANSWER_LINE_NOTE
-from continuity.runner.units import ProbeResult, UnitRecord, seal
+from continuity.runner.units.build import ProbeResult, UnitRecord, seal
 from continuity.store import Store
 
 # Replies to a value probe, by the kind of answer line each ends with.

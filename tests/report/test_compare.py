@@ -26,7 +26,7 @@ from continuity.report.compare_results import COMPARE_SCHEMA, Comparison
 from continuity.report.compare_runs import resolve_run
 from continuity.report.stats import mcnemar_exact
 from continuity.runner.manifest import read_run_manifest, write_run_manifest
-from continuity.runner.units import ProbeResult, UnitRecord, seal, unit_key
+from continuity.runner.units.build import ProbeResult, UnitRecord, seal, unit_key
 from continuity.store import Store
 
 # Wrong for the fixture trace's probes: invented values where an abstention is right or

@@ -15,7 +15,8 @@ from continuity.errors import AggregateError
 from continuity.messages import Usage
 from continuity.report.aggregate import aggregate_run
 from continuity.report.results import DuplicateOccurrence, Results
-from continuity.runner.units import UnitRecord, build_units
+from continuity.runner.units.build import UnitRecord, build_units
+from continuity.runner.units.execution import Execution
 from continuity.store import Store
 from continuity.traces.suites import build_suite
 from tests.lookup.test_lookup_run import frozen_run
@@ -36,7 +37,7 @@ def _lookup_units(store: Store, run: Path, probes: int, binding: str = "default"
         traces=TRACE,
         probe_limit=probes,
         run_dir=run,
-        lookup=frozen_run(binding=binding),
+        execution=Execution(lookup=frozen_run(binding=binding)),
     )
     return folder
 

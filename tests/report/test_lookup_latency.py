@@ -12,12 +12,13 @@ import pytest
 
 from continuity.digest import value_digest
 from continuity.errors import ContinuityError
-from continuity.probe.receipts import ProcessReceipt
 from continuity.report.collect import load_summaries
 from continuity.report.lookup import lookup_table
 from continuity.report.results import LookupArm
 from continuity.report.verify import decode_unit
-from continuity.runner.units import UnitRecord, build_units
+from continuity.runner.units.build import UnitRecord, build_units
+from continuity.runner.units.execution import Execution
+from continuity.sampling.receipts import ProcessReceipt
 from continuity.store import Store
 from tests.lookup.test_lookup_run import frozen_run
 
@@ -33,7 +34,7 @@ def lookup_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, Path]:
         traces="brightline-return",
         probe_limit=2,
         run_dir=run,
-        lookup=frozen_run(),
+        execution=Execution(lookup=frozen_run()),
     )
     return store, run
 
@@ -91,7 +92,7 @@ def test_a_unit_without_receipts_has_unknown_latency_never_zero(tmp_path: Path) 
         arms="native-lookup",
         probe_limit=2,
         run_dir=run,
-        lookup=frozen_run(),
+        execution=Execution(lookup=frozen_run()),
     )
     (record,) = records
     entry = store.get_action(record.key)

@@ -20,7 +20,7 @@ from continuity.errors import AggregateError
 from continuity.report import collect
 from continuity.report.aggregate import aggregate_run
 from continuity.report.rescore import rescore_run
-from continuity.runner.units import UnitRecord, seal, unit_key
+from continuity.runner.units.build import UnitRecord, seal, unit_key
 from continuity.store import Store
 
 OUTPUTS = ("results", "summary", "report")

@@ -12,7 +12,7 @@ from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.report.aggregate import aggregate_run, combine
 from continuity.report.collect import load_summaries
 from continuity.report.render import render_html, render_markdown
-from continuity.runner.units import UnitRecord, seal
+from continuity.runner.units.build import UnitRecord, seal
 from continuity.store import Store
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from continuity.report.aggregate import aggregate_run
-from continuity.runner.units import UnitRecord, seal
+from continuity.runner.units.build import UnitRecord, seal
 from continuity.store import Store
 
 Sample = tuple[int, str, dict[str, Any]]  # (repeat, trace id, probe)

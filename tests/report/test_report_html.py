@@ -16,7 +16,7 @@ from continuity.report.html_tables import MAX_COLUMNS, grouped, table_html
 from continuity.report.render import render_html
 from continuity.report.results import ReportContext
 from continuity.report.sections import spend_table
-from continuity.runner.units import UnitRecord
+from continuity.runner.units.build import UnitRecord
 from tests.report.report_page import Page, context_of, render_mixed
 
 SECTIONS = ("run", "contents", "overview", "suite-0", "suite-1", "run-wide", "index", "samples")

@@ -17,7 +17,7 @@ from continuity.report.aggregate import aggregate_run
 from continuity.report.rescore import rescore_run
 from continuity.report.results import Results
 from continuity.report.scores import ScoreRecord, score_key, scorer_digest
-from continuity.runner.units import UnitRecord
+from continuity.runner.units.build import UnitRecord
 from continuity.store import Store
 
 FIXED = "f" * 64  # the "corrected" scorer's version in these tests
@@ -48,7 +48,7 @@ def private(run: tuple[Store, Path], tmp_path: Path) -> tuple[Store, Path]:
 def fixed_scorer(monkeypatch: pytest.MonkeyPatch) -> None:
     """A "corrected" scorer: every answer correct, under a new scorer version."""
     monkeypatch.setattr(
-        "continuity.runner.unit_grading.score_answer",  # what score_result calls
+        "continuity.runner.units.grading.score_answer",  # what score_result calls
         lambda expectation, answer, **_: Score("correct", True, "patched"),
     )
     for where in ("continuity.report.scores", "continuity.report.rescore"):

@@ -17,8 +17,8 @@ import msgspec
 
 from continuity.probes.judge import JudgeVerdict
 from continuity.report.aggregate import aggregate_run
-from continuity.runner.unit_grading import decide
-from continuity.runner.units import ProbeResult, UnitRecord, seal
+from continuity.runner.units.build import ProbeResult, UnitRecord, seal
+from continuity.runner.units.grading import decide
 from continuity.store import Store
 
 # No value, status word, term or decline the scorer reads.

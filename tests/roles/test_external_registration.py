@@ -236,7 +236,7 @@ def test_preflight_schedules_an_external_registrations_selected_traces(toy: Fixt
     )
     from continuity.roles.register_build import BuildReceipt
     from continuity.roles.table import ROLES
-    from continuity.runner.preflight import CHILD_PATH
+    from continuity.runner.preflight.run import CHILD_PATH
     from continuity.store import ObjectRef
     from rules.preflight import _registered
 

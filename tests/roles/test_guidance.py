@@ -15,7 +15,8 @@ from continuity.memory.pack import PACK_RETRIEVAL_GUIDANCE, build_pack
 from continuity.memory.retained import RetainedStore
 from continuity.roles.guidance import GUIDANCE_PATCH, GUIDANCE_PATHS, RENDERER_PATH, WITNESS
 from continuity.roles.receipt import witness_present
-from continuity.runner.units import run_unit
+from continuity.runner.units.build import run_unit
+from continuity.runner.units.execution import Execution
 from continuity.store import Store
 from continuity.traces.suites import build_suite
 from continuity.traces.validate import load_trace
@@ -93,8 +94,13 @@ def test_the_pack_arm_carries_guidance_in_lookup_mode_only(tmp_path: Path, mode:
     dump = tmp_path / "requests.jsonl"
     lookup = frozen_run() if mode == "lookup" else None
     run_unit(
-        store, trace, item, ARMS["continuity-pack-cold"], probe_limit=1, dump_requests=dump,
-        lookup=lookup,
+        store,
+        trace,
+        item,
+        ARMS["continuity-pack-cold"],
+        probe_limit=1,
+        dump_requests=dump,
+        execution=Execution(lookup=lookup),
     )  # fmt: skip
     texts = [
         m["content"]

@@ -20,7 +20,8 @@ import pytest
 
 from continuity.roles.register import Registered, register, workload
 from continuity.roles.table import ROLES, SOULS
-from continuity.runner.preflight import (
+from continuity.runner.preflight.launch import PRIVATE_PREFIX
+from continuity.runner.preflight.run import (
     CHILD_PATH,
     PROBES_NOTE,
     REPORT_FILE,
@@ -28,7 +29,6 @@ from continuity.runner.preflight import (
     registered_slots,
     suite_trace_ids,
 )
-from continuity.runner.preflight_launch import PRIVATE_PREFIX
 from continuity.store import Store
 from tests.conftest import REPO
 from tests.roles.test_register import Pair, checkout_pair
@@ -148,7 +148,7 @@ def test_a_missing_option_is_refused_with_its_code(tmp_path: Path) -> None:
 _PATCHED_DOIT = """
 import importlib, sys
 sys.path.insert(0, sys.argv[1])
-import continuity.runner.preflight as preflight
+import continuity.runner.preflight.run as preflight
 preflight.TREE_LIMITS = preflight.TreeLimits(file_bytes=100_000)
 from doit.cmd_base import ModuleTaskLoader
 from doit.doit_cmd import DoitMain
@@ -217,7 +217,7 @@ def test_sigterm_during_a_preparation_removes_its_private_root(
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"continuity.runner.preflight_child" in argv and str(private).encode() in b"".join(
+        if b"continuity.runner.preflight.child" in argv and str(private).encode() in b"".join(
             (entry / "environ").read_bytes().split(b"\0")
         ):
             leftovers.append(entry.name)

@@ -17,10 +17,10 @@ from continuity.harness.checkpoints import build_checkpoint, fork
 from continuity.harness.compaction import should_compact
 from continuity.harness.session import DurableSession, SessionBoundaryEntry
 from continuity.harness.workspace import Workspace
-from continuity.probe.child import run_probe
-from continuity.probe.receipts import ProbeRequest
 from continuity.runner.design import check_design
 from continuity.runner.samples import SampleRecord, build_arm_samples, run_probe_child
+from continuity.sampling.child import run_probe
+from continuity.sampling.receipts import ProbeRequest
 from continuity.store import Store
 from continuity.traces.schema import Trace, decode_trace
 from continuity.traces.suites import SuiteItem, build_suite
@@ -230,7 +230,7 @@ def test_mid_run_compactions_are_reported_but_not_the_boundary(
         calls.append(args)
         return should_compact(*args, **kwargs) if len(calls) == 1 else "proactive"  # type: ignore[arg-type]
 
-    monkeypatch.setattr("continuity.probe.boundary.should_compact", between_rounds_too)
+    monkeypatch.setattr("continuity.sampling.boundary.should_compact", between_rounds_too)
     request = ProbeRequest(arm=arm.id, probe_text=trace.probes[0].text, parent_pid=os.getpid())
     evidence = anyio.run(lambda: run_probe(Workspace(root), request))
     assert evidence.compaction is not None and evidence.compaction.reason == "proactive"

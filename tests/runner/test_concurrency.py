@@ -15,10 +15,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from continuity.probe.receipts import ProcessReceipt
 from continuity.probes.availability import needles_for
 from continuity.report.aggregate import aggregate_run
-from continuity.runner.units import UnitRecord
+from continuity.runner.units.build import UnitRecord
+from continuity.sampling.receipts import ProcessReceipt
 from continuity.store import Store
 from continuity.traces.schema import decode_trace
 from continuity.traces.suites import build_suite
@@ -31,7 +31,8 @@ RESTART = "restart-switch-compact"
 SCRIPT = """
 import json, sys, time
 from pathlib import Path
-from continuity.runner.units import build_units
+from continuity.runner.units.build import build_units
+from continuity.runner.units.execution import Execution
 from continuity.store import Store
 
 args = json.loads(sys.argv[1])
@@ -44,8 +45,14 @@ go = Path(args["go"])
 while not go.exists():
     time.sleep(0.01)
 records, folder, built = build_units(
-    Store(args["store"]), "original", arms=args["arms"], traces=args["traces"],
-    probe_limit=args["probe_limit"], run_dir=Path(args["run"]), jobs=1, lookup=lookup,
+    Store(args["store"]),
+    "original",
+    arms=args["arms"],
+    traces=args["traces"],
+    probe_limit=args["probe_limit"],
+    run_dir=Path(args["run"]),
+    jobs=1,
+    execution=Execution(lookup=lookup),
 )
 print(json.dumps({"built": built, "units": len(records)}))
 """
@@ -248,7 +255,7 @@ def test_a_killed_unit_run_leaves_no_expected_value_outside_the_store(tmp_path: 
     )
     try:
         deadline = time.monotonic() + 300
-        while not any(b"continuity.probe.worker" in c for _, c in _group(run.pid)):
+        while not any(b"continuity.sampling.worker" in c for _, c in _group(run.pid)):
             assert run.poll() is None, run.communicate()[1][-2000:]
             assert time.monotonic() < deadline, "the unit worker never started"
             time.sleep(0.02)

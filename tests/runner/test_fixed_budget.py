@@ -56,15 +56,15 @@ from continuity.plan.lookup_slots import EstimateRole
 from continuity.plan.pricing import load_catalog
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.roles.table import ROLES
-from continuity.runner.fixed_budget import (
+from continuity.runner.fixed_budget.measure import SLOT_CODE, SLOT_KIND, slot_spec
+from continuity.runner.fixed_budget.scratch import SCRATCH_PREFIX
+from continuity.runner.fixed_budget.sizing import (
     FixedBudgetRequest,
     FixedBudgetResult,
     fixed_budget_policy,
     holdout_jobs,
     run_fixed_budget,
 )
-from continuity.runner.fixed_budget_measure import SLOT_CODE, SLOT_KIND, slot_spec
-from continuity.runner.fixed_budget_scratch import SCRATCH_PREFIX
 from continuity.store import Store
 from continuity.traces.schema import (
     AbstentionExpectation,
@@ -465,7 +465,7 @@ _CHILD = textwrap.dedent(
     from pathlib import Path
     from continuity.holdout import HoldoutSource
     from continuity.plan.lookup_slots import EstimateRole
-    from continuity.runner.fixed_budget import FixedBudgetRequest, run_fixed_budget
+    from continuity.runner.fixed_budget.sizing import FixedBudgetRequest, run_fixed_budget
     from continuity.store import Store
 
     store, manifest, sha, spec, output, scratch, budget = sys.argv[1:8]
@@ -552,7 +552,7 @@ def test_each_input_of_a_slot_record_moves_its_key(sized: Sized) -> None:
     assert base.code == code_digest(SLOT_CODE) and base.kind == SLOT_KIND
     assert base.inputs["trace"] == job.trace_key
     # Where the scratch store lives shapes no measured value: no key binds it.
-    assert "continuity.runner.fixed_budget_scratch" not in SLOT_CODE
+    assert "continuity.runner.fixed_budget.scratch" not in SLOT_CODE
 
 
 # -- the fixed budget and the command's refusals ---------------------------------------------

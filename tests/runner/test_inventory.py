@@ -29,7 +29,6 @@ from continuity.errors import ContinuityError
 from continuity.lookup.policy import LOOKUP_PROTOCOL, load_policy
 from continuity.lookup.reader import binding_models
 from continuity.lookup.soul import read_soul
-from continuity.probe.worker import ProbeOutcome
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.runner.inventory import (
     Inventory,
@@ -56,6 +55,7 @@ from continuity.runner.inventory_regression import (
     regression_texts,
 )
 from continuity.runner.lookup_budget import LookupBudget, run_lookup_budget
+from continuity.sampling.worker import ProbeOutcome
 from continuity.store import Store
 from continuity.traces.suites import build_suite
 from continuity.traces.validate import load_trace
@@ -115,7 +115,7 @@ def test_the_path_code_is_what_measures_and_never_what_classifies() -> None:
     for module in (
         "continuity.harness",
         "continuity.servers",
-        "continuity.probe",
+        "continuity.sampling",
         "continuity.probes.protocol",
         "continuity.lookup.meter",
         "continuity.lookup.probe",

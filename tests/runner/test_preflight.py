@@ -16,8 +16,11 @@ import pytest
 
 from continuity.digest import digest_bytes
 from continuity.errors import ObjectCorrupt, UsageError
-from continuity.runner import preflight
-from continuity.runner.preflight import (
+from continuity.runner.preflight import run as preflight
+from continuity.runner.preflight.child import TraceInput
+from continuity.runner.preflight.launch import PRIVATE_PREFIX
+from continuity.runner.preflight.records import SlotCode, checkout_code
+from continuity.runner.preflight.run import (
     PROBES_NOTE,
     REPORT_SCHEMA,
     PreflightReport,
@@ -27,11 +30,8 @@ from continuity.runner.preflight import (
     run_preflight,
     summary_lines,
 )
-from continuity.runner.preflight_child import TraceInput
-from continuity.runner.preflight_launch import PRIVATE_PREFIX
-from continuity.runner.preflight_records import SlotCode, checkout_code
-from continuity.runner.preflight_slot import run_slot
-from continuity.runner.preflight_tree import (
+from continuity.runner.preflight.slot import run_slot
+from continuity.runner.preflight.tree import (
     MIB,
     PreflightSnapshot,
     TreeLimits,

@@ -26,12 +26,13 @@ from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.plan import Plan, plan_from_options
 from continuity.plan.pricing import load_catalog
 from continuity.plan.workload import workload
-from continuity.probe.receipts import ProcessReceipt
 from continuity.probes.availability import needles_for
 from continuity.report.aggregate import aggregate_run
 from continuity.report.rescore import rescore_run
 from continuity.runner.real import run_real
-from continuity.runner.units import UnitRecord, build_units
+from continuity.runner.real_request import RealRequest
+from continuity.runner.units.build import UnitRecord, build_units
+from continuity.sampling.receipts import ProcessReceipt
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from continuity.store import Store
 from continuity.traces.schema import decode_trace
@@ -77,7 +78,7 @@ class Rig:
             "jobs": 1,
         }
         arguments.update(extra)
-        return run_real(self.plan, self.store, **arguments)
+        return run_real(self.plan, self.store, RealRequest(**arguments))
 
 
 def probe_replays(store: Store, record: UnitRecord) -> dict[int, set[str]]:
@@ -200,7 +201,7 @@ def test_second_run_skips_completed_units_and_calls_nothing(
 
 
 # Words the scorer cannot call right or wrong (no value, no known decline): the judge
-# reads every such answer (continuity.runner.unit_grading.judged).
+# reads every such answer (continuity.runner.units.grading.judged).
 UNSURE = "It is with the courier, I believe."
 
 
@@ -320,12 +321,13 @@ from pathlib import Path
 import msgspec
 from continuity.plan.plan import Plan
 from continuity.runner.real import run_real
+from continuity.runner.real_request import RealRequest
 from continuity.store import Store
 args = msgspec.json.decode(Path(sys.argv[1]).read_bytes())
 plan = msgspec.convert(args.pop("plan"), Plan)
 store = Store(args.pop("store"))
 args["checkout"] = Path(args["checkout"])
-run_real(plan, store, **args)
+run_real(plan, store, RealRequest(**args))
 """
 
 
@@ -491,7 +493,7 @@ def test_score_rescores_recorded_answers_with_zero_http_calls(
         assert units_on_disk(rig.output / "units") == before
         # A "fixed" scorer: every answer now passes; still no model call.
         monkeypatch.setattr(
-            "continuity.runner.unit_grading.score_answer",  # what score_result calls
+            "continuity.runner.units.grading.score_answer",  # what score_result calls
             lambda expectation, answer, **_: Score("correct", True, "patched"),
         )
         for where in ("continuity.report.scores", "continuity.report.rescore"):

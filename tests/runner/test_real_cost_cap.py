@@ -23,7 +23,7 @@ import pytest
 from continuity.errors import RealModeError, RunIncomplete
 from continuity.plan.pricing import load_catalog, model_price, rate_card
 from continuity.providers.costcap import CapTotals, CostCap, price_usage
-from continuity.runner.units import UnitRecord
+from continuity.runner.units.build import UnitRecord
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from tests.conftest import REPO
 from tests.runner.test_real import Rig, _start_killable

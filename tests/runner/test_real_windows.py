@@ -14,6 +14,7 @@ from continuity.plan.plan import plan_from_options
 from continuity.plan.pricing import load_catalog
 from continuity.plan.workload import workload
 from continuity.runner.real import run_real
+from continuity.runner.real_request import RealRequest
 from continuity.servers.wire import WireServer, serve_in_thread
 from continuity.store import Store
 
@@ -48,12 +49,14 @@ def test_a_call_over_the_servers_window_is_refused_before_any_request(
             run_real(
                 plan,
                 store,
-                confirm=digest,
-                credentials=None,
-                output=str(tmp_path / "run"),
-                checkout=clean_checkout,
-                environ={},
-                jobs=1,
+                RealRequest(
+                    confirm=digest,
+                    credentials=None,
+                    output=str(tmp_path / "run"),
+                    checkout=clean_checkout,
+                    environ={},
+                    jobs=1,
+                ),
             )
     error = refused.value
     assert error.code == "context_window_exceeded"
@@ -70,12 +73,14 @@ def test_a_window_that_fits_lets_the_run_proceed(tmp_path: Path, clean_checkout:
         result = run_real(
             plan,
             store,
-            confirm=digest,
-            credentials=None,
-            output=str(tmp_path / "run"),
-            checkout=clean_checkout,
-            environ={},
-            jobs=1,
+            RealRequest(
+                confirm=digest,
+                credentials=None,
+                output=str(tmp_path / "run"),
+                checkout=clean_checkout,
+                environ={},
+                jobs=1,
+            ),
         )
     assert result.built == 1 and app.calls
     assert all(body.get("max_tokens") == 64 for _, body in app.calls)
@@ -143,11 +148,11 @@ def test_a_run_on_a_server_that_ignores_the_cap_stops(tmp_path: Path, clean_chec
             "jobs": 1,
         }
         with pytest.raises(RunIncomplete) as stopped:
-            run_real(plan, store, **arguments)
+            run_real(plan, store, RealRequest(**arguments))
         assert "provider_output_cap_ignored" in stopped.value.message
         calls = len(app.calls)
         with pytest.raises(RealModeError) as refused:
-            run_real(plan, store, cost_cap="1", **arguments)
+            run_real(plan, store, RealRequest(cost_cap="1", **arguments))
     assert calls == 1
     assert refused.value.code == "cost_cap_output_unenforced"
     assert "endpoints/output-cap-ignored/" in refused.value.message

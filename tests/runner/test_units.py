@@ -12,10 +12,11 @@ import pytest
 
 from continuity.arms import ARMS
 from continuity.harness.keys import ReplayConfig
-from continuity.probe.receipts import ProcessReceipt
-from continuity.runner import unit_run
-from continuity.runner.units import UnitRecord, build_units, run_unit
-from continuity.runner.units import judged as judged_by
+from continuity.runner.units import run as unit_run
+from continuity.runner.units.build import UnitRecord, build_units, run_unit
+from continuity.runner.units.build import judged as judged_by
+from continuity.runner.units.execution import Execution
+from continuity.sampling.receipts import ProcessReceipt
 from continuity.store import Store
 from continuity.traces.schema import CATEGORIES, Trace, decode_trace, iter_turns
 from continuity.traces.suites import SuiteItem, build_suite
@@ -34,7 +35,8 @@ def hard_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, 
         (101,),
         arms="native,cold-rebuild,continuity-store",
         run_dir=root / "out" / "runs" / "t",
-        judge="openai-codex:gpt-6.1-sol",  # offline the scripted judge plays it
+        # offline the scripted judge plays it
+        execution=Execution(judge="openai-codex:gpt-6.1-sol"),
     )
     assert built == 3 and sorted(p.name for p in folder.glob("*.json")) == [
         "r1-gen-grant-101-cold-rebuild.json",
@@ -108,7 +110,12 @@ def test_without_a_judge_no_answer_is_judged_and_the_key_says_so(tmp_path: Path)
     trace = decode_trace(store.get_blob(item.digest))
     plain, _ = run_unit(store, trace, item, ARMS["native"], probe_limit=2)
     judged, status = run_unit(
-        store, trace, item, ARMS["native"], probe_limit=2, judge="openai:judge"
+        store,
+        trace,
+        item,
+        ARMS["native"],
+        probe_limit=2,
+        execution=Execution(judge="openai:judge"),
     )
     assert plain.judge == [] and plain.binding is None
     assert status == "built" and judged.key != plain.key  # the judge is bound in the key
@@ -238,7 +245,7 @@ def test_no_expected_value_rubric_or_category_reaches_a_reader(
 # only in the verdicts dropped). Probe-protocol-v3 moved them again (cc44f11f...,
 # c531924f..., 656dc984... before): each unit records the protocol, the scripted reader's
 # value-probe decline ``ANSWER: UNKNOWN`` with its reason, and the token counts of the
-# longer instruction (tests/probe/test_golden.py diffs such units field by field). A
+# longer instruction (tests/sampling/test_golden.py diffs such units field by field). A
 # refused task is abstained, not correct (issue 35): the scripted reader's declined task
 # drafts changed outcome (a18b525c..., 0fe0de47..., 40f5c863... before).
 PINNED_CONTENT = {

@@ -21,7 +21,8 @@ from continuity.report.aggregate import aggregate_run
 from continuity.report.upkeep import UpkeepRow, UpkeepStageRow, stage_charge, upkeep_spend
 from continuity.runner.ledger_run import ledger_run
 from continuity.runner.samples import build_arm_samples
-from continuity.runner.units import UnitRecord, build_units
+from continuity.runner.units.build import UnitRecord, build_units
+from continuity.runner.units.execution import Execution
 from continuity.store import Store
 from tests.conftest import REPO
 
@@ -152,7 +153,7 @@ def test_the_plans_reader_and_alternate_are_what_the_preparation_answers(
         traces=TRACE,
         probe_limit=1,
         run_dir=tmp_path / "out" / "runs" / "r",
-        ledger=ledger,
+        execution=Execution(ledger=ledger),
     )
     [unit] = records
     assert unit.upkeep is not msgspec.UNSET and unit.upkeep.valid
@@ -179,7 +180,7 @@ def test_captures_are_written_for_every_stage_and_hold_no_prompt(tmp_path: Path)
         traces=TRACE,
         probe_limit=1,
         run_dir=tmp_path / "out" / "runs" / "r",
-        ledger=ledger,
+        execution=Execution(ledger=ledger),
     )
     files = sorted((captures / "upkeep-output").iterdir())
     assert [f.name for f in files] == [f"r1-{TRACE}-p{n}.json" for n in (1, 2, 3)]
@@ -203,7 +204,9 @@ def test_an_invalid_preparation_excludes_every_sample_and_keeps_its_upkeep(
         traces=TRACE,
         probe_limit=2,
         run_dir=tmp_path / "out" / "runs" / "r",
-        ledger=msgspec.structs.replace(ledger_run(faults={1: "hang"}), timeout=4.0),
+        execution=Execution(
+            ledger=msgspec.structs.replace(ledger_run(faults={1: "hang"}), timeout=4.0)
+        ),
     )
     [unit] = records
     assert [p.status for p in unit.probes] == ["treatment_invalid", "treatment_invalid"]

@@ -12,12 +12,12 @@ import msgspec
 import pytest
 
 from continuity.errors import CheckpointError, ObjectMissing
-from continuity.probe import child as probe_module
-from continuity.probe.worker import ProbeOutcome, ProbeSpec, UnitRequest, UnitWorkerResult
-from continuity.runner import units as units_module
-from continuity.runner.unit_store import materialise
-from continuity.runner.unit_worker import decode_worker_reply
-from continuity.runner.units import ProbeResult, UnitRecord
+from continuity.runner.units import build as units_module
+from continuity.runner.units.build import ProbeResult, UnitRecord
+from continuity.runner.units.store import materialise
+from continuity.runner.units.worker import decode_worker_reply
+from continuity.sampling import child as probe_module
+from continuity.sampling.worker import ProbeOutcome, ProbeSpec, UnitRequest, UnitWorkerResult
 from continuity.store import Store
 
 
@@ -134,7 +134,7 @@ def test_a_probe_status_outside_the_vocabulary_does_not_decode() -> None:
 @pytest.mark.parametrize("stdin", [b"", b"{", b"[]", b'{"store_root": 1}'])
 def test_a_worker_with_an_invalid_request_says_so_in_one_coded_line(stdin: bytes) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "continuity.probe.worker"],
+        [sys.executable, "-m", "continuity.sampling.worker"],
         input=stdin,
         capture_output=True,
         timeout=60,

@@ -43,6 +43,24 @@ def _tools(prefix: str = "mcp__fixture__", drop: str = "") -> list[dict[str, Any
     ]
 
 
+_OPENED: list[openai.OpenAI] = []  # closed after each test (`_close_clients`)
+
+
+def sdk_client(base_url: str) -> openai.OpenAI:
+    """The OpenAI SDK's client on the proxy, closed when the test ends: an unclosed
+    client's pooled socket would be collected, and reported, during some later test."""
+    client = openai.OpenAI(base_url=base_url, api_key="dummy", max_retries=0)
+    _OPENED.append(client)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _OPENED:
+        _OPENED.pop().close()
+
+
 class ToyAgent:
     """A minimal outside agent: one growing message list, tools answered from the
     trace's frozen outputs in call order, the trace's steers added after their call's
@@ -52,7 +70,7 @@ class ToyAgent:
     request sets ``parallel_tool_calls: false``."""
 
     def __init__(self, base_url: str, trace: ReplayTrace, **faults: Any) -> None:
-        self.client = openai.OpenAI(base_url=base_url, api_key="dummy", max_retries=0)
+        self.client = sdk_client(base_url)
         self.outputs = [r.output for r in frozen_records(trace)]
         steer_calls = {
             t.during_call: t.text for _, _, t in iter_turns(trace) if isinstance(t, Steer)
@@ -197,7 +215,7 @@ def test_a_reply_needing_a_tool_the_agent_does_not_offer_is_refused(
 
 def test_an_unclassified_side_call_is_refused_never_guessed(proxy: tuple[ModelProxy, str]) -> None:
     app, base = proxy
-    client = openai.OpenAI(base_url=base, api_key="dummy", max_retries=0)
+    client = sdk_client(base)
     side = {"model": "gpt-side", "messages": [{"role": "user", "content": "title this chat"}]}
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(**side)  # type: ignore[call-overload]

@@ -23,6 +23,7 @@ import openai
 import pytest
 
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
+from tests.conftest import Closer
 
 TOOL_CHAT = {"type": "function", "function": {"name": "ConversationHistory", "parameters": {}}}
 TOOL_RESPONSES = {
@@ -121,9 +122,11 @@ def test_anthropic_without_stream_is_a_json_message(wire: tuple[WireServer, str]
     assert tool["content"][0]["input"]["action"] == "search"
 
 
-def test_sdks_read_the_json_answers_and_the_model_list(wire: tuple[WireServer, str]) -> None:
+def test_sdks_read_the_json_answers_and_the_model_list(
+    wire: tuple[WireServer, str], close_after: Closer
+) -> None:
     app, url = wire
-    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-loopback")
+    client = close_after(openai.OpenAI(base_url=url + "/v1", api_key="sk-loopback"))
     completion = client.chat.completions.create(
         model="local-model", messages=[{"role": "user", "content": "hello"}]
     )
@@ -133,7 +136,7 @@ def test_sdks_read_the_json_answers_and_the_model_list(wire: tuple[WireServer, s
     assert response.output_text == "UNKNOWN"
     assert response.usage is not None and response.usage.output_tokens == 2
     assert [m.id for m in client.models.list()] == ["served-model-7"]
-    other = anthropic.Anthropic(base_url=url, api_key="sk-loopback")
+    other = close_after(anthropic.Anthropic(base_url=url, api_key="sk-loopback"))
     message = other.messages.create(
         model="local-model", max_tokens=64, messages=[{"role": "user", "content": "hello"}]
     )

@@ -31,7 +31,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "HarnessError",
-        "continuity.probe.boundary",
+        "continuity.sampling.boundary",
         Row(
             "boundary_record_mismatch",
             "the session file records other operations than the probe performed",
@@ -39,18 +39,18 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "HarnessError",
-        "continuity.probe.child",
+        "continuity.sampling.child",
         Row("probe_request_invalid", "the probe child's request is not valid"),
     ),
     *section(
         "HarnessError",
-        "continuity.probe.lookup",
+        "continuity.sampling.lookup",
         Row("lookup_deadline_exceeded", "the lookup probe passed its deadline"),
         Row("lookup_turn_timeout", "the probe turn passed its safety timeout"),
     ),
     *section(
         "HarnessError",
-        "continuity.probe.worker",
+        "continuity.sampling.worker",
         Row(
             "child_watchdog",
             "the probe child ran past the watchdog and was killed (an outcome)",
@@ -131,7 +131,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "AdapterError",
-        "continuity.runner.unit_record",
+        "continuity.runner.units.record",
         Row(
             "answer_not_from_model",
             "the adapter's reply is not the model's final text (a sample's exclusion class)",
@@ -214,7 +214,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "CheckpointError",
-        "continuity.probe.worker",
+        "continuity.sampling.worker",
         Row("worker_request_invalid", "the unit worker's stdin request does not decode"),
     ),
     *section(

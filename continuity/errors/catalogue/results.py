@@ -62,7 +62,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "RunIncomplete",
-        "continuity.runner.units",
+        "continuity.runner.units.build",
         Row(
             "run_incomplete", "some units of a real run did not finish; the finished ones are kept"
         ),

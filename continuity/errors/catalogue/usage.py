@@ -138,7 +138,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "UsageError",
-        "continuity.runner.preflight_launch",
+        "continuity.runner.preflight.launch",
         Row(
             "lookup_preflight_root_invalid",
             "preflight's temporary directory lies inside the checkout or store",
@@ -155,18 +155,18 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "UsageError",
-        "continuity.runner.fixed_budget",
+        "continuity.runner.fixed_budget.sizing",
         Row("lookup_empty_fixed_budget_sha256", "--fixed-budget-sha256 is empty"),
         Row("lookup_fixed_budget_required", "a fixed-budget sizing needs --fixed-budget-sha256"),
     ),
     *section(
         "UsageError",
-        "continuity.runner.fixed_budget_scratch",
+        "continuity.runner.fixed_budget.scratch",
         Row("lookup_scratch_root_invalid", "the scratch directory lies inside the checkout"),
     ),
     *section(
         "UsageError",
-        "continuity.runner.fixed_budget_estimate",
+        "continuity.runner.fixed_budget.estimate",
         Row(
             "lookup_output_limit_source_invalid",
             "the output limit's source is not catalog_max or enforced",
@@ -209,7 +209,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "UsageError",
-        "continuity.runner.unit_selection",
+        "continuity.runner.units.selection",
         Row("repeat_unknown", "--repeat names repeats outside the plan's repeats"),
     ),
     *section(
@@ -219,7 +219,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "UsageError",
-        "continuity.runner.unit_store",
+        "continuity.runner.units.store",
         Row(
             "lookup_slot_observed",
             "a run's unit files already hold another observation of the slot",
@@ -420,7 +420,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "LookupError_",
-        "continuity.runner.fixed_budget",
+        "continuity.runner.fixed_budget.sizing",
         Row("lookup_fixed_budget_unknown", "the fixed-budget sha256 is not a sha256"),
     ),
     *section(

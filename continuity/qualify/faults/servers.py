@@ -158,7 +158,7 @@ def _first_call(folder: Path) -> tuple[int, dict[str, object], int] | None:
     """The first history call any probe's server has received so far: (the server's
     place among the witnesses, its witness, the call's number in its log); None while
     no server has received one."""
-    from continuity.probe.history_witness import read_calls
+    from continuity.sampling.history_witness import read_calls
 
     for place, witness in enumerate(_witnesses(folder)):
         calls = read_calls(Path(str(witness.get("calls"))))
@@ -170,7 +170,7 @@ def _first_call(folder: Path) -> tuple[int, dict[str, object], int] | None:
 
 def _answered(witness: dict[str, object], call: int) -> bool:
     """Whether the server's log shows it began answering `call`."""
-    from continuity.probe.history_witness import read_calls
+    from continuity.sampling.history_witness import read_calls
 
     return "answered" in read_calls(Path(str(witness.get("calls")))).get(call, set())
 
@@ -186,7 +186,7 @@ def _finish(process: subprocess.Popen[str], drain: threading.Thread) -> None:
 def kill_history_server(work: Path, knobs: Knobs, case_id: str) -> FaultRun:
     """The kill-history-server case: a store arm's probes each serve ConversationHistory
     from a process of their own that logs each call as it arrives and as it is answered
-    (``CONTINUITY_HISTORY_PROCESS``, `continuity.probe.history_witness`); the server is
+    (``CONTINUITY_HISTORY_PROCESS``, `continuity.sampling.history_witness`); the server is
     killed as soon as its log shows the first history call started, before it answers
     (each call is answered 1.5 s late). The after receipt proves the call was in flight
     (`InFlight`: started before the signal, never answered); that probe's sample must

@@ -33,7 +33,7 @@ __all__ = ["upgrade_aba"]
 
 
 _ABA_TRACES = ("brightline-return", "fernway-office-move", "harbor-market-stall")
-_B_CHANGE = "continuity/runner/unit_record.py"  # inside the unit code: B's units differ
+_B_CHANGE = "continuity/runner/units/record.py"  # inside the unit code: B's units differ
 
 
 def _builds(work: Path) -> tuple[Path, Path]:
