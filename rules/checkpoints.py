@@ -134,7 +134,7 @@ def task_checkpoints() -> TaskSpec:
 
 def _where(options: Mapping[str, Any]) -> str:
     """An up-to-date run's location line (with --arms: the arm samples' manifest)."""
-    chosen = Selection(options)  # type: ignore[arg-type]
+    chosen = Selection(options)
     what = "arms" if options.get("arms") else "checkpoints"
     name = "arms.json" if options.get("arms") else "manifest.json"
     manifest = chosen.out / "checkpoints" / chosen.suite / name

@@ -45,6 +45,7 @@ class EstimateOptions(PricedOptions, total=False):
 
 
 def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
+    from continuity.arms import probe_mode_named
     from continuity.errors import UsageError
     from continuity.plan.estimate import check_cost_limit, estimate
     from continuity.plan.estimate_format import format_estimate
@@ -56,7 +57,7 @@ def _estimate(**options: Unpack[EstimateOptions]) -> str | None:
             code="estimate_real_refused",
             location="--real",
         )
-    if options.get("probe_mode") == "lookup-allowed-v1":
+    if probe_mode_named(options.get("probe_mode")) == "lookup-allowed-v1":
         return _lookup_estimate(options)
     _refuse_given(options, _LOOKUP_ONLY, "applies to --probe-mode lookup-allowed-v1 only")
     result, catalog, load = plan_workload(options)
@@ -198,19 +199,20 @@ def _registered_holdout(
 
 
 def _pilot_estimate(options: EstimateOptions) -> str | None:
-    """A pilot registration's estimate (`continuity.roles.pilot_estimate`), its JSON in
+    """A pilot registration's estimate (`continuity.roles.pilot.estimate`), its JSON in
     ``<out>/estimates/``; None when the registration is not a pilot one (or none).
 
     Raises:
         UsageError: ``plan_invalid`` (an option the registration fixes).
-        RoleError, SpendError: the pilot registration's codes (`continuity.roles.pilot`).
+        RoleError, SpendError: the pilot registration's codes
+            (`continuity.roles.pilot.registration`).
     """
     from pathlib import Path
 
     import msgspec
 
     from continuity.plan.lookup_report import format_lookup_estimate, write_lookup_estimate
-    from continuity.roles.pilot_estimate import pilot_lookup_estimate
+    from continuity.roles.pilot.estimate import pilot_lookup_estimate
     from continuity.roles.run import is_pilot_registration, registration_bytes
     from continuity.runner.lookup_run import LookupRun
 

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
+from continuity.commands.selection import Selection
 from continuity.errors import UsageError
 from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
 
@@ -263,25 +264,6 @@ class SelectionOptions(TypedDict, total=False):
     seeds: str
     store: str
     out: str
-
-
-class Selection:
-    """The store, suite, seeds and output directory a task's options select.
-
-    Raises:
-        UsageError: ``seeds_invalid``, ``store_path_invalid`` or ``out_path_invalid``.
-    """
-
-    def __init__(self, options: SelectionOptions) -> None:
-        from continuity.outputs import usable_out_path
-        from continuity.store import Store
-        from continuity.traces.keys import parse_seeds
-
-        self.suite: str = options.get("suite") or "original"
-        seeds = options.get("seeds")
-        self.seeds = parse_seeds(seeds) if seeds else None
-        self.store = Store(options.get("store") or None)
-        self.out = usable_out_path(options.get("out") or None)
 
 
 def selection_or_none(task: Task) -> Selection | None:

@@ -1,7 +1,7 @@
 """`doit pilot_register`: wrap an external registration and a cap-gated pilot descriptor.
 
 The pilot registration it writes enables no paid route; ``doit estimate --registration
-PILOT --sha256 S`` reads it (`continuity.roles.pilot`).
+PILOT --sha256 S`` reads it (`continuity.roles.pilot.registration`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _register(**options: Unpack[PilotOptions]) -> str:
     from pathlib import Path
 
     from continuity.errors import UsageError
-    from continuity.roles.pilot import register_pilot
+    from continuity.roles.pilot.registration import register_pilot
 
     for name in ("registration", "sha256", "cap_usd", "output"):
         if not options.get(name):
@@ -111,7 +111,7 @@ def _compare_pilot(**options: Any) -> str:
     from continuity.spend.gate import require_real_route
 
     require_real_route()  # before any file an option names is read
-    from continuity.roles.pilot_run import PilotRequest, run_compare_pilot
+    from continuity.roles.pilot.run import PilotRequest, run_compare_pilot
     from continuity.store import Store
 
     needed = ["registration", "sha256", "output", "credentials"]
@@ -132,7 +132,7 @@ def _compare_pilot(**options: Any) -> str:
     if options.get("show_bindings"):
         import msgspec
 
-        from continuity.roles.pilot_run import expected_bindings
+        from continuity.roles.pilot.run import expected_bindings
 
         bindings = expected_bindings(request)
         return msgspec.json.format(msgspec.json.encode(bindings)).decode()
@@ -175,7 +175,7 @@ def task_compare_pilot() -> TaskSpec:
 
 
 def _pilot_smoke() -> str:
-    from continuity.runner.pilot_smoke import run_smoke
+    from continuity.roles.pilot.smoke import run_smoke
 
     lines = run_smoke()
     return f"pilot smoke: {len(lines)} proofs passed (faux domain, loopback only)"

@@ -88,6 +88,6 @@ def task_traces() -> TaskSpec:
 
 def _where(options: Mapping[str, Any]) -> str:
     """An up-to-date run's location line."""
-    chosen = Selection(options)  # type: ignore[arg-type]
+    chosen = Selection(options)
     manifest = chosen.out / "traces" / chosen.suite / "manifest.json"
     return f"traces: {chosen.suite} up to date; manifest at {manifest}"

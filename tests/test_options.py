@@ -24,6 +24,7 @@ import pytest
 from doit.cmdparse import CmdOption, CmdParse, CmdParseError
 
 from continuity.argv import argv_problem, environment_problem, front_door, selection_problem
+from continuity.commands.units import parse_repeats
 from continuity.errors import UsageError
 from continuity.outputs import check_new_directory, usable_directory, usable_out_path
 from continuity.plan.estimate import check_cost_limit
@@ -49,7 +50,7 @@ from rules.params import (
 from rules.plan import task_dry_run, task_plan
 from rules.store import task_gc, task_verify
 from rules.traces import task_traces
-from rules.units import _repeats, task_units
+from rules.units import task_units
 from tests.conftest import REPO
 
 TASKS: dict[str, Callable[[], TaskSpec]] = {
@@ -124,10 +125,10 @@ def test_seed_count_limit_is_exact() -> None:
 @pytest.mark.parametrize("text", ["1-999999999", "0", "101", "2-1", "x", "1-99999999999"])
 def test_repeat_selection_is_checked(text: str) -> None:
     with pytest.raises(UsageError) as err:
-        _repeats({"repeat": text})
+        parse_repeats({"repeat": text})
     assert (err.value.code, err.value.location) == ("repeat_unknown", "--repeat")
     assert refuse(SeedsOption("--repeat", code="repeat_unknown", maximum=MAX_REPEATS), text).code
-    assert _repeats({"repeat": "1-2"}) == [1, 2]
+    assert parse_repeats({"repeat": "1-2"}) == [1, 2]
 
 
 # -- the checking types ---------------------------------------------------------------------

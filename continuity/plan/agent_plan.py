@@ -27,6 +27,7 @@ from continuity.agents.manifest import Manifest, load_manifest
 from continuity.agents.protocol import Capabilities
 from continuity.agents.sandbox import require_sandbox
 from continuity.agents.units import AgentIdentity, identity, outside_arm, unit_arm
+from continuity.arms import probe_mode_named
 from continuity.errors import UsageError
 
 __all__ = ["agent_arms", "agent_for_options", "agent_identity"]
@@ -58,7 +59,7 @@ def agent_for_options(options: Mapping[str, Any]) -> tuple[Manifest, AgentIdenti
                 code="plan_invalid",
                 location=f"--{name.replace('_', '-')}",
             )
-    if (options.get("probe_mode") or "recall-only") != "recall-only":
+    if probe_mode_named(options.get("probe_mode")) != "recall-only":
         raise UsageError(
             "--agent asks the probe as the agent's next owner turn: recall-only only",
             code="plan_invalid",

@@ -27,7 +27,7 @@ scenarios and the proposed cap C are priced at the main reader
 
 **A pilot registration** adds a `continuity.plan.pilot_estimate.PilotEstimate` (``pilot``,
 left out of every other estimate's JSON): E, Rmax, C, C - Rmax, C / E, the full-upfront
-comparison and the cap-gated readiness (`continuity.roles.pilot_estimate` builds it).
+comparison and the cap-gated readiness (`continuity.roles.pilot.estimate` builds it).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ full-upfront comparison, all exact (`decimal.Decimal`, never float).
 
 Pure arithmetic over a fixed-budget sizing's slots (`PricedSlot`) and a validated pilot
 descriptor (`continuity.spend.descriptor`); the reading and verifying is
-`continuity.roles.pilot`.
+`continuity.roles.pilot.registration`.
 
 - **E** is a *scenario, not measured usage*, summed over the eligible slots: two
   lookups returning half the sizing's byte budget between them (split evenly), so three

@@ -1,12 +1,10 @@
-"""Cross-checkout comparison roles (offline only): guidance as a treatment, frozen souls,
+"""Cross-checkout comparison roles (offline): guidance as a treatment, frozen souls,
 six roles over two clean checkouts of this project, their registration, runs and
-aggregate."""
+aggregate; the capped real pilot's top layer (`pilot/`)."""
 
 __all__ = [
     "aggregate_render",
     "pilot",
-    "pilot_estimate",
-    "pilot_run",
     "receipt",
     "register",
     "register_holdout",

@@ -7,7 +7,7 @@ Steps, each refusing with a `RoleError` code before anything runs:
    `doit compare_register` stored in ``--store`` (``role_registration_changed``: a file
    edited after registering is refused whatever sha256 is given);
 2. it must decode as a `Registration` (``role_registration_invalid``); a pilot
-   registration (`continuity.roles.pilot`) is refused here and by every command that
+   registration (`continuity.roles.pilot.registration`) is refused here and by every command that
    reads a compare registration (``lookup_pilot_registration_refused``); its canonical
    digest (`continuity.digest.value_digest`, as `register` prints it) is bound into
    every role receipt through ``--registration-digest``;

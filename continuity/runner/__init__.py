@@ -15,8 +15,6 @@ __all__ = [
     "lookup_budget",
     "lookup_run",
     "manifest",
-    "pilot_prepare",
-    "pilot_smoke",
     "preflight",
     "real",
     "real_request",

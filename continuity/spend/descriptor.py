@@ -24,7 +24,7 @@ there is no dispatcher, approval issuer or authorization builder here.
 
 `check_descriptor` validates everything a descriptor states about itself and returns C;
 the bindings to files (the wrapped registration, the current catalog, the sizing and the
-configured deadlines) are checked by `continuity.roles.pilot`. Codes:
+configured deadlines) are checked by `continuity.roles.pilot.registration`. Codes:
 ``lookup_pilot_descriptor_invalid``, ``lookup_pilot_concurrency_invalid``,
 ``lookup_assumptions_changed``, ``lookup_rmax_altered``, ``lookup_pilot_catalog_changed``
 (the binding's digest is not its contents'), ``lookup_pilot_catalog_mismatch`` (the

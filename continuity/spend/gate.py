@@ -5,7 +5,7 @@ is stated. While it is False, `require_real_route` refuses with
 ``lookup_pilot_real_route_unavailable``, and `doit compare_pilot` calls it before it
 reads any file an argument names, takes a lease or creates any output.
 
-Behind the gate, the route (`continuity.roles.pilot_run`) serves only a reader whose
+Behind the gate, the route (`continuity.roles.pilot.run`) serves only a reader whose
 readiness is fully known (an enforced output cap, a known input envelope, known prices):
 a reader on a vendor API that enforces the output cap, registered under
 catalog-bounded-v1 (`continuity.spend.assumptions`). Any other reader is refused: Sol on

@@ -12,7 +12,7 @@ writes it, private and synced, to ``prepared/<slot>.json``:
   message listing the pack's records).
 
 That is this module's preparer, which builds from the slot's own text. A registered
-pilot names another (`PilotConfig.preparer`, e.g. `continuity.runner.pilot_prepare`),
+pilot names another (`PilotConfig.preparer`, e.g. `continuity.roles.pilot.prepare`),
 which builds from the request's ``source``: the slot's real checkpoint. Either writes a
 `PreparedBoundary` (the reader's system prompt and the messages) with `write_boundary`.
 

@@ -24,7 +24,7 @@ from continuity.lookup.fixed_budget import ReaderBinding
 from continuity.lookup.reader import LOOKUP_BINDINGS, SOL
 from continuity.plan.pricing import default_catalog_path
 from continuity.roles.guidance import RENDERER_PATH, ROLE_PROTOCOL
-from continuity.roles.pilot import PilotRegistered, register_pilot
+from continuity.roles.pilot.registration import PilotRegistered, register_pilot
 from continuity.roles.register import (
     REGISTRATION_SCHEMA_V2,
     BoundDigests,

@@ -1,4 +1,4 @@
-"""The controller checkout (`continuity.roles.pilot_run.check_controller`): it runs from
+"""The controller checkout (`continuity.roles.pilot.run.check_controller`): it runs from
 the registered R0 checkout, both checkouts at their revisions and clean, both builds
 unchanged, the role protocol. Real git repositories in temporary directories; each build
 receipt is taken over a real exported tree and ``.pth`` file, as registration takes it."""
@@ -15,8 +15,8 @@ import msgspec
 import pytest
 
 from continuity.errors import RoleError
-from continuity.roles.pilot import VerifiedPilot, read_pilot
-from continuity.roles.pilot_run import check_controller
+from continuity.roles.pilot.registration import VerifiedPilot, read_pilot
+from continuity.roles.pilot.run import check_controller
 from continuity.roles.register import Checkout
 from continuity.roles.register_build import PTH_FILE, BuildReceipt, tree_hashes
 from tests.roles.pilot_toy import PilotToy, pilot_toy, registered  # noqa: F401 (fixture)

@@ -15,7 +15,7 @@ import pytest
 
 from continuity.errors import ContinuityError
 from continuity.lookup.fixed_budget import ReaderBinding, load_fixed_budget
-from continuity.roles.pilot import (
+from continuity.roles.pilot.registration import (
     PILOT_FILE,
     configured_pilot_deadlines,
     read_pilot,

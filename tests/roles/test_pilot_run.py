@@ -19,15 +19,15 @@ import msgspec
 import pytest
 
 from continuity.errors import ContinuityError, RoleError, SpendError
-from continuity.roles import pilot_run
-from continuity.roles.pilot import read_pilot
-from continuity.roles.pilot_run import (
+from continuity.roles.pilot import run as pilot_run
+from continuity.roles.pilot.registration import read_pilot
+from continuity.roles.pilot.run import (
     PilotRequest,
     check_ready,
     run_compare_pilot,
     run_registered,
 )
-from continuity.roles.pilot_slots import pilot_bindings
+from continuity.roles.pilot.slots import pilot_bindings
 from continuity.servers.wire import WireServer, serve_in_thread
 from continuity.spend import consumption, gate
 from continuity.spend.authorization import Authorization, Bindings, account_commitment

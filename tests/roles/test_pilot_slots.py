@@ -1,5 +1,5 @@
-"""A registered pilot's slots and boundaries (`continuity.roles.pilot_slots`) and the
-real preparation child (`continuity.runner.pilot_prepare`), over the toy pilot's frozen
+"""A registered pilot's slots and boundaries (`continuity.roles.pilot.slots`) and the
+real preparation child (`continuity.roles.pilot.prepare`), over the toy pilot's frozen
 holdout and checkpoints replayed offline."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import pytest
 from continuity.errors import ContinuityError
 from continuity.lookup.reader import binding_models
 from continuity.messages import UserMessage
-from continuity.roles.pilot import VerifiedPilot, read_pilot
-from continuity.roles.pilot_slots import lookup_checkpoint, prepare_pilot, selected_traces
-from continuity.runner.pilot_prepare import CheckpointSource, crossed_boundary
+from continuity.roles.pilot.prepare import CheckpointSource, crossed_boundary
+from continuity.roles.pilot.registration import VerifiedPilot, read_pilot
+from continuity.roles.pilot.slots import lookup_checkpoint, prepare_pilot, selected_traces
 from continuity.spend.preparation import PreparationRequest, PreparedBoundary
 from continuity.store import Store
 from continuity.traces.validate import load_trace
@@ -107,7 +107,7 @@ def _prepare(root: Path, source: str, arm: str) -> subprocess.CompletedProcess[b
         root=str(root), slot_id="s000-native", arm=arm, context=(), source=source
     )
     return subprocess.run(
-        [sys.executable, "-m", "continuity.runner.pilot_prepare"],
+        [sys.executable, "-m", "continuity.roles.pilot.prepare"],
         input=msgspec.json.encode(request),
         capture_output=True,
         cwd=REPO,

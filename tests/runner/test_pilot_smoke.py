@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from continuity.errors import SpendError
-from continuity.runner import pilot_smoke
-from continuity.runner.pilot_smoke import run_smoke
+from continuity.roles.pilot import smoke as pilot_smoke
+from continuity.roles.pilot.smoke import run_smoke
 
 
 def test_both_proofs_pass_on_loopback(tmp_path: Path) -> None:

@@ -553,7 +553,7 @@ def test_explain_cache_shows_what_went_into_each_key(tmp_path: Path, clean_check
 def test_explain_cache_task_output(
     tmp_path: Path, clean_checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rules.units import _print_explain
+    from continuity.commands.units import _print_explain
 
     _print_explain(str(tmp_path / "none.jsonl"))  # every unit was already complete
     assert "no call was looked up" in capsys.readouterr().out

@@ -11,7 +11,7 @@ import pytest
 
 from continuity.errors import RoleError, SpendError
 from continuity.plan.pricing import ModelPrice
-from continuity.roles.pilot import registry_for
+from continuity.roles.pilot.registration import registry_for
 from continuity.spend.assumptions import (
     ASSUMED_V1,
     CATALOG_BOUNDED_VERSION,

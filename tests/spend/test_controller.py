@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from continuity.errors import SpendError
-from continuity.runner.pilot_smoke import KillAtArrival, loopback_endpoints
+from continuity.roles.pilot.smoke import KillAtArrival, loopback_endpoints
 from continuity.servers.wire import Faults, WireServer
 from continuity.spend.assumptions import ASSUMED_V1, reservation
 from continuity.spend.consumption import FAUX_DOMAIN, Claim, consume

@@ -213,7 +213,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "RoleError",
-        "continuity.roles.pilot",
+        "continuity.roles.pilot.registration",
         Row(
             "lookup_pilot_registration_not_external",
             "a pilot wraps a registration that binds no frozen holdout",
@@ -232,7 +232,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "RoleError",
-        "continuity.roles.pilot_run",
+        "continuity.roles.pilot.run",
         Row(
             "lookup_pilot_reader_not_ready",
             "the reader's readiness for a capped pilot is not fully known",

@@ -324,7 +324,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "SpendError",
-        "continuity.runner.pilot_smoke",
+        "continuity.roles.pilot.smoke",
         Row("pilot_smoke_failed", "a doit pilot_smoke proof did not hold"),
     ),
     *section(

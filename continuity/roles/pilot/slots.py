@@ -19,7 +19,7 @@ authorization over exactly these values.
   in a private preparation store;
 - **ConversationHistory**: each checkpoint's retained records are copied out and
   served on 127.0.0.1 over MCP for the pilot's duration, one endpoint per (trace, arm);
-- **sources**: each slot's `continuity.runner.pilot_prepare.CheckpointSource`, from
+- **sources**: each slot's `continuity.roles.pilot.prepare.CheckpointSource`, from
   which its credential-free preparation child crosses the boundary;
 - **builds**: each slot's children run under its role's registered build (R0's or
   Rpack's interpreter, `BuildReceipt.python`), so an Rpack role's pack is rendered by
@@ -42,8 +42,8 @@ import msgspec
 
 from continuity.digest import value_digest
 from continuity.errors import RoleError, SpendError
-from continuity.roles.pilot import VerifiedPilot
-from continuity.runner.pilot_prepare import CheckpointSource
+from continuity.roles.pilot.prepare import CheckpointSource
+from continuity.roles.pilot.registration import VerifiedPilot
 from continuity.spend.assumptions import CATALOG_BOUNDED_VERSION
 from continuity.spend.authorization import Bindings
 from continuity.spend.contract import SOL_CONTRACT

@@ -1,7 +1,7 @@
 """A registered pilot's preparation child: one slot's boundary crossed over its real
 checkpoint, offline and credential-free.
 
-``python -m continuity.runner.pilot_prepare`` is the preparer a registered pilot names
+``python -m continuity.roles.pilot.prepare`` is the preparer a registered pilot names
 (`continuity.spend.schedule.PilotConfig.preparer`). The controller launches it for
 every slot in a session of its own, with every secret-looking variable removed from its
 environment and no credentials path, and hands it a

@@ -5,7 +5,7 @@ that fails:
 
 1. **the release gate** (`continuity.spend.gate.require_real_route`), before any file an
    option names is read: ``lookup_pilot_real_route_unavailable`` while it is closed;
-2. **the registration** (`continuity.roles.pilot.read_pilot`): raw sha256, descriptor,
+2. **the registration** (`continuity.roles.pilot.registration.read_pilot`): raw sha256, descriptor,
    the wrapped external registration, its sizing, schedule, deadlines and catalog;
 3. **readiness**: the reader's output cap must be enforced, its input envelope known
    and its prices known (`continuity.plan.readiness.reader_readiness` over the sizing's
@@ -17,16 +17,16 @@ that fails:
    (`continuity.roles.register.check_output`); it is made private (0700);
 5. **the authorization**: its bytes read without following a link (at most 1 MiB,
    ``lookup_authorization_invalid`` when unreadable) and validated against
-   `continuity.roles.pilot_slots.pilot_bindings` (the shared validator of
+   `continuity.roles.pilot.slots.pilot_bindings` (the shared validator of
    `continuity.spend.authorization`);
 6. **preparation**: the slots, their checkpoints (offline) and their ConversationHistory
-   endpoints (`continuity.roles.pilot_slots.prepare_pilot`), in a private scratch
+   endpoints (`continuity.roles.pilot.slots.prepare_pilot`), in a private scratch
    directory removed afterwards: nothing is consumed if the preparation fails;
 7. **consumption** under the writer lease (`continuity.spend.consumption.consume`: the
    id is burned once, ever) and **the controller** (`continuity.spend.controller`), whose
    probe children mint the real send themselves (`continuity.spend.real_send`) and
    whose preparation children cross each slot's boundary over its real checkpoint
-   (`continuity.runner.pilot_prepare`).
+   (`continuity.roles.pilot.prepare`).
 
 The report is the controller's ``report.json`` in the output root.
 """
@@ -43,8 +43,8 @@ from pathlib import Path
 
 from continuity.errors import RoleError, SpendError
 from continuity.providers.endpoint_facts import cap_ignored
-from continuity.roles.pilot import VerifiedPilot, read_pilot
-from continuity.roles.pilot_slots import FEASIBLE, pilot_bindings, prepare_pilot, reader_effort
+from continuity.roles.pilot.registration import VerifiedPilot, read_pilot
+from continuity.roles.pilot.slots import FEASIBLE, pilot_bindings, prepare_pilot, reader_effort
 from continuity.roles.register import check_output
 from continuity.spend.authorization import Bindings, validate_authorization
 from continuity.spend.consumption import REAL_DOMAIN, consume
@@ -64,7 +64,7 @@ __all__ = [
     "run_registered",
 ]
 
-PREPARER = "continuity.runner.pilot_prepare"
+PREPARER = "continuity.roles.pilot.prepare"
 _MAX_AUTHORIZATION = 1 << 20
 _CHECKOUT = Path(__file__).resolve().parents[2]
 

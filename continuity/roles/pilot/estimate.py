@@ -1,6 +1,7 @@
 """`doit estimate --registration PILOT --sha256 S`: a pilot registration's offline estimate.
 
-`pilot_lookup_estimate` verifies the pilot registration (`continuity.roles.pilot.read_pilot`),
+`pilot_lookup_estimate` verifies the pilot registration
+(`continuity.roles.pilot.registration.read_pilot`),
 estimates the external registration it wraps exactly as ``doit estimate`` estimates that
 registration (its holdout source, selection, fixed-budget sizing and output limit:
 `continuity.runner.fixed_budget.estimate.holdout_lookup_estimate`, whose full-upfront
@@ -23,7 +24,7 @@ from continuity.plan.lookup_estimate import LookupEstimate
 from continuity.plan.lookup_slots import EstimateSource
 from continuity.plan.pilot_estimate import pilot_estimate
 from continuity.plan.readiness import cap_gated_readiness
-from continuity.roles.pilot import read_pilot
+from continuity.roles.pilot.registration import read_pilot
 from continuity.runner.fixed_budget.estimate import HoldoutRequest, holdout_lookup_estimate
 from continuity.spend.descriptor import descriptor_digest
 from continuity.store import Store

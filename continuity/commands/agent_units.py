@@ -1,0 +1,113 @@
+"""``doit units --agent agent.toml``: an outside agent's units (CAP/0), offline
+(`continuity.runner.agent_units`) or with ``--real`` (`continuity.runner.agent_real`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from continuity.commands.selection import Selection
+
+if TYPE_CHECKING:
+    from continuity.agents.manifest import Manifest
+    from continuity.plan.plan import Plan
+    from continuity.runner.units.record import UnitRecord
+    from continuity.traces.schema import Trace
+
+__all__ = ["agent_units"]
+
+Options = Mapping[str, Any]
+
+
+def agent_units(
+    options: Options,
+    repeats: list[int] | None,
+    summary: Callable[[Sequence[UnitRecord], Path | str, int], str],
+) -> str:
+    """``--agent agent.toml``: an outside agent's units (CAP/0), offline into
+    ``<out>/runs/<run>/units/`` (default run ``agent-<name>``), real (``--real``) into
+    ``--out``; `doit aggregate` reports them."""
+    from continuity.plan.guards import refuse_under_ci
+    from continuity.progress import progress
+    from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
+    from continuity.runner.manifest import utc_stamp, write_run_manifest
+
+    started = utc_stamp()
+    if options.get("real"):
+        refuse_under_ci()  # before the options are even read
+    plan, manifest, traces = _agent_selection(options)
+    if options.get("real"):
+        return _real_agent_units(options, plan, manifest, traces, repeats, summary)
+    run = options["run"] if options["run"] != "offline" else f"agent-{manifest.name}"
+    run_dir = Selection(options).out / "runs" / run
+    unit_plan = AgentUnitPlan.of(plan, manifest, repeats)
+    with progress(f"agent units {manifest.name}") as tick:
+        build = build_agent_units(
+            Selection(options).store, unit_plan, traces, run_dir, progress=tick
+        )
+    write_run_manifest(run_dir, plan, started=started)
+    return (
+        summary(build.records, build.folder, build.built)
+        + f"; aggregate with doit aggregate --run {run}"
+    )
+
+
+def _agent_selection(
+    options: Options,
+) -> tuple[Plan, Manifest, list[tuple[str, Trace]]]:
+    """The agent plan (`plan_from_options`), its manifest and the selected traces."""
+    from continuity.errors import UsageError
+    from continuity.plan.agent_plan import agent_for_options
+    from continuity.plan.plan import plan_from_options
+    from continuity.traces.suites import build_suite
+    from continuity.traces.validate import load_trace
+
+    plan = plan_from_options(options)
+    loaded = agent_for_options(options)
+    assert loaded is not None
+    selection = Selection(options)
+    store = selection.store
+    suite = build_suite(store, plan.suite, plan.seeds, out_dir=selection.out / "traces")
+    wanted = set((options.get("trace") or "").split(",")) - {""}
+    items = [i for i in suite.items if not wanted or i.trace_id in wanted]
+    if not items:
+        raise UsageError(
+            "no trace of the suite is selected", code="trace_unknown", location="--trace"
+        )
+    traces = [(i.key, load_trace(store.get_blob(i.digest), source=i.trace_id)) for i in items]
+    return plan, loaded[0], traces
+
+
+def _real_agent_units(
+    options: Options,
+    plan: Plan,
+    manifest: Manifest,
+    traces: list[tuple[str, Trace]],
+    repeats: list[int] | None,
+    summary: Callable[[Sequence[UnitRecord], Path | str, int], str],
+) -> str:
+    from continuity.progress import progress
+    from continuity.runner.agent_real import run_real_agent
+    from continuity.runner.real_request import real_request_from_options
+    from continuity.runner.units.build import replayed_calls
+
+    store = Selection(options).store
+    with progress(f"agent units {manifest.name} (real: {plan.endpoint.kind})") as tick:
+        build, spend = run_real_agent(
+            plan,
+            store,
+            manifest,
+            traces,
+            real_request_from_options(options, repeats),
+            progress=tick,
+        )
+    calls = [c for r in build.records for p in r.probes if p.agent for c in p.agent.calls]
+    replayed = set().union(*(replayed_calls(store, r) for r in build.records))
+    fresh = sum(1 for c in calls if c.key not in replayed)
+    return (
+        summary(build.records, build.folder, build.built)
+        + f"; {len(calls)} reader calls ({fresh} made, {len(calls) - fresh} from the call "
+        + f"cache); aggregate with doit aggregate --run-dir {build.folder.parent}"
+        + (f"\n{spend.line()}" if spend is not None else "")
+    )
