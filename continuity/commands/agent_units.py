@@ -17,11 +17,11 @@ if TYPE_CHECKING:
 
 __all__ = ["agent_units"]
 
-Options = Mapping[str, Any]
+_Options = Mapping[str, Any]
 
 
 def agent_units(
-    options: Options,
+    options: _Options,
     repeats: list[int] | None,
     summary: Callable[[Sequence[UnitRecord], Path | str, int], str],
 ) -> str:
@@ -54,7 +54,7 @@ def agent_units(
 
 
 def _agent_selection(
-    options: Options,
+    options: _Options,
 ) -> tuple[Plan, Manifest, list[tuple[str, Trace]]]:
     """The agent plan (`plan_from_options`), its manifest and the selected traces."""
     from continuity.errors import UsageError
@@ -80,7 +80,7 @@ def _agent_selection(
 
 
 def _real_agent_units(
-    options: Options,
+    options: _Options,
     plan: Plan,
     manifest: Manifest,
     traces: list[tuple[str, Trace]],

@@ -33,10 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["parse_repeats", "run_units", "units_summary"]
 
 # doit's options of the units task (`rules/units.py`), read once per mode.
-Options = Mapping[str, Any]
+_Options = Mapping[str, Any]
 
 
-def _aggregate_only(options: Options) -> str:
+def _aggregate_only(options: _Options) -> str:
     """``--aggregate-only``: check the plan as a run would (the ledger section too),
     then aggregate the units already in the run; never execute a unit, a preparation
     or a model call."""
@@ -68,7 +68,7 @@ def _aggregate_only(options: Options) -> str:
     )
 
 
-def run_units(options: Options) -> str:
+def run_units(options: _Options) -> str:
     """``doit units``: the mode the options choose (aggregate only, an outside agent,
     real, a lookup role, or offline), run to its end; returns the summary line."""
     if options.get("aggregate_only"):
@@ -112,7 +112,7 @@ def run_units(options: Options) -> str:
     return units_summary(records, folder, built)
 
 
-def _offline_only(options: Options) -> None:
+def _offline_only(options: _Options) -> None:
     """Refuse the real-mode options of an offline run (never dropped silently).
 
     Raises:
@@ -147,7 +147,7 @@ def _holdout_items(holdout: HoldoutChoice | None) -> list[SuiteItem] | None:
     return [SuiteItem(t.trace_id, t.key, t.digest, t.size, "cached") for t in holdout.traces]
 
 
-def _ledger(plan: Plan, options: Options) -> LedgerRun | None:
+def _ledger(plan: Plan, options: _Options) -> LedgerRun | None:
     """The ledger arm's run binding (offline), its plan section checked first."""
     from continuity.plan.guards import default_checkout
     from continuity.runner.ledger_run import ledger_run_for
@@ -158,7 +158,7 @@ def _ledger(plan: Plan, options: Options) -> LedgerRun | None:
 
 
 def _build(
-    options: Options,
+    options: _Options,
     plan: Plan,
     run_dir: Path,
     lookup: LookupRun | None,
@@ -194,7 +194,7 @@ def _build(
         )
 
 
-def _role(options: Options) -> Role | None:
+def _role(options: _Options) -> Role | None:
     """The ``--lookup-role`` asked for (lookup mode only), its registration digest
     checked; None without one."""
     import re
@@ -231,7 +231,7 @@ def _role_units(
     role: Role,
     plan: LookupPlan,
     run_dir: Path,
-    options: Options,
+    options: _Options,
     lookup: LookupRun | None,
     started: str,
     holdout: HoldoutChoice | None = None,
@@ -266,7 +266,7 @@ def _role_units(
     return units_summary(records, folder, built) + f"; role {role.name} receipt in {path}"
 
 
-def _lookup_run(plan: LookupPlan, options: Options) -> LookupRun:
+def _lookup_run(plan: LookupPlan, options: _Options) -> LookupRun:
     from pathlib import Path
 
     from continuity.lookup.sizing import load_sizing
@@ -284,7 +284,7 @@ def _lookup_run(plan: LookupPlan, options: Options) -> LookupRun:
     )
 
 
-def parse_repeats(options: Options) -> list[int] | None:
+def parse_repeats(options: _Options) -> list[int] | None:
     """``--repeat``: the repeats to run now (None: every repeat of the plan).
 
     Raises:
@@ -318,7 +318,7 @@ def units_summary(records: Sequence[UnitRecord], folder: Path | str, built: int)
     )
 
 
-def _real_units(options: Options) -> str:
+def _real_units(options: _Options) -> str:
     from continuity.errors import RealModeError
     from continuity.plan.guards import refuse_under_ci
     from continuity.plan.plan import plan_from_options
