@@ -459,7 +459,7 @@ def test_a_resume_leaves_terminal_partial_units_alone_and_retries_unstarted_work
         "traces": TRACE,
         "probe_limit": 2,
         "run_dir": tmp_path / "run",
-        "lookup": lookup,
+        "execution": Execution(lookup=lookup),
         "jobs": 1,
     }
     with pytest.raises(CheckpointError):  # the native unit never started its probes

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from continuity.errors import RoleError, SpendError
+from continuity.plan.guards import default_checkout
 from continuity.providers.endpoint_facts import cap_ignored
 from continuity.roles.pilot.registration import VerifiedPilot, read_pilot
 from continuity.roles.pilot.slots import FEASIBLE, pilot_bindings, prepare_pilot, reader_effort
@@ -66,7 +67,7 @@ __all__ = [
 
 PREPARER = "continuity.roles.pilot.prepare"
 _MAX_AUTHORIZATION = 1 << 20
-_CHECKOUT = Path(__file__).resolve().parents[2]
+_CHECKOUT = default_checkout()
 
 
 @dataclass(frozen=True)

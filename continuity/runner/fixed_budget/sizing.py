@@ -64,6 +64,7 @@ from continuity.lookup.soul import Soul, read_known_soul
 from continuity.lookup.sources import sources_for
 from continuity.memory.pack import PACK_RETRIEVAL_GUIDANCE
 from continuity.outputs import check_new_directory
+from continuity.plan.guards import default_checkout
 from continuity.plan.lookup_slots import EstimateRole
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.runner.fixed_budget.measure import (
@@ -78,6 +79,7 @@ from continuity.runner.fixed_budget.output import summary_text, write_sizing
 from continuity.runner.inventory_paths import AnnotatedProbe
 from continuity.runner.manifest import code_revision
 from continuity.store import Store
+from continuity.traces.keys import fixtures_dir
 from continuity.traces.schema import Trace
 
 __all__ = [
@@ -120,7 +122,7 @@ def check_fixed_budget_sha256(value: str | None) -> str | None:
 
 def frozen_policy_files() -> list[Path]:
     """The frozen policy files of this checkout (``fixtures/lookup/budget-*.json``)."""
-    folder = Path(__file__).resolve().parents[2] / "fixtures" / "lookup"
+    folder = fixtures_dir() / "lookup"
     return sorted(folder.glob("budget-*.json"))
 
 
@@ -454,7 +456,7 @@ def run_fixed_budget(
         models,
         terms,
         scratch_parent=scratch_parent,
-        forbidden=[Path(__file__).resolve().parents[2]],
+        forbidden=[default_checkout()],
         watchdog_seconds=watchdog_seconds,
         progress=progress,
         on_slot=on_slot,

@@ -9,7 +9,6 @@ failure (`FAILURE_CLASSES`) and the phase times against their watchdogs (`PhaseT
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import msgspec
 
@@ -51,7 +50,9 @@ class SlotCode(msgspec.Struct, frozen=True, kw_only=True):
 
 def checkout_code() -> SlotCode:
     """This checkout's code: this interpreter, importing the package it runs from."""
-    package_root = Path(__file__).resolve().parents[2]
+    from continuity.plan.guards import default_checkout
+
+    package_root = default_checkout()
     return SlotCode(
         label="checkout", command=[sys.executable, "-B"], env={"PYTHONPATH": str(package_root)}
     )

@@ -242,7 +242,9 @@ def registered_slots(
 
 def _own_roots() -> list[Path]:
     """The checkout this package runs from and the user's store."""
-    return [Path(__file__).resolve().parents[2], resolve_store_path()]
+    from continuity.plan.guards import default_checkout
+
+    return [default_checkout(), resolve_store_path()]
 
 
 def _totals(slots: list[SlotReport]) -> PreflightTotals:
