@@ -7,7 +7,7 @@ and efforts, endpoint kind), the plan digest, the scorer version in force (the d
 that graded the units it ran, continuity.probes.scorer_version), the code commit and
 whether the checkout was dirty, and when it started and finished. Run-wide, it holds
 the suites and the number of traces the run's unit files cover now. `doit units`
-(offline: rules/units.py; real: `continuity.runner.real.run_real`) and the offline
+(offline: `continuity.commands.units`; real: `continuity.runner.real.run_real`) and the offline
 contract append to it; the report's header, `doit runs` and `doit compare` read it.
 
 It describes invocations, never an input to a key: results.json does not hold it, so the

@@ -3,9 +3,9 @@
 A real run takes its measurement from the confirmed `Plan`; everything else it needs
 (the confirmation, where credentials and output are, the part of the plan to run, how
 many threads and calls at once, the spend cap, the timeouts) is a `RealRequest`. The
-command's edge (`rules/units.py`, `rules/agents.py`) converts doit's options into one
-with `real_request_from_options`, once; `run_real`, `run_real_agent` and
-`open_real_run` read its fields and nothing else.
+command (`continuity.commands.units`, `continuity.commands.agent_units`) converts doit's
+options into one with `real_request_from_options`, once; `run_real`, `run_real_agent`
+and `open_real_run` read its fields and nothing else.
 """
 
 from __future__ import annotations
