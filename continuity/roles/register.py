@@ -78,7 +78,9 @@ REGISTRATION_SCHEMA_V2 = "continuity-lookup-registration-v2"
 DEFAULT_SUITES = ("original", "hard", "hard-distractors")
 # The six roles, bound with their arm, code and soul (continuity.roles.table).
 ROLE_NAMES = tuple(role.name for role in ROLES)
-ENTRYPOINT_PATHS = ("dodo.py", "rules/units.py")
+# The units command: its task's options (rules/units.py) and its entry point. A checkout
+# from before the command moved into the package records the latter as "missing".
+ENTRYPOINT_PATHS = ("dodo.py", "rules/units.py", "continuity/commands/units.py")
 READER_PATH = "continuity/lookup/reader.py"
 LOCK_PATH = "pyproject.toml"
 PROTOCOL_PATH = "continuity/roles/guidance.py"
