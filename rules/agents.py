@@ -1,17 +1,14 @@
-"""Outside agents (CAP/0): `doit agent_check`, the conformance suite for an
-adapter (`continuity.agents.check`), and what `doit units --agent` runs (`agent_units`:
-`continuity.runner.agent_units` offline, `continuity.runner.agent_real` with --real)."""
+"""Outside agents (CAP/0): `doit agent_check`, the conformance suite for an adapter
+(`continuity.agents.check`). What `doit units --agent` runs is
+`continuity.commands.agent_units`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from continuity.graph import task_action
 from rules.params import OUT, TaskSpec, param
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["task_agent_check"]
 

@@ -327,6 +327,44 @@ def test_interface_checker_refuses_a_private_module() -> None:
     ]
 
 
+def test_every_import_form_becomes_an_edge(tmp_path: Path) -> None:
+    """The edges the interface check reads come from every form of import: plain and
+    dotted, ``from`` a package or a module, relative, inside a function and under
+    ``TYPE_CHECKING``; a name that is a submodule becomes the submodule's edge."""
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import continuity.runner.units.worker\n"
+        "from continuity.runner.units import store\n"
+        "from continuity.errors import UsageError\n"
+        "from . import guards\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from continuity.runner.children import ZYGOTE_PRELOAD\n"
+        "def f():\n"
+        "    from continuity.runner.units.run import run_unit\n"
+    )
+    known = module_names()
+    edges = set(imports_of("continuity.plan.probe_only", source, known))
+    assert edges == {
+        ("continuity.runner.units.worker", ""),
+        ("continuity.runner.units.store", ""),
+        ("continuity.errors", "UsageError"),
+        ("continuity.plan.guards", ""),
+        ("continuity.runner.children", "ZYGOTE_PRELOAD"),
+        ("continuity.runner.units.run", "run_unit"),
+    }
+    interfaces = {
+        "continuity.runner": frozenset({"units"}),
+        "continuity.runner.units": frozenset({"worker", "store"}),
+        "continuity.plan": frozenset(),  # the importer's own package: never checked
+    }
+    found = unexported_imports([("continuity.plan.probe_only", t, n) for t, n in edges], interfaces)
+    assert found == [
+        "continuity.plan.probe_only -> continuity.runner.children (not in its __all__)",
+        "continuity.plan.probe_only -> continuity.runner.units.run (not in its __all__)",
+    ]
+
+
 # The checker itself must catch what it is for: a small synthetic graph.
 def test_checker_finds_cycles_and_upward_imports() -> None:
     graph = {

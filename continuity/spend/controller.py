@@ -127,7 +127,7 @@ class _Controller:
         group, journal its tuple and write the one-use proof (`continuity.spend.
         preparation`)."""
         process = subprocess.Popen(
-            [slot.python or sys.executable, "-m", self.config.preparer],
+            [slot.python or sys.executable, "-m", slot.preparer or self.config.preparer],
             stdin=subprocess.PIPE,
             cwd=self.root,  # never a checkout: its work tree is not imported
             stdout=subprocess.DEVNULL,

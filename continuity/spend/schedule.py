@@ -37,6 +37,9 @@ class PilotSlot(msgspec.Struct, frozen=True, kw_only=True):
     # the interpreter of the slot's role's registered build, which runs both of its
     # children (None: this controller's own, as the faux smoke and the tests run them)
     python: str | None = None
+    # the preparation module that build holds, when it is not the config's `preparer`
+    # (a build exported before the pilot's preparer moved holds an earlier name)
+    preparer: str | None = None
 
 
 class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):

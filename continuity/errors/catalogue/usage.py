@@ -204,7 +204,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "UsageError",
-        "rules.units",
+        "continuity.commands.units",
         Row("real_flag_required", "a real --provider runs only with --real"),
     ),
     *section(

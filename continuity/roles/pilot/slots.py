@@ -23,7 +23,9 @@ authorization over exactly these values.
   which its credential-free preparation child crosses the boundary;
 - **builds**: each slot's children run under its role's registered build (R0's or
   Rpack's interpreter, `BuildReceipt.python`), so an Rpack role's pack is rendered by
-  Rpack's code; the route verified both builds first (`pilot_run.check_controller`).
+  Rpack's code; the route verified both builds first (`run.check_controller`). A
+  build exported before the preparer moved into `continuity/roles/pilot/` runs its
+  own earlier module (`PilotSlot.preparer`).
 
 Codes (`RoleError`): ``lookup_pilot_registration_invalid`` (the store's holdout
 selection is not the registered one, or the sizing names a trace, probe or role it
@@ -37,6 +39,7 @@ import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -52,6 +55,9 @@ from continuity.spend.descriptor import descriptor_digest
 from continuity.spend.safety import BOUNDARY_ARMS
 from continuity.store import Store
 from continuity.traces.schema import Trace
+
+if TYPE_CHECKING:
+    from continuity.roles.register_build import BuildReceipt
 
 __all__ = [
     "FEASIBLE",
@@ -176,6 +182,25 @@ def _slot_trace(
     return traces[trace_id]
 
 
+# The preparation module a build's export holds, by path: the config's (None), or the
+# name it had before it moved into this package.
+_PREPARERS = {
+    "continuity/roles/pilot/prepare.py": None,
+    "continuity/runner/pilot_prepare.py": "continuity.runner.pilot_prepare",
+}
+
+
+def _preparer_of(build: BuildReceipt | None) -> str | None:
+    """The preparation module `build` holds when it is not the config's (None: the
+    config's, or no build: this controller's own code)."""
+    if build is None:
+        return None
+    for path, module in _PREPARERS.items():
+        if path in build.files:
+            return module
+    return None
+
+
 @contextlib.contextmanager
 def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Iterator[PreparedPilot]:
     """The pilot's slots, with their checkpoints in a private store under `scratch` and
@@ -252,6 +277,7 @@ def prepare_pilot(store: Store, verified: VerifiedPilot, scratch: Path) -> Itera
                     history_url=served[pair][1],
                     source=msgspec.json.encode(source).decode(),
                     python=build.python if build is not None else None,
+                    preparer=_preparer_of(build),
                 )
             )
         yield PreparedPilot(slots=tuple(slots))

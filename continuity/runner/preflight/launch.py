@@ -26,9 +26,8 @@ from continuity.processes import ANY_OS_ERROR, ZOMBIE, group_alive, kill_group
 from continuity.runner.preflight.child import PreparationReply, PreparationRequest
 from continuity.runner.preflight.records import PreflightSlot, SlotFailure
 
-__all__ = ["CHILD_MODULE", "PRIVATE_PREFIX", "launch_preparation", "private_root"]
+__all__ = ["PRIVATE_PREFIX", "launch_preparation", "private_root"]
 
-CHILD_MODULE = "continuity.runner.preflight.child"
 PRIVATE_PREFIX = "continuity-preflight-"
 _GROUP_GRACE = 5.0  # seconds a finished child's group may take to go
 
@@ -105,7 +104,7 @@ def launch_preparation(
         "PYTHONDONTWRITEBYTECODE": "1",
         **slot.code.env,
     }
-    command = [*slot.code.command, "-m", CHILD_MODULE, "--parent-pid", str(os.getpid())]
+    command = [*slot.code.command, "-m", slot.code.module, "--parent-pid", str(os.getpid())]
     try:  # its own session: the watchdog and the containment stop its whole group
         child = subprocess.Popen(
             command,

@@ -15,6 +15,7 @@ import msgspec
 from continuity.runner.preflight.child import TraceInput
 
 __all__ = [
+    "CHILD_MODULE",
     "FAILURE_CLASSES",
     "PhaseTime",
     "PreflightSlot",
@@ -24,7 +25,8 @@ __all__ = [
     "checkout_code",
 ]
 
-# Why a slot is not eligible, besides a rejected entry (`preflight_tree.REJECTED_CLASSES`).
+# Why a slot is not eligible, besides a rejected entry
+# (`continuity.runner.preflight.tree.REJECTED_CLASSES`).
 FAILURE_CLASSES = (
     "build_changed",
     "preparation_unavailable",
@@ -37,15 +39,22 @@ FAILURE_CLASSES = (
 )
 
 
+# The preparation child, run with ``-m`` in a slot's interpreter.
+CHILD_MODULE = "continuity.runner.preflight.child"
+
+
 class SlotCode(msgspec.Struct, frozen=True, kw_only=True):
     """The code a slot's preparation runs: a label (``r0``, ``rpack``, ``checkout``),
-    the interpreter command that runs `CHILD_MODULE` with ``-m``, extra environment,
+    the interpreter command that runs `module` with ``-m``, extra environment,
     and, when it cannot run it, why (`missing`)."""
 
     label: str
     command: list[str]
     env: dict[str, str] = msgspec.field(default_factory=dict)
     missing: str | None = None
+    # The child module the build holds: builds exported before the preflight moved into
+    # its package hold it as ``continuity.runner.preflight_child``.
+    module: str = CHILD_MODULE
 
 
 def checkout_code() -> SlotCode:

@@ -2,10 +2,10 @@
 
 For every scheduled slot (a role, or a bare lookup arm, x suite x trace) the preflight
 runs only the offline preparation child, once, in a private temporary root of its own
-that is removed after the child's process group is gone (`continuity.runner.
-preflight_slot`): the replay of the slot's trace into the lookup checkpoint a probe of
-the slot would fork from, with its arm, reader binding and frozen soul
-(`continuity.runner.preflight.child`). It then checks the prepared workspace against
+that is removed after the child's process group is gone
+(`continuity.runner.preflight.slot`): the replay of the slot's trace into the lookup
+checkpoint a probe of the slot would fork from, with its arm, reader binding and frozen
+soul (`continuity.runner.preflight.child`). It then checks the prepared workspace against
 the tree limits and dry-restores the verified snapshot over it
 (`continuity.runner.preflight.tree`). Slots whose roles share a checkpoint (the same
 arm and code) are still prepared once each, each in its own root: the report counts
@@ -83,8 +83,14 @@ COUNTING = (
     "one preparation per scheduled slot (role or arm x suite x trace), each in its own "
     "private root; slots that share a checkpoint key are each prepared again"
 )
-# The preparation child a registered build must hold (relative to its export).
+# The preparation child a registered build must hold (relative to its export), and the
+# module that runs it; a build exported before the preflight moved into its package
+# holds the second pair.
 CHILD_PATH = "continuity/runner/preflight/child.py"
+_CHILD_PATHS = {
+    CHILD_PATH: "continuity.runner.preflight.child",
+    "continuity/runner/preflight_child.py": "continuity.runner.preflight_child",
+}
 # The tree limits every slot is checked against (the seed's; tests may patch them).
 TREE_LIMITS = TreeLimits()
 
@@ -185,13 +191,14 @@ class _Registration(msgspec.Struct, frozen=True):
 def _build_code(label: str, build: _Build) -> SlotCode:
     """A registered build's code: its venv's interpreter, isolated (``-I``: nothing of a
     work tree or ``PYTHON*`` variable), writing no bytecode into the hashed export."""
-    missing = None
-    if CHILD_PATH not in build.files:
+    held = [module for path, module in _CHILD_PATHS.items() if path in build.files]
+    if not held:
         missing = (
             f"the registered {label} build has no {CHILD_PATH} (registered before "
             "compare_preflight existed); register again"
         )
-    return SlotCode(label=label, command=[build.python, "-I", "-B"], missing=missing)
+        return SlotCode(label=label, command=[build.python, "-I", "-B"], missing=missing)
+    return SlotCode(label=label, command=[build.python, "-I", "-B"], module=held[0])
 
 
 def suite_trace_ids(suite: str, forbidden: Sequence[Path] = ()) -> list[str]:
