@@ -136,16 +136,15 @@ def check_seeds(text: str, option: str, *, code: str = "seeds_invalid", maximum:
     Raises:
         ValueError: the coded line (for doit's parser).
     """
-    from continuity.traces.keys import MAX_SEEDS, parse_seeds
+    from continuity.traces.keys import MAX_SEEDS, parse_numbers, parse_seeds
 
     try:
-        numbers = parse_seeds(text, maximum=maximum or MAX_SEEDS)
+        if maximum:
+            parse_numbers(text, maximum)
+        else:
+            parse_seeds(text, maximum=MAX_SEEDS)
     except UsageError as exc:
         raise _usage_value_error(code, exc.message, option) from None
-    if maximum and (min(numbers) < 1 or max(numbers) > maximum):
-        raise _usage_value_error(
-            code, f"{text.strip()!r}: each number must be 1 to {maximum}", option
-        )
 
 
 class DirOption:

@@ -90,7 +90,7 @@ def _real_agent_units(
     from continuity.progress import progress
     from continuity.runner.agent_real import run_real_agent
     from continuity.runner.real_request import real_request_from_options
-    from continuity.runner.units.build import replayed_calls
+    from continuity.runner.units.store import calls_made
 
     store = Selection(options).store
     with progress(f"agent units {manifest.name} (real: {plan.endpoint.kind})") as tick:
@@ -103,8 +103,7 @@ def _real_agent_units(
             progress=tick,
         )
     calls = [c for r in build.records for p in r.probes if p.agent for c in p.agent.calls]
-    replayed = set().union(*(replayed_calls(store, r) for r in build.records))
-    fresh = sum(1 for c in calls if c.key not in replayed)
+    fresh = calls_made(store, build.records, (c.key for c in calls))
     return (
         summary(build.records, build.folder, build.built)
         + f"; {len(calls)} reader calls ({fresh} made, {len(calls) - fresh} from the call "

@@ -17,7 +17,7 @@ from continuity.arms import probe_mode_named
 from continuity.commands.selection import Selection
 from continuity.errors import UsageError
 from continuity.plan.limits import MAX_REPEATS
-from continuity.traces.keys import parse_seeds
+from continuity.traces.keys import parse_numbers
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from continuity.runner.ledger_run import LedgerRun
     from continuity.runner.lookup_run import LookupRun
     from continuity.runner.units.record import UnitRecord
+    from continuity.store import Store
     from continuity.traces.suites import SuiteItem
 
 __all__ = ["parse_repeats", "run_units", "units_summary"]
@@ -103,10 +104,16 @@ def run_units(options: _Options) -> str:
     run_name = "lookup" if lookup is not None and run == "offline" else run
     run_dir = chosen.out / "runs" / run_name
     if role is not None and isinstance(plan, LookupPlan):
-        return _role_units(role, plan, run_dir, options, lookup, started, holdout)
-    items = _holdout_items(holdout)
+        return _role_units(role, plan, chosen.store, run_dir, options, lookup, started, holdout)
     records, folder, built = _build(
-        options, plan, run_dir, lookup, f"units {chosen.suite}", _ledger(plan, options), items
+        options,
+        plan,
+        chosen.store,
+        run_dir,
+        lookup,
+        f"units {plan.suite}",
+        _ledger(plan, options),
+        _holdout_items(holdout),
     )
     write_run_manifest(run_dir, plan, started=started)  # the report header's source
     return units_summary(records, folder, built)
@@ -160,13 +167,15 @@ def _ledger(plan: Plan, options: _Options) -> LedgerRun | None:
 def _build(
     options: _Options,
     plan: Plan,
+    store: Store,
     run_dir: Path,
     lookup: LookupRun | None,
     label: str,
     ledger: LedgerRun | None = None,
     items: list[SuiteItem] | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
-    """Build the plan's units into `run_dir` (`build_units`) with a progress line: what
+    """Build the plan's units in `store` into `run_dir` (`build_units`) with a progress
+    line: what
     is measured comes from `plan` (as in a real run), what part of it runs now
     (``--trace``, ``--only-repeats``, ``--jobs``) from the options; `items`: a holdout's
     selected traces."""
@@ -175,10 +184,9 @@ def _build(
     from continuity.runner.units.build import build_units
     from continuity.runner.units.execution import Execution
 
-    chosen = Selection(options)
     with progress(label) as tick:
         return build_units(
-            chosen.store,
+            store,
             plan.suite,
             plan.seeds,
             arms=",".join(plan.arms),
@@ -230,6 +238,7 @@ def _role(options: _Options) -> Role | None:
 def _role_units(
     role: Role,
     plan: LookupPlan,
+    store: Store,
     run_dir: Path,
     options: _Options,
     lookup: LookupRun | None,
@@ -243,11 +252,11 @@ def _role_units(
     from continuity.roles.receipt import role_receipt, write_role_receipt
     from continuity.runner.manifest import write_run_manifest
 
-    label = f"units {Selection(options).suite} (role {role.name})"
+    label = f"units {plan.suite} (role {role.name})"
     outcome = "failed"  # an uncoded failure or an interrupt still leaves a receipt
     try:
         records, folder, built = _build(
-            options, plan, run_dir, lookup, label, items=_holdout_items(holdout)
+            options, plan, store, run_dir, lookup, label, items=_holdout_items(holdout)
         )
         outcome = "complete"
     except ContinuityError as exc:
@@ -290,7 +299,6 @@ def parse_repeats(options: _Options) -> list[int] | None:
     Raises:
         UsageError: ``repeat_unknown``.
     """
-
     chosen = options.get("repeat")
     if not chosen:
         return None
@@ -301,12 +309,9 @@ def parse_repeats(options: _Options) -> list[int] | None:
         location="--repeat",
     )
     try:
-        numbers = parse_seeds(chosen, maximum=MAX_REPEATS)
+        return list(parse_numbers(chosen, MAX_REPEATS))
     except UsageError:
         raise refused from None
-    if min(numbers) < 1 or max(numbers) > MAX_REPEATS:
-        raise refused
-    return list(numbers)
 
 
 def units_summary(records: Sequence[UnitRecord], folder: Path | str, built: int) -> str:
@@ -325,7 +330,7 @@ def _real_units(options: _Options) -> str:
     from continuity.progress import progress
     from continuity.runner.real import run_real
     from continuity.runner.real_request import real_request_from_options
-    from continuity.runner.units.build import replayed_calls
+    from continuity.runner.units.store import calls_made
     from continuity.store import Store
 
     if probe_mode_named(options.get("probe_mode")) != "recall-only":
@@ -345,8 +350,7 @@ def _real_units(options: _Options) -> str:
         _print_explain(result.explain_log)
     calls = [c for r in result.records for p in r.probes if p.evidence for c in p.evidence.calls]
     # Which calls were replayed is kept beside each unit (its action entry), not in it.
-    replayed = set().union(*(replayed_calls(store, r) for r in result.records))
-    fresh = sum(1 for c in calls if c.key not in replayed)
+    fresh = calls_made(store, result.records, (c.key for c in calls))
     spend = f"\n{result.spend.line()}" if result.spend is not None else ""
     return (
         units_summary(result.records, result.folder, result.built)

@@ -35,6 +35,7 @@ __all__ = [
     "Manifest",
     "PlannedTrace",
     "fixtures_dir",
+    "parse_numbers",
     "parse_seeds",
     "resolve_out_path",
     "suite_dir",
@@ -132,6 +133,23 @@ class PlannedTrace(msgspec.Struct, frozen=True):
     spec: KeySpec
     seed: int | None = None
     source: str | None = None  # fixture path for the original suite
+
+
+def parse_numbers(text: str, maximum: int) -> tuple[int, ...]:
+    """`parse_seeds` of `text` (at most `maximum` numbers), each number 1 to `maximum`:
+    repeat numbers, for example.
+
+    Raises:
+        UsageError: ``seeds_invalid``: `parse_seeds`' refusals, or a number out of range.
+    """
+    numbers = parse_seeds(text, maximum=maximum)
+    if min(numbers) < 1 or max(numbers) > maximum:
+        raise UsageError(
+            f"{text.strip()!r}: each number must be 1 to {maximum}",
+            code="seeds_invalid",
+            location="--seeds",
+        )
+    return numbers
 
 
 def _fixture_specs(

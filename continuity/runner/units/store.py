@@ -9,7 +9,7 @@ A unit file is written from the store's copy, never from memory (`materialise`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RETRIEVAL_LOSS",
     "UnitFrame",
+    "calls_made",
     "failed_result",
     "invalid_treatment_result",
     "materialise",
@@ -194,6 +195,13 @@ def replayed_calls(store: Store, record: UnitRecord) -> set[str]:
     keys.update(entry.meta.get("mid_trace_replayed") or [])
     keys.update(entry.meta.get("agent_replayed") or [])  # an outside agent's probe calls
     return keys
+
+
+def calls_made(store: Store, records: Sequence[UnitRecord], keys: Iterable[str]) -> int:
+    """How many of the call `keys` (of `records`' samples) their units' builds made,
+    rather than replayed from the call cache (`replayed_calls`)."""
+    replayed: set[str] = set().union(*(replayed_calls(store, r) for r in records))
+    return sum(1 for key in keys if key not in replayed)
 
 
 def refuse_second_observations(records: Sequence[UnitRecord], folder: Path) -> None:
