@@ -1,10 +1,9 @@
 """Outside agents (CAP/0): `doit agent_check`, the conformance suite for an adapter
-(`continuity.agents.check`). What `doit units --agent` runs is
+(`continuity.commands.agent_check`). What `doit units --agent` runs is
 `continuity.commands.agent_units`."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from continuity.graph import task_action
@@ -14,38 +13,9 @@ __all__ = ["task_agent_check"]
 
 
 def _agent_check(**options: Any) -> str:
+    from continuity.commands.agent_check import AgentCheckRequest, agent_check
 
-    from continuity.agents.check import check_agent
-    from continuity.agents.manifest import load_manifest
-    from continuity.agents.sandbox import require_sandbox
-    from continuity.errors import UsageError
-    from continuity.outputs import resolve_out_path
-    from continuity.store import Store, resolve_store_path
-    from continuity.traces.suites import build_suite
-    from continuity.traces.validate import load_trace
-
-    if not options.get("agent"):
-        raise UsageError(
-            "--agent agent.toml is required", code="agent_required", location="--agent"
-        )
-    manifest = load_manifest(Path(options["agent"]))
-    sandboxed = not options.get("no_sandbox")
-    if sandboxed:
-        require_sandbox("--agent")
-    out = Path(resolve_out_path(options.get("out") or None))
-    store = Store(resolve_store_path())
-    suite = build_suite(store, "original", out_dir=out / "traces")
-    wanted = options.get("trace") or "brightline-return"
-    found = [i for i in suite.items if i.trace_id == wanted]
-    if not found:
-        raise UsageError(f"no original trace {wanted}", code="trace_unknown", location="--trace")
-    trace = load_trace(store.get_blob(found[0].digest), source=wanted)
-    report = check_agent(manifest, trace, out, sandboxed=sandboxed)
-    isolation = "" if sandboxed else " (UNSANDBOXED: --no-sandbox)"
-    return (
-        f"agent_check: {report.agent}: every check passed{isolation}; report under "
-        f"{out / 'agent-check'}"
-    )
+    return agent_check(AgentCheckRequest.of(options))
 
 
 def task_agent_check() -> TaskSpec:

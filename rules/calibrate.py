@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Unpack
+from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, Selection, SelectionOptions, TaskSpec, param
+from rules.params import OUT, STORE, TaskSpec, param
 
 
-class CalibrateOptions(SelectionOptions, total=False):
-    """`doit calibrate`: the judge and the labelled cases (no suite or seeds: `Selection`
-    reads only the store and output directory)."""
+def _calibrate(**options: Any) -> str:
+    from continuity.commands.calibrate_judge import CalibrateRequest, calibrate
 
-    judge_model: str
-    judge_effort: str
-    provider: str
-    base_url: str
-    credentials: str
-    cases: str
-
-
-def _calibrate(**options: Unpack[CalibrateOptions]) -> str:
-    from continuity.probes.calibration import render_table
-    from continuity.runner.judge_calibration import (
-        run_calibration,
-        suite_heading,
-        unresolved_line,
-    )
-
-    chosen = Selection(options)
-    result, md, js = run_calibration(options, str(chosen.store.root), chosen.out)
-    for entry in result.suites:
-        print(f"judge {result.judge} on {suite_heading(entry)}:")
-        print(render_table(entry.agreement), end="")
-        print(unresolved_line(entry))
-    return f"calibrate: judge agreement written to {md} (and {js.name})"
+    return calibrate(CalibrateRequest.of(options))
 
 
 def task_calibrate() -> TaskSpec:

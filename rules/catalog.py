@@ -2,37 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from continuity.graph import task_action
 from rules.params import OUT, TaskSpec
 
 
 def _arms() -> str:
-    from continuity.arm_catalog import arm_rows, arms_table
-    from continuity.arms import OPT_IN
+    from continuity.commands.catalog import arms
 
-    rows = arm_rows()
-    runnable = [r for r in rows if r["runs"] in ("every suite", "long suites only")]
-    print(arms_table(), flush=True)
-    return (
-        f"arms: {len(rows)} defined, {len(runnable)} run by --arms all, {len(OPT_IN)} more "
-        f"only when named ({', '.join(sorted(OPT_IN))}: --arms all,ID adds it; doit units "
-        "--arms ID,... picks some; the README's arm table explains each)"
-    )
+    return arms()
 
 
-def _runs(out: str) -> str:
-    from continuity.outputs import resolve_out_path
-    from continuity.report.runs import latest_run, run_names, runs_table
+def _runs(**options: Any) -> str:
+    from continuity.commands.catalog import RunsRequest, runs
 
-    root = resolve_out_path(out or None) / "runs"
-    latest = latest_run(root)
-    if latest is None:
-        return f"runs: none under {root} holds units yet (doit units writes them)"
-    print(runs_table(root), flush=True)
-    return (
-        f"runs: {len(run_names(root))} under {root}; doit aggregate without --run reads "
-        f"the most recent, {latest.name}"
-    )
+    return runs(RunsRequest.of(options))
 
 
 def task_arms() -> TaskSpec:

@@ -1,105 +1,37 @@
-"""`doit checkpoints`: replay a suite's traces into content-addressed checkpoints."""
+"""`doit checkpoints`: its options, and one call
+(`continuity.commands.checkpoint_build.checkpoints`; the uptodate check and the location
+line there too)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 from continuity.graph import task_action
-from rules.params import (
-    MAX_JOBS,
-    OUT,
-    STORE,
-    IntOption,
-    Selection,
-    SelectionOptions,
-    TaskSpec,
-    param,
-    selection_or_none,
-)
+from rules.params import MAX_JOBS, OUT, STORE, IntOption, TaskSpec, param
 from rules.traces import SEEDS, SUITE, TRACE
 
 if TYPE_CHECKING:
     from doit.task import Task
 
 
-class CheckpointsOptions(SelectionOptions, total=False):
-    """`doit checkpoints`: the selection, and the arms to fork per trace."""
+def _build(**options: Any) -> str:
+    from continuity.commands.checkpoint_build import CheckpointsRequest, checkpoints
 
-    arms: str
-    jobs: int
-    trace: str
-
-
-def _build(**options: Unpack[CheckpointsOptions]) -> str:
-    from continuity.progress import progress
-    from continuity.runner.checkpoints import build_checkpoints
-
-    chosen = Selection(options)
-    arms = options.get("arms")
-    if arms:
-        from continuity.runner.samples import DEFAULT_JOBS, build_arm_samples
-
-        with progress(f"arms {chosen.suite}") as tick:
-            records, path, built = build_arm_samples(
-                chosen.store,
-                chosen.suite,
-                chosen.seeds,
-                arms=arms,
-                traces=options.get("trace") or None,
-                out_dir=chosen.out,
-                progress=tick,
-                jobs=int(options.get("jobs") or 0) or DEFAULT_JOBS,
-            )
-        counts: dict[str, int] = {}
-        for record in records:
-            status = record.classification.status
-            counts[status] = counts.get(status, 0) + 1
-        summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-        return (
-            f"arms: {len(records)} samples ({built} run, {len(records) - built} from the "
-            f"store): {summary}; manifest at {path}"
-        )
-    with progress(f"checkpoints {chosen.suite}") as tick:
-        results, manifest = build_checkpoints(
-            chosen.store,
-            chosen.suite,
-            chosen.seeds,
-            traces=options.get("trace") or None,
-            out_dir=chosen.out,
-            progress=tick,
-        )
-    built = sum(r.status == "built" for r in results)
-    return (
-        f"checkpoints: {len(results)} {chosen.suite} checkpoints ({built} replayed, "
-        f"{len(results) - built} from the store); manifest at {manifest}"
-    )
+    return checkpoints(CheckpointsRequest.of(options))
 
 
 def _current(task: Task, values: Mapping[str, object]) -> bool:
-    from continuity.runner.checkpoints import checkpoints_current
+    from continuity.commands.checkpoint_build import CheckpointsRequest, checkpoints_current
 
-    chosen = selection_or_none(task)
-    options: CheckpointsOptions = task.options or CheckpointsOptions()
-    arms = options.get("arms")
-    if chosen is not None and arms:
-        from continuity.runner.samples import arm_samples_current
+    return checkpoints_current(CheckpointsRequest.of(task.options or {}))
 
-        return arm_samples_current(
-            chosen.store,
-            chosen.suite,
-            chosen.seeds,
-            arms=arms,
-            traces=options.get("trace") or None,
-            out_dir=chosen.out,
-        )
-    return chosen is not None and checkpoints_current(
-        chosen.store,
-        chosen.suite,
-        chosen.seeds,
-        traces=options.get("trace") or None,
-        out_dir=chosen.out,
-    )
+
+def _where(options: Mapping[str, Any]) -> str:
+    """An up-to-date run's location line (with --arms: the arm samples' manifest)."""
+    from continuity.commands.checkpoint_build import CheckpointsRequest, checkpoints_where
+
+    return checkpoints_where(CheckpointsRequest.of(options))
 
 
 def task_checkpoints() -> TaskSpec:
@@ -130,12 +62,3 @@ def task_checkpoints() -> TaskSpec:
         "meta": {"uptodate_line": _where},
         "verbosity": 2,
     }
-
-
-def _where(options: Mapping[str, Any]) -> str:
-    """An up-to-date run's location line (with --arms: the arm samples' manifest)."""
-    chosen = Selection(options)
-    what = "arms" if options.get("arms") else "checkpoints"
-    name = "arms.json" if options.get("arms") else "manifest.json"
-    manifest = chosen.out / "checkpoints" / chosen.suite / name
-    return f"{what}: {chosen.suite} up to date; manifest at {manifest}"

@@ -1,79 +1,20 @@
-"""`doit compare`: two runs paired sample by sample, and a CI gate on significant drops."""
+"""`doit compare`: its options, and one call (`continuity.commands.comparison.compare`)."""
 
 from __future__ import annotations
 
-from typing import Unpack
+from typing import Any
 
+from continuity.commands.comparison import NO_MAX_DROP
 from continuity.graph import task_action
-from rules.params import (
-    OUT,
-    STORE,
-    DirOption,
-    FloatOption,
-    Selection,
-    SelectionOptions,
-    TaskSpec,
-    param,
-)
+from rules.params import OUT, STORE, DirOption, FloatOption, TaskSpec, param
 
-__all__ = ["CompareOptions", "task_compare"]
-
-_NO_MAX_DROP = -1.0  # --max-drop not given (any given value is at least 0)
+__all__ = ["task_compare"]
 
 
-class CompareOptions(SelectionOptions, total=False):
-    base: str
-    head: str
-    scorer: str
-    out_dir: str
-    fail_on_regression: bool
-    max_drop: float
+def _compare(**options: Any) -> str:
+    from continuity.commands.comparison import CompareRequest, compare
 
-
-def _compare(**options: Unpack[CompareOptions]) -> str:
-    """Compare, write the three outputs, then apply the gates the user asked for.
-
-    Raises:
-        GateFailed: ``regression_found`` (exit status 3) after the outputs are written.
-    """
-    from pathlib import Path
-
-    from continuity.errors import GateFailed
-    from continuity.report.compare import compare_runs, significant_drops
-    from continuity.report.compare_runs import resolve_run
-
-    chosen = Selection(options)
-    base = resolve_run(options.get("base") or "", chosen.out, "--base")
-    head = resolve_run(options.get("head") or "", chosen.out, "--head")
-    named = options.get("out_dir")
-    out_dir = (
-        Path(named).expanduser().absolute()
-        if named
-        else chosen.out / "compare" / f"{base.name}-vs-{head.name}"
-    )
-    comparison, paths = compare_runs(
-        chosen.store, base, head, out_dir, options.get("scorer") or "current"
-    )
-    where = (
-        f"compare: {comparison.slots.paired:,} paired samples, {len(comparison.flips):,} "
-        f"flipped, {len(comparison.regressed_probes):,} probes regressed; "
-        f"compare.json, compare.md and compare.html in {out_dir}"
-    )
-    max_drop = options.get("max_drop", _NO_MAX_DROP)
-    gates = [("--max-drop", max_drop)] if max_drop >= 0 else []
-    if options.get("fail_on_regression"):
-        gates.insert(0, ("--fail-on-regression", 0.0))
-    for option, threshold in gates:
-        drops = significant_drops(comparison, threshold)
-        if drops:
-            print(where, flush=True)  # the outputs are written: say where, then fail
-            over = f" by more than {threshold:g} pp" if option == "--max-drop" else ""
-            raise GateFailed(
-                f"significant drop{over} in {'; '.join(drops)} (see {paths['html']})",
-                code="regression_found",
-                location=option,
-            )
-    return where
+    return compare(CompareRequest.of(options))
 
 
 def task_compare() -> TaskSpec:
@@ -106,7 +47,7 @@ def task_compare() -> TaskSpec:
             param(
                 "max_drop",
                 FloatOption("--max-drop", 0.0, inclusive=True),
-                _NO_MAX_DROP,
+                NO_MAX_DROP,
                 "exit 3 when any suite/arm accuracy drops significantly by more than this "
                 "many percentage points (default: off)",
             ),

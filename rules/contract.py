@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from continuity.graph import task_action
 from rules.params import OUT, STORE, TaskSpec
 
 
-def _run(store: str, out: str) -> str:
-    from continuity.contract import run_offline_contract
-    from continuity.outputs import resolve_out_path
-    from continuity.store import Store
+def _run(**options: Any) -> str:
+    from continuity.commands.offline_contract import OfflineContractRequest, offline_contract
 
-    report, path = run_offline_contract(Store(store or None), out_dir=resolve_out_path(out or None))
-    traces = sum(s.traces for s in report.suites)
-    return (
-        f"offline contract passed: {traces} traces in {len(report.suites)} suites, every arm "
-        f"run and aggregated; report at {report.report} (contract checks in {path})"
-    )
+    return offline_contract(OfflineContractRequest.of(options))
 
 
 def task_offline_contract() -> TaskSpec:

@@ -1,30 +1,22 @@
-"""`doit holdout_validate`, `holdout_overlap`, `holdout_freeze` and `holdout_select`.
+"""`doit holdout_validate`, `holdout_overlap`, `holdout_freeze` and `holdout_select`: their
+options and one call each (`continuity.commands.holdouts`).
 
 A holdout source is given as ``--manifest F --manifest-sha256 S --statistical-spec F``
 (`SOURCE_PARAMS`), and a selection as ``--selection-seed N [--per-group K]``
-(`SELECTION_PARAMS`). Other task families that take a holdout reuse both lists and
-`holdout_source`, which refuses a partial triple, or an external-only option without the
-triple, with ``holdout_source_incomplete`` (never a fallback to a built-in suite).
+(`SELECTION_PARAMS`); other task families that take a holdout reuse both lists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import TYPE_CHECKING, TypedDict, Unpack
+from typing import Any
 
 from continuity.graph import task_action
 from rules.params import STORE, DirOption, IntOption, Param, TaskSpec, param
-
-if TYPE_CHECKING:
-    from continuity.holdout import HoldoutSource
 
 __all__ = [
     "OVERLAP_OUTPUT",
     "SELECTION_PARAMS",
     "SOURCE_PARAMS",
-    "HoldoutOptions",
-    "external_given",
-    "holdout_source",
     "task_holdout_freeze",
     "task_holdout_overlap",
     "task_holdout_select",
@@ -63,140 +55,29 @@ OVERLAP_OUTPUT = param(
 )
 
 
-class HoldoutOptions(TypedDict, total=False):
-    """The options of the holdout tasks (a task without one gets its default)."""
+def _validate(**options: Any) -> str:
+    from continuity.commands.holdouts import HoldoutSourceRequest, validate_holdout
 
-    manifest: str
-    manifest_sha256: str
-    statistical_spec: str
-    selection_seed: int
-    per_group: int
-    output: str
-    overlap: str
-    store: str
+    return validate_holdout(HoldoutSourceRequest.of(options))
 
 
-def external_given(options: HoldoutOptions) -> list[str]:
-    """The external-only options among `options` that the user gave."""
-    given = []
-    if options.get("selection_seed", _NO_SEED) != _NO_SEED:
-        given.append("--selection-seed")
-    if options.get("per_group", 0):
-        given.append("--per-group")
-    return given
+def _overlap(**options: Any) -> str:
+    from continuity.commands.holdouts import HoldoutOverlapRequest, holdout_overlap
+
+    return holdout_overlap(HoldoutOverlapRequest.of(options))
 
 
-def holdout_source(
-    options: HoldoutOptions, *, external: Collection[str] = (), required: bool = False
-) -> HoldoutSource | None:
-    """The source the options name (None when none is named and `required` is false).
+def _freeze(**options: Any) -> str:
+    from continuity.commands.holdouts import HoldoutFreezeRequest, freeze_holdout
 
-    Raises:
-        HoldoutError: ``holdout_source_incomplete``, ``holdout_manifest_sha256_invalid``.
-    """
-    from continuity.errors import HoldoutError
-    from continuity.holdout import source_from_options
-
-    source = source_from_options(
-        options.get("manifest"),
-        options.get("manifest_sha256"),
-        options.get("statistical_spec"),
-        external=external,
-    )
-    if source is None and required:
-        raise HoldoutError(
-            "this task needs a holdout source: --manifest F --manifest-sha256 S "
-            "--statistical-spec F",
-            code="holdout_source_incomplete",
-            location="--manifest",
-        )
-    return source
+    return freeze_holdout(HoldoutFreezeRequest.of(options))
 
 
-def _required(options: HoldoutOptions) -> HoldoutSource:
-    source = holdout_source(options, external=external_given(options), required=True)
-    assert source is not None
-    return source
+def _select(**options: Any) -> str:
+    from continuity.commands.holdouts import select_holdout
+    from continuity.plan.request import HoldoutRequest
 
-
-def _validate(**options: Unpack[HoldoutOptions]) -> str:
-    from continuity.holdout import validate_source
-
-    source = _required(options)
-    validated = validate_source(source)
-    print(validated.summary(), flush=True)
-    return f"holdout_validate: the source is valid; nothing written (manifest {source.manifest})"
-
-
-def _overlap(**options: Unpack[HoldoutOptions]) -> str:
-    from continuity.errors import HoldoutError
-    from continuity.holdout import check_overlap, project_references, validate_source
-    from continuity.holdout.overlap import write_report
-    from continuity.outputs import usable_directory
-
-    source = _required(options)
-    if not options.get("output"):
-        raise HoldoutError(
-            "holdout_overlap needs --output DIR for overlap.json and overlap.md",
-            code="holdout_output_invalid",
-            location="--output",
-        )
-    output = usable_directory(str(options.get("output")), code="holdout_output_invalid")
-    validated = validate_source(source)
-    report = check_overlap(validated, project_references())
-    c = report.counts
-    print(
-        f"compared {c.distinctive_values} of {c.values} values, {c.distinctive_ids} of "
-        f"{c.ids} ids and {c.phrases:,} phrases of {c.families} families with "
-        f"{c.references} references ({c.reference_texts:,} texts); references digest "
-        f"{report.references_digest}",
-        flush=True,
-    )
-    path = write_report(report, output, validated.files.manifest.source)
-    return f"holdout_overlap: no overlap; report in {path} and {path.with_suffix('.md')}"
-
-
-def _freeze(**options: Unpack[HoldoutOptions]) -> str:
-    from continuity.errors import HoldoutError
-    from continuity.holdout import freeze_source
-    from continuity.store import Store
-
-    source = _required(options)
-    if not options.get("overlap"):
-        raise HoldoutError(
-            "holdout_freeze needs --overlap DIR/overlap.json (doit holdout_overlap writes it)",
-            code="holdout_overlap_invalid",
-            location="--overlap",
-        )
-    store = Store(options.get("store") or None)
-    result = freeze_source(store, source, str(options.get("overlap")))
-    verb = "was already frozen" if result.status == "cached" else "is frozen"
-    return (
-        f"holdout_freeze: {result.record.source} ({len(result.record.families)} families) "
-        f"{verb}: freeze {result.digest} in the store {store.root} under ref {result.ref}"
-    )
-
-
-def _select(**options: Unpack[HoldoutOptions]) -> str:
-    from continuity.holdout import holdout_binding, load_frozen, select_frozen
-    from continuity.store import Store
-
-    source = _required(options)
-    seed = options.get("selection_seed", _NO_SEED)
-    store = Store(options.get("store") or None)
-    frozen = load_frozen(store, source)
-    selection = select_frozen(
-        frozen, None if seed == _NO_SEED else seed, options.get("per_group") or None
-    )
-    binding = holdout_binding(frozen, selection)
-    for group, chosen in selection.by_group:
-        print(f"{group}: {', '.join(chosen)}", flush=True)
-    print(f"sealed spares: {len(selection.spares)}", flush=True)
-    return (
-        f"holdout_select: {selection.algorithm} seed {selection.seed} selects "
-        f"{len(selection.selected)} families ({selection.per_group} per group); selection "
-        f"digest {binding.selection_digest}, freeze {binding.freeze_digest}; nothing written"
-    )
+    return select_holdout(HoldoutRequest.of(options))
 
 
 def task_holdout_validate() -> TaskSpec:

@@ -2,35 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Unpack
+from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, SelectionOptions, TaskSpec, param
+from rules.params import OUT, TaskSpec, param
 
 
-class SmokeOptions(SelectionOptions, total=False):
-    fail_upkeep: bool
+def _smoke(**options: Any) -> str:
+    from continuity.commands.ledger_check import LedgerSmokeRequest, ledger_smoke
 
-
-def _smoke(**options: Unpack[SmokeOptions]) -> str:
-    from continuity.outputs import usable_out_path
-    from continuity.runner.ledger_smoke import run_smoke
-
-    fail = bool(options.get("fail_upkeep"))
-    report, path = run_smoke(usable_out_path(options.get("out") or None), fail_upkeep=fail)
-    if fail:
-        return (
-            f"ledger smoke (fail-upkeep) passed: {report.extraction_requests} extractions, "
-            "each refused as invalid JSON and never repaired; the empty ledger and the "
-            f"deterministic pack reached every reader request; a content-free gap of "
-            f"{report.coverage_gap} spans; report in {path}"
-        )
-    return (
-        f"ledger smoke passed: the buried tool id and the corrected amount reached the "
-        f"upkeep input and all {report.reader_requests} cold reader requests (inside the "
-        "ledger, once each, beside the question and the pack once each); report in "
-        f"{path}"
-    )
+    return ledger_smoke(LedgerSmokeRequest.of(options))
 
 
 def task_ledger_smoke() -> TaskSpec:

@@ -2,42 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TypedDict, Unpack
+from typing import Any
 
 from continuity.graph import task_action
 from rules.params import NewDirOption, TaskSpec, param
 
 
-class ImportOptions(TypedDict, total=False):
-    zip: str
-    output: str
+def _import(**options: Any) -> str:
+    from continuity.commands.import_locomo import ImportLocomoRequest, import_locomo
 
-
-def _import(**options: Unpack[ImportOptions]) -> str:
-    from pathlib import Path
-
-    from continuity.errors import UsageError
-    from continuity.holdout.locomo_import import import_locomo
-
-    for name in ("zip", "output"):
-        if not options.get(name):
-            raise UsageError(
-                f"import_locomo needs --{name}",
-                code="option_value_missing",
-                location=f"--{name}",
-            )
-    result = import_locomo(Path(options["zip"]), Path(options["output"]))
-    report = result.report
-    by_category = ", ".join(f"{k} {v:,}" for k, v in report.probes_by_category.items())
-    dropped = ", ".join(f"{k} {v}" for k, v in report.dropped_by_reason.items()) or "none"
-    return (
-        f"import_locomo: {len(report.conversations)} conversations, {report.questions:,} "
-        f"questions read, {report.probes:,} probes ({by_category}); dropped "
-        f"{len(report.dropped)} ({dropped}; see import-report.json)\n"
-        f"next: python3 -m doit holdout_validate --manifest {result.manifest} "
-        f"--manifest-sha256 {result.manifest_sha256} --statistical-spec {result.spec}\n"
-        f"source in {result.output} (manifest sha256 {result.manifest_sha256})"
-    )
+    return import_locomo(ImportLocomoRequest.of(options))
 
 
 def task_import_locomo() -> TaskSpec:

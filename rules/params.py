@@ -1,8 +1,9 @@
 """Task parameters shared by several task families, their checks and their types.
 
-Every task option is declared with `param` (a typed `Param`, doit's parameter dict),
-and every action receives its options as a `TypedDict` of the option names (the keys
-doit passes); a task factory returns a `TaskSpec`.
+Every task option is declared with `param` (a typed `Param`, doit's parameter dict). A
+task's action receives doit's options as keyword arguments and converts them once into
+its command's typed request (`continuity.requests.Request.of`), which it passes to the
+command's entry point; a task factory returns a `TaskSpec`.
 
 Numeric and path options carry a checking type (`IntOption`, `FloatOption`,
 `SeedsOption`, `DirOption`): doit calls it on the text the user gave (never on a
@@ -269,8 +270,9 @@ def selection_or_none(task: Task) -> Selection | None:
     """The task's selection for an uptodate check; None when its options are bad (the
     action then runs and reports the error with its code)."""
     from continuity.errors import ContinuityError
+    from continuity.requests import SuiteRequest
 
     try:
-        return Selection(task.options or SelectionOptions())
+        return Selection(SuiteRequest.of(task.options or {}))
     except ContinuityError:
         return None

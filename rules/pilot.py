@@ -1,4 +1,5 @@
-"""`doit pilot_register`: wrap an external registration and a cap-gated pilot descriptor.
+"""`doit pilot_register`, `doit compare_pilot` and `doit pilot_smoke`: their options (typed
+as the requests of `continuity.commands.pilot_runs`), and one call each.
 
 The pilot registration it writes enables no paid route; ``doit estimate --registration
 PILOT --sha256 S`` reads it (`continuity.roles.pilot.registration`).
@@ -6,69 +7,24 @@ PILOT --sha256 S`` reads it (`continuity.roles.pilot.registration`).
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, Unpack
+from typing import Any
 
 from continuity.graph import task_action
 from rules.params import STORE, IntOption, TaskSpec, param
 from rules.plan import PRICING
 
-__all__ = ["PilotOptions", "task_compare_pilot", "task_pilot_register"]
+__all__ = ["task_compare_pilot", "task_pilot_register", "task_pilot_smoke"]
 
-_NO_SEED = -1
+_NO_SEED = -1  # continuity.commands.pilot_runs.NO_SEED: --schedule-seed not given
 # continuity.spend.descriptor.MAX_SAFE_SEED (a test checks they agree): the package is
 # imported when the task runs, never when dodo.py is loaded.
 _MAX_SEED = 2**53 - 1
 
 
-class PilotOptions(TypedDict, total=False):
-    """`doit pilot_register`: the external registration and its raw sha256, the cap C in
-    USD, the schedule seed, the output directory and the pricing catalog."""
+def _register(**options: Any) -> str:
+    from continuity.commands.pilot_runs import PilotRegisterRequest, pilot_register
 
-    registration: str
-    sha256: str
-    cap_usd: str
-    schedule_seed: int
-    output: str
-    pricing: str
-
-
-def _register(**options: Unpack[PilotOptions]) -> str:
-    from pathlib import Path
-
-    from continuity.errors import UsageError
-    from continuity.roles.pilot.registration import register_pilot
-
-    for name in ("registration", "sha256", "cap_usd", "output"):
-        if not options.get(name):
-            flag = f"--{name.replace('_', '-')}"
-            raise UsageError(
-                f"pilot_register needs {flag}", code="option_value_missing", location=flag
-            )
-    seed = options.get("schedule_seed", _NO_SEED)
-    if seed == _NO_SEED:
-        raise UsageError(
-            "pilot_register needs --schedule-seed N (no default: the schedule is preregistered)",
-            code="option_value_missing",
-            location="--schedule-seed",
-        )
-    pricing = options.get("pricing")
-    done = register_pilot(
-        Path(options["registration"]),
-        options["sha256"],
-        options["cap_usd"],
-        seed,
-        options["output"],
-        pricing=Path(pricing) if pricing else None,
-    )
-    descriptor = done.pilot.descriptor
-    return (
-        f"pilot_register: cap-gated-v1, cap C ${descriptor.cap_usd}, Rmax "
-        f"${descriptor.assumptions.rmax}, schedule seed "
-        f"{descriptor.schedule.seed}; wraps the external registration sha256 "
-        f"{done.pilot.registration.sha256}; enables no paid route\n"
-        f"sha256 {done.sha256}\n"
-        f"pilot registration in {done.path}"
-    )
+    return pilot_register(PilotRegisterRequest.of(options))
 
 
 def task_pilot_register() -> TaskSpec:
@@ -105,45 +61,9 @@ def task_pilot_register() -> TaskSpec:
 
 
 def _compare_pilot(**options: Any) -> str:
-    from pathlib import Path
+    from continuity.commands.pilot_runs import ComparePilotRequest, compare_pilot
 
-    from continuity.errors import UsageError
-    from continuity.spend.gate import require_real_route
-
-    require_real_route()  # before any file an option names is read
-    from continuity.roles.pilot.run import PilotRequest, run_compare_pilot
-    from continuity.store import Store
-
-    needed = ["registration", "sha256", "output", "credentials"]
-    for name in needed if options.get("show_bindings") else [*needed, "authorization"]:
-        if not options.get(name):
-            raise UsageError(
-                f"compare_pilot needs --{name}", code="option_value_missing", location=f"--{name}"
-            )
-    pricing = options.get("pricing")
-    request = PilotRequest(
-        registration=Path(options["registration"]),
-        sha256=options["sha256"],
-        authorization=Path(options.get("authorization") or "-"),
-        output=Path(options["output"]),
-        credentials=Path(options["credentials"]),
-        pricing=Path(pricing) if pricing else None,
-    )
-    if options.get("show_bindings"):
-        import msgspec
-
-        from continuity.roles.pilot.run import expected_bindings
-
-        bindings = expected_bindings(request)
-        return msgspec.json.format(msgspec.json.encode(bindings)).decode()
-    report = run_compare_pilot(Store(options.get("store") or None), request)
-    counts = report.counts
-    return (
-        f"compare_pilot: {counts.visited} of {counts.planned} slots visited, "
-        f"{counts.completed} completed, stop {report.stop or 'none'}, total "
-        f"${report.total} of the cap ${report.cap}\n"
-        f"report at {Path(options['output']) / 'report.json'}"
-    )
+    return compare_pilot(ComparePilotRequest.of(options))
 
 
 def task_compare_pilot() -> TaskSpec:
@@ -175,10 +95,9 @@ def task_compare_pilot() -> TaskSpec:
 
 
 def _pilot_smoke() -> str:
-    from continuity.roles.pilot.smoke import run_smoke
+    from continuity.commands.pilot_runs import PilotSmokeRequest, pilot_smoke
 
-    lines = run_smoke()
-    return f"pilot smoke: {len(lines)} proofs passed (faux domain, loopback only)"
+    return pilot_smoke(PilotSmokeRequest())
 
 
 def task_pilot_smoke() -> TaskSpec:

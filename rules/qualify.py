@@ -3,7 +3,7 @@
 ``--list [--group G]`` lists cases; ``--group G``, ``--case NAME``, ``--id FULL_ID``,
 ``--suite S`` or ``--all`` selects (explicit-only groups only by name, case or id) and
 runs one attempt per case, each an evidence package under ``<out>/qualify/``;
-``--report`` summarises every attempt so far (`continuity.qualify`).
+``--report`` summarises every attempt so far (`continuity.commands.qualification`).
 """
 
 from __future__ import annotations
@@ -17,34 +17,9 @@ __all__ = ["task_qualify"]
 
 
 def _qualify(**options: Any) -> str:
-    from pathlib import Path
+    from continuity.commands.qualification import QualifyRequest, qualify
 
-    from continuity.outputs import resolve_out_path
-    from continuity.qualify.cases import CATALOGUE
-    from continuity.qualify.package import report
-    from continuity.qualify.run import run_selection
-    from continuity.qualify.select import check_request, listing, select_cases
-
-    chosen: dict[str, Any] = {
-        "group": options.get("group") or None,
-        "case": options.get("case") or None,
-        "case_id": options.get("id") or None,
-        "suite": options.get("suite") or None,
-        "every": bool(options.get("all")),
-    }
-    # two selectors, or --list / --report beside one, are refused before anything runs
-    check_request(listing=bool(options.get("list")), report=bool(options.get("report")), **chosen)
-    out = Path(resolve_out_path(options.get("out") or None))
-    if options.get("report"):
-        lines = report(out)
-        return "\n".join(lines) if lines else f"qualify: no attempt under {out / 'qualify'}"
-    if options.get("list"):
-        group = chosen["group"]
-        cases = [c for c in CATALOGUE if group is None or c.group == group]
-        return "\n".join(listing(cases))
-    selection = select_cases(**chosen)
-    results = run_selection(selection, out)
-    return f"qualify: {len(results)} attempts packaged under {out / 'qualify'}"
+    return qualify(QualifyRequest.of(options))
 
 
 def task_qualify() -> TaskSpec:

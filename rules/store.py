@@ -1,30 +1,18 @@
-"""`doit gc`: garbage-collect the artifact store; `doit verify`: scrub it.
-
-The store layer knows nothing of what its refs mean; `rebuilders` hands ``doit verify
---repair`` the builders that make each kind of ref whole again. They are the same
-functions ``doit traces`` and ``doit checkpoints`` run, so a repair rebuilds byte for byte
-what those commands wrote.
-"""
+"""`doit gc`: garbage-collect the artifact store; `doit verify`: scrub it
+(`continuity.commands.store_upkeep`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from continuity.graph import task_action
 from rules.params import OUT, STORE, FloatOption, IntOption, TaskSpec, param
 
-if TYPE_CHECKING:
-    from continuity.store import Ref, RefRebuilder, Store
 
+def _gc(**options: Any) -> str:
+    from continuity.commands.store_upkeep import GcRequest, gc
 
-def _gc(store: str, dry_run: bool, keep_plans: int, grace: float) -> str:
-    from continuity.store import Store, collect_garbage
-
-    report = collect_garbage(
-        Store(store or None), keep_plans=keep_plans, grace_seconds=grace, dry_run=dry_run
-    )
-    return report.summary()
+    return gc(GcRequest.of(options))
 
 
 def task_gc() -> TaskSpec:
@@ -51,103 +39,10 @@ def task_gc() -> TaskSpec:
     }
 
 
-def _seeds(ref: Ref | None) -> list[int] | None:
-    """The seeds a ref was built with (None: not recorded, or the defaults)."""
-    if ref is None:
-        return None
-    seeds = ref.meta.get("seeds")
-    return [int(s) for s in seeds] if isinstance(seeds, list) and seeds else None
+def _verify(**options: Any) -> str:
+    from continuity.commands.store_upkeep import VerifyRequest, verify
 
-
-def rebuild_trace_suite(
-    store: Store, name: str, ref: Ref | None, out_dir: Path | None
-) -> str | None:
-    """Regenerate a ``traces/<suite>`` ref as ``doit traces --suite`` does (None for
-    ``traces/file/<id>``: its source file is not in the store)."""
-    from continuity.traces.keys import FIXTURE_SUITES, SUITES
-    from continuity.traces.suites import build_suite
-
-    suite = name.removeprefix("traces/")
-    if suite not in SUITES:
-        return None
-    result = build_suite(store, suite, _seeds(ref), out_dir=out_dir)
-    note = f"regenerated {suite} ({len(result.items)} traces)"
-    if ref is None and suite not in FIXTURE_SUITES:
-        note += "; its ref was corrupt, so the default seeds were used"
-    return note
-
-
-def rebuild_checkpoints(
-    store: Store, name: str, ref: Ref | None, out_dir: Path | None
-) -> str | None:
-    """Replay a ``checkpoints/<suite>`` ref's traces again as ``doit checkpoints`` does.
-
-    The seeds come from the ref (older refs: from the suite's ``traces/`` ref); the traces
-    are those whose checkpoint the ref named (all of the suite when the ref itself was
-    lost). None when the ref names checkpoints of traces these seeds do not build.
-    """
-    from continuity.errors import RecordCorrupt
-    from continuity.harness.keys import checkpoint_key
-    from continuity.runner.checkpoints import build_checkpoints
-    from continuity.traces.keys import SUITES
-    from continuity.traces.suites import build_suite
-
-    suite = name.removeprefix("checkpoints/")
-    if suite not in SUITES:
-        return None
-    seeds = _seeds(ref)
-    if ref is None or "seeds" not in ref.meta:
-        try:
-            seeds = _seeds(store.get_ref(f"traces/{suite}"))
-        except RecordCorrupt:
-            seeds = None
-    items = build_suite(store, suite, seeds, out_dir=out_dir).items
-    wanted = [i.trace_id for i in items if ref is None or checkpoint_key(i.key) in ref.actions]
-    if ref is not None and len(wanted) != len(set(ref.actions)):
-        return None
-    results, _ = build_checkpoints(store, suite, seeds, traces=",".join(wanted), out_dir=out_dir)
-    built = sum(r.status == "built" for r in results)
-    note = f"replayed {built} of {len(results)} {suite} checkpoints"
-    if ref is None:
-        note += "; its ref was corrupt, so every trace of the suite was replayed"
-    return note
-
-
-def rebuilders() -> dict[str, RefRebuilder]:
-    """Ref kind -> its rebuilder, in repair order (checkpoints replay traces)."""
-    return {"traces": rebuild_trace_suite, "checkpoints": rebuild_checkpoints}
-
-
-def _verify(store: str, out: str, repair: bool) -> str:
-    from continuity.errors import StoreError
-    from continuity.outputs import resolve_out_path, write_json
-    from continuity.store import Store, verify_store
-
-    out_dir = resolve_out_path(out or None)
-    report = verify_store(
-        Store(store or None), repair=repair, rebuild=rebuilders(), out_dir=out_dir
-    )
-    path = out_dir / "verify" / "report.json"
-    write_json(path, report)
-    for finding in report.findings:
-        print(f"corrupt {finding.kind} {finding.path}: {finding.problem}", flush=True)
-    for ref in report.refs:
-        print(f"ref {ref.name}: {ref.status} ({ref.hint})", flush=True)
-    print(report.summary(), flush=True)
-    if report.unrepaired:
-        raise StoreError(
-            f"{len(report.unrepaired)} refs could not be rebuilt from the store: "
-            + "; ".join(f"{r.name}: {r.hint}" for r in report.unrepaired),
-            code="store_repair_incomplete",
-            location=str(path),
-        )
-    if report.corrupt and not repair:
-        raise StoreError(
-            f"{report.corrupt} corrupt files quarantined; run `doit verify --repair`",
-            code="store_corrupt",
-            location=str(path),
-        )
-    return f"verify report at {path}"
+    return verify(VerifyRequest.of(options))
 
 
 def task_verify() -> TaskSpec:

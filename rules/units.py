@@ -1,8 +1,9 @@
-"""`doit units`: its options, and one call (`continuity.commands.units.run_units`)."""
+"""`doit units`: its options (typed as `continuity.commands.units_request.UnitsRequest`),
+and one call (`continuity.commands.units.run_units`)."""
 
 from __future__ import annotations
 
-from typing import Unpack
+from typing import Any
 
 from continuity.graph import task_action
 from rules.params import (
@@ -18,16 +19,17 @@ from rules.params import (
     TaskSpec,
     param,
 )
-from rules.plan import PLAN_PARAMS, UnitsOptions
+from rules.plan import PLAN_PARAMS
 from rules.traces import TRACE
 
 RUN = param("run", str, "offline", "run name: units and reports go to <out>/runs/<run>/")
 
 
-def _units(**options: Unpack[UnitsOptions]) -> str:
+def _units(**options: Any) -> str:
     from continuity.commands.units import run_units
+    from continuity.commands.units_request import UnitsRequest
 
-    return run_units(options)
+    return run_units(UnitsRequest.of(options))
 
 
 UNITS_PARAMS: list[Param] = [

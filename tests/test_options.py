@@ -24,7 +24,8 @@ import pytest
 from doit.cmdparse import CmdOption, CmdParse, CmdParseError
 
 from continuity.argv import argv_problem, environment_problem, front_door, selection_problem
-from continuity.commands.units import parse_repeats
+from continuity.commands.lookup_sizing import LookupBudgetRequest, legacy_arguments
+from continuity.commands.units_request import UnitsRequest, parse_repeats
 from continuity.errors import UsageError
 from continuity.outputs import check_new_directory, usable_directory, usable_out_path
 from continuity.plan.estimate import check_cost_limit
@@ -37,8 +38,7 @@ from rules.calibrate import task_calibrate
 from rules.checkpoints import task_checkpoints
 from rules.contract import task_offline_contract
 from rules.estimate import task_estimate
-from rules.lookup import LookupBudgetOptions, task_lookup_budget
-from rules.lookup import _arguments as lookup_arguments
+from rules.lookup import task_lookup_budget
 from rules.params import (
     DirOption,
     FloatOption,
@@ -125,10 +125,10 @@ def test_seed_count_limit_is_exact() -> None:
 @pytest.mark.parametrize("text", ["1-999999999", "0", "101", "2-1", "x", "1-99999999999"])
 def test_repeat_selection_is_checked(text: str) -> None:
     with pytest.raises(UsageError) as err:
-        parse_repeats({"repeat": text})
+        parse_repeats(UnitsRequest(repeat=text))
     assert (err.value.code, err.value.location) == ("repeat_unknown", "--repeat")
     assert refuse(SeedsOption("--repeat", code="repeat_unknown", maximum=MAX_REPEATS), text).code
-    assert parse_repeats({"repeat": "1-2"}) == [1, 2]
+    assert parse_repeats(UnitsRequest(repeat="1-2")) == [1, 2]
 
 
 # -- the checking types ---------------------------------------------------------------------
@@ -242,7 +242,7 @@ def test_an_unusable_environment_root_is_refused(tmp_path: Path) -> None:
 def test_lookup_budget_checks_its_arguments_first(tmp_path: Path) -> None:
     exists = tmp_path / "exists"
     exists.mkdir()
-    cases: list[tuple[LookupBudgetOptions, str]] = [
+    cases: list[tuple[dict[str, str], str]] = [
         ({"output": str(tmp_path / "p"), "seeds": "9-1", "suites": "hard"}, "seeds_invalid"),
         ({"output": str(exists)}, "lookup_output_exists"),
         ({"output": "/proc/nope/x"}, "lookup_output_invalid"),
@@ -254,7 +254,7 @@ def test_lookup_budget_checks_its_arguments_first(tmp_path: Path) -> None:
     for options, code in cases:
         started = time.perf_counter()
         with pytest.raises(UsageError) as err:
-            lookup_arguments(options)
+            legacy_arguments(LookupBudgetRequest.of(options))
         assert err.value.code == code, options
         assert time.perf_counter() - started < 2
     assert not (tmp_path / "p").exists()  # the writability check leaves nothing behind

@@ -3,25 +3,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from continuity.commands.selection import Selection
 
 if TYPE_CHECKING:
     from continuity.agents.manifest import Manifest
+    from continuity.commands.units_request import UnitsRequest
     from continuity.plan.plan import Plan
     from continuity.runner.units.record import UnitRecord
     from continuity.traces.schema import Trace
 
 __all__ = ["agent_units"]
 
-_Options = Mapping[str, Any]
-
 
 def agent_units(
-    options: _Options,
+    request: UnitsRequest,
     repeats: list[int] | None,
     summary: Callable[[Sequence[UnitRecord], Path | str, int], str],
 ) -> str:
@@ -34,17 +33,17 @@ def agent_units(
     from continuity.runner.manifest import utc_stamp, write_run_manifest
 
     started = utc_stamp()
-    if options.get("real"):
+    if request.real:
         refuse_under_ci()  # before the options are even read
-    plan, manifest, traces = _agent_selection(options)
-    if options.get("real"):
-        return _real_agent_units(options, plan, manifest, traces, repeats, summary)
-    run = options["run"] if options["run"] != "offline" else f"agent-{manifest.name}"
-    run_dir = Selection(options).out / "runs" / run
+    plan, manifest, traces = _agent_selection(request)
+    if request.real:
+        return _real_agent_units(request, plan, manifest, traces, summary)
+    run = request.run if request.run != "offline" else f"agent-{manifest.name}"
+    run_dir = Selection(request).out / "runs" / run
     unit_plan = AgentUnitPlan.of(plan, manifest, repeats)
     with progress(f"agent units {manifest.name}") as tick:
         build = build_agent_units(
-            Selection(options).store, unit_plan, traces, run_dir, progress=tick
+            Selection(request).store, unit_plan, traces, run_dir, progress=tick
         )
     write_run_manifest(run_dir, plan, started=started)
     return (
@@ -54,22 +53,22 @@ def agent_units(
 
 
 def _agent_selection(
-    options: _Options,
+    request: UnitsRequest,
 ) -> tuple[Plan, Manifest, list[tuple[str, Trace]]]:
-    """The agent plan (`plan_from_options`), its manifest and the selected traces."""
+    """The agent plan (`plan_from_request`), its manifest and the selected traces."""
     from continuity.errors import UsageError
-    from continuity.plan.agent_plan import agent_for_options
-    from continuity.plan.plan import plan_from_options
+    from continuity.plan.agent_plan import agent_for_request
+    from continuity.plan.plan import plan_from_request
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace
 
-    plan = plan_from_options(options)
-    loaded = agent_for_options(options)
+    plan = plan_from_request(request)
+    loaded = agent_for_request(request)
     assert loaded is not None
-    selection = Selection(options)
+    selection = Selection(request)
     store = selection.store
     suite = build_suite(store, plan.suite, plan.seeds, out_dir=selection.out / "traces")
-    wanted = set((options.get("trace") or "").split(",")) - {""}
+    wanted = set((request.trace or "").split(",")) - {""}
     items = [i for i in suite.items if not wanted or i.trace_id in wanted]
     if not items:
         raise UsageError(
@@ -80,26 +79,25 @@ def _agent_selection(
 
 
 def _real_agent_units(
-    options: _Options,
+    request: UnitsRequest,
     plan: Plan,
     manifest: Manifest,
     traces: list[tuple[str, Trace]],
-    repeats: list[int] | None,
     summary: Callable[[Sequence[UnitRecord], Path | str, int], str],
 ) -> str:
+    from continuity.commands.units_request import real_request
     from continuity.progress import progress
     from continuity.runner.agent_real import run_real_agent
-    from continuity.runner.real_request import real_request_from_options
     from continuity.runner.units.store import calls_made
 
-    store = Selection(options).store
+    store = Selection(request).store
     with progress(f"agent units {manifest.name} (real: {plan.endpoint.kind})") as tick:
         build, spend = run_real_agent(
             plan,
             store,
             manifest,
             traces,
-            real_request_from_options(options, repeats),
+            real_request(request),
             progress=tick,
         )
     calls = [c for r in build.records for p in r.probes if p.agent for c in p.agent.calls]

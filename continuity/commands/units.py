@@ -1,23 +1,25 @@
-"""``doit units``: probe units (repeat x trace x arm), from the options to the summary.
+"""``doit units``: probe units (repeat x trace x arm), from its request to the summary.
 
-`run_units` is the command's one entry point; `rules/units.py` declares its options
-and calls it. It chooses the mode once: ``--aggregate-only`` (aggregate what the run
-holds), ``--agent`` (an outside agent's units, `continuity.commands.agent_units`),
-``--real`` (a confirmed plan against its endpoint, `continuity.runner.real`), a lookup
-role (``--lookup-role``), or offline (the plan's units with scripted models). Every
-mode builds the `Plan` first, with the same validation as ``doit plan``.
+`run_units` is the command's one entry point; `rules/units.py` declares its options and
+calls it with them typed once (`UnitsRequest`). It chooses the mode once:
+``--aggregate-only`` (aggregate what the run holds), ``--agent`` (an outside agent's
+units, `continuity.commands.agent_units`), ``--real`` (a confirmed plan against its
+endpoint, `continuity.runner.real`), a lookup role (``--lookup-role``), or offline (the
+plan's units with scripted models). Every mode builds the `Plan` first, with the same
+validation as ``doit plan``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from continuity.arms import probe_mode_named
 from continuity.commands.selection import Selection
+from continuity.commands.units_request import UnitsRequest, parse_repeats, real_request
 from continuity.errors import UsageError
-from continuity.plan.limits import MAX_REPEATS
-from continuity.traces.keys import parse_numbers
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,36 +33,33 @@ if TYPE_CHECKING:
     from continuity.store import Store
     from continuity.traces.suites import SuiteItem
 
-__all__ = ["parse_repeats", "run_units", "units_summary"]
-
-# doit's options of the units task (`rules/units.py`), read once per mode.
-_Options = Mapping[str, Any]
+__all__ = ["run_units", "units_summary"]
 
 
-def _aggregate_only(options: _Options) -> str:
+def _aggregate_only(request: UnitsRequest) -> str:
     """``--aggregate-only``: check the plan as a run would (the ledger section too),
     then aggregate the units already in the run; never execute a unit, a preparation
     or a model call."""
     from pathlib import Path
 
     from continuity.plan.guards import default_checkout
-    from continuity.plan.plan import plan_from_options
+    from continuity.plan.plan import plan_from_request
     from continuity.plan.pricing import default_catalog_path
     from continuity.report.freshness import aggregate_stamped
     from continuity.runner.ledger_run import ledger_run_for
 
-    plan = plan_from_options(options)
+    plan = plan_from_request(request)
     ledger_run_for(plan, capture=None, checkout=default_checkout())
-    chosen = Selection(options)
-    if options.get("real"):
-        out = options.get("out") or ""
+    chosen = Selection(request)
+    if request.real:
+        out = request.out or ""
         run_dir = Path(out).absolute() if out else chosen.out
     else:
-        run = options["run"]
+        run = request.run
         if plan.agent is not None and run == "offline":  # an agent's default run
             run = f"agent-{plan.agent.adapter}"
         run_dir = chosen.out / "runs" / run
-    pricing = options.get("pricing")
+    pricing = request.pricing
     catalog = Path(pricing) if pricing else default_catalog_path()
     results, paths, read = aggregate_stamped(chosen.store, run_dir, catalog)
     return (
@@ -69,57 +68,59 @@ def _aggregate_only(options: _Options) -> str:
     )
 
 
-def run_units(options: _Options) -> str:
+def run_units(request: UnitsRequest) -> str:
     """``doit units``: the mode the options choose (aggregate only, an outside agent,
     real, a lookup role, or offline), run to its end; returns the summary line."""
-    if options.get("aggregate_only"):
-        return _aggregate_only(options)
-    if options.get("agent"):
+    if request.aggregate_only:
+        return _aggregate_only(request)
+    if request.agent:
         from continuity.commands.agent_units import agent_units
 
-        if not options.get("real"):
-            _offline_only(options)
-        return agent_units(options, parse_repeats(options), units_summary)
-    if options.get("real"):
-        return _real_units(options)
-    _offline_only(options)
-    from continuity.plan.plan import LookupPlan, holdout_for_options, plan_from_options
+        if not request.real:
+            _offline_only(request)
+        return agent_units(request, parse_repeats(request), units_summary)
+    if request.real:
+        return _real_units(request)
+    _offline_only(request)
+    from continuity.plan.plan import LookupPlan, holdout_for_request, plan_from_request
     from continuity.runner.manifest import utc_stamp, write_run_manifest
 
     started = utc_stamp()
-    role = _role(options)
+    role = _role(request)
     if role is not None:  # the role fixes the arm (a conflicting --arms is refused)
         from continuity.roles.receipt import role_arms
 
-        options = {**options, "arms": role_arms(role, options.get("arms"))}
-    holdout = holdout_for_options(options)  # verified against the store's freeze
-    plan = plan_from_options(options, holdout)  # the same validation as the plan tasks
+        request = msgspec.structs.replace(request, arms=role_arms(role, request.arms))
+    holdout = holdout_for_request(
+        request, trace=request.trace
+    )  # verified against the store's freeze
+    plan = plan_from_request(request, holdout)  # the same validation as the plan tasks
     if role is not None and isinstance(plan, LookupPlan):
         from continuity.roles.receipt import role_plan
 
         plan = role_plan(plan, role)  # the role's frozen soul, never a moving default
-    lookup = _lookup_run(plan, options) if isinstance(plan, LookupPlan) else None
-    chosen = Selection(options)
-    run = options["run"]
+    lookup = _lookup_run(plan, request) if isinstance(plan, LookupPlan) else None
+    chosen = Selection(request)
+    run = request.run
     run_name = "lookup" if lookup is not None and run == "offline" else run
     run_dir = chosen.out / "runs" / run_name
     if role is not None and isinstance(plan, LookupPlan):
-        return _role_units(role, plan, chosen.store, run_dir, options, lookup, started, holdout)
+        return _role_units(role, plan, chosen.store, run_dir, request, lookup, started, holdout)
     records, folder, built = _build(
-        options,
+        request,
         plan,
         chosen.store,
         run_dir,
         lookup,
         f"units {plan.suite}",
-        _ledger(plan, options),
+        _ledger(plan, request),
         _holdout_items(holdout),
     )
     write_run_manifest(run_dir, plan, started=started)  # the report header's source
     return units_summary(records, folder, built)
 
 
-def _offline_only(options: _Options) -> None:
+def _offline_only(request: UnitsRequest) -> None:
     """Refuse the real-mode options of an offline run (never dropped silently).
 
     Raises:
@@ -131,13 +132,13 @@ def _offline_only(options: _Options) -> None:
         ("raise_cap", "--raise-cap changes a paid run's cap"),
         ("request_timeout", "--request-timeout waits on a real server"),
     ):
-        if options.get(name):
+        if getattr(request, name):
             raise UsageError(
                 f"{text}: it applies only with --real",
                 code="real_flag_required",
                 location=f"--{name.replace('_', '-')}",
             )
-    if (options.get("provider") or "scripted") != "scripted":
+    if (request.provider or "scripted") != "scripted":
         raise UsageError(
             "a real --provider runs only with --real (after doit dry_run)",
             code="real_flag_required",
@@ -154,18 +155,18 @@ def _holdout_items(holdout: HoldoutChoice | None) -> list[SuiteItem] | None:
     return [SuiteItem(t.trace_id, t.key, t.digest, t.size, "cached") for t in holdout.traces]
 
 
-def _ledger(plan: Plan, options: _Options) -> LedgerRun | None:
+def _ledger(plan: Plan, request: UnitsRequest) -> LedgerRun | None:
     """The ledger arm's run binding (offline), its plan section checked first."""
     from continuity.plan.guards import default_checkout
     from continuity.runner.ledger_run import ledger_run_for
 
     return ledger_run_for(
-        plan, capture=options.get("capture_upkeep_output") or None, checkout=default_checkout()
+        plan, capture=request.capture_upkeep_output or None, checkout=default_checkout()
     )
 
 
 def _build(
-    options: _Options,
+    request: UnitsRequest,
     plan: Plan,
     store: Store,
     run_dir: Path,
@@ -191,26 +192,26 @@ def _build(
             plan.seeds,
             arms=",".join(plan.arms),
             repeats=plan.repeats,
-            traces=options.get("trace") or None,
+            traces=request.trace or None,
             probe_limit=plan.probe_limit,
             run_dir=run_dir,
             progress=tick,
-            jobs=int(options.get("jobs") or 0) or DEFAULT_JOBS,
-            only_repeats=parse_repeats(options),
+            jobs=int(request.jobs or 0) or DEFAULT_JOBS,
+            only_repeats=parse_repeats(request),
             execution=Execution(lookup=lookup, ledger=ledger, judge=plan.judge),
             items=items,
         )
 
 
-def _role(options: _Options) -> Role | None:
+def _role(request: UnitsRequest) -> Role | None:
     """The ``--lookup-role`` asked for (lookup mode only), its registration digest
     checked; None without one."""
     import re
 
     from continuity.roles.table import role_named
 
-    name = options.get("lookup_role") or ""
-    digest = options.get("registration_digest") or ""
+    name = request.lookup_role or ""
+    digest = request.registration_digest or ""
     if not name:
         if digest:
             raise UsageError(
@@ -220,7 +221,7 @@ def _role(options: _Options) -> Role | None:
             )
         return None
     role = role_named(name)
-    if probe_mode_named(options.get("probe_mode")) != "lookup-allowed-v1":
+    if probe_mode_named(request.probe_mode) != "lookup-allowed-v1":
         raise UsageError(
             "--lookup-role runs a lookup role; add --probe-mode lookup-allowed-v1",
             code="plan_invalid",
@@ -240,7 +241,7 @@ def _role_units(
     plan: LookupPlan,
     store: Store,
     run_dir: Path,
-    options: _Options,
+    request: UnitsRequest,
     lookup: LookupRun | None,
     started: str,
     holdout: HoldoutChoice | None = None,
@@ -256,7 +257,7 @@ def _role_units(
     outcome = "failed"  # an uncoded failure or an interrupt still leaves a receipt
     try:
         records, folder, built = _build(
-            options, plan, store, run_dir, lookup, label, items=_holdout_items(holdout)
+            request, plan, store, run_dir, lookup, label, items=_holdout_items(holdout)
         )
         outcome = "complete"
     except ContinuityError as exc:
@@ -269,49 +270,28 @@ def _role_units(
             role,
             plan,
             outcome=outcome,
-            registration_digest=options.get("registration_digest") or None,
+            registration_digest=request.registration_digest or None,
         )
         path = write_role_receipt(run_dir, receipt)
     return units_summary(records, folder, built) + f"; role {role.name} receipt in {path}"
 
 
-def _lookup_run(plan: LookupPlan, options: _Options) -> LookupRun:
+def _lookup_run(plan: LookupPlan, request: UnitsRequest) -> LookupRun:
     from pathlib import Path
 
     from continuity.lookup.sizing import load_sizing
     from continuity.runner.lookup_run import LookupRun
 
-    policy = options.get("policy")
+    policy = request.policy
     path = Path(policy) if policy else None
     return LookupRun(
-        policy=load_sizing(path, options.get("policy_sha256") if path else None).policy,
+        policy=load_sizing(path, request.policy_sha256 if path else None).policy,
         policy_sha256=plan.policy_sha256,
         reader_binding=plan.reader_binding,
         soul_sha256=plan.soul_sha256,
         soul_core_sha256=plan.soul_core_sha256,
-        role=options.get("lookup_role") or None,
+        role=request.lookup_role or None,
     )
-
-
-def parse_repeats(options: _Options) -> list[int] | None:
-    """``--repeat``: the repeats to run now (None: every repeat of the plan).
-
-    Raises:
-        UsageError: ``repeat_unknown``.
-    """
-    chosen = options.get("repeat")
-    if not chosen:
-        return None
-    refused = UsageError(
-        f"cannot read repeats {chosen[:40]!r}; use N, A-B or a comma-separated list "
-        f"of repeat numbers 1 to {MAX_REPEATS}",
-        code="repeat_unknown",
-        location="--repeat",
-    )
-    try:
-        return list(parse_numbers(chosen, MAX_REPEATS))
-    except UsageError:
-        raise refused from None
 
 
 def units_summary(records: Sequence[UnitRecord], folder: Path | str, built: int) -> str:
@@ -323,17 +303,16 @@ def units_summary(records: Sequence[UnitRecord], folder: Path | str, built: int)
     )
 
 
-def _real_units(options: _Options) -> str:
+def _real_units(request: UnitsRequest) -> str:
     from continuity.errors import RealModeError
     from continuity.plan.guards import refuse_under_ci
-    from continuity.plan.plan import plan_from_options
+    from continuity.plan.plan import plan_from_request
     from continuity.progress import progress
     from continuity.runner.real import run_real
-    from continuity.runner.real_request import real_request_from_options
     from continuity.runner.units.store import calls_made
     from continuity.store import Store
 
-    if probe_mode_named(options.get("probe_mode")) != "recall-only":
+    if probe_mode_named(request.probe_mode) != "recall-only":
         raise RealModeError(
             "lookup-allowed-v1 is offline preparation only; --real is refused before any "
             "credential or provider work",
@@ -341,11 +320,11 @@ def _real_units(options: _Options) -> str:
             location="--probe-mode",
         )
     refuse_under_ci()  # before the options are even read
-    plan = plan_from_options(options)
-    request = real_request_from_options(options, parse_repeats(options))
-    store = Store(options.get("store") or None)
+    plan = plan_from_request(request)
+    settings = real_request(request)
+    store = Store(request.store or None)
     with progress(f"units {plan.suite} (real: {plan.endpoint.kind})") as tick:
-        result = run_real(plan, store, request, progress=tick)
+        result = run_real(plan, store, settings, progress=tick)
     if result.explain_log:
         _print_explain(result.explain_log)
     calls = [c for r in result.records for p in r.probes if p.evidence for c in p.evidence.calls]

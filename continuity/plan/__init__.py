@@ -18,5 +18,6 @@ __all__ = [
     "plan",
     "pricing",
     "readiness",
+    "request",
     "workload",
 ]

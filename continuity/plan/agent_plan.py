@@ -15,9 +15,8 @@ an arm needing a capability the manifest's declared ``capabilities`` lack
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -30,7 +29,10 @@ from continuity.agents.units import AgentIdentity, identity, outside_arm, unit_a
 from continuity.arms import probe_mode_named
 from continuity.errors import UsageError
 
-__all__ = ["agent_arms", "agent_for_options", "agent_identity"]
+if TYPE_CHECKING:
+    from continuity.plan.request import PlanRequest
+
+__all__ = ["agent_arms", "agent_for_request", "agent_identity"]
 
 # Plan options an outside agent's plan refuses, and why.
 _REFUSED = {
@@ -41,7 +43,7 @@ _REFUSED = {
 }
 
 
-def agent_for_options(options: Mapping[str, Any]) -> tuple[Manifest, AgentIdentity] | None:
+def agent_for_request(request: PlanRequest) -> tuple[Manifest, AgentIdentity] | None:
     """The manifest ``--agent`` names and the identity the plan binds (None without one).
 
     Raises:
@@ -49,17 +51,17 @@ def agent_for_options(options: Mapping[str, Any]) -> tuple[Manifest, AgentIdenti
             here, and no ``--no-sandbox``).
         UsageError: ``plan_invalid`` for an option an outside agent's plan refuses.
     """
-    path = options.get("agent") or ""
+    path = request.agent
     if not path:
         return None
     for name, why in _REFUSED.items():
-        if options.get(name) not in (None, "", False, "none"):
+        if getattr(request, name) not in ("", False, "none"):
             raise UsageError(
                 f"--{name.replace('_', '-')} with --agent: {why}",
                 code="plan_invalid",
                 location=f"--{name.replace('_', '-')}",
             )
-    if probe_mode_named(options.get("probe_mode")) != "recall-only":
+    if probe_mode_named(request.probe_mode) != "recall-only":
         raise UsageError(
             "--agent asks the probe as the agent's next owner turn: recall-only only",
             code="plan_invalid",
@@ -68,17 +70,17 @@ def agent_for_options(options: Mapping[str, Any]) -> tuple[Manifest, AgentIdenti
     manifest = load_manifest(Path(path))
     if manifest.capabilities is not None:  # refused before anything runs
         declared = msgspec.convert(manifest.capabilities.model_dump(), Capabilities)
-        arms = [outside_arm(a) for a in agent_arms(options.get("arms") or None)]
+        arms = [outside_arm(a) for a in agent_arms(request.arms or None)]
         require_capabilities(declared, arms)
-    sandboxed = not options.get("no_sandbox")
+    sandboxed = not request.no_sandbox
     if sandboxed:  # probed at plan time: never a silent fallback
         require_sandbox("--agent")
     return manifest, identity(manifest, sandboxed=sandboxed)
 
 
-def agent_identity(options: Mapping[str, Any]) -> AgentIdentity | None:
+def agent_identity(request: PlanRequest) -> AgentIdentity | None:
     """The identity a plan binds for ``--agent`` (None without one)."""
-    loaded = agent_for_options(options)
+    loaded = agent_for_request(request)
     return loaded[1] if loaded is not None else None
 
 

@@ -17,8 +17,7 @@ binds and the selected traces the runner runs. Nothing falls back to a built-in 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -36,6 +35,9 @@ from continuity.holdout import (
 )
 from continuity.store import Store
 
+if TYPE_CHECKING:
+    from continuity.plan.request import HoldoutRequest
+
 __all__ = ["HOLDOUT_SUITE", "HoldoutChoice", "external_options", "holdout_choice"]
 
 HOLDOUT_SUITE = "holdout"
@@ -45,9 +47,9 @@ HOLDOUT_SUITE = "holdout"
 _EXTERNAL = {"selection_seed": ("--selection-seed", -1), "per_group": ("--per-group", 0)}
 
 
-def _given(options: Mapping[str, Any], key: str) -> Any:
-    value = options.get(key)
-    return None if value in (None, "", _EXTERNAL[key][1]) else value
+def _given(request: HoldoutRequest, key: str) -> int | None:
+    value: int = getattr(request, key)
+    return None if value == _EXTERNAL[key][1] else value
 
 
 class HoldoutChoice(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,16 +65,22 @@ class HoldoutChoice(msgspec.Struct, frozen=True, kw_only=True):
         return [t.key for t in self.traces]
 
 
-def external_options(options: Mapping[str, Any]) -> list[str]:
+def external_options(request: HoldoutRequest) -> list[str]:
     """The external-only options the user gave (by their command-line names)."""
-    return [flag for key, (flag, _) in _EXTERNAL.items() if _given(options, key) is not None]
+    return [flag for key, (flag, _) in _EXTERNAL.items() if _given(request, key) is not None]
 
 
 def holdout_choice(
-    store: Store, options: Mapping[str, Any], *, lookup: bool = False
+    store: Store,
+    request: HoldoutRequest,
+    *,
+    lookup: bool = False,
+    trace: str = "",
+    repeats: int = 1,
 ) -> HoldoutChoice | None:
-    """The holdout the options name (None for a built-in suite without any holdout
-    option); see the module doc for the rules and codes.
+    """The holdout the request names (None for a built-in suite without any holdout
+    option); see the module doc for the rules and codes. `trace` is a run's ``--trace``
+    and `repeats` its plan's repeats.
 
     Raises:
         HoldoutError: the codes above, and those of `source_from_options`,
@@ -80,14 +88,14 @@ def holdout_choice(
             ``holdout_freeze_mismatch``, ``holdout_trace_hash_mismatch``,
             ``holdout_selection_seed_required`` ...).
     """
-    given = external_options(options)
+    given = external_options(request)
     source = source_from_options(
-        options.get("manifest") or None,
-        options.get("manifest_sha256") or None,
-        options.get("statistical_spec") or None,
+        request.manifest or None,
+        request.manifest_sha256 or None,
+        request.statistical_spec or None,
         external=given,
     )
-    suite = options.get("suite") or "original"
+    suite = request.suite or "original"
     if suite != HOLDOUT_SUITE:
         if source is not None:
             raise HoldoutError(
@@ -103,15 +111,13 @@ def holdout_choice(
             code="holdout_source_incomplete",
             location="--manifest",
         )
-    if options.get("trace"):
+    if trace:
         refuse_explicit_traces("--trace")
     if lookup:
-        repeats = options.get("repeats")
-        check_holdout_repeats(int(1 if repeats in (None, "") else repeats))
+        check_holdout_repeats(repeats)
     frozen = load_frozen(store, source)
-    per_group = _given(options, "per_group")
     selection = select_frozen(
-        frozen, _given(options, "selection_seed"), None if per_group is None else int(per_group)
+        frozen, _given(request, "selection_seed"), _given(request, "per_group")
     )
     return HoldoutChoice(
         binding=holdout_binding(frozen, selection),

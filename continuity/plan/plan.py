@@ -19,9 +19,9 @@ validator code.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -42,6 +42,7 @@ from continuity.traces.keys import suite_specs
 if TYPE_CHECKING:
     from continuity.lookup.fixed_budget import FixedBudget
     from continuity.plan.holdout_plan import HoldoutChoice
+    from continuity.plan.request import PlanRequest
 
 __all__ = [
     "DEFAULT_BASE_URLS",
@@ -52,10 +53,10 @@ __all__ = [
     "Plan",
     "ProviderKind",
     "build_plan",
-    "holdout_for_options",
+    "holdout_for_request",
     "lookup_plan",
     "plan_digest",
-    "plan_from_options",
+    "plan_from_request",
 ]
 
 PLAN_SCHEMA = "continuity-plan-v1"
@@ -280,13 +281,13 @@ DEFAULT_BASE_URLS = {
 }
 
 
-def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None = None) -> Plan:
-    """The plan a task's command-line options bind (the shared plan parameters).
+def plan_from_request(request: PlanRequest, holdout: HoldoutChoice | None = None) -> Plan:
+    """The plan a task's request binds (the shared plan options, `PlanRequest`).
 
     A real plan binds the price source of ``pricing`` (a catalog path; default the
     checked-in catalog) and the installed genai-prices. ``--suite holdout`` binds the
     verified holdout choice (`continuity.plan.holdout_plan.holdout_choice`; read from
-    the options' store when `holdout` is not given).
+    the request's store when `holdout` is not given).
 
     Raises:
         UsageError: ``plan_invalid`` for an unknown provider kind, a base URL for the
@@ -295,13 +296,13 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
     """
     from continuity.traces.keys import parse_seeds
 
-    kind, base_url = _endpoint(options)
-    check_efforts(kind, options.get("effort") or "low", options.get("judge_effort") or "low")
-    judge = options.get("judge")
-    seeds = options.get("seeds")
-    profile = model_profile(options.get("models") or None)
-    probe_mode = probe_mode_named(options.get("probe_mode"))
-    binding = options.get("lookup_reader") or ""
+    kind, base_url = _endpoint(request)
+    check_efforts(kind, request.effort or "low", request.judge_effort or "low")
+    judge = request.judge
+    seeds = request.seeds
+    profile = model_profile(request.models or None)
+    probe_mode = probe_mode_named(request.probe_mode)
+    binding = request.lookup_reader
     if binding and probe_mode != "lookup-allowed-v1":
         raise UsageError(
             "--lookup-reader chooses the lookup-allowed-v1 reader; add "
@@ -316,7 +317,7 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
             location="--probe-mode",
         )
     if holdout is None:
-        holdout = holdout_for_options(options)
+        holdout = holdout_for_request(request)
     if holdout is not None and seeds:
         raise UsageError(
             "--seeds chooses generated traces; a holdout's come from --selection-seed",
@@ -324,54 +325,54 @@ def plan_from_options(options: Mapping[str, Any], holdout: HoldoutChoice | None 
             location="--seeds",
         )
     plan = build_plan(
-        options.get("suite") or "original",
+        request.suite or "original",
         parse_seeds(seeds) if seeds else None,
-        arms=options.get("arms") or None,
-        repeats=int(1 if options.get("repeats") is None else options["repeats"]),
-        probe_limit=int(options.get("probe_limit") or 0) or None,
-        reader=options.get("reader") or profile.reader_for(kind),
-        reader_effort=options.get("effort") or "low",
-        alternate=options.get("alternate") or profile.alternate,
+        arms=request.arms or None,
+        repeats=request.repeats,
+        probe_limit=request.probe_limit or None,
+        reader=request.reader or profile.reader_for(kind),
+        reader_effort=request.effort or "low",
+        alternate=request.alternate or profile.alternate,
         # The judge is opt-in: no --judge (or --judge none) plans no verdict and no call;
         # --judge default is the profile's judge.
         judge=None
-        if judge in (None, "", "none")
+        if judge in ("", "none")
         else profile.judge_for(kind)
         if judge == "default"
         else judge,
-        judge_effort=options.get("judge_effort") or "low",
+        judge_effort=request.judge_effort or "low",
         mode="offline" if kind == "scripted" else "real",
         endpoint=msgspec.convert({"kind": kind, "base_url": base_url}, Endpoint),
         probe_mode=probe_mode,
-        pricing=_real_pricing(kind, options.get("pricing") or None),
-        extraction_model=options.get("extraction_model") or None,
-        require_request_cap=bool(options.get("require_request_cap")),
+        pricing=_real_pricing(kind, request.pricing or None),
+        extraction_model=request.extraction_model or None,
+        require_request_cap=request.require_request_cap,
         holdout=(holdout.binding, holdout.trace_keys) if holdout is not None else None,
-        agent=agent_identity(options),
-        context_window=int(options.get("context_window") or 0) or None,
-        max_output_tokens=int(options.get("max_output_tokens") or 0) or None,
+        agent=agent_identity(request),
+        context_window=request.context_window or None,
+        max_output_tokens=request.max_output_tokens or None,
     )
     if probe_mode != "lookup-allowed-v1":
         return plan
     return lookup_plan(
-        plan, options.get("policy") or None, options.get("policy_sha256"), binding or "default"
+        plan, request.policy or None, request.policy_sha256 or None, binding or "default"
     )
 
 
-def _endpoint(options: Mapping[str, Any]) -> tuple[str, str]:
-    """The options' endpoint kind and base URL (the provider's public API by default).
+def _endpoint(request: PlanRequest) -> tuple[str, str]:
+    """The request's endpoint kind and base URL (the provider's public API by default).
 
     Raises:
         UsageError: ``plan_invalid`` for an unknown kind or a scripted base URL.
     """
-    kind = options.get("provider") or "scripted"
+    kind = request.provider or "scripted"
     if kind not in DEFAULT_BASE_URLS:
         raise UsageError(
             f"unknown provider {kind!r}; use one of {', '.join(DEFAULT_BASE_URLS)}",
             code="plan_invalid",
             location="--provider",
         )
-    base_url = (options.get("base_url") or DEFAULT_BASE_URLS[kind]).rstrip("/")
+    base_url = (request.base_url or DEFAULT_BASE_URLS[kind]).rstrip("/")
     if kind == "scripted" and base_url:
         raise UsageError(
             "--base-url needs a real --provider", code="plan_invalid", location="--base-url"
@@ -379,9 +380,10 @@ def _endpoint(options: Mapping[str, Any]) -> tuple[str, str]:
     return kind, base_url
 
 
-def holdout_for_options(options: Mapping[str, Any]) -> HoldoutChoice | None:
-    """The holdout the options name, verified against the store's freeze (None for a
-    built-in suite). The store is read only when a holdout option is present.
+def holdout_for_request(request: PlanRequest, *, trace: str = "") -> HoldoutChoice | None:
+    """The holdout the request names, verified against the store's freeze (None for a
+    built-in suite). The store is read only when a holdout option is present; `trace`
+    is the run's ``--trace`` (a holdout refuses one).
 
     Raises:
         HoldoutError: see `continuity.plan.holdout_plan.holdout_choice`.
@@ -389,13 +391,13 @@ def holdout_for_options(options: Mapping[str, Any]) -> HoldoutChoice | None:
     from continuity.plan.holdout_plan import HOLDOUT_SUITE, external_options, holdout_choice
     from continuity.store import Store
 
-    named = options.get("suite") == HOLDOUT_SUITE or external_options(options)
-    if not named and not any(
-        options.get(k) for k in ("manifest", "manifest_sha256", "statistical_spec")
-    ):
+    named = request.suite == HOLDOUT_SUITE or external_options(request)
+    if not named and not (request.manifest or request.manifest_sha256 or request.statistical_spec):
         return None
-    lookup = probe_mode_named(options.get("probe_mode")) == "lookup-allowed-v1"
-    return holdout_choice(Store(options.get("store") or None), options, lookup=lookup)
+    lookup = probe_mode_named(request.probe_mode) == "lookup-allowed-v1"
+    return holdout_choice(
+        Store(request.store or None), request, lookup=lookup, trace=trace, repeats=request.repeats
+    )
 
 
 def _fixed_soul(plan: Plan, fixed: FixedBudget, binding: str, where: str) -> tuple[str, str]:

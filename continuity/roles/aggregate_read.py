@@ -44,7 +44,7 @@ from continuity.roles.receipt import RECEIPT_FILE, RoleReceipt, read_role_receip
 from continuity.roles.register import REGISTRATION_SCHEMA, Registration
 from continuity.roles.run import LAUNCHES_FILE, LAUNCHES_SCHEMA, Launch, Launches
 from continuity.roles.run import read_registration as run_registration
-from continuity.roles.run_launch import role_plan_options
+from continuity.roles.run_launch import role_plan_request
 from continuity.roles.table import ROLES, Role
 from continuity.runner.units.record import UnitRecord
 from continuity.store import Store
@@ -165,14 +165,15 @@ def _receipt(output: Path, entry: Launch, role: Role) -> tuple[Path, RoleReceipt
 
 def expected_plan_digest(reg: Registration, role: Role, suite: str) -> str:
     """The plan digest a role's receipt must bind: the plan the registered workload and
-    the role imply (the options its child ran with, bound to the role's frozen soul).
+    the role imply (the plan its child ran, `role_plan_request`, bound to the role's
+    frozen soul).
 
     Raises:
         UsageError / SoulError: the plan's own codes when this checkout cannot build it.
     """
-    from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
+    from continuity.plan.plan import LookupPlan, plan_digest, plan_from_request
 
-    plan = plan_from_options(role_plan_options(reg.workload, role, suite))
+    plan = plan_from_request(role_plan_request(reg.workload, role, suite))
     assert isinstance(plan, LookupPlan)  # probe_mode lookup-allowed-v1 plans a LookupPlan
     return plan_digest(role_plan(plan, role))
 

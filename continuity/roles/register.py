@@ -80,7 +80,12 @@ DEFAULT_SUITES = ("original", "hard", "hard-distractors")
 ROLE_NAMES = tuple(role.name for role in ROLES)
 # The units command: its task's options (rules/units.py) and its entry point. A checkout
 # from before the command moved into the package records the latter as "missing".
-ENTRYPOINT_PATHS = ("dodo.py", "rules/units.py", "continuity/commands/units.py")
+ENTRYPOINT_PATHS = (
+    "dodo.py",
+    "rules/units.py",
+    "continuity/commands/units.py",
+    "continuity/commands/units_request.py",
+)
 READER_PATH = "continuity/lookup/reader.py"
 LOCK_PATH = "pyproject.toml"
 PROTOCOL_PATH = "continuity/roles/guidance.py"

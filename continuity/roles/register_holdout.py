@@ -25,19 +25,19 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from continuity.errors import RoleError
 from continuity.holdout import HoldoutSource
 from continuity.holdout.schema import HoldoutBinding
+from continuity.plan.request import HoldoutRequest
 from continuity.store import Store
 
 __all__ = [
     "HoldoutWorkload",
     "check_sizing_build",
-    "held_options",
+    "held_request",
     "holdout_workload",
     "parse_cap",
 ]
@@ -59,19 +59,19 @@ class HoldoutWorkload(msgspec.Struct, frozen=True, kw_only=True):
     catalog_cap_usd: str
 
 
-def held_options(held: HoldoutWorkload) -> dict[str, Any]:
-    """The holdout options that select `held`'s traces again
-    (`continuity.plan.holdout_plan.holdout_choice`)."""
+def held_request(held: HoldoutWorkload) -> HoldoutRequest:
+    """The holdout request that selects `held`'s traces again
+    (`continuity.plan.holdout_plan.holdout_choice`; the store is the caller's)."""
     from continuity.plan.holdout_plan import HOLDOUT_SUITE
 
-    return {
-        "suite": HOLDOUT_SUITE,
-        "manifest": held.manifest,
-        "manifest_sha256": held.manifest_sha256,
-        "statistical_spec": held.statistical_spec,
-        "selection_seed": held.selection.seed,
-        "per_group": held.selection.per_group,
-    }
+    return HoldoutRequest(
+        suite=HOLDOUT_SUITE,
+        manifest=held.manifest,
+        manifest_sha256=held.manifest_sha256,
+        statistical_spec=held.statistical_spec,
+        selection_seed=held.selection.seed,
+        per_group=held.selection.per_group,
+    )
 
 
 def check_sizing_build(held: HoldoutWorkload, rpack_revision: str) -> None:
@@ -131,7 +131,7 @@ def parse_cap(text: str | None) -> Decimal:
 
 def holdout_workload(
     store: Store,
-    source_options: dict[str, object],
+    source: HoldoutRequest,
     sizing: tuple[Path, str],
     output_limit: tuple[int | None, str | None],
     catalog_cap: str | None,
@@ -140,23 +140,29 @@ def holdout_workload(
 ) -> HoldoutWorkload:
     """The holdout part of an external registration, every binding checked (module doc).
 
-    `source_options` are the plan options naming the source and selection (``manifest``,
-    ``manifest_sha256``, ``statistical_spec``, ``selection_seed``, ``per_group``);
-    `pricing` the catalog the estimate was priced with (default the checked-in one).
+    `source` names the source and selection (``manifest``, ``manifest_sha256``,
+    ``statistical_spec``, ``selection_seed``, ``per_group``; its suite is taken to be
+    ``holdout``); `pricing` the catalog the estimate was priced with (default the
+    checked-in one).
 
     Raises:
         HoldoutError, LookupError_, UsageError, PricingError: the source's, selection's,
             sizing's and output limit's codes; RoleError: ``role_catalog_cap_*``.
     """
     from continuity.plan.holdout_plan import HOLDOUT_SUITE, holdout_choice
-    from continuity.runner.fixed_budget.estimate import HoldoutRequest, holdout_lookup_estimate
+    from continuity.runner.fixed_budget.estimate import (
+        HoldoutRequest as EstimateRequest,
+    )
+    from continuity.runner.fixed_budget.estimate import holdout_lookup_estimate
     from continuity.runner.lookup_run import LookupRun
 
     cap = parse_cap(catalog_cap)
-    choice = holdout_choice(store, {**source_options, "suite": HOLDOUT_SUITE}, lookup=True)
+    choice = holdout_choice(
+        store, msgspec.structs.replace(source, suite=HOLDOUT_SUITE), lookup=True
+    )
     assert choice is not None
     binding = choice.binding
-    request = HoldoutRequest(
+    request = EstimateRequest(
         source=HoldoutSource(Path(choice.manifest), binding.manifest_sha256, Path(choice.spec)),
         seed=binding.seed,
         per_group=binding.per_group,

@@ -25,6 +25,7 @@ import msgspec
 from msgspec import UNSET
 
 from continuity.errors import RoleError, UsageError
+from continuity.plan.request import PlanRequest
 from continuity.roles.receipt import RECEIPT_FILE, read_role_receipt
 from continuity.roles.register import Registration, Workload
 from continuity.roles.register_build import BuildReceipt, build_hashes
@@ -37,7 +38,8 @@ __all__ = [
     "child_command",
     "child_env",
     "launch_child",
-    "role_plan_options",
+    "role_flags",
+    "role_plan_request",
     "verify_build",
 ]
 
@@ -82,36 +84,62 @@ def verify_build(name: str, receipt: BuildReceipt) -> None:
         )
 
 
-def role_plan_options(work: Workload, role: Role, suite: str) -> dict[str, str]:
-    """The plan options a role child runs one suite of the registered workload with (its
-    ``--name value`` flags); `continuity.roles.aggregate_read` recomputes the role's plan
-    digest from the same options."""
-    options = {
-        "suite": suite,
-        "arms": role.arm,
-        "probe_mode": "lookup-allowed-v1",
-        "repeats": str(work.repeats),
-        "lookup_reader": work.reader_binding,
-        "effort": work.effort,
-    }
-    if work.judge:
-        options["judge"] = work.judge
+def role_plan_request(work: Workload, role: Role, suite: str) -> PlanRequest:
+    """The plan a role child runs one suite of the registered workload with (in the
+    default store: the child's own); `continuity.roles.aggregate_read` recomputes the
+    role's plan digest from it."""
+    request = PlanRequest(
+        suite=suite,
+        arms=role.arm,
+        probe_mode="lookup-allowed-v1",
+        repeats=work.repeats,
+        lookup_reader=work.reader_binding,
+        effort=work.effort,
+        judge=work.judge or "",
+        probe_limit=work.probe_limit or 0,
+    )
+    held = work.holdout
+    if held is UNSET:
+        return request
+    return msgspec.structs.replace(  # an external registration: the frozen source, sized
+        request,
+        manifest=held.manifest,
+        manifest_sha256=held.manifest_sha256,
+        statistical_spec=held.statistical_spec,
+        selection_seed=held.selection.seed,
+        per_group=held.selection.per_group,
+        policy=held.sizing,
+        policy_sha256=held.sizing_sha256,
+    )
+
+
+# The plan options a role child is given, in the order its command line names them:
+# always, when set (the judge), and an external registration's.
+_ALWAYS = ("suite", "arms", "probe_mode", "repeats", "lookup_reader", "effort")
+_HELD = (
+    "manifest",
+    "manifest_sha256",
+    "statistical_spec",
+    "selection_seed",
+    "per_group",
+    "policy",
+    "policy_sha256",
+)
+
+
+def role_flags(work: Workload, role: Role, suite: str) -> list[str]:
+    """The ``--name value`` flags a role child runs one suite of the registered workload
+    with: its plan (`role_plan_request`) and the workload's traces."""
+    request = role_plan_request(work, role, suite)
+    names = [*_ALWAYS, *(("judge",) if request.judge else ())]
+    values = [(name, str(getattr(request, name))) for name in names]
     if work.traces:
-        options["trace"] = ",".join(work.traces)
-    if work.holdout is not UNSET:  # an external registration: the frozen source
-        held = work.holdout
-        options |= {
-            "manifest": held.manifest,
-            "manifest_sha256": held.manifest_sha256,
-            "statistical_spec": held.statistical_spec,
-            "selection_seed": str(held.selection.seed),
-            "per_group": str(held.selection.per_group),
-            "policy": held.sizing,
-            "policy_sha256": held.sizing_sha256,
-        }
+        values.append(("trace", ",".join(work.traces)))
+    if work.holdout is not UNSET:
+        values += [(name, str(getattr(request, name))) for name in _HELD]
     if work.probe_limit is not None:
-        options["probe_limit"] = str(work.probe_limit)
-    return options
+        values.append(("probe_limit", str(work.probe_limit)))
+    return [item for name, value in values for item in (f"--{name.replace('_', '-')}", value)]
 
 
 def child_command(
@@ -119,10 +147,7 @@ def child_command(
 ) -> list[str]:
     """The role child's command line for one suite of the registered workload."""
     build = registration.builds["r0" if role.code == "R0" else "rpack"]
-    options = role_plan_options(registration.workload, role, suite)
-    flags = [
-        item for name, value in options.items() for item in (f"--{name.replace('_', '-')}", value)
-    ]
+    flags = role_flags(registration.workload, role, suite)
     return [
         str(Path(build.venv) / "bin" / "python"),
         # -I ignores PYTHON* variables too, so -B keeps bytecode out of the hashed export.

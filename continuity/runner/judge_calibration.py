@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -44,6 +43,7 @@ from continuity.providers.endpoint import EndpointSpec
 
 __all__ = [
     "JudgeCalibration",
+    "JudgeChoice",
     "SuiteCalibration",
     "calibrate_judge",
     "judge_for",
@@ -89,8 +89,21 @@ class JudgeCalibration(msgspec.Struct, frozen=True, kw_only=True):
     suites: list[SuiteCalibration]
 
 
-def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
-    """The judge `doit calibrate`'s options choose, after the real-mode guards.
+class JudgeChoice(msgspec.Struct, frozen=True, kw_only=True):
+    """The judge `doit calibrate` grades with: its provider kind (``scripted``, the
+    default, or a real one), ``provider:model`` and reasoning effort, the endpoint's
+    base URL and the credentials file ("" is each option's default: the current
+    profile's judge, no effort, the provider's public API, no file)."""
+
+    provider: str = "scripted"
+    judge_model: str = ""
+    judge_effort: str = ""
+    base_url: str = ""
+    credentials: str = ""
+
+
+def judge_for(choice: JudgeChoice, store_root: str, out: Path) -> Judge:
+    """The judge `choice` names, after the real-mode guards.
 
     Raises:
         UsageError: ``plan_invalid`` for an unknown provider, a base URL without a real
@@ -108,7 +121,7 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
     from continuity.providers.efforts import check_effort
     from continuity.providers.endpoint import is_loopback
 
-    kind = options.get("provider") or "scripted"
+    kind = choice.provider or "scripted"
     if kind != "scripted":
         refuse_under_ci(what="a real judge")
     if kind not in DEFAULT_BASE_URLS:
@@ -117,22 +130,22 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
             code="plan_invalid",
             location="--provider",
         )
-    model = options.get("judge_model") or PROFILES[DEFAULT_PROFILE].judge_for(kind)
+    model = choice.judge_model or PROFILES[DEFAULT_PROFILE].judge_for(kind)
     provider, _, name = model.partition(":")
     if not provider.strip() or not name.strip():
         raise UsageError(
             f"{model!r} is not provider:model", code="plan_invalid", location="--judge-model"
         )
-    if options.get("judge_effort"):
-        check_effort(kind, options["judge_effort"], location="--judge-effort")
-    base_url = (options.get("base_url") or DEFAULT_BASE_URLS[kind]).rstrip("/")
+    if choice.judge_effort:
+        check_effort(kind, choice.judge_effort, location="--judge-effort")
+    base_url = (choice.base_url or DEFAULT_BASE_URLS[kind]).rstrip("/")
     if kind == "scripted":
         if base_url:
             raise UsageError(
                 "--base-url needs a real --provider", code="plan_invalid", location="--base-url"
             )
         return ScriptedJudge()
-    credentials = options.get("credentials") or ""
+    credentials = choice.credentials or ""
     if not credentials and not is_loopback(base_url):  # a local server needs no key
         raise RealModeError(
             "a real judge away from this machine needs an explicit --credentials file",
@@ -151,7 +164,7 @@ def judge_for(options: Mapping[str, Any], store_root: str, out: Path) -> Judge:
             "base_url": base_url,
             "model": model.split(":", 1)[1],
             "credentials_path": os.path.abspath(credentials),
-            "effort": options.get("judge_effort") or None,
+            "effort": choice.judge_effort or None,
             "slots_dir": str(out / ".slots"),
             "catalog_ref": model,
         },
@@ -265,24 +278,25 @@ def write_calibration(result: JudgeCalibration, folder: Path) -> tuple[Path, Pat
     return md, js
 
 
-def _suites(options: Mapping[str, Any]) -> list[tuple[str, Path, bool]]:
-    """(name, file, held out) of every suite to grade: ``--cases``, or the held-out
-    suites then the tuning suite."""
-    if options.get("cases"):
-        return [("cases", Path(options["cases"]), False)]
+def _suites(cases: str) -> list[tuple[str, Path, bool]]:
+    """(name, file, held out) of every suite to grade: the `cases` file (``--cases``),
+    or ("") the held-out suites then the tuning suite."""
+    if cases:
+        return [("cases", Path(cases), False)]
     suites = default_suites()
     order = [*HELD_OUT, *(n for n in suites if n not in HELD_OUT)]
     return [(name, suites[name], name in HELD_OUT) for name in order if name in suites]
 
 
 def run_calibration(
-    options: Mapping[str, Any], store_root: str, out: Path
+    choice: JudgeChoice, cases: str, store_root: str, out: Path
 ) -> tuple[JudgeCalibration, Path, Path]:
-    """The whole `doit calibrate`: choose the judge, judge every suite (each loaded first,
-    so a bad file is refused before any call), write the result."""
+    """The whole `doit calibrate`: choose the judge, judge every suite (``--cases``: the
+    `cases` file alone; each loaded first, so a bad file is refused before any call),
+    write the result under ``<out>/calibration/``."""
     folder = out / "calibration"
-    judge = judge_for(options, store_root, folder)
-    loaded = [(name, path, held, load_cases(path)) for name, path, held in _suites(options)]
+    judge = judge_for(choice, store_root, folder)
+    loaded = [(name, path, held, load_cases(path)) for name, path, held in _suites(cases)]
     result = JudgeCalibration(
         judge=judge.name,
         suites=[

@@ -3,9 +3,9 @@
 A real run takes its measurement from the confirmed `Plan`; everything else it needs
 (the confirmation, where credentials and output are, the part of the plan to run, how
 many threads and calls at once, the spend cap, the timeouts) is a `RealRequest`. The
-command (`continuity.commands.units`, `continuity.commands.agent_units`) converts doit's
-options into one with `real_request_from_options`, once; `run_real`, `run_real_agent`
-and `open_real_run` read its fields and nothing else.
+command (`continuity.commands.units`, `continuity.commands.agent_units`) builds one from
+its typed request (`continuity.commands.units_request.real_request`), once; `run_real`,
+`run_real_agent` and `open_real_run` read its fields and nothing else.
 """
 
 from __future__ import annotations
@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_OBSERVED_INPUT_TOKENS",
     "DEFAULT_REQUEST_TIMEOUT",
     "RealRequest",
-    "real_request_from_options",
 ]
 
 # limits.max_observed_input_tokens_per_invocation, unless --max-input-tokens says otherwise.
@@ -60,28 +58,3 @@ class RealRequest:
     cost_cap: str | None = None
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     raise_cap: bool = False
-
-
-def real_request_from_options(
-    options: Mapping[str, Any], only_repeats: Sequence[int] | None
-) -> RealRequest:
-    """The request of a ``doit units --real`` (or ``--agent ... --real``) invocation
-    from its options, each read once here: empty texts and zero numbers mean "the
-    default"."""
-    return RealRequest(
-        confirm=options.get("confirm_plan") or None,
-        credentials=options.get("credentials") or None,
-        output=options.get("out") or None,
-        traces=options.get("trace") or None,
-        only_repeats=only_repeats,
-        jobs=int(options.get("jobs") or 0) or None,  # None: every checkpoint at once
-        concurrency=int(options.get("concurrency") or 4),
-        max_observed_input_tokens=int(options.get("max_input_tokens") or 0)
-        or DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
-        explain_cache=bool(options.get("explain_cache")),
-        capture=options.get("capture_upkeep_output") or None,
-        pricing=options.get("pricing") or None,
-        cost_cap=options.get("cost_cap") or None,
-        request_timeout=float(options.get("request_timeout") or DEFAULT_REQUEST_TIMEOUT),
-        raise_cap=bool(options.get("raise_cap")),
-    )

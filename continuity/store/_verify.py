@@ -25,7 +25,8 @@ A file failing its check is moved to ``quarantine/`` (never deleted) and counted
    next run of the command they name and never fails a repair.
 
 The store knows nothing of what its refs mean: the rebuilders come from the caller
-(``rules/store.py`` for ``doit verify``), which may import the layers that build them.
+(`continuity.commands.store_upkeep` for ``doit verify``), which may import the layers that
+build them.
 
 Units, checkpoints, scores and aggregate caches are keyed by what they were made from, so
 the next ``doit units`` / ``doit aggregate`` with the same options rebuilds exactly what the

@@ -10,8 +10,8 @@ import pytest
 
 from continuity.agents.check import check_agent
 from continuity.agents.manifest import load_manifest
+from continuity.commands.agent_check import AgentCheckRequest, agent_check
 from continuity.errors import ContinuityError, GateFailed
-from rules.agents import _agent_check
 from tests.harness.test_replay import trace_named
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def test_bad_input_is_refused_with_a_code(
 ) -> None:
     monkeypatch.setenv("CONTINUITY_STORE", str(tmp_path / "store"))
     with pytest.raises(ContinuityError) as caught:
-        _agent_check(out=str(tmp_path / "out"), **options)
+        agent_check(AgentCheckRequest.of({"out": str(tmp_path / "out"), **options}))
     assert caught.value.code == code
 
 

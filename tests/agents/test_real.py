@@ -18,8 +18,9 @@ from continuity.errors import ContinuityError, RunIncomplete
 from continuity.messages import AssistantMessage, ToolResultMessage, UserMessage
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.estimate_format import format_dry_run
-from continuity.plan.plan import plan_from_options
+from continuity.plan.plan import plan_from_request
 from continuity.plan.pricing import load_catalog
+from continuity.plan.request import PlanRequest
 from continuity.plan.workload import workload
 from continuity.probes.protocol import probe_turn_text, unknown_reply
 from continuity.providers.endpoint import EndpointSpec
@@ -43,7 +44,7 @@ def _rig(tmp_path: Path, url: str) -> dict[str, Any]:
     options = {"agent": str(TOY_MANIFEST), "provider": "openai-chat", "base_url": url + "/v1",
                "credentials": str(credentials), "reader": "openai-codex:gpt-6-mini",
                "arms": "native,new_session", "probe_limit": 1}  # fmt: skip
-    plan = plan_from_options(options)
+    plan = plan_from_request(PlanRequest.of(options))
     result = dry_run(plan, workload(plan), load_catalog())
     record_dry_run(store, result, tmp_path / "plans")
     item = next(i for i in build_suite(store, "original", out_dir=tmp_path).items

@@ -17,7 +17,8 @@ from continuity.agents.manifest import load_manifest
 from continuity.agents.units import AGENT_PROBE_PROTOCOL
 from continuity.contract_agent import TOY_MANIFEST, check_outside_agent
 from continuity.errors import ContinuityError
-from continuity.plan.plan import plan_digest, plan_from_options
+from continuity.plan.plan import plan_digest, plan_from_request
+from continuity.plan.request import PlanRequest
 from continuity.probes.protocol import answer_form
 from continuity.report.aggregate import aggregate_run
 from continuity.report.compare import compare_runs
@@ -209,8 +210,13 @@ def test_a_rerun_reuses_the_stored_units_and_a_changed_agent_builds_new_ones(
     (copy / "toy_agent.py").write_text((copy / "toy_agent.py").read_text() + "\n# edited\n")
     assert edited.fingerprint({})["sources"] != print_["sources"]
     options = {**agent_run["options"], "store": str(tmp_path / "s"), "out": str(tmp_path)}
-    base = plan_digest(plan_from_options(options))
-    assert plan_digest(plan_from_options({**options, "agent": str(copy / "agent.toml")})) != base
+    base = plan_digest(plan_from_request(PlanRequest.of(options)))
+    assert (
+        plan_digest(
+            plan_from_request(PlanRequest.of({**options, "agent": str(copy / "agent.toml")}))
+        )
+        != base
+    )
 
 
 @pytest.mark.xdist_group("agent_run")  # one worker builds the fixture
@@ -344,5 +350,5 @@ def test_bad_agent_units_input_is_refused_with_a_code(
     given: dict[str, object] = {"agent": str(TOY_MANIFEST), "run": "a", "out": str(tmp_path),
                                 "store": str(tmp_path / "store")}  # fmt: skip
     with pytest.raises(ContinuityError) as caught:
-        _units(**{**given, **options})  # type: ignore[arg-type]
+        _units(**{**given, **options})
     assert caught.value.code == code

@@ -18,7 +18,8 @@ from continuity.holdout import HoldoutSource
 from continuity.lookup.fixed_budget import load_fixed_budget
 from continuity.lookup.sizing import load_sizing
 from continuity.plan.lookup_slots import EstimateRole
-from continuity.plan.plan import LookupPlan, plan_from_options
+from continuity.plan.plan import LookupPlan, plan_from_request
+from continuity.plan.request import PlanRequest
 from continuity.roles.table import ROLES
 from continuity.runner.fixed_budget.sizing import FixedBudgetRequest, run_fixed_budget
 from continuity.store import Store
@@ -74,7 +75,7 @@ def _options(sized: tuple[Store, HoldoutSource, Path, str], **extra: object) -> 
 def test_a_holdout_lookup_plan_binds_its_fixed_budget_sizing(
     sized: tuple[Store, HoldoutSource, Path, str],
 ) -> None:
-    plan = plan_from_options(_options(sized))
+    plan = plan_from_request(PlanRequest.of(_options(sized)))
     assert isinstance(plan, LookupPlan)
     assert plan.policy_sha256 == hashlib.sha256(sized[2].read_bytes()).hexdigest()
     assert (plan.call_budget, plan.byte_budget) == (8, 126_976)
@@ -96,7 +97,7 @@ def test_a_sizing_of_another_selection_or_reader_is_refused(
     sized: tuple[Store, HoldoutSource, Path, str], extra: dict[str, object], code: str
 ) -> None:
     with pytest.raises(UsageError) as caught:
-        plan_from_options(_options(sized, **extra))
+        plan_from_request(PlanRequest.of(_options(sized, **extra)))
     assert caught.value.code == code
 
 
@@ -109,7 +110,7 @@ def test_a_fixed_budget_sizing_needs_a_holdout_plan(
         "policy_sha256": sized[3],
     }
     with pytest.raises(UsageError) as caught:
-        plan_from_options(options)
+        plan_from_request(PlanRequest.of(options))
     assert caught.value.code == "lookup_policy_holdout_mismatch"
 
 

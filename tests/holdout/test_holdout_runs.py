@@ -14,7 +14,8 @@ import pytest
 
 from continuity.holdout import HoldoutSource, freeze_source
 from continuity.plan.holdout_plan import holdout_choice
-from continuity.plan.plan import build_plan, plan_digest, plan_from_options
+from continuity.plan.plan import build_plan, holdout_for_request, plan_digest, plan_from_request
+from continuity.plan.request import HoldoutRequest, PlanRequest
 from continuity.store import Store
 from tests.holdout.test_freeze import PLAIN, overlap_report
 from tests.holdout.toy import doit_args, write_source
@@ -57,7 +58,7 @@ def test_a_holdout_plan_binds_the_source_and_its_selection(
     frozen: tuple[Store, HoldoutSource],
 ) -> None:
     store, source = frozen
-    plan = plan_from_options(_options(store, source))
+    plan = plan_from_request(PlanRequest.of(_options(store, source)))
     assert plan.suite == "holdout" and plan.holdout is not None
     binding = plan.holdout
     assert binding.algorithm == "seeded-sha256-rank-v1" and binding.seed == 17
@@ -65,10 +66,10 @@ def test_a_holdout_plan_binds_the_source_and_its_selection(
     assert binding.selected == ("toy-north-1", "toy-north-2", "toy-south-2", "toy-south-3")
     assert binding.manifest_sha256 == source.manifest_sha256
     # another seed, another selection, another digest; a built-in plan keeps its digest
-    other = plan_from_options(_options(store, source, selection_seed=2026))
+    other = plan_from_request(PlanRequest.of(_options(store, source, selection_seed=2026)))
     assert plan_digest(other) != plan_digest(plan)
     assert plan_digest(build_plan("original")) == plan_digest(
-        plan_from_options({"suite": "original"})
+        plan_from_request(PlanRequest.of({"suite": "original"}))
     )
 
 
@@ -90,18 +91,22 @@ def test_holdout_plans_refuse_with_codes(
     from continuity.errors import UsageError
 
     store, source = frozen
+    options = _options(store, source, **extra)
+    request = PlanRequest.of(options)  # --trace is a run's option: the holdout is told it
     with pytest.raises(UsageError) as caught:
-        plan_from_options(_options(store, source, **extra))
+        plan_from_request(
+            request, holdout_for_request(request, trace=str(options.get("trace", "")))
+        )
     assert caught.value.code == code
 
 
 def test_no_holdout_option_and_no_fallback(frozen: tuple[Store, HoldoutSource]) -> None:
     store, _ = frozen
-    assert holdout_choice(store, {"suite": "original"}) is None
+    assert holdout_choice(store, HoldoutRequest(suite="original")) is None
     from continuity.errors import UsageError
 
     with pytest.raises(UsageError) as caught:
-        plan_from_options({"suite": "holdout", "store": str(store.root)})
+        plan_from_request(PlanRequest.of({"suite": "holdout", "store": str(store.root)}))
     assert caught.value.code == "holdout_source_incomplete"
 
 

@@ -30,7 +30,8 @@ from continuity.lookup.reader import LUNA, SOL, binding_models
 from continuity.lookup.receipts import LookupBinding, LookupWitness
 from continuity.lookup.soul import read_soul
 from continuity.lookup.sources import sources_for
-from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
+from continuity.plan.plan import LookupPlan, plan_digest, plan_from_request
+from continuity.plan.request import PlanRequest
 from continuity.probes.protocol import ANSWER_LINE_INSTRUCTION, PROBE_INSTRUCTION
 from continuity.report.aggregate import aggregate_run
 from continuity.report.lookup import LookupRow, lookup_table
@@ -117,8 +118,11 @@ RECALL_ARMS = [
 
 
 def test_recall_only_plan_arms_and_prompt_bytes_are_unchanged(tmp_path: Path) -> None:
-    assert plan_digest(plan_from_options({})) == DEFAULT_DIGEST
-    assert plan_digest(plan_from_options({"probe_mode": "recall-only"})) == DEFAULT_DIGEST
+    assert plan_digest(plan_from_request(PlanRequest())) == DEFAULT_DIGEST
+    assert (
+        plan_digest(plan_from_request(PlanRequest.of({"probe_mode": "recall-only"})))
+        == DEFAULT_DIGEST
+    )
     assert [a.id for a in parse_arms(None)] == RECALL_ARMS
     store = Store(tmp_path / "store")
     item = build_suite(store, "original", out_dir=tmp_path / "out").items[0]
@@ -135,7 +139,7 @@ def test_recall_only_plan_arms_and_prompt_bytes_are_unchanged(tmp_path: Path) ->
 
 
 def test_lookup_plans_bind_soul_and_policy_and_admit_two_arms() -> None:
-    plan = plan_from_options({"probe_mode": LOOKUP})
+    plan = plan_from_request(PlanRequest.of({"probe_mode": LOOKUP}))
     assert isinstance(plan, LookupPlan)
     assert sorted(plan.arms) == ["continuity-pack-cold", "native-lookup"]
     assert plan.call_budget == 8 and plan.byte_budget == 126_976
@@ -145,28 +149,30 @@ def test_lookup_plans_bind_soul_and_policy_and_admit_two_arms() -> None:
 
     assert workload(plan).units == 8  # the dry run sizes a lookup plan too
     with pytest.raises(ArmError) as caught:
-        plan_from_options({"probe_mode": LOOKUP, "arms": "native"})
+        plan_from_request(PlanRequest.of({"probe_mode": LOOKUP, "arms": "native"}))
     assert caught.value.code == "arm_not_admitted_in_lookup:native"
     with pytest.raises(ArmError) as caught:
-        plan_from_options({"arms": "native-lookup"})
+        plan_from_request(PlanRequest.of({"arms": "native-lookup"}))
     assert caught.value.code == "arm_lookup_only:native-lookup"
     with pytest.raises(ArmError) as caught:
-        plan_from_options({"probe_mode": "guess"})
+        plan_from_request(PlanRequest.of({"probe_mode": "guess"}))
     assert caught.value.code == "probe_mode_unknown"
     with pytest.raises(UsageError) as real:
-        plan_from_options({"probe_mode": LOOKUP, "provider": "openai-chat"})
+        plan_from_request(PlanRequest.of({"probe_mode": LOOKUP, "provider": "openai-chat"}))
     assert real.value.code == "lookup_real_refused"
 
 
 def test_the_two_scripted_reader_bindings() -> None:
-    default = plan_from_options({"probe_mode": LOOKUP})
-    alternate = plan_from_options({"probe_mode": LOOKUP, "lookup_reader": "alternate"})
+    default = plan_from_request(PlanRequest.of({"probe_mode": LOOKUP}))
+    alternate = plan_from_request(
+        PlanRequest.of({"probe_mode": LOOKUP, "lookup_reader": "alternate"})
+    )
     assert isinstance(default, LookupPlan) and isinstance(alternate, LookupPlan)
     assert (default.reader_binding, alternate.reader_binding) == ("default", "alternate")
     assert plan_digest(default) != plan_digest(alternate)
-    assert plan_digest(plan_from_options({"probe_mode": LOOKUP, "lookup_reader": "default"})) == (
-        plan_digest(default)
-    )
+    assert plan_digest(
+        plan_from_request(PlanRequest.of({"probe_mode": LOOKUP, "lookup_reader": "default"}))
+    ) == (plan_digest(default))
     # Sol reads by default; its native history is replayed on Sol (the reader's own
     # session) and the cold pack arm's history on Luna. The alternate swaps them.
     native, cold = ARMS["native-lookup"], ARMS["continuity-pack-cold"]
@@ -181,10 +187,10 @@ def test_the_two_scripted_reader_bindings() -> None:
         "gpt-6-luna"
     )
     with pytest.raises(UsageError) as caught:
-        plan_from_options({"probe_mode": LOOKUP, "lookup_reader": "terra"})
+        plan_from_request(PlanRequest.of({"probe_mode": LOOKUP, "lookup_reader": "terra"}))
     assert caught.value.code == "lookup_reader_unknown"
     with pytest.raises(UsageError) as caught:
-        plan_from_options({"lookup_reader": "alternate"})
+        plan_from_request(PlanRequest.of({"lookup_reader": "alternate"}))
     assert caught.value.code == "plan_invalid" and caught.value.location == "--lookup-reader"
 
 
@@ -201,8 +207,12 @@ def test_a_changed_policy_changes_the_plan(tmp_path: Path) -> None:
     other = tmp_path / "policy.json"
     other.write_text(json.dumps(document))
     sha = hashlib.sha256(other.read_bytes()).hexdigest()
-    changed = plan_from_options({"probe_mode": LOOKUP, "policy": str(other), "policy_sha256": sha})
-    assert plan_digest(changed) != plan_digest(plan_from_options({"probe_mode": LOOKUP}))
+    changed = plan_from_request(
+        PlanRequest.of({"probe_mode": LOOKUP, "policy": str(other), "policy_sha256": sha})
+    )
+    assert plan_digest(changed) != plan_digest(
+        plan_from_request(PlanRequest.of({"probe_mode": LOOKUP}))
+    )
 
 
 def test_a_soul_mismatch_fails_the_plan(tmp_path: Path) -> None:
@@ -211,12 +221,14 @@ def test_a_soul_mismatch_fails_the_plan(tmp_path: Path) -> None:
     other = tmp_path / "policy.json"
     other.write_text(json.dumps(document))
     with pytest.raises(Exception) as caught:
-        plan_from_options(
-            {
-                "probe_mode": LOOKUP,
-                "policy": str(other),
-                "policy_sha256": hashlib.sha256(other.read_bytes()).hexdigest(),
-            }
+        plan_from_request(
+            PlanRequest.of(
+                {
+                    "probe_mode": LOOKUP,
+                    "policy": str(other),
+                    "policy_sha256": hashlib.sha256(other.read_bytes()).hexdigest(),
+                }
+            )
         )
     assert getattr(caught.value, "code", "") == "lookup_soul_mismatch"
 
@@ -687,7 +699,7 @@ def test_a_lookup_dry_run_sizes_the_slots_and_prices_nothing(tmp_path: Path) -> 
     from continuity.plan.pricing import load_catalog
     from continuity.plan.workload import load_plan_traces, lookup_sizing, workload
 
-    plan = plan_from_options({"probe_mode": LOOKUP})
+    plan = plan_from_request(PlanRequest.of({"probe_mode": LOOKUP}))
     assert isinstance(plan, LookupPlan)
     traces = load_plan_traces(plan)
     sizing = lookup_sizing(plan, load_policy(), traces)
@@ -701,7 +713,9 @@ def test_a_lookup_dry_run_sizes_the_slots_and_prices_nothing(tmp_path: Path) -> 
     text = format_dry_run(result)
     assert "nothing is billed" in text and "USD" not in text and SOL in text
     # A lookup plan's inventory-infeasible slots are counted by class.
-    hard = plan_from_options({"probe_mode": LOOKUP, "suite": "hard", "seeds": "101-102"})
+    hard = plan_from_request(
+        PlanRequest.of({"probe_mode": LOOKUP, "suite": "hard", "seeds": "101-102"})
+    )
     assert isinstance(hard, LookupPlan)
     hard_sizing = lookup_sizing(hard, load_policy())
     assert hard_sizing.slots["context_bound"] == 6 and hard_sizing.slots["feasible"] == 6

@@ -24,7 +24,8 @@ from continuity.lookup.policy import (
     round_inputs,
 )
 from continuity.lookup.soul import check_soul, install_soul, normalise_core, read_soul
-from continuity.plan.plan import LookupPlan, plan_from_options
+from continuity.plan.plan import LookupPlan, plan_from_request
+from continuity.plan.request import PlanRequest
 from continuity.probes.protocol import PROBE_PROTOCOL
 
 
@@ -177,7 +178,7 @@ def test_each_frozen_policy_is_pinned_and_new_plans_use_the_bound_one() -> None:
             old["bytes"],
             old["responses"],
         )
-    plan = plan_from_options({"probe_mode": "lookup-allowed-v1"})
+    plan = plan_from_request(PlanRequest.of({"probe_mode": "lookup-allowed-v1"}))
     assert isinstance(plan, LookupPlan)
     assert plan.policy_sha256 == FROZEN_POLICIES["budget-v4.json"]
 
@@ -189,12 +190,14 @@ def test_an_unbound_policy_is_refused_for_a_new_plan(name: str) -> None:
         load_policy(path, FROZEN_POLICIES[name])
     assert (caught.value.code, caught.value.location) == ("lookup_policy_unbound", str(path))
     with pytest.raises(UsageError) as caught:
-        plan_from_options(
-            {
-                "probe_mode": "lookup-allowed-v1",
-                "policy": str(path),
-                "policy_sha256": FROZEN_POLICIES[name],
-            }
+        plan_from_request(
+            PlanRequest.of(
+                {
+                    "probe_mode": "lookup-allowed-v1",
+                    "policy": str(path),
+                    "policy_sha256": FROZEN_POLICIES[name],
+                }
+            )
         )
     assert caught.value.code == "lookup_policy_unbound"
 

@@ -28,7 +28,8 @@ from continuity.lookup.policy import (
     load_policy,
 )
 from continuity.lookup.soul import read_soul
-from continuity.plan.plan import plan_from_options
+from continuity.plan.plan import plan_from_request
+from continuity.plan.request import PlanRequest
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.runner.inventory import Inventory, policy_for
 from continuity.runner.lookup_budget import policy_bytes
@@ -188,8 +189,10 @@ def test_a_protocol_mismatch_is_refused(field: str, value: str, tmp_path: Path) 
     error = refused(path, sha)
     assert (error.code, error.location) == ("lookup_policy_protocol_mismatch", str(path))
     with pytest.raises(UsageError) as caught:
-        plan_from_options(
-            {"probe_mode": "lookup-allowed-v1", "policy": str(path), "policy_sha256": sha}
+        plan_from_request(
+            PlanRequest.of(
+                {"probe_mode": "lookup-allowed-v1", "policy": str(path), "policy_sha256": sha}
+            )
         )
     assert caught.value.code == "lookup_policy_protocol_mismatch"
 

@@ -13,9 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from continuity.errors import UsageError
-from continuity.plan.plan import Endpoint, build_plan, plan_digest, plan_from_options
+from continuity.plan.plan import Endpoint, build_plan, plan_digest, plan_from_request
+from continuity.plan.request import PlanRequest
 from continuity.providers.efforts import EFFORTS, check_effort
-from continuity.runner.judge_calibration import judge_for
+from continuity.runner.judge_calibration import JudgeChoice, judge_for
 from tests.graph.test_dodo import doit
 
 KINDS = sorted(EFFORTS)
@@ -39,7 +40,7 @@ def test_an_effort_the_provider_does_not_take_is_refused(
     options: dict[str, Any], location: str
 ) -> None:
     with pytest.raises(UsageError) as caught:
-        plan_from_options(options)
+        plan_from_request(PlanRequest.of(options))
     error = caught.value
     assert (error.code, error.location) == ("effort_invalid", location)
     kind = options.get("provider", "scripted")
@@ -81,8 +82,8 @@ def test_every_effort_in_use_stays_valid(kind: str, effort: str) -> None:
 
 def test_a_valid_plan_keeps_its_digest() -> None:
     """The check binds nothing: the default plan's digest is the one bound before it."""
-    assert plan_digest(plan_from_options({})) == plan_digest(build_plan())
-    assert plan_from_options({"effort": "high"}).reader_effort == "high"
+    assert plan_digest(plan_from_request(PlanRequest())) == plan_digest(build_plan())
+    assert plan_from_request(PlanRequest.of({"effort": "high"})).reader_effort == "high"
 
 
 @given(kind=st.sampled_from(KINDS), effort=st.text(max_size=12))
@@ -97,7 +98,7 @@ def test_an_effort_is_valid_exactly_when_the_provider_lists_it(kind: str, effort
 
 def test_the_judge_calibration_refuses_an_invalid_judge_effort(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as caught:
-        judge_for({"judge_effort": "extreme"}, str(tmp_path / "store"), tmp_path / "out")
+        judge_for(JudgeChoice(judge_effort="extreme"), str(tmp_path / "store"), tmp_path / "out")
     assert (caught.value.code, caught.value.location) == ("effort_invalid", "--judge-effort")
 
 

@@ -12,8 +12,9 @@ import pytest
 from continuity.errors import RealModeError
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.guards import check_real_mode
-from continuity.plan.plan import Plan, plan_digest, plan_from_options
+from continuity.plan.plan import Plan, plan_digest, plan_from_request
 from continuity.plan.pricing import load_catalog
+from continuity.plan.request import PlanRequest
 from continuity.plan.workload import workload
 from continuity.runner.real import run_real
 from continuity.runner.real_request import RealRequest
@@ -41,7 +42,7 @@ class Setup:
         self.checkout = checkout
         self.credentials = str(credentials)
         self.output = str(tmp_path / "run-1")
-        self.plan = plan_from_options(self.options())
+        self.plan = plan_from_request(PlanRequest.of(self.options()))
         result = dry_run(self.plan, workload(self.plan), load_catalog())
         record_dry_run(self.store, result, tmp_path / "out")
         self.digest = result.digest
@@ -95,7 +96,7 @@ def test_ci_variable_refuses_even_empty(setup: Setup, opened_files: list[str], v
 
 
 def test_scripted_plan_is_not_real(setup: Setup, opened_files: list[str]) -> None:
-    refused(setup, opened_files, "real_provider_required", plan=plan_from_options({}))
+    refused(setup, opened_files, "real_provider_required", plan=plan_from_request(PlanRequest()))
 
 
 HOSTED = {"base_url": "https://models.invalid/v1"}
@@ -104,7 +105,7 @@ HOSTED = {"base_url": "https://models.invalid/v1"}
 def test_credentials_file_is_required_away_from_this_machine(
     setup: Setup, opened_files: list[str]
 ) -> None:
-    hosted = plan_from_options(setup.options(**HOSTED))
+    hosted = plan_from_request(PlanRequest.of(setup.options(**HOSTED)))
     error = refused(setup, opened_files, "credentials_required", credentials=None, plan=hosted)
     assert "models.invalid" in error.message
 
@@ -121,7 +122,7 @@ def test_confirmation_is_required(setup: Setup, opened_files: list[str]) -> None
 
 
 def test_confirmation_must_match_this_plan(setup: Setup, opened_files: list[str]) -> None:
-    other = plan_from_options(setup.options(repeats=2))
+    other = plan_from_request(PlanRequest.of(setup.options(repeats=2)))
     error = refused(setup, opened_files, "confirmation_mismatch", plan=other)
     assert plan_digest(other)[:16] in error.message
 
@@ -134,7 +135,7 @@ def test_confirmation_needs_a_recorded_dry_run(
 
 def test_credentials_file_must_exist(setup: Setup, opened_files: list[str], tmp_path: Path) -> None:
     missing = str(tmp_path / "secrets" / "nope.json")
-    plan = plan_from_options({**setup.options(), "credentials": missing})
+    plan = plan_from_request(PlanRequest.of({**setup.options(), "credentials": missing}))
     result = dry_run(plan, workload(plan), load_catalog())
     record_dry_run(setup.store, result, tmp_path / "out")
     with pytest.raises(RealModeError) as caught:
@@ -196,7 +197,7 @@ def test_guards_fire_in_order(setup: Setup, opened_files: list[str]) -> None:
         credentials=None,
         output=None,
     )
-    hosted = plan_from_options(setup.options(**HOSTED))
+    hosted = plan_from_request(PlanRequest.of(setup.options(**HOSTED)))
     refused(
         setup, opened_files, "credentials_required", confirm=None, credentials=None, plan=hosted
     )

@@ -364,7 +364,7 @@ def test_external_only_options_without_the_triple_are_refused(toy: Fixture) -> N
         ("output_limit_source", "catalog_max"),
     ):
         with pytest.raises(HoldoutError) as err:
-            _estimate(probe_mode=LOOKUP, **{name: value})  # type: ignore[arg-type]
+            _estimate(probe_mode=LOOKUP, **{name: value})
         assert (err.value.code, err.value.location) == ("holdout_source_incomplete", "--manifest")
     with pytest.raises(HoldoutError) as err:
         _estimate(**options(toy, statistical_spec=None))

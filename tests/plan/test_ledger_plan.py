@@ -9,7 +9,8 @@ import pytest
 from continuity.arms import LEDGER_ARM
 from continuity.errors import ContinuityError, LedgerError, UsageError
 from continuity.plan.ledger_plan import RESERVATIONS, Reservation, check_ledger_plan
-from continuity.plan.plan import Plan, build_plan, plan_digest, plan_from_options
+from continuity.plan.plan import Plan, build_plan, plan_digest, plan_from_request
+from continuity.plan.request import PlanRequest
 from continuity.plan.workload import load_plan_traces, workload
 from continuity.traces.schema import Trace
 
@@ -32,7 +33,7 @@ def test_a_plan_with_the_ledger_arm_binds_its_extractor_sequence_and_reservation
         {"require_request_cap": True},
         {"reader": "openai-codex:gpt-6-nova"},
     ):
-        other = plan_from_options({"arms": FOUR_ARMS, **change})
+        other = plan_from_request(PlanRequest.of({"arms": FOUR_ARMS, **change}))
         assert plan_digest(other) != base, change
 
 
@@ -40,21 +41,23 @@ def test_a_plan_without_the_ledger_arm_binds_nothing_of_it() -> None:
     plan = build_plan(arms="native,cold-rebuild")
     assert plan.ledger is None
     # Every default plan keeps its digest (tests/plan/test_plan.py pins the default).
-    assert plan_digest(plan) == plan_digest(plan_from_options({"arms": "native,cold-rebuild"}))
+    assert plan_digest(plan) == plan_digest(
+        plan_from_request(PlanRequest.of({"arms": "native,cold-rebuild"}))
+    )
 
 
 @pytest.mark.parametrize("flag", ["extraction_model", "require_request_cap"])
 def test_a_ledger_option_without_the_ledger_arm_is_refused(flag: str) -> None:
     value: object = "openai-codex:gpt-6-mini" if flag == "extraction_model" else True
     with pytest.raises(UsageError) as refused:
-        plan_from_options({"arms": "native", flag: value})
+        plan_from_request(PlanRequest.of({"arms": "native", flag: value}))
     assert refused.value.code == "plan_invalid"
     assert refused.value.location == "--" + flag.replace("_", "-")
 
 
 def test_an_extraction_model_must_be_provider_model() -> None:
     with pytest.raises(UsageError) as refused:
-        plan_from_options({"arms": LEDGER_ARM, "extraction_model": "gpt-6-mini"})
+        plan_from_request(PlanRequest.of({"arms": LEDGER_ARM, "extraction_model": "gpt-6-mini"}))
     assert (refused.value.code, refused.value.location) == ("plan_invalid", "--extraction-model")
 
 
@@ -153,15 +156,15 @@ def test_a_ledger_section_without_the_arm_is_refused() -> None:
 
 
 def test_the_next_command_keeps_the_ledger_options() -> None:
-    from rules.plan import next_command
+    from continuity.commands.planning import next_command
 
     options = {
         "arms": LEDGER_ARM,
         "extraction_model": "openai-codex:gpt-6-mini",
         "require_request_cap": True,
     }
-    plan = plan_from_options(options)
-    words = next_command(options, plan, plan_digest(plan)).split()
+    plan = plan_from_request(PlanRequest.of(options))
+    words = next_command(PlanRequest.of(options), plan, plan_digest(plan)).split()
     flag = words.index("--require-request-cap")
     following = words[flag + 1 : flag + 2]
     assert following in ([], ["--extraction-model"]) or following[0].startswith("--")

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
+from continuity.commands.estimation import EstimateRequest
 from continuity.errors import ContinuityError, UsageError
 from continuity.lookup.policy import default_policy_path, load_policy
 from continuity.lookup.reader import LUNA, SOL
@@ -67,7 +68,9 @@ from continuity.plan.pricing import (
     price_source,
     rate_card,
 )
+from continuity.plan.request import HoldoutRequest
 from continuity.providers.rates import price_usage
+from continuity.requests import SuiteRequest
 from continuity.roles.register import (
     REGISTRATION_SCHEMA,
     BoundDigests,
@@ -76,7 +79,7 @@ from continuity.roles.register import (
     workload,
 )
 from continuity.roles.table import ROLES
-from rules.estimate import _estimate
+from rules.estimate import _estimate, task_estimate
 from tests.plan.test_plan import guarded_doit
 
 LOOKUP = "lookup-allowed-v1"
@@ -405,11 +408,24 @@ def test_options_of_the_other_mode_are_refused_never_ignored() -> None:
     assert (err.value.code, err.value.location) == ("plan_invalid", "--suites")
     for option, value in (("suite", "hard"), ("repeats", 2), ("cost_limit", 5.0)):
         with pytest.raises(UsageError) as err:
-            _estimate(probe_mode=LOOKUP, **{option: value})  # type: ignore[arg-type]
+            _estimate(probe_mode=LOOKUP, **{option: value})
         assert (err.value.code, err.value.location) == (
             "plan_invalid",
             f"--{option.replace('_', '-')}",
         )
+
+
+def test_a_refusal_names_the_first_option_in_the_order_doit_estimate_declares() -> None:
+    """The request's fields keep the declared option order for every option a refusal
+    can name (all but the store, the output and the holdout source), so the first of
+    several refused options is the one the user reads first in ``--help``."""
+    source = set(HoldoutRequest.__struct_fields__) - set(SuiteRequest.__struct_fields__)
+    skipped = {"store", "out", *source}
+    declared = [p["name"] for p in task_estimate()["params"] if p["name"] not in skipped]
+    assert [f for f in EstimateRequest.__struct_fields__ if f not in skipped] == declared
+    with pytest.raises(UsageError) as err:
+        _estimate(probe_mode=LOOKUP, cost_limit=5.0, judge="default", seeds="101")
+    assert (err.value.code, err.value.location) == ("plan_invalid", "--seeds")
 
 
 def test_real_is_refused_before_any_artifact_is_read(

@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 from doit.cmdparse import CmdOption, TaskParse
 
-from continuity.plan.plan import plan_digest, plan_from_options
-from rules.plan import next_command, task_dry_run
+from continuity.commands.planning import next_command
+from continuity.plan.plan import plan_digest, plan_from_request
+from continuity.plan.request import PlanRequest
+from rules.plan import task_dry_run
 from rules.units import task_units
 from tests.conftest import REPO
 from tests.plan.test_plan import GUARDED_DOIT
@@ -60,12 +62,12 @@ CASES = [
 @pytest.mark.parametrize("args", CASES, ids=lambda a: " ".join(a)[:50] or "default")
 def test_the_printed_command_binds_the_same_plan(args: list[str], tmp_path: Path) -> None:
     dry = _parse(task_dry_run, args)
-    plan = plan_from_options(dry)
+    plan = plan_from_request(PlanRequest.of(dry))
     digest = plan_digest(plan)
-    words = shlex.split(next_command(dry, plan, digest))
+    words = shlex.split(next_command(PlanRequest.of(dry), plan, digest))
     assert words[:4] == ["python3", "-m", "doit", "units"]
     units = _parse(task_units, words[4:])
-    assert plan_digest(plan_from_options(units)) == digest
+    assert plan_digest(plan_from_request(PlanRequest.of(units))) == digest
     assert units["store"] == dry["store"]
     if plan.mode == "real":
         assert units["real"] is True and units["confirm_plan"] == digest
@@ -82,11 +84,13 @@ def test_a_custom_catalog_is_carried_into_the_real_command(tmp_path: Path) -> No
     catalog.write_bytes((REPO / "fixtures" / "pricing" / "catalog.json").read_bytes())
     args = ["--provider", "openai-chat", "--credentials", "/c.json", "--pricing", str(catalog)]
     dry = _parse(task_dry_run, args)
-    plan = plan_from_options(dry)
+    plan = plan_from_request(PlanRequest.of(dry))
     assert plan.pricing is not None
-    words = shlex.split(next_command(dry, plan, plan_digest(plan)))
+    words = shlex.split(next_command(PlanRequest.of(dry), plan, plan_digest(plan)))
     assert words[words.index("--pricing") + 1] == str(catalog)
-    assert plan_digest(plan_from_options(_parse(task_units, words[4:]))) == plan_digest(plan)
+    assert plan_digest(
+        plan_from_request(PlanRequest.of(_parse(task_units, words[4:])))
+    ) == plan_digest(plan)
 
 
 def test_the_users_out_is_kept_offline_and_outside_the_checkout(tmp_path: Path) -> None:
@@ -102,8 +106,8 @@ def test_the_users_out_is_kept_offline_and_outside_the_checkout(tmp_path: Path) 
         ([], None),
     ]:
         dry = _parse(task_dry_run, args)
-        plan = plan_from_options(dry)
-        words = shlex.split(next_command(dry, plan, plan_digest(plan)))
+        plan = plan_from_request(PlanRequest.of(dry))
+        words = shlex.split(next_command(PlanRequest.of(dry), plan, plan_digest(plan)))
         units = _parse(task_units, words[4:])
         if expected is not None:
             assert units["out"] == expected, args

@@ -23,8 +23,9 @@ from continuity.plan.estimate import (
     record_dry_run,
 )
 from continuity.plan.estimate_format import format_dry_run
-from continuity.plan.plan import build_plan, plan_digest, plan_from_options
+from continuity.plan.plan import build_plan, plan_digest, plan_from_request
 from continuity.plan.pricing import call_cost, default_catalog_path, load_catalog
+from continuity.plan.request import PlanRequest
 from continuity.plan.workload import PlannedCall, price_calls, workload
 from continuity.store import Store
 from tests.conftest import REPO
@@ -46,13 +47,13 @@ PREVIOUS_TRACES_KEY = "0b26c6b203b298fa34485761939e806acf7efb99090412b53b5510019
 
 def test_default_offline_plan_digest_is_pinned() -> None:
     assert plan_digest(build_plan()) == DEFAULT_DIGEST
-    assert plan_digest(plan_from_options({})) == DEFAULT_DIGEST
+    assert plan_digest(plan_from_request(PlanRequest())) == DEFAULT_DIGEST
 
 
 def test_the_previous_default_digest_is_reproduced() -> None:
     """The moves are only what issues 34 and 35 record: nothing else in the encoding
     changed."""
-    seed = plan_from_options({"models": "seed"})
+    seed = plan_from_request(PlanRequest.of({"models": "seed"}))
     previous = msgspec.structs.replace(
         seed, traces_key=PREVIOUS_TRACES_KEY, probe_protocol="probe-protocol-v2"
     )
@@ -77,7 +78,7 @@ def test_the_previous_default_digest_is_reproduced() -> None:
     ],
 )
 def test_every_bound_field_changes_the_digest(change: dict[str, Any]) -> None:
-    assert plan_digest(plan_from_options(change)) != DEFAULT_DIGEST
+    assert plan_digest(plan_from_request(PlanRequest.of(change))) != DEFAULT_DIGEST
 
 
 @pytest.mark.parametrize(
@@ -101,8 +102,8 @@ def test_every_bound_field_changes_the_digest(change: dict[str, Any]) -> None:
 def test_one_field_changed_alone_changes_the_digest(
     base: dict[str, Any], change: dict[str, Any]
 ) -> None:
-    assert plan_digest(plan_from_options({**base, **change})) != plan_digest(
-        plan_from_options(base)
+    assert plan_digest(plan_from_request(PlanRequest.of({**base, **change}))) != plan_digest(
+        plan_from_request(PlanRequest.of(base))
     )
 
 
@@ -110,11 +111,19 @@ def test_the_endpoint_is_bound_but_neither_the_credentials_nor_their_path() -> N
     """A credential decides who pays, not what is measured: a plan is made without one,
     and the dry run's next command runs as printed (issue 34)."""
     base = {"provider": "openai-chat", "credentials": "/a/creds.json"}
-    digest = plan_digest(plan_from_options(base))
-    assert plan_digest(plan_from_options({**base, "base_url": "http://127.0.0.1:1/v1"})) != digest
-    assert plan_digest(plan_from_options({**base, "credentials": "/b/creds.json"})) == digest
-    assert plan_digest(plan_from_options({"provider": "openai-chat"})) == digest
-    plan = plan_from_options(base)
+    digest = plan_digest(plan_from_request(PlanRequest.of(base)))
+    assert (
+        plan_digest(
+            plan_from_request(PlanRequest.of({**base, "base_url": "http://127.0.0.1:1/v1"}))
+        )
+        != digest
+    )
+    assert (
+        plan_digest(plan_from_request(PlanRequest.of({**base, "credentials": "/b/creds.json"})))
+        == digest
+    )
+    assert plan_digest(plan_from_request(PlanRequest.of({"provider": "openai-chat"}))) == digest
+    plan = plan_from_request(PlanRequest.of(base))
     assert plan.credentials_fingerprint is None
     assert "creds" not in msgspec.json.encode(plan).decode()
 
@@ -134,7 +143,7 @@ def test_the_endpoint_is_bound_but_neither_the_credentials_nor_their_path() -> N
     ],
 )
 def test_execution_only_fields_do_not_change_the_digest(execution: dict[str, Any]) -> None:
-    assert plan_digest(plan_from_options(execution)) == DEFAULT_DIGEST
+    assert plan_digest(plan_from_request(PlanRequest.of(execution))) == DEFAULT_DIGEST
 
 
 @pytest.mark.parametrize(
@@ -148,14 +157,14 @@ def test_execution_only_fields_do_not_change_the_digest(execution: dict[str, Any
 )
 def test_bad_plan_options(options: dict[str, Any], location: str) -> None:
     with pytest.raises(UsageError) as caught:
-        plan_from_options(options)
+        plan_from_request(PlanRequest.of(options))
     assert caught.value.code == "plan_invalid"
     assert caught.value.location == location
 
 
 def test_unknown_arm_and_suite_keep_their_codes() -> None:
     with pytest.raises(UsageError) as caught:
-        plan_from_options({"suite": "nope"})
+        plan_from_request(PlanRequest.of({"suite": "nope"}))
     assert caught.value.code == "suite_unknown"
 
 
@@ -244,7 +253,11 @@ def test_workload_counts_follow_the_plan() -> None:
     assert store.answer_calls == 3 * store.live_turns  # search, get, answer
     assert workload(build_plan(judge=None)).judge_calls == 0
     # The judge is opt-in (`--judge none` still means none) and grades every answer.
-    assert plan_from_options({"judge": "none"}) == plan_from_options({}) == build_plan()
+    assert (
+        plan_from_request(PlanRequest.of({"judge": "none"}))
+        == plan_from_request(PlanRequest())
+        == build_plan()
+    )
     judged = workload(build_plan(arms="native,compaction-1", probe_limit=2, judge="openai:j"))
     assert judged.judge_calls == judged.live_turns == 16
     assert {c.model for c in judged.calls if c.role == "judge"} == {"openai:j"}
@@ -549,16 +562,22 @@ def test_default_models_come_from_a_profile_genai_prices_prices() -> None:
     }:
         assert model not in catalog.models, model
         assert database_price(model, catalog_day(catalog)) is not None, model
-    assert plan_from_options({}).reader == "openai:gpt-6.1-sol"
-    assert plan_from_options({"provider": "anthropic"}).reader == "anthropic:claude-sonnet-5-5"
-    seed = plan_from_options({"models": "seed"})
+    assert plan_from_request(PlanRequest()).reader == "openai:gpt-6.1-sol"
+    assert (
+        plan_from_request(PlanRequest.of({"provider": "anthropic"})).reader
+        == "anthropic:claude-sonnet-5-5"
+    )
+    seed = plan_from_request(PlanRequest.of({"models": "seed"}))
     assert (seed.reader, seed.alternate) == ("openai-codex:gpt-6-luna", "openai-codex:gpt-6.1-sol")
-    assert plan_from_options({"models": "seed", "reader": "openai:x"}).reader == "openai:x"
+    assert (
+        plan_from_request(PlanRequest.of({"models": "seed", "reader": "openai:x"})).reader
+        == "openai:x"
+    )
 
 
 def test_an_unknown_model_profile_is_refused() -> None:
     with pytest.raises(UsageError) as refused:
-        plan_from_options({"models": "latest"})
+        plan_from_request(PlanRequest.of({"models": "latest"}))
     assert refused.value.code == "plan_invalid" and refused.value.location == "--models"
 
 
@@ -595,11 +614,11 @@ def test_bad_values_of_the_new_plan_and_run_options_are_coded(
 
 
 def test_judge_default_is_the_profiles_judge() -> None:
-    assert plan_from_options({"judge": "default"}).judge == "openai:gpt-6.1-sol"
-    assert plan_from_options({"judge": "default", "provider": "anthropic"}).judge == (
-        "anthropic:claude-sonnet-5-5"
-    )
-    assert plan_from_options({"judge": "default", "models": "seed"}).judge == (
+    assert plan_from_request(PlanRequest.of({"judge": "default"})).judge == "openai:gpt-6.1-sol"
+    assert plan_from_request(
+        PlanRequest.of({"judge": "default", "provider": "anthropic"})
+    ).judge == ("anthropic:claude-sonnet-5-5")
+    assert plan_from_request(PlanRequest.of({"judge": "default", "models": "seed"})).judge == (
         "openai-codex:gpt-6.1-sol"
     )
-    assert plan_from_options({}).judge is None  # still opt-in
+    assert plan_from_request(PlanRequest()).judge is None  # still opt-in

@@ -30,7 +30,7 @@ from continuity.plan import price_db
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.estimate_format import format_dry_run
 from continuity.plan.guards import check_real_mode
-from continuity.plan.plan import build_plan, plan_digest, plan_from_options
+from continuity.plan.plan import build_plan, plan_digest, plan_from_request
 from continuity.plan.price_db import convert_price, prices_on
 from continuity.plan.pricing import (
     call_cost,
@@ -39,6 +39,7 @@ from continuity.plan.pricing import (
     model_price,
     price_source,
 )
+from continuity.plan.request import PlanRequest
 from continuity.plan.workload import workload
 from continuity.store import Store
 from tests.plan.installed_prices import (
@@ -205,7 +206,7 @@ def test_a_catalog_whose_as_of_is_not_a_day_is_refused(tmp_path: Path, as_of: st
 
 def test_the_dry_run_shows_and_records_the_price_source(tmp_path: Path) -> None:
     catalog_digest = blake3(default_catalog_path().read_bytes()).hexdigest()
-    for plan in (plan_from_options(REAL), build_plan(arms="native", probe_limit=1)):
+    for plan in (plan_from_request(PlanRequest.of(REAL)), build_plan(arms="native", probe_limit=1)):
         source = plan.pricing or price_source()
         result = dry_run(plan, workload(plan), load_catalog(), prices=source)
         assert result.prices is not None
@@ -224,7 +225,7 @@ def test_the_dry_run_shows_and_records_the_price_source(tmp_path: Path) -> None:
 
 
 def test_the_price_source_binds_a_real_plans_digest_only(tmp_path: Path) -> None:
-    plan = plan_from_options(REAL)
+    plan = plan_from_request(PlanRequest.of(REAL))
     assert plan.pricing is not None and plan.pricing.library_version == VERSION
     digest = plan_digest(plan)
     for change in ({"library_version": VERSION + ".post1"}, {"prices_on": "2030-01-01"}):
@@ -233,13 +234,13 @@ def test_the_price_source_binds_a_real_plans_digest_only(tmp_path: Path) -> None
     # The catalog binds by content: a copy elsewhere keeps the digest, an edit moves it.
     copy = tmp_path / "copy.json"
     copy.write_bytes(default_catalog_path().read_bytes())
-    assert plan_digest(plan_from_options({**REAL, "pricing": str(copy)})) == digest
+    assert plan_digest(plan_from_request(PlanRequest.of({**REAL, "pricing": str(copy)}))) == digest
     edited = _catalog_dated(tmp_path, "2026-12-01")
-    later = plan_from_options({**REAL, "pricing": str(edited)})
+    later = plan_from_request(PlanRequest.of({**REAL, "pricing": str(edited)}))
     assert later.pricing is not None and later.pricing.prices_on == "2026-12-01"
     assert plan_digest(later) != digest
     # Offline plans bind no prices: the catalog never moves their digest.
-    offline = plan_from_options({"pricing": str(edited)})
+    offline = plan_from_request(PlanRequest.of({"pricing": str(edited)}))
     assert offline.pricing is None and offline == build_plan()
 
 
@@ -247,7 +248,7 @@ def test_a_price_database_upgrade_refuses_the_old_confirmation(tmp_path: Path) -
     """A dry run confirmed under one genai-prices version does not confirm the plan the
     next version binds: guard 5 (confirmation_mismatch), before any credential."""
     store = Store(tmp_path / "store")
-    old = plan_from_options(REAL)
+    old = plan_from_request(PlanRequest.of(REAL))
     assert old.pricing is not None
     confirmed = dry_run(old, workload(old), load_catalog())
     record_dry_run(store, confirmed, tmp_path / "out")

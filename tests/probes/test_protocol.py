@@ -14,7 +14,8 @@ import msgspec
 import pytest
 
 from continuity.arms import ARMS
-from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
+from continuity.plan.plan import LookupPlan, plan_digest, plan_from_request
+from continuity.plan.request import PlanRequest
 from continuity.probes import answer_line
 from continuity.probes.availability import needles_for
 from continuity.probes.normalise import mentions
@@ -227,9 +228,11 @@ def test_the_status_needle_is_the_evidence_not_the_subject(
 
 def test_every_plan_digest_binds_the_protocol_version() -> None:
     for options in ({}, {"suite": "hard", "seeds": "101"}, {"probe_mode": "lookup-allowed-v1"}):
-        plan = plan_from_options(options)
+        plan = plan_from_request(PlanRequest.of(options))
         assert plan.probe_protocol == PROBE_PROTOCOL
         older = msgspec.structs.replace(plan, probe_protocol="probe-protocol-v1")
         assert plan_digest(older) != plan_digest(plan)
         assert msgspec.structs.replace(older, probe_protocol=PROBE_PROTOCOL) == plan
-    assert isinstance(plan_from_options({"probe_mode": "lookup-allowed-v1"}), LookupPlan)
+    assert isinstance(
+        plan_from_request(PlanRequest.of({"probe_mode": "lookup-allowed-v1"})), LookupPlan
+    )

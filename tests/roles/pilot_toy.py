@@ -23,6 +23,7 @@ import pytest
 from continuity.lookup.fixed_budget import ReaderBinding
 from continuity.lookup.reader import LOOKUP_BINDINGS, SOL
 from continuity.plan.pricing import default_catalog_path
+from continuity.plan.request import HoldoutRequest
 from continuity.roles.guidance import RENDERER_PATH, ROLE_PROTOCOL
 from continuity.roles.pilot.registration import PilotRegistered, register_pilot
 from continuity.roles.register import (
@@ -101,13 +102,12 @@ def make_toy(root: Path, reader: str = SOL) -> PilotToy:
         catalog.write_text(json.dumps(data))
     held = holdout_workload(
         store,
-        {
-            "manifest": str(source.manifest),
-            "manifest_sha256": source.manifest_sha256,
-            "statistical_spec": str(source.spec),
-            "selection_seed": SEED,
-            "per_group": None,
-        },
+        HoldoutRequest(
+            manifest=str(source.manifest),
+            manifest_sha256=source.manifest_sha256,
+            statistical_spec=str(source.spec),
+            selection_seed=SEED,
+        ),
         (budget, sizing_sha),
         (128_000, "catalog_max"),
         EXTERNAL_CAP if reader == SOL else VENDOR_EXTERNAL_CAP,

@@ -19,10 +19,11 @@ import pytest
 from continuity.errors import ContinuityError, HoldoutError, RoleError
 from continuity.holdout import load_frozen
 from continuity.holdout.export import export_frozen
-from continuity.plan.plan import LookupPlan, plan_from_options
+from continuity.plan.plan import LookupPlan, plan_from_request
+from continuity.plan.request import HoldoutRequest
 from continuity.roles.register import Workload, workload
 from continuity.roles.register_holdout import HoldoutWorkload, holdout_workload, parse_cap
-from continuity.roles.run_launch import role_plan_options
+from continuity.roles.run_launch import role_flags, role_plan_request
 from continuity.roles.table import role_named
 from continuity.store import Store
 from tests.conftest import REPO, store_files
@@ -33,13 +34,13 @@ from tests.plan.test_holdout_estimate import SEED, Fixture, estimated, toy  # no
 def _workload(toy: Fixture, cap: str | None, **more: object) -> HoldoutWorkload:  # noqa: F811
     return holdout_workload(
         toy.store,
-        {
-            "manifest": str(toy.source.manifest),
-            "manifest_sha256": toy.source.manifest_sha256,
-            "statistical_spec": str(toy.source.spec),
-            "selection_seed": more.pop("seed", SEED),
-            "per_group": more.pop("per_group", None),
-        },
+        HoldoutRequest(
+            manifest=str(toy.source.manifest),
+            manifest_sha256=toy.source.manifest_sha256,
+            statistical_spec=str(toy.source.spec),
+            selection_seed=more.pop("seed", SEED),  # type: ignore[arg-type]
+            per_group=more.pop("per_group", 0),  # type: ignore[arg-type]
+        ),
         (toy.budget, str(more.pop("sha", toy.sha256))),
         (more.pop("limit", 1_000), more.pop("limit_source", "catalog_max")),  # type: ignore[arg-type]
         cap,
@@ -108,11 +109,15 @@ def test_suites_or_traces_beside_a_holdout_are_refused(toy: Fixture) -> None:  #
 def test_a_roles_child_options_name_the_source_and_the_sizing(toy: Fixture) -> None:  # noqa: F811
     held = _workload(toy, _cap(toy))
     work = workload([], [], 1, held)
-    options = role_plan_options(work, role_named("pack"), "holdout")
-    assert options["suite"] == "holdout" and "trace" not in options
-    assert options["policy"] == held.sizing and options["policy_sha256"] == toy.sha256
-    assert options["selection_seed"] == str(SEED)
-    plan = plan_from_options({**options, "store": str(toy.store.root)})
+    request = role_plan_request(work, role_named("pack"), "holdout")
+    flags = role_flags(work, role_named("pack"), "holdout")
+    assert request.suite == "holdout" and "--trace" not in flags
+    assert request.policy == held.sizing and request.policy_sha256 == toy.sha256
+    assert request.selection_seed == SEED
+    pairs = dict(zip(flags[::2], flags[1::2], strict=True))
+    assert pairs["--suite"] == "holdout" and pairs["--selection-seed"] == str(SEED)
+    assert (pairs["--policy"], pairs["--policy-sha256"]) == (held.sizing, toy.sha256)
+    plan = plan_from_request(msgspec.structs.replace(request, store=str(toy.store.root)))
     assert isinstance(plan, LookupPlan) and plan.holdout == held.selection
     assert plan.policy_sha256 == toy.sha256
 
@@ -141,11 +146,7 @@ def test_a_role_child_runs_the_holdout_from_its_own_store(
     role = role_named("pack")
     role_dir = tmp_path / "roles" / "pack" / "holdout"
     export_frozen(toy.store, Store(role_dir / "store"), toy.source)
-    flags = [
-        item
-        for name, value in role_plan_options(work, role, "holdout").items()
-        for item in (f"--{name.replace('_', '-')}", value)
-    ]
+    flags = role_flags(work, role, "holdout")
     command = doit_command(
         "units", "--lookup-role", "pack", *flags, "--run", "pack",
         "--out", str(role_dir / "out"), "--store", str(role_dir / "store"),
@@ -227,6 +228,7 @@ def test_the_estimate_prices_an_external_registration(toy: Fixture, tmp_path: Pa
 def test_preflight_schedules_an_external_registrations_selected_traces(toy: Fixture) -> None:  # noqa: F811
     import sys
 
+    from continuity.commands.preflight_runs import ComparePreflightRequest, registration_slots
     from continuity.roles.guidance import RENDERER_PATH, ROLE_PROTOCOL
     from continuity.roles.register import (
         REGISTRATION_SCHEMA_V2,
@@ -238,7 +240,6 @@ def test_preflight_schedules_an_external_registrations_selected_traces(toy: Fixt
     from continuity.roles.table import ROLES
     from continuity.runner.preflight.run import CHILD_PATH
     from continuity.store import ObjectRef
-    from rules.preflight import _registered
 
     build = BuildReceipt(
         venv="/nonexistent/venv", python=sys.executable, python_version="3", site_packages="-",
@@ -258,7 +259,7 @@ def test_preflight_schedules_an_external_registrations_selected_traces(toy: Fixt
         roles=list(ROLES),
         builds={"r0": build, "rpack": build},
     )
-    slots = _registered(registration, {"store": str(toy.store.root)})
+    slots = registration_slots(registration, ComparePreflightRequest(store=str(toy.store.root)))
     assert len(slots) == len(ROLES) * len(held.selection.selected)
     assert [s.trace_id for s in slots[:4]] == list(held.selection.selected)
     for slot in slots:

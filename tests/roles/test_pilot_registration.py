@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from continuity.commands.pilot_runs import PilotRegisterRequest, pilot_register
 from continuity.errors import ContinuityError
 from continuity.lookup.fixed_budget import ReaderBinding, load_fixed_budget
 from continuity.roles.pilot.registration import (
@@ -31,7 +32,7 @@ from continuity.spend.descriptor import (
     TRANSPORT_KEY_POLICY,
     PilotRegistration,
 )
-from rules.pilot import _register, task_pilot_register
+from rules.pilot import task_pilot_register
 from tests.conftest import REPO
 from tests.graph.test_dodo import doit_command, doit_env
 from tests.plan.test_holdout_estimate import write_budget
@@ -82,13 +83,15 @@ def test_a_pilot_registration_round_trips(pilot_toy: PilotToy) -> None:  # noqa:
 
 def test_the_task_prints_the_path_and_sha256(pilot_toy: PilotToy) -> None:  # noqa: F811
     out = pilot_toy.root / "by-task"
-    line = _register(
-        registration=str(pilot_toy.registration),
-        sha256=pilot_toy.sha256,
-        cap_usd=PILOT_CAP,
-        schedule_seed=SCHEDULE_SEED,
-        output=str(out),
-        pricing=str(pilot_toy.catalog),
+    line = pilot_register(
+        PilotRegisterRequest(
+            registration=str(pilot_toy.registration),
+            sha256=pilot_toy.sha256,
+            cap_usd=PILOT_CAP,
+            schedule_seed=SCHEDULE_SEED,
+            output=str(out),
+            pricing=str(pilot_toy.catalog),
+        )
     )
     path = out / PILOT_FILE
     assert f"sha256 {sha256_of(path)}" in line.splitlines()
@@ -107,7 +110,8 @@ def test_the_task_prints_the_path_and_sha256(pilot_toy: PilotToy) -> None:  # no
             "output": str(pilot_toy.root / "other"),
             **missing,
         }
-        assert code_of(_register, **options) == ("option_value_missing", where)
+        request = PilotRegisterRequest.of(options)
+        assert code_of(pilot_register, request) == ("option_value_missing", where)
     (kind,) = [p["type"] for p in task_pilot_register()["params"] if p["name"] == "schedule_seed"]
     for text in ("-1", "x", str(2**53)):
         with pytest.raises(ValueError, match=r"^lookup_pilot_schedule_seed_invalid: "):

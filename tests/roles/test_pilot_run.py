@@ -244,15 +244,17 @@ def test_credentials_for_another_project_are_refused_before_consumption(
 def test_show_bindings_prints_what_the_route_validates_and_touches_nothing(
     vendor: Route,
 ) -> None:
-    from rules.pilot import _compare_pilot
+    from continuity.commands.pilot_runs import ComparePilotRequest, compare_pilot
 
-    printed = _compare_pilot(
-        registration=str(vendor.pilot),
-        sha256=vendor.sha256,
-        output=str(vendor.output),
-        credentials=str(vendor.credentials),
-        pricing=str(vendor.toy.catalog),
-        show_bindings=True,
+    printed = compare_pilot(
+        ComparePilotRequest(
+            registration=str(vendor.pilot),
+            sha256=vendor.sha256,
+            output=str(vendor.output),
+            credentials=str(vendor.credentials),
+            pricing=str(vendor.toy.catalog),
+            show_bindings=True,
+        )
     )
     assert not vendor.output.exists() and not vendor.authorization.exists()
     shown = msgspec.json.decode(printed.encode(), type=Bindings)

@@ -335,10 +335,19 @@ def test_another_roles_unit_is_cross_role_replay(
 
 
 # Item 7: the registration never enters other gates.
-# Besides the roles: the two commands seed 000 gives a registration to read, neither a
-# gate (`doit estimate --registration` prices it; `doit compare_preflight --registration`
-# prepares its slots and authorizes nothing).
-_ALLOWED = ("continuity/roles/", "rules/roles.py", "rules/estimate.py", "rules/preflight.py")
+# Besides the roles (their commands, `continuity.commands.role_runs`): the two commands
+# seed 000 gives a registration to read, neither a gate (`doit estimate --registration`
+# prices it, `continuity.commands.estimation`; `doit compare_preflight --registration`
+# prepares its slots and authorizes nothing, `continuity.commands.preflight_runs`).
+_ALLOWED = (
+    "continuity/roles/",
+    "continuity/commands/role_runs.py",
+    "continuity/commands/estimation.py",
+    "continuity/commands/preflight_runs.py",
+    "rules/roles.py",
+    "rules/estimate.py",
+    "rules/preflight.py",
+)
 _ROLE_MODULES = ("register", "aggregate", "run")
 
 

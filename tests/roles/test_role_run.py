@@ -11,7 +11,8 @@ import pytest
 
 from continuity.errors import UsageError
 from continuity.lookup.soul import KNOWN_SOULS
-from continuity.plan.plan import LookupPlan, plan_digest, plan_from_options
+from continuity.plan.plan import LookupPlan, plan_digest, plan_from_request
+from continuity.plan.request import PlanRequest
 from continuity.roles.guidance import ROLE_PROTOCOL
 from continuity.roles.receipt import RECEIPT_FILE, read_role_receipt, role_plan
 from continuity.roles.table import role_named
@@ -54,11 +55,11 @@ ORDINARY: dict[str, dict[str, object]] = {
 
 @pytest.mark.parametrize("digest", ORDINARY)
 def test_ordinary_plan_digests_are_unchanged(digest: str) -> None:
-    assert plan_digest(plan_from_options(ORDINARY[digest])) == digest
+    assert plan_digest(plan_from_request(PlanRequest.of(ORDINARY[digest]))) == digest
 
 
 def test_a_role_plan_binds_its_soul_and_keeps_the_frozen_budget() -> None:
-    base = plan_from_options({"probe_mode": LOOKUP, "arms": "continuity-pack-cold"})
+    base = plan_from_request(PlanRequest.of({"probe_mode": LOOKUP, "arms": "continuity-pack-cold"}))
     assert isinstance(base, LookupPlan)
     pack, soul_only = role_plan(base, role_named("pack")), role_plan(base, role_named("soul-only"))
     assert plan_digest(pack) == plan_digest(base)  # S0 is the soul the policy binds
@@ -70,7 +71,7 @@ def test_a_role_plan_binds_its_soul_and_keeps_the_frozen_budget() -> None:
         base.call_budget,
         base.byte_budget,
     )
-    every_arm = plan_from_options({"probe_mode": LOOKUP})
+    every_arm = plan_from_request(PlanRequest.of({"probe_mode": LOOKUP}))
     assert isinstance(every_arm, LookupPlan)
     with pytest.raises(UsageError) as caught:
         role_plan(every_arm, role_named("native"))
@@ -90,8 +91,8 @@ def test_a_role_run_writes_its_receipt(tmp_path: Path) -> None:
     )
     assert (receipt.soul, receipt.soul_file) == ("S0", "continuity-soul-v1.md")
     assert (receipt.soul_sha256, receipt.soul_core_sha256) == KNOWN_SOULS[receipt.soul_file]
-    lookup = plan_from_options(
-        {"probe_mode": LOOKUP, "arms": "continuity-pack-cold", "probe_limit": 1}
+    lookup = plan_from_request(
+        PlanRequest.of({"probe_mode": LOOKUP, "arms": "continuity-pack-cold", "probe_limit": 1})
     )
     assert isinstance(lookup, LookupPlan)
     expected = role_plan(lookup, role_named("pack"))

@@ -735,12 +735,13 @@ def test_reader_model_names_the_paid_reader_and_the_measurement_is_the_same(
 
 
 def test_a_reader_model_that_is_not_provider_model_is_coded(tmp_path: Path) -> None:
+    from continuity.commands.lookup_sizing import LookupBudgetRequest, check_reader_model
     from continuity.errors import UsageError
-    from rules.lookup import _reader_model
 
     for bad in ("gpt-test", "openai:", ":gpt", "openai:gpt test", "openai:gpt\n"):
         with pytest.raises(UsageError) as caught:
-            _reader_model({"reader_model": bad})
+            check_reader_model(LookupBudgetRequest(reader_model=bad))
         assert caught.value.code == "lookup_reader_model_invalid"
-    assert _reader_model({"reader_model": "openai:gpt-test"}) == "openai:gpt-test"
-    assert _reader_model({}) is None
+    chosen = LookupBudgetRequest(reader_model="openai:gpt-test")
+    assert check_reader_model(chosen) == "openai:gpt-test"
+    assert check_reader_model(LookupBudgetRequest()) is None

@@ -18,7 +18,12 @@ from continuity.probes.calibration import (
 )
 from continuity.probes.judge import JudgeCase, JudgeVerdict, ProviderJudge, ScriptedJudge
 from continuity.probes.validity import HELD_OUT, default_suites
-from continuity.runner.judge_calibration import calibrate_judge, judge_for, unresolved_line
+from continuity.runner.judge_calibration import (
+    JudgeChoice,
+    calibrate_judge,
+    judge_for,
+    unresolved_line,
+)
 from continuity.servers.wire import serve_in_thread
 from tests.graph.test_dodo import doit
 from tests.runner.test_real import UNSURE
@@ -148,7 +153,7 @@ def test_bad_options_are_refused_with_their_code(
 ) -> None:
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(UsageError) as err:
-        judge_for(options, str(tmp_path / "store"), tmp_path / "out")
+        judge_for(JudgeChoice(**options), str(tmp_path / "store"), tmp_path / "out")
     assert err.value.code == code
 
 
@@ -158,7 +163,7 @@ def test_a_real_judge_is_refused_under_ci(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("CI", "")
     with pytest.raises(UsageError) as err:
         judge_for(
-            {"provider": "openai-chat", "credentials": str(credentials)},
+            JudgeChoice(provider="openai-chat", credentials=str(credentials)),
             str(tmp_path / "store"),
             tmp_path / "out",
         )
@@ -184,16 +189,16 @@ def test_a_real_judge_grades_the_suite_against_the_loopback_server(
     cases = load_cases()[:6]
     app = JudgingWire()
     with serve_in_thread(app) as url:
-        options = {
-            "provider": "openai-chat",
-            "base_url": url + "/v1",
-            "credentials": str(credentials),
-            "judge_model": "openai:judge-model",
-        }
-        judge = judge_for(options, str(tmp_path / "store"), tmp_path / "out")
+        choice = JudgeChoice(
+            provider="openai-chat",
+            base_url=url + "/v1",
+            credentials=str(credentials),
+            judge_model="openai:judge-model",
+        )
+        judge = judge_for(choice, str(tmp_path / "store"), tmp_path / "out")
         assert isinstance(judge, ProviderJudge)
         result = calibrate_judge(judge, cases, "suite")
-        again = calibrate_judge(judge_for(options, str(tmp_path / "store"), tmp_path), cases)
+        again = calibrate_judge(judge_for(choice, str(tmp_path / "store"), tmp_path), cases)
         assert app.count() == len(cases)  # the rerun came from the call cache
     # Each verdict is the server's reply, parsed (it fails only the loopback model's own
     # unsure answer, which no calibration case holds).

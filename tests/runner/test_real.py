@@ -23,8 +23,9 @@ import pytest
 from continuity.errors import RunIncomplete
 from continuity.messages import Usage
 from continuity.plan.estimate import dry_run, record_dry_run
-from continuity.plan.plan import Plan, plan_from_options
+from continuity.plan.plan import Plan, plan_from_request
 from continuity.plan.pricing import load_catalog
+from continuity.plan.request import PlanRequest
 from continuity.plan.workload import workload
 from continuity.probes.availability import needles_for
 from continuity.report.aggregate import aggregate_run
@@ -62,7 +63,7 @@ class Rig:
             "probe_limit": 2,
             **options,
         }
-        self.plan: Plan = plan_from_options(self.options)
+        self.plan: Plan = plan_from_request(PlanRequest.of(self.options))
         result = dry_run(self.plan, workload(self.plan), load_catalog())
         record_dry_run(self.store, result, tmp_path / "plans")
         self.digest = result.digest

@@ -1,24 +1,22 @@
-"""A real invocation's request: doit's options read once, at the edge."""
+"""A real invocation's settings: ``doit units``'s typed request read once, at the edge."""
 
 from __future__ import annotations
 
 import pytest
 
+from continuity.commands.units_request import UnitsRequest, real_request
 from continuity.errors import RealModeError
 from continuity.plan.guards import refuse_under_ci
 from continuity.runner.real_request import (
     DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
     DEFAULT_REQUEST_TIMEOUT,
     RealRequest,
-    real_request_from_options,
 )
 
 
 def test_empty_options_mean_the_defaults() -> None:
-    blank = {"confirm_plan": "", "credentials": "", "out": "", "trace": "", "jobs": 0,
-             "concurrency": 0, "max_input_tokens": 0, "request_timeout": 0.0,
-             "cost_cap": "", "pricing": "", "capture_upkeep_output": ""}  # fmt: skip
-    assert real_request_from_options(blank, None) == RealRequest(confirm=None)
+    assert real_request(UnitsRequest()) == RealRequest(confirm=None)
+    assert real_request(UnitsRequest(concurrency=0)) == RealRequest(confirm=None)
     assert RealRequest(confirm=None).max_observed_input_tokens == DEFAULT_MAX_OBSERVED_INPUT_TOKENS
     assert RealRequest(confirm=None).request_timeout == DEFAULT_REQUEST_TIMEOUT
 
@@ -38,8 +36,9 @@ def test_every_option_lands_in_its_field() -> None:
         "cost_cap": "2.50",
         "request_timeout": 12.5,
         "raise_cap": True,
+        "repeat": "2",
     }
-    assert real_request_from_options(options, [2]) == RealRequest(
+    assert real_request(UnitsRequest.of(options)) == RealRequest(
         confirm="d" * 64,
         credentials="/keys/k.json",
         output="/runs/a",

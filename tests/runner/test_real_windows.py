@@ -10,8 +10,9 @@ import pytest
 
 from continuity.errors import RealModeError, UsageError
 from continuity.plan.estimate import check_model_limits, dry_run, record_dry_run
-from continuity.plan.plan import plan_from_options
+from continuity.plan.plan import plan_from_request
 from continuity.plan.pricing import load_catalog
+from continuity.plan.request import PlanRequest
 from continuity.plan.workload import workload
 from continuity.runner.real import run_real
 from continuity.runner.real_request import RealRequest
@@ -30,7 +31,7 @@ def _confirmed(tmp_path: Path, url: str, **extra: Any) -> tuple[Any, Store, str]
         "probe_limit": 1,
         **extra,
     }
-    plan = plan_from_options(options)
+    plan = plan_from_request(PlanRequest.of(options))
     store = Store(tmp_path / "store")
     result = dry_run(plan, workload(plan), load_catalog())
     record_dry_run(store, result, tmp_path / "plans")
@@ -87,14 +88,16 @@ def test_a_window_that_fits_lets_the_run_proceed(tmp_path: Path, clean_checkout:
 
 
 def test_the_dry_run_blocks_calls_over_a_stated_window() -> None:
-    plan = plan_from_options(
-        {
-            "suite": "smoke",
-            "provider": "openai-chat",
-            "base_url": "http://127.0.0.1:9/v1",
-            "reader": "local:smollm2",
-            "context_window": 2_000,
-        }
+    plan = plan_from_request(
+        PlanRequest.of(
+            {
+                "suite": "smoke",
+                "provider": "openai-chat",
+                "base_url": "http://127.0.0.1:9/v1",
+                "reader": "local:smollm2",
+                "context_window": 2_000,
+            }
+        )
     )
     result = dry_run(plan, workload(plan), load_catalog())
     assert result.over_limit_calls > 0
@@ -104,16 +107,18 @@ def test_the_dry_run_blocks_calls_over_a_stated_window() -> None:
     assert blocked.value.location == "--context-window"
     assert "--context-window 2,000" in blocked.value.message
     # A smaller output cap makes the same calls fit.
-    fitting = plan_from_options(
-        {
-            "suite": "smoke",
-            "provider": "openai-chat",
-            "base_url": "http://127.0.0.1:9/v1",
-            "reader": "local:smollm2",
-            "context_window": 8_192,
-            "max_output_tokens": 64,
-            "arms": "native,cold-rebuild,continuity-store",
-        }
+    fitting = plan_from_request(
+        PlanRequest.of(
+            {
+                "suite": "smoke",
+                "provider": "openai-chat",
+                "base_url": "http://127.0.0.1:9/v1",
+                "reader": "local:smollm2",
+                "context_window": 8_192,
+                "max_output_tokens": 64,
+                "arms": "native,cold-rebuild,continuity-store",
+            }
+        )
     )
     assert dry_run(fitting, workload(fitting), load_catalog()).over_limit_calls == 0
 
@@ -122,10 +127,16 @@ def test_the_window_and_the_cap_are_bound_but_absent_leaves_the_digest() -> None
     from continuity.plan.plan import plan_digest
 
     base = {"provider": "openai-chat", "base_url": "http://127.0.0.1:9/v1"}
-    plain = plan_digest(plan_from_options(base))
-    assert plan_digest(plan_from_options({**base, "context_window": 8_192})) != plain
-    assert plan_digest(plan_from_options({**base, "max_output_tokens": 64})) != plain
-    assert plan_digest(plan_from_options({**base, "credentials": "/a.json"})) == plain
+    plain = plan_digest(plan_from_request(PlanRequest.of(base)))
+    assert (
+        plan_digest(plan_from_request(PlanRequest.of({**base, "context_window": 8_192}))) != plain
+    )
+    assert (
+        plan_digest(plan_from_request(PlanRequest.of({**base, "max_output_tokens": 64}))) != plain
+    )
+    assert (
+        plan_digest(plan_from_request(PlanRequest.of({**base, "credentials": "/a.json"}))) == plain
+    )
 
 
 def test_a_run_on_a_server_that_ignores_the_cap_stops(tmp_path: Path, clean_checkout: Path) -> None:

@@ -137,11 +137,12 @@ def test_aggregate_only_executes_nothing(
 def test_the_plans_reader_and_alternate_are_what_the_preparation_answers(
     tmp_path: Path,
 ) -> None:
-    from continuity.plan.plan import plan_from_options
+    from continuity.plan.plan import plan_from_request
+    from continuity.plan.request import PlanRequest
     from continuity.runner.ledger_run import ledger_run_for
 
     reader = "openai-codex:gpt-6-nova"
-    plan = plan_from_options({"arms": LEDGER_ARM, "reader": reader})
+    plan = plan_from_request(PlanRequest.of({"arms": LEDGER_ARM, "reader": reader}))
     ledger = ledger_run_for(plan, capture=None, checkout=REPO)
     assert ledger is not None and plan.ledger is not None
     assert ledger.binding.sequence == plan.ledger.sequence  # what the digest binds runs

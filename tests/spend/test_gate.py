@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from continuity.commands.pilot_runs import ComparePilotRequest, compare_pilot
 from continuity.errors import SpendError
 from continuity.spend import gate
-from rules.pilot import _compare_pilot
 from tests.conftest import REPO
 from tests.graph.test_dodo import doit_command, doit_env
 
@@ -45,12 +45,14 @@ def test_a_closed_gate_refuses_compare_pilot_before_reading_any_argument(
     secret = tmp_path / "authorization.json"
     secret.write_text("{}")
     with pytest.raises(SpendError) as caught:
-        _compare_pilot(
-            registration=str(tmp_path / "pilot.json"),
-            sha256="0" * 64,
-            authorization=str(secret),
-            output=str(tmp_path / "out"),
-            credentials=str(secret),
+        compare_pilot(
+            ComparePilotRequest(
+                registration=str(tmp_path / "pilot.json"),
+                sha256="0" * 64,
+                authorization=str(secret),
+                output=str(tmp_path / "out"),
+                credentials=str(secret),
+            )
         )
     assert caught.value.code == "lookup_pilot_real_route_unavailable"
     assert not [p for p in opened if str(tmp_path) in p]

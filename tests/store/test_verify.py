@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from continuity.commands.store_upkeep import VerifyRequest, rebuilders, verify
 from continuity.errors import StoreError, UsageError
 from continuity.runner.checkpoints import build_checkpoints
 from continuity.store import Ref, Store, collect_garbage, verify_store
 from continuity.traces.suites import build_suite, store_trace_file
-from rules.store import _verify, rebuilders
 from tests.graph.test_dodo import doit
 
 UNITS = (
@@ -144,7 +144,7 @@ def test_repair_lists_what_it_cannot_rebuild(tmp_path: Path) -> None:
     item = store_trace_file(store, source, out_dir=tmp_path / "out")
     flip_byte(store.object_path(item.digest), random.Random(1))
     with pytest.raises(StoreError) as raised:
-        _verify(str(store.root), str(tmp_path / "out"), repair=True)
+        verify(VerifyRequest(store=str(store.root), out=str(tmp_path / "out"), repair=True))
     assert raised.value.code == "store_repair_incomplete"
     assert f"traces/file/{item.trace_id}" in raised.value.message
     assert "doit traces --file" in raised.value.message
@@ -155,12 +155,12 @@ def test_repair_lists_what_it_cannot_rebuild(tmp_path: Path) -> None:
 def test_verify_without_repair_fails_with_store_corrupt(suite_store: Store, tmp_path: Path) -> None:
     flip_byte(next(suite_store.iter_objects()), random.Random(2))
     with pytest.raises(StoreError) as raised:
-        _verify(str(suite_store.root), str(tmp_path / "out"), repair=False)
+        verify(VerifyRequest(store=str(suite_store.root), out=str(tmp_path / "out"), repair=False))
     assert raised.value.code == "store_corrupt"
     assert raised.value.location == str(tmp_path / "out" / "verify" / "report.json")
-    assert _verify(str(suite_store.root), str(tmp_path / "out"), repair=False).startswith(
-        "verify report at"
-    )
+    assert verify(
+        VerifyRequest(store=str(suite_store.root), out=str(tmp_path / "out"), repair=False)
+    ).startswith("verify report at")
 
 
 def test_gc_hashes_the_objects_it_keeps(suite_store: Store) -> None:

@@ -201,7 +201,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "RoleError",
-        "rules.roles",
+        "continuity.commands.role_runs",
         Row("role_launch_failed", "some role launches of doit compare_run failed"),
     ),
     *section(

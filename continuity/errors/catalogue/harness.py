@@ -179,7 +179,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "UsageError",
-        "rules.agents",
+        "continuity.commands.agent_check",
         Row("agent_required", "doit agent_check was given no --agent"),
     ),
     *section(
@@ -208,7 +208,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "CheckpointError",
-        "rules.preflight",
+        "continuity.commands.preflight_runs",
         Row("preflight_output_exists", "compare_preflight's --output exists already"),
         Row("preflight_output_invalid", "compare_preflight's --output cannot be created"),
     ),

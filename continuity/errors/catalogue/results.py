@@ -78,7 +78,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "GateFailed",
-        "rules.compare",
+        "continuity.commands.comparison",
         Row(
             "regression_found",
             "doit compare found a significant drop it was told to fail on (exit 3)",
@@ -234,7 +234,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "StoreError",
-        "rules.store",
+        "continuity.commands.store_upkeep",
         Row("store_corrupt", "doit verify found corrupt files (quarantined)"),
         Row("store_repair_incomplete", "doit verify --repair could not rebuild some refs"),
     ),

@@ -61,7 +61,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "UsageError",
-        "rules.estimate",
+        "continuity.commands.estimation",
         Row("estimate_real_refused", "the estimator never runs a real plan"),
     ),
     *section(
@@ -77,7 +77,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "UsageError",
-        "rules.lookup",
+        "continuity.commands.lookup_sizing",
         Row("lookup_output_required", "doit lookup_budget was given no --output directory"),
         Row(
             "lookup_reader_model_invalid",

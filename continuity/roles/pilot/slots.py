@@ -125,10 +125,10 @@ def selected_traces(store: Store, verified: VerifiedPilot) -> dict[str, tuple[st
         RoleError: ``lookup_pilot_registration_invalid``; HoldoutError: the holdout's.
     """
     from continuity.plan.holdout_plan import holdout_choice
-    from continuity.roles.register_holdout import held_options
+    from continuity.roles.register_holdout import held_request
 
     held = verified.held
-    choice = holdout_choice(store, held_options(held), lookup=True)
+    choice = holdout_choice(store, held_request(held), lookup=True)
     if choice is None or choice.binding != held.selection:
         raise RoleError(
             "the store's holdout selection is not the registered one",

@@ -1,0 +1,34 @@
+"""``doit offline_contract``: the offline end-to-end contract CI runs
+(`continuity.contract`), and its summary line."""
+
+from __future__ import annotations
+
+from continuity.requests import Request
+
+__all__ = ["OfflineContractRequest", "offline_contract"]
+
+
+class OfflineContractRequest(Request, frozen=True, kw_only=True):
+    """`doit offline_contract`: the store and the output directory it runs in."""
+
+
+def offline_contract(request: OfflineContractRequest) -> str:
+    """Run the contract (every default suite, every arm, scripted models) and write its
+    report; the summary counts the traces and suites and names both reports.
+
+    Raises:
+        ContinuityError: any stage's typed error (``arm_contract_failed``,
+            ``checkpoint_contract_failed`` ...: `continuity.contract.run_offline_contract`).
+    """
+    from continuity.contract import run_offline_contract
+    from continuity.outputs import resolve_out_path
+    from continuity.store import Store
+
+    report, path = run_offline_contract(
+        Store(request.store or None), out_dir=resolve_out_path(request.out or None)
+    )
+    traces = sum(s.traces for s in report.suites)
+    return (
+        f"offline contract passed: {traces} traces in {len(report.suites)} suites, every arm "
+        f"run and aggregated; report at {report.report} (contract checks in {path})"
+    )

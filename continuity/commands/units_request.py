@@ -1,0 +1,84 @@
+"""`UnitsRequest`: ``doit units``'s options, typed once at the edge, and the
+`RealRequest` a real run reads from it."""
+
+from __future__ import annotations
+
+from continuity.errors import UsageError
+from continuity.plan.limits import MAX_REPEATS
+from continuity.plan.request import PlanRequest
+from continuity.runner.real_request import (
+    DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
+    DEFAULT_REQUEST_TIMEOUT,
+    RealRequest,
+)
+from continuity.traces.keys import parse_numbers
+
+__all__ = ["UnitsRequest", "parse_repeats", "real_request"]
+
+
+class UnitsRequest(PlanRequest, frozen=True, kw_only=True):
+    """`doit units`: the plan, what of it to run now, where, and (real mode) how.
+    "" and 0 are the option's default (`rules/units.py` declares each one)."""
+
+    real: bool = False
+    confirm_plan: str = ""
+    repeat: str = ""
+    concurrency: int = 4
+    max_input_tokens: int = 0
+    cost_cap: str = ""
+    raise_cap: bool = False
+    explain_cache: bool = False
+    request_timeout: float = 0.0
+    trace: str = ""
+    jobs: int = 0
+    run: str = "offline"
+    lookup_role: str = ""
+    registration_digest: str = ""
+    aggregate_only: bool = False
+    capture_upkeep_output: str = ""
+
+
+def parse_repeats(request: UnitsRequest) -> list[int] | None:
+    """``--repeat``: the repeats to run now (None: every repeat of the plan).
+
+    Raises:
+        UsageError: ``repeat_unknown``.
+    """
+    chosen = request.repeat
+    if not chosen:
+        return None
+    refused = UsageError(
+        f"cannot read repeats {chosen[:40]!r}; use N, A-B or a comma-separated list "
+        f"of repeat numbers 1 to {MAX_REPEATS}",
+        code="repeat_unknown",
+        location="--repeat",
+    )
+    try:
+        return list(parse_numbers(chosen, MAX_REPEATS))
+    except UsageError:
+        raise refused from None
+
+
+def real_request(request: UnitsRequest) -> RealRequest:
+    """The settings of a ``doit units --real`` (or ``--agent ... --real``) invocation:
+    empty texts and zero numbers mean "the default".
+
+    Raises:
+        UsageError: ``repeat_unknown`` (`parse_repeats`).
+    """
+    return RealRequest(
+        confirm=request.confirm_plan or None,
+        credentials=request.credentials or None,
+        output=request.out or None,
+        traces=request.trace or None,
+        only_repeats=parse_repeats(request),
+        jobs=request.jobs or None,  # None: every checkpoint at once
+        concurrency=request.concurrency or 4,
+        max_observed_input_tokens=request.max_input_tokens or DEFAULT_MAX_OBSERVED_INPUT_TOKENS,
+        explain_cache=request.explain_cache,
+        capture=request.capture_upkeep_output or None,
+        pricing=request.pricing or None,
+        cost_cap=request.cost_cap or None,
+        request_timeout=request.request_timeout or DEFAULT_REQUEST_TIMEOUT,
+        raise_cap=request.raise_cap,
+    )
