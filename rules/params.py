@@ -23,7 +23,6 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
-from continuity.commands.selection import Selection
 from continuity.errors import UsageError
 from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
 
@@ -44,13 +43,10 @@ __all__ = [
     "NewDirOption",
     "Param",
     "SeedsOption",
-    "Selection",
-    "SelectionOptions",
     "TaskSpec",
     "Uptodate",
     "check_seeds",
     "param",
-    "selection_or_none",
 ]
 
 MAX_JOBS = 256
@@ -255,24 +251,3 @@ class TaskSpec(TypedDict, total=False):
     # {"uptodate_line": options -> str}: what an up-to-date run prints after doit's
     # "-- task" line (`continuity.graph.LocatingReporter`): where the results are.
     meta: dict[str, Callable[[Mapping[str, Any]], str]]
-
-
-class SelectionOptions(TypedDict, total=False):
-    """The options `Selection` reads (a task without one gets its default)."""
-
-    suite: str
-    seeds: str
-    store: str
-    out: str
-
-
-def selection_or_none(task: Task) -> Selection | None:
-    """The task's selection for an uptodate check; None when its options are bad (the
-    action then runs and reports the error with its code)."""
-    from continuity.errors import ContinuityError
-    from continuity.requests import SuiteRequest
-
-    try:
-        return Selection(SuiteRequest.of(task.options or {}))
-    except ContinuityError:
-        return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -267,15 +267,21 @@ def test_a_checkpoint_that_differs_from_its_receipt_fails_the_contract(
 
 def _small_contract(monkeypatch: pytest.MonkeyPatch) -> None:
     """The real contract, cut to one original trace, a control and the ledger arm (one
-    probe each)."""
+    probe each); its outside-agent pass runs over that one original too."""
 
     def one_arm(*args: Any, **kwargs: Any) -> Any:
         arms = "cold-rebuild,continuity-ledger-cold"
         return build_units(*args, **{**kwargs, "arms": arms, "probe_limit": 1})
 
+    from continuity.contract_agent import check_outside_agent as agent_pass  # the real pass
+
+    def one_trace(store: Store, traces: Sequence[tuple[str, Trace]], run_dir: Path) -> str:
+        return agent_pass(store, traces[:1], run_dir)
+
     monkeypatch.setattr(contract, "CONTRACT_CHECKPOINTS", (("original", TRACE),))
     monkeypatch.setattr(contract, "CONTRACT_DESIGN_TRACES", ())
     monkeypatch.setattr(contract, "build_units", one_arm)
+    monkeypatch.setattr(contract, "check_outside_agent", one_trace)
 
 
 def test_the_small_contract_passes_as_is(
