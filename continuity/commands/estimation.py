@@ -18,9 +18,11 @@ from continuity.plan.request import HoldoutRequest, PricedRequest
 from continuity.requests import Request, SuiteRequest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from continuity.holdout import HoldoutSource
+    from continuity.plan.lookup_estimate import LookupEstimate
     from continuity.plan.lookup_slots import LookupWorkload
 
 __all__ = ["EstimateRequest", "estimate"]
@@ -233,8 +235,6 @@ def _pilot_estimate(request: EstimateRequest) -> str | None:
     """
     from pathlib import Path
 
-    from continuity.commands.selection import Selection
-    from continuity.plan.lookup_report import format_lookup_estimate, write_lookup_estimate
     from continuity.roles.pilot.estimate import pilot_lookup_estimate
     from continuity.roles.run import is_pilot_registration, registration_bytes
 
@@ -245,19 +245,10 @@ def _pilot_estimate(request: EstimateRequest) -> str | None:
     if not is_pilot_registration(data):
         return None
     _refuse_given(request, _REGISTERED, "the pilot registration fixes the workload and policy")
-    watchdog = _watchdog_seconds()
-    pricing, chosen = request.pricing, Selection(request)
-    result = pilot_lookup_estimate(
-        chosen.store,
-        Path(registration),
-        sha256,
-        pricing=Path(pricing) if pricing else None,
-        screening=request.screening_model or None,
-        high_end=request.high_end_model or None,
-        watchdog_seconds=watchdog,
+    return _priced_lookup(
+        request,
+        lambda store, **prices: pilot_lookup_estimate(store, Path(registration), sha256, **prices),
     )
-    print(format_lookup_estimate(result))
-    return f"estimate in {write_lookup_estimate(result, chosen.out)}"
 
 
 def _holdout_source(request: EstimateRequest) -> HoldoutSource | None:
@@ -293,9 +284,7 @@ def _holdout_estimate(request: EstimateRequest, source: HoldoutSource) -> str:
     """
     from pathlib import Path
 
-    from continuity.commands.selection import Selection
     from continuity.errors import UsageError
-    from continuity.plan.lookup_report import format_lookup_estimate, write_lookup_estimate
     from continuity.runner.fixed_budget.estimate import HoldoutRequest as PricedHoldout
     from continuity.runner.fixed_budget.estimate import holdout_lookup_estimate
 
@@ -324,12 +313,24 @@ def _holdout_estimate(request: EstimateRequest, source: HoldoutSource) -> str:
         output_limit=request.output_limit or None,
         output_limit_source=request.output_limit_source or None,
     )
-    pricing = request.pricing
+    return _priced_lookup(
+        request, lambda store, **prices: holdout_lookup_estimate(store, priced, **prices)
+    )
+
+
+def _priced_lookup(request: EstimateRequest, estimate: Callable[..., LookupEstimate]) -> str:
+    """Run a pilot's or a holdout's lookup estimate (`estimate(store, pricing=...,
+    screening=..., high_end=..., watchdog_seconds=...)`), print it, write it; the line
+    saying where."""
+    from pathlib import Path
+
+    from continuity.commands.selection import Selection
+    from continuity.plan.lookup_report import format_lookup_estimate, write_lookup_estimate
+
     watchdog = _watchdog_seconds()
-    chosen = Selection(request)
-    result = holdout_lookup_estimate(
+    pricing, chosen = request.pricing, Selection(request)
+    result = estimate(
         chosen.store,
-        priced,
         pricing=Path(pricing) if pricing else None,
         screening=request.screening_model or None,
         high_end=request.high_end_model or None,
