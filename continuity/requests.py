@@ -19,8 +19,9 @@ __all__ = ["Request", "SuiteRequest"]
 
 class Request(msgspec.Struct, frozen=True, kw_only=True):
     """The options every task that reads the store or writes outputs shares: the store
-    root and the output directory ("" is the default: ``$CONTINUITY_STORE`` or
-    ``.continuity/store``, and ``$CONTINUITY_OUT`` or ``out``)."""
+    root and the output directory ("" is the default: ``$CONTINUITY_STORE`` or ``store``,
+    and ``$CONTINUITY_OUT`` or ``out``, `continuity.store.resolve_store_path` and
+    `continuity.outputs.resolve_out_path`)."""
 
     store: str = ""
     out: str = ""

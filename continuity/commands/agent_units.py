@@ -62,7 +62,7 @@ def _agent_selection(
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace
 
-    plan = plan_from_request(request)
+    plan = plan_from_request(request, trace=request.trace)
     loaded = agent_for_request(request)
     assert loaded is not None
     selection = Selection(request)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from continuity.commands.selection import Selection
-from continuity.plan.request import PlanRequest, PricedRequest
+from continuity.plan.request import HoldoutRequest, PlanRequest, PricedRequest
+from continuity.requests import SuiteRequest
 
 if TYPE_CHECKING:
     from continuity.plan.estimate import DryRun
@@ -23,9 +24,15 @@ if TYPE_CHECKING:
 
 __all__ = ["dry_run_plan", "next_command", "plan_workload", "show_plan"]
 
-# The options `next_command` repeats, in the order it writes them (every plan option,
-# then the store; `--out` is chosen separately).
-_NEXT_SKIPPED = frozenset({"store", "out"})
+# The options `next_command` repeats, in the order it writes them: the suite and seeds,
+# the other plan options, a holdout's source and selection, then the store (`--out` is
+# chosen separately).
+_NEXT_ORDER = (
+    *SuiteRequest.__struct_fields__[-2:],
+    *(n for n in PlanRequest.__struct_fields__ if n not in HoldoutRequest.__struct_fields__),
+    *(n for n in HoldoutRequest.__struct_fields__ if n not in SuiteRequest.__struct_fields__),
+    "store",
+)
 
 
 def plan_workload(request: PlanRequest) -> tuple[DryRun, Catalog, Workload]:
@@ -115,8 +122,7 @@ def next_command(request: PlanRequest, plan: Plan, digest: str) -> str:
     if plan.mode == "real":
         words += ["--real", "--confirm-plan", digest]
     defaults = PlanRequest()
-    names = [n for n in PlanRequest.__struct_fields__ if n not in _NEXT_SKIPPED]
-    for name in [*names, "store"]:
+    for name in _NEXT_ORDER:
         value = getattr(request, name)
         if value == getattr(defaults, name):
             continue

@@ -48,7 +48,7 @@ def _aggregate_only(request: UnitsRequest) -> str:
     from continuity.report.freshness import aggregate_stamped
     from continuity.runner.ledger_run import ledger_run_for
 
-    plan = plan_from_request(request)
+    plan = plan_from_request(request, trace=request.trace)
     ledger_run_for(plan, capture=None, checkout=default_checkout())
     chosen = Selection(request)
     if request.real:
@@ -320,7 +320,7 @@ def _real_units(request: UnitsRequest) -> str:
             location="--probe-mode",
         )
     refuse_under_ci()  # before the options are even read
-    plan = plan_from_request(request)
+    plan = plan_from_request(request, trace=request.trace)
     settings = real_request(request)
     store = Store(request.store or None)
     with progress(f"units {plan.suite} (real: {plan.endpoint.kind})") as tick:

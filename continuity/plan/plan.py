@@ -281,13 +281,16 @@ DEFAULT_BASE_URLS = {
 }
 
 
-def plan_from_request(request: PlanRequest, holdout: HoldoutChoice | None = None) -> Plan:
+def plan_from_request(
+    request: PlanRequest, holdout: HoldoutChoice | None = None, *, trace: str = ""
+) -> Plan:
     """The plan a task's request binds (the shared plan options, `PlanRequest`).
 
     A real plan binds the price source of ``pricing`` (a catalog path; default the
     checked-in catalog) and the installed genai-prices. ``--suite holdout`` binds the
     verified holdout choice (`continuity.plan.holdout_plan.holdout_choice`; read from
-    the request's store when `holdout` is not given).
+    the request's store when `holdout` is not given, refusing a run's ``--trace``,
+    `trace`, as a holdout refuses any).
 
     Raises:
         UsageError: ``plan_invalid`` for an unknown provider kind, a base URL for the
@@ -317,7 +320,7 @@ def plan_from_request(request: PlanRequest, holdout: HoldoutChoice | None = None
             location="--probe-mode",
         )
     if holdout is None:
-        holdout = holdout_for_request(request)
+        holdout = holdout_for_request(request, trace=trace)
     if holdout is not None and seeds:
         raise UsageError(
             "--seeds chooses generated traces; a holdout's come from --selection-seed",

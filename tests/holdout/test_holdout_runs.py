@@ -100,6 +100,33 @@ def test_holdout_plans_refuse_with_codes(
     assert caught.value.code == code
 
 
+@pytest.mark.parametrize("mode", ["aggregate_only", "real", "agent"])
+def test_every_units_mode_refuses_a_trace_on_a_holdout(
+    frozen: tuple[Store, HoldoutSource], tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Aggregate-only, real and outside-agent runs refuse ``--trace`` on a holdout as an
+    offline run does, while their plan is built (before any credential or agent)."""
+    from continuity.commands.units import run_units
+    from continuity.commands.units_request import UnitsRequest
+    from continuity.errors import UsageError
+
+    monkeypatch.delenv("CI", raising=False)  # real mode's CI refusal comes first otherwise
+    store, source = frozen
+    modes: dict[str, dict[str, object]] = {
+        "aggregate_only": {"aggregate_only": True},
+        "real": {"real": True, "provider": "openai-chat", "base_url": "http://127.0.0.1:9/v1"},
+        "agent": {"agent": str(REPO / "examples" / "agents" / "toy" / "agent.toml")},
+    }
+    out = str(tmp_path / "out")
+    options = _options(store, source, trace="toy-north-1", out=out, **modes[mode])
+    with pytest.raises(UsageError) as caught:
+        run_units(UnitsRequest.of(options))
+    assert (caught.value.code, caught.value.location) == (
+        "holdout_trace_selection_refused",
+        "--trace",
+    )
+
+
 def test_no_holdout_option_and_no_fallback(frozen: tuple[Store, HoldoutSource]) -> None:
     store, _ = frozen
     assert holdout_choice(store, HoldoutRequest(suite="original")) is None

@@ -270,3 +270,12 @@ def test_the_dry_run_says_when_the_run_will_need_credentials(
     dry = _doit(tmp_path, args)
     assert dry.returncode == 0, dry.stdout + dry.stderr
     assert ("credentials: " in dry.stdout) is noted
+
+
+def test_the_printed_options_follow_the_documented_order() -> None:
+    """The next command spells the plan options in the order `doit units --help` lists
+    them, then the store."""
+    from continuity.commands.planning import _NEXT_ORDER
+    from rules.plan import PLAN_PARAMS
+
+    assert list(_NEXT_ORDER) == [p["name"] for p in PLAN_PARAMS] + ["store"]
