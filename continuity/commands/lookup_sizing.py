@@ -113,13 +113,7 @@ def legacy_arguments(
     from continuity.store import Store
     from continuity.traces.keys import DEFAULT_SEEDS, SUITES, parse_seeds
 
-    chosen = request.output
-    if not chosen:
-        raise UsageError(
-            "lookup_budget needs --output DIR (a directory that does not exist)",
-            code="lookup_output_required",
-            location="--output",
-        )
+    chosen = _required_output(request)
     output = check_new_directory(
         chosen, exists="lookup_output_exists", invalid="lookup_output_invalid"
     )
@@ -183,7 +177,6 @@ def _fixed_budget(
     from collections import Counter
     from pathlib import Path
 
-    from continuity.errors import UsageError
     from continuity.plan.lookup_slots import EstimateRole
     from continuity.progress import progress
     from continuity.roles.table import ROLES
@@ -191,13 +184,7 @@ def _fixed_budget(
     from continuity.store import Store
 
     assert source is not None and fixed is not None  # _holdout refused anything else
-    chosen = request.output
-    if not chosen:
-        raise UsageError(
-            "lookup_budget needs --output DIR (a directory that does not exist)",
-            code="lookup_output_required",
-            location="--output",
-        )
+    chosen = _required_output(request)
     seed = request.selection_seed
     policy = request.policy
     sizing = FixedBudgetRequest(
@@ -230,3 +217,20 @@ def _fixed_budget(
         + f"\nbudget.json in {result.path} (sha256 {result.sha256}); use it with "
         f"--lookup-policy {result.path} --lookup-policy-sha256 {result.sha256}"
     )
+
+
+def _required_output(request: LookupBudgetRequest) -> str:
+    """``--output``, which lookup_budget requires.
+
+    Raises:
+        UsageError: ``lookup_output_required``.
+    """
+    from continuity.errors import UsageError
+
+    if not request.output:
+        raise UsageError(
+            "lookup_budget needs --output DIR (a directory that does not exist)",
+            code="lookup_output_required",
+            location="--output",
+        )
+    return request.output

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from continuity.roles.register import Registration
-    from continuity.runner.preflight.run import PreflightSlot, PreflightSource
+    from continuity.runner.preflight.run import PreflightReport, PreflightSlot, PreflightSource
 
 __all__ = ["ComparePreflightRequest", "compare_preflight", "registration_slots"]
 
@@ -129,12 +129,7 @@ def compare_preflight(request: ComparePreflightRequest) -> str:
     from continuity.roles.register import check_output
     from continuity.roles.run import read_registration
     from continuity.roles.run_launch import verify_build
-    from continuity.runner.preflight.run import (
-        PreflightSource,
-        preflight_failure,
-        run_preflight,
-        summary_lines,
-    )
+    from continuity.runner.preflight.run import PreflightSource, run_preflight
 
     given = [n for n in ("manifest", "manifest_sha256", "statistical_spec") if getattr(request, n)]
     if given and (request.registration or request.sha256):
@@ -172,12 +167,7 @@ def compare_preflight(request: ComparePreflightRequest) -> str:
             check_code=lambda label: verify_build(label, registration.builds[label]),
             progress=tick,
         )
-    lines = summary_lines(report, where)
-    failure = preflight_failure(report, where)
-    if failure is not None:
-        print("\n".join(lines), flush=True)
-        raise failure
-    return "\n".join(lines)
+    return _summary(report, where)
 
 
 def registration_slots(registration: Registration, request: Request) -> list[PreflightSlot]:
@@ -223,12 +213,23 @@ def registration_slots(registration: Registration, request: Request) -> list[Pre
 def _run_holdout(request: ComparePreflightRequest) -> str:
     """The holdout form: the selected traces under every role, prepared by this checkout."""
     from continuity.progress import progress
-    from continuity.runner.preflight.run import preflight_failure, run_preflight, summary_lines
+    from continuity.runner.preflight.run import run_preflight
 
     slots, source = _holdout_slots(request)
     output = _holdout_output(request, source)
     with progress("compare_preflight") as tick:
         where, report = run_preflight(slots, source, output, progress=tick)
+    return _summary(report, where)
+
+
+def _summary(report: PreflightReport, where: Path) -> str:
+    """The preflight's summary; printed first, then raised, when a slot failed.
+
+    Raises:
+        CheckpointError: `preflight_failure`'s code.
+    """
+    from continuity.runner.preflight.run import preflight_failure, summary_lines
+
     lines = summary_lines(report, where)
     failure = preflight_failure(report, where)
     if failure is not None:
