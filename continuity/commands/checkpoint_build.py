@@ -46,7 +46,7 @@ def checkpoints(request: CheckpointsRequest) -> str:
                 traces=request.trace or None,
                 out_dir=chosen.out,
                 progress=tick,
-                jobs=int(request.jobs or 0) or DEFAULT_JOBS,
+                jobs=request.jobs or DEFAULT_JOBS,
             )
         counts: dict[str, int] = {}
         for record in records:

@@ -27,7 +27,7 @@ def ledger_smoke(request: LedgerSmokeRequest) -> str:
     from continuity.outputs import usable_out_path
     from continuity.runner.ledger_smoke import run_smoke
 
-    fail = bool(request.fail_upkeep)
+    fail = request.fail_upkeep
     report, path = run_smoke(usable_out_path(request.out or None), fail_upkeep=fail)
     if fail:
         return (

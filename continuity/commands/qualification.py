@@ -48,11 +48,11 @@ def qualify(request: QualifyRequest) -> str:
     case = request.case or None
     case_id = request.id or None
     suite = request.suite or None
-    every = bool(request.all)
+    every = request.all
     # two selectors, or --list / --report beside one, are refused before anything runs
     check_request(
-        listing=bool(request.list),
-        report=bool(request.report),
+        listing=request.list,
+        report=request.report,
         group=group,
         case=case,
         case_id=case_id,

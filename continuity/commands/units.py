@@ -196,7 +196,7 @@ def _build(
             probe_limit=plan.probe_limit,
             run_dir=run_dir,
             progress=tick,
-            jobs=int(request.jobs or 0) or DEFAULT_JOBS,
+            jobs=request.jobs or DEFAULT_JOBS,
             only_repeats=parse_repeats(request),
             execution=Execution(lookup=lookup, ledger=ledger, judge=plan.judge),
             items=items,
