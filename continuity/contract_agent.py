@@ -18,10 +18,9 @@ from pathlib import Path
 
 from msgspec import UNSET
 
-from continuity.agents.drive import ARMS
+from continuity.agents.identity import ARMS, SANDBOXED, UNSANDBOXED, identity
 from continuity.agents.manifest import load_manifest
 from continuity.agents.sandbox import sandbox_problem
-from continuity.agents.units import SANDBOXED, UNSANDBOXED, identity
 from continuity.errors import ContinuityError
 from continuity.plan.plan import build_plan
 from continuity.plan.pricing import default_catalog_path

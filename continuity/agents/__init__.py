@@ -11,6 +11,7 @@ __all__ = [
     "check",
     "client",
     "drive",
+    "identity",
     "manifest",
     "protocol",
     "readers",

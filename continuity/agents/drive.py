@@ -63,6 +63,7 @@ from continuity.agents.client import (
     require_capabilities,
     spawn_adapter,
 )
+from continuity.agents.identity import ARMS
 from continuity.agents.manifest import Manifest
 from continuity.agents.protocol import (
     AgentInfo,
@@ -90,7 +91,6 @@ _STEERED = ("injected", "queued")  # the declared capabilities that are sent tur
 
 __all__ = ["ARMS", "DUMMY_KEY", "AgentRun", "Crossing", "Reader", "drive_agent"]
 
-ARMS = ("native", "restart", "new_session")
 Reader = Callable[[WireRequest], Awaitable[str]]
 DUMMY_KEY = "continuity-dummy-key"
 

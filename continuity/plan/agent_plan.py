@@ -1,6 +1,6 @@
 """The outside-agent part of a plan (``--agent agent.toml``, CAP/0 v0).
 
-A plan that names an agent binds its identity (`continuity.agents.units.AgentIdentity`:
+A plan that names an agent binds its identity (`continuity.agents.identity.AgentIdentity`:
 the manifest's digest, the digest of the agent's files and of its allowlisted
 variables' values), so the plan digest a real run confirms, and every unit key, change
 when the agent does. Its arms are the outside arms (``native``, ``restart``,
@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from continuity.agents.client import require_capabilities
-from continuity.agents.drive import ARMS
+from continuity.agents.identity import ARMS, AgentIdentity, identity, outside_arm, unit_arm
 from continuity.agents.manifest import Manifest, load_manifest
 from continuity.agents.protocol import Capabilities
 from continuity.agents.sandbox import require_sandbox
-from continuity.agents.units import AgentIdentity, identity, outside_arm, unit_arm
 from continuity.arms import probe_mode_named
 from continuity.errors import UsageError
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from continuity.agents.units import AgentIdentity
+from continuity.agents.identity import AgentIdentity
 from continuity.arms import ProbeMode, parse_arms, probe_mode_named
 from continuity.digest import value_digest
 from continuity.errors import UsageError

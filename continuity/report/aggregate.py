@@ -37,8 +37,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from continuity.agents.drive import ARMS as AGENT_ARMS
-from continuity.agents.units import AGENT_PROBE_PROTOCOL, unit_arm
+from continuity.agents.identity import AGENT_PROBE_PROTOCOL, unit_arm
+from continuity.agents.identity import ARMS as AGENT_ARMS
 from continuity.arms import ARMS
 from continuity.errors import AggregateError
 from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes

@@ -15,7 +15,7 @@ import html
 
 from msgspec import UNSET
 
-from continuity.agents.units import BANNER, NOT_FROM_MODEL, SANDBOXED, UNSANDBOXED
+from continuity.agents.identity import BANNER, NOT_FROM_MODEL, SANDBOXED, UNSANDBOXED
 from continuity.report.charts import accuracy_chart, availability_chart, delta_chart, loss_chart
 from continuity.report.html_samples import drilldown_html, index_html
 from continuity.report.html_tables import suite_table, table_html

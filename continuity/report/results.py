@@ -347,7 +347,7 @@ class ScorerSection(msgspec.Struct, frozen=True, kw_only=True):
 
 class AgentBanner(msgspec.Struct, frozen=True, kw_only=True):
     """A run of outside agents: who they are and what their boundaries showed (the
-    report's fixed banner, continuity.agents.units.BANNER)."""
+    report's fixed banner, continuity.agents.identity.BANNER)."""
 
     agents: list[str]
     total: int

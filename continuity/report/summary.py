@@ -10,7 +10,7 @@ from __future__ import annotations
 import msgspec
 from msgspec import UNSET
 
-from continuity.agents.units import AGENT_PROBE_PROTOCOL
+from continuity.agents.identity import AGENT_PROBE_PROTOCOL
 from continuity.arms import ARMS
 from continuity.messages import Usage
 from continuity.probes import answer_line

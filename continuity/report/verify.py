@@ -27,7 +27,6 @@ from msgspec import UNSET
 from continuity.arms import ARMS
 from continuity.digest import value_digest
 from continuity.errors import AggregateError
-from continuity.runner.agent_units import agent_unit_key
 from continuity.runner.units.build import UnitRecord, content_digest, unit_key
 from continuity.store import Store
 
@@ -136,6 +135,10 @@ def _current_key(record: UnitRecord) -> str | None:
     """The key the current unit code gives the unit's fields (None for an unknown arm).
     An outside agent's unit has its own key (`continuity.runner.agent_units`)."""
     if record.agent is not UNSET:
+        # Imported here: the agent runner brings the MCP SDK, which aggregating the
+        # reference arms' units never needs.
+        from continuity.runner.agent_units import agent_unit_key
+
         return agent_unit_key(
             record.repeat,
             record.trace_key,

@@ -4,7 +4,8 @@ One unit per repeat x trace x arm, as for the reference arms, holding one sample
 planned probe (`continuity.agents.units`: each a fresh re-replay of the trace through
 the adapter, its boundary crossed, the probe asked as the next owner turn). Its arm is
 the outside arm's unit id (``agent-native``, ``agent-restart``, ``agent-new_session``,
-`continuity.agents.units.unit_arm`), so an outside agent's units never pass for the reference arms'.
+`continuity.agents.identity.unit_arm`), so an outside agent's units never pass for the
+reference arms'.
 
 A unit is a store artifact keyed by `agent_unit_key`: its repeat, arm, probe ids and
 probe protocol, the agent's fingerprint (manifest digest, the digest of its files and
@@ -35,17 +36,10 @@ import msgspec
 from msgspec import UNSET
 
 from continuity.agents.drive import AgentRun, Reader
+from continuity.agents.identity import AGENT_PROBE_PROTOCOL, AgentIdentity, outside_arm, unit_arm
 from continuity.agents.manifest import Manifest
 from continuity.agents.readers import OfflineReader, SampleReader
-from continuity.agents.units import (
-    AGENT_PROBE_PROTOCOL,
-    AgentIdentity,
-    evidence,
-    outside_arm,
-    run_sample,
-    sample_status,
-    unit_arm,
-)
+from continuity.agents.units import evidence, run_sample, sample_status
 from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.errors import ContinuityError
 from continuity.messages import Usage

@@ -13,8 +13,8 @@ import msgspec
 import pytest
 from msgspec import UNSET
 
+from continuity.agents.identity import AGENT_PROBE_PROTOCOL
 from continuity.agents.manifest import load_manifest
-from continuity.agents.units import AGENT_PROBE_PROTOCOL
 from continuity.contract_agent import TOY_MANIFEST, check_outside_agent
 from continuity.errors import ContinuityError
 from continuity.plan.plan import plan_digest, plan_from_request

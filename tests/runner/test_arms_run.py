@@ -1,10 +1,15 @@
-"""Every arm on hard seeds 101-108: boundary, pressure, contexts, packs, the store."""
+"""Every arm on the hard seeds: boundary, pressure, contexts, packs, the store.
+
+The default run samples every arm on hard seeds 101-102 (the offline contract's two);
+the full-size variant (``-m variant``, run by CI) samples every arm on all eight seeds
+with the same checks.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import anyio
@@ -28,7 +33,8 @@ from continuity.traces.suites import SuiteItem, build_suite
 # One worker runs this module: its module fixture is built once, not once per worker.
 pytestmark = pytest.mark.xdist_group("arms-run")
 
-SEEDS = tuple(range(101, 109))
+SEEDS = (101, 102)
+ALL_SEEDS = tuple(range(101, 109))
 
 
 @pytest.fixture(scope="module")
@@ -37,15 +43,19 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Pa
     yield Store(root / "store"), root / "out"
 
 
-@pytest.fixture(scope="module")
-def samples(shared: tuple[Store, Path]) -> list[SampleRecord]:
-    store, out = shared
-    records, path, built = build_arm_samples(store, "hard", SEEDS, arms="all", out_dir=out)
-    assert path.is_file() and built == len(records) == 9 * len(SEEDS)
+def _samples(store: Store, out: Path, seeds: Sequence[int]) -> list[SampleRecord]:
+    records, path, built = build_arm_samples(store, "hard", seeds, arms="all", out_dir=out)
+    assert path.is_file() and built == len(records) == 9 * len(seeds)
     return records
 
 
-def test_every_arm_crosses_its_boundary_under_pressure(samples: list[SampleRecord]) -> None:
+@pytest.fixture(scope="module")
+def samples(shared: tuple[Store, Path]) -> list[SampleRecord]:
+    return _samples(*shared, SEEDS)
+
+
+def _check_crossings(samples: list[SampleRecord]) -> None:
+    """Every sample valid, and each arm's boundary where its design puts it."""
     bad = [
         (r.trace_id, r.arm, r.classification) for r in samples if r.classification.status != "valid"
     ]
@@ -72,7 +82,8 @@ def test_every_arm_crosses_its_boundary_under_pressure(samples: list[SampleRecor
             assert e.fresh_process
 
 
-def test_packs_only_in_the_pack_arm_exactly_once(samples: list[SampleRecord]) -> None:
+def _check_packs(samples: list[SampleRecord]) -> None:
+    """The pack in the pack arm's every request exactly once, and in no other arm."""
     for record in samples:
         assert record.evidence is not None
         packs = record.evidence.packs_per_request
@@ -83,7 +94,8 @@ def test_packs_only_in_the_pack_arm_exactly_once(samples: list[SampleRecord]) ->
             assert not any(packs), record.arm
 
 
-def test_store_arms_offer_only_conversation_history(samples: list[SampleRecord]) -> None:
+def _check_store_tools(samples: list[SampleRecord]) -> None:
+    """The store arms offer ConversationHistory alone, and use it; the others no tool."""
     for record in samples:
         e = record.evidence
         assert e is not None
@@ -97,6 +109,25 @@ def test_store_arms_offer_only_conversation_history(samples: list[SampleRecord])
             assert e.tools_offered == [] and e.history_calls == []
 
 
+def _check_design(store: Store, out: Path, seed: int) -> None:
+    trace, item = _hard(store, out, seed)
+    report = check_design(store, trace, item)
+    assert report.account_in_native and not report.account_in_cold
+    assert report.head_identifier_in_cold and report.secret_runs_found == []
+
+
+def test_every_arm_crosses_its_boundary_under_pressure(samples: list[SampleRecord]) -> None:
+    _check_crossings(samples)
+
+
+def test_packs_only_in_the_pack_arm_exactly_once(samples: list[SampleRecord]) -> None:
+    _check_packs(samples)
+
+
+def test_store_arms_offer_only_conversation_history(samples: list[SampleRecord]) -> None:
+    _check_store_tools(samples)
+
+
 def _hard(store: Store, out: Path, seed: int) -> tuple[Trace, SuiteItem]:
     item = build_suite(store, "hard", (seed,), out_dir=out).items[0]
     return decode_trace(store.get_blob(item.digest)), item
@@ -106,11 +137,18 @@ def _hard(store: Store, out: Path, seed: int) -> tuple[Trace, SuiteItem]:
 def test_the_trace_design_shows_in_the_contexts(
     samples: list[SampleRecord], shared: tuple[Store, Path], seed: int
 ) -> None:
-    store, out = shared
-    trace, item = _hard(store, out, seed)
-    report = check_design(store, trace, item)
-    assert report.account_in_native and not report.account_in_cold
-    assert report.head_identifier_in_cold and report.secret_runs_found == []
+    _check_design(*shared, seed)
+
+
+@pytest.mark.variant
+def test_every_arm_on_every_hard_seed_full_size(tmp_path: Path) -> None:
+    store, out = Store(tmp_path / "store"), tmp_path / "out"
+    records = _samples(store, out, ALL_SEEDS)
+    _check_crossings(records)
+    _check_packs(records)
+    _check_store_tools(records)
+    for seed in ALL_SEEDS:
+        _check_design(store, out, seed)
 
 
 def test_a_store_without_records_is_store_degraded(

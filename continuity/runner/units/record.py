@@ -17,7 +17,7 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from continuity.agents.units import AgentEvidence, AgentIdentity
+from continuity.agents.identity import AgentEvidence, AgentIdentity
 from continuity.arms import Arm
 from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.harness.compaction import CompactionEvent
