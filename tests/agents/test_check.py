@@ -1,5 +1,6 @@
 """`doit agent_check`: a failed check is a coded gate after the report is written, and
-bad input is refused with a code (the passing run is `.ci/run`'s smoke)."""
+bad input is refused with a code (the passing run is `.ci/run`'s smoke). The checks run
+over the smoke trace (`tests.agents.test_drive.TRACE`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from continuity.agents.check import check_agent
 from continuity.agents.manifest import load_manifest
 from continuity.commands.agent_check import AgentCheckRequest, agent_check
 from continuity.errors import ContinuityError, GateFailed
-from tests.harness.test_replay import trace_named
+from tests.agents.test_drive import STEER, TRACE
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "examples" / "agents" / "toy" / "agent.toml"
@@ -24,7 +25,7 @@ def test_an_agent_whose_copies_differ_fails_the_gate_after_its_report(
     monkeypatch.setenv("TOY_FAULT", "timestamp")
     manifest = load_manifest(TOY)
     with pytest.raises(GateFailed) as caught:
-        check_agent(manifest, trace_named("brightline-return"), tmp_path)
+        check_agent(manifest, TRACE, tmp_path)
     assert caught.value.code == "agent_check_failed" and "copy" in caught.value.message
     folder = tmp_path / "agent-check" / f"toy-{manifest.digest[:16]}"
     checks = {
@@ -54,9 +55,9 @@ def test_a_queued_steer_is_a_warning_and_every_other_check_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TOY_STEER", "queued")
-    report = check_agent(load_manifest(TOY), trace_named("brightline-return"), tmp_path)
+    report = check_agent(load_manifest(TOY), TRACE, tmp_path)
     checks = {c.name: c for c in report.checks}
-    assert checks["steer"].status == "warn" and "d3-16 queued" in checks["steer"].detail
+    assert checks["steer"].status == "warn" and f"{STEER} queued" in checks["steer"].detail
     assert checks["replay"].status == "pass" and "queued" in checks["replay"].detail
     assert {c.status for n, c in checks.items() if n != "steer"} == {"pass"}
 
@@ -67,5 +68,5 @@ def test_a_queued_steer_the_agent_drops_fails_the_replay_check(
     monkeypatch.setenv("TOY_STEER", "queued")
     monkeypatch.setenv("TOY_FAULT", "drop_steer")
     with pytest.raises(GateFailed) as caught:
-        check_agent(load_manifest(TOY), trace_named("brightline-return"), tmp_path)
+        check_agent(load_manifest(TOY), TRACE, tmp_path)
     assert caught.value.code == "agent_check_failed" and "replay" in caught.value.message

@@ -1,7 +1,12 @@
 """Outside agents end to end with the toy reference adapter (examples/agents/toy): a
 real adapter process over CAP/0, the model proxy and the fixture MCP server on
 loopback. Each arm's boundary is verified from observations alone, and each injected
-fault gives its code or exclusion class."""
+fault gives its code or exclusion class.
+
+The tests replay the smoke trace (two sessions, four tool records, a steer), whose
+counts they read from the trace; a turn with several tool calls comes from hard seed
+101. The full-size variant (``-m variant``) verifies every arm on an original trace.
+"""
 
 from __future__ import annotations
 
@@ -17,13 +22,28 @@ from continuity.agents.manifest import load_manifest
 from continuity.errors import ArmError
 from continuity.servers.fixture import frozen_records
 from continuity.servers.proxy_script import WireRequest
-from continuity.traces.schema import Steer, iter_turns
+from continuity.traces.keys import fixtures_dir
+from continuity.traces.schema import OwnerMessage, Steer, Trace, iter_turns
+from continuity.traces.validate import load_trace
 from tests.harness.test_replay import trace_named
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = load_manifest(ROOT / "examples" / "agents" / "toy" / "agent.toml")
-TRACE = trace_named("brightline-return")
+TRACE = load_trace((fixtures_dir() / "smoke" / "smoke-kiln-shelves.json").read_bytes())
 PROBE = TRACE.probes[0].text
+FULL_SIZE = trace_named("brightline-return")
+
+
+def _steer_and_next(trace: Trace) -> tuple[str, str]:
+    """The id of the trace's steer and of the turn right after it (the assistant step
+    the steered request answers)."""
+    turns = [t for _, _, t in iter_turns(trace)]
+    at = next(n for n, t in enumerate(turns) if isinstance(t, Steer))
+    return turns[at].turn_id, turns[at + 1].turn_id
+
+
+STEER, AFTER_STEER = _steer_and_next(TRACE)
+RECORDS = len(frozen_records(TRACE))  # the tool records the fixture server serves
 SEEN: list[str] = []
 
 
@@ -32,27 +52,44 @@ async def _reader(request: WireRequest) -> str:
     return "UNKNOWN"
 
 
-def _drive(tmp_path: Path, arm: str, name: str = "run", **kwargs: object) -> AgentRun:
+def _drive(
+    tmp_path: Path, arm: str, name: str = "run", trace: Trace = TRACE, **kwargs: object
+) -> AgentRun:
     async def main() -> AgentRun:
-        return await drive_agent(TOY, TRACE, work=tmp_path / name, arm=arm, probe=PROBE,
-                                 reader=_reader, **kwargs)  # type: ignore[arg-type]  # fmt: skip
+        return await drive_agent(TOY, trace, work=tmp_path / name, arm=arm,
+                                 probe=trace.probes[0].text, reader=_reader,
+                                 **kwargs)  # type: ignore[arg-type]  # fmt: skip
 
     return anyio.run(main)
 
 
-@pytest.mark.parametrize("arm", ["native", "restart", "new_session"])
-def test_each_arm_is_verified_from_what_continuity_observed(tmp_path: Path, arm: str) -> None:
-    run = _drive(tmp_path, arm)
+def _check_arm(run: AgentRun, arm: str, trace: Trace) -> None:
+    """The arm's boundary verified, every record served, the steer injected, the probe
+    forwarded to the reader, and the transcript the arm should leave."""
+    steer, _ = _steer_and_next(trace)
+    owner_turns = sum(isinstance(t, OwnerMessage) for _, _, t in iter_turns(trace))
     assert run.codes == [] and run.crossing.verdict == "verified", run.details
-    assert run.steers == {"d3-16": "injected"}  # held in its call, steered, released
-    assert run.fixture_calls == 28 and run.probe_tool_attempts == 0
+    assert run.steers == {steer: "injected"}  # held in its call, steered, released
+    assert run.fixture_calls == len(frozen_records(trace)) and run.probe_tool_attempts == 0
     assert run.probe is not None and run.probe.mode == "forward" and run.probe_reply == "UNKNOWN"
     assert len(run.crossing.pids) == (2 if arm == "restart" else 1)
     if arm == "restart":
-        assert run.crossing.pids[0] != run.crossing.pids[1] and run.probe.transcript == 37
+        assert run.crossing.pids[0] != run.crossing.pids[1]
+        assert run.probe.transcript == owner_turns
     if arm == "new_session":
         assert run.probe.transcript == 0  # notes ride in the system prompt, not as turns
     assert run.agent == "toy 0.1" and run.manifest == TOY.digest
+
+
+@pytest.mark.parametrize("arm", ["native", "restart", "new_session"])
+def test_each_arm_is_verified_from_what_continuity_observed(tmp_path: Path, arm: str) -> None:
+    _check_arm(_drive(tmp_path, arm), arm, TRACE)
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("arm", ["native", "restart", "new_session"])
+def test_each_arm_is_verified_on_an_original_trace_full_size(tmp_path: Path, arm: str) -> None:
+    _check_arm(_drive(tmp_path, arm, trace=FULL_SIZE), arm, FULL_SIZE)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +164,7 @@ def test_the_readmes_complete_adapter_is_verified_on_every_arm(tmp_path: Path, a
 
     run = anyio.run(main)
     assert run.codes == [] and run.crossing.verdict == "verified", (run.details, run.crossing)
-    assert run.steers == {"d3-16": "injected"} and run.agent == "minimal 1"
+    assert run.steers == {STEER: "injected"} and run.agent == "minimal 1"
     source = (ROOT / "examples" / "agents" / "minimal" / "minimal_agent.py").read_text()
     assert len([line for line in source.splitlines() if line.strip()]) < 40
 
@@ -149,7 +186,7 @@ def test_a_steer_not_injected_is_labelled_and_the_sample_stays_valid(
     monkeypatch.setenv("TOY_STEER", steering)
     run = _drive(tmp_path, "native")
     assert run.codes == ["steer_degraded"] and run.crossing.verdict == "verified", run.details
-    assert run.steers == {"d3-16": steering} and run.fixture_calls == 28
+    assert run.steers == {STEER: steering} and run.fixture_calls == RECORDS
     state = json.loads((tmp_path / "run" / "agent" / "toy-state.json").read_text())
     said = [m["content"] for m in state["sessions"]["conversation"]["messages"]
             if m["role"] == "user"]  # fmt: skip
@@ -164,9 +201,9 @@ def test_a_queued_steer_is_the_next_owner_turn_and_its_request_carries_it(
     assert first.codes == ["steer_degraded"] and "queued" in first.details[0]
     assert first.signature == second.signature  # fresh copies stay identical
     steps = [f for f in first.facts if f.mode == "script"]
-    at = next(n for n, f in enumerate(steps) if f.step == "d3-17:queued")
+    at = next(n for n, f in enumerate(steps) if f.step == f"{AFTER_STEER}:queued")
     interlude, steered = steps[at], steps[at + 1]
-    assert steered.step == "d3-17" and interlude.problems == steered.problems == []
+    assert steered.step == AFTER_STEER and interlude.problems == steered.problems == []
     assert interlude.output_tokens == 0  # the least the agent can be told: nothing
     state = json.loads((tmp_path / "q1" / "agent" / "toy-state.json").read_text())
     messages = state["sessions"]["conversation"]["messages"]
@@ -184,7 +221,7 @@ def test_a_queued_steer_the_agent_never_passes_on_fails_the_replay(
     monkeypatch.setenv("TOY_FAULT", "drop_steer")
     run = _drive(tmp_path, "native")
     assert run.codes == ["replay_fidelity_failed", "steer_degraded"], run.details
-    assert any("steer before d3-17" in d for d in run.details)
+    assert any(f"steer before {AFTER_STEER}" in d for d in run.details)
 
 
 HARD = trace_named("hard-101")
