@@ -1,7 +1,8 @@
 """`doit units --agent`: an outside agent's units in the run's ``units/`` (keyed by the
 agent's fingerprint, reused from the store), aggregated and compared like any other,
 the offline contract's pass, the equivalence with the reference harness's native arm,
-and bad input with its codes."""
+and bad input with its codes. The units replay the smoke trace (the offline contract's
+pass replays the originals)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,9 @@ from continuity.runner.units.record import UnitRecord, seal
 from continuity.store import Store
 from continuity.traces.suites import build_suite
 from rules.units import _units
-from tests.harness.test_replay import trace_named
+from tests.agents.test_drive import TRACE as SMOKE_TRACE
 
-TRACE = "brightline-return"
+SUITE, TRACE = "smoke", "smoke-kiln-shelves"  # the smallest trace with a steer
 LIMIT = 4
 
 
@@ -39,11 +40,12 @@ def agent_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     arm's over the same, in one store."""
     root = tmp_path_factory.mktemp("agent-units")
     options: dict[str, Any] = {"agent": str(TOY_MANIFEST), "arms": "native", "trace": TRACE,
-                               "probe_limit": LIMIT, "run": "offline", "out": str(root),
+                               "suite": SUITE, "probe_limit": LIMIT, "run": "offline",
+                               "out": str(root),
                                "store": str(root / "store")}  # fmt: skip
     line = _units(**options)
     store = Store(root / "store")
-    records, _, _ = build_units(store, "original", arms="native", traces=TRACE,
+    records, _, _ = build_units(store, SUITE, arms="native", traces=TRACE,
                                 probe_limit=LIMIT, run_dir=root / "ref")  # fmt: skip
     return {"root": root, "options": options, "line": line, "store": store, "ref": records}
 
@@ -111,8 +113,9 @@ def test_the_report_grades_an_agents_samples_from_the_needles_the_proxy_saw(
     """A new session of the toy keeps only its notes: the fact is absent from the probe
     request, and the report's current-scorer grading says so (from the needle states
     kept in the unit, not from a reference sample's evidence it does not have)."""
-    line = _units(agent=str(TOY_MANIFEST), arms="new_session", trace=TRACE, probe_limit=1,
-                  run="n", out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
+    line = _units(agent=str(TOY_MANIFEST), arms="new_session", suite=SUITE, trace=TRACE,
+                  probe_limit=1, run="n", out=str(tmp_path),
+                  store=str(tmp_path / "store"))  # fmt: skip
     assert "1 units (1 run" in line
     _, record = _unit(tmp_path / "runs" / "n")
     probe = record.probes[0]
@@ -122,7 +125,7 @@ def test_the_report_grades_an_agents_samples_from_the_needles_the_proxy_saw(
     for scorer in ("current", "original"):
         results, _, _ = aggregate_run(Store(tmp_path / "store"), tmp_path / "runs" / "n",
                                       scorer=scorer)  # fmt: skip
-        cell = results.availability["original"]["agent-new_session"]
+        cell = results.availability[SUITE]["agent-new_session"]
         assert (cell["absent"], cell["in_context"], cell["lost_at_boundary"]) == (1, 0, 1)
 
 
@@ -130,11 +133,11 @@ def test_the_banner_counts_samples_excluded_by_a_failed_replay(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TOY_FAULT", "rewrite_result")  # every replay fails its checks
-    _units(agent=str(TOY_MANIFEST), arms="native", trace=TRACE, probe_limit=1, run="f",
+    _units(agent=str(TOY_MANIFEST), arms="native", suite=SUITE, trace=TRACE, probe_limit=1, run="f",
            out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
     results, paths, _ = aggregate_run(Store(tmp_path / "store"), tmp_path / "runs" / "f")
     assert results.agent is not UNSET and results.agent.replay_failed == 1
-    assert results.excluded["original"]["agent-native"]["replay_failed"] == 1
+    assert results.excluded[SUITE]["agent-native"]["replay_failed"] == 1
     assert "1 more excluded because their replay failed" in paths["report"].read_text()
 
 
@@ -145,11 +148,11 @@ def test_an_answer_that_is_not_the_models_is_labelled_and_excluded(
     sample is answer_not_from_model, excluded, kept with the reply, and counted in the
     banner; the model's own UNKNOWN was never what was scored."""
     monkeypatch.setenv("TOY_FAULT", "own_answer")
-    _units(agent=str(TOY_MANIFEST), arms="native", trace=TRACE, probe_limit=1, run="c",
+    _units(agent=str(TOY_MANIFEST), arms="native", suite=SUITE, trace=TRACE, probe_limit=1, run="c",
            out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
     results, paths, _ = aggregate_run(Store(tmp_path / "store"), tmp_path / "runs" / "c")
     assert results.agent is not UNSET and results.agent.not_from_model == 1
-    assert results.excluded["original"]["agent-native"]["answer_not_from_model"] == 1
+    assert results.excluded[SUITE]["agent-native"]["answer_not_from_model"] == 1
     report = paths["report"].read_text()
     assert "1 more excluded because the adapter" in report and "(answer_not_from_model)" in report
     assert "Sandboxed (bubblewrap)" in report
@@ -164,8 +167,8 @@ def test_an_answer_that_is_not_the_models_is_labelled_and_excluded(
     declared = shutil.copytree(TOY_MANIFEST.parent, tmp_path / "declared")
     with (declared / "agent.toml").open("a") as manifest:
         manifest.write("post_processes = true\n")
-    _units(agent=str(declared / "agent.toml"), arms="native", trace=TRACE, probe_limit=1,
-           run="d", out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
+    _units(agent=str(declared / "agent.toml"), arms="native", suite=SUITE, trace=TRACE,
+           probe_limit=1, run="d", out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
     results, paths, _ = aggregate_run(Store(tmp_path / "store"), tmp_path / "runs" / "d")
     assert results.agent is not UNSET and (
         results.agent.not_from_model,
@@ -180,8 +183,8 @@ def test_an_answer_that_is_not_the_models_is_labelled_and_excluded(
 def test_no_sandbox_is_a_different_unit_and_the_banner_says_unsandboxed(
     tmp_path: Path,
 ) -> None:
-    common: dict[str, Any] = {"agent": str(TOY_MANIFEST), "arms": "native", "trace": TRACE,
-                              "probe_limit": 1, "out": str(tmp_path),
+    common: dict[str, Any] = {"agent": str(TOY_MANIFEST), "arms": "native", "suite": SUITE,
+                              "trace": TRACE, "probe_limit": 1, "out": str(tmp_path),
                               "store": str(tmp_path / "store")}  # fmt: skip
     _units(**common, run="open", no_sandbox=True)
     results, paths, _ = aggregate_run(Store(tmp_path / "store"), tmp_path / "runs" / "open")
@@ -260,8 +263,8 @@ def test_a_copy_whose_signature_differs_is_excluded_unless_the_manifest_declares
     monkeypatch.setenv("TOY_FAULT", "timestamp")
     extra = "volatile = ['Now: \\d+\\.']\n" if declared else ""
     manifest = _toy_copy(tmp_path, extra)
-    line = _units(agent=str(manifest), arms="restart", trace=TRACE, probe_limit=2, run="c",
-                  out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
+    line = _units(agent=str(manifest), arms="restart", suite=SUITE, trace=TRACE, probe_limit=2,
+                  run="c", out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
     _, record = _unit(tmp_path / "runs" / "c")
     statuses = [p.status for p in record.probes]
     assert statuses == (["valid", "valid"] if declared else ["valid", "copy_unverified"]), line
@@ -274,8 +277,8 @@ def test_declared_capabilities_refuse_an_arm_at_plan_time_and_bind_initialize(
 ) -> None:
     no_sessions = _toy_copy(tmp_path / "a", "[capabilities]\nsteer = \"injected\"\n"
                             "resume_after_restart = true\n")  # fmt: skip
-    given: dict[str, Any] = {"trace": TRACE, "probe_limit": 1, "run": "d", "out": str(tmp_path),
-                             "store": str(tmp_path / "store")}  # fmt: skip
+    given: dict[str, Any] = {"suite": SUITE, "trace": TRACE, "probe_limit": 1, "run": "d",
+                             "out": str(tmp_path), "store": str(tmp_path / "store")}  # fmt: skip
     with pytest.raises(ContinuityError) as caught:
         _units(agent=str(no_sessions), arms="native,new_session", **given)
     assert caught.value.code == "adapter_capability_missing:new_session"
@@ -319,10 +322,10 @@ def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
 ) -> None:
     monkeypatch.setenv("TOY_FAULT", "no_resume")
     store = Store(tmp_path / "store")
-    item = next(i for i in build_suite(store, "original", out_dir=tmp_path).items
+    item = next(i for i in build_suite(store, SUITE, out_dir=tmp_path).items
                 if i.trace_id == TRACE)  # fmt: skip
     with pytest.raises(ContinuityError) as caught:
-        check_outside_agent(store, [(item.key, trace_named(TRACE))], tmp_path / "run")
+        check_outside_agent(store, [(item.key, SMOKE_TRACE)], tmp_path / "run")
     assert caught.value.code == "agent_contract_failed"
     assert f"{TRACE}/agent-restart/" in caught.value.message
     assert "contradicted" in caught.value.message
