@@ -296,6 +296,8 @@ def test_a_sample_that_does_not_cross_its_boundary_fails_the_contract(
     store: Store, out_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _small_contract(monkeypatch)
+    # The outside-agent pass is not what fails here (the passing control above runs it).
+    monkeypatch.setattr(contract, "check_outside_agent", lambda *_: "not run")
     _cold_rebuild_forks_native(monkeypatch, "continuity.runner.units.run")
     with pytest.raises(ContinuityError) as err:
         run_offline_contract(store, out_dir=out_dir)

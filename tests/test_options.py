@@ -521,10 +521,37 @@ USAGE_CASES: list[tuple[str, ...]] = [
 ]
 
 
+# Refusals named one by one (beside the generated table): every default run checks them.
+NAMED_CASES: list[tuple[str, ...]] = [
+    ("traces", "--suite", "tiny"),
+    ("units", "--suite", "nope"),
+    ("units", "--arms", "no-such-arm"),
+    ("plan", "--provider", "carrier-pigeon"),
+    ("plan", "--probe-mode", "psychic"),
+    ("plan", "--reader", "nocolon"),
+    ("plan", "--judge", ":x"),
+    ("plan", "--base-url", "http://127.0.0.1:9"),
+    ("plan", "--lookup-reader", "alternate"),
+    ("aggregate", "--scorer", "nope"),
+    ("aggregate", "--run-dir", "/proc/nope"),
+    ("score", "--run-dir", "/proc/nope"),
+    ("traces", "--file", "/proc/nope"),
+    ("traces", "--file", "/dev/null"),
+    ("dry_run", "--pricing", "/proc/nope"),
+    ("units", "--provider", "anthropic"),
+    ("estimate", "--real"),
+    ("lookup_budget", "--seeds", "101"),
+    ("calibrate", "--cases", "/proc/nope"),
+    ("calibrate", "--provider", "carrier-pigeon"),
+    ("units", "--policy", "/proc/nope", "--probe-mode", "lookup-allowed-v1"),
+]
+
+
 def cli_cases() -> list[tuple[str, ...]]:
     """(args...) of doit calls that must be refused, generated over every task: up to four
-    bad values per checking option, empty values (``--opt ''`` and ``--opt=``) for three
-    options of each task, and values only a task's action can refuse."""
+    bad values per checking option and empty values (``--opt ''`` and ``--opt=``) for three
+    options of each task; then the named refusals (values only a task's action can refuse)
+    and doit's usage errors."""
     cases: list[tuple[str, ...]] = []
     tmp = Path("/tmp/continuity-fuzz-placeholder")  # stands for the test's tmp_path
     by_option: dict[tuple[str, str], list[str]] = {}
@@ -537,36 +564,13 @@ def cli_cases() -> list[tuple[str, ...]]:
         named = ["--" + spec["long"] for spec in build()["params"] if spec["type"] is not bool]
         for index, option in enumerate(named[:3]):
             cases.append((task, option, "") if index % 2 == 0 else (task, f"{option}="))
-    cases += [
-        ("traces", "--suite", "tiny"),
-        ("units", "--suite", "nope"),
-        ("units", "--arms", "no-such-arm"),
-        ("plan", "--provider", "carrier-pigeon"),
-        ("plan", "--probe-mode", "psychic"),
-        ("plan", "--reader", "nocolon"),
-        ("plan", "--judge", ":x"),
-        ("plan", "--base-url", "http://127.0.0.1:9"),
-        ("plan", "--lookup-reader", "alternate"),
-        ("aggregate", "--scorer", "nope"),
-        ("aggregate", "--run-dir", "/proc/nope"),
-        ("score", "--run-dir", "/proc/nope"),
-        ("traces", "--file", "/proc/nope"),
-        ("traces", "--file", "/dev/null"),
-        ("dry_run", "--pricing", "/proc/nope"),
-        ("units", "--provider", "anthropic"),
-        ("estimate", "--real"),
-        ("lookup_budget", "--seeds", "101"),
-        ("calibrate", "--cases", "/proc/nope"),
-        ("calibrate", "--provider", "carrier-pigeon"),
-        ("units", "--policy", "/proc/nope", "--probe-mode", "lookup-allowed-v1"),
-    ]
-    cases += USAGE_CASES
-    return cases
+    return cases + NAMED_CASES + USAGE_CASES
 
 
 CLI_CASES = cli_cases()
-# The default sample: every fourth call of the table (about 60), so every task appears.
-SAMPLE = CLI_CASES[::4]
+# The default sample: every fourth call of the table, so every task appears, and every
+# named refusal; the rest run as a CI variant.
+SAMPLE = CLI_CASES[::4] + [c for c in NAMED_CASES + USAGE_CASES if c not in CLI_CASES[::4]]
 
 
 def run_refused(tmp_path: Path, args: tuple[str, ...]) -> None:
@@ -586,7 +590,7 @@ def test_cli_refuses_malformed_options_sample(tmp_path: Path, args: tuple[str, .
     run_refused(tmp_path, args)
 
 
-@pytest.mark.slow
+@pytest.mark.variant  # the rest of the table: CI runs it (-m variant)
 @pytest.mark.parametrize(
     "args", [c for c in CLI_CASES if c not in SAMPLE], ids=lambda c: " ".join(c)[:60]
 )
@@ -595,7 +599,7 @@ def test_cli_refuses_malformed_options_full(tmp_path: Path, args: tuple[str, ...
 
 
 def test_cli_table_is_large_enough() -> None:
-    assert len(CLI_CASES) >= 200 and 40 <= len(SAMPLE) <= 90
+    assert len(CLI_CASES) >= 200 and 40 <= len(SAMPLE) <= 130
     assert {c[0] for c in SAMPLE if c[0] != "run"} == set(TASKS)
     assert set(USAGE_CASES) <= set(CLI_CASES)
 
