@@ -35,16 +35,15 @@ def agent_units(
     started = utc_stamp()
     if request.real:
         refuse_under_ci()  # before the options are even read
-    plan, manifest, traces = _agent_selection(request)
+    chosen = Selection(request)
+    plan, manifest, traces = _agent_selection(request, chosen)
     if request.real:
-        return _real_agent_units(request, plan, manifest, traces, summary)
+        return _real_agent_units(request, chosen, plan, manifest, traces, summary)
     run = request.run if request.run != "offline" else f"agent-{manifest.name}"
-    run_dir = Selection(request).out / "runs" / run
+    run_dir = chosen.out / "runs" / run
     unit_plan = AgentUnitPlan.of(plan, manifest, repeats)
     with progress(f"agent units {manifest.name}") as tick:
-        build = build_agent_units(
-            Selection(request).store, unit_plan, traces, run_dir, progress=tick
-        )
+        build = build_agent_units(chosen.store, unit_plan, traces, run_dir, progress=tick)
     write_run_manifest(run_dir, plan, started=started)
     return (
         summary(build.records, build.folder, build.built)
@@ -53,7 +52,7 @@ def agent_units(
 
 
 def _agent_selection(
-    request: UnitsRequest,
+    request: UnitsRequest, selection: Selection
 ) -> tuple[Plan, Manifest, list[tuple[str, Trace]]]:
     """The agent plan (`plan_from_request`), its manifest and the selected traces."""
     from continuity.errors import UsageError
@@ -65,10 +64,9 @@ def _agent_selection(
     plan = plan_from_request(request, trace=request.trace)
     loaded = agent_for_request(request)
     assert loaded is not None
-    selection = Selection(request)
     store = selection.store
     suite = build_suite(store, plan.suite, plan.seeds, out_dir=selection.out / "traces")
-    wanted = set((request.trace or "").split(",")) - {""}
+    wanted = set(request.trace.split(",")) - {""}
     items = [i for i in suite.items if not wanted or i.trace_id in wanted]
     if not items:
         raise UsageError(
@@ -80,6 +78,7 @@ def _agent_selection(
 
 def _real_agent_units(
     request: UnitsRequest,
+    chosen: Selection,
     plan: Plan,
     manifest: Manifest,
     traces: list[tuple[str, Trace]],
@@ -90,7 +89,7 @@ def _real_agent_units(
     from continuity.runner.agent_real import run_real_agent
     from continuity.runner.units.store import calls_made
 
-    store = Selection(request).store
+    store = chosen.store
     with progress(f"agent units {manifest.name} (real: {plan.endpoint.kind})") as tick:
         build, spend = run_real_agent(
             plan,

@@ -41,8 +41,8 @@ def compare(request: CompareRequest) -> str:
     from continuity.report.compare_runs import resolve_run
 
     chosen = Selection(request)
-    base = resolve_run(request.base or "", chosen.out, "--base")
-    head = resolve_run(request.head or "", chosen.out, "--head")
+    base = resolve_run(request.base, chosen.out, "--base")
+    head = resolve_run(request.head, chosen.out, "--head")
     named = request.out_dir
     out_dir = (
         Path(named).expanduser().absolute()

@@ -52,8 +52,7 @@ def _aggregate_only(request: UnitsRequest) -> str:
     ledger_run_for(plan, capture=None, checkout=default_checkout())
     chosen = Selection(request)
     if request.real:
-        out = request.out or ""
-        run_dir = Path(out).absolute() if out else chosen.out
+        run_dir = Path(request.out).absolute() if request.out else chosen.out
     else:
         run = request.run
         if plan.agent is not None and run == "offline":  # an agent's default run
@@ -210,8 +209,8 @@ def _role(request: UnitsRequest) -> Role | None:
 
     from continuity.roles.table import role_named
 
-    name = request.lookup_role or ""
-    digest = request.registration_digest or ""
+    name = request.lookup_role
+    digest = request.registration_digest
     if not name:
         if digest:
             raise UsageError(
