@@ -6,8 +6,8 @@ Times, in fresh processes, the import of the modules a plan-loading command need
 (`continuity.plan.plan`, `continuity.report.aggregate`) against the named baseline
 `import mcp` (the MCP SDK, which they must not pull in), and one pass over the refusals
 of `tests/test_options_special_files.py` (each a `doit` process refused before any
-work). Prints the medians of N runs (default 5) and each import as a ratio of the
-baseline.
+work). Prints each import's median of N runs (default 5) as a ratio of the baseline,
+and the median of N // 2 passes over the refusals (one pass for N < 4).
 """
 
 from __future__ import annotations

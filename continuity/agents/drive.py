@@ -89,7 +89,7 @@ from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResul
 
 _STEERED = ("injected", "queued")  # the declared capabilities that are sent turn/steer
 
-__all__ = ["ARMS", "DUMMY_KEY", "AgentRun", "Crossing", "Reader", "drive_agent"]
+__all__ = ["DUMMY_KEY", "AgentRun", "Crossing", "Reader", "drive_agent"]
 
 Reader = Callable[[WireRequest], Awaitable[str]]
 DUMMY_KEY = "continuity-dummy-key"

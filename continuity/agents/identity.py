@@ -3,9 +3,10 @@
 The outside arms and their unit ids, the identity a plan and its units bind
 (`AgentIdentity`), the evidence a sample's status rests on (`AgentEvidence`), and the
 fixed sentences the report's black-box banner is built from. Planning, aggregating and
-reporting read these; only running a sample (`continuity.agents.units`) needs the model
-proxy, the MCP fixture server and the adapter client, so those stay out of this module's
-imports.
+reporting read these. Only running a sample (`continuity.agents.units`) needs the drive
+loop, the MCP fixture server, the adapter client and with them the MCP SDK, whose
+import alone costs about two thirds of a second; this module imports none of them (the
+model proxy's `RequestFact` record, which it does import, does not pull in the SDK).
 """
 
 from __future__ import annotations

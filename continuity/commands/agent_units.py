@@ -35,8 +35,7 @@ def agent_units(
     started = utc_stamp()
     if request.real:
         refuse_under_ci()  # before the options are even read
-    chosen = Selection(request)
-    plan, manifest, traces = _agent_selection(request, chosen)
+    plan, manifest, traces, chosen = _agent_selection(request)
     if request.real:
         return _real_agent_units(request, chosen, plan, manifest, traces, summary)
     run = request.run if request.run != "offline" else f"agent-{manifest.name}"
@@ -52,9 +51,10 @@ def agent_units(
 
 
 def _agent_selection(
-    request: UnitsRequest, selection: Selection
-) -> tuple[Plan, Manifest, list[tuple[str, Trace]]]:
-    """The agent plan (`plan_from_request`), its manifest and the selected traces."""
+    request: UnitsRequest,
+) -> tuple[Plan, Manifest, list[tuple[str, Trace]], Selection]:
+    """The agent plan (`plan_from_request`), its manifest, the selected traces and the
+    store and output directory they were read from (chosen after the plan is accepted)."""
     from continuity.errors import UsageError
     from continuity.plan.agent_plan import agent_for_request
     from continuity.plan.plan import plan_from_request
@@ -64,6 +64,7 @@ def _agent_selection(
     plan = plan_from_request(request, trace=request.trace)
     loaded = agent_for_request(request)
     assert loaded is not None
+    selection = Selection(request)  # after the plan: a refused plan creates no directory
     store = selection.store
     suite = build_suite(store, plan.suite, plan.seeds, out_dir=selection.out / "traces")
     wanted = set(request.trace.split(",")) - {""}
@@ -73,7 +74,7 @@ def _agent_selection(
             "no trace of the suite is selected", code="trace_unknown", location="--trace"
         )
     traces = [(i.key, load_trace(store.get_blob(i.digest), source=i.trace_id)) for i in items]
-    return plan, loaded[0], traces
+    return plan, loaded[0], traces, selection
 
 
 def _real_agent_units(

@@ -1,8 +1,8 @@
 """`doit units --agent`: an outside agent's units in the run's ``units/`` (keyed by the
 agent's fingerprint, reused from the store), aggregated and compared like any other,
 the offline contract's pass, the equivalence with the reference harness's native arm,
-and bad input with its codes. The units replay the smoke trace (the offline contract's
-pass replays the originals)."""
+and bad input with its codes. The module's shared run replays an original trace; the
+other units replay the smoke trace (the offline contract's pass replays the originals)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ from rules.units import _units
 from tests.agents.test_drive import TRACE as SMOKE_TRACE
 
 SUITE, TRACE = "smoke", "smoke-kiln-shelves"  # the smallest trace with a steer
+# The module's shared run: an original trace, whose first four probes ask for both answer
+# forms (an answer line, and free text for its constraints).
+RUN_SUITE, RUN_TRACE = "original", "brightline-return"
 LIMIT = 4
 
 
@@ -39,13 +42,14 @@ def agent_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The toy's native units over one trace, four probes, and the reference native
     arm's over the same, in one store."""
     root = tmp_path_factory.mktemp("agent-units")
-    options: dict[str, Any] = {"agent": str(TOY_MANIFEST), "arms": "native", "trace": TRACE,
-                               "suite": SUITE, "probe_limit": LIMIT, "run": "offline",
+    options: dict[str, Any] = {"agent": str(TOY_MANIFEST), "arms": "native",
+                               "trace": RUN_TRACE, "suite": RUN_SUITE, "probe_limit": LIMIT,
+                               "run": "offline",
                                "out": str(root),
                                "store": str(root / "store")}  # fmt: skip
     line = _units(**options)
     store = Store(root / "store")
-    records, _, _ = build_units(store, SUITE, arms="native", traces=TRACE,
+    records, _, _ = build_units(store, RUN_SUITE, arms="native", traces=RUN_TRACE,
                                 probe_limit=LIMIT, run_dir=root / "ref")  # fmt: skip
     return {"root": root, "options": options, "line": line, "store": store, "ref": records}
 
@@ -68,7 +72,7 @@ def test_the_toy_agent_gets_the_reference_native_arms_availability_labels(
         for p in agent_run["ref"][0].probes if p.availability and p.evidence
     }  # fmt: skip
     path, record = _unit(agent_run["root"] / "runs" / "agent-toy")
-    assert path.name == f"r1-{TRACE}-agent-native.json" and record.arm == "agent-native"
+    assert path.name == f"r1-{RUN_TRACE}-agent-native.json" and record.arm == "agent-native"
     toy = {
         p.probe_id: (p.availability.fact, p.availability.superseded_present,
                      [s.in_context for s in p.agent.needle_states])
@@ -82,7 +86,7 @@ def test_the_toy_agent_gets_the_reference_native_arms_availability_labels(
     forms = {p.probe_id: answer_form(p.category) for p in record.probes}
     assert {p.answer for p in record.probes if forms[p.probe_id] == "line"} <= {"ANSWER: UNKNOWN"}
     assert {p.answer for p in record.probes if forms[p.probe_id] == "text"} <= {"UNKNOWN"}
-    assert "line" in forms.values()
+    assert set(forms.values()) == {"line", "text"}  # both forms went through the agent
     assert record.agent is not UNSET and record.agent.adapter == "toy"
     assert all(p.agent is not UNSET and p.agent.verdict == "verified" for p in record.probes)
     assert "1 units (1 run, 0 from the store), 4 probe samples, 0 excluded" in agent_run["line"]
@@ -283,6 +287,7 @@ def test_declared_capabilities_refuse_an_arm_at_plan_time_and_bind_initialize(
         _units(agent=str(no_sessions), arms="native,new_session", **given)
     assert caught.value.code == "adapter_capability_missing:new_session"
     assert not (tmp_path / "runs" / "d").exists()  # refused before anything ran
+    assert not (tmp_path / "store").exists()
     other = _toy_copy(tmp_path / "b", "[capabilities]\nsteer = \"queued\"\n"
                       "resume_after_restart = true\nnew_session = true\n")  # fmt: skip
     with pytest.raises(ContinuityError) as caught:
