@@ -140,7 +140,7 @@ CALL_LEDGER = Policy(timeout=30, autocommit=True)
 COST_CAP = Policy(timeout=60, autocommit=True, any_thread=True, pragmas=("synchronous=FULL",))
 
 # The pilot's durable permit account: 10 s for another writer to commit, past which
-# the controller stops (``lookup_account_failed``, spend.durable.BUSY_TIMEOUT_S).
+# the controller stops (``lookup_account_failed``, spend.durable).
 PERMIT_ACCOUNT = Policy(timeout=10.0, autocommit=True, pragmas=("synchronous=FULL",))
 
 # The pilot's writer lease, taken by its holder: never waits (a held lock means

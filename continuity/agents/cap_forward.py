@@ -41,6 +41,7 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
 def _serve(listener: socket.socket, path: str) -> None:
     while True:
         client, _ = listener.accept()
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             upstream.connect(path)

@@ -166,6 +166,10 @@ _log.addFilter(_quiet_shutdown)
 _POLL_S = 0.001
 # uvicorn's own tick: `on_tick` refreshes the Date header every tenth call.
 _TICK_S = 0.1
+# How long a stopping server lets in-flight requests finish before it cancels them.
+# uvicorn's default waits forever: a handler that never returns (a hung or stalled
+# call, its client long gone) would keep the server, and whoever stops it, waiting.
+SHUTDOWN_GRACE_S = 1.0
 
 
 class _LoopbackServer(uvicorn.Server):
@@ -281,7 +285,12 @@ async def serve_asgi(
     listeners = [sock] if unix is None else [sock, unix_socket(unix)]
     # log_config=None: uvicorn must not reconfigure the process's logging.
     config = uvicorn.Config(
-        app, log_config=None, log_level="warning", access_log=False, lifespan="on"
+        app,
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )
     server = _LoopbackServer(config)
     try:

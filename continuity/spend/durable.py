@@ -19,16 +19,16 @@ the guard goes on:
 - ``stop``: sticky, and on disk.
 
 **Reopening** (a restart after a crash or SIGKILL) starts a new epoch. Permits of an
-earlier epoch are stale (``lookup_permit_stale``). A hold that was still active when
-its epoch ended is retained as lost: nobody knows whether its request was sent, so its
+earlier epoch are stale (``lookup_permit_stale``). A hold that was still active when its
+epoch ended is retained as lost: nobody knows whether its request was sent, so its
 reservation stays in T for good. A stop, the settled costs and the loss count carry
 over. The cap and Rmax are fixed when the file is created: reopening with others is
-``lookup_cap_invalid``; a file that is not an account is ``lookup_account_invalid``;
-a file locked past `BUSY_TIMEOUT_S` (or a full disk) is ``lookup_account_failed``, an
-integrity stop. Opening also starts a transaction, so a second process that opens the
-file retains the first one's active holds as lost (conservatively: they stay in T, and
-the first process can no longer settle them); the writer lease keeps that from
-happening on any shipped route.
+``lookup_cap_invalid``; a file that is not an account is ``lookup_account_invalid``; a
+file locked past the timeout of its SQLite policy (`PERMIT_ACCOUNT`), or a full disk, is
+``lookup_account_failed``, an integrity stop. Opening also starts a transaction, so a
+second process that opens the file retains the first one's active holds as lost
+(conservatively: they stay in T, and the first process can no longer settle them); the
+writer lease keeps that from happening on any shipped route.
 
 The holds are a `continuity.holds.SqliteBook` over this file's ``holds`` table (the
 arithmetic and the cap rule shared with the run cost cap), read and written by the
@@ -65,10 +65,9 @@ from continuity.spend.permits import (
 from continuity.spend.usage import UsageRecord
 from continuity.sqlite_open import PERMIT_ACCOUNT, open_db
 
-__all__ = ["BUSY_TIMEOUT_S", "DURABLE_BRAND", "DurablePermitSource"]
+__all__ = ["DURABLE_BRAND", "DurablePermitSource"]
 
 DURABLE_BRAND = "continuity-durable-permits-v1"
-BUSY_TIMEOUT_S = PERMIT_ACCOUNT.timeout  # how long a transaction waits for another writer
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS holds (
@@ -278,7 +277,7 @@ def _failed(exc: sqlite3.Error, where: str) -> SpendError:
 
 class _Transaction:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on an error): one writer at a
-    time across processes. An SQLite failure (the file locked past `BUSY_TIMEOUT_S`,
+    time across processes. An SQLite failure (the file locked past `PERMIT_ACCOUNT.timeout`,
     a full disk) is ``lookup_account_failed``, an integrity stop."""
 
     def __init__(self, db: sqlite3.Connection, where: str) -> None:

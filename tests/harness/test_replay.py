@@ -29,7 +29,7 @@ from continuity.harness.replay import replay_trace
 from continuity.harness.session import DurableSession
 from continuity.harness.tool_history import ToolHistory
 from continuity.messages import ToolResultMessage, UserMessage
-from continuity.servers.asgi import serve_asgi
+from continuity.servers.wire import serve_in_thread
 from continuity.store import Store
 from continuity.traces.generator import generate_trace
 from continuity.traces.schema import (
@@ -139,33 +139,6 @@ def test_a_workspace_must_be_empty(tmp_path: Path) -> None:
     assert getattr(err.value, "code", "") == "workspace_not_empty"
 
 
-class _Background:
-    """An ASGI app served on loopback from a thread, for servers that misbehave."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.url = ""
-        self._stop = threading.Event()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=lambda: anyio.run(self._serve), daemon=True)
-
-    async def _serve(self) -> None:
-        async with serve_asgi(self.app) as base:
-            self.url = base + "/mcp"
-            self._ready.set()
-            while not self._stop.is_set():
-                await anyio.sleep(0.02)
-
-    def __enter__(self) -> str:
-        self._thread.start()
-        assert self._ready.wait(10)
-        return self.url
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-
 def _image_server() -> Any:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -209,7 +182,8 @@ def _nothing_stored(store: Store, before: dict[str, bytes]) -> bool:
 
 def test_a_malformed_tool_result_is_a_typed_error(store: Store) -> None:
     before = store_files(store)
-    with _Background(_image_server()) as url, pytest.raises(ToolError) as err:
+    with serve_in_thread(_image_server()) as base, pytest.raises(ToolError) as err:
+        url = base + "/mcp"
         _checkpoint_through(store, url)
     assert err.value.code == "tool_response_malformed"
     assert _nothing_stored(store, before)
@@ -217,8 +191,9 @@ def test_a_malformed_tool_result_is_a_typed_error(store: Store) -> None:
 
 def test_a_malformed_protocol_message_is_a_typed_error(tmp_path: Path) -> None:
     trace = replay_projection(trace_named("brightline-return"))
-    with _Background(_garbage_app()) as url, pytest.raises(ToolError) as err:
-        anyio.run(lambda: replay_trace(trace, tmp_path / "ws", tool_server_url=url, read_timeout=5))
+    with serve_in_thread(_garbage_app()) as base, pytest.raises(ToolError) as err:
+        url = base + "/mcp"
+        anyio.run(lambda: replay_trace(trace, tmp_path / "ws", tool_server_url=url, read_timeout=1))
     assert err.value.code in ("tool_response_malformed", "tool_server_unavailable")
 
 

@@ -73,7 +73,7 @@ def test_a_lost_acknowledgement_keeps_its_reservation_and_invalidates_the_unit(
     app = WireServer(faults=Faults(hang_from=1))  # the first call (the bootstrap) hangs
     with serve_in_thread(app) as url:
         rig = _rig(tmp_path, clean_checkout, url, arms=LEDGER_ARM)
-        result = rig.run(upkeep_timeout=4.0)
+        result = rig.run(upkeep_timeout=1.0)  # the hung call times out
     [unit] = result.records
     receipt = unit.upkeep
     assert receipt is not msgspec.UNSET and not receipt.valid

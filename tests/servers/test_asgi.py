@@ -12,7 +12,7 @@ import httpx
 import pytest
 from anyio._backends import _asyncio as anyio_asyncio
 
-from continuity.servers.asgi import serve_asgi
+from continuity.servers.asgi import SHUTDOWN_GRACE_S, serve_asgi
 
 pytestmark = pytest.mark.anyio
 
@@ -88,6 +88,38 @@ async def test_an_idle_server_does_not_poll_and_stops_without_an_error_logged(
         r for r in caplog.records if r.levelno >= logging.ERROR or "CancelledError" in r.message
     ]
     assert problems == []
+
+
+class _HangingApp(_App):
+    """A handler that never answers, as a hung or stalled endpoint does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled = False
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await super().__call__(scope, receive, send)
+            return
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
+
+
+async def test_a_handler_that_never_returns_is_cancelled_after_the_grace() -> None:
+    """A stopping server waits `SHUTDOWN_GRACE_S` for in-flight requests, then cancels
+    them and still runs the lifespan shutdown. uvicorn's default waits forever, so a
+    hung call (its client gone after its own timeout) kept the server, and whoever
+    stopped it, waiting."""
+    app = _HangingApp()
+    with anyio.fail_after(SHUTDOWN_GRACE_S + 10):  # the stop must end (forever before)
+        async with httpx.AsyncClient() as client, serve_asgi(app) as base:
+            with pytest.raises(httpx.ReadTimeout):
+                await client.get(base + "/", timeout=0.2)
+    assert app.cancelled
+    assert app.events == ["lifespan.startup", "lifespan.shutdown"]
 
 
 def test_a_body_over_the_limit_is_413_and_never_reaches_the_app() -> None:

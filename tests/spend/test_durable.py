@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -244,7 +245,8 @@ async def test_an_account_locked_past_its_timeout_is_a_typed_stop_that_stays(
 ) -> None:
     from continuity.spend import durable
 
-    monkeypatch.setattr(durable, "BUSY_TIMEOUT_S", 0.05)
+    # the policy durable opens its file with, waiting 50 ms for another writer
+    monkeypatch.setattr(durable, "PERMIT_ACCOUNT", replace(durable.PERMIT_ACCOUNT, timeout=0.05))
     path = tmp_path / "account.sqlite"
     source = DurablePermitSource.open(path, CAP, RMAX)
     other = sqlite3.connect(path, isolation_level=None)
