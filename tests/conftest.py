@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -14,6 +16,28 @@ from continuity.store import Store
 REPO = Path(__file__).resolve().parents[1]
 ORIGINALS = REPO / "fixtures" / "original"
 SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def _cache_bytecode() -> None:
+    """Let the suite's Python processes cache bytecode, outside the source tree.
+
+    The suite starts well over a thousand Python processes (doit commands, unit workers,
+    servers, adapters). Where the environment forbids writing bytecode
+    (``PYTHONDONTWRITEBYTECODE``, as on a fresh CI clone with no ``__pycache__`` yet),
+    every one of them compiles the package from source again, and pytest rewrites every
+    test module's asserts in each worker again. Such an environment gets a bytecode
+    cache under the temporary directory instead (``PYTHONPYCACHEPREFIX``), inherited
+    by the xdist workers and every child: the checkout stays free of bytecode."""
+    if not sys.dont_write_bytecode:
+        return
+    prefix = str(Path(tempfile.gettempdir()) / f"continuity-tests-pycache-{os.getuid()}")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
+
+
+_cache_bytecode()
 
 
 def slow_entries(text: str) -> set[str]:
