@@ -57,7 +57,7 @@ def _agent_selection(
     store and output directory they were read from (chosen after the plan is accepted)."""
     from continuity.errors import UsageError
     from continuity.plan.agent_plan import agent_for_request
-    from continuity.plan.plan import plan_from_request
+    from continuity.plan.from_request import plan_from_request
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace
 

@@ -41,7 +41,8 @@ def plan_workload(request: PlanRequest) -> tuple[DryRun, Catalog, Workload]:
 
     from continuity.lookup.sizing import load_sizing
     from continuity.plan.estimate import dry_run
-    from continuity.plan.plan import LookupPlan, holdout_for_request, plan_from_request
+    from continuity.plan.from_request import holdout_for_request, plan_from_request
+    from continuity.plan.plan import LookupPlan
     from continuity.plan.pricing import load_catalog, price_source
     from continuity.plan.workload import load_plan_traces, lookup_sizing, workload
 
@@ -65,7 +66,8 @@ def plan_workload(request: PlanRequest) -> tuple[DryRun, Catalog, Workload]:
 def show_plan(request: PlanRequest) -> str:
     """``doit plan``: print the plan record, write it under ``<out>/plans/``; the digest."""
     from continuity.outputs import write_output
-    from continuity.plan.plan import plan_digest, plan_from_request
+    from continuity.plan.from_request import plan_from_request
+    from continuity.plan.plan import plan_digest
 
     plan = plan_from_request(request)
     digest = plan_digest(plan)

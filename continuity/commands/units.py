@@ -42,8 +42,8 @@ def _aggregate_only(request: UnitsRequest) -> str:
     or a model call."""
     from pathlib import Path
 
+    from continuity.plan.from_request import plan_from_request
     from continuity.plan.guards import default_checkout
-    from continuity.plan.plan import plan_from_request
     from continuity.plan.pricing import default_catalog_path
     from continuity.report.freshness import aggregate_stamped
     from continuity.runner.ledger_run import ledger_run_for
@@ -81,7 +81,8 @@ def run_units(request: UnitsRequest) -> str:
     if request.real:
         return _real_units(request)
     _offline_only(request)
-    from continuity.plan.plan import LookupPlan, holdout_for_request, plan_from_request
+    from continuity.plan.from_request import holdout_for_request, plan_from_request
+    from continuity.plan.plan import LookupPlan
     from continuity.runner.manifest import utc_stamp, write_run_manifest
 
     started = utc_stamp()
@@ -304,8 +305,8 @@ def units_summary(records: Sequence[UnitRecord], folder: Path | str, built: int)
 
 def _real_units(request: UnitsRequest) -> str:
     from continuity.errors import RealModeError
+    from continuity.plan.from_request import plan_from_request
     from continuity.plan.guards import refuse_under_ci
-    from continuity.plan.plan import plan_from_request
     from continuity.progress import progress
     from continuity.runner.real import run_real
     from continuity.runner.units.store import calls_made

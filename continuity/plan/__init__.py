@@ -4,6 +4,7 @@ __all__ = [
     "agent_plan",
     "estimate",
     "estimate_format",
+    "from_request",
     "guards",
     "holdout_plan",
     "holdout_pricing",

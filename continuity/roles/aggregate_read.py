@@ -171,7 +171,8 @@ def expected_plan_digest(reg: Registration, role: Role, suite: str) -> str:
     Raises:
         UsageError / SoulError: the plan's own codes when this checkout cannot build it.
     """
-    from continuity.plan.plan import LookupPlan, plan_digest, plan_from_request
+    from continuity.plan.from_request import plan_from_request
+    from continuity.plan.plan import LookupPlan, plan_digest
 
     plan = plan_from_request(role_plan_request(reg.workload, role, suite))
     assert isinstance(plan, LookupPlan)  # probe_mode lookup-allowed-v1 plans a LookupPlan

@@ -169,7 +169,7 @@ _TICK_S = 0.1
 # How long a stopping server lets in-flight requests finish before it cancels them.
 # uvicorn's default waits forever: a handler that never returns (a hung or stalled
 # call, its client long gone) would keep the server, and whoever stops it, waiting.
-SHUTDOWN_GRACE_S = 1.0
+SHUTDOWN_GRACE_S = 1  # seconds (uvicorn takes a whole number)
 
 
 class _LoopbackServer(uvicorn.Server):

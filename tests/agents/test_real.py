@@ -18,7 +18,7 @@ from continuity.errors import ContinuityError, RunIncomplete
 from continuity.messages import AssistantMessage, ToolResultMessage, UserMessage
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.estimate_format import format_dry_run
-from continuity.plan.plan import plan_from_request
+from continuity.plan.from_request import plan_from_request
 from continuity.plan.pricing import load_catalog
 from continuity.plan.request import PlanRequest
 from continuity.plan.workload import workload

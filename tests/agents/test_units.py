@@ -18,7 +18,8 @@ from continuity.agents.identity import AGENT_PROBE_PROTOCOL
 from continuity.agents.manifest import load_manifest
 from continuity.contract_agent import TOY_MANIFEST, check_outside_agent
 from continuity.errors import ContinuityError
-from continuity.plan.plan import plan_digest, plan_from_request
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import plan_digest
 from continuity.plan.request import PlanRequest
 from continuity.probes.protocol import answer_form
 from continuity.report.aggregate import aggregate_run

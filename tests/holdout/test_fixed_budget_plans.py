@@ -17,8 +17,9 @@ from continuity.errors import UsageError
 from continuity.holdout import HoldoutSource
 from continuity.lookup.fixed_budget import load_fixed_budget
 from continuity.lookup.sizing import load_sizing
+from continuity.plan.from_request import plan_from_request
 from continuity.plan.lookup_slots import EstimateRole
-from continuity.plan.plan import LookupPlan, plan_from_request
+from continuity.plan.plan import LookupPlan
 from continuity.plan.request import PlanRequest
 from continuity.roles.table import ROLES
 from continuity.runner.fixed_budget.sizing import FixedBudgetRequest, run_fixed_budget

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from continuity.holdout import HoldoutSource, freeze_source
+from continuity.plan.from_request import holdout_for_request, plan_from_request
 from continuity.plan.holdout_plan import holdout_choice
-from continuity.plan.plan import build_plan, holdout_for_request, plan_digest, plan_from_request
+from continuity.plan.plan import build_plan, plan_digest
 from continuity.plan.request import HoldoutRequest, PlanRequest
 from continuity.store import Store
 from tests.holdout.test_freeze import PLAIN, overlap_report

@@ -30,7 +30,8 @@ from continuity.lookup.reader import LUNA, SOL, binding_models
 from continuity.lookup.receipts import LookupBinding, LookupWitness
 from continuity.lookup.soul import read_soul
 from continuity.lookup.sources import sources_for
-from continuity.plan.plan import LookupPlan, plan_digest, plan_from_request
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import LookupPlan, plan_digest
 from continuity.plan.request import PlanRequest
 from continuity.probes.protocol import ANSWER_LINE_INSTRUCTION, PROBE_INSTRUCTION
 from continuity.report.aggregate import aggregate_run

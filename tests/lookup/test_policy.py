@@ -24,7 +24,8 @@ from continuity.lookup.policy import (
     round_inputs,
 )
 from continuity.lookup.soul import check_soul, install_soul, normalise_core, read_soul
-from continuity.plan.plan import LookupPlan, plan_from_request
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import LookupPlan
 from continuity.plan.request import PlanRequest
 from continuity.probes.protocol import PROBE_PROTOCOL
 

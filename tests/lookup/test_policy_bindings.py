@@ -28,7 +28,7 @@ from continuity.lookup.policy import (
     load_policy,
 )
 from continuity.lookup.soul import read_soul
-from continuity.plan.plan import plan_from_request
+from continuity.plan.from_request import plan_from_request
 from continuity.plan.request import PlanRequest
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.runner.inventory import Inventory, policy_for

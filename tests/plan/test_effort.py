@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from continuity.errors import UsageError
-from continuity.plan.plan import Endpoint, build_plan, plan_digest, plan_from_request
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import Endpoint, build_plan, plan_digest
 from continuity.plan.request import PlanRequest
 from continuity.providers.efforts import EFFORTS, check_effort
 from continuity.runner.judge_calibration import JudgeChoice, judge_for

@@ -11,8 +11,9 @@ import pytest
 
 from continuity.errors import RealModeError
 from continuity.plan.estimate import dry_run, record_dry_run
+from continuity.plan.from_request import plan_from_request
 from continuity.plan.guards import check_real_mode
-from continuity.plan.plan import Plan, plan_digest, plan_from_request
+from continuity.plan.plan import Plan, plan_digest
 from continuity.plan.pricing import load_catalog
 from continuity.plan.request import PlanRequest
 from continuity.plan.workload import workload

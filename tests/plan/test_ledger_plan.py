@@ -8,8 +8,9 @@ import pytest
 
 from continuity.arms import LEDGER_ARM
 from continuity.errors import ContinuityError, LedgerError, UsageError
+from continuity.plan.from_request import plan_from_request
 from continuity.plan.ledger_plan import RESERVATIONS, Reservation, check_ledger_plan
-from continuity.plan.plan import Plan, build_plan, plan_digest, plan_from_request
+from continuity.plan.plan import Plan, build_plan, plan_digest
 from continuity.plan.request import PlanRequest
 from continuity.plan.workload import load_plan_traces, workload
 from continuity.traces.schema import Trace

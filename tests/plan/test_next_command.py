@@ -16,7 +16,8 @@ import pytest
 from doit.cmdparse import CmdOption, TaskParse
 
 from continuity.commands.planning import next_command
-from continuity.plan.plan import plan_digest, plan_from_request
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import plan_digest
 from continuity.plan.request import PlanRequest
 from rules.plan import task_dry_run
 from rules.units import task_units

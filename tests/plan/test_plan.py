@@ -23,7 +23,8 @@ from continuity.plan.estimate import (
     record_dry_run,
 )
 from continuity.plan.estimate_format import format_dry_run
-from continuity.plan.plan import build_plan, plan_digest, plan_from_request
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import build_plan, plan_digest
 from continuity.plan.pricing import call_cost, default_catalog_path, load_catalog
 from continuity.plan.request import PlanRequest
 from continuity.plan.workload import PlannedCall, price_calls, workload

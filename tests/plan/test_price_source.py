@@ -29,8 +29,9 @@ from continuity.messages import Usage
 from continuity.plan import price_db
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.estimate_format import format_dry_run
+from continuity.plan.from_request import plan_from_request
 from continuity.plan.guards import check_real_mode
-from continuity.plan.plan import build_plan, plan_digest, plan_from_request
+from continuity.plan.plan import build_plan, plan_digest
 from continuity.plan.price_db import convert_price, prices_on
 from continuity.plan.pricing import (
     call_cost,

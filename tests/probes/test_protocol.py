@@ -14,7 +14,8 @@ import msgspec
 import pytest
 
 from continuity.arms import ARMS
-from continuity.plan.plan import LookupPlan, plan_digest, plan_from_request
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import LookupPlan, plan_digest
 from continuity.plan.request import PlanRequest
 from continuity.probes import answer_line
 from continuity.probes.availability import needles_for

@@ -19,7 +19,8 @@ import pytest
 from continuity.errors import ContinuityError, HoldoutError, RoleError
 from continuity.holdout import load_frozen
 from continuity.holdout.export import export_frozen
-from continuity.plan.plan import LookupPlan, plan_from_request
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import LookupPlan
 from continuity.plan.request import HoldoutRequest
 from continuity.roles.register import Workload, workload
 from continuity.roles.register_holdout import HoldoutWorkload, holdout_workload, parse_cap

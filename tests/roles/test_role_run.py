@@ -11,7 +11,8 @@ import pytest
 
 from continuity.errors import UsageError
 from continuity.lookup.soul import KNOWN_SOULS
-from continuity.plan.plan import LookupPlan, plan_digest, plan_from_request
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import LookupPlan, plan_digest
 from continuity.plan.request import PlanRequest
 from continuity.roles.guidance import ROLE_PROTOCOL
 from continuity.roles.receipt import RECEIPT_FILE, read_role_receipt, role_plan

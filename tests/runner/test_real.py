@@ -23,7 +23,8 @@ import pytest
 from continuity.errors import RunIncomplete
 from continuity.messages import Usage
 from continuity.plan.estimate import dry_run, record_dry_run
-from continuity.plan.plan import Plan, plan_from_request
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import Plan
 from continuity.plan.pricing import load_catalog
 from continuity.plan.request import PlanRequest
 from continuity.plan.workload import workload

@@ -10,7 +10,7 @@ import pytest
 
 from continuity.errors import RealModeError, UsageError
 from continuity.plan.estimate import check_model_limits, dry_run, record_dry_run
-from continuity.plan.plan import plan_from_request
+from continuity.plan.from_request import plan_from_request
 from continuity.plan.pricing import load_catalog
 from continuity.plan.request import PlanRequest
 from continuity.plan.workload import workload

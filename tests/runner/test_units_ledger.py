@@ -137,7 +137,7 @@ def test_aggregate_only_executes_nothing(
 def test_the_plans_reader_and_alternate_are_what_the_preparation_answers(
     tmp_path: Path,
 ) -> None:
-    from continuity.plan.plan import plan_from_request
+    from continuity.plan.from_request import plan_from_request
     from continuity.plan.request import PlanRequest
     from continuity.runner.ledger_run import ledger_run_for
 

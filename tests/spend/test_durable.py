@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from continuity.errors import SpendError
 from continuity.spend.durable import DurablePermitSource
 from continuity.spend.permits import Permit, Refusal, Settlement, assert_real_permit_source
+from continuity.sqlite_open import PERMIT_ACCOUNT
 from tests.spend.conftest import RMAX, Rig
 from tests.spend.sse import text_reply
 
@@ -246,7 +247,7 @@ async def test_an_account_locked_past_its_timeout_is_a_typed_stop_that_stays(
     from continuity.spend import durable
 
     # the policy durable opens its file with, waiting 50 ms for another writer
-    monkeypatch.setattr(durable, "PERMIT_ACCOUNT", replace(durable.PERMIT_ACCOUNT, timeout=0.05))
+    monkeypatch.setattr(durable, "PERMIT_ACCOUNT", replace(PERMIT_ACCOUNT, timeout=0.05))
     path = tmp_path / "account.sqlite"
     source = DurablePermitSource.open(path, CAP, RMAX)
     other = sqlite3.connect(path, isolation_level=None)

@@ -45,6 +45,10 @@ ENTRIES: tuple[Entry, ...] = (
         "UsageError",
         "continuity.plan.plan",
         Row("plan_invalid", "the plan's options do not make a valid plan"),
+    ),
+    *section(
+        "UsageError",
+        "continuity.plan.from_request",
         Row(
             "lookup_real_refused",
             "the lookup plan is offline only and never calls a real model",
@@ -415,7 +419,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "LookupError_",
-        "continuity.plan.plan",
+        "continuity.plan.from_request",
         Row("lookup_policy_reader_mismatch", "the sizing was measured with another reader binding"),
     ),
     *section(
