@@ -20,6 +20,7 @@ from continuity.interrupts import handles_signals
 
 __all__ = [
     "MAX_BODY",
+    "SHUTDOWN_GRACE_S",
     "Events",
     "Receive",
     "Send",
