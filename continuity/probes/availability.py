@@ -48,14 +48,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from continuity.errors import HistoryError, TraceError
 from continuity.memory.retained import RetainedStore
 from continuity.probes.normalise import mentions, normalise
-from continuity.probes.scoring import Score
 from continuity.traces.categories import by_category, by_category_of
 from continuity.traces.schema import (
     AbstentionExpectation,
@@ -71,6 +70,11 @@ from continuity.traces.schema import (
     ToolResult,
     Trace,
 )
+
+if TYPE_CHECKING:
+    # Only `loss` names it: a unit's worker and probe children (which need availability,
+    # never scoring) do not import the scorer's word lists and stemmers.
+    from continuity.probes.scoring import Score
 
 __all__ = [
     "AVAILABILITY_COLUMNS",
