@@ -20,6 +20,7 @@ from msgspec import UNSET
 
 from continuity.arms import LEDGER_ARM
 from continuity.contract_agent import check_outside_agent
+from continuity.contract_headline import SuiteHeadline, headline, headline_markdown
 from continuity.errors import ContinuityError
 from continuity.harness.checkpoints import CheckpointResult, fork, run_child
 from continuity.outputs import resolve_out_path, write_json, write_output
@@ -86,6 +87,8 @@ class ContractReport(msgspec.Struct, frozen=True, kw_only=True):
     checks: dict[str, str]
     passed: bool
     report: str = ""  # the aggregate report.html of the contract's run
+    # where each probed fact was after each arm's boundary (`continuity.contract_headline`)
+    headline: tuple[SuiteHeadline, ...] = ()
 
 
 def run_offline_contract(
@@ -140,6 +143,7 @@ def run_offline_contract(
         | {"outside_agent": outside},
         passed=True,
         report=str(paths["report"]),
+        headline=headline(aggregated.availability, aggregated.arms),
     )
     folder = out / "contract"
     write_json(folder / "contract.json", report)
@@ -421,6 +425,7 @@ def _markdown(report: ContractReport) -> str:
         f"`{os.path.relpath(s.manifest)}` |"
         for s in report.suites
     ]
+    lines += headline_markdown(report.headline)
     lines += ["", "## Checks", ""]
     lines += [f"- **{name}**: {text}" for name, text in report.checks.items()]
     lines += [

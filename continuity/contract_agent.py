@@ -24,6 +24,7 @@ from continuity.agents.sandbox import sandbox_problem
 from continuity.errors import ContinuityError
 from continuity.plan.plan import build_plan
 from continuity.plan.pricing import default_catalog_path
+from continuity.progress import progress
 from continuity.report.freshness import aggregate_stamped
 from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
 from continuity.runner.manifest import utc_stamp, write_run_manifest
@@ -60,7 +61,9 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
     agent = identity(manifest, sandboxed=unsandboxed is None)
     plan = build_plan(arms=",".join(ARMS), probe_limit=1, agent=agent)
     unit_plan = AgentUnitPlan.of(plan, manifest)
-    records = build_agent_units(store, unit_plan, traces, run_dir).records
+    # Its own progress line: a dozen samples, each a re-replay through the adapter.
+    with progress("outside agent original") as tick:
+        records = build_agent_units(store, unit_plan, traces, run_dir, progress=tick).records
     write_run_manifest(run_dir, plan, started=started)
     results, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
     samples = [(r, p) for r in records for p in r.probes]

@@ -14,13 +14,16 @@ class OfflineContractRequest(Request, frozen=True, kw_only=True):
 
 def offline_contract(request: OfflineContractRequest) -> str:
     """Run the contract (every default suite, every arm, scripted models) and write its
-    report; the summary counts the traces and suites and names both reports.
+    report; the summary counts the traces and suites and names both reports, then gives
+    the headline: per suite and arm, where each probed fact was after the boundary
+    (`continuity.contract_headline`), so the output ends with a line of numbers.
 
     Raises:
         ContinuityError: any stage's typed error (``arm_contract_failed``,
             ``checkpoint_contract_failed`` ...: `continuity.contract.run_offline_contract`).
     """
     from continuity.contract import run_offline_contract
+    from continuity.contract_headline import headline_lines
     from continuity.outputs import resolve_out_path
     from continuity.store import Store
 
@@ -28,7 +31,8 @@ def offline_contract(request: OfflineContractRequest) -> str:
         Store(request.store or None), out_dir=resolve_out_path(request.out or None)
     )
     traces = sum(s.traces for s in report.suites)
-    return (
+    summary = (
         f"offline contract passed: {traces} traces in {len(report.suites)} suites, every arm "
         f"run and aggregated; report at {report.report} (contract checks in {path})"
     )
+    return "\n".join([summary, *headline_lines(report.headline)])

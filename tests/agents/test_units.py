@@ -324,7 +324,7 @@ def test_aggregate_only_aggregates_the_agents_run(agent_run: dict[str, Any]) -> 
 
 
 def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("TOY_FAULT", "no_resume")
     store = Store(tmp_path / "store")
@@ -335,6 +335,9 @@ def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
     assert caught.value.code == "agent_contract_failed"
     assert f"{TRACE}/agent-restart/" in caught.value.message
     assert "contradicted" in caught.value.message
+    # the pass has a progress line of its own, one per sample (plain: not a terminal)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "outside agent" in line]
+    assert len(lines) == 3 and lines[-1].startswith("outside agent original [3/3]"), lines
 
 
 @pytest.mark.parametrize(

@@ -278,6 +278,19 @@ def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_pat
         assert (report.parent / name).is_file()
     data = json.loads((tmp_path / "out" / "contract" / "contract.json").read_text())
     assert data["passed"] is True
+    # The headline: where each probed fact was after each arm's boundary. Native keeps
+    # every fact in context; on the hard suite a compaction loses most of them and the
+    # store arm finds some through its tool. The output ends with those numbers.
+    places = {(s["suite"], a["arm"]): a for s in data["headline"] for a in s["arms"]}
+    assert {suite for suite, _ in places} == {"original", "hard"}
+    for row in places.values():
+        assert row["facts"] == row["in_context"] + row["retrievable"] + row["lost"] > 0
+    native, compacted = places[("hard", "native")], places[("hard", "compaction-1")]
+    assert native["in_context"] == native["facts"]
+    assert compacted["lost"] > compacted["in_context"]
+    assert places[("hard", "continuity-store")]["retrievable"] > 0
+    last = result.stdout.strip().splitlines()[-1].split()
+    assert last[0] == "continuity-ledger-cold" and last[-1].endswith("%"), last
     assert {s["suite"]: s["traces"] for s in data["suites"]} == {
         "original": 4,
         "hard": 8,
