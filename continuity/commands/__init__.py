@@ -21,6 +21,7 @@ __all__ = [
     "planning",
     "preflight_runs",
     "qualification",
+    "reference",
     "role_runs",
     "selection",
     "store_upkeep",

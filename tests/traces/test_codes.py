@@ -11,7 +11,7 @@ from continuity.traces.validate import codes
 from continuity.traces.validate.codes import TRACE_CODES, TraceCode
 
 PACKAGE = Path(codes.__file__).parent
-README = Path(__file__).resolve().parents[2] / "README.md"
+TRACES_PAGE = Path(__file__).resolve().parents[2] / "docs" / "traces.md"
 
 
 def _emitted_codes() -> set[str]:
@@ -43,9 +43,9 @@ def test_every_code_raised_is_in_the_table_and_every_code_in_the_table_is_raised
     assert sorted(set(TRACE_CODES) - emitted) == []
 
 
-def test_every_code_is_documented_in_the_readme_and_the_error_catalogue() -> None:
-    readme = README.read_text(encoding="utf-8")
+def test_every_code_is_documented_on_the_traces_page_and_the_error_catalogue() -> None:
+    page = TRACES_PAGE.read_text(encoding="utf-8")
     catalogued = {entry.code for entry in ENTRIES}
     for code in TRACE_CODES:
-        assert f"| `{code}` |" in readme, code
+        assert f"| `{code}` |" in page, code
         assert code in catalogued, code
