@@ -11,6 +11,7 @@ from rules.checkpoints import task_checkpoints
 from rules.compare import task_compare
 from rules.contract import task_offline_contract
 from rules.estimate import task_estimate
+from rules.export import task_export
 from rules.holdout import (
     task_holdout_freeze,
     task_holdout_overlap,
@@ -48,6 +49,7 @@ __all__ = [
     "task_compare_run",
     "task_dry_run",
     "task_estimate",
+    "task_export",
     "task_gc",
     "task_holdout_freeze",
     "task_holdout_overlap",

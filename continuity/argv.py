@@ -272,7 +272,7 @@ def task_help(name: str, doc: str | None, params: Sequence[Mapping[str, Any]]) -
     for option in params:
         flag = f"--{option.get('long') or option['name']}"
         is_flag = option.get("type") is bool
-        text = str(option.get("help") or "")
+        text = str(option.get("help") or "").replace("%%", "%")  # doit's %-escape
         default = option.get("default")
         if not is_flag and default not in ("", None) and "default" not in text:
             text += f" (default: {default})"
@@ -298,15 +298,15 @@ class CheckedDodoLoader(DodoTaskLoader):  # type: ignore[misc]
 
     def load_tasks(self, cmd: Any, pos_args: list[str]) -> list[Any]:
         tasks: list[Any] = super().load_tasks(cmd, pos_args)
+        names = [t.name for t in tasks]
+        # doit help TASK prints what doit TASK --help prints: one help format
+        helped = getattr(cmd, "name", "") == "help" and len(pos_args) == 1
+        if self.command_line and helped and pos_args[0] in names:
+            self._print_help(tasks, pos_args[0])
         if getattr(cmd, "execute_tasks", False) and self.command_line:
-            asked = help_asked(pos_args, [t.name for t in tasks])
+            asked = help_asked(pos_args, names)
             if asked is not None:  # doit TASK --help: the task's help, exit 0
-                task = next(t for t in tasks if t.name == asked)
-                # doit keeps only a docstring's first line (task.doc); help shows it all
-                creator = getattr(self, "namespace", {}).get(f"task_{asked}")
-                doc = inspect.getdoc(creator) if creator is not None else None
-                print(task_help(asked, doc or task.doc, [*task.params, *task.creator_params]))
-                raise SystemExit(0)
+                self._print_help(tasks, asked)
             problem = selection_problem(
                 pos_args,
                 {t.name: [*t.params, *t.creator_params] for t in tasks},
@@ -320,3 +320,12 @@ class CheckedDodoLoader(DodoTaskLoader):  # type: ignore[misc]
                 print(str(problem), file=sys.stderr, flush=True)
                 raise SystemExit(EXIT_USAGE)
         return tasks
+
+    def _print_help(self, tasks: list[Any], name: str) -> None:
+        """Print task `name`'s help (`task_help`) and exit 0."""
+        task = next(t for t in tasks if t.name == name)
+        # doit keeps only a docstring's first line (task.doc); help shows it all
+        creator = getattr(self, "namespace", {}).get(f"task_{name}")
+        doc = inspect.getdoc(creator) if creator is not None else None
+        print(task_help(name, doc or task.doc, [*task.params, *task.creator_params]))
+        raise SystemExit(0)

@@ -23,6 +23,7 @@ __all__ = [
     "FAIL_UNDER",
     "READ_RUN",
     "RUN_DIR",
+    "SCORER",
     "PercentOption",
     "task_aggregate",
     "task_score",

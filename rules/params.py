@@ -220,7 +220,9 @@ def param(name: str, kind: Callable[[str], T], default: T, text: str) -> Param:
         "long": name.replace("_", "-"),
         "type": kind,
         "default": default,
-        "help": text,
+        # doit formats the help with ``% {"default": ...}``: a literal % must be doubled
+        # (``60 means 60 %`` crashed ``doit help aggregate``).
+        "help": text.replace("%", "%%"),
     }
 
 

@@ -12,6 +12,7 @@ __all__ = [
     "checkpoint_build",
     "comparison",
     "estimation",
+    "export_run",
     "holdouts",
     "import_locomo",
     "ledger_check",

@@ -3,6 +3,7 @@
 __all__ = [
     "compare",
     "compare_runs",
+    "export",
     "freshness",
     "lookup",
     "rescore",

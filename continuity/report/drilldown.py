@@ -17,8 +17,10 @@ import msgspec
 from msgspec import UNSET
 
 from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
+from continuity.messages import Usage
 from continuity.report.results import ReportContext, Sample
 from continuity.report.scores import Scorer
+from continuity.report.summary import catalog_ref
 from continuity.report.verify import decode_unit
 from continuity.runner.manifest import read_run_manifest
 from continuity.runner.units.build import ProbeResult, UnitRecord
@@ -132,8 +134,16 @@ def _judge(record: UnitRecord) -> dict[str, str]:
     }
 
 
+def _billed(result: ProbeResult) -> list[Usage]:
+    """The sample's real model calls but the judge's (its own and an outside agent's)."""
+    calls = list(result.evidence.calls) if result.evidence is not None else []
+    calls += list(result.agent.calls) if result.agent is not UNSET else []
+    return [c.usage for c in calls if c.role != "judge"]
+
+
 def _samples(record: UnitRecord, probes: dict[str, Probe], relative: str) -> list[Sample]:
     verdicts = _judge(record)
+    billed_as = catalog_ref(record, "reader")
 
     def sample(result: ProbeResult) -> Sample:
         probe = probes.get(result.probe_id)
@@ -161,6 +171,12 @@ def _samples(record: UnitRecord, probes: dict[str, Probe], relative: str) -> lis
             judge=verdicts.get(result.probe_id),
             path=relative,
             decided_by=None if result.decided_by is UNSET else result.decided_by,
+            reader_model=result.evidence.reader_model if result.evidence else None,
+            usage=result.usage,
+            compaction_usage=result.compaction_usage,
+            history_calls=result.history_calls,
+            billed_as=billed_as,
+            billed_calls=_billed(result),
         )
 
     return [sample(p) for p in record.probes]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from continuity.messages import Usage
 from continuity.providers.attempts import AttemptSummary
 from continuity.runner.manifest import RunManifest
 
@@ -436,6 +437,17 @@ class Sample(msgspec.Struct, frozen=True, kw_only=True):
     path: str
     # "judge" when the judge decided a sample the scorer left unresolved.
     decided_by: str | None = None
+    # The model that answered (from the sample's evidence; None without evidence), the
+    # tokens its probe's calls used, those of the compaction it made, and how many
+    # ConversationHistory calls it made (exports show them; report.html does not yet).
+    reader_model: str | None = None
+    usage: Usage = Usage()
+    compaction_usage: Usage = Usage()
+    history_calls: int = 0
+    # A real sample's model calls (not the judge's), as the catalog model its reader
+    # bills as ("" offline): what the spend table prices, per sample.
+    billed_as: str = ""
+    billed_calls: list[Usage] = msgspec.field(default_factory=list)
 
 
 class ReportContext(msgspec.Struct, frozen=True, kw_only=True):

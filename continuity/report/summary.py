@@ -27,6 +27,7 @@ __all__ = [
     "JudgeRow",
     "ProbeRow",
     "UnitSummary",
+    "catalog_ref",
     "pressure_figures",
     "summarize",
 ]
@@ -190,7 +191,7 @@ def _judge_rows(record: UnitRecord) -> list[JudgeRow]:
     return rows
 
 
-def _catalog_ref(record: UnitRecord, role: str) -> str:
+def catalog_ref(record: UnitRecord, role: str) -> str:
     """The catalog model a real unit's `role` endpoint bills as ("" offline, where an
     opted-in judge is bound by name only)."""
     part = (record.binding or {}).get(role)
@@ -239,8 +240,8 @@ def summarize(record: UnitRecord) -> UnitSummary:
     # by its probes, so its tokens count once, in the unit's compaction subtotal.
     for call in record.mid_trace_calls:
         compaction = compaction + call.usage
-    reader_ref = _catalog_ref(record, "reader")
-    judge_ref = _catalog_ref(record, "judge")
+    reader_ref = catalog_ref(record, "reader")
+    judge_ref = catalog_ref(record, "judge")
     calls: list[tuple[str, str, str, Usage]] = [
         (c.key, c.role, reader_ref, c.usage)
         for p in record.probes

@@ -317,6 +317,18 @@ def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_pat
     )
 
 
+@pytest.mark.parametrize("task", ["aggregate", "units", "export"])
+def test_doit_help_task_and_task_help_print_one_format(tmp_path: Path, task: str) -> None:
+    """Both spellings print the task's full help; a % in an option's text (doit formats
+    help with %) neither crashes doit help nor shows doubled."""
+    helped = doit(tmp_path, "help", task).stdout
+    assert helped == doit(tmp_path, task, "--help").stdout
+    assert helped.startswith(f"doit {task} [options]") and "--store=VALUE" in helped
+    assert "%%" not in helped
+    if task == "aggregate":
+        assert "60 means 60 %" in helped
+
+
 def test_store_and_out_params_move_everything(tmp_path: Path) -> None:
     store, out = tmp_path / "param-store", tmp_path / "param-out"
     doit(

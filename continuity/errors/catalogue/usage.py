@@ -235,6 +235,11 @@ ENTRIES: tuple[Entry, ...] = (
         Row("scorer_unknown", "--scorer names no known scorer"),
     ),
     *section(
+        "UsageError",
+        "continuity.commands.export_run",
+        Row("export_format_unknown", "--format names no export format (jsonl, csv)"),
+    ),
+    *section(
         "RealModeError",
         "continuity.errors.types",
         Row("real_refused", "real mode refused (the base of the real-mode guards)"),

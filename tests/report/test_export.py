@@ -1,0 +1,121 @@
+"""``doit export``: every sample of a run as JSON Lines or CSV, round-tripped against the
+unit files and results.json; bad input refused with its code."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.graph.test_dodo import doit
+
+ARMS = "native,cold-rebuild,continuity-store"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke suite over three arms, aggregated; its tmp folder (store/, out/)."""
+    root = tmp_path_factory.mktemp("export")
+    doit(root, "units", "--suite", "smoke", "--arms", ARMS)
+    doit(root, "aggregate")
+    return root
+
+
+def _samples(run_dir: Path) -> list[tuple[str, str, str]]:
+    """(arm, probe id, status) of every sample in the run's unit files."""
+    found = []
+    for path in sorted((run_dir / "units").rglob("*.json")):
+        unit = json.loads(path.read_text())
+        found += [(unit["arm"], p["probe_id"], p["status"]) for p in unit["probes"]]
+    return found
+
+
+def _outcomes(rows: list[dict[str, object]]) -> dict[tuple[str, str], Counter[str]]:
+    counts: dict[tuple[str, str], Counter[str]] = {}
+    for row in rows:
+        if row["status"] == "valid":
+            key = (str(row["suite"]), str(row["arm"]))
+            counts.setdefault(key, Counter())[str(row["outcome"])] += 1
+    return counts
+
+
+def test_every_sample_round_trips_through_jsonl_and_csv(run: Path) -> None:
+    run_dir = run / "out" / "runs" / "offline"
+    line = doit(run, "export").stdout
+    jsonl = run_dir / "export" / "samples.jsonl"
+    assert f"written to {jsonl}" in line
+    rows = [json.loads(text) for text in jsonl.read_text().splitlines()]
+    samples = _samples(run_dir)
+    assert len(rows) == len(samples) > 0 and f"export: {len(rows)} samples" in line
+    assert sorted((r["arm"], r["probe_id"], r["status"]) for r in rows) == sorted(samples)
+    results = json.loads((run_dir / "results.json").read_text())
+    expected = {
+        (suite, arm): Counter({k: v for k, v in counts.items() if v})
+        for suite, by_arm in results["outcomes"].items()
+        for arm, counts in by_arm.items()
+    }
+    assert _outcomes(rows) == expected  # the aggregate's scorer graded both
+    first = rows[0]
+    assert first["question"] and first["expected"] and first["boundary"]
+    assert (run_dir / first["unit_file"]).is_file() and first["report_anchor"] == "s1"
+    assert first["reader_model"] and first["cost_usd"] is None  # offline: no real call
+    assert {r["fact"] for r in rows} <= {"in_context", "retrievable", "absent", "not_applicable"}
+
+    csv_path = run / "samples.csv"
+    doit(run, "export", "--format", "csv", "--output", str(csv_path))
+    table = list(csv.DictReader(io.StringIO(csv_path.read_text())))
+    assert [r["probe_id"] for r in table] == [r["probe_id"] for r in rows]
+    assert [r["outcome"] or None for r in table] == [r["outcome"] for r in rows]
+    assert [r["correct"] for r in table] == [
+        "" if r["correct"] is None else str(r["correct"]).lower() for r in rows
+    ]
+    again = doit(run, "export").stdout  # the same run exports the same bytes
+    assert "written to" in again and jsonl.read_text() == "".join(
+        json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in rows
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["--format", "parquet"], "export_format_unknown"),
+        (["--scorer", "newest"], "scorer_unknown"),
+        (["--run", "no-such-run"], "run_empty"),
+    ],
+)
+def test_bad_export_input_is_refused_with_its_code(run: Path, args: list[str], code: str) -> None:
+    result = doit(run, "export", *args, check=False)
+    assert result.returncode != 0
+    assert code in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_a_real_samples_cost_is_its_calls_list_price_and_unknown_when_unpriced() -> None:
+    from continuity.messages import Usage
+    from continuity.plan.pricing import call_cost, load_catalog
+    from continuity.report.export import sample_cost
+    from continuity.report.results import Sample
+
+    catalog = load_catalog()
+    calls = [Usage(input=12_000, cache_read=3_000, output=400), Usage(input=500, output=20)]
+    fields: dict[str, object] = {
+        "anchor": "s1", "suite": "original", "arm": "native", "trace_id": "t", "repeat": 1,
+        "probe_id": "p1", "category": "tool_identifier", "question": "q", "expected": "e",
+        "answer": "a", "status": "valid", "reasons": [], "outcome": "correct",
+        "correct": True, "score_reason": None, "fact": "in_context",
+        "superseded_present": False, "loss": None, "boundary": "b", "judge": None,
+        "path": "units/u.json",
+    }  # fmt: skip
+    model = "openai-codex:gpt-6-mini"
+    priced = Sample(**fields, billed_as=model, billed_calls=calls)  # type: ignore[arg-type]
+    each = [call_cost(catalog, model, usage) for usage in calls]
+    assert None not in each
+    assert sample_cost(catalog, priced) == pytest.approx(sum(c for c in each if c))
+    unpriced = Sample(**fields, billed_as="local:nobody-prices-this", billed_calls=calls)  # type: ignore[arg-type]
+    assert sample_cost(catalog, unpriced) is None
+    offline = Sample(**fields)  # type: ignore[arg-type]
+    assert sample_cost(catalog, offline) is None
