@@ -28,7 +28,6 @@ every check here first, from any directory.
 
 from __future__ import annotations
 
-import difflib
 import getopt
 import inspect
 import os
@@ -42,6 +41,7 @@ from doit.cmd_base import DodoTaskLoader
 from doit.cmdparse import CmdOption, TaskParse
 
 from continuity.errors import UsageError
+from continuity.errors.hints import did_you_mean
 
 __all__ = [
     "EXIT_USAGE",
@@ -238,11 +238,9 @@ def selection_problem(
         if name in targets or os.path.abspath(name) in targets:
             continue
         public = sorted(n for n in params if ":" not in n)
-        close = difflib.get_close_matches(name, public, n=1)
-        hint = f"did you mean {close[0]}? " if close else ""
         return UsageError(
-            f"{name!r} is no task, command or target; {hint}tasks: {', '.join(public)} "
-            "(doit list describes them)",
+            f"{name!r} is no task, command or target; {did_you_mean(name, public)}tasks: "
+            f"{', '.join(public)} (doit list describes them)",
             code="task_unknown",
             location=name,
         )

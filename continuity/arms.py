@@ -22,6 +22,7 @@ from typing import Any, Literal
 import msgspec
 
 from continuity.errors import ArmError
+from continuity.errors.hints import did_you_mean
 from continuity.harness.config import SMALLEST_TRIGGER, HarnessConfig, resolve_config
 from continuity.harness.keys import ReplayConfig
 
@@ -320,8 +321,9 @@ def resolve_arms(
         name = _ALIASES.get(raw.strip(), raw.strip())
         arm = ARMS.get(name)
         if arm is None:
-            names = ", ".join(arm_ids(opt_in=True))
-            raise ArmError(f"no arm {raw!r}; arms: {names}", location="--arms")
+            known = arm_ids(opt_in=True)
+            hint = did_you_mean(raw.strip(), [*known, *_ALIASES])
+            raise ArmError(f"no arm {raw!r}; {hint}arms: {', '.join(known)}", location="--arms")
         if not arm.available:
             raise ArmError(
                 f"arm {arm.id} is declared but not runnable at this revision",

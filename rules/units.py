@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
+from continuity.runner.real_request import DEFAULT_MAX_OBSERVED_INPUT_TOKENS
 from rules.params import (
     MAX_CONCURRENCY,
     MAX_JOBS,
@@ -52,7 +53,8 @@ UNITS_PARAMS: list[Param] = [
         "max_input_tokens",
         IntOption("--max-input-tokens", 1, 10**12),
         0,
-        "real mode: limits.max_observed_input_tokens_per_invocation",
+        "real mode: the most input tokens the run's calls may report, all together "
+        f"(default {DEFAULT_MAX_OBSERVED_INPUT_TOKENS:,}); past it no new call is admitted",
     ),
     param(
         "cost_cap",

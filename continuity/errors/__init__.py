@@ -14,4 +14,4 @@ The catalogue of codes, which class carries each and what it means, is
 from continuity.errors import types
 from continuity.errors.types import *  # noqa: F403  (exactly the names of types.__all__)
 
-__all__ = types.__all__
+__all__ = [*types.__all__, "hints"]  # noqa: F405  (hints: a submodule)

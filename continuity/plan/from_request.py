@@ -18,6 +18,7 @@ import msgspec
 
 from continuity.arms import probe_mode_named
 from continuity.errors import UsageError
+from continuity.errors.hints import did_you_mean
 from continuity.plan.agent_plan import agent_identity
 from continuity.plan.models import model_profile
 from continuity.plan.plan import DEFAULT_BASE_URLS, Endpoint, LookupPlan, Plan, build_plan
@@ -122,7 +123,8 @@ def _endpoint(request: PlanRequest) -> tuple[str, str]:
     kind = request.provider or "scripted"
     if kind not in DEFAULT_BASE_URLS:
         raise UsageError(
-            f"unknown provider {kind!r}; use one of {', '.join(DEFAULT_BASE_URLS)}",
+            f"unknown provider {kind!r}; {did_you_mean(kind, DEFAULT_BASE_URLS)}use one of "
+            f"{', '.join(DEFAULT_BASE_URLS)}",
             code="plan_invalid",
             location="--provider",
         )

@@ -28,6 +28,7 @@ from typing import Literal
 import msgspec
 
 from continuity.errors import UsageError
+from continuity.errors.hints import did_you_mean
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -88,7 +89,8 @@ def model_profile(name: str | None) -> ModelProfile:
     chosen = name or DEFAULT_PROFILE
     if chosen not in PROFILES:
         raise UsageError(
-            f"unknown model profile {chosen!r}; use one of {', '.join(PROFILES)}",
+            f"unknown model profile {chosen!r}; {did_you_mean(chosen, PROFILES)}use one of "
+            f"{', '.join(PROFILES)}",
             code="plan_invalid",
             location="--models",
         )

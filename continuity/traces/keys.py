@@ -15,6 +15,7 @@ import msgspec
 
 from continuity.digest import KeySpec, code_digest, digest_bytes
 from continuity.errors import UsageError
+from continuity.errors.hints import did_you_mean
 from continuity.outputs import resolve_out_path
 from continuity.store import Store
 
@@ -201,7 +202,8 @@ def suite_specs(
     """The planned traces of a suite, with keys computable before anything runs."""
     if suite not in SUITES:
         raise UsageError(
-            f"unknown suite {suite!r}; choose one of {', '.join(SUITES)}",
+            f"unknown suite {suite!r}; {did_you_mean(suite, SUITES)}choose one of "
+            f"{', '.join(SUITES)}",
             code="suite_unknown",
             location="--suite",
         )
