@@ -8,7 +8,7 @@ run at this revision (`continuity.arms` holds the definitions).
 from __future__ import annotations
 
 from continuity.arms import ARMS, LOOKUP_ONLY, OPT_IN, Arm, Pressure
-from continuity.tables import text_table
+from continuity.tables import terminal_width, text_table
 
 __all__ = ["COLUMNS", "arm_rows", "arms_table"]
 
@@ -69,6 +69,7 @@ def arm_rows() -> list[dict[str, str]]:
     ]
 
 
-def arms_table() -> str:
-    """The rows as an aligned text table, a header first."""
-    return text_table(arm_rows(), COLUMNS)
+def arms_table(width: int | None = None) -> str:
+    """The rows as an aligned text table, a header first; wider than `width` (default:
+    the terminal's, else 100 columns), one block per arm."""
+    return text_table(arm_rows(), COLUMNS, width or terminal_width())

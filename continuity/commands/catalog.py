@@ -13,7 +13,8 @@ class RunsRequest(Request, frozen=True, kw_only=True):
 
 
 def arms() -> str:
-    """Print the arm table; the summary counts the arms, those ``--arms all`` runs and
+    """Print the arm table (one block per arm where the table would not fit the
+    terminal, or 100 columns); the summary counts the arms, those ``--arms all`` runs and
     the opt-in ones."""
     from continuity.arm_catalog import arm_rows, arms_table
     from continuity.arms import OPT_IN
@@ -23,8 +24,8 @@ def arms() -> str:
     print(arms_table(), flush=True)
     return (
         f"arms: {len(rows)} defined, {len(runnable)} run by --arms all, {len(OPT_IN)} more "
-        f"only when named ({', '.join(sorted(OPT_IN))}: --arms all,ID adds it; doit units "
-        "--arms ID,... picks some; the README's arm table explains each)"
+        f"only when named ({', '.join(sorted(OPT_IN))})\n"
+        "--arms all,ID adds one, --arms ID,... picks some; docs/concepts.md explains each"
     )
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from continuity.report.runs import latest_run, run_names, runs_hint
-from tests.graph.test_dodo import doit
+from tests.conftest import REPO
+from tests.graph.test_dodo import doit, doit_command, doit_env
 
 
 def _unit(runs: Path, run: str, mtime: float) -> None:
@@ -90,15 +92,7 @@ def test_doit_runs_lists_the_runs_with_units_and_names_the_most_recent(tmp_path:
     )
 
 
-def test_doit_arms_lists_every_arm_with_what_it_crosses_and_where_it_runs(
-    tmp_path: Path,
-) -> None:
-    from continuity.arms import ARMS, LOOKUP_ONLY, OPT_IN
-
-    lines = doit(tmp_path, "arms").stdout.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.startswith("arm "))
-    rows = {line.split()[0]: line for line in lines[header + 1 : header + 1 + len(ARMS)]}
-    assert set(rows) == set(ARMS)
+def _arm_facts(rows: dict[str, str]) -> None:
     assert "long suites only" in rows["ceiling"]
     assert "lookup mode only" in rows["native-lookup"]
     assert "not at this revision" in rows["pack+stubs"]
@@ -106,8 +100,32 @@ def test_doit_arms_lists_every_arm_with_what_it_crosses_and_where_it_runs(
     assert "probe input >= 150,000 tokens (long traces)" in rows["native"]
     assert "when named (opt-in: paid extractions)" in rows["continuity-ledger-cold"]
     assert "extracted ledger" in rows["continuity-ledger-cold"]
+
+
+def test_doit_arms_lists_every_arm_with_what_it_crosses_and_where_it_runs(
+    tmp_path: Path,
+) -> None:
+    """Not a terminal: 100 columns, so one block per arm, every line within them; a wide
+    terminal ($COLUMNS) gets the table, one line per arm."""
+    from continuity.arms import ARMS, LOOKUP_ONLY, OPT_IN
+
+    lines = doit(tmp_path, "arms").stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    start = next(i for i, line in enumerate(lines) if line == "native")
+    blocks = "\n".join(lines[start:]).split("\n\n")
+    rows = {b.splitlines()[0]: " ".join(b.split()) for b in blocks[: len(ARMS)]}
+    assert set(rows) == set(ARMS)
+    _arm_facts(rows)
     runnable = [a for a in ARMS.values() if a.available and a.id not in LOOKUP_ONLY | OPT_IN]
-    assert lines[-1].startswith(
+    assert lines[-2].startswith(
         f"arms: {len(ARMS)} defined, {len(runnable)} run by --arms all, "
-        f"{len(OPT_IN)} more only when named (continuity-ledger-cold:"
+        f"{len(OPT_IN)} more only when named (continuity-ledger-cold)"
     )
+    wide = subprocess.run(
+        doit_command("arms"), cwd=REPO, env={**doit_env(tmp_path), "COLUMNS": "400"},
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    header = next(i for i, line in enumerate(wide) if line.startswith("arm "))
+    table = {line.split()[0]: line for line in wide[header + 1 : header + 1 + len(ARMS)]}
+    assert set(table) == set(ARMS)
+    _arm_facts(table)
