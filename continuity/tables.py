@@ -45,7 +45,8 @@ def _blocks(rows: Sequence[Mapping[str, str]], columns: Sequence[str], width: in
         lines = [row[first]]
         for column in rest:
             head = f"  {column + ':':<{label}}"
-            body = textwrap.wrap(row[column], max(20, width - len(head))) or [""]
+            body = textwrap.wrap(row[column], max(20, width - len(head)), break_on_hyphens=False)
+            body = body or [""]
             lines.append(head + body[0])
             lines += [" " * len(head) + more for more in body[1:]]
         blocks.append("\n".join(line.rstrip() for line in lines))

@@ -165,8 +165,7 @@ def test_relative_links_outside_the_docs_pages_resolve_inside_the_repository(
 
 @pytest.mark.parametrize("name", FRONT_FILES)
 def test_links_into_the_docs_site_name_its_pages_and_the_pages_exist(name: str) -> None:
-    """Links to docs/<page>.md: the page is one of the site's and exists. The site's
-    pages are written beside this README; this check holds once all of them exist."""
+    """Links to docs/<page>.md: the page is one of the site's and exists."""
     for target in _relative_links(name):
         path = target.partition("#")[0]
         resolved = (REPO / path).resolve()

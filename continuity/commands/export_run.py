@@ -48,10 +48,21 @@ def export(request: ExportRequest) -> str:
         )
     run = run_dir(request)
     if not (run / "units").is_dir():
-        raise UsageError(f"{run} holds no units to export", code="run_empty", location="--run-dir")
+        raise UsageError(
+            f"{run} holds no units to export",
+            code="run_empty",
+            location="--run-dir" if request.run_dir else "--run",
+        )
     catalog = load_catalog(Path(request.pricing) if request.pricing else default_catalog_path())
     rows = export_rows(Selection(request).store, run, request.scorer or "current", catalog)
-    target = Path(request.output).expanduser() if request.output else run / "export"
-    path = target if request.output else target / f"samples.{form}"
+    if not rows:  # as aggregate: a run without samples is refused, not exported empty
+        raise UsageError(
+            f"{run} holds no samples to export",
+            code="run_empty",
+            location="--run-dir" if request.run_dir else "--run",
+        )
+    path = (
+        Path(request.output).expanduser() if request.output else run / "export" / f"samples.{form}"
+    )
     write_output(path, export_bytes(rows, form))
     return f"export: {len(rows)} samples of {run.name} as {form}; written to {path}"

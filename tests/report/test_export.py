@@ -67,7 +67,8 @@ def test_every_sample_round_trips_through_jsonl_and_csv(run: Path) -> None:
 
     csv_path = run / "samples.csv"
     doit(run, "export", "--format", "csv", "--output", str(csv_path))
-    table = list(csv.DictReader(io.StringIO(csv_path.read_text())))
+    with csv_path.open(newline="", encoding="utf-8") as handle:
+        table = list(csv.DictReader(handle))
     assert [r["probe_id"] for r in table] == [r["probe_id"] for r in rows]
     assert [r["outcome"] or None for r in table] == [r["outcome"] for r in rows]
     assert [r["correct"] for r in table] == [
@@ -85,9 +86,11 @@ def test_every_sample_round_trips_through_jsonl_and_csv(run: Path) -> None:
         (["--format", "parquet"], "export_format_unknown"),
         (["--scorer", "newest"], "scorer_unknown"),
         (["--run", "no-such-run"], "run_empty"),
+        (["--run", "no-samples"], "run_empty"),  # a units folder without a unit
     ],
 )
 def test_bad_export_input_is_refused_with_its_code(run: Path, args: list[str], code: str) -> None:
+    (run / "out" / "runs" / "no-samples" / "units").mkdir(parents=True, exist_ok=True)
     result = doit(run, "export", *args, check=False)
     assert result.returncode != 0
     assert code in result.stdout + result.stderr
@@ -119,3 +122,22 @@ def test_a_real_samples_cost_is_its_calls_list_price_and_unknown_when_unpriced()
     assert sample_cost(catalog, unpriced) is None
     offline = Sample(**fields)  # type: ignore[arg-type]
     assert sample_cost(catalog, offline) is None
+
+
+def test_csv_quotes_line_breaks_quotes_and_commas_so_every_cell_reads_back() -> None:
+    from continuity.report.export import ExportRow, export_bytes
+
+    tricky = 'a lone\rreturn, a\nnewline, a "quote" and =SUM(A1)'
+    fields: dict[str, object] = {name: 0 for name in ExportRow.__struct_fields__}
+    fields |= {n: "x" for n in ("suite", "arm", "trace_id", "probe_id", "category",
+                                "question", "expected", "status", "boundary", "unit_file",
+                                "report_anchor")}  # fmt: skip
+    fields |= {"answer": tricky, "reasons": ["one", "two"], "outcome": None, "correct": True}
+    for name in ("score_reason", "decided_by", "judge", "fact", "superseded_present", "loss",
+                 "reader_model", "cost_usd"):  # fmt: skip
+        fields[name] = None
+    row = ExportRow(**fields)  # type: ignore[arg-type]
+    text = export_bytes([row, row], "csv").decode("utf-8")
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert len(rows) == 2 and rows[0]["answer"] == tricky
+    assert (rows[0]["reasons"], rows[0]["outcome"], rows[0]["correct"]) == ("one; two", "", "true")

@@ -102,6 +102,17 @@ def _arm_facts(rows: dict[str, str]) -> None:
     assert "extracted ledger" in rows["continuity-ledger-cold"]
 
 
+def _arms(tmp_path: Path, columns: str | None) -> list[str]:
+    """``doit arms`` through a pipe, with $COLUMNS set to `columns` (None: unset)."""
+    env = {k: v for k, v in doit_env(tmp_path).items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    done = subprocess.run(
+        doit_command("arms"), cwd=REPO, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.splitlines()
+
+
 def test_doit_arms_lists_every_arm_with_what_it_crosses_and_where_it_runs(
     tmp_path: Path,
 ) -> None:
@@ -109,7 +120,7 @@ def test_doit_arms_lists_every_arm_with_what_it_crosses_and_where_it_runs(
     terminal ($COLUMNS) gets the table, one line per arm."""
     from continuity.arms import ARMS, LOOKUP_ONLY, OPT_IN
 
-    lines = doit(tmp_path, "arms").stdout.splitlines()
+    lines = _arms(tmp_path, None)
     assert max(len(line) for line in lines) <= 100
     start = next(i for i, line in enumerate(lines) if line == "native")
     blocks = "\n".join(lines[start:]).split("\n\n")
@@ -121,10 +132,7 @@ def test_doit_arms_lists_every_arm_with_what_it_crosses_and_where_it_runs(
         f"arms: {len(ARMS)} defined, {len(runnable)} run by --arms all, "
         f"{len(OPT_IN)} more only when named (continuity-ledger-cold)"
     )
-    wide = subprocess.run(
-        doit_command("arms"), cwd=REPO, env={**doit_env(tmp_path), "COLUMNS": "400"},
-        capture_output=True, text=True, check=True,
-    ).stdout.splitlines()  # fmt: skip
+    wide = _arms(tmp_path, "400")
     header = next(i for i, line in enumerate(wide) if line.startswith("arm "))
     table = {line.split()[0]: line for line in wide[header + 1 : header + 1 + len(ARMS)]}
     assert set(table) == set(ARMS)
