@@ -16,6 +16,7 @@ from continuity.commands.catalog import RunsRequest
 from continuity.commands.checkpoint_build import CheckpointsRequest
 from continuity.commands.comparison import CompareRequest
 from continuity.commands.estimation import EstimateRequest
+from continuity.commands.export_run import ExportRequest
 from continuity.commands.holdouts import (
     HoldoutFreezeRequest,
     HoldoutOverlapRequest,
@@ -56,6 +57,7 @@ REQUESTS: dict[str, type[Request]] = {
     "compare_register": CompareRegisterRequest,
     "compare_run": CompareRunRequest,
     "dry_run": PricedRequest,
+    "export": ExportRequest,
     "estimate": EstimateRequest,
     "gc": GcRequest,
     "holdout_freeze": HoldoutFreezeRequest,
