@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from continuity.tables import terminal_width, text_table
+from continuity.tables import text_table
 
 __all__ = ["RUN_COLUMNS", "latest_run", "run_names", "run_rows", "runs_hint", "runs_table"]
 
@@ -101,4 +101,4 @@ RUN_COLUMNS = ("run", "units", "newest unit", "plan digest", "started", "report"
 
 def runs_table(runs_root: Path) -> str:
     """`run_rows` as an aligned text table (a header first); empty when there is none."""
-    return text_table(run_rows(runs_root), RUN_COLUMNS, terminal_width())
+    return text_table(run_rows(runs_root), RUN_COLUMNS)
