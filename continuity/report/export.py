@@ -27,7 +27,6 @@ from typing import Any, Literal
 
 import msgspec
 
-from continuity.messages import Usage
 from continuity.plan.pricing import Catalog, call_cost
 from continuity.report.drilldown import report_context
 from continuity.report.results import Sample
@@ -118,20 +117,16 @@ def _row(sample: Sample, catalog: Catalog | None) -> ExportRow:
         loss=sample.loss,
         boundary=sample.boundary,
         reader_model=sample.reader_model,
-        input_tokens=usage.input + usage.cache_read,
+        input_tokens=usage.total_input,
         cached_input_tokens=usage.cache_read,
         output_tokens=usage.output,
-        compaction_input_tokens=_input(compaction),
+        compaction_input_tokens=compaction.total_input,
         compaction_output_tokens=compaction.output,
         history_calls=sample.history_calls,
         cost_usd=sample_cost(catalog, sample),
         unit_file=sample.path,
         report_anchor=sample.anchor,
     )
-
-
-def _input(usage: Usage) -> int:
-    return usage.input + usage.cache_read
 
 
 def export_rows(
