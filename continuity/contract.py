@@ -19,14 +19,14 @@ import msgspec
 from msgspec import UNSET
 
 from continuity.arms import LEDGER_ARM
-from continuity.contract_agent import check_outside_agent
+from continuity.contract_agent import start_outside_agent
 from continuity.contract_headline import SuiteHeadline, headline, headline_markdown
 from continuity.errors import ContinuityError
 from continuity.harness.checkpoints import CheckpointResult, fork, run_child
 from continuity.outputs import resolve_out_path, write_json, write_output
 from continuity.plan.plan import build_plan
 from continuity.plan.pricing import default_catalog_path
-from continuity.progress import progress
+from continuity.progress import progress, stages
 from continuity.report.freshness import aggregate_stamped
 from continuity.runner.checkpoints import build_checkpoints
 from continuity.runner.design import check_design
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 CONTRACT_CHECKPOINTS = (("original", None), ("hard", "gen-grant-101,gen-oven-102"))
 CONTRACT_DESIGN_TRACES = ("gen-grant-101", "gen-oven-102")
 CONTRACT_RUN = "offline-contract"
+# The stages the overall progress bar counts: traces per suite, checkpoints, units and
+# ledger samples per checkpointed suite, and the outside-agent pass.
+_STAGES = 4 + 3 * 2 + 1
 # Every arm, the opt-in ledger arm included (offline its extractions are scripted).
 CONTRACT_ARMS = f"all,{LEDGER_ARM}"
 # The contract's plan opts in to the judge (played offline by the scripted judge), so its
@@ -100,30 +103,26 @@ def run_offline_contract(
         ContinuityError: any stage's typed error (the report is not written).
     """
     out = out_dir or resolve_out_path()
-    results = _build_suites(store, out)
-    check_distractor_pairs(store, results["hard"], results["hard-distractors"])
-    checkpoints = _check_checkpoints(store, out, results)
-    # The outside agent's run first: the contract's own run must be the newest, the
-    # one `doit aggregate` reads by default.
-    outside = check_outside_agent(
-        store,
-        [(i.key, decode_trace(store.get_blob(i.digest))) for i in results["original"].items],
-        out / "runs" / f"{CONTRACT_RUN}-agent",
-    )
-    run_dir = out / "runs" / CONTRACT_RUN
-    started = utc_stamp()
-    units = _run_units(store, run_dir)
-    check_units(units)
-    check_ledger_units(units)
-    ledger_samples = _ledger_samples(store, out)
-    write_run_manifest(
-        run_dir,
-        build_plan(arms=CONTRACT_ARMS, judge=CONTRACT_JUDGE),  # what every suite ran
-        started=started,
-        suites=[suite for suite, _ in CONTRACT_CHECKPOINTS],
-    )
-    # Stamped, so `doit aggregate` right after the contract is up to date.
-    aggregated, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
+    with stages("offline contract", _STAGES):
+        results = _build_suites(store, out)
+        check_distractor_pairs(store, results["hard"], results["hard-distractors"])
+        # The outside-agent pass in a process of its own, beside the checkpoints and units.
+        agent = start_outside_agent(
+            store,
+            [(i.key, i.digest) for i in results["original"].items],
+            out / "runs" / f"{CONTRACT_RUN}-agent",
+        )
+        try:
+            run_dir, units, rest = _run_contract(store, out, results)
+            outside = agent.result()
+        finally:
+            agent.stop()
+        checkpoints, ledger_samples = rest
+        # The contract's own run is the one `doit aggregate` reads by default (the run
+        # whose newest unit file is newest): the pass may have ended after its units.
+        _touch_units(run_dir)
+        # Stamped, so `doit aggregate` right after the contract is up to date.
+        aggregated, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
     for item in results["hard"].items:
         if item.trace_id in CONTRACT_DESIGN_TRACES:
             check_design(store, decode_trace(store.get_blob(item.digest)), item)
@@ -150,6 +149,33 @@ def run_offline_contract(
     md_path = folder / "contract.md"
     write_output(md_path, _markdown(report).encode("utf-8"))
     return report, md_path
+
+
+def _run_contract(
+    store: Store, out: Path, results: dict[str, SuiteResult]
+) -> tuple[Path, list[UnitRecord], tuple[int, int]]:
+    """The checkpoints, every arm's units and the ledger samples, checked; the run's
+    folder, its units, and (checkpoints checked, ledger samples checked)."""
+    checkpoints = _check_checkpoints(store, out, results)
+    run_dir = out / "runs" / CONTRACT_RUN
+    started = utc_stamp()
+    units = _run_units(store, run_dir)
+    check_units(units)
+    check_ledger_units(units)
+    ledger_samples = _ledger_samples(store, out)
+    write_run_manifest(
+        run_dir,
+        build_plan(arms=CONTRACT_ARMS, judge=CONTRACT_JUDGE),  # what every suite ran
+        started=started,
+        suites=[suite for suite, _ in CONTRACT_CHECKPOINTS],
+    )
+    return run_dir, units, (checkpoints, ledger_samples)
+
+
+def _touch_units(run_dir: Path) -> None:
+    """Mark the run's unit files written now (their content is unchanged)."""
+    for path in (run_dir / "units").rglob("*.json"):
+        os.utime(path)
 
 
 def _build_suites(store: Store, out: Path) -> dict[str, SuiteResult]:

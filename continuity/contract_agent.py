@@ -9,32 +9,59 @@ offline (a reader that declines, no credentials), into the run
 proven (every sample of a trace has the trace's first replay signature); and the
 report must open with the black-box banner. Anything else is
 ``agent_contract_failed``, naming the samples.
+
+The contract runs the pass in a process of its own (`start_outside_agent`,
+``python -m continuity.contract_agent``) beside its checkpoints and units: the pass is
+a dozen re-replays through child processes, mostly waiting. The child reads its
+request (the store, the run folder, the traces' keys and digests) on stdin and writes
+one JSON event a line on its stdout: a progress tick, then its sentence or the typed
+error it raised, which the parent raises again with the same code and location.
+Anything else the child prints goes to stderr. It dies with the thread that started it
+(`continuity.parent_death`), and `AgentPass.stop` ends it early.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
+import msgspec
 from msgspec import UNSET
 
 from continuity.agents.identity import ARMS, SANDBOXED, UNSANDBOXED, identity
 from continuity.agents.manifest import load_manifest
 from continuity.agents.sandbox import sandbox_problem
 from continuity.errors import ContinuityError
+from continuity.parent_death import die_with_parent
 from continuity.plan.plan import build_plan
 from continuity.plan.pricing import default_catalog_path
-from continuity.progress import progress
+from continuity.progress import Tick, progress
 from continuity.report.freshness import aggregate_stamped
 from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
 from continuity.runner.manifest import utc_stamp, write_run_manifest
 from continuity.store import Store
-from continuity.traces.schema import Trace
+from continuity.traces.schema import Trace, decode_trace
+from continuity.zygote import ChildFailure
 
-__all__ = ["TOY_MANIFEST", "check_outside_agent"]
+__all__ = [
+    "TOY_MANIFEST",
+    "AgentPass",
+    "AgentPassEvent",
+    "AgentPassRequest",
+    "check_outside_agent",
+    "main",
+    "start_outside_agent",
+]
 
 TOY_MANIFEST = Path(__file__).resolve().parents[1] / "examples" / "agents" / "toy" / "agent.toml"
 
+
+_STAGE = "outside agent original"
 
 # What the report's banner must say a black box cannot show (and that it is one).
 _BANNER_SAYS = (
@@ -44,9 +71,15 @@ _BANNER_SAYS = (
 )
 
 
-def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_dir: Path) -> str:
-    """Run the pass (module doc) over `traces` (their keys and traces); the contract's
-    sentence for it.
+def check_outside_agent(
+    store: Store,
+    traces: Sequence[tuple[str, Trace]],
+    run_dir: Path,
+    tick: Tick | None = None,
+) -> str:
+    """Run the pass (module doc) over `traces` (their keys and traces) in this process;
+    the contract's sentence for it. `tick` reports each sample (else a progress line of
+    its own).
 
     Raises:
         ContinuityError: ``agent_contract_failed``.
@@ -61,8 +94,10 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
     agent = identity(manifest, sandboxed=unsandboxed is None)
     plan = build_plan(arms=",".join(ARMS), probe_limit=1, agent=agent)
     unit_plan = AgentUnitPlan.of(plan, manifest)
-    # Its own progress line: a dozen samples, each a re-replay through the adapter.
-    with progress("outside agent original") as tick:
+    if tick is None:  # its own progress line: a dozen samples, each a re-replay
+        with progress(_STAGE) as own:
+            records = build_agent_units(store, unit_plan, traces, run_dir, progress=own).records
+    else:
         records = build_agent_units(store, unit_plan, traces, run_dir, progress=tick).records
     write_run_manifest(run_dir, plan, started=started)
     results, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
@@ -92,3 +127,148 @@ def check_outside_agent(store: Store, traces: Sequence[tuple[str, Trace]], run_d
         )
         + f"; its report {paths['report']} opens with the black-box banner"
     )
+
+
+class AgentPassRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What the pass's own process is asked on stdin: the store's root, the run folder,
+    and (key, blob digest) of each trace."""
+
+    store: str
+    run_dir: str
+    traces: list[tuple[str, str]]
+
+
+class AgentPassEvent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One line of the child's stdout: a progress tick, its sentence, or its error."""
+
+    tick: tuple[int, int, str, str] | None = None
+    sentence: str | None = None
+    failure: ChildFailure | None = None
+
+
+class AgentPass:
+    """The pass running in its own process (`start_outside_agent`)."""
+
+    def __init__(self, request: AgentPassRequest) -> None:
+        self._request = request
+        self._events: list[AgentPassEvent] = []
+        self._process: subprocess.Popen[bytes] | None = None
+        self._started = threading.Event()
+        self._exit: int | None = None
+        self._thread = threading.Thread(target=self._run, name="outside-agent", daemon=True)
+        self._progress: AbstractContextManager[Tick] | None = progress(_STAGE)
+        self._tick = self._progress.__enter__()
+        self._thread.start()
+        self._started.wait()
+
+    def _run(self) -> None:
+        # Started from this thread, which waits for it: the kernel's "parent" of a
+        # child that dies with its parent (`continuity.parent_death`).
+        try:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "continuity.contract_agent",
+                    "--parent-pid",
+                    str(os.getpid()),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                start_new_session=True,
+            )
+        finally:
+            self._started.set()
+        process = self._process
+        assert process.stdin is not None and process.stdout is not None
+        with process.stdin:
+            process.stdin.write(msgspec.json.encode(self._request))
+        with process.stdout:
+            for line in process.stdout:
+                event = msgspec.json.decode(line, type=AgentPassEvent)
+                if event.tick is not None:
+                    self._tick(*event.tick)
+                else:
+                    self._events.append(event)
+        self._exit = process.wait()
+
+    @property
+    def pid(self) -> int | None:
+        """The pass's process (the leader of its process group)."""
+        return self._process.pid if self._process is not None else None
+
+    def result(self) -> str:
+        """Wait for the pass; its sentence.
+
+        Raises:
+            ContinuityError: what the pass raised (its code and location), or
+                ``agent_contract_failed`` when its process died without a word.
+        """
+        self._thread.join()
+        self._end_stage()
+        for event in self._events:
+            if event.failure is not None:
+                raise event.failure.error()
+            if event.sentence is not None:
+                return event.sentence
+        raise ContinuityError(
+            f"the outside-agent pass's process ended ({self._exit}) without a result "
+            "(its stderr is above)",
+            code="agent_contract_failed",
+            location=self._request.run_dir,
+        )
+
+    def stop(self) -> None:
+        """End the pass early (the contract failed elsewhere); a finished one is left."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+        self._thread.join()
+        self._end_stage()
+
+    def _end_stage(self) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+            self._progress = None
+
+
+def start_outside_agent(
+    store: Store, traces: Sequence[tuple[str, str]], run_dir: Path
+) -> AgentPass:
+    """Start the pass over `traces` (key, blob digest) in a process of its own."""
+    request = AgentPassRequest(store=str(store.root), run_dir=str(run_dir), traces=list(traces))
+    return AgentPass(request)
+
+
+def _serve(request: AgentPassRequest, events: int) -> None:
+    def emit(event: AgentPassEvent) -> None:
+        os.write(events, msgspec.json.encode(event) + b"\n")
+
+    def tick(done: int, total: int, item: str, status: str) -> None:
+        emit(AgentPassEvent(tick=(done, total, item, status)))
+
+    store = Store(request.store)
+    try:
+        traces = [(key, decode_trace(store.get_blob(d))) for key, d in request.traces]
+        sentence = check_outside_agent(store, traces, Path(request.run_dir), tick)
+    except ContinuityError as exc:
+        failure = ChildFailure(type(exc).__name__, exc.message, exc.code, exc.location)
+        emit(AgentPassEvent(failure=failure))
+        return
+    emit(AgentPassEvent(sentence=sentence))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m continuity.contract_agent --parent-pid PID`` (module doc)."""
+    args = argv if argv is not None else sys.argv[1:]
+    if args[:1] == ["--parent-pid"] and len(args) == 2:
+        die_with_parent(int(args[1]))
+    request = msgspec.json.decode(sys.stdin.buffer.read(), type=AgentPassRequest)
+    events = os.dup(1)
+    os.dup2(2, 1)  # every other print of the pass goes to stderr
+    _serve(request, events)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -265,6 +265,16 @@ def test_a_checkpoint_that_differs_from_its_receipt_fails_the_contract(
 # -- arm_contract_failed: every contract sample must cross its boundary -----------------
 
 
+class _NotRun:
+    """An outside-agent pass that was never started (its `AgentPass` interface)."""
+
+    def result(self) -> str:
+        return "not run"
+
+    def stop(self) -> None:
+        pass
+
+
 def _small_contract(monkeypatch: pytest.MonkeyPatch) -> None:
     """The real contract, cut to one original trace, a control and the ledger arm (one
     probe each); its outside-agent pass runs over that one original too."""
@@ -273,15 +283,15 @@ def _small_contract(monkeypatch: pytest.MonkeyPatch) -> None:
         arms = "cold-rebuild,continuity-ledger-cold"
         return build_units(*args, **{**kwargs, "arms": arms, "probe_limit": 1})
 
-    from continuity.contract_agent import check_outside_agent as agent_pass  # the real pass
+    from continuity.contract_agent import start_outside_agent as agent_pass  # the real pass
 
-    def one_trace(store: Store, traces: Sequence[tuple[str, Trace]], run_dir: Path) -> str:
+    def one_trace(store: Store, traces: Sequence[tuple[str, str]], run_dir: Path) -> Any:
         return agent_pass(store, traces[:1], run_dir)
 
     monkeypatch.setattr(contract, "CONTRACT_CHECKPOINTS", (("original", TRACE),))
     monkeypatch.setattr(contract, "CONTRACT_DESIGN_TRACES", ())
     monkeypatch.setattr(contract, "build_units", one_arm)
-    monkeypatch.setattr(contract, "check_outside_agent", one_trace)
+    monkeypatch.setattr(contract, "start_outside_agent", one_trace)
 
 
 def test_the_small_contract_passes_as_is(
@@ -297,7 +307,7 @@ def test_a_sample_that_does_not_cross_its_boundary_fails_the_contract(
 ) -> None:
     _small_contract(monkeypatch)
     # The outside-agent pass is not what fails here (the passing control above runs it).
-    monkeypatch.setattr(contract, "check_outside_agent", lambda *_: "not run")
+    monkeypatch.setattr(contract, "start_outside_agent", lambda *_: _NotRun())
     _cold_rebuild_forks_native(monkeypatch, "continuity.runner.units.run")
     with pytest.raises(ContinuityError) as err:
         run_offline_contract(store, out_dir=out_dir)
@@ -422,8 +432,19 @@ def test_score_refuses_an_empty_run(
     run = tmp_path / "nothing"
     if units:
         (run / "units").mkdir(parents=True)
+    else:
+        run.mkdir()
     output = score(tmp_path, run, store)
     assert "run_empty: no unit files to re-score" in output and f"(at {run / 'units'})" in output
+
+
+def test_score_calls_a_run_that_is_not_there_unknown(
+    scored_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    store, _ = scored_run
+    run = tmp_path / "nowhere"
+    output = score(tmp_path, run, store)
+    assert "run_unknown: no run 'nowhere'" in output and f"(at {run})" in output
 
 
 def test_score_reads_chunk_subfolders_and_writes_nothing_when_it_refuses(

@@ -7,6 +7,7 @@ other units replay the smoke trace (the offline contract's pass replays the orig
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,13 @@ from msgspec import UNSET
 
 from continuity.agents.identity import AGENT_PROBE_PROTOCOL
 from continuity.agents.manifest import load_manifest
-from continuity.contract_agent import TOY_MANIFEST, check_outside_agent
-from continuity.errors import ContinuityError
+from continuity.contract_agent import TOY_MANIFEST, check_outside_agent, start_outside_agent
+from continuity.errors import ContinuityError, ObjectMissing
 from continuity.plan.from_request import plan_from_request
 from continuity.plan.plan import plan_digest
 from continuity.plan.request import PlanRequest
 from continuity.probes.protocol import answer_form
+from continuity.processes import group_alive
 from continuity.report.aggregate import aggregate_run
 from continuity.report.compare import compare_runs
 from continuity.runner.units.build import build_units
@@ -338,6 +340,48 @@ def test_the_contract_pass_fails_with_its_code_when_a_boundary_is_contradicted(
     # the pass has a progress line of its own, one per sample (plain: not a terminal)
     lines = [line for line in capsys.readouterr().out.splitlines() if "outside agent" in line]
     assert len(lines) == 3 and lines[-1].startswith("outside agent original [3/3]"), lines
+
+
+def test_the_pass_in_a_process_of_its_own_raises_its_code_and_relays_its_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOY_FAULT", "no_resume")  # the child inherits it
+    store = Store(tmp_path / "store")
+    item = next(i for i in build_suite(store, SUITE, out_dir=tmp_path).items
+                if i.trace_id == TRACE)  # fmt: skip
+    agent = start_outside_agent(store, [(item.key, item.digest)], tmp_path / "run")
+    try:
+        with pytest.raises(ContinuityError) as caught:
+            agent.result()
+    finally:
+        agent.stop()
+    assert caught.value.code == "agent_contract_failed"
+    assert f"{TRACE}/agent-restart/" in caught.value.message
+    assert caught.value.location.endswith("report.html")
+    lines = [line for line in capsys.readouterr().out.splitlines() if "outside agent" in line]
+    assert len(lines) == 3 and lines[-1].startswith("outside agent original [3/3]"), lines
+
+
+def test_the_pass_in_a_process_of_its_own_keeps_the_stores_code(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    agent = start_outside_agent(store, [("a-key", "0" * 64)], tmp_path / "run")
+    with pytest.raises(ObjectMissing) as caught:
+        agent.result()
+    assert caught.value.code == "object_missing"
+    assert caught.value.location.endswith("0" * 60)
+
+
+def test_stopping_the_pass_ends_its_process_group(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    item = next(i for i in build_suite(store, SUITE, out_dir=tmp_path).items
+                if i.trace_id == TRACE)  # fmt: skip
+    agent = start_outside_agent(store, [(item.key, item.digest)], tmp_path / "run")
+    assert agent.pid is not None and group_alive(agent.pid)
+    agent.stop()
+    deadline = time.monotonic() + 10
+    while group_alive(agent.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not group_alive(agent.pid)
 
 
 @pytest.mark.parametrize(
