@@ -72,15 +72,15 @@ abstention probe is `correct`; an answer that declines and still offers a value 
 
 ## The tuning suite
 
-The tuning suite covers every probe category and every class of answer issue 10 lists
-(identifiers with spaces, Unicode dashes or full-width digits; prefixes and superstrings;
+The tuning suite covers every probe category and every class of answer the scorer must
+handle (identifiers with spaces, Unicode dashes or full-width digits; prefixes and superstrings;
 negations; explicit supersessions and bare mentions of both values; candidate lists;
 ordinary declines and declines that still invent a value; status answers that are
 negated, list every option or echo the question; times, numeric dates, decimal commas,
 phone numbers and postcodes written differently; secrets split by zero-width
 characters), plus plain correct answers in long, chatty and Markdown phrasing. Labels
 were written from the category definitions (the scorer's category table and the trace
-schema) and issue 10, without reading the scorer's implementation; where a human reader
+schema) and that list of answer classes, without reading the scorer's implementation; where a human reader
 and the scorer's documented rules differ, the label follows the human reader and a note
 says why. But the scorer was revised while its authors could see these answers, so its
 agreement here is an **upper bound** for answers it has not seen.
@@ -100,15 +100,15 @@ to 45 invented questions, every trace category, many ending in an `ANSWER:` line
 regular, mis-cased and self-contradicting forms) was written and labelled by a helper
 session that never opened the scorer, its tests, this page or the other suites
 (`fixtures/calibration/holdout-v3.md` says exactly what it read). It was frozen at
-commit `bc74844` (its sha256 is in the table above) before any rule change of issue 35,
-and measured blind then. Its current figure was taken once, after issue 35's scorer
-work (the `unresolved` outcome, the answer line, values by kind, leaks in any form,
+commit `bc74844` (its sha256 is in the table above) before any rule change of the scorer's
+revision for real answers, and measured blind then. Its current figure was taken once,
+after that revision (the `unresolved` outcome, the answer line, values by kind, leaks in any form,
 free recall by meaning), and the set is never tuned on: a change to the scorer that
 moves it is recorded, not fitted. It holds no answer a real model wrote.
 
 *Answers a real model wrote.* `fixtures/calibration/holdout-v4.jsonl` (207 answers) holds
 108 real replies of SmolLM2-135M-Instruct (llama.cpp's OpenAI-compatible server, the
-model of the real-servers issue) to every probe of the four original traces and hard
+local model of docs/real-models.md) to every probe of the four original traces and hard
 seeds 101-104, each asked under probe-protocol-v3 after a short excerpt of its trace
 (`python3 -m continuity.probes.real_answers`, temperature 0.7, seeded per probe), and 99
 answers designed to fail the answer-line protocol in the ways real models do (the line
@@ -117,8 +117,8 @@ languages and paraphrases; leaks in transformed forms; synonyms of a forbidden i
 helper session that never opened the scorer, its tests, this page or the other suites
 labelled every real answer by hand and wrote the designed ones
 (`fixtures/calibration/holdout-v4.md` says what it read); no real answer was edited. The
-set was frozen at commit `dfe32ec` and measured blind once, with the scorer of issue 35
-unchanged since. None of the 108 real replies ends with an `ANSWER:` line: a 135M model
+set was frozen at commit `dfe32ec` and measured blind once, with the scorer
+unchanged since that revision. None of the 108 real replies ends with an `ANSWER:` line: a 135M model
 does not follow the format, so its answers exercise the free-text fallback. (The real
 replies were collected under a draft of the v3 instruction that said "written as it
 appeared" where the final one says "exactly as it appeared": "written" reads as a

@@ -86,3 +86,19 @@ def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr
     assert (tmp_path / "index.html").is_file()
     assert (tmp_path / "cli" / "index.html").is_file()
+
+
+# An issue number ("issue 14", "issues 22-28") or a seed's line numbers mean nothing to a
+# reader of the documentation; the project's history is in CHANGELOG.md and git.
+_INTERNAL = re.compile(r"\bissues? #?\d+|\bseed (?:line|lines) \d+|\b0{2}[04]_[0-9a-f]{16}\b", re.I)
+
+
+def test_user_docs_name_no_issue_numbers_or_seed_lines() -> None:
+    pages = [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]
+    found = [
+        f"{page.relative_to(REPO)}:{number}: {line.strip()}"
+        for page in pages
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if _INTERNAL.search(line)
+    ]
+    assert not found, found
