@@ -6,51 +6,17 @@ each fact the probes ask about was when the probe came: still in the reader's co
 retrievable through a tool (the ConversationHistory server), or lost at the boundary
 (neither). `continuity.probes.availability` finds that from the stored evidence, with no
 model; the aggregate counts it per suite and arm (``Results.availability``). The
-headline is those counts, for the contract's last lines and its ``contract.md``.
+headline is those counts (`continuity.report.findings.headline`, which report.html's
+key findings read too), here as the contract's last lines and its ``contract.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-import msgspec
+from continuity.report.findings import ArmHeadline, SuiteHeadline, headline, share
 
 __all__ = ["ArmHeadline", "SuiteHeadline", "headline", "headline_lines", "headline_markdown"]
-
-
-class ArmHeadline(msgspec.Struct, frozen=True):
-    """One arm: of its `facts` probed facts, where each was after the boundary."""
-
-    arm: str
-    facts: int
-    in_context: int
-    retrievable: int
-    lost: int
-
-
-class SuiteHeadline(msgspec.Struct, frozen=True):
-    suite: str
-    arms: tuple[ArmHeadline, ...]
-
-
-def headline(
-    availability: Mapping[str, Mapping[str, Mapping[str, int]]], arms: Sequence[str]
-) -> tuple[SuiteHeadline, ...]:
-    """Per suite (in `availability`'s order) and arm (in `arms`' order, those the suite
-    ran), the places of the facts its probes asked about. A fact counts once per
-    sample that needed it; samples whose answer needs no fact (abstention, redaction,
-    task constraints) are left out."""
-    suites = []
-    for suite, by_arm in availability.items():
-        rows = []
-        for arm in (a for a in arms if a in by_arm):
-            counts = by_arm[arm]
-            in_context, retrievable = counts.get("in_context", 0), counts.get("retrievable", 0)
-            lost = counts.get("absent", 0)
-            rows.append(ArmHeadline(arm, in_context + retrievable + lost, in_context,
-                                    retrievable, lost))  # fmt: skip
-        suites.append(SuiteHeadline(suite, tuple(rows)))
-    return tuple(suites)
 
 
 def headline_lines(suites: Sequence[SuiteHeadline]) -> list[str]:
@@ -66,16 +32,11 @@ def headline_lines(suites: Sequence[SuiteHeadline]) -> list[str]:
             f"{'retrievable':>13}{'lost':>7}"
         )
         lines += [
-            f"    {a.arm:<{width + 6}}{a.facts:>6}{_share(a.in_context, a.facts):>12}"
-            f"{_share(a.retrievable, a.facts):>13}{_share(a.lost, a.facts):>7}"
+            f"    {a.arm:<{width + 6}}{a.facts:>6}{share(a.in_context, a.facts):>12}"
+            f"{share(a.retrievable, a.facts):>13}{share(a.lost, a.facts):>7}"
             for a in suite.arms
         ]
     return lines
-
-
-def _share(count: int, total: int) -> str:
-    """A count as a whole percentage of `total` ("-" when nothing was probed)."""
-    return f"{round(100 * count / total)}%" if total else "-"
 
 
 def headline_markdown(suites: Sequence[SuiteHeadline]) -> list[str]:

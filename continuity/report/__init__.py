@@ -4,6 +4,7 @@ __all__ = [
     "compare",
     "compare_runs",
     "export",
+    "findings",
     "freshness",
     "lookup",
     "rescore",

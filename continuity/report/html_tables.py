@@ -3,9 +3,11 @@
 The tables are the ones summary.md has (continuity.report.sections, as (title,
 header, rows, note)); here they are laid out for a browser: a table with a ``suite``
 column is shown once per suite without it, integers get thousands separators,
-underscored headers may wrap at their underscores, tables wider than `MAX_COLUMNS` are
-split into parts that repeat the row's key columns, and deltas are coloured by
-direction and by whether the paired 95% interval excludes zero.
+underscored headers may wrap at their underscores (and nowhere inside a word), tables
+wider than `MAX_COLUMNS` are split into parts that repeat the row's key columns, each in
+a wrapper that scrolls sideways if it is still too wide, and deltas are coloured by
+direction and by whether the paired 95% interval excludes zero. The report collapses
+its detail tables into closed ``<details>`` (``collapsed``).
 """
 
 from __future__ import annotations
@@ -78,29 +80,49 @@ def _parts(header: list[str]) -> list[list[int]]:
     return [list(range(keys)) + rest[i : i + size] for i in range(0, len(rest), size)]
 
 
-def table_html(r: Results, table: Table, suite: str | None = None, anchor: str = "") -> str:
-    """One table (split when wide) with its title as an ``h3`` and its note."""
+def table_html(
+    r: Results, table: Table, suite: str | None = None, anchor: str = "", *, collapsed: bool = False
+) -> str:
+    """One table (split when wide) with its title as an ``h3`` and its note, each part
+    in a wrapper that scrolls sideways rather than squeeze the table. `collapsed` puts
+    it in a closed ``<details>`` whose summary is the title and the row count."""
     title, header, rows, note = table
     parts = _parts(header)
-    out = [f'<h3 id="{anchor}">' if anchor else "<h3>", html.escape(title), "</h3>"]
+    heading = [f'<h3 id="{anchor}">' if anchor else "<h3>", html.escape(title), "</h3>"]
+    out = []
     if note:
         out.append(f'<p class="n">{html.escape(note)}</p>')
     if not rows:
         out.append('<p class="n">(none)</p>')
-        return "".join(out)
-    for number, columns in enumerate(parts, 1):
+    for number, columns in enumerate(parts if rows else [], 1):
         if len(parts) > 1:
             out.append(f'<p class="part">part {number} of {len(parts)}</p>')
-        head = "".join(f"<th>{wrappable(header[i])}</th>" for i in columns)
-        body = []
-        for row in rows:
-            cells = []
-            for i in columns:
-                text = html.escape(grouped(row[i]))
-                if header[i] in DELTA_HEADERS and row[i] not in ("-", ""):
-                    cells.append(f'<td class="{_delta_cell(r, suite, header, row, i)}">{text}</td>')
-                else:
-                    cells.append(f"<td>{text}</td>")
-            body.append("<tr>" + "".join(cells) + "</tr>")
-        out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
-    return "".join(out)
+        out.append(_part_html(r, suite, header, rows, columns))
+    if not collapsed:
+        return "".join(heading + out)
+    count = f"{len(rows):,} row{'s' * (len(rows) != 1)}" if rows else "none"
+    return (
+        f'<details class="tbl"><summary>{"".join(heading)} <span class="n">({count})</span>'
+        f"</summary>{''.join(out)}</details>"
+    )
+
+
+def _part_html(
+    r: Results, suite: str | None, header: list[str], rows: list[list[str]], columns: list[int]
+) -> str:
+    """One part of a table (the given columns), in its scrolling wrapper."""
+    head = "".join(f"<th>{wrappable(header[i])}</th>" for i in columns)
+    body = []
+    for row in rows:
+        cells = []
+        for i in columns:
+            text = html.escape(grouped(row[i]))
+            if header[i] in DELTA_HEADERS and row[i] not in ("-", ""):
+                cells.append(f'<td class="{_delta_cell(r, suite, header, row, i)}">{text}</td>')
+            else:
+                cells.append(f"<td>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        f'<div class="tw"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )

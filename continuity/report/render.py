@@ -1,22 +1,28 @@
 """Render results as Markdown (summary.md) and a static, self-contained HTML report.
 
 The HTML has no scripts, no network references and no telemetry: tables and inline SVG
-charts only, so it opens offline from a file. It leads with the run header (from the
-run manifest, continuity.runner.manifest) and a table of contents, then the overview
-charts (continuity.report.charts), one section per suite and the run-wide tables
-(continuity.report.html_tables), and, given a `ReportContext`, the sample index and
-per-sample drill-down (continuity.report.html_samples). Offline runs lead with
-availability and loss attribution; their accuracy is marked as a mechanics check.
+charts only, so it opens offline from a file. It leads with the key findings
+(continuity.report.findings_render), then the run header (from the run manifest,
+continuity.runner.manifest) and a table of contents, the overview charts
+(continuity.report.charts), one section per suite and the run-wide tables
+(continuity.report.html_tables, each closed in a ``<details>``), and, given a
+`ReportContext`, the sample index and per-sample drill-down
+(continuity.report.html_samples). Offline runs lead with availability and loss
+attribution; their accuracy is marked as a mechanics check. summary.md leads with the
+same key findings.
 """
 
 from __future__ import annotations
 
 import html
+import re
 
 from msgspec import UNSET
 
 from continuity.agents.identity import BANNER, NOT_FROM_MODEL, SANDBOXED, UNSANDBOXED
 from continuity.report.charts import accuracy_chart, availability_chart, delta_chart, loss_chart
+from continuity.report.findings import findings, is_real
+from continuity.report.findings_render import FINDINGS_STYLE, findings_html, findings_markdown
 from continuity.report.html_samples import drilldown_html, index_html
 from continuity.report.html_tables import suite_table, table_html
 from continuity.report.lookup_render import lookup_sections
@@ -45,6 +51,7 @@ __all__ = [
     "protocol_line",
     "render_html",
     "render_markdown",
+    "report_title",
     "run_note",
     "tables",
 ]
@@ -63,8 +70,7 @@ REAL_NOTE = (
 
 def run_note(r: Results) -> str:
     """The report's caveat: offline (scripted readers) or real (model calls made)."""
-    real = any(cell.model_calls for cell in r.spend.values())
-    return REAL_NOTE if real else OFFLINE_NOTE
+    return REAL_NOTE if is_real(r) else OFFLINE_NOTE
 
 
 def local_note(r: Results) -> str | None:
@@ -139,13 +145,44 @@ def _md_cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def render_markdown(r: Results) -> str:
+_DIGEST = re.compile(r"[0-9a-f]{12,}")
+
+
+def _arm_list(arms: list[str]) -> str:
+    """Up to three arms by name; more as the first three and how many others."""
+    return ", ".join(arms) if len(arms) <= 3 else f"{', '.join(arms[:3])} +{len(arms) - 3} arms"
+
+
+def report_title(r: Results, c: ReportContext | None = None) -> str:
+    """The report's title. A run named by a digest (a real run's default directory is
+    its plan digest) or a real run gets what it ran instead: its reader model(s), suites,
+    arms and (from the run manifest) the day it started, joined by `` · ``; any other
+    run keeps its name. The run's name is always in the header."""
+    if not (is_real(r) or _DIGEST.fullmatch(r.run)):
+        return r.run
+    m = c.manifest if c is not None else None
+    readers = m.distinct(lambda i: i.reader) if m is not None else []
+    if not readers and c is not None:
+        readers = list(c.reader_models)
+    parts = [", ".join(reader.split(":", 1)[-1] for reader in readers)] if readers else []
+    parts += [", ".join(r.suites), _arm_list(r.arms)]
+    if m is not None:
+        parts.append(m.started[:10])
+    return " · ".join(part for part in parts if part)
+
+
+def render_markdown(r: Results, context: ReportContext | None = None) -> str:
+    """summary.md: the title, what ran, the key findings, the run's notes, then every
+    table (`tables`)."""
+    title = report_title(r, context)
+    named = f" (run {r.run})" if title != r.run else ""
     lines = [
-        f"# Results: {r.run}",
+        f"# Results: {title}{named}",
         "",
         f"{r.units} units; arms: {', '.join(r.arms)}; suites: {', '.join(r.suites)}; "
         f"repeats: {', '.join(map(str, r.repeats))}.",
         "",
+        *findings_markdown(findings(r)),
         protocol_line(r),
         "",
         scorer_line(r),
@@ -173,9 +210,15 @@ _STYLE = (
     "12px;color:#222;line-height:1.35}"
     "h2{border-bottom:2px solid #ccd;margin-top:2rem}"
     "table{border-collapse:collapse;margin:0.3rem 0 1rem;max-width:100%}"
-    "td,th{border:1px solid #ccc;padding:0.2rem 0.4rem;text-align:right;"
-    "overflow-wrap:anywhere;vertical-align:top}"
-    "th{background:#f3f4f8;font-weight:600;max-width:9rem}"
+    "td,th{border:1px solid #ccc;padding:0.2rem 0.4rem;text-align:right;vertical-align:top}"
+    "td{overflow-wrap:break-word}"
+    # a header breaks only between words or at a <wbr>, never inside a word
+    "th{background:#f3f4f8;font-weight:600;max-width:9rem;word-break:normal;"
+    "overflow-wrap:normal;hyphens:manual}"
+    ".tw{overflow-x:auto;max-width:100%}.tw>table{margin:0.3rem 0 0.6rem}"
+    "details.tbl{border-bottom:1px solid #eee;padding:0.1rem 0}"
+    "details.tbl>summary h3{display:inline;font-size:1.02em;margin:0}"
+    "details.tbl[open]>summary{margin-bottom:0.3rem}"
     "td:first-child,th:first-child{text-align:left}"
     "svg{max-width:100%;height:auto}"
     "svg text{font-size:12px;font-family:system-ui,sans-serif}svg .t{font-weight:600}"
@@ -190,7 +233,7 @@ _STYLE = (
     "gap:0.1rem 0.8rem;margin:0.3rem 0 0.6rem 1rem}dd{margin:0;overflow-wrap:anywhere}"
     "summary{cursor:pointer}.ok{color:#1a7f37}.no{color:#c62828}.ex{color:#8a6d00}"
     "ul.ix{margin:0.2rem 0 0.6rem}:target{outline:3px solid #e0a800}"
-    "nav ol{columns:2}"
+    "nav ol{columns:2}" + FINDINGS_STYLE
 )
 
 
@@ -234,6 +277,7 @@ def _header_rows(r: Results, c: ReportContext | None) -> list[tuple[str, str]]:
     histories = ", ".join(c.history_models) if c is not None and c.history_models else "-"
     told = _manifest_rows(m) if m is not None else {}
     return [
+        ("run", r.run),
         ("suites", ", ".join(r.suites)),
         ("traces", told.get("traces", "-" if traces is None else f"{traces:,}")),
         ("arms", ", ".join(r.arms)),
@@ -310,6 +354,9 @@ def _overview(r: Results, offline: bool) -> str:
     return f'<section id="overview"><h2>Overview</h2>{lead}{charts}{legend}</section>'
 
 
+_CLOSED = '<p class="n">Each table is closed: open its title to read it.</p>'
+
+
 def _suite_sections(r: Results, offline: bool) -> tuple[list[tuple[str, str]], str]:
     """(anchor, title) of each section and the HTML of every suite's tables, then the
     run-wide ones (spend, scorer, lookup)."""
@@ -327,26 +374,30 @@ def _suite_sections(r: Results, offline: bool) -> tuple[list[tuple[str, str]], s
         anchor = f"suite-{n}"
         toc.append((anchor, f"Suite: {suite}"))
         body = "".join(
-            table_html(r, picked, suite)
+            table_html(r, picked, suite, collapsed=True)
             for t in per_suite
             if (picked := suite_table(t, suite)) is not None
         )
-        out.append(f'<section id="{anchor}"><h2>Suite: {html.escape(suite)}</h2>{body}</section>')
+        out.append(
+            f'<section id="{anchor}"><h2>Suite: {html.escape(suite)}</h2>{_CLOSED}{body}</section>'
+        )
     toc.append(("run-wide", "Spend, scorer and run-wide tables"))
     out.append(
         '<section id="run-wide"><h2>Spend, scorer and run-wide tables</h2>'
-        + "".join(table_html(r, t) for t in run_wide)
+        + _CLOSED
+        + "".join(table_html(r, t, collapsed=True) for t in run_wide)
         + "</section>"
     )
     return toc, "".join(out)
 
 
 def render_html(r: Results, context: ReportContext | None = None) -> str:
-    """The static report: run header, contents, overview charts, one section per suite,
-    the run-wide tables and (with `context`) the sample index and drill-down."""
+    """The static report: the key findings, run header, contents, overview charts, one
+    section per suite and the run-wide tables (their tables closed), and (with
+    `context`) the sample index and drill-down."""
     offline = run_note(r) == OFFLINE_NOTE
     toc, sections = _suite_sections(r, offline)
-    toc = [("run", "Run"), ("overview", "Overview"), *toc]
+    toc = [("findings", "Key findings"), ("run", "Run"), ("overview", "Overview"), *toc]
     samples = ""
     if context is not None:
         toc += [("index", "Sample index"), ("samples", "Samples (drill-down)")]
@@ -361,11 +412,13 @@ def render_html(r: Results, context: ReportContext | None = None) -> str:
             + "</section>"
         )
     contents = "".join(f'<li><a href="#{a}">{html.escape(t)}</a></li>' for a, t in toc)
+    title = html.escape(report_title(r, context))
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width">'
-        f"<title>continuity results: {html.escape(r.run)}</title><style>{_STYLE}</style>"
-        f"</head><body><h1>continuity results: {html.escape(r.run)}</h1>"
+        f"<title>continuity results: {title}</title><style>{_STYLE}</style>"
+        f"</head><body><h1>continuity results: {title}</h1>"
+        + findings_html(findings(r))
         + _header(r, context)
         + f'<nav id="contents"><h2>Contents</h2><ol>{contents}</ol></nav>'
         + _overview(r, offline)
