@@ -15,10 +15,12 @@ Run plainly from another directory, ``doit -f path/dodo.py`` never reads the che
 ``dodo.py`` is imported; this entry point never depends on the working directory.
 
 The tasks come from the ``dodo.py`` beside the package (the checkout this package was
-installed from), or, for a package installed without its checkout, from ``./dodo.py``
-(doit's default); ``-f FILE`` / ``--file``, ``-k`` and ``$DOIT_FILE`` are honoured. doit's
-configuration is read from the checkout's ``pyproject.toml``, never from the working
-directory's.
+installed from, or the tree a wheel installs: `continuity.installation`), or, for a
+package installed without either, from ``./dodo.py`` (doit's default); ``-f FILE`` /
+``--file``, ``-k`` and ``$DOIT_FILE`` are honoured. doit's configuration is read from the
+checkout's ``pyproject.toml``, never from the working directory's. doit runs its tasks in
+the checkout; from an installed tree, in the working directory (so ``./store`` and
+``./out`` are the caller's, never the environment's ``site-packages``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from continuity.argv import EXIT_USAGE, CheckedDodoLoader, argv_problem, environment_problem
+from continuity.installation import is_installed_tree
 
 __all__ = ["dodo_file", "main"]
 
@@ -78,7 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     dodo = dodo_file()
     doits_own = bool(args) and args[0] in ("--version", "--help")  # before any loader option
     if dodo is not None and not doits_own and not _names_its_dodo_file(args):
-        args = ["-f", str(dodo), *args]
+        here = ["-d", os.getcwd()] if is_installed_tree(_CHECKOUT) else []
+        args = ["-f", str(dodo), *here, *args]
     config = _CHECKOUT / "pyproject.toml"
     doit = DoitMain(
         CheckedDodoLoader(command_line=True),

@@ -233,8 +233,9 @@ def sandbox_argv(
         argv += ["--ro-bind-try", path, path]
     for root in roots:
         argv += ["--ro-bind", str(root), str(root)]
-    argv += ["--ro-bind", str(folder), str(folder)]
+    # The folder after the masks: installed from a wheel, it lies inside the masked tree.
     argv += _masks(roots, folder, protected_paths(confinement.protected))
+    argv += ["--ro-bind", str(folder), str(folder)]
     for name in SDK_FILES:
         argv += ["--ro-bind", str(_PACKAGE / name), f"/cap/sdk/continuity/{name}"]
     argv += ["--ro-bind", str(_PACKAGE / "agents" / "cap_forward.py"), "/cap/forward.py"]

@@ -12,8 +12,14 @@
 8. ``output_required`` / ``output_inside_checkout``: the output directory is missing or,
    with symlinks resolved, inside the checkout.
 9. ``checkout_unknown`` / ``checkout_dirty`` / ``checkout_flags_refused``: the checkout
-   is not a git work tree, has changes (untracked files count), or hides changes with
-   assume-unchanged or skip-worktree flags.
+   is not a git work tree, has changes in its code (untracked files count), or hides
+   changes to its code with assume-unchanged or skip-worktree flags. Its code is what
+   `continuity.installation.CODE_PATHS` names (the package, ``rules/``, ``dodo.py``, the
+   fixtures, the toy agent, ``pyproject.toml``); a note elsewhere in the checkout is no
+   code and is never refused. Code a wheel installed (no checkout) passes instead when
+   every one of its files still matches the distribution's RECORD hash
+   (``installed_code_modified`` otherwise); the run binds the distribution's version and
+   files in place of a commit (`continuity.runner.manifest.code_revision`).
 
 Nothing here opens the credentials file; the provider reads it lazily, in the probe
 process, after every guard has passed.
@@ -27,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from continuity.errors import RealModeError
+from continuity.installation import CODE_PATHS, installed_code, tree_root
 from continuity.plan.estimate import DryRun, confirmed_dry_run
 from continuity.plan.plan import Plan, plan_digest
 from continuity.providers.endpoint import is_loopback
@@ -52,8 +59,9 @@ def refuse_under_ci(environ: Mapping[str, str] | None = None, *, what: str = "re
 
 
 def default_checkout() -> Path:
-    """The checkout this code runs from (the directory holding ``dodo.py``)."""
-    return Path(__file__).resolve().parents[2]
+    """The checkout this code runs from (the directory holding ``dodo.py``), or the tree
+    a wheel installed (`continuity.installation.tree_root`)."""
+    return tree_root()
 
 
 def _git(checkout: Path, *args: str) -> str:
@@ -81,21 +89,41 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def check_checkout(checkout: Path) -> None:
-    """A clean git work tree: no changes, no untracked files, no hiding flags."""
+    """Guard 9: the code this run binds is exactly what a commit holds (a git checkout
+    with no changes, untracked files or hiding flags under `CODE_PATHS`) or what an
+    installed distribution shipped (every file matching its RECORD hash).
+
+    Raises:
+        RealModeError: ``installed_code_modified``, ``checkout_unknown``,
+            ``checkout_dirty`` or ``checkout_flags_refused``.
+    """
+    installed = installed_code(checkout)
+    if installed is not None:
+        if installed.modified:
+            raise RealModeError(
+                f"{len(installed.modified)} installed files of continuity "
+                f"{installed.version} no longer match the distribution's RECORD hashes "
+                f"(first: {installed.modified[0]!r}); reinstall the wheel",
+                code="installed_code_modified",
+                location=str(checkout / installed.modified[0]),
+            )
+        return
     top = Path(_git(checkout, "rev-parse", "--show-toplevel").strip()).resolve()
-    status = _git(top, "status", "--porcelain=v1", "--untracked-files=all")
-    if status.strip():
-        first = status.strip().splitlines()
+    # Pathspecs relative to `checkout` (git -C): its code, wherever the work tree's top is.
+    status = _git(checkout, "status", "--porcelain=v1", "--untracked-files=all", "--", *CODE_PATHS)
+    changed = [line[3:] for line in status.splitlines() if line.strip()]  # "XY path"
+    if changed:
         raise RealModeError(
-            f"the checkout has {len(first)} uncommitted or untracked paths "
-            f"(first: {first[0][3:]!r}); commit or remove them",
+            f"the checkout's code has {len(changed)} uncommitted or untracked paths "
+            f"(first: {changed[0]!r}); commit or remove them (only "
+            f"{', '.join(CODE_PATHS)} are code)",
             code="checkout_dirty",
             location=str(top),
         )
     # `git ls-files -v`: a lowercase tag marks assume-unchanged, S skip-worktree.
     flagged = [
         line[2:]
-        for line in _git(top, "ls-files", "-v").splitlines()
+        for line in _git(checkout, "ls-files", "-v", "--", *CODE_PATHS).splitlines()
         if line and (line[0].islower() or line[0] == "S")
     ]
     if flagged:

@@ -15,8 +15,10 @@ numbers of two runs of the same plan stay byte-identical. A manifest of the firs
 (``continuity-run-v1``, the last invocation only) reads as one invocation whose scorer
 is unknown, and the next write stores it as ``continuity-run-v2``.
 
-A run that is not a git checkout (an installed package, a tarball) records the commit
-as ``unknown``; git missing or failing never fails the run.
+A run from the tree a wheel installed records, in place of a commit, the distribution's
+version and a digest of its files' RECORD hashes (``0.1.0+<digest>``,
+`continuity.installation.InstalledCode`). A run that is neither (a tarball, a copy)
+records the commit as ``unknown``; git missing or failing never fails the run.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import msgspec
 
 from continuity.errors import AggregateError
 from continuity.inputs import DOCUMENT_MAX_BYTES, read_user_bytes
+from continuity.installation import CODE_PATHS, installed_code, tree_root
 from continuity.outputs import write_output
 from continuity.plan.plan import Plan, plan_digest
 from continuity.probes.scorer_version import scorer_digest
@@ -55,7 +58,7 @@ __all__ = [
 MANIFEST_NAME = "run.json"
 MANIFEST_SCHEMA = "continuity-run-v2"
 MANIFEST_SCHEMA_V1 = "continuity-run-v1"  # one invocation, the last; read and converted
-_CHECKOUT = Path(__file__).resolve().parents[2]
+_CHECKOUT = tree_root()
 _T = TypeVar("_T", bound=Hashable)
 
 
@@ -180,8 +183,12 @@ def _git(checkout: Path, *args: str) -> str | None:
 
 
 def code_revision(checkout: Path = _CHECKOUT) -> tuple[str, bool | None]:
-    """The commit `checkout` is at and whether its work tree differs from it:
+    """The commit `checkout` is at and whether its code (`CODE_PATHS`: tracked changes
+    and untracked files under them; nothing else in the work tree) differs from it:
     (``unknown``, None) when it is not a git checkout or git cannot say.
+
+    The tree a wheel installed gives its `InstalledCode.label` instead, dirty when a
+    file no longer matches the distribution's RECORD hash.
 
     A tree exported by `doit compare_register` (``git archive`` of a commit; see
     `continuity.roles.register_build`) has no ``.git`` but a ``REVISION`` file naming its
@@ -194,16 +201,19 @@ def code_revision(checkout: Path = _CHECKOUT) -> tuple[str, bool | None]:
         revision = revision_file.read_text(encoding="utf-8", errors="replace").strip()
         if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision):
             return revision, False
+    installed = installed_code(checkout)
+    if installed is not None:
+        return installed.label, bool(installed.modified)
     head = _git(checkout, "rev-parse", "HEAD")
     if head is None or not head.strip():
         return "unknown", None
-    status = _git(checkout, "status", "--porcelain", "--untracked-files=no")
+    status = _git(checkout, "status", "--porcelain", "--untracked-files=all", "--", *CODE_PATHS)
     return head.strip(), None if status is None else bool(status.strip())
 
 
 def revision_label(checkout: Path = _CHECKOUT) -> str:
-    """`code_revision` as one label: the commit, ``+dirty`` when the work tree differs
-    from it (``unknown`` outside git)."""
+    """`code_revision` as one label: the commit, ``+dirty`` when the code differs from
+    it (``unknown`` outside git and an installed distribution)."""
     revision, dirty = code_revision(checkout)
     return f"{revision}+dirty" if dirty else revision
 

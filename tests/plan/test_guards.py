@@ -26,6 +26,15 @@ from tests.graph.test_dodo import doit
 
 @pytest.fixture
 def checkout(clean_checkout: Path) -> Path:
+    """A clean checkout with code where real mode looks for it (`CODE_PATHS`) beside a
+    tracked file that is no code (``tracked.txt``)."""
+    (clean_checkout / "continuity").mkdir()
+    (clean_checkout / "continuity" / "plan.py").write_text("PLAN = 1\n")
+    (clean_checkout / "fixtures").mkdir()
+    (clean_checkout / "fixtures" / "trace.json").write_text("{}\n")
+    (clean_checkout / "dodo.py").write_text("")
+    git(clean_checkout, "add", ".")
+    git(clean_checkout, "commit", "-q", "-m", "code")
     return clean_checkout
 
 
@@ -164,21 +173,45 @@ def test_output_symlinked_into_the_checkout_is_refused(
     refused(setup, opened_files, "output_inside_checkout", output=str(link / "run"))
 
 
-def test_modified_file_is_dirty(setup: Setup, opened_files: list[str]) -> None:
-    (setup.checkout / "tracked.txt").write_text("changed\n")
-    refused(setup, opened_files, "checkout_dirty")
+@pytest.mark.parametrize("path", ["continuity/plan.py", "fixtures/trace.json", "dodo.py"])
+def test_a_modified_code_file_is_dirty(setup: Setup, opened_files: list[str], path: str) -> None:
+    (setup.checkout / path).write_text("changed\n")
+    error = refused(setup, opened_files, "checkout_dirty")
+    assert path in error.message and error.location == str(setup.checkout.resolve())
 
 
-def test_untracked_file_is_dirty(setup: Setup, opened_files: list[str]) -> None:
-    (setup.checkout / "new.txt").write_text("new\n")
+@pytest.mark.parametrize("path", ["continuity/new.py", "fixtures/new.json", "rules/new.py"])
+def test_an_untracked_code_file_is_dirty(setup: Setup, opened_files: list[str], path: str) -> None:
+    (setup.checkout / path).parent.mkdir(exist_ok=True)
+    (setup.checkout / path).write_text("new\n")
+    error = refused(setup, opened_files, "checkout_dirty")
+    assert path in error.message
+
+
+def test_a_note_outside_the_code_is_no_change(setup: Setup, opened_files: list[str]) -> None:
+    (setup.checkout / "notes.txt").write_text("an untracked note in the checkout root\n")
+    (setup.checkout / "tracked.txt").write_text("a tracked file that is no code, edited\n")
+    (setup.checkout / "docs").mkdir()
+    (setup.checkout / "docs" / "draft.md").write_text("draft\n")
+    output, dry = setup.check()
+    assert output == Path(setup.output).resolve() and dry.digest == setup.digest
+    (setup.checkout / "continuity" / "plan.py").write_text("PLAN = 2\n")  # code again
     refused(setup, opened_files, "checkout_dirty")
 
 
 @pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
 def test_hiding_flags_are_refused(setup: Setup, opened_files: list[str], flag: str) -> None:
-    git(setup.checkout, "update-index", flag, "tracked.txt")
-    (setup.checkout / "tracked.txt").write_text("hidden change\n")
+    git(setup.checkout, "update-index", flag, "continuity/plan.py")
+    (setup.checkout / "continuity" / "plan.py").write_text("PLAN = 2\n")
     refused(setup, opened_files, "checkout_flags_refused")
+
+
+def test_hiding_flags_outside_the_code_are_no_concern(
+    setup: Setup, opened_files: list[str]
+) -> None:
+    git(setup.checkout, "update-index", "--assume-unchanged", "tracked.txt")
+    (setup.checkout / "tracked.txt").write_text("hidden change to no code\n")
+    assert setup.check()[1].digest == setup.digest
 
 
 def test_not_a_checkout(setup: Setup, opened_files: list[str], tmp_path: Path) -> None:

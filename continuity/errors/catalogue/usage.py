@@ -260,8 +260,16 @@ ENTRIES: tuple[Entry, ...] = (
         Row("output_required", "real mode needs an explicit --out directory outside the checkout"),
         Row("output_inside_checkout", "the output directory resolves inside the checkout"),
         Row("checkout_unknown", "the working directory is not a git checkout"),
-        Row("checkout_dirty", "the checkout has uncommitted or untracked paths"),
+        Row(
+            "checkout_dirty",
+            "the checkout's code (package, rules, dodo.py, fixtures) has uncommitted or "
+            "untracked paths",
+        ),
         Row("checkout_flags_refused", "paths are marked assume-unchanged or skip-worktree"),
+        Row(
+            "installed_code_modified",
+            "a file of the installed distribution no longer matches its RECORD hash",
+        ),
     ),
     *section(
         "RealModeError",
