@@ -11,8 +11,20 @@ from rules.plan import PRICING
 
 __all__ = ["task_export"]
 
-FORMAT = param("format", str, "jsonl", "jsonl (one JSON object per sample; default) | csv")
-OUTPUT = param("output", str, "", "the file to write (default: <run>/export/samples.<format>)")
+FORMAT = param(
+    "format",
+    str,
+    "jsonl",
+    "jsonl (one JSON object per sample; default) | csv | inspect (Inspect eval logs, one "
+    "per suite and arm, for inspect view; needs the inspect extra)",
+)
+OUTPUT = param(
+    "output",
+    str,
+    "",
+    "the file to write (default: <run>/export/samples.<format>); for inspect, the folder "
+    "(default: <run>/export/inspect/)",
+)
 
 
 def _export(**options: Any) -> str:
@@ -22,7 +34,7 @@ def _export(**options: Any) -> str:
 
 
 def task_export() -> TaskSpec:
-    """Write a run's samples, one row each, as JSON Lines or CSV for other tools."""
+    """Write a run's samples for other tools: JSON Lines, CSV, or Inspect eval logs."""
     return {
         "actions": [task_action(_export)],
         "params": [READ_RUN, RUN_DIR, FORMAT, OUTPUT, PRICING, SCORER, STORE, OUT],

@@ -6,6 +6,7 @@ __all__ = [
     "export",
     "findings",
     "freshness",
+    "inspect_log",
     "lookup",
     "rescore",
     "results",

@@ -163,7 +163,8 @@ def load_summaries(
 
     Raises:
         AggregateError: a unit was refused (continuity.report.verify, `_check_slot`),
-            or there were none (``run_empty``).
+            the run directory is not there (``run_unknown``) or holds none
+            (``run_empty``).
     """
     cache = _Cache(store, units_dir, scorer.label if scorer is not None else "original")
     heads: dict[str, TraceHead | None] = {}  # stored traces' identities, read once each
@@ -183,8 +184,15 @@ def load_summaries(
         _check_slot(path, summary, seen)
         summaries.append((path.name, summary.key, digest, _timed(store, summary)))
     if not summaries:
+        run = units_dir.parent
+        if not run.exists():  # as doit compare: a run that is not there is unknown
+            raise AggregateError(
+                f"no run {run.name!r} at {run}; {runs_hint(run.parent)}",
+                code="run_unknown",
+                location=str(run),
+            )
         raise AggregateError(
-            f"no unit records to aggregate; {runs_hint(units_dir.parent.parent)}",
+            f"no unit records to aggregate; {runs_hint(run.parent)}",
             code="run_empty",
             location=str(units_dir),
         )

@@ -1,4 +1,5 @@
-"""A run's samples as rows other tools read: JSON Lines or CSV, one row per sample.
+"""A run's samples as rows other tools read: JSON Lines or CSV, one row per sample
+(an Inspect eval log is built from the same rows: `continuity.report.inspect_log`).
 
 Each row is what the report's drill-down shows for one probe sample (`Sample`: where it
 ran, the question, what the scorer expected, the answer, its classification, outcome and
@@ -31,19 +32,25 @@ from continuity.plan.pricing import Catalog, call_cost
 from continuity.report.drilldown import report_context
 from continuity.report.results import Sample
 from continuity.report.scores import Scorer
+from continuity.runner.manifest import RunManifest
 from continuity.store import Store
 
 __all__ = [
     "EXPORT_FORMATS",
     "ExportFormat",
     "ExportRow",
+    "ExportedRun",
+    "RowFormat",
     "export_bytes",
     "export_rows",
+    "export_run",
     "sample_cost",
 ]
 
-ExportFormat = Literal["jsonl", "csv"]
-EXPORT_FORMATS: tuple[ExportFormat, ...] = ("jsonl", "csv")
+RowFormat = Literal["jsonl", "csv"]
+# inspect: Inspect eval logs (`continuity.report.inspect_log`), needing the inspect extra.
+ExportFormat = Literal["jsonl", "csv", "inspect"]
+EXPORT_FORMATS: tuple[ExportFormat, ...] = ("jsonl", "csv", "inspect")
 
 
 class ExportRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -129,21 +136,38 @@ def _row(sample: Sample, catalog: Catalog | None) -> ExportRow:
     )
 
 
-def export_rows(
+class ExportedRun(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's rows and its manifest (None for a run without one)."""
+
+    manifest: RunManifest | None
+    rows: list[ExportRow]
+
+
+def export_run(
     store: Store, run_dir: Path, scorer: str = "current", catalog: Catalog | None = None
-) -> list[ExportRow]:
+) -> ExportedRun:
     """Every sample of the run in `run_dir`, graded by `scorer` (``current`` or
-    ``original``, as ``doit aggregate --scorer``), priced with `catalog`.
+    ``original``, as ``doit aggregate --scorer``), priced with `catalog`; and the
+    run's manifest.
 
     Raises:
         UsageError: ``scorer_unknown``. AggregateError: ``run_manifest_malformed``,
             ``unit_malformed`` (`continuity.report.drilldown.report_context`).
     """
     context = report_context(store, run_dir, Scorer(store, run_dir, scorer))
-    return [_row(sample, catalog) for sample in context.samples]
+    return ExportedRun(
+        manifest=context.manifest, rows=[_row(sample, catalog) for sample in context.samples]
+    )
 
 
-def export_bytes(rows: Sequence[ExportRow], form: ExportFormat) -> bytes:
+def export_rows(
+    store: Store, run_dir: Path, scorer: str = "current", catalog: Catalog | None = None
+) -> list[ExportRow]:
+    """The rows of `export_run` (the same arguments and errors)."""
+    return export_run(store, run_dir, scorer, catalog).rows
+
+
+def export_bytes(rows: Sequence[ExportRow], form: RowFormat) -> bytes:
     """`rows` in `form`: one JSON object per line, or CSV with a header row."""
     if form == "jsonl":
         return b"".join(msgspec.json.encode(row) + b"\n" for row in rows)

@@ -58,10 +58,15 @@ def rescore_run(store: Store, run_dir: Path) -> RescoreResult:
     Raises:
         AggregateError: ``unit_malformed`` or ``unit_tampered`` for a unit file that
             does not decode or whose content does not match its digest, ``trace_missing``
-            when the unit's trace is no longer in the store, and ``run_empty``. Every unit
+            when the unit's trace is no longer in the store, ``run_unknown`` for a run
+            directory that is not there and ``run_empty`` for one without units. Every unit
             is checked and graded before anything is written: a refusal writes nothing.
     """
     folder = run_dir / "units"
+    if not run_dir.exists():  # as doit aggregate and doit compare call it
+        raise AggregateError(
+            f"no run {run_dir.name!r} at {run_dir}", code="run_unknown", location=str(run_dir)
+        )
     paths = sorted(folder.rglob("*.json")) if folder.is_dir() else []
     if not paths:
         raise AggregateError("no unit files to re-score", code="run_empty", location=str(folder))

@@ -85,12 +85,14 @@ def test_every_sample_round_trips_through_jsonl_and_csv(run: Path) -> None:
     [
         (["--format", "parquet"], "export_format_unknown"),
         (["--scorer", "newest"], "scorer_unknown"),
-        (["--run", "no-such-run"], "run_empty"),
+        (["--run", "no-such-run"], "run_unknown"),
+        (["--run", "no-units"], "run_empty"),  # a run directory without a units folder
         (["--run", "no-samples"], "run_empty"),  # a units folder without a unit
     ],
 )
 def test_bad_export_input_is_refused_with_its_code(run: Path, args: list[str], code: str) -> None:
     (run / "out" / "runs" / "no-samples" / "units").mkdir(parents=True, exist_ok=True)
+    (run / "out" / "runs" / "no-units").mkdir(parents=True, exist_ok=True)
     result = doit(run, "export", *args, check=False)
     assert result.returncode != 0
     assert code in result.stdout + result.stderr

@@ -53,7 +53,8 @@ def test_aggregate_reads_the_most_recent_run_and_names_the_runs_on_run_empty(
     assert "run doit aggregate to refresh the report" in latest_scored.stdout
     missing = doit(tmp_path, "aggregate", "--run", "nosuch", check=False)
     assert missing.returncode != 0
-    assert "run_empty: no unit records to aggregate; runs with units under" in missing.stdout
+    assert "run_unknown: no run 'nosuch' at " in missing.stdout
+    assert "; runs with units under" in missing.stdout
     assert "first, second" in missing.stdout
 
 

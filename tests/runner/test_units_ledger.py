@@ -131,7 +131,7 @@ def test_aggregate_only_executes_nothing(
         text=True,
         check=False,
     )
-    assert empty.returncode != 0 and "run_empty" in empty.stdout + empty.stderr
+    assert empty.returncode != 0 and "run_unknown" in empty.stdout + empty.stderr
 
 
 def test_the_plans_reader_and_alternate_are_what_the_preparation_answers(

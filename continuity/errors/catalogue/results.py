@@ -112,7 +112,7 @@ ENTRIES: tuple[Entry, ...] = (
         Row("unit_duplicate", "a slot appears in two unit files"),
         Row(
             "run_empty",
-            "the run directory holds no unit files",
+            "the run directory is there but holds no unit files",
             also=(
                 "CompareError",
                 "UsageError",

@@ -237,7 +237,15 @@ ENTRIES: tuple[Entry, ...] = (
     *section(
         "UsageError",
         "continuity.commands.export_run",
-        Row("export_format_unknown", "--format names no export format (jsonl, csv)"),
+        Row("export_format_unknown", "--format names no export format (jsonl, csv, inspect)"),
+    ),
+    *section(
+        "UsageError",
+        "continuity.report.inspect_log",
+        Row(
+            "export_extra_missing",
+            "--format inspect without the inspect extra (pip install 'continuity[inspect]')",
+        ),
     ),
     *section(
         "RealModeError",
@@ -445,7 +453,11 @@ ENTRIES: tuple[Entry, ...] = (
         "continuity.report.compare_runs",
         Row("compare_protocol_mismatch", "the two runs ran under different probe protocols"),
         Row("compare_trace_mismatch", "traces share an id but differ in content"),
-        Row("run_unknown", "no run or directory by that name"),
+        Row(
+            "run_unknown",
+            "no run or directory by that name (doit aggregate, compare, export, score)",
+            also=("AggregateError", "UsageError"),
+        ),
     ),
     *section(
         "CompareError",
