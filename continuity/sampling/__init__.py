@@ -6,6 +6,7 @@ receipts it reports.
 
 __all__ = [
     "boundary",
+    "context",
     "history_witness",
     "receipts",
     "worker",

@@ -18,7 +18,9 @@ cache; the evidence then carries one receipt per call (key, the model the server
 returned, usage), the same bytes whether the call was made or replayed from the cache
 (the replayed keys go to the caller beside the evidence: `run_probe`'s ``replayed``).
 
-It prints a content-free `SampleEvidence` as JSON. With ``dump_requests`` it also writes
+It prints a content-free `SampleEvidence` as JSON; with a store (``store_root``) it first
+keeps there what the reader was sent (`continuity.sampling.context`) and names it in the
+evidence (``context``). With ``dump_requests`` it also writes
 every reader request's wire payload to that file, for inspection and tests. A request
 that cannot be read, does not decode or names no known arm prints ``error
 probe_request_invalid: ...`` and exits 3, as does a probe that fails with a typed error
@@ -61,6 +63,7 @@ from continuity.sampling.boundary import (
     probe_setup,
     restore,
 )
+from continuity.sampling.context import keep_context
 from continuity.sampling.evidence import Asked, seal_evidence
 from continuity.sampling.lookup import LookupProbe
 from continuity.sampling.reader import ProbeReader, RealCalls, choose_reader, recording_toolbox
@@ -122,7 +125,10 @@ async def _run_restored(
         asked = await _ask(setup, restored, crossing, reader, lookup, mid_run)
         reader.finish()
         witness = lookup.sealed_witness(asked.paths) if lookup is not None else None
-        return seal_evidence(setup, restored, crossing, reader, asked, mid_run, witness, workspace)
+        evidence = seal_evidence(
+            setup, restored, crossing, reader, asked, mid_run, witness, workspace
+        )
+        return keep_context(setup.request.store_root, reader.seen, evidence)
     finally:
         restored.close()
 

@@ -15,6 +15,7 @@ from continuity.memory.retained import RetainedStats
 from continuity.messages import Usage
 from continuity.probes.availability import NeedleState
 from continuity.providers.endpoint import CallReceipt, RealBinding
+from continuity.store import ObjectRef
 
 __all__ = [
     "HistoryCall",
@@ -43,6 +44,9 @@ class ProbeRequest(msgspec.Struct, frozen=True, kw_only=True):
     lookup: LookupBinding | None = None
     # (reader, alternate) replacing the configured pair (the ledger arm's plan models).
     models: tuple[str, str] | None = None
+    # The store the reader's context is kept in (`continuity.sampling.context`); None
+    # keeps none.
+    store_root: str | None = None
 
 
 class HistoryCall(msgspec.Struct, frozen=True):
@@ -112,6 +116,9 @@ class SampleEvidence(msgspec.Struct, frozen=True, kw_only=True):
     # none, so every other arm's evidence is what it was before the ledger arm existed.
     ledger: LedgerInjection | UnsetType = UNSET
     ledgers_per_request: list[int] | UnsetType = UNSET
+    # What the reader saw at the probe: the store tree of its last request
+    # (`continuity.sampling.context`). Unset when the probe kept none (no store given).
+    context: ObjectRef | UnsetType = UNSET
 
 
 class ProcessReceipt(msgspec.Struct, frozen=True, kw_only=True):

@@ -219,6 +219,7 @@ def probe_request(request: UnitRequest, spec: ProbeSpec, witness_path: Path) -> 
         real=request.real,
         lookup=lookup,
         models=request.models,
+        store_root=request.store_root,
     )
 
 

@@ -223,13 +223,16 @@ def test_gc_dry_run_and_run(tmp_path: Path) -> None:
 # line, none missing); no sample is unresolved (580 abstained, 168 correct). A refused
 # task became abstained, not correct (issue 35): the scripted readers decline every task
 # draft, so those samples moved from correct to abstained (a128d95c..., 18fbee93...;
-# nine arms 16ab18cb..., 52e202a1... before).
+# nine arms 16ab18cb..., 52e202a1... before). The units moved again, and no result, when
+# each sample's evidence came to name the store tree of what its reader saw
+# (``context``): with that field removed they hash to the previous pins (41fab5e5...;
+# nine arms 16b2a22a...).
 CONTRACT_RESULTS = (
-    "41fab5e5a2409c54c8a95c6d96952ad0c3f65a2e1646acedcc9ecd33493d96ef",
+    "2dd1ca6ee7d7a598b897a43040a92642d0d9455e31e022d47ca1aede52b4fc94",
     "0aea26562f2ad30c5f05b05e77dad6f7f9a9b9299929c543ccc260691b038519",
 )
 NINE_ARM_RESULTS = (
-    "16b2a22a8e2c739b8d606773e95e5167ad031ffdeb1059910132eecd145c9547",
+    "d9db98cb53519e8e86b6a1e3e69eb3b15e5085542672250349299923b7236065",
     "e0dab83ee9890519ebb3e59a9a1ec58378c2d7db2a5450fd89b6398c9f495fe2",
 )
 

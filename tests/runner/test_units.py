@@ -247,11 +247,13 @@ def test_no_expected_value_rubric_or_category_reaches_a_reader(
 # value-probe decline ``ANSWER: UNKNOWN`` with its reason, and the token counts of the
 # longer instruction (tests/sampling/test_golden.py diffs such units field by field). A
 # refused task is abstained, not correct (issue 35): the scripted reader's declined task
-# drafts changed outcome (a18b525c..., 0fe0de47..., 40f5c863... before).
+# drafts changed outcome (a18b525c..., 0fe0de47..., 40f5c863... before). Each sample's
+# evidence came to name the store tree of what its reader saw (``context``); with that
+# field removed the units hash to the previous pins (1c0ce655..., b2fb6979..., 2913e1c8...).
 PINNED_CONTENT = {
-    "cold-rebuild": "1c0ce6557da4f130aa75be8914f241549fd2208091fd1ea944789e34d6697e36",
-    "continuity-store": "b2fb69797f74aae9e6e7c03c44da5bc4c6953636e507d6589641b9fbe430e4e4",
-    "native": "2913e1c835292551f6d78dcd66689a761b10fa4171c4a9d52b8c5d61f9178cc1",
+    "cold-rebuild": "ffda4e88f0001d213e7b3c4fb7f852a7874ac65a4f923fc523a8f186750d6eff",
+    "continuity-store": "04dda026af0c6bbbb2bd10681177f492ea3f66ad8fbc682c2f8f035770631fc3",
+    "native": "377619009838d3e53b2c3f40e9a8c0e71cd93a38cc1d01958d0190e9d8a70703",
 }
 
 

@@ -33,31 +33,34 @@ KEYS = {"key", "checkpoint", "content_digest", "trace_key"}
 # only in its protocol, the lookup policy's sha256 (budget-v3.json -> budget-v4.json),
 # the scripted reader's decline (``ANSWER: UNKNOWN``, the form a value probe now asks
 # for) with its score reason, and the token and byte counts the longer instruction moves;
-# the dump with v2's instruction put back gives the v2 dump exactly.
+# the dump with v2's instruction put back gives the v2 dump exactly. The units moved
+# again (no dump did) when each sample's evidence came to name the store tree of what
+# its reader saw (``context``); with that field removed they hash to the previous pins
+# (c82e55bc..., d04d2e0d..., 1fbfd9bf..., 17839ef8..., fac8c294..., 4bd6e481...).
 GOLDEN = {
     "recall/native": (
         "7c52c452b4ac9d1148f5ae8b204c405b7bdf003ce49e704d8e8639f9706dd0ed",
-        "c82e55bcc8a5a0b88a3e4575d23f2030b1b8ec9b51ded72245cd5ff19f6e35a7",
+        "53c387a6c1ae9621a97f8f541bc10d90fe47801d48b6d6d7ec5b8b2f380bcfcc",
     ),
     "recall/continuity-store-compaction": (
         "744fcdef863d0735c303b848e3e8cba9e69bd854b44b7fe65029be8b534f0a90",
-        "d04d2e0d0522076d7426a7d7b75b12ad4f2d5e42be969f31a64beedda4fe69aa",
+        "8d14188f42ff262a836773f71d17148e5a90428e9c94067b9dca398eed5c7348",
     ),
     "recall/continuity-pack-cold": (
         "0df9936899e769f88933639de9820afb56a54bb12605de079cc3760a4573d3ef",
-        "1fbfd9bf4d5cf137beed53126dbb5e13a564d10437728e0100539e8d069ebce0",
+        "a9549c746da9492f8020a0801c55ea7098547356c18783b9e0797e36fc233fab",
     ),
     "recall/restart-switch-compact": (
         "99537be39ae24b996d6f0dec173bd44226feca1255bfca30c7e60040d245507c",
-        "17839ef87f9d917745025dfe9017505ba7ad9ab8c92fee9a4a47fc86e602d054",
+        "460a304e6405ffc10e86e959ab5a0b8713a0147277665faa588be5933fc5eb01",
     ),
     "lookup/native-lookup": (
         "632c1bfa4aa562851ec3e255269e67510fd7100b7598703e8fa60f62d59c9df3",
-        "fac8c294efb1a6e0920cc2d3ff7b8de086bcb27bcadb0fb909141586b3292b34",
+        "bca57fc30cfa77b15a68ac34fc8f1396c8be93c125df82806cbeeb57ba68a8bb",
     ),
     "lookup/continuity-pack-cold": (
         "95bf04deb26350d0dfc7d8d11a1e5d720bf28b788d1ee3d23ba06019eddf27d8",
-        "4bd6e481cc4c7c28ec5f58d03f10aec4d447a1c97c8198bae015d07663b611a5",
+        "f2f088f09c8b993b4ab7892876bf03832036969321decae73204d854b8116004",
     ),
 }
 # The same dumps under probe-protocol-v2. The lookup units' contents had moved with

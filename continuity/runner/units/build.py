@@ -47,6 +47,7 @@ from continuity.runner.units.record import (
 from continuity.runner.units.run import run_unit
 from continuity.runner.units.selection import UnitPlan, limited, plan_units
 from continuity.runner.units.store import (
+    context_refs,
     materialise,
     refuse_second_observations,
     replayed_calls,
@@ -114,7 +115,9 @@ def _keep(
     if lookup is not None:
         refuse_second_observations(records, folder)
     records = [materialise(store, folder, record) for record in records]
-    store.record_plan(f"units --suite {suite}", actions=[r.key for r in records])
+    store.record_plan(
+        f"units --suite {suite}", actions=[r.key for r in records], objects=context_refs(records)
+    )
     if lookup is not None:
         check_coverage(records, folder)  # lookup_partial_coverage, after materialising
     return records

@@ -33,7 +33,7 @@ from continuity.runner.units.record import (
     unit_filename,
 )
 from continuity.sampling.receipts import ProcessReceipt
-from continuity.store import Store
+from continuity.store import ObjectRef, Store
 from continuity.traces.schema import Probe, Trace
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ __all__ = [
     "RETRIEVAL_LOSS",
     "UnitFrame",
     "calls_made",
+    "context_refs",
     "failed_result",
     "invalid_treatment_result",
     "materialise",
@@ -176,6 +177,19 @@ def store_unit(store: Store, record: UnitRecord, **meta: Any) -> UnitRecord:
         meta={"trace_id": record.trace_id, "arm": record.arm, "repeat": record.repeat, **meta},
     )
     return record
+
+
+def context_refs(records: Iterable[UnitRecord]) -> list[ObjectRef]:
+    """The stored reader contexts the `records`' samples name, once each, in order: a
+    plan that pins the units pins these too, so ``doit gc`` keeps what their drill-down
+    shows (a unit names them inside its blob, which the store does not read)."""
+    refs: dict[str, ObjectRef] = {}
+    for record in records:
+        for probe in record.probes:
+            evidence = probe.evidence
+            if evidence is not None and evidence.context is not UNSET:
+                refs.setdefault(evidence.context.digest, evidence.context)
+    return list(refs.values())
 
 
 def replayed_calls(store: Store, record: UnitRecord) -> set[str]:
