@@ -6,7 +6,11 @@ it was. `report_context` reads each unit file of a run (already verified by the
 aggregate), grades it with the aggregate's scorer (so the drill-down and the tables
 agree), and joins each probe with its trace's question and expectation from the store.
 A trace the store no longer holds leaves its question and expectation unknown rather
-than failing the report. Nothing here enters results.json.
+than failing the report. Each sample also carries what its reader saw at the probe
+(`continuity.sampling.context`, read from the store once per distinct context) and the
+values its drill-down highlights there: the expected value(s) and the superseded ones;
+a context the store no longer holds is named as such, never a failure. Nothing here
+enters results.json.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 import msgspec
 from msgspec import UNSET
 
+from continuity.errors import ObjectMissing
 from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.messages import Usage
 from continuity.report.results import ReportContext, Sample
@@ -24,6 +29,7 @@ from continuity.report.summary import catalog_ref
 from continuity.report.verify import decode_unit
 from continuity.runner.manifest import read_run_manifest
 from continuity.runner.units.build import ProbeResult, UnitRecord
+from continuity.sampling.context import ReaderContext, load_context
 from continuity.sampling.receipts import SampleEvidence
 from continuity.store import Store
 from continuity.traces.categories import by_category
@@ -41,9 +47,17 @@ from continuity.traces.schema import (
     ToolIdentifierExpectation,
 )
 
-__all__ = ["UNKNOWN", "boundary_summary", "expected_text", "report_context"]
+__all__ = [
+    "NOT_KEPT",
+    "UNKNOWN",
+    "boundary_summary",
+    "expected_text",
+    "marked_values",
+    "report_context",
+]
 
 UNKNOWN = "(unknown: the trace is not in the store)"
+NOT_KEPT = "not kept (no sample ran, or its unit was made before contexts were kept)"
 
 
 @by_category
@@ -99,6 +113,77 @@ def _expected_redaction(e: RedactionExpectation) -> str:
     return f"withholds the secret {e.secret.value}"
 
 
+@by_category
+def marked_values(expectation: Expectation) -> tuple[list[str], list[str]]:
+    """The values the drill-down highlights in what the reader saw: the expected
+    value(s), then the superseded ones."""
+    raise NotImplementedError  # by_category: one handler per category below
+
+
+@marked_values.register(ToolIdentifierExpectation)
+def _marked_identifier(e: ToolIdentifierExpectation) -> tuple[list[str], list[str]]:
+    return [e.answer.value], [f.value for f in e.superseded]
+
+
+@marked_values.register(SupersededCurrentExpectation)
+def _marked_current(e: SupersededCurrentExpectation) -> tuple[list[str], list[str]]:
+    return [e.current.value], [f.value for f in e.superseded]
+
+
+@marked_values.register(ActiveConstraintExpectation)
+def _marked_constraint(e: ActiveConstraintExpectation) -> tuple[list[str], list[str]]:
+    return [f.value for f in e.required], []
+
+
+@marked_values.register(CommitmentStatusExpectation)
+@marked_values.register(ArtifactStatusExpectation)
+def _marked_status(
+    e: CommitmentStatusExpectation | ArtifactStatusExpectation,
+) -> tuple[list[str], list[str]]:
+    return [e.subject.value], []
+
+
+@marked_values.register(NextActionExpectation)
+def _marked_next_action(e: NextActionExpectation) -> tuple[list[str], list[str]]:
+    return [f.value for f in e.keywords], []
+
+
+@marked_values.register(AbstentionExpectation)
+def _marked_abstention(e: AbstentionExpectation) -> tuple[list[str], list[str]]:
+    return [], []  # unanswerable: there is no expected value to find
+
+
+@marked_values.register(FreeRecallExpectation)
+def _marked_free_recall(e: FreeRecallExpectation) -> tuple[list[str], list[str]]:
+    return [e.answer], []  # human-written: marked only where it appears word for word
+
+
+@marked_values.register(RedactionExpectation)
+def _marked_redaction(e: RedactionExpectation) -> tuple[list[str], list[str]]:
+    return [e.secret.value], []
+
+
+class _Seen:
+    """The reader contexts of a run's samples, each read from the store once."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.read: dict[str, ReaderContext | str] = {}
+
+    def __call__(self, evidence: SampleEvidence | None) -> tuple[ReaderContext | None, str]:
+        """The sample's context, or None and why there is none."""
+        if evidence is None or evidence.context is UNSET:
+            return None, NOT_KEPT
+        ref = evidence.context
+        if ref.digest not in self.read:
+            try:
+                self.read[ref.digest] = load_context(self.store, ref)
+            except ObjectMissing as exc:  # ObjectCorrupt too: quarantined, so missing
+                self.read[ref.digest] = f"the store no longer holds it ({exc.code})"
+        found = self.read[ref.digest]
+        return (found, "") if isinstance(found, ReaderContext) else (None, found)
+
+
 def boundary_summary(evidence: SampleEvidence | None) -> str:
     """What crossed the boundary for one sample, in one line (content-free counts)."""
     if evidence is None:
@@ -141,13 +226,17 @@ def _billed(result: ProbeResult) -> list[Usage]:
     return [c.usage for c in calls if c.role != "judge"]
 
 
-def _samples(record: UnitRecord, probes: dict[str, Probe], relative: str) -> list[Sample]:
+def _samples(
+    record: UnitRecord, probes: dict[str, Probe], relative: str, contexts: _Seen
+) -> list[Sample]:
     verdicts = _judge(record)
     billed_as = catalog_ref(record, "reader")
 
     def sample(result: ProbeResult) -> Sample:
         probe = probes.get(result.probe_id)
         availability = result.availability
+        seen, note = contexts(result.evidence)
+        needles, superseded = marked_values(probe.expectation) if probe else ([], [])
         return Sample(
             anchor="",  # numbered by `report_context` once every sample is in order
             suite=record.family,
@@ -177,6 +266,10 @@ def _samples(record: UnitRecord, probes: dict[str, Probe], relative: str) -> lis
             history_calls=result.history_calls,
             billed_as=billed_as,
             billed_calls=_billed(result),
+            seen=seen,
+            seen_note=note,
+            needles=needles,
+            superseded=superseded,
         )
 
     return [sample(p) for p in record.probes]
@@ -218,6 +311,7 @@ def report_context(store: Store, run_dir: Path, scorer: Scorer | None = None) ->
     samples: list[Sample] = []
     readers: set[str] = set()
     histories: set[str] = set()
+    contexts = _Seen(store)
     for path in sorted((run_dir / "units").rglob("*.json")):
         record = decode_unit(path, read_user_bytes(path, limit=UNIT_MAX_BYTES, what="a unit file"))
         if scorer is not None:
@@ -227,7 +321,8 @@ def report_context(store: Store, run_dir: Path, scorer: Scorer | None = None) ->
                 readers.add(probe.evidence.reader_model)
                 histories.add(probe.evidence.history_model)
         relative = path.relative_to(run_dir).as_posix()
-        samples += _samples(record, _probes(store, record.trace_key, traces) or {}, relative)
+        probes = _probes(store, record.trace_key, traces) or {}
+        samples += _samples(record, probes, relative, contexts)
     samples.sort(key=lambda s: (s.suite, s.arm, s.trace_id, s.repeat, s.probe_id, s.path))
     numbered = [
         msgspec.structs.replace(s, anchor=f"s{index}") for index, s in enumerate(samples, 1)

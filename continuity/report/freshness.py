@@ -73,6 +73,8 @@ AGGREGATE_CODE = (
     "continuity.runner.manifest",
     "continuity.runner.units.record",
     "continuity.runner.units.build",
+    # what the drill-down decodes of each sample's stored reader context
+    "continuity.sampling.context",
 )
 # Third-party data the scorer reads (continuity.report.scores.SCORER_DATA).
 SCORER_DATA_PACKAGES = ("wordfreq", "snowballstemmer", "babel")

@@ -1,19 +1,25 @@
-"""The report's per-sample drill-down and its index, without scripts.
+"""The report's per-sample drill-down and its index.
 
 Every probe sample gets a collapsed ``<details id="sN">`` under its arm and trace,
 holding the question, the expected value(s), the answer, the outcome and score reason,
-availability and loss, a boundary evidence summary, the judge's verdict and the unit
-file's path. The index filters without scripts: one list of links per outcome (and
-exclusion class) and one per category, each link jumping to a sample's ``details``.
-Every string from a trace or an answer is escaped.
+availability and loss, a boundary evidence summary, the tool calls the reader made at
+the probe, what the reader saw (`continuity.report.html_context`: filled in when opened,
+with the expected and superseded values highlighted), the judge's verdict and a link to
+the unit file (relative to report.html, which sits in the run directory). The index
+filters without scripts: one list of links per outcome (and exclusion class) and one
+per category, each link jumping to a sample's ``details``; the page's one script opens
+the sample a ``#sN`` anchor names. Every string from a trace or an answer is escaped.
 """
 
 from __future__ import annotations
 
 import html
+import json
+import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable
 
+from continuity.report.html_context import ContextBlocks
 from continuity.report.results import Sample
 
 __all__ = ["drilldown_html", "index_html", "sample_label"]
@@ -98,7 +104,26 @@ def _availability(s: Sample) -> str:
     return f"{_e(s.fact)}{superseded}; loss: {_e(s.loss)}"
 
 
-def _sample(s: Sample) -> str:
+def _calls(s: Sample) -> str:
+    """The tool calls the reader made at the probe: tool and arguments, in order."""
+    if s.seen is None:
+        return "-"
+    calls = s.seen.tool_calls()
+    if not calls:
+        return "none"
+    return "<br>".join(
+        f"<code>{html.escape(c.name)} "
+        f"{html.escape(json.dumps(c.arguments, sort_keys=True, ensure_ascii=False))}</code>"
+        for c in calls
+    )
+
+
+def _unit_link(path: str) -> str:
+    """A link to the unit file (`path` is relative to the run directory, report.html's)."""
+    return f'<a href="{html.escape(urllib.parse.quote(path))}">{_e(path)}</a>'
+
+
+def _sample(s: Sample, contexts: ContextBlocks) -> str:
     """One sample's ``details``; its summary line already shows the outcome."""
     rows = [
         ("question", _e(s.question)),
@@ -107,8 +132,10 @@ def _sample(s: Sample) -> str:
         ("score reason", _e(s.score_reason)),
         ("availability", _availability(s)),
         ("boundary", _e(s.boundary)),
+        ("tool calls at the probe", _calls(s)),
         ("judge", _e(s.judge)),
-        ("unit file", _e(s.path)),
+        ("unit file", _unit_link(s.path) if s.path else "-"),
+        ("what the model saw", contexts.element(s)),
     ]
     if s.reasons:
         rows.insert(3, ("excluded because", _e("; ".join(s.reasons))))
@@ -122,7 +149,9 @@ def _sample(s: Sample) -> str:
 
 
 def drilldown_html(samples: list[Sample], suites: list[str], arms: list[str]) -> str:
-    """Arm -> trace -> probe, suite by suite in the report's order."""
+    """Arm -> trace -> probe, suite by suite in the report's order; then, once, what the
+    samples' readers saw (each distinct part once), its style and the page's script."""
+    contexts = ContextBlocks()
     out: list[str] = []
     arm_key: tuple[str, str] | None = None
     unit_key: tuple[str, int] | None = None
@@ -133,5 +162,5 @@ def drilldown_html(samples: list[Sample], suites: list[str], arms: list[str]) ->
         if (s.trace_id, s.repeat) != unit_key:
             unit_key = (s.trace_id, s.repeat)
             out.append(f"<h4>{_e(s.trace_id)} <small>repeat {s.repeat}</small></h4>")
-        out.append(_sample(s))
-    return "".join(out)
+        out.append(_sample(s, contexts))
+    return "".join(out) + contexts.blocks()

@@ -19,6 +19,7 @@ from msgspec import UNSET, UnsetType
 from continuity.messages import Usage
 from continuity.providers.attempts import AttemptSummary
 from continuity.runner.manifest import RunManifest
+from continuity.sampling.context import ReaderContext
 
 __all__ = [
     "AccuracyCell",
@@ -448,6 +449,13 @@ class Sample(msgspec.Struct, frozen=True, kw_only=True):
     # bills as ("" offline): what the spend table prices, per sample.
     billed_as: str = ""
     billed_calls: list[Usage] = msgspec.field(default_factory=list)
+    # What the reader saw at the probe (None: the unit kept none, or the store no longer
+    # holds it, `seen_note` says which) and the values the drill-down highlights in it:
+    # the expected value(s) and any superseded ones (evaluator-side, never the reader's).
+    seen: ReaderContext | None = None
+    seen_note: str = ""
+    needles: list[str] = msgspec.field(default_factory=list)
+    superseded: list[str] = msgspec.field(default_factory=list)
 
 
 class ReportContext(msgspec.Struct, frozen=True, kw_only=True):

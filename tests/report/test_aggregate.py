@@ -12,6 +12,7 @@ import pytest
 
 from continuity.errors import AggregateError
 from continuity.report.aggregate import aggregate_run
+from continuity.report.html_context import SCRIPT
 from continuity.runner.units.build import UnitRecord, seal
 from continuity.store import Store
 
@@ -43,7 +44,8 @@ def test_outputs_exist_and_the_html_is_self_contained(
     assert data["suites"] == ["original"] and data["schema"] == "continuity-results-v2"
     page = paths["report"].read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
-    assert not re.search(r"<script|<link|<img|\bsrc=|@import|url\(", page, re.I)
+    assert not re.search(r"<link|<img|\bsrc=|@import|url\(", page, re.I)
+    assert page.count("<script") == 1 and SCRIPT in page  # the drill-down's own
     assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", page)
     assert "Paired comparison with native" in paths["summary"].read_text()
 
