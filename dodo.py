@@ -34,8 +34,56 @@ front_door()  # run from another directory (-f), doit never read pyproject.toml'
 install_interrupt_handlers()  # Ctrl-C, SIGTERM: one line, exit 130 or 143, no traceback
 DOIT_CONFIG = doit_config()
 
+# The order `doit list` and `doit help` show the tasks in (continuity.argv): everyday
+# work first, the seed protocol's tasks last. tests/graph/test_task_groups.py checks
+# that every task is in exactly one group.
+TASK_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "Everyday",
+        (
+            "offline_contract",
+            "traces",
+            "checkpoints",
+            "units",
+            "aggregate",
+            "score",
+            "export",
+            "runs",
+            "arms",
+        ),
+    ),
+    ("Compare and gate", ("compare", "calibrate", "qualify")),
+    ("Outside agents", ("agent_check",)),
+    ("Real models and spend", ("plan", "dry_run", "estimate", "lookup_budget")),
+    (
+        "Holdouts",
+        (
+            "holdout_validate",
+            "holdout_freeze",
+            "holdout_select",
+            "holdout_overlap",
+            "import_locomo",
+        ),
+    ),
+    ("The store", ("verify", "gc")),
+    (
+        "Advanced: seed protocol",
+        (
+            "compare_register",
+            "compare_preflight",
+            "compare_run",
+            "compare_aggregate",
+            "pilot_register",
+            "pilot_smoke",
+            "compare_pilot",
+            "ledger_smoke",
+        ),
+    ),
+)
+
 __all__ = [
     "DOIT_CONFIG",
+    "TASK_GROUPS",
     "task_agent_check",
     "task_aggregate",
     "task_arms",

@@ -18,6 +18,12 @@ a flag, ``--repair=yes``), ``option_value_missing`` (``--suite`` at the end) and
 ``task_unknown`` (a name that is no task, subtask, target or pattern). doit's other
 commands (``list``, ``help``, ``info``, ``forget``, ``clean`` ...) keep their own parsing.
 
+``doit list`` without options shows the tasks in the groups ``dodo.py``'s ``TASK_GROUPS``
+names, everyday work first (`CheckedDodoLoader`; with an option or a task name, or a
+``dodo.py`` without ``TASK_GROUPS``, doit's flat list), and ``doit help`` without a task
+starts with the same list (`GroupedHelp`, a doit command plugin: `COMMANDS`, named in
+``pyproject.toml``).
+
 The checks run only when the process is doit's command line (``doit`` or
 ``python -m doit``): a program driving doit through its API has its own argv. From
 another directory (``doit -f path/dodo.py``) doit never reads ``pyproject.toml``, so the
@@ -38,23 +44,33 @@ from pathlib import Path
 from typing import Any
 
 from doit.cmd_base import DodoTaskLoader
+from doit.cmd_help import Help
 from doit.cmdparse import CmdOption, TaskParse
+from doit.exceptions import InvalidDodoFile
 
 from continuity.errors import UsageError
 from continuity.errors.hints import did_you_mean
 
 __all__ = [
+    "COMMANDS",
     "EXIT_USAGE",
     "CheckedDodoLoader",
+    "GroupedHelp",
     "argv_problem",
     "environment_problem",
     "front_door",
+    "grouped_listing",
     "help_asked",
     "selection_problem",
     "task_help",
 ]
 
 EXIT_USAGE = 2
+# doit command plugins (doit's ``[tool.doit.plugins.command]``, or DoitMain's extra_config
+# section ``COMMAND``): name -> "module:class".
+COMMANDS = {"help": "continuity.argv:GroupedHelp"}
+# doit list's options, by their names in its parsed options: any given keeps doit's list.
+_LIST_OPTIONS = ("subtasks", "quiet", "status", "private", "list_deps", "template")
 # An empty value of these options has a code of its own (an empty
 # --fixed-budget-sha256 is refused before any workload or source validation).
 _EMPTY_CODES = {"--fixed-budget-sha256": "lookup_empty_fixed_budget_sha256"}
@@ -294,9 +310,20 @@ class CheckedDodoLoader(DodoTaskLoader):  # type: ignore[misc]
         self.command_line = command_line
         super().__init__()
 
+    def setup(self, opt_values: Any) -> None:
+        self.opt_values = opt_values  # the command's options: doit list's, to group
+        super().setup(opt_values)
+
     def load_tasks(self, cmd: Any, pos_args: list[str]) -> list[Any]:
         tasks: list[Any] = super().load_tasks(cmd, pos_args)
         names = [t.name for t in tasks]
+        groups = getattr(self, "namespace", {}).get("TASK_GROUPS")
+        if self.command_line and getattr(cmd, "name", "") == "list" and groups is not None:
+            given = getattr(self, "opt_values", {})
+            plain = not any(given.get(o) for o in _LIST_OPTIONS) and given.get("sort") == "name"
+            if plain and not pos_args:  # doit list: the tasks by group, exit 0
+                print(grouped_listing(groups, _task_docs(tasks)))
+                raise SystemExit(0)
         # doit help TASK prints what doit TASK --help prints: one help format
         helped = getattr(cmd, "name", "") == "help" and len(pos_args) == 1
         if self.command_line and helped and pos_args[0] in names:
@@ -327,3 +354,53 @@ class CheckedDodoLoader(DodoTaskLoader):  # type: ignore[misc]
         doc = inspect.getdoc(creator) if creator is not None else None
         print(task_help(name, doc or task.doc, [*task.params, *task.creator_params]))
         raise SystemExit(0)
+
+
+_TaskGroups = Sequence[tuple[str, Sequence[str]]]
+
+
+def grouped_listing(groups: _TaskGroups, docs: Mapping[str, str]) -> str:
+    """``doit list``'s lines (a task's name padded as doit pads it, then its one-line
+    doc) under a heading per group of `groups`, in their order; a task of `docs` that no
+    group names comes last, under "Other". Task names stay at the start of their line
+    (`continuity.commands.reference.task_names` reads them)."""
+    placed = {name for _, names in groups for name in names}
+    sections = [(heading, [n for n in names if n in docs]) for heading, names in groups]
+    sections.append(("Other", sorted(n for n in docs if n not in placed)))
+    width = max((len(name) for name in docs), default=0) + 3
+    lines: list[str] = []
+    for heading, names in sections:
+        if names:
+            lines += [*([""] if lines else []), f"{heading}:"]
+            lines += [f"{name:<{width}}{docs[name]}".rstrip() for name in names]
+    return "\n".join(lines)
+
+
+def _task_docs(tasks: Sequence[Any]) -> dict[str, str]:
+    """Public tasks (no subtask, no ``_`` name) and their one-line docs."""
+    return {t.name: t.doc or "" for t in tasks if not t.subtask_of and not t.name.startswith("_")}
+
+
+class GroupedHelp(Help):  # type: ignore[misc]
+    """doit's ``help``; without a task or command it first lists the tasks as
+    ``doit list`` groups them, then prints doit's own usage."""
+
+    name = "help"
+
+    def execute(self, params: Any, args: list[str]) -> int:
+        if args:
+            return int(super().execute(params, args))
+        try:
+            self.loader.setup(params)
+            self.loader.load_doit_config()
+            tasks = self.loader.load_tasks(cmd=self, pos_args=[])
+        except InvalidDodoFile:  # no dodo.py here: doit's usage alone, as doit does
+            tasks = None
+        groups = getattr(self.loader, "namespace", {}).get("TASK_GROUPS")
+        if tasks is not None and groups is not None:
+            print(
+                "doit TASK [options] runs a task; doit help TASK (or doit TASK --help) "
+                f"shows its options.\n\n{grouped_listing(groups, _task_docs(tasks))}\n"
+            )
+        self.print_usage(self.cmds)
+        return 0

@@ -11,7 +11,7 @@ The catalogue of codes, which class carries each and what it means, is
 `continuity.errors.catalogue`, rendered in docs/errors.md.
 """
 
-from continuity.errors import types
+from continuity.errors import hints, types
 from continuity.errors.types import *  # noqa: F403  (exactly the names of types.__all__)
 
-__all__ = [*types.__all__, "hints"]  # noqa: F405  (hints: a submodule)
+__all__ = [*types.__all__, "hints"]

@@ -28,6 +28,7 @@ from continuity.agents.identity import AgentIdentity
 from continuity.arms import ProbeMode, parse_arms
 from continuity.digest import value_digest
 from continuity.errors import UsageError
+from continuity.errors.hints import did_you_mean_model
 from continuity.holdout.schema import HoldoutBinding
 from continuity.plan.agent_plan import agent_arms
 from continuity.plan.ledger_plan import LedgerPlan, check_ledger_plan, ledger_plan
@@ -190,8 +191,7 @@ def build_plan(
         ("--judge", judge),
         ("--extraction-model", extraction_model),
     ):
-        if model is not None and (":" not in model or model.startswith(":")):
-            raise UsageError(f"{model!r} is not provider:model", code="plan_invalid", location=name)
+        _check_model(name, model)
     check_efforts((endpoint or Endpoint()).kind, reader_effort, judge_effort)
     if holdout is not None:
         trace_keys = sorted(holdout[1])
@@ -221,6 +221,39 @@ def build_plan(
         context_window=context_window,
         max_output_tokens=max_output_tokens,
     )
+
+
+def _check_model(option: str, model: str | None) -> None:
+    """`model` (None: not given) is a provider:model reference.
+
+    Raises:
+        UsageError: ``plan_invalid``, with a "did you mean" among the profiles' models.
+    """
+    if model is not None and (":" not in model or model.startswith(":")):
+        known = _profile_models()
+        raise UsageError(
+            f"{model!r} is not provider:model; "
+            f"{did_you_mean_model(model.lstrip(':'), known)}e.g. {known[0]}",
+            code="plan_invalid",
+            location=option,
+        )
+
+
+def _profile_models() -> list[str]:
+    """Every provider:model the model profiles name, the default profile's reader
+    first: what a "did you mean" offers."""
+    models = (
+        model
+        for profile in PROFILES.values()
+        for model in (
+            *profile.reader.values(),
+            *profile.judge.values(),
+            profile.alternate,
+            profile.screening,
+            profile.high_end,
+        )
+    )
+    return list(dict.fromkeys(models))
 
 
 def _arm_ids(arms: str | None, probe_mode: str, agent: AgentIdentity | None) -> list[str]:
