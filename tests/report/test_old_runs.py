@@ -42,10 +42,13 @@ OUTPUTS = ("results", "summary", "report")
 # The summary and the report moved when both came to lead with the key findings, and
 # the report closed its detail tables in <details>, wrapped them to scroll sideways and
 # names the run in its header (c4360a4e..., 6371cece... before); results.json did not.
+# The report moved alone when its drill-down came to show what each sample's reader saw
+# (its stored context, highlights, tool calls, a unit file link and the page's one script;
+# dc4dc63b... before).
 PINNED = {
     "results": "ed61aec378db686a9bff98747352064842e192e6e6fbf087a4ae9ce45ad5f3d7",
     "summary": "1d5090436ae4ad731b5a80ef3a12f4f87b0b13b8a5b6b5cc27d8d26f404e7f99",
-    "report": "dc4dc63b8681b75ca9a25d1dcf4fc9d7067827a638a1f70250fc176752f7dd5f",
+    "report": "423459b35ce6bac8e9848278fd388269e1502ba586bd9569dc3d6e703bc74718",
 }
 
 
