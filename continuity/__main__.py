@@ -30,7 +30,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from continuity.argv import EXIT_USAGE, CheckedDodoLoader, argv_problem, environment_problem
+from continuity.argv import (
+    COMMANDS,
+    EXIT_USAGE,
+    CheckedDodoLoader,
+    argv_problem,
+    environment_problem,
+)
 from continuity.installation import is_installed_tree
 
 __all__ = ["dodo_file", "main"]
@@ -87,6 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     doit = DoitMain(
         CheckedDodoLoader(command_line=True),
         config_filenames=(str(config),) if dodo is not None and config.is_file() else (),
+        # doit reads [tool.doit] only from a file named pyproject.toml in the working
+        # directory: the grouped `help` (a command plugin) is given here as well.
+        extra_config={"COMMAND": COMMANDS},
     )
     doit.BIN_NAME = _program()
     try:

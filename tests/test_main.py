@@ -123,3 +123,12 @@ def test_the_dodo_file_is_the_checkouts_and_f_is_honoured(
 def test_the_console_script_is_the_front_door() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert project["project"]["scripts"]["continuity"] == "continuity.__main__:main"
+
+
+def test_help_from_another_directory_is_the_grouped_overview(tmp_path: Path) -> None:
+    """doit reads its command plugins from a pyproject.toml in the working directory
+    only: the front door hands it the grouped help itself."""
+    result = run(tmp_path, "continuity", "help")
+    assert result.returncode == 0, result
+    assert result.stdout.startswith("doit TASK [options] runs a task; doit help TASK")
+    assert "\nEveryday:\noffline_contract " in result.stdout
