@@ -69,6 +69,7 @@ SDK_FILES = (
     "agents/protocol.py",
     "agents/sdk.py",
     "errors/__init__.py",
+    "errors/hints.py",
     "errors/types.py",
     "nesting.py",
 )
