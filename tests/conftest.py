@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -52,7 +53,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     entries = slow_entries(SLOW_LIST.read_text(encoding="utf-8"))
     for item in items:
         module, _, rest = item.nodeid.partition("::")
-        function = f"{module}::{rest.split('[', 1)[0]}"
+        # "test_x[param]", and under xdist's loadgroup "test_x@group": the function's name
+        function = f"{module}::{re.split(r'[@[]', rest, maxsplit=1)[0]}"
         if module in entries or function in entries or item.get_closest_marker("variant"):
             item.add_marker(pytest.mark.slow)
     # Modules with a slow test first, each module kept together (its module fixtures are
