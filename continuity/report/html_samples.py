@@ -3,12 +3,13 @@
 Every probe sample gets a collapsed ``<details id="sN">`` under its arm and trace,
 holding the question, the expected value(s), the answer, the outcome and score reason,
 availability and loss, a boundary evidence summary, the tool calls the reader made at
-the probe, what the reader saw (`continuity.report.html_context`: filled in when opened,
-with the expected and superseded values highlighted), the judge's verdict and a link to
-the unit file (relative to report.html, which sits in the run directory). The index
-filters without scripts: one list of links per outcome (and exclusion class) and one
-per category, each link jumping to a sample's ``details``; the page's one script opens
-the sample a ``#sN`` anchor names. Every string from a trace or an answer is escaped.
+the probe, the judge's verdict where there is one, a link to the unit file (relative to
+report.html, which sits in the run directory) and what the reader saw
+(`continuity.report.html_context`: filled in when opened, with the expected and
+superseded values highlighted). The index filters without scripts: one list of links
+per outcome (and exclusion class) and one per category, each link jumping to a sample's
+``details``; the page's one script opens the sample a ``#sN`` anchor names. Every
+string from a trace or an answer is escaped.
 """
 
 from __future__ import annotations
@@ -111,9 +112,11 @@ def _calls(s: Sample) -> str:
     calls = s.seen.tool_calls()
     if not calls:
         return "none"
+    # Element content: quotes need no escaping there, and JSON arguments are full of them.
     return "<br>".join(
-        f"<code>{html.escape(c.name)} "
-        f"{html.escape(json.dumps(c.arguments, sort_keys=True, ensure_ascii=False))}</code>"
+        f"<code>{html.escape(c.name, quote=False)} "
+        + html.escape(json.dumps(c.arguments, sort_keys=True, ensure_ascii=False), quote=False)
+        + "</code>"
         for c in calls
     )
 
@@ -133,13 +136,16 @@ def _sample(s: Sample, contexts: ContextBlocks) -> str:
         ("availability", _availability(s)),
         ("boundary", _e(s.boundary)),
         ("tool calls at the probe", _calls(s)),
-        ("judge", _e(s.judge)),
         ("unit file", _unit_link(s.path) if s.path else "-"),
         ("what the model saw", contexts.element(s)),
     ]
+    if s.judge:
+        rows.insert(7, ("judge", _e(s.judge)))
     if s.reasons:
         rows.insert(3, ("excluded because", _e("; ".join(s.reasons))))
-    body = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
+    # A dd's end tag is optional before the next dt and at the list's end (HTML's own
+    # rule); written out, they cost about 50 bytes a sample.
+    body = "".join(f"<dt>{name}</dt><dd>{value}" for name, value in rows)
     state = "ok" if s.correct else "ex" if s.status != "valid" or s.correct is None else "no"
     return (
         f'<details id="{s.anchor}"><summary><b>{_e(s.probe_id)}</b> '

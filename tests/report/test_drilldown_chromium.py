@@ -2,7 +2,8 @@
 
 Headless Debian Chromium opens ``report.html#<sample>`` of a real two-suite run: the
 page's script opens that sample and its "what the model saw" element, decodes its
-context and highlights the sample's expected value. The shipped file's DOM, dumped with
+trace's block, joins its context and probe turn and highlights the sample's expected
+value. The shipped file's DOM, dumped with
 ``--dump-dom`` after the script ran, shows the sample open and the needle marked; a
 copy with one appended script writes where the first marked needle was laid out, so
 the test sees it is on screen. Headless Chromium draws a scrolled page blank in a
@@ -72,6 +73,8 @@ def test_an_anchor_opens_its_sample_with_the_needle_highlighted_in_what_the_mode
     needles = re.findall(r'<mark data-v="\d+" class="nd">([^<]*)</mark>', seen.group(1))
     assert needles and {n.lower() for n in needles} == {sample.needles[0].lower()}
     assert "compaction summary" in seen.group(1) or "user" in seen.group(1)
+    # Both parts joined from the trace's block: the context, then the probe turn.
+    assert seen.group(1).count('<div class="cx">') == 2 and "probe question" in seen.group(1)
     closed = re.findall(r'<details id="s\d+" open="">', dom)
     assert len(closed) == 1  # only the anchor's sample opened
 

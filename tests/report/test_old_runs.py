@@ -44,11 +44,14 @@ OUTPUTS = ("results", "summary", "report")
 # names the run in its header (c4360a4e..., 6371cece... before); results.json did not.
 # The report moved alone when its drill-down came to show what each sample's reader saw
 # (its stored context, highlights, tool calls, a unit file link and the page's one script;
-# dc4dc63b... before).
+# dc4dc63b... before). The report moved alone when each trace's contexts came to be one
+# block holding every distinct message once, and the drill-down left out what carries
+# nothing: the judge row without a verdict, the quotes' escapes in the tool calls' element
+# content and the optional dd end tags (423459b3... before).
 PINNED = {
     "results": "ed61aec378db686a9bff98747352064842e192e6e6fbf087a4ae9ce45ad5f3d7",
     "summary": "1d5090436ae4ad731b5a80ef3a12f4f87b0b13b8a5b6b5cc27d8d26f404e7f99",
-    "report": "423459b35ce6bac8e9848278fd388269e1502ba586bd9569dc3d6e703bc74718",
+    "report": "de65d75c441a162e52e1c97e8e98aae4e3a1992d46dc9e36098f9f85f2910cdc",
 }
 
 
