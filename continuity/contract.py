@@ -11,15 +11,15 @@ sees. Later stages (arms, units, aggregate) extend it.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
-from msgspec import UNSET
 
 from continuity.arms import LEDGER_ARM
 from continuity.contract_agent import start_outside_agent
+from continuity.contract_checks import check_ledger_units, check_units, contract_checks
 from continuity.contract_headline import SuiteHeadline, headline, headline_markdown
 from continuity.errors import ContinuityError
 from continuity.harness.checkpoints import CheckpointResult, fork, run_child
@@ -31,7 +31,7 @@ from continuity.report.freshness import aggregate_stamped
 from continuity.runner.checkpoints import build_checkpoints
 from continuity.runner.design import check_design
 from continuity.runner.manifest import utc_stamp, write_run_manifest
-from continuity.runner.units.build import build_units, judged
+from continuity.runner.units.build import build_units
 from continuity.runner.units.execution import Execution
 from continuity.store import Store, utc_now
 from continuity.traces.bounds import RESULT_HEAD_BYTES
@@ -46,9 +46,6 @@ if TYPE_CHECKING:
 CONTRACT_CHECKPOINTS = (("original", None), ("hard", "gen-grant-101,gen-oven-102"))
 CONTRACT_DESIGN_TRACES = ("gen-grant-101", "gen-oven-102")
 CONTRACT_RUN = "offline-contract"
-# The stages the overall progress bar counts: traces per suite, checkpoints, units and
-# ledger samples per checkpointed suite, and the outside-agent pass.
-_STAGES = 4 + 3 * 2 + 1
 # Every arm, the opt-in ledger arm included (offline its extractions are scripted).
 CONTRACT_ARMS = f"all,{LEDGER_ARM}"
 # The contract's plan opts in to the judge (played offline by the scripted judge), so its
@@ -66,8 +63,6 @@ __all__ = [
     "SuiteSummary",
     "check_checkpoint",
     "check_distractor_pairs",
-    "check_ledger_units",
-    "check_units",
     "run_offline_contract",
 ]
 
@@ -103,7 +98,11 @@ def run_offline_contract(
         ContinuityError: any stage's typed error (the report is not written).
     """
     out = out_dir or resolve_out_path()
-    with stages("offline contract", _STAGES):
+    # The stages the overall bar counts: traces per suite; checkpoints, units and ledger
+    # samples per checkpointed suite; the outside-agent pass; the design checks and the
+    # aggregate.
+    count = len(SUITES) + 3 * len(CONTRACT_CHECKPOINTS) + 2
+    with stages("offline contract", count):
         results = _build_suites(store, out)
         check_distractor_pairs(store, results["hard"], results["hard-distractors"])
         # The outside-agent pass in a process of its own, beside the checkpoints and units.
@@ -113,19 +112,20 @@ def run_offline_contract(
             out / "runs" / f"{CONTRACT_RUN}-agent",
         )
         try:
-            run_dir, units, rest = _run_contract(store, out, results)
+            run_dir, units, rest = _run_contract(store, out, results, agent.check)
             outside = agent.result()
         finally:
             agent.stop()
         checkpoints, ledger_samples = rest
-        # The contract's own run is the one `doit aggregate` reads by default (the run
-        # whose newest unit file is newest): the pass may have ended after its units.
-        _touch_units(run_dir)
-        # Stamped, so `doit aggregate` right after the contract is up to date.
-        aggregated, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
-    for item in results["hard"].items:
-        if item.trace_id in CONTRACT_DESIGN_TRACES:
-            check_design(store, decode_trace(store.get_blob(item.digest)), item)
+        with progress("design checks and the aggregate"):
+            for item in results["hard"].items:
+                if item.trace_id in CONTRACT_DESIGN_TRACES:
+                    check_design(store, decode_trace(store.get_blob(item.digest)), item)
+            # The contract's own run is the one `doit aggregate` reads by default (the run
+            # whose newest unit file is newest): the pass may have ended after its units.
+            _touch_units(run_dir)
+            # Stamped, so `doit aggregate` right after the contract is up to date.
+            aggregated, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
     report = ContractReport(
         created_at=utc_now(),
         store=str(store.root),
@@ -133,7 +133,7 @@ def run_offline_contract(
             SuiteSummary(r.suite, len(r.items), r.built, r.tree.digest, r.manifest_path)
             for r in results.values()
         ),
-        checks=_checks(
+        checks=contract_checks(
             units,
             checkpoints,
             f"{aggregated.units} units aggregated into {paths['report']}",
@@ -152,14 +152,18 @@ def run_offline_contract(
 
 
 def _run_contract(
-    store: Store, out: Path, results: dict[str, SuiteResult]
+    store: Store, out: Path, results: dict[str, SuiteResult], beside: Callable[[], None]
 ) -> tuple[Path, list[UnitRecord], tuple[int, int]]:
     """The checkpoints, every arm's units and the ledger samples, checked; the run's
-    folder, its units, and (checkpoints checked, ledger samples checked)."""
+    folder, its units, and (checkpoints checked, ledger samples checked). `beside` is
+    called between stages: it raises what the pass running beside them raised, if it
+    has ended so (a failure is reported as soon as it is known)."""
     checkpoints = _check_checkpoints(store, out, results)
+    beside()
     run_dir = out / "runs" / CONTRACT_RUN
     started = utc_stamp()
     units = _run_units(store, run_dir)
+    beside()
     check_units(units)
     check_ledger_units(units)
     ledger_samples = _ledger_samples(store, out)
@@ -219,99 +223,6 @@ def _run_units(store: Store, run_dir: Path) -> list[UnitRecord]:
     return units
 
 
-def check_units(units: Sequence[UnitRecord]) -> None:
-    """Every valid answer the judge reads judged (the unresolved ones and next actions:
-    `continuity.runner.units.grading.judged`), and every probe sample valid (crossed its
-    boundary).
-
-    Raises:
-        ContinuityError: ``arm_contract_failed`` naming the first bad unit's trace.
-    """
-    unjudged = [
-        (u.trace_id, u.arm)
-        for u in units
-        if {v.probe_id for v in u.judge}
-        != {p.probe_id for p in u.probes if p.status == "valid" and judged(p)}
-    ]
-    if unjudged:
-        raise ContinuityError(
-            f"{len(unjudged)} units lack a judge verdict for some answer the judge reads "
-            "(unresolved, or a next action); first: "
-            f"{unjudged[0]}",
-            code="arm_contract_failed",
-            location=unjudged[0][0],
-        )
-    bad = [
-        (u.trace_id, u.arm, p.probe_id, p.status, p.reasons)
-        for u in units
-        for p in u.probes
-        if p.status != "valid"
-    ]
-    if bad:
-        raise ContinuityError(
-            f"{len(bad)} probe samples did not cross their boundary under pressure; first: "
-            f"{bad[0]}",
-            code="arm_contract_failed",
-            location=bad[0][0],
-        )
-
-
-def _ledger_problems(unit: UnitRecord) -> list[str]:
-    """What a ledger unit must show offline: a valid preparation of three stages in
-    three processes answering A -> R -> A, the scripted empty second delta (an
-    analysis-only stage keeping the generation), the committed ledger exactly once in
-    every reader request, and no upkeep during any probe."""
-    receipt = unit.upkeep
-    if receipt is UNSET:
-        return ["no preparation receipt"]
-    problems = [f"preparation: {p}" for p in receipt.integrity]
-    if [s.to_model for s in receipt.stages] != list(receipt.sequence):
-        problems.append(f"stages answered {[s.to_model for s in receipt.stages]}")
-    second = receipt.stages[1].upkeep if len(receipt.stages) > 1 else None
-    if (
-        second is None
-        or second.outcome != "analysis_only"
-        or second.generation_after != second.generation_before
-    ):
-        problems.append("the second stage was not the empty, analysis-only delta")
-    committed = receipt.final.id if receipt.final is not None else None
-    for probe in unit.probes:
-        evidence = probe.evidence
-        ledger = evidence.ledger if evidence is not None else UNSET
-        counts = evidence.ledgers_per_request if evidence is not None else UNSET
-        if ledger is UNSET or ledger.generation_id != committed:
-            problems.append(f"{probe.probe_id}: the committed ledger was not injected")
-        elif counts is UNSET or any(count != 1 for count in counts):
-            problems.append(f"{probe.probe_id}: ledgers per request {counts}")
-        elif ledger.operations_after != ledger.operations_before:
-            problems.append(f"{probe.probe_id}: upkeep ran during the probe")
-    return problems
-
-
-def check_ledger_units(units: Sequence[UnitRecord]) -> None:
-    """Every ledger unit shows the ledger arm's offline evidence (`_ledger_problems`),
-    and the controls never carry a preparation.
-
-    Raises:
-        ContinuityError: ``arm_contract_failed`` naming the first bad unit's trace.
-    """
-    ledger_units = [u for u in units if u.arm == LEDGER_ARM]
-    bad = [(u.trace_id, p) for u in ledger_units for p in _ledger_problems(u)]
-    bad += [
-        (u.trace_id, f"{u.arm} bought upkeep")
-        for u in units
-        if u.arm != LEDGER_ARM and u.upkeep is not UNSET
-    ]
-    if not ledger_units:
-        bad.append(("-", "no ledger unit ran"))
-    if bad:
-        raise ContinuityError(
-            f"{len(bad)} ledger problems; first: {bad[0][1]}",
-            code="arm_contract_failed",
-            location=bad[0][0],
-        )
-
-
 def _ledger_samples(store: Store, out: Path) -> int:
     """``doit checkpoints --arms continuity-ledger-cold`` on the contract's traces: one
     sample per trace, forking the preparation the units made (repeat 1); all valid.
@@ -337,49 +248,6 @@ def _ledger_samples(store: Store, out: Path) -> int:
             )
         count += len(records)
     return count
-
-
-def _checks(
-    units: Sequence[UnitRecord], checkpoints: int, aggregate: str, ledger_samples: int = 0
-) -> dict[str, str]:
-    """The contract's checks, each a sentence saying what passed (in report order)."""
-    samples = sum(len(u.probes) for u in units)
-    return {
-        "suites_valid": "every trace of the three default suites validated before storage",
-        "units": (
-            f"{len(units)} units, {samples} probe samples, every arm on the originals and hard "
-            "101-102, each probe in a fresh process on a fresh copy of its checkpoint: every "
-            "sample crossed its boundary, met its pressure threshold on the hard traces and "
-            "had a healthy store where it needs one; packs only in the pack arm"
-        ),
-        "ledger": (
-            f"{sum(u.arm == LEDGER_ARM for u in units)} ledger units: each forked a checkpoint "
-            "prepared by three upkeep stages in three fresh processes answering A -> R -> A "
-            "(extractor R), the second an empty, analysis-only delta; every reader request "
-            "carried the committed ledger exactly once and no probe ran upkeep; the controls "
-            f"bought none; {ledger_samples} doit checkpoints --arms continuity-ledger-cold "
-            "samples valid"
-        ),
-        "aggregate": aggregate,
-        "judge": (
-            f"the scripted judge graded every valid answer ({sum(len(u.judge) for u in units)} "
-            "verdicts); the report shows its agreement with the scorer (mechanics only)"
-        ),
-        "design": (
-            "on hard 101-102 the early account reference is in the native context and not the "
-            "cold one, the booking pack's head identifier survives cold rebuild, and the secret "
-            "is in no retained store, pack or receipt"
-        ),
-        "checkpoints": (
-            f"{checkpoints} checkpoints replayed with real MCP calls: every tool record served "
-            "once in order, every steer delivered as owner input, durable state reloaded "
-            "equal; each fork seen intact by a fresh child at the original path"
-        ),
-        "distractors_neutral": (
-            "hard-distractors differ from their hard twins only in labelled filler units; "
-            "facts, probes, byte sizes and estimated tokens are identical"
-        ),
-    }
 
 
 def check_checkpoint(store: Store, result: CheckpointResult, suite: SuiteResult) -> None:

@@ -23,6 +23,7 @@ Anything else the child prints goes to stderr. It dies with the thread that star
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -37,9 +38,11 @@ from continuity.agents.identity import ARMS, SANDBOXED, UNSANDBOXED, identity
 from continuity.agents.manifest import load_manifest
 from continuity.agents.sandbox import sandbox_problem
 from continuity.errors import ContinuityError
+from continuity.interrupts import install as install_interrupts
 from continuity.parent_death import die_with_parent
 from continuity.plan.plan import build_plan
 from continuity.plan.pricing import default_catalog_path
+from continuity.processes import kill_group, signal_group
 from continuity.progress import Tick, progress
 from continuity.report.freshness import aggregate_stamped
 from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
@@ -49,6 +52,7 @@ from continuity.traces.schema import Trace, decode_trace
 from continuity.zygote import ChildFailure
 
 __all__ = [
+    "STOP_GRACE_S",
     "TOY_MANIFEST",
     "AgentPass",
     "AgentPassEvent",
@@ -62,6 +66,7 @@ TOY_MANIFEST = Path(__file__).resolve().parents[1] / "examples" / "agents" / "to
 
 
 _STAGE = "outside agent original"
+STOP_GRACE_S = 5.0  # how long `AgentPass.stop` lets the pass unwind before SIGKILL
 
 # What the report's banner must say a black box cannot show (and that it is one).
 _BANNER_SAYS = (
@@ -218,11 +223,22 @@ class AgentPass:
             location=self._request.run_dir,
         )
 
+    def check(self) -> None:
+        """Raise now what the pass raised, when it has already ended so; else nothing."""
+        if not self._thread.is_alive():
+            self.result()
+
     def stop(self) -> None:
-        """End the pass early (the contract failed elsewhere); a finished one is left."""
+        """End the pass early (the contract failed elsewhere); a finished one is left.
+        SIGTERM first, so the pass stops its adapters and servers
+        (`continuity.interrupts`), then SIGKILL to its group after `STOP_GRACE_S`."""
         process = self._process
         if process is not None and process.poll() is None:
-            process.kill()
+            signal_group(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                kill_group(process.pid)
         self._thread.join()
         self._end_stage()
 
@@ -263,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if args[:1] == ["--parent-pid"] and len(args) == 2:
         die_with_parent(int(args[1]))
+    install_interrupts()  # SIGTERM stops every descendant, then unwinds (finally blocks)
     request = msgspec.json.decode(sys.stdin.buffer.read(), type=AgentPassRequest)
     events = os.dup(1)
     os.dup2(2, 1)  # every other print of the pass goes to stderr

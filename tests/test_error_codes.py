@@ -271,6 +271,9 @@ class _NotRun:
     def result(self) -> str:
         return "not run"
 
+    def check(self) -> None:
+        pass
+
     def stop(self) -> None:
         pass
 

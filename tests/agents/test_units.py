@@ -19,6 +19,7 @@ from continuity.agents.identity import AGENT_PROBE_PROTOCOL
 from continuity.agents.manifest import load_manifest
 from continuity.contract_agent import TOY_MANIFEST, check_outside_agent, start_outside_agent
 from continuity.errors import ContinuityError, ObjectMissing
+from continuity.interrupts import descendants
 from continuity.plan.from_request import plan_from_request
 from continuity.plan.plan import plan_digest
 from continuity.plan.request import PlanRequest
@@ -366,7 +367,10 @@ def test_the_pass_in_a_process_of_its_own_keeps_the_stores_code(tmp_path: Path) 
     store = Store(tmp_path / "store")
     agent = start_outside_agent(store, [("a-key", "0" * 64)], tmp_path / "run")
     with pytest.raises(ObjectMissing) as caught:
-        agent.result()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the contract's check between its stages:
+            agent.check()  # nothing while the pass runs, its error once it has ended
+            time.sleep(0.05)
     assert caught.value.code == "object_missing"
     assert caught.value.location.endswith("0" * 60)
 
@@ -377,11 +381,25 @@ def test_stopping_the_pass_ends_its_process_group(tmp_path: Path) -> None:
                 if i.trace_id == TRACE)  # fmt: skip
     agent = start_outside_agent(store, [(item.key, item.digest)], tmp_path / "run")
     assert agent.pid is not None and group_alive(agent.pid)
+    # wait until an adapter runs under the pass (its sandbox, its interpreter ...)
+    deadline = time.monotonic() + 60
+    while len(running := descendants(agent.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(running) >= 2, running
     agent.stop()
     deadline = time.monotonic() + 10
-    while group_alive(agent.pid) and time.monotonic() < deadline:
+    while any(map(_alive, running)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not group_alive(agent.pid)
+    assert not [pid for pid in running if _alive(pid)]  # its adapters too, whatever their session
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 @pytest.mark.parametrize(
