@@ -52,6 +52,7 @@ from continuity.traces.schema import Trace, decode_trace
 from continuity.zygote import ChildFailure
 
 __all__ = [
+    "PASS_WORKERS",
     "STOP_GRACE_S",
     "TOY_MANIFEST",
     "AgentPass",
@@ -66,6 +67,8 @@ TOY_MANIFEST = Path(__file__).resolve().parents[1] / "examples" / "agents" / "to
 
 
 _STAGE = "outside agent original"
+# Traces the pass replays at once: a sample mostly waits on its adapter's processes.
+PASS_WORKERS = 4
 STOP_GRACE_S = 5.0  # how long `AgentPass.stop` lets the pass unwind before SIGKILL
 
 # What the report's banner must say a black box cannot show (and that it is one).
@@ -101,9 +104,13 @@ def check_outside_agent(
     unit_plan = AgentUnitPlan.of(plan, manifest)
     if tick is None:  # its own progress line: a dozen samples, each a re-replay
         with progress(_STAGE) as own:
-            records = build_agent_units(store, unit_plan, traces, run_dir, progress=own).records
+            records = build_agent_units(
+                store, unit_plan, traces, run_dir, progress=own, workers=PASS_WORKERS
+            ).records
     else:
-        records = build_agent_units(store, unit_plan, traces, run_dir, progress=tick).records
+        records = build_agent_units(
+            store, unit_plan, traces, run_dir, progress=tick, workers=PASS_WORKERS
+        ).records
     write_run_manifest(run_dir, plan, started=started)
     results, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
     samples = [(r, p) for r in records for p in r.probes]

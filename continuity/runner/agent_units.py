@@ -28,7 +28,9 @@ other, so `doit aggregate` and `doit compare` read them; the adapters' logs go t
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
@@ -262,6 +264,88 @@ def _plan_units(plan: AgentUnitPlan, traces: Sequence[tuple[str, Trace]]) -> lis
     ]
 
 
+class _Tally:
+    """The samples done across threads, and the progress line they drive."""
+
+    def __init__(self, total: int, progress: Tick | None) -> None:
+        self.total, self.done, self._progress = total, 0, progress
+        self._lock = threading.Lock()
+
+    def add(self, count: int, item: str, status: str) -> None:
+        with self._lock:
+            self.done += count
+            if self._progress is not None:
+                self._progress(self.done, self.total, item, status)
+
+
+class _Trace(msgspec.Struct, kw_only=True):
+    """What one trace's units came to: records by unit key, and a reader's error."""
+
+    records: dict[str, UnitRecord] = msgspec.field(default_factory=dict)
+    built: int = 0
+    error: ContinuityError | None = None
+
+
+def _build_trace(
+    units: Sequence[_Unit],
+    store: Store,
+    build: _Build,
+    stop: threading.Event,
+) -> _Trace:
+    """Build (or reuse) one trace's units in plan order: its first signature is the
+    first sample's. Stops before a sample once `stop` is set (another trace failed)."""
+    done = _Trace()
+    first = ""
+    for unit in units:
+        stored = store.load_output(unit.key)
+        if stored is not None:
+            record = msgspec.json.decode(stored, type=UnitRecord)
+            first = first or _first_signature(record)
+            build.tally.add(len(unit.probes), unit.trace.trace_id, f"{unit.arm} cached")
+            done.records[unit.key] = materialise(store, build.folder, record)
+            continue
+        results, replayed, pids = [], [], []
+        for index, probe in enumerate(unit.probes):
+            if stop.is_set():
+                return done
+            reader = build.readers(unit.repeat)
+            try:
+                run = _sample(build.plan, unit, probe, build.run_dir, reader, build.hidden)
+            except ContinuityError:  # the agent's turn failed: because its reader did?
+                if reader.error is None:
+                    raise
+            if reader.error is not None:  # never sealed: the rerun asks it again
+                done.error = reader.error
+                return done
+            if not first and not [c for c in run.codes if c != "steer_degraded"]:
+                first = run.signature  # a clean replay's
+            pids.append(run.crossing.pids)
+            post = build.plan.manifest.post_processes
+            calls = reader.calls()
+            results.append(
+                _result(unit.trace, probe, index, run, first or run.signature, calls, post)
+            )
+            replayed += reader.replayed()
+            build.tally.add(
+                1, unit.trace.trace_id, f"{unit.arm} {probe.probe_id} {results[-1].status}"
+            )
+        record = store_unit(store, unit.record(results), agent_replayed=replayed, agent_pids=pids)
+        done.built += 1
+        done.records[unit.key] = materialise(store, build.folder, record)
+    return done
+
+
+class _Build(msgspec.Struct, frozen=True, kw_only=True):
+    """What every trace's build shares."""
+
+    plan: AgentUnitPlan
+    run_dir: Path
+    folder: Path
+    readers: Callable[[int], SampleReader]
+    hidden: tuple[Path, ...]
+    tally: _Tally
+
+
 def build_agent_units(
     store: Store,
     plan: AgentUnitPlan,
@@ -270,73 +354,50 @@ def build_agent_units(
     readers: Callable[[int], SampleReader] = lambda repeat: OfflineReader(),
     progress: Tick | None = None,
     protected: Sequence[Path] = (),
+    workers: int = 1,
 ) -> AgentBuild:
     """Build (or reuse) every unit of `traces` (their keys and traces) into
     ``<run_dir>/units/``, each sample's probe answered by a fresh ``readers(repeat)``.
     The sandbox hides the store and `protected` (the credentials file) besides its own
-    list (`continuity.agents.sandbox.protected_paths`)."""
-    hidden = (store.root, *map(Path, protected))
+    list (`continuity.agents.sandbox.protected_paths`).
+
+    With ``workers`` above 1, that many traces are built at once, each in a thread of
+    its own (a sample mostly waits on the adapter's processes); a trace's units are
+    always built in plan order, so its first signature is the same, and so are the
+    units. A reader's error or a typed error stops every trace before its next sample."""
     folder, logs = run_dir / "units", run_dir / "agent-logs"
     folder.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
     units = _plan_units(plan, traces)
-    total = sum(len(u.probes) for u in units)
-    records: list[UnitRecord] = []
-    firsts: dict[str, str] = {}
-    built = done = 0
+    by_trace: dict[str, list[_Unit]] = {}
     for unit in units:
-        stored = store.load_output(unit.key)
-        if stored is not None:
-            record = msgspec.json.decode(stored, type=UnitRecord)
-            firsts.setdefault(unit.trace_key, _first_signature(record))
-            done += len(unit.probes)
-            if progress is not None:
-                progress(done, total, unit.trace.trace_id, f"{unit.arm} cached")
-            records.append(materialise(store, folder, record))
-            continue
-        results, replayed, pids = [], [], []
-        for index, probe in enumerate(unit.probes):
-            reader = readers(unit.repeat)
-            try:
-                run = _sample(plan, unit, probe, run_dir, reader, hidden)
-            except ContinuityError:  # the agent's turn failed: because its reader did?
-                if reader.error is None:
-                    raise
-            if reader.error is not None:  # never sealed: the rerun asks it again
-                shutil.rmtree(run_dir / "agent-work", ignore_errors=True)
-                return AgentBuild(
-                    records=records,
-                    folder=folder,
-                    built=built,
-                    planned=len(units),
-                    error=reader.error,
-                )
-            if not [c for c in run.codes if c != "steer_degraded"]:  # a clean replay's
-                firsts.setdefault(unit.trace_key, run.signature)
-            first = firsts.get(unit.trace_key, run.signature)
-            pids.append(run.crossing.pids)
-            results.append(
-                _result(
-                    unit.trace,
-                    probe,
-                    index,
-                    run,
-                    first,
-                    reader.calls(),
-                    plan.manifest.post_processes,
-                )
-            )
-            replayed += reader.replayed()
-            done += 1
-            if progress is not None:
-                progress(
-                    done,
-                    total,
-                    unit.trace.trace_id,
-                    f"{unit.arm} {probe.probe_id} {results[-1].status}",
-                )
-        record = store_unit(store, unit.record(results), agent_replayed=replayed, agent_pids=pids)
-        built += 1
-        records.append(materialise(store, folder, record))
+        by_trace.setdefault(unit.trace_key, []).append(unit)
+    tally = _Tally(sum(len(u.probes) for u in units), progress)
+    hidden = (store.root, *map(Path, protected))
+    build = _Build(
+        plan=plan, run_dir=run_dir, folder=folder, readers=readers, hidden=hidden, tally=tally
+    )
+    stop = threading.Event()
+
+    def one(group: list[_Unit]) -> _Trace:
+        try:
+            done = _build_trace(group, store, build, stop)
+        except BaseException:
+            stop.set()
+            raise
+        if done.error is not None:
+            stop.set()
+        return done
+
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="agent") as pool:
+        futures = [pool.submit(one, group) for group in by_trace.values()]
+        built = [future.result() for future in futures]
     shutil.rmtree(run_dir / "agent-work", ignore_errors=True)
-    return AgentBuild(records=records, folder=folder, built=built, planned=len(units))
+    records = {key: r for b in built for key, r in b.records.items()}
+    return AgentBuild(
+        records=[records[u.key] for u in units if u.key in records],
+        folder=folder,
+        built=sum(b.built for b in built),
+        planned=len(units),
+        error=next((b.error for b in built if b.error is not None), None),
+    )

@@ -426,3 +426,29 @@ def test_bad_agent_units_input_is_refused_with_a_code(
     with pytest.raises(ContinuityError) as caught:
         _units(**{**given, **options})
     assert caught.value.code == code
+
+
+def test_traces_built_at_once_give_the_same_units_as_one_after_another(tmp_path: Path) -> None:
+    """`build_agent_units(workers=N)` builds N traces at once (the contract's pass does);
+    each trace's units in plan order, so the unit files are the same bytes."""
+    from continuity.agents.identity import identity
+    from continuity.agents.sandbox import sandbox_problem
+    from continuity.plan.plan import build_plan
+    from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
+    from continuity.traces.schema import decode_trace
+
+    manifest = load_manifest(TOY_MANIFEST)
+    agent = identity(manifest, sandboxed=sandbox_problem() is None)
+    plan = AgentUnitPlan.of(build_plan(arms="native", probe_limit=1, agent=agent), manifest)
+    files = []
+    for workers in (1, 2):
+        store = Store(tmp_path / f"store-{workers}")
+        items = build_suite(store, "original", out_dir=tmp_path / f"out-{workers}").items[:2]
+        traces = [(i.key, decode_trace(store.get_blob(i.digest))) for i in items]
+        run = tmp_path / f"run-{workers}"
+        build = build_agent_units(store, plan, traces, run, workers=workers)
+        assert build.built == 2 and [r.trace_id for r in build.records] == [
+            i.trace_id for i in items
+        ]
+        files.append({p.name: p.read_bytes() for p in (run / "units").glob("*.json")})
+    assert len(files[0]) == 2 and files[0] == files[1]
