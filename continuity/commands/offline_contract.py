@@ -3,9 +3,22 @@
 
 from __future__ import annotations
 
+import shlex
+import shutil
+import sys
+from importlib import metadata
+from pathlib import Path
+
 from continuity.requests import Request
 
-__all__ = ["OfflineContractRequest", "offline_contract"]
+__all__ = ["OfflineContractRequest", "next_steps", "offline_contract"]
+
+# The local model's run, as .ci/run proves it: three arms on the smoke suite, two probes
+# (the options `python3 -m continuity.servers.local_model` prints complete the plan).
+_LOCAL_RUN = (
+    "dry_run --suite smoke --arms native,cold-rebuild,continuity-store --probe-limit 2 "
+    "--max-output-tokens 48 <the plan options it prints>"
+)
 
 
 class OfflineContractRequest(Request, frozen=True, kw_only=True):
@@ -36,8 +49,43 @@ def offline_contract(request: OfflineContractRequest) -> str:
         f"offline contract passed: {traces} traces in {len(report.suites)} suites, every arm "
         f"run and aggregated; report at {report.report} (contract checks in {path})"
     )
-    following = [
-        "the same arms on a real model on this machine, no key (docs/real-models.md):",
-        "next: python3 -m pip install -e '.[local]' && python3 -m continuity.servers.local_model",
-    ]
+    following = next_steps()
     return "\n".join([summary, *following, *headline_lines(report.headline)])
+
+
+def _python() -> str:
+    """How to name this interpreter: ``python3`` when that is the one on the PATH."""
+    found = shutil.which("python3")
+    if found and Path(found).resolve() == Path(sys.executable).resolve():
+        return "python3"
+    return shlex.quote(sys.executable)
+
+
+def _local_install(python: str) -> str:
+    """The install of the ``local`` extra: from the checkout (editable), or, for an
+    installed distribution (a wheel), its requirements as its metadata lists them."""
+    from continuity.installation import installed_code
+
+    if installed_code() is None:
+        return f"{python} -m pip install -e '.[local]'"
+    wanted = []
+    for requirement in metadata.requires("continuity") or []:
+        spec, _, marker = requirement.partition(";")
+        if marker.replace(" ", "").replace("'", '"') == 'extra=="local"':
+            wanted.append(spec.strip())
+    return f"{python} -m pip install " + " ".join(shlex.quote(r) for r in wanted)
+
+
+def next_steps() -> list[str]:
+    """The contract's next step: a real model on this machine, without a key (the local
+    model server, then a dry run against it whose own ``next:`` line runs the plan)."""
+    from continuity.installation import installed_code
+
+    python = _python()
+    # doit's tasks: `python -m doit` in the checkout, the front door elsewhere (a wheel)
+    tasks = "doit" if installed_code() is None else "continuity"
+    return [
+        "a real model on this machine, no key (docs/real-models.md): start its server,",
+        f"next: {_local_install(python)} && {python} -m continuity.servers.local_model",
+        f"then, beside it: {python} -m {tasks} {_LOCAL_RUN}, and the next: line it prints",
+    ]
