@@ -14,7 +14,10 @@ These paths are the code a run binds. Real mode refuses a checkout with changes 
 them (``checkout_dirty``) and ignores everything else in it (a note beside the
 checkout's README is no code). Outside a checkout, a run binds the installed
 distribution's version and a digest of the RECORD hashes of these files, in place of a
-commit (`InstalledCode`), after checking every one of those files against its hash.
+commit (`InstalledCode`), after checking every one of those files against its hash and
+walking these paths for files RECORD does not list (an added module is a change to the
+code, as an untracked file in a checkout is; bytecode, ``__pycache__/`` and ``*.pyc``,
+is not).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.metadata
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,7 +79,8 @@ class InstalledCode:
             tree's `CODE_PATHS`, sorted by path.
         files: how many files the digest covers.
         modified: the covered paths whose bytes no longer match their RECORD hash, or
-            that are missing, in RECORD order.
+            that are missing, in RECORD order; then the files under `CODE_PATHS` that
+            RECORD does not list (added since the install), sorted.
     """
 
     version: str
@@ -105,6 +111,26 @@ def _matches(path: Path, record_hash: str) -> bool:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii") == expected
 
 
+def _tree_files(root: Path) -> Iterator[str]:
+    """Every file (or link) under `root`'s `CODE_PATHS`, relative to `root` with ``/``
+    separators, except bytecode (``__pycache__/``, ``*.pyc``: Python writes it beside
+    the code it runs)."""
+    for code_path in CODE_PATHS:
+        top = root / code_path
+        if not top.is_dir():
+            if top.is_file() or top.is_symlink():
+                yield code_path
+            continue
+        for folder, subfolders, names in os.walk(top):
+            base = Path(folder).relative_to(root).as_posix()
+            kept = sorted(d for d in subfolders if d != "__pycache__")
+            # os.walk never enters a link to a folder: the link itself is the entry
+            linked = {d for d in kept if os.path.islink(os.path.join(folder, d))}
+            subfolders[:] = [d for d in kept if d not in linked]
+            entries = [*(n for n in names if not n.endswith(".pyc")), *linked]
+            yield from (f"{base}/{name}" for name in sorted(entries))
+
+
 def _distribution_of(root: Path) -> importlib.metadata.Distribution | None:
     """The ``continuity`` distribution installed in `root`'s parent directory, if any."""
     found = importlib.metadata.distributions(name=DISTRIBUTION, path=[str(root.parent)])
@@ -126,18 +152,22 @@ def installed_code(root: Path | None = None) -> InstalledCode | None:
     if dist is None or dist.files is None:
         return None
     hashes: dict[str, str] = {}
+    listed: set[str] = set()  # every file RECORD names in the tree, hashed or not
     for entry in dist.files:
         parts = entry.parts
-        if len(parts) < 2 or parts[0] != TREE_DIR or entry.hash is None:
-            continue  # bytecode pip compiled at install time carries no hash
+        if len(parts) < 2 or parts[0] != TREE_DIR:
+            continue
         relative = "/".join(parts[1:])
-        if _covered(relative):
+        listed.add(relative)
+        if entry.hash is not None and _covered(relative):  # pip's bytecode has no hash
             hashes[relative] = f"{entry.hash.mode}={entry.hash.value}"
     if not hashes:
         return None
-    modified = tuple(
+    changed = [
         relative for relative, value in hashes.items() if not _matches(root / relative, value)
-    )
+    ]
+    added = [relative for relative in _tree_files(root) if relative not in listed]
+    modified = (*changed, *sorted(added))
     return InstalledCode(
         version=dist.version,
         files_digest=value_digest((_DIGEST_DOMAIN, dict(sorted(hashes.items())))),

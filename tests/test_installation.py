@@ -115,7 +115,11 @@ def test_a_modified_or_missing_installed_file_is_refused(installed: Installed) -
         module.rename(module.with_suffix(".moved"))
         code = installed_code(installed.tree)
         assert code is not None and before is not None
-        assert set(code.modified) == {"fixtures/pricing/catalog.json", "continuity/installation.py"}
+        assert code.modified == (  # changed and missing in RECORD order, then added
+            "continuity/installation.py",
+            "fixtures/pricing/catalog.json",
+            "continuity/installation.moved",
+        )
         assert code.files_digest == before.files_digest  # the binding is what was shipped
         assert code_revision(installed.tree) == (code.label, True)
         with pytest.raises(RealModeError) as caught:
@@ -125,6 +129,52 @@ def test_a_modified_or_missing_installed_file_is_refused(installed: Installed) -
     finally:
         fixture.write_bytes(original)
         module.with_suffix(".moved").rename(module)
+    assert installed_code(installed.tree) == before
+
+
+@pytest.mark.xdist_group("installed_wheel")  # one worker builds the wheel
+def test_a_file_added_to_the_installed_code_is_refused_and_bytecode_is_not(
+    installed: Installed,
+) -> None:
+    """A file RECORD does not list, under the code paths, is a change (as an untracked
+    file in a checkout is ``checkout_dirty``); bytecode Python writes is not, nor is a
+    file beside the code paths."""
+    before = installed_code(installed.tree)
+    assert before is not None and before.modified == ()
+    package = installed.tree / "continuity"
+    added = [package / "extra_mod.py", installed.tree / "fixtures" / "new" / "plan.json"]
+    linked = installed.tree / "rules" / "linked"  # a link to a folder is never entered
+    bytecode = [package / "__pycache__" / "extra.cpython-311.pyc", package / "stray.pyc"]
+    beside = installed.tree / "notes.txt"
+    try:
+        for path in [*added, *bytecode, beside]:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("X = 1\n")
+        linked.symlink_to(installed.tree / "fixtures", target_is_directory=True)
+        code = installed_code(installed.tree)
+        assert code is not None
+        assert code.modified == (
+            "continuity/extra_mod.py",
+            "fixtures/new/plan.json",
+            "rules/linked",
+        )
+        assert code.files_digest == before.files_digest  # the binding is what was shipped
+        assert code_revision(installed.tree) == (code.label, True)
+        with pytest.raises(RealModeError) as caught:
+            check_checkout(installed.tree)
+        assert caught.value.code == "installed_code_modified"
+        assert caught.value.location == str(installed.tree / "continuity" / "extra_mod.py")
+        assert "not listed" in caught.value.message and "remove added" in caught.value.message
+        for path in added:
+            path.unlink()
+        linked.unlink()
+        assert installed_code(installed.tree) == before  # bytecode and notes are no code
+        check_checkout(installed.tree)
+    finally:
+        for path in [*added, *bytecode, beside]:
+            path.unlink(missing_ok=True)
+        shutil.rmtree(installed.tree / "fixtures" / "new", ignore_errors=True)
+        linked.unlink(missing_ok=True)
     assert installed_code(installed.tree) == before
 
 
@@ -157,6 +207,10 @@ def test_the_installed_console_entry_runs_its_tasks_in_the_working_directory(
     assert any(line.split()[0] == "offline_contract" for line in tasks if line.strip())
     assert (tmp_path / "store").is_dir()
     assert not (installed.tree / "store").exists() and not (installed.tree / "out").exists()
+    # `-I` ignores $PYTHONDONTWRITEBYTECODE: the bytecode written in the tree is no change
+    assert any(installed.tree.glob("continuity/__pycache__/*.pyc"))
+    code = installed_code(installed.tree)
+    assert code is not None and code.modified == ()
 
 
 def test_a_checkout_is_no_installed_tree(tmp_path: Path) -> None:

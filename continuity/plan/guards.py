@@ -17,9 +17,10 @@
    `continuity.installation.CODE_PATHS` names (the package, ``rules/``, ``dodo.py``, the
    fixtures, the toy agent, ``pyproject.toml``); a note elsewhere in the checkout is no
    code and is never refused. Code a wheel installed (no checkout) passes instead when
-   every one of its files still matches the distribution's RECORD hash
-   (``installed_code_modified`` otherwise); the run binds the distribution's version and
-   files in place of a commit (`continuity.runner.manifest.code_revision`).
+   every one of its files still matches the distribution's RECORD hash and no file was
+   added under its code (``installed_code_modified`` otherwise); the run binds the
+   distribution's version and files in place of a commit
+   (`continuity.runner.manifest.code_revision`).
 
 Nothing here opens the credentials file; the provider reads it lazily, in the probe
 process, after every guard has passed.
@@ -102,8 +103,9 @@ def check_checkout(checkout: Path) -> None:
         if installed.modified:
             raise RealModeError(
                 f"{len(installed.modified)} installed files of continuity "
-                f"{installed.version} no longer match the distribution's RECORD hashes "
-                f"(first: {installed.modified[0]!r}); reinstall the wheel",
+                f"{installed.version} differ from the distribution's RECORD (changed, "
+                f"missing or not listed; first: {installed.modified[0]!r}); remove added "
+                "files and reinstall the wheel",
                 code="installed_code_modified",
                 location=str(checkout / installed.modified[0]),
             )
