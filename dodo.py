@@ -35,8 +35,8 @@ install_interrupt_handlers()  # Ctrl-C, SIGTERM: one line, exit 130 or 143, no t
 DOIT_CONFIG = doit_config()
 
 # The order `doit list` and `doit help` show the tasks in (continuity.argv): everyday
-# work first, the seed protocol's tasks last. tests/graph/test_task_groups.py checks
-# that every task is in exactly one group.
+# work first; last, comparing registered checkouts and the capped real pilots.
+# tests/graph/test_task_groups.py checks that every task is in exactly one group.
 TASK_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "Everyday",
@@ -52,7 +52,8 @@ TASK_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "arms",
         ),
     ),
-    ("Compare and gate", ("compare", "calibrate", "qualify")),
+    ("Compare and gate", ("compare", "calibrate")),
+    ("Checks of the benchmark itself", ("qualify", "ledger_smoke")),
     ("Outside agents", ("agent_check",)),
     ("Real models and spend", ("plan", "dry_run", "estimate", "lookup_budget")),
     (
@@ -67,7 +68,7 @@ TASK_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("The store", ("verify", "gc")),
     (
-        "Advanced: seed protocol",
+        "Advanced: checkout comparisons and pilots",
         (
             "compare_register",
             "compare_preflight",
@@ -76,7 +77,6 @@ TASK_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pilot_register",
             "pilot_smoke",
             "compare_pilot",
-            "ledger_smoke",
         ),
     ),
 )

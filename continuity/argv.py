@@ -16,7 +16,9 @@ line and exit 2: ``option_unknown`` (an option the task does not take, or an amb
 prefix; the line lists the task's options), ``option_value_unexpected`` (a value given to
 a flag, ``--repair=yes``), ``option_value_missing`` (``--suite`` at the end) and
 ``task_unknown`` (a name that is no task, subtask, target or pattern). doit's other
-commands (``list``, ``help``, ``info``, ``forget``, ``clean`` ...) keep their own parsing.
+commands (``list``, ``help``, ``info``, ``forget``, ``clean`` ...) keep their own parsing,
+except that ``doit help NAME`` refuses a name that is no task or command the same way
+(``task_unknown``, exit 2; `GroupedHelp`).
 
 ``doit list`` without options shows the tasks in the groups ``dodo.py``'s ``TASK_GROUPS``
 names, everyday work first (`CheckedDodoLoader`; with an option or a task name, or a
@@ -253,14 +255,24 @@ def selection_problem(
             continue
         if name in targets or os.path.abspath(name) in targets:
             continue
-        public = sorted(n for n in params if ":" not in n)
-        return UsageError(
-            f"{name!r} is no task, command or target; {did_you_mean(name, public)}tasks: "
-            f"{', '.join(public)} (doit list describes them)",
-            code="task_unknown",
-            location=name,
+        return _unknown_task(
+            name, [n for n in params if ":" not in n], what="task, command or target"
         )
     return None
+
+
+def _unknown_task(
+    name: str, tasks: Sequence[str], *, what: str, others: Sequence[str] = ()
+) -> UsageError:
+    """The ``task_unknown`` refusal of `name`: what it is not (`what`), the nearest of
+    `tasks` and `others` (doit's commands, for ``doit help``) as a hint, and the tasks."""
+    public = sorted(tasks)
+    return UsageError(
+        f"{name!r} is no {what}; {did_you_mean(name, [*public, *others])}tasks: "
+        f"{', '.join(public)} (doit list describes them)",
+        code="task_unknown",
+        location=name,
+    )
 
 
 _HELP = ("--help", "-h")
@@ -383,9 +395,28 @@ def _task_docs(tasks: Sequence[Any]) -> dict[str, str]:
 
 class GroupedHelp(Help):  # type: ignore[misc]
     """doit's ``help``; without a task or command it first lists the tasks as
-    ``doit list`` groups them, then prints doit's own usage."""
+    ``doit list`` groups them, then prints doit's own usage. On doit's command line, a
+    name that is no task or command is refused as ``doit NAME`` is (``task_unknown``,
+    with the nearest name as a hint; exit status 2) rather than answered with doit's
+    usage and exit 0."""
 
     name = "help"
+
+    def _execute(self, pos_args: list[str]) -> bool:
+        """doit's help for one task (after the tasks are loaded); an unknown name on the
+        command line is one coded line on stderr and exit status 2."""
+        if super()._execute(pos_args):
+            return True
+        if not getattr(self.loader, "command_line", False):
+            return False  # a program driving doit: doit's usage, as doit answers
+        problem = _unknown_task(
+            pos_args[0],
+            list(_task_docs(self.task_list)),
+            what="task or command",
+            others=sorted(self.cmds),
+        )
+        print(str(problem), file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_USAGE)
 
     def execute(self, params: Any, args: list[str]) -> int:
         if args:
