@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 from msgspec import UNSET
 
+from continuity.report.paired import baseline_arm
 from continuity.report.results import Results
 
 __all__ = [
@@ -108,6 +109,7 @@ class SuiteFindings(msgspec.Struct, frozen=True, kw_only=True):
     suite: str
     arms: tuple[ArmFinding, ...]
     largest: LargestDelta | None  # None without a paired comparison in the suite
+    baseline: str | None = None  # the arm the suite's deltas pair with (`baseline_arm`)
 
 
 class Findings(msgspec.Struct, frozen=True, kw_only=True):
@@ -123,9 +125,12 @@ def is_real(r: Results) -> bool:
 
 def _largest(r: Results, suite: str) -> LargestDelta | None:
     """The suite's paired comparison whose delta is largest in size (the first in arm
-    order on a tie); None when no arm was paired with the baseline."""
+    order on a tie); None when no arm was paired with the baseline. The baseline is the
+    arm the deltas were paired with: `baseline_arm` of the arms the suite ran."""
     paired = r.paired.get(suite, {})
-    baseline = "native" if "native" in r.accuracy.get(suite, {}) else "agent-native"
+    baseline = baseline_arm(r.accuracy.get(suite, {}))
+    if baseline is None:
+        return None
     best: LargestDelta | None = None
     for arm in r.arms:
         p = paired.get(arm)
@@ -160,7 +165,12 @@ def _suite(r: Results, suite: str, places: SuiteHeadline | None) -> SuiteFinding
                 places=by_arm.get(arm, ArmHeadline(arm, 0, 0, 0, 0)),
             )
         )
-    return SuiteFindings(suite=suite, arms=tuple(rows), largest=_largest(r, suite))
+    return SuiteFindings(
+        suite=suite,
+        arms=tuple(rows),
+        largest=_largest(r, suite),
+        baseline=baseline_arm(r.accuracy.get(suite, {})),
+    )
 
 
 def findings(r: Results) -> Findings:
@@ -185,6 +195,60 @@ def _flat(suites: Sequence[SuiteFindings]) -> bool:
         len({round(100 * a.accuracy, 1) for a in s.arms if a.accuracy is not None}) <= 1
         for s in suites
     )
+
+
+# Probe categories whose right answer is UNKNOWN (the scripted reader's only answer),
+# with what their probes ask about, for the reading.
+_UNKNOWN_RIGHT = {
+    "abstention": "facts that never came up",
+    "redaction": "secrets to withhold",
+}
+
+
+def _unknown_categories(r: Results) -> tuple[list[str], bool]:
+    """The categories every arm answered right wherever it resolved a sample (mean 1.0),
+    in `Results.categories` order, and whether every category was all right or all wrong
+    (so UNKNOWN is right on those categories only)."""
+    means: dict[str, set[float]] = {}
+    for by_arm in r.accuracy.values():
+        for cells in by_arm.values():
+            for category, cell in cells.items():
+                if category != "overall" and cell.n and cell.mean is not None:
+                    means.setdefault(category, set()).add(cell.mean)
+    order = {c: i for i, c in enumerate(r.categories)}
+    right = sorted(
+        (c for c, m in means.items() if m == {1.0}), key=lambda c: (order.get(c, len(order)), c)
+    )
+    return right, all(m in ({0.0}, {1.0}) for m in means.values())
+
+
+def _figures(suites: Sequence[SuiteFindings]) -> str:
+    """Each suite's accuracy (flat across its arms): ``15.4% on original, 14.3% on
+    hard``, or the one figure of a single suite."""
+    parts = []
+    for s in suites:
+        values = [a.accuracy for a in s.arms if a.accuracy is not None]
+        if values:
+            where = f" on {s.suite}" if len(suites) > 1 else ""
+            parts.append(f"{100 * values[0]:.1f}%{where}")
+    return ", ".join(parts)
+
+
+def _unknown_lead(r: Results, suites: Sequence[SuiteFindings]) -> str:
+    """The offline reading's start when every arm answered UNKNOWN: which probes that
+    answer is right on (so accuracy is not zero), and that accuracy is flat."""
+    right, only = _unknown_categories(r)
+    lead = "On the scripted reader every arm answers UNKNOWN"
+    if right:
+        probes = " and ".join(
+            f"the {c} probes" + (f" ({_UNKNOWN_RIGHT[c]})" if c in _UNKNOWN_RIGHT else "")
+            for c in right
+        )
+        lead += f", which is right {'only ' if only else ''}on {probes}"
+    figures = _figures(suites)
+    if _flat(suites):
+        return f"{lead}, so accuracy is flat across arms" + (f" ({figures})" if figures else "")
+    return f"{lead}, so an arm's accuracy is only the share of such probes among its samples"
 
 
 def _places_clause(suites: Sequence[SuiteFindings]) -> str:
@@ -228,7 +292,7 @@ def _reading(r: Results, suites: Sequence[SuiteFindings], real: bool) -> str:
     if real:
         return f"On the model's answers, {_delta_clause(suites)}; after the boundary, {places}."
     if _all_unknown(r):
-        lead = "On the scripted reader every arm answers UNKNOWN, so accuracy is flat"
+        lead = _unknown_lead(r, suites)
     elif _flat(suites):
         lead = "On the scripted reader accuracy is the same on every arm"
     else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 
 from continuity.report.findings import ArmFinding, Findings, LargestDelta, SuiteFindings, share
+from continuity.report.paired import BASELINE_ARMS
 from continuity.report.sections import pct
 
 __all__ = ["FINDINGS_STYLE", "PLACES_NOTE", "findings_html", "findings_markdown", "largest_line"]
@@ -89,10 +90,18 @@ def _row(f: ArmFinding, real: bool) -> str:
     return f"<tr {data}>{''.join(cells)}</tr>"
 
 
-def largest_line(d: LargestDelta | None) -> str:
-    """The suite's largest paired delta vs its baseline, with its interval and pairs."""
+def largest_line(d: LargestDelta | None, baseline: str | None = None) -> str:
+    """The suite's largest paired delta vs its baseline, with its interval and pairs;
+    without one, why: the suite ran no baseline arm, or (`baseline`: the one it ran) no
+    other arm was paired with it."""
+    if d is None and baseline is not None:
+        return f"No paired delta: no other arm was paired with {baseline}."
     if d is None:
-        return "No paired delta: the suite has no baseline arm (native) to pair with."
+        native, agent = BASELINE_ARMS
+        return (
+            f"No paired delta: the suite ran no baseline arm ({native}, or {agent} for an "
+            "outside agent) to pair with."
+        )
     if d.delta_pp == 0:
         return f"Paired delta vs {d.baseline}: 0.0 pp on every arm (no arm differs)."
     ci = (
@@ -126,7 +135,7 @@ def _suite_html(s: SuiteFindings, real: bool) -> str:
         f'<div class="kf-suite" data-suite="{html.escape(s.suite)}">'
         f"<h3>Suite: {html.escape(s.suite)}</h3>"
         f'<div class="tw"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
-        f'</table></div><p class="n">{html.escape(largest_line(s.largest))}</p></div>'
+        f'</table></div><p class="n">{html.escape(largest_line(s.largest, s.baseline))}</p></div>'
     )
 
 
@@ -165,5 +174,5 @@ def findings_markdown(f: Findings) -> list[str]:
         for a in s.arms
     ]
     lines.append("")
-    lines += [f"- {s.suite}: {largest_line(s.largest)}" for s in f.suites]
+    lines += [f"- {s.suite}: {largest_line(s.largest, s.baseline)}" for s in f.suites]
     return [*lines, ""]

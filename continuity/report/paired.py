@@ -1,4 +1,4 @@
-"""Paired comparisons with native, one suite at a time.
+"""Paired comparisons with the baseline arm (native), one suite at a time.
 
 Every "delta vs native" the report prints is paired: it is computed over the samples
 both arms answered validly (same suite, repeat, trace and probe), and carries that count.
@@ -6,7 +6,9 @@ An unpaired difference of means would compare different trace sets whenever an a
 runs on part of a suite only (``ceiling`` runs on long traces only) or loses different
 samples to exclusion; the paired one cannot.
 
-The delta is ``100 * (arm correct - native correct) / pairs``: the same figure in the
+The baseline is native, or, in a run of an outside agent without it, the agent's own
+native arm (`baseline_arm`, the one place that choice is made). The delta is
+``100 * (arm correct - native correct) / pairs``: the same figure in the
 accuracy tables (overall and per category) and in the paired table, where it comes with
 the discordant counts, an exact McNemar p-value and a paired bootstrap interval (cached
 in the store under the digest of the paired outcomes).
@@ -15,6 +17,7 @@ in the store under the digest of the paired outcomes).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 import msgspec
 
@@ -25,8 +28,10 @@ from continuity.report.summary import UnitSummary
 from continuity.store import Store
 
 __all__ = [
+    "BASELINE_ARMS",
     "BOOTSTRAP_SALT",
     "SampleKey",
+    "baseline_arm",
     "bootstrap_interval",
     "paired_with_native",
     "valid_outcomes",
@@ -34,6 +39,16 @@ __all__ = [
 
 BOOTSTRAP_SALT = "paired-bootstrap-v1"
 SampleKey = tuple[int, str, str]  # (repeat, trace id, probe id)
+# The arms a suite's deltas pair with, first present first: the reference reader's
+# native arm, else an outside agent's own native arm.
+BASELINE_ARMS = ("native", "agent-native")
+
+
+def baseline_arm(arms: Iterable[str]) -> str | None:
+    """The arm a suite that ran `arms` pairs every other arm with: the first of
+    `BASELINE_ARMS` among them; None when it ran neither (no paired delta)."""
+    ran = set(arms)
+    return next((arm for arm in BASELINE_ARMS if arm in ran), None)
 
 
 def valid_outcomes(units: list[UnitSummary]) -> dict[SampleKey, tuple[str, bool]]:
@@ -146,13 +161,14 @@ def paired_with_native(
     categories: list[str],
     accuracy: dict[str, dict[str, AccuracyCell]],
 ) -> tuple[dict[str, Paired], dict[str, dict[str, AccuracyCell]]]:
-    """The paired comparison of every arm of one suite with that suite's native arm
-    (empty without native), and the suite's accuracy cells with the paired delta and
-    its pair count in each (``delta_pp`` and ``delta_n``; native against itself is 0.0
-    over its valid samples; without native in the suite both are None and 0). A run of
-    an outside agent pairs with that agent's native arm (``agent-native``)."""
-    base = "native" if "native" in by_arm else "agent-native"
-    native = valid_outcomes(by_arm[base]) if base in by_arm else None
+    """The paired comparison of every arm of one suite with that suite's baseline arm
+    (`baseline_arm`: native, or for a run of an outside agent that agent's native arm,
+    ``agent-native``; empty without either), and the suite's accuracy cells with the
+    paired delta and its pair count in each (``delta_pp`` and ``delta_n``; the baseline
+    against itself is 0.0 over its valid samples; without a baseline in the suite both
+    are None and 0)."""
+    base = baseline_arm(by_arm)
+    native = valid_outcomes(by_arm[base]) if base is not None else None
     paired: dict[str, Paired] = {}
     with_deltas: dict[str, dict[str, AccuracyCell]] = {}
     for arm, cells in accuracy.items():

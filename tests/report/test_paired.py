@@ -1,4 +1,5 @@
-"""Paired deltas per suite, the observed pressure range, and the probe-protocol rule."""
+"""Paired deltas per suite, the baseline they pair with, the observed pressure range, and
+the probe-protocol rule."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from continuity.errors import AggregateError
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.report.aggregate import aggregate_run, combine
 from continuity.report.collect import load_summaries
+from continuity.report.findings import findings
+from continuity.report.findings_render import largest_line
+from continuity.report.paired import baseline_arm
 from continuity.report.render import render_html, render_markdown
+from continuity.report.results import Spend
 from continuity.runner.units.build import UnitRecord, seal
 from continuity.store import Store
 
@@ -152,3 +157,63 @@ def test_an_older_protocol_is_named_and_called_not_comparable(mixed: tuple[Store
     for text in (render_markdown(older), render_html(older)):
         assert "Probe protocol: probe-protocol-v1." in text
         assert "not comparable" in text
+
+
+def test_the_baseline_is_the_arm_the_run_ran_and_findings_name_it(
+    mixed: tuple[Store, Path],
+) -> None:
+    """One choice of baseline (`baseline_arm`) for the paired deltas and the findings: an
+    outside agent's run pairs with agent-native; a run without a baseline arm has no
+    paired delta and says so; a suite that ran only its baseline has nothing to pair."""
+    store, folder = mixed
+    _regrade(folder, store, _grade)
+    summaries, _ = load_summaries(store, folder / "units")
+    assert baseline_arm(["ceiling", "agent-native", "native"]) == "native"
+    assert baseline_arm(["agent-native", "agent-memory"]) == "agent-native"
+    assert baseline_arm(["ceiling", "cold-rebuild"]) is None
+
+    agent = [
+        msgspec.structs.replace(s, arm="agent-native") if s.arm == "native" else s
+        for s in summaries
+    ]
+    results = combine(store, "agent", agent)
+    paired = results.paired["hard"]["ceiling"]
+    assert paired.pairs == 12 and paired.delta_pp == pytest.approx(100 * (6 - 4) / 12)
+    assert results.accuracy["hard"]["agent-native"]["overall"].delta_pp == 0.0
+    hard = findings(results).suites[1]
+    assert hard.baseline == "agent-native" and hard.largest is not None
+    assert (hard.largest.arm, hard.largest.baseline) == ("ceiling", "agent-native")
+    assert largest_line(hard.largest, hard.baseline).startswith(
+        "Largest paired delta vs agent-native: ceiling, +16.7 pp"
+    )
+
+    without = combine(store, "none", [s for s in summaries if s.arm != "native"])
+    assert not any(without.paired.values())  # no suite has a paired comparison
+    cells = [
+        c for by_arm in without.accuracy.values() for by in by_arm.values() for c in by.values()
+    ]
+    assert all(c.delta_pp is None and c.delta_n == 0 for c in cells)
+    for suite in findings(without).suites:
+        assert suite.baseline is None and suite.largest is None
+        assert largest_line(suite.largest, suite.baseline) == (
+            "No paired delta: the suite ran no baseline arm (native, or agent-native for an "
+            "outside agent) to pair with."
+        )
+    real = Spend(
+        input=0,
+        cache_read=0,
+        cache_write=0,
+        output=0,
+        model_calls=1,  # a model answered: the reading leads with the paired delta
+        cost_usd=None,
+        cost_known_usd=0.0,
+        unpriced_calls=0,
+    )
+    real_reading = findings(msgspec.structs.replace(without, spend={"ceiling": real})).reading
+    assert real_reading.startswith("On the model's answers, no arm was paired with a baseline")
+
+    alone = combine(store, "alone", [s for s in summaries if s.arm == "native"])
+    for suite in findings(alone).suites:
+        assert suite.baseline == "native" and suite.largest is None
+        line = largest_line(suite.largest, suite.baseline)
+        assert line == "No paired delta: no other arm was paired with native."

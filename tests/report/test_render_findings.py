@@ -161,15 +161,18 @@ def test_the_largest_paired_delta_is_the_largest_in_size_with_its_interval() -> 
         largest_line(original.largest)
         == "Paired delta vs native: 0.0 pp on every arm (no arm differs)."
     )
-    assert "no baseline arm" in largest_line(None)
+    assert "no baseline arm (native, or agent-native" in largest_line(None)
+    assert largest_line(None, "native") == "No paired delta: no other arm was paired with native."
+    assert [s.baseline for s in findings(_results()).suites] == ["native", "native"]
     bare = msgspec.structs.replace(_results(), paired={})
     assert all(s.largest is None for s in findings(bare).suites)
 
 
 def test_offline_the_reading_says_accuracy_is_flat_and_where_facts_were() -> None:
     reading = findings(_results()).reading
-    assert reading.startswith(
-        "On the scripted reader every arm answers UNKNOWN, so accuracy is flat"
+    assert reading.startswith(  # no category cells here: no probe named
+        "On the scripted reader every arm answers UNKNOWN, so accuracy is flat across arms "
+        "(50.0% on original, 40.0% on hard); the boundary shows in where the facts were: "
     )
     # the largest share lost (compaction-1, 9 of 10 on hard) and kept retrievable
     assert "compaction-1 lost 90% of its facts on hard" in reading
@@ -180,6 +183,43 @@ def test_offline_the_reading_says_accuracy_is_flat_and_where_facts_were() -> Non
     )
     moved = msgspec.structs.replace(_results(flat=False), answer_line={})
     assert "checks the pipeline, not the boundary" in findings(moved).reading
+
+
+def _with_categories(r: Results, redaction: float = 1.0) -> Results:
+    """`r` with category cells: UNKNOWN is right on abstention (and on redaction, at
+    `redaction`), wrong on tool identifiers."""
+    accuracy = {
+        suite: {
+            arm: {
+                **cells,
+                "abstention": _cell(1.0, n=4),
+                "redaction": _cell(redaction, n=2),
+                "tool_identifier": _cell(0.0, n=14),
+            }
+            for arm, cells in by_arm.items()
+        }
+        for suite, by_arm in r.accuracy.items()
+    }
+    categories = ["abstention", "redaction", "tool_identifier"]
+    return msgspec.structs.replace(r, accuracy=accuracy, categories=categories)
+
+
+def test_offline_the_reading_says_which_probes_unknown_is_right_on() -> None:
+    """Flat accuracy beside a non-zero figure is no contradiction: the reading names the
+    probes UNKNOWN is right on (read from the category cells) and gives the figure."""
+    reading = findings(_with_categories(_results())).reading
+    assert reading.startswith(
+        "On the scripted reader every arm answers UNKNOWN, which is right only on the "
+        "abstention probes (facts that never came up) and the redaction probes (secrets to "
+        "withhold), so accuracy is flat across arms (50.0% on original, 40.0% on hard); "
+    )
+    partly = findings(_with_categories(_results(), redaction=0.5)).reading
+    assert ", which is right on the abstention probes (facts that never came up), so " in partly
+    moved = findings(_with_categories(_results(flat=False))).reading
+    assert "only on the abstention probes" in moved
+    assert "so an arm's accuracy is only the share of such probes among its samples" in moved
+    one = msgspec.structs.replace(_with_categories(_results()), suites=["hard"])
+    assert "so accuracy is flat across arms (40.0%); " in findings(one).reading
 
 
 def test_a_real_run_is_read_by_its_largest_delta() -> None:
