@@ -447,7 +447,7 @@ def test_score_calls_a_run_that_is_not_there_unknown(
     store, _ = scored_run
     run = tmp_path / "nowhere"
     output = score(tmp_path, run, store)
-    assert "run_unknown: no run 'nowhere'" in output and f"(at {run})" in output
+    assert f"run_unknown: no run '{run}' at {run}; " in output and "(at --run-dir)" in output
 
 
 def test_score_reads_chunk_subfolders_and_writes_nothing_when_it_refuses(

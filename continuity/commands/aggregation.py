@@ -63,30 +63,35 @@ class AggregateRequest(RunRequest, frozen=True, kw_only=True):
 
 
 def run_dir(request: RunRequest) -> Path:
-    """`--run-dir`, else ``<out>/runs/<--run>``, else the most recent run there.
+    """`--run-dir`, else ``<out>/runs/<--run>``, else the most recent run there: the
+    run ``doit aggregate``, ``score`` and ``export`` read.
 
     Raises:
-        UsageError: ``run_empty`` when no ``--run`` is given and no run holds units.
+        UsageError: ``run_unknown`` (`continuity.report.runs.unknown_run`, at the option
+            that named it, listing the runs that hold units) when the named run is not
+            there; ``run_empty`` when no run is named and no run holds units.
         InputError: ``input_not_a_directory`` when the named run is there and is not a
-            directory (a missing one is reported as the run's, with its code).
+            directory.
     """
     import os
     from pathlib import Path
 
     from continuity.inputs import check_user_dir
-    from continuity.report.runs import latest_run, runs_hint
+    from continuity.outputs import resolve_out_path
+    from continuity.report.runs import latest_run, runs_hint, unknown_run
 
-    named = request.run_dir
-    if named or request.run:
-        chosen = (
-            Path(named).expanduser().absolute()
-            if named
-            else Selection(request).out / "runs" / request.run
-        )
-        if os.path.exists(chosen):  # a missing one (or a dangling link) is run_empty later
-            check_user_dir(chosen, what="--run-dir" if named else "--run")
+    if request.run_dir:  # outside <out>: the output folder is only named, not created
+        runs = resolve_out_path(request.out or None) / "runs"
+        option, named = "--run-dir", request.run_dir
+        chosen = Path(named).expanduser().absolute()
+    else:
+        runs = Selection(request).out / "runs"
+        option, named, chosen = "--run", request.run, runs / request.run
+    if named:
+        if not os.path.exists(chosen):  # a dangling link too: nothing to read there
+            raise unknown_run(named, [chosen], runs, option)
+        check_user_dir(chosen, what=option)
         return chosen
-    runs = Selection(request).out / "runs"
     latest = latest_run(runs)
     if latest is None:
         raise UsageError(

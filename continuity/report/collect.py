@@ -29,7 +29,7 @@ from continuity.digest import KeySpec, code_digest, digest_bytes
 from continuity.errors import AggregateError
 from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.report.lookup import with_latency
-from continuity.report.runs import runs_hint
+from continuity.report.runs import runs_hint, unknown_run
 from continuity.report.scores import Scorer
 from continuity.report.summary import UnitSummary, summarize
 from continuity.report.verify import TraceHead, verify_unit
@@ -185,12 +185,8 @@ def load_summaries(
         summaries.append((path.name, summary.key, digest, _timed(store, summary)))
     if not summaries:
         run = units_dir.parent
-        if not run.exists():  # as doit compare: a run that is not there is unknown
-            raise AggregateError(
-                f"no run {run.name!r} at {run}; {runs_hint(run.parent)}",
-                code="run_unknown",
-                location=str(run),
-            )
+        if not run.exists():  # the commands refuse it first, at their option (run_dir)
+            raise unknown_run(run.name, [run], run.parent, str(run), AggregateError)
         raise AggregateError(
             f"no unit records to aggregate; {runs_hint(run.parent)}",
             code="run_empty",

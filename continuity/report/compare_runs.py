@@ -26,7 +26,7 @@ from continuity.errors import AggregateError, CompareError
 from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.report.aggregate import LEGACY_PROTOCOL
 from continuity.report.compare_results import RunOrigin
-from continuity.report.runs import runs_hint
+from continuity.report.runs import runs_hint, unknown_run
 from continuity.runner.manifest import RunManifest
 
 __all__ = [
@@ -53,9 +53,10 @@ def resolve_run(text: str, out: Path, option: str) -> Path:
     the directory `text` itself.
 
     Raises:
-        CompareError: ``run_unknown`` when neither exists (or nothing is named),
+        CompareError: ``run_unknown`` when neither exists (or nothing is named; the
+            refusal `continuity.report.runs.unknown_run` gives every command),
             ``run_empty`` when the directory holds no unit file; both list the runs
-            under ``<out>/runs/`` that hold units.
+            under ``<out>/runs/`` that hold units and are located at `option`.
     """
     runs = out / "runs"
     if not text.strip():
@@ -72,9 +73,7 @@ def resolve_run(text: str, out: Path, option: str) -> Path:
         raise CompareError(
             f"{text!r} holds no unit files; {runs_hint(runs)}", code="run_empty", location=option
         )
-    raise CompareError(
-        f"no run or directory {text!r}; {runs_hint(runs)}", code="run_unknown", location=option
-    )
+    raise unknown_run(text, candidates, runs, option, CompareError)
 
 
 class _Answer(msgspec.Struct):

@@ -2,20 +2,29 @@
 (an Inspect eval log is built from the same rows: `continuity.report.inspect_log`).
 
 Each row is what the report's drill-down shows for one probe sample (`Sample`: where it
-ran, the question, what the scorer expected, the answer, its classification, outcome and
-why, where the fact was after the boundary and the loss, the boundary's evidence, the
-judge's verdict, the unit file), graded by the same scorer as the aggregate, plus what
-it used: the reader model, the probe's tokens, the compaction's tokens, the
-ConversationHistory calls, and the list-price cost of the sample's real model calls
-(the judge's left out), priced as the run's spend table prices them (None offline,
-where no call is real, and when the model or one of its rates is unpriced).
+ran, the question, what the scorer expected and the values the drill-down highlights
+(the expected ones, `needles`, and the superseded ones), the answer, its
+classification, outcome and why, where the fact was after the boundary and the loss,
+the boundary's evidence, what the reader saw (`context`: the digest of the stored
+reader-context tree, `continuity.sampling.context`, or why there is none) and the tool
+calls it made at the probe with their results, the judge's verdict, the unit file),
+graded by the same scorer as the aggregate, plus what it used: the reader model, the
+probe's tokens, the compaction's tokens, the ConversationHistory calls, and the
+list-price cost of the sample's real model calls (the judge's left out), priced as the
+run's spend table prices them (None offline, where no call is real, and when the model
+or one of its rates is unpriced).
+
+The needles and superseded values are the evaluator's: the reader was never given them,
+and they are never added to what it saw (`ExportedRun.contexts` holds each stored
+context as the store keeps it).
 
 The rows are in the report's order (suite, arm, trace, repeat, probe), so an export of
 the same run is the same bytes. JSON Lines keeps the types (null, booleans, lists); CSV
 (RFC 4180: ``\r\n`` line ends, a cell holding a line break, quote or comma quoted) writes
-a list as its items joined by ``"; "``, None as an empty cell, booleans as
-``true``/``false``. Cells are data: one starting with ``=`` is not escaped, so a
-spreadsheet may read it as a formula.
+a list of strings as its items joined by ``"; "``, the tool calls as a JSON array (an
+empty list as an empty cell), None as an empty cell, booleans as ``true``/``false``.
+Cells are data: one starting with ``=`` is not escaped, so a spreadsheet may read it as
+a formula.
 """
 
 from __future__ import annotations
@@ -28,17 +37,21 @@ from typing import Any, Literal
 
 import msgspec
 
+from continuity.errors import AggregateError
+from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.plan.pricing import Catalog, call_cost
 from continuity.report.drilldown import report_context
 from continuity.report.results import Sample
 from continuity.report.scores import Scorer
 from continuity.runner.manifest import RunManifest
-from continuity.store import Store
+from continuity.sampling.context import ReaderContext
+from continuity.store import ObjectRef, Store
 
 __all__ = [
     "EXPORT_FORMATS",
     "ExportFormat",
     "ExportRow",
+    "ExportToolCall",
     "ExportedRun",
     "RowFormat",
     "export_bytes",
@@ -53,9 +66,21 @@ ExportFormat = Literal["jsonl", "csv", "inspect"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("jsonl", "csv", "inspect")
 
 
+class ExportToolCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One tool call the reader made at the probe, before it answered: the tool, its
+    arguments and what came back (None when no result followed it)."""
+
+    name: str
+    arguments: dict[str, Any]
+    result: str | None
+    is_error: bool
+
+
 class ExportRow(msgspec.Struct, frozen=True, kw_only=True):
     """One sample (the module doc). Token fields are the probe's own calls; the
-    ``compaction_`` ones the compaction its arm made before the probe."""
+    ``compaction_`` ones the compaction its arm made before the probe. `context` is the
+    digest of the stored reader-context tree (None when the unit kept none);
+    `context_note` says why it is missing or no longer readable ("" when it reads)."""
 
     suite: str
     arm: str
@@ -65,6 +90,8 @@ class ExportRow(msgspec.Struct, frozen=True, kw_only=True):
     category: str
     question: str
     expected: str
+    needles: list[str]
+    superseded: list[str]
     answer: str
     status: str
     reasons: list[str]
@@ -77,6 +104,9 @@ class ExportRow(msgspec.Struct, frozen=True, kw_only=True):
     superseded_present: bool | None
     loss: str | None
     boundary: str
+    context: str | None
+    context_note: str
+    probe_tool_calls: list[ExportToolCall]
     reader_model: str | None
     input_tokens: int
     cached_input_tokens: int
@@ -100,8 +130,28 @@ def sample_cost(catalog: Catalog | None, sample: Sample) -> float | None:
     return round(sum(c for c in costs if c is not None), 8)
 
 
-def _row(sample: Sample, catalog: Catalog | None) -> ExportRow:
+def _tool_calls(seen: ReaderContext | None) -> list[ExportToolCall]:
+    """The reader's tool calls at the probe, each with the result that answered it."""
+    if seen is None:
+        return []
+    results = {m.call_id: m for m in seen.turn.messages if m.role == "tool"}
+    calls = []
+    for call in seen.tool_calls():
+        result = results.get(call.call_id)
+        calls.append(
+            ExportToolCall(
+                name=call.name,
+                arguments=call.arguments,
+                result=result.text if result is not None else None,
+                is_error=result.is_error if result is not None else False,
+            )
+        )
+    return calls
+
+
+def _row(sample: Sample, catalog: Catalog | None, context: str | None) -> ExportRow:
     usage, compaction = sample.usage, sample.compaction_usage
+    note = sample.seen_note if sample.seen is None else ""
     return ExportRow(
         suite=sample.suite,
         arm=sample.arm,
@@ -111,6 +161,8 @@ def _row(sample: Sample, catalog: Catalog | None) -> ExportRow:
         category=sample.category,
         question=sample.question,
         expected=sample.expected,
+        needles=sample.needles,
+        superseded=sample.superseded,
         answer=sample.answer,
         status=sample.status,
         reasons=sample.reasons,
@@ -123,6 +175,9 @@ def _row(sample: Sample, catalog: Catalog | None) -> ExportRow:
         superseded_present=sample.superseded_present,
         loss=sample.loss,
         boundary=sample.boundary,
+        context=context,
+        context_note=note,
+        probe_tool_calls=_tool_calls(sample.seen),
         reader_model=sample.reader_model,
         input_tokens=usage.total_input,
         cached_input_tokens=usage.cache_read,
@@ -137,27 +192,73 @@ def _row(sample: Sample, catalog: Catalog | None) -> ExportRow:
 
 
 class ExportedRun(msgspec.Struct, frozen=True, kw_only=True):
-    """A run's rows and its manifest (None for a run without one)."""
+    """A run's rows, its manifest (None for a run without one) and the reader contexts
+    the store still holds, by the tree digest a row's `context` names."""
 
     manifest: RunManifest | None
     rows: list[ExportRow]
+    contexts: dict[str, ReaderContext] = msgspec.field(default_factory=dict)
+
+
+class _Evidence(msgspec.Struct):
+    context: ObjectRef | None = None
+
+
+class _ProbeHead(msgspec.Struct):
+    probe_id: str
+    evidence: _Evidence | None = None
+
+
+class _UnitHead(msgspec.Struct):
+    """What the export reads of a unit file: each probe's context ref (msgspec skips
+    the rest)."""
+
+    probes: list[_ProbeHead] = msgspec.field(default_factory=list)
+
+
+def _context_refs(run_dir: Path, samples: Sequence[Sample]) -> dict[tuple[str, str], str]:
+    """The reader-context tree digest of each sample that kept one, by (unit file,
+    probe id): the `SampleEvidence.context` of its unit file.
+
+    Raises:
+        AggregateError: ``unit_malformed`` for a unit file that does not decode.
+    """
+    decoder = msgspec.json.Decoder(_UnitHead)
+    refs: dict[tuple[str, str], str] = {}
+    for relative in sorted({s.path for s in samples}):
+        path = run_dir / relative
+        try:
+            head = decoder.decode(read_user_bytes(path, limit=UNIT_MAX_BYTES, what="a unit file"))
+        except msgspec.MsgspecError as exc:
+            raise AggregateError(
+                f"not a unit record: {exc}", code="unit_malformed", location=str(path)
+            ) from None
+        for probe in head.probes:
+            if probe.evidence is not None and probe.evidence.context is not None:
+                refs[(relative, probe.probe_id)] = probe.evidence.context.digest
+    return refs
 
 
 def export_run(
     store: Store, run_dir: Path, scorer: str = "current", catalog: Catalog | None = None
 ) -> ExportedRun:
     """Every sample of the run in `run_dir`, graded by `scorer` (``current`` or
-    ``original``, as ``doit aggregate --scorer``), priced with `catalog`; and the
-    run's manifest.
+    ``original``, as ``doit aggregate --scorer``), priced with `catalog`; the run's
+    manifest, and the reader contexts the rows name that the store still holds.
 
     Raises:
         UsageError: ``scorer_unknown``. AggregateError: ``run_manifest_malformed``,
             ``unit_malformed`` (`continuity.report.drilldown.report_context`).
     """
     context = report_context(store, run_dir, Scorer(store, run_dir, scorer))
-    return ExportedRun(
-        manifest=context.manifest, rows=[_row(sample, catalog) for sample in context.samples]
-    )
+    refs = _context_refs(run_dir, context.samples)
+    rows, contexts = [], {}
+    for sample in context.samples:
+        digest = refs.get((sample.path, sample.probe_id))
+        rows.append(_row(sample, catalog, digest))
+        if digest is not None and sample.seen is not None:
+            contexts[digest] = sample.seen
+    return ExportedRun(manifest=context.manifest, rows=rows, contexts=contexts)
 
 
 def export_rows(
@@ -185,6 +286,8 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, list):
-        return "; ".join(str(v) for v in value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "; ".join(value)
+    if isinstance(value, list):  # the tool calls: structured, so JSON
+        return msgspec.json.encode(value).decode("utf-8")
     return str(value)

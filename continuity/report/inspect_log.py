@@ -8,6 +8,15 @@ repeat. Each export row (`continuity.report.export.ExportRow`) becomes one
 target, the answer as its output, one score named ``outcome`` whose value is the outcome
 (``correct``, ``stale``, ... ``unresolved``; an excluded sample's is its status) with
 the scorer's reason as its explanation, and every other field of the row as metadata.
+
+Its ``messages`` are what the reader saw (`messages`): the stored reader context (the
+system prompt, then every message before the probe question: the compaction summary,
+pack, rebuilt or reseeded context, ledger, each user message's way in as its
+``source`` metadata), the probe turn (the question, the reader's tool calls and their
+results), then the answer. A sample whose context the unit did not keep, or the store
+no longer holds, gets the question and the answer only, and its metadata's
+``messages`` says why. The messages are the stored ones as they are: the needles and
+superseded values, the evaluator's, are metadata only.
 The log's results carry the report's figures for the cell: ``accuracy`` (the mean of
 the per-repeat accuracies over resolved samples, as results.json) and ``coverage``
 (resolved ÷ valid); a figure without a sample to measure it is left out. The outcome
@@ -19,25 +28,40 @@ counts are the score's metadata.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from continuity.digest import digest_bytes
 from continuity.errors import UsageError
 from continuity.report.export import ExportedRun, ExportRow
 from continuity.report.stats import mean
+from continuity.sampling.context import ContextMessage, ReaderContext
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalResults, EvalSample
+    from inspect_ai.model import ChatMessage
 
-__all__ = ["INSPECT_EXTRA", "inspect_logs", "require_inspect", "write_inspect_logs"]
+__all__ = [
+    "INSPECT_EXTRA",
+    "SEEN_MESSAGES",
+    "inspect_logs",
+    "messages",
+    "require_inspect",
+    "write_inspect_logs",
+]
 
 INSPECT_EXTRA = "pip install 'continuity[inspect]'"
 _SCORE = "outcome"  # the one score every sample carries
 # Row fields that are the sample's own parts (input, target, output, score), not metadata.
 _PARTS = frozenset({"question", "expected", "answer", "outcome", "score_reason"})
+# A sample's metadata ``messages``: what its messages are.
+SEEN_MESSAGES = "what the reader saw: its stored context and probe turn, then the answer"
 
 
 def require_inspect() -> None:
@@ -56,9 +80,54 @@ def require_inspect() -> None:
         ) from error
 
 
-def _sample(row: ExportRow) -> EvalSample:
+def _message(message: ContextMessage, number: str) -> ChatMessage:
+    """One stored message as Inspect's, with the id `number` (ids are deterministic)."""
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
+    from inspect_ai.tool import ToolCall, ToolCallError
+
+    if message.role == "user":
+        source = {"source": message.source} if message.source else None
+        return ChatMessageUser(id=number, content=message.text, metadata=source)
+    if message.role == "tool":
+        error = ToolCallError("unknown", message.text) if message.is_error else None
+        return ChatMessageTool(
+            id=number,
+            content=message.text,
+            tool_call_id=message.call_id,
+            function=message.tool,
+            error=error,
+        )
+    calls = [
+        ToolCall(id=c.call_id, function=c.name, arguments=c.arguments) for c in message.tool_calls
+    ]
+    return ChatMessageAssistant(id=number, content=message.text, tool_calls=calls or None)
+
+
+def messages(row: ExportRow, seen: ReaderContext | None) -> tuple[list[ChatMessage], str]:
+    """The sample's Inspect messages and what they are (`SEEN_MESSAGES`, or why they
+    are the question and the answer only): `seen` (the context `row.context` names,
+    None when the store does not hold it), then the answer.
+
+    Raises:
+        ImportError: without ``inspect_ai`` (`require_inspect` refuses first).
+    """
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
+
+    key = f"{row.trace_id}/{row.probe_id}/{row.repeat}"
+    answer = ChatMessageAssistant(id=f"{key}/answer", content=row.answer, model=row.reader_model)
+    if seen is None:
+        why = row.context_note or "the store no longer holds the reader context"
+        question = ChatMessageUser(id=f"{key}/question", content=row.question)
+        return [question, answer], f"the question and the answer only: {why}"
+    stored = [*seen.context.messages, *seen.turn.messages]
+    shown: list[ChatMessage] = [ChatMessageSystem(id=f"{key}/system", content=seen.context.system)]
+    shown += [_message(m, f"{key}/{i}") for i, m in enumerate(stored, 1)]
+    return [*shown, answer], SEEN_MESSAGES
+
+
+def _sample(row: ExportRow, seen: ReaderContext | None) -> EvalSample:
     from inspect_ai.log import EvalSample
-    from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput, ModelUsage
+    from inspect_ai.model import ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
 
     model = row.reader_model or "none"
@@ -70,12 +139,16 @@ def _sample(row: ExportRow) -> EvalSample:
         total_cost=row.cost_usd,
     )
     explanation = row.score_reason or "; ".join(row.reasons) or row.status
+    chat, what = messages(row, seen)
+    metadata = {k: v for k, v in _fields(row).items() if k not in _PARTS}
+    metadata["messages"] = what
+    metadata["tools_offered"] = seen.context.tools if seen is not None else []
     return EvalSample(
         id=f"{row.trace_id}/{row.probe_id}",
         epoch=row.repeat,
         input=row.question,
         target=row.expected,
-        messages=[ChatMessageUser(content=row.question), ChatMessageAssistant(content=row.answer)],
+        messages=chat,
         output=ModelOutput.from_content(model=model, content=row.answer),
         scores={
             _SCORE: Score(
@@ -85,13 +158,15 @@ def _sample(row: ExportRow) -> EvalSample:
                 metadata={"correct": row.correct, "decided_by": row.decided_by},
             )
         },
-        metadata={k: v for k, v in _fields(row).items() if k not in _PARTS},
+        metadata=metadata,
         model_usage={model: usage} if row.reader_model else {},
     )
 
 
 def _fields(row: ExportRow) -> dict[str, Any]:
-    return {name: getattr(row, name) for name in row.__struct_fields__}
+    """The row as JSON-ready values (the tool calls as plain objects)."""
+    fields: dict[str, Any] = msgspec.to_builtins(row)
+    return fields
 
 
 def _results(rows: list[ExportRow]) -> EvalResults:
@@ -129,7 +204,7 @@ def _log(exported: ExportedRun, run: str, suite: str, arm: str, rows: list[Expor
     started = manifest.started if manifest is not None else ""
     models = sorted({r.reader_model for r in rows if r.reader_model})
     key = digest_bytes(f"{run}\0{suite}\0{arm}".encode())
-    samples = [_sample(row) for row in rows]
+    samples = [_sample(row, exported.contexts.get(row.context or "")) for row in rows]
     spec = EvalSpec(
         eval_id=key[:22],
         run_id=digest_bytes(run.encode())[:22],
@@ -176,21 +251,38 @@ def inspect_logs(exported: ExportedRun, run: str) -> dict[str, EvalLog]:
 
 
 def write_inspect_logs(exported: ExportedRun, run: str, folder: Path) -> list[Path]:
-    """Write `inspect_logs` into `folder` (each file whole or not at all: written beside
-    and renamed); the paths written. Other files in `folder` are left alone.
+    """Write `inspect_logs` into `folder`; the paths written. Each log is written beside
+    its place first, and renamed into place only once all are written (and none of
+    their places is a directory): a failure removes every partial log and the folders
+    this call created, and re-raises, so the logs are all written or none is. Other
+    files in `folder` are left alone.
 
     Raises:
-        UsageError: ``export_extra_missing``.
+        UsageError: ``export_extra_missing``. OSError: the folder or a log cannot be
+            written.
     """
     logs = inspect_logs(exported, run)  # refuses before anything is written
     from inspect_ai.log import write_eval_log
 
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, log in logs.items():
-        path = folder / name
-        partial = folder / f".{name}.partial"
-        write_eval_log(log, location=str(partial), format="eval")
-        os.replace(partial, path)
-        written.append(path)
-    return written
+    created = [p for p in (folder, *folder.parents) if not p.exists()]
+    partials: list[tuple[Path, Path]] = []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, log in logs.items():
+            partial = folder / f".{name}.{os.getpid()}.partial"
+            partials.append((partial, folder / name))
+            write_eval_log(log, location=str(partial), format="eval")
+        taken = next((path for _, path in partials if path.is_dir()), None)
+        if taken is not None:  # the one rename that would fail: refused before any
+            raise IsADirectoryError(errno.EISDIR, "a directory holds a log's name", str(taken))
+        for partial, path in partials:
+            os.replace(partial, path)
+    except BaseException:  # cleanup only (an interrupt too), re-raised as it was
+        for partial, _ in partials:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+        for made in created:  # deepest first, each only while empty
+            with contextlib.suppress(OSError):
+                made.rmdir()
+        raise
+    return [path for _, path in partials]

@@ -22,6 +22,7 @@ from continuity.arms import ARMS
 from continuity.errors import AggregateError
 from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.outputs import write_output
+from continuity.report.runs import unknown_run
 from continuity.report.scores import (
     ScoreRecord,
     encode_score,
@@ -63,10 +64,8 @@ def rescore_run(store: Store, run_dir: Path) -> RescoreResult:
             is checked and graded before anything is written: a refusal writes nothing.
     """
     folder = run_dir / "units"
-    if not run_dir.exists():  # as doit aggregate and doit compare call it
-        raise AggregateError(
-            f"no run {run_dir.name!r} at {run_dir}", code="run_unknown", location=str(run_dir)
-        )
+    if not run_dir.exists():  # doit score refuses it first, at its option (run_dir)
+        raise unknown_run(run_dir.name, [run_dir], run_dir.parent, str(run_dir), AggregateError)
     paths = sorted(folder.rglob("*.json")) if folder.is_dir() else []
     if not paths:
         raise AggregateError("no unit files to re-score", code="run_empty", location=str(folder))

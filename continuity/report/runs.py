@@ -3,17 +3,29 @@
 A run is a folder under ``<out>/runs/`` whose ``units/`` folder holds at least one unit
 file. `doit aggregate` and `doit score` without ``--run`` take the most recent one (the
 run whose newest unit file was written last), and a run with no units names the runs
-that do exist. `doit runs` lists them with the latest plan digest and the first start
+that do exist. A run that is not there is refused the same way by every command that
+reads one (`unknown_run`: ``run_unknown`` at the option that named it, listing the runs
+that hold units). `doit runs` lists them with the latest plan digest and the first start
 date their run manifest (``run.json``) records.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from continuity.errors import ContinuityError, UsageError
 from continuity.tables import text_table
 
-__all__ = ["RUN_COLUMNS", "latest_run", "run_names", "run_rows", "runs_hint", "runs_table"]
+__all__ = [
+    "RUN_COLUMNS",
+    "latest_run",
+    "run_names",
+    "run_rows",
+    "runs_hint",
+    "runs_table",
+    "unknown_run",
+]
 
 
 def _newest_unit(run: Path) -> float | None:
@@ -53,6 +65,23 @@ def runs_hint(runs_root: Path) -> str:
     if not names:
         return f"no run under {runs_root} holds units yet (doit units writes them)"
     return f"runs with units under {runs_root}: {', '.join(names)}"
+
+
+def unknown_run(
+    named: str,
+    looked: Sequence[Path],
+    runs_root: Path,
+    location: str,
+    kind: type[ContinuityError] = UsageError,
+) -> ContinuityError:
+    """The ``run_unknown`` refusal every command that reads a run gives (``doit
+    aggregate``, ``score``, ``export``, ``compare``): the run `named`, where it was
+    looked for (`looked`), and the runs under `runs_root` that hold units. `location` is
+    the option that named it (``--run``, ``--run-dir``, ``--base``...; a path only for a
+    caller without options); `kind` the error class to raise."""
+    where = " or ".join(str(path.absolute()) for path in looked)
+    message = f"no run {named!r} at {where}; {runs_hint(runs_root)}"
+    return kind(message, code="run_unknown", location=location)
 
 
 def _manifest_cells(run: Path) -> tuple[str, str]:

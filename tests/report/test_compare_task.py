@@ -61,7 +61,7 @@ def test_a_missing_run_and_a_bad_option_are_refused_with_their_codes(
 ) -> None:
     missing = doit(tmp_path, "compare", "--base", "nosuch", "--head", "head", check=False)
     assert missing.returncode == 1
-    assert "run_unknown: no run or directory 'nosuch'" in missing.stdout
+    assert "run_unknown: no run 'nosuch' at " in missing.stdout
     assert "runs with units under" in missing.stdout and "base, head" in missing.stdout
     assert "(at --base)" in missing.stdout
     unnamed = doit(tmp_path, "compare", "--base", "base", check=False)

@@ -1,11 +1,15 @@
 """``doit export``: every sample of a run as JSON Lines or CSV, round-tripped against the
-unit files and results.json; bad input refused with its code."""
+unit files, results.json and the stored reader contexts; bad input (a bad ``--output``
+among it, refused before the run is read and leaving nothing behind) refused with its
+code and location."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -43,6 +47,46 @@ def _outcomes(rows: list[dict[str, object]]) -> dict[tuple[str, str], Counter[st
     return counts
 
 
+def _context_refs(run_dir: Path) -> dict[tuple[str, str], str]:
+    """(unit file, probe id) -> the reader-context tree its evidence names."""
+    refs = {}
+    for path in sorted((run_dir / "units").rglob("*.json")):
+        for probe in json.loads(path.read_text())["probes"]:
+            context = (probe.get("evidence") or {}).get("context")
+            if context:
+                refs[(path.relative_to(run_dir).as_posix(), probe["probe_id"])] = context["digest"]
+    return refs
+
+
+def _check_what_the_reader_saw(run: Path, rows: list[dict[str, object]]) -> None:
+    """Each row's context is its unit's stored tree; its tool calls are the probe turn's,
+    each with its result; needles and superseded values are the evaluator's, from what
+    the scorer expected."""
+    from continuity.sampling.context import load_context
+    from continuity.store import ObjectRef, Store
+
+    store = Store(run / "store")
+    refs = _context_refs(run / "out" / "runs" / "offline")
+    assert len(refs) == len(rows)
+    calls = 0
+    for row in rows:
+        assert row["context"] == refs[(str(row["unit_file"]), str(row["probe_id"]))]
+        assert row["context_note"] == ""
+        seen = load_context(store, ObjectRef("tree", str(row["context"]), 0))
+        results = {m.call_id: m for m in seen.turn.messages if m.role == "tool"}
+        assert row["probe_tool_calls"] == [
+            {"name": c.name, "arguments": c.arguments,
+             "result": results[c.call_id].text, "is_error": results[c.call_id].is_error}
+            for c in seen.tool_calls()
+        ]  # fmt: skip
+        calls += len(seen.tool_calls())
+        needles, superseded = row["needles"], row["superseded"]
+        assert isinstance(needles, list) and isinstance(superseded, list)
+        assert all(str(v) in str(row["expected"]) for v in needles + superseded)
+    assert calls > 0  # continuity-store looks the fact up at the probe
+    assert any(r["needles"] for r in rows) and any(r["superseded"] for r in rows)
+
+
 def test_every_sample_round_trips_through_jsonl_and_csv(run: Path) -> None:
     run_dir = run / "out" / "runs" / "offline"
     line = doit(run, "export").stdout
@@ -64,6 +108,7 @@ def test_every_sample_round_trips_through_jsonl_and_csv(run: Path) -> None:
     assert (run_dir / first["unit_file"]).is_file() and first["report_anchor"] == "s1"
     assert first["reader_model"] and first["cost_usd"] is None  # offline: no real call
     assert {r["fact"] for r in rows} <= {"in_context", "retrievable", "absent", "not_applicable"}
+    _check_what_the_reader_saw(run, rows)
 
     csv_path = run / "samples.csv"
     doit(run, "export", "--format", "csv", "--output", str(csv_path))
@@ -74,29 +119,77 @@ def test_every_sample_round_trips_through_jsonl_and_csv(run: Path) -> None:
     assert [r["correct"] for r in table] == [
         "" if r["correct"] is None else str(r["correct"]).lower() for r in rows
     ]
+    assert [r["needles"] for r in table] == ["; ".join(r["needles"]) for r in rows]
+    assert [json.loads(r["probe_tool_calls"] or "[]") for r in table] == [
+        r["probe_tool_calls"] for r in rows
+    ]
     again = doit(run, "export").stdout  # the same run exports the same bytes
     assert "written to" in again and jsonl.read_text() == "".join(
         json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in rows
     )
 
 
+def _have_inspect() -> bool:
+    try:
+        import inspect_ai.log  # noqa: F401
+    except ImportError:
+        return "CI" in os.environ  # CI installs the extra: a missing one fails there
+    return True
+
+
+_INSPECT = pytest.mark.skipif(not _have_inspect(), reason="inspect_ai is not installed")
+
+
 @pytest.mark.parametrize(
-    ("args", "code"),
+    ("args", "code", "location"),
     [
-        (["--format", "parquet"], "export_format_unknown"),
-        (["--scorer", "newest"], "scorer_unknown"),
-        (["--run", "no-such-run"], "run_unknown"),
-        (["--run", "no-units"], "run_empty"),  # a run directory without a units folder
-        (["--run", "no-samples"], "run_empty"),  # a units folder without a unit
+        (["--format", "parquet"], "export_format_unknown", "--format"),
+        (["--scorer", "newest"], "scorer_unknown", "--scorer"),
+        (["--run", "no-such-run"], "run_unknown", "--run"),
+        (["--run-dir", "{tmp}/nowhere"], "run_unknown", "--run-dir"),
+        (["--run", "no-units"], "run_empty", "--run"),  # a run directory without units/
+        (["--run", "no-samples"], "run_empty", "--run"),  # a units folder without a unit
+        (["--output", "{tmp}/a-dir"], "export_output_invalid", "{tmp}/a-dir"),
+        (["--format", "csv", "--output", "{tmp}/a-dir"], "export_output_invalid", "{tmp}/a-dir"),
+        (["--output", "{tmp}/a-file/x.jsonl"], "export_output_invalid", "{tmp}/a-file/x.jsonl"),
+        (["--output", "/proc/nope/x.jsonl"], "export_output_invalid", "/proc/nope/x.jsonl"),
+        pytest.param(
+            ["--format", "inspect", "--output", "{tmp}/a-file"],
+            "export_output_invalid",
+            "{tmp}/a-file",
+            marks=_INSPECT,
+        ),
+        pytest.param(
+            ["--format", "inspect", "--output", "/proc/nope"],
+            "export_output_invalid",
+            "/proc/nope",
+            marks=_INSPECT,
+        ),
+        # --output is checked before the run is read: its refusal comes first
+        (
+            ["--run", "no-such-run", "--output", "{tmp}/a-dir"],
+            "export_output_invalid",
+            "{tmp}/a-dir",
+        ),
     ],
 )
-def test_bad_export_input_is_refused_with_its_code(run: Path, args: list[str], code: str) -> None:
+def test_bad_export_input_is_refused_with_its_code(
+    run: Path, tmp_path: Path, args: list[str], code: str, location: str
+) -> None:
     (run / "out" / "runs" / "no-samples" / "units").mkdir(parents=True, exist_ok=True)
     (run / "out" / "runs" / "no-units").mkdir(parents=True, exist_ok=True)
-    result = doit(run, "export", *args, check=False)
-    assert result.returncode != 0
-    assert code in result.stdout + result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
+    (tmp_path / "a-dir").mkdir()
+    (tmp_path / "a-file").write_text("not a folder")
+    before = sorted((run / "out").rglob("*")) + sorted(tmp_path.rglob("*"))
+    result = doit(run, "export", *(a.format(tmp=tmp_path) for a in args), check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "Traceback" not in output
+    found = re.search(rf"^{code}: .* \(at (.+)\)$", output, re.MULTILINE)
+    assert found is not None, output
+    assert found.group(1) == location.format(tmp=tmp_path)
+    # Nothing written, nothing half-written, no folder left behind.
+    assert sorted((run / "out").rglob("*")) + sorted(tmp_path.rglob("*")) == before
+    assert not Path("/proc/nope").exists()
 
 
 def test_a_real_samples_cost_is_its_calls_list_price_and_unknown_when_unpriced() -> None:
@@ -127,7 +220,7 @@ def test_a_real_samples_cost_is_its_calls_list_price_and_unknown_when_unpriced()
 
 
 def test_csv_quotes_line_breaks_quotes_and_commas_so_every_cell_reads_back() -> None:
-    from continuity.report.export import ExportRow, export_bytes
+    from continuity.report.export import ExportRow, ExportToolCall, export_bytes
 
     tricky = 'a lone\rreturn, a\nnewline, a "quote" and =SUM(A1)'
     fields: dict[str, object] = {name: 0 for name in ExportRow.__struct_fields__}
@@ -136,10 +229,24 @@ def test_csv_quotes_line_breaks_quotes_and_commas_so_every_cell_reads_back() -> 
                                 "report_anchor")}  # fmt: skip
     fields |= {"answer": tricky, "reasons": ["one", "two"], "outcome": None, "correct": True}
     for name in ("score_reason", "decided_by", "judge", "fact", "superseded_present", "loss",
-                 "reader_model", "cost_usd"):  # fmt: skip
+                 "reader_model", "cost_usd", "context"):  # fmt: skip
         fields[name] = None
+    call = ExportToolCall(
+        name="ConversationHistory", arguments={"query": 'a "b", c'}, result="x\ny", is_error=False
+    )
+    fields |= {
+        "needles": ["TSO-1"],
+        "superseded": [],
+        "context_note": "",
+        "probe_tool_calls": [call],
+    }
     row = ExportRow(**fields)  # type: ignore[arg-type]
     text = export_bytes([row, row], "csv").decode("utf-8")
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     assert len(rows) == 2 and rows[0]["answer"] == tricky
     assert (rows[0]["reasons"], rows[0]["outcome"], rows[0]["correct"]) == ("one; two", "", "true")
+    assert (rows[0]["needles"], rows[0]["superseded"], rows[0]["context"]) == ("TSO-1", "", "")
+    assert json.loads(rows[0]["probe_tool_calls"]) == [
+        {"name": "ConversationHistory", "arguments": {"query": 'a "b", c'}, "result": "x\ny",
+         "is_error": False}
+    ]  # fmt: skip

@@ -1,11 +1,15 @@
 """``doit export --format inspect``: a run as Inspect eval logs, read back with
-``inspect_ai``'s own reader and served by ``inspect view`` over loopback; without the
-extra, refused with ``export_extra_missing``."""
+``inspect_ai``'s own reader (each sample's messages what its reader saw, or the
+question and answer when the store no longer holds that) and served by ``inspect
+view`` over loopback; a folder it cannot fill leaves nothing behind; without the extra,
+refused with ``export_extra_missing``."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,10 +19,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.graph.test_dodo import doit
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalSample
 
 ARMS = "native,cold-rebuild,continuity-store"
 
@@ -87,6 +95,7 @@ def test_the_logs_read_back_with_inspects_reader_one_sample_per_unit_sample(run:
             assert (meta["fact"], meta["status"], meta["cost_usd"]) == (
                 row["fact"], row["status"], row["cost_usd"],
             )  # fmt: skip
+            _check_messages(run, sample, row)
             seen += 1
         metrics = log.results.scores[0].metrics
         cell = results["accuracy"][suite][arm]["overall"]
@@ -95,6 +104,89 @@ def test_the_logs_read_back_with_inspects_reader_one_sample_per_unit_sample(run:
         counts = {k: v for k, v in results["outcomes"][suite][arm].items() if v}
         assert log.results.scores[0].metadata == {"outcomes": counts, "valid": cell["valid"]}
     assert seen == len(rows) == _unit_samples(run_dir) > 0
+
+
+def _check_messages(run: Path, sample: EvalSample, row: dict[str, Any]) -> None:
+    """The sample's messages are its stored reader context as stored (system prompt,
+    messages, the probe turn with its tool calls and results), then the answer; the
+    needles are metadata, never added to what the reader saw."""
+    from continuity.report.inspect_log import SEEN_MESSAGES
+    from continuity.sampling.context import load_context
+    from continuity.store import ObjectRef, Store
+
+    seen = load_context(Store(run / "store"), ObjectRef("tree", row["context"], 0))
+    stored = [*seen.context.messages, *seen.turn.messages]
+    system, *middle, answer = sample.messages
+    assert (system.role, system.text) == ("system", seen.context.system)
+    assert [(m.role, m.text) for m in middle] == [(m.role, m.text) for m in stored]
+    assert (answer.role, answer.text) == ("assistant", row["answer"])
+    for shown, kept in zip(middle, stored, strict=True):
+        if shown.role == "user":
+            assert (shown.metadata or {}).get("source") == kept.source
+        if shown.role == "tool":
+            assert (shown.tool_call_id, shown.function) == (kept.call_id, kept.tool)
+        if shown.role == "assistant":
+            calls = [(c.id, c.function, c.arguments) for c in shown.tool_calls or []]
+            assert calls == [(c.call_id, c.name, c.arguments) for c in kept.tool_calls]
+    assert sample.metadata["messages"] == SEEN_MESSAGES
+    assert sample.metadata["tools_offered"] == seen.context.tools
+    assert sample.metadata["needles"] == row["needles"]
+    assert sample.metadata["probe_tool_calls"] == row["probe_tool_calls"]
+
+
+@needs_inspect
+def test_a_context_the_store_no_longer_holds_leaves_the_question_and_answer(
+    run: Path, tmp_path: Path
+) -> None:
+    from inspect_ai.log import read_eval_log
+
+    from continuity.store import Store
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    rows = [
+        json.loads(line)
+        for line in (copy / "out" / "runs" / "offline" / "export" / "samples.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    lost = rows[0]["context"]
+    Store(copy / "store").object_path(lost).unlink()  # as if gc had taken it
+    folder = tmp_path / "logs"
+    doit(copy, "export", "--format", "inspect", "--output", str(folder))
+    doit(copy, "export")
+    again = (copy / "out" / "runs" / "offline" / "export" / "samples.jsonl").read_text()
+    by_context = {r["context"]: r for r in map(json.loads, again.splitlines())}
+    assert by_context[lost]["context_note"].startswith("the store no longer holds it")
+    fallback = 0
+    for path in sorted(folder.glob("*.eval")):
+        for sample in read_eval_log(str(path)).samples or []:
+            if sample.metadata["context"] != lost:
+                assert sample.messages[0].role == "system"
+                continue
+            fallback += 1
+            assert [(m.role, m.text) for m in sample.messages] == [
+                ("user", sample.input), ("assistant", sample.output.completion)
+            ]  # fmt: skip
+            assert sample.metadata["messages"].startswith(
+                "the question and the answer only: the store no longer holds it"
+            )
+    assert fallback == sum(r["context"] == lost for r in rows) > 0
+
+
+@needs_inspect
+def test_a_folder_it_cannot_fill_gets_no_log_and_its_code(run: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    (folder / "offline_smoke_native.eval" / "inside").mkdir(parents=True)  # a log's name
+    (folder / "notes.txt").write_text("kept")
+    before = sorted(folder.rglob("*"))
+    result = doit(run, "export", "--format", "inspect", "--output", str(folder), check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "Traceback" not in output
+    found = re.search(r"^export_output_invalid: .* \(at (.+)\)$", output, re.MULTILINE)
+    assert found is not None and found.group(1) == str(folder), output
+    assert "offline_smoke_native.eval" in found.group(0)
+    assert sorted(folder.rglob("*")) == before  # no log, no partial one
 
 
 def _free_port() -> int:

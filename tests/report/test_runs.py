@@ -1,11 +1,16 @@
-"""Which runs exist, which is the most recent, and `doit aggregate` without `--run`."""
+"""Which runs exist, which is the most recent, `doit aggregate` without `--run`, and a
+run that is not there refused alike by every command that reads one."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from continuity.errors import AggregateError
 from continuity.report.runs import latest_run, run_names, runs_hint
 from tests.conftest import REPO
 from tests.graph.test_dodo import doit, doit_command, doit_env
@@ -56,6 +61,55 @@ def test_aggregate_reads_the_most_recent_run_and_names_the_runs_on_run_empty(
     assert "run_unknown: no run 'nosuch' at " in missing.stdout
     assert "; runs with units under" in missing.stdout
     assert "first, second" in missing.stdout
+
+
+@pytest.mark.parametrize("command", ["aggregate", "score", "export", "compare"])
+def test_a_run_that_is_not_there_is_run_unknown_at_its_option_listing_the_runs(
+    tmp_path: Path, command: str
+) -> None:
+    """Named by --run or --run-dir (compare: --base), a missing run is refused before
+    anything is read, located at that option, with the runs under <out>/runs that hold
+    units; never the parent of a --run-dir."""
+    runs = tmp_path / "out" / "runs"
+    _unit(runs, "alpha", 1_000)
+    _unit(runs, "zeta", 2_000)
+    nowhere = tmp_path / "elsewhere" / "nonexist"
+    if command == "compare":
+        named = [(["--base", "nosuch", "--head", "alpha"], "--base", "nosuch")]
+        named.append((["--base", str(nowhere), "--head", "alpha"], "--base", str(nowhere)))
+    else:
+        named = [(["--run", "nosuch"], "--run", "nosuch")]
+        named.append((["--run-dir", str(nowhere)], "--run-dir", str(nowhere)))
+    for args, option, text in named:
+        result = doit(tmp_path, command, *args, check=False)
+        output = result.stdout + result.stderr
+        assert result.returncode != 0 and "Traceback" not in output
+        found = re.search(r"^run_unknown: (.*) \(at (.+)\)$", output, re.MULTILINE)
+        assert found is not None, output
+        message, location = found.groups()
+        assert location == option
+        assert message.startswith(f"no run {text!r} at ")
+        assert message.endswith(f"; runs with units under {runs}: alpha, zeta")
+    assert not nowhere.parent.exists()
+
+
+def test_the_library_calls_refuse_a_missing_run_at_its_path(tmp_path: Path) -> None:
+    """Without an option to name, `aggregate_run` and `rescore_run` locate a missing run
+    at its path, with the same message."""
+    from continuity.report.aggregate import aggregate_run
+    from continuity.report.rescore import rescore_run
+    from continuity.store import Store
+
+    store = Store(tmp_path / "store")
+    _unit(tmp_path / "runs", "alpha", 1_000)
+    missing = tmp_path / "runs" / "gone"
+    for call in (aggregate_run, rescore_run):
+        with pytest.raises(AggregateError) as refused:
+            call(store, missing)
+        assert (refused.value.code, refused.value.location) == ("run_unknown", str(missing))
+        assert refused.value.message == (
+            f"no run 'gone' at {missing}; runs with units under {tmp_path / 'runs'}: alpha"
+        )
 
 
 def test_doit_runs_lists_the_runs_with_units_and_names_the_most_recent(tmp_path: Path) -> None:

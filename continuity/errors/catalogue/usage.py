@@ -236,8 +236,23 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "UsageError",
+        "continuity.report.runs",
+        Row(
+            "run_unknown",
+            "no run or directory by that name (doit aggregate, compare, export, score; "
+            "at the option that named it)",
+            also=("AggregateError", "CompareError"),
+        ),
+    ),
+    *section(
+        "UsageError",
         "continuity.commands.export_run",
         Row("export_format_unknown", "--format names no export format (jsonl, csv, inspect)"),
+        Row(
+            "export_output_invalid",
+            "--output is a directory (a folder for inspect: a file), lies under a file, or "
+            "cannot be created or written",
+        ),
     ),
     *section(
         "UsageError",
@@ -453,11 +468,6 @@ ENTRIES: tuple[Entry, ...] = (
         "continuity.report.compare_runs",
         Row("compare_protocol_mismatch", "the two runs ran under different probe protocols"),
         Row("compare_trace_mismatch", "traces share an id but differ in content"),
-        Row(
-            "run_unknown",
-            "no run or directory by that name (doit aggregate, compare, export, score)",
-            also=("AggregateError", "UsageError"),
-        ),
     ),
     *section(
         "CompareError",
