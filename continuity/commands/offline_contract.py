@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 import shlex
-import shutil
-import sys
 from importlib import metadata
-from pathlib import Path
 
 from continuity.requests import Request
 
@@ -53,20 +50,12 @@ def offline_contract(request: OfflineContractRequest) -> str:
     return "\n".join([summary, *following, *headline_lines(report.headline)])
 
 
-def _python() -> str:
-    """How to name this interpreter: ``python3`` when that is the one on the PATH."""
-    found = shutil.which("python3")
-    if found and Path(found).resolve() == Path(sys.executable).resolve():
-        return "python3"
-    return shlex.quote(sys.executable)
-
-
 def _local_install(python: str) -> str:
     """The install of the ``local`` extra: from the checkout (editable), or, for an
     installed distribution (a wheel), its requirements as its metadata lists them."""
-    from continuity.installation import installed_code
+    from continuity.installation import is_installed_tree, tree_root
 
-    if installed_code() is None:
+    if not is_installed_tree(tree_root()):
         return f"{python} -m pip install -e '.[local]'"
     wanted = []
     for requirement in metadata.requires("continuity") or []:
@@ -79,13 +68,11 @@ def _local_install(python: str) -> str:
 def next_steps() -> list[str]:
     """The contract's next step: a real model on this machine, without a key (the local
     model server, then a dry run against it whose own ``next:`` line runs the plan)."""
-    from continuity.installation import installed_code
+    from continuity.installation import interpreter, task_command
 
-    python = _python()
-    # doit's tasks: `python -m doit` in the checkout, the front door elsewhere (a wheel)
-    tasks = "doit" if installed_code() is None else "continuity"
+    python, tasks = shlex.quote(interpreter()), shlex.join(task_command())
     return [
         "a real model on this machine, no key (docs/real-models.md): start its server,",
         f"next: {_local_install(python)} && {python} -m continuity.servers.local_model",
-        f"then, beside it: {python} -m {tasks} {_LOCAL_RUN}, and the next: line it prints",
+        f"then, beside it: {tasks} {_LOCAL_RUN}, and the next: line it prints",
     ]

@@ -113,14 +113,17 @@ def _credentials_note(request: PlanRequest, plan: Plan) -> str:
 
 
 def next_command(request: PlanRequest, plan: Plan, digest: str) -> str:
-    """The command that runs `plan`: ``python3 -m doit units`` with every plan option
+    """The command that runs `plan`: ``python3 -m doit units`` (from an installed wheel
+    ``<python> -m continuity units``: `continuity.installation.task_command`) with every plan option
     the user gave a non-default value (so it binds the same digest), ``--store`` and
     ``--out`` if given; a real plan adds ``--real --confirm-plan DIGEST`` and needs an
     ``--out`` outside the checkout: the user's, when it is one, else
     ``~/continuity-runs/<digest prefix>`` (any such directory works)."""
     import shlex
 
-    words = ["python3", "-m", "doit", "units"]
+    from continuity.installation import task_command
+
+    words = [*task_command(), "units"]
     if plan.mode == "real":
         words += ["--real", "--confirm-plan", digest]
     defaults = PlanRequest()

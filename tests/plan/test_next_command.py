@@ -280,3 +280,19 @@ def test_the_printed_options_follow_the_documented_order() -> None:
     from rules.plan import PLAN_PARAMS
 
     assert list(_NEXT_ORDER) == [p["name"] for p in PLAN_PARAMS] + ["store"]
+
+
+def test_from_an_installed_wheel_the_printed_command_runs_the_front_door(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An installed tree has no dodo.py in the working directory: the command runs the
+    installed tasks through ``<this interpreter> -m continuity``."""
+    import sys
+
+    import continuity.installation
+
+    monkeypatch.setattr(continuity.installation, "is_installed_tree", lambda root: True)
+    dry = _parse(task_dry_run, ["--arms", "native"])
+    plan = plan_from_request(PlanRequest.of(dry))
+    words = shlex.split(next_command(PlanRequest.of(dry), plan, plan_digest(plan)))
+    assert words[:4] == [sys.executable, "-m", "continuity", "units"]
