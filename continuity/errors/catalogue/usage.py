@@ -291,7 +291,8 @@ ENTRIES: tuple[Entry, ...] = (
         Row("checkout_flags_refused", "paths are marked assume-unchanged or skip-worktree"),
         Row(
             "installed_code_modified",
-            "a file of the installed distribution no longer matches its RECORD hash",
+            "a file of the installed distribution's code no longer matches its RECORD hash, "
+            "is missing, or is not listed in RECORD",
         ),
     ),
     *section(
