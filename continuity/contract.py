@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from continuity.arms import LEDGER_ARM
-from continuity.contract_agent import start_outside_agent
+from continuity.contract_agent import AgentPass, start_outside_agent
 from continuity.contract_checks import check_ledger_units, check_units, contract_checks
 from continuity.contract_headline import SuiteHeadline, headline, headline_markdown
 from continuity.errors import ContinuityError
@@ -41,6 +42,7 @@ from continuity.traces.schema import Steer, ToolResult, decode_trace, iter_turns
 from continuity.traces.suites import SuiteResult, build_suite
 
 if TYPE_CHECKING:
+    from continuity.report.results import Results
     from continuity.runner.units.build import UnitRecord
 
 CONTRACT_CHECKPOINTS = (("original", None), ("hard", "gen-grant-101,gen-oven-102"))
@@ -112,20 +114,11 @@ def run_offline_contract(
             out / "runs" / f"{CONTRACT_RUN}-agent",
         )
         try:
-            run_dir, units, rest = _run_contract(store, out, results, agent.check)
-            outside = agent.result()
+            run_dir, units, checkpoints = _run_contract(store, out, results, agent.check)
+            finished = _finish(store, out, results["hard"], run_dir, agent)
         finally:
             agent.stop()
-        checkpoints, ledger_samples = rest
-        with progress("design checks and the aggregate"):
-            for item in results["hard"].items:
-                if item.trace_id in CONTRACT_DESIGN_TRACES:
-                    check_design(store, decode_trace(store.get_blob(item.digest)), item)
-            # The contract's own run is the one `doit aggregate` reads by default (the run
-            # whose newest unit file is newest): the pass may have ended after its units.
-            _touch_units(run_dir)
-            # Stamped, so `doit aggregate` right after the contract is up to date.
-            aggregated, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
+    aggregated, paths, ledger_samples, outside = finished
     report = ContractReport(
         created_at=utc_now(),
         store=str(store.root),
@@ -153,9 +146,9 @@ def run_offline_contract(
 
 def _run_contract(
     store: Store, out: Path, results: dict[str, SuiteResult], beside: Callable[[], None]
-) -> tuple[Path, list[UnitRecord], tuple[int, int]]:
-    """The checkpoints, every arm's units and the ledger samples, checked; the run's
-    folder, its units, and (checkpoints checked, ledger samples checked). `beside` is
+) -> tuple[Path, list[UnitRecord], int]:
+    """The checkpoints and every arm's units, checked, and the run's manifest; the run's
+    folder, its units, and how many checkpoints were checked. `beside` is
     called between stages: it raises what the pass running beside them raised, if it
     has ended so (a failure is reported as soon as it is known)."""
     checkpoints = _check_checkpoints(store, out, results)
@@ -166,14 +159,41 @@ def _run_contract(
     beside()
     check_units(units)
     check_ledger_units(units)
-    ledger_samples = _ledger_samples(store, out)
     write_run_manifest(
         run_dir,
         build_plan(arms=CONTRACT_ARMS, judge=CONTRACT_JUDGE),  # what every suite ran
         started=started,
         suites=[suite for suite, _ in CONTRACT_CHECKPOINTS],
     )
-    return run_dir, units, (checkpoints, ledger_samples)
+    return run_dir, units, checkpoints
+
+
+def _finish(
+    store: Store, out: Path, hard: SuiteResult, run_dir: Path, agent: AgentPass
+) -> tuple[Results, dict[str, Path], int, str]:
+    """After the units: the ledger samples, the outside-agent pass's end and the
+    aggregate, with the design checks beside them in a thread (each side waits on
+    child processes one at a time, and the units no longer hold both cores). The
+    aggregate, its paths, the ledger samples checked and the pass's sentence."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="design") as pool:
+        designs = pool.submit(_check_designs, store, hard)
+        ledger_samples = _ledger_samples(store, out)
+        outside = agent.result()
+        with progress("design checks and the aggregate"):
+            # The contract's own run is the one `doit aggregate` reads by default (the
+            # run whose newest unit file is newest): the pass may have ended after it.
+            _touch_units(run_dir)
+            # Stamped, so `doit aggregate` right after the contract is up to date.
+            aggregated, paths, _ = aggregate_stamped(store, run_dir, default_catalog_path())
+            designs.result()
+    return aggregated, paths, ledger_samples, outside
+
+
+def _check_designs(store: Store, hard: SuiteResult) -> None:
+    """`continuity.runner.design.check_design` on the contract's design traces."""
+    for item in hard.items:
+        if item.trace_id in CONTRACT_DESIGN_TRACES:
+            check_design(store, decode_trace(store.get_blob(item.digest)), item)
 
 
 def _touch_units(run_dir: Path) -> None:

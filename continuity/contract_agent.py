@@ -34,9 +34,6 @@ from pathlib import Path
 import msgspec
 from msgspec import UNSET
 
-from continuity.agents.identity import ARMS, SANDBOXED, UNSANDBOXED, identity
-from continuity.agents.manifest import load_manifest
-from continuity.agents.sandbox import sandbox_problem
 from continuity.errors import ContinuityError
 from continuity.interrupts import install as install_interrupts
 from continuity.parent_death import die_with_parent
@@ -45,7 +42,6 @@ from continuity.plan.pricing import default_catalog_path
 from continuity.processes import kill_group, signal_group
 from continuity.progress import Tick, progress
 from continuity.report.freshness import aggregate_stamped
-from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
 from continuity.runner.manifest import utc_stamp, write_run_manifest
 from continuity.store import Store
 from continuity.traces.schema import Trace, decode_trace
@@ -92,6 +88,13 @@ def check_outside_agent(
     Raises:
         ContinuityError: ``agent_contract_failed``.
     """
+    # Here, not at the top: the contract's own process only starts the pass's process,
+    # and needs none of the agent machinery (about 0.6 s of imports).
+    from continuity.agents.identity import ARMS, SANDBOXED, UNSANDBOXED, identity
+    from continuity.agents.manifest import load_manifest
+    from continuity.agents.sandbox import sandbox_problem
+    from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
+
     if not TOY_MANIFEST.is_file():
         return "skipped: no examples/agents/toy beside the package (not a checkout)"
     started = utc_stamp()
