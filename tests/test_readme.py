@@ -181,3 +181,16 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
         if t.startswith("docs/") and t.partition("#")[0].endswith(".md")
     }
     assert linked == set(DOCS_PAGES)
+
+
+def test_the_contract_time_the_readme_gives_is_the_one_measured() -> None:
+    """docs/performance.md records the contract's median (benchmarks/bench_contract.py);
+    the Quick start's figure is within 5 s of it."""
+    performance = _text("docs/performance.md")
+    measured = re.findall(
+        r"`doit offline_contract` from an empty store, median of 3 \| .*?\*\*([\d.]+) s\*\*",
+        performance,
+    )
+    said = re.findall(r"About (\d+) s on two idle cores", _text("README.md"))
+    assert measured and len(said) == 1, (measured, said)
+    assert abs(int(said[0]) - float(measured[-1])) <= 5, (said, measured)
