@@ -289,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if args[:1] == ["--parent-pid"] and len(args) == 2:
         die_with_parent(int(args[1]))
-    install_interrupts()  # SIGTERM stops every descendant, then unwinds (finally blocks)
+    # SIGTERM (or the terminal's SIGINT) stops every descendant, then unwinds; the
+    # contract's own process prints the one interrupt line, not this one.
+    install_interrupts(announce=False)
     request = msgspec.json.decode(sys.stdin.buffer.read(), type=AgentPassRequest)
     events = os.dup(1)
     os.dup2(2, 1)  # every other print of the pass goes to stderr

@@ -70,6 +70,7 @@ _stderr: list[int] = []  # the real stderr, once the unwinding's own output is m
 _exiting = threading.Lock()
 _Hook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
 _previous_hook: list[_Hook] = []
+_announce = [True]  # whether this process prints INTERRUPT_MESSAGE (`install`)
 
 
 def interrupted() -> bool:
@@ -86,11 +87,14 @@ def raise_if_interrupted() -> None:
         raise Interrupted(_signal[0])
 
 
-def install() -> None:
+def install(*, announce: bool = True) -> None:
     """Handle SIGINT and SIGTERM as described above. Idempotent; does nothing outside
-    the main thread (where Python cannot set signal handlers)."""
+    the main thread (where Python cannot set signal handlers). ``announce=False`` is for
+    a child process whose parent reports the interrupt (the offline contract's
+    outside-agent pass): it stops and exits the same way, without the line."""
     if threading.current_thread() is not threading.main_thread():
         return
+    _announce[:] = [announce]
     for signum in EXIT_STATUS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _on_signal)
@@ -214,6 +218,7 @@ def _exit(signum: int) -> NoReturn:
     if threading.current_thread() is threading.main_thread():
         with contextlib.suppress(Exception):  # nothing a flush raises may stop the exit
             sys.stdout.flush()
-    with contextlib.suppress(OSError):
-        os.write(_stderr[0] if _stderr else 2, (INTERRUPT_MESSAGE + "\n").encode())
+    if _announce[0]:
+        with contextlib.suppress(OSError):
+            os.write(_stderr[0] if _stderr else 2, (INTERRUPT_MESSAGE + "\n").encode())
     os._exit(EXIT_STATUS.get(signal.Signals(signum), 128 + signum))
