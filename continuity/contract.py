@@ -30,6 +30,7 @@ from continuity.plan.pricing import default_catalog_path
 from continuity.progress import progress, stages
 from continuity.report.freshness import aggregate_stamped
 from continuity.runner.checkpoints import build_checkpoints
+from continuity.runner.children import ZYGOTE_PRELOAD
 from continuity.runner.design import check_design
 from continuity.runner.manifest import utc_stamp, write_run_manifest
 from continuity.runner.units.build import build_units
@@ -40,6 +41,7 @@ from continuity.traces.distractors import distractor_differences
 from continuity.traces.keys import SUITES
 from continuity.traces.schema import Steer, ToolResult, decode_trace, iter_turns
 from continuity.traces.suites import SuiteResult, build_suite
+from continuity.zygote import ZygotePool
 
 if TYPE_CHECKING:
     from continuity.report.results import Results
@@ -114,8 +116,13 @@ def run_offline_contract(
             out / "runs" / f"{CONTRACT_RUN}-agent",
         )
         try:
-            run_dir, units, checkpoints = _run_contract(store, out, results, agent.check)
-            finished = _finish(store, out, results["hard"], run_dir, agent)
+            # One zygote pool for every stage that forks probe children: the units, the
+            # ledger samples and the design checks start their zygotes once.
+            with ZygotePool(ZYGOTE_PRELOAD, start=2) as zygotes:
+                run_dir, units, checkpoints = _run_contract(
+                    store, out, results, agent.check, zygotes
+                )
+                finished = _finish(store, out, results["hard"], run_dir, agent, zygotes)
         finally:
             agent.stop()
     aggregated, paths, ledger_samples, outside = finished
@@ -145,7 +152,11 @@ def run_offline_contract(
 
 
 def _run_contract(
-    store: Store, out: Path, results: dict[str, SuiteResult], beside: Callable[[], None]
+    store: Store,
+    out: Path,
+    results: dict[str, SuiteResult],
+    beside: Callable[[], None],
+    zygotes: ZygotePool,
 ) -> tuple[Path, list[UnitRecord], int]:
     """The checkpoints and every arm's units, checked, and the run's manifest; the run's
     folder, its units, and how many checkpoints were checked. `beside` is
@@ -155,7 +166,7 @@ def _run_contract(
     beside()
     run_dir = out / "runs" / CONTRACT_RUN
     started = utc_stamp()
-    units = _run_units(store, run_dir)
+    units = _run_units(store, run_dir, zygotes)
     beside()
     check_units(units)
     check_ledger_units(units)
@@ -169,15 +180,20 @@ def _run_contract(
 
 
 def _finish(
-    store: Store, out: Path, hard: SuiteResult, run_dir: Path, agent: AgentPass
+    store: Store,
+    out: Path,
+    hard: SuiteResult,
+    run_dir: Path,
+    agent: AgentPass,
+    zygotes: ZygotePool,
 ) -> tuple[Results, dict[str, Path], int, str]:
     """After the units: the ledger samples, the outside-agent pass's end and the
     aggregate, with the design checks beside them in a thread (each side waits on
     child processes one at a time, and the units no longer hold both cores). The
     aggregate, its paths, the ledger samples checked and the pass's sentence."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="design") as pool:
-        designs = pool.submit(_check_designs, store, hard)
-        ledger_samples = _ledger_samples(store, out)
+        designs = pool.submit(_check_designs, store, hard, zygotes)
+        ledger_samples = _ledger_samples(store, out, zygotes)
         outside = agent.result()
         with progress("design checks and the aggregate"):
             # The contract's own run is the one `doit aggregate` reads by default (the
@@ -189,11 +205,12 @@ def _finish(
     return aggregated, paths, ledger_samples, outside
 
 
-def _check_designs(store: Store, hard: SuiteResult) -> None:
+def _check_designs(store: Store, hard: SuiteResult, zygotes: ZygotePool) -> None:
     """`continuity.runner.design.check_design` on the contract's design traces."""
     for item in hard.items:
         if item.trace_id in CONTRACT_DESIGN_TRACES:
-            check_design(store, decode_trace(store.get_blob(item.digest)), item)
+            trace = decode_trace(store.get_blob(item.digest))
+            check_design(store, trace, item, zygotes=zygotes)
 
 
 def _touch_units(run_dir: Path) -> None:
@@ -224,7 +241,7 @@ def _check_checkpoints(store: Store, out: Path, results: dict[str, SuiteResult])
     return checkpoints
 
 
-def _run_units(store: Store, run_dir: Path) -> list[UnitRecord]:
+def _run_units(store: Store, run_dir: Path, zygotes: ZygotePool) -> list[UnitRecord]:
     """Every arm's units on the contract's traces, graded by the scripted judge."""
     units: list[UnitRecord] = []
     for suite, traces in CONTRACT_CHECKPOINTS:
@@ -238,12 +255,13 @@ def _run_units(store: Store, run_dir: Path) -> list[UnitRecord]:
                 progress=tick,
                 # the scripted judge grades every valid answer
                 execution=Execution(judge=CONTRACT_JUDGE),
+                zygotes=zygotes,
             )
         units += records
     return units
 
 
-def _ledger_samples(store: Store, out: Path) -> int:
+def _ledger_samples(store: Store, out: Path, zygotes: ZygotePool) -> int:
     """``doit checkpoints --arms continuity-ledger-cold`` on the contract's traces: one
     sample per trace, forking the preparation the units made (repeat 1); all valid.
 
@@ -256,7 +274,13 @@ def _ledger_samples(store: Store, out: Path) -> int:
     for suite, traces in CONTRACT_CHECKPOINTS:
         with progress(f"ledger samples {suite}") as tick:
             records, _, _ = build_arm_samples(
-                store, suite, arms=LEDGER_ARM, traces=traces, out_dir=out, progress=tick
+                store,
+                suite,
+                arms=LEDGER_ARM,
+                traces=traces,
+                out_dir=out,
+                progress=tick,
+                zygotes=zygotes,
             )
         bad = [r for r in records if r.classification.status != "valid"]
         if bad:

@@ -39,6 +39,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 
 import msgspec
@@ -345,33 +346,62 @@ class Zygote:
 
 
 class ZygotePool:
-    """One zygote per calling thread; `close` stops them all.
+    """Zygotes for calling threads; `close` stops them all.
 
-    `start` zygotes are started at once, by the creating thread (which must outlive the
-    pool: the kernel kills a zygote when the thread that started it ends), so their
-    imports overlap whatever the caller does next; each calling thread takes one of them
-    at its first call, or starts its own when none is left (and again after its zygote
-    was killed)."""
+    A calling thread keeps the zygote it first took for as long as it lives, so threads
+    side by side never share one. A zygote whose thread has ended is free again: the
+    next thread takes it (a pool passed from one stage of work to the next, each with
+    threads of its own, starts its zygotes once). A new one is started when none is free
+    (and again after a thread's zygote was killed).
+
+    Every zygote is started by the pool's own thread, which lives until `close` (the
+    kernel kills a zygote when the thread that started it ends: a calling thread may
+    end first). `start` zygotes are started at once, so their imports overlap whatever
+    the caller does next."""
 
     def __init__(self, preload: Sequence[str], *, start: int = 0) -> None:
         self.preload = tuple(preload)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._spare = [Zygote(self.preload) for _ in range(start)]
-        self._started: list[Zygote] = list(self._spare)
+        # zygote -> the thread using it (None: free)
+        self._owners: dict[Zygote, threading.Thread | None] = {}
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zygotes")
+        for zygote in self._start(start):
+            self._owners[zygote] = None
+
+    def _start(self, count: int) -> list[Zygote]:
+        """`count` new zygotes, started by the pool's thread."""
+        preload = self.preload
+        return [self._starter.submit(Zygote, preload).result() for _ in range(count)]
+
+    @property
+    def free(self) -> list[Zygote]:
+        """The zygotes no live thread is using."""
+        with self._lock:
+            return self._free()
+
+    def _free(self) -> list[Zygote]:
+        """`free`, with the lock held."""
+        return [z for z, owner in self._owners.items() if owner is None or not owner.is_alive()]
 
     def zygote(self) -> Zygote:
+        """This thread's zygote: the one it took, a free one, or a new one."""
         current: Zygote | None = getattr(self._local, "zygote", None)
         if current is not None and current.alive():
             return current
+        me = threading.current_thread()
         with self._lock:
-            spare = self._spare.pop() if self._spare else None
-        current = spare if spare is not None and spare.alive() else Zygote(self.preload)
-        self._local.zygote = current
-        with self._lock:
-            if current is not spare:
-                self._started.append(current)
-        return current
+            if current is not None:
+                self._owners.pop(current, None)
+            taken = next((z for z in self._free() if z.alive()), None)
+            if taken is not None:
+                self._owners[taken] = me
+        if taken is None:
+            (taken,) = self._start(1)
+            with self._lock:
+                self._owners[taken] = me
+        self._local.zygote = taken
+        return taken
 
     def call(self, target: str, payload: bytes, timeout: float, what: str) -> bytes:
         """`Zygote.call` on this thread's zygote."""
@@ -379,9 +409,10 @@ class ZygotePool:
 
     def close(self) -> None:
         with self._lock:
-            started, self._started, self._spare = self._started, [], []
+            started, self._owners = list(self._owners), {}
         for zygote in started:
             zygote.close()
+        self._starter.shutdown(wait=True)
 
     def __enter__(self) -> ZygotePool:
         return self

@@ -103,11 +103,14 @@ def test_a_preload_that_fails_is_a_coded_error_at_the_first_call() -> None:
 
 def test_each_thread_has_its_own_zygote(pool: ZygotePool) -> None:
     seen: dict[str, int] = {}
+    both = threading.Barrier(2)
 
     def work(name: str) -> None:
         pool.call(f"{T}:echo", b"", 60, "echo")
         seen[name] = pool.zygote().process.pid
+        pool.call(f"{T}:echo", b"", 60, "echo")
         assert pool.zygote().process.pid == seen[name]  # reused within the thread
+        both.wait(timeout=60)  # both alive: neither may take the other's
 
     threads = [threading.Thread(target=work, args=(n,)) for n in ("a", "b")]
     for thread in threads:
@@ -146,13 +149,15 @@ def test_a_zygote_dies_with_the_thread_that_started_it() -> None:
 
 def test_zygotes_started_up_front_are_taken_by_the_first_callers() -> None:
     with ZygotePool([T], start=2) as pool:
-        spare = {z.process.pid for z in pool._spare}
+        spare = {z.process.pid for z in pool.free}
         assert len(spare) == 2  # running before any call: their imports overlap ours
         taken: list[int] = []
+        all_three = threading.Barrier(3)
 
         def work() -> None:
             pool.call(f"{T}:echo", b"", 60, "echo")
             taken.append(pool.zygote().process.pid)
+            all_three.wait(timeout=60)
 
         threads = [threading.Thread(target=work) for _ in range(3)]
         for thread in threads:
@@ -160,6 +165,23 @@ def test_zygotes_started_up_front_are_taken_by_the_first_callers() -> None:
         for thread in threads:
             thread.join()
         assert len(set(taken)) == 3 and spare < set(taken)  # the third started its own
+
+
+def test_a_zygote_outlives_the_thread_that_used_it_and_serves_the_next() -> None:
+    """A pool handed from one stage's threads to the next starts its zygotes once."""
+    with ZygotePool([T]) as pool:
+        used: list[Zygote] = []
+
+        def stage() -> None:
+            pool.call(f"{T}:echo", b"", 60, "echo")
+            used.append(pool.zygote())
+
+        for _ in range(2):
+            thread = threading.Thread(target=stage)
+            thread.start()
+            thread.join()
+        assert used[0] is used[1] and used[0].alive()
+        assert pool.free == [used[0]]
 
 
 def test_a_child_killed_while_writing_its_reply_died_whatever_it_wrote(
@@ -194,6 +216,6 @@ def test_a_zygote_whose_stdin_closes_mid_request_exits_without_forking() -> None
 
 def test_closing_a_pool_kills_a_zygote_that_never_served_at_once() -> None:
     pool = ZygotePool([T], start=1)
-    zygote = pool._spare[0]
+    (zygote,) = pool.free
     pool.close()
     assert zygote.process.returncode == -9

@@ -11,12 +11,15 @@ import subprocess
 
 from continuity.errors import CheckpointError
 
-__all__ = ["ZYGOTE_PRELOAD", "run_child"]
+__all__ = ["PROBE_TARGET", "ZYGOTE_PRELOAD", "run_child"]
 
 # What a runner thread's zygote (`continuity.zygote`) imports: every module a unit's
 # worker, its probe children and a checkpoint replay use
 # (`continuity.sampling.worker.warm_zygote`). Named here, so the runner never imports them.
 ZYGOTE_PRELOAD = ("continuity.sampling.worker:warm_zygote",)
+# The probe child as a zygote's target (`continuity.sampling.child.probe_target`): an
+# arm sample's probe, forked from a zygote of that preload.
+PROBE_TARGET = "continuity.sampling.child:probe_target"
 
 
 def run_child(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -25,6 +26,9 @@ from continuity.memory.retained import RetainedStore
 from continuity.store import Store
 from continuity.traces.schema import RedactionExpectation, ToolIdentifierExpectation, Trace
 from continuity.traces.suites import SuiteItem
+
+if TYPE_CHECKING:
+    from continuity.zygote import ZygotePool
 
 __all__ = ["DesignReport", "check_design"]
 
@@ -61,9 +65,12 @@ def _injected(payloads: str, header: str) -> list[str]:
     ]
 
 
-def check_design(store: Store, trace: Trace, item: SuiteItem) -> DesignReport:
+def check_design(
+    store: Store, trace: Trace, item: SuiteItem, *, zygotes: ZygotePool | None = None
+) -> DesignReport:
     """Run native, cold-rebuild, pack and ledger samples with request dumps and check
-    the design.
+    the design. With `zygotes`, each sample's probe child is forked from this thread's
+    zygote (`continuity.runner.samples.sample_arm`).
 
     Raises:
         ContinuityError: ``design_check_failed`` naming what did not hold.
@@ -81,7 +88,9 @@ def check_design(store: Store, trace: Trace, item: SuiteItem) -> DesignReport:
     with tempfile.TemporaryDirectory() as tmp:
         for arm_id in ("native", "cold-rebuild", "continuity-pack-cold", LEDGER_ARM):
             dump = Path(tmp) / f"{arm_id}.jsonl"
-            record, _ = sample_arm(store, trace, item, ARMS[arm_id], dump_requests=dump)
+            record, _ = sample_arm(
+                store, trace, item, ARMS[arm_id], dump_requests=dump, zygotes=zygotes
+            )
             if record.classification.status != "valid":
                 raise ContinuityError(
                     f"{arm_id} sample is {record.classification.status}: "

@@ -8,6 +8,7 @@ and evidence code, and the checkpoint's key, so a rerun skips what exists.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -26,10 +27,16 @@ from continuity.harness.keys import HARNESS_CODE, checkpoint_key
 from continuity.outputs import resolve_out_path, write_json
 from continuity.preparation.receipts import PreparationReceipt
 from continuity.progress import Tick
-from continuity.runner.children import ZYGOTE_PRELOAD, run_child
+from continuity.runner.children import PROBE_TARGET, ZYGOTE_PRELOAD, run_child
 from continuity.runner.ledger_run import ledger_run, prepare_for_unit, prepared_key
 from continuity.runner.parallel import run_grouped
-from continuity.sampling.receipts import ProbeRequest, ProcessReceipt, SampleEvidence
+from continuity.sampling.receipts import (
+    ProbeCall,
+    ProbeReply,
+    ProbeRequest,
+    ProcessReceipt,
+    SampleEvidence,
+)
 from continuity.store import Store
 from continuity.traces.keys import suite_specs
 from continuity.traces.schema import Trace
@@ -101,34 +108,46 @@ def run_probe_child(
 
 
 def run_probe_process(
-    workspace: Path, request: ProbeRequest, *, timeout: float = 720.0
+    workspace: Path,
+    request: ProbeRequest,
+    *,
+    timeout: float = 720.0,
+    zygotes: ZygotePool | None = None,
 ) -> tuple[SampleEvidence, ProcessReceipt]:
     """`run_probe_child`, also returning which processes ran the probe and for how long.
+    With `zygotes`, the child is forked from this thread's zygote (`PROBE_TARGET`), not
+    started as an interpreter of its own: the same fresh process, without the imports.
 
-    The request goes to the child on its stdin, never through a file: it can hold
-    evaluator-only values, and a killed run must leave nothing of it on disk.
+    The request goes to the child on its stdin (a zygote's pipe), never through a file:
+    it can hold evaluator-only values, and a killed run must leave nothing of it on disk.
 
     Raises:
-        CheckpointError: ``child_failed`` when the child exits non-zero, prints no
-            evidence, or runs past `timeout` (it is killed).
+        CheckpointError: ``child_failed`` when the child exits non-zero or fails with a
+            typed error (its line in the message), prints no evidence, or runs past
+            `timeout` (it is killed).
     """
     started = time.monotonic()
-    child_pid, out = run_child(
-        [
-            *(sys.executable, "-m", "continuity.sampling.child", "--workspace", str(workspace)),
-            *("--parent-pid", str(os.getpid())),  # the child dies with this process (Linux)
-        ],
-        msgspec.json.encode(request),
-        timeout,
-        "probe child",
-        str(workspace),
-    )
-    try:
-        evidence = msgspec.json.decode(out, type=SampleEvidence)
-    except msgspec.MsgspecError as exc:
-        raise CheckpointError(
-            f"probe child printed no evidence: {exc}", code="child_failed", location=str(workspace)
-        ) from None
+    if zygotes is not None:
+        child_pid, evidence = _probe_in_zygote(workspace, request, timeout, zygotes)
+    else:
+        child_pid, out = run_child(
+            [
+                *(sys.executable, "-m", "continuity.sampling.child", "--workspace", str(workspace)),
+                *("--parent-pid", str(os.getpid())),  # the child dies with this process (Linux)
+            ],
+            msgspec.json.encode(request),
+            timeout,
+            "probe child",
+            str(workspace),
+        )
+        try:
+            evidence = msgspec.json.decode(out, type=SampleEvidence)
+        except msgspec.MsgspecError as exc:
+            raise CheckpointError(
+                f"probe child printed no evidence: {exc}",
+                code="child_failed",
+                location=str(workspace),
+            ) from None
     receipt = ProcessReceipt(
         probe_index=request.probe_index,
         parent_pid=request.parent_pid,
@@ -136,6 +155,34 @@ def run_probe_process(
         elapsed_seconds=round(time.monotonic() - started, 3),
     )
     return evidence, receipt
+
+
+def _probe_in_zygote(
+    workspace: Path, request: ProbeRequest, timeout: float, zygotes: ZygotePool
+) -> tuple[int, SampleEvidence]:
+    """The probe child forked from this thread's zygote: its pid and evidence.
+
+    Raises:
+        CheckpointError: ``child_failed``, worded as `run_child` words a child that
+            exited 3 with its error line.
+    """
+    payload = msgspec.json.encode(ProbeCall(str(workspace), request))
+    try:
+        body = zygotes.call(PROBE_TARGET, payload, timeout, "probe child")
+        reply = msgspec.json.decode(body, type=ProbeReply)
+    except msgspec.MsgspecError as exc:
+        raise CheckpointError(
+            f"probe child printed no evidence: {exc}", code="child_failed", location=str(workspace)
+        ) from None
+    except CheckpointError as exc:
+        raise CheckpointError(exc.message, code="child_failed", location=str(workspace)) from None
+    if reply.evidence is None:
+        raise CheckpointError(
+            f"probe child exited 3: {reply.error or 'no evidence'}",
+            code="child_failed",
+            location=str(workspace),
+        )
+    return reply.pid, reply.evidence
 
 
 def _checkpoint(
@@ -178,8 +225,9 @@ def sample_arm(
     zygotes: ZygotePool | None = None,
 ) -> tuple[SampleRecord, str]:
     """Build (or reuse) one arm sample; return it and whether it was ``built``. With
-    `zygotes`, a checkpoint it has to replay is replayed in a child of this thread's
-    zygote (replays in two threads then run side by side).
+    `zygotes`, a checkpoint it has to replay is replayed, and the probe child runs, in a
+    child of this thread's zygote (replays in two threads then run side by side);
+    without, the probe child is an interpreter of its own.
 
     A sample whose probe child failed (busy checkpoint, timeout, crash) is returned but
     not stored, so the next run retries it; a classified sample is stored."""
@@ -214,7 +262,7 @@ def sample_arm(
     process: ProcessReceipt | None = None
     try:
         with fork(store, forked) as root:
-            evidence, process = run_probe_process(root, request)
+            evidence, process = run_probe_process(root, request, zygotes=zygotes)
     except CheckpointError as exc:
         record = SampleRecord(
             trace_id=trace.trace_id,
@@ -276,9 +324,13 @@ def build_arm_samples(
     out_dir: Path | None = None,
     progress: Tick | None = None,
     jobs: int = DEFAULT_JOBS,
+    zygotes: ZygotePool | None = None,
 ) -> tuple[list[SampleRecord], Path, int]:
-    """Run one sample per trace and arm, `jobs` traces at a time. Returns the records,
-    the manifest path (``out/checkpoints/<suite>/arms.json``) and how many were built."""
+    """Run one sample per trace and arm, `jobs` traces at a time, each probe child and
+    checkpoint replay forked from a zygote: `zygotes` when given (a caller running
+    several stages starts its zygotes once), else a pool of this call's. Returns the
+    records, the manifest path (``out/checkpoints/<suite>/arms.json``) and how many were
+    built."""
     from continuity.runner.checkpoints import select_traces
     from continuity.traces.suites import build_suite
     from continuity.traces.validate import load_trace
@@ -291,12 +343,13 @@ def build_arm_samples(
     for item in items:
         trace = load_trace(store.get_blob(item.digest), source=item.trace_id)
         plans.extend((item, trace, arm) for arm in parse_arms(arms, family=trace.family))
-    # Started only when a thread has a checkpoint to replay: a cached run starts none.
-    with ZygotePool(ZYGOTE_PRELOAD) as zygotes:
+    # Started only when a thread has a sample to build: a cached run starts none.
+    with contextlib.ExitStack() as stack:
+        pool = zygotes or stack.enter_context(ZygotePool(ZYGOTE_PRELOAD))
         done = run_grouped(
             plans,
             group_of=lambda plan: plan[0].trace_id,
-            work=lambda plan: sample_arm(store, plan[1], plan[0], plan[2], zygotes=zygotes),
+            work=lambda plan: sample_arm(store, plan[1], plan[0], plan[2], zygotes=pool),
             describe=lambda plan: f"{plan[0].trace_id} {plan[2].id}",
             jobs=jobs,
             progress=progress,

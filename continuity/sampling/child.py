@@ -26,6 +26,12 @@ that cannot be read, does not decode or names no known arm prints ``error
 probe_request_invalid: ...`` and exits 3, as does a probe that fails with a typed error
 (its own code); anything else (an interrupt, a bug) propagates unchanged.
 
+`probe_target` is the same child as a zygote's target (`continuity.zygote`): a fresh
+process forked from a pre-imported one, for callers that hold a zygote pool (the arm
+samples). Its payload is a `ProbeCall` (the workspace and the request, through the
+zygote's pipe, never a file); it replies with a `ProbeReply` (`continuity.sampling.receipts`):
+the evidence, or the line ``error <code>: ...`` the command would print, and its own pid.
+
 `run_probe` is a chain of named steps, each in its own module: `probe_setup` and
 `restore` (`continuity.sampling.boundary`) → `cross_boundary` → `choose_reader`
 (`continuity.sampling.reader`) → `_ask` (the turn, with `continuity.sampling.lookup` in lookup
@@ -36,6 +42,7 @@ lookup, real) is chosen once, by the reader and by whether a `LookupProbe` exist
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -67,14 +74,20 @@ from continuity.sampling.context import keep_context
 from continuity.sampling.evidence import Asked, seal_evidence
 from continuity.sampling.lookup import LookupProbe
 from continuity.sampling.reader import ProbeReader, RealCalls, choose_reader, recording_toolbox
-from continuity.sampling.receipts import HistoryCall, ProbeRequest, SampleEvidence
+from continuity.sampling.receipts import (
+    HistoryCall,
+    ProbeCall,
+    ProbeReply,
+    ProbeRequest,
+    SampleEvidence,
+)
 
 if TYPE_CHECKING:
     from contextlib import AsyncExitStack
 
     from continuity.harness.toolbox import McpToolbox
 
-__all__ = ["main", "read_request", "run_probe"]
+__all__ = ["main", "probe_target", "read_request", "run_probe"]
 
 
 async def run_probe(
@@ -223,11 +236,35 @@ def read_request(stream: BinaryIO) -> ProbeRequest:
         request = msgspec.json.decode(stream.read(), type=ProbeRequest)
     except (OSError, msgspec.MsgspecError) as exc:
         raise HarnessError(str(exc), code="probe_request_invalid", location="stdin") from None
+    return _known_arm(request, "stdin")
+
+
+def _known_arm(request: ProbeRequest, location: str) -> ProbeRequest:
     if request.arm not in ARMS:
         raise HarnessError(
-            f"unknown arm {request.arm!r}", code="probe_request_invalid", location="stdin"
+            f"unknown arm {request.arm!r}", code="probe_request_invalid", location=location
         )
     return request
+
+
+def probe_target(payload: bytes) -> bytes:
+    """The probe child as a zygote target (module doc): a `ProbeCall` in, a `ProbeReply`
+    out. A typed error, a request that does not decode included, is the reply's
+    ``error`` line, as `main` prints it; anything else propagates (the zygote reports
+    it as a child failure)."""
+    try:
+        try:
+            call = msgspec.json.decode(payload, type=ProbeCall)
+        except msgspec.MsgspecError as exc:
+            raise HarnessError(str(exc), code="probe_request_invalid", location="pipe") from None
+        request = _known_arm(call.request, "pipe")
+        evidence = anyio.run(run_probe, Workspace(Path(call.workspace).absolute()), request)
+    except (ContinuityError, BaseExceptionGroup) as exc:
+        typed = typed_error(exc)
+        if typed is None:
+            raise
+        return msgspec.json.encode(ProbeReply(os.getpid(), error=f"error {typed}"))
+    return msgspec.json.encode(ProbeReply(os.getpid(), evidence=evidence))
 
 
 def main(argv: list[str] | None = None) -> int:

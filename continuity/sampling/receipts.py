@@ -20,6 +20,8 @@ from continuity.store import ObjectRef
 __all__ = [
     "HistoryCall",
     "LedgerInjection",
+    "ProbeCall",
+    "ProbeReply",
     "ProbeRequest",
     "ProcessReceipt",
     "SampleEvidence",
@@ -134,3 +136,18 @@ class ProcessReceipt(msgspec.Struct, frozen=True, kw_only=True):
     # Real mode: the keys of the sample's calls that were replayed from the call cache
     # (the rest were made live); its sealed `CallReceipt`s do not say which.
     replayed_calls: list[str] = msgspec.field(default_factory=list)
+
+
+class ProbeCall(msgspec.Struct, frozen=True):
+    """`probe_target`'s payload: the checkpoint's workspace and the request."""
+
+    workspace: str
+    request: ProbeRequest
+
+
+class ProbeReply(msgspec.Struct, frozen=True):
+    """`probe_target`'s reply: the child's pid, and its evidence or its error line."""
+
+    pid: int
+    evidence: SampleEvidence | None = None
+    error: str | None = None

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from continuity.arms import ARMS, Arm, replay_config_for
@@ -22,13 +23,20 @@ from continuity.harness.checkpoints import build_checkpoint, fork
 from continuity.harness.compaction import should_compact
 from continuity.harness.session import DurableSession, SessionBoundaryEntry
 from continuity.harness.workspace import Workspace
+from continuity.runner.children import ZYGOTE_PRELOAD
 from continuity.runner.design import check_design
-from continuity.runner.samples import SampleRecord, build_arm_samples, run_probe_child
+from continuity.runner.samples import (
+    SampleRecord,
+    build_arm_samples,
+    run_probe_child,
+    run_probe_process,
+)
 from continuity.sampling.child import run_probe
 from continuity.sampling.receipts import ProbeRequest
 from continuity.store import Store
 from continuity.traces.schema import Trace, decode_trace
 from continuity.traces.suites import SuiteItem, build_suite
+from continuity.zygote import ZygotePool
 
 # One worker runs this module: its module fixture is built once, not once per worker.
 pytestmark = pytest.mark.xdist_group("arms-run")
@@ -190,10 +198,46 @@ def test_the_wrong_checkpoint_leaves_the_boundary_unverified(
     assert "no model-change reseed to the reader" in result.reasons
 
 
-def test_a_failing_child_keeps_its_code(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def zygotes() -> Iterator[ZygotePool]:
+    with ZygotePool(ZYGOTE_PRELOAD) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("forked", [False, True], ids=["interpreter", "zygote"])
+def test_a_failing_child_keeps_its_code(tmp_path: Path, zygotes: ZygotePool, forked: bool) -> None:
+    request = ProbeRequest(arm="native", probe_text="x", parent_pid=1)
     with pytest.raises(CheckpointError) as err:
-        run_probe_child(tmp_path, ProbeRequest(arm="native", probe_text="x", parent_pid=1))
-    assert err.value.code == "child_failed" and "session_corrupt" in err.value.message
+        run_probe_process(tmp_path, request, zygotes=zygotes if forked else None)
+    assert err.value.code == "child_failed" and err.value.location == str(tmp_path)
+    assert err.value.message.startswith("probe child exited 3: error session_corrupt: ")
+
+
+@pytest.mark.parametrize("arm", ["native", "continuity-store"])
+def test_a_probe_forked_from_a_zygote_sees_what_an_interpreter_of_its_own_sees(
+    samples: list[SampleRecord], shared: tuple[Store, Path], zygotes: ZygotePool, arm: str
+) -> None:
+    """The arm samples fork their probe child from a zygote: the same evidence, byte
+    for byte, as the child started as an interpreter; a new process each time."""
+    store, out = shared
+    trace, item = _hard(store, out, 101)
+    checkpoint = build_checkpoint(
+        store,
+        trace,
+        trace_key=item.key,
+        trace_digest=item.digest,
+        config=replay_config_for(ARMS[arm]),
+    )
+    request = ProbeRequest(arm=arm, probe_text=trace.probes[0].text, parent_pid=os.getpid())
+    seen = []
+    for pool in (None, zygotes, zygotes):
+        with fork(store, checkpoint.key) as root:
+            seen.append(run_probe_process(root, request, zygotes=pool))
+    (first, by_self), *forked = seen
+    assert all(msgspec.json.encode(e) == msgspec.json.encode(first) for e, _ in forked)
+    pids = {by_self.child_pid, *(receipt.child_pid for _, receipt in forked)}
+    assert len(pids) == 3 and os.getpid() not in pids
+    assert {z.process.pid for z in zygotes.free} & pids == set()
 
 
 def test_a_failed_sample_is_not_stored_so_the_next_run_retries_it(

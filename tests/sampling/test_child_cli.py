@@ -14,8 +14,8 @@ import msgspec
 import pytest
 
 from continuity.errors import HarnessError
-from continuity.sampling.child import read_request
-from continuity.sampling.receipts import ProbeRequest
+from continuity.sampling.child import probe_target, read_request
+from continuity.sampling.receipts import ProbeReply, ProbeRequest
 
 
 def _child(workspace: Path, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
@@ -62,3 +62,29 @@ def test_read_request_raises_the_code_in_process() -> None:
     assert caught.value.code == "probe_request_invalid" and caught.value.location == "stdin"
     request = ProbeRequest(arm="native", probe_text="where?", parent_pid=1)
     assert read_request(io.BytesIO(msgspec.json.encode(request))) == request
+
+
+def _call(workspace: Path, request: bytes) -> bytes:
+    """A `ProbeCall` payload holding the raw `request` bytes."""
+    return b'{"workspace": %s, "request": %s}' % (msgspec.json.encode(str(workspace)), request)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b"{not json", *(_call(Path("/nowhere"), r) for r in list(INVALID.values())[3:])],
+    ids=["not json", *list(INVALID)[3:]],
+)
+def test_the_zygote_target_replies_probe_request_invalid(payload: bytes) -> None:
+    """The same child as a zygote's target: the error line in its reply, never a raise."""
+    reply = msgspec.json.decode(probe_target(payload), type=ProbeReply)
+    assert reply.evidence is None and reply.pid == os.getpid()
+    assert reply.error is not None and reply.error.startswith("error probe_request_invalid: ")
+    assert reply.error.endswith(" (at pipe)")
+
+
+def test_the_zygote_target_replies_a_failed_probes_own_code(tmp_path: Path) -> None:
+    request = ProbeRequest(arm="native", probe_text="where?", parent_pid=os.getpid())
+    reply = msgspec.json.decode(
+        probe_target(_call(tmp_path / "missing", msgspec.json.encode(request))), type=ProbeReply
+    )
+    assert reply.error is not None and reply.error.startswith("error session_corrupt: ")

@@ -18,6 +18,7 @@ re-exported here, where the rest of the package imports them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -153,11 +154,13 @@ def _run_plans(
     execution: Execution,
     jobs: int,
     progress: Tick | None,
+    zygotes: ZygotePool | None,
 ) -> list[tuple[UnitRecord, UnitStatus]]:
     """Every planned unit, groups side by side in `jobs` runner threads (offline a group
     is a trace; real, the checkpoint a unit forks: `checkpoint_group`), each thread with
     its own zygote: every unit's worker and checkpoint replay is a fresh child of it.
-    The zygotes start first, so their imports overlap this process's own."""
+    The zygotes are `zygotes` (a caller's, started once for several stages), else this
+    call's, started first, so their imports overlap this process's own."""
 
     def group(plan: UnitPlan) -> str:
         trace_id = plan.item.trace_id
@@ -166,7 +169,8 @@ def _run_plans(
         return checkpoint_group(trace_id, plan.arm, plan.repeat)
 
     threads = min(max(1, jobs), len({group(plan) for plan in plans}))
-    with ZygotePool(ZYGOTE_PRELOAD, start=threads) as zygotes:
+    with contextlib.ExitStack() as stack:
+        pool = zygotes or stack.enter_context(ZygotePool(ZYGOTE_PRELOAD, start=threads))
         return run_grouped(
             plans,
             group_of=group,
@@ -178,7 +182,7 @@ def _run_plans(
                 repeat=plan.repeat,
                 probe_limit=probe_limit,
                 execution=execution,
-                zygotes=zygotes,
+                zygotes=pool,
             ),
             describe=lambda plan: f"r{plan.repeat} {plan.item.trace_id} {plan.arm.id}",
             jobs=jobs,
@@ -203,9 +207,11 @@ def build_units(
     max_observed_input_tokens: int | None = None,
     traces_root: Path | None = None,
     items: Sequence[SuiteItem] | None = None,
+    zygotes: ZygotePool | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
     """Run every unit of the selection; materialise them under ``<run>/units/``.
     `items` (an external holdout's selected traces) stands for the suite's traces.
+    `zygotes`: a pool the caller keeps across several stages (else one of this call's).
 
     `traces` and `only_repeats` select part of the plan (they never change a unit's
     key). `execution` says how the units run (`continuity.runner.units.execution`). In
@@ -244,6 +250,7 @@ def build_units(
             execution=execution,
             jobs=jobs,
             progress=progress,
+            zygotes=zygotes,
         )
         state = admission.state() if admission is not None else None
     finally:
