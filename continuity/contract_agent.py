@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import ExitStack
 from pathlib import Path
 
 import msgspec
@@ -171,8 +171,9 @@ class AgentPass:
         self._started = threading.Event()
         self._exit: int | None = None
         self._thread = threading.Thread(target=self._run, name="outside-agent", daemon=True)
-        self._progress: AbstractContextManager[Tick] | None = progress(_STAGE)
-        self._tick = self._progress.__enter__()
+        # The stage's progress ends where the pass is waited for (`result`, `stop`).
+        self._stage = ExitStack()
+        self._tick = self._stage.enter_context(progress(_STAGE))
         self._thread.start()
         self._started.wait()
 
@@ -220,7 +221,7 @@ class AgentPass:
                 ``agent_contract_failed`` when its process died without a word.
         """
         self._thread.join()
-        self._end_stage()
+        self._stage.close()  # a second close does nothing
         for event in self._events:
             if event.failure is not None:
                 raise event.failure.error()
@@ -250,12 +251,7 @@ class AgentPass:
             except subprocess.TimeoutExpired:
                 kill_group(process.pid)
         self._thread.join()
-        self._end_stage()
-
-    def _end_stage(self) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(None, None, None)
-            self._progress = None
+        self._stage.close()
 
 
 def start_outside_agent(

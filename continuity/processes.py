@@ -28,6 +28,8 @@ __all__ = [
     "group_of",
     "group_pids",
     "kill_group",
+    "proc_stat",
+    "process_alive",
     "signal_group",
 ]
 
@@ -70,6 +72,25 @@ def group_of(pid: int) -> int | None:
         return None
 
 
+def proc_stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state, ppid, pgrp, ...;
+    field 22 of proc(5) is index 19), or None when there is no such process (or no
+    ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    # the command name is in parentheses and may hold anything: split after the last ")"
+    return raw.rpartition(")")[2].split()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` still runs: it exists in ``/proc`` and is no zombie."""
+    fields = proc_stat(pid)
+    return bool(fields) and fields[0] not in NOT_RUNNING
+
+
 def group_pids(pgid: int, *, gone: Collection[str] = NOT_RUNNING) -> list[int]:
     """The PIDs of group `pgid`'s processes, ascending, from ``/proc``; a process whose
     state is in `gone` is left out, and so is one that exits while it is read.
@@ -82,14 +103,8 @@ def group_pids(pgid: int, *, gone: Collection[str] = NOT_RUNNING) -> list[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
-                raw = handle.read()
-        except OSError:
-            continue  # gone meanwhile
-        # the command name is in parentheses and may hold anything: split after the last ")"
-        fields = raw.rpartition(")")[2].split()  # state, ppid, pgrp, ...
-        if len(fields) >= 3 and fields[2] == wanted and fields[0] not in gone:
+        fields = proc_stat(entry)  # None: gone meanwhile
+        if fields and len(fields) >= 3 and fields[2] == wanted and fields[0] not in gone:
             pids.append(int(entry))
     return sorted(pids)
 

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,8 @@ from continuity.processes import (
     group_of,
     group_pids,
     kill_group,
+    proc_stat,
+    process_alive,
     signal_group,
 )
 
@@ -125,3 +128,31 @@ def test_without_proc_the_kernel_is_asked(
     kill_group(leader.pid)
     leader.wait(10)
     assert _until(lambda: not group_alive(leader.pid))
+
+
+def test_one_process_is_alive_until_it_is_a_zombie() -> None:
+    """`process_alive` reads the state `proc_stat` gives: a zombie no longer runs."""
+    child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        assert process_alive(child.pid)
+        fields = proc_stat(child.pid)
+        assert fields is not None and fields[2] == str(child.pid)  # pgrp: its own group
+        child.kill()
+        assert _until(lambda: (proc_stat(child.pid) or ["Z"])[0] == "Z")
+        assert not process_alive(child.pid)  # killed, not yet reaped
+    finally:
+        child.kill()
+        child.wait()
+    assert not process_alive(child.pid) and proc_stat(child.pid) is None
+
+
+def test_a_command_name_with_spaces_and_parentheses_is_skipped(tmp_path: Path) -> None:
+    odd = tmp_path / "a b) (c"
+    odd.symlink_to("/bin/sleep")
+    child = subprocess.Popen([str(odd), "60"], start_new_session=True)
+    try:
+        fields = proc_stat(child.pid)
+        assert fields is not None and fields[0] in "RS" and fields[2] == str(child.pid)
+    finally:
+        child.kill()
+        child.wait()

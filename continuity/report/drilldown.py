@@ -268,6 +268,9 @@ def _samples(
             billed_calls=_billed(result),
             seen=seen,
             seen_note=note,
+            context_digest=(
+                e.context.digest if (e := result.evidence) and e.context is not None else None
+            ),
             needles=needles,
             superseded=superseded,
         )

@@ -37,15 +37,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from continuity.errors import AggregateError
-from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.plan.pricing import Catalog, call_cost
 from continuity.report.drilldown import report_context
 from continuity.report.results import Sample
 from continuity.report.scores import Scorer
 from continuity.runner.manifest import RunManifest
 from continuity.sampling.context import ReaderContext
-from continuity.store import ObjectRef, Store
+from continuity.store import Store
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -149,7 +147,7 @@ def _tool_calls(seen: ReaderContext | None) -> list[ExportToolCall]:
     return calls
 
 
-def _row(sample: Sample, catalog: Catalog | None, context: str | None) -> ExportRow:
+def _row(sample: Sample, catalog: Catalog | None) -> ExportRow:
     usage, compaction = sample.usage, sample.compaction_usage
     note = sample.seen_note if sample.seen is None else ""
     return ExportRow(
@@ -175,7 +173,7 @@ def _row(sample: Sample, catalog: Catalog | None, context: str | None) -> Export
         superseded_present=sample.superseded_present,
         loss=sample.loss,
         boundary=sample.boundary,
-        context=context,
+        context=sample.context_digest,
         context_note=note,
         probe_tool_calls=_tool_calls(sample.seen),
         reader_model=sample.reader_model,
@@ -200,45 +198,6 @@ class ExportedRun(msgspec.Struct, frozen=True, kw_only=True):
     contexts: dict[str, ReaderContext] = msgspec.field(default_factory=dict)
 
 
-class _Evidence(msgspec.Struct):
-    context: ObjectRef | None = None
-
-
-class _ProbeHead(msgspec.Struct):
-    probe_id: str
-    evidence: _Evidence | None = None
-
-
-class _UnitHead(msgspec.Struct):
-    """What the export reads of a unit file: each probe's context ref (msgspec skips
-    the rest)."""
-
-    probes: list[_ProbeHead] = msgspec.field(default_factory=list)
-
-
-def _context_refs(run_dir: Path, samples: Sequence[Sample]) -> dict[tuple[str, str], str]:
-    """The reader-context tree digest of each sample that kept one, by (unit file,
-    probe id): the `SampleEvidence.context` of its unit file.
-
-    Raises:
-        AggregateError: ``unit_malformed`` for a unit file that does not decode.
-    """
-    decoder = msgspec.json.Decoder(_UnitHead)
-    refs: dict[tuple[str, str], str] = {}
-    for relative in sorted({s.path for s in samples}):
-        path = run_dir / relative
-        try:
-            head = decoder.decode(read_user_bytes(path, limit=UNIT_MAX_BYTES, what="a unit file"))
-        except msgspec.MsgspecError as exc:
-            raise AggregateError(
-                f"not a unit record: {exc}", code="unit_malformed", location=str(path)
-            ) from None
-        for probe in head.probes:
-            if probe.evidence is not None and probe.evidence.context is not None:
-                refs[(relative, probe.probe_id)] = probe.evidence.context.digest
-    return refs
-
-
 def export_run(
     store: Store, run_dir: Path, scorer: str = "current", catalog: Catalog | None = None
 ) -> ExportedRun:
@@ -251,13 +210,11 @@ def export_run(
             ``unit_malformed`` (`continuity.report.drilldown.report_context`).
     """
     context = report_context(store, run_dir, Scorer(store, run_dir, scorer))
-    refs = _context_refs(run_dir, context.samples)
     rows, contexts = [], {}
     for sample in context.samples:
-        digest = refs.get((sample.path, sample.probe_id))
-        rows.append(_row(sample, catalog, digest))
-        if digest is not None and sample.seen is not None:
-            contexts[digest] = sample.seen
+        rows.append(_row(sample, catalog))
+        if sample.context_digest is not None and sample.seen is not None:
+            contexts[sample.context_digest] = sample.seen
     return ExportedRun(manifest=context.manifest, rows=rows, contexts=contexts)
 
 

@@ -454,6 +454,9 @@ class Sample(msgspec.Struct, frozen=True, kw_only=True):
     # the expected value(s) and any superseded ones (evaluator-side, never the reader's).
     seen: ReaderContext | None = None
     seen_note: str = ""
+    # The digest of the stored reader-context tree `seen` was read from (None when the
+    # unit kept none): what exports name it by.
+    context_digest: str | None = None
     needles: list[str] = msgspec.field(default_factory=list)
     superseded: list[str] = msgspec.field(default_factory=list)
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from continuity.errors import SpendError
+from continuity.processes import NOT_RUNNING, proc_stat
 from continuity.sqlite_open import LEASE, LEASE_PROBE, LEASE_READER, open_db
 
 __all__ = [
@@ -73,13 +74,8 @@ def _boot_id() -> str:
 def process_start(pid: int) -> str | None:
     """The start identity of process `pid` (boot id and start time), or None when no
     such process is running (a zombie counts as gone)."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # the command name is in parentheses and may hold spaces: split after the last ")"
-    fields = raw[raw.rindex(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):  # a zombie or a dead task is not alive
+    fields = proc_stat(pid)
+    if not fields or fields[0] in NOT_RUNNING:  # a zombie or a dead task is not alive
         return None
     return f"{_boot_id()}:{fields[19]}"
 

@@ -24,7 +24,7 @@ from continuity.plan.from_request import plan_from_request
 from continuity.plan.plan import plan_digest
 from continuity.plan.request import PlanRequest
 from continuity.probes.protocol import answer_form
-from continuity.processes import group_alive
+from continuity.processes import group_alive, process_alive
 from continuity.report.aggregate import aggregate_run
 from continuity.report.compare import compare_runs
 from continuity.runner.units.build import build_units
@@ -388,18 +388,12 @@ def test_stopping_the_pass_ends_its_process_group(tmp_path: Path) -> None:
     assert len(running) >= 2, running
     agent.stop()
     deadline = time.monotonic() + 10
-    while any(map(_alive, running)) and time.monotonic() < deadline:
+    while any(map(process_alive, running)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not group_alive(agent.pid)
-    assert not [pid for pid in running if _alive(pid)]  # its adapters too, whatever their session
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state not in ("Z", "X")
+    assert not [
+        pid for pid in running if process_alive(pid)
+    ]  # its adapters too, whatever their session
 
 
 @pytest.mark.parametrize(
