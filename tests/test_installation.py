@@ -25,6 +25,7 @@ from continuity.installation import (
     CODE_PATHS,
     TREE_DIR,
     TREE_PTH,
+    InstalledCode,
     installed_code,
     is_installed_tree,
     tree_root,
@@ -104,6 +105,23 @@ def test_an_installed_tree_binds_its_version_and_record_hashes(installed: Instal
     check_checkout(installed.tree)  # real mode's guard 9 passes: no git needed
 
 
+def _refused_as_modified(
+    tree: Path, before: InstalledCode | None, modified: tuple[str, ...]
+) -> RealModeError:
+    """The installed code at `tree` differs from what was shipped by `modified`: its
+    binding is still what was shipped, its revision says modified, and real mode refuses
+    it with ``installed_code_modified`` (returned, for the location and message)."""
+    code = installed_code(tree)
+    assert code is not None and before is not None
+    assert code.modified == modified
+    assert code.files_digest == before.files_digest  # the binding is what was shipped
+    assert code_revision(tree) == (code.label, True)
+    with pytest.raises(RealModeError) as caught:
+        check_checkout(tree)
+    assert caught.value.code == "installed_code_modified"
+    return caught.value
+
+
 @pytest.mark.xdist_group("installed_wheel")  # one worker builds the wheel
 def test_a_modified_or_missing_installed_file_is_refused(installed: Installed) -> None:
     fixture = installed.tree / "fixtures" / "pricing" / "catalog.json"
@@ -113,19 +131,16 @@ def test_a_modified_or_missing_installed_file_is_refused(installed: Installed) -
     try:
         fixture.write_bytes(original + b" ")
         module.rename(module.with_suffix(".moved"))
-        code = installed_code(installed.tree)
-        assert code is not None and before is not None
-        assert code.modified == (  # changed and missing in RECORD order, then added
-            "continuity/installation.py",
-            "fixtures/pricing/catalog.json",
-            "continuity/installation.moved",
+        refused = _refused_as_modified(
+            installed.tree,
+            before,
+            (  # changed and missing in RECORD order, then added
+                "continuity/installation.py",
+                "fixtures/pricing/catalog.json",
+                "continuity/installation.moved",
+            ),
         )
-        assert code.files_digest == before.files_digest  # the binding is what was shipped
-        assert code_revision(installed.tree) == (code.label, True)
-        with pytest.raises(RealModeError) as caught:
-            check_checkout(installed.tree)
-        assert caught.value.code == "installed_code_modified"
-        assert caught.value.location.startswith(str(installed.tree))
+        assert refused.location.startswith(str(installed.tree))
     finally:
         fixture.write_bytes(original)
         module.with_suffix(".moved").rename(module)
@@ -151,20 +166,13 @@ def test_a_file_added_to_the_installed_code_is_refused_and_bytecode_is_not(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("X = 1\n")
         linked.symlink_to(installed.tree / "fixtures", target_is_directory=True)
-        code = installed_code(installed.tree)
-        assert code is not None
-        assert code.modified == (
-            "continuity/extra_mod.py",
-            "fixtures/new/plan.json",
-            "rules/linked",
+        refused = _refused_as_modified(
+            installed.tree,
+            before,
+            ("continuity/extra_mod.py", "fixtures/new/plan.json", "rules/linked"),
         )
-        assert code.files_digest == before.files_digest  # the binding is what was shipped
-        assert code_revision(installed.tree) == (code.label, True)
-        with pytest.raises(RealModeError) as caught:
-            check_checkout(installed.tree)
-        assert caught.value.code == "installed_code_modified"
-        assert caught.value.location == str(installed.tree / "continuity" / "extra_mod.py")
-        assert "not listed" in caught.value.message and "remove added" in caught.value.message
+        assert refused.location == str(installed.tree / "continuity" / "extra_mod.py")
+        assert "not listed" in refused.message and "remove added" in refused.message
         for path in added:
             path.unlink()
         linked.unlink()
