@@ -88,7 +88,7 @@ def proc_stat(pid: int | str) -> list[str] | None:
 def process_alive(pid: int) -> bool:
     """Whether process `pid` still runs: it exists in ``/proc`` and is no zombie."""
     fields = proc_stat(pid)
-    return bool(fields) and fields[0] not in NOT_RUNNING
+    return fields is not None and len(fields) > 0 and fields[0] not in NOT_RUNNING
 
 
 def group_pids(pgid: int, *, gone: Collection[str] = NOT_RUNNING) -> list[int]:

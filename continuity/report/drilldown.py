@@ -226,6 +226,13 @@ def _billed(result: ProbeResult) -> list[Usage]:
     return [c.usage for c in calls if c.role != "judge"]
 
 
+def _context_digest(evidence: SampleEvidence | None) -> str | None:
+    """The digest of the reader-context tree the sample kept (None: it kept none)."""
+    if evidence is None or evidence.context is UNSET:
+        return None
+    return evidence.context.digest
+
+
 def _samples(
     record: UnitRecord, probes: dict[str, Probe], relative: str, contexts: _Seen
 ) -> list[Sample]:
@@ -268,9 +275,7 @@ def _samples(
             billed_calls=_billed(result),
             seen=seen,
             seen_note=note,
-            context_digest=(
-                e.context.digest if (e := result.evidence) and e.context is not None else None
-            ),
+            context_digest=_context_digest(result.evidence),
             needles=needles,
             superseded=superseded,
         )

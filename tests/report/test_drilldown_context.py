@@ -14,11 +14,13 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from msgspec import UNSET
 
 from continuity.report.drilldown import NOT_KEPT, report_context
 from continuity.report.html_context import SCRIPT, decode_block, mark_values
 from continuity.report.html_samples import drilldown_html
 from continuity.report.results import Sample
+from continuity.runner.units.record import UnitRecord, seal
 from continuity.sampling.context import ContextCall, ContextMessage
 from continuity.store import Store
 from tests.report.report_page import Page, context_of, render_mixed
@@ -223,3 +225,28 @@ def test_a_context_the_store_lost_or_never_kept_is_named_not_fatal(
     assert missing and all("no longer holds it (object_missing)" in s.seen_note for s in missing)
     bare = msgspec.structs.replace(lost, seen=None, seen_note=NOT_KEPT)
     assert "not kept" in drilldown_html([bare], [bare.suite], [bare.arm])
+
+
+def test_a_unit_that_kept_no_context_names_none_and_says_so(page: Page, tmp_path: Path) -> None:
+    """A unit written before contexts were kept (its evidence has no ``context``): each
+    sample has no context digest and the note says it was not kept; as written, each
+    names the tree its unit file gives."""
+    run = tmp_path / "run"
+    shutil.copytree(page.path.parent / "units", run / "units")
+    refs: dict[tuple[str, str], str] = {}
+    for path in sorted((run / "units").rglob("*.json")):
+        record = msgspec.json.decode(path.read_bytes(), type=UnitRecord)
+        probes = []
+        for probe in record.probes:
+            evidence = probe.evidence
+            if evidence is not None and evidence.context is not UNSET:
+                refs[(path.relative_to(run).as_posix(), probe.probe_id)] = evidence.context.digest
+                evidence = msgspec.structs.replace(evidence, context=UNSET)
+            probes.append(msgspec.structs.replace(probe, evidence=evidence))
+        path.write_bytes(msgspec.json.encode(seal(msgspec.structs.replace(record, probes=probes))))
+    kept = report_context(page.store, page.path.parent).samples
+    named = {(s.path, s.probe_id): s.context_digest for s in kept if s.context_digest}
+    assert refs and named == refs
+    bare = [s for s in report_context(page.store, run).samples if s.reader_model is not None]
+    assert len(bare) == len(refs)
+    assert all(s.context_digest is None and s.seen_note == NOT_KEPT for s in bare)
