@@ -3,10 +3,11 @@
 Starting an interpreter that imports MCP, uvicorn, pydantic and the harness costs about
 160 ms (570 ms with the tool-arm stacks); forking a process that already has them costs
 about a millisecond. So the runner keeps one zygote per runner thread (`ZygotePool`),
-started once, and every call it makes (one unit's worker, one checkpoint replay) runs in
-a new child forked from that zygote. The child is a new process with no state from any
-earlier call: the zygote itself never runs one. It dies with the zygote, which dies with
-the runner thread that started it (`die_with_parent`), so a SIGKILLed run leaves none.
+started once, and every call it makes (one unit's worker, one checkpoint replay, one
+arm sample's probe) runs in a new child forked from that zygote. The child is a new
+process with no state from any earlier call: the zygote itself never runs one. It dies
+with the zygote, which dies with the thread that started it (`die_with_parent`: the
+pool's own thread, which lives until the pool closes), so a SIGKILLed run leaves none.
 
 ``python -m continuity.zygote --parent-pid PID --preload a,b`` is the zygote. It talks
 over its stdin and stdout in length-prefixed frames (never a file: a request can hold
@@ -214,8 +215,8 @@ def _read_request() -> tuple[str, bytes] | None:
 
 
 class Zygote:
-    """One zygote process, used by the thread that started it (the kernel kills it when
-    that thread ends)."""
+    """One zygote process, used by one thread at a time (the kernel kills it when the
+    thread that started it ends)."""
 
     def __init__(self, preload: Sequence[str]) -> None:
         # What the zygote and its children write to stderr: an unnamed file (nothing of
@@ -239,6 +240,8 @@ class Zygote:
             stderr=self._stderr,
         )
         self.ready = False
+        self._since = 0  # where the call in flight's stderr starts
+        self._timeout = 0.0  # the call in flight's timeout, for its message
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -252,7 +255,9 @@ class Zygote:
                 return f" (its last line: {lines[-1].strip()})"
         return ""
 
-    def _read(self, size: int, deadline: float, what: str) -> bytes:
+    def _read(self, size: int, deadline: float, what: str, since: int) -> bytes:
+        """`size` bytes of the reply, by `deadline`; a failure quotes the last line the
+        zygote wrote to stderr after offset `since` (this call's, not an earlier one's)."""
         assert self.process.stdout is not None
         fd = self.process.stdout.fileno()
         chunks: list[bytes] = []
@@ -262,7 +267,8 @@ class Zygote:
             if wait <= 0 or not select.select([fd], [], [], wait)[0]:
                 self.kill()
                 raise CheckpointError(
-                    f"{what} ran past its timeout and was killed{self._last_words(0)}",
+                    f"{what} ran past its {self._timeout:g} s timeout and was killed"
+                    + self._last_words(since),
                     code="child_failed",
                 )
             chunk = os.read(fd, left)
@@ -270,16 +276,16 @@ class Zygote:
                 self.kill()
                 raise CheckpointError(
                     f"{what}: its zygote exited (status {self.process.returncode})"
-                    + self._last_words(0),
+                    + self._last_words(since),
                     code="child_failed",
                 )
             chunks.append(chunk)
             left -= len(chunk)
         return b"".join(chunks)
 
-    def _reply(self, deadline: float, what: str) -> tuple[int, bytes]:
-        status, size = _REPLY.unpack(self._read(_REPLY.size, deadline, what))
-        return status, self._read(size, deadline, what) if size else b""
+    def _reply(self, deadline: float, what: str, since: int) -> tuple[int, bytes]:
+        status, size = _REPLY.unpack(self._read(_REPLY.size, deadline, what, since))
+        return status, self._read(size, deadline, what, since) if size else b""
 
     def call(self, target: str, payload: bytes, timeout: float, what: str) -> bytes:
         """Run `target` on `payload` in a fresh child; return what it returned.
@@ -290,13 +296,35 @@ class Zygote:
                 start, or the call ran past `timeout` (the zygote and child are killed).
         """
         deadline = time.monotonic() + timeout
+        self._timeout = timeout
+        try:
+            status, body = self._exchange(target, payload, deadline, what)
+        except CheckpointError:
+            raise  # the zygote was killed where it was raised
+        except BaseException:  # an interrupt mid-call: a reply may still come, unread
+            self.kill()
+            raise
+        if status == RAISED:
+            raise _failure_error(body, what)
+        if status != OK:
+            detail = body.decode(errors="replace") if status == DIED else f"status {status}"
+            raise CheckpointError(
+                f"{what}: {detail}{self._last_words(self._since)}", code="child_failed"
+            )
+        return body
+
+    def _exchange(
+        self, target: str, payload: bytes, deadline: float, what: str
+    ) -> tuple[int, bytes]:
+        """Wait for the zygote's readiness (its first call), send the request, and read
+        the reply's status and body."""
         if not self.ready:
-            status, body = self._reply(deadline, what)
+            status, body = self._reply(deadline, what, 0)
             if status != OK:
                 self.kill()
                 raise _failure_error(body, what)
             self.ready = True
-        since = self._stderr.seek(0, os.SEEK_END)
+        self._since = self._stderr.seek(0, os.SEEK_END)
         assert self.process.stdin is not None
         encoded = target.encode()
         try:
@@ -305,13 +333,7 @@ class Zygote:
         except OSError:
             self.kill()
             raise CheckpointError(f"{what}: its zygote is gone", code="child_failed") from None
-        status, body = self._reply(deadline, what)
-        if status == RAISED:
-            raise _failure_error(body, what)
-        if status != OK:
-            detail = body.decode(errors="replace") if status == DIED else f"status {status}"
-            raise CheckpointError(f"{what}: {detail}{self._last_words(since)}", code="child_failed")
-        return body
+        return self._reply(deadline, what, self._since)
 
     def kill(self) -> None:
         """SIGKILL it (its child dies with it) and close its pipes."""
@@ -366,23 +388,35 @@ class ZygotePool:
         # zygote -> the thread using it (None: free)
         self._owners: dict[Zygote, threading.Thread | None] = {}
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zygotes")
+        self._closed = False
         for zygote in self._start(start):
             self._owners[zygote] = None
 
     def _start(self, count: int) -> list[Zygote]:
-        """`count` new zygotes, started by the pool's thread."""
+        """`count` new zygotes, started by the pool's thread.
+
+        Raises:
+            CheckpointError: ``child_failed`` once the pool is closed.
+        """
         preload = self.preload
-        return [self._starter.submit(Zygote, preload).result() for _ in range(count)]
+        try:
+            return [self._starter.submit(Zygote, preload).result() for _ in range(count)]
+        except RuntimeError:  # the starter was shut down: the pool closed meanwhile
+            raise CheckpointError("the zygote pool is closed", code="child_failed") from None
 
     @property
     def free(self) -> list[Zygote]:
-        """The zygotes no live thread is using."""
+        """The running zygotes no live thread is using."""
         with self._lock:
             return self._free()
 
     def _free(self) -> list[Zygote]:
         """`free`, with the lock held."""
-        return [z for z, owner in self._owners.items() if owner is None or not owner.is_alive()]
+        return [
+            z
+            for z, owner in self._owners.items()
+            if (owner is None or not owner.is_alive()) and z.alive()
+        ]
 
     def zygote(self) -> Zygote:
         """This thread's zygote: the one it took, a free one, or a new one."""
@@ -391,15 +425,20 @@ class ZygotePool:
             return current
         me = threading.current_thread()
         with self._lock:
-            if current is not None:
-                self._owners.pop(current, None)
-            taken = next((z for z in self._free() if z.alive()), None)
+            if current is not None and self._owners.pop(current, None) is not None:
+                current.kill()  # dead meanwhile: reap it and close its pipes
+            taken = next(iter(self._free()), None)
             if taken is not None:
                 self._owners[taken] = me
         if taken is None:
             (taken,) = self._start(1)
             with self._lock:
-                self._owners[taken] = me
+                closed = self._closed
+                if not closed:
+                    self._owners[taken] = me
+            if closed:  # closed while it started: it is not the pool's to close
+                taken.close()
+                raise CheckpointError("the zygote pool is closed", code="child_failed")
         self._local.zygote = taken
         return taken
 
@@ -408,7 +447,9 @@ class ZygotePool:
         return self.zygote().call(target, payload, timeout, what)
 
     def close(self) -> None:
+        """Stop every zygote; a later call is ``child_failed``."""
         with self._lock:
+            self._closed = True
             started, self._owners = list(self._owners), {}
         for zygote in started:
             zygote.close()

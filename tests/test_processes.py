@@ -146,11 +146,13 @@ def test_one_process_is_alive_until_it_is_a_zombie() -> None:
     assert not process_alive(child.pid) and proc_stat(child.pid) is None
 
 
-def test_a_command_name_with_spaces_and_parentheses_is_skipped(tmp_path: Path) -> None:
+def test_a_command_name_with_spaces_and_parentheses_is_read_past(tmp_path: Path) -> None:
     odd = tmp_path / "a b) (c"
     odd.symlink_to("/bin/sleep")
     child = subprocess.Popen([str(odd), "60"], start_new_session=True)
+    comm = Path(f"/proc/{child.pid}/comm")
     try:
+        assert _until(lambda: comm.read_text().strip() == "a b) (c")  # exec'd by now
         fields = proc_stat(child.pid)
         assert fields is not None and fields[0] in "RS" and fields[2] == str(child.pid)
     finally:

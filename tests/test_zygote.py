@@ -219,3 +219,50 @@ def test_closing_a_pool_kills_a_zygote_that_never_served_at_once() -> None:
     (zygote,) = pool.free
     pool.close()
     assert zygote.process.returncode == -9
+
+
+def test_a_timeout_names_its_limit_and_quotes_no_earlier_calls_line(pool: ZygotePool) -> None:
+    """A zygote passed from call to call (and thread to thread): a failure quotes only
+    what its own call wrote to stderr."""
+    with pytest.raises(CheckpointError):
+        pool.call(f"{T}:complain_and_die", b"", 60, "unit worker")  # the zygote lives on
+    with pytest.raises(CheckpointError) as err:
+        pool.call(f"{T}:sleep", b"30", 0.5, "probe child")
+    assert err.value.message == "probe child ran past its 0.5 s timeout and was killed"
+
+
+def test_an_interrupt_mid_call_kills_the_zygote_so_no_reply_is_left_unread(
+    pool: ZygotePool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool.call(f"{T}:echo", b"", 60, "echo")
+    first = pool.zygote()
+
+    def interrupted(*_: object) -> tuple[int, bytes]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(first, "_reply", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pool.call(f"{T}:sleep", b"0.2", 60, "unit worker")
+    assert not first.alive()
+    monkeypatch.undo()
+    assert pool.call(f"{T}:echo", b"ab", 60, "echo") == b"ba"  # a new zygote's reply
+    assert pool.zygote() is not first
+
+
+def test_a_zygote_that_died_idle_is_reaped_and_replaced() -> None:
+    with ZygotePool([T]) as pool:
+        pool.call(f"{T}:echo", b"", 60, "echo")
+        dead = pool.zygote()
+        dead.process.kill()
+        dead.process.wait()
+        assert pool.call(f"{T}:echo", b"xy", 60, "echo") == b"yx"
+        assert pool.zygote() is not dead and pool.free == []
+        assert dead.process.stdin is not None and dead.process.stdin.closed
+
+
+def test_a_call_after_close_is_child_failed() -> None:
+    pool = ZygotePool([T], start=1)
+    pool.close()
+    with pytest.raises(CheckpointError) as err:
+        pool.call(f"{T}:echo", b"", 60, "echo")
+    assert err.value.code == "child_failed" and err.value.message == "the zygote pool is closed"

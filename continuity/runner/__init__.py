@@ -6,6 +6,7 @@ __all__ = [
     "agent_real",
     "agent_units",
     "checkpoints",
+    "children",
     "design",
     "fixed_budget",
     "inventory",

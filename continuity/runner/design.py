@@ -65,24 +65,17 @@ def _injected(payloads: str, header: str) -> list[str]:
     ]
 
 
-def check_design(
-    store: Store, trace: Trace, item: SuiteItem, *, zygotes: ZygotePool | None = None
-) -> DesignReport:
-    """Run native, cold-rebuild, pack and ledger samples with request dumps and check
-    the design. With `zygotes`, each sample's probe child is forked from this thread's
-    zygote (`continuity.runner.samples.sample_arm`).
+def _sampled(
+    store: Store, trace: Trace, item: SuiteItem, zygotes: ZygotePool | None
+) -> tuple[dict[str, str], list[str]]:
+    """One valid sample of each design arm, with its requests dumped: the dumps by arm,
+    and each sample record as JSON.
 
     Raises:
-        ContinuityError: ``design_check_failed`` naming what did not hold.
+        ContinuityError: ``design_check_failed`` for a sample that is not valid.
     """
-    from continuity.harness.checkpoints import build_checkpoint, fork
-    from continuity.harness.workspace import Workspace
     from continuity.runner.samples import sample_arm
 
-    account = _role_value(trace, "account_reference")
-    head = _role_value(trace, "head_identifier")
-    secret = _secret(trace)
-    runs = {secret[i : i + 8] for i in range(len(secret) - 7)}
     payloads: dict[str, str] = {}
     evidence_texts: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,8 +93,15 @@ def check_design(
                 )
             payloads[arm_id] = dump.read_text(encoding="utf-8")
             evidence_texts.append(msgspec.json.encode(record).decode())
-    pack_texts = _injected(payloads["continuity-pack-cold"], PACK_HEADER)
-    ledger_texts = _injected(payloads[LEDGER_ARM], LEDGER_HEADER)
+    return payloads, evidence_texts
+
+
+def _retained_and_receipt(store: Store, trace: Trace, item: SuiteItem) -> tuple[str, str]:
+    """The retained store's records and the replay receipt of the store arm's
+    checkpoint, as text."""
+    from continuity.harness.checkpoints import build_checkpoint, fork
+    from continuity.harness.workspace import Workspace
+
     checkpoint = build_checkpoint(
         store,
         trace,
@@ -116,7 +116,27 @@ def check_design(
             retained_text = "\n".join(text for *_, text in retained.records())
         finally:
             retained.close()
-        receipt_text = workspace.receipt_path.read_text(encoding="utf-8")
+        return retained_text, workspace.receipt_path.read_text(encoding="utf-8")
+
+
+def check_design(
+    store: Store, trace: Trace, item: SuiteItem, *, zygotes: ZygotePool | None = None
+) -> DesignReport:
+    """Run native, cold-rebuild, pack and ledger samples with request dumps and check
+    the design. With `zygotes`, each sample's probe child is forked from this thread's
+    zygote (`continuity.runner.samples.sample_arm`).
+
+    Raises:
+        ContinuityError: ``design_check_failed`` naming what did not hold.
+    """
+    account = _role_value(trace, "account_reference")
+    head = _role_value(trace, "head_identifier")
+    secret = _secret(trace)
+    runs = {secret[i : i + 8] for i in range(len(secret) - 7)}
+    payloads, evidence_texts = _sampled(store, trace, item, zygotes)
+    pack_texts = _injected(payloads["continuity-pack-cold"], PACK_HEADER)
+    ledger_texts = _injected(payloads[LEDGER_ARM], LEDGER_HEADER)
+    retained_text, receipt_text = _retained_and_receipt(store, trace, item)
     places = {
         "retained store": retained_text,
         "pack": "\n".join(pack_texts),

@@ -21,7 +21,7 @@ from msgspec import UNSET, UnsetType
 
 from continuity.arms import Arm, parse_arms, replay_config_for
 from continuity.digest import KeySpec, code_digest
-from continuity.errors import CheckpointError
+from continuity.errors import CheckpointError, ContinuityError
 from continuity.evidence import Classification, classify
 from continuity.harness.keys import HARNESS_CODE, checkpoint_key
 from continuity.outputs import resolve_out_path, write_json
@@ -163,8 +163,9 @@ def _probe_in_zygote(
     """The probe child forked from this thread's zygote: its pid and evidence.
 
     Raises:
-        CheckpointError: ``child_failed``, worded as `run_child` words a child that
-            exited 3 with its error line.
+        CheckpointError: ``child_failed``: a probe that failed with a typed error is
+            worded as `run_child` words a child that exited 3 with its error line; a
+            child that died, timed out or could not start says so (`Zygote.call`).
     """
     payload = msgspec.json.encode(ProbeCall(str(workspace), request))
     try:
@@ -174,8 +175,9 @@ def _probe_in_zygote(
         raise CheckpointError(
             f"probe child printed no evidence: {exc}", code="child_failed", location=str(workspace)
         ) from None
-    except CheckpointError as exc:
-        raise CheckpointError(exc.message, code="child_failed", location=str(workspace)) from None
+    except ContinuityError as exc:  # the zygote's own failure (its preload, a closed pool)
+        message = exc.message if exc.code == "child_failed" else str(exc)
+        raise CheckpointError(message, code="child_failed", location=str(workspace)) from None
     if reply.evidence is None:
         raise CheckpointError(
             f"probe child exited 3: {reply.error or 'no evidence'}",

@@ -15,8 +15,9 @@ from pathlib import Path
 import anyio
 import msgspec
 import pytest
+from msgspec import UNSET
 
-from continuity.arms import ARMS, Arm, replay_config_for
+from continuity.arms import ARMS, LEDGER_ARM, Arm, replay_config_for
 from continuity.errors import CheckpointError, HarnessError, typed_error
 from continuity.evidence import classify
 from continuity.harness.checkpoints import build_checkpoint, fork
@@ -31,6 +32,7 @@ from continuity.runner.samples import (
     run_probe_child,
     run_probe_process,
 )
+from continuity.runner.samples import _checkpoint as samples_checkpoint
 from continuity.sampling.child import run_probe
 from continuity.sampling.receipts import ProbeRequest
 from continuity.store import Store
@@ -213,31 +215,41 @@ def test_a_failing_child_keeps_its_code(tmp_path: Path, zygotes: ZygotePool, for
     assert err.value.message.startswith("probe child exited 3: error session_corrupt: ")
 
 
-@pytest.mark.parametrize("arm", ["native", "continuity-store"])
+@pytest.mark.parametrize("arm", ["native", "continuity-store", LEDGER_ARM])
 def test_a_probe_forked_from_a_zygote_sees_what_an_interpreter_of_its_own_sees(
-    samples: list[SampleRecord], shared: tuple[Store, Path], zygotes: ZygotePool, arm: str
+    samples: list[SampleRecord],
+    shared: tuple[Store, Path],
+    zygotes: ZygotePool,
+    arm: str,
+    tmp_path: Path,
 ) -> None:
     """The arm samples fork their probe child from a zygote: the same evidence, byte
-    for byte, as the child started as an interpreter; a new process each time."""
+    for byte (the reader context it keeps in the store included), and the same request
+    dump, as the child started as an interpreter; a new process each time."""
     store, out = shared
     trace, item = _hard(store, out, 101)
-    checkpoint = build_checkpoint(
-        store,
-        trace,
-        trace_key=item.key,
-        trace_digest=item.digest,
-        config=replay_config_for(ARMS[arm]),
-    )
-    request = ProbeRequest(arm=arm, probe_text=trace.probes[0].text, parent_pid=os.getpid())
-    seen = []
-    for pool in (None, zygotes, zygotes):
-        with fork(store, checkpoint.key) as root:
+    checkpoint, forked, _ = samples_checkpoint(store, trace, item, ARMS[arm], None)
+    assert checkpoint is not None
+    seen, dumps = [], []
+    for number, pool in enumerate((None, zygotes, zygotes)):
+        dump = tmp_path / f"requests-{number}.jsonl"
+        request = ProbeRequest(
+            arm=arm,
+            probe_text=trace.probes[0].text,
+            parent_pid=os.getpid(),
+            dump_requests=str(dump),
+            store_root=str(store.root),
+        )
+        with fork(store, forked) as root:
             seen.append(run_probe_process(root, request, zygotes=pool))
-    (first, by_self), *forked = seen
-    assert all(msgspec.json.encode(e) == msgspec.json.encode(first) for e, _ in forked)
-    pids = {by_self.child_pid, *(receipt.child_pid for _, receipt in forked)}
+        dumps.append(dump.read_bytes())
+    (first, by_self), *by_fork = seen
+    assert first.context is not UNSET
+    assert all(msgspec.json.encode(e) == msgspec.json.encode(first) for e, _ in by_fork)
+    assert dumps[0] and dumps.count(dumps[0]) == 3
+    pids = {by_self.child_pid, *(receipt.child_pid for _, receipt in by_fork)}
     assert len(pids) == 3 and os.getpid() not in pids
-    assert {z.process.pid for z in zygotes.free} & pids == set()
+    assert zygotes.zygote().process.pid not in pids  # forked from it, never it
 
 
 def test_a_failed_sample_is_not_stored_so_the_next_run_retries_it(

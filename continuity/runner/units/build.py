@@ -156,15 +156,17 @@ def _run_plans(
     progress: Tick | None,
     zygotes: ZygotePool | None,
 ) -> list[tuple[UnitRecord, UnitStatus]]:
-    """Every planned unit, groups side by side in `jobs` runner threads (a group is the
-    checkpoint its units fork, `checkpoint_group`: a trace's arms that replay another
-    history run beside each other, so two threads stay busy to the end), each thread with
+    """Every planned unit, groups side by side in `jobs` runner threads (offline a group
+    is a trace; real, the checkpoint a unit forks: `checkpoint_group`), each thread with
     its own zygote: every unit's worker and checkpoint replay is a fresh child of it.
     The zygotes are `zygotes` (a caller's, started once for several stages), else this
     call's, started first, so their imports overlap this process's own."""
 
     def group(plan: UnitPlan) -> str:
-        return checkpoint_group(plan.item.trace_id, plan.arm, plan.repeat)
+        trace_id = plan.item.trace_id
+        if execution.real is None:
+            return trace_id
+        return checkpoint_group(trace_id, plan.arm, plan.repeat)
 
     threads = min(max(1, jobs), len({group(plan) for plan in plans}))
     with contextlib.ExitStack() as stack:
