@@ -23,8 +23,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 sys.path.insert(0, str(REPO))
 
 
@@ -47,6 +49,7 @@ def _usage() -> tuple[float, float, int]:
 def main() -> int:
     os.environ.pop("CI", None)
     import continuity.contract as contract
+    from continuity.contract_agent import start_outside_agent
     from continuity.plan.plan import build_plan
     from continuity.plan.pricing import default_catalog_path
     from continuity.progress import stages
@@ -58,7 +61,7 @@ def main() -> int:
 
     rows: list[tuple[str, float, float, float, int, float]] = []
 
-    def stage(name: str, work: Callable[[], object]) -> object:
+    def stage(name: str, work: Callable[[], T]) -> T:
         user, system, faults = _usage()
         busy, started = _machine_busy(), time.perf_counter()
         result = work()
@@ -69,8 +72,8 @@ def main() -> int:
         )
         return result
 
-    def pooled(work: Callable[[ZygotePool], object]) -> Callable[[], object]:
-        def run() -> object:
+    def pooled(work: Callable[[ZygotePool], T]) -> Callable[[], T]:
+        def run() -> T:
             with ZygotePool(ZYGOTE_PRELOAD, start=2) as zygotes:
                 return work(zygotes)
 
@@ -83,8 +86,8 @@ def main() -> int:
             results = stage("suites", lambda: contract._build_suites(store, out))
             originals = [(i.key, i.digest) for i in results["original"].items]
 
-            def agent() -> object:
-                running = contract.start_outside_agent(store, originals, out / "runs" / "agent")
+            def agent() -> str:
+                running = start_outside_agent(store, originals, out / "runs" / "agent")
                 try:
                     return running.result()
                 finally:
@@ -104,10 +107,11 @@ def main() -> int:
     print(f"\n{'stage':<20} {'wall':>7} {'user':>7} {'system':>7} {'faults':>10} {'machine':>8}")
     for name, wall, user, system, faults, busy in rows:
         print(f"{name:<20} {wall:6.1f}s {user:6.1f}s {system:6.1f}s {faults:10,d} {busy:7.1f}s")
-    total = [sum(r[i] for r in rows) for i in (1, 2, 3, 5)]
-    print(
-        f"{'all':<20} {total[0]:6.1f}s {total[1]:6.1f}s {total[2]:6.1f}s {'':>10} {total[3]:7.1f}s"
-    )
+    wall = sum(r[1] for r in rows)
+    user = sum(r[2] for r in rows)
+    system = sum(r[3] for r in rows)
+    busy = sum(r[5] for r in rows)
+    print(f"{'all':<20} {wall:6.1f}s {user:6.1f}s {system:6.1f}s {'':>10} {busy:7.1f}s")
     return 0
 
 
