@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -65,6 +65,8 @@ DEFAULT_JOBS = min(2, os.cpu_count() or 1)
 # The code a sample (and through UNIT_CODE a unit) depends on: the harness, the arms, the
 # probe child (continuity.sampling) and the lookup reader, meter and policy it runs in lookup
 # mode (continuity.lookup), and the evidence rules.
+Reply = TypeVar("Reply", SampleEvidence, ProbeReply)
+
 SAMPLE_CODE = (
     *HARNESS_CODE,
     "continuity.arms",
@@ -140,14 +142,7 @@ def run_probe_process(
             "probe child",
             str(workspace),
         )
-        try:
-            evidence = msgspec.json.decode(out, type=SampleEvidence)
-        except msgspec.MsgspecError as exc:
-            raise CheckpointError(
-                f"probe child printed no evidence: {exc}",
-                code="child_failed",
-                location=str(workspace),
-            ) from None
+        evidence = _decoded(out, SampleEvidence, workspace)
     receipt = ProcessReceipt(
         probe_index=request.probe_index,
         parent_pid=request.parent_pid,
@@ -155,6 +150,20 @@ def run_probe_process(
         elapsed_seconds=round(time.monotonic() - started, 3),
     )
     return evidence, receipt
+
+
+def _decoded(data: bytes, kind: type[Reply], workspace: Path) -> Reply:
+    """What the probe child printed (or replied), decoded.
+
+    Raises:
+        CheckpointError: ``child_failed`` when it does not decode.
+    """
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.MsgspecError as exc:
+        raise CheckpointError(
+            f"probe child printed no evidence: {exc}", code="child_failed", location=str(workspace)
+        ) from None
 
 
 def _probe_in_zygote(
@@ -170,14 +179,10 @@ def _probe_in_zygote(
     payload = msgspec.json.encode(ProbeCall(str(workspace), request))
     try:
         body = zygotes.call(PROBE_TARGET, payload, timeout, "probe child")
-        reply = msgspec.json.decode(body, type=ProbeReply)
-    except msgspec.MsgspecError as exc:
-        raise CheckpointError(
-            f"probe child printed no evidence: {exc}", code="child_failed", location=str(workspace)
-        ) from None
-    except ContinuityError as exc:  # the zygote's own failure (its preload, a closed pool)
+    except ContinuityError as exc:  # the child died or timed out, or its zygote failed
         message = exc.message if exc.code == "child_failed" else str(exc)
         raise CheckpointError(message, code="child_failed", location=str(workspace)) from None
+    reply = _decoded(body, ProbeReply, workspace)
     if reply.evidence is None:
         raise CheckpointError(
             f"probe child exited 3: {reply.error or 'no evidence'}",
