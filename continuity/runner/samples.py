@@ -65,7 +65,7 @@ DEFAULT_JOBS = min(2, os.cpu_count() or 1)
 # The code a sample (and through UNIT_CODE a unit) depends on: the harness, the arms, the
 # probe child (continuity.sampling) and the lookup reader, meter and policy it runs in lookup
 # mode (continuity.lookup), and the evidence rules.
-Reply = TypeVar("Reply", SampleEvidence, ProbeReply)
+_Reply = TypeVar("_Reply", SampleEvidence, ProbeReply)
 
 SAMPLE_CODE = (
     *HARNESS_CODE,
@@ -152,7 +152,7 @@ def run_probe_process(
     return evidence, receipt
 
 
-def _decoded(data: bytes, kind: type[Reply], workspace: Path) -> Reply:
+def _decoded(data: bytes, kind: type[_Reply], workspace: Path) -> _Reply:
     """What the probe child printed (or replied), decoded.
 
     Raises:

@@ -260,11 +260,11 @@ def probe_target(payload: bytes) -> bytes:
         request = _known_arm(call.request, "pipe")
         evidence = anyio.run(run_probe, Workspace(Path(call.workspace).absolute()), request)
     except (ContinuityError, BaseExceptionGroup) as exc:
-        return msgspec.json.encode(ProbeReply(os.getpid(), error=error_line(exc)))
+        return msgspec.json.encode(ProbeReply(os.getpid(), error=_error_line(exc)))
     return msgspec.json.encode(ProbeReply(os.getpid(), evidence=evidence))
 
 
-def error_line(exc: ContinuityError | BaseExceptionGroup[BaseException]) -> str:
+def _error_line(exc: ContinuityError | BaseExceptionGroup[BaseException]) -> str:
     """The one line a probe that failed with a typed error ends with (``error <code>:
     ...``); `exc` itself, raised again, when it holds no typed error (anyio's task
     groups wrap a task's error)."""
@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         request = read_request(sys.stdin.buffer)
         evidence = anyio.run(run_probe, Workspace(args.workspace.absolute()), request)
     except (ContinuityError, BaseExceptionGroup) as exc:  # anyio groups wrap task errors
-        print(error_line(exc))
+        print(_error_line(exc))
         return 3
     sys.stdout.write(msgspec.json.encode(evidence).decode() + "\n")
     return 0
