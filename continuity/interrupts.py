@@ -21,8 +21,12 @@ interrupt back into it, so it reaches the top of ``python -m doit``. There the
 `UNWIND_SECONDS`, exits at once with the same line and status.
 
 Nothing half-written is left visible: the store writes a temp file and renames it, and
-so does every materialised output (`continuity.outputs.write_output`). Finished units,
-checkpoints and calls are already in the store, so the same command resumes.
+so does every materialised output (`continuity.outputs.write_output`). A folder that a
+child process fills in place (a checkpoint's workspace while it is replayed) is held
+with `scratch`: the exit waits, briefly, for the stopped children to be gone and then
+removes every folder still held, since the worker thread that would have removed it
+never gets to unwind. Finished units, checkpoints and calls are already in the store,
+so the same command resumes.
 
 A signal the parent ignores (a background job of a non-interactive shell ignores
 SIGINT) stays ignored. uvicorn serving in-process leaves the handlers alone while they
@@ -35,11 +39,12 @@ import asyncio
 import atexit
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import NoReturn
@@ -55,6 +60,8 @@ __all__ = [
     "install",
     "interrupted",
     "raise_if_interrupted",
+    "scratch",
+    "scratch_folders",
 ]
 
 INTERRUPT_MESSAGE = "interrupted; run the same command again to resume"
@@ -63,6 +70,9 @@ EXIT_STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 # How long the unwinding may take before the process leaves anyway.
 UNWIND_SECONDS = 10.0
+# How long the exit waits for stopped children before it SIGKILLs them, and then for
+# the killed ones to be gone, before it removes the scratch folders they wrote in.
+_CHILDREN_SECONDS = 1.0
 
 _received = threading.Event()
 _signal: list[int] = []  # the first signal received
@@ -71,6 +81,8 @@ _exiting = threading.Lock()
 _Hook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
 _previous_hook: list[_Hook] = []
 _announce = [True]  # whether this process prints INTERRUPT_MESSAGE (`install`)
+_scratch: dict[Path, int] = {}  # folder -> how many `scratch` blocks hold it
+_scratch_lock = threading.Lock()
 
 
 def interrupted() -> bool:
@@ -85,6 +97,30 @@ def raise_if_interrupted() -> None:
     went away), which must not turn the interrupt into a task failure."""
     if _signal:
         raise Interrupted(_signal[0])
+
+
+@contextlib.contextmanager
+def scratch(folder: Path) -> Iterator[Path]:
+    """Hold `folder` as work in progress for the block: an interrupt that ends the
+    process meanwhile removes it, once the children are stopped (see above). The block
+    still cleans up its own failures; this covers the exit that never lets it."""
+    folder = Path(folder).absolute()
+    with _scratch_lock:
+        _scratch[folder] = _scratch.get(folder, 0) + 1
+    try:
+        yield folder
+    finally:
+        with _scratch_lock:
+            if _scratch[folder] == 1:
+                del _scratch[folder]
+            else:
+                _scratch[folder] -= 1
+
+
+def scratch_folders() -> list[Path]:
+    """The folders `scratch` holds now, sorted."""
+    with _scratch_lock:
+        return sorted(_scratch)
 
 
 def install(*, announce: bool = True) -> None:
@@ -127,7 +163,8 @@ def descendants(pid: int | None = None) -> list[int]:
             continue  # exited meanwhile
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
         fields = stat.rpartition(")")[2].split()
-        if len(fields) >= 2 and fields[1].isdigit():
+        # A zombie (Z) or dead (X) process is not live: its children were reparented.
+        if len(fields) >= 2 and fields[1].isdigit() and fields[0] not in ("Z", "X"):
             parents.setdefault(int(fields[1]), []).append(int(entry.name))
     found: list[int] = []
     frontier = [os.getpid() if pid is None else pid]
@@ -138,10 +175,35 @@ def descendants(pid: int | None = None) -> list[int]:
     return found
 
 
-def _stop_descendants() -> None:
+def _stop_descendants(signum: int = signal.SIGTERM) -> None:
     for child in descendants():
         with contextlib.suppress(OSError):  # already gone
-            os.kill(child, signal.SIGTERM)
+            os.kill(child, signum)
+
+
+def _wait_for_descendants(seconds: float) -> bool:
+    """True once no live descendant is left, False after `seconds` with some left."""
+    deadline = time.monotonic() + seconds
+    while descendants():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _remove_scratch() -> None:
+    """Remove the folders `scratch` holds, once no child can write in them any more."""
+    folders = scratch_folders()
+    if not folders:
+        return
+    if not _wait_for_descendants(_CHILDREN_SECONDS):
+        _stop_descendants(signal.SIGKILL)
+        _wait_for_descendants(_CHILDREN_SECONDS)
+    for folder in folders:
+        # Twice: a killed child may finish the system call that created a file while
+        # the first pass runs.
+        for _ in range(2):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _mute_stderr() -> None:
@@ -215,6 +277,7 @@ def _exit(signum: int) -> NoReturn:
     if not _exiting.acquire(blocking=False):  # another thread is printing and leaving
         threading.Event().wait()
     _stop_descendants()
+    _remove_scratch()
     if threading.current_thread() is threading.main_thread():
         with contextlib.suppress(Exception):  # nothing a flush raises may stop the exit
             sys.stdout.flush()

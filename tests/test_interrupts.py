@@ -15,7 +15,13 @@ from queue import Empty, Queue
 
 import pytest
 
-from continuity.interrupts import EXIT_STATUS, INTERRUPT_MESSAGE, descendants
+from continuity.interrupts import (
+    EXIT_STATUS,
+    INTERRUPT_MESSAGE,
+    descendants,
+    scratch,
+    scratch_folders,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 UNITS = [
@@ -132,7 +138,9 @@ def _assert_nothing_half_written(folder: Path) -> None:
     for path in folder.rglob("*"):
         assert not path.name.endswith(".tmp") and not path.name.startswith("."), path
         if path.suffix == ".json":
-            json.loads(path.read_bytes())
+            data = path.read_bytes()
+            assert data, f"{path} is empty"
+            json.loads(data)
 
 
 @pytest.mark.parametrize(
@@ -196,3 +204,68 @@ def test_descendants_finds_grandchildren() -> None:
         proc.kill()
         proc.wait()
     assert descendants(2**22 + 1) == []  # no such process: nothing
+
+
+_SCRATCH_SCRIPT = """
+import subprocess, sys, threading, time
+from pathlib import Path
+from continuity.interrupts import install, scratch
+install()
+folder = Path(sys.argv[1])
+folder.mkdir()
+writer = [sys.executable, "-c", (
+    "import sys, pathlib\\n"
+    "target = pathlib.Path(sys.argv[1]) / 'state.json'\\n"
+    "while True:\\n"
+    "    target.write_text('{}')\\n"
+), str(folder)]
+
+def fill() -> None:
+    # Holds the folder, and never unwinds: the exit must remove it.
+    with scratch(folder):
+        subprocess.Popen(writer)
+        threading.Event().wait()
+
+threading.Thread(target=fill, daemon=True).start()
+while not (folder / "state.json").exists():
+    time.sleep(0.01)
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupt_removes_the_scratch_a_stuck_thread_holds(tmp_path: Path, signum: int) -> None:
+    # The main thread leaves at once; the worker thread that holds the folder, and the
+    # child still writing in it, never unwind: the exit stops the child, then removes it.
+    folder = tmp_path / "workspace"
+    status, _, stderr = _interrupt(
+        [sys.executable, "-c", _SCRATCH_SCRIPT, str(folder)],
+        ready="ready",
+        signum=signum,
+        whole_group=False,
+    )
+    assert status == EXIT_STATUS[signal.Signals(signum)], stderr
+    assert stderr.splitlines()[-1] == INTERRUPT_MESSAGE
+    assert not folder.exists()
+
+
+def test_scratch_counts_nested_holds(tmp_path: Path) -> None:
+    with scratch(tmp_path / "a"):
+        with scratch(tmp_path / "a"), scratch(tmp_path / "b"):
+            assert scratch_folders() == [tmp_path / "a", tmp_path / "b"]
+        assert scratch_folders() == [tmp_path / "a"]
+    assert scratch_folders() == []
+
+
+def test_descendants_skips_a_zombie() -> None:
+    # A child that exited and was not waited for is a zombie: it writes nothing more.
+    proc = subprocess.Popen(["true"])
+    stat = Path(f"/proc/{proc.pid}/stat")
+    deadline = time.monotonic() + 10
+    while stat.read_text().rpartition(")")[2].split()[0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        assert proc.pid not in descendants()
+    finally:
+        proc.wait()

@@ -31,6 +31,7 @@ from continuity.harness.child import ChildReport
 from continuity.harness.keys import ReplayConfig, checkpoint_key, checkpoint_root
 from continuity.harness.receipt import ReplayReceipt
 from continuity.harness.template import remove_template
+from continuity.interrupts import scratch
 from continuity.providers.endpoint import RealBinding
 from continuity.store import ObjectRef, Store
 from continuity.traces.schema import ReplayTrace
@@ -227,19 +228,22 @@ def build_checkpoint(
             read_timeout=read_timeout,
             real=real,
         )
-        try:
-            if zygotes is None:
-                done = _replay(job)
-            else:
-                reply = zygotes.call(
-                    f"{__name__}:replay_job", msgspec.json.encode(job), timeout, "replay"
-                )
-                done = _decode_reply(reply, ReplayDone, "the replay child's reply", root)
-        except BaseException:  # any failure, an interrupt too, leaves no half workspace
-            clear_workspace(root)
-            raise
-        seconds = time.monotonic() - started
-        tree = store.put_dir(root)
+        # An interrupt that ends the process removes the workspace even when this
+        # thread never unwinds (`scratch`).
+        with scratch(root):
+            try:
+                if zygotes is None:
+                    done = _replay(job)
+                else:
+                    reply = zygotes.call(
+                        f"{__name__}:replay_job", msgspec.json.encode(job), timeout, "replay"
+                    )
+                    done = _decode_reply(reply, ReplayDone, "the replay child's reply", root)
+            except BaseException:  # any failure, an interrupt too, leaves no half workspace
+                clear_workspace(root)
+                raise
+            seconds = time.monotonic() - started
+            tree = store.put_dir(root)
         store.record_action(
             key,
             kind="checkpoint",
@@ -281,7 +285,10 @@ def fork(store: Store, key: str, *, timeout: float = 600.0) -> Iterator[Path]:
             location=str(store.action_path(key)),
         )
     root = Path(str(entry.meta["root"]))
-    with checkpoint_lock(store, str(entry.meta.get("lock") or key), timeout=timeout):
+    with (
+        checkpoint_lock(store, str(entry.meta.get("lock") or key), timeout=timeout),
+        scratch(root),  # a restore cut short by an interrupt does not stay
+    ):
         clear_workspace(root)
         store.restore_tree(entry.output.digest, root)
         yield root

@@ -124,7 +124,14 @@ def test_every_module_replay_runs_is_in_the_checkpoint_key() -> None:
     loaded = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.split()
-    infrastructure = ("continuity", "continuity.digest", "continuity.errors", "continuity.traces")
+    # `interrupts` only removes a workspace when an interrupt ends the process.
+    infrastructure = (
+        "continuity",
+        "continuity.digest",
+        "continuity.errors",
+        "continuity.interrupts",
+        "continuity.traces",
+    )
     uncovered = [
         m
         for m in loaded
@@ -176,3 +183,28 @@ def test_two_forks_of_one_checkpoint_never_overlap(store: Store, tmp_path: Path)
     for (_, end), (start, _) in itertools.pairwise(spans):
         assert start >= end, f"forks overlapped: {spans}"
     assert spans[-1][1] - spans[0][0] >= 1.2 - 0.05
+
+
+def test_a_build_and_a_fork_hold_the_workspace_as_scratch(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An interrupt that ends the process removes what `scratch` holds (test_interrupts):
+    # the workspace a replay fills in place, and a restore a fork is making.
+    from continuity.harness import checkpoints
+    from continuity.interrupts import scratch_folders
+
+    held: list[list[Path]] = []
+    replay = checkpoints._replay
+
+    def watched(job: checkpoints.ReplayJob) -> checkpoints.ReplayDone:
+        held.append(scratch_folders())
+        return replay(job)
+
+    monkeypatch.setattr(checkpoints, "_replay", watched)
+    result = _build(store, _original(store, tmp_path))
+    root = Path(result.root)
+    assert held == [[root]]
+    assert scratch_folders() == []
+    with fork(store, result.key) as restored:
+        assert scratch_folders() == [restored] == [root]
+    assert scratch_folders() == [] and root.is_dir()  # a fork's workspace stays after it
