@@ -65,6 +65,7 @@ __all__ = [
     "Registered",
     "Registration",
     "Workload",
+    "budget_path",
     "check_output",
     "compare_trees",
     "make_output",
@@ -282,7 +283,8 @@ def _scorer_paths() -> tuple[str, ...]:
     return tuple(name.replace(".", "/") + ".py" for name in SCORER_MODULES)
 
 
-def _budget_path() -> str:
+def budget_path() -> str:
+    """The frozen budget a registration binds: the current probe protocol's policy."""
     from continuity.lookup.policy import DEFAULT_POLICY
 
     return f"fixtures/lookup/{DEFAULT_POLICY}"
@@ -301,7 +303,7 @@ def _digests(checkout: Path, tree: dict[str, TreeEntry]) -> BoundDigests:
         reader=group((READER_PATH,)),
         scorer=group(_scorer_paths()),
         lock=group((LOCK_PATH,)),
-        budget=group((_budget_path(),)),
+        budget=group((budget_path(),)),
     )
 
 
