@@ -231,17 +231,7 @@ def build_checkpoint(
         # An interrupt that ends the process removes the workspace even when this
         # thread never unwinds (`scratch`).
         with scratch(root):
-            try:
-                if zygotes is None:
-                    done = _replay(job)
-                else:
-                    reply = zygotes.call(
-                        f"{__name__}:replay_job", msgspec.json.encode(job), timeout, "replay"
-                    )
-                    done = _decode_reply(reply, ReplayDone, "the replay child's reply", root)
-            except BaseException:  # any failure, an interrupt too, leaves no half workspace
-                clear_workspace(root)
-                raise
+            done = _replayed(job, root, zygotes, timeout)
             seconds = time.monotonic() - started
             tree = store.put_dir(root)
         store.record_action(
@@ -261,6 +251,19 @@ def build_checkpoint(
     return CheckpointResult(
         trace.trace_id, key, tree, str(root), "built", done.receipt, done.replayed
     )
+
+
+def _replayed(job: ReplayJob, root: Path, zygotes: ZygotePool | None, timeout: float) -> ReplayDone:
+    """Run `job` here or in a zygote's child; any failure, an interrupt too, removes the
+    half-written workspace before it propagates."""
+    try:
+        if zygotes is None:
+            return _replay(job)
+        reply = zygotes.call(f"{__name__}:replay_job", msgspec.json.encode(job), timeout, "replay")
+        return _decode_reply(reply, ReplayDone, "the replay child's reply", root)
+    except BaseException:
+        clear_workspace(root)
+        raise
 
 
 @contextmanager
