@@ -29,8 +29,11 @@ def task_estimate() -> TaskSpec:
     reservation scenarios and the proposed cap C are priced at the main reader with
     --output-limit N --output-limit-source catalog_max|enforced. A pilot registration
     (doit pilot_register) adds its cap-gated part: E, Rmax, C, C - Rmax, C / E, the
-    full-upfront comparison (not the admission gate) and the cap-gated readiness.
-    Lookup results: <out>/estimates/lookup-<blake3 prefix>.json.
+    full-upfront comparison (not the admission gate) and the cap-gated readiness;
+    --authorization FILE --authorization-sha256 S --pilot-output ROOT --pilot-credentials
+    FILE offers that readiness the pilot's authorization (validated, never consumed: a
+    valid one makes it ready, a refused one shows its code; only the credentials file's
+    account is read). Lookup results: <out>/estimates/lookup-<blake3 prefix>.json.
     """
     return {
         "actions": [task_action(_estimate)],
@@ -91,6 +94,26 @@ def _estimate_params() -> list[Param]:
             "",
             "lookup, holdout: catalog_max (the selected model's catalog maximum output) | "
             "enforced (needs separate execution proof)",
+        ),
+        param(
+            "authorization",
+            str,
+            "",
+            "pilot: an authorization offered to the cap-gated readiness (validated, never "
+            "consumed)",
+        ),
+        param("authorization_sha256", str, "", "pilot: the raw sha256 of --authorization"),
+        param(
+            "pilot_output",
+            str,
+            "",
+            "pilot: the new output root the authorization binds (doit compare_pilot --output)",
+        ),
+        param(
+            "pilot_credentials",
+            str,
+            "",
+            "pilot: the credentials file the authorization binds (only its account is read)",
         ),
         STORE,
         OUT,

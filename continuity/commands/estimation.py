@@ -4,8 +4,11 @@ Recall-only it prices the plan's workload (`continuity.commands.planning.plan_wo
 in lookup mode the six roles' slots, from a workload-only corpus, a verified compare
 registration, or a frozen holdout source with its fixed-budget sizing; a pilot
 registration adds its cap-gated part to the estimate of the external registration it
-wraps. It reads no credential and opens no network connection; ``--real`` is refused
-before anything is read.
+wraps, and ``--authorization`` (with ``--authorization-sha256``, ``--pilot-output`` and
+``--pilot-credentials``) offers that part's readiness the pilot's authorization, which
+can promote it to ready (`continuity.roles.pilot.estimate`). It opens no network
+connection and reads no credential, except the account of ``--pilot-credentials`` when
+an authorization is offered; ``--real`` is refused before anything is read.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from continuity.holdout import HoldoutSource
     from continuity.plan.lookup_estimate import LookupEstimate
     from continuity.plan.lookup_slots import LookupWorkload
+    from continuity.roles.pilot.estimate import AttestationFiles
 
 __all__ = ["EstimateRequest", "estimate"]
 
@@ -45,6 +49,10 @@ class EstimateRequest(PricedRequest, frozen=True, kw_only=True):
     lookup_policy_sha256: str = ""
     output_limit: int = 0
     output_limit_source: str = ""
+    authorization: str = ""
+    authorization_sha256: str = ""
+    pilot_output: str = ""
+    pilot_credentials: str = ""
 
 
 # Estimate options of lookup mode only; with a registration, the options it fixes; the
@@ -54,7 +62,9 @@ class EstimateRequest(PricedRequest, frozen=True, kw_only=True):
 _HOLDOUT_ONLY = frozenset(
     {"lookup_policy", "lookup_policy_sha256", "output_limit", "output_limit_source"}
 )
-_LOOKUP_ONLY = frozenset({"suites", "trace", "registration", "sha256"}) | _HOLDOUT_ONLY
+# The pilot's authorization offered to its cap-gated readiness (a pilot registration only).
+_ATTESTED = ("authorization", "authorization_sha256", "pilot_output", "pilot_credentials")
+_LOOKUP_ONLY = frozenset({"suites", "trace", "registration", "sha256", *_ATTESTED}) | _HOLDOUT_ONLY
 _REGISTERED = frozenset(
     {"suites", "trace", "probe_limit", "lookup_reader", "policy", "policy_sha256"}
 )
@@ -160,11 +170,16 @@ def _lookup_estimate(request: EstimateRequest) -> str:
         "--probe-limit, its roles and repeats are the registration's",
     )
     source = _holdout_source(request)
-    if source is not None:
-        return _holdout_estimate(request, source)
-    piloted = _pilot_estimate(request)
+    piloted = None if source is not None else _pilot_estimate(request)
     if piloted is not None:  # a pilot registration: its external one, and the cap-gated part
         return piloted
+    _refuse_given(
+        request,
+        frozenset(_ATTESTED),
+        "an authorization attests a pilot registration (doit pilot_register) only",
+    )
+    if source is not None:
+        return _holdout_estimate(request, source)
     registered = _registered_holdout(request)
     if registered is not None:  # an external registration: its source, sizing and limit
         return _holdout_estimate(*registered)
@@ -224,14 +239,46 @@ def _registered_holdout(
     return fixed, source
 
 
+def _attestation_files(request: EstimateRequest) -> AttestationFiles | None:
+    """The authorization offered to the pilot's cap-gated readiness (None: none).
+
+    Raises:
+        UsageError: ``option_value_missing`` (some of the four options, not all).
+    """
+    from pathlib import Path
+
+    from continuity.errors import UsageError
+    from continuity.roles.pilot.estimate import AttestationFiles
+
+    given = [getattr(request, name) for name in _ATTESTED]
+    if not any(given):
+        return None
+    for name, value in zip(_ATTESTED, given, strict=True):
+        if not value:
+            raise UsageError(
+                "an authorization is offered with --authorization, --authorization-sha256, "
+                "--pilot-output and --pilot-credentials",
+                code="option_value_missing",
+                location=f"--{name.replace('_', '-')}",
+            )
+    return AttestationFiles(
+        authorization=Path(request.authorization),
+        sha256=request.authorization_sha256,
+        output=Path(request.pilot_output),
+        credentials=Path(request.pilot_credentials),
+    )
+
+
 def _pilot_estimate(request: EstimateRequest) -> str | None:
     """A pilot registration's estimate (`continuity.roles.pilot.estimate`), its JSON in
     ``<out>/estimates/``; None when the registration is not a pilot one (or none).
 
     Raises:
-        UsageError: ``plan_invalid`` (an option the registration fixes).
+        UsageError: ``plan_invalid`` (an option the registration fixes),
+            ``option_value_missing`` (an incomplete attestation).
         RoleError, SpendError: the pilot registration's codes
-            (`continuity.roles.pilot.registration`).
+            (`continuity.roles.pilot.registration`) and the offered authorization's
+            (`continuity.roles.pilot.run.attestation_inputs`).
     """
     from pathlib import Path
 
@@ -245,9 +292,12 @@ def _pilot_estimate(request: EstimateRequest) -> str | None:
     if not is_pilot_registration(data):
         return None
     _refuse_given(request, _REGISTERED, "the pilot registration fixes the workload and policy")
+    files = _attestation_files(request)
     return _priced_lookup(
         request,
-        lambda store, **prices: pilot_lookup_estimate(store, Path(registration), sha256, **prices),
+        lambda store, **prices: pilot_lookup_estimate(
+            store, Path(registration), sha256, attestation=files, **prices
+        ),
     )
 
 

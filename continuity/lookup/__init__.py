@@ -5,6 +5,7 @@ __all__ = [
     "fixed_budget",
     "fixed_budget_classify",
     "meter",
+    "pilot_settings",
     "policy",
     "probe",
     "reader",

@@ -2,6 +2,7 @@
 
 __all__ = [
     "agent_plan",
+    "attestation",
     "estimate",
     "estimate_format",
     "from_request",

@@ -272,9 +272,11 @@ def pilot_lines(pilot: PilotEstimate) -> list[str]:
             ("input envelope", ready.input_envelope),
         )
     ]
+    if ready.attestation is not None:
+        rows.append(f"    attestation: {ready.attestation.status}: {ready.attestation.detail}")
     return [
         *lines,
         f"  cap-gated readiness of {ready.reader}: {ready.status}, blockers "
-        f"{', '.join(ready.blockers)} ({ready.note})",
+        f"{', '.join(ready.blockers) or 'none'} ({ready.note})",
         *rows,
     ]

@@ -7,12 +7,15 @@ admission controller reads it, and nothing here dispatches, reserves or admits. 
 is no caller-supplied capability override: what a reader supports follows from its
 transport and its catalog entry alone.
 
-- **Output cap.** Whether the reader's transport enforces the per-request output cap
-  (`continuity.preparation.extractor.enforcement_class`): a vendor API
+- **Output cap.** Whether the reader's transport enforces the per-request output cap.
+  What a back end is sent is read from the bytes its client serializes
+  (`continuity.spend.output_caps.cap_evidence`, no list here): a back end whose request
+  carries no cap field has an unsupported output cap (the ``openai-codex`` subscription
+  backend the seed names: ``subscription``; any other: ``uncapped``). Of those that send
+  one (`continuity.preparation.extractor.enforcement_class`), a vendor API
   (``api.anthropic.com``, ``api.openai.com``) enforces the cap it is sent, within the
-  catalog's output limit; any other compatible server may ignore it (unknown); the
-  ``openai-codex`` subscription backend the seed names takes no output cap at all
-  (unsupported); a provider no adapter here speaks is unknown.
+  catalog's output limit; any other server may ignore it (unknown); a provider no
+  adapter here speaks is unknown.
 - **Input envelope.** Whether the conservative peak request (plus one turn's output)
   is known to fit the backend's input envelope. Only a vendor API, which refuses an
   over-window request before generating, makes the catalog's context window backend
@@ -32,13 +35,22 @@ independently: **pricing** (the catalog entry has every rate and limit a pilot's
 reservation needs, `continuity.plan.pilot_catalog.pilot_missing_terms`, and agrees with
 the registered assumptions) and **assumptions** (the registry is assumed-v1, its Rmax
 its own, its model the reader). The output cap and input envelope are *assumed*
-(assumed-v1 bounds them, settlement checks them), never ready: only a validated,
-descriptor-bound attestation (spend controller II, not built here) could promote them,
-and there is deliberately no parameter through which anything could. So the status is
-``blocked`` (pricing or assumptions not ready; their codes are the blockers) or
-``awaiting_authorization`` with the sole blocker `AUTHORIZATION_REQUIRED`
-(``lookup_authorization_required``), never unsupported caps mixed with missing
-authorization. It is a diagnostic, never dispatch authority.
+(assumed-v1 bounds them, settlement checks them). Only an `Attestation`
+(`continuity.plan.attestation`: the pilot's own authorization, validated by the shared
+validator against this registration's bindings and bound to this descriptor) can
+promote them to ready, and only when pricing and assumptions are ready. So the status
+is
+
+- ``blocked``: pricing or assumptions not ready; their codes are the blockers, whatever
+  the attestation (incomplete pricing still blocks);
+- ``awaiting_authorization``: no attestation, or one refused; the sole blocker is
+  `AUTHORIZATION_REQUIRED` (``lookup_authorization_required``), never unsupported caps
+  mixed with missing authorization, and the refusal's code is the ``attestation``
+  part's;
+- ``ready``: the attestation validated; no blocker, both assumed components ready.
+
+It is a diagnostic, never dispatch authority: nothing reads it to admit or send, and
+validating an authorization does not consume it.
 """
 
 from __future__ import annotations
@@ -48,10 +60,12 @@ from typing import Literal
 import msgspec
 
 from continuity.errors import SpendError
+from continuity.plan.attestation import Attestation, check_attestation
 from continuity.plan.exact_price import missing_terms
 from continuity.plan.pilot_catalog import catalog_binding, pilot_missing_terms
 from continuity.plan.plan import DEFAULT_BASE_URLS, Endpoint
 from continuity.plan.pricing import ModelPrice
+from continuity.spend import output_caps
 from continuity.spend.assumptions import CATALOG_BOUNDED_VERSION, Assumptions, check_assumptions
 from continuity.spend.descriptor import PILOT_MODE, check_catalog
 
@@ -62,6 +76,7 @@ __all__ = [
     "READINESS_NOTE",
     "READINESS_SCHEMA",
     "AssumedComponent",
+    "AttestationCheck",
     "CapGatedReadiness",
     "CapGatedStatus",
     "Component",
@@ -83,16 +98,17 @@ Status = Literal["ready", "unknown", "unsupported"]
 CAP_GATED_SCHEMA = "continuity-cap-gated-readiness-v1"
 CAP_GATED_NOTE = (
     "cap-gated diagnostic, never dispatch authority: pricing and the registered "
-    "assumptions are shown apart; only a validated, descriptor-bound attestation (spend "
-    "controller II) can promote the assumed output cap and input envelope"
+    "assumptions are shown apart; only a validated, descriptor-bound attestation (the "
+    "pilot's authorization) can promote the assumed output cap and input envelope"
 )
 AUTHORIZATION_REQUIRED = "lookup_authorization_required"
-CapGatedStatus = Literal["blocked", "awaiting_authorization"]
-Transport = Literal["request_cap", "advisory_cap", "scripted_cap", "subscription", "unknown"]
-# The provider part of a model id -> the adapter that would carry it at its vendor URL.
-_VENDOR_ADAPTERS = {"anthropic": "anthropic", "openai": "openai-responses"}
-# Subscription backends that serialize no output cap (the seed's Pi Codex transport).
-_SUBSCRIPTIONS = frozenset({"openai-codex"})
+CapGatedStatus = Literal["blocked", "awaiting_authorization", "ready"]
+Transport = Literal[
+    "request_cap", "advisory_cap", "scripted_cap", "subscription", "uncapped", "unknown"
+]
+# The provider part of a model id -> the back end that would carry it at its own URL
+# (`continuity.spend.output_caps.BACKENDS`).
+_BACKENDS = {"anthropic": "anthropic", "openai": "openai-responses", "openai-codex": "openai-codex"}
 
 
 class Component(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,28 +142,36 @@ class ReaderReadiness(msgspec.Struct, frozen=True, kw_only=True):
 
 def reader_transport(reader: str, endpoint: Endpoint | None = None) -> Transport:
     """How the reader's requests would travel: the plan's real `endpoint` when it has
-    one, else the adapter its provider names at the vendor's own URL."""
+    one, else the back end its provider names at that back end's own URL."""
     if endpoint is not None and endpoint.kind != "scripted":
         return _cap_class(endpoint.kind, endpoint.base_url or DEFAULT_BASE_URLS[endpoint.kind])
-    provider = reader.partition(":")[0]
-    if provider in _SUBSCRIPTIONS:
-        return "subscription"
-    kind = _VENDOR_ADAPTERS.get(provider)
-    return "unknown" if kind is None else _cap_class(kind, DEFAULT_BASE_URLS[kind])
+    backend = _BACKENDS.get(reader.partition(":")[0])
+    if backend is None:
+        return "unknown"
+    return _cap_class(backend, output_caps.cap_evidence(backend).url)
 
 
-def _cap_class(kind: str, base_url: str) -> Transport:
+def _cap_class(backend: str, base_url: str) -> Transport:
+    """The transport class of `backend` at `base_url`: first what its serialized request
+    carries (`output_caps.cap_evidence`), then whether that host enforces it."""
     from continuity.preparation.extractor import enforcement_class
 
-    return "request_cap" if enforcement_class(kind, base_url) == "request_cap" else "advisory_cap"
+    evidence = output_caps.cap_evidence(backend)
+    if not evidence.fields:
+        return "subscription" if evidence.subscription else "uncapped"
+    return (
+        "request_cap" if enforcement_class(backend, base_url) == "request_cap" else "advisory_cap"
+    )
 
 
 def _output_cap(transport: Transport, reader: str, envelope: TokenEnvelope) -> Component:
     limit, wanted = envelope.output_limit, envelope.output_tokens_per_turn
-    if transport == "subscription":
+    if transport in ("subscription", "uncapped"):
+        backend = "subscription backend" if transport == "subscription" else "back end"
         return Component(
             status="unsupported",
-            detail=f"the {reader.partition(':')[0]} subscription backend takes no output cap",
+            detail=f"the {reader.partition(':')[0]} {backend} takes no output cap (its "
+            "serialized request carries none)",
         )
     if transport == "advisory_cap":
         return Component(
@@ -250,9 +274,19 @@ def reader_readiness(
 
 
 class AssumedComponent(msgspec.Struct, frozen=True, kw_only=True):
-    """A component the registered assumptions bound but nothing here proves."""
+    """A component the registered assumptions bound but nothing here proves: assumed,
+    or ready once a validated, descriptor-bound attestation promoted it."""
 
-    status: Literal["assumed"] = "assumed"
+    status: Literal["assumed", "ready"] = "assumed"
+    detail: str
+
+
+class AttestationCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """What an offered attestation came to: validated (its id and raw sha256, nothing
+    secret) or refused with the refusal's stable `code` (`continuity.plan.attestation`)."""
+
+    status: Literal["validated", "refused"]
+    code: str | None = None
     detail: str
 
 
@@ -266,6 +300,7 @@ class CapGatedReadiness(msgspec.Struct, frozen=True, kw_only=True):
     input_envelope: AssumedComponent
     status: CapGatedStatus
     blockers: list[str]
+    attestation: AttestationCheck | None = None  # None: none was offered
     note: str = CAP_GATED_NOTE
 
 
@@ -323,11 +358,38 @@ def _assumed_cap(registry: Assumptions) -> str:
     )
 
 
+def _attested(reader: str, registry: Assumptions, attestation: Attestation) -> AttestationCheck:
+    try:
+        handle = check_attestation(attestation, reader, registry)
+    except SpendError as exc:
+        return AttestationCheck(
+            status="refused", code=exc.code, detail=f"{exc.code}: {exc.message} ({exc.location})"
+        )
+    return AttestationCheck(
+        status="validated",
+        detail=f"authorization {handle.authorization_id} (raw sha256 {handle.raw_sha256}) "
+        "validated against this registration's bindings and bound to its descriptor "
+        "(not consumed)",
+    )
+
+
+def _promoted(component: AssumedComponent) -> AssumedComponent:
+    return AssumedComponent(
+        status="ready",
+        detail=f"{component.detail}; promoted by the validated authorization bound to this "
+        "descriptor",
+    )
+
+
 def cap_gated_readiness(
-    reader: str, price: ModelPrice | None, registry: Assumptions
+    reader: str,
+    price: ModelPrice | None,
+    registry: Assumptions,
+    attestation: Attestation | None = None,
 ) -> CapGatedReadiness:
     """The cap-gated diagnostic of `reader` priced by `price` under `registry` (see the
-    module doc). It takes no attestation: nothing can promote it to ready yet."""
+    module doc): `attestation`, when it validates and pricing and assumptions are ready,
+    promotes the assumed output cap and input envelope to ready."""
     pricing = _pilot_pricing(reader, price, registry)
     assumptions = _pilot_assumptions(reader, registry)
     blockers = [
@@ -338,15 +400,25 @@ def cap_gated_readiness(
         )
         if code is not None
     ]
+    output_cap = AssumedComponent(detail=_assumed_cap(registry))
+    input_envelope = AssumedComponent(
+        detail=f"admitted requests stay within U <= {registry.input_envelope:,} "
+        f"tokens ({registry.version} framing; checked at settlement)"
+    )
+    check = None if attestation is None else _attested(reader, registry, attestation)
+    status: CapGatedStatus = "blocked" if blockers else "awaiting_authorization"
+    if not blockers and check is not None and check.status == "validated":
+        status = "ready"
+        output_cap, input_envelope = _promoted(output_cap), _promoted(input_envelope)
+    elif not blockers:
+        blockers = [AUTHORIZATION_REQUIRED]
     return CapGatedReadiness(
         reader=reader,
         pricing=pricing,
         assumptions=assumptions,
-        output_cap=AssumedComponent(detail=_assumed_cap(registry)),
-        input_envelope=AssumedComponent(
-            detail=f"admitted requests stay within U <= {registry.input_envelope:,} "
-            f"tokens ({registry.version} framing; checked at settlement)"
-        ),
-        status="awaiting_authorization" if not blockers else "blocked",
-        blockers=blockers or [AUTHORIZATION_REQUIRED],
+        output_cap=output_cap,
+        input_envelope=input_envelope,
+        status=status,
+        blockers=blockers,
+        attestation=check,
     )

@@ -23,6 +23,10 @@ controller's parts.
 - `continuity.spend.safety`: cache-key allocation, resolved-settings checks and the fixed
   refusal codes of a pilot child;
 - `continuity.spend.containment`: containing a child's process group;
+- `continuity.spend.output_caps`: which output cap each back end's requests carry, read
+  from the bytes its client sends (what readiness's output-cap verdict comes from);
+- `continuity.spend.recovery`: observing a crashed controller's recorded groups before
+  the lease is taken;
 - `continuity.spend.gate`: the release gate of the capped real route (its state is
   stated there, once).
 
@@ -42,6 +46,8 @@ __all__ = [
     "gate",
     "lease",
     "money",
+    "output_caps",
     "preparation",
+    "recovery",
     "safety",
 ]

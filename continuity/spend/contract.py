@@ -45,6 +45,7 @@ import msgspec
 from continuity.errors import SpendError
 from continuity.spend.assumptions import ASSUMED_V1, CATALOG_BOUNDED_VERSION, Assumptions
 from continuity.spend.authorization import ACCOUNT_HEADER
+from continuity.spend.safety import ResolvedSettings
 
 __all__ = [
     "ACCOUNT_HEADERS",
@@ -56,6 +57,7 @@ __all__ = [
     "VENDOR_EFFORTS",
     "AuxiliaryCallers",
     "GuardContract",
+    "callers_of",
     "check_auxiliary_callers",
     "check_contract",
     "check_options",
@@ -276,6 +278,18 @@ class AuxiliaryCallers(msgspec.Struct, frozen=True, kw_only=True):
     upkeep: bool | None
     compaction: bool | None
     output_schema: object | None
+
+
+def callers_of(settings: ResolvedSettings) -> AuxiliaryCallers:
+    """The auxiliary callers of resolved `settings` (what the guard checks at entry)."""
+    return AuxiliaryCallers(
+        judge=settings.judge,
+        memory=settings.memory,
+        subagents=settings.subagents,
+        upkeep=settings.upkeep,
+        compaction=settings.compaction,
+        output_schema=settings.output_schema,
+    )
 
 
 def check_auxiliary_callers(config: AuxiliaryCallers, *, where: str = "entry") -> None:

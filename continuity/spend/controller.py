@@ -11,7 +11,10 @@ slot at a time (concurrency one, no spares, retry, resume or substitution):
    and the epoch are journaled before any launch;
 2. **launch**: the slot is journaled as visited, then its child starts in a new session
    (its own process group) with one end of a socket pair
-   (`continuity.spend.pilot_child`); it must report ``ready`` in time;
+   (`continuity.spend.pilot_child`); it must report ``ready`` in time. Every child
+   (preparation and probe) is journaled as ``launched`` (PID, start identity, group)
+   before it is told anything, so a successor's recovery can observe it
+   (`continuity.spend.recovery`);
 3. **exchanges** (`continuity.spend.ipc`): ``admit``, ``consume``, ``settle`` and
    ``stop`` are applied to the durable account (`continuity.spend.durable`) and
    persisted before the reply; settlement stays legal after a stop, admission never;
@@ -55,7 +58,7 @@ from continuity.spend.arrivals import check_arrivals
 from continuity.spend.assumptions import reservation
 from continuity.spend.consumption import REAL_DOMAIN, Claim, verify_consumption
 from continuity.spend.containment import Containment, group_members
-from continuity.spend.contract import contract_for
+from continuity.spend.contract import callers_of, check_auxiliary_callers, contract_for
 from continuity.spend.durable import DurablePermitSource
 from continuity.spend.exchange import (
     SlotState,
@@ -70,7 +73,7 @@ from continuity.spend.permits import Settlement
 from continuity.spend.pilot_child import ChildConfig
 from continuity.spend.preparation import PreparationRequest, Prepared, credential_free_environment
 from continuity.spend.private import write_new
-from continuity.spend.real_send import RealGrant
+from continuity.spend.real_grant import RealGrant
 from continuity.spend.receipts import (
     RECEIPT_SCHEMA,
     PilotCounts,
@@ -80,7 +83,8 @@ from continuity.spend.receipts import (
     invalid_stop,
     write_receipt,
 )
-from continuity.spend.safety import BOUNDARY_ARMS, allocate_cache_keys
+from continuity.spend.recovery import journal_launch
+from continuity.spend.safety import BOUNDARY_ARMS, allocate_cache_keys, settings_for
 from continuity.spend.schedule import (
     Journal,
     PilotConfig,
@@ -121,6 +125,14 @@ class _Controller:
         self.digests: dict[str, str] = {}
         self.stop: str | None = None
         self.me = (os.getpid(), process_start(os.getpid()) or "")
+        self.model = config.assumptions.model.partition(":")[2]  # the guard contract's
+
+    def _launched(self, process: subprocess.Popen[bytes], slot: str, role: str) -> str | None:
+        """Journal a child's group before it is told anything (`journal_launch`)."""
+        wait = self.config.exit_timeout
+        return journal_launch(
+            self.journal, self.containment, process, slot=slot, role=role, wait=wait
+        )
 
     def _prepare(self, slot: PilotSlot) -> Prepared:
         """Run the slot's credential-free preparation child to its end, contain its
@@ -135,7 +147,7 @@ class _Controller:
             start_new_session=True,
             env=_child_environment(credential_free_environment(os.environ), slot.python),
         )
-        start = process_start(process.pid)  # taken while it runs (it waits for stdin)
+        start = self._launched(process, slot.slot_id, "prepare")  # it waits for stdin
         request = PreparationRequest(
             root=str(self.root),
             slot_id=slot.slot_id,
@@ -182,6 +194,7 @@ class _Controller:
             slot_id=slot.slot_id,
             cache_key=self.keys[slot.slot_id],
             assigned=self.keys,
+            role=slot.role,
             controller_pid=self.me[0],
             controller_start=self.me[1],
             root=str(self.root),
@@ -192,6 +205,7 @@ class _Controller:
             question=slot.question,
             history_url=history,
             arm=slot.arm,
+            settings=settings_for(self.config.settings, slot.arm, self.model, where="launch"),
             prepared=prepared,
             real=self.grant,
             assumptions=self.config.assumptions,
@@ -209,6 +223,11 @@ class _Controller:
             start_new_session=True,  # its own process group: contained as one
         )
         theirs.close()
+        try:
+            self._launched(process, slot.slot_id, "probe")
+        except SpendError:
+            mine.close()
+            raise
         assert process.stdin is not None
         process.stdin.write(msgspec.json.encode(child))
         process.stdin.close()
@@ -384,13 +403,14 @@ def _grant(config: PilotConfig, claim: Claim) -> RealGrant | None:
 
     Raises:
         SpendError: ``lookup_authorization_invalid`` (a real claim without the
-            authorization bytes and bindings its children must re-validate).
+            authorization bytes, bindings and pilot registration its children must
+            re-validate).
     """
     if claim.domain != REAL_DOMAIN:
         return None
-    if config.authorization is None or config.bindings is None:
+    if config.authorization is None or config.bindings is None or config.registration is None:
         raise SpendError(
-            "a real-domain pilot needs its authorization bytes and bindings",
+            "a real-domain pilot needs its authorization bytes, bindings and registration",
             code="lookup_authorization_invalid",
             location="config.authorization",
             outcome="refused_pre_send",
@@ -400,6 +420,7 @@ def _grant(config: PilotConfig, claim: Claim) -> RealGrant | None:
         raw_authorization=config.authorization,
         bindings=config.bindings,
         claim=claim,
+        registration=config.registration,
         account_header=header,
     )
 
@@ -426,6 +447,10 @@ def run_pilot(config: PilotConfig, lease: Lease, claim: Claim) -> PilotReport:
                 location=slot.slot_id,
                 outcome="refused_pre_send",
             )
+        # the resolved settings of its arm's harness, checked before anything starts
+        model = config.assumptions.model.partition(":")[2]
+        settings = settings_for(config.settings, slot.arm, model, where="entry")
+        check_auxiliary_callers(callers_of(settings), where="entry")
     verify_consumption(claim, lease)  # the fixed marker precedes any snapshot or launch
     if Path(claim.output_root) != Path(config.root):
         raise SpendError(

@@ -46,7 +46,6 @@ import msgspec
 
 from continuity.errors import ProviderError, SpendError
 from continuity.messages import ModelRequest
-from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.protocol import ProviderEvent
 from continuity.spend.admission import final_payload
 from continuity.spend.assumptions import (
@@ -65,7 +64,7 @@ from continuity.spend.contract import (
 )
 from continuity.spend.payload import Admission
 from continuity.spend.permits import OutcomeKind, Permit, PermitSource, Refusal, Settlement
-from continuity.spend.settle import Capture, GuardedResponses, settlement_of
+from continuity.spend.settle import Capture, guarded_client, settlement_of
 from continuity.spend.transport import Armed, GuardTransport, Send
 from continuity.spend.usage import UsageRecord
 
@@ -149,21 +148,12 @@ class GuardedProvider:
         self._assumptions = assumptions
         self._rmax = reservation(assumptions)
         self._transport = GuardTransport(send, permits)
-        spec = EndpointSpec(
-            kind="openai-responses",
-            base_url=contract.base_url,
-            model=contract.model,
+        self._client = guarded_client(
+            contract,
             credentials_path=credentials_path,
-            effort=contract.effort,
             max_output_tokens=max_output_tokens,
-            max_retries=0,
             timeout=timeout,
-        )
-        self._client = GuardedResponses(
-            spec,
             transport=self._transport,
-            cache_key=contract.prompt_cache_key,
-            account_header=contract.account_header,
         )
         self._admitted = 0
         self._prior_output = 0

@@ -63,7 +63,7 @@ from continuity.messages import (
 from continuity.providers.protocol import Completed
 from continuity.spend.arrivals import witnessed
 from continuity.spend.assumptions import ASSUMED_V1, CATALOG_BOUNDED_VERSION, Assumptions
-from continuity.spend.contract import AuxiliaryCallers, contract_for
+from continuity.spend.contract import callers_of, check_auxiliary_callers, contract_for
 from continuity.spend.guard import GuardedProvider
 from continuity.spend.ipc import Channel
 from continuity.spend.ipc_permits import IpcPermitSource
@@ -74,30 +74,32 @@ from continuity.spend.preparation import (
     still_prepared,
     verify_prepared,
 )
-from continuity.spend.real_send import RealGrant, mint_granted
+from continuity.spend.real_grant import RealGrant, RealSlot
+from continuity.spend.real_send import mint_granted
 from continuity.spend.runtime import RuntimeProxy, guarded_dispatch
-from continuity.spend.safety import HISTORY_TOOL, ResolvedSettings, check_assignment
+from continuity.spend.safety import (
+    HISTORY_TOOL,
+    ResolvedSettings,
+    check_assignment,
+    settings_for,
+)
 from continuity.spend.transport import Send
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
 
 __all__ = [
-    "CALLERS_OFF",
     "DEFAULT_SYSTEM",
     "FORBIDDEN_PROBE",
     "SOL_OUTPUT_TOKENS",
     "ChildConfig",
+    "check_child_settings",
     "deny_egress",
     "main",
     "minted_send",
     "reader_model",
-    "settings",
 ]
 
-CALLERS_OFF = AuxiliaryCallers(
-    judge=None, memory=False, subagents=False, upkeep=False, compaction=False, output_schema=None
-)
 FORBIDDEN_PROBE = ("127.0.0.1", 9)  # the deliberate attempt every child records
 DEFAULT_SYSTEM = "Answer from the conversation."  # when the boundary brings none
 SOL_OUTPUT_TOKENS = 4096  # what a Sol request asks for (its backend takes no output cap)
@@ -110,6 +112,10 @@ class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     slot_id: str
     cache_key: str
     assigned: dict[str, str]  # every slot's key: the child checks membership, uniqueness
+    role: str = ""  # the slot's registered role (a real-domain child's factory checks it)
+    # its arm's resolved harness settings (`continuity.lookup.pilot_settings`, by the
+    # pilot's entry): checked before ready, at construction, dispatch and every request
+    settings: ResolvedSettings
     controller_pid: int
     controller_start: str
     root: str
@@ -146,6 +152,17 @@ def _verify(config: ChildConfig) -> None:
         check_assignment(config.cache_key, config.slot_id, config.assigned)
     except SpendError as error:
         _exit_refused(error.code, "the assigned cache key is invalid")
+    check_child_settings(config)
+
+
+def check_child_settings(config: ChildConfig) -> None:
+    """Before any model is prepared: its arm's resolved settings, checked again here
+    (exit 3 with the code otherwise)."""
+    try:
+        settings = settings_for((config.settings,), config.arm, reader_model(config), where="child")
+        check_auxiliary_callers(callers_of(settings), where="child")
+    except SpendError as error:
+        _exit_refused(error.code, "the resolved settings are unsafe")
 
 
 def _addresses(allowed: tuple[tuple[str, int], ...]) -> set[tuple[str, int]]:
@@ -239,12 +256,23 @@ def minted_send(config: ChildConfig) -> tuple[Send, httpx.AsyncHTTPTransport]:
 
 def _mint(config: ChildConfig) -> tuple[Send, httpx.AsyncHTTPTransport]:
     """The slot's one send: the real-send factory's for a real-domain pilot (every check
-    of `continuity.spend.real_send`), else the faux domain's PID-bound send; either way
-    each request is witnessed on disk before it leaves (`continuity.spend.arrivals`)."""
+    of `continuity.spend.real_send`, over what this child was told of its slot), else the
+    faux domain's PID-bound send; either way each request is witnessed on disk before it
+    leaves (`continuity.spend.arrivals`)."""
     if config.real is None:
         send, transport = minted_send(config)
     else:
-        send, transport = mint_granted(config.real, config.prepared)
+        slot = RealSlot(
+            slot_id=config.slot_id,
+            role=config.role,
+            arm=config.arm,
+            epoch=config.epoch,
+            cache_key=config.cache_key,
+            assigned=config.assigned,
+            assumptions=config.assumptions,
+            effort=config.effort,
+        )
+        send, transport = mint_granted(config.real, config.prepared, slot)
     return witnessed(send, Path(config.root), config.slot_id), transport
 
 
@@ -267,7 +295,7 @@ async def _probe(
         run_id=config.run_id,
         slot_id=config.slot_id,
         credentials_path=config.credentials,
-        callers=CALLERS_OFF,
+        callers=callers_of(config.settings),
         send=send,
         assumptions=config.assumptions,
         # a vendor enforces the registered output cap; Sol's backend takes none
@@ -276,7 +304,7 @@ async def _probe(
     )
     try:
         async with _History(config.history_url) as history:
-            proxy = RuntimeProxy(history, guarded_dispatch(guard), settings(config), contract.model)
+            proxy = RuntimeProxy(history, guarded_dispatch(guard), config.settings, contract.model)
             text, calls = await _rounds(config, proxy, history, boundary)
         return {
             "terminal": "completed",
@@ -294,34 +322,6 @@ async def _probe(
 def reader_model(config: ChildConfig) -> str:
     """The model the pilot's registry registers (the one its guard contract binds)."""
     return config.assumptions.model.partition(":")[2]
-
-
-def settings(config: ChildConfig) -> ResolvedSettings:
-    """The child's resolved configuration: everything but the guarded reader off."""
-    return ResolvedSettings(
-        arm=config.arm,
-        judge=None,
-        memory=False,
-        subagents=False,
-        upkeep=False,
-        compaction=False,
-        output_schema=None,
-        host_override=False,
-        model_switch=False,
-        model=reader_model(config),
-        fallbacks=(),
-        attempts=1,
-        transport="sse",
-        max_retries=0,
-        retry_profile=None,
-        models_override=False,
-        tools=(HISTORY_TOOL,),
-        mcp_servers=(HISTORY_TOOL,),
-        native_context_override=False,
-        mid_checkpoint=False,
-        capture=False,
-        decorator="continuity-guarded-dispatch-v1",
-    )
 
 
 async def _rounds(

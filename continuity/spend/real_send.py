@@ -1,7 +1,11 @@
 """The sole real-send factory of a pilot probe child. A real-domain probe child
-(`continuity.spend.pilot_child`) mints its one send here from the controller's grant
-(`RealGrant`, `mint_granted`), behind the release gate (`continuity.spend.gate`) of
-`doit compare_pilot`.
+(`continuity.spend.pilot_child`) mints its one send here from the controller's grant and
+what it was told of its slot (`continuity.spend.real_grant`: `RealGrant`, `RealSlot`;
+`mint_granted`), behind the release gate (`continuity.spend.gate`) of
+`doit compare_pilot`. `continuity.spend.pilot_child` is its only caller: a static
+inventory (``tests/spend/test_real_send_callers.py``) fails on any other module of the
+package that imports this one or names its factories, and the controller imports only
+the grant's types.
 
 `mint_real_send` refuses to mint unless every check holds. CI or debug variables must be
 absent, even empty ones (``lookup_pilot_environment_refused``). The authorization bytes
@@ -9,9 +13,14 @@ must pass the shared validator (`continuity.spend.authorization.validate_authori
 against the registered bindings and the local account. The consumption must be bound to
 exactly those bytes and that id: the claim's raw sha256 and authorization id, and the
 output root's marker, which must carry the same claim (``lookup_consumption_invalid``).
-The child's parent must be the claim's live controller, by PID and start identity
-(``lookup_parent_mismatch``). The prepared boundary's record must still be the one
-verified (``lookup_preparation_invalid``).
+The factory then re-derives for itself, from the files on disk and the running code,
+the child's registered plan, role, build and code, its epoch and exact cache key, and
+readiness (`continuity.spend.real_checks.check_registered`: ``lookup_plan_mismatch``,
+``lookup_role_mismatch``, ``lookup_build_mismatch``, ``lookup_code_mismatch``,
+``lookup_consumption_invalid``, ``lookup_cache_assignment_invalid``,
+``lookup_readiness_blocked``). The child's parent must be the claim's live controller,
+by PID and start identity (``lookup_parent_mismatch``). The prepared boundary's record
+must still be the one verified (``lookup_preparation_invalid``).
 
 The send it returns is PID-bound (a forked copy refuses: ``lookup_unguarded_dispatch``).
 Before each request it re-checks the preparation record and requires the account header
@@ -32,7 +41,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
-import msgspec
 
 from continuity.errors import SpendError
 from continuity.spend.authorization import (
@@ -45,22 +53,13 @@ from continuity.spend.consumption import CONSUMED_MARKER, REAL_DOMAIN, Claim
 from continuity.spend.lease import process_start
 from continuity.spend.preparation import Prepared, still_prepared
 from continuity.spend.private import read_private
+from continuity.spend.real_checks import check_registered
+from continuity.spend.real_grant import RealGrant, RealSlot
 from continuity.spend.transport import Send
 
-__all__ = ["ACCOUNT_HEADER", "RealGrant", "mint_granted", "mint_real_send"]
+__all__ = ["ACCOUNT_HEADER", "mint_granted", "mint_real_send"]
 
 _REFUSED_VARIABLES = ("CI", "CONTINUITY_DEBUG")
-
-
-class RealGrant(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What the controller hands a real-domain probe child so it can mint its own send:
-    the authorization's exact bytes, the bindings they must carry and the consumption
-    claim (the child re-validates all of it; none of it is a capability on its own)."""
-
-    raw_authorization: bytes
-    bindings: Bindings
-    claim: Claim
-    account_header: str = ACCOUNT_HEADER  # the provider's (`contract.ACCOUNT_HEADERS`)
 
 
 def _marker_claim(root: Path) -> dict[str, object]:
@@ -85,11 +84,14 @@ def mint_real_send(
     expected: Bindings,
     claim: Claim,
     prepared: Prepared,
+    registration: Path,
+    slot: RealSlot,
     environ: Mapping[str, str] | None = None,
     domain: str = REAL_DOMAIN,
     account_header: str = ACCOUNT_HEADER,
 ) -> tuple[Send, httpx.AsyncHTTPTransport]:
-    """The PID-bound real send and the transport it owns (the caller closes it).
+    """The PID-bound real send and the transport it owns (the caller closes it), for the
+    pilot registered at `registration` and the child's `slot`.
 
     Raises:
         SpendError: the module docstring's codes and the validator's.
@@ -121,6 +123,7 @@ def mint_real_send(
             location="claim",
             outcome="refused_pre_send",
         )
+    check_registered(registration, expected, claim, slot)  # what the bytes carry
     parent = os.getppid()
     if parent != claim.controller_pid or process_start(parent) != claim.controller_start:
         raise SpendError(
@@ -148,12 +151,17 @@ def mint_real_send(
     return send, transport
 
 
-def mint_granted(grant: RealGrant, prepared: Prepared) -> tuple[Send, httpx.AsyncHTTPTransport]:
-    """`mint_real_send` over a controller's `grant`, in this process's real environment."""
+def mint_granted(
+    grant: RealGrant, prepared: Prepared, slot: RealSlot
+) -> tuple[Send, httpx.AsyncHTTPTransport]:
+    """`mint_real_send` over a controller's `grant` for the child's `slot`, in this
+    process's real environment."""
     return mint_real_send(
         raw_authorization=grant.raw_authorization,
         expected=grant.bindings,
         claim=grant.claim,
         prepared=prepared,
+        registration=Path(grant.registration),
+        slot=slot,
         account_header=grant.account_header,
     )

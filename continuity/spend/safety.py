@@ -40,6 +40,7 @@ __all__ = [
     "check_assignment",
     "check_settings",
     "child_terminal",
+    "settings_for",
 ]
 
 MAX_CACHE_KEY = 64
@@ -223,6 +224,27 @@ def check_settings(settings: ResolvedSettings, model: str, *, where: str) -> Non
                 location=f"{where}.{field}",
                 outcome="refused_pre_send",
             )
+
+
+def settings_for(
+    resolved: Sequence[ResolvedSettings], arm: str, model: str, *, where: str
+) -> ResolvedSettings:
+    """The resolved settings of `arm`'s harness among `resolved`, checked.
+
+    Raises:
+        SpendError: ``lookup_auxiliary_callers_forbidden`` when `arm` has none (unset
+            counts as on), or none but one; else `check_settings`'s codes.
+    """
+    found = [settings for settings in resolved if settings.arm == arm]
+    if len(found) != 1:
+        raise SpendError(
+            f"{len(found)} resolved settings for arm {arm}: unset counts as on",
+            code="lookup_auxiliary_callers_forbidden",
+            location=f"{where}.settings",
+            outcome="refused_pre_send",
+        )
+    check_settings(found[0], model, where=where)
+    return found[0]
 
 
 def child_terminal(code: str, *, admitted: bool) -> tuple[str, bool]:

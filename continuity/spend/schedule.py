@@ -21,6 +21,7 @@ from continuity.errors import SpendError
 from continuity.spend.assumptions import ASSUMED_V1, Assumptions
 from continuity.spend.authorization import Bindings
 from continuity.spend.receipts import PilotCounts, SlotReceipt
+from continuity.spend.safety import ResolvedSettings
 
 __all__ = ["Journal", "PilotConfig", "PilotReport", "PilotSlot", "seeded_schedule"]
 
@@ -54,6 +55,10 @@ class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
     # a real-domain pilot: the authorization's exact bytes and what they must bind
     authorization: bytes | None = None
     bindings: Bindings | None = None
+    registration: str | None = None  # the pilot registration's path (its sha256 is bound)
+    # each arm's resolved harness settings (`continuity.lookup.pilot_settings`): checked
+    # at the controller's entry and handed to its children, which check them again
+    settings: tuple[ResolvedSettings, ...] = ()
     # the credential-free preparation child's module (`continuity.spend.preparation`)
     preparer: str = "continuity.spend.preparation"
     # the registry the pilot reserves by, and the reader's effort (its guard contract)

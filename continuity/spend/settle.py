@@ -21,7 +21,12 @@ cache key into the payload (``prompt_cache_key``) and the ``session-id`` /
 ``x-client-request-id`` headers, names the account the credentials file holds (when it
 names one) in the provider's account header (``chatgpt-account-id`` for the Codex
 backend, ``openai-project`` for OpenAI's API), and drops httpx's default ``accept-encoding`` and
-``connection`` headers, which are not on the send allowlist.
+``connection`` headers, which are not on the send allowlist. `guarded_client` builds the
+one a guard sends through for its contract: a provider in `UNCAPPED_PROVIDERS` (the Codex
+subscription backend, which refuses the field with HTTP 400 "Unsupported parameter:
+max_output_tokens"; the seed's Codex serializer sends none) gets a body without
+``max_output_tokens``, every other one the cap the guard is given
+(`continuity.spend.output_caps` reads which from the bytes sent).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.openai import OpenAIResponsesProvider
 from continuity.spend.assumptions import Assumptions, tier_multiplier
 from continuity.spend.authorization import ACCOUNT_HEADER, account_of
+from continuity.spend.contract import GuardContract
 from continuity.spend.money import usd_text
 from continuity.spend.permits import Settlement
 from continuity.spend.usage import (
@@ -47,10 +53,19 @@ from continuity.spend.usage import (
     settlement_violation,
 )
 
-__all__ = ["Capture", "GuardedResponses", "Outcome", "settlement_of"]
+__all__ = [
+    "UNCAPPED_PROVIDERS",
+    "Capture",
+    "GuardedResponses",
+    "Outcome",
+    "guarded_client",
+    "settlement_of",
+]
 
 _TERMINAL = frozenset({"response.completed", "response.incomplete"})
 _FAILED = frozenset({"response.failed", "error"})
+# Providers whose backend takes no output-cap field: their guarded requests carry none.
+UNCAPPED_PROVIDERS = frozenset({"openai-codex"})
 
 
 class Capture:
@@ -140,10 +155,12 @@ class GuardedResponses(OpenAIResponsesProvider):
         transport: httpx.AsyncBaseTransport,
         cache_key: str | None,
         account_header: str = ACCOUNT_HEADER,
+        output_cap: bool = True,
     ) -> None:
         super().__init__(spec, transport=transport)
         self._cache_key = cache_key
         self._account_header = account_header
+        self._output_cap = output_cap
         for name in ("accept-encoding", "connection"):
             del self._client.headers[name]
 
@@ -158,6 +175,38 @@ class GuardedResponses(OpenAIResponsesProvider):
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
         body = super().payload(request)
+        if not self._output_cap:
+            del body["max_output_tokens"]
         if self._cache_key is not None:
             body["prompt_cache_key"] = self._cache_key
         return body
+
+
+def guarded_client(
+    contract: GuardContract,
+    *,
+    credentials_path: str,
+    max_output_tokens: int,
+    timeout: float,
+    transport: httpx.AsyncBaseTransport,
+) -> GuardedResponses:
+    """The Responses client a guard for `contract` sends through (module doc): no
+    retries, the contract's model, effort, cache key and account header, and the output
+    cap `max_output_tokens` unless the contract's provider takes none."""
+    spec = EndpointSpec(
+        kind="openai-responses",
+        base_url=contract.base_url,
+        model=contract.model,
+        credentials_path=credentials_path,
+        effort=contract.effort,
+        max_output_tokens=max_output_tokens,
+        max_retries=0,
+        timeout=timeout,
+    )
+    return GuardedResponses(
+        spec,
+        transport=transport,
+        cache_key=contract.prompt_cache_key,
+        account_header=contract.account_header,
+        output_cap=contract.provider not in UNCAPPED_PROVIDERS,
+    )

@@ -203,12 +203,13 @@ def test_complete_pricing_and_assumptions_await_authorization_alone() -> None:
     assert ordinary.ready is False and ordinary.output_cap.status == "unsupported"
 
 
-def test_nothing_can_hand_the_diagnostic_an_attestation() -> None:
-    assert set(inspect.signature(cap_gated_readiness).parameters) == {
-        "reader",
-        "price",
-        "registry",
-    }
+def test_only_an_attestation_can_hand_the_diagnostic_readiness() -> None:
+    # no capability override: the one addition is the attestation, which must validate
+    # (tests/plan/test_cap_gated_attestation.py); without one it awaits authorization
+    parameters = inspect.signature(cap_gated_readiness).parameters
+    assert set(parameters) == {"reader", "price", "registry", "attestation"}
+    assert parameters["attestation"].default is None
+    assert awaiting().attestation is None and awaiting().status == "awaiting_authorization"
 
 
 @pytest.mark.parametrize(

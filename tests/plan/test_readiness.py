@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import inspect
 
+import msgspec
 import pytest
 from msgspec.structs import replace
 
 from continuity.plan.plan import Endpoint
 from continuity.plan.pricing import ModelPrice, Tier, load_catalog, model_price
 from continuity.plan.readiness import ReaderReadiness, reader_readiness, reader_transport
+from continuity.spend import output_caps
 
 OPUS = "anthropic:claude-opus-5-5"
 SOL = "openai-codex:gpt-6.1-sol"
@@ -146,3 +148,31 @@ def test_there_is_no_capability_override() -> None:
     assert seen.output_cap.status == "unknown" and seen.ready is False
     # A scripted endpoint is no route: the reader's own transport decides.
     assert reader_transport(SOL, Endpoint()) == "subscription"
+
+
+def _evidence(backend: str, fields: tuple[str, ...]) -> output_caps.CapEvidence:
+    return msgspec.structs.replace(output_caps.cap_evidence(backend), fields=fields)
+
+
+def test_the_output_cap_verdict_is_the_serialization_registrys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Sol's cap is unsupported because the Codex request's bytes carry none
+    # (tests/spend/test_output_caps.py), not because a list here says so.
+    assert output_caps.cap_evidence("openai-codex").fields == ()
+    sol = model_price(load_catalog(), SOL)
+    real = output_caps.cap_evidence
+    sent = {"openai-codex": _evidence("openai-codex", ("max_output_tokens",))}
+    monkeypatch.setattr(output_caps, "cap_evidence", lambda b: sent.get(b) or real(b))
+    # were a cap serialized, the subscription backend would be one that may ignore it
+    result = ready(SOL, sol)
+    assert result.transport == "advisory_cap"
+    assert statuses(result) == ("unknown", "unknown", "ready") and result.ready is False
+    # and a vendor adapter whose bytes carried no cap could not enforce one
+    sent["anthropic"] = _evidence("anthropic", ())
+    uncapped = ready(OPUS, FULL)
+    assert uncapped.transport == "uncapped"
+    assert uncapped.output_cap.status == "unsupported" and uncapped.ready is False
+    assert "carries none" in uncapped.output_cap.detail
+    vendor = Endpoint(kind="anthropic", base_url="https://api.anthropic.com")
+    assert ready(OPUS, FULL, endpoint=vendor).transport == "uncapped"

@@ -4,7 +4,10 @@ comparison and the cap-gated readiness), offline; ``--real`` refused before any 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import socket
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,11 @@ from msgspec import UNSET
 
 from continuity.errors import ContinuityError, UsageError
 from continuity.plan.lookup_estimate import LookupEstimate
+from continuity.roles.pilot import run as pilot_run
+from continuity.roles.pilot.registration import read_pilot
+from continuity.roles.pilot.slots import pilot_bindings
+from continuity.spend.authorization import Authorization, account_commitment
+from continuity.spend.consumption import REAL_DOMAIN
 from rules.estimate import _estimate
 from tests.roles.pilot_toy import (
     PilotToy,
@@ -22,6 +30,7 @@ from tests.roles.pilot_toy import (
     registered,
     rewritten,
 )
+from tests.spend.test_authorization import SALT, _jwt
 
 LOOKUP = "lookup-allowed-v1"
 
@@ -128,3 +137,91 @@ def test_real_is_refused_before_the_pilot_is_read(
         _estimate(probe_mode=LOOKUP, registration=str(done.path), sha256=done.sha256, real=True)
     assert (caught.value.code, caught.value.location) == ("estimate_real_refused", "--real")
     assert not [p for p in opened_files if p.startswith(str(pilot_toy.root))]
+
+
+def _authorized(toy: PilotToy, done: Any, **change: Any) -> dict[str, str]:
+    """An owner's authorization over the bindings `doit compare_pilot` would validate for
+    this pilot (as --show-bindings prints them), and the options that offer it."""
+    credentials = toy.root / "credentials.json"
+    credentials.write_text(json.dumps({"api_key": _jwt("acct-1", "one")}))
+    output = toy.root / "pilot-out"
+    verified = read_pilot(done.path, done.sha256, pricing=toy.catalog)
+    bindings = pilot_bindings(verified, output, credentials.resolve(), pilot_run._revision())
+    value = Authorization(
+        schema=REAL_DOMAIN,
+        id="auth-estimate-1",
+        bindings=msgspec.structs.replace(bindings, **change),
+        salt=SALT,
+        account_commitment=account_commitment(SALT, "acct-1"),
+        issued_at="2026-12-02T09:00:00+00:00",
+        approver="owner",
+        approval_reference="2500",
+    )
+    path = toy.root / "authorization.json"
+    path.write_bytes(msgspec.json.encode(value))
+    return {
+        "authorization": str(path),
+        "authorization_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "pilot_output": str(output),
+        "pilot_credentials": str(credentials),
+    }
+
+
+def test_an_offered_authorization_makes_the_cap_gated_readiness_ready(
+    pilot_toy: PilotToy,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    done = registered(pilot_toy)
+    offered = _authorized(pilot_toy, done)
+    result, _ = estimate(pilot_toy, done.path, done.sha256, **offered)
+    assert result.pilot is not UNSET
+    ready = result.pilot.readiness
+    assert (ready.status, ready.blockers) == ("ready", [])
+    assert (ready.output_cap.status, ready.input_envelope.status) == ("ready", "ready")
+    assert ready.attestation is not None and ready.attestation.status == "validated"
+    assert result.readiness.ready is False  # the ordinary readiness is unchanged
+    assert not Path(offered["pilot_output"]).exists()  # nothing made, nothing consumed
+    text = capsys.readouterr().out
+    assert "cap-gated readiness of openai-codex:gpt-6.1-sol: ready, blockers none" in text
+    assert "attestation: validated: authorization auth-estimate-1" in text
+
+
+def test_a_refused_authorization_leaves_it_awaiting_with_its_code(
+    pilot_toy: PilotToy,  # noqa: F811
+) -> None:
+    done = registered(pilot_toy)
+    cases: list[tuple[Callable[[], dict[str, str]], str]] = [
+        (
+            lambda: _authorized(pilot_toy, done, descriptor="d" * 64),
+            "lookup_authorization_mismatch",
+        ),
+        (
+            lambda: {**_authorized(pilot_toy, done), "authorization_sha256": "0" * 64},
+            "lookup_authorization_sha256_mismatch",
+        ),
+    ]
+    for offer, code in cases:  # each written, then offered
+        result, _ = estimate(pilot_toy, done.path, done.sha256, **offer())
+        assert result.pilot is not UNSET
+        ready = result.pilot.readiness
+        assert (ready.status, ready.blockers) == (
+            "awaiting_authorization",
+            ["lookup_authorization_required"],
+        )
+        assert ready.attestation is not None and ready.attestation.code == code
+
+
+def test_an_authorization_needs_all_four_options_and_a_pilot(
+    pilot_toy: PilotToy,  # noqa: F811
+) -> None:
+    done = registered(pilot_toy)
+    offered = _authorized(pilot_toy, done)
+    with pytest.raises(UsageError) as caught:
+        estimate(pilot_toy, done.path, done.sha256, **{**offered, "pilot_credentials": ""})
+    assert (caught.value.code, caught.value.location) == (
+        "option_value_missing",
+        "--pilot-credentials",
+    )
+    with pytest.raises(UsageError) as caught:  # a compare registration has no such part
+        estimate(pilot_toy, pilot_toy.registration, pilot_toy.sha256, **offered)
+    assert (caught.value.code, caught.value.location) == ("plan_invalid", "--authorization")

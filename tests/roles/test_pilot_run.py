@@ -4,9 +4,13 @@ The toy pilot registration (`tests.roles.pilot_toy`) over a frozen holdout in a 
 store; its sizing's feasible slots become the controller's slots, each boundary is
 crossed by the real preparation child over a checkpoint replayed offline, each
 conversation's retained records are served over MCP on loopback, and the probe
-children mint the real send. The endpoint is the loopback wire server; the burn
-registry's home is redirected (only the home lookup); the authorization is written by
-the test over the bindings the route computes, as an owner would write it."""
+children mint the real send. Both registered builds are one export of this package
+(`tests.spend.registered_pilot.with_builds`), which the children run (``PYTHONPATH``
+pointing at it, this interpreter as the build's), so the real-send factory's own checks
+of the registered code, role, build and plan hold. The endpoint is the loopback wire
+server; the burn registry's home is redirected (only the home lookup); the authorization
+is written by the test over the bindings the route computes, as an owner would write
+it."""
 
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ from tests.roles.pilot_toy import (  # noqa: F401 (fixtures)
     registered,
     vendor_toy,
 )
+from tests.spend.registered_pilot import export, with_builds
 from tests.spend.test_authorization import SALT, _jwt
 
 SOL = "gpt-6.1-sol"
@@ -48,6 +53,9 @@ SOL = "gpt-6.1-sol"
 class Route:
     def __init__(self, toy: PilotToy, account: str = "acct-1", **credentials: str) -> None:
         self.toy, self.account = toy, account
+        # the toy's checkouts are placeholders at revision 0...0; its builds export this code
+        self.src = export(toy.root / "pilot-build", package=True, revision="0" * 40)
+        toy.sha256 = with_builds(toy.registration, self.src)
         done = registered(toy)
         self.pilot, self.sha256 = done.path, done.sha256
         self.credentials = toy.root / "credentials.json"
@@ -100,16 +108,22 @@ def _owner_machine(toy: PilotToy, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+def _builds_imported(made: Route, monkeypatch: pytest.MonkeyPatch) -> Route:
+    monkeypatch.setenv("PYTHONPATH", str(made.src))  # the children import the build
+    return made
+
+
 @pytest.fixture
 def route(pilot_toy: PilotToy, monkeypatch: pytest.MonkeyPatch) -> Route:  # noqa: F811
     _owner_machine(pilot_toy, monkeypatch)
-    return Route(pilot_toy)
+    return _builds_imported(Route(pilot_toy), monkeypatch)
 
 
 @pytest.fixture
 def vendor(vendor_toy: PilotToy, monkeypatch: pytest.MonkeyPatch) -> Route:  # noqa: F811
     _owner_machine(vendor_toy, monkeypatch)
-    return Route(vendor_toy, "proj_fictional", api_key="sk-fictional", account_id="proj_fictional")
+    made = Route(vendor_toy, "proj_fictional", api_key="sk-fictional", account_id="proj_fictional")
+    return _builds_imported(made, monkeypatch)
 
 
 def test_a_registered_pilot_runs_its_slots_over_real_checkpoints(route: Route) -> None:

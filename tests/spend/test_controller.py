@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from continuity.errors import SpendError
+from continuity.lookup.pilot_settings import entry_settings
 from continuity.roles.pilot.smoke import KillAtArrival, loopback_endpoints
 from continuity.servers.wire import Faults, WireServer
 from continuity.spend.assumptions import ASSUMED_V1, reservation
@@ -84,6 +85,10 @@ class Pilot:
             "message_timeout": 20.0,
         }
         values.update(more)
+        if "settings" not in values:  # resolved from each arm's harness, for its reader
+            reader = values.get("assumptions", ASSUMED_V1).model
+            arms = [slot.arm for slot in values["slots"]]
+            values["settings"] = entry_settings(arms, reader=reader, judge=None)
         return PilotConfig(**values)
 
     def serve(self, app: WireServer) -> Any:
@@ -237,7 +242,9 @@ def test_an_arm_without_a_prepared_boundary_is_refused_at_initialization(pilot: 
     restart = (PilotSlot(slot_id="r", role="native", block="b", question="q", arm="restart"),)
     with pytest.raises(SpendError) as caught:
         run_pilot(
-            pilot.config(("http://127.0.0.1:9/v1", "http://127.0.0.1:9/mcp"), slots=restart),
+            pilot.config(
+                ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/mcp"), slots=restart, settings=()
+            ),
             pilot.lease,
             pilot.claim,
         )
@@ -379,3 +386,53 @@ def test_a_child_that_reports_a_controller_code_is_refused(pilot: Pilot, kind: s
         mine.close()
         theirs.close()
         controller.source.close()
+
+
+@pytest.mark.parametrize(
+    ("settings", "code"),
+    [
+        ((), "lookup_auxiliary_callers_forbidden"),  # unresolved: unset counts as on
+        (
+            entry_settings(["native-lookup"], reader=ASSUMED_V1.model, judge=None)
+            + entry_settings(["native-lookup"], reader=ASSUMED_V1.model, judge=None),
+            "lookup_auxiliary_callers_forbidden",  # two for one arm: which one runs?
+        ),
+    ],
+)
+def test_a_slot_whose_arm_has_no_single_resolved_setting_is_refused_at_entry(
+    pilot: Pilot, settings: tuple[Any, ...], code: str
+) -> None:
+    urls = ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/mcp")
+    with pytest.raises(SpendError) as caught:
+        run_pilot(pilot.config(urls, settings=settings), pilot.lease, pilot.claim)
+    assert (caught.value.code, caught.value.location) == (code, "entry.settings")
+    assert not (pilot.root / "account.sqlite3").exists()  # nothing started
+
+
+@pytest.mark.parametrize(
+    ("patch", "code"),
+    [
+        (
+            {"runtime": {"session": {"continuity": {"upkeep_enabled": True}}}},
+            "lookup_auxiliary_callers_forbidden",
+        ),
+        (
+            {"tools": {"allowed_tools": ["ConversationHistory", "fetch_page"]}},
+            "lookup_tools_forbidden",
+        ),
+    ],
+)
+def test_a_harness_configured_with_a_caller_on_is_refused_at_entry(
+    pilot: Pilot, patch: dict[str, Any], code: str
+) -> None:
+    from continuity.lookup.pilot_settings import resolve_pilot_settings
+
+    unsafe = tuple(
+        resolve_pilot_settings(arm, reader=ASSUMED_V1.model, judge=None, patches=[patch])
+        for arm in ("native-lookup", "continuity-pack-cold")
+    )
+    urls = ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/mcp")
+    with pytest.raises(SpendError) as caught:
+        run_pilot(pilot.config(urls, settings=unsafe), pilot.lease, pilot.claim)
+    assert caught.value.code == code
+    assert not (pilot.root / "account.sqlite3").exists()

@@ -1,18 +1,23 @@
 """A real-domain pilot: each probe child mints the real send (`continuity.spend.real_send`)
 from the controller's grant and every guarded request must name the approved account.
 
-Fictional credentials (a JWT naming a fictional account), a test-written authorization,
-a synthetic home for the burn registry (only the home lookup is redirected), the real
-controller, real probe children and the loopback wire server. CI and debug variables
-are removed for the children, as on an owner's machine; one test puts CI back."""
+Fictional credentials (a JWT naming a fictional account), a test-written authorization
+of a registered pilot whose R0 and Rpack builds are one export of this package
+(`tests.spend.registered_pilot`: the children run it, ``PYTHONPATH`` pointing at it and
+this interpreter as the build's), a synthetic home for the burn registry (only the home
+lookup is redirected), the real controller, real probe children and the loopback wire
+server. CI and debug variables are removed for the children, as on an owner's machine;
+one test puts CI back."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import msgspec
 import pytest
 
 from continuity.errors import SpendError
@@ -20,19 +25,35 @@ from continuity.servers.wire import WireServer
 from continuity.spend import consumption
 from continuity.spend.assumptions import Rates, catalog_bounded
 from continuity.spend.consumption import REAL_DOMAIN
-from continuity.spend.controller import PilotConfig, run_pilot
-from tests.spend.test_authorization import _authorization, _bindings, _jwt
-from tests.spend.test_controller import Pilot
+from continuity.spend.controller import PilotConfig, PilotSlot, run_pilot
+from tests.spend.registered_pilot import export, register
+from tests.spend.test_authorization import _authorization, _jwt
+from tests.spend.test_controller import Pilot, slots
 
 MODEL = "gpt-6.1-sol"
 
 
+def built_slots() -> tuple[PilotSlot, ...]:
+    """`slots` under the registered build's interpreter (this one): both children of a
+    slot then run the environment as given, whose ``PYTHONPATH`` is the build's export."""
+    return tuple(msgspec.structs.replace(s, python=sys.executable) for s in slots())
+
+
 class RealPilot(Pilot):
-    """`Pilot`'s layout with a real-domain consumption and JWT credentials."""
+    """`Pilot`'s layout with a real-domain consumption of a registered pilot's
+    authorization and JWT credentials."""
+
+    REGISTRATION: ClassVar[dict[str, Any]] = {}
+
+    def registered(self, tmp_path: Path, account: str = "acct-1") -> None:
+        credentials = tmp_path / "credentials.json"
+        self.src = export(tmp_path / "build", package=True)
+        self.pilot = register(tmp_path, self.src, **self.REGISTRATION)
+        self.bindings = self.pilot.bindings(credentials)
+        self.raw = _authorization(credentials, account=account, bindings=self.bindings)
 
     def __init__(self, tmp_path: Path) -> None:
-        credentials = tmp_path / "credentials.json"
-        self.raw = _authorization(credentials)
+        self.registered(tmp_path)
         super().__init__(
             tmp_path,
             domain=REAL_DOMAIN,
@@ -44,7 +65,12 @@ class RealPilot(Pilot):
         self.credentials.write_text(json.dumps({"api_key": _jwt(account, nonce)}))
 
     def config(self, urls: tuple[str, str], **more: Any) -> PilotConfig:
-        granted = {"authorization": self.raw, "bindings": _bindings(self.credentials)}
+        granted = {
+            "authorization": self.raw,
+            "bindings": self.bindings,
+            "registration": str(self.pilot.path),
+            "slots": built_slots(),
+        }
         return super().config(urls, **{**granted, **more})
 
 
@@ -55,6 +81,7 @@ def _owner_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: type[R
     for name in ("CI", "CONTINUITY_DEBUG"):  # the children inherit this environment
         monkeypatch.delenv(name, raising=False)
     made = make(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(made.src))  # the children import the build
     yield made
     made.lease.release()
 
@@ -105,9 +132,29 @@ def test_a_child_that_cannot_mint_never_reaches_the_endpoint(
     assert Path(real.root / "canaries").exists() is False  # refused before its canary
 
 
+@pytest.mark.parametrize("change", ["the controller's code", "another plan"])
+def test_a_child_that_is_not_the_registered_one_never_reaches_the_endpoint(
+    real: RealPilot, change: str
+) -> None:
+    """The factory's own checks, in real children: a child running the controller's
+    code rather than the registered build (``lookup_build_mismatch``), or one told to
+    run another effort than the authorized one (``lookup_plan_mismatch``), mints
+    nothing, and nothing is admitted or sent."""
+    more: dict[str, Any] = {"slots": slots()} if change == "the controller's code" else {}
+    if change == "another plan":
+        more["effort"] = "low"
+    app = WireServer(model=MODEL)
+    with real.serve(app) as urls:
+        report = run_pilot(real.config(urls, **more), real.lease, real.claim)
+    assert app.count() == 0 and real.holds() == []
+    assert report.stop is not None and report.counts.admitted == 0
+    assert report.counts.visited == 1  # the first child's refusal stops the run
+    assert Path(real.root / "canaries").exists() is False  # refused before its canary
+
+
 def test_a_real_claim_without_its_authorization_never_launches(real: RealPilot) -> None:
     config = real.config(("http://127.0.0.1:9/v1", "http://127.0.0.1:9/mcp"))
-    for missing in ({"authorization": None}, {"bindings": None}):
+    for missing in ({"authorization": None}, {"bindings": None}, {"registration": None}):
         with pytest.raises(SpendError) as caught:
             run_pilot(PilotConfig(**{**_fields(config), **missing}), real.lease, real.claim)
         assert caught.value.code == "lookup_authorization_invalid"
@@ -128,10 +175,10 @@ class VendorPilot(RealPilot):
         context_window=400_000,
         output_cap=32_000,
     )
+    REGISTRATION: ClassVar[dict[str, Any]] = {"registry": REGISTRY, "effort": "low"}
 
     def __init__(self, tmp_path: Path) -> None:
-        credentials = tmp_path / "credentials.json"
-        self.raw = _authorization(credentials, account="proj_a")
+        self.registered(tmp_path, account="proj_a")
         Pilot.__init__(
             self,
             tmp_path,

@@ -9,9 +9,11 @@ import msgspec
 import pytest
 
 from continuity.errors import SpendError
+from continuity.lookup.pilot_settings import resolve_pilot_settings
 from continuity.messages import Message, ModelRequest, UserMessage
 from continuity.providers.protocol import Completed
-from continuity.spend.pilot_child import ChildConfig, reader_model, settings
+from continuity.spend.assumptions import ASSUMED_V1
+from continuity.spend.pilot_child import ChildConfig, check_child_settings, reader_model
 from continuity.spend.preparation import Prepared
 from continuity.spend.runtime import (
     LIFECYCLE,
@@ -43,8 +45,9 @@ CONFIG = ChildConfig(
     question="q",
     history_url="http://127.0.0.1:9/mcp",
     prepared=Prepared(slot="s", pid=1, start="x", sha256="0" * 64),
+    settings=resolve_pilot_settings("native-lookup", reader=ASSUMED_V1.model, judge=None),
 )
-SAFE = settings(CONFIG)
+SAFE = CONFIG.settings
 MODEL = reader_model(CONFIG)
 
 
@@ -151,3 +154,25 @@ async def test_unsafe_settings_refuse_at_construction(
         RuntimeProxy(Runtime(), guarded_dispatch(rig.guard()), unsafe, MODEL)
     assert caught.value.code == code
     assert rig.app.requests == []
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"judge": "openai:gpt-5-judge"}, "lookup_auxiliary_callers_forbidden"),
+        ({"arm": "continuity-pack-cold"}, "lookup_auxiliary_callers_forbidden"),  # not its arm
+        ({"tools": ()}, "lookup_tools_forbidden"),
+    ],
+)
+def test_the_child_refuses_unsafe_resolved_settings_before_ready(
+    change: dict[str, Any], code: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = msgspec.structs.replace(CONFIG, settings=msgspec.structs.replace(SAFE, **change))
+    with pytest.raises(SystemExit) as exited:
+        check_child_settings(config)
+    assert exited.value.code == 3
+    assert capsys.readouterr().err.startswith(f"lookup_child_refused: {code}: ")
+
+
+def test_the_child_accepts_its_arms_resolved_settings() -> None:
+    check_child_settings(CONFIG)

@@ -176,6 +176,22 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "SpendError",
+        "continuity.plan.attestation",
+        Row(
+            "lookup_authorization_sha256_mismatch",
+            "the authorization's bytes do not hash to the stated sha256",
+        ),
+    ),
+    *section(
+        "SpendError",
+        "continuity.spend.output_caps",
+        Row(
+            "output_cap_probe_failed",
+            "a back end's client did not send exactly one output-cap probe request",
+        ),
+    ),
+    *section(
+        "SpendError",
         "continuity.spend.lease",
         Row("lookup_lease_root_invalid", "the writer lease's directory cannot be used"),
         Row("lookup_lease_exists", "a lease file is already there"),
@@ -324,6 +340,24 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "SpendError",
+        "continuity.spend.real_checks",
+        Row("lookup_plan_mismatch", "the child's plan is not the registered, authorized one"),
+        Row("lookup_role_mismatch", "the slot's role and arm are not one registered role"),
+        Row(
+            "lookup_build_mismatch",
+            "the child does not run the registered, authorized build of its role's checkout",
+        ),
+        Row(
+            "lookup_code_mismatch",
+            "the running code is not the registered, authorized code of its role's checkout",
+        ),
+        Row(
+            "lookup_readiness_blocked",
+            "the registered pilot's cap-gated readiness is blocked: no real send is minted",
+        ),
+    ),
+    *section(
+        "SpendError",
         "continuity.roles.pilot.smoke",
         Row("pilot_smoke_failed", "a doit pilot_smoke proof did not hold"),
     ),
@@ -339,6 +373,18 @@ ENTRIES: tuple[Entry, ...] = (
             "lookup_containment_unreconciled",
             "a live process no proven signal can end: an absorbing stop",
             kind="reported",
+        ),
+    ),
+    *section(
+        "SpendError",
+        "continuity.spend.recovery",
+        Row(
+            "lookup_recovery_unreconciled",
+            "a process group a crashed controller recorded still runs: the lease is not taken",
+        ),
+        Row(
+            "lookup_recovery_failed",
+            "the registry cannot be read or the recovery record cannot be written",
         ),
     ),
     *section(

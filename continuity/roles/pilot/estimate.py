@@ -9,27 +9,61 @@ proposed cap C is unchanged), and adds the cap-gated section
 (`continuity.plan.pilot_estimate`): E, Rmax, the descriptor's C, C - Rmax, C / E, the
 full-upfront comparison (not the admission gate) and the cap-gated readiness
 (`continuity.plan.readiness.cap_gated_readiness`). The ordinary readiness beside it is
-unchanged. No credential is read and no provider is contacted.
+unchanged. No provider is contacted, and no credential is read unless an attestation is
+offered.
+
+With `AttestationFiles` (``--authorization FILE --authorization-sha256 S
+--pilot-output ROOT --pilot-credentials FILE``) the pilot's authorization is offered to
+the cap-gated readiness (`continuity.plan.attestation`): its bytes are read as ``doit
+compare_pilot`` reads them and checked against the bindings that route would validate
+for this registration, the new output root and the credentials file
+(`continuity.roles.pilot.run.attestation_inputs`); the credentials file is read for its
+account only. A valid one promotes the assumed output cap and input envelope to ready; a
+refused one leaves the readiness awaiting authorization with the refusal's code. Nothing
+is consumed and nothing runs: readiness is a diagnostic.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
 from continuity.holdout import HoldoutSource
+from continuity.plan.attestation import Attestation
 from continuity.plan.holdout_pricing import priced_slots
 from continuity.plan.lookup_estimate import LookupEstimate
 from continuity.plan.lookup_slots import EstimateSource
 from continuity.plan.pilot_estimate import pilot_estimate
 from continuity.plan.readiness import cap_gated_readiness
-from continuity.roles.pilot.registration import read_pilot
+from continuity.roles.pilot.registration import VerifiedPilot, read_pilot
+from continuity.roles.pilot.run import attestation_inputs
 from continuity.runner.fixed_budget.estimate import HoldoutRequest, holdout_lookup_estimate
 from continuity.spend.descriptor import descriptor_digest
 from continuity.store import Store
 
-__all__ = ["pilot_lookup_estimate"]
+__all__ = ["AttestationFiles", "pilot_lookup_estimate"]
+
+
+@dataclass(frozen=True)
+class AttestationFiles:
+    """The authorization offered to the cap-gated readiness: its file and the raw sha256
+    stated for it, the new output root and the credentials file it binds."""
+
+    authorization: Path
+    sha256: str
+    output: Path
+    credentials: Path
+
+
+def _attestation(verified: VerifiedPilot, files: AttestationFiles) -> Attestation:
+    raw, expected = attestation_inputs(
+        verified, files.authorization, files.output, files.credentials
+    )
+    return Attestation(
+        raw=raw, sha256=files.sha256, expected=expected, descriptor=verified.pilot.descriptor
+    )
 
 
 def pilot_lookup_estimate(
@@ -41,15 +75,20 @@ def pilot_lookup_estimate(
     screening: str | None = None,
     high_end: str | None = None,
     watchdog_seconds: float,
+    attestation: AttestationFiles | None = None,
 ) -> LookupEstimate:
     """The estimate of the pilot registration at `path` (raw sha256 `sha256`), its frozen
-    holdout read from `store`, priced with the catalog at `pricing`.
+    holdout read from `store`, priced with the catalog at `pricing`; `attestation`, when
+    given, is offered to the cap-gated readiness (module doc).
 
     Raises:
         RoleError, SpendError, LookupError_, PricingError: `read_pilot`'s codes.
+        RoleError, SpendError: `attestation_inputs`' (the output root, an unreadable
+            authorization).
         HoldoutError, LookupError_, UsageError: `holdout_lookup_estimate`'s.
     """
     verified = read_pilot(path, sha256, pricing=pricing)
+    offered = None if attestation is None else _attestation(verified, attestation)
     held, wrapped = verified.held, verified.pilot.registration
     descriptor = verified.pilot.descriptor
     request = HoldoutRequest(
@@ -72,7 +111,7 @@ def pilot_lookup_estimate(
         watchdog_seconds=watchdog_seconds,
     )
     readiness = cap_gated_readiness(
-        descriptor.assumptions.model, verified.price, descriptor.assumptions
+        descriptor.assumptions.model, verified.price, descriptor.assumptions, offered
     )
     pilot = pilot_estimate(
         priced_slots(verified.budget.slots),

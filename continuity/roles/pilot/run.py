@@ -22,8 +22,11 @@ that fails:
 6. **preparation**: the slots, their checkpoints (offline) and their ConversationHistory
    endpoints (`continuity.roles.pilot.slots.prepare_pilot`), in a private scratch
    directory removed afterwards: nothing is consumed if the preparation fails;
-7. **consumption** under the writer lease (`continuity.spend.consumption.consume`: the
-   id is burned once, ever) and **the controller** (`continuity.spend.controller`), whose
+7. **crash recovery** (`continuity.spend.recovery.acquire_recovered`: a crashed
+   predecessor's recorded process groups are observed, never signalled, and a live one
+   refuses the lease), **consumption** under the writer lease
+   (`continuity.spend.consumption.consume`: the id is burned once, ever) and **the
+   controller** (`continuity.spend.controller`), whose
    probe children mint the real send themselves (`continuity.spend.real_send`) and
    whose preparation children cross each slot's boundary over its real checkpoint
    (`continuity.roles.pilot.prepare`).
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from continuity.errors import RoleError, SpendError
+from continuity.lookup.pilot_settings import entry_settings
 from continuity.plan.guards import default_checkout
 from continuity.providers.endpoint_facts import cap_ignored
 from continuity.roles.pilot.registration import VerifiedPilot, read_pilot
@@ -52,12 +56,13 @@ from continuity.spend.consumption import REAL_DOMAIN, consume
 from continuity.spend.contract import contract_for
 from continuity.spend.controller import PilotConfig, PilotReport, run_pilot
 from continuity.spend.gate import require_real_route
-from continuity.spend.lease import acquire_lease
+from continuity.spend.recovery import acquire_recovered
 from continuity.store import Store
 
 __all__ = [
     "PREPARER",
     "PilotRequest",
+    "attestation_inputs",
     "check_controller",
     "check_ready",
     "expected_bindings",
@@ -214,6 +219,23 @@ def expected_bindings(request: PilotRequest) -> Bindings:
     return pilot_bindings(verified, output, request.credentials.resolve(), _revision())
 
 
+def attestation_inputs(
+    verified: VerifiedPilot, authorization: Path, output: Path, credentials: Path
+) -> tuple[bytes, Bindings]:
+    """The authorization file's bytes (read as step 5 reads them) and what it must bind
+    for `verified` run into the new root `output` with `credentials`: the bindings this
+    route validates against, so that the cap-gated readiness can check it
+    (`continuity.plan.attestation`) before any run. Nothing is made or consumed.
+
+    Raises:
+        RoleError: `check_output`'s codes.
+        SpendError: ``lookup_authorization_invalid`` (unreadable, a link, too big).
+    """
+    root = check_output(str(output), _checkouts(verified))
+    raw = _authorization_bytes(authorization)
+    return raw, pilot_bindings(verified, root, credentials.resolve(), _revision())
+
+
 def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot) -> PilotReport:
     """Steps 4-7 of the module doc for a verified, ready pilot.
 
@@ -222,6 +244,12 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
         SpendError: the authorization's, the consumption's, the lease's and the
             controller's codes.
     """
+    registry = verified.pilot.descriptor.assumptions
+    settings = entry_settings(  # the resolved harness of every role's arm, checked first
+        [role.arm for role in verified.registration.roles],
+        reader=registry.model,
+        judge=verified.registration.workload.judge,
+    )
     checkouts = _checkouts(verified)
     output = check_output(str(request.output), checkouts)
     raw = _authorization_bytes(request.authorization)
@@ -233,7 +261,7 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
         prepare_pilot(store, verified, Path(scratch)) as prepared,
     ):
         output.mkdir(mode=0o700, parents=False)  # only once the preparation succeeded
-        lease = acquire_lease(output)
+        lease, _ = acquire_recovered(REAL_DOMAIN, output)  # crashed predecessors first
         try:
             # one run per authorization: its transport cache keys never repeat a run's
             run_id = "pilot-" + hashlib.sha256(handle.authorization_id.encode()).hexdigest()[:16]
@@ -249,7 +277,6 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
                 checkouts=checkouts,
                 identity=handle.identity,  # burned by what is authorized, not its spelling
             )
-            registry = verified.pilot.descriptor.assumptions
             contract = contract_for(registry, effort=reader_effort(verified))
             config = PilotConfig(
                 run_id=run_id,
@@ -262,9 +289,11 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
                 history_url="",  # every slot names its own
                 authorization=raw,
                 bindings=bindings,
+                registration=str(request.registration.resolve()),
                 preparer=PREPARER,
                 assumptions=registry,
                 effort=contract.effort,
+                settings=settings,
             )
             return run_pilot(config, lease, claim)
         finally:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from continuity.errors import SpendError
+from continuity.lookup.pilot_settings import entry_settings
 from continuity.memory.retained import RetainedStore
 from continuity.servers.history import history_in_thread
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
@@ -46,7 +47,7 @@ from continuity.spend.assumptions import ASSUMED_V1, reservation
 from continuity.spend.consumption import CONSUMED_MARKER, FAUX_DOMAIN, consume
 from continuity.spend.containment import group_members
 from continuity.spend.controller import PilotConfig, PilotReport, PilotSlot, run_pilot
-from continuity.spend.lease import acquire_lease
+from continuity.spend.recovery import acquire_recovered
 from continuity.sqlite_open import READ_ONLY, open_db
 
 __all__ = [
@@ -139,7 +140,7 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
     root.mkdir(mode=0o700)
     credentials = parent / "credentials.json"
     credentials.write_text('{"api_key": "sk-fictional-smoke"}')
-    lease = acquire_lease(root)
+    lease, _ = acquire_recovered(FAUX_DOMAIN, root)  # observes crashed predecessors first
     try:
         claim = consume(
             domain=FAUX_DOMAIN,
@@ -165,6 +166,10 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
                 base_url=url,
                 credentials=str(credentials),
                 history_url=history,
+                # resolved from each arm's harness configuration, checked at entry
+                settings=entry_settings(
+                    [slot.arm for slot in _slots()], reader=ASSUMED_V1.model, judge=None
+                ),
             )
             report = run_pilot(config, lease, claim)
     finally:
