@@ -87,6 +87,22 @@ class McpToolbox:
         )
         return self
 
+    async def refresh(self) -> tuple[ToolDefinition, ...]:
+        """List the server's tools again; they become `definitions`."""
+        assert self._session is not None, "use McpToolbox as an async context manager"
+        try:
+            listing = await self._session.list_tools()
+        except (MCPError, OSError) as exc:
+            raise _mapped(exc, self.url, "listing tools") from None
+        self.listing = listing
+        self.definitions = tuple(
+            ToolDefinition(
+                name=t.name, description=t.description or "", input_schema=dict(t.input_schema)
+            )
+            for t in listing.tools
+        )
+        return self.definitions
+
     async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         """Close the transport. If it failed underneath the body (the SDK then cancels
         the waiting request), raise that failure as a typed error; an exception raised

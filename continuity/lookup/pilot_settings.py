@@ -34,7 +34,7 @@ import msgspec
 from continuity.arms import ARMS, Arm, arm_config
 from continuity.errors import ArmError
 from continuity.harness.config import HarnessConfig
-from continuity.spend.contract import callers_of, check_auxiliary_callers
+from continuity.spend.contract import GuardContract, callers_of, check_auxiliary_callers
 from continuity.spend.safety import ResolvedSettings, settings_for
 
 __all__ = [
@@ -146,6 +146,12 @@ class Route(msgspec.Struct, frozen=True, kw_only=True):
     max_retries: int = 0
     attempts: int = 1
     fallbacks: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, contract: GuardContract) -> Route:
+        """The route a guard for `contract` sends by (one attempt per permit, no
+        fallback: the guard has neither)."""
+        return cls(transport=contract.transport, max_retries=contract.max_retries)
 
 
 def _leaves(document: Mapping[str, Any], prefix: str = "") -> list[str]:

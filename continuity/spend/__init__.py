@@ -38,6 +38,7 @@ release gate.
 __all__ = [
     "assumptions",
     "authorization",
+    "child_config",
     "consumption",
     "containment",
     "contract",
@@ -47,6 +48,7 @@ __all__ = [
     "lease",
     "money",
     "output_caps",
+    "pilot_child",
     "preparation",
     "recovery",
     "safety",

@@ -11,7 +11,9 @@ slot at a time (concurrency one, no spares, retry, resume or substitution):
    and the epoch are journaled before any launch;
 2. **launch**: the slot is journaled as visited, then its child starts in a new session
    (its own process group) with one end of a socket pair
-   (`continuity.spend.pilot_child`); it must report ``ready`` in time. Every child
+   (`continuity.spend.pilot_child`'s checks, run as `PilotConfig.prober`: the probe
+   in the project's harness, `continuity.sampling.pilot_probe`); it must report
+   ``ready`` in time. Every child
    (preparation and probe) is journaled as ``launched`` (PID, start identity, group)
    before it is told anything, so a successor's recovery can observe it
    (`continuity.spend.recovery`);
@@ -56,6 +58,7 @@ import msgspec
 from continuity.errors import SpendError
 from continuity.spend.arrivals import check_arrivals
 from continuity.spend.assumptions import reservation
+from continuity.spend.child_config import ChildConfig
 from continuity.spend.consumption import REAL_DOMAIN, Claim, verify_consumption
 from continuity.spend.containment import Containment, group_members
 from continuity.spend.contract import callers_of, check_auxiliary_callers, contract_for
@@ -70,7 +73,6 @@ from continuity.spend.exchange import (
 from continuity.spend.ipc import Channel
 from continuity.spend.lease import Lease, process_start
 from continuity.spend.permits import Settlement
-from continuity.spend.pilot_child import ChildConfig
 from continuity.spend.preparation import PreparationRequest, Prepared, credential_free_environment
 from continuity.spend.private import write_new
 from continuity.spend.real_grant import RealGrant
@@ -213,7 +215,7 @@ class _Controller:
             timeout=self.config.message_timeout,
         )
         process = subprocess.Popen(
-            [slot.python or sys.executable, "-m", "continuity.spend.pilot_child"],
+            [slot.python or sys.executable, "-m", self.config.prober],
             cwd=self.root,
             env=_child_environment(dict(os.environ), slot.python),
             stdin=subprocess.PIPE,

@@ -1,6 +1,7 @@
 """The pilot's probe child: one slot, one guarded probe run, in its own process group.
 
-``python -m continuity.spend.pilot_child`` reads its `ChildConfig` (JSON) from stdin
+The child (``python -m continuity.sampling.pilot_probe``, whose `main` is this module's)
+reads its `ChildConfig` (JSON) from stdin
 and inherits one end of the controller's socket pair. Before it reports ``ready`` it
 verifies, and refuses (exit 3, ``lookup_child_refused: <code>`` on stderr) otherwise:
 
@@ -9,7 +10,11 @@ verifies, and refuses (exit 3, ``lookup_child_refused: <code>`` on stderr) other
 - the controller holds the writer lease on the output root, read with ``lstat`` and a
   separate reader connection only (`continuity.spend.lease.check_lease`);
 - its assigned transport cache key is its slot's in the run's assignment, plain ASCII
-  of at most 64 characters and unique (`continuity.spend.safety.check_assignment`).
+  of at most 64 characters and unique (`continuity.spend.safety.check_assignment`);
+- the settings it resolves from the configuration of the harness it will run (the
+  caller's `resolve`: `continuity.sampling.pilot_probe.resolve_settings`) are the ones
+  the pilot's entry resolved (`ChildConfig.settings`), and pass the safety rules and the
+  auxiliary-caller check (`check_child_settings`).
 
 It then denies every socket destination but the registered endpoint and its
 ConversationHistory (the addresses their hosts resolve to, at their ports) and its
@@ -21,19 +26,23 @@ denial is live in this very process.
 
 Still before ``ready`` it mints its one send: in a real-domain pilot (`ChildConfig.real`)
 the real-send factory (`continuity.spend.real_send`) re-validates the authorization
-bytes, the consumption claim and marker, its parent and the preparation record, and
+bytes, the consumption claim and marker, the registered plan, role, build and code, the
+epoch and cache key, the readiness blockers, its parent and the preparation record, and
 refuses under a CI or debug variable; a faux pilot gets the faux domain's PID-bound
 send. A refusal is exit 3 with its code, before any request.
 
-The probe run dispatches only through the runtime proxy (`continuity.spend.runtime`):
-its resolved settings are checked at construction and at every dispatch, the guard's
-branded dispatch is the only route, and a transcript snapshot refuses in-place
-mutation. Each round is one `GuardedProvider` request over the `IpcPermitSource`
-(admission, consumption, settlement and stops are exchanges with the controller, each
-persisted before it is acknowledged); a ConversationHistory call is answered over MCP
-from the registered loopback endpoint, which must offer exactly that tool. The child
-reports ``done`` with what it saw (the terminal it claims, a fixed code, the answer's
-sha256, never the answer) and waits for the controller's ``done-ack`` before it exits.
+The probe runs in the project's harness, in the runtime the caller of `main` opens
+(``python -m continuity.sampling.pilot_probe``: a harness workspace seeded with the
+prepared boundary, the registered loopback ConversationHistory as its MCP toolbox, which
+must offer exactly that tool, and the agent loop every probe uses). It dispatches only
+through the runtime proxy (`continuity.spend.runtime`), which is the loop's model: its
+resolved settings are checked at construction and at every request, the guard's
+branded dispatch is the only route, and each request must extend the previous one.
+Each request is one `GuardedProvider` request over the `IpcPermitSource` (admission,
+consumption, settlement and stops are exchanges with the controller, each persisted
+before it is acknowledged). The child reports ``done`` with what it saw (the terminal
+it claims, a fixed code, the answer's sha256, never the answer) and waits for the
+controller's ``done-ack`` before it exits.
 """
 
 from __future__ import annotations
@@ -44,55 +53,41 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import httpx
 import msgspec
 
 from continuity.errors import ContinuityError, ProviderError, SpendError
-from continuity.messages import (
-    Message,
-    ModelRequest,
-    ToolCallRequest,
-    ToolDefinition,
-    ToolResultMessage,
-    UserMessage,
-)
-from continuity.providers.protocol import Completed
 from continuity.spend.arrivals import witnessed
-from continuity.spend.assumptions import ASSUMED_V1, CATALOG_BOUNDED_VERSION, Assumptions
+from continuity.spend.assumptions import CATALOG_BOUNDED_VERSION
+from continuity.spend.child_config import ChildConfig
 from continuity.spend.contract import callers_of, check_auxiliary_callers, contract_for
 from continuity.spend.guard import GuardedProvider
 from continuity.spend.ipc import Channel
 from continuity.spend.ipc_permits import IpcPermitSource
 from continuity.spend.lease import check_lease, process_start
 from continuity.spend.preparation import (
-    Prepared,
     PreparedBoundary,
     still_prepared,
     verify_prepared,
 )
-from continuity.spend.real_grant import RealGrant, RealSlot
+from continuity.spend.real_grant import RealSlot
 from continuity.spend.real_send import mint_granted
 from continuity.spend.runtime import RuntimeProxy, guarded_dispatch
-from continuity.spend.safety import (
-    HISTORY_TOOL,
-    ResolvedSettings,
-    check_assignment,
-    settings_for,
-)
+from continuity.spend.safety import ResolvedSettings, check_assignment, settings_for
 from continuity.spend.transport import Send
-
-if TYPE_CHECKING:
-    from mcp.client.session import ClientSession
 
 __all__ = [
     "DEFAULT_SYSTEM",
     "FORBIDDEN_PROBE",
+    "MAX_ROUNDS",
     "SOL_OUTPUT_TOKENS",
-    "ChildConfig",
+    "RuntimeOpener",
     "check_child_settings",
     "deny_egress",
     "main",
@@ -102,35 +97,13 @@ __all__ = [
 
 FORBIDDEN_PROBE = ("127.0.0.1", 9)  # the deliberate attempt every child records
 DEFAULT_SYSTEM = "Answer from the conversation."  # when the boundary brings none
-SOL_OUTPUT_TOKENS = 4096  # what a Sol request asks for (its backend takes no output cap)
-
-
-class ChildConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    fd: int
-    run_id: str
-    epoch: str
-    slot_id: str
-    cache_key: str
-    assigned: dict[str, str]  # every slot's key: the child checks membership, uniqueness
-    role: str = ""  # the slot's registered role (a real-domain child's factory checks it)
-    # its arm's resolved harness settings (`continuity.lookup.pilot_settings`, by the
-    # pilot's entry): checked before ready, at construction, dispatch and every request
-    settings: ResolvedSettings
-    controller_pid: int
-    controller_start: str
-    root: str
-    account: str
-    base_url: str
-    allowed: tuple[tuple[str, int], ...]  # (host, port): the endpoint's and the history's
-    credentials: str
-    question: str
-    history_url: str  # the registered loopback ConversationHistory (MCP)
-    prepared: Prepared  # the journaled preparation tuple this probe verifies and restores
-    real: RealGrant | None = None  # a real-domain pilot: the child mints the real send
-    assumptions: Assumptions = ASSUMED_V1  # the registry the pilot reserves by
-    effort: str = "high"
-    arm: str = "native-lookup"
-    timeout: float = 30.0
+# A Sol request sends no output-cap field (its backend refuses one: `spend.output_caps`);
+# the client still stops a stream that outgrows this many text pieces.
+SOL_OUTPUT_TOKENS = 4096
+# The loop's tool-round guard: the guard's request limit (10 per run) refuses first.
+MAX_ROUNDS = 64
+# What gives a probe its runtime: the project's harness (`continuity.sampling.pilot_probe`).
+RuntimeOpener = Callable[["ChildConfig", PreparedBoundary], AbstractAsyncContextManager[Any]]
 
 
 def _exit_refused(code: str, message: str) -> None:
@@ -138,7 +111,7 @@ def _exit_refused(code: str, message: str) -> None:
     raise SystemExit(3)
 
 
-def _verify(config: ChildConfig) -> None:
+def _verify(config: ChildConfig, own: ResolvedSettings) -> None:
     parent = os.getppid()
     if parent != config.controller_pid or process_start(parent) != config.controller_start:
         _exit_refused("lookup_parent_mismatch", "the parent is not the recorded live controller")
@@ -152,14 +125,23 @@ def _verify(config: ChildConfig) -> None:
         check_assignment(config.cache_key, config.slot_id, config.assigned)
     except SpendError as error:
         _exit_refused(error.code, "the assigned cache key is invalid")
-    check_child_settings(config)
+    check_child_settings(config, own)
 
 
-def check_child_settings(config: ChildConfig) -> None:
-    """Before any model is prepared: its arm's resolved settings, checked again here
-    (exit 3 with the code otherwise)."""
+def check_child_settings(config: ChildConfig, own: ResolvedSettings) -> None:
+    """Before any model is prepared: the settings this child resolved from the harness it
+    will run (`own`) must be the ones the entry resolved and sent (`ChildConfig.settings`),
+    and pass the safety rules and the auxiliary-caller check (exit 3 with the code
+    otherwise; a mismatch is ``lookup_auxiliary_callers_forbidden``)."""
     try:
-        settings = settings_for((config.settings,), config.arm, reader_model(config), where="child")
+        if own != config.settings:
+            raise SpendError(
+                "the harness this child runs is not the one the entry resolved",
+                code="lookup_auxiliary_callers_forbidden",
+                location="child.settings",
+                outcome="refused_pre_send",
+            )
+        settings = settings_for((own,), config.arm, reader_model(config), where="child")
         check_auxiliary_callers(callers_of(settings), where="child")
     except SpendError as error:
         _exit_refused(error.code, "the resolved settings are unsafe")
@@ -281,8 +263,11 @@ async def _probe(
     permits: IpcPermitSource,
     boundary: PreparedBoundary,
     minted: tuple[Send, httpx.AsyncHTTPTransport],
+    open_runtime: RuntimeOpener,
 ) -> dict[str, Any]:
-    """One guarded probe run; what the child reports (fixed codes, a hash, numbers)."""
+    """One guarded probe turn in the runtime `open_runtime` gives (the project's harness:
+    `continuity.sampling.pilot_probe`); what the child reports (fixed codes, a hash,
+    numbers)."""
     send, transport = minted
     contract = msgspec.structs.replace(
         contract_for(config.assumptions, effort=config.effort, base_url=config.base_url),
@@ -303,14 +288,16 @@ async def _probe(
         timeout=config.timeout,
     )
     try:
-        async with _History(config.history_url) as history:
-            proxy = RuntimeProxy(history, guarded_dispatch(guard), config.settings, contract.model)
-            text, calls = await _rounds(config, proxy, history, boundary)
+        async with open_runtime(config, boundary) as runtime:
+            proxy = RuntimeProxy(runtime, guarded_dispatch(guard), config.settings, contract.model)
+            system = boundary.system or DEFAULT_SYSTEM
+            report = await proxy.run(config.question, system=system, max_rounds=MAX_ROUNDS)
+            text = runtime.answer()
         return {
             "terminal": "completed",
             "code": None,
             "answer_sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "history_calls": calls,
+            "history_calls": report.tool_calls,
         }
     except (SpendError, ProviderError) as error:
         return {"terminal": "incomplete", "code": error.code, "answer_sha256": None}
@@ -324,88 +311,15 @@ def reader_model(config: ChildConfig) -> str:
     return config.assumptions.model.partition(":")[2]
 
 
-async def _rounds(
-    config: ChildConfig, proxy: RuntimeProxy, history: _History, boundary: PreparedBoundary
-) -> tuple[str, int]:
-    """The probe's rounds after the restored `boundary`: each one guarded request
-    through the runtime proxy; a ConversationHistory call is answered over MCP and the
-    next round asked. Returns the answer and the calls made."""
-    transcript: list[Message] = [*boundary.messages, UserMessage(config.question)]
-    calls = 0
-
-    def request_for(messages: tuple[Message, ...]) -> ModelRequest:
-        return ModelRequest(
-            session_id=config.slot_id,
-            provider="openai-responses",
-            model=reader_model(config),
-            system=boundary.system or DEFAULT_SYSTEM,
-            messages=messages,
-            tools=history.definitions,
-        )
-
-    while True:
-        done: Completed | None = None
-        async for event in proxy.run(transcript, request_for):
-            if isinstance(event, Completed):
-                done = event
-        if done is None or not done.message.tool_calls:
-            return (done.message.text if done is not None else ""), calls
-        transcript.append(done.message)
-        for call in done.message.tool_calls:
-            calls += 1
-            transcript.append(await history.call(call))
-
-
-class _History:
-    """The registered loopback ConversationHistory, over MCP (streamable HTTP): it must
-    offer exactly that one tool (``lookup_tools_forbidden`` otherwise)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.definitions: tuple[ToolDefinition, ...] = ()
-        self._stack = contextlib.AsyncExitStack()
-        self._session: ClientSession | None = None
-
-    async def __aenter__(self) -> _History:
-        import httpx2  # the MCP SDK's HTTP client library (imported only with a history)
-        from mcp.client.session import ClientSession
-        from mcp.client.streamable_http import streamable_http_client
-
-        client = await self._stack.enter_async_context(httpx2.AsyncClient(timeout=30.0))
-        read, write = await self._stack.enter_async_context(
-            streamable_http_client(self.url, http_client=client)
-        )
-        session = await self._stack.enter_async_context(ClientSession(read, write))
-        await session.initialize()
-        listing = await session.list_tools()
-        self.definitions = tuple(
-            ToolDefinition(t.name, t.description or "", dict(t.input_schema)) for t in listing.tools
-        )
-        if [d.name for d in self.definitions] != [HISTORY_TOOL]:
-            raise SpendError(
-                "the history endpoint offers other tools",
-                code="lookup_tools_forbidden",
-                location="history",
-                outcome="refused_pre_send",
-            )
-        self._session = session
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._stack.aclose()
-
-    async def call(self, call: ToolCallRequest) -> ToolResultMessage:
-        assert self._session is not None
-        if call.name != HISTORY_TOOL:
-            return ToolResultMessage(call.call_id, call.name, "tool_not_offered", True)
-        result = await self._session.call_tool(call.name, call.arguments)
-        text = "".join(getattr(part, "text", "") for part in result.content)
-        return ToolResultMessage(call.call_id, call.name, text, bool(result.is_error))
-
-
-def main() -> int:
+def main(open_runtime: RuntimeOpener, resolve: Callable[[ChildConfig], ResolvedSettings]) -> int:
+    """The child (module doc); its probe runs in the runtime `open_runtime` gives, whose
+    settings `resolve` reads from that harness's configuration."""
     config = msgspec.json.decode(sys.stdin.buffer.read(), type=ChildConfig)
-    _verify(config)
+    try:
+        own = resolve(config)
+    except ContinuityError as error:
+        _exit_refused(error.code, "the harness configuration does not resolve")
+    _verify(config, own)
     try:  # before ready: the prepared boundary, exactly as journaled, used once
         boundary = verify_prepared(Path(config.root), config.prepared)
     except SpendError as error:
@@ -425,7 +339,7 @@ def main() -> int:
     try:
         channel.send("ready", pid=os.getpid(), start=process_start(os.getpid()))
         permits = IpcPermitSource(channel, Path(config.account), timeout=config.timeout)
-        report = anyio.run(_probe, config, permits, boundary, minted)
+        report = anyio.run(_probe, config, permits, boundary, minted, open_runtime)
         channel.send("done", **report)
         channel.expect("done-ack", timeout=config.timeout)
     except ContinuityError as error:
@@ -434,7 +348,3 @@ def main() -> int:
     finally:
         channel.close()
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -12,15 +12,18 @@
   recovery, refresh, invalidation, retirement, disposal), forwarded to the runtime.
   Preparation, compaction and handoff are ``lookup_preparation_forbidden``; a provider
   check or any other name is ``lookup_method_forbidden``. Nothing else is forwarded.
-- **Transcript.** Before a run the proxy takes a length-and-digest snapshot of the
-  transcript; after it, the first `length` messages must hash the same. Appending is
-  how a run goes on; rewriting an earlier message in place is
-  ``lookup_native_identity_forbidden``.
+- **Run.** `run` asks one owner turn of the runtime (the harness's agent loop:
+  `continuity.sampling.pilot_probe.ProbeRuntime`), with the proxy itself as the loop's
+  model: every request of the turn comes back through `stream`, so through the guard.
+- **Transcript.** The proxy keeps a length-and-digest snapshot of the last request's
+  messages; the next request's first `length` messages must hash the same. Appending is
+  how a run goes on; rewriting an earlier message in place (in the session, between two
+  requests) is ``lookup_native_identity_forbidden``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import msgspec
@@ -133,7 +136,10 @@ class TranscriptSnapshot(msgspec.Struct, frozen=True):
 
 
 class RuntimeProxy:
-    """`run` and the lifecycle operations of `runtime`; nothing else (module doc)."""
+    """`run` and the lifecycle operations of `runtime`; nothing else (module doc). It is
+    also the model of the runtime's loop (`name`, `stream`), and the loop's only one."""
+
+    name = "pilot-guard"
 
     def __init__(
         self, runtime: object, dispatch: object, settings: ResolvedSettings, model: str
@@ -143,20 +149,25 @@ class RuntimeProxy:
         self._runtime = runtime
         self._settings = settings
         self._model = model
+        self._last: TranscriptSnapshot | None = None
 
-    async def run(
-        self,
-        transcript: list[Message],
-        request_for: Callable[[tuple[Message, ...]], ModelRequest],
-    ) -> AsyncIterator[ProviderEvent]:
-        """Dispatch one request built from `transcript` through the guard; the transcript
-        may grow afterwards, never change in place."""
+    async def run(self, text: str, *, system: str, max_rounds: int) -> Any:
+        """One owner turn of `text` in the runtime, every request through `stream`."""
+        run_turn = getattr(self._runtime, "run_turn")  # noqa: B009 - a duck-typed runtime
+        return await run_turn(
+            self, model=self._model, system=system, text=text, max_rounds=max_rounds
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Dispatch `request` through the guard: its messages must extend the previous
+        request's, never change them in place."""
         check_settings(self._settings, self._model, where="dispatch")
-        snapshot = TranscriptSnapshot.take(transcript)
-        async for event in self._dispatch.stream(request_for(tuple(transcript))):
-            snapshot.check(transcript)
+        if self._last is not None:
+            self._last.check(request.messages)
+        snapshot = TranscriptSnapshot.take(request.messages)
+        async for event in self._dispatch.stream(request):
             yield event
-        snapshot.check(transcript)
+        self._last = snapshot
 
     def __getattr__(self, name: str) -> Any:
         if name in LIFECYCLE:

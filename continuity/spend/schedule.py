@@ -59,6 +59,9 @@ class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
     # each arm's resolved harness settings (`continuity.lookup.pilot_settings`): checked
     # at the controller's entry and handed to its children, which check them again
     settings: tuple[ResolvedSettings, ...] = ()
+    # the probe child's module: the pilot child's checks over the project's harness
+    # (`continuity.sampling.pilot_probe`; named by the pilot's entry, a layer above)
+    prober: str
     # the credential-free preparation child's module (`continuity.spend.preparation`)
     preparer: str = "continuity.spend.preparation"
     # the registry the pilot reserves by, and the reader's effort (its guard contract)

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from continuity.errors import SpendError
+from continuity.harness.session import DurableSession
 from continuity.lookup.pilot_settings import entry_settings
+from continuity.messages import AssistantMessage, ToolResultMessage
 from continuity.roles.pilot.smoke import KillAtArrival, loopback_endpoints
 from continuity.servers.wire import Faults, WireServer
 from continuity.spend.assumptions import ASSUMED_V1, reservation
@@ -83,6 +85,7 @@ class Pilot:
             "history_url": urls[1],
             "credentials": str(self.credentials),
             "message_timeout": 20.0,
+            "prober": "continuity.sampling.pilot_probe",
         }
         values.update(more)
         if "settings" not in values:  # resolved from each arm's harness, for its reader
@@ -436,3 +439,23 @@ def test_a_harness_configured_with_a_caller_on_is_refused_at_entry(
         run_pilot(pilot.config(urls, settings=unsafe), pilot.lease, pilot.claim)
     assert caught.value.code == code
     assert not (pilot.root / "account.sqlite3").exists()
+
+
+def test_each_probe_runs_in_a_harness_workspace_of_its_own(pilot: Pilot) -> None:
+    # The probe is a turn of the project's agent loop over a seeded harness workspace
+    # (`continuity.sampling.pilot_probe`): its session holds the boundary, the question
+    # and the reply, and every request the endpoint saw was built from that session.
+    app = WireServer(model="gpt-6.1-sol")
+    with pilot.serve(app) as url:
+        report = run_pilot(pilot.config(url), pilot.lease, pilot.claim)
+    assert report.stop is None and report.counts.completed == 4
+    for slot in slots():
+        path = pilot.root / "probes" / slot.slot_id / "session" / "session.jsonl"
+        context = DurableSession.load(path).context()
+        asked = [i for i, m in enumerate(context) if getattr(m, "source", "") == "probe"]
+        assert len(asked) == 1 and getattr(context[asked[0]], "text", "") == slot.question
+        after = context[asked[0] + 1 :]
+        # the harness ran the ConversationHistory call over MCP, then the reply came
+        assert any(isinstance(m, ToolResultMessage) and not m.is_error for m in after)
+        assert isinstance(after[-1], AssistantMessage) and after[-1].text
+    assert len(app.calls) == 8  # two requests per probe: the tool round, then the reply

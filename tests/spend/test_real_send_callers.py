@@ -128,3 +128,20 @@ def test_the_walker_finds_every_form_of_reaching_the_factory() -> None:
         assert reaches("continuity.spend.somewhere", source) == [], source
     package = "from .real_send import mint_granted"
     assert reaches("continuity.spend", package, is_package=True)
+
+
+def test_importing_the_controller_or_the_pilot_routes_never_loads_the_factory() -> None:
+    # The import closure, not just direct imports: the controller, the pilot's entry and
+    # the doit tasks may load the grant's types, never the factory module itself.
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, continuity.spend.controller, continuity.roles.pilot.run, "
+        "continuity.roles.pilot.smoke; "
+        f"print({FACTORY!r} in sys.modules)"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.strip()
+    assert loaded == "False"

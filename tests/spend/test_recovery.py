@@ -74,7 +74,7 @@ PREDECESSOR = """
         run_id="run-crashed", root=str(root), slots=(slot,), seed=1, cap="100.00",
         base_url="http://127.0.0.1:9/v1", credentials=str(root / "none.json"),
         history_url="http://127.0.0.1:9/mcp", preparer="tests.spend.sleepy_preparer",
-        exit_timeout=300.0,
+        exit_timeout=300.0, prober="continuity.sampling.pilot_probe",
         settings=entry_settings([slot.arm], reader=ASSUMED_V1.model, judge=None),
     )
     run_pilot(config, lease, claim)

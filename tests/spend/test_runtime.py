@@ -3,17 +3,21 @@ settings checks and the transcript snapshot, over a real guard and loopback SSE.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from continuity.errors import SpendError
+from continuity.errors import HarnessError, SpendError
+from continuity.harness.session import DurableSession
 from continuity.lookup.pilot_settings import resolve_pilot_settings
-from continuity.messages import Message, ModelRequest, UserMessage
-from continuity.providers.protocol import Completed
+from continuity.messages import AssistantMessage, Message, ModelRequest, UserMessage
+from continuity.sampling.pilot_probe import ProbeRuntime, resolve_settings
 from continuity.spend.assumptions import ASSUMED_V1
-from continuity.spend.pilot_child import ChildConfig, check_child_settings, reader_model
+from continuity.spend.child_config import ChildConfig
+from continuity.spend.pilot_child import check_child_settings, reader_model
 from continuity.spend.preparation import Prepared
 from continuity.spend.runtime import (
     LIFECYCLE,
@@ -66,25 +70,40 @@ def request_for(messages: tuple[Message, ...]) -> ModelRequest:
     return msgspec.structs.replace(request(), messages=messages)
 
 
-async def test_a_run_goes_through_the_guard_and_the_transcript_may_grow(rig: Rig) -> None:
+async def test_a_run_is_a_harness_turn_whose_requests_go_through_the_guard(
+    rig: Rig, tmp_path: Path
+) -> None:
+    # The runtime is the project's harness (`continuity.sampling.pilot_probe`): the agent
+    # loop over a workspace seeded with the boundary, the proxy as its only model.
     rig.script(text_reply())
-    proxy = RuntimeProxy(Runtime(), guarded_dispatch(rig.guard()), SAFE, MODEL)
-    transcript: list[Message] = [UserMessage("Where did Ana move?")]
-    events = [e async for e in proxy.run(transcript, request_for)]
-    assert isinstance(events[-1], Completed) and events[-1].message.text == "an answer"
+    boundary: list[Message] = [UserMessage("Ana moved to Lisbon."), AssistantMessage(text="Noted.")]
+    runtime = ProbeRuntime.seeded(tmp_path / "probe", session_id="s", messages=boundary)
+    proxy = RuntimeProxy(runtime, guarded_dispatch(rig.guard()), SAFE, MODEL)
+    report = await proxy.run("Where did Ana move?", system="Answer.", max_rounds=4)
+    assert report.requests == 1 and runtime.answer() == "an answer"
     assert [op for op, _ in rig.permits.log] == ["admit", "consume", "settle"]
-    transcript.append(events[-1].message)  # appending is how a run goes on
-    TranscriptSnapshot.take(transcript[:1]).check(transcript)
+    sent = json.loads(rig.app.requests[0][1])["input"]
+    assert "Ana moved to Lisbon." in json.dumps(sent[0])  # the seeded boundary comes first
+    # the turn is in the workspace's durable session, as every probe's is
+    on_disk = DurableSession.load(runtime.workspace.session_path)
+    texts = [getattr(m, "text", None) for m in on_disk.context()]
+    assert texts[-2:] == ["Where did Ana move?", "an answer"]
+    runtime.reconcile()  # the session on disk is the one in memory
+    proxy.dispose()
+    with pytest.raises(HarnessError) as caught:
+        await proxy.run("again?", system="Answer.", max_rounds=4)
+    assert caught.value.code == "probe_runtime_retired"
 
 
-async def test_an_in_place_change_of_the_transcript_is_refused(rig: Rig) -> None:
+async def test_a_request_that_rewrites_an_earlier_message_is_refused(rig: Rig) -> None:
     rig.script(text_reply())
     proxy = RuntimeProxy(Runtime(), guarded_dispatch(rig.guard()), SAFE, MODEL)
-    transcript: list[Message] = [UserMessage("Where did Ana move?")]
+    first = (UserMessage("Where did Ana move?"),)
+    _ = [e async for e in proxy.stream(request_for(first))]
     with pytest.raises(SpendError) as caught:
-        async for _ in proxy.run(transcript, request_for):
-            transcript[0] = UserMessage("Where did Ana really move?")
+        _ = [e async for e in proxy.stream(request_for((UserMessage("Where really?"),)))]
     assert caught.value.code == "lookup_native_identity_forbidden"
+    assert [op for op, _ in rig.permits.log] == ["admit", "consume", "settle"]  # no send
 
 
 def test_snapshots_refuse_a_removed_or_rewritten_message() -> None:
@@ -169,10 +188,33 @@ def test_the_child_refuses_unsafe_resolved_settings_before_ready(
 ) -> None:
     config = msgspec.structs.replace(CONFIG, settings=msgspec.structs.replace(SAFE, **change))
     with pytest.raises(SystemExit) as exited:
-        check_child_settings(config)
+        check_child_settings(config, config.settings)
     assert exited.value.code == 3
     assert capsys.readouterr().err.startswith(f"lookup_child_refused: {code}: ")
 
 
-def test_the_child_accepts_its_arms_resolved_settings() -> None:
-    check_child_settings(CONFIG)
+def test_the_child_resolves_its_own_harness_and_accepts_the_entrys_settings() -> None:
+    own = resolve_settings(CONFIG)  # from the configuration of the harness it runs
+    assert own == CONFIG.settings
+    check_child_settings(CONFIG, own)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"runtime": {"session": {"continuity": {"upkeep_enabled": True}}}},
+        {"tools": {"allowed_tools": ["ConversationHistory", "fetch_page"]}},
+    ],
+)
+def test_a_child_whose_harness_differs_from_the_entrys_is_refused(
+    patch: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    sent = resolve_pilot_settings(
+        "native-lookup", reader=ASSUMED_V1.model, judge=None, patches=[patch]
+    )
+    config = msgspec.structs.replace(CONFIG, settings=sent)
+    with pytest.raises(SystemExit) as exited:
+        check_child_settings(config, resolve_settings(config))
+    assert exited.value.code == 3
+    err = capsys.readouterr().err
+    assert err.startswith("lookup_child_refused: lookup_auxiliary_callers_forbidden: ")

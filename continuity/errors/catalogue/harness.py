@@ -31,6 +31,12 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "HarnessError",
+        "continuity.sampling.pilot_probe",
+        Row("probe_session_diverged", "the pilot probe's session on disk is not the one in memory"),
+        Row("probe_runtime_retired", "a turn asked of a retired or disposed pilot probe runtime"),
+    ),
+    *section(
+        "HarnessError",
         "continuity.sampling.boundary",
         Row(
             "boundary_record_mismatch",

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from continuity.errors import RoleError, SpendError
-from continuity.lookup.pilot_settings import entry_settings
+from continuity.lookup.pilot_settings import Route, entry_settings
 from continuity.plan.guards import default_checkout
 from continuity.providers.endpoint_facts import cap_ignored
 from continuity.roles.pilot.registration import VerifiedPilot, read_pilot
@@ -61,6 +61,7 @@ from continuity.store import Store
 
 __all__ = [
     "PREPARER",
+    "PROBER",
     "PilotRequest",
     "attestation_inputs",
     "check_controller",
@@ -71,6 +72,7 @@ __all__ = [
 ]
 
 PREPARER = "continuity.roles.pilot.prepare"
+PROBER = "continuity.sampling.pilot_probe"  # the probe child: the project's harness
 _MAX_AUTHORIZATION = 1 << 20
 _CHECKOUT = default_checkout()
 
@@ -249,6 +251,7 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
         [role.arm for role in verified.registration.roles],
         reader=registry.model,
         judge=verified.registration.workload.judge,
+        route=Route.of(contract_for(registry, effort=reader_effort(verified))),
     )
     checkouts = _checkouts(verified)
     output = check_output(str(request.output), checkouts)
@@ -291,6 +294,7 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
                 bindings=bindings,
                 registration=str(request.registration.resolve()),
                 preparer=PREPARER,
+                prober=PROBER,
                 assumptions=registry,
                 effort=contract.effort,
                 settings=settings,

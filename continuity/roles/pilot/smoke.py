@@ -39,13 +39,15 @@ from pathlib import Path
 from typing import Any
 
 from continuity.errors import SpendError
-from continuity.lookup.pilot_settings import entry_settings
+from continuity.lookup.pilot_settings import Route, entry_settings
 from continuity.memory.retained import RetainedStore
+from continuity.roles.pilot.run import PROBER
 from continuity.servers.history import history_in_thread
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from continuity.spend.assumptions import ASSUMED_V1, reservation
 from continuity.spend.consumption import CONSUMED_MARKER, FAUX_DOMAIN, consume
 from continuity.spend.containment import group_members
+from continuity.spend.contract import contract_for
 from continuity.spend.controller import PilotConfig, PilotReport, PilotSlot, run_pilot
 from continuity.spend.recovery import acquire_recovered
 from continuity.sqlite_open import READ_ONLY, open_db
@@ -166,9 +168,13 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
                 base_url=url,
                 credentials=str(credentials),
                 history_url=history,
+                prober=PROBER,
                 # resolved from each arm's harness configuration, checked at entry
                 settings=entry_settings(
-                    [slot.arm for slot in _slots()], reader=ASSUMED_V1.model, judge=None
+                    [slot.arm for slot in _slots()],
+                    reader=ASSUMED_V1.model,
+                    judge=None,
+                    route=Route.of(contract_for(ASSUMED_V1, effort="high")),  # its effort
                 ),
             )
             report = run_pilot(config, lease, claim)
