@@ -41,9 +41,11 @@ observes again. `acquire_recovered` runs it before `acquire_lease` and refuses w
 ``lookup_recovery_unreconciled`` while an ``alive`` or ``unproven`` group remains;
 ``lookup_recovery_failed`` when the registry cannot be read or the record cannot be
 written (what was found is then not on disk). A predecessor whose output root is gone
-or was recreated has nothing left to observe: it is recorded as unobservable
-(``records``: ``missing``, or ``unsound`` for a journal that is a link, an alias or not
-private), not as gone; a journal line that does not parse is counted and skipped. These
+or was recreated has nothing left to observe (``records``: ``missing``, or ``unsound``
+for a journal that is a link, an alias or not private): nothing proves its groups
+ended, so it is unreconciled too and refuses with ``lookup_recovery_unobservable``,
+unless its controller started in an earlier boot (then nothing of it survives). A
+journal line that does not parse is counted and skipped. These
 ``/proc`` observations are not atomic kernel capabilities.
 """
 
@@ -82,6 +84,7 @@ __all__ = [
 
 RECOVERY_FILE = "recovery.jsonl"
 _UNRECONCILED = "lookup_recovery_unreconciled"
+_UNOBSERVABLE = "lookup_recovery_unobservable"
 _JOURNALS = ("controller-journal.jsonl", "containment-journal.jsonl")
 _LIMIT = 1 << 24
 
@@ -138,10 +141,13 @@ def observe_group(pgid: int, members: Collection[Member]) -> GroupState:
     if alive:
         return GroupState(pgid, "alive", alive)
     boot = _boot()
-    if not any(m.start.rpartition(":")[0] == boot for m in members):
+    starts = [m.start.rpartition(":")[0] for m in members if m.start]  # "": exited first
+    if starts and boot not in starts:
         return GroupState(pgid, "gone")  # recorded in another boot: nothing survives one
-    if process_start(pgid) is not None:
-        return GroupState(pgid, "reused")  # the id names another process: the group ended
+    leader = any(m.pid == pgid and m.start for m in members)  # its recorded leader
+    if leader and process_start(pgid) is not None:
+        # the id names another process than the recorded leader: the group ended first
+        return GroupState(pgid, "reused")
     try:
         live = bool(group_pids(pgid))
     except OSError:
@@ -158,12 +164,18 @@ class Observation:
     groups: tuple[GroupState, ...] = ()
     members: int = 0
     unsound: int = 0
+    another_boot: bool = False  # the predecessor ran before this boot: all of it ended
 
     @property
     def code(self) -> str | None:
-        """``lookup_recovery_unreconciled`` while a group is alive or unproven."""
-        live = any(g.state in ("alive", "unproven") for g in self.groups)
-        return _UNRECONCILED if live else None
+        """``lookup_recovery_unreconciled`` while a group is alive or unproven;
+        ``lookup_recovery_unobservable`` when the records cannot be read in this boot
+        (nothing proves its groups ended)."""
+        if any(g.state in ("alive", "unproven") for g in self.groups):
+            return _UNRECONCILED
+        if self.records != "read" and not self.another_boot:
+            return _UNOBSERVABLE
+        return None
 
     def record(self, observer: tuple[int, str]) -> dict[str, Any]:
         """The content-free line `recover` appends to the entry's ``recovery.jsonl``."""
@@ -179,6 +191,7 @@ class Observation:
             **{state: states.count(state) for state in ("gone", "reused")},
             "alive": [asdict(m) for g in self.groups for m in g.alive],
             "unproven": [g.pgid for g in self.groups if g.state == "unproven"],
+            "another_boot": self.another_boot,
             "code": self.code,
             "reconciled": self.code is None,
         }
@@ -221,15 +234,17 @@ def _members(event: dict[str, Any]) -> list[Member]:
 
 def _read(root: Path, claim: Claim) -> Observation:
     """Step 2 and 3 of the module doc for one predecessor."""
+    boot = claim.controller_start.rpartition(":")[0]
+    another_boot = bool(boot) and boot != _boot()
     try:
         info = os.lstat(root)
     except OSError:
-        return Observation("missing")
+        return Observation("missing", another_boot=another_boot)
     if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) != (
         claim.root_device,
         claim.root_inode,
-    ):
-        return Observation("missing")  # recreated: nothing in it is the predecessor's
+    ):  # recreated: nothing in it is the predecessor's
+        return Observation("missing", another_boot=another_boot)
     groups: dict[int, set[Member]] = {}
     unsound = 0
     for name in _JOURNALS:
@@ -237,7 +252,7 @@ def _read(root: Path, claim: Claim) -> Observation:
             continue  # not made yet when the controller crashed
         data = read_private(root / name, limit=_LIMIT)
         if data is None:
-            return Observation("unsound")
+            return Observation("unsound", another_boot=another_boot)
         for line in data.splitlines():
             try:
                 event = json.loads(line)
@@ -345,16 +360,26 @@ def acquire_recovered(domain: str, output_root: Path) -> tuple[Lease, Recovery]:
 
     Raises:
         SpendError: ``lookup_recovery_unreconciled`` (nothing taken, nothing
-            signalled), ``lookup_recovery_failed``, and the lease's codes.
+            signalled), ``lookup_recovery_unobservable``, ``lookup_recovery_failed``,
+            and the lease's codes.
     """
     recovery = recover(domain, output_root)
-    if recovery.code is not None:
+    if recovery.code == _UNRECONCILED:
         groups = [g for o in recovery.observations for g in o.groups if o.code]
         live = sum(g.state in ("alive", "unproven") for g in groups)
         raise SpendError(
             f"{live} process group(s) a crashed controller recorded still run: "
             "end them, then start again (recovery never signals them)",
             code=_UNRECONCILED,
+            location="recovery",
+            outcome="refused_pre_send",
+        )
+    if recovery.code == _UNOBSERVABLE:
+        raise SpendError(
+            "a crashed controller's records cannot be read (its output root is gone, "
+            "recreated or unsound), so nothing proves its processes ended: restore its "
+            "output root, or start again after a reboot",
+            code=_UNOBSERVABLE,
             location="recovery",
             outcome="refused_pre_send",
         )

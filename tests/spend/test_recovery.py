@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +29,7 @@ import pytest
 from continuity.errors import SpendError
 from continuity.roles.pilot.smoke import loopback_endpoints
 from continuity.servers.wire import WireServer
-from continuity.spend.consumption import FAUX_DOMAIN, registry_root
+from continuity.spend.consumption import CLAIM_FILE, FAUX_DOMAIN, registry_root
 from continuity.spend.containment import Containment, Member
 from continuity.spend.controller import run_pilot
 from continuity.spend.lease import LEASE_NAME, process_start
@@ -313,3 +314,63 @@ def test_a_child_that_cannot_be_journaled_is_ended_before_it_is_told_anything(
         with contextlib.suppress(ProcessLookupError):
             child.kill()
         child.wait(timeout=30)
+
+
+def _forged_predecessor(tmp_path: Path) -> tuple[Path, Path]:
+    """A crashed predecessor (its controller exited uncleanly after journaling one
+    launch of a process that is gone) whose output root was then removed."""
+    parent = _private_dir(tmp_path / "runs")
+    root = _private_dir(parent / "first")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    gone.wait(timeout=30)
+    controller = _predecessor(root, "forge", str(gone.pid), "0:0", stderr=subprocess.DEVNULL)
+    assert controller.wait(timeout=60) == 0
+    shutil.rmtree(root)  # the records are gone with it
+    return parent, root
+
+
+def test_a_predecessor_whose_records_are_gone_refuses_the_lease(tmp_path: Path) -> None:
+    parent, root = _forged_predecessor(tmp_path)
+    successor = _private_dir(parent / "next")
+    for _ in range(2):  # never recorded as reconciled: every start refuses again
+        with pytest.raises(SpendError) as caught:
+            acquire_recovered(FAUX_DOMAIN, successor)
+        assert caught.value.code == "lookup_recovery_unobservable"
+    assert not any(successor.iterdir())  # no lease taken
+    (entry,) = registry_root(FAUX_DOMAIN, root).iterdir()
+    records = [json.loads(x) for x in (entry / RECOVERY_FILE).read_text().splitlines()]
+    assert [(r["records"], r["code"], r["reconciled"]) for r in records] == [
+        ("missing", "lookup_recovery_unobservable", False)
+    ] * 2
+
+
+def test_a_predecessor_from_an_earlier_boot_needs_no_records(tmp_path: Path) -> None:
+    parent, root = _forged_predecessor(tmp_path)
+    (entry,) = registry_root(FAUX_DOMAIN, root).iterdir()
+    claim_path = entry / CLAIM_FILE
+    claim = json.loads(claim_path.read_text())
+    claim["controller_start"] = "another-boot:" + claim["controller_start"].rpartition(":")[2]
+    claim_path.write_text(json.dumps(claim))  # as if the machine rebooted since
+    successor = _private_dir(parent / "next")
+    lease, recovery = acquire_recovered(FAUX_DOMAIN, successor)
+    lease.release()
+    (observation,) = recovery.observations
+    assert (observation.records, observation.another_boot, observation.code) == (
+        "missing",
+        True,
+        None,
+    )
+
+
+def test_a_member_journaled_without_a_start_is_not_another_boots(tmp_path: Path) -> None:
+    # a live group whose only record has no start identity: not proven gone
+    leader = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True
+    )
+    try:
+        state = observe_group(leader.pid, [Member(leader.pid + 10**7, "", leader.pid)])
+        # no start to compare: neither another boot's nor proven reused; the group lives
+        assert state.state == "unproven"
+    finally:
+        leader.kill()
+        leader.wait(timeout=30)

@@ -383,6 +383,10 @@ ENTRIES: tuple[Entry, ...] = (
             "a process group a crashed controller recorded still runs: the lease is not taken",
         ),
         Row(
+            "lookup_recovery_unobservable",
+            "a crashed controller's records cannot be read in this boot: the lease is not taken",
+        ),
+        Row(
             "lookup_recovery_failed",
             "the registry cannot be read or the recovery record cannot be written",
         ),
