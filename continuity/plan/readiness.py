@@ -66,8 +66,8 @@ from continuity.plan.pilot_catalog import catalog_binding, pilot_missing_terms
 from continuity.plan.plan import DEFAULT_BASE_URLS, Endpoint
 from continuity.plan.pricing import ModelPrice
 from continuity.spend import output_caps
-from continuity.spend.assumptions import CATALOG_BOUNDED_VERSION, Assumptions, check_assumptions
-from continuity.spend.descriptor import PILOT_MODE, check_catalog
+from continuity.spend.assumptions import CATALOG_BOUNDED_VERSION, Assumptions
+from continuity.spend.descriptor import PILOT_MODE, assumptions_refusal, pricing_refusal
 
 __all__ = [
     "AUTHORIZATION_REQUIRED",
@@ -308,10 +308,9 @@ def _pilot_pricing(reader: str, price: ModelPrice | None, registry: Assumptions)
     missing = pilot_missing_terms(price)
     if missing:
         return Component(status="unknown", detail="missing: " + ", ".join(missing))
-    try:
-        check_catalog(catalog_binding(reader, price), registry)
-    except SpendError as exc:
-        return Component(status="unsupported", detail=f"{exc.code}: {exc.message}")
+    refusal = pricing_refusal(catalog_binding(reader, price), registry)
+    if refusal is not None:
+        return Component(status="unsupported", detail=f"{refusal.code}: {refusal.message}")
     return Component(
         status="ready",
         detail="every rate and limit a reservation needs is known and is the registry's "
@@ -320,16 +319,9 @@ def _pilot_pricing(reader: str, price: ModelPrice | None, registry: Assumptions)
 
 
 def _pilot_assumptions(reader: str, registry: Assumptions) -> Component:
-    try:
-        check_assumptions(registry)
-    except SpendError as exc:
-        return Component(status="unsupported", detail=f"{exc.code}: {exc.message}")
-    if registry.model != reader:
-        return Component(
-            status="unsupported",
-            detail=f"lookup_pilot_reader_mismatch: the registry is {registry.model}'s, the "
-            f"reader is {reader}",
-        )
+    refusal = assumptions_refusal(registry, reader)
+    if refusal is not None:
+        return Component(status="unsupported", detail=f"{refusal.code}: {refusal.message}")
     return Component(
         status="ready",
         detail=f"{registry.version} as registered, Rmax ${registry.rmax} (assumptions, not "

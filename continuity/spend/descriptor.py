@@ -65,12 +65,14 @@ __all__ = [
     "PilotRegistration",
     "Schedule",
     "WrappedRegistration",
+    "assumptions_refusal",
     "cap_amount",
     "catalog_digest",
     "check_catalog",
     "check_descriptor",
     "decode_pilot",
     "descriptor_digest",
+    "pricing_refusal",
     "schedule_digest",
     "sealed_catalog",
     "sealed_schedule",
@@ -396,3 +398,41 @@ def decode_pilot(data: bytes, where: str) -> PilotRegistration:
             code="lookup_pilot_registration_invalid",
             location=where,
         ) from None
+
+
+def pricing_refusal(catalog: CatalogBinding | None, registry: Assumptions) -> SpendError | None:
+    """Why a pilot's pricing is not ready under `registry` (None: it is): no bound
+    catalog entry, or a tier rate unknown (``lookup_pilot_prices_missing``), or the
+    entry's own check (`check_catalog`'s codes). The cap-gated readiness diagnostic and
+    the real-send factory both judge pricing by this."""
+    if catalog is None or any(
+        None in (tier.input, tier.output, tier.cache_read, tier.cache_write)
+        for tier in catalog.tiers
+    ):
+        return SpendError(
+            "the catalog lacks a price the pilot's reservation needs",
+            code="lookup_pilot_prices_missing",
+            location="catalog",
+        )
+    try:
+        check_catalog(catalog, registry)
+    except SpendError as error:
+        return error
+    return None
+
+
+def assumptions_refusal(registry: Assumptions, reader: str) -> SpendError | None:
+    """Why the registered assumptions are not ready for `reader` (None: they are): the
+    registry's own check (`check_assumptions`'s codes), or a registry for another model
+    (``lookup_pilot_reader_mismatch``)."""
+    try:
+        check_assumptions(registry)
+    except SpendError as error:
+        return error
+    if registry.model != reader:
+        return SpendError(
+            f"the registry is {registry.model}'s, the reader is {reader}",
+            code="lookup_pilot_reader_mismatch",
+            location="assumptions.model",
+        )
+    return None

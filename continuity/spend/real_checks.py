@@ -28,13 +28,11 @@ the controller says about them (`check_registered`). In order, each refusal
    keys `allocate_cache_keys` gives the claim's run id over its slots
    (``lookup_cache_assignment_invalid``);
 6. **readiness** (``lookup_readiness_blocked``): nothing blocks the registered pilot's
-   cap-gated readiness. These are the conditions that make
-   `continuity.plan.readiness.cap_gated_readiness` ``blocked``, evaluated over the bound
-   descriptor: the descriptor checks whole (`check_descriptor`: the registry as
-   registered, the bound catalog sealed and agreeing with it, the cap, the schedule),
-   every tier's rates are known, and the registry's model is the registration's reader.
-   The plan layer sits above this one (docs/architecture.md), so the child, which runs
-   only this layer's code, evaluates them here rather than calling the diagnostic.
+   cap-gated readiness: the descriptor checks whole (`check_descriptor`), and the two
+   refusals `continuity.plan.readiness.cap_gated_readiness` blocks on
+   (`continuity.spend.descriptor.pricing_refusal` over the bound catalog,
+   `assumptions_refusal` for the registration's reader) are both None: one
+   implementation, which the diagnostic a layer above calls too.
 """
 
 from __future__ import annotations
@@ -55,9 +53,11 @@ from continuity.spend.authorization import Bindings
 from continuity.spend.consumption import Claim
 from continuity.spend.descriptor import (
     PilotRegistration,
+    assumptions_refusal,
     check_descriptor,
     decode_pilot,
     descriptor_digest,
+    pricing_refusal,
 )
 from continuity.spend.real_grant import RealSlot
 from continuity.spend.safety import allocate_cache_keys, check_assignment
@@ -292,21 +292,25 @@ def _cache_key(claim: Claim, slot: RealSlot) -> None:
 
 
 def _readiness(pilot: PilotRegistration, wrapped: _Wrapped) -> None:
+    """The registered pilot's cap-gated readiness is not blocked: the descriptor whole,
+    then the pricing and assumptions refusals the diagnostic blocks on
+    (`continuity.plan.readiness.cap_gated_readiness` judges by the same two functions)."""
     descriptor = pilot.descriptor
     blockers: list[str] = []
     try:
         check_descriptor(descriptor)
     except SpendError as error:
         blockers.append(error.code)
-    rates = [(t.input, t.output, t.cache_read, t.cache_write) for t in descriptor.catalog.tiers]
-    if any(None in tier for tier in rates):
-        blockers.append("lookup_pilot_prices_missing")
-    if descriptor.assumptions.model != wrapped.workload.reader_model:
-        blockers.append("lookup_pilot_reader_mismatch")
+    refusals = (
+        pricing_refusal(descriptor.catalog, descriptor.assumptions),
+        assumptions_refusal(descriptor.assumptions, wrapped.workload.reader_model),
+    )
+    blockers.extend(refusal.code for refusal in refusals if refusal is not None)
     if blockers:
         _refuse(
             "lookup_readiness_blocked",
-            f"the registered pilot's cap-gated readiness is blocked: {', '.join(blockers)}",
+            "the registered pilot's cap-gated readiness is blocked: "
+            + ", ".join(dict.fromkeys(blockers)),
             "readiness",
         )
 

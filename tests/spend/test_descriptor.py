@@ -263,3 +263,29 @@ def test_only_a_pilot_registration_decodes_as_one() -> None:
     ):
         error = refused(lambda data=data: decode_pilot(data, "f.json"))  # type: ignore[misc]
         assert (error.code, error.location) == ("lookup_pilot_registration_invalid", "f.json")
+
+
+def test_pricing_and_assumptions_refusals_are_the_readiness_blockers() -> None:
+    # One implementation: cap-gated readiness and the real-send factory both judge by them.
+    from continuity.spend.descriptor import assumptions_refusal, pricing_refusal
+
+    assert pricing_refusal(SOL_CATALOG, ASSUMED_V1) is None
+    assert assumptions_refusal(ASSUMED_V1, ASSUMED_V1.model) is None
+    unknown_tier = CatalogTier(
+        above_input_tokens=300_000, input=None, output="10", cache_read="0.1", cache_write="2.5"
+    )
+    for catalog, code in (
+        (None, "lookup_pilot_prices_missing"),
+        (
+            sealed_catalog(replace(SOL_CATALOG, tiers=(unknown_tier,))),
+            "lookup_pilot_prices_missing",
+        ),
+        (replace(SOL_CATALOG, input="3.0"), "lookup_pilot_catalog_changed"),
+        (sealed_catalog(replace(SOL_CATALOG, input="3.0")), "lookup_pilot_catalog_mismatch"),
+    ):
+        refusal = pricing_refusal(catalog, ASSUMED_V1)
+        assert refusal is not None and refusal.code == code
+    other = assumptions_refusal(ASSUMED_V1, "openai-codex:gpt-6-luna")
+    assert other is not None and other.code == "lookup_pilot_reader_mismatch"
+    edited = assumptions_refusal(replace(ASSUMED_V1, rmax="1.00"), ASSUMED_V1.model)
+    assert edited is not None and edited.code == "lookup_rmax_altered"
