@@ -356,6 +356,8 @@ class _Controller:
 
     async def run(self) -> PilotReport:
         self.lease.verify()
+        # what recovery found before the lease was taken (`continuity.spend.recovery`)
+        self.journal.add("recovery", **self.config.recovery)
         self.journal.add(
             "schedule",
             epoch=self.source.epoch,

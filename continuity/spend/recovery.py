@@ -212,6 +212,18 @@ class Recovery:
         """``lookup_recovery_unreconciled`` when any predecessor is."""
         return next((o.code for o in self.observations if o.code), None)
 
+    def summary(self) -> dict[str, int]:
+        """Counts only, for the new run's journal (`PilotConfig.recovery`)."""
+        groups = [g.state for o in self.observations for g in o.groups]
+        return {
+            "observed": len(self.observations),
+            "live_controllers": self.live,
+            "reconciled_before": self.reconciled,
+            "unclaimed": self.unclaimed,
+            "groups_gone": groups.count("gone"),
+            "groups_reused": groups.count("reused"),
+        }
+
 
 def _members(event: dict[str, Any]) -> list[Member]:
     """The members one journal event records (ValueError, TypeError, KeyError when it

@@ -59,6 +59,8 @@ class PilotConfig(msgspec.Struct, frozen=True, kw_only=True):
     # each arm's resolved harness settings (`continuity.lookup.pilot_settings`): checked
     # at the controller's entry and handed to its children, which check them again
     settings: tuple[ResolvedSettings, ...] = ()
+    # what the crash recovery before the lease found (`Recovery.summary`): journaled
+    recovery: dict[str, int] = msgspec.field(default_factory=dict)
     # the probe child's module: the pilot child's checks over the project's harness
     # (`continuity.sampling.pilot_probe`; named by the pilot's entry, a layer above)
     prober: str

@@ -459,3 +459,12 @@ def test_each_probe_runs_in_a_harness_workspace_of_its_own(pilot: Pilot) -> None
         assert any(isinstance(m, ToolResultMessage) and not m.is_error for m in after)
         assert isinstance(after[-1], AssistantMessage) and after[-1].text
     assert len(app.calls) == 8  # two requests per probe: the tool round, then the reply
+
+
+def test_what_recovery_found_is_the_runs_first_journal_event(pilot: Pilot) -> None:
+    app = WireServer(model="gpt-6.1-sol")
+    found = {"observed": 2, "groups_gone": 3}
+    with pilot.serve(app) as url:
+        run_pilot(pilot.config(url, slots=slots(1), recovery=found), pilot.lease, pilot.claim)
+    first = pilot.journal("controller-journal.jsonl")[0]
+    assert first == {"event": "recovery", **found}

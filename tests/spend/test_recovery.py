@@ -360,6 +360,14 @@ def test_a_predecessor_from_an_earlier_boot_needs_no_records(tmp_path: Path) -> 
         True,
         None,
     )
+    assert recovery.summary() == {
+        "observed": 1,
+        "live_controllers": 0,
+        "reconciled_before": 0,
+        "unclaimed": 0,
+        "groups_gone": 0,
+        "groups_reused": 0,
+    }
 
 
 def test_a_member_journaled_without_a_start_is_not_another_boots(tmp_path: Path) -> None:

@@ -264,7 +264,7 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
         prepare_pilot(store, verified, Path(scratch)) as prepared,
     ):
         output.mkdir(mode=0o700, parents=False)  # only once the preparation succeeded
-        lease, _ = acquire_recovered(REAL_DOMAIN, output)  # crashed predecessors first
+        lease, recovery = acquire_recovered(REAL_DOMAIN, output)  # crashed predecessors first
         try:
             # one run per authorization: its transport cache keys never repeat a run's
             run_id = "pilot-" + hashlib.sha256(handle.authorization_id.encode()).hexdigest()[:16]
@@ -295,6 +295,7 @@ def run_registered(store: Store, request: PilotRequest, verified: VerifiedPilot)
                 registration=str(request.registration.resolve()),
                 preparer=PREPARER,
                 prober=PROBER,
+                recovery=recovery.summary(),
                 assumptions=registry,
                 effort=contract.effort,
                 settings=settings,

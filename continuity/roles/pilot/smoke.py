@@ -142,7 +142,7 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
     root.mkdir(mode=0o700)
     credentials = parent / "credentials.json"
     credentials.write_text('{"api_key": "sk-fictional-smoke"}')
-    lease, _ = acquire_recovered(FAUX_DOMAIN, root)  # observes crashed predecessors first
+    lease, recovery = acquire_recovered(FAUX_DOMAIN, root)  # observes crashed predecessors first
     try:
         claim = consume(
             domain=FAUX_DOMAIN,
@@ -169,6 +169,7 @@ def _pilot(work: Path, name: str, app: WireServer, cap: Decimal) -> tuple[Path, 
                 credentials=str(credentials),
                 history_url=history,
                 prober=PROBER,
+                recovery=recovery.summary(),
                 # resolved from each arm's harness configuration, checked at entry
                 settings=entry_settings(
                     [slot.arm for slot in _slots()],
