@@ -136,6 +136,16 @@ class _Controller:
             self.journal, self.containment, process, slot=slot, role=role, wait=wait
         )
 
+    def _probe_environment(self, slot: PilotSlot) -> dict[str, str]:
+        """A probe child's environment; a real one's bytecode goes to a private prefix
+        in the output root (the real-send factory requires it: `real_checks`)."""
+        environ = _child_environment(dict(os.environ), slot.python)
+        if self.grant is None:
+            return environ
+        prefix = self.root / "pycache"
+        prefix.mkdir(mode=0o700, exist_ok=True)
+        return {**environ, "PYTHONPYCACHEPREFIX": str(prefix / slot.slot_id)}
+
     def _prepare(self, slot: PilotSlot) -> Prepared:
         """Run the slot's credential-free preparation child to its end, contain its
         group, journal its tuple and write the one-use proof (`continuity.spend.
@@ -217,7 +227,7 @@ class _Controller:
         process = subprocess.Popen(
             [slot.python or sys.executable, "-m", self.config.prober],
             cwd=self.root,
-            env=_child_environment(dict(os.environ), slot.python),
+            env=self._probe_environment(slot),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

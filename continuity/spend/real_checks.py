@@ -16,8 +16,10 @@ the controller says about them (`check_registered`). In order, each refusal
 3. **build** (``lookup_build_mismatch``): the registration holds a build of that checkout
    whose receipt digests to the bound ``r0_build`` or ``rpack_build``; this process runs
    the receipt's interpreter and imports the package from its exported tree
-   (`continuity.installation.tree_root`); and that tree holds exactly the receipt's files
-   with their sha256 (bytecode aside: Python writes it beside the code it runs);
+   (`continuity.installation.tree_root`); that tree holds exactly the receipt's files
+   with their sha256 (bytecode aside); and the bytecode this process reads is its own,
+   under a pycache prefix in the run's output root (``PYTHONPYCACHEPREFIX``, which the
+   controller sets), so none planted beside the tree is ever run;
 4. **code** (``lookup_code_mismatch``): the checkout's tree is the bound ``r0_code`` or
    ``rpack_code``, the export's ``REVISION`` is the checkout's revision, and every path the
    registration's bound digests name (entrypoint, reader, scorer, lock, budget) hashes in
@@ -252,6 +254,26 @@ def _build(wrapped: _Wrapped, key: str, bindings: Bindings, running: tuple[str, 
         )
 
 
+def _pycache_prefix() -> str | None:
+    return sys.pycache_prefix
+
+
+def _private_bytecode(claim: Claim) -> None:
+    """The build check skips bytecode, so the bytecode this process reads must be its
+    own: written under a private prefix in the run's output root
+    (``PYTHONPYCACHEPREFIX``, set by the controller), never a ``__pycache__`` planted
+    beside the exported tree."""
+    prefix = _pycache_prefix()
+    root = Path(claim.output_root).resolve()
+    if prefix is None or not Path(prefix).resolve().is_relative_to(root):
+        _refuse(
+            "lookup_build_mismatch",
+            "this process may read bytecode from beside the build: its pycache prefix is "
+            "not private to the run",
+            "pycache",
+        )
+
+
 def _code(wrapped: _Wrapped, key: str, bindings: Bindings, root: Path) -> None:
     checkout = wrapped.r0 if key == "r0" else wrapped.rpack
     if checkout.tree != getattr(bindings, f"{key}_code"):
@@ -330,6 +352,7 @@ def check_registered(registration: Path, bindings: Bindings, claim: Claim, slot:
     key = _role(wrapped, slot)
     running = _running()
     _build(wrapped, key, bindings, running)
+    _private_bytecode(claim)
     _code(wrapped, key, bindings, running[1])
     _cache_key(claim, slot)
     _readiness(pilot, wrapped)

@@ -110,6 +110,9 @@ def make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[.
         one = Setup(tmp_path, **registration)
         # only the running-code lookup: this process "runs" the registered build
         monkeypatch.setattr(real_checks, "_running", lambda: (sys.executable, one.src))
+        # and its bytecode goes to a prefix private to the run, as the controller sets it
+        prefix = str(one.root / "pycache" / "slot")
+        monkeypatch.setattr(real_checks, "_pycache_prefix", lambda: prefix)
         made.append(one)
         return one
 
@@ -357,3 +360,13 @@ def test_a_tier_without_its_rates_blocks_readiness(make: Callable[..., Setup]) -
     catalog = sealed_catalog(msgspec.structs.replace(descriptor.catalog, tiers=(tier,)))
     changed = msgspec.structs.replace(descriptor, catalog=catalog)
     assert _blocked(make(descriptor=changed)).endswith("lookup_pilot_prices_missing")
+
+
+@pytest.mark.parametrize("prefix", [None, "/tmp/elsewhere-pycache"])
+def test_bytecode_read_from_outside_the_run_is_a_build_mismatch(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch, prefix: str | None
+) -> None:
+    # the build check skips bytecode, so a planted __pycache__ beside the tree would run
+    monkeypatch.setattr(real_checks, "_pycache_prefix", lambda: prefix)
+    error = setup.refused()
+    assert (error.code, error.location) == ("lookup_build_mismatch", "pycache")

@@ -316,16 +316,17 @@ def test_a_child_that_cannot_be_journaled_is_ended_before_it_is_told_anything(
         child.wait(timeout=30)
 
 
-def _forged_predecessor(tmp_path: Path) -> tuple[Path, Path]:
+def _forged_predecessor(tmp_path: Path, *, remove: bool = True) -> tuple[Path, Path]:
     """A crashed predecessor (its controller exited uncleanly after journaling one
-    launch of a process that is gone) whose output root was then removed."""
+    launch of a process that is gone) whose output root was then removed (`remove`)."""
     parent = _private_dir(tmp_path / "runs")
     root = _private_dir(parent / "first")
     gone = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
     gone.wait(timeout=30)
     controller = _predecessor(root, "forge", str(gone.pid), "0:0", stderr=subprocess.DEVNULL)
     assert controller.wait(timeout=60) == 0
-    shutil.rmtree(root)  # the records are gone with it
+    if remove:
+        shutil.rmtree(root)  # the records are gone with it
     return parent, root
 
 
@@ -382,3 +383,25 @@ def test_a_member_journaled_without_a_start_is_not_another_boots(tmp_path: Path)
     finally:
         leader.kill()
         leader.wait(timeout=30)
+
+
+def test_a_journal_that_is_not_private_is_unsound_and_refuses(tmp_path: Path) -> None:
+    parent, root = _forged_predecessor(tmp_path, remove=False)
+    (root / "controller-journal.jsonl").chmod(0o644)  # anyone could have written it
+    with pytest.raises(SpendError) as caught:
+        acquire_recovered(FAUX_DOMAIN, _private_dir(parent / "next"))
+    assert caught.value.code == "lookup_recovery_unobservable"
+    (entry,) = registry_root(FAUX_DOMAIN, root).iterdir()
+    (record,) = [json.loads(x) for x in (entry / RECOVERY_FILE).read_text().splitlines()]
+    assert (record["records"], record["reconciled"]) == ("unsound", False)
+
+
+def test_a_record_that_cannot_be_written_refuses_the_lease(tmp_path: Path) -> None:
+    parent, root = _forged_predecessor(tmp_path, remove=False)
+    (entry,) = registry_root(FAUX_DOMAIN, root).iterdir()
+    (entry / RECOVERY_FILE).symlink_to(tmp_path / "elsewhere.jsonl")  # never followed
+    successor = _private_dir(parent / "next")
+    with pytest.raises(SpendError) as caught:
+        acquire_recovered(FAUX_DOMAIN, successor)
+    assert (caught.value.code, caught.value.location) == ("lookup_recovery_failed", "registry")
+    assert not (tmp_path / "elsewhere.jsonl").exists() and not any(successor.iterdir())
