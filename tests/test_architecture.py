@@ -51,7 +51,8 @@ def unit_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "continuity"
 
 
-def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
+def resolve_from(module: str, node: ast.ImportFrom, is_package: bool) -> str:
+    """The module a ``from`` import in `module` names, relative imports resolved."""
     if not node.level:
         return node.module or ""
     base = module.split(".")
@@ -70,7 +71,7 @@ def imports_of(module: str, path: Path, known: Mapping[str, Path]) -> Iterator[t
                 if alias.name.split(".")[0] == "continuity":
                     yield alias.name, ""
         elif isinstance(node, ast.ImportFrom):
-            target = _resolve(module, node, path.name == "__init__.py")
+            target = resolve_from(module, node, path.name == "__init__.py")
             if target.split(".")[0] != "continuity":
                 continue
             for alias in node.names:

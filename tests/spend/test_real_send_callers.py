@@ -14,31 +14,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.test_architecture import module_names, resolve_from
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "continuity"
 FACTORY = "continuity.spend.real_send"
 FACTORIES = frozenset({"mint_real_send", "mint_granted"})
 NAMES = FACTORIES | {FACTORY, "continuity/spend/real_send.py"}
 CALLERS = frozenset({"continuity.spend.pilot_child"})  # the probe child mints its send
-
-
-def _name(path: Path) -> tuple[str, bool]:
-    """A module's dotted name and whether it is a package's ``__init__``."""
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    if parts[-1] == "__init__":
-        return ".".join(parts[:-1]), True
-    return ".".join(parts), False
-
-
-def _target(module: str, node: ast.ImportFrom, is_package: bool) -> str:
-    """The module a ``from`` import names, relative imports resolved."""
-    if not node.level:
-        return node.module or ""
-    base = module.split(".")
-    if not is_package:
-        base = base[:-1]
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, node.module] if node.module else base)
 
 
 def _is_factory(name: str) -> bool:
@@ -52,7 +35,7 @@ def reaches(module: str, source: str, *, is_package: bool = False) -> list[str]:
         if isinstance(node, ast.Import):
             found += [f"import {a.name}" for a in node.names if _is_factory(a.name)]
         elif isinstance(node, ast.ImportFrom):
-            target = _target(module, node, is_package)
+            target = resolve_from(module, node, is_package)
             found += [
                 f"from {target} import {a.name}"
                 for a in node.names
@@ -68,11 +51,11 @@ def reaches(module: str, source: str, *, is_package: bool = False) -> list[str]:
 def inventory() -> dict[str, list[str]]:
     """Every module of the package but the factory's own that reaches it, and how."""
     found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module, is_package = _name(path)
+    for module, path in module_names().items():
         if module == FACTORY:
             continue
-        ways = reaches(module, path.read_text(encoding="utf-8"), is_package=is_package)
+        source = path.read_text(encoding="utf-8")
+        ways = reaches(module, source, is_package=path.name == "__init__.py")
         if ways:
             found[module] = ways
     return found
