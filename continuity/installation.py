@@ -41,8 +41,10 @@ __all__ = [
     "InstalledCode",
     "installed_code",
     "interpreter",
+    "is_bytecode",
     "is_installed_tree",
     "task_command",
+    "tree_hashes",
     "tree_root",
 ]
 
@@ -128,6 +130,35 @@ def _matches(path: Path, record_hash: str) -> bool:
     except OSError:
         return False
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii") == expected
+
+
+def is_bytecode(relative: str) -> bool:
+    """Whether a ``/``-separated path is bytecode (under ``__pycache__/``, or ``*.pyc``)."""
+    return "__pycache__" in relative.split("/") or relative.endswith(".pyc")
+
+
+def tree_hashes(root: Path, *, bytecode: bool = True) -> dict[str, str]:
+    """sha256 of every file below `root`, by path below it (``/`` separators); a link
+    counts by its target's text and is never followed, a link to a folder too. With
+    ``bytecode=False`` bytecode (`is_bytecode`) is left out."""
+    found: dict[str, str] = {}
+    for folder, subfolders, names in os.walk(root):
+        base = Path(folder)
+        linked = [name for name in subfolders if (base / name).is_symlink()]
+        subfolders[:] = [name for name in subfolders if name not in linked]
+        for name in (*names, *linked):
+            path = base / name
+            relative = path.relative_to(root).as_posix()
+            if not bytecode and is_bytecode(relative):
+                continue
+            if path.is_symlink():
+                data = os.readlink(path).encode("utf-8", "surrogateescape")
+            elif path.is_file():
+                data = path.read_bytes()
+            else:
+                continue
+            found[relative] = hashlib.sha256(data).hexdigest()
+    return found
 
 
 def _tree_files(root: Path) -> Iterator[str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import subprocess
 import sys
 import tarfile
@@ -28,6 +27,7 @@ from pathlib import Path
 import msgspec
 
 from continuity.errors import RoleError
+from continuity.installation import tree_hashes
 from continuity.roles.register_git import archive
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
     "BuildReceipt",
     "build_checkout",
     "build_hashes",
-    "tree_hashes",
 ]
 
 PACKAGE = "continuity"
@@ -87,21 +86,6 @@ def _run(args: list[str], location: str) -> str:
             location=location,
         )
     return result.stdout
-
-
-def tree_hashes(src: Path) -> dict[str, str]:
-    """sha256 of every file below `src` (bytecode included: nothing may be added), by
-    path below it; a symlink counts by its target's text, never followed."""
-    found: dict[str, str] = {}
-    for path in sorted(src.rglob("*")):
-        if path.is_symlink():
-            data = os.readlink(path).encode("utf-8", "surrogateescape")
-        elif path.is_file():
-            data = path.read_bytes()
-        else:
-            continue
-        found[path.relative_to(src).as_posix()] = hashlib.sha256(data).hexdigest()
-    return found
 
 
 def _files_digest(files: dict[str, str]) -> str:

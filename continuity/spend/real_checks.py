@@ -50,7 +50,7 @@ import msgspec
 
 from continuity.digest import value_digest
 from continuity.errors import SpendError
-from continuity.installation import tree_root
+from continuity.installation import is_bytecode, tree_hashes, tree_root
 from continuity.spend.authorization import Bindings
 from continuity.spend.consumption import Claim
 from continuity.spend.descriptor import (
@@ -189,33 +189,6 @@ def _role(wrapped: _Wrapped, slot: RealSlot) -> str:
     return CHECKOUTS[found[0].code]
 
 
-def _bytecode(path: str) -> bool:
-    return "__pycache__" in path.split("/") or path.endswith(".pyc")
-
-
-def _files(root: Path) -> dict[str, str]:
-    """sha256 of every file below `root` but bytecode, by path below it; a link counts by
-    its target's text and is never followed (as `roles.register_build.tree_hashes`)."""
-    found: dict[str, str] = {}
-    for folder, subfolders, names in os.walk(root):
-        base = Path(folder)
-        linked = [name for name in subfolders if (base / name).is_symlink()]
-        subfolders[:] = [name for name in subfolders if name not in linked]
-        for name in (*names, *linked):
-            path = base / name
-            relative = path.relative_to(root).as_posix()
-            if _bytecode(relative):
-                continue
-            if path.is_symlink():
-                data = os.readlink(path).encode("utf-8", "surrogateescape")
-            elif path.is_file():
-                data = path.read_bytes()
-            else:
-                continue
-            found[relative] = hashlib.sha256(data).hexdigest()
-    return found
-
-
 def _build(wrapped: _Wrapped, key: str, bindings: Bindings, running: tuple[str, Path]) -> None:
     receipt = wrapped.builds.get(key)
     if receipt is None or value_digest(receipt) != getattr(bindings, f"{key}_build"):
@@ -240,8 +213,8 @@ def _build(wrapped: _Wrapped, key: str, bindings: Bindings, running: tuple[str, 
             "this process does not import the registered build's exported tree",
             f"builds.{key}.src",
         )
-    registered = {path: digest for path, digest in files.items() if not _bytecode(path)}
-    found = _files(root)
+    registered = {path: digest for path, digest in files.items() if not is_bytecode(path)}
+    found = tree_hashes(root, bytecode=False)
     if found != registered:
         changed = sorted(
             p for p in found.keys() | registered.keys() if found.get(p) != registered.get(p)

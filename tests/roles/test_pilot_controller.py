@@ -15,10 +15,11 @@ import msgspec
 import pytest
 
 from continuity.errors import RoleError
+from continuity.installation import tree_hashes
 from continuity.roles.pilot.registration import VerifiedPilot, read_pilot
 from continuity.roles.pilot.run import check_controller
 from continuity.roles.register import Checkout
-from continuity.roles.register_build import PTH_FILE, BuildReceipt, tree_hashes
+from continuity.roles.register_build import PTH_FILE, BuildReceipt
 from tests.roles.pilot_toy import PilotToy, pilot_toy, registered  # noqa: F401 (fixture)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from continuity.digest import value_digest
+from continuity.installation import tree_hashes
 from continuity.roles.guidance import RENDERER_PATH, ROLE_PROTOCOL
 from continuity.roles.register import (
     ENTRYPOINT_PATHS,
@@ -32,7 +33,7 @@ from continuity.roles.register import (
     Registration,
     Workload,
 )
-from continuity.roles.register_build import PTH_FILE, BuildReceipt, tree_hashes
+from continuity.roles.register_build import PTH_FILE, BuildReceipt
 from continuity.roles.table import ROLES
 from continuity.spend.assumptions import ASSUMED_V1, Assumptions, assumptions_digest
 from continuity.spend.authorization import Bindings
