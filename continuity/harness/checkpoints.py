@@ -47,6 +47,7 @@ __all__ = [
     "build_checkpoint",
     "checkpoint_lock",
     "clear_workspace",
+    "decode_reply",
     "fork",
     "replay_job",
     "run_child",
@@ -120,17 +121,18 @@ def replay_job(payload: bytes) -> bytes:
     return msgspec.json.encode(_replay(msgspec.json.decode(payload, type=ReplayJob)))
 
 
-def _decode_reply(data: bytes | str, kind: type[_Reply], what: str, location: Path) -> _Reply:
-    """A child's reply decoded into `kind`.
+def decode_reply(data: bytes | str, kind: type[_Reply], message: str, location: Path) -> _Reply:
+    """A child's reply (or what it printed) decoded into `kind`.
 
     Raises:
-        CheckpointError: ``child_failed`` (naming `what`) when it does not decode.
+        CheckpointError: ``child_failed`` (``<message>: <why>``, at `location`) when it
+            does not decode.
     """
     try:
         return msgspec.json.decode(data, type=kind)
     except msgspec.MsgspecError as exc:
         raise CheckpointError(
-            f"{what} does not decode: {exc}", code="child_failed", location=str(location)
+            f"{message}: {exc}", code="child_failed", location=str(location)
         ) from None
 
 
@@ -260,7 +262,7 @@ def _replayed(job: ReplayJob, root: Path, zygotes: ZygotePool | None, timeout: f
         if zygotes is None:
             return _replay(job)
         reply = zygotes.call(f"{__name__}:replay_job", msgspec.json.encode(job), timeout, "replay")
-        return _decode_reply(reply, ReplayDone, "the replay child's reply", root)
+        return decode_reply(reply, ReplayDone, "the replay child's reply does not decode", root)
     except BaseException:
         clear_workspace(root)
         raise
@@ -322,4 +324,4 @@ def run_child(workspace: Path, *, timeout: float = 120.0) -> ChildReport:
             code="child_failed",
             location=str(workspace),
         )
-    return _decode_reply(result.stdout, ChildReport, "the child's report", workspace)
+    return decode_reply(result.stdout, ChildReport, "the child's report does not decode", workspace)

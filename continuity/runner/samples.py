@@ -153,17 +153,10 @@ def run_probe_process(
 
 
 def _decoded(data: bytes, kind: type[_Reply], workspace: Path) -> _Reply:
-    """What the probe child printed (or replied), decoded.
+    """What the probe child printed (or replied), decoded (``child_failed`` otherwise)."""
+    from continuity.harness.checkpoints import decode_reply
 
-    Raises:
-        CheckpointError: ``child_failed`` when it does not decode.
-    """
-    try:
-        return msgspec.json.decode(data, type=kind)
-    except msgspec.MsgspecError as exc:
-        raise CheckpointError(
-            f"probe child printed no evidence: {exc}", code="child_failed", location=str(workspace)
-        ) from None
+    return decode_reply(data, kind, "probe child printed no evidence", workspace)
 
 
 def _probe_in_zygote(
