@@ -50,7 +50,6 @@ from types import FrameType, TracebackType
 from typing import NoReturn
 
 from continuity.errors import Interrupted
-from continuity.processes import NOT_RUNNING
 
 __all__ = [
     "EXIT_STATUS",
@@ -164,8 +163,8 @@ def descendants(pid: int | None = None) -> list[int]:
             continue  # exited meanwhile
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
         fields = stat.rpartition(")")[2].split()
-        # A zombie or dead process is not live: its children were reparented.
-        if len(fields) >= 2 and fields[1].isdigit() and fields[0] not in NOT_RUNNING:
+        # A zombie (Z) or dead (X) process is not live: its children were reparented.
+        if len(fields) >= 2 and fields[1].isdigit() and fields[0] not in ("Z", "X"):
             parents.setdefault(int(fields[1]), []).append(int(entry.name))
     found: list[int] = []
     frontier = [os.getpid() if pid is None else pid]

@@ -124,14 +124,12 @@ def test_every_module_replay_runs_is_in_the_checkpoint_key() -> None:
     loaded = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.split()
-    # `interrupts` only removes a workspace when an interrupt ends the process, and
-    # `processes` (which it reads process states from) only reads /proc and signals.
+    # `interrupts` only removes a workspace when an interrupt ends the process.
     infrastructure = (
         "continuity",
         "continuity.digest",
         "continuity.errors",
         "continuity.interrupts",
-        "continuity.processes",
         "continuity.traces",
     )
     uncovered = [
