@@ -90,7 +90,7 @@ def check_outside_agent(
     """
     # Here, not at the top: the contract's own process only starts the pass's process,
     # and needs none of the agent machinery (about 0.6 s of imports).
-    from continuity.agents.identity import ARMS, SANDBOXED, UNSANDBOXED, identity
+    from continuity.agents.identity import DEFAULT_ARMS, SANDBOXED, UNSANDBOXED, identity
     from continuity.agents.manifest import load_manifest
     from continuity.agents.sandbox import sandbox_problem
     from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
@@ -103,7 +103,7 @@ def check_outside_agent(
     # says so in its sentence and its report's banner says UNSANDBOXED: never silent.
     unsandboxed = sandbox_problem()
     agent = identity(manifest, sandboxed=unsandboxed is None)
-    plan = build_plan(arms=",".join(ARMS), probe_limit=1, agent=agent)
+    plan = build_plan(arms=",".join(DEFAULT_ARMS), probe_limit=1, agent=agent)
     unit_plan = AgentUnitPlan.of(plan, manifest)
     if tick is None:  # its own progress line: a dozen samples, each a re-replay
         with progress(_STAGE) as own:
@@ -132,7 +132,7 @@ def check_outside_agent(
     signatures = len({p.agent.signature for _, p in samples if p.agent is not UNSET})
     return (
         f"the toy outside agent over CAP/0: {len(samples)} samples ({len(traces)} originals x "
-        f"{', '.join(ARMS)}), each a fresh re-replay through the model proxy and the fixture "
+        f"{', '.join(DEFAULT_ARMS)}), each a fresh re-replay through the model proxy and the fixture "
         f"MCP server: every boundary verified by traffic, every copy proven ({signatures} "
         f"replay signatures, one per trace); "
         + (

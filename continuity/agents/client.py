@@ -39,7 +39,9 @@ from continuity.agents.manifest import Manifest
 from continuity.agents.protocol import (
     AgentInfo,
     Capabilities,
+    CompactResult,
     InitParams,
+    McpServer,
     SteerResult,
     TurnResult,
     decode_line,
@@ -67,7 +69,15 @@ ARM_NEEDS: dict[str, tuple[str, ...]] = {
     "native": (),
     "restart": ("resume_after_restart",),
     "new_session": ("new_session",),
+    "compact": ("compaction",),
+    "switch": ("model_switch",),
 }
+
+
+def _has(capabilities: Capabilities, cap: str) -> bool:
+    """Whether a capability is declared (``compaction: none`` is not)."""
+    value = getattr(capabilities, cap)
+    return bool(value) and value != "none"
 
 
 def require_capabilities(capabilities: Capabilities, arms: Sequence[str]) -> None:
@@ -78,7 +88,7 @@ def require_capabilities(capabilities: Capabilities, arms: Sequence[str]) -> Non
     """
     for arm in arms:
         for cap in ARM_NEEDS.get(arm, ()):
-            if not getattr(capabilities, cap):
+            if not _has(capabilities, cap):
                 raise AdapterError(
                     f"arm {arm} needs the adapter capability {cap}",
                     code=f"adapter_capability_missing:{cap}",
@@ -229,8 +239,13 @@ class AdapterProcess:
         self._initialized = True
         return info
 
-    async def open_session(self, key: str, *, timeout: float = 60) -> str:
-        raw = await self.request("session/open", {"key": key}, timeout=timeout)
+    async def open_session(
+        self, key: str, *, mcp_servers: Sequence[McpServer] = (), timeout: float = 60
+    ) -> str:
+        params: dict[str, Any] = {"key": key}
+        if mcp_servers:  # session_tools: the new session's extra servers
+            params["mcp_servers"] = msgspec.to_builtins(list(mcp_servers))
+        raw = await self.request("session/open", params, timeout=timeout)
         opened: dict[str, str] = result_as(raw, dict[str, str], "session/open")
         if not opened.get("session_id"):
             raise AdapterError(
@@ -255,6 +270,22 @@ class AdapterProcess:
         raw = await self.request("turn/steer", params, timeout=timeout)
         result: SteerResult = result_as(raw, SteerResult, "turn/steer")
         return result
+
+    async def compact(self, session_id: str, *, timeout: float = 600) -> CompactResult:
+        """Ask the agent to compact the session's context with its own mechanism."""
+        raw = await self.request("session/compact", {"session_id": session_id}, timeout=timeout)
+        result: CompactResult = result_as(raw, CompactResult, "session/compact")
+        return result
+
+    async def switch_model(self, session_id: str, model: str, *, timeout: float = 60) -> None:
+        """Tell the agent that the session's later requests name `model`."""
+        params = {"session_id": session_id, "model": model}
+        await self.request("session/switch_model", params, timeout=timeout)
+
+    async def inject(self, session_id: str, text: str, *, timeout: float = 60) -> None:
+        """Add `text` to the session's context the way the agent documents."""
+        await self.request("context/inject", {"session_id": session_id, "text": text},
+                           timeout=timeout)  # fmt: skip
 
     async def shutdown(self, *, timeout: float = 30) -> None:
         """Ask the adapter to persist and exit; the group is killed if it does not in time."""

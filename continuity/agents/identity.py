@@ -29,6 +29,7 @@ __all__ = [
     "AGENT_PROBE_PROTOCOL",
     "ARMS",
     "BANNER",
+    "DEFAULT_ARMS",
     "NOT_FROM_MODEL",
     "SANDBOXED",
     "UNSANDBOXED",
@@ -39,8 +40,11 @@ __all__ = [
     "unit_arm",
 ]
 
-# The boundaries an outside agent is measured across.
-ARMS = ("native", "restart", "new_session")
+# The boundaries an outside agent is measured across: v0's three, then the agent's own
+# compaction and a model switch (v1), which run only when named (`DEFAULT_ARMS`) and
+# only for a manifest that declares the capability they need.
+ARMS = ("native", "restart", "new_session", "compact", "switch")
+DEFAULT_ARMS = ARMS[:3]
 
 # The probe reaches an outside agent as its next owner turn, not as the reference
 # reader's probe turn: a protocol of its own, so its units never average with, or

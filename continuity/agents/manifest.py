@@ -74,6 +74,10 @@ class DeclaredCapabilities(BaseModel):
     parallel_tool_calls: bool = False
     resume_after_restart: bool = False
     new_session: bool = False
+    compaction: Literal["manual", "auto", "none"] = "none"
+    model_switch: bool = False
+    context_inject: bool = False
+    session_tools: bool = False
 
 
 class Manifest(BaseModel):

@@ -1,7 +1,13 @@
 """CAP/0 messages and their JSON-RPC 2.0 framing (one message per line).
 
 Methods (continuity -> adapter): ``initialize``, ``session/open``, ``turn/run``,
-``turn/steer`` (sent while that ``turn/run`` is pending) and ``shutdown``. Restart is
+``turn/steer`` (sent while that ``turn/run`` is pending) and ``shutdown``; and, for the
+v1 boundaries an adapter declares, ``session/compact`` (compact the session's context
+now with the agent's own mechanism: ``compaction: manual``), ``session/switch_model``
+(later requests of the session name another model: ``model_switch``) and
+``context/inject`` (add a text to the session's context the way the agent documents:
+``context_inject``); with ``session_tools``, ``session/open`` may carry more
+``mcp_servers`` the new session offers besides those of ``initialize``. Restart is
 not a method: continuity kills the adapter's process group and relaunches it with
 ``initialize`` carrying ``resume``. A new session is ``session/open`` with a new key.
 A probe is an ordinary ``turn/run``. The adapter may send ``agent/event``
@@ -25,6 +31,7 @@ __all__ = [
     "AgentIdentity",
     "AgentInfo",
     "Capabilities",
+    "CompactResult",
     "InitParams",
     "McpServer",
     "ModelEndpoint",
@@ -67,6 +74,12 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     parallel_tool_calls: bool = False
     resume_after_restart: bool = False
     new_session: bool = False
+    # How the agent compacts its own context: on ``session/compact`` (manual), on its own
+    # by a threshold (auto: observed at the probe turn), or not at all.
+    compaction: Literal["manual", "auto", "none"] = "none"
+    model_switch: bool = False  # it answers session/switch_model
+    context_inject: bool = False  # it answers context/inject
+    session_tools: bool = False  # session/open takes more mcp_servers
 
 
 class AgentIdentity(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +102,10 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True):
 
 class SteerResult(msgspec.Struct, frozen=True, kw_only=True):
     delivery: Literal["injected", "queued", "rejected"]
+
+
+class CompactResult(msgspec.Struct, frozen=True, kw_only=True):
+    compacted: bool  # what the adapter says; the proxy's observation decides
 
 
 _encoder = msgspec.json.Encoder()

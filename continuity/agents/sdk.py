@@ -21,6 +21,7 @@ import msgspec
 from continuity.agents.protocol import (
     AgentInfo,
     InitParams,
+    McpServer,
     SteerResult,
     TurnResult,
     decode_line,
@@ -39,6 +40,11 @@ class AgentAdapter(Protocol):
     # async def steer(self, session_id, turn_id, steer_id, text) -> SteerResult: required
     # when the capabilities declare steer "injected" or "queued" (answer with the delivery)
     # optional: async def shutdown(self) -> None (persist and return; the process then ends)
+    # async def compact(self, session_id) -> bool: required with compaction "manual"
+    #   (compact the session's context now, with the agent's own mechanism)
+    # async def switch_model(self, session_id, model) -> None: required with model_switch
+    # async def inject(self, session_id, text) -> None: required with context_inject
+    # open_session(key, mcp_servers) with session_tools: the session's extra servers
 
 
 _NO_METHOD = object()  # what `_dispatch` returns for a method the adapter lacks
@@ -48,6 +54,10 @@ async def _dispatch(adapter: Any, method: str, params: dict[str, Any]) -> Any:
     if method == "initialize":
         return await adapter.initialize(msgspec.convert(params, InitParams))
     if method == "session/open":
+        servers = params.get("mcp_servers")
+        if servers:  # session_tools: the new session's extra MCP servers
+            extra = msgspec.convert(servers, list[McpServer])
+            return {"session_id": await adapter.open_session(str(params["key"]), extra)}
         return {"session_id": await adapter.open_session(str(params["key"]))}
     if method == "turn/run":
         turn = (params["session_id"], params["turn_id"], params["text"], params.get("at", ""))
@@ -57,6 +67,14 @@ async def _dispatch(adapter: Any, method: str, params: dict[str, Any]) -> Any:
         steer = (params["session_id"], params["turn_id"], params["steer_id"], params["text"])
         delivery: SteerResult = await adapter.steer(*steer)
         return delivery
+    if method == "session/compact" and hasattr(adapter, "compact"):
+        return {"compacted": bool(await adapter.compact(str(params["session_id"])))}
+    if method == "session/switch_model" and hasattr(adapter, "switch_model"):
+        await adapter.switch_model(str(params["session_id"]), str(params["model"]))
+        return {}
+    if method == "context/inject" and hasattr(adapter, "inject"):
+        await adapter.inject(str(params["session_id"]), str(params["text"]))
+        return {}
     if method == "shutdown":  # optional: an adapter that saves as it goes needs none
         if hasattr(adapter, "shutdown"):
             await adapter.shutdown()

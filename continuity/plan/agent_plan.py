@@ -4,13 +4,15 @@ A plan that names an agent binds its identity (`continuity.agents.identity.Agent
 the manifest's digest, the digest of the agent's files and of its allowlisted
 variables' values), so the plan digest a real run confirms, and every unit key, change
 when the agent does. Its arms are the outside arms (``native``, ``restart``,
-``new_session``, default all three), planned as their unit ids (``agent-native``, ...).
+``new_session`` by default or with ``all``; ``compact`` and ``switch`` when named),
+planned as their unit ids (``agent-native``, ...).
 
 What v0 does not do with an outside agent is refused at plan time, never dropped
 silently: the lookup probe mode and the ledger options (``plan_invalid``), a judge
 (``plan_invalid``: the agent's answers are graded by the deterministic scorer only), and
 an arm needing a capability the manifest's declared ``capabilities`` lack
-(``adapter_capability_missing:<cap>``).
+(``adapter_capability_missing:<cap>``; ``compact`` and ``switch`` need the manifest to
+declare ``compaction`` or ``model_switch``: an agent declaring none is refused here).
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from continuity.agents.client import require_capabilities
-from continuity.agents.identity import ARMS, AgentIdentity, identity, outside_arm, unit_arm
+from continuity.agents.identity import (
+    DEFAULT_ARMS,
+    AgentIdentity,
+    identity,
+    outside_arm,
+    unit_arm,
+)
 from continuity.agents.manifest import Manifest, load_manifest
 from continuity.agents.protocol import Capabilities
 from continuity.agents.sandbox import require_sandbox
@@ -67,10 +75,12 @@ def agent_for_request(request: PlanRequest) -> tuple[Manifest, AgentIdentity] | 
             location="--probe-mode",
         )
     manifest = load_manifest(Path(path))
+    arms = [outside_arm(a) for a in agent_arms(request.arms or None)]
     if manifest.capabilities is not None:  # refused before anything runs
         declared = msgspec.convert(manifest.capabilities.model_dump(), Capabilities)
-        arms = [outside_arm(a) for a in agent_arms(request.arms or None)]
         require_capabilities(declared, arms)
+    else:  # the v1 boundaries need a declaration; v0's are checked at initialize
+        require_capabilities(Capabilities(), [a for a in arms if a not in DEFAULT_ARMS])
     sandboxed = not request.no_sandbox
     if sandboxed:  # probed at plan time: never a silent fallback
         require_sandbox("--agent")
@@ -84,11 +94,13 @@ def agent_identity(request: PlanRequest) -> AgentIdentity | None:
 
 
 def agent_arms(arms: str | None) -> list[str]:
-    """The unit arm ids of ``--arms`` for an outside agent (default: all three).
+    """The unit arm ids of ``--arms`` for an outside agent (default and ``all``: v0's
+    three, ``native``, ``restart`` and ``new_session``; ``compact`` and ``switch`` run
+    only when named).
 
     Raises:
         ArmError: ``arm_unknown``.
     """
     chosen = [a.strip() for a in (arms or "all").split(",") if a.strip()]
-    names = list(ARMS) if chosen in (["all"], []) else [outside_arm(a) for a in chosen]
+    names = list(DEFAULT_ARMS) if chosen in (["all"], []) else [outside_arm(a) for a in chosen]
     return [unit_arm(a) for a in dict.fromkeys(names)]

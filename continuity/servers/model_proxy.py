@@ -21,6 +21,13 @@ else by shape: it offers tools and extends (or starts) the main conversation -> 
   guessed; a reply whose tool the agent does not offer is ``tools_not_offered``.
 - **forward** mode (the probe): the request goes to `reader` (the scripted reader
   offline; the plan's reader through the guarded real mode and call cache otherwise).
+- **compaction** (the agent's own, v1): while a compaction window is open
+  (`open_compaction`: ``manual`` around ``session/compact``, where every request is the
+  compaction's; ``auto`` at the probe turn, where a request offering no tools before
+  its first main request is), requests are the compaction's (role ``compaction``) and
+  go to `summarizer`; the texts it returned are `summaries`, and every later main
+  request's fact says whether it carries one (``summary_carried``, up to whitespace).
+  After a model switch the agent names `SWITCH`, which is a main alias like `MAIN`.
 
 Every request leaves a content-free `RequestFact`: role, mode, model, message count,
 characters and estimated tokens (``ceil(chars / 4)``), the tools offered, a digest of
@@ -74,6 +81,7 @@ from continuity.servers.wire_model import model_list
 __all__ = [
     "AUX",
     "MAIN",
+    "SWITCH",
     "ModelProxy",
     "Reader",
     "RequestFact",
@@ -81,14 +89,15 @@ __all__ = [
 ]
 
 MAIN, AUX = "cont-main", "cont-aux"
+SWITCH = "cont-switch"  # the second model a switch names (a main alias)
 Reader = Callable[[WireRequest], Awaitable[str]]
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 class RequestFact(msgspec.Struct, frozen=True, kw_only=True):
     index: int
-    role: Literal["main", "aux", "unclassified"]
-    mode: Literal["script", "forward", "canned", "refused"]
+    role: Literal["main", "aux", "unclassified", "compaction"]
+    mode: Literal["script", "forward", "canned", "refused", "summary"]
     model: str
     messages: int
     chars: int
@@ -103,6 +112,7 @@ class RequestFact(msgspec.Struct, frozen=True, kw_only=True):
     output_tokens: int = 0
     transcript: int = 0  # how many `markers` (owner texts) its earlier user messages hold
     reader_error: str | None = None  # forward mode: the reader's failure (the agent got 502)
+    summary_carried: bool = False  # a main request holding a text `summarizer` returned
 
 
 def replay_signature(facts: Sequence[RequestFact]) -> str:
@@ -126,8 +136,12 @@ class ModelProxy:
         token: str | None = None,
         volatile: Sequence[str] = (),
         markers: Sequence[str] = (),
+        summarizer: Reader | None = None,
     ) -> None:
         self.token = token or secrets.token_urlsafe(18)
+        self.summarizer = summarizer
+        self.summaries: list[str] = []  # the texts returned to compaction requests
+        self._compacting: Literal["manual", "auto", ""] = ""
         self.markers = tuple(markers)
         self.mode: Literal["script", "forward"] = "script"
         self.reader = reader
@@ -157,6 +171,12 @@ class ModelProxy:
         with self._lock:
             self.mode = "forward"
             self._probe_first = True
+
+    def open_compaction(self, kind: Literal["manual", "auto", ""]) -> None:
+        """Open (``manual``, ``auto``) or close (``""``) the compaction window (module
+        doc); an ``auto`` window closes itself at the probe turn's first main request."""
+        with self._lock:
+            self._compacting = kind
 
     def steer_delivered(self, text: str, delivery: str) -> None:
         """Adapt the script to how the steer `text` reached the agent (from any thread,
@@ -237,16 +257,27 @@ class ModelProxy:
         return head + [(m.role, blank(m.text + json.dumps(m.tool_calls))) for m in request.messages]
 
     def _role(self, request: WireRequest, normal: list[tuple[str, str]]) -> str:
-        if request.model == MAIN:
+        if self._compacting == "manual" or (self._compacting == "auto" and not request.tools):
+            return "compaction"
+        if request.model in (MAIN, SWITCH):
+            self._compacting = ""
             return "main"
         if request.model == AUX:
             return "aux"
         previous = self._last_main
         extends = previous is None or normal[: len(previous)] == previous
         if request.tools and (extends or self._probe_first):
-            self._probe_first = False
+            self._probe_first, self._compacting = False, ""
             return "main"
         return "unclassified"
+
+    def _carries_summary(self, request: WireRequest) -> bool:
+        """Whether `request` holds a text the summarizer returned (up to whitespace)."""
+        if not self.summaries:
+            return False
+        texts = [request.system, *(m.text for m in request.messages)]
+        held = " ".join(" ".join(texts).split())
+        return any(" ".join(s.split()) in held for s in self.summaries if s.strip())
 
     async def _answer(self, request: WireRequest) -> tuple[int, dict[str, Any]]:
         normal = self._normal(request)
@@ -264,6 +295,7 @@ class ModelProxy:
         else:
             prefix = "shrank" if len(normal) < len(previous) else "reset"
         chars = sum(len(text) for _, text in normal)
+        carried = role == "main" and self._carries_summary(request)
         earlier = [m.text for m in request.messages[:-1] if m.role == "user"]
         transcript = sum(1 for text in earlier if sum(k in text for k in self.markers) == 1)
         fact: dict[str, Any] = {
@@ -277,6 +309,7 @@ class ModelProxy:
             "digest": value_digest(("cap-request", normal)),
             "prefix": prefix,
             "transcript": transcript,
+            "summary_carried": carried,
         }
         status, reply = await self._reply(request, role, step, fact)
         self.facts.append(msgspec.convert(fact, RequestFact))
@@ -293,6 +326,8 @@ class ModelProxy:
             fact["mode"] = "refused"
             self._problem(fact, "replay_unclassified_call", f"request {fact['index']}")
             return 400, _error("replay_unclassified_call", "a call the replay cannot classify")
+        if role == "compaction":
+            return await self._summarize(request, fact)
         if role == "aux" and self.mode == "script":
             fact["mode"] = "canned"
             return 200, {"text": "", "calls": []}
@@ -329,6 +364,22 @@ class ModelProxy:
         fact["output_tokens"] = -(-len(step.text) // 4)
         return 200, {"text": step.text, "calls": calls}
 
+    async def _summarize(
+        self, request: WireRequest, fact: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        """A compaction request: answered by the summarizer, its text kept."""
+        fact["mode"] = "summary"
+        if self.summarizer is None:
+            return 503, _error("proxy_no_reader", "no summarizer for the agent's compaction")
+        try:
+            text = await self.summarizer(request)
+        except ContinuityError as error:
+            fact["reader_error"] = error.code
+            return 502, _error(error.code, "the summarizer endpoint failed")
+        fact["output_tokens"] = -(-len(text) // 4)
+        self.summaries.append(text)
+        return 200, {"text": text, "calls": []}
+
 
 def _error(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "type": "invalid_request_error"}}
@@ -336,7 +387,8 @@ def _error(code: str, message: str) -> dict[str, Any]:
 
 def _models() -> dict[str, Any]:
     listed = model_list(MAIN)
-    listed["data"].append({**listed["data"][0], "id": AUX, "display_name": AUX})
+    for alias in (AUX, SWITCH):
+        listed["data"].append({**listed["data"][0], "id": alias, "display_name": alias})
     return listed
 
 
