@@ -132,8 +132,8 @@ def check_outside_agent(
     signatures = len({p.agent.signature for _, p in samples if p.agent is not UNSET})
     return (
         f"the toy outside agent over CAP/0: {len(samples)} samples ({len(traces)} originals x "
-        f"{', '.join(DEFAULT_ARMS)}), each a fresh re-replay through the model proxy and the fixture "
-        f"MCP server: every boundary verified by traffic, every copy proven ({signatures} "
+        f"{', '.join(DEFAULT_ARMS)}), each a fresh re-replay through the model proxy and the "
+        f"fixture MCP server: every boundary verified by traffic, every copy proven ({signatures} "
         f"replay signatures, one per trace); "
         + (
             "each adapter sandboxed (bubblewrap)"

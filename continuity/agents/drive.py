@@ -17,24 +17,17 @@ a process group of its own, and then:
    the call is released, and no request is checked for it.
 2. **boundary** (the arm): ``native`` none; ``restart`` continuity kills the adapter's
    group and relaunches it with ``initialize {resume}``; ``new_session``
-   ``session/open`` with a new key.
+   ``session/open`` with a new key; ``compact`` ``session/compact`` (the agent's own
+   compaction, its requests answered by the summarizer), or nothing for an agent that
+   compacts on its own (``compaction: auto``: observed in the probe turn); ``switch``
+   ``session/switch_model`` to ``cont-switch``.
 3. **probe**: the proxy switches to forward mode (`reader`), the probe is one more
    ``turn/run``: the adapter cannot tell it from an owner turn.
 
-Everything the verdict rests on is observed, never taken from the adapter: the proxy's
-content-free request facts (with the count of the trace's owner texts each request's
-earlier user messages hold), the fixture's call log and the PIDs continuity spawned.
-`crossing` is ``verified``, ``contradicted`` (excluded: the observations disagree with
-what the adapter declared) or ``not_crossed`` (excluded: no boundary happened):
-
-- native: the probe request extends the last replay request;
-- restart: a new process answered and, for an adapter declaring
-  ``resume_after_restart``, the probe request carries something besides the system
-  prompt and the question (turns, a summary or memory: how much is evidence, not the
-  verdict);
-- new_session: a new session id, and the new session's request does not carry the old
-  session's owner turns as its own turns (two or more; memory the agent injects, even
-  as a user message gathering several, is its own continuity).
+Everything the verdict rests on is observed, never taken from the adapter
+(`continuity.agents.crossing`): the proxy's content-free request facts (with the count
+of the trace's owner texts each request's earlier user messages hold), the fixture's
+call log and the PIDs continuity spawned.
 
 `codes` lists what went wrong in the replay: ``replay_fidelity_failed`` (a check on a
 request, an unexpected or unmatched tool call, turns left), ``tools_not_offered``,
@@ -51,7 +44,7 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -63,6 +56,7 @@ from continuity.agents.client import (
     require_capabilities,
     spawn_adapter,
 )
+from continuity.agents.crossing import Crossing, Observed, crossing
 from continuity.agents.identity import ARMS
 from continuity.agents.manifest import Manifest
 from continuity.agents.protocol import (
@@ -82,24 +76,24 @@ from continuity.probes.availability import (
     availability,
 )
 from continuity.servers.fixture import FixtureToolServer, frozen_records
-from continuity.servers.model_proxy import AUX, MAIN, ModelProxy, RequestFact, replay_signature
+from continuity.servers.model_proxy import (
+    AUX,
+    MAIN,
+    SWITCH,
+    ModelProxy,
+    RequestFact,
+    replay_signature,
+)
 from continuity.servers.proxy_script import WireRequest, proxy_script
 from continuity.servers.wire import serve_in_thread
 from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
 
 _STEERED = ("injected", "queued")  # the declared capabilities that are sent turn/steer
 
-__all__ = ["DUMMY_KEY", "AgentRun", "Crossing", "Reader", "drive_agent"]
+__all__ = ["DUMMY_KEY", "AgentRun", "Reader", "drive_agent"]
 
 Reader = Callable[[WireRequest], Awaitable[str]]
 DUMMY_KEY = "continuity-dummy-key"
-
-
-class Crossing(msgspec.Struct, frozen=True, kw_only=True):
-    arm: str
-    verdict: Literal["verified", "contradicted", "not_crossed"]
-    reasons: list[str]
-    pids: list[int]  # every adapter process continuity spawned, in order
 
 
 class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -120,6 +114,10 @@ class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
     model_reply: str | None = None
     availability: Availability | None = None  # with needles: in the probe request seen
     needle_states: list[NeedleState] = []  # what it rests on: the facts', then superseded
+    # compact: the summary texts the model gave the agent's compaction (reader-visible
+    # evidence, for the drill-down); switch: the model the agent was switched to
+    summaries: list[str] = []
+    switched_to: str | None = None
 
 
 class _Steering:
@@ -243,41 +241,6 @@ def _init_params(workspace: str, proxy: ModelProxy, proxy_url: str, mcp_url: str
     )
 
 
-def _crossing(
-    arm: str,
-    info: AgentInfo,
-    pids: list[int],
-    sessions: tuple[str, str],
-    probe: RequestFact | None,
-    last_main: RequestFact | None,
-) -> Crossing:
-    reasons: list[str] = []
-    if probe is None or last_main is None:
-        return Crossing(arm=arm, verdict="not_crossed", reasons=["no probe request"], pids=pids)
-    if arm == "native" and probe.prefix != "extends":
-        reasons.append(f"the probe request {probe.prefix} the last replay request")
-    if arm == "restart":
-        if len(pids) < 2 or pids[0] == pids[1]:
-            return Crossing(arm=arm, verdict="not_crossed", reasons=["no new process"], pids=pids)
-        carried = probe.transcript or probe.messages > 2  # turns, or a summary, or memory
-        if info.capabilities.resume_after_restart and not carried:
-            reasons.append(
-                "declared resume_after_restart, yet the probe request carries "
-                "nothing but the system prompt and the question"
-            )
-    if arm == "new_session":
-        if sessions[0] == sessions[1]:
-            reason = ["session/open gave the old session"]
-            return Crossing(arm=arm, verdict="not_crossed", reasons=reason, pids=pids)
-        if probe.transcript >= 2:
-            reasons.append(
-                f"the new session's request carries {probe.transcript} of the old "
-                "session's owner turns as its own turns"
-            )
-    verdict: Literal["verified", "contradicted"] = "contradicted" if reasons else "verified"
-    return Crossing(arm=arm, verdict=verdict, reasons=reasons, pids=pids)
-
-
 async def drive_agent(
     manifest: Manifest,
     trace: ReplayTrace,
@@ -291,9 +254,11 @@ async def drive_agent(
     needles: Needles | None = None,
     sandboxed: bool = True,
     protected: tuple[Path, ...] = (),
+    summarizer: Reader | None = None,
 ) -> AgentRun:
     """One outside-agent sample of `trace` under `arm` (module doc); the adapter runs
-    in the sandbox (`continuity.agents.sandbox`) unless not `sandboxed`.
+    in the sandbox (`continuity.agents.sandbox`) unless not `sandboxed`. The agent's
+    own compaction requests go to `summarizer` (default: the reader's ``summarize``).
 
     Raises:
         AdapterError: the adapter could not be started or broke the protocol, or the
@@ -304,7 +269,11 @@ async def drive_agent(
     owner = [t for _, _, t in iter_turns(trace) if isinstance(t, OwnerMessage)]
     volatile = (*volatile, *manifest.volatile)  # the manifest's patterns always apply
     proxy = ModelProxy(
-        proxy_script(trace), reader=reader, volatile=volatile, markers=[t.text for t in owner]
+        proxy_script(trace),
+        reader=reader,
+        volatile=volatile,
+        markers=[t.text for t in owner],
+        summarizer=summarizer or getattr(reader, "summarize", None),
     )
     steering = _Steering(trace)
     send, held = anyio.create_memory_object_stream[str](64)
@@ -325,9 +294,8 @@ async def drive_agent(
                 replayed, last_main = len(fixture.call_log), _last_main(proxy.facts)
                 codes, details = _replay_codes(proxy, fixture, steering, run.failed)
                 probe_session = session
-                if arm == "new_session":
-                    probe_session = await adapter.open_session("conversation-2")
                 if arm != "restart":
+                    probe_session = await _cross(arm, adapter, info, session, proxy, turn_timeout)
                     reply, probe_fact = await run.probe(adapter, proxy, probe_session, probe)
             if arm == "restart":  # the group above is gone: continuity killed it
                 resumed = msgspec.structs.replace(params, resume={"session_id": session})
@@ -342,15 +310,55 @@ async def drive_agent(
         codes=codes,
         details=details,
         steers=steering.delivery,
-        crossing=_crossing(arm, info, run.pids, (session, probe_session), probe_fact, last_main),
+        crossing=crossing(
+            arm,
+            info,
+            Observed(
+                pids=run.pids,
+                sessions=(session, probe_session),
+                probe=probe_fact,
+                last_main=last_main,
+                probe_turn=run.probe_turn,
+                summaries=len(proxy.summaries),
+            ),
+        ),
         probe_reply=str(reply.reply.get("text", "")),
         probe=probe_fact,
         fixture_calls=replayed,
         probe_tool_attempts=len(fixture.call_log) - replayed,
         facts=proxy.facts,
         model_reply=run.model_reply,
+        summaries=proxy.summaries,
+        switched_to=SWITCH if arm == "switch" else None,
         **_available(needles, run.context),
     )
+
+
+async def _cross(
+    arm: str,
+    adapter: AdapterProcess,
+    info: AgentInfo,
+    session: str,
+    proxy: ModelProxy,
+    timeout: float,
+) -> str:
+    """Cross an in-process arm's boundary (restart is the caller's); the probe's
+    session. ``compact``: ``session/compact`` inside a manual compaction window, or (an
+    agent compacting on its own) an auto window the probe turn's first main request
+    closes; ``switch``: ``session/switch_model`` to `SWITCH`."""
+    if arm == "new_session":
+        return await adapter.open_session("conversation-2")
+    if arm == "compact" and info.capabilities.compaction == "auto":
+        proxy.open_compaction("auto")
+    elif arm == "compact":
+        proxy.open_compaction("manual")
+        try:
+            await adapter.compact(session, timeout=timeout)
+        finally:
+            proxy.open_compaction("")
+    if arm == "switch":
+        await adapter.switch_model(session, SWITCH)
+    return session
 
 
 def _available(needles: Needles | None, request: WireRequest | None) -> dict[str, Any]:
@@ -388,6 +396,7 @@ class _Run:
         self.failed: list[str] = []
         self.context: WireRequest | None = None
         self.model_reply: str | None = None
+        self.probe_turn: list[RequestFact] = []  # the probe turn's main requests
         self.turns = 0
 
     def next_turn_id(self) -> str:
@@ -434,6 +443,7 @@ class _Run:
         proxy.forward()
         reply = await adapter.run_turn(session, self.next_turn_id(), text, timeout=self.timeout)
         made = [f for f in proxy.facts[start:] if f.role == "main" and f.mode == "forward"]
+        self.probe_turn = made
         sent = proxy.forwarded[seen:]
         self.context = sent[0] if sent else None
         replies = proxy.replies[answered:]

@@ -126,6 +126,10 @@ class AgentEvidence(msgspec.Struct, frozen=True, kw_only=True):
     # The model's final text of the probe turn, as the proxy returned it: what the reply
     # was checked against (answer_not_from_model); None when no request was made.
     model_reply: str | None = None
+    # compact: the summary texts the model returned to the agent's own compaction
+    # (reader-visible evidence, for the drill-down); switch: the model it switched to.
+    summaries: list[str] = []
+    switched_to: str | None = None
 
 
 _PREFIX = "agent-"

@@ -20,7 +20,7 @@ model_proxy`, forward mode) to a `SampleReader`, one per sample:
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -38,6 +38,7 @@ from continuity.providers.cache import CachedProvider, Ledger
 from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
 from continuity.providers.protocol import complete
 from continuity.providers.real import make_provider
+from continuity.providers.scripted import SUMMARY_SECTIONS
 from continuity.servers.proxy_script import WireMessage, WireRequest
 from continuity.store import Store
 
@@ -55,6 +56,8 @@ class SampleReader(Protocol):
 
     async def __call__(self, request: WireRequest) -> str: ...
 
+    async def summarize(self, request: WireRequest) -> str: ...
+
     def calls(self) -> list[CallReceipt]: ...
 
     def replayed(self) -> list[str]: ...
@@ -69,6 +72,17 @@ class OfflineReader:
     async def __call__(self, request: WireRequest) -> str:
         users = [m.text for m in request.messages if m.role == "user"]
         return unknown_reply(users[-1] if users else "")
+
+    async def summarize(self, request: WireRequest) -> str:
+        """The agent's compaction request, answered as the reference harness's scripted
+        summarizer answers its own (`continuity.providers.scripted.ScriptedSummarizer`):
+        the fixed sections and a content-free note of how much it was asked to
+        summarize. Offline nothing is extracted, so what the agent dropped is gone."""
+        chars = sum(len(m.text) for m in request.messages)
+        return "\n".join(
+            f"## {section}\n(scripted summary of {chars:,} characters; nothing extracted)"
+            for section in SUMMARY_SECTIONS
+        )
 
     def calls(self) -> list[CallReceipt]:
         return []
@@ -148,21 +162,30 @@ class RealReader:
         self._replayed: list[str] = []
 
     async def __call__(self, request: WireRequest) -> str:
+        return await self._send(request, role="answer")
+
+    async def summarize(self, request: WireRequest) -> str:
+        """The agent's own compaction request: a ``summary`` call, as the reference
+        harness's mid-trace compaction makes one (gated: no live turn admits it)."""
+        return await self._send(request, role="summary")
+
+    async def _send(self, request: WireRequest, *, role: Literal["answer", "summary"]) -> str:
         b = self.binding
         ledger = Ledger(b.ledger) if b.ledger else None
         inner = make_provider(b.endpoint)
         try:
-            if ledger is not None and not self.admitted:
+            if ledger is not None and not self.admitted and role == "answer":
                 ledger.admit()  # the sample's probe turn: one live turn
-            self.admitted = True
+            self.admitted = self.admitted or role == "answer"
             cached = CachedProvider(
                 inner,
                 b.endpoint,
                 Store(b.store_root),
                 repeat=b.repeat,
-                role="answer",
+                role=role,
                 ledger=ledger,
                 explain_log=b.explain_log,
+                gate=role == "summary",
             )
             try:
                 done = await complete(cached, model_request(request, b.endpoint))

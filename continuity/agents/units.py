@@ -109,4 +109,6 @@ def evidence(run: AgentRun, calls: list[CallReceipt]) -> AgentEvidence:
         model_reply=run.model_reply,
         fixture_calls=run.fixture_calls,
         probe_tool_attempts=run.probe_tool_attempts,
+        summaries=run.summaries,
+        switched_to=run.switched_to,
     )

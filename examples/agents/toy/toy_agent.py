@@ -19,14 +19,27 @@ default), ``reversed`` (last first, the results in that order too), ``concurrent
 as the Agents SDK and LangGraph do) or ``one_per_reply`` (every request sets
 ``parallel_tool_calls: false``).
 
+``TOY_COMPACT`` picks how it compacts its own context (it declares ``compaction``):
+``manual`` (the default: on ``session/compact``), ``auto`` (on its own, before the
+turn numbered ``TOY_COMPACT_AT`` of a session: a threshold of turns) or ``none``. Its
+compaction mirrors the reference harness's (``continuity.harness.compaction``, written
+out here: an adapter imports only the CAP/0 SDK): the kept tail is the newest messages
+worth 4,000 estimated tokens (``ceil(chars / 4)``), moved past tool results; the rest
+goes to its model (``cont-aux``, no tools) for a summary, and the context becomes that
+summary in ``<summary>`` tags followed by the kept tail. ``session/switch_model`` makes
+the session's later requests name the new model (its context carried as it is).
+
 ``TOY_FAULT`` makes it misbehave, for continuity's own fault-injection tests:
 ``drop_steer`` (an injected steer is never added; a queued steer's owner turn is
 answered without a model call), ``rewrite_result``, ``rewrite_argument`` (the last call
 of a reply with several gets an argument of its own), ``unexpected_tool``, ``no_resume``,
 ``leak_transcript`` (a new session starts with the old one's messages),
 ``same_session`` (``session/open`` gives the old session back), ``fail_turns`` (every
-turn reports ``failed``), ``timestamp`` (the wall clock in every system prompt) and
-``own_answer`` (every reply is its own text, not its model's).
+turn reports ``failed``), ``timestamp`` (the wall clock in every system prompt),
+``own_answer`` (every reply is its own text, not its model's), ``fake_compact`` (it asks
+for a summary, then keeps every message and appends it), ``lose_summary`` (it drops
+the compacted messages and never adds the summary) and ``ignore_switch`` (it keeps
+naming its first model).
 """
 
 from __future__ import annotations
@@ -56,6 +69,8 @@ from continuity.agents.sdk import serve_stdio
 
 PREFIX = "mcp__fixture__"
 SYSTEM = "You are the owner's assistant. Use the tools to read their mail, documents and more."
+SUMMARY_SYSTEM = "Summarize the conversation so the work can continue without it."
+KEEP_RECENT_TOKENS = 4_000  # the reference harness's smallest compaction policy
 TLS = ssl.create_default_context()  # built once: each client would load the CA bundle again
 
 
@@ -65,6 +80,8 @@ class ToyAgent:
         self.steering = os.environ.get("TOY_STEER", "") or "injected"
         self.queued: set[str] = set()  # steer texts it answered queued
         self.calls = os.environ.get("TOY_CALLS", "")
+        self.compaction = os.environ.get("TOY_COMPACT", "") or "manual"
+        self.compact_at = int(os.environ.get("TOY_COMPACT_AT", "0") or 0)
         self.state: dict[str, Any] = {"sessions": {}, "notes": []}
         self.path = Path()
         self.pending: dict[str, list[str]] = {}  # steers waiting for a tool result
@@ -78,8 +95,12 @@ class ToyAgent:
         declared: Literal["injected", "queued", "none"] = "injected"
         if self.steering in ("queued", "none"):
             declared = "queued" if self.steering == "queued" else "none"
+        compaction: Literal["manual", "auto", "none"] = "manual"
+        if self.compaction in ("auto", "none"):
+            compaction = "auto" if self.compaction == "auto" else "none"
         caps = Capabilities(steer=declared, resume_after_restart=True, new_session=True,
-                            parallel_tool_calls=self.calls == "concurrent")  # fmt: skip
+                            parallel_tool_calls=self.calls == "concurrent",
+                            compaction=compaction, model_switch=True)  # fmt: skip
         return AgentInfo(agent=AgentIdentity(name="toy", version="0.1", framework="none"),
                          capabilities=caps)  # fmt: skip
 
@@ -114,6 +135,9 @@ class ToyAgent:
             return TurnResult(turn_id=turn_id, status="failed", error="the toy fails every turn")
         fresh = {"notes": "", "messages": []}  # a session it does not know starts empty
         session = self.state["sessions"].setdefault(session_id, fresh)
+        session["turns"] = session.get("turns", 0) + 1
+        if self.compaction == "auto" and session["turns"] == self.compact_at:
+            await self._compact(session)  # its own threshold, before the turn
         messages: list[dict[str, Any]] = session["messages"]
         messages.append({"role": "user", "content": text})
         self.state["notes"].append(text[:200])
@@ -130,7 +154,7 @@ class ToyAgent:
             while True:
                 system = {"role": "system", "content": self._system(session)}
                 request: dict[str, Any] = {
-                    "model": "cont-main", "messages": [system, *messages], "tools": tools
+                    "model": self._model(session), "messages": [system, *messages], "tools": tools
                 }  # fmt: skip
                 if self.calls == "one_per_reply":
                     request["parallel_tool_calls"] = False
@@ -200,8 +224,62 @@ class ToyAgent:
         self.pending.setdefault(turn_id, []).append(text)
         return SteerResult(delivery="injected")
 
+    def _model(self, session: dict[str, Any]) -> str:
+        return "cont-main" if self.fault == "ignore_switch" else session.get("model", "cont-main")
+
+    async def switch_model(self, session_id: str, model: str) -> None:
+        self.state["sessions"][session_id]["model"] = model
+        self._save()
+
+    async def compact(self, session_id: str) -> bool:
+        done = await self._compact(self.state["sessions"][session_id])
+        self._save()
+        return done
+
+    async def _compact(self, session: dict[str, Any]) -> bool:
+        """Summarize all but the kept tail (module doc); False when nothing lies before it."""
+        messages: list[dict[str, Any]] = session["messages"]
+        start, kept = len(messages), 0
+        while start > 0 and kept < KEEP_RECENT_TOKENS:
+            start -= 1
+            kept += _tokens(messages[start])
+        cut = next((i for i in range(start, len(messages)) if messages[i]["role"] != "tool"), 0)
+        if cut == 0:
+            return False
+        conversation = "\n\n".join(f"[{m['role']}]: {_text(m)}" for m in messages[:cut])
+        prompt = f"<conversation>\n{conversation}\n</conversation>"
+        ask = {"model": "cont-aux", "messages": [{"role": "system", "content": SUMMARY_SYSTEM},
+                                                 {"role": "user", "content": prompt}]}  # fmt: skip
+        summary = str((await self._complete(ask)).get("content") or "")
+        note = {"role": "user", "content": f"<summary>\n{summary}\n</summary>"}
+        if self.fault == "fake_compact":
+            session["messages"] = [*messages, note]  # nothing dropped
+        elif self.fault == "lose_summary":
+            session["messages"] = messages[cut:]
+        else:
+            session["messages"] = [note, *messages[cut:]]
+        return True
+
     async def shutdown(self) -> None:
         self._save()
+
+
+def _text(message: dict[str, Any]) -> str:
+    calls = message.get("tool_calls") or []
+    return str(message.get("content") or "") + "".join(
+        c["function"]["name"].removeprefix(PREFIX) + _compact_json(c["function"]["arguments"])
+        for c in calls
+    )
+
+
+def _compact_json(arguments: str) -> str:
+    """Arguments as the reference harness counts them (compact JSON, UTF-8)."""
+    return json.dumps(json.loads(arguments or "{}"), separators=(",", ":"), ensure_ascii=False)
+
+
+def _tokens(message: dict[str, Any]) -> int:
+    """The reference harness's estimate: ``ceil(chars / 4)`` (tool names unprefixed)."""
+    return -(-len(_text(message)) // 4)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,127 @@
+"""Whether an outside agent crossed its arm's boundary: the verdict from observations.
+
+Everything a verdict rests on is observed, never taken from the adapter: the model
+proxy's content-free request facts (`continuity.servers.model_proxy.RequestFact`), the
+sessions ``session/open`` gave and the PIDs continuity spawned. A verdict is
+``verified``, ``contradicted`` (excluded: the observations disagree with what the
+adapter declared) or ``not_crossed`` (excluded: no boundary happened):
+
+- native: the probe request extends the last replay request;
+- restart: a new process answered and, for an adapter declaring
+  ``resume_after_restart``, the probe request carries something besides the system
+  prompt and the question (turns, a summary or memory: how much is evidence, not the
+  verdict);
+- new_session: a new session id, and the new session's request does not carry the old
+  session's owner turns as its own turns (two or more; memory the agent injects, even
+  as a user message gathering several, is its own continuity);
+- compact (the agent's own compaction): a compaction request reached the model (the
+  agent asked for its summary) and the probe request no longer extends the last replay
+  request (the pre-boundary transcript is not all there, the sense the reference
+  compaction arms use: messages were replaced); else ``not_crossed``. A request that
+  dropped the transcript without carrying the summary the agent was given is
+  ``contradicted``;
+- switch (a model switch): every main request of the probe turn names the model the
+  agent was switched to (else ``not_crossed``); how it rebuilt its context (the probe
+  request's prefix relation) is evidence, not the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+from continuity.agents.protocol import AgentInfo
+from continuity.servers.model_proxy import SWITCH, RequestFact
+
+__all__ = ["Crossing", "Observed", "crossing"]
+
+
+class Crossing(msgspec.Struct, frozen=True, kw_only=True):
+    arm: str
+    verdict: Literal["verified", "contradicted", "not_crossed"]
+    reasons: list[str]
+    pids: list[int]  # every adapter process continuity spawned, in order
+
+
+class Observed(msgspec.Struct, frozen=True, kw_only=True):
+    """What one sample's verdict reads."""
+
+    pids: list[int]
+    sessions: tuple[str, str]  # the replay's session and the probe's
+    probe: RequestFact | None  # the probe turn's first main request
+    last_main: RequestFact | None  # the replay's last main request
+    probe_turn: Sequence[RequestFact] = ()  # every main request of the probe turn
+    summaries: int = 0  # compaction requests the model answered
+
+
+def _restart(info: AgentInfo, seen: Observed, probe: RequestFact) -> list[str] | None:
+    """The restart arm's reasons (None: no new process, not crossed)."""
+    if len(seen.pids) < 2 or seen.pids[0] == seen.pids[1]:
+        return None
+    carried = probe.transcript or probe.messages > 2  # turns, or a summary, or memory
+    if info.capabilities.resume_after_restart and not carried:
+        return [
+            "declared resume_after_restart, yet the probe request carries nothing but the "
+            "system prompt and the question"
+        ]
+    return []
+
+
+def _compact(seen: Observed, probe: RequestFact) -> list[str] | str:
+    """The compact arm's reasons, or why it was not crossed."""
+    if not seen.summaries:
+        return "no compaction request reached the model: the agent asked for no summary"
+    if probe.prefix == "extends":
+        return "the probe request extends the last replay request: the compaction dropped nothing"
+    if not probe.summary_carried:
+        return [
+            "the probe request dropped the pre-boundary transcript but does not carry the "
+            "summary the agent was given"
+        ]
+    return []
+
+
+def _switch(seen: Observed) -> str | None:
+    named = sorted({f.model for f in seen.probe_turn if f.model != SWITCH})
+    if named:
+        return f"the probe turn's requests name {', '.join(named)}, not {SWITCH}"
+    return None
+
+
+def crossing(arm: str, info: AgentInfo, seen: Observed) -> Crossing:
+    """The verdict for `arm` (module doc)."""
+    probe, pids = seen.probe, seen.pids
+
+    def out(verdict: str, reasons: list[str]) -> Crossing:
+        return msgspec.convert(
+            {"arm": arm, "verdict": verdict, "reasons": reasons, "pids": pids}, Crossing
+        )
+
+    if probe is None or seen.last_main is None:
+        return out("not_crossed", ["no probe request"])
+    reasons: list[str] = []
+    if arm == "native" and probe.prefix != "extends":
+        reasons.append(f"the probe request {probe.prefix} the last replay request")
+    if arm == "restart":
+        restarted = _restart(info, seen, probe)
+        if restarted is None:
+            return out("not_crossed", ["no new process"])
+        reasons += restarted
+    if arm == "new_session":
+        if seen.sessions[0] == seen.sessions[1]:
+            return out("not_crossed", ["session/open gave the old session"])
+        if probe.transcript >= 2:
+            reasons.append(
+                f"the new session's request carries {probe.transcript} of the old "
+                "session's owner turns as its own turns"
+            )
+    if arm == "compact":
+        compacted = _compact(seen, probe)
+        if isinstance(compacted, str):
+            return out("not_crossed", [compacted])
+        reasons += compacted
+    if arm == "switch" and (missed := _switch(seen)) is not None:
+        return out("not_crossed", [missed])
+    return out("contradicted" if reasons else "verified", reasons)

@@ -1,0 +1,169 @@
+"""CAP/0 v1 boundaries with the toy reference adapter: the agent's own compaction
+(``compact``) and a model switch (``switch``), each proven by what the model proxy saw,
+and each claimed-but-not-crossed fault excluded. Compaction replays an original trace
+(the smoke trace fits in the kept tail, so there is nothing to compact)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+from msgspec import UNSET
+
+from continuity.agents.drive import AgentRun, drive_agent
+from continuity.agents.manifest import Manifest, load_manifest
+from continuity.agents.readers import OfflineReader
+from continuity.errors import AdapterError, ContinuityError
+from continuity.runner.units.build import build_units
+from continuity.runner.units.record import UnitRecord
+from continuity.servers.model_proxy import MAIN, SWITCH
+from continuity.store import Store
+from continuity.traces.schema import OwnerMessage, Trace, iter_turns
+from rules.units import _units
+from tests.agents.test_drive import TRACE as SMOKE
+from tests.agents.test_units import _toy_copy
+from tests.harness.test_replay import trace_named
+
+ROOT = Path(__file__).resolve().parents[2]
+TOY = ROOT / "examples" / "agents" / "toy"
+COMPACTING = load_manifest(TOY / "compacting.toml")
+ORIGINAL = trace_named("brightline-return")
+
+
+def _drive(tmp_path: Path, arm: str, trace: Trace, manifest: Manifest = COMPACTING) -> AgentRun:
+    async def main() -> AgentRun:
+        return await drive_agent(manifest, trace, work=tmp_path / arm, arm=arm,
+                                 probe=trace.probes[0].text, reader=OfflineReader())  # fmt: skip
+
+    return anyio.run(main)
+
+
+def test_the_agents_own_compaction_is_a_verified_boundary(tmp_path: Path) -> None:
+    """session/compact: one summary request answered by the summarizer, and a probe
+    request that no longer extends the replay's and carries the summary."""
+    run = _drive(tmp_path, "compact", ORIGINAL)
+    assert run.codes == [] and run.crossing.verdict == "verified", run.crossing.reasons
+    compaction = [f for f in run.facts if f.role == "compaction"]
+    assert len(compaction) == 1 and compaction[0].mode == "summary"
+    assert run.probe is not None and run.probe.prefix in ("shrank", "reset")
+    assert run.probe.summary_carried and len(run.summaries) == 1
+    assert run.summaries[0].startswith("## Goal\n(scripted summary of ")
+    owner = sum(isinstance(t, OwnerMessage) for _, _, t in iter_turns(ORIGINAL))
+    assert run.probe.transcript < owner  # owner turns went into the summary
+
+
+def test_an_agent_compacting_on_its_own_is_observed_at_the_probe_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """compaction: auto: no session/compact; the agent's threshold fires before the
+    probe turn (its turn number here), and the proxy sees it there."""
+    owner = sum(isinstance(t, OwnerMessage) for _, _, t in iter_turns(ORIGINAL))
+    monkeypatch.setenv("TOY_COMPACT", "auto")
+    monkeypatch.setenv("TOY_COMPACT_AT", str(owner + 1))
+    run = _drive(tmp_path, "compact", ORIGINAL, load_manifest(TOY / "agent.toml"))
+    assert run.codes == [] and run.crossing.verdict == "verified", run.crossing.reasons
+    assert [f.role for f in run.facts[-2:]] == ["compaction", "main"]
+
+
+@pytest.mark.parametrize(
+    ("fault", "verdict", "reason"),
+    [
+        ("fake_compact", "not_crossed", "the compaction dropped nothing"),
+        ("lose_summary", "contradicted", "does not carry the summary"),
+    ],
+)
+def test_a_compaction_claimed_but_not_crossed_is_excluded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str, verdict: str, reason: str
+) -> None:
+    monkeypatch.setenv("TOY_FAULT", fault)
+    run = _drive(tmp_path, "compact", ORIGINAL)
+    assert run.codes == [] and run.crossing.verdict == verdict
+    assert any(reason in r for r in run.crossing.reasons), run.crossing.reasons
+
+
+def test_a_compaction_with_nothing_to_summarize_is_not_crossed(tmp_path: Path) -> None:
+    """The smoke trace fits in the kept tail: the agent asks for no summary."""
+    run = _drive(tmp_path, "compact", SMOKE)
+    assert run.crossing.verdict == "not_crossed"
+    assert run.crossing.reasons == [
+        "no compaction request reached the model: the agent asked for no summary"
+    ]
+
+
+def test_a_model_switch_is_verified_by_the_model_the_requests_name(tmp_path: Path) -> None:
+    run = _drive(tmp_path, "switch", SMOKE)
+    assert run.codes == [] and run.crossing.verdict == "verified", run.crossing.reasons
+    assert run.probe is not None and run.probe.model == SWITCH and run.switched_to == SWITCH
+    assert run.probe.prefix == "extends"  # the toy carries its context over as it is
+    assert {f.model for f in run.facts if f.mode == "script"} == {MAIN}
+
+
+def test_a_switch_the_agent_ignores_is_not_crossed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOY_FAULT", "ignore_switch")
+    run = _drive(tmp_path, "switch", SMOKE)
+    assert run.crossing.verdict == "not_crossed"
+    assert run.crossing.reasons == [f"the probe turn's requests name {MAIN}, not {SWITCH}"]
+
+
+@pytest.mark.parametrize(("arm", "cap"), [("compact", "compaction"), ("switch", "model_switch")])
+@pytest.mark.parametrize("declared", ["no table", "a table without it"])
+def test_an_agent_declaring_no_such_capability_is_refused_at_plan_time(
+    tmp_path: Path, arm: str, cap: str, declared: str
+) -> None:
+    """The v1 arms need the manifest to declare their capability: refused before
+    anything runs, with or without a [capabilities] table."""
+    table = "" if declared == "no table" else '[capabilities]\nsteer = "injected"\n'
+    manifest = _toy_copy(tmp_path / "toy", table)
+    given = {"suite": "smoke", "trace": SMOKE.trace_id, "probe_limit": 1, "run": "v1",
+             "out": str(tmp_path), "store": str(tmp_path / "store")}  # fmt: skip
+    with pytest.raises(ContinuityError) as caught:
+        _units(agent=str(manifest), arms=f"native,{arm}", **given)
+    assert caught.value.code == f"adapter_capability_missing:{cap}"
+    assert caught.value.location == arm
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "store").exists()
+
+
+def test_an_agent_reporting_no_compaction_is_refused_at_initialize(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest without a table is checked when the adapter reports its capabilities."""
+    monkeypatch.setenv("TOY_COMPACT", "none")
+    with pytest.raises(AdapterError) as caught:
+        _drive(tmp_path, "compact", SMOKE, load_manifest(TOY / "agent.toml"))
+    assert caught.value.code == "adapter_capability_missing:compaction"
+
+
+def test_the_toys_compaction_gives_the_reference_compaction_arms_labels(tmp_path: Path) -> None:
+    """Unit level: the toy compacting the way the reference harness does (its kept tail,
+    a content-free scripted summary) gets, probe by probe, the reference ``compaction-1``
+    arm's availability label, superseded value and needle states on the same trace."""
+    limit, suite = 4, "original"
+    store = Store(tmp_path / "store")
+    records, _, _ = build_units(store, suite, arms="compaction-1", traces=ORIGINAL.trace_id,
+                                probe_limit=limit, run_dir=tmp_path / "ref")  # fmt: skip
+    reference = {
+        p.probe_id: (p.availability.fact, p.availability.superseded_present,
+                     [s.in_context for s in p.evidence.needle_states])
+        for p in records[0].probes if p.availability and p.evidence
+    }  # fmt: skip
+    _units(agent=str(TOY / "compacting.toml"), arms="compact", trace=ORIGINAL.trace_id,
+           suite=suite, probe_limit=limit, run="v1", out=str(tmp_path),
+           store=str(tmp_path / "store"))  # fmt: skip
+    path = next((tmp_path / "runs" / "v1" / "units").glob("*.json"))
+    record = msgspec.json.decode(path.read_bytes(), type=UnitRecord)
+    toy = {
+        p.probe_id: (p.availability.fact, p.availability.superseded_present,
+                     [s.in_context for s in p.agent.needle_states])
+        for p in record.probes if p.availability and p.agent is not UNSET
+    }  # fmt: skip
+    assert record.arm == "agent-compact" and len(toy) == limit
+    assert all(p.status == "valid" for p in record.probes), [p.status for p in record.probes]
+    assert toy == reference
+    # the reference arm really compacted these probes' context: not every needle is there
+    assert any(False in states for _, _, states in toy.values())
+    summaries = {s for p in record.probes if p.agent is not UNSET for s in p.agent.summaries}
+    assert len(summaries) >= 1 and all("nothing extracted" in s for s in summaries)
