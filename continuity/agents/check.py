@@ -15,7 +15,8 @@ answer-format instruction), and reports what the adapter supports:
   fails ``replay``;
 - ``copy``: a second native replay has the same replay signature (else
   ``copy_unverified``);
-- ``native``, ``restart``, ``new_session``: the arm's boundary is ``verified`` from
+- ``native``, ``restart``, ``new_session``, and v1's ``compact`` (the agent's own
+  compaction) and ``switch`` (a model switch): the arm's boundary is ``verified`` from
   observations; an arm whose capability is not declared is ``skipped``.
 
 The report is ``<out>/agent-check/<name>-<digest16>/report.json`` plus one line per
@@ -161,7 +162,7 @@ def _boundaries(
     manifest: Manifest, trace: ReplayTrace, folder: Path, probe: str, sandboxed: bool
 ) -> list[Check]:
     checks = []
-    for arm in ("restart", "new_session"):
+    for arm in ("restart", "new_session", "compact", "switch"):
         try:
             run = _run(manifest, trace, folder / arm, arm, probe, sandboxed)
         except AdapterError as error:

@@ -265,15 +265,23 @@ def _agent_calls(plan: Plan, traces: Sequence[Trace]) -> list[PlannedCall]:
     scripted, never billed). A black box's context is unknown, so each call is
     estimated as the whole conversation, an agent system prompt of the assumed size and
     the probe, nothing cached: an upper-end estimate for an agent that keeps everything
-    (the ledger's planned live turns still cap the calls a sample may make)."""
+    (the ledger's planned live turns still cap the calls a sample may make). The
+    ``compact`` arm adds the agent's own summary request per sample: the whole trace
+    serialized, nothing cached."""
     a = ASSUMPTIONS
     calls = []
+    compacting = sum(arm == "agent-compact" for arm in plan.arms)
     for trace in traces:
-        context = a["system_tokens"] + trace_shape(trace)["full"]  # once per trace
+        shape = trace_shape(trace)
+        context = a["system_tokens"] + shape["full"]  # once per trace
+        summary = PlannedCall(
+            "summary", plan.reader, shape["summary_input"] + 300, 0, 0, a["summary_output_tokens"]
+        )
         for probe in trace.probes[: plan.probe_limit] if plan.probe_limit else trace.probes:
             total = context + -(-len(probe.text) // 4)
             call = PlannedCall("answer", plan.reader, total, 0, 0, a["answer_output_tokens"])
             calls += [call] * (len(plan.arms) * plan.repeats)
+            calls += [summary] * (compacting * plan.repeats)
     return calls
 
 
@@ -282,11 +290,12 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
     traces = list(traces) if traces is not None else load_plan_traces(plan)
     if plan.agent is not None:
         agent = _agent_calls(plan, traces)
+        answers = sum(c.role == "answer" for c in agent)
         return Workload(
             units=len(traces) * len(plan.arms) * plan.repeats,
-            live_turns=len(agent),
-            answer_calls=len(agent),
-            compaction_calls=0,
+            live_turns=answers,
+            answer_calls=answers,
+            compaction_calls=len(agent) - answers,
             judge_calls=0,
             planned_input_tokens=sum(c.input_tokens for c in agent),
             calls=agent,

@@ -13,7 +13,7 @@ from continuity.agents.check import check_agent
 from continuity.agents.manifest import load_manifest
 from continuity.commands.agent_check import AgentCheckRequest, agent_check
 from continuity.errors import ContinuityError, GateFailed
-from tests.agents.test_drive import STEER, TRACE
+from tests.agents.test_drive import FULL_SIZE, STEER, TRACE
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "examples" / "agents" / "toy" / "agent.toml"
@@ -55,11 +55,22 @@ def test_a_queued_steer_is_a_warning_and_every_other_check_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TOY_STEER", "queued")
+    monkeypatch.setenv("TOY_COMPACT", "none")  # the smoke trace has nothing to compact
     report = check_agent(load_manifest(TOY), TRACE, tmp_path)
     checks = {c.name: c for c in report.checks}
     assert checks["steer"].status == "warn" and f"{STEER} queued" in checks["steer"].detail
     assert checks["replay"].status == "pass" and "queued" in checks["replay"].detail
-    assert {c.status for n, c in checks.items() if n != "steer"} == {"pass"}
+    assert {c.status for n, c in checks.items() if n not in ("steer", "compact")} == {"pass"}
+    assert checks["compact"].status == "skipped" and "compaction" in checks["compact"].detail
+
+
+def test_the_v1_boundaries_are_checked_where_the_adapter_declares_them(tmp_path: Path) -> None:
+    """The toy declaring its own compaction and a model switch passes both checks on an
+    original trace (long enough that its compaction has something to summarize)."""
+    report = check_agent(load_manifest(TOY.parent / "compacting.toml"), FULL_SIZE, tmp_path)
+    checks = {c.name: c for c in report.checks}
+    assert checks["compact"].status == "pass" and checks["switch"].status == "pass"
+    assert {c.status for c in report.checks} == {"pass"}
 
 
 def test_a_queued_steer_the_agent_drops_fails_the_replay_check(
