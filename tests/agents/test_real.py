@@ -37,20 +37,22 @@ from tests.harness.test_replay import trace_named
 TRACE = "brightline-return"
 
 
-def _rig(tmp_path: Path, url: str) -> dict[str, Any]:
+def _rig(
+    tmp_path: Path, url: str, agent: Path = TOY_MANIFEST, arms: str = "native,new_session"
+) -> dict[str, Any]:
     store = Store(tmp_path / "store")
     credentials = tmp_path / "credentials.json"
     credentials.write_text('{"api_key": "sk-loopback"}')
-    options = {"agent": str(TOY_MANIFEST), "provider": "openai-chat", "base_url": url + "/v1",
+    options = {"agent": str(agent), "provider": "openai-chat", "base_url": url + "/v1",
                "credentials": str(credentials), "reader": "openai-codex:gpt-6-mini",
-               "arms": "native,new_session", "probe_limit": 1}  # fmt: skip
+               "arms": arms, "probe_limit": 1}  # fmt: skip
     plan = plan_from_request(PlanRequest.of(options))
     result = dry_run(plan, workload(plan), load_catalog())
     record_dry_run(store, result, tmp_path / "plans")
     item = next(i for i in build_suite(store, "original", out_dir=tmp_path).items
                 if i.trace_id == TRACE)  # fmt: skip
     return {"store": store, "plan": plan, "digest": result.digest, "credentials": credentials,
-            "traces": [(item.key, trace_named(TRACE))]}  # fmt: skip
+            "traces": [(item.key, trace_named(TRACE))], "agent": agent}  # fmt: skip
 
 
 def _run(rig: dict[str, Any], tmp_path: Path, checkout: Path, **extra: Any) -> Any:
@@ -62,7 +64,7 @@ def _run(rig: dict[str, Any], tmp_path: Path, checkout: Path, **extra: Any) -> A
         environ={},
         **extra,
     )
-    manifest = load_manifest(TOY_MANIFEST)
+    manifest = load_manifest(rig["agent"])
     return run_real_agent(rig["plan"], rig["store"], manifest, rig["traces"], request)
 
 
@@ -104,6 +106,29 @@ def test_the_probe_goes_to_the_real_reader_once_and_reruns_reuse_units_and_calls
     assert len(sent[0]["messages"]) > len(sent[1]["messages"])  # native keeps more than new
     results, _, _ = aggregate_run(rig["store"], tmp_path / "run")
     assert results.spend["agent-native"].model_calls == 1
+
+
+def test_a_real_compact_sample_sends_the_agents_summary_request_then_its_probe(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    """The agent's own compaction in real mode: its summary request goes to the reader
+    endpoint as a ``summary`` call (estimated in the dry run), then the probe; the
+    summary the real model wrote is what the probe request carries."""
+    app = WireServer(model="served-model-7")
+    compacting = TOY_MANIFEST.parent / "compacting.toml"
+    with serve_in_thread(app) as url:
+        rig = _rig(tmp_path, url, agent=compacting, arms="compact")
+        planned = workload(rig["plan"])
+        # 4 originals x one probe: a summary call per sample beside its answer
+        assert planned.answer_calls == 4 and planned.compaction_calls == 4
+        build, _ = _run(rig, tmp_path, clean_checkout)
+    probes = [p for r in build.records for p in r.probes]
+    assert len(probes) == 1 and app.count() == 2  # the run's one trace
+    for probe in probes:
+        assert probe.agent is not UNSET and probe.agent.verdict == "verified"
+        assert [c.role for c in probe.agent.calls] == ["summary", "answer"]
+        assert len(probe.agent.summaries) == 1 and probe.status == "valid"
+        assert "from the loopback model" in probe.agent.summaries[0]
 
 
 def test_a_failing_reader_stops_the_run_and_seals_nothing(
