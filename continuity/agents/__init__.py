@@ -10,11 +10,14 @@ an adapter written in Python implements `AgentAdapter` and calls `serve_stdio`
 __all__ = [
     "check",
     "client",
+    "crossing",
     "drive",
     "identity",
     "manifest",
     "protocol",
     "readers",
+    "retained",
     "sandbox",
+    "steering",
     "units",
 ]

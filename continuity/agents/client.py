@@ -71,6 +71,8 @@ ARM_NEEDS: dict[str, tuple[str, ...]] = {
     "new_session": ("new_session",),
     "compact": ("compaction",),
     "switch": ("model_switch",),
+    "continuity-store": ("new_session", "session_tools"),
+    "continuity-pack-cold": ("new_session", "context_inject"),
 }
 
 

@@ -22,7 +22,12 @@ adapter declared) or ``not_crossed`` (excluded: no boundary happened):
   ``contradicted``;
 - switch (a model switch): every main request of the probe turn names the model the
   agent was switched to (else ``not_crossed``); how it rebuilt its context (the probe
-  request's prefix relation) is evidence, not the verdict.
+  request's prefix relation) is evidence, not the verdict;
+- continuity-store and continuity-pack-cold (a new session with the reference
+  harness's retained evidence): new_session's verdict, and the probe request must offer
+  ConversationHistory (store) or carry the injected pack (pack), else ``contradicted``
+  (the adapter declared it takes them). Whether the reader then used the store is
+  evidence (the meter's calls), not the verdict.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from typing import Literal
 import msgspec
 
 from continuity.agents.protocol import AgentInfo
+from continuity.servers.history import HISTORY_TOOL
 from continuity.servers.model_proxy import SWITCH, RequestFact
+from continuity.servers.proxy_script import map_tool
 
 __all__ = ["Crossing", "Observed", "crossing"]
 
@@ -54,6 +61,7 @@ class Observed(msgspec.Struct, frozen=True, kw_only=True):
     last_main: RequestFact | None  # the replay's last main request
     probe_turn: Sequence[RequestFact] = ()  # every main request of the probe turn
     summaries: int = 0  # compaction requests the model answered
+    pack_carried: bool | None = None  # the pack arm: the probe request holds the pack
 
 
 def _restart(info: AgentInfo, seen: Observed, probe: RequestFact) -> list[str] | None:
@@ -109,7 +117,7 @@ def crossing(arm: str, info: AgentInfo, seen: Observed) -> Crossing:
         if restarted is None:
             return out("not_crossed", ["no new process"])
         reasons += restarted
-    if arm == "new_session":
+    if arm in ("new_session", "continuity-store", "continuity-pack-cold"):
         if seen.sessions[0] == seen.sessions[1]:
             return out("not_crossed", ["session/open gave the old session"])
         if probe.transcript >= 2:
@@ -117,6 +125,10 @@ def crossing(arm: str, info: AgentInfo, seen: Observed) -> Crossing:
                 f"the new session's request carries {probe.transcript} of the old "
                 "session's owner turns as its own turns"
             )
+    if arm == "continuity-store" and map_tool(HISTORY_TOOL, probe.tools_offered) is None:
+        reasons.append(f"the new session's probe request offers no {HISTORY_TOOL}")
+    if arm == "continuity-pack-cold" and not seen.pack_carried:
+        reasons.append("the new session's probe request does not carry the injected pack")
     if arm == "compact":
         compacted = _compact(seen, probe)
         if isinstance(compacted, str):

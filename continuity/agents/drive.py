@@ -40,12 +40,10 @@ of one assistant turn may reach the fixture in any order (an agent declaring
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 import msgspec
@@ -59,41 +57,30 @@ from continuity.agents.client import (
 from continuity.agents.crossing import Crossing, Observed, crossing
 from continuity.agents.identity import ARMS
 from continuity.agents.manifest import Manifest
-from continuity.agents.protocol import (
-    AgentInfo,
-    InitParams,
-    McpServer,
-    ModelEndpoint,
-    TurnResult,
-)
+from continuity.agents.protocol import AgentInfo, InitParams, McpServer, TurnResult
+from continuity.agents.retained import STORE_ARMS, RetainedView
 from continuity.agents.sandbox import WORKSPACE, Confinement
-from continuity.errors import AdapterError, ArmError, first_coded
+from continuity.agents.served import Served, init_params, serve_sample
+from continuity.agents.steering import Steering, steer_labels, steer_loop
+from continuity.errors import ArmError, first_coded
+from continuity.lookup.meter import MeterState
+from continuity.memory.retained import RetainedStore
 from continuity.probes.availability import (
     Availability,
     ContextText,
     Needles,
     NeedleState,
     availability,
+    reference_lookup,
 )
 from continuity.servers.fixture import FixtureToolServer, frozen_records
-from continuity.servers.model_proxy import (
-    AUX,
-    MAIN,
-    SWITCH,
-    ModelProxy,
-    RequestFact,
-    replay_signature,
-)
+from continuity.servers.model_proxy import SWITCH, ModelProxy, RequestFact, replay_signature
 from continuity.servers.proxy_script import WireRequest, proxy_script
-from continuity.servers.wire import serve_in_thread
-from continuity.traces.schema import OwnerMessage, ReplayTrace, Steer, ToolResult, iter_turns
+from continuity.traces.schema import OwnerMessage, ReplayTrace, iter_turns
 
-_STEERED = ("injected", "queued")  # the declared capabilities that are sent turn/steer
-
-__all__ = ["DUMMY_KEY", "AgentRun", "Reader", "drive_agent"]
+__all__ = ["AgentRun", "Reader", "drive_agent"]
 
 Reader = Callable[[WireRequest], Awaitable[str]]
-DUMMY_KEY = "continuity-dummy-key"
 
 
 class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,61 +105,11 @@ class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
     # evidence, for the drill-down); switch: the model the agent was switched to
     summaries: list[str] = []
     switched_to: str | None = None
-
-
-class _Steering:
-    """The steers of the trace by the record of the call they arrive during; how each
-    was delivered; the queued ones still to be sent as an owner turn."""
-
-    def __init__(self, trace: ReplayTrace) -> None:
-        turns = [t for _, _, t in iter_turns(trace)]
-        by_call = {t.during_call: t for t in turns if isinstance(t, Steer)}
-        self.by_record = {
-            t.turn_id: by_call[t.call_id]
-            for t in turns
-            if isinstance(t, ToolResult) and t.call_id in by_call
-        }
-        self.delivery: dict[str, str] = {}
-        self.queued: list[Steer] = []
-        self.turn = ""
-
-
-async def _deliver(
-    adapter: AdapterProcess, info: AgentInfo, session: str, turn: str, steer: Steer
-) -> str:
-    """How `steer` reached the agent: its answer to ``turn/steer``, ``late`` when it gave
-    none in time, ``none`` when it declared it takes no steers (never asked)."""
-    if info.capabilities.steer not in _STEERED:
-        return "none"
-    try:
-        result = await adapter.steer(session, turn, steer.turn_id, steer.text, timeout=30)
-    except AdapterError as error:
-        if error.code != "adapter_timeout":
-            raise
-        return "late"
-    return result.delivery
-
-
-async def _steer_loop(
-    adapter: AdapterProcess,
-    info: AgentInfo,
-    session: str,
-    fixture: FixtureToolServer,
-    proxy: ModelProxy,
-    held: anyio.abc.ObjectReceiveStream[str],
-    steering: _Steering,
-) -> None:
-    """Deliver each held call's steer, tell the proxy how (its script follows), then
-    release the call; a queued steer waits for the end of the turn."""
-    async for record in held:
-        steer = steering.by_record.get(record)
-        if steer is not None:
-            delivery = await _deliver(adapter, info, session, steering.turn, steer)
-            steering.delivery[steer.turn_id] = delivery
-            proxy.steer_delivered(steer.text, delivery)
-            if delivery == "queued":
-                steering.queued.append(steer)
-        fixture.release(record)
+    # the pack arm: whether the probe request carried the injected pack; the store arm:
+    # the ConversationHistory calls and bytes the meter let through in the probe turn
+    pack_carried: bool | None = None
+    lookup_calls: int = 0
+    lookup_bytes: int = 0
 
 
 @contextlib.asynccontextmanager
@@ -190,57 +127,6 @@ async def _adapter(
         yield adapter, await adapter.initialize(params)
 
 
-@contextlib.contextmanager
-def _socket_dir(sandboxed: bool) -> Iterator[Path | None]:
-    """A short private directory for the servers' Unix sockets (a path holds at most
-    107 bytes), removed afterwards; None unsandboxed."""
-    if not sandboxed:
-        yield None
-        return
-    folder = Path(tempfile.mkdtemp(prefix="cap-"))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@contextlib.asynccontextmanager
-async def _servers(
-    proxy: ModelProxy, fixture: FixtureToolServer, hidden: tuple[Path, ...], sandboxed: bool
-) -> AsyncIterator[tuple[str, str, Confinement | None]]:
-    """Serve the model proxy and the MCP fixture on loopback (and, sandboxed, on Unix
-    sockets too); yield their URLs and the sandboxed adapter's ways out: each server's
-    loopback port to its socket (`hidden` protected: the unit's work, the store, the
-    credentials)."""
-    with _socket_dir(sandboxed) as sockets:
-        paths = (None, None) if sockets is None else (sockets / "proxy", sockets / "mcp")
-        with serve_in_thread(proxy, unix=paths[0]) as proxy_url:
-            async with fixture.running(token=proxy.token, unix=paths[1]) as mcp_url:
-                confined = None
-                if sockets is not None:
-                    ports = (urlsplit(proxy_url).port or 0, urlsplit(mcp_url).port or 0)
-                    forwards = ((ports[0], "proxy"), (ports[1], "mcp"))
-                    confined = Confinement(sockets=sockets, forwards=forwards, protected=hidden)
-                yield proxy_url, mcp_url, confined
-
-
-def _init_params(workspace: str, proxy: ModelProxy, proxy_url: str, mcp_url: str) -> InitParams:
-    """What the adapter is initialized with: its `workspace` as it sees it, the model
-    proxy (served at `proxy_url`) as its model endpoint for both roles and the fixture
-    (at `mcp_url`) as its one MCP server."""
-    model = ModelEndpoint(
-        base_url=f"{proxy_url}/{proxy.token}/v1",
-        api_key=DUMMY_KEY,
-        roles={"main": MAIN, "aux": AUX},
-    )
-    return InitParams(
-        workspace=workspace,
-        model=model,
-        mcp_servers=[McpServer(name="fixture", url=mcp_url)],
-        identity={"user_id": "owner"},
-    )
-
-
 async def drive_agent(
     manifest: Manifest,
     trace: ReplayTrace,
@@ -255,16 +141,19 @@ async def drive_agent(
     sandboxed: bool = True,
     protected: tuple[Path, ...] = (),
     summarizer: Reader | None = None,
+    retained: RetainedView | None = None,
 ) -> AgentRun:
     """One outside-agent sample of `trace` under `arm` (module doc); the adapter runs
     in the sandbox (`continuity.agents.sandbox`) unless not `sandboxed`. The agent's
-    own compaction requests go to `summarizer` (default: the reader's ``summarize``).
+    own compaction requests go to `summarizer` (default: the reader's ``summarize``);
+    the store and pack arms need the reference harness's `retained` evidence.
 
     Raises:
         AdapterError: the adapter could not be started or broke the protocol, or the
             arm needs a capability it lacks (``adapter_capability_missing:<cap>``).
+        ArmError: ``arm_unknown``; a store or pack arm without `retained`.
     """
-    if arm not in ARMS:
+    if arm not in ARMS or (arm in STORE_ARMS and retained is None):
         raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=arm)
     owner = [t for _, _, t in iter_turns(trace) if isinstance(t, OwnerMessage)]
     volatile = (*volatile, *manifest.volatile)  # the manifest's patterns always apply
@@ -275,79 +164,129 @@ async def drive_agent(
         markers=[t.text for t in owner],
         summarizer=summarizer or getattr(reader, "summarize", None),
     )
-    steering = _Steering(trace)
+    steering = Steering(trace)
     send, held = anyio.create_memory_object_stream[str](64)
     fixture = FixtureToolServer(
         frozen_records(trace), holds=frozenset(steering.by_record), on_hold=send.send_nowait
     )
     run = _Run(manifest, work, owner, turn_timeout)
+    history = Path(retained.retained) if retained is not None and arm == STORE_ARMS[0] else None
     with first_coded(), send, held:
         hidden = (work, *protected)  # the sandbox's list besides (protected_paths)
-        async with _servers(proxy, fixture, hidden, sandboxed) as (proxy_url, mcp_url, confined):
+        async with serve_sample(proxy, fixture, hidden, sandboxed, history) as served:
             seen = WORKSPACE if sandboxed else str(work / "agent")
-            params = _init_params(seen, proxy, proxy_url, mcp_url)
-            async with _adapter(manifest, work, params, run.pids, confined) as (adapter, info):
+            params = init_params(seen, proxy, served)
+            async with _adapter(manifest, work, params, run.pids, served.confined) as (
+                adapter,
+                info,
+            ):
                 check_declared(manifest, info.capabilities)
                 require_capabilities(info.capabilities, [arm])
                 session = await adapter.open_session("conversation")
                 await run.replay(adapter, info, session, (fixture, proxy), held, steering)
-                replayed, last_main = len(fixture.call_log), _last_main(proxy.facts)
-                codes, details = _replay_codes(proxy, fixture, steering, run.failed)
-                probe_session = session
+                run.replayed, run.last_main = len(fixture.call_log), _last_main(proxy.facts)
+                run.sessions = (session, session)
                 if arm != "restart":
-                    probe_session = await _cross(arm, adapter, info, session, proxy, turn_timeout)
-                    reply, probe_fact = await run.probe(adapter, proxy, probe_session, probe)
+                    crossed = _Crossed(arm, info, proxy, served, retained)
+                    run.sessions = (session, await _cross(crossed, adapter, session, turn_timeout))
+                    await run.probe(adapter, proxy, run.sessions[1], probe)
             if arm == "restart":  # the group above is gone: continuity killed it
                 resumed = msgspec.structs.replace(params, resume={"session_id": session})
-                async with _adapter(manifest, work, resumed, run.pids, confined) as (adapter, info):
-                    reply, probe_fact = await run.probe(adapter, proxy, session, probe)
-    if reply.status != "completed":
-        codes, details = sorted({*codes, "turn_failed"}), [*details, f"probe: {reply.error}"]
+                async with _adapter(manifest, work, resumed, run.pids, served.confined) as (
+                    adapter,
+                    info,
+                ):
+                    await run.probe(adapter, proxy, session, probe)
+            lookup = served.meter.state() if served.meter is not None else None
+    return _agent_run(arm, info, run, (proxy, fixture, steering), needles, retained, lookup)
+
+
+def _agent_run(
+    arm: str,
+    info: AgentInfo,
+    run: _Run,
+    servers: tuple[ModelProxy, FixtureToolServer, Steering],
+    needles: Needles | None,
+    retained: RetainedView | None,
+    lookup: MeterState | None,
+) -> AgentRun:
+    """The sample's record: its replay's codes, the verdict and the evidence."""
+    proxy, fixture, steering = servers
+    codes, details = _replay_codes(proxy, fixture, steering, run.failed)
+    reply = run.reply
+    if reply is None or reply.status != "completed":
+        error = reply.error if reply is not None else "no probe turn"
+        codes, details = sorted({*codes, "turn_failed"}), [*details, f"probe: {error}"]
+    pack = retained.pack if retained is not None and arm == STORE_ARMS[1] else None
+    observed = Observed(
+        pids=run.pids,
+        sessions=run.sessions,
+        probe=run.probe_fact,
+        last_main=run.last_main,
+        probe_turn=run.probe_turn,
+        summaries=len(proxy.summaries),
+        pack_carried=None if pack is None else _holds(run.context, pack),
+    )
+    store = Path(retained.retained) if retained is not None and arm in STORE_ARMS else None
     return AgentRun(
         agent=f"{info.agent.name} {info.agent.version}",
-        manifest=manifest.digest,
+        manifest=run.manifest.digest,
         signature=replay_signature(proxy.facts),
         codes=codes,
         details=details,
         steers=steering.delivery,
-        crossing=crossing(
-            arm,
-            info,
-            Observed(
-                pids=run.pids,
-                sessions=(session, probe_session),
-                probe=probe_fact,
-                last_main=last_main,
-                probe_turn=run.probe_turn,
-                summaries=len(proxy.summaries),
-            ),
-        ),
-        probe_reply=str(reply.reply.get("text", "")),
-        probe=probe_fact,
-        fixture_calls=replayed,
-        probe_tool_attempts=len(fixture.call_log) - replayed,
+        crossing=crossing(arm, info, observed),
+        probe_reply=str(reply.reply.get("text", "")) if reply is not None else "",
+        probe=run.probe_fact,
+        fixture_calls=run.replayed,
+        probe_tool_attempts=len(fixture.call_log) - run.replayed,
         facts=proxy.facts,
         model_reply=run.model_reply,
         summaries=proxy.summaries,
         switched_to=SWITCH if arm == "switch" else None,
-        **_available(needles, run.context),
+        pack_carried=observed.pack_carried,
+        lookup_calls=lookup.calls if lookup is not None else 0,
+        lookup_bytes=lookup.bytes if lookup is not None else 0,
+        **_available(needles, run.context, store),
     )
 
 
-async def _cross(
-    arm: str,
-    adapter: AdapterProcess,
-    info: AgentInfo,
-    session: str,
-    proxy: ModelProxy,
-    timeout: float,
-) -> str:
+def _holds(request: WireRequest | None, text: str) -> bool:
+    """Whether `request` carries `text` (up to whitespace)."""
+    if request is None or not text.strip():
+        return False
+    parts = [request.system, *(m.text for m in request.messages)]
+    return " ".join(text.split()) in " ".join(" ".join(parts).split())
+
+
+@dataclass(frozen=True)
+class _Crossed:
+    """What crossing an in-process boundary needs."""
+
+    arm: str
+    info: AgentInfo
+    proxy: ModelProxy
+    served: Served
+    retained: RetainedView | None
+
+
+async def _cross(c: _Crossed, adapter: AdapterProcess, session: str, timeout: float) -> str:
     """Cross an in-process arm's boundary (restart is the caller's); the probe's
     session. ``compact``: ``session/compact`` inside a manual compaction window, or (an
     agent compacting on its own) an auto window the probe turn's first main request
-    closes; ``switch``: ``session/switch_model`` to `SWITCH`."""
+    closes; ``switch``: ``session/switch_model`` to `SWITCH`; the store arm: a new
+    session offering the metered ConversationHistory; the pack arm: a new session, the
+    pack through ``context/inject``."""
+    arm, info, proxy = c.arm, c.info, c.proxy
     if arm == "new_session":
         return await adapter.open_session("conversation-2")
+    if arm == STORE_ARMS[0] and c.served.history_url is not None:
+        history = McpServer(name="history", url=c.served.history_url)
+        return await adapter.open_session("conversation-2", mcp_servers=[history])
+    if arm == STORE_ARMS[1] and c.retained is not None:
+        fresh = await adapter.open_session("conversation-2")
+        await adapter.inject(fresh, c.retained.pack)
+        return fresh
     if arm == "compact" and info.capabilities.compaction == "auto":
         proxy.open_compaction("auto")
     elif arm == "compact":
@@ -361,18 +300,34 @@ async def _cross(
     return session
 
 
-def _available(needles: Needles | None, request: WireRequest | None) -> dict[str, Any]:
+def _available(
+    needles: Needles | None, request: WireRequest | None, retained: Path | None = None
+) -> dict[str, Any]:
     """The probe's availability in the request the proxy saw, and the needle states it
     rests on (the facts', then the superseded values'): each needle stated in its system
-    text, turns or tool results (not in the question itself)."""
+    text, turns or tool results (not in the question itself); with a `retained` store
+    (the store and pack arms), whether the evaluator's reference lookup finds it there
+    within the lookup budget, as for the reference arms."""
     if needles is None or request is None:
         return {}
     text = ContextText([request.system, *(m.text for m in request.messages[:-1])])
+    store = RetainedStore(retained, readonly=True) if retained is not None else None
 
-    def states(found: list[str]) -> list[NeedleState]:
-        return [NeedleState(in_context=text.holds(n), retrievable=None) for n in found]
+    def state(needle: str) -> NeedleState:
+        found = reference_lookup(store, needle) if store is not None else None
+        return NeedleState(
+            in_context=text.holds(needle),
+            retrievable=found.retrievable if found is not None else None,
+            calls=found.calls if found is not None else 0,
+            bytes=found.bytes if found is not None else 0,
+        )
 
-    facts, superseded = states(needles.fact), states(needles.superseded)
+    try:
+        facts = [state(n) for n in needles.fact]
+        superseded = [state(n) for n in needles.superseded]
+    finally:
+        if store is not None:
+            store.close()
     return {
         "availability": availability(len(facts), facts, superseded),
         "needle_states": [*facts, *superseded],
@@ -397,6 +352,11 @@ class _Run:
         self.context: WireRequest | None = None
         self.model_reply: str | None = None
         self.probe_turn: list[RequestFact] = []  # the probe turn's main requests
+        self.probe_fact: RequestFact | None = None  # its first
+        self.reply: TurnResult | None = None  # the adapter's answer to the probe turn
+        self.last_main: RequestFact | None = None  # the replay's last main request
+        self.replayed = 0  # fixture calls during the replay
+        self.sessions = ("", "")  # the replay's session and the probe's
         self.turns = 0
 
     def next_turn_id(self) -> str:
@@ -410,13 +370,13 @@ class _Run:
         session: str,
         servers: tuple[FixtureToolServer, ModelProxy],
         held: anyio.abc.ObjectReceiveStream[str],
-        steering: _Steering,
+        steering: Steering,
     ) -> None:
         """Every owner turn; after a turn during which steers were queued, their text
         (one owner turn, in the order they came) before the next."""
         fixture, proxy = servers
         async with anyio.create_task_group() as group:
-            group.start_soon(_steer_loop, adapter, info, session, fixture, proxy, held, steering)
+            group.start_soon(steer_loop, adapter, info, session, fixture, proxy, held, steering)
             for turn in self.owner:
                 await self._turn(adapter, session, steering, turn.turn_id, turn.text)
                 while steering.queued:
@@ -426,7 +386,7 @@ class _Run:
             group.cancel_scope.cancel()
 
     async def _turn(
-        self, adapter: AdapterProcess, session: str, steering: _Steering, trace_turn: str, text: str
+        self, adapter: AdapterProcess, session: str, steering: Steering, trace_turn: str, text: str
     ) -> None:
         steering.turn = self.next_turn_id()
         done = await adapter.run_turn(session, steering.turn, text, timeout=self.timeout)
@@ -435,7 +395,7 @@ class _Run:
 
     async def probe(
         self, adapter: AdapterProcess, proxy: ModelProxy, session: str, text: str
-    ) -> tuple[TurnResult, RequestFact | None]:
+    ) -> None:
         """The probe turn, with the proxy forwarding from this turn on; the first main
         request it made (not an aux call, not anything before the switch), whose
         context `self.context` keeps for the availability analysis."""
@@ -448,11 +408,11 @@ class _Run:
         self.context = sent[0] if sent else None
         replies = proxy.replies[answered:]
         self.model_reply = replies[-1] if replies else None
-        return reply, made[0] if made else None
+        self.reply, self.probe_fact = reply, made[0] if made else None
 
 
 def _replay_codes(
-    proxy: ModelProxy, fixture: FixtureToolServer, steering: _Steering, failed: list[str]
+    proxy: ModelProxy, fixture: FixtureToolServer, steering: Steering, failed: list[str]
 ) -> tuple[list[str], list[str]]:
     problems = list(proxy.problems)
     if failed:
@@ -469,22 +429,6 @@ def _replay_codes(
                 "of its calls never made",
             )
         )
-    problems += _steer_labels(steering, fixture)
+    problems += steer_labels(steering, fixture)
     codes = sorted({code for code, _ in problems})
     return codes, [f"{code}: {detail}" for code, detail in problems]
-
-
-def _steer_labels(steering: _Steering, fixture: FixtureToolServer) -> list[tuple[str, str]]:
-    """``steer_degraded`` labels: queued steers (sent as the next owner turn) apart from
-    steers that were late, rejected or never taken."""
-    queued = [s for s, d in steering.delivery.items() if d == "queued"]
-    late = [c.record_id for c in fixture.call_log if c.held == "late"]
-    missed = [s for s, d in steering.delivery.items() if d not in ("injected", "queued")] + late
-    labels = []
-    if queued:
-        labels.append(
-            ("steer_degraded", f"{len(queued)} steers queued: each sent as the next owner turn")
-        )
-    if missed:
-        labels.append(("steer_degraded", f"{len(missed)} steers not injected in time"))
-    return labels

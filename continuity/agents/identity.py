@@ -40,10 +40,20 @@ __all__ = [
     "unit_arm",
 ]
 
-# The boundaries an outside agent is measured across: v0's three, then the agent's own
-# compaction and a model switch (v1), which run only when named (`DEFAULT_ARMS`) and
-# only for a manifest that declares the capability they need.
-ARMS = ("native", "restart", "new_session", "compact", "switch")
+# The boundaries an outside agent is measured across: v0's three, then (v1) the agent's
+# own compaction, a model switch, and a new session given the reference harness's
+# retained store (ConversationHistory) or its continuity pack, which keep the names of
+# their reference counterparts. The v1 arms run only when named (`DEFAULT_ARMS`) and
+# only for a manifest that declares the capabilities they need.
+ARMS = (
+    "native",
+    "restart",
+    "new_session",
+    "compact",
+    "switch",
+    "continuity-store",
+    "continuity-pack-cold",
+)
 DEFAULT_ARMS = ARMS[:3]
 
 # The probe reaches an outside agent as its next owner turn, not as the reference
@@ -130,6 +140,11 @@ class AgentEvidence(msgspec.Struct, frozen=True, kw_only=True):
     # (reader-visible evidence, for the drill-down); switch: the model it switched to.
     summaries: list[str] = []
     switched_to: str | None = None
+    # the pack arm: whether the probe request carried the injected pack; the store arm:
+    # the ConversationHistory calls and bytes its meter let through in the probe turn
+    pack_carried: bool | None = None
+    lookup_calls: int = 0
+    lookup_bytes: int = 0
 
 
 _PREFIX = "agent-"

@@ -26,6 +26,7 @@ import anyio
 from continuity.agents.drive import AgentRun, Reader, drive_agent
 from continuity.agents.identity import AgentEvidence
 from continuity.agents.manifest import Manifest
+from continuity.agents.retained import RetainedView
 from continuity.probes.availability import needles_for
 from continuity.probes.protocol import probe_turn_text
 from continuity.providers.endpoint import CallReceipt
@@ -44,8 +45,10 @@ def run_sample(
     *,
     sandboxed: bool = True,
     protected: tuple[Path, ...] = (),
+    retained: RetainedView | None = None,
 ) -> AgentRun:
-    """Drive one fresh copy of `trace` through the adapter and ask `probe` (blocking)."""
+    """Drive one fresh copy of `trace` through the adapter and ask `probe` (blocking);
+    the store and pack arms carry the reference harness's `retained` evidence."""
     needles = needles_for(probe.expectation, trace)
 
     async def main() -> AgentRun:
@@ -60,6 +63,7 @@ def run_sample(
             needles=needles,
             sandboxed=sandboxed,
             protected=protected,
+            retained=retained,
         )
 
     return anyio.run(main)
@@ -111,4 +115,7 @@ def evidence(run: AgentRun, calls: list[CallReceipt]) -> AgentEvidence:
         probe_tool_attempts=run.probe_tool_attempts,
         summaries=run.summaries,
         switched_to=run.switched_to,
+        pack_carried=run.pack_carried,
+        lookup_calls=run.lookup_calls,
+        lookup_bytes=run.lookup_bytes,
     )

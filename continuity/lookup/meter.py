@@ -25,6 +25,7 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -185,9 +186,11 @@ async def metered_history(
     *,
     calls: int | None = None,
     budget_bytes: int | None = None,
+    unix: Path | None = None,
 ) -> AsyncIterator[tuple[str, Meter]]:
     """Serve a metered proxy of the ConversationHistory server at `upstream_url`; yield
-    its URL (the only endpoint a lookup probe may use) and the probe's fresh meter."""
+    its URL (the only endpoint a lookup probe may use) and the probe's fresh meter.
+    `unix`: serve it on that Unix socket too (a sandboxed outside agent's way in)."""
     from continuity.harness.toolbox import McpToolbox
     from continuity.servers.asgi import bound_socket, serve_asgi
 
@@ -207,5 +210,5 @@ async def metered_history(
         app = _proxy_server(upstream, meter).streamable_http_app(
             streamable_http_path=path, json_response=True, transport_security=security
         )
-        async with serve_asgi(_guard(app, host, path), sock=sock) as base:
+        async with serve_asgi(_guard(app, host, path), sock=sock, unix=unix) as base:
             yield base + path, meter

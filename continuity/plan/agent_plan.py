@@ -74,6 +74,14 @@ def agent_for_request(request: PlanRequest) -> tuple[Manifest, AgentIdentity] | 
             code="plan_invalid",
             location="--probe-mode",
         )
+    real = request.provider not in ("", "scripted")
+    if real and "continuity-store" in [a.strip() for a in request.arms.split(",")]:
+        raise UsageError(
+            "a real plan with the continuity-store arm: its reader calls ConversationHistory over "
+            "rounds the estimate does not plan yet (lookup mode is offline only too)",
+            code="plan_invalid",
+            location="--arms",
+        )
     manifest = load_manifest(Path(path))
     arms = [outside_arm(a) for a in agent_arms(request.arms or None)]
     if manifest.capabilities is not None:  # refused before anything runs

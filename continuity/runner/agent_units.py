@@ -41,6 +41,12 @@ from continuity.agents.drive import AgentRun, Reader
 from continuity.agents.identity import AGENT_PROBE_PROTOCOL, AgentIdentity, outside_arm, unit_arm
 from continuity.agents.manifest import Manifest
 from continuity.agents.readers import OfflineReader, SampleReader
+from continuity.agents.retained import (
+    STORE_ARMS,
+    RetainedView,
+    retained_checkpoint,
+    retained_view,
+)
 from continuity.agents.units import evidence, run_sample, sample_status
 from continuity.digest import KeySpec, code_digest, value_digest
 from continuity.errors import ContinuityError
@@ -83,8 +89,10 @@ def agent_unit_key(
     agent: AgentIdentity,
     probe_ids: Sequence[str],
     binding: dict[str, Any] | None = None,
+    retained: str | None = None,
 ) -> str:
-    """An outside agent's unit key (module doc); `arm` is the unit arm id."""
+    """An outside agent's unit key (module doc); `arm` is the unit arm id; `retained`
+    (the store and pack arms) the reference checkpoint key their evidence comes from."""
     params: dict[str, Any] = {
         "repeat": repeat,
         "arm": arm,
@@ -94,6 +102,8 @@ def agent_unit_key(
     }
     if binding is not None:
         params["binding"] = binding
+    if retained is not None:
+        params["retained"] = retained
     return KeySpec(
         kind="agent-unit",
         salt=AGENT_UNIT_SALT,
@@ -171,8 +181,15 @@ class _Unit:
     def __init__(self, plan: AgentUnitPlan, trace: Trace, key: str, arm: str, repeat: int):
         self.plan, self.trace, self.arm, self.repeat = plan, trace, arm, repeat
         self.probes = trace.probes[: plan.probe_limit]
+        retained = retained_checkpoint(key) if arm in STORE_ARMS else None
         self.key = agent_unit_key(
-            repeat, key, unit_arm(arm), plan.agent, [p.probe_id for p in self.probes], plan.binding
+            repeat,
+            key,
+            unit_arm(arm),
+            plan.agent,
+            [p.probe_id for p in self.probes],
+            plan.binding,
+            retained,
         )
         self.trace_key = key
 
@@ -205,6 +222,7 @@ def _sample(
     run_dir: Path,
     reader: Reader,
     protected: tuple[Path, ...],
+    retained: RetainedView | None = None,
 ) -> AgentRun:
     """One sample in a scratch folder; the adapter's log is kept, its state is not."""
     name = f"r{unit.repeat}-{unit.trace.trace_id}-{unit.arm}-{probe.probe_id}"
@@ -222,6 +240,7 @@ def _sample(
             reader,
             sandboxed=sandboxed,
             protected=protected,
+            retained=retained,
         )
     finally:
         if (work / "adapter.log").is_file():
@@ -296,6 +315,7 @@ def _build_trace(
     first sample's. Stops before a sample once `stop` is set (another trace failed)."""
     done = _Trace()
     first = ""
+    retained: RetainedView | None = None
     for unit in units:
         stored = store.load_output(unit.key)
         if stored is not None:
@@ -309,8 +329,13 @@ def _build_trace(
             if stop.is_set():
                 return done
             reader = build.readers(unit.repeat)
+            if unit.arm in STORE_ARMS and retained is None:  # once a trace, when needed
+                folder = build.run_dir / "agent-work" / f"retained-{unit.trace_key[:16]}"
+                retained = retained_view(store, unit.trace_key, unit.trace, folder)
             try:
-                run = _sample(build.plan, unit, probe, build.run_dir, reader, build.hidden)
+                run = _sample(
+                    build.plan, unit, probe, build.run_dir, reader, build.hidden, retained
+                )
             except ContinuityError:  # the agent's turn failed: because its reader did?
                 if reader.error is None:
                     raise

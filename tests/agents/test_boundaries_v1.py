@@ -6,6 +6,7 @@ and each claimed-but-not-crossed fault excluded. Compaction replays an original 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -28,7 +29,7 @@ from tests.harness.test_replay import trace_named
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "examples" / "agents" / "toy"
-COMPACTING = load_manifest(TOY / "compacting.toml")
+COMPACTING = load_manifest(TOY / "v1.toml")
 ORIGINAL = trace_named("brightline-return")
 
 
@@ -150,7 +151,7 @@ def test_the_toys_compaction_gives_the_reference_compaction_arms_labels(tmp_path
                      [s.in_context for s in p.evidence.needle_states])
         for p in records[0].probes if p.availability and p.evidence
     }  # fmt: skip
-    _units(agent=str(TOY / "compacting.toml"), arms="compact", trace=ORIGINAL.trace_id,
+    _units(agent=str(TOY / "v1.toml"), arms="compact", trace=ORIGINAL.trace_id,
            suite=suite, probe_limit=limit, run="v1", out=str(tmp_path),
            store=str(tmp_path / "store"))  # fmt: skip
     path = next((tmp_path / "runs" / "v1" / "units").glob("*.json"))
@@ -167,3 +168,64 @@ def test_the_toys_compaction_gives_the_reference_compaction_arms_labels(tmp_path
     assert any(False in states for _, _, states in toy.values())
     summaries = {s for p in record.probes if p.agent is not UNSET for s in p.agent.summaries}
     assert len(summaries) >= 1 and all("nothing extracted" in s for s in summaries)
+
+
+@pytest.fixture(scope="module")
+def store_and_pack(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The toy's store and pack units over the smoke trace, and the reference arms'."""
+    root = tmp_path_factory.mktemp("store-pack")
+    _units(agent=str(TOY / "v1.toml"), arms="continuity-store,continuity-pack-cold",
+           trace=SMOKE.trace_id, suite="smoke", probe_limit=2, run="sp", out=str(root),
+           store=str(root / "store"))  # fmt: skip
+    units = {
+        r.arm: r
+        for r in (msgspec.json.decode(p.read_bytes(), type=UnitRecord)
+                  for p in (root / "runs" / "sp" / "units").glob("*.json"))
+    }  # fmt: skip
+    return {"root": root, "units": units}
+
+
+@pytest.mark.xdist_group("store_and_pack")
+def test_the_pack_reaches_a_new_session_through_context_inject(
+    store_and_pack: dict[str, Any],
+) -> None:
+    """The reference harness's cold pack, injected into a new session: the probe request
+    carries it, and each needle's retrievability is the reference lookup's."""
+    record = store_and_pack["units"]["agent-continuity-pack-cold"]
+    assert [p.status for p in record.probes] == ["valid", "valid"]
+    for probe in record.probes:
+        assert probe.agent is not UNSET and probe.agent.verdict == "verified"
+        assert probe.agent.pack_carried is True and probe.agent.lookup_calls == 0
+        states = probe.agent.needle_states
+        assert states and all(s.retrievable is not None for s in states)
+
+
+@pytest.mark.xdist_group("store_and_pack")
+def test_the_store_is_offered_to_a_new_session_as_conversation_history(
+    store_and_pack: dict[str, Any],
+) -> None:
+    record = store_and_pack["units"]["agent-continuity-store"]
+    assert [p.status for p in record.probes] == ["valid", "valid"]
+    for probe in record.probes:
+        assert probe.agent is not UNSET and probe.agent.verdict == "verified"
+        assert probe.agent.probe_request is not None
+        assert "mcp__history__ConversationHistory" in probe.agent.probe_request.tools_offered
+        assert probe.agent.pack_carried is None
+
+
+@pytest.mark.parametrize(
+    ("fault", "arm", "reason"),
+    [
+        ("drop_pack", "continuity-pack-cold", "does not carry the injected pack"),
+        ("hide_history", "continuity-store", "offers no ConversationHistory"),
+    ],
+)
+def test_a_store_or_pack_the_agent_drops_is_contradicted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str, arm: str, reason: str
+) -> None:
+    monkeypatch.setenv("TOY_FAULT", fault)
+    _units(agent=str(TOY / "v1.toml"), arms=arm, trace=SMOKE.trace_id, suite="smoke",
+           probe_limit=1, run="f", out=str(tmp_path), store=str(tmp_path / "store"))  # fmt: skip
+    path = next((tmp_path / "runs" / "f" / "units").glob("*.json"))
+    probe = msgspec.json.decode(path.read_bytes(), type=UnitRecord).probes[0]
+    assert probe.status == "contradicted" and any(reason in r for r in probe.reasons)

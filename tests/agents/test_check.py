@@ -67,7 +67,7 @@ def test_a_queued_steer_is_a_warning_and_every_other_check_passes(
 def test_the_v1_boundaries_are_checked_where_the_adapter_declares_them(tmp_path: Path) -> None:
     """The toy declaring its own compaction and a model switch passes both checks on an
     original trace (long enough that its compaction has something to summarize)."""
-    report = check_agent(load_manifest(TOY.parent / "compacting.toml"), FULL_SIZE, tmp_path)
+    report = check_agent(load_manifest(TOY.parent / "v1.toml"), FULL_SIZE, tmp_path)
     checks = {c.name: c for c in report.checks}
     assert checks["compact"].status == "pass" and checks["switch"].status == "pass"
     assert {c.status for c in report.checks} == {"pass"}

@@ -115,7 +115,7 @@ def test_a_real_compact_sample_sends_the_agents_summary_request_then_its_probe(
     endpoint as a ``summary`` call (estimated in the dry run), then the probe; the
     summary the real model wrote is what the probe request carries."""
     app = WireServer(model="served-model-7")
-    compacting = TOY_MANIFEST.parent / "compacting.toml"
+    compacting = TOY_MANIFEST.parent / "v1.toml"
     with serve_in_thread(app) as url:
         rig = _rig(tmp_path, url, agent=compacting, arms="compact")
         planned = workload(rig["plan"])

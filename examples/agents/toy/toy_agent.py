@@ -38,12 +38,18 @@ of a reply with several gets an argument of its own), ``unexpected_tool``, ``no_
 turn reports ``failed``), ``timestamp`` (the wall clock in every system prompt),
 ``own_answer`` (every reply is its own text, not its model's), ``fake_compact`` (it asks
 for a summary, then keeps every message and appends it), ``lose_summary`` (it drops
-the compacted messages and never adds the summary) and ``ignore_switch`` (it keeps
-naming its first model).
+the compacted messages and never adds the summary), ``ignore_switch`` (it keeps naming
+its first model), ``drop_pack`` (it accepts ``context/inject`` and drops the text) and
+``hide_history`` (it accepts a session's MCP server and never offers its tools).
+
+``context/inject`` puts the text first in the session, as an owner message; a session
+opened with more MCP servers (``session_tools``) offers their tools too, each server's
+prefixed ``mcp__<name>__``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import ssl
@@ -85,6 +91,7 @@ class ToyAgent:
         self.state: dict[str, Any] = {"sessions": {}, "notes": []}
         self.path = Path()
         self.pending: dict[str, list[str]] = {}  # steers waiting for a tool result
+        self.clients: dict[str, ClientSession] = {}  # this turn's MCP sessions by prefix
 
     async def initialize(self, params: InitParams) -> AgentInfo:
         self.path = Path(params.workspace) / "toy-state.json"
@@ -100,11 +107,12 @@ class ToyAgent:
             compaction = "auto" if self.compaction == "auto" else "none"
         caps = Capabilities(steer=declared, resume_after_restart=True, new_session=True,
                             parallel_tool_calls=self.calls == "concurrent",
-                            compaction=compaction, model_switch=True)  # fmt: skip
+                            compaction=compaction, model_switch=True, context_inject=True,
+                            session_tools=True)  # fmt: skip
         return AgentInfo(agent=AgentIdentity(name="toy", version="0.1", framework="none"),
                          capabilities=caps)  # fmt: skip
 
-    async def open_session(self, key: str) -> str:
+    async def open_session(self, key: str, mcp_servers: list[Any] | None = None) -> str:
         sessions = self.state["sessions"]
         if self.fault == "same_session" and sessions:
             return str(next(iter(sessions)))  # the old session back: no boundary
@@ -116,7 +124,8 @@ class ToyAgent:
                 [m for m in old if m["role"] == "user"] if self.fault == "leak_transcript" else []
             )
             notes = " ".join(self.state["notes"][-3:])
-            sessions[key] = {"notes": notes, "messages": leaked}
+            extra = {s.name: s.url for s in mcp_servers or []}  # session_tools
+            sessions[key] = {"notes": notes, "messages": leaked, "servers": extra}
         self._save()
         return key
 
@@ -141,16 +150,23 @@ class ToyAgent:
         messages: list[dict[str, Any]] = session["messages"]
         messages.append({"role": "user", "content": text})
         self.state["notes"].append(text[:200])
-        async with (
-            httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=300.0), verify=TLS) as http,
-            streamable_http_client(self.mcp_url, http_client=http) as (read, write),
-            ClientSession(read, write) as mcp,
-        ):
-            await mcp.initialize()
-            listed = (await mcp.list_tools()).tools
-            tools = [{"type": "function", "function": {"name": PREFIX + t.name,
-                      "description": t.description or "", "parameters": t.input_schema}}
-                     for t in listed]  # fmt: skip
+        servers = {"fixture": self.mcp_url, **session.get("servers", {})}
+        if self.fault == "hide_history":
+            servers = {"fixture": self.mcp_url}  # took the session's server, never offers it
+        async with contextlib.AsyncExitStack() as stack:
+            timeout = httpx2.Timeout(30.0, read=300.0)
+            http = await stack.enter_async_context(httpx2.AsyncClient(timeout=timeout, verify=TLS))
+            self.clients, tools = {}, []
+            for name, url in servers.items():  # each MCP server's tools, prefixed by its name
+                read, write, *_ = await stack.enter_async_context(
+                    streamable_http_client(url, http_client=http))  # fmt: skip
+                client = await stack.enter_async_context(ClientSession(read, write))
+                await client.initialize()
+                self.clients[f"mcp__{name}__"] = client
+                tools += [{"type": "function", "function": {"name": f"mcp__{name}__{t.name}",
+                           "description": t.description or "", "parameters": t.input_schema}}
+                          for t in (await client.list_tools()).tools]  # fmt: skip
+            mcp = self.clients[PREFIX]
             while True:
                 system = {"role": "system", "content": self._system(session)}
                 request: dict[str, Any] = {
@@ -196,7 +212,9 @@ class ToyAgent:
         return [done[n] for n in range(len(calls))]
 
     async def _call(self, mcp: ClientSession, call: dict[str, Any]) -> dict[str, Any]:
-        name = call["function"]["name"].removeprefix(PREFIX)
+        name = call["function"]["name"]
+        prefix = next((p for p in self.clients if name.startswith(p)), PREFIX)
+        mcp, name = self.clients.get(prefix, mcp), name.removeprefix(prefix)
         if self.fault == "unexpected_tool":
             await mcp.call_tool("web_fetch", {"url": "https://example.com/"})
         result = await mcp.call_tool(name, json.loads(call["function"]["arguments"]))
@@ -226,6 +244,13 @@ class ToyAgent:
 
     def _model(self, session: dict[str, Any]) -> str:
         return "cont-main" if self.fault == "ignore_switch" else session.get("model", "cont-main")
+
+    async def inject(self, session_id: str, text: str) -> None:
+        """context/inject: the text opens the session, as an owner message before its turns."""
+        if self.fault != "drop_pack":
+            self.state["sessions"][session_id]["messages"].insert(
+                0, {"role": "user", "content": text})  # fmt: skip
+        self._save()
 
     async def switch_model(self, session_id: str, model: str) -> None:
         self.state["sessions"][session_id]["model"] = model
