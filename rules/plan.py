@@ -116,8 +116,9 @@ PLAN_PARAMS: list[Param] = [
         str,
         "",
         "an outside agent's adapter manifest (agent.toml): plan and run its units over "
-        "CAP/0, arms native, restart, new_session (the manifest and the agent's files "
-        "are bound into the plan and unit keys)",
+        "CAP/0, arms native, restart, new_session by default; compact, switch, "
+        "continuity-store and continuity-pack-cold when named (the manifest and the "
+        "agent's files are bound into the plan and unit keys)",
     ),
     param(
         "no_sandbox",
