@@ -60,7 +60,7 @@ __all__ = ["MANIFEST_MAX_BYTES", "DeclaredCapabilities", "Manifest", "load_manif
 _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 
 
-def _chat_only() -> list[Literal["openai-chat"]]:
+def _chat_only() -> list[Literal["openai-chat", "openai-responses", "anthropic"]]:
     return ["openai-chat"]
 
 
@@ -88,7 +88,9 @@ class Manifest(BaseModel):
     protocol: Literal["cap/0"] = "cap/0"
     command: list[str] = Field(min_length=1)
     env: list[str] = Field(default_factory=list)
-    api: list[Literal["openai-chat"]] = Field(default_factory=_chat_only)
+    api: list[Literal["openai-chat", "openai-responses", "anthropic"]] = Field(
+        default_factory=_chat_only
+    )
     sources: list[str] = Field(default_factory=list)
     volatile: list[str] = Field(default_factory=list)
     capabilities: DeclaredCapabilities | None = None

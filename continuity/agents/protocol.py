@@ -46,7 +46,7 @@ PROTOCOL = "cap/0"
 
 
 class ModelEndpoint(msgspec.Struct, frozen=True, kw_only=True):
-    api: Literal["openai-chat"] = "openai-chat"
+    api: Literal["openai-chat", "openai-responses", "anthropic"] = "openai-chat"
     base_url: str
     api_key: str  # a dummy key: real credentials never reach the agent
     roles: dict[str, str] = msgspec.field(default_factory=dict)

@@ -1,9 +1,22 @@
 """The model proxy: continuity plays the model for an outside agent (CAP/0, v0).
 
-An outside agent's OpenAI-compatible base URL points here:
-``http://127.0.0.1:<port>/<token>/v1`` (`ModelProxy.token` is unguessable; any other
-path is 404 and a Host that is not loopback is 403). It serves OpenAI Chat Completions,
-streamed (``"stream": true``) or as one document, and ``GET /v1/models``.
+An outside agent's model base URL points here: ``http://127.0.0.1:<port>/<token>/v1``
+(`ModelProxy.token` is unguessable; any other path is 404 and a Host that is not
+loopback is 403; both before the body is read, which is then held to 32 MiB and 64
+levels of nesting). It serves three wire formats, each streamed (``"stream": true``) or
+as one document, and ``GET /v1/models``:
+
+- OpenAI Chat Completions, ``POST /v1/chat/completions`` (`continuity.servers.proxy_chat`);
+- OpenAI Responses, ``POST /v1/responses`` (`continuity.servers.proxy_responses`; the
+  agent sends its whole input: ``previous_response_id`` is refused);
+- Anthropic Messages, ``POST /v1/messages`` (`continuity.servers.proxy_anthropic`),
+  the ``anthropic`` SDK's path with the base URL ``http://127.0.0.1:<port>/<token>``;
+  ``/v1/v1/messages`` too, for an agent handed the ``/v1`` base URL as it is.
+
+Each request is read into the same format-neutral `WireRequest`, so everything below
+(classes, checks, digests) is the same whatever format carried it: one conversation
+sent in two formats has the same digests and replay signature. A refusal keeps the
+status and ``code`` in every format, in the body shape its SDK parses.
 
 Each request is classified by its model alias first (``cont-main``, ``cont-aux``),
 else by shape: it offers tools and extends (or starts) the main conversation -> main.
@@ -66,6 +79,9 @@ from continuity.servers.asgi import (
     send_json,
     too_large,
 )
+from continuity.servers.proxy_anthropic import MESSAGES
+from continuity.servers.proxy_chat import CHAT, ProxyFormat
+from continuity.servers.proxy_responses import RESPONSES
 from continuity.servers.proxy_script import (
     ProxyStep,
     WireRequest,
@@ -74,7 +90,6 @@ from continuity.servers.proxy_script import (
     map_tool,
     one_call_each,
     queue_steer,
-    wire_request,
 )
 from continuity.servers.wire_model import model_list
 
@@ -92,6 +107,12 @@ MAIN, AUX = "cont-main", "cont-aux"
 SWITCH = "cont-switch"  # the second model a switch names (a main alias)
 Reader = Callable[[WireRequest], Awaitable[str]]
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+_ROUTES: dict[str, ProxyFormat] = {
+    "/chat/completions": CHAT,
+    "/responses": RESPONSES,
+    "/messages": MESSAGES,
+    "/v1/messages": MESSAGES,  # the anthropic SDK on the base URL ending in /v1
+}
 
 
 class RequestFact(msgspec.Struct, frozen=True, kw_only=True):
@@ -220,32 +241,38 @@ class ModelProxy:
         if scope["method"] == "GET" and route == "/models":
             await _json(send, 200, _models())
             return
-        if scope["method"] != "POST" or route != "/chat/completions":
+        wire = _ROUTES.get(route) if scope["method"] == "POST" else None
+        if wire is None:
             await _json(send, 404, {"error": {"message": f"no route {route}"}})
             return
+        await self._serve(wire, receive, send)
+
+    async def _serve(self, wire: ProxyFormat, receive: Receive, send: Send) -> None:
+        """Read, answer and send one request in the format `wire`."""
         raw = await read_body(receive)
         if raw is None:
-            await _json(send, 413, _error("proxy_request_invalid", too_large()))
+            await _json(send, 413, wire.error(413, "proxy_request_invalid", too_large()))
             return
         if too_deep(raw):
             detail = f"the body nests deeper than {MAX_DEPTH} levels"
-            await _json(send, 400, _error("proxy_request_invalid", detail))
+            await _json(send, 400, wire.error(400, "proxy_request_invalid", detail))
             return
         try:
             body = json.loads(raw)
             if not isinstance(body, dict):
                 raise ValueError("the body is not a JSON object")
-            request = wire_request(body)
+            request = wire.parse(body)
         except ValueError as exc:
-            await _json(send, 400, _error("proxy_request_invalid", f"not a chat request: {exc}"))
+            detail = f"not a {wire.what}: {exc}"
+            await _json(send, 400, wire.error(400, "proxy_request_invalid", detail))
             return
         status, reply = await self._answer(request)
         if status != 200:
-            await _json(send, status, reply)
+            await _json(send, status, wire.error(status, reply["code"], reply["message"]))
         elif request.stream:
-            await _stream(send, request.model, reply)
+            await send_events(send, wire.events(request.model, reply))
         else:
-            await _json(send, 200, _document(request.model, reply))
+            await _json(send, 200, wire.document(request.model, reply))
 
     def _normal(self, request: WireRequest) -> list[tuple[str, str]]:
         def blank(text: str) -> str:
@@ -313,6 +340,8 @@ class ModelProxy:
         }
         status, reply = await self._reply(request, role, step, fact)
         self.facts.append(msgspec.convert(fact, RequestFact))
+        if status == 200:
+            reply["usage"] = (fact["input_tokens"], fact.get("output_tokens", 0))
         return status, reply
 
     def _problem(self, fact: dict[str, Any], code: str, detail: str) -> None:
@@ -325,7 +354,7 @@ class ModelProxy:
         if role == "unclassified":  # reported, never guessed (the probe's too)
             fact["mode"] = "refused"
             self._problem(fact, "replay_unclassified_call", f"request {fact['index']}")
-            return 400, _error("replay_unclassified_call", "a call the replay cannot classify")
+            return 400, _refusal("replay_unclassified_call", "a call the replay cannot classify")
         if role == "compaction":
             return await self._summarize(request, fact)
         if role == "aux" and self.mode == "script":
@@ -336,12 +365,12 @@ class ModelProxy:
             if role == "main":
                 self.forwarded.append(request)
             if self.reader is None:
-                return 503, _error("proxy_no_reader", "no reader in forward mode")
+                return 503, _refusal("proxy_no_reader", "no reader in forward mode")
             try:
                 text = await self.reader(request)
             except ContinuityError as error:  # the reader keeps it; the agent sees a 502
                 fact["reader_error"] = error.code
-                return 502, _error(error.code, "the reader endpoint failed")
+                return 502, _refusal(error.code, "the reader endpoint failed")
             fact["output_tokens"] = -(-len(text) // 4)
             if role == "main":
                 self.replies.append(text)
@@ -349,7 +378,7 @@ class ModelProxy:
         fact["mode"] = "script"
         if step is None:
             self._problem(fact, "replay_fidelity_failed", "more main requests than turns")
-            return 400, _error("replay_fidelity_failed", "the replay has no turn left")
+            return 400, _refusal("replay_fidelity_failed", "the replay has no turn left")
         fact["step"] = step.turn_id
         problems, fact["tool_bytes_seen"], fact["tool_bytes_sent"] = check_request(step, request)
         for detail in problems:
@@ -359,7 +388,7 @@ class ModelProxy:
             offered = map_tool(name, request.tools)
             if offered is None:
                 self._problem(fact, "tools_not_offered", f"{name} at {step.turn_id}")
-                return 400, _error("tools_not_offered", f"the agent offers no tool {name}")
+                return 400, _refusal("tools_not_offered", f"the agent offers no tool {name}")
             calls.append((f"call_{fact['index']}_{number}", offered, arguments))
         fact["output_tokens"] = -(-len(step.text) // 4)
         return 200, {"text": step.text, "calls": calls}
@@ -370,19 +399,20 @@ class ModelProxy:
         """A compaction request: answered by the summarizer, its text kept."""
         fact["mode"] = "summary"
         if self.summarizer is None:
-            return 503, _error("proxy_no_reader", "no summarizer for the agent's compaction")
+            return 503, _refusal("proxy_no_reader", "no summarizer for the agent's compaction")
         try:
             text = await self.summarizer(request)
         except ContinuityError as error:
             fact["reader_error"] = error.code
-            return 502, _error(error.code, "the summarizer endpoint failed")
+            return 502, _refusal(error.code, "the summarizer endpoint failed")
         fact["output_tokens"] = -(-len(text) // 4)
         self.summaries.append(text)
         return 200, {"text": text, "calls": []}
 
 
-def _error(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "type": "invalid_request_error"}}
+def _refusal(code: str, message: str) -> dict[str, Any]:
+    """A refusal, before its format shapes it."""
+    return {"code": code, "message": message}
 
 
 def _models() -> dict[str, Any]:
@@ -395,53 +425,3 @@ def _models() -> dict[str, Any]:
 async def _json(send: Send, status: int, value: dict[str, Any]) -> None:
     body = json.dumps(value).encode()
     await send_json(send, status, body, [(b"content-length", str(len(body)).encode())])
-
-
-def _message(reply: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply["text"] or None}
-    if reply["calls"]:
-        message["tool_calls"] = [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-            for i, n, a in reply["calls"]
-        ]
-    return message
-
-
-def _finish(reply: dict[str, Any]) -> str:
-    return "tool_calls" if reply["calls"] else "stop"
-
-
-def _document(model: str, reply: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-continuity",
-        "object": "chat.completion",
-        "created": 0,
-        "model": model,
-        "choices": [{"index": 0, "message": _message(reply), "finish_reason": _finish(reply)}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    }
-
-
-async def _stream(send: Send, model: str, reply: dict[str, Any]) -> None:
-    def chunk(delta: dict[str, Any], finish: str | None) -> tuple[str, str]:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        data = {
-            "id": "chatcmpl-continuity",
-            "object": "chat.completion.chunk",
-            "created": 0,
-            "model": model,
-            "choices": [choice],
-        }
-        return "", json.dumps(data)
-
-    events = [chunk({"role": "assistant", "content": reply["text"] or ""}, None)]
-    for number, (ident, name, arguments) in enumerate(reply["calls"]):
-        call = {
-            "index": number,
-            "id": ident,
-            "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)},
-        }
-        events.append(chunk({"tool_calls": [call]}, None))
-    events += [chunk({}, _finish(reply)), ("", "[DONE]")]
-    await send_events(send, events)
