@@ -58,15 +58,18 @@ class CheckReport(msgspec.Struct, frozen=True, kw_only=True):
     checks: list[Check]
 
 
-_unknown = OfflineReader()  # declines in the form the owner turn asks for
-
-
 def _run(
     manifest: Manifest, trace: ReplayTrace, work: Path, arm: str, probe: str, sandboxed: bool
 ) -> AgentRun:
     async def main() -> AgentRun:
         return await drive_agent(
-            manifest, trace, work=work, arm=arm, probe=probe, reader=_unknown, sandboxed=sandboxed
+            manifest,
+            trace,
+            work=work,
+            arm=arm,
+            probe=probe,
+            reader=OfflineReader(),  # stateful (a store arm's lookup): one per run
+            sandboxed=sandboxed,
         )
 
     return anyio.run(main)

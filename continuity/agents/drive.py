@@ -74,13 +74,20 @@ from continuity.probes.availability import (
     reference_lookup,
 )
 from continuity.servers.fixture import FixtureToolServer, frozen_records
-from continuity.servers.model_proxy import SWITCH, ModelProxy, RequestFact, replay_signature
+from continuity.servers.model_proxy import (
+    SWITCH,
+    ModelProxy,
+    ReaderReply,
+    RequestFact,
+    Summarizer,
+    replay_signature,
+)
 from continuity.servers.proxy_script import WireRequest, proxy_script
 from continuity.traces.schema import OwnerMessage, ReplayTrace, iter_turns
 
 __all__ = ["AgentRun", "Reader", "drive_agent"]
 
-Reader = Callable[[WireRequest], Awaitable[str]]
+Reader = Callable[[WireRequest], Awaitable[str | ReaderReply]]
 
 
 class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -140,7 +147,7 @@ async def drive_agent(
     needles: Needles | None = None,
     sandboxed: bool = True,
     protected: tuple[Path, ...] = (),
-    summarizer: Reader | None = None,
+    summarizer: Summarizer | None = None,
     retained: RetainedView | None = None,
 ) -> AgentRun:
     """One outside-agent sample of `trace` under `arm` (module doc); the adapter runs

@@ -25,6 +25,8 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from continuity.errors import ContinuityError
+from continuity.lookup.policy import load_policy
+from continuity.lookup.reader import LookupReader
 from continuity.messages import (
     AssistantMessage,
     Message,
@@ -33,13 +35,15 @@ from continuity.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from continuity.probes.protocol import unknown_reply
+from continuity.probes.protocol import ANSWER_LINE_INSTRUCTION, PROBE_INSTRUCTION, unknown_reply
 from continuity.providers.cache import CachedProvider, Ledger
 from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
 from continuity.providers.protocol import complete
 from continuity.providers.real import make_provider
 from continuity.providers.scripted import SUMMARY_SECTIONS
-from continuity.servers.proxy_script import WireMessage, WireRequest
+from continuity.servers.history import HISTORY_TOOL
+from continuity.servers.model_proxy import ReaderReply
+from continuity.servers.proxy_script import WireMessage, WireRequest, map_tool
 from continuity.store import Store
 
 __all__ = ["NO_RESULT", "OfflineReader", "RealReader", "SampleReader", "model_request"]
@@ -54,7 +58,7 @@ class SampleReader(Protocol):
 
     error: ContinuityError | None
 
-    async def __call__(self, request: WireRequest) -> str: ...
+    async def __call__(self, request: WireRequest) -> str | ReaderReply: ...
 
     async def summarize(self, request: WireRequest) -> str: ...
 
@@ -65,13 +69,34 @@ class SampleReader(Protocol):
 
 class OfflineReader:
     """The scripted reader of an offline run: it knows nothing, and declines in the
-    form the owner's last turn asks for (`continuity.probes.protocol.unknown_reply`)."""
+    form the owner's last turn asks for (`continuity.probes.protocol.unknown_reply`).
+
+    Offered ConversationHistory (the store arm), it first runs the reference harness's
+    scripted lookup mechanics (`continuity.lookup.reader.LookupReader`: search with the
+    question's last words, get every hit, within the frozen policy's call budget) as
+    tool calls through the agent, then declines: it never reads what it fetched, so
+    the lookup shows the store reached the reader, not what it knew."""
 
     error: ContinuityError | None = None
 
-    async def __call__(self, request: WireRequest) -> str:
+    def __init__(self) -> None:
+        self._lookup: LookupReader | None = None
+
+    async def __call__(self, request: WireRequest) -> str | ReaderReply:
         users = [m.text for m in request.messages if m.role == "user"]
-        return unknown_reply(users[-1] if users else "")
+        turn = users[-1] if users else ""
+        if self._lookup is None and map_tool(HISTORY_TOOL, request.tools) is None:
+            return unknown_reply(turn)
+        if self._lookup is None:  # the probe turn's first request offering the store
+            question = turn
+            for instruction in (ANSWER_LINE_INSTRUCTION, PROBE_INSTRUCTION):
+                question = question.replace(f"\n\n{instruction}", "")
+            budget = load_policy().calls
+            self._lookup = LookupReader(question, call_budget=budget, decline=unknown_reply(turn))
+        step = self._lookup(_lookup_request(request))
+        return ReaderReply(
+            text=step.text, calls=[(c.name, dict(c.arguments)) for c in step.tool_calls]
+        )
 
     async def summarize(self, request: WireRequest) -> str:
         """The agent's compaction request, answered as the reference harness's scripted
@@ -135,6 +160,17 @@ def _turns(messages: tuple[WireMessage, ...]) -> list[Message]:
             out.append(UserMessage(text=message.text))
     settle()
     return out
+
+
+def _lookup_request(request: WireRequest) -> ModelRequest:
+    """The agent's request as the scripted lookup mechanics read it."""
+    return ModelRequest(
+        session_id="outside-agent",
+        provider="scripted",
+        model="scripted-reader",
+        system=request.system,
+        messages=tuple(_turns(request.messages)),
+    )
 
 
 def model_request(request: WireRequest, spec: EndpointSpec) -> ModelRequest:

@@ -33,7 +33,9 @@ else by shape: it offers tools and extends (or starts) the main conversation -> 
   request it cannot classify is refused with ``replay_unclassified_call``, never
   guessed; a reply whose tool the agent does not offer is ``tools_not_offered``.
 - **forward** mode (the probe): the request goes to `reader` (the scripted reader
-  offline; the plan's reader through the guarded real mode and call cache otherwise).
+  offline; the plan's reader through the guarded real mode and call cache otherwise),
+  which may answer with tool calls (`ReaderReply`: the store arm's reader looks the
+  conversation up), each named as the agent offers the tool.
 - **compaction** (the agent's own, v1): while a compaction window is open
   (`open_compaction`: ``manual`` around ``session/compact``, where every request is the
   compaction's; ``auto`` at the probe turn, where a request offering no tools before
@@ -99,13 +101,26 @@ __all__ = [
     "SWITCH",
     "ModelProxy",
     "Reader",
+    "ReaderReply",
     "RequestFact",
+    "Summarizer",
     "replay_signature",
 ]
 
 MAIN, AUX = "cont-main", "cont-aux"
 SWITCH = "cont-switch"  # the second model a switch names (a main alias)
-Reader = Callable[[WireRequest], Awaitable[str]]
+
+
+class ReaderReply(msgspec.Struct, frozen=True):
+    """A reader's answer with tool calls (the store arm's reader looks records up):
+    its text and each call as (the tool's name as the reader knows it, arguments)."""
+
+    text: str
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+
+Reader = Callable[[WireRequest], Awaitable["str | ReaderReply"]]
+Summarizer = Callable[[WireRequest], Awaitable[str]]
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 _ROUTES: dict[str, ProxyFormat] = {
     "/chat/completions": CHAT,
@@ -157,7 +172,7 @@ class ModelProxy:
         token: str | None = None,
         volatile: Sequence[str] = (),
         markers: Sequence[str] = (),
-        summarizer: Reader | None = None,
+        summarizer: Summarizer | None = None,
     ) -> None:
         self.token = token or secrets.token_urlsafe(18)
         self.summarizer = summarizer
@@ -367,14 +382,11 @@ class ModelProxy:
             if self.reader is None:
                 return 503, _refusal("proxy_no_reader", "no reader in forward mode")
             try:
-                text = await self.reader(request)
+                answer = await self.reader(request)
             except ContinuityError as error:  # the reader keeps it; the agent sees a 502
                 fact["reader_error"] = error.code
                 return 502, _refusal(error.code, "the reader endpoint failed")
-            fact["output_tokens"] = -(-len(text) // 4)
-            if role == "main":
-                self.replies.append(text)
-            return 200, {"text": text, "calls": []}
+            return self._forwarded(request, role, fact, answer)
         fact["mode"] = "script"
         if step is None:
             self._problem(fact, "replay_fidelity_failed", "more main requests than turns")
@@ -392,6 +404,25 @@ class ModelProxy:
             calls.append((f"call_{fact['index']}_{number}", offered, arguments))
         fact["output_tokens"] = -(-len(step.text) // 4)
         return 200, {"text": step.text, "calls": calls}
+
+    def _forwarded(
+        self, request: WireRequest, role: str, fact: dict[str, Any], answer: str | ReaderReply
+    ) -> tuple[int, dict[str, Any]]:
+        """The reader's answer to a forwarded request: its text, and any tool calls it
+        asked for, each named as the agent offers it (a tool the agent does not offer
+        is ``tools_not_offered``). Only a reply without calls is the model's final text."""
+        reply = answer if isinstance(answer, ReaderReply) else ReaderReply(text=answer)
+        calls = []
+        for number, (name, arguments) in enumerate(reply.calls):
+            offered = map_tool(name, request.tools)
+            if offered is None:
+                self._problem(fact, "tools_not_offered", f"{name} at the probe")
+                return 400, _refusal("tools_not_offered", f"the agent offers no tool {name}")
+            calls.append((f"call_{fact['index']}_{number}", offered, arguments))
+        fact["output_tokens"] = -(-len(reply.text) // 4)
+        if role == "main" and not calls:
+            self.replies.append(reply.text)
+        return 200, {"text": reply.text, "calls": calls}
 
     async def _summarize(
         self, request: WireRequest, fact: dict[str, Any]

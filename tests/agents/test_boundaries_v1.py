@@ -211,6 +211,10 @@ def test_the_store_is_offered_to_a_new_session_as_conversation_history(
         assert probe.agent.probe_request is not None
         assert "mcp__history__ConversationHistory" in probe.agent.probe_request.tools_offered
         assert probe.agent.pack_carried is None
+        # the scripted reader looked the conversation up through the agent, metered
+        assert probe.agent.lookup_calls >= 2 and probe.agent.lookup_bytes > 0
+        assert probe.agent.probe_tool_attempts == 0  # none of it reached the fixture
+        assert probe.answer in ("UNKNOWN", "ANSWER: UNKNOWN")  # then it declined
 
 
 @pytest.mark.parametrize(
