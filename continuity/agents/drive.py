@@ -182,7 +182,7 @@ async def drive_agent(
         hidden = (work, *protected)  # the sandbox's list besides (protected_paths)
         async with serve_sample(proxy, fixture, hidden, sandboxed, history) as served:
             seen = WORKSPACE if sandboxed else str(work / "agent")
-            params = init_params(seen, proxy, served)
+            params = init_params(seen, proxy, served, manifest.api[0])
             async with _adapter(manifest, work, params, run.pids, served.confined) as (
                 adapter,
                 info,

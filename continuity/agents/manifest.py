@@ -88,8 +88,9 @@ class Manifest(BaseModel):
     protocol: Literal["cap/0"] = "cap/0"
     command: list[str] = Field(min_length=1)
     env: list[str] = Field(default_factory=list)
+    # the wire formats the agent speaks, its first the one `initialize` names
     api: list[Literal["openai-chat", "openai-responses", "anthropic"]] = Field(
-        default_factory=_chat_only
+        default_factory=_chat_only, min_length=1
     )
     sources: list[str] = Field(default_factory=list)
     volatile: list[str] = Field(default_factory=list)

@@ -30,6 +30,7 @@ __all__ = [
     "PROTOCOL",
     "AgentIdentity",
     "AgentInfo",
+    "ApiName",
     "Capabilities",
     "CompactResult",
     "InitParams",
@@ -45,8 +46,12 @@ __all__ = [
 PROTOCOL = "cap/0"
 
 
+# The wire formats the model proxy serves (at one base URL ending in /v1).
+ApiName = Literal["openai-chat", "openai-responses", "anthropic"]
+
+
 class ModelEndpoint(msgspec.Struct, frozen=True, kw_only=True):
-    api: Literal["openai-chat", "openai-responses", "anthropic"] = "openai-chat"
+    api: ApiName = "openai-chat"  # the manifest's first: the format the agent speaks
     base_url: str
     api_key: str  # a dummy key: real credentials never reach the agent
     roles: dict[str, str] = msgspec.field(default_factory=dict)

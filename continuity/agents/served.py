@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from continuity.agents.protocol import InitParams, McpServer, ModelEndpoint
+from continuity.agents.protocol import ApiName, InitParams, McpServer, ModelEndpoint
 from continuity.agents.sandbox import Confinement
 from continuity.lookup.meter import Meter, metered_history
 from continuity.lookup.policy import load_policy
@@ -107,10 +107,15 @@ async def serve_sample(
                 yield Served(proxy_url, mcp_url, confined, history_url, meter)
 
 
-def init_params(workspace: str, proxy: ModelProxy, served: Served) -> InitParams:
+def init_params(
+    workspace: str, proxy: ModelProxy, served: Served, api: ApiName = "openai-chat"
+) -> InitParams:
     """What the adapter is initialized with: its `workspace` as it sees it, the model
-    proxy as its model endpoint for every role and the fixture as its one MCP server."""
+    proxy as its model endpoint for every role (in the wire format `api` the manifest
+    names first; the proxy serves every format at the one base URL) and the fixture as
+    its one MCP server."""
     model = ModelEndpoint(
+        api=api,
         base_url=f"{served.proxy_url}/{proxy.token}/v1",
         api_key=DUMMY_KEY,
         roles={"main": MAIN, "aux": AUX, "switch": SWITCH},

@@ -308,12 +308,17 @@ def test_declared_capabilities_refuse_an_arm_at_plan_time_and_bind_initialize(
         ("sources = ['../*.py']\n", "sources"),
         ('[capabilities]\nsteer = "sometimes"\n', "capabilities.steer"),
         ("[capabilities]\nteleport = true\n", "capabilities.teleport"),
+        ("api = []\n", "api"),
+        ('api = ["smoke-signals"]\n', "api.0"),
     ],
 )
 def test_a_bad_manifest_field_is_refused_with_its_location(
     tmp_path: Path, extra: str, where: str
 ) -> None:
     manifest = _toy_copy(tmp_path, extra)
+    if extra.startswith("api"):  # the toy's own api line gives way to the bad one
+        text = manifest.read_text().replace('api = ["openai-chat"]\n', "", 1)
+        manifest.write_text(text)
     with pytest.raises(ContinuityError) as caught:
         load_manifest(manifest)
     assert caught.value.code == "agent_manifest_invalid"
