@@ -20,6 +20,7 @@ from pathlib import Path
 import msgspec
 from msgspec import UNSET
 
+from continuity.agents.identity import AgentEvidence
 from continuity.errors import ObjectMissing
 from continuity.inputs import UNIT_MAX_BYTES, read_user_bytes
 from continuity.messages import Usage
@@ -50,6 +51,7 @@ from continuity.traces.schema import (
 __all__ = [
     "NOT_KEPT",
     "UNKNOWN",
+    "agent_boundary_summary",
     "boundary_summary",
     "expected_text",
     "marked_values",
@@ -212,6 +214,29 @@ def boundary_summary(evidence: SampleEvidence | None) -> str:
     return "; ".join(parts)
 
 
+def agent_boundary_summary(agent: AgentEvidence) -> str:
+    """What an outside agent's sample observed at its boundary, in one line: the
+    verdict and what it rests on (content-free counts and names)."""
+    parts = [f"boundary {agent.verdict}", f"{agent.processes} adapter process(es)"]
+    probe = agent.probe_request
+    if probe is not None:
+        parts.append(
+            f"probe request {probe.prefix} the replay's ({probe.model}, {probe.messages} "
+            f"messages, {probe.input_tokens:,} tokens)"
+        )
+    if agent.summaries:
+        parts.append(f"the agent's compaction asked for {len(agent.summaries)} summary(ies)")
+    if agent.switched_to:
+        parts.append(f"switched to {agent.switched_to}")
+    if agent.pack_carried is not None:
+        parts.append("pack carried" if agent.pack_carried else "pack not carried")
+    if agent.lookup_calls:
+        parts.append(
+            f"{agent.lookup_calls} ConversationHistory call(s), {agent.lookup_bytes:,} bytes"
+        )
+    return "; ".join(parts)
+
+
 def _judge(record: UnitRecord) -> dict[str, str]:
     return {
         v.probe_id: f"{'pass' if v.passed else 'fail'} ({v.outcome or '-'}): {v.reason or '-'}"
@@ -263,7 +288,12 @@ def _samples(
             fact=availability.fact if availability is not None else None,
             superseded_present=availability.superseded_present if availability else None,
             loss=result.loss,
-            boundary=boundary_summary(result.evidence),
+            boundary=(
+                boundary_summary(result.evidence)
+                if result.agent is UNSET
+                else agent_boundary_summary(result.agent)
+            ),
+            agent_summaries=[] if result.agent is UNSET else list(result.agent.summaries),
             judge=verdicts.get(result.probe_id),
             path=relative,
             decided_by=None if result.decided_by is UNSET else result.decided_by,

@@ -141,6 +141,9 @@ def _sample(s: Sample, contexts: ContextBlocks) -> str:
     ]
     if s.judge:
         rows.insert(7, ("judge", _e(s.judge)))
+    if s.agent_summaries:  # what the agent's own compaction left its reader
+        texts = "".join(f"<pre>{_e(t)}</pre>" for t in s.agent_summaries)
+        rows.insert(6, ("the agent's compaction summary", texts))
     if s.reasons:
         rows.insert(3, ("excluded because", _e("; ".join(s.reasons))))
     # A dd's end tag is optional before the next dt and at the list's end (HTML's own

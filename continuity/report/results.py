@@ -438,6 +438,8 @@ class Sample(msgspec.Struct, frozen=True, kw_only=True):
     path: str
     # "judge" when the judge decided a sample the scorer left unresolved.
     decided_by: str | None = None
+    # An outside agent's compaction: the summary texts its model wrote (reader-visible).
+    agent_summaries: list[str] = msgspec.field(default_factory=list)
     # The model that answered (from the sample's evidence; None without evidence), the
     # tokens its probe's calls used, those of the compaction it made, and how many
     # ConversationHistory calls it made (exports show them; report.html does not yet).

@@ -17,6 +17,7 @@ from continuity.agents.drive import AgentRun, drive_agent
 from continuity.agents.manifest import Manifest, load_manifest
 from continuity.agents.readers import OfflineReader
 from continuity.errors import AdapterError, ContinuityError
+from continuity.report.aggregate import aggregate_run
 from continuity.runner.units.build import build_units
 from continuity.runner.units.record import UnitRecord
 from continuity.servers.model_proxy import MAIN, SWITCH
@@ -168,6 +169,15 @@ def test_the_toys_compaction_gives_the_reference_compaction_arms_labels(tmp_path
     assert any(False in states for _, _, states in toy.values())
     summaries = {s for p in record.probes if p.agent is not UNSET for s in p.agent.summaries}
     assert len(summaries) >= 1 and all("nothing extracted" in s for s in summaries)
+    # the drill-down shows what the agent's compaction left its reader, and the verdict
+    _, paths, _ = aggregate_run(store, tmp_path / "runs" / "v1")
+    report = paths["report"].read_text(encoding="utf-8")
+    assert (
+        "the agent&#x27;s compaction summary" in report
+        or "the agent's compaction summary" in report
+    )
+    assert "boundary verified; 1 adapter process(es); probe request " in report
+    assert "(scripted summary of " in report
 
 
 @pytest.fixture(scope="module")
