@@ -15,19 +15,23 @@ adapter declared) or ``not_crossed`` (excluded: no boundary happened):
   session's owner turns as its own turns (two or more; memory the agent injects, even
   as a user message gathering several, is its own continuity);
 - compact (the agent's own compaction): a compaction request reached the model (the
-  agent asked for its summary) and the probe request no longer extends the last replay
-  request (the pre-boundary transcript is not all there, the sense the reference
-  compaction arms use: messages were replaced); else ``not_crossed``. A request that
-  dropped the transcript without carrying the summary the agent was given is
-  ``contradicted``;
-- switch (a model switch): every main request of the probe turn names the model the
-  agent was switched to (else ``not_crossed``); how it rebuilt its context (the probe
-  request's prefix relation) is evidence, not the verdict;
+  agent asked for its summary), the probe request no longer extends the last replay
+  request, and it carries fewer of the trace's owner turns as turns than that request
+  did (the pre-boundary transcript was replaced, the sense the reference compaction
+  arms use; a summary added in front of, or after, everything is not a compaction);
+  else ``not_crossed``. A request that dropped the transcript without carrying the
+  summary the agent was given is ``contradicted``;
+- switch (a model switch): the replay's requests named the first model, and every main
+  request of the probe turn names the one the agent was switched to (else
+  ``not_crossed``); how it rebuilt its context (the probe request's prefix relation) is
+  evidence, not the verdict;
 - continuity-store and continuity-pack-cold (a new session with the reference
   harness's retained evidence): new_session's verdict, and the probe request must offer
   ConversationHistory (store) or carry the injected pack (pack), else ``contradicted``
   (the adapter declared it takes them). Whether the reader then used the store is
-  evidence (the meter's calls), not the verdict.
+  evidence (the meter's calls), not the verdict; but every ConversationHistory call the
+  reader asked for must have reached the store's meter (an agent answering them itself
+  is ``contradicted``).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import msgspec
 
 from continuity.agents.protocol import AgentInfo
 from continuity.servers.history import HISTORY_TOOL
-from continuity.servers.model_proxy import SWITCH, RequestFact
+from continuity.servers.model_proxy import MAIN, SWITCH, RequestFact
 from continuity.servers.proxy_script import map_tool
 
 __all__ = ["Crossing", "Observed", "crossing"]
@@ -62,6 +66,8 @@ class Observed(msgspec.Struct, frozen=True, kw_only=True):
     probe_turn: Sequence[RequestFact] = ()  # every main request of the probe turn
     summaries: int = 0  # compaction requests the model answered
     pack_carried: bool | None = None  # the pack arm: the probe request holds the pack
+    history_asked: int = 0  # ConversationHistory calls the reader asked for
+    history_served: int = 0  # calls the store's meter received
 
 
 def _restart(info: AgentInfo, seen: Observed, probe: RequestFact) -> list[str] | None:
@@ -83,6 +89,12 @@ def _compact(seen: Observed, probe: RequestFact) -> list[str] | str:
         return "no compaction request reached the model: the agent asked for no summary"
     if probe.prefix == "extends":
         return "the probe request extends the last replay request: the compaction dropped nothing"
+    before = seen.last_main.transcript if seen.last_main is not None else 0
+    if probe.transcript >= before:
+        return (
+            f"the probe request carries {probe.transcript} of the trace's owner turns as "
+            f"turns, the last replay request {before}: the compaction replaced none"
+        )
     if not probe.summary_carried:
         return [
             "the probe request dropped the pre-boundary transcript but does not carry the "
@@ -92,6 +104,8 @@ def _compact(seen: Observed, probe: RequestFact) -> list[str] | str:
 
 
 def _switch(seen: Observed) -> str | None:
+    if seen.last_main is not None and seen.last_main.model != MAIN:
+        return f"the replay's requests already named {seen.last_main.model}, not {MAIN}"
     named = sorted({f.model for f in seen.probe_turn if f.model != SWITCH})
     if named:
         return f"the probe turn's requests name {', '.join(named)}, not {SWITCH}"
@@ -127,6 +141,11 @@ def crossing(arm: str, info: AgentInfo, seen: Observed) -> Crossing:
             )
     if arm == "continuity-store" and map_tool(HISTORY_TOOL, probe.tools_offered) is None:
         reasons.append(f"the new session's probe request offers no {HISTORY_TOOL}")
+    if arm == "continuity-store" and seen.history_served < seen.history_asked:
+        reasons.append(
+            f"the reader asked {HISTORY_TOOL} {seen.history_asked} times; the store's meter "
+            f"received {seen.history_served} (the agent answered the rest itself)"
+        )
     if arm == "continuity-pack-cold" and not seen.pack_carried:
         reasons.append("the new session's probe request does not carry the injected pack")
     if arm == "compact":

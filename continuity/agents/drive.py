@@ -74,6 +74,7 @@ from continuity.probes.availability import (
     reference_lookup,
 )
 from continuity.servers.fixture import FixtureToolServer, frozen_records
+from continuity.servers.history import HISTORY_TOOL
 from continuity.servers.model_proxy import (
     SWITCH,
     ModelProxy,
@@ -160,8 +161,10 @@ async def drive_agent(
             arm needs a capability it lacks (``adapter_capability_missing:<cap>``).
         ArmError: ``arm_unknown``; a store or pack arm without `retained`.
     """
-    if arm not in ARMS or (arm in STORE_ARMS and retained is None):
+    if arm not in ARMS:
         raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=arm)
+    if arm in STORE_ARMS and retained is None:
+        raise ArmError(f"{arm} needs the reference harness's retained evidence", location=arm)
     owner = [t for _, _, t in iter_turns(trace) if isinstance(t, OwnerMessage)]
     volatile = (*volatile, *manifest.volatile)  # the manifest's patterns always apply
     proxy = ModelProxy(
@@ -233,8 +236,12 @@ def _agent_run(
         probe_turn=run.probe_turn,
         summaries=len(proxy.summaries),
         pack_carried=None if pack is None else _holds(run.context, pack),
+        history_asked=proxy.asked.count(HISTORY_TOOL),
+        history_served=lookup.calls + lookup.refused_calls if lookup is not None else 0,
     )
-    store = Path(retained.retained) if retained is not None and arm in STORE_ARMS else None
+    # the store arm's needles: retrievable through the store it offered (the pack arm
+    # offers none, so its missing facts are absent, not retrievable)
+    store = Path(retained.retained) if retained is not None and arm == STORE_ARMS[0] else None
     return AgentRun(
         agent=f"{info.agent.name} {info.agent.version}",
         manifest=run.manifest.digest,
@@ -250,7 +257,9 @@ def _agent_run(
         facts=proxy.facts,
         model_reply=run.model_reply,
         summaries=proxy.summaries,
-        switched_to=SWITCH if arm == "switch" else None,
+        switched_to=(
+            run.probe_fact.model if arm == "switch" and run.probe_fact is not None else None
+        ),
         pack_carried=observed.pack_carried,
         lookup_calls=lookup.calls if lookup is not None else 0,
         lookup_bytes=lookup.bytes if lookup is not None else 0,

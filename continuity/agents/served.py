@@ -27,7 +27,7 @@ from continuity.lookup.policy import load_policy
 from continuity.memory.retained import RetainedStore
 from continuity.servers.fixture import FixtureToolServer
 from continuity.servers.history import serve_history
-from continuity.servers.model_proxy import AUX, MAIN, SWITCH, ModelProxy
+from continuity.servers.model_proxy import AUX, MAIN, ModelProxy
 from continuity.servers.wire import serve_in_thread
 
 __all__ = ["DUMMY_KEY", "Served", "init_params", "serve_sample"]
@@ -118,7 +118,7 @@ def init_params(
         api=api,
         base_url=f"{served.proxy_url}/{proxy.token}/v1",
         api_key=DUMMY_KEY,
-        roles={"main": MAIN, "aux": AUX, "switch": SWITCH},
+        roles={"main": MAIN, "aux": AUX},  # a switch names its model when it comes
     )
     return InitParams(
         workspace=workspace,

@@ -50,6 +50,15 @@ _REFUSED = {
 }
 
 
+# Outside arms a real plan refuses in v1, and why.
+_REAL_REFUSED = {
+    "continuity-store": "its reader calls ConversationHistory over rounds the estimate does "
+    "not plan yet (lookup mode is offline only too)",
+    "switch": "the second model would be the plan's reader again: a real switch needs a "
+    "second reader the plan names and prices, which v1 does not have",
+}
+
+
 def agent_for_request(request: PlanRequest) -> tuple[Manifest, AgentIdentity] | None:
     """The manifest ``--agent`` names and the identity the plan binds (None without one).
 
@@ -75,15 +84,13 @@ def agent_for_request(request: PlanRequest) -> tuple[Manifest, AgentIdentity] | 
             location="--probe-mode",
         )
     real = request.provider not in ("", "scripted")
-    if real and "continuity-store" in [a.strip() for a in request.arms.split(",")]:
-        raise UsageError(
-            "a real plan with the continuity-store arm: its reader calls ConversationHistory over "
-            "rounds the estimate does not plan yet (lookup mode is offline only too)",
-            code="plan_invalid",
-            location="--arms",
-        )
-    manifest = load_manifest(Path(path))
     arms = [outside_arm(a) for a in agent_arms(request.arms or None)]
+    for arm, why in _REAL_REFUSED.items():
+        if real and arm in arms:
+            raise UsageError(
+                f"a real plan with the {arm} arm: {why}", code="plan_invalid", location="--arms"
+            )
+    manifest = load_manifest(Path(path))
     if manifest.capabilities is not None:  # refused before anything runs
         declared = msgspec.convert(manifest.capabilities.model_dump(), Capabilities)
         require_capabilities(declared, arms)

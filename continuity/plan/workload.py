@@ -266,8 +266,9 @@ def _agent_calls(plan: Plan, traces: Sequence[Trace]) -> list[PlannedCall]:
     estimated as the whole conversation, an agent system prompt of the assumed size and
     the probe, nothing cached: an upper-end estimate for an agent that keeps everything
     (the ledger's planned live turns still cap the calls a sample may make). The
-    ``compact`` arm adds the agent's own summary request per sample: the whole trace
-    serialized, nothing cached."""
+    ``compact`` arm adds the agent's own summary request per sample: the whole
+    conversation as the probe's call sees it (an agent may send its full history, tool
+    results uncut) plus a summary prompt, nothing cached."""
     a = ASSUMPTIONS
     calls = []
     compacting = sum(arm == "agent-compact" for arm in plan.arms)
@@ -275,7 +276,7 @@ def _agent_calls(plan: Plan, traces: Sequence[Trace]) -> list[PlannedCall]:
         shape = trace_shape(trace)
         context = a["system_tokens"] + shape["full"]  # once per trace
         summary = PlannedCall(
-            "summary", plan.reader, shape["summary_input"] + 300, 0, 0, a["summary_output_tokens"]
+            "summary", plan.reader, context + 300, 0, 0, a["summary_output_tokens"]
         )
         for probe in trace.probes[: plan.probe_limit] if plan.probe_limit else trace.probes:
             total = context + -(-len(probe.text) // 4)

@@ -73,10 +73,11 @@ __all__ = [
 AGENT_UNIT_SALT = "agent-unit-v1"
 AGENT_UNIT_CODE = (
     "continuity.agents",
-    "continuity.servers.model_proxy",
-    "continuity.servers.proxy_script",
-    "continuity.servers.fixture",
-    "continuity.servers.asgi",
+    "continuity.servers",  # the proxy and its formats, the fixture, ConversationHistory
+    "continuity.lookup",  # the store arm's meter, policy and scripted lookup
+    "continuity.probes",  # needles, availability, the reference lookup, the probe turn
+    "continuity.providers.scripted",  # the offline summary's text
+    "continuity.arms",
     "continuity.runner.agent_units",
     "continuity.runner.units.record",
 )
@@ -167,7 +168,9 @@ def _result(
         reasons=reasons,
         answer=run.probe_reply,
         availability=run.availability,
-        usage=sum((c.usage for c in calls), Usage()),
+        # the probe's own calls, and apart those of the agent's own compaction (summary)
+        usage=sum((c.usage for c in calls if c.role != "summary"), Usage()),
+        compaction_usage=sum((c.usage for c in calls if c.role == "summary"), Usage()),
         agent=evidence(run, calls),
     )
     if status != "valid":

@@ -177,6 +177,7 @@ class ModelProxy:
         self.token = token or secrets.token_urlsafe(18)
         self.summarizer = summarizer
         self.summaries: list[str] = []  # the texts returned to compaction requests
+        self.asked: list[str] = []  # the tools the reader called, as it named them
         self._compacting: Literal["manual", "auto", ""] = ""
         self.markers = tuple(markers)
         self.mode: Literal["script", "forward"] = "script"
@@ -419,6 +420,7 @@ class ModelProxy:
                 self._problem(fact, "tools_not_offered", f"{name} at the probe")
                 return 400, _refusal("tools_not_offered", f"the agent offers no tool {name}")
             calls.append((f"call_{fact['index']}_{number}", offered, arguments))
+            self.asked.append(name)
         fact["output_tokens"] = -(-len(reply.text) // 4)
         if role == "main" and not calls:
             self.replies.append(reply.text)

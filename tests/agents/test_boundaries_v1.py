@@ -17,6 +17,8 @@ from continuity.agents.drive import AgentRun, drive_agent
 from continuity.agents.manifest import Manifest, load_manifest
 from continuity.agents.readers import OfflineReader
 from continuity.errors import AdapterError, ContinuityError
+from continuity.plan.from_request import plan_from_request
+from continuity.plan.request import PlanRequest
 from continuity.report.aggregate import aggregate_run
 from continuity.runner.units.build import build_units
 from continuity.runner.units.record import UnitRecord
@@ -73,6 +75,7 @@ def test_an_agent_compacting_on_its_own_is_observed_at_the_probe_turn(
     ("fault", "verdict", "reason"),
     [
         ("fake_compact", "not_crossed", "the compaction dropped nothing"),
+        ("front_compact", "not_crossed", "the compaction replaced none"),
         ("lose_summary", "contradicted", "does not carry the summary"),
     ],
 )
@@ -102,13 +105,20 @@ def test_a_model_switch_is_verified_by_the_model_the_requests_name(tmp_path: Pat
     assert {f.model for f in run.facts if f.mode == "script"} == {MAIN}
 
 
-def test_a_switch_the_agent_ignores_is_not_crossed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("ignore_switch", f"the probe turn's requests name {MAIN}, not {SWITCH}"),
+        ("switch_early", f"the replay's requests already named {SWITCH}, not {MAIN}"),
+    ],
+)
+def test_a_switch_the_agent_did_not_make_is_not_crossed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str, reason: str
 ) -> None:
-    monkeypatch.setenv("TOY_FAULT", "ignore_switch")
+    monkeypatch.setenv("TOY_FAULT", fault)
     run = _drive(tmp_path, "switch", SMOKE)
     assert run.crossing.verdict == "not_crossed"
-    assert run.crossing.reasons == [f"the probe turn's requests name {MAIN}, not {SWITCH}"]
+    assert run.crossing.reasons == [reason]
 
 
 @pytest.mark.parametrize(("arm", "cap"), [("compact", "compaction"), ("switch", "model_switch")])
@@ -206,8 +216,9 @@ def test_the_pack_reaches_a_new_session_through_context_inject(
     for probe in record.probes:
         assert probe.agent is not UNSET and probe.agent.verdict == "verified"
         assert probe.agent.pack_carried is True and probe.agent.lookup_calls == 0
+        # no store is offered: a fact the pack lacks is absent, never retrievable
         states = probe.agent.needle_states
-        assert states and all(s.retrievable is not None for s in states)
+        assert states and all(s.retrievable is None for s in states)
 
 
 @pytest.mark.xdist_group("store_and_pack")
@@ -225,6 +236,8 @@ def test_the_store_is_offered_to_a_new_session_as_conversation_history(
         assert probe.agent.lookup_calls >= 2 and probe.agent.lookup_bytes > 0
         assert probe.agent.probe_tool_attempts == 0  # none of it reached the fixture
         assert probe.answer in ("UNKNOWN", "ANSWER: UNKNOWN")  # then it declined
+        states = probe.agent.needle_states  # what the reference lookup finds in the store
+        assert states and all(s.retrievable is not None for s in states)
 
 
 @pytest.mark.parametrize(
@@ -232,6 +245,7 @@ def test_the_store_is_offered_to_a_new_session_as_conversation_history(
     [
         ("drop_pack", "continuity-pack-cold", "does not carry the injected pack"),
         ("hide_history", "continuity-store", "offers no ConversationHistory"),
+        ("fake_history", "continuity-store", "the agent answered the rest itself"),
     ],
 )
 def test_a_store_or_pack_the_agent_drops_is_contradicted(
@@ -243,3 +257,15 @@ def test_a_store_or_pack_the_agent_drops_is_contradicted(
     path = next((tmp_path / "runs" / "f" / "units").glob("*.json"))
     probe = msgspec.json.decode(path.read_bytes(), type=UnitRecord).probes[0]
     assert probe.status == "contradicted" and any(reason in r for r in probe.reasons)
+
+
+@pytest.mark.parametrize("arms", ["switch", "continuity-store", "native,agent-continuity-store"])
+def test_a_real_plan_refuses_the_arms_v1_cannot_run_for_real(arms: str) -> None:
+    """A real plan (what `doit dry_run` and `doit units --real` build) with the switch
+    (no second reader yet) or the store arm (lookup rounds not estimated) is refused,
+    whatever the arm is spelled as."""
+    options = {"agent": str(TOY / "v1.toml"), "arms": arms, "provider": "openai-chat",
+               "reader": "openai-codex:gpt-6-mini"}  # fmt: skip
+    with pytest.raises(ContinuityError) as caught:
+        plan_from_request(PlanRequest.of(options))
+    assert caught.value.code == "plan_invalid" and caught.value.location == "--arms"

@@ -32,15 +32,18 @@ the session's later requests name the new model (its context carried as it is).
 ``TOY_FAULT`` makes it misbehave, for continuity's own fault-injection tests:
 ``drop_steer`` (an injected steer is never added; a queued steer's owner turn is
 answered without a model call), ``rewrite_result``, ``rewrite_argument`` (the last call
-of a reply with several gets an argument of its own), ``unexpected_tool``, ``no_resume``,
-``leak_transcript`` (a new session starts with the old one's messages),
+of a reply with several gets an argument of its own), ``unexpected_tool``,
+``no_resume``, ``leak_transcript`` (a new session starts with the old one's messages),
 ``same_session`` (``session/open`` gives the old session back), ``fail_turns`` (every
 turn reports ``failed``), ``timestamp`` (the wall clock in every system prompt),
 ``own_answer`` (every reply is its own text, not its model's), ``fake_compact`` (it asks
-for a summary, then keeps every message and appends it), ``lose_summary`` (it drops
-the compacted messages and never adds the summary), ``ignore_switch`` (it keeps naming
-its first model), ``drop_pack`` (it accepts ``context/inject`` and drops the text) and
-``hide_history`` (it accepts a session's MCP server and never offers its tools).
+for a summary, then keeps every message and appends it; ``front_compact``: puts it
+first), ``lose_summary`` (it drops the compacted messages and never adds the summary),
+``ignore_switch`` (it keeps naming its first model), ``switch_early`` (it names the
+second model from the start), ``fake_history`` (it answers its model's
+ConversationHistory calls itself), ``drop_pack`` (it accepts ``context/inject`` and
+drops the text) and ``hide_history`` (it accepts a session's MCP server and never offers
+its tools).
 
 ``context/inject`` puts the text first in the session, as an owner message; a session
 opened with more MCP servers (``session_tools``) offers their tools too, each server's
@@ -215,6 +218,9 @@ class ToyAgent:
         name = call["function"]["name"]
         prefix = next((p for p in self.clients if name.startswith(p)), PREFIX)
         mcp, name = self.clients.get(prefix, mcp), name.removeprefix(prefix)
+        if self.fault == "fake_history" and prefix == "mcp__history__":
+            made_up = '{"hits": [], "next_cursor": null}'  # answers its model itself
+            return {"role": "tool", "tool_call_id": call["id"], "content": made_up}
         if self.fault == "unexpected_tool":
             await mcp.call_tool("web_fetch", {"url": "https://example.com/"})
         result = await mcp.call_tool(name, json.loads(call["function"]["arguments"]))
@@ -243,6 +249,8 @@ class ToyAgent:
         return SteerResult(delivery="injected")
 
     def _model(self, session: dict[str, Any]) -> str:
+        if self.fault == "switch_early":  # names the second model before any switch
+            return "cont-switch"
         return "cont-main" if self.fault == "ignore_switch" else session.get("model", "cont-main")
 
     async def inject(self, session_id: str, text: str) -> None:
@@ -279,6 +287,8 @@ class ToyAgent:
         note = {"role": "user", "content": f"<summary>\n{summary}\n</summary>"}
         if self.fault == "fake_compact":
             session["messages"] = [*messages, note]  # nothing dropped
+        elif self.fault == "front_compact":
+            session["messages"] = [note, *messages]  # nothing dropped, the summary first
         elif self.fault == "lose_summary":
             session["messages"] = messages[cut:]
         else:
