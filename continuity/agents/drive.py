@@ -1,4 +1,4 @@
-"""Drive an outside agent through one trace: replay, boundary, probe (CAP/0 v0).
+"""Drive an outside agent through one trace: replay, boundary, probe (CAP/0).
 
 `drive_agent` starts the model proxy (script mode, `continuity.servers.model_proxy`)
 and the fixture MCP server (the trace's frozen outputs, the steers' calls held,

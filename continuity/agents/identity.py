@@ -1,4 +1,4 @@
-"""What an outside-agent unit is, without the machinery that runs one (CAP/0 v0).
+"""What an outside-agent unit is, without the machinery that runs one (CAP/0).
 
 The outside arms and their unit ids, the identity a plan and its units bind
 (`AgentIdentity`), the evidence a sample's status rests on (`AgentEvidence`), and the

@@ -1,5 +1,5 @@
 """Who answers an outside agent's probe: the scripted reader offline, the plan's reader
-in real mode (CAP/0 v0).
+in real mode (CAP/0).
 
 At the probe the model proxy forwards the agent's requests (`continuity.servers.
 model_proxy`, forward mode) to a `SampleReader`, one per sample:

@@ -1,4 +1,4 @@
-"""One outside-agent sample and what it proves (CAP/0 v0).
+"""One outside-agent sample and what it proves (CAP/0).
 
 A sample is one probe asked of a fresh copy: the trace is replayed through the adapter
 again (`continuity.agents.drive`), the arm's boundary crossed, the probe asked as the

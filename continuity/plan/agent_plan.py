@@ -1,15 +1,17 @@
-"""The outside-agent part of a plan (``--agent agent.toml``, CAP/0 v0).
+"""The outside-agent part of a plan (``--agent agent.toml``, CAP/0).
 
 A plan that names an agent binds its identity (`continuity.agents.identity.AgentIdentity`:
 the manifest's digest, the digest of the agent's files and of its allowlisted
 variables' values), so the plan digest a real run confirms, and every unit key, change
 when the agent does. Its arms are the outside arms (``native``, ``restart``,
-``new_session`` by default or with ``all``; ``compact`` and ``switch`` when named),
+``new_session`` by default or with ``all``; ``compact``, ``switch``,
+``continuity-store`` and ``continuity-pack-cold`` when named),
 planned as their unit ids (``agent-native``, ...).
 
-What v0 does not do with an outside agent is refused at plan time, never dropped
+What v1 does not do with an outside agent is refused at plan time, never dropped
 silently: the lookup probe mode and the ledger options (``plan_invalid``), a judge
-(``plan_invalid``: the agent's answers are graded by the deterministic scorer only), and
+(``plan_invalid``: the agent's answers are graded by the deterministic scorer only), a
+real plan with the ``switch`` or ``continuity-store`` arm (``plan_invalid``), and
 an arm needing a capability the manifest's declared ``capabilities`` lack
 (``adapter_capability_missing:<cap>``; ``compact`` and ``switch`` need the manifest to
 declare ``compaction`` or ``model_switch``: an agent declaring none is refused here).

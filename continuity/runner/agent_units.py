@@ -1,11 +1,14 @@
-"""An outside agent's units: ``doit units --agent agent.toml`` (CAP/0 v0).
+"""An outside agent's units: ``doit units --agent agent.toml`` (CAP/0).
 
 One unit per repeat x trace x arm, as for the reference arms, holding one sample per
 planned probe (`continuity.agents.units`: each a fresh re-replay of the trace through
 the adapter, its boundary crossed, the probe asked as the next owner turn). Its arm is
 the outside arm's unit id (``agent-native``, ``agent-restart``, ``agent-new_session``,
-`continuity.agents.identity.unit_arm`), so an outside agent's units never pass for the
-reference arms'.
+``agent-compact``, ``agent-switch``, ``agent-continuity-store``,
+``agent-continuity-pack-cold``: `continuity.agents.identity.unit_arm`), so an outside
+agent's units never pass for the reference arms'. The store and pack arms take the
+reference harness's retained evidence (`continuity.agents.retained`), built once per
+trace, and their keys bind its checkpoint's key.
 
 A unit is a store artifact keyed by `agent_unit_key`: its repeat, arm, probe ids and
 probe protocol, the agent's fingerprint (manifest digest, the digest of its files and
