@@ -165,6 +165,12 @@ async def drive_agent(
         raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=arm)
     if arm in STORE_ARMS and retained is None:
         raise ArmError(f"{arm} needs the reference harness's retained evidence", location=arm)
+    if arm == STORE_ARMS[1] and retained is not None and not retained.pack:
+        raise ArmError(  # the harness's failure, never the agent's: nothing runs
+            f"the reference pack is {retained.pack_status}: nothing to inject",
+            code="agent_pack_invalid",
+            location=arm,
+        )
     owner = [t for _, _, t in iter_turns(trace) if isinstance(t, OwnerMessage)]
     volatile = (*volatile, *manifest.volatile)  # the manifest's patterns always apply
     proxy = ModelProxy(

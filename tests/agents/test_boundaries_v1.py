@@ -16,7 +16,8 @@ from msgspec import UNSET
 from continuity.agents.drive import AgentRun, drive_agent
 from continuity.agents.manifest import Manifest, load_manifest
 from continuity.agents.readers import OfflineReader
-from continuity.errors import AdapterError, ContinuityError
+from continuity.agents.retained import RetainedView
+from continuity.errors import AdapterError, ArmError, ContinuityError
 from continuity.plan.from_request import plan_from_request
 from continuity.plan.request import PlanRequest
 from continuity.report.aggregate import aggregate_run
@@ -269,3 +270,22 @@ def test_a_real_plan_refuses_the_arms_v1_cannot_run_for_real(arms: str) -> None:
     with pytest.raises(ContinuityError) as caught:
         plan_from_request(PlanRequest.of(options))
     assert caught.value.code == "plan_invalid" and caught.value.location == "--arms"
+
+
+def test_an_invalid_reference_pack_stops_the_pack_arm_with_its_code(tmp_path: Path) -> None:
+    """The harness's failure is never blamed on the agent: no sample runs."""
+    invalid = RetainedView(retained=str(tmp_path / "none"), checkpoint="0" * 64, pack="",
+                           pack_status="invalid")  # fmt: skip
+
+    async def main() -> AgentRun:
+        return await drive_agent(COMPACTING, SMOKE, work=tmp_path / "w",
+                                 arm="continuity-pack-cold", probe="?", reader=OfflineReader(),
+                                 retained=invalid)  # fmt: skip
+
+    with pytest.raises(ArmError) as caught:
+        anyio.run(main)
+    assert (
+        caught.value.code == "agent_pack_invalid"
+        and caught.value.location == "continuity-pack-cold"
+    )
+    assert not (tmp_path / "w").exists()

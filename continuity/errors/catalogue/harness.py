@@ -109,6 +109,14 @@ ENTRIES: tuple[Entry, ...] = (
         Row("adapter_timeout", "the adapter gave no answer within its timeout"),
     ),
     *section(
+        "ArmError",
+        "continuity.agents.drive",
+        Row(
+            "agent_pack_invalid",
+            "the reference harness's pack for the outside pack arm is invalid: nothing to inject",
+        ),
+    ),
+    *section(
         "AdapterError",
         "continuity.agents.check",
         Row(
