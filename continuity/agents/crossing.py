@@ -15,11 +15,13 @@ adapter declared) or ``not_crossed`` (excluded: no boundary happened):
   session's owner turns as its own turns (two or more; memory the agent injects, even
   as a user message gathering several, is its own continuity);
 - compact (the agent's own compaction): a compaction request reached the model (the
-  agent asked for its summary), the probe request no longer extends the last replay
-  request, and it carries fewer of the trace's owner turns as turns than that request
-  did (the pre-boundary transcript was replaced, the sense the reference compaction
-  arms use; a summary added in front of, or after, everything is not a compaction);
-  else ``not_crossed``. A request that dropped the transcript without carrying the
+  agent asked for its summary), a main request after it no longer extended the one
+  before (part of the context was replaced), and the probe request carries fewer of
+  the trace's owner turns as turns than the agent was sent (the pre-boundary transcript
+  was replaced, the sense the reference compaction arms use; a summary added in front
+  of, or after, everything is not a compaction); else ``not_crossed``. An agent
+  compacting on its own may do so at any turn of the replay or at the probe's. A
+  request that dropped the transcript without carrying the
   summary the agent was given is ``contradicted``;
 - switch (a model switch): the replay's requests named the first model, and every main
   request of the probe turn names the one the agent was switched to (else
@@ -65,6 +67,8 @@ class Observed(msgspec.Struct, frozen=True, kw_only=True):
     last_main: RequestFact | None  # the replay's last main request
     probe_turn: Sequence[RequestFact] = ()  # every main request of the probe turn
     summaries: int = 0  # compaction requests the model answered
+    replaced: bool = False  # a main request after a compaction did not extend its previous
+    owner_turns: int = 0  # the trace's owner turns the agent was sent
     pack_carried: bool | None = None  # the pack arm: the probe request holds the pack
     history_asked: int = 0  # ConversationHistory calls the reader asked for
     history_served: int = 0  # calls the store's meter received
@@ -87,13 +91,12 @@ def _compact(seen: Observed, probe: RequestFact) -> list[str] | str:
     """The compact arm's reasons, or why it was not crossed."""
     if not seen.summaries:
         return "no compaction request reached the model: the agent asked for no summary"
-    if probe.prefix == "extends":
-        return "the probe request extends the last replay request: the compaction dropped nothing"
-    before = seen.last_main.transcript if seen.last_main is not None else 0
-    if probe.transcript >= before:
+    if not seen.replaced:
+        return "every request after the compaction extends the one before: it dropped nothing"
+    if probe.transcript >= seen.owner_turns:
         return (
-            f"the probe request carries {probe.transcript} of the trace's owner turns as "
-            f"turns, the last replay request {before}: the compaction replaced none"
+            f"the probe request carries all {probe.transcript} of the trace's owner turns "
+            "as turns: the compaction replaced none"
         )
     if not probe.summary_carried:
         return [

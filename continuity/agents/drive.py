@@ -199,6 +199,8 @@ async def drive_agent(
                 check_declared(manifest, info.capabilities)
                 require_capabilities(info.capabilities, [arm])
                 session = await adapter.open_session("conversation")
+                if arm == "compact" and info.capabilities.compaction == "auto":
+                    proxy.open_compaction("auto")  # its threshold may fire at any turn
                 await run.replay(adapter, info, session, (fixture, proxy), held, steering)
                 run.replayed, run.last_main = len(fixture.call_log), _last_main(proxy.facts)
                 run.sessions = (session, session)
@@ -241,6 +243,8 @@ def _agent_run(
         last_main=run.last_main,
         probe_turn=run.probe_turn,
         summaries=len(proxy.summaries),
+        replaced=_replaced(proxy.facts),
+        owner_turns=len(run.owner),
         pack_carried=None if pack is None else _holds(run.context, pack),
         history_asked=proxy.asked.count(HISTORY_TOOL),
         history_served=lookup.calls + lookup.refused_calls if lookup is not None else 0,
@@ -273,6 +277,15 @@ def _agent_run(
     )
 
 
+def _replaced(facts: list[RequestFact]) -> bool:
+    """Whether a main request after the first compaction request did not extend the
+    main request before it (the agent replaced part of its context)."""
+    first = next((f.index for f in facts if f.role == "compaction"), None)
+    if first is None:
+        return False
+    return any(f.role == "main" and f.prefix != "extends" for f in facts if f.index > first)
+
+
 def _holds(request: WireRequest | None, text: str) -> bool:
     """Whether `request` carries `text` (up to whitespace)."""
     if request is None or not text.strip():
@@ -294,9 +307,9 @@ class _Crossed:
 
 async def _cross(c: _Crossed, adapter: AdapterProcess, session: str, timeout: float) -> str:
     """Cross an in-process arm's boundary (restart is the caller's); the probe's
-    session. ``compact``: ``session/compact`` inside a manual compaction window, or (an
-    agent compacting on its own) an auto window the probe turn's first main request
-    closes; ``switch``: ``session/switch_model`` to `SWITCH`; the store arm: a new
+    session. ``compact``: ``session/compact`` inside a manual compaction window (an
+    agent compacting on its own had its auto window open since the replay began);
+    ``switch``: ``session/switch_model`` to `SWITCH`; the store arm: a new
     session offering the metered ConversationHistory; the pack arm: a new session, the
     pack through ``context/inject``."""
     arm, info, proxy = c.arm, c.info, c.proxy
@@ -309,9 +322,7 @@ async def _cross(c: _Crossed, adapter: AdapterProcess, session: str, timeout: fl
         fresh = await adapter.open_session("conversation-2")
         await adapter.inject(fresh, c.retained.pack)
         return fresh
-    if arm == "compact" and info.capabilities.compaction == "auto":
-        proxy.open_compaction("auto")
-    elif arm == "compact":
+    if arm == "compact" and info.capabilities.compaction != "auto":
         proxy.open_compaction("manual")
         try:
             await adapter.compact(session, timeout=timeout)

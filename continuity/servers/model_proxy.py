@@ -38,8 +38,8 @@ else by shape: it offers tools and extends (or starts) the main conversation -> 
   conversation up), each named as the agent offers the tool.
 - **compaction** (the agent's own, v1): while a compaction window is open
   (`open_compaction`: ``manual`` around ``session/compact``, where every request is the
-  compaction's; ``auto`` at the probe turn, where a request offering no tools before
-  its first main request is), requests are the compaction's (role ``compaction``) and
+  compaction's; ``auto`` for a whole sample of an agent that compacts on its own, where
+  every request offering no tools is), requests are the compaction's (role ``compaction``) and
   go to `summarizer`; the texts it returned are `summaries`, and every later main
   request's fact says whether it carries one (``summary_carried``, up to whitespace).
   After a model switch the agent names `SWITCH`, which is a main alias like `MAIN`.
@@ -211,7 +211,7 @@ class ModelProxy:
 
     def open_compaction(self, kind: Literal["manual", "auto", ""]) -> None:
         """Open (``manual``, ``auto``) or close (``""``) the compaction window (module
-        doc); an ``auto`` window closes itself at the probe turn's first main request."""
+        doc)."""
         with self._lock:
             self._compacting = kind
 
@@ -303,14 +303,13 @@ class ModelProxy:
         if self._compacting == "manual" or (self._compacting == "auto" and not request.tools):
             return "compaction"
         if request.model in (MAIN, SWITCH):
-            self._compacting = ""
             return "main"
         if request.model == AUX:
             return "aux"
         previous = self._last_main
         extends = previous is None or normal[: len(previous)] == previous
         if request.tools and (extends or self._probe_first):
-            self._probe_first, self._compacting = False, ""
+            self._probe_first = False
             return "main"
         return "unclassified"
 

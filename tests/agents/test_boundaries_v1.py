@@ -59,23 +59,30 @@ def test_the_agents_own_compaction_is_a_verified_boundary(tmp_path: Path) -> Non
     assert run.probe.transcript < owner  # owner turns went into the summary
 
 
-def test_an_agent_compacting_on_its_own_is_observed_at_the_probe_turn(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("at", ["probe turn", "mid-replay"])
+def test_an_agent_compacting_on_its_own_is_observed_where_its_threshold_fires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: str
 ) -> None:
-    """compaction: auto: no session/compact; the agent's threshold fires before the
-    probe turn (its turn number here), and the proxy sees it there."""
+    """compaction: auto: no session/compact; the agent's own threshold (a turn number
+    here) fires at the probe turn, or in the middle of the replay, and the proxy sees
+    the compaction there: a faithful replay, and a verified boundary."""
     owner = sum(isinstance(t, OwnerMessage) for _, _, t in iter_turns(ORIGINAL))
     monkeypatch.setenv("TOY_COMPACT", "auto")
-    monkeypatch.setenv("TOY_COMPACT_AT", str(owner + 1))
+    monkeypatch.setenv("TOY_COMPACT_AT", str(owner + 1 if at == "probe turn" else owner - 2))
     run = _drive(tmp_path, "compact", ORIGINAL, load_manifest(TOY / "agent.toml"))
-    assert run.codes == [] and run.crossing.verdict == "verified", run.crossing.reasons
-    assert [f.role for f in run.facts[-2:]] == ["compaction", "main"]
+    assert run.codes == [] and run.crossing.verdict == "verified", (run.details, run.crossing)
+    roles = [f.role for f in run.facts]
+    assert roles.count("compaction") == 1
+    if at == "probe turn":
+        assert roles[-2:] == ["compaction", "main"]
+    else:  # the replay went on after it, every turn still answered
+        assert roles.index("compaction") < len(roles) - 4 and run.signature
 
 
 @pytest.mark.parametrize(
     ("fault", "verdict", "reason"),
     [
-        ("fake_compact", "not_crossed", "the compaction dropped nothing"),
+        ("fake_compact", "not_crossed", "it dropped nothing"),
         ("front_compact", "not_crossed", "the compaction replaced none"),
         ("lose_summary", "contradicted", "does not carry the summary"),
     ],
