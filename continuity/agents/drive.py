@@ -159,18 +159,10 @@ async def drive_agent(
     Raises:
         AdapterError: the adapter could not be started or broke the protocol, or the
             arm needs a capability it lacks (``adapter_capability_missing:<cap>``).
-        ArmError: ``arm_unknown``; a store or pack arm without `retained`.
+        ArmError: ``arm_unknown``; a store or pack arm without `retained`;
+            ``agent_pack_invalid``.
     """
-    if arm not in ARMS:
-        raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=arm)
-    if arm in STORE_ARMS and retained is None:
-        raise ArmError(f"{arm} needs the reference harness's retained evidence", location=arm)
-    if arm == STORE_ARMS[1] and retained is not None and not retained.pack:
-        raise ArmError(  # the harness's failure, never the agent's: nothing runs
-            f"the reference pack is {retained.pack_status}: nothing to inject",
-            code="agent_pack_invalid",
-            location=arm,
-        )
+    _check_arm(arm, retained)
     owner = [t for _, _, t in iter_turns(trace) if isinstance(t, OwnerMessage)]
     volatile = (*volatile, *manifest.volatile)  # the manifest's patterns always apply
     proxy = ModelProxy(
@@ -217,6 +209,25 @@ async def drive_agent(
                     await run.probe(adapter, proxy, session, probe)
             lookup = served.meter.state() if served.meter is not None else None
     return _agent_run(arm, info, run, (proxy, fixture, steering), needles, retained, lookup)
+
+
+def _check_arm(arm: str, retained: RetainedView | None) -> None:
+    """Refuse an arm outside agents lack, or a store or pack arm without its evidence.
+
+    Raises:
+        ArmError: ``arm_unknown``; ``agent_pack_invalid`` (the reference pack is invalid:
+            the harness's failure, never the agent's, so nothing runs).
+    """
+    if arm not in ARMS:
+        raise ArmError(f"outside agents have the arms {', '.join(ARMS)}", location=arm)
+    if arm in STORE_ARMS and retained is None:
+        raise ArmError(f"{arm} needs the reference harness's retained evidence", location=arm)
+    if arm == STORE_ARMS[1] and retained is not None and not retained.pack:
+        raise ArmError(
+            f"the reference pack is {retained.pack_status}: nothing to inject",
+            code="agent_pack_invalid",
+            location=arm,
+        )
 
 
 def _agent_run(
