@@ -93,17 +93,24 @@ def check_new_directory(path: str | os.PathLike[str], *, exists: str, invalid: s
             "the directory exists; a new one is needed", code=exists, location=str(target)
         )
     created = [target, *(p for p in target.parents if not p.exists())]
-    try:
-        target.mkdir(parents=True)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot create it: {exc.strerror or type(exc).__name__}",
-            code=invalid,
-            location=str(target),
-        ) from None
+    for attempt in range(20):
+        try:
+            target.mkdir(parents=True)
+            break
+        except FileNotFoundError:  # a parent another check had made, removed meanwhile
+            if attempt == 19:
+                raise UsageError("cannot create it", code=invalid, location=str(target)) from None
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create it: {exc.strerror or type(exc).__name__}",
+                code=invalid,
+                location=str(target),
+            ) from None
     writable = os.access(target, os.W_OK | os.X_OK)
-    for folder in created:
-        folder.rmdir()
+    target.rmdir()
+    for folder in created[1:]:  # parents: another check may be using one right now
+        with contextlib.suppress(OSError):
+            folder.rmdir()
     if not writable:
         raise UsageError("the directory would not be writable", code=invalid, location=str(target))
     return target

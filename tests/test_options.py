@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -267,6 +268,30 @@ def test_lookup_budget_checks_its_arguments_first(tmp_path: Path) -> None:
         check_new_directory(tmp_path / "a" / "b", exists="e", invalid="i") == tmp_path / "a" / "b"
     )
     assert not (tmp_path / "a").exists()
+
+
+def test_checks_of_new_directories_under_one_missing_parent_do_not_race(tmp_path: Path) -> None:
+    """Several checks at once (parallel test workers, two dry runs) under a parent none of
+    them finds: each makes and removes its own directory, and one removing the shared
+    parent never fails another (it used to: "cannot create it: No such file or
+    directory")."""
+    parent = tmp_path / "runs"
+    errors: list[BaseException] = []
+
+    def check(name: str) -> None:
+        try:
+            for round_ in range(40):
+                check_new_directory(parent / f"{name}-{round_}", exists="e", invalid="i")
+        except BaseException as exc:  # collected: a thread's failure fails the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=check, args=(f"t{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert not parent.exists() or not any(parent.iterdir())  # nothing of theirs is left
 
 
 # -- the argv front door ---------------------------------------------------------------------
