@@ -395,15 +395,30 @@ class ModelProxy:
         problems, fact["tool_bytes_seen"], fact["tool_bytes_sent"] = check_request(step, request)
         for detail in problems:
             self._problem(fact, "replay_fidelity_failed", detail)
-        calls = []
-        for number, (name, arguments) in enumerate(step.tool_calls):
-            offered = map_tool(name, request.tools)
-            if offered is None:
-                self._problem(fact, "tools_not_offered", f"{name} at {step.turn_id}")
-                return 400, _refusal("tools_not_offered", f"the agent offers no tool {name}")
-            calls.append((f"call_{fact['index']}_{number}", offered, arguments))
+        calls, missing = self._map_calls(request, fact, step.tool_calls, step.turn_id)
+        if missing is not None:
+            return 400, _refusal("tools_not_offered", f"the agent offers no tool {missing}")
         fact["output_tokens"] = -(-len(step.text) // 4)
         return 200, {"text": step.text, "calls": calls}
+
+    def _map_calls(
+        self,
+        request: WireRequest,
+        fact: dict[str, Any],
+        calls: Sequence[tuple[str, dict[str, Any]]],
+        where: str,
+    ) -> tuple[list[tuple[str, str, dict[str, Any]]], str | None]:
+        """The calls of a reply (the script's or the reader's) with fresh ids, each named
+        as the agent offers the tool; and the first tool it does not offer (recorded as
+        ``tools_not_offered`` at `where`), the calls before it only, or None."""
+        mapped: list[tuple[str, str, dict[str, Any]]] = []
+        for number, (name, arguments) in enumerate(calls):
+            offered = map_tool(name, request.tools)
+            if offered is None:
+                self._problem(fact, "tools_not_offered", f"{name} at {where}")
+                return mapped, name
+            mapped.append((f"call_{fact['index']}_{number}", offered, arguments))
+        return mapped, None
 
     def _forwarded(
         self, request: WireRequest, role: str, fact: dict[str, Any], answer: str | ReaderReply
@@ -412,14 +427,10 @@ class ModelProxy:
         asked for, each named as the agent offers it (a tool the agent does not offer
         is ``tools_not_offered``). Only a reply without calls is the model's final text."""
         reply = answer if isinstance(answer, ReaderReply) else ReaderReply(text=answer)
-        calls = []
-        for number, (name, arguments) in enumerate(reply.calls):
-            offered = map_tool(name, request.tools)
-            if offered is None:
-                self._problem(fact, "tools_not_offered", f"{name} at the probe")
-                return 400, _refusal("tools_not_offered", f"the agent offers no tool {name}")
-            calls.append((f"call_{fact['index']}_{number}", offered, arguments))
-            self.asked.append(name)
+        calls, missing = self._map_calls(request, fact, reply.calls, "the probe")
+        self.asked += [name for name, _ in reply.calls[: len(calls)]]
+        if missing is not None:
+            return 400, _refusal("tools_not_offered", f"the agent offers no tool {missing}")
         fact["output_tokens"] = -(-len(reply.text) // 4)
         if role == "main" and not calls:
             self.replies.append(reply.text)

@@ -35,6 +35,7 @@ from continuity.servers.proxy_chat import (
 )
 from continuity.servers.proxy_script import WireMessage, WireRequest
 from continuity.servers.wire_model import pieces
+from continuity.servers.wire_responses import response_frame
 
 __all__ = ["RESPONSES", "responses_request"]
 
@@ -140,23 +141,8 @@ def _items(reply: Reply) -> list[dict[str, Any]]:
 
 def _response(model: str, output: list[dict[str, Any]], reply: Reply | None) -> dict[str, Any]:
     """The response object: in progress (no `reply` yet), or completed with its usage."""
-    response: dict[str, Any] = {
-        "id": "resp_continuity",
-        "object": "response",
-        "created_at": 0,
-        "model": model,
-        "status": "in_progress" if reply is None else "completed",
-        "output": output,
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-        "error": None,
-        "incomplete_details": None,
-        "instructions": None,
-        "metadata": {},
-        "temperature": 1.0,
-        "top_p": 1.0,
-    }
+    status = "in_progress" if reply is None else "completed"
+    response = response_frame(model, "resp_continuity", 0, status=status, output=output)
     if reply is not None:
         read, written = reply_usage(reply)
         response["usage"] = {

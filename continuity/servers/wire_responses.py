@@ -18,7 +18,7 @@ from typing import Any
 
 from continuity.servers.wire_model import HISTORY_TOOL, Events, Usage, pieces
 
-__all__ = ["responses_events", "responses_object"]
+__all__ = ["response_frame", "responses_events", "responses_object"]
 
 
 class _Sequence:
@@ -85,13 +85,27 @@ def _completed(base: dict[str, Any], done: dict[str, Any], usage: Usage) -> dict
 
 def _response(model: str) -> dict[str, Any]:
     """The response object as it stands before any output."""
+    return response_frame(model, "resp_loopback", int(time.time()))
+
+
+def response_frame(
+    model: str,
+    ident: str,
+    created_at: int,
+    *,
+    status: str = "in_progress",
+    output: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A Responses ``response`` object without usage: its fixed fields (the ones the
+    openai SDK's types require), `status` and `output` (this loopback server's and the
+    model proxy's, `continuity.servers.proxy_responses`)."""
     return {
-        "id": "resp_loopback",
+        "id": ident,
         "object": "response",
-        "created_at": int(time.time()),
+        "created_at": created_at,
         "model": model,
-        "status": "in_progress",
-        "output": [],
+        "status": status,
+        "output": output if output is not None else [],
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
