@@ -128,6 +128,15 @@ PLAN_PARAMS: list[Param] = [
         "the checkout, the output directory and this process's environment; the report "
         "says UNSANDBOXED); without it, a machine that cannot sandbox refuses the plan",
     ),
+    param(
+        "switch_model",
+        str,
+        "",
+        "with --agent and the switch arm in a real plan: the provider:model the agent "
+        "switches to, which answers after the switch (the plan's reader, to measure the "
+        "agent's context rebuild alone); bound into the plan, priced, and keyed into "
+        "the switch arm's units only",
+    ),
     # --suite holdout: the frozen external source and its preregistered selection.
     *SOURCE_PARAMS,
     *SELECTION_PARAMS,

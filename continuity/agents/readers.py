@@ -13,9 +13,16 @@ model_proxy`, forward mode) to a `SampleReader`, one per sample:
   admitted as one live turn, on its first call; a stop rule fired refuses it) and the
   run's cost cap. The agent's request is translated to the benchmark's `ModelRequest`
   (`model_request`): its system text, its user and assistant turns, and its tool calls
-  and results paired in order with fresh call ids. No tools are offered to the reader:
-  the probe is recall-only. A failed call is kept (`error`), and the sample is never
-  sealed: the runner stops the run as ``run_incomplete`` or ``run_stopped``.
+  and results paired in order with fresh call ids. The probe is recall-only: the reader
+  is offered no tool, except in the store arm, where the agent offers
+  ConversationHistory and the reader gets its real definition (under that name; the
+  proxy names each call as the agent offers the tool). As the reference lookup loop is,
+  it is bounded: the store is offered for at most the frozen policy's call budget plus
+  one requests of a sample, then the reader must answer. A request naming the model
+  the agent switched to (``cont-switch``) goes to the plan's ``--switch-model``
+  (`switch`), with its own call-cache keys. A failed call is kept (`error`), and the
+  sample is never sealed: the runner stops the run as ``run_incomplete`` or
+  ``run_stopped``.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from continuity.messages import (
     Message,
     ModelRequest,
     ToolCallRequest,
+    ToolDefinition,
     ToolResultMessage,
     UserMessage,
 )
@@ -41,16 +49,27 @@ from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
 from continuity.providers.protocol import complete
 from continuity.providers.real import make_provider
 from continuity.providers.scripted import SUMMARY_SECTIONS
-from continuity.servers.history import HISTORY_TOOL
-from continuity.servers.model_proxy import ReaderReply
+from continuity.servers.history import DESCRIPTION, HISTORY_TOOL, INPUT_SCHEMA
+from continuity.servers.model_proxy import SWITCH, ReaderReply
 from continuity.servers.proxy_script import WireMessage, WireRequest, map_tool
 from continuity.store import Store
 
-__all__ = ["NO_RESULT", "OfflineReader", "RealReader", "SampleReader", "model_request"]
+__all__ = [
+    "HISTORY_DEFINITION",
+    "NO_RESULT",
+    "OfflineReader",
+    "RealReader",
+    "SampleReader",
+    "model_request",
+]
 
 # The result of a call the agent's context holds no result for (a provider refuses a
 # call without one).
 NO_RESULT = "(no result in the agent's context)"
+# ConversationHistory as the store arm's real reader is offered it: the MCP server's own.
+HISTORY_DEFINITION = ToolDefinition(
+    name=HISTORY_TOOL, description=DESCRIPTION, input_schema=INPUT_SCHEMA
+)
 
 
 class SampleReader(Protocol):
@@ -127,7 +146,9 @@ def _arguments(text: str) -> dict[str, Any]:
 def _turns(messages: tuple[WireMessage, ...]) -> list[Message]:
     """The agent's turns as benchmark messages: each tool result answers the earliest
     unanswered call of the assistant turn before it (a result with no call left is
-    shown to the reader as a user turn); a call left unanswered gets `NO_RESULT`."""
+    shown to the reader as a user turn); a call left unanswered gets `NO_RESULT`. A call
+    of the agent's ConversationHistory (under any MCP prefix) carries the tool's own
+    name, as the reader was offered it."""
     out: list[Message] = []
     pending: list[ToolCallRequest] = []
 
@@ -151,7 +172,9 @@ def _turns(messages: tuple[WireMessage, ...]) -> list[Message]:
         if message.role == "assistant":
             pending = [
                 ToolCallRequest(
-                    call_id=f"call_{number}_{i}", name=name, arguments=_arguments(arguments)
+                    call_id=f"call_{number}_{i}",
+                    name=HISTORY_TOOL if map_tool(HISTORY_TOOL, (name,)) else name,
+                    arguments=_arguments(arguments),
                 )
                 for i, (name, arguments) in enumerate(message.tool_calls)
             ]
@@ -173,40 +196,62 @@ def _lookup_request(request: WireRequest) -> ModelRequest:
     )
 
 
-def model_request(request: WireRequest, spec: EndpointSpec) -> ModelRequest:
-    """The agent's request as the reader endpoint gets it (module doc)."""
+def model_request(
+    request: WireRequest, spec: EndpointSpec, tools: tuple[ToolDefinition, ...] = ()
+) -> ModelRequest:
+    """The agent's request as the reader endpoint gets it, offered `tools` (module doc)."""
     return ModelRequest(
         session_id="outside-agent",
         provider=spec.kind,
         model=spec.model,
         system=request.system,
         messages=tuple(_turns(request.messages)),
+        tools=tools,
     )
 
 
 class RealReader:
-    """The plan's reader behind the call cache, the ledger and the cost cap (module doc).
+    """The plan's reader behind the call cache, the ledger and the cost cap (module doc);
+    `switch` is the model an agent's switch arm switches to, when the plan names one.
 
     It is called on the proxy's own event loop thread, so each call opens (and closes)
     its own ledger connection, store and HTTP client there."""
 
-    def __init__(self, binding: RealBinding) -> None:
+    def __init__(self, binding: RealBinding, switch: RealBinding | None = None) -> None:
         self.binding = binding
+        self.switch = switch
         self.admitted = False
         self.error: ContinuityError | None = None
         self._calls: list[CallReceipt] = []
         self._replayed: list[str] = []
+        self._store_rounds = 0  # requests of this sample the store was offered in
 
-    async def __call__(self, request: WireRequest) -> str:
-        return await self._send(request, role="answer")
+    async def __call__(self, request: WireRequest) -> ReaderReply:
+        tools: tuple[ToolDefinition, ...] = ()
+        if map_tool(HISTORY_TOOL, request.tools) and self._store_rounds <= load_policy().calls:
+            self._store_rounds += 1
+            tools = (HISTORY_DEFINITION,)
+        switched = request.model == SWITCH and self.switch is not None
+        done = await self._send(
+            request, role="answer", tools=tools, binding=self.switch if switched else None
+        )
+        calls = [(c.name, dict(c.arguments)) for c in done.tool_calls] if tools else []
+        return ReaderReply(text=done.text, calls=calls)
 
     async def summarize(self, request: WireRequest) -> str:
         """The agent's own compaction request: a ``summary`` call, as the reference
         harness's mid-trace compaction makes one (gated: no live turn admits it)."""
-        return await self._send(request, role="summary")
+        return (await self._send(request, role="summary")).text
 
-    async def _send(self, request: WireRequest, *, role: Literal["answer", "summary"]) -> str:
-        b = self.binding
+    async def _send(
+        self,
+        request: WireRequest,
+        *,
+        role: Literal["answer", "summary"],
+        tools: tuple[ToolDefinition, ...] = (),
+        binding: RealBinding | None = None,
+    ) -> AssistantMessage:
+        b = binding or self.binding
         ledger = Ledger(b.ledger) if b.ledger else None
         inner = make_provider(b.endpoint)
         try:
@@ -224,7 +269,7 @@ class RealReader:
                 gate=role == "summary",
             )
             try:
-                done = await complete(cached, model_request(request, b.endpoint))
+                done = await complete(cached, model_request(request, b.endpoint, tools))
             finally:
                 self._calls += cached.receipts
                 self._replayed += cached.replayed
@@ -235,7 +280,7 @@ class RealReader:
             await inner.aclose()
             if ledger is not None:
                 ledger.close()
-        return done.message.text
+        return done.message
 
     def calls(self) -> list[CallReceipt]:
         return list(self._calls)

@@ -11,7 +11,7 @@ planned as their unit ids (``agent-native``, ...).
 What v1 does not do with an outside agent is refused at plan time, never dropped
 silently: the lookup probe mode and the ledger options (``plan_invalid``), a judge
 (``plan_invalid``: the agent's answers are graded by the deterministic scorer only), a
-real plan with the ``switch`` or ``continuity-store`` arm (``plan_invalid``), and
+real plan with the ``switch`` arm that names no ``--switch-model`` (``plan_invalid``), and
 an arm needing a capability the manifest's declared ``capabilities`` lack
 (``adapter_capability_missing:<cap>``; ``compact`` and ``switch`` need the manifest to
 declare ``compaction`` or ``model_switch``: an agent declaring none is refused here).
@@ -37,11 +37,12 @@ from continuity.agents.protocol import Capabilities
 from continuity.agents.sandbox import require_sandbox
 from continuity.arms import probe_mode_named
 from continuity.errors import UsageError
+from continuity.plan.models import check_model
 
 if TYPE_CHECKING:
     from continuity.plan.request import PlanRequest
 
-__all__ = ["agent_arms", "agent_for_request", "agent_identity"]
+__all__ = ["agent_arms", "agent_for_request", "agent_identity", "switch_model"]
 
 # Plan options an outside agent's plan refuses, and why.
 _REFUSED = {
@@ -49,15 +50,6 @@ _REFUSED = {
     "extraction_model": "the ledger arm is a reference arm; outside agents have none",
     "require_request_cap": "the ledger arm is a reference arm; outside agents have none",
     "lookup_reader": "lookup-allowed-v1 is the reference reader's probe mode",
-}
-
-
-# Outside arms a real plan refuses in v1, and why.
-_REAL_REFUSED = {
-    "continuity-store": "its reader calls ConversationHistory over rounds the estimate does "
-    "not plan yet (lookup mode is offline only too)",
-    "switch": "the second model would be the plan's reader again: a real switch needs a "
-    "second reader the plan names and prices, which v1 does not have",
 }
 
 
@@ -85,13 +77,7 @@ def agent_for_request(request: PlanRequest) -> tuple[Manifest, AgentIdentity] | 
             code="plan_invalid",
             location="--probe-mode",
         )
-    real = request.provider not in ("", "scripted")
     arms = [outside_arm(a) for a in agent_arms(request.arms or None)]
-    for arm, why in _REAL_REFUSED.items():
-        if real and arm in arms:
-            raise UsageError(
-                f"a real plan with the {arm} arm: {why}", code="plan_invalid", location="--arms"
-            )
     manifest = load_manifest(Path(path))
     if manifest.capabilities is not None:  # refused before anything runs
         declared = msgspec.convert(manifest.capabilities.model_dump(), Capabilities)
@@ -102,6 +88,38 @@ def agent_for_request(request: PlanRequest) -> tuple[Manifest, AgentIdentity] | 
     if sandboxed:  # probed at plan time: never a silent fallback
         require_sandbox("--agent")
     return manifest, identity(manifest, sandboxed=sandboxed)
+
+
+def switch_model(request: PlanRequest) -> str | None:
+    """The model a real plan's ``switch`` arm switches to (``--switch-model``; None for
+    every other plan). Offline the scripted reader answers after a switch, as it answers
+    every probe; a real plan names the second model, so it is bound, priced and keyed.
+
+    Raises:
+        UsageError: ``plan_invalid`` at ``--switch-model``: given without ``--agent``,
+            offline, without the switch arm, or not ``provider:model``; missing from a
+            real plan with the switch arm.
+    """
+    named = request.switch_model
+    real = request.provider not in ("", "scripted")
+    switching = bool(request.agent) and "switch" in [
+        outside_arm(a) for a in agent_arms(request.arms or None)
+    ]
+    refusals = [
+        (named and not request.agent, "names the model an outside agent switches to: add --agent"),
+        (named and not real, "is a real plan's: offline the scripted reader answers after it"),
+        (named and not switching, "needs the switch arm in --arms"),
+        (
+            real and switching and not named,
+            "is needed by a real plan with the switch arm: name the model the agent switches "
+            "to (the plan's reader, to measure the agent's context rebuild alone)",
+        ),
+    ]
+    why = next((why for refused, why in refusals if refused), None)
+    if why is not None:
+        raise UsageError(f"--switch-model {why}", code="plan_invalid", location="--switch-model")
+    check_model("--switch-model", named or None)
+    return named or None
 
 
 def agent_identity(request: PlanRequest) -> AgentIdentity | None:

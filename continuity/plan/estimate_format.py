@@ -136,6 +136,11 @@ def _agent_lines(plan: Plan) -> list[str]:
         f"  agent {a.adapter} {a.version} (manifest {a.manifest[:16]}, files "
         f"{a.sources[:16]}, env {a.env[:16]}): replay scripted, only the probe is sent; "
         "each call estimated as the whole conversation, nothing cached",
+        *(
+            [f"  switch arm: the agent switches to {plan.switch_model}"]
+            if plan.switch_model
+            else []
+        ),
     ]
 
 

@@ -19,7 +19,7 @@ import msgspec
 from continuity.arms import probe_mode_named
 from continuity.errors import UsageError
 from continuity.errors.hints import did_you_mean
-from continuity.plan.agent_plan import agent_identity
+from continuity.plan.agent_plan import agent_identity, switch_model
 from continuity.plan.models import model_profile
 from continuity.plan.plan import DEFAULT_BASE_URLS, Endpoint, LookupPlan, Plan, build_plan
 from continuity.plan.pricing import PriceSource, price_source
@@ -107,6 +107,7 @@ def plan_from_request(
         context_window=request.context_window or None,
         max_output_tokens=request.max_output_tokens or None,
     )
+    plan = msgspec.structs.replace(plan, switch_model=switch_model(request))
     if probe_mode != "lookup-allowed-v1":
         return plan
     return lookup_plan(

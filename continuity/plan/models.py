@@ -28,13 +28,14 @@ from typing import Literal
 import msgspec
 
 from continuity.errors import UsageError
-from continuity.errors.hints import did_you_mean
+from continuity.errors.hints import did_you_mean, did_you_mean_model
 
 __all__ = [
     "DEFAULT_PROFILE",
     "PROFILES",
     "ModelProfile",
     "ProfileName",
+    "check_model",
     "model_profile",
 ]
 
@@ -95,3 +96,36 @@ def model_profile(name: str | None) -> ModelProfile:
             location="--models",
         )
     return PROFILES[chosen]
+
+
+def check_model(option: str, model: str | None) -> None:
+    """`model` (None: not given) is a provider:model reference.
+
+    Raises:
+        UsageError: ``plan_invalid``, with a "did you mean" among the profiles' models.
+    """
+    if model is not None and (":" not in model or model.startswith(":")):
+        known = _profile_models()
+        raise UsageError(
+            f"{model!r} is not provider:model; "
+            f"{did_you_mean_model(model.lstrip(':'), known)}e.g. {known[0]}",
+            code="plan_invalid",
+            location=option,
+        )
+
+
+def _profile_models() -> list[str]:
+    """Every provider:model the model profiles name, the default profile's reader
+    first: what a "did you mean" offers."""
+    models = (
+        model
+        for profile in PROFILES.values()
+        for model in (
+            *profile.reader.values(),
+            *profile.judge.values(),
+            profile.alternate,
+            profile.screening,
+            profile.high_end,
+        )
+    )
+    return list(dict.fromkeys(models))

@@ -28,12 +28,11 @@ from continuity.agents.identity import AgentIdentity
 from continuity.arms import ProbeMode, parse_arms
 from continuity.digest import value_digest
 from continuity.errors import UsageError
-from continuity.errors.hints import did_you_mean_model
 from continuity.holdout.schema import HoldoutBinding
 from continuity.plan.agent_plan import agent_arms
 from continuity.plan.ledger_plan import LedgerPlan, check_ledger_plan, ledger_plan
 from continuity.plan.limits import MAX_PROBE_LIMIT, MAX_REPEATS
-from continuity.plan.models import DEFAULT_PROFILE, PROFILES
+from continuity.plan.models import DEFAULT_PROFILE, PROFILES, check_model
 from continuity.plan.pricing import PriceSource
 from continuity.probes.protocol import PROBE_PROTOCOL
 from continuity.providers.efforts import check_efforts
@@ -102,6 +101,9 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     context_window: int | None = None
     # --max-output-tokens N: the output cap every real request sends; None: 4,096.
     max_output_tokens: int | None = None
+    # --switch-model provider:model (a real outside-agent plan with the switch arm): the
+    # model the agent switches to, which answers after the switch.
+    switch_model: str | None = None
 
 
 class LookupPlan(Plan, frozen=True, kw_only=True):
@@ -119,7 +121,15 @@ class LookupPlan(Plan, frozen=True, kw_only=True):
 
 
 # Fields added after plans were first confirmed: each enters the digest only when set.
-_LATER_FIELDS = ("pricing", "ledger", "holdout", "agent", "context_window", "max_output_tokens")
+_LATER_FIELDS = (
+    "pricing",
+    "ledger",
+    "holdout",
+    "agent",
+    "context_window",
+    "max_output_tokens",
+    "switch_model",
+)
 
 
 @functools.cache
@@ -191,7 +201,7 @@ def build_plan(
         ("--judge", judge),
         ("--extraction-model", extraction_model),
     ):
-        _check_model(name, model)
+        check_model(name, model)
     check_efforts((endpoint or Endpoint()).kind, reader_effort, judge_effort)
     if holdout is not None:
         trace_keys = sorted(holdout[1])
@@ -221,39 +231,6 @@ def build_plan(
         context_window=context_window,
         max_output_tokens=max_output_tokens,
     )
-
-
-def _check_model(option: str, model: str | None) -> None:
-    """`model` (None: not given) is a provider:model reference.
-
-    Raises:
-        UsageError: ``plan_invalid``, with a "did you mean" among the profiles' models.
-    """
-    if model is not None and (":" not in model or model.startswith(":")):
-        known = _profile_models()
-        raise UsageError(
-            f"{model!r} is not provider:model; "
-            f"{did_you_mean_model(model.lstrip(':'), known)}e.g. {known[0]}",
-            code="plan_invalid",
-            location=option,
-        )
-
-
-def _profile_models() -> list[str]:
-    """Every provider:model the model profiles name, the default profile's reader
-    first: what a "did you mean" offers."""
-    models = (
-        model
-        for profile in PROFILES.values()
-        for model in (
-            *profile.reader.values(),
-            *profile.judge.values(),
-            profile.alternate,
-            profile.screening,
-            profile.high_end,
-        )
-    )
-    return list(dict.fromkeys(models))
 
 
 def _arm_ids(arms: str | None, probe_mode: str, agent: AgentIdentity | None) -> list[str]:

@@ -50,6 +50,7 @@ class PlanRequest(HoldoutRequest, frozen=True, kw_only=True):
     require_request_cap: bool = False
     agent: str = ""
     no_sandbox: bool = False
+    switch_model: str = ""
 
 
 class PricedRequest(PlanRequest, frozen=True, kw_only=True):

@@ -261,17 +261,22 @@ def _judge_call(probe: Probe, judge: str) -> PlannedCall:
 
 
 def _agent_calls(plan: Plan, traces: Sequence[Trace]) -> list[PlannedCall]:
-    """An outside agent's plan: one forwarded probe call per sample (its replay is
+    """An outside agent's plan: its forwarded probe calls per sample (its replay is
     scripted, never billed). A black box's context is unknown, so each call is
     estimated as the whole conversation, an agent system prompt of the assumed size and
     the probe, nothing cached: an upper-end estimate for an agent that keeps everything
-    (the ledger's planned live turns still cap the calls a sample may make). The
-    ``compact`` arm adds the agent's own summary request per sample: the whole
-    conversation as the probe's call sees it (an agent may send its full history, tool
-    results uncut) plus a summary prompt, nothing cached."""
+    (the ledger's planned live turns still cap the calls a sample may make).
+
+    - ``switch``: its probe call goes to the model the agent switches to
+      (``plan.switch_model``; offline the reader).
+    - ``continuity-store``: the reader looks records up first, so its probe turn is the
+      reference store arm's rounds (``history_rounds``, each ``tokens_per_history_round``
+      longer than the one before).
+    - ``compact`` adds the agent's own summary request per sample: the whole
+      conversation as the probe's call sees it (an agent may send its full history, tool
+      results uncut) plus a summary prompt, nothing cached."""
     a = ASSUMPTIONS
     calls = []
-    compacting = sum(arm == "agent-compact" for arm in plan.arms)
     for trace in traces:
         shape = trace_shape(trace)
         context = a["system_tokens"] + shape["full"]  # once per trace
@@ -280,9 +285,22 @@ def _agent_calls(plan: Plan, traces: Sequence[Trace]) -> list[PlannedCall]:
         )
         for probe in trace.probes[: plan.probe_limit] if plan.probe_limit else trace.probes:
             total = context + -(-len(probe.text) // 4)
-            call = PlannedCall("answer", plan.reader, total, 0, 0, a["answer_output_tokens"])
-            calls += [call] * (len(plan.arms) * plan.repeats)
-            calls += [summary] * (compacting * plan.repeats)
+            for arm in plan.arms:
+                model = plan.switch_model if arm == "agent-switch" and plan.switch_model else None
+                rounds = a["history_rounds"] if arm == "agent-continuity-store" else 1
+                sample = [
+                    PlannedCall(
+                        "answer",
+                        model or plan.reader,
+                        total + r * a["tokens_per_history_round"],
+                        0,
+                        0,
+                        a["answer_output_tokens"],
+                    )
+                    for r in range(rounds)
+                ]
+                sample += [summary] if arm == "agent-compact" else []
+                calls += sample * plan.repeats
     return calls
 
 
@@ -292,9 +310,12 @@ def workload(plan: Plan, traces: Sequence[Trace] | None = None) -> Workload:
     if plan.agent is not None:
         agent = _agent_calls(plan, traces)
         answers = sum(c.role == "answer" for c in agent)
+        samples = sum(
+            len(t.probes[: plan.probe_limit] if plan.probe_limit else t.probes) for t in traces
+        )
         return Workload(
             units=len(traces) * len(plan.arms) * plan.repeats,
-            live_turns=answers,
+            live_turns=samples * len(plan.arms) * plan.repeats,
             answer_calls=answers,
             compaction_calls=len(agent) - answers,
             judge_calls=0,

@@ -1,14 +1,15 @@
 """An outside agent's units against a real reader: ``doit units --agent agent.toml --real``.
 
 The replay is scripted as offline (the proxy plays the trace's assistant turns); only
-the probe is forwarded, to the plan's reader, through the guarded real mode
-(`continuity.runner.real.open_real_run`: every guard first, the confirmed plan digest,
-the credentials file, the cost cap) and the call cache (`continuity.agents.readers.
-RealReader`). The invocation's ledger plans one live turn per sample and admits it on
-the sample's first forwarded call; the observed-input cap stops admission as for the
-reference arms. A unit's key binds the reader's endpoint (`RealRun.binding`), so real
-and offline units never mix, and a rerun reuses every finished unit and every call
-already made.
+the probe is forwarded, to the plan's reader (the switch arm's, after the switch, to the
+model ``--switch-model`` names; the store arm's reader may look records up first),
+through the guarded real mode (`continuity.runner.real.open_real_run`: every guard
+first, the confirmed plan digest, the credentials file, the cost cap) and the call cache
+(`continuity.agents.readers.RealReader`). The invocation's ledger plans one live turn
+per sample and admits it on the sample's first forwarded call; the observed-input cap
+stops admission as for the reference arms. A unit's key binds the reader's endpoint
+(`RealRun.binding`; the switch arm's also the model it switches to), so real and offline
+units never mix, and a rerun reuses every finished unit and every call already made.
 
 A failed reader call (a provider error, a stop rule, the cost cap) stops the run after
 the finished units are written: ``run_stopped`` when a stop rule fired, else
@@ -20,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from continuity.agents.manifest import Manifest
 from continuity.agents.readers import RealReader
@@ -40,9 +43,11 @@ __all__ = ["run_real_agent"]
 
 
 def _reader(real: RealRun, store: Store, repeat: int) -> RealReader:
+    """A sample's reader: the plan's, and the model its switch arm switches to."""
     binding = real_binding_for(real, store, repeat)
     assert binding is not None
-    return RealReader(binding)
+    switch = real.switch and msgspec.structs.replace(binding, endpoint=real.switch)
+    return RealReader(binding, switch or None)
 
 
 def run_real_agent(

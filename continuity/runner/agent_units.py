@@ -117,6 +117,14 @@ def agent_unit_key(
     ).key()
 
 
+def _arm_binding(binding: dict[str, Any] | None, arm: str) -> dict[str, Any] | None:
+    """The real binding an `arm`'s units bind: the model a switch switches to is the
+    switch arm's alone (naming one leaves every other arm's units as they were)."""
+    if binding is None or arm == "switch" or "switch" not in binding:
+        return binding
+    return {name: part for name, part in binding.items() if name != "switch"}
+
+
 class AgentUnitPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What `build_agent_units` runs: the agent, its arms (outside arm names), the
     repeats, the probe limit, the reader the probe goes to and its real binding."""
@@ -188,13 +196,14 @@ class _Unit:
         self.plan, self.trace, self.arm, self.repeat = plan, trace, arm, repeat
         self.probes = trace.probes[: plan.probe_limit]
         retained = retained_checkpoint(key) if arm in STORE_ARMS else None
+        self.binding = _arm_binding(plan.binding, arm)
         self.key = agent_unit_key(
             repeat,
             key,
             unit_arm(arm),
             plan.agent,
             [p.probe_id for p in self.probes],
-            plan.binding,
+            self.binding,
             retained,
         )
         self.trace_key = key
@@ -212,7 +221,7 @@ class _Unit:
                 probe_ids=[p.probe_id for p in self.probes],
                 probes=results,
                 judge=[],
-                binding=self.plan.binding,
+                binding=self.binding,
                 probe_protocol=AGENT_PROBE_PROTOCOL,
                 complete=True,
                 eligible_terminal=True,

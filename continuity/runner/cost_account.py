@@ -77,6 +77,7 @@ def open_cost_account(
         return None
     catalog = load_catalog(Path(pricing) if pricing else None)
     models = [plan.reader, *([plan.judge] if plan.judge else [])]
+    models += [plan.switch_model] if plan.switch_model else []
     if plan.ledger is not None:
         models.append(plan.ledger.extraction_model)
     rates: dict[str, RateCard] = {}

@@ -224,7 +224,8 @@ def _real_run(
     explain_cache: bool,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
 ) -> RealRun:
-    """This invocation's endpoints (the reader, and the judge when the plan has one),
+    """This invocation's endpoints (the reader, the judge when the plan has one, and the
+    model an outside agent's switch arm switches to when it names one),
     its own ledger under ``<out>/.ledger/``, the run's attempt log and, with
     `explain_cache`, a fresh call-key explain log."""
     knobs: dict[str, Any] = {
@@ -239,6 +240,11 @@ def _real_run(
         if plan.judge
         else None
     )
+    switch = (
+        endpoint_for(plan, plan.switch_model, plan.reader_effort, credentials, **knobs)
+        if plan.switch_model
+        else None
+    )
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
     explain_log = str(out / "cache-explain.jsonl") if explain_cache else None
     if explain_log is not None and os.path.exists(explain_log):
@@ -248,6 +254,7 @@ def _real_run(
         judge=judge,
         ledger=str(out / ".ledger" / f"{stamp}-{os.getpid()}.sqlite3"),
         explain_log=explain_log,
+        switch=switch,
     )
 
 
@@ -258,8 +265,9 @@ def _capped(real: RealRun, account: str | None, invocation: str) -> RealRun:
         return real
     capped = {"cost_account": account, "cost_invocation": invocation}
     judge = real.judge and msgspec.structs.replace(real.judge, **capped)
+    switch = real.switch and msgspec.structs.replace(real.switch, **capped)
     return msgspec.structs.replace(
-        real, reader=msgspec.structs.replace(real.reader, **capped), judge=judge
+        real, reader=msgspec.structs.replace(real.reader, **capped), judge=judge, switch=switch
     )
 
 

@@ -19,7 +19,9 @@ from continuity.agents.readers import OfflineReader
 from continuity.agents.retained import RetainedView
 from continuity.errors import AdapterError, ArmError, ContinuityError
 from continuity.plan.from_request import plan_from_request
+from continuity.plan.plan import plan_digest
 from continuity.plan.request import PlanRequest
+from continuity.plan.workload import ASSUMPTIONS, workload
 from continuity.report.aggregate import aggregate_run
 from continuity.runner.units.build import build_units
 from continuity.runner.units.record import UnitRecord
@@ -267,16 +269,64 @@ def test_a_store_or_pack_the_agent_drops_is_contradicted(
     assert probe.status == "contradicted" and any(reason in r for r in probe.reasons)
 
 
-@pytest.mark.parametrize("arms", ["switch", "continuity-store", "native,agent-continuity-store"])
-def test_a_real_plan_refuses_the_arms_v1_cannot_run_for_real(arms: str) -> None:
-    """A real plan (what `doit dry_run` and `doit units --real` build) with the switch
-    (no second reader yet) or the store arm (lookup rounds not estimated) is refused,
-    whatever the arm is spelled as."""
-    options = {"agent": str(TOY / "v1.toml"), "arms": arms, "provider": "openai-chat",
-               "reader": "openai-codex:gpt-6-mini"}  # fmt: skip
+_REAL = {"provider": "openai-chat", "reader": "openai-codex:gpt-6-mini"}
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        ({"agent": "v1", "arms": "switch", **_REAL}, "is needed by a real plan"),
+        ({"agent": "v1", "arms": "native,agent-switch", **_REAL}, "is needed by a real plan"),
+        ({"arms": "native", "switch_model": "local:b", **_REAL}, "add --agent"),
+        ({"agent": "v1", "arms": "switch", "switch_model": "local:b"}, "offline the scripted"),
+        ({"agent": "v1", "arms": "native", "switch_model": "local:b", **_REAL}, "switch arm"),
+        ({"agent": "v1", "arms": "switch", "switch_model": "nocolon", **_REAL}, "provider:model"),
+    ],
+)
+def test_the_model_a_switch_switches_to_is_named_by_a_real_plan_only(
+    options: dict[str, str], why: str
+) -> None:
+    """A real plan with the switch arm names the second model (``--switch-model``),
+    however the arm is spelled; the option is refused anywhere else, and a model that
+    is not provider:model is refused as every plan model is."""
+    if "agent" in options:
+        options = {**options, "agent": str(TOY / "v1.toml")}
     with pytest.raises(ContinuityError) as caught:
         plan_from_request(PlanRequest.of(options))
-    assert caught.value.code == "plan_invalid" and caught.value.location == "--arms"
+    assert caught.value.code == "plan_invalid" and caught.value.location == "--switch-model"
+    assert why in caught.value.message
+
+
+def test_a_real_plan_binds_and_prices_the_switch_model_and_the_store_rounds() -> None:
+    """The second model is in the plan (so in its digest) and its calls in the estimate;
+    the store arm's probe turn is estimated as the reference store arm's lookup rounds."""
+    base = {"agent": str(TOY / "v1.toml"), **_REAL}
+    switching = plan_from_request(
+        PlanRequest.of({**base, "arms": "native,switch", "switch_model": "local:other"})
+    )
+    assert switching.switch_model == "local:other"
+    models = [(c.role, c.model) for c in workload(switching).calls]
+    assert set(models) == {("answer", "openai-codex:gpt-6-mini"), ("answer", "local:other")}
+    assert models.count(("answer", "local:other")) == models.count(
+        ("answer", "openai-codex:gpt-6-mini")
+    )
+    other = plan_from_request(
+        PlanRequest.of({**base, "arms": "native,switch", "switch_model": "local:third"})
+    )
+    assert plan_digest(other) != plan_digest(switching)
+    native = plan_from_request(PlanRequest.of({**base, "arms": "native"}))
+    assert native.switch_model is None  # unset, it leaves the digest as it was (pins elsewhere)
+    store = plan_from_request(
+        PlanRequest.of({**base, "arms": "native,continuity-store", "probe_limit": 1})
+    )
+    planned = workload(store, [trace_named("brightline-return")])
+    step = ASSUMPTIONS["tokens_per_history_round"]
+    first = planned.calls[0].input_tokens  # native's one call, then the store arm's rounds
+    assert [c.input_tokens for c in planned.calls] == [
+        first,
+        *(first + r * step for r in range(ASSUMPTIONS["history_rounds"])),
+    ]
+    assert planned.live_turns == 2 and planned.answer_calls == 1 + ASSUMPTIONS["history_rounds"]
 
 
 def test_an_invalid_reference_pack_stops_the_pack_arm_with_its_code(tmp_path: Path) -> None:

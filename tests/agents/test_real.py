@@ -21,13 +21,15 @@ from continuity.plan.estimate_format import format_dry_run
 from continuity.plan.from_request import plan_from_request
 from continuity.plan.pricing import load_catalog
 from continuity.plan.request import PlanRequest
-from continuity.plan.workload import workload
+from continuity.lookup.policy import load_policy
+from continuity.plan.workload import ASSUMPTIONS, workload
 from continuity.probes.protocol import probe_turn_text, unknown_reply
 from continuity.providers.endpoint import EndpointSpec
 from continuity.report.aggregate import aggregate_run
 from continuity.runner.agent_real import run_real_agent
 from continuity.runner.real_request import RealRequest
 from continuity.runner.units.store import replayed_calls
+from continuity.servers.history import INPUT_SCHEMA
 from continuity.servers.proxy_script import WireMessage, WireRequest
 from continuity.servers.wire import Faults, WireServer, serve_in_thread
 from continuity.store import Store
@@ -38,14 +40,18 @@ TRACE = "brightline-return"
 
 
 def _rig(
-    tmp_path: Path, url: str, agent: Path = TOY_MANIFEST, arms: str = "native,new_session"
+    tmp_path: Path,
+    url: str,
+    agent: Path = TOY_MANIFEST,
+    arms: str = "native,new_session",
+    **extra: str,
 ) -> dict[str, Any]:
     store = Store(tmp_path / "store")
     credentials = tmp_path / "credentials.json"
     credentials.write_text('{"api_key": "sk-loopback"}')
     options = {"agent": str(agent), "provider": "openai-chat", "base_url": url + "/v1",
                "credentials": str(credentials), "reader": "openai-codex:gpt-6-mini",
-               "arms": arms, "probe_limit": 1}  # fmt: skip
+               "arms": arms, "probe_limit": 1, **extra}  # fmt: skip
     plan = plan_from_request(PlanRequest.of(options))
     result = dry_run(plan, workload(plan), load_catalog())
     record_dry_run(store, result, tmp_path / "plans")
@@ -129,6 +135,85 @@ def test_a_real_compact_sample_sends_the_agents_summary_request_then_its_probe(
         assert [c.role for c in probe.agent.calls] == ["summary", "answer"]
         assert len(probe.agent.summaries) == 1 and probe.status == "valid"
         assert "from the loopback model" in probe.agent.summaries[0]
+
+
+def test_a_real_switch_sends_the_probe_to_the_model_the_plan_names(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    """The switch arm's probe goes to ``--switch-model`` (the request names it, the
+    receipt is its call); native's goes to the reader. Naming the second model keys
+    the switch arm's units only: native's unit is the one a plan without it builds."""
+    app = WireServer(model="served-model-7")
+    v1 = TOY_MANIFEST.parent / "v1.toml"
+    with serve_in_thread(app) as url:
+        rig = _rig(tmp_path, url, agent=v1, arms="native,switch",
+                   switch_model="openai-codex:gpt-6-nano")  # fmt: skip
+        assert "the agent switches to openai-codex:gpt-6-nano" in format_dry_run(
+            dry_run(rig["plan"], workload(rig["plan"]), load_catalog())
+        )
+        build, _ = _run(rig, tmp_path, clean_checkout)
+        alone = _rig(tmp_path / "native", url, agent=v1, arms="native")
+        alone_build, _ = _run(alone, tmp_path / "native", clean_checkout)
+    by_arm = {r.arm: r for r in build.records}
+    assert [b["model"] for _, b in app.calls[:2]] == ["gpt-6-mini", "gpt-6-nano"]
+    switched = by_arm["agent-switch"].probes[0]
+    assert switched.agent is not UNSET and switched.agent.verdict == "verified"
+    assert [c.served_model for c in switched.agent.calls] == ["served-model-7"]
+    assert by_arm["agent-switch"].binding is not None
+    assert by_arm["agent-switch"].binding["switch"]["model"] == "gpt-6-nano"
+    native = by_arm["agent-native"]
+    assert native.binding is not None and "switch" not in native.binding
+    assert native.key == alone_build.records[0].key
+
+
+def test_a_real_store_sample_looks_records_up_through_the_agent(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    """The store arm's real reader is offered ConversationHistory (its real
+    definition), calls it through the agent and the meter, then answers from the
+    result; the dry run planned the reference store arm's rounds."""
+    app = WireServer(model="served-model-7")
+    with serve_in_thread(app) as url:
+        rig = _rig(tmp_path, url, agent=TOY_MANIFEST.parent / "v1.toml",
+                   arms="continuity-store")  # fmt: skip
+        assert workload(rig["plan"]).answer_calls == 4 * ASSUMPTIONS["history_rounds"]
+        build, _ = _run(rig, tmp_path, clean_checkout)
+    probe = build.records[0].probes[0]
+    assert probe.agent is not UNSET and probe.agent.verdict == "verified"
+    assert probe.status == "valid" and probe.agent.lookup_calls == 1
+    assert [c.role for c in probe.agent.calls] == ["answer", "answer"]
+    first, second = (body for _, body in app.calls)
+    assert [t["function"]["name"] for t in first["tools"]] == ["ConversationHistory"]
+    assert first["tools"][0]["function"]["parameters"] == INPUT_SCHEMA
+    assert second["messages"][-1]["role"] == "tool"  # the record the agent fetched
+    assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == "ConversationHistory"
+
+
+def test_a_real_store_reader_that_never_stops_looking_must_answer(
+    tmp_path: Path, clean_checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store is offered for at most the policy's call budget plus one requests of a
+    sample; then the reader gets none and must answer (the reference lookup loop's
+    bound), so a model that calls the tool forever cannot run up calls."""
+    monkeypatch.setattr(WireServer, "reply", _always_searches)
+    app = WireServer(model="served-model-7")
+    with serve_in_thread(app) as url:
+        rig = _rig(tmp_path, url, agent=TOY_MANIFEST.parent / "v1.toml",
+                   arms="continuity-store")  # fmt: skip
+        build, _ = _run(rig, tmp_path, clean_checkout)
+    budget = load_policy().calls
+    offered = ["tools" in body for _, body in app.calls]
+    assert offered == [True] * (budget + 1) + [False]
+    probe = build.records[0].probes[0]
+    assert probe.agent is not UNSET and probe.agent.lookup_calls == budget
+    assert probe.agent.verdict == "verified"  # the meter received the refused call too
+
+
+def _always_searches(self: WireServer, path: str, body: dict[str, Any]) -> tuple[str, Any]:
+    """A model that searches whenever a tool is offered, else declines."""
+    if body.get("tools"):
+        return "", {"action": "search", "query": "anything", "limit": 5}
+    return "ANSWER: UNKNOWN", None
 
 
 def test_a_failing_reader_stops_the_run_and_seals_nothing(

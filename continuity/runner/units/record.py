@@ -194,6 +194,8 @@ class RealRun(msgspec.Struct, frozen=True, kw_only=True):
     judge: EndpointSpec | None
     ledger: str
     explain_log: str | None = None
+    # An outside agent's switch arm in a real plan: the model it switches to.
+    switch: EndpointSpec | None = None
 
     def binding(self) -> dict[str, Any]:
         """What the unit key binds (never the credentials path or execution knobs)."""
@@ -209,7 +211,10 @@ class RealRun(msgspec.Struct, frozen=True, kw_only=True):
                 "ref": spec.catalog_ref,
             }
 
-        return {"reader": part(self.reader), "judge": part(self.judge)}
+        bound = {"reader": part(self.reader), "judge": part(self.judge)}
+        if self.switch is not None:  # only the switch arm's units bind it (agent_units)
+            bound["switch"] = part(self.switch)
+        return bound
 
 
 def content_digest(record: UnitRecord) -> str:
