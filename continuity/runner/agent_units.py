@@ -93,10 +93,12 @@ def agent_unit_key(
     agent: AgentIdentity,
     probe_ids: Sequence[str],
     binding: dict[str, Any] | None = None,
-    retained: str | None = None,
 ) -> str:
-    """An outside agent's unit key (module doc); `arm` is the unit arm id; `retained`
-    (the store and pack arms) the reference checkpoint key their evidence comes from."""
+    """An outside agent's unit key (module doc); `arm` is the unit arm id. The store
+    and pack arms' also binds the reference checkpoint their evidence comes from
+    (`retained_checkpoint`), so verifying a unit from its fields gives the same key."""
+    stored = arm in [unit_arm(a) for a in STORE_ARMS]
+    retained = retained_checkpoint(trace_key) if stored else None
     params: dict[str, Any] = {
         "repeat": repeat,
         "arm": arm,
@@ -195,16 +197,9 @@ class _Unit:
     def __init__(self, plan: AgentUnitPlan, trace: Trace, key: str, arm: str, repeat: int):
         self.plan, self.trace, self.arm, self.repeat = plan, trace, arm, repeat
         self.probes = trace.probes[: plan.probe_limit]
-        retained = retained_checkpoint(key) if arm in STORE_ARMS else None
         self.binding = _arm_binding(plan.binding, arm)
         self.key = agent_unit_key(
-            repeat,
-            key,
-            unit_arm(arm),
-            plan.agent,
-            [p.probe_id for p in self.probes],
-            self.binding,
-            retained,
+            repeat, key, unit_arm(arm), plan.agent, [p.probe_id for p in self.probes], self.binding
         )
         self.trace_key = key
 

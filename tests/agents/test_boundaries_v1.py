@@ -250,6 +250,16 @@ def test_the_store_is_offered_to_a_new_session_as_conversation_history(
         assert states and all(s.retrievable is not None for s in states)
 
 
+@pytest.mark.xdist_group("store_and_pack")
+def test_the_store_and_pack_units_aggregate(store_and_pack: dict[str, Any]) -> None:
+    """Their keys bind the reference checkpoint, and verifying them from their fields
+    gives the same keys (they were once refused as ``unit_key_mismatch``)."""
+    root = store_and_pack["root"]
+    results, paths, _ = aggregate_run(Store(root / "store"), root / "runs" / "sp")
+    assert set(results.arms) >= {"agent-continuity-store", "agent-continuity-pack-cold"}
+    assert paths["report"].exists()
+
+
 @pytest.mark.parametrize(
     ("fault", "arm", "reason"),
     [
