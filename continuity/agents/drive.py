@@ -83,7 +83,7 @@ from continuity.servers.model_proxy import (
     Summarizer,
     replay_signature,
 )
-from continuity.servers.proxy_script import WireRequest, proxy_script
+from continuity.servers.proxy_script import WireRequest, proxy_script, request_holds
 from continuity.traces.schema import OwnerMessage, ReplayTrace, iter_turns
 
 __all__ = ["AgentRun", "Reader", "drive_agent"]
@@ -256,7 +256,7 @@ def _agent_run(
         summaries=len(proxy.summaries),
         replaced=_replaced(proxy.facts),
         owner_turns=len(run.owner),
-        pack_carried=None if pack is None else _holds(run.context, pack),
+        pack_carried=None if pack is None else request_holds(run.context, pack),
         history_asked=proxy.asked.count(HISTORY_TOOL),
         history_served=lookup.calls + lookup.refused_calls if lookup is not None else 0,
     )
@@ -295,14 +295,6 @@ def _replaced(facts: list[RequestFact]) -> bool:
     if first is None:
         return False
     return any(f.role == "main" and f.prefix != "extends" for f in facts if f.index > first)
-
-
-def _holds(request: WireRequest | None, text: str) -> bool:
-    """Whether `request` carries `text` (up to whitespace)."""
-    if request is None or not text.strip():
-        return False
-    parts = [request.system, *(m.text for m in request.messages)]
-    return " ".join(text.split()) in " ".join(" ".join(parts).split())
 
 
 @dataclass(frozen=True)

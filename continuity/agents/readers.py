@@ -48,7 +48,7 @@ from continuity.providers.cache import CachedProvider, Ledger
 from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
 from continuity.providers.protocol import complete
 from continuity.providers.real import make_provider
-from continuity.providers.scripted import SUMMARY_SECTIONS
+from continuity.providers.scripted import scripted_summary
 from continuity.servers.history import DESCRIPTION, HISTORY_TOOL, INPUT_SCHEMA
 from continuity.servers.model_proxy import SWITCH, ReaderReply
 from continuity.servers.proxy_script import WireMessage, WireRequest, map_tool
@@ -122,11 +122,7 @@ class OfflineReader:
         summarizer answers its own (`continuity.providers.scripted.ScriptedSummarizer`):
         the fixed sections and a content-free note of how much it was asked to
         summarize. Offline nothing is extracted, so what the agent dropped is gone."""
-        chars = sum(len(m.text) for m in request.messages)
-        return "\n".join(
-            f"## {section}\n(scripted summary of {chars:,} characters; nothing extracted)"
-            for section in SUMMARY_SECTIONS
-        )
+        return scripted_summary(sum(len(m.text) for m in request.messages))
 
     def calls(self) -> list[CallReceipt]:
         return []

@@ -31,6 +31,7 @@ __all__ = [
     "ScriptedStep",
     "ScriptedSummarizer",
     "Step",
+    "scripted_summary",
     "shared_prefix",
     "text_step",
     "tool_step",
@@ -184,6 +185,15 @@ SUMMARY_SECTIONS: tuple[str, ...] = (
 )
 
 
+def scripted_summary(chars: int) -> str:
+    """The scripted summarizer's summary of `chars` characters: the fixed sections, each
+    a content-free note (nothing is extracted)."""
+    return "\n".join(
+        f"## {section}\n(scripted summary of {chars:,} characters; nothing extracted)"
+        for section in SUMMARY_SECTIONS
+    )
+
+
 class ScriptedSummarizer(ScriptedProvider):
     """A scripted summarizer that never runs dry: every request gets a summary with the
     fixed section structure and a content-free note of how much it was asked to
@@ -195,10 +205,6 @@ class ScriptedSummarizer(ScriptedProvider):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         chars = sum(len(getattr(m, "text", "")) for m in request.messages)
-        body = "\n".join(
-            f"## {section}\n(scripted summary of {chars:,} characters; nothing extracted)"
-            for section in SUMMARY_SECTIONS
-        )
-        self.push(ScriptedStep(text=body))
+        self.push(ScriptedStep(text=scripted_summary(chars)))
         async for event in super().stream(request):
             yield event

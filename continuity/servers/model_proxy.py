@@ -92,6 +92,7 @@ from continuity.servers.proxy_script import (
     map_tool,
     one_call_each,
     queue_steer,
+    request_holds,
 )
 from continuity.servers.wire_model import model_list
 
@@ -315,11 +316,7 @@ class ModelProxy:
 
     def _carries_summary(self, request: WireRequest) -> bool:
         """Whether `request` holds a text the summarizer returned (up to whitespace)."""
-        if not self.summaries:
-            return False
-        texts = [request.system, *(m.text for m in request.messages)]
-        held = " ".join(" ".join(texts).split())
-        return any(" ".join(s.split()) in held for s in self.summaries if s.strip())
+        return any(request_holds(request, s) for s in self.summaries)
 
     async def _answer(self, request: WireRequest) -> tuple[int, dict[str, Any]]:
         normal = self._normal(request)

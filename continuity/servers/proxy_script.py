@@ -63,6 +63,7 @@ __all__ = [
     "one_call_each",
     "proxy_script",
     "queue_steer",
+    "request_holds",
     "wire_request",
 ]
 
@@ -267,6 +268,15 @@ def map_tool(name: str, offered: Sequence[str]) -> str | None:
         return name
     found = [t for t in offered if t.endswith("_" + name)]
     return found[0] if len(found) == 1 else None
+
+
+def request_holds(request: WireRequest | None, text: str) -> bool:
+    """Whether `request` (its system text and messages) carries `text`, up to
+    whitespace; a blank `text` is carried by none."""
+    if request is None or not text.strip():
+        return False
+    parts = [request.system, *(m.text for m in request.messages)]
+    return " ".join(text.split()) in " ".join(" ".join(parts).split())
 
 
 def _holds(text: str, part: str) -> bool:
