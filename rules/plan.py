@@ -134,8 +134,8 @@ PLAN_PARAMS: list[Param] = [
         "",
         "with --agent and the switch arm in a real plan: the provider:model the agent "
         "switches to, which answers after the switch (the plan's reader, to measure the "
-        "agent's context rebuild alone); bound into the plan, priced, and keyed into "
-        "the switch arm's units only",
+        "agent's context rebuild alone; it is sent the reader's --effort); bound into "
+        "the plan, priced, and keyed into the switch arm's units only",
     ),
     # --suite holdout: the frozen external source and its preregistered selection.
     *SOURCE_PARAMS,

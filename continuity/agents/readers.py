@@ -17,8 +17,11 @@ model_proxy`, forward mode) to a `SampleReader`, one per sample:
   is offered no tool, except in the store arm, where the agent offers
   ConversationHistory and the reader gets its real definition (under that name; the
   proxy names each call as the agent offers the tool). As the reference lookup loop is,
-  it is bounded: the store is offered for at most the frozen policy's call budget plus
-  one requests of a sample, then the reader must answer. A request naming the model
+  it is bounded: the reader's calls are passed on in at most the frozen policy's call
+  budget plus one requests of a sample; after that the tool stays offered (an API such
+  as Anthropic's refuses a history of tool calls without it) but further calls are
+  dropped, and the reply's text is the answer. A call of a tool the reader was not
+  offered is dropped too (it could only fail at the agent). A request naming the model
   the agent switched to (``cont-switch``) goes to the plan's ``--switch-model``
   (`switch`), with its own call-cache keys. A failed call is kept (`error`), and the
   sample is never sealed: the runner stops the run as ``run_incomplete`` or
@@ -223,16 +226,19 @@ class RealReader:
         self._store_rounds = 0  # requests of this sample the store was offered in
 
     async def __call__(self, request: WireRequest) -> ReaderReply:
-        tools: tuple[ToolDefinition, ...] = ()
-        if map_tool(HISTORY_TOOL, request.tools) and self._store_rounds <= load_policy().calls:
-            self._store_rounds += 1
-            tools = (HISTORY_DEFINITION,)
+        offered = map_tool(HISTORY_TOOL, request.tools) is not None
+        looking = offered and self._store_rounds <= load_policy().calls
+        self._store_rounds += offered
         switched = request.model == SWITCH and self.switch is not None
         done = await self._send(
-            request, role="answer", tools=tools, binding=self.switch if switched else None
+            request,
+            role="answer",
+            tools=(HISTORY_DEFINITION,) if offered else (),
+            binding=self.switch if switched else None,
         )
-        calls = [(c.name, dict(c.arguments)) for c in done.tool_calls] if tools else []
-        return ReaderReply(text=done.text, calls=calls)
+        # Only calls of the one tool offered, and only within the bound (module doc).
+        calls = [(c.name, dict(c.arguments)) for c in done.tool_calls if c.name == HISTORY_TOOL]
+        return ReaderReply(text=done.text, calls=calls if looking else [])
 
     async def summarize(self, request: WireRequest) -> str:
         """The agent's own compaction request: a ``summary`` call, as the reference
@@ -267,7 +273,11 @@ class RealReader:
             try:
                 done = await complete(cached, model_request(request, b.endpoint, tools))
             finally:
-                self._calls += cached.receipts
+                billed = b.endpoint.catalog_ref if b is not self.binding else ""
+                self._calls += [
+                    msgspec.structs.replace(r, billed_as=billed) if billed else r
+                    for r in cached.receipts
+                ]
                 self._replayed += cached.replayed
         except ContinuityError as error:
             self.error = self.error or error

@@ -270,8 +270,10 @@ def _agent_calls(plan: Plan, traces: Sequence[Trace]) -> list[PlannedCall]:
     - ``switch``: its probe call goes to the model the agent switches to
       (``plan.switch_model``; offline the reader).
     - ``continuity-store``: the reader looks records up first, so its probe turn is the
-      reference store arm's rounds (``history_rounds``, each ``tokens_per_history_round``
-      longer than the one before).
+      reference store arm's expected rounds (``history_rounds``, each
+      ``tokens_per_history_round`` longer than the one before). It is not the bound: a
+      reader may send up to the lookup policy's call budget plus two requests a sample
+      (`continuity.agents.readers`), and the cost cap holds what those spend.
     - ``compact`` adds the agent's own summary request per sample: the whole
       conversation as the probe's call sees it (an agent may send its full history, tool
       results uncut) plus a summary prompt, nothing cached."""

@@ -91,3 +91,6 @@ class CallReceipt(msgspec.Struct, frozen=True, omit_defaults=True):
     # then holds zeros that mean unknown. Left out when True, so older receipts encode
     # as they did.
     usage_reported: bool = True
+    # The catalog model the call bills as when it is not its unit's reader (an outside
+    # agent's switch arm: the model it switched to); "" (left out): the reader.
+    billed_as: str = ""

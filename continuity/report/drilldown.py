@@ -227,7 +227,8 @@ def agent_boundary_summary(agent: AgentEvidence) -> str:
     if agent.summaries:
         parts.append(f"the agent's compaction asked for {len(agent.summaries)} summary(ies)")
     if agent.switched_to:
-        parts.append(f"switched to {agent.switched_to}")
+        served = [c.billed_as for c in agent.calls if c.billed_as]  # real: the model named
+        parts.append(f"switched to {agent.switched_to}" + (f" ({served[0]})" if served else ""))
     if agent.pack_carried is not None:
         parts.append("pack carried" if agent.pack_carried else "pack not carried")
     if agent.lookup_calls:
@@ -244,11 +245,16 @@ def _judge(record: UnitRecord) -> dict[str, str]:
     }
 
 
-def _billed(result: ProbeResult) -> list[Usage]:
-    """The sample's real model calls but the judge's (its own and an outside agent's)."""
+def _billed(result: ProbeResult, reader: str) -> tuple[str, list[Usage]]:
+    """The catalog model the sample's real calls but the judge's (its own and an outside
+    agent's) bill as, and their usage; "" when they bill as more than one (an outside
+    agent's switch arm that also compacted), so the sample's cost is unknown, never
+    priced at the wrong rates."""
     calls = list(result.evidence.calls) if result.evidence is not None else []
     calls += list(result.agent.calls) if result.agent is not UNSET else []
-    return [c.usage for c in calls if c.role != "judge"]
+    billed = [c for c in calls if c.role != "judge"]
+    models = {c.billed_as or reader for c in billed}
+    return (models.pop() if len(models) == 1 else ""), [c.usage for c in billed]
 
 
 def _context_digest(evidence: SampleEvidence | None) -> str | None:
@@ -262,10 +268,11 @@ def _samples(
     record: UnitRecord, probes: dict[str, Probe], relative: str, contexts: _Seen
 ) -> list[Sample]:
     verdicts = _judge(record)
-    billed_as = catalog_ref(record, "reader")
+    reader = catalog_ref(record, "reader")
 
     def sample(result: ProbeResult) -> Sample:
         probe = probes.get(result.probe_id)
+        billed_as, billed_calls = _billed(result, reader)
         availability = result.availability
         seen, note = contexts(result.evidence)
         needles, superseded = marked_values(probe.expectation) if probe else ([], [])
@@ -302,7 +309,7 @@ def _samples(
             compaction_usage=result.compaction_usage,
             history_calls=result.history_calls,
             billed_as=billed_as,
-            billed_calls=_billed(result),
+            billed_calls=billed_calls,
             seen=seen,
             seen_note=note,
             context_digest=_context_digest(result.evidence),

@@ -248,9 +248,10 @@ def summarize(record: UnitRecord) -> UnitSummary:
         if p.evidence is not None
         for c in p.evidence.calls
     ]
-    # An outside agent's probe calls, forwarded to the reader (continuity.agents.readers).
+    # An outside agent's probe calls, forwarded to the reader (continuity.agents.readers;
+    # the switch arm's, after the switch, to the model it switched to: `billed_as`).
     calls += [
-        (c.key, c.role, reader_ref, c.usage)
+        (c.key, c.role, c.billed_as or reader_ref, c.usage)
         for p in record.probes
         if p.agent is not UNSET
         for c in p.agent.calls

@@ -15,13 +15,13 @@ from continuity.agents.manifest import load_manifest
 from continuity.agents.readers import NO_RESULT, model_request
 from continuity.contract_agent import TOY_MANIFEST
 from continuity.errors import ContinuityError, RunIncomplete
+from continuity.lookup.policy import load_policy
 from continuity.messages import AssistantMessage, ToolResultMessage, UserMessage
 from continuity.plan.estimate import dry_run, record_dry_run
 from continuity.plan.estimate_format import format_dry_run
 from continuity.plan.from_request import plan_from_request
 from continuity.plan.pricing import load_catalog
 from continuity.plan.request import PlanRequest
-from continuity.lookup.policy import load_policy
 from continuity.plan.workload import ASSUMPTIONS, workload
 from continuity.probes.protocol import probe_turn_text, unknown_reply
 from continuity.providers.endpoint import EndpointSpec
@@ -147,20 +147,29 @@ def test_a_real_switch_sends_the_probe_to_the_model_the_plan_names(
     v1 = TOY_MANIFEST.parent / "v1.toml"
     with serve_in_thread(app) as url:
         rig = _rig(tmp_path, url, agent=v1, arms="native,switch",
-                   switch_model="openai-codex:gpt-6-nano")  # fmt: skip
-        assert "the agent switches to openai-codex:gpt-6-nano" in format_dry_run(
+                   switch_model="local:other-model")  # fmt: skip
+        assert "the agent switches to local:other-model" in format_dry_run(
             dry_run(rig["plan"], workload(rig["plan"]), load_catalog())
         )
         build, _ = _run(rig, tmp_path, clean_checkout)
         alone = _rig(tmp_path / "native", url, agent=v1, arms="native")
         alone_build, _ = _run(alone, tmp_path / "native", clean_checkout)
     by_arm = {r.arm: r for r in build.records}
-    assert [b["model"] for _, b in app.calls[:2]] == ["gpt-6-mini", "gpt-6-nano"]
+    assert [b["model"] for _, b in app.calls[:2]] == ["gpt-6-mini", "other-model"]
     switched = by_arm["agent-switch"].probes[0]
     assert switched.agent is not UNSET and switched.agent.verdict == "verified"
-    assert [c.served_model for c in switched.agent.calls] == ["served-model-7"]
+    assert [(c.served_model, c.billed_as) for c in switched.agent.calls] == [
+        ("served-model-7", "local:other-model")
+    ]
     assert by_arm["agent-switch"].binding is not None
-    assert by_arm["agent-switch"].binding["switch"]["model"] == "gpt-6-nano"
+    assert by_arm["agent-switch"].binding["switch"]["model"] == "other-model"
+    # The report bills the switch arm's call as the model it switched to (unpriced here),
+    # the native arm's as the reader (priced), and the drill-down names the model.
+    results, paths, _ = aggregate_run(rig["store"], tmp_path / "run")
+    assert results.spend["agent-switch"].unpriced_calls == 1
+    assert results.spend["agent-switch"].cost_usd is None
+    assert results.spend["agent-native"].unpriced_calls == 0
+    assert "switched to cont-switch (local:other-model)" in paths["report"].read_text()
     native = by_arm["agent-native"]
     assert native.binding is not None and "switch" not in native.binding
     assert native.key == alone_build.records[0].key
@@ -192,9 +201,10 @@ def test_a_real_store_sample_looks_records_up_through_the_agent(
 def test_a_real_store_reader_that_never_stops_looking_must_answer(
     tmp_path: Path, clean_checkout: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The store is offered for at most the policy's call budget plus one requests of a
-    sample; then the reader gets none and must answer (the reference lookup loop's
-    bound), so a model that calls the tool forever cannot run up calls."""
+    """The reader's calls are passed on in at most the policy's call budget plus one
+    requests of a sample (the reference lookup loop's bound); after that the tool stays
+    offered but its calls are dropped and the reply's text is the answer, so a model
+    that calls the tool forever cannot run up calls."""
     monkeypatch.setattr(WireServer, "reply", _always_searches)
     app = WireServer(model="served-model-7")
     with serve_in_thread(app) as url:
@@ -202,8 +212,7 @@ def test_a_real_store_reader_that_never_stops_looking_must_answer(
                    arms="continuity-store")  # fmt: skip
         build, _ = _run(rig, tmp_path, clean_checkout)
     budget = load_policy().calls
-    offered = ["tools" in body for _, body in app.calls]
-    assert offered == [True] * (budget + 1) + [False]
+    assert len(app.calls) == budget + 2 and all("tools" in body for _, body in app.calls)
     probe = build.records[0].probes[0]
     assert probe.agent is not UNSET and probe.agent.lookup_calls == budget
     assert probe.agent.verdict == "verified"  # the meter received the refused call too
