@@ -11,22 +11,29 @@ from continuity.store._verify import (
     VerifyReport,
     verify_store,
 )
+from continuity.store.backends import Backend, LocalBackend, S3Backend, open_backend
+from continuity.store.shared import SharedStore
 
 __all__ = [
     "ActionEntry",
+    "Backend",
     "CorruptionEvent",
     "GcReport",
     "KindCount",
+    "LocalBackend",
     "ObjectRef",
     "Ref",
     "RefRebuilder",
     "RefRepair",
+    "S3Backend",
+    "SharedStore",
     "Store",
     "Tree",
     "TreeEntry",
     "VerifyFinding",
     "VerifyReport",
     "collect_garbage",
+    "open_backend",
     "resolve_store_path",
     "utc_now",
     "verify_store",

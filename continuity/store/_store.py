@@ -334,6 +334,25 @@ class Store:
             return None
         return entry
 
+    def adopt_action(self, key: str, data: bytes) -> ActionEntry:
+        """Write an action entry file another store wrote (`data`, its bytes exactly),
+        once it decodes, names `key` and its output is here and verifies.
+
+        Raises:
+            ObjectCorrupt: `data` is not an action entry for `key`.
+            ObjectMissing: its output is not stored here.
+        """
+        try:
+            entry: ActionEntry = decode_checked(data, ActionEntry)
+        except ValueError as exc:
+            raise ObjectCorrupt(f"action {key[:16]} is corrupt: {exc}") from None
+        if entry.key != key:
+            raise ObjectCorrupt(f"action {key[:16]} names key {entry.key[:16]}")
+        if not self.verify_ref(entry.output):
+            raise ObjectMissing(f"action {key[:16]}: its output is not stored")
+        self._atomic_write(self.action_path(key), data)
+        return entry
+
     def verify_ref(self, ref: ObjectRef) -> bool:
         """Whether `ref` and everything below it exist and verify."""
         if ref.kind == "blob":

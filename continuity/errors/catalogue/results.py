@@ -234,6 +234,20 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "StoreError",
+        "continuity.store.backends",
+        Row(
+            "store_backend_unsupported",
+            "a shared store URL is not a directory, file:// or s3:// URL (or s3fs is missing)",
+        ),
+        Row("store_backend_failed", "the shared store's backend refused or failed an operation"),
+    ),
+    *section(
+        "StoreError",
+        "continuity.store.shared",
+        Row("store_ref_contended", "a shared ref kept changing: every compare-and-swap lost"),
+    ),
+    *section(
+        "StoreError",
         "continuity.commands.store_upkeep",
         Row("store_corrupt", "doit verify found corrupt files (quarantined)"),
         Row("store_repair_incomplete", "doit verify --repair could not rebuild some refs"),

@@ -1,0 +1,256 @@
+"""Where a shared store's files live: a local directory, or an S3-compatible bucket.
+
+A shared store (`continuity.store.shared`) keeps the local store's layout
+(``objects/ab/<digest>``, ``actions/ab/<key>.json``, ``refs/<name>.json``) on a
+`Backend`, a small contract of five operations every backend keeps the same way:
+
+- `Backend.get` reads a file and its *version* (an opaque token that changes whenever
+  the file does), or None.
+- `Backend.create` writes a file only if it is absent, in one atomic step, and says
+  whether it did. Objects are named by their hash, so two writers of one object write
+  the same bytes and the loser loses nothing; an action entry's first writer wins, so
+  no unit is ever visible twice or half-written.
+- `Backend.replace` is a conditional write (compare and swap): it writes only if the
+  file's version is still the one given (None: the file must be absent), and says
+  whether it did. Refs move with it, so two writers of one ref never lose an update
+  silently: the loser reads again and retries, or gives up.
+- `Backend.names` lists the files under a prefix, and `Backend.delete` removes one.
+
+`LocalBackend` is a directory, for a store shared over a network filesystem or between
+the processes of one machine: ``create`` links a complete temporary file into place
+(``link(2)`` fails when the name exists) and ``replace`` holds an exclusive ``flock``
+on a lock file beside the target while it compares and writes. Its version is the
+content's blake3. `S3Backend` is a bucket through fsspec's ``s3fs`` (AWS S3 or any
+S3-compatible server: MinIO, moto, Ceph): ``create`` is ``PutObject`` with
+``If-None-Match: *`` and ``replace`` is ``PutObject`` with ``If-Match: <ETag>``, S3's
+conditional writes; its version is the ETag. Credentials are boto's own (environment,
+shared config files, instance roles; ``AWS_ENDPOINT_URL`` points at a server other than
+AWS): nothing about them enters a plan, a key, a report or a log.
+
+`open_backend` takes a URL: a path or ``file://`` URL, or ``s3://bucket/prefix``.
+
+Errors: ``store_backend_unsupported`` (another URL scheme, or ``s3://`` without
+``s3fs``), ``store_backend_failed`` (the backend refused or failed an operation for a
+reason other than a lost condition: a missing bucket, denied access, a network error).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from continuity.digest import digest_bytes
+from continuity.errors import StoreError
+
+__all__ = ["Backend", "LocalBackend", "S3Backend", "open_backend"]
+
+
+class Backend(Protocol):
+    """The five operations a shared store needs (module doc); names use ``/``."""
+
+    url: str
+
+    def get(self, name: str) -> tuple[bytes, str] | None: ...
+
+    def create(self, name: str, data: bytes) -> bool: ...
+
+    def replace(self, name: str, data: bytes, version: str | None) -> bool: ...
+
+    def names(self, prefix: str) -> list[str]: ...
+
+    def delete(self, name: str) -> None: ...
+
+
+class LocalBackend:
+    """A directory (module doc)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).resolve()
+        self.url = self.root.as_uri()
+        try:
+            (self.root / ".tmp").mkdir(parents=True, exist_ok=True)
+            (self.root / ".locks").mkdir(exist_ok=True)
+        except OSError as exc:
+            raise _failed("cannot use it as a shared store", self.url, exc) from None
+
+    def _path(self, name: str) -> Path:
+        parts = name.split("/")
+        if not name or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+            raise StoreError(f"invalid name {name!r}", code="store_backend_failed")
+        return self.root.joinpath(*parts)
+
+    def get(self, name: str) -> tuple[bytes, str] | None:
+        try:
+            data = self._path(name).read_bytes()
+        except FileNotFoundError:
+            return None
+        return data, digest_bytes(data)
+
+    def create(self, name: str, data: bytes) -> bool:
+        path = self._path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._temp(data) as temp:
+            try:
+                os.link(temp, path)  # atomic, and refused when the name exists
+            except FileExistsError:
+                return False
+        return True
+
+    def replace(self, name: str, data: bytes, version: str | None) -> bool:
+        path = self._path(name)
+        lock = self.root / ".locks" / (digest_bytes(name.encode()) + ".lock")
+        with open(lock, "a") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
+            current = self.get(name)
+            if (current[1] if current is not None else None) != version:
+                return False
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with self._temp(data) as temp:
+                os.replace(temp, path)
+        return True
+
+    def names(self, prefix: str) -> list[str]:
+        base = self.root
+        found = []
+        for path in base.rglob("*"):
+            name = path.relative_to(base).as_posix()
+            if path.is_file() and not name.startswith(".") and name.startswith(prefix):
+                found.append(name)
+        return sorted(found)
+
+    def delete(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(name).unlink()
+
+    @contextlib.contextmanager
+    def _temp(self, data: bytes) -> Iterator[str]:
+        """A complete, fsynced temporary file holding `data` (removed afterwards)."""
+        fd, temp = tempfile.mkstemp(dir=self.root / ".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            yield temp
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+
+
+class S3Backend:
+    """A bucket and key prefix through s3fs (module doc)."""
+
+    def __init__(self, url: str, **storage_options: Any) -> None:
+        try:
+            import s3fs  # the shared extra; imported here: a local run never needs it
+        except ImportError:
+            raise StoreError(
+                "an s3:// store needs s3fs: python3 -m pip install 's3fs>=2024.12'",
+                code="store_backend_unsupported",
+                location=url,
+            ) from None
+        self.url = url.rstrip("/")
+        self._base = self.url.removeprefix("s3://")
+        options = {"skip_instance_cache": True, "use_listings_cache": False, **storage_options}
+        self.fs = s3fs.S3FileSystem(**options)
+
+    def _path(self, name: str) -> str:
+        return f"{self._base}/{name}"
+
+    def get(self, name: str) -> tuple[bytes, str] | None:
+        path = self._path(name)
+        for _ in range(5):  # the ETag read on both sides of the bytes, so they agree
+            try:
+                before = self.fs.info(path, refresh=True)["ETag"]
+                data = self.fs.cat_file(path)
+                after = self.fs.info(path, refresh=True)["ETag"]
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise _failed(f"reading {name}", self.url, exc) from None
+            if before == after:
+                return data, str(after)
+        raise StoreError(f"{name} kept changing while read", code="store_backend_failed")
+
+    def create(self, name: str, data: bytes) -> bool:
+        try:
+            self.fs.pipe_file(self._path(name), data, mode="create")
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if _lost_condition(exc):
+                return False
+            raise _failed(f"writing {name}", self.url, exc) from None
+        return True
+
+    def replace(self, name: str, data: bytes, version: str | None) -> bool:
+        if version is None:
+            return self.create(name, data)
+        try:
+            self.fs.pipe_file(self._path(name), data, IfMatch=version)
+        except (FileNotFoundError, FileExistsError):
+            return False
+        except OSError as exc:
+            if _lost_condition(exc):
+                return False
+            raise _failed(f"writing {name}", self.url, exc) from None
+        return True
+
+    def names(self, prefix: str) -> list[str]:
+        folder = self._path(prefix.rsplit("/", 1)[0]) if "/" in prefix else self._base
+        try:
+            found = self.fs.find(folder)
+        except OSError as exc:
+            raise _failed("listing", self.url, exc) from None
+        names = (p.removeprefix(self._base + "/") for p in found)
+        return sorted(n for n in names if n.startswith(prefix))
+
+    def delete(self, name: str) -> None:
+        try:
+            self.fs.rm_file(self._path(name))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise _failed(f"deleting {name}", self.url, exc) from None
+
+
+def _lost_condition(exc: BaseException) -> bool:
+    """Whether S3 refused a conditional write because its condition did not hold (412
+    PreconditionFailed; 409 ConditionalRequestConflict when two writes raced)."""
+    cause = exc.__cause__
+    code = getattr(cause, "response", {}).get("Error", {}).get("Code", "")
+    if code in ("PreconditionFailed", "ConditionalRequestConflict"):
+        return True
+    return "pre-condition" in str(exc) or "precondition" in str(exc).lower()
+
+
+def _failed(what: str, url: str, exc: BaseException) -> StoreError:
+    return StoreError(
+        f"{what}: {getattr(exc, 'strerror', None) or exc}",
+        code="store_backend_failed",
+        location=url,
+    )
+
+
+def open_backend(url: str, **storage_options: Any) -> Backend:
+    """The backend `url` names: a path or ``file://`` URL, or ``s3://bucket[/prefix]``.
+
+    Raises:
+        StoreError: ``store_backend_unsupported``; ``store_backend_failed``.
+    """
+    scheme = urlsplit(url).scheme
+    if scheme in ("", "file"):
+        return LocalBackend(urlsplit(url).path if scheme else url)
+    if scheme == "s3" and urlsplit(url).netloc:
+        return S3Backend(url, **storage_options)
+    raise StoreError(
+        f"a shared store is a directory, a file:// URL or s3://bucket[/prefix], not {url!r}",
+        code="store_backend_unsupported",
+        location=url,
+    )

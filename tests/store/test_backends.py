@@ -1,0 +1,215 @@
+"""The shared store's backend contract, run against both backends: a directory, and an
+S3 API server on loopback (moto's, which implements S3's conditional writes), through
+the real s3fs client. Then the shared store over each: publish, fetch, verify."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from continuity.errors import ObjectCorrupt, StoreError
+from continuity.store import LocalBackend, SharedStore, Store, open_backend
+from continuity.store._records import Ref
+from continuity.store.backends import Backend
+
+boto3 = pytest.importorskip("boto3")
+moto_server = pytest.importorskip("moto.server")
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def _s3_options(endpoint: str) -> dict[str, Any]:
+    return {"key": "loopback", "secret": "loopback",
+            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}  # fmt: skip
+
+
+def _bucket(endpoint: str) -> str:
+    name = f"b-{uuid.uuid4().hex[:12]}"
+    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="loopback",
+                          aws_secret_access_key="loopback", region_name="us-east-1")  # fmt: skip
+    client.create_bucket(Bucket=name)
+    return name
+
+
+@pytest.fixture(params=["local", "s3"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "local":
+        return open_backend(str(tmp_path / "shared"))
+    endpoint = request.getfixturevalue("s3_endpoint")
+    return open_backend(f"s3://{_bucket(endpoint)}/store", **_s3_options(endpoint))
+
+
+def test_create_writes_only_an_absent_name(backend: Backend) -> None:
+    assert backend.create("objects/ab/one", b"first") is True
+    assert backend.create("objects/ab/one", b"second") is False
+    found = backend.get("objects/ab/one")
+    assert found is not None and found[0] == b"first"
+    assert backend.get("objects/ab/none") is None
+
+
+def test_replace_is_a_compare_and_swap(backend: Backend) -> None:
+    assert backend.replace("refs/r.json", b"v1", None) is True
+    assert backend.replace("refs/r.json", b"again", None) is False  # it exists now
+    found = backend.get("refs/r.json")
+    assert found is not None
+    assert found[0] == b"v1"
+    version = found[1]
+    assert backend.replace("refs/r.json", b"v2", version) is True
+    assert backend.replace("refs/r.json", b"stale", version) is False
+    now = backend.get("refs/r.json")
+    assert now is not None and now[0] == b"v2" and now[1] != version
+
+
+def test_names_and_delete(backend: Backend) -> None:
+    for name in ("actions/ab/k1.json", "actions/cd/k2.json", "objects/ab/o"):
+        backend.create(name, b"x")
+    assert backend.names("actions/") == ["actions/ab/k1.json", "actions/cd/k2.json"]
+    assert backend.names("actions/ab/") == ["actions/ab/k1.json"]
+    backend.delete("actions/ab/k1.json")
+    backend.delete("actions/ab/k1.json")  # deleting an absent name is no error
+    assert backend.names("actions/") == ["actions/cd/k2.json"]
+
+
+def _race(count: int, work: Callable[[int], Any]) -> list[Any]:
+    results: list[Any] = [None] * count
+    start = threading.Barrier(count)
+
+    def run(i: int) -> None:
+        start.wait()
+        results[i] = work(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_concurrent_writers_of_one_object_write_it_once(backend: Backend) -> None:
+    won = _race(8, lambda i: backend.create("objects/ab/same", b"identical bytes"))
+    assert won.count(True) == 1
+    found = backend.get("objects/ab/same")
+    assert found is not None and found[0] == b"identical bytes"
+
+
+def test_concurrent_writers_of_one_ref_lose_no_update(backend: Backend, tmp_path: Path) -> None:
+    """Each writer adds its own name to the ref's meta by compare and swap: all are
+    there at the end, whoever won each round."""
+    shared = SharedStore(Store(tmp_path / "local"), backend)
+
+    def add(i: int) -> Ref | None:
+        def update(current: Ref | None) -> Ref:
+            meta = dict(current.meta) if current is not None else {}
+            meta[f"writer-{i}"] = True
+            return Ref(name="runs/r", updated_at="t", objects=[], actions=[], meta=meta)
+
+        return shared.swap_ref("runs/r", update)
+
+    _race(6, add)
+    final = shared.get_ref("runs/r")
+    assert final is not None and sorted(final.meta) == sorted(f"writer-{i}" for i in range(6))
+
+
+def _built(store: Store) -> str:
+    """A unit-like action in `store`: a tree output (a blob and a subtree)."""
+    folder = store.root.parent / f"tree-{uuid.uuid4().hex[:6]}"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "unit.json").write_bytes(b'{"outcome": "correct"}')
+    (folder / "sub" / "context.txt").write_bytes(b"what the reader saw")
+    output = store.put_dir(folder)
+    key = "ab" + "0" * 62
+    store.record_action(key, kind="unit", output=output, meta={"repeat": 1})
+    return key
+
+
+def test_an_action_published_on_one_machine_is_fetched_whole_on_another(
+    backend: Backend, tmp_path: Path
+) -> None:
+    here, there = Store(tmp_path / "here"), Store(tmp_path / "there")
+    key = _built(here)
+    publisher = SharedStore(here, backend)
+    assert publisher.push_action(key) is True
+    assert publisher.push_action(key) is False  # the first publisher's entry stands
+    fetcher = SharedStore(there, backend)
+    entry = fetcher.pull_action(key)
+    assert entry is not None and there.get_action(key) is not None
+    assert there.action_path(key).read_bytes() == here.action_path(key).read_bytes()
+    restored = tmp_path / "restored"
+    there.restore_tree(entry.output.digest, restored)
+    assert (restored / "sub" / "context.txt").read_bytes() == b"what the reader saw"
+    assert fetcher.pull_action("cd" + "0" * 62) is None  # not shared: None, no error
+
+
+def test_a_corrupt_shared_object_never_reaches_the_local_store(
+    backend: Backend, tmp_path: Path
+) -> None:
+    here, there = Store(tmp_path / "here"), Store(tmp_path / "there")
+    key = _built(here)
+    SharedStore(here, backend).push_action(key)
+    entry = here.get_action(key)
+    assert entry is not None
+    leaf = next(d for d in here.walk(entry.output) if here.get_blob(d) == b"what the reader saw")
+    name = f"objects/{leaf[:2]}/{leaf}"
+    found = backend.get(name)
+    assert found is not None and backend.replace(name, b"tampered", found[1])
+    with pytest.raises(ObjectCorrupt) as caught:
+        SharedStore(there, backend).pull_action(key)
+    assert caught.value.code == "object_corrupt" and name in (caught.value.location or "")
+    assert there.get_action(key) is None and not there.has_object(leaf)
+
+
+def test_a_corrupt_shared_action_entry_is_object_corrupt(backend: Backend, tmp_path: Path) -> None:
+    key = "ef" + "1" * 62
+    backend.create(f"actions/ef/{key}.json", b"not an entry")
+    with pytest.raises(ObjectCorrupt) as caught:
+        SharedStore(Store(tmp_path / "s"), backend).pull_action(key)
+    assert caught.value.code == "object_corrupt"
+
+
+def test_a_ref_that_never_stops_changing_is_contended(
+    backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = SharedStore(Store(tmp_path / "s"), backend)
+    monkeypatch.setattr(type(backend), "replace", lambda self, name, data, version: False)
+    with pytest.raises(StoreError) as caught:
+        shared.swap_ref("runs/r", lambda current: Ref(name="runs/r", updated_at="t"))
+    assert caught.value.code == "store_ref_contended"
+
+
+@pytest.mark.parametrize("url", ["ftp://host/store", "s3://", "gs://bucket/store"])
+def test_an_unsupported_store_url_is_refused(url: str) -> None:
+    with pytest.raises(StoreError) as caught:
+        open_backend(url)
+    assert caught.value.code == "store_backend_unsupported" and caught.value.location == url
+
+
+def test_a_missing_bucket_is_store_backend_failed(s3_endpoint: str) -> None:
+    backend = open_backend("s3://no-such-bucket/store", **_s3_options(s3_endpoint))
+    with pytest.raises(StoreError) as caught:
+        backend.create("objects/ab/x", b"x")
+    assert caught.value.code == "store_backend_failed"
+
+
+def test_a_local_backend_refuses_names_that_leave_it(tmp_path: Path) -> None:
+    backend = LocalBackend(tmp_path / "shared")
+    for name in ("../escape", "objects/../../x", ".locks/x", ""):
+        with pytest.raises(StoreError) as caught:
+            backend.get(name)
+        assert caught.value.code == "store_backend_failed"
+    assert msgspec.json.encode(backend.names("")) == b"[]"
