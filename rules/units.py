@@ -89,6 +89,29 @@ UNITS_PARAMS: list[Param] = [
     ),
     RUN,
     param(
+        "executor",
+        str,
+        "local",
+        "where units run: local (this process's runner threads) or dask (each group a "
+        "dask.distributed task: --scheduler's cluster, else a LocalCluster of --workers "
+        "processes on 127.0.0.1); units and keys are the same either way",
+    ),
+    param("scheduler", str, "", "--executor dask: the scheduler's address (tcp://HOST:PORT)"),
+    param(
+        "workers",
+        IntOption("--workers", 1, MAX_JOBS),
+        0,
+        "--executor dask without --scheduler: LocalCluster worker processes (default: as --jobs)",
+    ),
+    param(
+        "shared_store",
+        str,
+        "",
+        "--executor dask: a store every worker reaches (a directory, or "
+        "s3://bucket/prefix with boto's own credentials); workers build into caches of "
+        "their own and publish there; default: the run's --store, on a shared filesystem",
+    ),
+    param(
         "lookup_role",
         str,
         "",

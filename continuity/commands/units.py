@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from continuity.plan.holdout_plan import HoldoutChoice
     from continuity.plan.plan import LookupPlan, Plan
     from continuity.roles.table import Role
+    from continuity.runner.cluster import Cluster
     from continuity.runner.ledger_run import LedgerRun
     from continuity.runner.lookup_run import LookupRun
     from continuity.runner.units.record import UnitRecord
@@ -72,6 +73,13 @@ def run_units(request: UnitsRequest) -> str:
     real, a lookup role, or offline), run to its end; returns the summary line."""
     if request.aggregate_only:
         return _aggregate_only(request)
+    if request.executor != "local" and (request.agent or request.real):
+        raise UsageError(
+            "--executor dask runs offline reference units only so far (real runs keep "
+            "their ledger and cost cap in this machine's --out; outside agents run here)",
+            code="option_invalid",
+            location="--executor",
+        )
     if request.agent:
         from continuity.commands.agent_units import agent_units
 
@@ -200,7 +208,40 @@ def _build(
             only_repeats=parse_repeats(request),
             execution=Execution(lookup=lookup, ledger=ledger, judge=plan.judge),
             items=items,
+            cluster=_cluster_of(request),
         )
+
+
+def _cluster_of(request: UnitsRequest) -> Cluster | None:
+    """Where ``--executor`` runs the units (None: this process's threads).
+
+    Raises:
+        UsageError: ``option_invalid`` for another executor, or a cluster option
+            without ``--executor dask``.
+    """
+    from continuity.runner.cluster import Cluster
+    from continuity.runner.samples import DEFAULT_JOBS
+
+    if request.executor not in ("local", "dask"):
+        raise UsageError(
+            f"--executor is local or dask, not {request.executor!r}",
+            code="option_invalid",
+            location="--executor",
+        )
+    if request.executor == "local":
+        for name in ("scheduler", "workers", "shared_store"):
+            if getattr(request, name):
+                raise UsageError(
+                    f"--{name.replace('_', '-')} needs --executor dask",
+                    code="option_invalid",
+                    location=f"--{name.replace('_', '-')}",
+                )
+        return None
+    return Cluster(
+        scheduler=request.scheduler,
+        workers=request.workers or request.jobs or DEFAULT_JOBS,
+        shared=request.shared_store,
+    )
 
 
 def _role(request: UnitsRequest) -> Role | None:

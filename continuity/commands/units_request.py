@@ -32,6 +32,10 @@ class UnitsRequest(PlanRequest, frozen=True, kw_only=True):
     trace: str = ""
     jobs: int = 0
     run: str = "offline"
+    executor: str = "local"
+    scheduler: str = ""
+    workers: int = 0
+    shared_store: str = ""
     lookup_role: str = ""
     registration_digest: str = ""
     aggregate_only: bool = False

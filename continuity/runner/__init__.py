@@ -7,6 +7,7 @@ __all__ = [
     "agent_units",
     "checkpoints",
     "children",
+    "cluster",
     "design",
     "fixed_budget",
     "inventory",

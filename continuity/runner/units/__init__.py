@@ -12,6 +12,7 @@ __all__ = [
     "grading",
     "plan",
     "record",
+    "run",
     "store",
     "worker",
 ]

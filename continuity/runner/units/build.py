@@ -27,6 +27,7 @@ from continuity.errors import RunIncomplete
 from continuity.outputs import resolve_out_path
 from continuity.progress import Tick
 from continuity.runner.children import ZYGOTE_PRELOAD
+from continuity.runner.cluster import Cluster, run_on_cluster
 from continuity.runner.lookup_run import LookupRun, check_coverage, check_lookup_slots
 from continuity.runner.parallel import checkpoint_group, run_grouped
 from continuity.runner.samples import DEFAULT_JOBS
@@ -155,6 +156,7 @@ def _run_plans(
     jobs: int,
     progress: Tick | None,
     zygotes: ZygotePool | None,
+    cluster: Cluster | None = None,
 ) -> list[tuple[UnitRecord, UnitStatus]]:
     """Every planned unit, groups side by side in `jobs` runner threads (offline a group
     is a trace; real, the checkpoint a unit forks: `checkpoint_group`), each thread with
@@ -168,6 +170,16 @@ def _run_plans(
             return trace_id
         return checkpoint_group(trace_id, plan.arm, plan.repeat)
 
+    if cluster is not None:  # each group a Dask task (continuity.runner.cluster)
+        return run_on_cluster(
+            store,
+            plans,
+            group_of=group,
+            probe_limit=probe_limit,
+            execution=execution,
+            cluster=cluster,
+            progress=progress,
+        )
     threads = min(max(1, jobs), len({group(plan) for plan in plans}))
     with contextlib.ExitStack() as stack:
         pool = zygotes or stack.enter_context(ZygotePool(ZYGOTE_PRELOAD, start=threads))
@@ -208,10 +220,13 @@ def build_units(
     traces_root: Path | None = None,
     items: Sequence[SuiteItem] | None = None,
     zygotes: ZygotePool | None = None,
+    cluster: Cluster | None = None,
 ) -> tuple[list[UnitRecord], Path, int]:
     """Run every unit of the selection; materialise them under ``<run>/units/``.
     `items` (an external holdout's selected traces) stands for the suite's traces.
     `zygotes`: a pool the caller keeps across several stages (else one of this call's).
+    `cluster`: run the units as Dask tasks there (`continuity.runner.cluster`; None:
+    in this process's threads).
 
     `traces` and `only_repeats` select part of the plan (they never change a unit's
     key). `execution` says how the units run (`continuity.runner.units.execution`). In
@@ -251,6 +266,7 @@ def build_units(
             jobs=jobs,
             progress=progress,
             zygotes=zygotes,
+            cluster=cluster,
         )
         state = admission.state() if admission is not None else None
     finally:

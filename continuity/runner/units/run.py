@@ -46,7 +46,7 @@ from continuity.runner.units.store import (
 from continuity.runner.units.worker import real_binding_for, run_worker, worker_request
 from continuity.sampling.receipts import ProcessReceipt
 from continuity.store import Store
-from continuity.traces.schema import Trace
+from continuity.traces.schema import Probe, Trace
 from continuity.zygote import ZygotePool
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from continuity.sampling.worker import ProbeOutcome, ProbeSpec
     from continuity.traces.suites import SuiteItem
 
-__all__ = ["run_unit"]
+__all__ = ["PlannedUnit", "planned_unit", "run_unit"]
 
 
 def _replay_config(arm: Arm, lookup: LookupRun | None, ledger: LedgerRun | None) -> ReplayConfig:
@@ -261,6 +261,51 @@ def _worker_timeout(timeout: float, real: RealRun | None, probes: int) -> float:
     return max(timeout, real.reader.timeout * (4 * probes + 2))
 
 
+@dataclasses.dataclass(frozen=True)
+class PlannedUnit:
+    """What a unit's key is made of, worked out before anything runs (`planned_unit`)."""
+
+    config: ReplayConfig
+    probes: list[Probe]
+    binding: dict[str, Any] | None
+    ledger: LedgerRun | None
+    real_binding: RealBinding | None
+    mid_real: RealBinding | None
+    base_key: str  # the checkpoint the unit forks (before the ledger arm's preparation)
+    checkpoint: str  # the checkpoint its key binds
+    key: str
+
+
+def planned_unit(
+    store: Store,
+    trace: Trace,
+    item: SuiteItem,
+    arm: Arm,
+    repeat: int,
+    probe_limit: int | None,
+    execution: Execution = OFFLINE,
+) -> PlannedUnit:
+    """A unit's key and what it is made of, computed from the plan alone (no replay, no
+    call): what `run_unit` looks up first, and what a cluster's client checks before it
+    sends a unit to a worker."""
+    from continuity.harness.keys import checkpoint_key
+
+    real, lookup, judge = execution.real, execution.lookup, execution.judge
+    # Only the ledger arm keeps a ledger: the controls in the same run buy no upkeep.
+    ledger = (execution.ledger or ledger_run()) if arm.ledger else None
+    config = _replay_config(arm, lookup, ledger)
+    probes = limited(trace, probe_limit)
+    binding = _key_binding(real, lookup, judge)
+    real_binding = real_binding_for(real, store, repeat)
+    mid_real = real_binding if config.mid_trace_compaction else None
+    base_key = checkpoint_key(item.key, config, mid_real)
+    planned = prepared_key(base_key, ledger, repeat) if ledger else base_key
+    ids = [p.probe_id for p in probes]
+    key = unit_key(repeat, item.key, arm, planned, ids, binding, PROBE_PROTOCOL)
+    return PlannedUnit(config, probes, binding, ledger, real_binding, mid_real, base_key,
+                       planned, key)  # fmt: skip
+
+
 def run_unit(
     store: Store,
     trace: Trace,
@@ -296,20 +341,11 @@ def run_unit(
     per repeat, whose mid-trace summary is a real summarizer call. The ledger arm forks
     the repeat's prepared checkpoint (`ledger`, or the offline default binding), whose
     key its unit key binds and whose receipt its record keeps."""
-    from continuity.harness.keys import checkpoint_key
-
     real, lookup, judge = execution.real, execution.lookup, execution.judge
-    # Only the ledger arm keeps a ledger: the controls in the same run buy no upkeep.
-    ledger = (execution.ledger or ledger_run()) if arm.ledger else None
-    config = _replay_config(arm, lookup, ledger)
-    probes = limited(trace, probe_limit)
-    binding = _key_binding(real, lookup, judge)
-    real_binding = real_binding_for(real, store, repeat)
-    mid_real = real_binding if config.mid_trace_compaction else None
-    base_key = checkpoint_key(item.key, config, mid_real)
-    planned_checkpoint = prepared_key(base_key, ledger, repeat) if ledger else base_key
-    ids = [p.probe_id for p in probes]
-    key = unit_key(repeat, item.key, arm, planned_checkpoint, ids, binding, PROBE_PROTOCOL)
+    keyed = planned_unit(store, trace, item, arm, repeat, probe_limit, execution)
+    config, probes, binding, ledger = keyed.config, keyed.probes, keyed.binding, keyed.ledger
+    real_binding, mid_real, base_key = keyed.real_binding, keyed.mid_real, keyed.base_key
+    planned_checkpoint, key = keyed.checkpoint, keyed.key
     stored = _terminal_stored(store, key, dump_requests)
     if stored is not None:
         return stored, "cached"

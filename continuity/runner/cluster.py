@@ -1,0 +1,266 @@
+"""Units on a Dask cluster: ``doit units --executor dask [--scheduler URL] [--shared-store URL]``.
+
+The run's graph stays doit's; only the units go to ``dask.distributed``. Each group of
+units the local runner would give one thread (offline a trace, real a checkpoint:
+`continuity.runner.parallel.checkpoint_group`) is one Dask task, run by
+`run_group` in a worker process of the installed package, exactly as the local runner
+runs it: `run_unit` for each unit in order, every replay and unit worker a fresh child
+of a zygote, every probe a fresh process on a fresh copy of its checkpoint. Nothing of
+the executor enters a plan, a key or a unit, so a unit built on a worker is the unit
+built locally, byte for byte.
+
+Where the workers keep the store:
+
+- **No shared store** (a ``LocalCluster``, or workers sharing this machine's
+  filesystem): they build into the run's store itself, as the local runner's threads
+  do (the store's writes are atomic and idempotent across processes).
+- **``--shared-store URL``** (a directory or ``s3://bucket/prefix``,
+  `continuity.store.backends`): each worker builds into a cache of its own, fetching
+  each unit's trace from the shared store first and publishing each finished unit
+  after (`continuity.store.shared`: objects create-if-absent, the entry last). The
+  client publishes the traces before it sends any task, and fetches every finished
+  unit into its own store, from which the run's unit files are written as locally.
+
+Resuming is the store's: the client first works out every unit's key from the plan
+(`continuity.runner.units.run.planned_unit`) and sends only the units neither its store
+nor the shared store holds. A worker killed mid-unit leaves nothing visible (a unit's
+entry is written last, in one step); Dask runs its task again on another worker, which
+builds what is missing and reuses what was published. A lost scheduler fails the command;
+running it again resumes from the store.
+
+Without ``--scheduler`` a ``LocalCluster`` of ``--workers`` processes (default: the
+``--jobs`` the local runner would use) on 127.0.0.1 runs the tasks. Errors:
+``executor_unavailable`` (dask.distributed is not installed), ``scheduler_unreachable``
+(the scheduler does not answer within ``--scheduler-timeout``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import msgspec
+
+from continuity.digest import digest_bytes
+from continuity.errors import UsageError
+from continuity.progress import Tick
+from continuity.runner.children import ZYGOTE_PRELOAD
+from continuity.runner.units.execution import Execution
+from continuity.runner.units.plan import UnitPlan
+from continuity.runner.units.record import UnitRecord, UnitStatus
+from continuity.runner.units.run import planned_unit, run_unit
+from continuity.store import SharedStore, Store, open_backend
+from continuity.zygote import ZygotePool
+
+__all__ = ["Cluster", "GroupTask", "run_group", "run_on_cluster"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cluster:
+    """Where units run: the scheduler's address ("" for a ``LocalCluster`` of
+    `workers` processes) and the shared store's URL ("": the run's store path)."""
+
+    scheduler: str = ""
+    workers: int = 2
+    shared: str = ""
+    timeout: float = 30.0
+
+
+class GroupTask(msgspec.Struct, frozen=True, kw_only=True):
+    """One Dask task: a group's units, in order, and where to build them."""
+
+    store_root: str  # the run's store ("" with a shared store)
+    shared: str  # the shared store's URL ("" without one)
+    plans: list[UnitPlan]
+    probe_limit: int | None
+
+
+def _worker_store(task: GroupTask) -> tuple[Store, SharedStore | None]:
+    """The store a task builds into: the run's, or this worker's cache of the shared
+    store (one folder per worker process and shared store)."""
+    if not task.shared:
+        return Store(task.store_root), None
+    try:
+        from distributed import get_worker
+
+        base = Path(get_worker().local_directory)
+    except (ImportError, ValueError):  # run outside a worker (tests call it directly)
+        base = Path(tempfile.gettempdir()) / f"continuity-worker-{os.getpid()}"
+    cache = Store(base / f"store-{digest_bytes(task.shared.encode())[:16]}")
+    return cache, SharedStore(cache, open_backend(task.shared))
+
+
+def run_group(task: GroupTask, execution: Execution) -> list[tuple[bytes, str]]:
+    """A worker's task (module doc): each unit of the group built (or reused) in order;
+    each as its encoded record and status (published first with a shared store)."""
+    store, shared = _worker_store(task)
+    done: list[tuple[bytes, str]] = []
+    with ZygotePool(ZYGOTE_PRELOAD, start=1) as pool:
+        for plan in task.plans:
+            if shared is not None:
+                shared.pull_action(plan.item.key)  # the trace the unit replays
+                shared.pull_action(_key(store, plan, task.probe_limit, execution))
+            record, status = run_unit(
+                store,
+                plan.trace,
+                plan.item,
+                plan.arm,
+                repeat=plan.repeat,
+                probe_limit=task.probe_limit,
+                execution=execution,
+                zygotes=pool,
+            )
+            if shared is not None and status != "incomplete":
+                shared.push_action(record.key)
+            done.append((msgspec.json.encode(record), status))
+    return done
+
+
+def _key(store: Store, plan: UnitPlan, probe_limit: int | None, execution: Execution) -> str:
+    return planned_unit(
+        store, plan.trace, plan.item, plan.arm, plan.repeat, probe_limit, execution
+    ).key
+
+
+@contextlib.contextmanager
+def _client(cluster: Cluster) -> Iterator[Any]:
+    """A Dask client of `cluster`'s scheduler, or of a loopback ``LocalCluster``.
+
+    Raises:
+        UsageError: ``executor_unavailable``, ``scheduler_unreachable``.
+    """
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError(
+            "--executor dask needs dask.distributed: python3 -m pip install "
+            "'dask[distributed]>=2024.12' (or the project's cluster extra)",
+            code="executor_unavailable",
+            location="--executor",
+        ) from None
+    with contextlib.ExitStack() as stack:
+        if cluster.scheduler:
+            try:
+                client = stack.enter_context(
+                    Client(cluster.scheduler, timeout=cluster.timeout, set_as_default=False)
+                )
+            except OSError as exc:
+                raise UsageError(
+                    f"no Dask scheduler answered at {cluster.scheduler}: {exc}",
+                    code="scheduler_unreachable",
+                    location="--scheduler",
+                ) from None
+        else:
+            local = stack.enter_context(
+                LocalCluster(
+                    n_workers=max(1, cluster.workers),
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    # every HTTP server on an ephemeral loopback port, never 8787
+                    dashboard_address="127.0.0.1:0",
+                    worker_dashboard_address="127.0.0.1:0",
+                )
+            )
+            client = stack.enter_context(Client(local, set_as_default=False))
+        yield client
+
+
+def _pending(
+    store: Store,
+    plans: Sequence[UnitPlan],
+    probe_limit: int | None,
+    execution: Execution,
+    shared: SharedStore | None,
+) -> list[int]:
+    """The plans whose unit neither this store nor the shared store holds; the shared
+    store's are fetched into this store on the way."""
+    todo = []
+    for index, plan in enumerate(plans):
+        key = _key(store, plan, probe_limit, execution)
+        if store.get_action(key) is None and (shared is None or shared.pull_action(key) is None):
+            todo.append(index)
+    return todo
+
+
+def run_on_cluster(
+    store: Store,
+    plans: Sequence[UnitPlan],
+    *,
+    group_of: Callable[[UnitPlan], str],
+    probe_limit: int | None,
+    execution: Execution,
+    cluster: Cluster,
+    progress: Tick | None = None,
+) -> list[tuple[UnitRecord, UnitStatus]]:
+    """Every planned unit, built on `cluster` (module doc), in plan order; units the
+    stores already hold are reused here without a task.
+
+    Raises:
+        UsageError: ``executor_unavailable``, ``scheduler_unreachable``.
+    """
+    shared = SharedStore(store, open_backend(cluster.shared)) if cluster.shared else None
+    todo = set(_pending(store, plans, probe_limit, execution, shared))
+    outcomes: list[tuple[UnitRecord, UnitStatus] | None] = [None] * len(plans)
+    finished = 0
+
+    def note(index: int, record: UnitRecord, status: UnitStatus) -> None:
+        nonlocal finished
+        outcomes[index] = (record, status)
+        finished += 1
+        if progress is not None:
+            plan = plans[index]
+            where = f"r{plan.repeat} {plan.item.trace_id} {plan.arm.id}"
+            progress(finished, len(plans), where, status)
+
+    for index in sorted(set(range(len(plans))) - todo):  # held: reused, no task
+        record, status = run_unit(store, plans[index].trace, plans[index].item,
+                                  plans[index].arm, repeat=plans[index].repeat,
+                                  probe_limit=probe_limit, execution=execution)  # fmt: skip
+        note(index, record, status)
+    groups: dict[str, list[int]] = {}
+    for index in sorted(todo):
+        groups.setdefault(group_of(plans[index]), []).append(index)
+    if groups:
+        _submit(store, plans, groups, probe_limit, execution, cluster, shared, note)
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _submit(
+    store: Store,
+    plans: Sequence[UnitPlan],
+    groups: dict[str, list[int]],
+    probe_limit: int | None,
+    execution: Execution,
+    cluster: Cluster,
+    shared: SharedStore | None,
+    note: Callable[[int, UnitRecord, UnitStatus], None],
+) -> None:
+    """Send each group as a task and take each result as it comes (module doc)."""
+    from distributed import as_completed
+
+    if shared is not None:
+        for indexes in groups.values():
+            for index in indexes:
+                shared.push_action(plans[index].item.key)
+    with _client(cluster) as client:
+        futures = {}
+        for indexes in groups.values():
+            task = GroupTask(
+                store_root="" if shared is not None else str(store.root),
+                shared=cluster.shared,
+                plans=[plans[i] for i in indexes],
+                probe_limit=probe_limit,
+            )
+            futures[client.submit(run_group, task, execution, pure=False)] = indexes
+        for future in as_completed(futures, loop=client.loop):
+            for index, (data, status) in zip(futures[future], future.result(), strict=True):
+                record = msgspec.json.decode(data, type=UnitRecord)
+                if shared is not None and status != "incomplete":
+                    shared.pull_action(record.key)
+                note(index, record, cast(UnitStatus, status))

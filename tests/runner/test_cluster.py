@@ -1,0 +1,126 @@
+"""Units on a Dask cluster (`continuity.runner.cluster`): a real ``LocalCluster`` of
+worker processes on 127.0.0.1, the run's store or a shared one, against the local
+runner's units byte for byte. (CI's cluster smoke adds a separate scheduler, two
+`dask worker` processes, an S3 server and a SIGKILLed worker: `.ci/cluster-smoke`.)"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from continuity.errors import ContinuityError
+from continuity.runner.cluster import Cluster, GroupTask, run_group
+from continuity.runner.units.build import build_units
+from continuity.runner.units.execution import OFFLINE
+from continuity.runner.units.selection import plan_units
+from continuity.store import SharedStore, Store, open_backend
+from rules.units import _units
+
+pytest.importorskip("distributed")
+
+COMMON = {"suite": "original", "arms": "native", "probe_limit": 1}
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.glob("*.json")}
+
+
+def _run(tmp_path: Path, name: str, **options: Any) -> tuple[str, dict[str, str]]:
+    out = tmp_path / name
+    line = _units(**COMMON, out=str(out), store=str(out / "store"), **options)
+    return line, _digests(out / "runs" / "offline" / "units")
+
+
+@pytest.fixture(scope="module")
+def local_units(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return _run(tmp_path_factory.mktemp("local"), "local")[1]
+
+
+@pytest.mark.slow
+def test_a_local_cluster_builds_the_local_units_byte_for_byte(
+    tmp_path: Path, local_units: dict[str, str]
+) -> None:
+    line, built = _run(tmp_path, "dask", executor="dask", workers=2)
+    assert "4 units (4 run, 0 from the store)" in line
+    assert built == local_units and len(built) == 4
+    again, _ = _run(tmp_path, "dask", executor="dask", workers=2)
+    assert "4 units (0 run, 4 from the store)" in again  # reused, no task sent
+
+
+@pytest.mark.slow
+def test_workers_with_a_shared_store_publish_and_a_new_client_reuses(
+    tmp_path: Path, local_units: dict[str, str]
+) -> None:
+    shared = str(tmp_path / "shared")
+    line, built = _run(tmp_path, "first", executor="dask", workers=2, shared_store=shared)
+    assert "(4 run, 0 from the store)" in line and built == local_units
+    assert len(open_backend(shared).names("actions/")) >= 8  # 4 traces and 4 units
+    # A client with an empty store of its own: every unit comes from the shared store.
+    fresh, rebuilt = _run(tmp_path, "second", executor="dask", workers=1, shared_store=shared)
+    assert "(0 run, 4 from the store)" in fresh and rebuilt == local_units
+
+
+def test_a_worker_killed_mid_group_leaves_published_units_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group's task run again on another worker (as Dask does after a worker dies)
+    reuses what the first published and builds the rest; the shared store never holds
+    a unit's entry without its output."""
+    store = Store(tmp_path / "client")
+    plans = plan_units(store, "original", None, out_dir=tmp_path, arms="native,compaction-1",
+                       repeats=1, traces="brightline-return", only_repeats=None,
+                       probe_mode="recall-only")  # fmt: skip
+    shared = SharedStore(store, open_backend(str(tmp_path / "shared")))
+    for plan in plans:
+        shared.push_action(plan.item.key)
+    task = GroupTask(store_root="", shared=str(tmp_path / "shared"), plans=plans[:1],
+                     probe_limit=1)  # fmt: skip
+    monkeypatch.setattr("tempfile.gettempdir", lambda: str(tmp_path / "worker-a"))
+    first = run_group(task, OFFLINE)  # the first worker built one unit, then died
+    assert [status for _, status in first] == ["built"]
+    monkeypatch.setattr("tempfile.gettempdir", lambda: str(tmp_path / "worker-b"))
+    retried = run_group(msgspec.structs.replace(task, plans=plans), OFFLINE)
+    assert [status for _, status in retried] == ["cached", "built"]
+    assert first[0][0] == retried[0][0]  # the same unit, byte for byte
+    for name in open_backend(str(tmp_path / "shared")).names("actions/"):
+        key = name.rsplit("/", 1)[1].removesuffix(".json")
+        assert SharedStore(Store(tmp_path / f"check-{key[:6]}"), shared.backend).pull_action(key)
+
+
+@pytest.mark.parametrize(
+    ("options", "location"),
+    [
+        ({"executor": "spark"}, "--executor"),
+        ({"scheduler": "tcp://127.0.0.1:1"}, "--scheduler"),
+        ({"workers": 2}, "--workers"),
+        ({"shared_store": "/tmp/x"}, "--shared-store"),
+        ({"executor": "dask", "real": True}, "--executor"),
+        ({"executor": "dask", "agent": "examples/agents/toy/agent.toml"}, "--executor"),
+    ],
+)
+def test_cluster_options_are_refused_where_they_cannot_apply(
+    tmp_path: Path, options: dict[str, Any], location: str
+) -> None:
+    with pytest.raises(ContinuityError) as caught:
+        _run(tmp_path, "refused", **options)
+    assert caught.value.code == "option_invalid" and caught.value.location == location
+
+
+def test_an_unreachable_scheduler_is_scheduler_unreachable(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    cluster = Cluster(scheduler="tcp://127.0.0.1:9", timeout=1.0)  # the discard port: closed
+    with pytest.raises(ContinuityError) as caught:
+        build_units(store, "smoke", arms="native", probe_limit=1, run_dir=tmp_path / "run",
+                    cluster=cluster)  # fmt: skip
+    assert caught.value.code == "scheduler_unreachable"
+    assert caught.value.location == "--scheduler"
+
+
+def test_an_unsupported_shared_store_is_refused_before_any_task(tmp_path: Path) -> None:
+    with pytest.raises(ContinuityError) as caught:
+        _run(tmp_path, "bad", executor="dask", shared_store="ftp://host/store")
+    assert caught.value.code == "store_backend_unsupported"
