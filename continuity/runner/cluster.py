@@ -242,13 +242,13 @@ def _submit(
     note: Callable[[int, UnitRecord, UnitStatus], None],
 ) -> None:
     """Send each group as a task and take each result as it comes (module doc)."""
-    from distributed import as_completed
-
     if shared is not None:
         for indexes in groups.values():
             for index in indexes:
                 shared.push_action(plans[index].item.key)
     with _client(cluster) as client:
+        from distributed import as_completed  # importable: _client checked
+
         futures = {}
         for indexes in groups.values():
             task = GroupTask(

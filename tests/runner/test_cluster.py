@@ -6,6 +6,7 @@ runner's units byte for byte. (CI's cluster smoke adds a separate scheduler, two
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,6 @@ def local_units(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return _run(tmp_path_factory.mktemp("local"), "local")[1]
 
 
-@pytest.mark.slow
 def test_a_local_cluster_builds_the_local_units_byte_for_byte(
     tmp_path: Path, local_units: dict[str, str]
 ) -> None:
@@ -51,7 +51,6 @@ def test_a_local_cluster_builds_the_local_units_byte_for_byte(
     assert "4 units (0 run, 4 from the store)" in again  # reused, no task sent
 
 
-@pytest.mark.slow
 def test_workers_with_a_shared_store_publish_and_a_new_client_reuses(
     tmp_path: Path, local_units: dict[str, str]
 ) -> None:
@@ -124,3 +123,14 @@ def test_an_unsupported_shared_store_is_refused_before_any_task(tmp_path: Path) 
     with pytest.raises(ContinuityError) as caught:
         _run(tmp_path, "bad", executor="dask", shared_store="ftp://host/store")
     assert caught.value.code == "store_backend_unsupported"
+
+
+def test_without_dask_distributed_the_executor_is_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if absent
+    store = Store(tmp_path / "store")
+    with pytest.raises(ContinuityError) as caught:
+        build_units(store, "smoke", arms="native", probe_limit=1, run_dir=tmp_path / "run",
+                    cluster=Cluster())  # fmt: skip
+    assert caught.value.code == "executor_unavailable" and caught.value.location == "--executor"

@@ -4,6 +4,7 @@ the real s3fs client. Then the shared store over each: publish, fetch, verify.""
 
 from __future__ import annotations
 
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -213,3 +214,10 @@ def test_a_local_backend_refuses_names_that_leave_it(tmp_path: Path) -> None:
             backend.get(name)
         assert caught.value.code == "store_backend_failed"
     assert msgspec.json.encode(backend.names("")) == b"[]"
+
+
+def test_an_s3_store_without_s3fs_is_unsupported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "s3fs", None)  # import fails as if absent
+    with pytest.raises(StoreError) as caught:
+        open_backend("s3://bucket/store")
+    assert caught.value.code == "store_backend_unsupported"

@@ -192,6 +192,12 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *section(
         "UsageError",
+        "continuity.runner.cluster",
+        Row("executor_unavailable", "--executor dask without dask.distributed installed"),
+        Row("scheduler_unreachable", "no Dask scheduler answered at --scheduler in time"),
+    ),
+    *section(
+        "UsageError",
         "continuity.probes.real_answers",
         Row("output_exists", "the real-answers output file exists already"),
     ),

@@ -1,0 +1,78 @@
+"""Benchmark: units on a Dask cluster against the local runner, on this machine.
+
+Run from the checkout root:  python benchmarks/bench_cluster.py [--runs N]
+
+Each run builds the original suite's offline units (every default arm, two probes a
+unit: 32 units, 64 samples) into a fresh store, four ways, runs alternating:
+1. the named baseline, `local`: ``doit units`` in this process's runner threads
+   (``--jobs 2``, one per core);
+2. `dask-1`: a ``LocalCluster`` of one worker process (``--executor dask --workers 1``);
+3. `dask-2`: a ``LocalCluster`` of two worker processes;
+4. `dask-2-shared`: two workers over a shared store (a directory backend): every worker
+   builds into a cache of its own, fetches each trace first, publishes each unit, and
+   the client fetches every unit back.
+Each figure includes starting and stopping the cluster. Prints each way's median wall
+time and samples per second, and its median ratio to `local`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from continuity.runner.cluster import Cluster
+from continuity.runner.units.build import build_units
+from continuity.store import Store
+
+WAYS: dict[str, Cluster | None] = {
+    "local": None,
+    "dask-1": Cluster(workers=1),
+    "dask-2": Cluster(workers=2),
+    "dask-2-shared": Cluster(workers=2, shared="SHARED"),
+}
+SAMPLES = 64
+
+
+def _one(way: str) -> float:
+    folder = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
+    cluster = WAYS[way]
+    if cluster is not None and cluster.shared:
+        cluster = Cluster(workers=cluster.workers, shared=str(folder / "shared"))
+    try:
+        start = time.perf_counter()
+        store = Store(folder / "store")
+        run = folder / "run"
+        records, _, built = build_units(
+            store, "original", probe_limit=2, run_dir=run, jobs=2, cluster=cluster
+        )
+        elapsed = time.perf_counter() - start
+        assert built == len(records) == 32, (way, built)
+        return elapsed
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    runs = parser.parse_args().runs
+    times: dict[str, list[float]] = {way: [] for way in WAYS}
+    for _ in range(runs):
+        for way in WAYS:
+            times[way].append(_one(way))
+    base = statistics.median(times["local"])
+    for way, seconds in times.items():
+        median = statistics.median(seconds)
+        each = ", ".join(f"{s:.2f}" for s in seconds)
+        print(
+            f"{way:14} median {median:6.2f} s  {SAMPLES / median:5.1f} samples/s  "
+            f"x{median / base:.2f} of local  ({each})"
+        )
+
+
+if __name__ == "__main__":
+    main()
