@@ -58,6 +58,13 @@ def task_verify() -> TaskSpec:
                 False,
                 "also rebuild what the refs need (trace suites, checkpoints); list the rest",
             ),
+            param(
+                "shared_store",
+                str,
+                "",
+                "scrub this shared store (a directory or s3://bucket/prefix) instead of "
+                "--store; corrupt files move under its quarantine/",
+            ),
         ],
         "verbosity": 2,
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from continuity.errors import StoreError
+from continuity.errors import StoreError, UsageError
 from continuity.requests import Request
 
 if TYPE_CHECKING:
@@ -38,9 +38,11 @@ class GcRequest(Request, frozen=True, kw_only=True):
 
 
 class VerifyRequest(Request, frozen=True, kw_only=True):
-    """`doit verify`: whether to rebuild what the refs need (``repair``)."""
+    """`doit verify`: whether to rebuild what the refs need (``repair``), and the shared
+    store to scrub instead of the local one (``shared_store``)."""
 
     repair: bool = False
+    shared_store: str = ""
 
 
 def gc(request: GcRequest) -> str:
@@ -138,6 +140,8 @@ def verify(request: VerifyRequest) -> str:
 
     repair = request.repair
     out_dir = resolve_out_path(request.out or None)
+    if request.shared_store:
+        return _verify_shared(request.shared_store, repair, out_dir / "verify" / "report.json")
     report = verify_store(
         Store(request.store or None), repair=repair, rebuild=rebuilders(), out_dir=out_dir
     )
@@ -158,6 +162,41 @@ def verify(request: VerifyRequest) -> str:
     if report.corrupt and not repair:
         raise StoreError(
             f"{report.corrupt} corrupt files quarantined; run `doit verify --repair`",
+            code="store_corrupt",
+            location=str(path),
+        )
+    return f"verify report at {path}"
+
+
+def _verify_shared(url: str, repair: bool, path: Path) -> str:
+    """``doit verify --shared-store URL`` (`continuity.store.shared_verify`).
+
+    Raises:
+        UsageError: ``option_invalid`` with ``--repair``.
+        StoreError: ``store_corrupt`` (files quarantined, or entries whose output is
+            gone), after the report is written; the backend's own codes.
+    """
+    from continuity.outputs import write_json
+    from continuity.store import open_backend, verify_shared
+
+    if repair:
+        raise UsageError(
+            "--repair rebuilds a local store's refs; a shared store is repaired by "
+            "building again (workers publish what is missing)",
+            code="option_invalid",
+            location="--repair",
+        )
+    report = verify_shared(open_backend(url))
+    write_json(path, report)
+    for finding in report.findings:
+        print(f"corrupt {finding.kind} {finding.path}: {finding.problem}", flush=True)
+    for key in report.orphaned_actions:
+        print(f"action {key}: its output is missing or corrupt", flush=True)
+    print(report.summary(), flush=True)
+    if report.corrupt or report.orphaned_actions:
+        raise StoreError(
+            f"{report.corrupt} corrupt files quarantined, {len(report.orphaned_actions)} "
+            f"action entries without their output in {url}; build again to republish",
             code="store_corrupt",
             location=str(path),
         )

@@ -13,6 +13,7 @@ from continuity.store._verify import (
 )
 from continuity.store.backends import Backend, LocalBackend, S3Backend, open_backend
 from continuity.store.shared import SharedStore
+from continuity.store.shared_verify import verify_shared
 
 __all__ = [
     "ActionEntry",
@@ -36,5 +37,6 @@ __all__ = [
     "open_backend",
     "resolve_store_path",
     "utc_now",
+    "verify_shared",
     "verify_store",
 ]

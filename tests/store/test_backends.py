@@ -14,8 +14,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from continuity.errors import ObjectCorrupt, StoreError
-from continuity.store import LocalBackend, SharedStore, Store, open_backend
+from continuity.errors import ContinuityError, ObjectCorrupt, StoreError
+from continuity.store import LocalBackend, SharedStore, Store, open_backend, verify_shared
 from continuity.store._records import Ref
 from continuity.store.backends import Backend
 
@@ -221,3 +221,48 @@ def test_an_s3_store_without_s3fs_is_unsupported(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(StoreError) as caught:
         open_backend("s3://bucket/store")
     assert caught.value.code == "store_backend_unsupported"
+
+
+def test_a_shared_store_is_scrubbed_as_a_local_one_is(backend: Backend, tmp_path: Path) -> None:
+    """A clean shared store verifies; a tampered object is moved under quarantine/ and
+    the entry reaching it is orphaned; a corrupt ref is moved aside too."""
+    here = Store(tmp_path / "here")
+    key = _built(here)
+    shared = SharedStore(here, backend)
+    shared.push_action(key)
+    shared.swap_ref("runs/r", lambda current: Ref(name="runs/r", updated_at="t", actions=[key]))
+    clean = verify_shared(backend)
+    assert clean.corrupt == 0 and not clean.orphaned_actions
+    assert clean.counts["action"].checked == 1 and clean.counts["ref"].checked == 1
+    entry = here.get_action(key)
+    assert entry is not None
+    leaf = next(d for d in here.walk(entry.output) if here.get_blob(d) == b"what the reader saw")
+    name = f"objects/{leaf[:2]}/{leaf}"
+    found = backend.get(name)
+    assert found is not None and backend.replace(name, b"tampered", found[1])
+    ref = backend.get("refs/runs/r.json")
+    assert ref is not None and backend.replace("refs/runs/r.json", b"{}", ref[1])
+    report = verify_shared(backend)
+    assert [(f.kind, f.path) for f in report.findings] == [
+        ("object", name),
+        ("ref", "refs/runs/r.json"),
+    ]
+    assert report.orphaned_actions == [key] and backend.get(name) is None
+    assert all(f.quarantined_to.startswith("quarantine/") for f in report.findings)
+    assert len(backend.names("quarantine/")) == 2
+
+
+def test_doit_verify_on_a_shared_store_fails_on_damage_with_its_code(tmp_path: Path) -> None:
+    from rules.store import _verify
+
+    shared = tmp_path / "shared"
+    backend = open_backend(str(shared))
+    backend.create("objects/ab/" + "ab" * 32, b"not these bytes")
+    with pytest.raises(StoreError) as caught:
+        _verify(shared_store=str(shared), out=str(tmp_path / "out"))
+    assert caught.value.code == "store_corrupt"
+    assert (tmp_path / "out" / "verify" / "report.json").exists()
+    assert "verify report at" in _verify(shared_store=str(shared), out=str(tmp_path / "out"))
+    with pytest.raises(ContinuityError) as refused:
+        _verify(shared_store=str(shared), repair=True, out=str(tmp_path / "out"))
+    assert refused.value.code == "option_invalid" and refused.value.location == "--repair"
