@@ -41,6 +41,7 @@ DOCS_PAGES = (
     "spend",
     "failure",
     "store",
+    "scale-out",
     "ledger",
     "qualification",
     "cli",

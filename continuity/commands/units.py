@@ -237,6 +237,12 @@ def _cluster_of(request: UnitsRequest) -> Cluster | None:
                     location=f"--{name.replace('_', '-')}",
                 )
         return None
+    if request.scheduler and request.workers:
+        raise UsageError(
+            "--workers sizes a LocalCluster; a --scheduler's workers are the ones you started",
+            code="option_invalid",
+            location="--workers",
+        )
     return Cluster(
         scheduler=request.scheduler,
         workers=request.workers or request.jobs or DEFAULT_JOBS,

@@ -31,7 +31,11 @@ running it again resumes from the store.
 Without ``--scheduler`` a ``LocalCluster`` of ``--workers`` processes (default: the
 ``--jobs`` the local runner would use) on 127.0.0.1 runs the tasks. Errors:
 ``executor_unavailable`` (dask.distributed is not installed), ``scheduler_unreachable``
-(the scheduler does not answer within ``--scheduler-timeout``).
+(no scheduler answers at ``--scheduler`` within 30 s, or the address is not one),
+``cluster_task_failed`` (a task was lost: its workers kept dying, or the scheduler went
+away; the units finished so far are kept), ``cluster_code_mismatch`` (a worker built a
+unit under another key than the client planned: it runs other code), ``object_missing``
+(a worker cannot find a unit's trace in the shared store).
 """
 
 from __future__ import annotations
@@ -47,13 +51,14 @@ from typing import Any, cast
 import msgspec
 
 from continuity.digest import digest_bytes
-from continuity.errors import UsageError
+from continuity.errors import ContinuityError, ObjectMissing, UsageError
 from continuity.progress import Tick
 from continuity.runner.children import ZYGOTE_PRELOAD
 from continuity.runner.units.execution import Execution
 from continuity.runner.units.plan import UnitPlan
 from continuity.runner.units.record import UnitRecord, UnitStatus
 from continuity.runner.units.run import planned_unit, run_unit
+from continuity.runner.units.store import context_refs
 from continuity.store import SharedStore, Store, open_backend
 from continuity.zygote import ZygotePool
 
@@ -103,8 +108,14 @@ def run_group(task: GroupTask, execution: Execution) -> list[tuple[bytes, str]]:
     with ZygotePool(ZYGOTE_PRELOAD, start=1) as pool:
         for plan in task.plans:
             if shared is not None:
-                shared.pull_action(plan.item.key)  # the trace the unit replays
-                shared.pull_action(_key(store, plan, task.probe_limit, execution))
+                if store.get_action(plan.item.key) is None and not shared.pull_action(
+                    plan.item.key
+                ):
+                    raise ObjectMissing(
+                        f"this worker finds no trace {plan.item.trace_id} in the shared store",
+                        location=task.shared,
+                    )
+                _pull_unit(shared, _key(store, plan, task.probe_limit, execution))
             record, status = run_unit(
                 store,
                 plan.trace,
@@ -115,10 +126,23 @@ def run_group(task: GroupTask, execution: Execution) -> list[tuple[bytes, str]]:
                 execution=execution,
                 zygotes=pool,
             )
-            if shared is not None and status != "incomplete":
+            if shared is not None and status == "built":
+                for context in context_refs([record]):  # named inside the unit's blob:
+                    shared.push_object(context)  # published before the unit's entry
                 shared.push_action(record.key)
             done.append((msgspec.json.encode(record), status))
     return done
+
+
+def _pull_unit(shared: SharedStore, key: str) -> bool:
+    """Fetch unit `key` and the reader contexts its samples name (False: not shared)."""
+    entry = shared.pull_action(key)
+    if entry is None:
+        return False
+    record = msgspec.json.decode(shared.local.get_blob(entry.output.digest), type=UnitRecord)
+    for context in context_refs([record]):
+        shared.pull_object(context)
+    return True
 
 
 def _key(store: Store, plan: UnitPlan, probe_limit: int | None, execution: Execution) -> str:
@@ -149,7 +173,7 @@ def _client(cluster: Cluster) -> Iterator[Any]:
                 client = stack.enter_context(
                     Client(cluster.scheduler, timeout=cluster.timeout, set_as_default=False)
                 )
-            except OSError as exc:
+            except (OSError, ValueError, TypeError) as exc:  # unreachable; not an address
                 raise UsageError(
                     f"no Dask scheduler answered at {cluster.scheduler}: {exc}",
                     code="scheduler_unreachable",
@@ -183,7 +207,7 @@ def _pending(
     todo = []
     for index, plan in enumerate(plans):
         key = _key(store, plan, probe_limit, execution)
-        if store.get_action(key) is None and (shared is None or shared.pull_action(key) is None):
+        if store.get_action(key) is None and (shared is None or not _pull_unit(shared, key)):
             todo.append(index)
     return todo
 
@@ -243,9 +267,8 @@ def _submit(
 ) -> None:
     """Send each group as a task and take each result as it comes (module doc)."""
     if shared is not None:
-        for indexes in groups.values():
-            for index in indexes:
-                shared.push_action(plans[index].item.key)
+        for key in {plans[i].item.key for indexes in groups.values() for i in indexes}:
+            shared.push_action(key)  # the traces, each once
     with _client(cluster) as client:
         from distributed import as_completed  # importable: _client checked
 
@@ -253,14 +276,60 @@ def _submit(
         for indexes in groups.values():
             task = GroupTask(
                 store_root="" if shared is not None else str(store.root),
-                shared=cluster.shared,
+                shared=shared.backend.url if shared is not None else "",  # absolute
                 plans=[plans[i] for i in indexes],
                 probe_limit=probe_limit,
             )
             futures[client.submit(run_group, task, execution, pure=False)] = indexes
-        for future in as_completed(futures, loop=client.loop):
-            for index, (data, status) in zip(futures[future], future.result(), strict=True):
+        for future in _completed(as_completed(futures, loop=client.loop)):
+            for index, (data, status) in zip(futures[future], _result(future), strict=True):
                 record = msgspec.json.decode(data, type=UnitRecord)
+                planned = _key(store, plans[index], probe_limit, execution)
+                if record.key != planned:
+                    raise UsageError(
+                        f"a worker built r{record.repeat} {record.trace_id} {record.arm} as "
+                        f"{record.key[:16]}, planned here as {planned[:16]}: the workers "
+                        "run other code than this client (install the same version)",
+                        code="cluster_code_mismatch",
+                        location="--scheduler",
+                    )
                 if shared is not None and status != "incomplete":
-                    shared.pull_action(record.key)
+                    _pull_unit(shared, record.key)
                 note(index, record, cast(UnitStatus, status))
+
+
+def _completed(futures: Iterator[Any]) -> Iterator[Any]:
+    """The tasks as they finish; the client losing the scheduler meanwhile as
+    ``cluster_task_failed`` (`_lost`)."""
+    while True:
+        try:
+            future = next(futures)
+        except StopIteration:
+            return
+        except Exception as exc:  # CommClosedError, TimeoutError...: open-ended
+            raise _lost(exc) from None
+        yield future
+
+
+def _lost(exc: BaseException) -> UsageError:
+    return UsageError(
+        f"a group of units was lost ({type(exc).__name__}: {exc}); the units finished "
+        "so far are kept: run the same command again to resume",
+        code="cluster_task_failed",
+        location="--scheduler",
+    )
+
+
+def _result(future: Any) -> list[tuple[bytes, str]]:
+    """A task's result; a task Dask lost (its workers kept dying, the scheduler went
+    away) as ``cluster_task_failed``. A typed error the task raised is raised as is.
+
+    Raises:
+        UsageError: ``cluster_task_failed``.
+    """
+    try:
+        return cast(list[tuple[bytes, str]], future.result())
+    except ContinuityError:
+        raise
+    except Exception as exc:  # KilledWorker, CancelledError, CommClosedError...: open-ended
+        raise _lost(exc) from None

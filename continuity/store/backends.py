@@ -86,26 +86,28 @@ class LocalBackend:
         return self.root.joinpath(*parts)
 
     def get(self, name: str) -> tuple[bytes, str] | None:
-        try:
-            data = self._path(name).read_bytes()
-        except FileNotFoundError:
-            return None
+        with self._errors(f"reading {name}"):
+            try:
+                data = self._path(name).read_bytes()
+            except FileNotFoundError:
+                return None
         return data, digest_bytes(data)
 
     def create(self, name: str, data: bytes) -> bool:
         path = self._path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with self._temp(data) as temp:
-            try:
-                os.link(temp, path)  # atomic, and refused when the name exists
-            except FileExistsError:
-                return False
+        with self._errors(f"writing {name}"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with self._temp(data) as temp:
+                try:
+                    os.link(temp, path)  # atomic, and refused when the name exists
+                except FileExistsError:
+                    return False
         return True
 
     def replace(self, name: str, data: bytes, version: str | None) -> bool:
         path = self._path(name)
         lock = self.root / ".locks" / (digest_bytes(name.encode()) + ".lock")
-        with open(lock, "a") as held:
+        with self._errors(f"writing {name}"), open(lock, "a") as held:
             fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
             current = self.get(name)
             if (current[1] if current is not None else None) != version:
@@ -116,17 +118,26 @@ class LocalBackend:
         return True
 
     def names(self, prefix: str) -> list[str]:
-        base = self.root
+        folder = self.root.joinpath(*prefix.split("/")[:-1]) if "/" in prefix else self.root
         found = []
-        for path in base.rglob("*"):
-            name = path.relative_to(base).as_posix()
-            if path.is_file() and not name.startswith(".") and name.startswith(prefix):
-                found.append(name)
+        with self._errors("listing"):
+            for path in folder.rglob("*") if folder.is_dir() else ():
+                name = path.relative_to(self.root).as_posix()
+                if path.is_file() and not name.startswith(".") and name.startswith(prefix):
+                    found.append(name)
         return sorted(found)
 
     def delete(self, name: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
+        with self._errors(f"deleting {name}"), contextlib.suppress(FileNotFoundError):
             self._path(name).unlink()
+
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """An OSError (no space, no permission, no link(2) here) as a typed error."""
+        try:
+            yield
+        except OSError as exc:
+            raise _failed(what, self.url, exc) from None
 
     @contextlib.contextmanager
     def _temp(self, data: bytes) -> Iterator[str]:
@@ -136,6 +147,7 @@ class LocalBackend:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
+                os.fchmod(handle.fileno(), 0o644)  # readable by the other machines' users
                 os.fsync(handle.fileno())
             yield temp
         finally:
@@ -144,7 +156,9 @@ class LocalBackend:
 
 
 class S3Backend:
-    """A bucket and key prefix through s3fs (module doc)."""
+    """A bucket and key prefix through s3fs (module doc). Opening one asks S3 for the
+    bucket (``HeadBucket``), so a missing bucket, refused credentials or an unreachable
+    server is ``store_backend_failed`` before anything else runs."""
 
     def __init__(self, url: str, **storage_options: Any) -> None:
         try:
@@ -159,75 +173,99 @@ class S3Backend:
         self._base = self.url.removeprefix("s3://")
         options = {"skip_instance_cache": True, "use_listings_cache": False, **storage_options}
         self.fs = s3fs.S3FileSystem(**options)
+        bucket = self._base.split("/", 1)[0]
+        try:
+            self._guarded("opening the bucket", self.fs.call_s3, "head_bucket", Bucket=bucket)
+        except FileNotFoundError:
+            raise StoreError(
+                f"no bucket {bucket}", code="store_backend_failed", location=self.url
+            ) from None
 
     def _path(self, name: str) -> str:
         return f"{self._base}/{name}"
+
+    def _guarded(self, what: str, call: Any, *args: Any, **kwargs: Any) -> Any:
+        """`call`, with every failure but a missing key (FileNotFoundError) or an
+        existing one (FileExistsError) as ``store_backend_failed``: s3fs raises OSErrors,
+        botocore its own (no credentials, no connection)."""
+        try:
+            return call(*args, **kwargs)
+        except (FileNotFoundError, FileExistsError):
+            raise
+        except Exception as exc:  # the SDKs' errors are open-ended: all typed here
+            raise _failed(what, self.url, exc) from None
+
+    def _conditional(self, name: str, data: bytes, **condition: str) -> str:
+        """A conditional ``PutObject``: "written"; "lost" when its condition did not
+        hold (412 PreconditionFailed, or the name exists or is gone); "retry" when
+        another write of the name was in flight (409 ConditionalRequestConflict: it may
+        still fail, S3 says retry).
+
+        Raises:
+            StoreError: ``store_backend_failed`` for any other failure.
+        """
+        try:
+            self.fs.pipe_file(self._path(name), data, **condition)
+        except (FileNotFoundError, FileExistsError):
+            return "lost"
+        except Exception as exc:  # the SDKs' errors are open-ended: all typed here
+            code = _s3_code(exc)
+            if code == "ConditionalRequestConflict":
+                return "retry"
+            if code == "PreconditionFailed" or "pre-condition" in str(exc).lower():
+                return "lost"
+            raise _failed(f"writing {name}", self.url, exc) from None
+        return "written"
 
     def get(self, name: str) -> tuple[bytes, str] | None:
         path = self._path(name)
         for _ in range(5):  # the ETag read on both sides of the bytes, so they agree
             try:
-                before = self.fs.info(path, refresh=True)["ETag"]
-                data = self.fs.cat_file(path)
-                after = self.fs.info(path, refresh=True)["ETag"]
+                before = self._guarded(f"reading {name}", self.fs.info, path, refresh=True)
+                data = self._guarded(f"reading {name}", self.fs.cat_file, path)
+                after = self._guarded(f"reading {name}", self.fs.info, path, refresh=True)
             except FileNotFoundError:
                 return None
-            except OSError as exc:
-                raise _failed(f"reading {name}", self.url, exc) from None
-            if before == after:
-                return data, str(after)
+            if before["ETag"] == after["ETag"]:
+                return data, str(after["ETag"])
         raise StoreError(f"{name} kept changing while read", code="store_backend_failed")
 
     def create(self, name: str, data: bytes) -> bool:
-        try:
-            self.fs.pipe_file(self._path(name), data, mode="create")
-        except FileExistsError:
+        for _ in range(8):
+            outcome = self._conditional(name, data, mode="create")
+            if outcome != "retry":
+                return outcome == "written"
+        if self.get(name) is not None:  # every try met another write in flight
             return False
-        except OSError as exc:
-            if _lost_condition(exc):
-                return False
-            raise _failed(f"writing {name}", self.url, exc) from None
-        return True
+        raise StoreError(f"{name}: every write conflicted", code="store_backend_failed")
 
     def replace(self, name: str, data: bytes, version: str | None) -> bool:
         if version is None:
             return self.create(name, data)
-        try:
-            self.fs.pipe_file(self._path(name), data, IfMatch=version)
-        except (FileNotFoundError, FileExistsError):
-            return False
-        except OSError as exc:
-            if _lost_condition(exc):
-                return False
-            raise _failed(f"writing {name}", self.url, exc) from None
-        return True
+        # A lost or conflicting condition alike: the caller reads again and retries.
+        return self._conditional(name, data, IfMatch=version) == "written"
 
     def names(self, prefix: str) -> list[str]:
         folder = self._path(prefix.rsplit("/", 1)[0]) if "/" in prefix else self._base
         try:
-            found = self.fs.find(folder)
-        except OSError as exc:
-            raise _failed("listing", self.url, exc) from None
+            found = self._guarded("listing", self.fs.find, folder)
+        except FileNotFoundError:
+            return []
         names = (p.removeprefix(self._base + "/") for p in found)
         return sorted(n for n in names if n.startswith(prefix))
 
     def delete(self, name: str) -> None:
-        try:
-            self.fs.rm_file(self._path(name))
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise _failed(f"deleting {name}", self.url, exc) from None
+        with contextlib.suppress(FileNotFoundError):
+            self._guarded(f"deleting {name}", self.fs.rm_file, self._path(name))
 
 
-def _lost_condition(exc: BaseException) -> bool:
-    """Whether S3 refused a conditional write because its condition did not hold (412
-    PreconditionFailed; 409 ConditionalRequestConflict when two writes raced)."""
-    cause = exc.__cause__
-    code = getattr(cause, "response", {}).get("Error", {}).get("Code", "")
-    if code in ("PreconditionFailed", "ConditionalRequestConflict"):
-        return True
-    return "pre-condition" in str(exc) or "precondition" in str(exc).lower()
+def _s3_code(exc: BaseException) -> str:
+    """The S3 error code behind `exc` (s3fs keeps botocore's error as the cause)."""
+    for error in (exc, exc.__cause__):
+        response = getattr(error, "response", None)
+        if isinstance(response, dict):
+            return str(response.get("Error", {}).get("Code", ""))
+    return ""
 
 
 def _failed(what: str, url: str, exc: BaseException) -> StoreError:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from continuity.digest import digest_bytes
 from continuity.errors import ObjectCorrupt, ObjectMissing, StoreError
 from continuity.store._records import ActionEntry, ObjectRef, Ref, decode_checked, encode_checked
 from continuity.store._store import Store
@@ -95,12 +96,13 @@ class SharedStore:
                     f"no object {ref.digest[:16]} in the shared store",
                     location=f"{self.backend.url}/{name}",
                 )
-            stored = self.local.put_blob(found[0])
-            if stored.digest != ref.digest:
+            actual = digest_bytes(found[0])
+            if actual != ref.digest:  # checked before the local store sees the bytes
                 raise ObjectCorrupt(
-                    f"shared object {ref.digest[:16]} hashes to {stored.digest[:16]}",
+                    f"shared object {ref.digest[:16]} hashes to {actual[:16]}",
                     location=f"{self.backend.url}/{name}",
                 )
+            self.local.put_blob(found[0])
         if ref.kind == "tree":
             for entry in self.local.get_tree(ref.digest).entries.values():
                 self.pull_object(ObjectRef(entry.kind, entry.digest, entry.size))

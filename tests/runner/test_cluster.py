@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,12 @@ import msgspec
 import pytest
 
 from continuity.errors import ContinuityError
-from continuity.runner.cluster import Cluster, GroupTask, run_group
+from continuity.runner.cluster import Cluster, GroupTask, _completed, _result, run_group
 from continuity.runner.units.build import build_units
 from continuity.runner.units.execution import OFFLINE
+from continuity.runner.units.record import UnitRecord
 from continuity.runner.units.selection import plan_units
+from continuity.runner.units.store import context_refs
 from continuity.store import SharedStore, Store, open_backend
 from rules.units import _units
 
@@ -58,9 +61,15 @@ def test_workers_with_a_shared_store_publish_and_a_new_client_reuses(
     line, built = _run(tmp_path, "first", executor="dask", workers=2, shared_store=shared)
     assert "(4 run, 0 from the store)" in line and built == local_units
     assert len(open_backend(shared).names("actions/")) >= 8  # 4 traces and 4 units
-    # A client with an empty store of its own: every unit comes from the shared store.
+    # A client with an empty store of its own: every unit comes from the shared store,
+    # with the reader contexts its drill-down shows (named inside the unit's blob).
     fresh, rebuilt = _run(tmp_path, "second", executor="dask", workers=1, shared_store=shared)
     assert "(0 run, 4 from the store)" in fresh and rebuilt == local_units
+    client = Store(tmp_path / "second" / "store")
+    folder = tmp_path / "second" / "runs" / "offline" / "units"
+    records = [msgspec.json.decode(p.read_bytes(), type=UnitRecord) for p in folder.glob("*.json")]
+    contexts = context_refs(records)
+    assert contexts and all(client.verify_ref(ref) for ref in contexts)
 
 
 def test_a_worker_killed_mid_group_leaves_published_units_only(
@@ -90,9 +99,41 @@ def test_a_worker_killed_mid_group_leaves_published_units_only(
         assert SharedStore(Store(tmp_path / f"check-{key[:6]}"), shared.backend).pull_action(key)
 
 
+def test_a_worker_running_other_code_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client plans a unit under one key; a worker (another process, unpatched)
+    builds it under another: cluster_code_mismatch, never a unit mixed into the run."""
+    monkeypatch.setattr("continuity.runner.cluster._key", lambda *args: "0" * 64)
+    with pytest.raises(ContinuityError) as caught:
+        build_units(Store(tmp_path / "store"), "smoke", arms="native", probe_limit=1,
+                    run_dir=tmp_path / "run", cluster=Cluster(workers=1))  # fmt: skip
+    assert caught.value.code == "cluster_code_mismatch"
+    assert not (tmp_path / "run" / "units").exists()
+
+
+def test_a_task_dask_lost_is_cluster_task_failed() -> None:
+    class Lost:
+        def result(self) -> None:
+            raise RuntimeError("worker died three times")
+
+    with pytest.raises(ContinuityError) as caught:
+        _result(Lost())
+    assert caught.value.code == "cluster_task_failed" and "resume" in caught.value.message
+
+    def broken() -> Iterator[object]:
+        raise OSError("scheduler connection closed")
+        yield
+
+    with pytest.raises(ContinuityError) as closed:
+        list(_completed(broken()))
+    assert closed.value.code == "cluster_task_failed"
+
+
 @pytest.mark.parametrize(
     ("options", "location"),
     [
+        ({"executor": "dask", "scheduler": "tcp://127.0.0.1:1", "workers": 2}, "--workers"),
         ({"executor": "spark"}, "--executor"),
         ({"scheduler": "tcp://127.0.0.1:1"}, "--scheduler"),
         ({"workers": 2}, "--workers"),

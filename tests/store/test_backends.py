@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from continuity.digest import digest_bytes
 from continuity.errors import ContinuityError, ObjectCorrupt, StoreError
 from continuity.store import LocalBackend, SharedStore, Store, open_backend, verify_shared
 from continuity.store._records import Ref
@@ -173,6 +174,7 @@ def test_a_corrupt_shared_object_never_reaches_the_local_store(
         SharedStore(there, backend).pull_action(key)
     assert caught.value.code == "object_corrupt" and name in (caught.value.location or "")
     assert there.get_action(key) is None and not there.has_object(leaf)
+    assert not there.has_object(digest_bytes(b"tampered"))  # never stored under its own
 
 
 def test_a_corrupt_shared_action_entry_is_object_corrupt(backend: Backend, tmp_path: Path) -> None:
@@ -200,11 +202,17 @@ def test_an_unsupported_store_url_is_refused(url: str) -> None:
     assert caught.value.code == "store_backend_unsupported" and caught.value.location == url
 
 
-def test_a_missing_bucket_is_store_backend_failed(s3_endpoint: str) -> None:
-    backend = open_backend("s3://no-such-bucket/store", **_s3_options(s3_endpoint))
-    with pytest.raises(StoreError) as caught:
-        backend.create("objects/ab/x", b"x")
-    assert caught.value.code == "store_backend_failed"
+def test_a_missing_bucket_or_server_is_store_backend_failed_when_opened(s3_endpoint: str) -> None:
+    cases = [
+        ("s3://no-such-bucket/store", s3_endpoint),
+        (f"s3://{_bucket(s3_endpoint)}/store", "http://127.0.0.1:9"),  # nothing listens
+    ]
+    for url, endpoint in cases:
+        options = _s3_options(endpoint)
+        options["config_kwargs"] = {"retries": {"max_attempts": 1}, "connect_timeout": 1}
+        with pytest.raises(StoreError) as caught:
+            open_backend(url, **options)
+        assert caught.value.code == "store_backend_failed" and caught.value.location == url
 
 
 def test_a_local_backend_refuses_names_that_leave_it(tmp_path: Path) -> None:

@@ -195,6 +195,8 @@ ENTRIES: tuple[Entry, ...] = (
         "continuity.runner.cluster",
         Row("executor_unavailable", "--executor dask without dask.distributed installed"),
         Row("scheduler_unreachable", "no Dask scheduler answered at --scheduler in time"),
+        Row("cluster_task_failed", "Dask lost a group of units (dying workers, a lost scheduler)"),
+        Row("cluster_code_mismatch", "a worker built a unit under another key: it runs other code"),
     ),
     *section(
         "UsageError",
