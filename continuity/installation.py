@@ -23,6 +23,7 @@ is not).
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import importlib.metadata
 import os
@@ -199,18 +200,22 @@ def installed_code(root: Path | None = None) -> InstalledCode | None:
     if not is_installed_tree(root):
         return None
     dist = _distribution_of(root)
-    if dist is None or dist.files is None:
+    record = dist.read_text("RECORD") if dist is not None else None
+    if dist is None or record is None:
         return None
     hashes: dict[str, str] = {}
     listed: set[str] = set()  # every file RECORD names in the tree, hashed or not
-    for entry in dist.files:
-        parts = entry.parts
+    # RECORD itself, not `dist.files`: a newer importlib_metadata on sys.meta_path (some
+    # dependencies install its finder) leaves out the files that are missing, which are
+    # exactly the modified ones this must report.
+    for row in csv.reader(record.splitlines()):
+        parts = row[0].split("/") if row else []
         if len(parts) < 2 or parts[0] != TREE_DIR:
             continue
         relative = "/".join(parts[1:])
         listed.add(relative)
-        if entry.hash is not None and _covered(relative):  # pip's bytecode has no hash
-            hashes[relative] = f"{entry.hash.mode}={entry.hash.value}"
+        if len(row) > 1 and row[1] and _covered(relative):  # pip's bytecode has no hash
+            hashes[relative] = row[1]
     if not hashes:
         return None
     changed = [
