@@ -15,7 +15,7 @@ from continuity.errors import StoreError, UsageError
 from continuity.requests import Request
 
 if TYPE_CHECKING:
-    from continuity.store import Ref, RefRebuilder, Store
+    from continuity.store import Ref, RefRebuilder, Store, VerifyReport
 
 __all__ = [
     "GcRequest",
@@ -135,7 +135,7 @@ def verify(request: VerifyRequest) -> str:
             without ``repair``, ``store_corrupt`` (corrupt files were quarantined); both
             after the report is written.
     """
-    from continuity.outputs import resolve_out_path, write_json
+    from continuity.outputs import resolve_out_path
     from continuity.store import Store, verify_store
 
     repair = request.repair
@@ -146,12 +146,7 @@ def verify(request: VerifyRequest) -> str:
         Store(request.store or None), repair=repair, rebuild=rebuilders(), out_dir=out_dir
     )
     path = out_dir / "verify" / "report.json"
-    write_json(path, report)
-    for finding in report.findings:
-        print(f"corrupt {finding.kind} {finding.path}: {finding.problem}", flush=True)
-    for ref in report.refs:
-        print(f"ref {ref.name}: {ref.status} ({ref.hint})", flush=True)
-    print(report.summary(), flush=True)
+    _report(report, path, [f"ref {ref.name}: {ref.status} ({ref.hint})" for ref in report.refs])
     if report.unrepaired:
         raise StoreError(
             f"{len(report.unrepaired)} refs could not be rebuilt from the store: "
@@ -168,6 +163,19 @@ def verify(request: VerifyRequest) -> str:
     return f"verify report at {path}"
 
 
+def _report(report: VerifyReport, path: Path, lines: list[str]) -> None:
+    """Write a scrub's report to `path`, then print each finding, `lines` and the
+    summary."""
+    from continuity.outputs import write_json
+
+    write_json(path, report)
+    for finding in report.findings:
+        print(f"corrupt {finding.kind} {finding.path}: {finding.problem}", flush=True)
+    for line in lines:
+        print(line, flush=True)
+    print(report.summary(), flush=True)
+
+
 def _verify_shared(url: str, repair: bool, path: Path) -> str:
     """``doit verify --shared-store URL`` (`continuity.store.shared_verify`).
 
@@ -176,7 +184,6 @@ def _verify_shared(url: str, repair: bool, path: Path) -> str:
         StoreError: ``store_corrupt`` (files quarantined, or entries whose output is
             gone), after the report is written; the backend's own codes.
     """
-    from continuity.outputs import write_json
     from continuity.store import open_backend, verify_shared
 
     if repair:
@@ -187,12 +194,8 @@ def _verify_shared(url: str, repair: bool, path: Path) -> str:
             location="--repair",
         )
     report = verify_shared(open_backend(url))
-    write_json(path, report)
-    for finding in report.findings:
-        print(f"corrupt {finding.kind} {finding.path}: {finding.problem}", flush=True)
-    for key in report.orphaned_actions:
-        print(f"action {key}: its output is missing or corrupt", flush=True)
-    print(report.summary(), flush=True)
+    orphans = report.orphaned_actions
+    _report(report, path, [f"action {key}: its output is missing or corrupt" for key in orphans])
     if report.corrupt or report.orphaned_actions:
         raise StoreError(
             f"{report.corrupt} corrupt files quarantined, {len(report.orphaned_actions)} "

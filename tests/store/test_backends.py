@@ -140,6 +140,18 @@ def _built(store: Store) -> str:
     return key
 
 
+def _tamper_context(store: Store, key: str, backend: Backend) -> tuple[str, str]:
+    """Overwrite, in `backend`, the context blob of `_built`'s unit `key`; its digest
+    and its name there."""
+    entry = store.get_action(key)
+    assert entry is not None
+    leaf = next(d for d in store.walk(entry.output) if store.get_blob(d) == b"what the reader saw")
+    name = f"objects/{leaf[:2]}/{leaf}"
+    found = backend.get(name)
+    assert found is not None and backend.replace(name, b"tampered", found[1])
+    return leaf, name
+
+
 def test_an_action_published_on_one_machine_is_fetched_whole_on_another(
     backend: Backend, tmp_path: Path
 ) -> None:
@@ -164,12 +176,7 @@ def test_a_corrupt_shared_object_never_reaches_the_local_store(
     here, there = Store(tmp_path / "here"), Store(tmp_path / "there")
     key = _built(here)
     SharedStore(here, backend).push_action(key)
-    entry = here.get_action(key)
-    assert entry is not None
-    leaf = next(d for d in here.walk(entry.output) if here.get_blob(d) == b"what the reader saw")
-    name = f"objects/{leaf[:2]}/{leaf}"
-    found = backend.get(name)
-    assert found is not None and backend.replace(name, b"tampered", found[1])
+    leaf, name = _tamper_context(here, key, backend)
     with pytest.raises(ObjectCorrupt) as caught:
         SharedStore(there, backend).pull_action(key)
     assert caught.value.code == "object_corrupt" and name in (caught.value.location or "")
@@ -242,12 +249,7 @@ def test_a_shared_store_is_scrubbed_as_a_local_one_is(backend: Backend, tmp_path
     clean = verify_shared(backend)
     assert clean.corrupt == 0 and not clean.orphaned_actions
     assert clean.counts["action"].checked == 1 and clean.counts["ref"].checked == 1
-    entry = here.get_action(key)
-    assert entry is not None
-    leaf = next(d for d in here.walk(entry.output) if here.get_blob(d) == b"what the reader saw")
-    name = f"objects/{leaf[:2]}/{leaf}"
-    found = backend.get(name)
-    assert found is not None and backend.replace(name, b"tampered", found[1])
+    _, name = _tamper_context(here, key, backend)
     ref = backend.get("refs/runs/r.json")
     assert ref is not None and backend.replace("refs/runs/r.json", b"{}", ref[1])
     report = verify_shared(backend)
