@@ -201,14 +201,14 @@ def _pending(
     probe_limit: int | None,
     execution: Execution,
     shared: SharedStore | None,
-) -> list[int]:
-    """The plans whose unit neither this store nor the shared store holds; the shared
-    store's are fetched into this store on the way."""
-    todo = []
+) -> dict[int, str]:
+    """The plans whose unit neither this store nor the shared store holds, each with
+    its planned key; the shared store's are fetched into this store on the way."""
+    todo = {}
     for index, plan in enumerate(plans):
         key = _key(store, plan, probe_limit, execution)
         if store.get_action(key) is None and (shared is None or not _pull_unit(shared, key)):
-            todo.append(index)
+            todo[index] = key
     return todo
 
 
@@ -229,7 +229,7 @@ def run_on_cluster(
         UsageError: ``executor_unavailable``, ``scheduler_unreachable``.
     """
     shared = SharedStore(store, open_backend(cluster.shared)) if cluster.shared else None
-    todo = set(_pending(store, plans, probe_limit, execution, shared))
+    todo = _pending(store, plans, probe_limit, execution, shared)
     outcomes: list[tuple[UnitRecord, UnitStatus] | None] = [None] * len(plans)
     finished = 0
 
@@ -242,7 +242,7 @@ def run_on_cluster(
             where = f"r{plan.repeat} {plan.item.trace_id} {plan.arm.id}"
             progress(finished, len(plans), where, status)
 
-    for index in sorted(set(range(len(plans))) - todo):  # held: reused, no task
+    for index in sorted(set(range(len(plans))) - todo.keys()):  # held: reused, no task
         record, status = run_unit(store, plans[index].trace, plans[index].item,
                                   plans[index].arm, repeat=plans[index].repeat,
                                   probe_limit=probe_limit, execution=execution)  # fmt: skip
@@ -251,7 +251,7 @@ def run_on_cluster(
     for index in sorted(todo):
         groups.setdefault(group_of(plans[index]), []).append(index)
     if groups:
-        _submit(store, plans, groups, probe_limit, execution, cluster, shared, note)
+        _submit(store, plans, groups, todo, probe_limit, execution, cluster, shared, note)
     return [outcome for outcome in outcomes if outcome is not None]
 
 
@@ -259,13 +259,15 @@ def _submit(
     store: Store,
     plans: Sequence[UnitPlan],
     groups: dict[str, list[int]],
+    planned: dict[int, str],
     probe_limit: int | None,
     execution: Execution,
     cluster: Cluster,
     shared: SharedStore | None,
     note: Callable[[int, UnitRecord, UnitStatus], None],
 ) -> None:
-    """Send each group as a task and take each result as it comes (module doc)."""
+    """Send each group as a task and take each result as it comes, its units checked
+    against their `planned` keys (module doc)."""
     if shared is not None:
         for key in {plans[i].item.key for indexes in groups.values() for i in indexes}:
             shared.push_action(key)  # the traces, each once
@@ -284,11 +286,10 @@ def _submit(
         for future in _completed(as_completed(futures, loop=client.loop)):
             for index, (data, status) in zip(futures[future], _result(future), strict=True):
                 record = msgspec.json.decode(data, type=UnitRecord)
-                planned = _key(store, plans[index], probe_limit, execution)
-                if record.key != planned:
+                if record.key != planned[index]:
                     raise UsageError(
                         f"a worker built r{record.repeat} {record.trace_id} {record.arm} as "
-                        f"{record.key[:16]}, planned here as {planned[:16]}: the workers "
+                        f"{record.key[:16]}, planned here as {planned[index][:16]}: the workers "
                         "run other code than this client (install the same version)",
                         code="cluster_code_mismatch",
                         location="--scheduler",
