@@ -30,6 +30,7 @@ model_proxy`, forward mode) to a `SampleReader`, one per sample:
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -75,6 +76,13 @@ HISTORY_DEFINITION = ToolDefinition(
 )
 
 
+@functools.cache
+def _store_budget() -> int:
+    """The frozen lookup policy's call budget: read and checked once a process, not on
+    every forwarded request."""
+    return load_policy().calls
+
+
 class SampleReader(Protocol):
     """The reader of one sample: called per forwarded request; what it called after."""
 
@@ -113,7 +121,7 @@ class OfflineReader:
             question = turn
             for instruction in (ANSWER_LINE_INSTRUCTION, PROBE_INSTRUCTION):
                 question = question.replace(f"\n\n{instruction}", "")
-            budget = load_policy().calls
+            budget = _store_budget()
             self._lookup = LookupReader(question, call_budget=budget, decline=unknown_reply(turn))
         step = self._lookup(_lookup_request(request))
         return ReaderReply(
@@ -227,7 +235,7 @@ class RealReader:
 
     async def __call__(self, request: WireRequest) -> ReaderReply:
         offered = map_tool(HISTORY_TOOL, request.tools) is not None
-        looking = offered and self._store_rounds <= load_policy().calls
+        looking = offered and self._store_rounds <= _store_budget()
         self._store_rounds += offered
         switched = request.model == SWITCH and self.switch is not None
         done = await self._send(
