@@ -1,13 +1,19 @@
 """Units on a Dask cluster (`continuity.runner.cluster`): a real ``LocalCluster`` of
 worker processes on 127.0.0.1, the run's store or a shared one, against the local
-runner's units byte for byte. (CI's cluster smoke adds a separate scheduler, two
-`dask worker` processes, an S3 server and a SIGKILLed worker: `.ci/cluster-smoke`.)"""
+runner's units byte for byte, and a real ``dask scheduler`` process killed mid-run.
+(CI's cluster smoke adds two `dask worker` processes, an S3 server and a SIGKILLed
+worker: `.ci/cluster-smoke`.)"""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import signal
+import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +181,59 @@ def test_without_dask_distributed_the_executor_is_unavailable(
         build_units(store, "smoke", arms="native", probe_limit=1, run_dir=tmp_path / "run",
                     cluster=Cluster())  # fmt: skip
     assert caught.value.code == "executor_unavailable" and caught.value.location == "--executor"
+
+
+def _spawn(*command: str, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as sink:
+        return subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
+
+
+def _until(check: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_a_lost_scheduler_fails_the_command_and_the_same_command_resumes(
+    tmp_path: Path, local_units: dict[str, str]
+) -> None:
+    """A real ``dask scheduler`` process SIGKILLed once its worker has published a
+    unit: the command fails with cluster_task_failed, and run again (here on a
+    LocalCluster, over the same shared store) it reuses what was published and builds
+    the rest; the units are the local run's, byte for byte."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    scheduler_file = tmp_path / "scheduler.json"
+    loopback = ["--host", "127.0.0.1", "--port", "0", "--dashboard-address", "127.0.0.1:0"]
+    files = ["--scheduler-file", str(scheduler_file)]
+    processes = [_spawn(dask, "scheduler", *loopback, *files, log=tmp_path / "scheduler.log")]
+    try:
+        _until(lambda: scheduler_file.is_file() and scheduler_file.stat().st_size > 0, 60,
+               "the scheduler")  # fmt: skip
+        address = json.loads(scheduler_file.read_text())["address"]
+        worker = ["--nthreads", "1", "--no-nanny", "--dashboard-address", "127.0.0.1:0"]
+        scratch = ["--local-directory", str(tmp_path / "worker")]
+        processes.append(_spawn(dask, "worker", address, *worker, *scratch, log=tmp_path / "w.log"))
+        shared = str(tmp_path / "shared")
+        backend = open_backend(shared)
+
+        def kill_once_a_unit_is_published() -> None:  # the 4 traces first, then units
+            _until(lambda: len(backend.names("actions/")) > 4, 120, "a published unit")
+            processes[0].send_signal(signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_once_a_unit_is_published, daemon=True)
+        killer.start()
+        with pytest.raises(ContinuityError) as caught:
+            _run(tmp_path, "lost", executor="dask", scheduler=address, shared_store=shared)
+        killer.join(timeout=5)
+        assert caught.value.code == "cluster_task_failed"
+        assert "run the same command again" in caught.value.message
+        published = len(backend.names("actions/")) - 4
+        assert 1 <= published < 4, published  # killed mid-run: some units, not all
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait(timeout=30)
+    line, built = _run(tmp_path, "lost", executor="dask", workers=1, shared_store=shared)
+    assert f"4 units ({4 - published} run, {published} from the store)" in line
+    assert built == local_units
