@@ -34,6 +34,14 @@ def task_gc() -> TaskSpec:
                 3600.0,
                 "never remove files younger than this many seconds",
             ),
+            param(
+                "shared_store",
+                str,
+                "",
+                "collect this shared store (a directory or s3://bucket/prefix) instead of "
+                "--store: its refs and the --keep-plans newest plans clients recorded are "
+                "the roots",
+            ),
         ],
         "verbosity": 2,
     }

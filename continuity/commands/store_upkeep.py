@@ -30,11 +30,13 @@ __all__ = [
 
 class GcRequest(Request, frozen=True, kw_only=True):
     """`doit gc`: preview only (``dry_run``), how many recent plans keep their artifacts
-    alive, and the age in seconds below which no file is removed."""
+    alive, the age in seconds below which no file is removed, and the shared store to
+    collect instead of the local one (``shared_store``)."""
 
     dry_run: bool = False
     keep_plans: int = 20
     grace: float = 3600.0
+    shared_store: str = ""
 
 
 class VerifyRequest(Request, frozen=True, kw_only=True):
@@ -46,16 +48,26 @@ class VerifyRequest(Request, frozen=True, kw_only=True):
 
 
 def gc(request: GcRequest) -> str:
-    """Remove the store objects no ref or recent plan reaches; the summary line."""
-    from continuity.store import Store, collect_garbage
-
-    report = collect_garbage(
-        Store(request.store or None),
-        keep_plans=request.keep_plans,
-        grace_seconds=request.grace,
-        dry_run=request.dry_run,
+    """Remove the store objects no ref or recent plan reaches (of the shared store
+    ``--shared-store`` names: `continuity.store.shared_gc`); the summary line."""
+    from continuity.store import (
+        Store,
+        check_limits,
+        collect_garbage,
+        collect_shared_garbage,
+        open_backend,
     )
-    return report.summary()
+
+    keep, grace, dry_run = request.keep_plans, request.grace, request.dry_run
+    if request.shared_store:
+        check_limits(keep, grace)  # before the backend is opened
+        backend = open_backend(request.shared_store)
+        shared = collect_shared_garbage(
+            backend, keep_plans=keep, grace_seconds=grace, dry_run=dry_run
+        )
+        return f"{shared.summary()} in {backend.url}"
+    local = Store(request.store or None)
+    return collect_garbage(local, keep_plans=keep, grace_seconds=grace, dry_run=dry_run).summary()
 
 
 def _seeds(ref: Ref | None) -> list[int] | None:

@@ -20,6 +20,8 @@ Where the workers keep the store:
   after (`continuity.store.shared`: objects create-if-absent, the entry last). The
   client publishes the traces before it sends any task, and fetches every finished
   unit into its own store, from which the run's unit files are written as locally.
+  At the end the client records the run's plan in the shared store (its units, their
+  traces and contexts), which ``doit gc --shared-store`` keeps.
 
 Resuming is the store's: the client first works out every unit's key from the plan
 (`continuity.runner.units.run.planned_unit`) and sends only the units neither its store
@@ -252,7 +254,15 @@ def run_on_cluster(
         groups.setdefault(group_of(plans[index]), []).append(index)
     if groups:
         _submit(store, plans, groups, todo, probe_limit, execution, cluster, shared, note)
-    return [outcome for outcome in outcomes if outcome is not None]
+    done = [outcome for outcome in outcomes if outcome is not None]
+    if shared is not None:  # the shared store's gc keeps what this run used
+        records = [record for record, status in done if status != "incomplete"]
+        shared.record_plan(
+            "units --executor dask",
+            actions=sorted({r.key for r in records} | {p.item.key for p in plans}),
+            objects=context_refs(records),
+        )
+    return done
 
 
 def _submit(

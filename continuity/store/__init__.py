@@ -1,6 +1,6 @@
 """The content-addressed artifact store (objects, action entries, refs), its gc and its scrub."""
 
-from continuity.store._gc import GcReport, collect_garbage
+from continuity.store._gc import GcReport, check_limits, collect_garbage
 from continuity.store._records import ActionEntry, ObjectRef, Ref, Tree, TreeEntry
 from continuity.store._store import CorruptionEvent, Store, resolve_store_path, utc_now
 from continuity.store._verify import (
@@ -13,6 +13,7 @@ from continuity.store._verify import (
 )
 from continuity.store.backends import Backend, LocalBackend, S3Backend, open_backend
 from continuity.store.shared import SharedStore
+from continuity.store.shared_gc import collect_shared_garbage
 from continuity.store.shared_verify import verify_shared
 
 __all__ = [
@@ -33,7 +34,9 @@ __all__ = [
     "TreeEntry",
     "VerifyFinding",
     "VerifyReport",
+    "check_limits",
     "collect_garbage",
+    "collect_shared_garbage",
     "open_backend",
     "resolve_store_path",
     "utc_now",

@@ -17,6 +17,7 @@ from continuity.store._verify import object_problem
 __all__ = [
     "PLAN_PREFIX",
     "GcReport",
+    "check_limits",
     "collect_garbage",
 ]
 
@@ -81,7 +82,7 @@ def collect_garbage(
         UsageError: ``option_invalid`` for a negative `keep_plans` or a `grace_seconds`
             that is negative or not finite, before anything is read.
     """
-    _check_limits(keep_plans, grace_seconds)
+    check_limits(keep_plans, grace_seconds)
     now = time.time() if now is None else now
     events_before = len(store.corruption_events)
     refs = _readable_refs(store)
@@ -114,7 +115,8 @@ def collect_garbage(
     return report
 
 
-def _check_limits(keep_plans: int, grace_seconds: float) -> None:
+def check_limits(keep_plans: int, grace_seconds: float) -> None:
+    """Refuse a bad ``--keep-plans`` or ``--grace`` (``option_invalid``)."""
     if isinstance(keep_plans, bool) or not isinstance(keep_plans, int) or keep_plans < 0:
         raise UsageError(
             f"keep_plans must be a whole number >= 0, not {keep_plans!r}",

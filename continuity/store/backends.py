@@ -2,7 +2,7 @@
 
 A shared store (`continuity.store.shared`) keeps the local store's layout
 (``objects/ab/<digest>``, ``actions/ab/<key>.json``, ``refs/<name>.json``) on a
-`Backend`, a small contract of five operations every backend keeps the same way:
+`Backend`, a small contract of six operations every backend keeps the same way:
 
 - `Backend.get` reads a file and its *version* (an opaque token that changes whenever
   the file does), or None.
@@ -14,7 +14,9 @@ A shared store (`continuity.store.shared`) keeps the local store's layout
   file's version is still the one given (None: the file must be absent), and says
   whether it did. Refs move with it, so two writers of one ref never lose an update
   silently: the loser reads again and retries, or gives up.
-- `Backend.names` lists the files under a prefix, and `Backend.delete` removes one.
+- `Backend.names` lists the files under a prefix, `Backend.modified` the same files
+  with the time each was last written (seconds since the epoch: `doit gc`'s grace
+  period), and `Backend.delete` removes one.
 
 `LocalBackend` is a directory, for a store shared over a network filesystem or between
 the processes of one machine: ``create`` links a complete temporary file into place
@@ -52,7 +54,7 @@ __all__ = ["Backend", "LocalBackend", "S3Backend", "open_backend"]
 
 
 class Backend(Protocol):
-    """The five operations a shared store needs (module doc); names use ``/``."""
+    """The six operations a shared store needs (module doc); names use ``/``."""
 
     url: str
 
@@ -63,6 +65,8 @@ class Backend(Protocol):
     def replace(self, name: str, data: bytes, version: str | None) -> bool: ...
 
     def names(self, prefix: str) -> list[str]: ...
+
+    def modified(self, prefix: str) -> dict[str, float]: ...
 
     def delete(self, name: str) -> None: ...
 
@@ -126,6 +130,14 @@ class LocalBackend:
                 if path.is_file() and not name.startswith(".") and name.startswith(prefix):
                     found.append(name)
         return sorted(found)
+
+    def modified(self, prefix: str) -> dict[str, float]:
+        times = {}
+        with self._errors("listing"):
+            for name in self.names(prefix):
+                with contextlib.suppress(FileNotFoundError):  # removed since listed
+                    times[name] = self._path(name).stat().st_mtime
+        return times
 
     def delete(self, name: str) -> None:
         with self._errors(f"deleting {name}"), contextlib.suppress(FileNotFoundError):
@@ -246,13 +258,22 @@ class S3Backend:
         return self._conditional(name, data, IfMatch=version) == "written"
 
     def names(self, prefix: str) -> list[str]:
+        return sorted(self._listing(prefix))
+
+    def modified(self, prefix: str) -> dict[str, float]:
+        return {
+            name: info["LastModified"].timestamp() for name, info in self._listing(prefix).items()
+        }
+
+    def _listing(self, prefix: str) -> dict[str, dict[str, Any]]:
+        """The files under `prefix` with what ``ListObjectsV2`` says of each."""
         folder = self._path(prefix.rsplit("/", 1)[0]) if "/" in prefix else self._base
         try:
-            found = self._guarded("listing", self.fs.find, folder)
+            found = self._guarded("listing", self.fs.find, folder, detail=True)
         except FileNotFoundError:
-            return []
-        names = (p.removeprefix(self._base + "/") for p in found)
-        return sorted(n for n in names if n.startswith(prefix))
+            return {}
+        named = ((path.removeprefix(self._base + "/"), info) for path, info in found.items())
+        return {name: info for name, info in named if name.startswith(prefix)}
 
     def delete(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -17,16 +17,23 @@ into its own local store. The shared side keeps the local layout.
 - **Refs** move by compare and swap (`SharedStore.swap_ref`): the update is computed
   from the ref as read and written only if nobody wrote it meanwhile; else it is read
   and computed again. No update is lost silently.
+- **Plans** (`SharedStore.record_plan`): a client pins what one invocation used under
+  ``refs/plans/<stamp>-<host>-<pid>``, as a local store does; ``doit gc --shared-store``
+  keeps the newest ones' artifacts (`continuity.store.shared_gc`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import datetime as dt
+import os
+import re
+import socket
+from collections.abc import Callable, Sequence
 
 from continuity.digest import digest_bytes
 from continuity.errors import ObjectCorrupt, ObjectMissing, StoreError
 from continuity.store._records import ActionEntry, ObjectRef, Ref, decode_checked, encode_checked
-from continuity.store._store import Store
+from continuity.store._store import Store, utc_now
 from continuity.store.backends import Backend
 
 __all__ = ["SWAP_ATTEMPTS", "SharedStore"]
@@ -160,6 +167,20 @@ class SharedStore:
             code="store_ref_contended",
             location=f"{self.backend.url}/{path}",
         )
+
+    def record_plan(
+        self, command: str, *, actions: Sequence[str], objects: Sequence[ObjectRef] = ()
+    ) -> str:
+        """Pin what one invocation used under ``plans/`` (its own new ref: no race);
+        the ref's name. Everything it names must be published first."""
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dt%H%M%S%f")
+        host = re.sub(r"[^a-z0-9._-]", "-", socket.gethostname().lower())
+        name = f"plans/{stamp}-{host}-{os.getpid()}"
+        self.local.ref_path(name)  # a valid ref name, as locally
+        ref = Ref(name=name, updated_at=utc_now(), objects=list(objects), actions=list(actions),
+                  meta={"command": command})  # fmt: skip
+        self.backend.create(f"refs/{name}.json", encode_checked(ref))
+        return name
 
     def _ref(self, name: str, data: bytes) -> Ref:
         try:

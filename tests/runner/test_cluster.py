@@ -27,7 +27,7 @@ from continuity.runner.units.execution import OFFLINE
 from continuity.runner.units.record import UnitRecord
 from continuity.runner.units.selection import plan_units
 from continuity.runner.units.store import context_refs
-from continuity.store import SharedStore, Store, open_backend
+from continuity.store import SharedStore, Store, collect_shared_garbage, open_backend
 from rules.units import _units
 
 pytest.importorskip("distributed")
@@ -76,6 +76,13 @@ def test_workers_with_a_shared_store_publish_and_a_new_client_reuses(
     records = [msgspec.json.decode(p.read_bytes(), type=UnitRecord) for p in folder.glob("*.json")]
     contexts = context_refs(records)
     assert contexts and all(client.verify_ref(ref) for ref in contexts)
+    # Each client recorded its run's plan there: it roots every file the run published,
+    # so the shared store's gc, with no grace at all, removes nothing.
+    backend = open_backend(shared)
+    assert len(backend.names("refs/plans/")) == 2
+    collected = collect_shared_garbage(backend, grace_seconds=0)
+    assert (collected.removed_objects, collected.removed_actions) == (0, 0)
+    assert collected.kept_actions == 8 and collected.kept_objects == len(backend.names("objects/"))
 
 
 def test_a_worker_killed_mid_group_leaves_published_units_only(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,14 @@ import pytest
 
 from continuity.digest import digest_bytes
 from continuity.errors import ContinuityError, ObjectCorrupt, StoreError
-from continuity.store import LocalBackend, SharedStore, Store, open_backend, verify_shared
+from continuity.store import (
+    LocalBackend,
+    SharedStore,
+    Store,
+    collect_shared_garbage,
+    open_backend,
+    verify_shared,
+)
 from continuity.store._records import Ref
 from continuity.store.backends import Backend
 
@@ -128,14 +136,15 @@ def test_concurrent_writers_of_one_ref_lose_no_update(backend: Backend, tmp_path
     assert final is not None and sorted(final.meta) == sorted(f"writer-{i}" for i in range(6))
 
 
-def _built(store: Store) -> str:
-    """A unit-like action in `store`: a tree output (a blob and a subtree)."""
+def _built(store: Store, marker: bytes = b"") -> str:
+    """A unit-like action in `store`: a tree output (a blob and a subtree); another
+    `marker` gives another unit, with a context of its own."""
     folder = store.root.parent / f"tree-{uuid.uuid4().hex[:6]}"
     (folder / "sub").mkdir(parents=True)
     (folder / "unit.json").write_bytes(b'{"outcome": "correct"}')
-    (folder / "sub" / "context.txt").write_bytes(b"what the reader saw")
+    (folder / "sub" / "context.txt").write_bytes(b"what the reader saw" + marker)
     output = store.put_dir(folder)
-    key = "ab" + "0" * 62
+    key = digest_bytes(marker) if marker else "ab" + "0" * 62
     store.record_action(key, kind="unit", output=output, meta={"repeat": 1})
     return key
 
@@ -276,3 +285,62 @@ def test_doit_verify_on_a_shared_store_fails_on_damage_with_its_code(tmp_path: P
     with pytest.raises(ContinuityError) as refused:
         _verify(shared_store=str(shared), repair=True, out=str(tmp_path / "out"))
     assert refused.value.code == "option_invalid" and refused.value.location == "--repair"
+
+
+def test_modified_gives_each_file_its_last_write_time(backend: Backend) -> None:
+    before = time.time()
+    backend.create("objects/ab/o", b"x")
+    backend.create("actions/ab/k.json", b"y")
+    times = backend.modified("objects/")
+    assert list(times) == ["objects/ab/o"]
+    assert before - 5 <= times["objects/ab/o"] <= time.time() + 5  # S3 keeps whole seconds
+
+
+def test_gc_of_a_shared_store_keeps_what_its_refs_and_recent_plans_reach(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """Roots: refs outside plans/ and the newest --keep-plans plans. An unreachable
+    unit goes (its entry and the objects only it reached) once past the grace period;
+    an older plan goes with what only it reached; a dry run deletes nothing."""
+    here = Store(tmp_path / "here")
+    shared = SharedStore(here, backend)
+    kept, planned, orphan = _built(here), _built(here, b"planned"), _built(here, b"orphan")
+    for key in (kept, planned, orphan):
+        shared.push_action(key)
+    shared.swap_ref("runs/r", lambda current: Ref(name="runs/r", updated_at="t", actions=[kept]))
+    old_plan = shared.record_plan("units", actions=[orphan])
+    shared.record_plan("units", actions=[planned])
+    objects = len(backend.names("objects/"))
+
+    young = collect_shared_garbage(backend, keep_plans=1, grace_seconds=3600)
+    assert young.removed_actions == 0 and young.young_skipped > 0  # all just written
+    assert young.removed_plans == [old_plan] and not backend.names(f"refs/{old_plan}")
+
+    later = time.time() + 7200
+    preview = collect_shared_garbage(backend, keep_plans=1, dry_run=True, now=later)
+    assert preview.removed_actions == 1 and preview.removed_objects > 0
+    assert len(backend.names("objects/")) == objects  # a dry run deletes nothing
+    report = collect_shared_garbage(backend, keep_plans=1, now=later)
+    assert (report.removed_actions, report.kept_actions) == (1, 2)
+    assert report.removed_objects == preview.removed_objects and report.removed_bytes > 0
+    assert len(backend.names("objects/")) == objects - report.removed_objects
+    for key in (kept, planned):  # what the roots reach still fetches whole
+        assert SharedStore(Store(tmp_path / f"fetch-{key[:6]}"), backend).pull_action(key)
+    assert SharedStore(Store(tmp_path / "gone"), backend).pull_action(orphan) is None
+    assert verify_shared(backend).corrupt == 0
+
+
+def test_doit_gc_on_a_shared_store_and_its_refusals(tmp_path: Path) -> None:
+    from rules.store import _gc
+
+    shared = tmp_path / "shared"
+    open_backend(str(shared)).create("objects/ab/" + "ab" * 32, b"unreachable")
+    line = _gc(shared_store=str(shared), dry_run=True, grace=0.0)
+    assert "would remove 1 objects" in line and shared.as_uri() in line
+    with pytest.raises(ContinuityError) as caught:
+        _gc(shared_store="ftp://host/store")
+    assert caught.value.code == "store_backend_unsupported"
+    with pytest.raises(ContinuityError) as bad:
+        _gc(shared_store=str(tmp_path / "never-made"), grace=-1.0)
+    assert bad.value.code == "option_invalid" and bad.value.location == "--grace"
+    assert not (tmp_path / "never-made").exists()  # refused before it was opened
