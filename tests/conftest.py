@@ -13,6 +13,7 @@ from typing import Protocol, TypeVar
 import pytest
 
 from continuity.store import Store
+from tests.shared_backends import backend, s3_endpoint  # noqa: F401 (fixtures for every module)
 
 REPO = Path(__file__).resolve().parents[1]
 ORIGINALS = REPO / "fixtures" / "original"

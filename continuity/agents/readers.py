@@ -48,11 +48,12 @@ from continuity.messages import (
     UserMessage,
 )
 from continuity.probes.protocol import ANSWER_LINE_INSTRUCTION, PROBE_INSTRUCTION, unknown_reply
-from continuity.providers.cache import CachedProvider, Ledger
+from continuity.providers.cache import CachedProvider
 from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
 from continuity.providers.protocol import complete
 from continuity.providers.real import make_provider
 from continuity.providers.scripted import scripted_summary
+from continuity.providers.shared_accounts import open_ledger
 from continuity.servers.history import DESCRIPTION, HISTORY_TOOL, INPUT_SCHEMA
 from continuity.servers.model_proxy import SWITCH, ReaderReply
 from continuity.servers.proxy_script import WireMessage, WireRequest, map_tool
@@ -262,7 +263,7 @@ class RealReader:
         binding: RealBinding | None = None,
     ) -> AssistantMessage:
         b = binding or self.binding
-        ledger = Ledger(b.ledger) if b.ledger else None
+        ledger = open_ledger(b.ledger) if b.ledger else None
         inner = make_provider(b.endpoint)
         try:
             if ledger is not None and not self.admitted and role == "answer":

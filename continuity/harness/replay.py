@@ -200,11 +200,12 @@ async def _mid_trace_compaction(
             model=config.history_model,
         )
     else:
-        from continuity.providers.cache import CachedProvider, Ledger
+        from continuity.providers.cache import CachedProvider
         from continuity.providers.real import make_provider
+        from continuity.providers.shared_accounts import open_ledger
         from continuity.store import Store
 
-        ledger = Ledger(real.ledger) if real.ledger else None
+        ledger = open_ledger(real.ledger) if real.ledger else None
         inner = make_provider(real.endpoint)
         try:
             summarizer = CachedProvider(

@@ -88,11 +88,12 @@ def _extractor(request: StageRequest) -> _Extractor:
                 dump=request.dump_requests,
             )
         )
-    from continuity.providers.cache import CachedProvider, Ledger
+    from continuity.providers.cache import CachedProvider
     from continuity.providers.real import make_provider
+    from continuity.providers.shared_accounts import open_ledger
     from continuity.store import Store
 
-    ledger = Ledger(real.ledger) if real.ledger else None
+    ledger = open_ledger(real.ledger) if real.ledger else None
     inner = make_provider(real.endpoint)
     cached = CachedProvider(
         inner,

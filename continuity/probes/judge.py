@@ -408,12 +408,13 @@ class ProviderJudge:
 
     async def _ask_all(self, prompts: Sequence[str]) -> list[str]:
         from continuity.messages import ModelRequest, UserMessage
-        from continuity.providers.cache import CachedProvider, Ledger
+        from continuity.providers.cache import CachedProvider
         from continuity.providers.protocol import complete
         from continuity.providers.real import make_provider
+        from continuity.providers.shared_accounts import open_ledger
         from continuity.store import Store
 
-        ledger = Ledger(self.ledger) if self.ledger else None
+        ledger = open_ledger(self.ledger) if self.ledger else None
         replies = []
         try:
             async with make_provider(self.spec) as inner:

@@ -32,5 +32,6 @@ __all__ = [
     "rates",
     "real",
     "scripted",
+    "shared_accounts",
     "window",
 ]

@@ -61,12 +61,12 @@ import threading
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
 from continuity.errors import ProviderError, RealModeError
-from continuity.holds import HoldAccount, HoldTable, Over, SqliteBook
+from continuity.holds import HoldAccount, HoldTable, Key, Over, SqliteBook
 from continuity.messages import ModelRequest, Usage
 from continuity.providers.cap_changes import (
     CAP_CHANGES_SCHEMA,
@@ -85,8 +85,10 @@ __all__ = [
     "CapTotals",
     "CostCap",
     "Framing",
+    "HoldingAccount",
     "RateCard",
     "RateTier",
+    "cap_mismatch",
     "price_usage",
 ]
 
@@ -220,14 +222,7 @@ class CostCap:
         if stored is not None and Decimal(stored) == cap:
             return
         if stored is not None and not raise_cap:
-            raise RealModeError(
-                f"this run's cost-cap account ({self.path}) holds a ${stored} cap, not "
-                f"${cap}: every invocation of a run shares one cap. Give --cost-cap {stored} "
-                f"(or none) to keep it, or add --raise-cap to change it to ${cap} (the "
-                "change is recorded in the account)",
-                code="cost_cap_mismatch",
-                location="--cost-cap",
-            )
+            raise cap_mismatch(str(self.path), stored, cap)
         if stored is not None:
             record_change(self._db, self.invocation, stored, str(cap))
         self._db.execute("UPDATE account SET cap = ?", (str(cap),))
@@ -303,7 +298,7 @@ class CostCap:
             return held
 
     def close_hold(
-        self, hold: int, state: str, *, cost: Decimal | None = None, reason: str | None = None
+        self, hold: Key, state: str, *, cost: Decimal | None = None, reason: str | None = None
     ) -> None:
         """Settle (with `cost`), retain or release a hold that is not closed yet (an
         active one, or one a newer invocation retained); a closed one is left as it is."""
@@ -345,12 +340,49 @@ class CostCap:
         return CallHolds(self, model, request, max_output)
 
 
+def cap_mismatch(account: str, stored: str, cap: Decimal) -> RealModeError:
+    """``cost_cap_mismatch``: `cap` given to a run whose account holds `stored`."""
+    return RealModeError(
+        f"this run's cost-cap account ({account}) holds a ${stored} cap, not "
+        f"${cap}: every invocation of a run shares one cap. Give --cost-cap {stored} "
+        f"(or none) to keep it, or add --raise-cap to change it to ${cap} (the "
+        "change is recorded in the account)",
+        code="cost_cap_mismatch",
+        location="--cost-cap",
+    )
+
+
+class HoldingAccount(Protocol):
+    """What `CallHolds` holds against: this module's `CostCap` (an SQLite file) or a
+    run's account in a shared store (`continuity.providers.shared_accounts`)."""
+
+    path: Any
+
+    def card(self, model: str) -> RateCard: ...
+
+    def hold(self, model: str, amount: Decimal) -> Key: ...
+
+    def close_hold(
+        self, hold: Key, state: str, *, cost: Decimal | None = None, reason: str | None = None
+    ) -> None: ...
+
+    def stop(self, reason: str) -> None: ...
+
+    def totals(self) -> CapTotals: ...
+
+    def close(self) -> None: ...
+
+    def call(self, model: str, request: ModelRequest, max_output: int) -> CallHolds: ...
+
+
 class CallHolds:
     """One request's attempts against the account: `HttpProvider` calls `before_send`
     before each attempt, then exactly one of `not_billed`, `settle` or `close` (which
     retains whatever hold is still open)."""
 
-    def __init__(self, account: CostCap, model: str, request: ModelRequest, max_output: int):
+    def __init__(
+        self, account: HoldingAccount, model: str, request: ModelRequest, max_output: int
+    ) -> None:
         self.account = account
         self.model = model
         self.max_output = max_output
@@ -361,7 +393,7 @@ class CallHolds:
         )
         self.bound = 0  # U of the attempt in flight
         self.amount = Decimal(0)
-        self._hold: int | None = None
+        self._hold: Key | None = None
 
     def before_send(self, body: bytes) -> None:
         card = self.account.card(self.model)

@@ -50,7 +50,7 @@ import msgspec
 from continuity.errors import EmptyStream, ProviderError
 from continuity.messages import ModelRequest
 from continuity.providers.attempts import log_attempt
-from continuity.providers.costcap import CallHolds, CostCap
+from continuity.providers.costcap import CallHolds, HoldingAccount
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.protocol import Completed, ProviderEvent, TextDelta, ToolCallEvent
 from continuity.providers.refusals import (
@@ -95,7 +95,7 @@ class HttpProvider:
         self.url = spec.base_url.rstrip("/") + self.path
         self.attempts: list[int] = []  # HTTP status of every attempt, for receipts
         self._api_key: str | None = None
-        self._cost: CostCap | None = None
+        self._cost: HoldingAccount | None = None
         self._transport = transport
         self._client = httpx.AsyncClient(
             transport=transport, timeout=httpx.Timeout(spec.timeout, connect=10.0)
@@ -134,7 +134,9 @@ class HttpProvider:
         if self.spec.cost_account is None:
             return None
         if self._cost is None:
-            self._cost = CostCap.open(self.spec.cost_account, self.spec.cost_invocation)
+            from continuity.providers.shared_accounts import open_account
+
+            self._cost = open_account(self.spec.cost_account, self.spec.cost_invocation)
         ref = self.spec.catalog_ref or self.model
         return self._cost.call(ref, request, self.spec.max_output_tokens)
 

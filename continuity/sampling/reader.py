@@ -165,12 +165,12 @@ class RealCalls:
     the call cache; the invocation's ledger admits the live turn first."""
 
     def __init__(self, binding: RealBinding) -> None:
-        from continuity.providers.cache import Ledger
         from continuity.providers.real import make_provider
+        from continuity.providers.shared_accounts import open_ledger
         from continuity.store import Store
 
         self.binding = binding
-        self.ledger: Ledger | None = Ledger(binding.ledger) if binding.ledger else None
+        self.ledger: Ledger | None = open_ledger(binding.ledger) if binding.ledger else None
         self.store = Store(binding.store_root)
         self.inner: HttpProvider = make_provider(binding.endpoint)
         self.wrapped: list[CachedProvider] = []

@@ -11,7 +11,7 @@ from continuity.store._verify import (
     VerifyReport,
     verify_store,
 )
-from continuity.store.backends import Backend, LocalBackend, S3Backend, open_backend
+from continuity.store.backends import Backend, LocalBackend, S3Backend, open_backend, swap
 from continuity.store.shared import SharedStore
 from continuity.store.shared_gc import collect_shared_garbage
 from continuity.store.shared_verify import verify_shared
@@ -39,6 +39,7 @@ __all__ = [
     "collect_shared_garbage",
     "open_backend",
     "resolve_store_path",
+    "swap",
     "utc_now",
     "verify_shared",
     "verify_store",

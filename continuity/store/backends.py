@@ -42,7 +42,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -50,7 +50,9 @@ from urllib.parse import urlsplit
 from continuity.digest import digest_bytes
 from continuity.errors import StoreError
 
-__all__ = ["Backend", "LocalBackend", "S3Backend", "open_backend"]
+__all__ = ["SWAP_ATTEMPTS", "Backend", "LocalBackend", "S3Backend", "open_backend", "swap"]
+
+SWAP_ATTEMPTS = 64  # compare-and-swap rounds before an update gives up
 
 
 class Backend(Protocol):
@@ -294,6 +296,30 @@ def _failed(what: str, url: str, exc: BaseException) -> StoreError:
         f"{what}: {getattr(exc, 'strerror', None) or exc}",
         code="store_backend_failed",
         location=url,
+    )
+
+
+def swap(
+    backend: Backend, name: str, update: Callable[[bytes | None], bytes | None]
+) -> bytes | None:
+    """Set file `name` to ``update(current bytes, or None if absent)`` by compare and
+    swap: written only if nobody wrote it since it was read, else read and computed
+    again. `update` returning None leaves the file as it is. What was written, or None.
+
+    Raises:
+        StoreError: ``store_ref_contended`` after `SWAP_ATTEMPTS` lost rounds.
+    """
+    for _ in range(SWAP_ATTEMPTS):
+        found = backend.get(name)
+        new = update(None if found is None else found[0])
+        if new is None:
+            return None
+        if backend.replace(name, new, found[1] if found is not None else None):
+            return new
+    raise StoreError(
+        f"{name} kept changing: {SWAP_ATTEMPTS} updates lost the race",
+        code="store_ref_contended",
+        location=f"{backend.url}/{name}",
     )
 
 

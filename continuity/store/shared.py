@@ -31,14 +31,12 @@ import socket
 from collections.abc import Callable, Sequence
 
 from continuity.digest import digest_bytes
-from continuity.errors import ObjectCorrupt, ObjectMissing, StoreError
+from continuity.errors import ObjectCorrupt, ObjectMissing
 from continuity.store._records import ActionEntry, ObjectRef, Ref, decode_checked, encode_checked
 from continuity.store._store import Store, utc_now
-from continuity.store.backends import Backend
+from continuity.store.backends import SWAP_ATTEMPTS, Backend, swap
 
 __all__ = ["SWAP_ATTEMPTS", "SharedStore"]
-
-SWAP_ATTEMPTS = 64  # compare-and-swap rounds before a ref update gives up
 
 
 def _object_name(digest: str) -> str:
@@ -153,20 +151,15 @@ class SharedStore:
             StoreError: ``store_ref_contended`` after `SWAP_ATTEMPTS` lost rounds.
         """
         self.local.ref_path(name)  # a valid ref name, as locally
-        path = f"refs/{name}.json"
-        for _ in range(SWAP_ATTEMPTS):
-            found = self.backend.get(path)
-            current = None if found is None else self._ref(name, found[0])
-            new = update(current)
-            if new is None:
-                return None
-            if self.backend.replace(path, encode_checked(new), found[1] if found else None):
-                return new
-        raise StoreError(
-            f"ref {name} kept changing: {SWAP_ATTEMPTS} updates lost the race",
-            code="store_ref_contended",
-            location=f"{self.backend.url}/{path}",
-        )
+        written: list[Ref] = []
+
+        def step(data: bytes | None) -> bytes | None:
+            new = update(None if data is None else self._ref(name, data))
+            written[:] = [] if new is None else [new]
+            return None if new is None else encode_checked(new)
+
+        swap(self.backend, f"refs/{name}.json", step)
+        return written[0] if written else None
 
     def record_plan(
         self, command: str, *, actions: Sequence[str], objects: Sequence[ObjectRef] = ()

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,41 +27,10 @@ from continuity.store import (
 )
 from continuity.store._records import Ref
 from continuity.store.backends import Backend
+from tests.shared_backends import bucket, s3_options
 
 boto3 = pytest.importorskip("boto3")
-moto_server = pytest.importorskip("moto.server")
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
-def _s3_options(endpoint: str) -> dict[str, Any]:
-    return {"key": "loopback", "secret": "loopback",
-            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}  # fmt: skip
-
-
-def _bucket(endpoint: str) -> str:
-    name = f"b-{uuid.uuid4().hex[:12]}"
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="loopback",
-                          aws_secret_access_key="loopback", region_name="us-east-1")  # fmt: skip
-    client.create_bucket(Bucket=name)
-    return name
-
-
-@pytest.fixture(params=["local", "s3"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    if request.param == "local":
-        return open_backend(str(tmp_path / "shared"))
-    endpoint = request.getfixturevalue("s3_endpoint")
-    return open_backend(f"s3://{_bucket(endpoint)}/store", **_s3_options(endpoint))
+pytest.importorskip("moto.server")
 
 
 def test_create_writes_only_an_absent_name(backend: Backend) -> None:
@@ -221,10 +190,10 @@ def test_an_unsupported_store_url_is_refused(url: str) -> None:
 def test_a_missing_bucket_or_server_is_store_backend_failed_when_opened(s3_endpoint: str) -> None:
     cases = [
         ("s3://no-such-bucket/store", s3_endpoint),
-        (f"s3://{_bucket(s3_endpoint)}/store", "http://127.0.0.1:9"),  # nothing listens
+        (f"s3://{bucket(s3_endpoint)}/store", "http://127.0.0.1:9"),  # nothing listens
     ]
     for url, endpoint in cases:
-        options = _s3_options(endpoint)
+        options = s3_options(endpoint)
         options["config_kwargs"] = {"retries": {"max_attempts": 1}, "connect_timeout": 1}
         with pytest.raises(StoreError) as caught:
             open_backend(url, **options)

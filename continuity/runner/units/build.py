@@ -100,8 +100,15 @@ def _open_ledger(
     if real is None:
         return None
     from continuity.providers.cache import Ledger
+    from continuity.providers.shared_accounts import SharedLedger, is_shared
 
     planned = sum(len(limited(plan.trace, probe_limit)) for plan in plans)
+    if is_shared(real.ledger):  # a cluster run's: in its shared store
+        return SharedLedger.create(
+            real.ledger,
+            planned_live_turns=planned,
+            max_observed_input_tokens=max_observed_input_tokens,
+        )
     return Ledger.create(
         Path(real.ledger),
         planned_live_turns=planned,
