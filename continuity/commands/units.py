@@ -73,10 +73,10 @@ def run_units(request: UnitsRequest) -> str:
     real, a lookup role, or offline), run to its end; returns the summary line."""
     if request.aggregate_only:
         return _aggregate_only(request)
-    if request.executor != "local" and (request.agent or request.real):
+    if request.executor != "local" and request.agent:
         raise UsageError(
-            "--executor dask runs offline reference units only so far (real runs keep "
-            "their ledger and cost cap in this machine's --out; outside agents run here)",
+            "--executor dask runs reference units (offline or --real) so far; an outside "
+            "agent's units run on this machine",
             code="option_invalid",
             location="--executor",
         )
@@ -351,6 +351,8 @@ def units_summary(records: Sequence[UnitRecord], folder: Path | str, built: int)
 
 
 def _real_units(request: UnitsRequest) -> str:
+    import dataclasses
+
     from continuity.errors import RealModeError
     from continuity.plan.from_request import plan_from_request
     from continuity.plan.guards import refuse_under_ci
@@ -368,7 +370,7 @@ def _real_units(request: UnitsRequest) -> str:
         )
     refuse_under_ci()  # before the options are even read
     plan = plan_from_request(request, trace=request.trace)
-    settings = real_request(request)
+    settings = dataclasses.replace(real_request(request), cluster=_cluster_of(request))
     store = Store(request.store or None)
     with progress(f"units {plan.suite} (real: {plan.endpoint.kind})") as tick:
         result = run_real(plan, store, settings, progress=tick)
@@ -381,7 +383,11 @@ def _real_units(request: UnitsRequest) -> str:
     return (
         units_summary(result.records, result.folder, result.built)
         + f"; {len(calls)} model calls ({fresh} made, {len(calls) - fresh} from the call cache"
-        + f"; up to {result.jobs} checkpoints at a time)"
+        + (
+            "; on the Dask cluster)"
+            if settings.cluster is not None
+            else f"; up to {result.jobs} checkpoints at a time)"
+        )
         + spend
     )
 

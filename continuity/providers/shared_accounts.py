@@ -254,6 +254,10 @@ class SharedCostCap:
     def close(self) -> None:
         return None  # nothing held open between operations
 
+    def exists(self) -> bool:
+        """Whether the account was created."""
+        return self._doc.read() is not None
+
     def card(self, model: str) -> RateCard:
         if model not in self._cards:
             doc = self._doc.read()

@@ -43,6 +43,7 @@ unit under another key than the client planned: it runs other code), ``object_mi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -55,6 +56,8 @@ import msgspec
 from continuity.digest import digest_bytes
 from continuity.errors import ContinuityError, ObjectMissing, UsageError
 from continuity.progress import Tick
+from continuity.providers.attempts import ATTEMPT_LOG
+from continuity.providers.endpoint import EndpointSpec
 from continuity.runner.children import ZYGOTE_PRELOAD
 from continuity.runner.units.execution import Execution
 from continuity.runner.units.plan import UnitPlan
@@ -102,10 +105,38 @@ def _worker_store(task: GroupTask) -> tuple[Store, SharedStore | None]:
     return cache, SharedStore(cache, open_backend(task.shared))
 
 
+def _on_this_machine(execution: Execution, base: Path) -> Execution:
+    """A real execution with its per-machine files (the call slots, the attempt log)
+    under `base`, this worker's folder, and no explain log: the client's ``--out`` is
+    not on this machine. The run's ledger and cost-cap account are in the shared store
+    (`continuity.runner.cost_account.run_accounts`); none of these paths is in a key."""
+    real = execution.real
+    if real is None:
+        return execution
+
+    def here(spec: EndpointSpec | None) -> EndpointSpec | None:
+        if spec is None:
+            return None
+        slots, log = str(base / "slots"), str(base / ATTEMPT_LOG)
+        return msgspec.structs.replace(spec, slots_dir=slots, attempt_log=log)
+
+    reader = here(real.reader)
+    assert reader is not None
+    real = msgspec.structs.replace(
+        real, reader=reader, judge=here(real.judge), switch=here(real.switch), explain_log=None
+    )
+    ledger = execution.ledger
+    if ledger is not None and ledger.extractor is not None:
+        ledger = msgspec.structs.replace(ledger, extractor=here(ledger.extractor))
+    return dataclasses.replace(execution, real=real, ledger=ledger)
+
+
 def run_group(task: GroupTask, execution: Execution) -> list[tuple[bytes, str]]:
     """A worker's task (module doc): each unit of the group built (or reused) in order;
     each as its encoded record and status (published first with a shared store)."""
     store, shared = _worker_store(task)
+    if shared is not None:
+        execution = _on_this_machine(execution, store.root.parent)
     done: list[tuple[bytes, str]] = []
     with ZygotePool(ZYGOTE_PRELOAD, start=1) as pool:
         for plan in task.plans:

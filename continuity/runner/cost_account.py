@@ -6,6 +6,11 @@ account's**: a resumed run without ``--cost-cap`` keeps the stored cap, the same
 a no-op, and another one is ``cost_cap_mismatch`` (naming both) unless ``--raise-cap``
 is given, which stores it and records the change (who, when, old, new) in the account.
 `spend_totals` writes the account's totals, changes included, to ``<out>/spend.json``.
+
+A run whose units go to a cluster over a shared store keeps its account in that store
+instead (`continuity.providers.shared_accounts`), under ``accounts/<run>/`` (`run_accounts`:
+the run is the plan's digest and the output directory, as locally), so every worker
+holds against it before it sends.
 """
 
 from __future__ import annotations
@@ -15,16 +20,25 @@ from pathlib import Path
 
 import msgspec
 
+from continuity.digest import digest_bytes
 from continuity.errors import RealModeError
 from continuity.outputs import write_output
-from continuity.plan.plan import Plan
+from continuity.plan.plan import Plan, plan_digest
 from continuity.plan.pricing import load_catalog, model_price, rate_card
 from continuity.providers.costcap import ACCOUNT_NAME, CapTotals, CostCap, RateCard
 from continuity.providers.endpoint_facts import cap_ignored, ignored_cap_ref
+from continuity.providers.shared_accounts import SharedCostCap, open_account, shared_ref
 from continuity.spend.money import parse_usd, whole_cents
 from continuity.store import Store
 
-__all__ = ["open_cost_account", "parse_cost_cap", "spend_totals"]
+__all__ = ["open_cost_account", "parse_cost_cap", "run_accounts", "spend_totals"]
+
+
+def run_accounts(plan: Plan, out: Path, shared: str) -> str:
+    """The prefix of the run's accounts in the shared store at `shared` (its URL as
+    the backend spells it): ``accounts/<blake3 of the plan digest and --out>``."""
+    run = digest_bytes(f"{plan_digest(plan)}\n{out.resolve()}".encode())
+    return shared_ref(shared, f"accounts/{run}")
 
 
 def parse_cost_cap(text: str | None, *, raise_cap: bool = False) -> Decimal | None:
@@ -62,18 +76,22 @@ def open_cost_account(
     store: Store,
     *,
     raise_cap: bool = False,
+    shared: str = "",
 ) -> str | None:
     """Create or reopen the run's cost-cap account (None: the run has none and no cap
-    was given); its path. Every model the run calls must have known input and output
-    rates, and an endpoint that was seen to ignore its output cap cannot be capped. A
-    `cap` other than the stored one needs `raise_cap` (module doc).
+    was given); its path, or its shared ref when `shared` names the run's accounts in
+    a shared store (`run_accounts`). Every model the run calls must have known input
+    and output rates, and an endpoint that was seen to ignore its output cap cannot be
+    capped. A `cap` other than the stored one needs `raise_cap` (module doc).
 
     Raises:
         RealModeError: ``cost_cap_price_unknown``, ``cost_cap_output_unenforced``,
             ``cost_cap_mismatch``.
     """
     path = out / ".spend" / ACCOUNT_NAME
-    if cap is None and not path.exists():
+    ref = f"{shared}/cost-cap.json" if shared else str(path)
+    exists = SharedCostCap(ref, invocation).exists() if shared else path.exists()
+    if cap is None and not exists:
         return None
     catalog = load_catalog(Path(pricing) if pricing else None)
     models = [plan.reader, *([plan.judge] if plan.judge else [])]
@@ -104,15 +122,20 @@ def open_cost_account(
                 location=model,
             )
         rates[model] = card
-    CostCap.create(path, cap=cap, rates=rates, invocation=invocation, raise_cap=raise_cap).close()
-    return str(path)
+    if shared:
+        SharedCostCap.create(ref, cap=cap, rates=rates, invocation=invocation, raise_cap=raise_cap)
+    else:
+        CostCap.create(
+            path, cap=cap, rates=rates, invocation=invocation, raise_cap=raise_cap
+        ).close()
+    return ref
 
 
 def spend_totals(account: str | None, out: Path) -> CapTotals | None:
     """The account's totals, also written to ``<out>/spend.json``."""
     if account is None:
         return None
-    cost = CostCap.open(account, "")
+    cost = open_account(account, "")
     try:
         totals = cost.totals()
     finally:

@@ -6,7 +6,9 @@ output directory (outside the checkout): ``plan.json``, ``traces/``, ``units/`` 
 after ``doit aggregate --run-dir``, the reports. Its ledger (``.ledger/``) and model
 slots (``.slots/``) are kept there too; the call cache lives in the store.
 
-With a cost cap (``--cost-cap USD``) the run's account is ``.spend/cost-cap.sqlite3``:
+With a cost cap (``--cost-cap USD``) the run's account is ``.spend/cost-cap.sqlite3``
+(in the shared store, when the units go to a cluster over one: `continuity.runner.
+cost_account.run_accounts`, and the invocation's ledger with it):
 every attempt of every real request is held there before it is sent and settled from
 its usage (`continuity.providers.costcap`); ``spend.json`` has its totals after each
 invocation. An invocation that resumes a capped run keeps the stored cap (another
@@ -40,6 +42,7 @@ from continuity.providers.endpoint import EndpointSpec
 from continuity.runner.cost_account import (
     open_cost_account,
     parse_cost_cap,
+    run_accounts,
     spend_totals,
 )
 from continuity.runner.ledger_run import LedgerRun
@@ -53,7 +56,7 @@ from continuity.runner.real_request import (
 from continuity.runner.units.build import RealRun, UnitRecord, build_units
 from continuity.runner.units.execution import Execution
 from continuity.runner.windows import check_context_windows
-from continuity.store import Store
+from continuity.store import Store, open_backend
 
 __all__ = [
     "DEFAULT_MAX_OBSERVED_INPUT_TOKENS",
@@ -160,6 +163,7 @@ def run_real(
             execution=Execution(real=real, ledger=ledger),
             max_observed_input_tokens=request.max_observed_input_tokens,
             traces_root=out,
+            cluster=request.cluster,
         )
     finally:
         spend = close_real_run(store, plan, out, account)
@@ -194,8 +198,14 @@ def open_real_run(
     )
     check_context_windows(plan, dry, load_catalog(Path(pricing) if pricing else None))
     invocation = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
+    cluster = request.cluster
+    shared = (
+        run_accounts(plan, out, open_backend(cluster.shared).url)
+        if cluster and cluster.shared
+        else ""
+    )
     account = open_cost_account(
-        plan, out, cap, invocation, pricing, store, raise_cap=request.raise_cap
+        plan, out, cap, invocation, pricing, store, raise_cap=request.raise_cap, shared=shared
     )
     real = _real_run(
         plan,
@@ -204,6 +214,7 @@ def open_real_run(
         request.concurrency,
         request.explain_cache,
         request.request_timeout,
+        shared=shared,
     )
     return out, _capped(real, account, invocation), account
 
@@ -223,11 +234,14 @@ def _real_run(
     concurrency: int,
     explain_cache: bool,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    *,
+    shared: str = "",
 ) -> RealRun:
     """This invocation's endpoints (the reader, the judge when the plan has one, and the
     model an outside agent's switch arm switches to when it names one),
-    its own ledger under ``<out>/.ledger/``, the run's attempt log and, with
-    `explain_cache`, a fresh call-key explain log."""
+    its own ledger under ``<out>/.ledger/`` (under the run's `shared` accounts prefix
+    when it has one), the run's attempt log and, with `explain_cache`, a fresh call-key
+    explain log."""
     knobs: dict[str, Any] = {
         "concurrency": concurrency,
         "slots_dir": out / ".slots",
@@ -249,10 +263,13 @@ def _real_run(
     explain_log = str(out / "cache-explain.jsonl") if explain_cache else None
     if explain_log is not None and os.path.exists(explain_log):
         os.unlink(explain_log)  # one invocation's account, not an ever-growing log
+    ledger = f"{stamp}-{os.getpid()}"
     return RealRun(
         reader=reader,
         judge=judge,
-        ledger=str(out / ".ledger" / f"{stamp}-{os.getpid()}.sqlite3"),
+        ledger=f"{shared}/ledger-{ledger}.json"
+        if shared
+        else str(out / ".ledger" / f"{ledger}.sqlite3"),
         explain_log=explain_log,
         switch=switch,
     )

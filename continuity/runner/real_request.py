@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from continuity.runner.cluster import Cluster
 
 __all__ = [
     "DEFAULT_MAX_OBSERVED_INPUT_TOKENS",
@@ -38,7 +42,9 @@ class RealRequest:
     `cost_cap` (USD text, whole cents) caps the run's spend; `raise_cap` may change a
     stored cap. `checkout` and `environ` are what the guards inspect (None: this
     checkout, this process's environment). `capture`: where the ledger's upkeep output
-    is kept. `upkeep_timeout`: how long a ledger stage child may take.
+    is kept. `upkeep_timeout`: how long a ledger stage child may take. `cluster`: run
+    the units as Dask tasks there (None: this process's threads); with its shared
+    store, the run's cost-cap account and ledger live in that store.
     """
 
     confirm: str | None
@@ -58,3 +64,4 @@ class RealRequest:
     cost_cap: str | None = None
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     raise_cap: bool = False
+    cluster: Cluster | None = None

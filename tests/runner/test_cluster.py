@@ -151,7 +151,6 @@ def test_a_task_dask_lost_is_cluster_task_failed() -> None:
         ({"scheduler": "tcp://127.0.0.1:1"}, "--scheduler"),
         ({"workers": 2}, "--workers"),
         ({"shared_store": "/tmp/x"}, "--shared-store"),
-        ({"executor": "dask", "real": True}, "--executor"),
         ({"executor": "dask", "agent": "examples/agents/toy/agent.toml"}, "--executor"),
     ],
 )
