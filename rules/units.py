@@ -109,7 +109,8 @@ UNITS_PARAMS: list[Param] = [
         "",
         "--executor dask: a store every worker reaches (a directory, or "
         "s3://bucket/prefix with boto's own credentials); workers build into caches of "
-        "their own and publish there; default: the run's --store, on a shared filesystem",
+        "their own and publish there, and a --real run's cost-cap account and ledger live "
+        "there; default: the run's --store, on a shared filesystem",
     ),
     param(
         "lookup_role",
