@@ -53,7 +53,7 @@ from continuity.providers.endpoint import CallReceipt, EndpointSpec, RealBinding
 from continuity.providers.protocol import complete
 from continuity.providers.real import make_provider
 from continuity.providers.scripted import scripted_summary
-from continuity.providers.shared_accounts import open_ledger
+from continuity.providers.shared_ledger import open_ledger
 from continuity.servers.history import DESCRIPTION, HISTORY_TOOL, INPUT_SCHEMA
 from continuity.servers.model_proxy import SWITCH, ReaderReply
 from continuity.servers.proxy_script import WireMessage, WireRequest, map_tool

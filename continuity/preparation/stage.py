@@ -90,7 +90,7 @@ def _extractor(request: StageRequest) -> _Extractor:
         )
     from continuity.providers.cache import CachedProvider
     from continuity.providers.real import make_provider
-    from continuity.providers.shared_accounts import open_ledger
+    from continuity.providers.shared_ledger import open_ledger
     from continuity.store import Store
 
     ledger = open_ledger(real.ledger) if real.ledger else None

@@ -411,7 +411,7 @@ class ProviderJudge:
         from continuity.providers.cache import CachedProvider
         from continuity.providers.protocol import complete
         from continuity.providers.real import make_provider
-        from continuity.providers.shared_accounts import open_ledger
+        from continuity.providers.shared_ledger import open_ledger
         from continuity.store import Store
 
         ledger = open_ledger(self.ledger) if self.ledger else None

@@ -33,5 +33,6 @@ __all__ = [
     "real",
     "scripted",
     "shared_accounts",
+    "shared_ledger",
     "window",
 ]

@@ -17,8 +17,8 @@ arithmetic, the cap rule, ``late_close``), its stored cap and recorded changes, 
 rates, its sticky stop and its recovery: a hold still active from an invocation that
 ended is retained by the next one. Closed holds that can never change again (settled,
 released) are folded into running totals, so the document stays as small as the holds
-in flight. `SharedLedgerState` keeps the ledger's one row: planned and admitted live
-turns, observed input, calls and the stop reason.
+in flight. The ledger is `continuity.providers.shared_ledger`, over the same
+`SharedDocument`.
 
 A backend failure is ``cost_cap_account_failed`` (it stops admission, as a failing
 SQLite file does), a document that does not decode is ``cost_cap_account_invalid``;
@@ -34,15 +34,13 @@ import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import msgspec
 
-from continuity.errors import AdmissionStopped, ContinuityError, ObjectCorrupt, ProviderError
+from continuity.errors import ContinuityError, ProviderError
 from continuity.holds import EXACT, HoldAccount, HoldRecord, HoldState, Key, MemoryBook, exceeds
-from continuity.messages import ModelRequest, Usage
-from continuity.providers.cache import Ledger
+from continuity.messages import ModelRequest
 from continuity.providers.cap_changes import CapChange
 from continuity.providers.costcap import CallHolds, CapTotals, CostCap, cap_mismatch
 from continuity.providers.rates import RateCard
@@ -54,11 +52,9 @@ if TYPE_CHECKING:
 __all__ = [
     "SHARED_PREFIX",
     "SharedCostCap",
-    "SharedLedger",
-    "SharedLedgerState",
+    "SharedDocument",
     "is_shared",
     "open_account",
-    "open_ledger",
     "shared_ref",
 ]
 
@@ -85,11 +81,6 @@ def open_account(ref: str, invocation: str) -> HoldingAccount:
         ProviderError: ``cost_cap_account_invalid``, ``cost_cap_account_failed``.
     """
     return SharedCostCap.open(ref, invocation) if is_shared(ref) else CostCap.open(ref, invocation)
-
-
-def open_ledger(ref: str) -> Ledger:
-    """The invocation ledger `ref` names: a shared one, or the local SQLite file."""
-    return SharedLedger(ref) if is_shared(ref) else Ledger(ref)
 
 
 def _open(ref: str) -> tuple[Backend, str]:
@@ -122,19 +113,9 @@ class _Account(msgspec.Struct, kw_only=True):
     next_key: int = 1
 
 
-class SharedLedgerState(msgspec.Struct, kw_only=True):
-    """The ledger document: the invocation ledger's one row."""
-
-    planned: int
-    max_input: int | None = None
-    admitted: int = 0
-    observed_input: int = 0
-    calls: int = 0
-    stopped: str | None = None
-
-
-class _Document(Generic[_Doc]):
-    """One document in a shared store, changed only by compare and swap."""
+class SharedDocument(Generic[_Doc]):
+    """One document in a shared store (its shared ref), changed only by compare and
+    swap; a backend failure or an undecodable document as `failed` makes it."""
 
     def __init__(self, ref: str, kind: type[_Doc], failed: Callable[[str], Exception]) -> None:
         self.ref = ref
@@ -186,7 +167,7 @@ class SharedCostCap:
     def __init__(self, ref: str, invocation: str) -> None:
         self.path = ref  # where errors point, as the local account's path
         self.invocation = invocation
-        self._doc: _Document[_Account] = _Document(ref, _Account, self._error)
+        self._doc: SharedDocument[_Account] = SharedDocument(ref, _Account, self._error)
         self._cards: dict[str, RateCard] = {}
 
     def _error(self, problem: str) -> ProviderError:
@@ -419,86 +400,3 @@ def _change(invocation: str, old: str, new: str) -> CapChange:
     except (KeyError, OSError):
         who = f"unknown@{socket.gethostname()}"
     return CapChange(who=who, invocation=invocation, at=time.time(), old=old, new=new)
-
-
-class SharedLedger(Ledger):
-    """The invocation ledger in a shared store (module doc), in place of the SQLite
-    `continuity.providers.cache.Ledger` it stands for."""
-
-    def __init__(self, ref: str) -> None:  # no SQLite file: every method is overridden
-        self.path = Path(ref)
-        self.ref = ref
-        self._doc: _Document[SharedLedgerState] = _Document(ref, SharedLedgerState, self._error)
-
-    def _error(self, problem: str) -> ContinuityError:
-        return ObjectCorrupt(f"the shared ledger failed: {problem}", location=self.ref)
-
-    @classmethod
-    def create(  # type: ignore[override]  # a shared ref, not a Path
-        cls, path: str, *, planned_live_turns: int, max_observed_input_tokens: int | None
-    ) -> SharedLedger:
-        ledger = cls(path)
-        state = SharedLedgerState(planned=planned_live_turns, max_input=max_observed_input_tokens)
-        ledger._doc.change(lambda _: state)
-        return ledger
-
-    def close(self) -> None:
-        return None
-
-    def _state(self) -> SharedLedgerState:
-        state = self._doc.read()
-        if state is None:
-            raise ObjectCorrupt("the run's shared ledger is missing", location=self.ref)
-        return state
-
-    def state(self) -> dict[str, Any]:
-        return msgspec.structs.asdict(self._state())
-
-    def admit(self) -> None:
-        """Admit one live turn, or raise `AdmissionStopped`."""
-
-        def admit(state: SharedLedgerState | None) -> SharedLedgerState:
-            state = state or self._state()
-            if state.stopped is None and state.admitted >= state.planned:
-                state.stopped = f"the planned {state.planned} live turns were admitted"
-            if state.stopped is None:
-                state.admitted += 1
-            return state
-
-        state = self._doc.change(admit)
-        assert state is not None
-        if state.stopped is not None:
-            raise AdmissionStopped(f"no new live turn: {state.stopped}", location=self.ref)
-
-    def observe(self, usage: Usage) -> None:
-        """Count a real call's input; stop admission once the cap is crossed."""
-
-        def observe(state: SharedLedgerState | None) -> SharedLedgerState:
-            state = state or self._state()
-            state.observed_input += usage.total_input
-            state.calls += 1
-            if (state.stopped is None and state.max_input is not None
-                    and state.observed_input > state.max_input):  # fmt: skip
-                state.stopped = (
-                    f"observed input {state.observed_input} tokens crossed "
-                    f"limits.max_observed_input_tokens_per_invocation {state.max_input}"
-                )
-            return state
-
-        self._doc.change(observe)
-
-    def check_open(self) -> None:
-        """Raise `AdmissionStopped` when a stop rule has fired."""
-        stopped = self._state().stopped
-        if stopped is not None:
-            raise AdmissionStopped(f"no new call: {stopped}", location=self.ref)
-
-    def stop(self, reason: str) -> None:
-        def stop(state: SharedLedgerState | None) -> SharedLedgerState | None:
-            state = state or self._state()
-            if state.stopped is not None:
-                return None
-            state.stopped = reason
-            return state
-
-        self._doc.change(stop)

@@ -22,32 +22,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from continuity.agents.manifest import Manifest
-from continuity.agents.readers import RealReader
 from continuity.errors import ContinuityError, RunIncomplete
 from continuity.plan.plan import Plan
 from continuity.progress import Tick
-from continuity.providers.cache import Ledger
 from continuity.providers.costcap import CapTotals
-from continuity.runner.agent_units import AgentBuild, AgentUnitPlan, build_agent_units
+from continuity.providers.shared_ledger import create_ledger
+from continuity.runner.agent_units import (
+    AgentBuild,
+    AgentUnitPlan,
+    build_agent_units,
+    real_reader,
+)
 from continuity.runner.real import close_real_run, open_real_run, write_plan
 from continuity.runner.real_request import RealRequest
-from continuity.runner.units.record import RealRun
-from continuity.runner.units.worker import real_binding_for
 from continuity.store import Store
 from continuity.traces.schema import Trace
 
 __all__ = ["run_real_agent"]
-
-
-def _reader(real: RealRun, store: Store, repeat: int) -> RealReader:
-    """A sample's reader: the plan's, and the model its switch arm switches to."""
-    binding = real_binding_for(real, store, repeat)
-    assert binding is not None
-    switch = real.switch and msgspec.structs.replace(binding, endpoint=real.switch)
-    return RealReader(binding, switch or None)
 
 
 def run_real_agent(
@@ -70,8 +62,8 @@ def run_real_agent(
     unit_plan = AgentUnitPlan.of(plan, manifest, request.only_repeats, real.binding())
     samples = sum(len(t.probes[: plan.probe_limit]) for _, t in traces)
     samples *= len(unit_plan.arms) * len(unit_plan.repeats)
-    ledger = Ledger.create(
-        Path(real.ledger),
+    ledger = create_ledger(
+        real.ledger,
         planned_live_turns=samples,
         max_observed_input_tokens=request.max_observed_input_tokens,
     )
@@ -81,7 +73,7 @@ def run_real_agent(
             unit_plan,
             traces,
             out,
-            readers=lambda repeat: _reader(real, store, repeat),
+            readers=lambda repeat: real_reader(real, store, repeat),
             progress=progress,
             protected=[Path(request.credentials)] if request.credentials else [],
         )

@@ -43,7 +43,7 @@ from msgspec import UNSET
 from continuity.agents.drive import AgentRun, Reader
 from continuity.agents.identity import AGENT_PROBE_PROTOCOL, AgentIdentity, outside_arm, unit_arm
 from continuity.agents.manifest import Manifest
-from continuity.agents.readers import OfflineReader, SampleReader
+from continuity.agents.readers import OfflineReader, RealReader, SampleReader
 from continuity.agents.retained import (
     STORE_ARMS,
     RetainedView,
@@ -59,8 +59,9 @@ from continuity.probes.scoring import locale_for
 from continuity.progress import Tick
 from continuity.providers.endpoint import CallReceipt
 from continuity.runner.units.grading import score_result
-from continuity.runner.units.record import ProbeResult, ProbeStatus, UnitRecord, seal
+from continuity.runner.units.record import ProbeResult, ProbeStatus, RealRun, UnitRecord, seal
 from continuity.runner.units.store import materialise, store_unit
+from continuity.runner.units.worker import real_binding_for
 from continuity.store import Store
 from continuity.traces.schema import Probe, Trace
 
@@ -71,6 +72,7 @@ __all__ = [
     "AgentUnitPlan",
     "agent_unit_key",
     "build_agent_units",
+    "real_reader",
 ]
 
 AGENT_UNIT_SALT = "agent-unit-v1"
@@ -258,6 +260,14 @@ def _sample(
         shutil.rmtree(work, ignore_errors=True)  # the agent's state: not evidence
 
 
+def real_reader(real: RealRun, store: Store, repeat: int) -> SampleReader:
+    """A real sample's reader: the plan's, and the model its switch arm switches to."""
+    binding = real_binding_for(real, store, repeat)
+    assert binding is not None
+    switch = real.switch and msgspec.structs.replace(binding, endpoint=real.switch)
+    return RealReader(binding, switch or None)
+
+
 def _first_signature(record: UnitRecord) -> str:
     """The first signature of a stored unit's samples whose replay did not fail."""
     return next(
@@ -365,6 +375,8 @@ def _build_trace(
                 1, unit.trace.trace_id, f"{unit.arm} {probe.probe_id} {results[-1].status}"
             )
         record = store_unit(store, unit.record(results), agent_replayed=replayed, agent_pids=pids)
+        if build.stored is not None:  # a cluster worker publishes it (agent_cluster)
+            build.stored(record)
         done.built += 1
         done.records[unit.key] = materialise(store, build.folder, record)
     return done
@@ -379,6 +391,7 @@ class _Build(msgspec.Struct, frozen=True, kw_only=True):
     readers: Callable[[int], SampleReader]
     hidden: tuple[Path, ...]
     tally: _Tally
+    stored: Callable[[UnitRecord], None] | None = None  # told of each unit built
 
 
 def build_agent_units(

@@ -196,6 +196,6 @@ def _admission(real: RealBinding | None) -> AdmissionLedger | None:
     """The invocation's admission ledger (real mode), for a lost acknowledgement."""
     if real is None or real.ledger is None:
         return None
-    from continuity.providers.shared_accounts import open_ledger
+    from continuity.providers.shared_ledger import open_ledger
 
     return open_ledger(real.ledger)

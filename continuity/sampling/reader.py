@@ -166,7 +166,7 @@ class RealCalls:
 
     def __init__(self, binding: RealBinding) -> None:
         from continuity.providers.real import make_provider
-        from continuity.providers.shared_accounts import open_ledger
+        from continuity.providers.shared_ledger import open_ledger
         from continuity.store import Store
 
         self.binding = binding

@@ -17,13 +17,8 @@ from continuity.errors import AdmissionStopped, ContinuityError, ProviderError, 
 from continuity.messages import ModelRequest, Usage, UserMessage
 from continuity.providers.cache import Ledger
 from continuity.providers.costcap import CostCap, HoldingAccount, RateCard, RateTier
-from continuity.providers.shared_accounts import (
-    SharedCostCap,
-    SharedLedger,
-    open_account,
-    open_ledger,
-    shared_ref,
-)
+from continuity.providers.shared_accounts import SharedCostCap, open_account, shared_ref
+from continuity.providers.shared_ledger import SharedLedger, open_ledger
 from continuity.store import Backend
 
 pytest.importorskip("moto.server")

@@ -99,18 +99,11 @@ def _open_ledger(
     and the observed-input cap; offline, none."""
     if real is None:
         return None
-    from continuity.providers.cache import Ledger
-    from continuity.providers.shared_accounts import SharedLedger, is_shared
+    from continuity.providers.shared_ledger import create_ledger
 
     planned = sum(len(limited(plan.trace, probe_limit)) for plan in plans)
-    if is_shared(real.ledger):  # a cluster run's: in its shared store
-        return SharedLedger.create(
-            real.ledger,
-            planned_live_turns=planned,
-            max_observed_input_tokens=max_observed_input_tokens,
-        )
-    return Ledger.create(
-        Path(real.ledger),
+    return create_ledger(  # a cluster run's is in its shared store
+        real.ledger,
         planned_live_turns=planned,
         max_observed_input_tokens=max_observed_input_tokens,
     )
