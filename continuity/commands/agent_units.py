@@ -27,6 +27,7 @@ def agent_units(
     """``--agent agent.toml``: an outside agent's units (CAP/0), offline into
     ``<out>/runs/<run>/units/`` (default run ``agent-<name>``), real (``--real``) into
     ``--out``; `doit aggregate` reports them."""
+    from continuity.commands.units_request import cluster_of
     from continuity.plan.guards import refuse_under_ci
     from continuity.progress import progress
     from continuity.runner.agent_units import AgentUnitPlan, build_agent_units
@@ -41,8 +42,16 @@ def agent_units(
     run = request.run if request.run != "offline" else f"agent-{manifest.name}"
     run_dir = chosen.out / "runs" / run
     unit_plan = AgentUnitPlan.of(plan, manifest, repeats)
+    cluster = cluster_of(request)
     with progress(f"agent units {manifest.name}") as tick:
-        build = build_agent_units(chosen.store, unit_plan, traces, run_dir, progress=tick)
+        if cluster is not None:  # each trace's units a Dask task
+            from continuity.runner.agent_cluster import build_agent_units_on_cluster
+
+            build = build_agent_units_on_cluster(
+                chosen.store, unit_plan, traces, run_dir, cluster=cluster, progress=tick
+            )
+        else:
+            build = build_agent_units(chosen.store, unit_plan, traces, run_dir, progress=tick)
     write_run_manifest(run_dir, plan, started=started)
     return (
         summary(build.records, build.folder, build.built)

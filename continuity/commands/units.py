@@ -18,7 +18,12 @@ import msgspec
 
 from continuity.arms import probe_mode_named
 from continuity.commands.selection import Selection
-from continuity.commands.units_request import UnitsRequest, parse_repeats, real_request
+from continuity.commands.units_request import (
+    UnitsRequest,
+    cluster_of,
+    parse_repeats,
+    real_request,
+)
 from continuity.errors import UsageError
 
 if TYPE_CHECKING:
@@ -27,7 +32,6 @@ if TYPE_CHECKING:
     from continuity.plan.holdout_plan import HoldoutChoice
     from continuity.plan.plan import LookupPlan, Plan
     from continuity.roles.table import Role
-    from continuity.runner.cluster import Cluster
     from continuity.runner.ledger_run import LedgerRun
     from continuity.runner.lookup_run import LookupRun
     from continuity.runner.units.record import UnitRecord
@@ -73,13 +77,6 @@ def run_units(request: UnitsRequest) -> str:
     real, a lookup role, or offline), run to its end; returns the summary line."""
     if request.aggregate_only:
         return _aggregate_only(request)
-    if request.executor != "local" and request.agent:
-        raise UsageError(
-            "--executor dask runs reference units (offline or --real) so far; an outside "
-            "agent's units run on this machine",
-            code="option_invalid",
-            location="--executor",
-        )
     if request.agent:
         from continuity.commands.agent_units import agent_units
 
@@ -208,46 +205,8 @@ def _build(
             only_repeats=parse_repeats(request),
             execution=Execution(lookup=lookup, ledger=ledger, judge=plan.judge),
             items=items,
-            cluster=_cluster_of(request),
+            cluster=cluster_of(request),
         )
-
-
-def _cluster_of(request: UnitsRequest) -> Cluster | None:
-    """Where ``--executor`` runs the units (None: this process's threads).
-
-    Raises:
-        UsageError: ``option_invalid`` for another executor, or a cluster option
-            without ``--executor dask``.
-    """
-    from continuity.runner.cluster import Cluster
-    from continuity.runner.samples import DEFAULT_JOBS
-
-    if request.executor not in ("local", "dask"):
-        raise UsageError(
-            f"--executor is local or dask, not {request.executor!r}",
-            code="option_invalid",
-            location="--executor",
-        )
-    if request.executor == "local":
-        for name in ("scheduler", "workers", "shared_store"):
-            if getattr(request, name):
-                raise UsageError(
-                    f"--{name.replace('_', '-')} needs --executor dask",
-                    code="option_invalid",
-                    location=f"--{name.replace('_', '-')}",
-                )
-        return None
-    if request.scheduler and request.workers:
-        raise UsageError(
-            "--workers sizes a LocalCluster; a --scheduler's workers are the ones you started",
-            code="option_invalid",
-            location="--workers",
-        )
-    return Cluster(
-        scheduler=request.scheduler,
-        workers=request.workers or request.jobs or DEFAULT_JOBS,
-        shared=request.shared_store,
-    )
 
 
 def _role(request: UnitsRequest) -> Role | None:
@@ -351,8 +310,6 @@ def units_summary(records: Sequence[UnitRecord], folder: Path | str, built: int)
 
 
 def _real_units(request: UnitsRequest) -> str:
-    import dataclasses
-
     from continuity.errors import RealModeError
     from continuity.plan.from_request import plan_from_request
     from continuity.plan.guards import refuse_under_ci
@@ -370,7 +327,7 @@ def _real_units(request: UnitsRequest) -> str:
         )
     refuse_under_ci()  # before the options are even read
     plan = plan_from_request(request, trace=request.trace)
-    settings = dataclasses.replace(real_request(request), cluster=_cluster_of(request))
+    settings = real_request(request)
     store = Store(request.store or None)
     with progress(f"units {plan.suite} (real: {plan.endpoint.kind})") as tick:
         result = run_real(plan, store, settings, progress=tick)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from continuity.errors import UsageError
 from continuity.plan.limits import MAX_REPEATS
 from continuity.plan.request import PlanRequest
@@ -13,7 +15,10 @@ from continuity.runner.real_request import (
 )
 from continuity.traces.keys import parse_numbers
 
-__all__ = ["UnitsRequest", "parse_repeats", "real_request"]
+if TYPE_CHECKING:
+    from continuity.runner.cluster import Cluster
+
+__all__ = ["UnitsRequest", "cluster_of", "parse_repeats", "real_request"]
 
 
 class UnitsRequest(PlanRequest, frozen=True, kw_only=True):
@@ -85,4 +90,43 @@ def real_request(request: UnitsRequest) -> RealRequest:
         cost_cap=request.cost_cap or None,
         request_timeout=request.request_timeout or DEFAULT_REQUEST_TIMEOUT,
         raise_cap=request.raise_cap,
+        cluster=cluster_of(request),
+    )
+
+
+def cluster_of(request: UnitsRequest) -> Cluster | None:
+    """Where ``--executor`` runs the units (None: this process's threads).
+
+    Raises:
+        UsageError: ``option_invalid`` for another executor, or a cluster option
+            without ``--executor dask``.
+    """
+    from continuity.runner.cluster import Cluster
+    from continuity.runner.samples import DEFAULT_JOBS
+
+    if request.executor not in ("local", "dask"):
+        raise UsageError(
+            f"--executor is local or dask, not {request.executor!r}",
+            code="option_invalid",
+            location="--executor",
+        )
+    if request.executor == "local":
+        for name in ("scheduler", "workers", "shared_store"):
+            if getattr(request, name):
+                raise UsageError(
+                    f"--{name.replace('_', '-')} needs --executor dask",
+                    code="option_invalid",
+                    location=f"--{name.replace('_', '-')}",
+                )
+        return None
+    if request.scheduler and request.workers:
+        raise UsageError(
+            "--workers sizes a LocalCluster; a --scheduler's workers are the ones you started",
+            code="option_invalid",
+            location="--workers",
+        )
+    return Cluster(
+        scheduler=request.scheduler,
+        workers=request.workers or request.jobs or DEFAULT_JOBS,
+        shared=request.shared_store,
     )

@@ -4,6 +4,7 @@ manifest."""
 
 __all__ = [
     "agent_real",
+    "agent_cluster",
     "agent_units",
     "checkpoints",
     "children",

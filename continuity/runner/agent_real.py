@@ -68,15 +68,23 @@ def run_real_agent(
         max_observed_input_tokens=request.max_observed_input_tokens,
     )
     try:
-        build = build_agent_units(
-            store,
-            unit_plan,
-            traces,
-            out,
-            readers=lambda repeat: real_reader(real, store, repeat),
-            progress=progress,
-            protected=[Path(request.credentials)] if request.credentials else [],
-        )
+        protected = [Path(request.credentials)] if request.credentials else []
+        if request.cluster is not None:  # each trace's units a Dask task
+            from continuity.runner.agent_cluster import build_agent_units_on_cluster
+
+            build = build_agent_units_on_cluster(store, unit_plan, traces, out,
+                                                 cluster=request.cluster, real=real,
+                                                 progress=progress, protected=protected)  # fmt: skip
+        else:
+            build = build_agent_units(
+                store,
+                unit_plan,
+                traces,
+                out,
+                readers=lambda repeat: real_reader(real, store, repeat),
+                progress=progress,
+                protected=protected,
+            )
         state = ledger.state()
     finally:
         ledger.close()

@@ -61,13 +61,24 @@ from continuity.providers.endpoint import EndpointSpec
 from continuity.runner.children import ZYGOTE_PRELOAD
 from continuity.runner.units.execution import Execution
 from continuity.runner.units.plan import UnitPlan
-from continuity.runner.units.record import UnitRecord, UnitStatus
+from continuity.runner.units.record import RealRun, UnitRecord, UnitStatus
 from continuity.runner.units.run import planned_unit, run_unit
 from continuity.runner.units.store import context_refs
 from continuity.store import SharedStore, Store, open_backend
 from continuity.zygote import ZygotePool
 
-__all__ = ["Cluster", "GroupTask", "run_group", "run_on_cluster"]
+__all__ = [
+    "Cluster",
+    "GroupTask",
+    "client_of",
+    "completed",
+    "pull_unit",
+    "real_on_this_machine",
+    "run_group",
+    "run_on_cluster",
+    "task_result",
+    "worker_store",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,51 +101,55 @@ class GroupTask(msgspec.Struct, frozen=True, kw_only=True):
     probe_limit: int | None
 
 
-def _worker_store(task: GroupTask) -> tuple[Store, SharedStore | None]:
-    """The store a task builds into: the run's, or this worker's cache of the shared
-    store (one folder per worker process and shared store)."""
-    if not task.shared:
-        return Store(task.store_root), None
+def worker_store(store_root: str, shared: str) -> tuple[Store, SharedStore | None]:
+    """The store a task builds into: the run's (`store_root`), or this worker's cache of
+    the `shared` store (one folder per worker process and shared store)."""
+    if not shared:
+        return Store(store_root), None
     try:
         from distributed import get_worker
 
         base = Path(get_worker().local_directory)
     except (ImportError, ValueError):  # run outside a worker (tests call it directly)
         base = Path(tempfile.gettempdir()) / f"continuity-worker-{os.getpid()}"
-    cache = Store(base / f"store-{digest_bytes(task.shared.encode())[:16]}")
-    return cache, SharedStore(cache, open_backend(task.shared))
+    cache = Store(base / f"store-{digest_bytes(shared.encode())[:16]}")
+    return cache, SharedStore(cache, open_backend(shared))
 
 
-def _on_this_machine(execution: Execution, base: Path) -> Execution:
-    """A real execution with its per-machine files (the call slots, the attempt log)
+def _spec_here(spec: EndpointSpec, base: Path) -> EndpointSpec:
+    slots, log = str(base / "slots"), str(base / ATTEMPT_LOG)
+    return msgspec.structs.replace(spec, slots_dir=slots, attempt_log=log)
+
+
+def real_on_this_machine(real: RealRun, base: Path) -> RealRun:
+    """A real invocation with its per-machine files (the call slots, the attempt log)
     under `base`, this worker's folder, and no explain log: the client's ``--out`` is
     not on this machine. The run's ledger and cost-cap account are in the shared store
     (`continuity.runner.cost_account.run_accounts`); none of these paths is in a key."""
-    real = execution.real
-    if real is None:
-        return execution
-
-    def here(spec: EndpointSpec | None) -> EndpointSpec | None:
-        if spec is None:
-            return None
-        slots, log = str(base / "slots"), str(base / ATTEMPT_LOG)
-        return msgspec.structs.replace(spec, slots_dir=slots, attempt_log=log)
-
-    reader = here(real.reader)
-    assert reader is not None
-    real = msgspec.structs.replace(
-        real, reader=reader, judge=here(real.judge), switch=here(real.switch), explain_log=None
+    return msgspec.structs.replace(
+        real,
+        reader=_spec_here(real.reader, base),
+        judge=real.judge and _spec_here(real.judge, base),
+        switch=real.switch and _spec_here(real.switch, base),
+        explain_log=None,
     )
+
+
+def _on_this_machine(execution: Execution, base: Path) -> Execution:
+    """`execution` with `real_on_this_machine`'s paths, the ledger arm's extractor too."""
+    if execution.real is None:
+        return execution
     ledger = execution.ledger
     if ledger is not None and ledger.extractor is not None:
-        ledger = msgspec.structs.replace(ledger, extractor=here(ledger.extractor))
+        ledger = msgspec.structs.replace(ledger, extractor=_spec_here(ledger.extractor, base))
+    real = real_on_this_machine(execution.real, base)
     return dataclasses.replace(execution, real=real, ledger=ledger)
 
 
 def run_group(task: GroupTask, execution: Execution) -> list[tuple[bytes, str]]:
     """A worker's task (module doc): each unit of the group built (or reused) in order;
     each as its encoded record and status (published first with a shared store)."""
-    store, shared = _worker_store(task)
+    store, shared = worker_store(task.store_root, task.shared)
     if shared is not None:
         execution = _on_this_machine(execution, store.root.parent)
     done: list[tuple[bytes, str]] = []
@@ -148,7 +163,7 @@ def run_group(task: GroupTask, execution: Execution) -> list[tuple[bytes, str]]:
                         f"this worker finds no trace {plan.item.trace_id} in the shared store",
                         location=task.shared,
                     )
-                _pull_unit(shared, _key(store, plan, task.probe_limit, execution))
+                pull_unit(shared, _key(store, plan, task.probe_limit, execution))
             record, status = run_unit(
                 store,
                 plan.trace,
@@ -167,7 +182,7 @@ def run_group(task: GroupTask, execution: Execution) -> list[tuple[bytes, str]]:
     return done
 
 
-def _pull_unit(shared: SharedStore, key: str) -> bool:
+def pull_unit(shared: SharedStore, key: str) -> bool:
     """Fetch unit `key` and the reader contexts its samples name (False: not shared)."""
     entry = shared.pull_action(key)
     if entry is None:
@@ -185,7 +200,7 @@ def _key(store: Store, plan: UnitPlan, probe_limit: int | None, execution: Execu
 
 
 @contextlib.contextmanager
-def _client(cluster: Cluster) -> Iterator[Any]:
+def client_of(cluster: Cluster) -> Iterator[Any]:
     """A Dask client of `cluster`'s scheduler, or of a loopback ``LocalCluster``.
 
     Raises:
@@ -240,7 +255,7 @@ def _pending(
     todo = {}
     for index, plan in enumerate(plans):
         key = _key(store, plan, probe_limit, execution)
-        if store.get_action(key) is None and (shared is None or not _pull_unit(shared, key)):
+        if store.get_action(key) is None and (shared is None or not pull_unit(shared, key)):
             todo[index] = key
     return todo
 
@@ -312,8 +327,8 @@ def _submit(
     if shared is not None:
         for key in {plans[i].item.key for indexes in groups.values() for i in indexes}:
             shared.push_action(key)  # the traces, each once
-    with _client(cluster) as client:
-        from distributed import as_completed  # importable: _client checked
+    with client_of(cluster) as client:
+        from distributed import as_completed  # importable: client_of checked
 
         futures = {}
         for indexes in groups.values():
@@ -324,8 +339,9 @@ def _submit(
                 probe_limit=probe_limit,
             )
             futures[client.submit(run_group, task, execution, pure=False)] = indexes
-        for future in _completed(as_completed(futures, loop=client.loop)):
-            for index, (data, status) in zip(futures[future], _result(future), strict=True):
+        for future in completed(as_completed(futures, loop=client.loop)):
+            results = cast(list[tuple[bytes, str]], task_result(future))
+            for index, (data, status) in zip(futures[future], results, strict=True):
                 record = msgspec.json.decode(data, type=UnitRecord)
                 if record.key != planned[index]:
                     raise UsageError(
@@ -336,11 +352,11 @@ def _submit(
                         location="--scheduler",
                     )
                 if shared is not None and status != "incomplete":
-                    _pull_unit(shared, record.key)
+                    pull_unit(shared, record.key)
                 note(index, record, cast(UnitStatus, status))
 
 
-def _completed(futures: Iterator[Any]) -> Iterator[Any]:
+def completed(futures: Iterator[Any]) -> Iterator[Any]:
     """The tasks as they finish; the client losing the scheduler meanwhile as
     ``cluster_task_failed`` (`_lost`)."""
     while True:
@@ -362,7 +378,7 @@ def _lost(exc: BaseException) -> UsageError:
     )
 
 
-def _result(future: Any) -> list[tuple[bytes, str]]:
+def task_result(future: Any) -> Any:
     """A task's result; a task Dask lost (its workers kept dying, the scheduler went
     away) as ``cluster_task_failed``. A typed error the task raised is raised as is.
 
@@ -370,7 +386,7 @@ def _result(future: Any) -> list[tuple[bytes, str]]:
         UsageError: ``cluster_task_failed``.
     """
     try:
-        return cast(list[tuple[bytes, str]], future.result())
+        return future.result()
     except ContinuityError:
         raise
     except Exception as exc:  # KilledWorker, CancelledError, CommClosedError...: open-ended

@@ -21,7 +21,7 @@ import msgspec
 import pytest
 
 from continuity.errors import ContinuityError
-from continuity.runner.cluster import Cluster, GroupTask, _completed, _result, run_group
+from continuity.runner.cluster import Cluster, GroupTask, completed, run_group, task_result
 from continuity.runner.units.build import build_units
 from continuity.runner.units.execution import OFFLINE
 from continuity.runner.units.record import UnitRecord
@@ -131,7 +131,7 @@ def test_a_task_dask_lost_is_cluster_task_failed() -> None:
             raise RuntimeError("worker died three times")
 
     with pytest.raises(ContinuityError) as caught:
-        _result(Lost())
+        task_result(Lost())
     assert caught.value.code == "cluster_task_failed" and "resume" in caught.value.message
 
     def broken() -> Iterator[object]:
@@ -139,7 +139,7 @@ def test_a_task_dask_lost_is_cluster_task_failed() -> None:
         yield
 
     with pytest.raises(ContinuityError) as closed:
-        list(_completed(broken()))
+        list(completed(broken()))
     assert closed.value.code == "cluster_task_failed"
 
 
@@ -151,7 +151,6 @@ def test_a_task_dask_lost_is_cluster_task_failed() -> None:
         ({"scheduler": "tcp://127.0.0.1:1"}, "--scheduler"),
         ({"workers": 2}, "--workers"),
         ({"shared_store": "/tmp/x"}, "--shared-store"),
-        ({"executor": "dask", "agent": "examples/agents/toy/agent.toml"}, "--executor"),
     ],
 )
 def test_cluster_options_are_refused_where_they_cannot_apply(
