@@ -3,8 +3,8 @@ lookup inventory and fixed-budget sizing, preflight slots, judge calibration and
 manifest."""
 
 __all__ = [
-    "agent_real",
     "agent_cluster",
+    "agent_real",
     "agent_units",
     "checkpoints",
     "children",

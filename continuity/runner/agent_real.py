@@ -72,9 +72,10 @@ def run_real_agent(
         if request.cluster is not None:  # each trace's units a Dask task
             from continuity.runner.agent_cluster import build_agent_units_on_cluster
 
-            build = build_agent_units_on_cluster(store, unit_plan, traces, out,
-                                                 cluster=request.cluster, real=real,
-                                                 progress=progress, protected=protected)  # fmt: skip
+            cluster = request.cluster
+            build = build_agent_units_on_cluster(store, unit_plan, traces, out, cluster=cluster,
+                                                 real=real, progress=progress,
+                                                 protected=protected)  # fmt: skip
         else:
             build = build_agent_units(
                 store,
