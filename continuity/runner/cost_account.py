@@ -8,9 +8,13 @@ is given, which stores it and records the change (who, when, old, new) in the ac
 `spend_totals` writes the account's totals, changes included, to ``<out>/spend.json``.
 
 A run whose units go to a cluster over a shared store keeps its account in that store
-instead (`continuity.providers.shared_accounts`), under ``accounts/<run>/`` (`run_accounts`:
-the run is the plan's digest and the output directory, as locally), so every worker
-holds against it before it sends.
+instead (`continuity.providers.shared_accounts`), under ``accounts/<run>/`` (`run_accounts`),
+so every worker holds against it before it sends. Where the account is, is the run's:
+``<out>/.spend/shared-account`` names a shared account's ref once it is created, and every
+later invocation of the run holds there, whatever its executor and however it reaches
+``--out``. A run whose account is the SQLite file cannot move it to a shared store
+(``cost_cap_account_local``: remote workers could not reach it): finish it without
+``--shared-store``.
 """
 
 from __future__ import annotations
@@ -27,11 +31,18 @@ from continuity.plan.plan import Plan, plan_digest
 from continuity.plan.pricing import load_catalog, model_price, rate_card
 from continuity.providers.costcap import ACCOUNT_NAME, CapTotals, CostCap, RateCard
 from continuity.providers.endpoint_facts import cap_ignored, ignored_cap_ref
-from continuity.providers.shared_accounts import SharedCostCap, open_account, shared_ref
+from continuity.providers.shared_accounts import (
+    SharedCostCap,
+    is_shared,
+    open_account,
+    shared_ref,
+)
 from continuity.spend.money import parse_usd, whole_cents
 from continuity.store import Store
 
-__all__ = ["open_cost_account", "parse_cost_cap", "run_accounts", "spend_totals"]
+__all__ = ["POINTER", "open_cost_account", "parse_cost_cap", "run_accounts", "spend_totals"]
+
+POINTER = "shared-account"  # <out>/.spend/shared-account: the ref of a run's shared account
 
 
 def run_accounts(plan: Plan, out: Path, shared: str) -> str:
@@ -89,8 +100,7 @@ def open_cost_account(
             ``cost_cap_mismatch``.
     """
     path = out / ".spend" / ACCOUNT_NAME
-    ref = f"{shared}/cost-cap.json" if shared else str(path)
-    exists = SharedCostCap(ref, invocation).exists() if shared else path.exists()
+    ref, exists = _where(path, shared, invocation)
     if cap is None and not exists:
         return None
     catalog = load_catalog(Path(pricing) if pricing else None)
@@ -122,13 +132,41 @@ def open_cost_account(
                 location=model,
             )
         rates[model] = card
-    if shared:
+    if is_shared(ref):
         SharedCostCap.create(ref, cap=cap, rates=rates, invocation=invocation, raise_cap=raise_cap)
+        write_output(path.with_name(POINTER), ref.encode() + b"\n")  # the run's, from now on
     else:
         CostCap.create(
             path, cap=cap, rates=rates, invocation=invocation, raise_cap=raise_cap
         ).close()
     return ref
+
+
+def _where(path: Path, shared: str, invocation: str) -> tuple[str, bool]:
+    """Where the run's account is (or is to be made) and whether it exists: the shared
+    account its pointer names, the SQLite file at `path`, or (new) under `shared`.
+
+    Raises:
+        RealModeError: ``cost_cap_account_local``.
+    """
+    pointer = path.with_name(POINTER)
+    if pointer.is_file():
+        ref = pointer.read_text(encoding="utf-8").strip()
+        return ref, SharedCostCap(ref, invocation).exists()
+    if path.exists():
+        if shared:
+            raise RealModeError(
+                f"this run's cost-cap account is the file {path}, which workers on other "
+                "machines cannot reach: finish the run without --shared-store (locally, or "
+                "on a LocalCluster), or start a new run (another --out) on the cluster",
+                code="cost_cap_account_local",
+                location="--shared-store",
+            )
+        return str(path), True
+    if shared:
+        ref = f"{shared}/cost-cap.json"
+        return ref, SharedCostCap(ref, invocation).exists()
+    return str(path), False
 
 
 def spend_totals(account: str | None, out: Path) -> CapTotals | None:

@@ -5,14 +5,16 @@ requests there before it sends them."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from continuity.errors import RunIncomplete
+from continuity.errors import RealModeError, RunIncomplete
 from continuity.runner.cluster import Cluster
+from continuity.runner.cost_account import POINTER
 from continuity.runner.units.record import UnitRecord
 from continuity.servers.wire import WireServer, serve_in_thread
 from continuity.store import open_backend
@@ -57,8 +59,35 @@ def test_a_capped_real_run_on_a_cluster_holds_in_the_shared_account(
     names = open_backend(shared).names("accounts/")
     assert [n.rsplit("/", 1)[1] for n in names if n.endswith("cost-cap.json")] == ["cost-cap.json"]
     assert any("/ledger-" in n for n in names)
-    assert not (rig.output / ".spend").exists()  # the account is the shared store's
+    assert not (rig.output / ".spend" / "cost-cap.sqlite3").exists()  # the shared store's
+    pointer = (rig.output / ".spend" / POINTER).read_text().strip()
+    assert pointer.startswith("shared:") and pointer.endswith("/cost-cap.json")
     assert not list((rig.output / ".ledger").glob("*"))
+
+
+def test_a_run_keeps_its_account_whatever_its_executor(
+    tmp_path: Path, clean_checkout: Path
+) -> None:
+    """A run capped on a cluster resumes locally against the same shared account (its
+    pointer in --out), never a fresh one; a run whose account is the local file is
+    refused a shared store (cost_cap_account_local), before any call."""
+    app = WireServer()
+    with serve_in_thread(app) as url:
+        rig = Rig(tmp_path / "a", clean_checkout, url, "openai-chat", **ARMS)
+        cluster = Cluster(workers=1, shared=str(tmp_path / "shared"))
+        first = rig.run(cost_cap="1.00", cluster=cluster)
+        assert first.spend is not None
+        again = rig.run()  # locally, no --cost-cap: the run's cap, in the shared account
+        assert again.spend is not None and Decimal(again.spend.cap or 0) == Decimal(1)
+        assert again.spend.settled_calls == first.spend.settled_calls > 0  # all reused
+        local = Rig(tmp_path / "b", clean_checkout, url, "openai-chat", **ARMS)
+        local.run(cost_cap="1.00")
+        made = app.count()
+        with pytest.raises(RealModeError) as caught:
+            local.run(cluster=Cluster(workers=1, shared=str(tmp_path / "shared")))
+        assert app.count() == made
+    assert caught.value.code == "cost_cap_account_local"
+    assert caught.value.location == "--shared-store"
 
 
 def test_workers_holding_in_one_shared_account_stop_together_at_the_cap(

@@ -318,6 +318,10 @@ ENTRIES: tuple[Entry, ...] = (
             "cost_cap_output_unenforced", "a cost cap on an endpoint seen to ignore its output cap"
         ),
         Row("cost_cap_invalid", "--cost-cap is not US dollars in whole cents above zero"),
+        Row(
+            "cost_cap_account_local",
+            "--shared-store for a run whose cost-cap account is a file in its --out",
+        ),
     ),
     *section(
         "RealModeError",
