@@ -15,15 +15,16 @@ both take the last dollar under the cap.
 `SharedCostCap` keeps the local account's rules exactly (`continuity.holds`: the hold
 arithmetic, the cap rule, ``late_close``), its stored cap and recorded changes, its
 rates, its sticky stop and its recovery: a hold still active from an invocation that
-ended is retained by the next one. Closed holds that can never change again (settled,
-released) are folded into running totals, so the document stays as small as the holds
-in flight. The ledger is `continuity.providers.shared_ledger`, over the same
-`SharedDocument`.
+ended is retained by the next one, and its own invocation may still settle it. Holds
+that can never change again are folded into running totals: settled, released, and
+retained by their own invocation (which then forgets the hold, so no late settlement
+can come for it, here or locally). The document holds the holds in flight and those a
+newer invocation retained, nothing more. The ledger is
+`continuity.providers.shared_ledger`, over the same `SharedDocument`.
 
 A backend failure is ``cost_cap_account_failed`` (it stops admission, as a failing
 SQLite file does), a document that does not decode is ``cost_cap_account_invalid``;
-for the ledger both are ``store_backend_failed`` / ``object_corrupt`` as the store
-raises them.
+for the ledger both are ``object_corrupt`` at its ref.
 """
 
 from __future__ import annotations
@@ -39,7 +40,16 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import msgspec
 
 from continuity.errors import ContinuityError, ProviderError
-from continuity.holds import EXACT, HoldAccount, HoldRecord, HoldState, Key, MemoryBook, exceeds
+from continuity.holds import (
+    EXACT,
+    HoldAccount,
+    HoldRecord,
+    HoldState,
+    Key,
+    MemoryBook,
+    counted,
+    exceeds,
+)
 from continuity.messages import ModelRequest
 from continuity.providers.cap_changes import CapChange
 from continuity.providers.costcap import CallHolds, CapTotals, CostCap, cap_mismatch
@@ -61,6 +71,7 @@ __all__ = [
 SHARED_PREFIX = "shared:"
 
 _Doc = TypeVar("_Doc", bound=msgspec.Struct)
+ENDED = "invocation_ended"  # the reason a newer invocation retains an older one's holds
 
 
 def shared_ref(store_url: str, name: str) -> str:
@@ -109,6 +120,8 @@ class _Account(msgspec.Struct, kw_only=True):
     holds: list[_Hold] = msgspec.field(default_factory=list)
     settled: str = "0"
     settled_calls: int = 0
+    retained: str = "0"  # holds their own invocation retained: final, so folded
+    retained_calls: int = 0
     released: int = 0
     next_key: int = 1
 
@@ -206,7 +219,7 @@ class SharedCostCap:
                 doc.cap = str(cap)
             doc.rates.update(rates)
             doc.holds = [
-                msgspec.structs.replace(hold, state="retained", reason="invocation_ended")
+                msgspec.structs.replace(hold, state="retained", reason=ENDED)
                 if hold.state == "active" and hold.invocation != invocation
                 else hold
                 for hold in doc.holds
@@ -265,7 +278,8 @@ class SharedCostCap:
                     code=doc.stopped.split(":", 1)[0],
                     location=self.path,
                 )
-            committed = EXACT.add(Decimal(doc.settled), _hold_account(doc).committed())
+            folded = EXACT.add(Decimal(doc.settled), Decimal(doc.retained))
+            committed = EXACT.add(folded, _hold_account(doc).committed())
             if exceeds(committed, amount, None if doc.cap is None else Decimal(doc.cap)):
                 raise ProviderError(
                     f"a request of up to ${amount} would take committed spend "
@@ -320,15 +334,16 @@ class SharedCostCap:
         doc = _existing(self._doc.read(), self.path)
         open_holds = _hold_account(doc).tally()
         settled = EXACT.add(Decimal(doc.settled), open_holds.settled)
-        committed = EXACT.add(EXACT.add(settled, open_holds.retained), open_holds.active)
+        retained = EXACT.add(Decimal(doc.retained), open_holds.retained)
+        committed = EXACT.add(EXACT.add(settled, retained), open_holds.active)
         return CapTotals(
             cap=doc.cap,
             settled=str(settled),
-            retained=str(open_holds.retained),
+            retained=str(retained),
             active=str(open_holds.active),
             committed=str(committed),
             settled_calls=doc.settled_calls + open_holds.settled_calls,
-            retained_calls=open_holds.retained_calls,
+            retained_calls=doc.retained_calls + open_holds.retained_calls,
             released_attempts=doc.released + open_holds.released,
             stopped=doc.stopped,
             cap_changes=tuple(doc.changes),
@@ -367,16 +382,21 @@ def _hold_account(doc: _Account) -> HoldAccount:
 
 
 def _fold(doc: _Account, records: list[HoldRecord]) -> _Account:
-    """Write `records` back, folding the ones that can no longer change (settled,
-    released) into the running totals."""
+    """Write `records` back, folding into the running totals the holds that can no
+    longer change: settled, released, and retained by their own invocation (its
+    `CallHolds` forgets a hold once it is retained). A hold a newer invocation retained
+    (``invocation_ended``) stays, since its own invocation may still settle it."""
     holds = []
-    settled = Decimal(doc.settled)
+    settled, retained = Decimal(doc.settled), Decimal(doc.retained)
     for record in records:
         if record.state == "settled":
-            settled = EXACT.add(settled, record.cost if record.cost is not None else record.amount)
+            settled = EXACT.add(settled, counted(record.state, record.amount, record.cost))
             doc.settled_calls += 1
         elif record.state == "released":
             doc.released += 1
+        elif record.state == "retained" and record.reason != ENDED:
+            retained = EXACT.add(retained, counted(record.state, record.amount, record.cost))
+            doc.retained_calls += 1
         else:
             holds.append(
                 _Hold(
@@ -390,7 +410,7 @@ def _fold(doc: _Account, records: list[HoldRecord]) -> _Account:
                 )
             )
     doc.holds = holds
-    doc.settled = str(settled)
+    doc.settled, doc.retained = str(settled), str(retained)
     return doc
 
 

@@ -41,7 +41,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import random
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -304,18 +306,21 @@ def swap(
 ) -> bytes | None:
     """Set file `name` to ``update(current bytes, or None if absent)`` by compare and
     swap: written only if nobody wrote it since it was read, else read and computed
-    again. `update` returning None leaves the file as it is. What was written, or None.
+    again after a jittered, growing pause (contending writers spread out). `update`
+    returning None leaves the file as it is. What was written, or None.
 
     Raises:
         StoreError: ``store_ref_contended`` after `SWAP_ATTEMPTS` lost rounds.
     """
-    for _ in range(SWAP_ATTEMPTS):
+    for attempt in range(SWAP_ATTEMPTS):
         found = backend.get(name)
         new = update(None if found is None else found[0])
         if new is None:
             return None
         if backend.replace(name, new, found[1] if found is not None else None):
             return new
+        # lost the race: back off (exponential, jittered, at most 0.2 s) before the next
+        time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
     raise StoreError(
         f"{name} kept changing: {SWAP_ATTEMPTS} updates lost the race",
         code="store_ref_contended",

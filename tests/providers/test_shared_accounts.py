@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from continuity.errors import AdmissionStopped, ContinuityError, ProviderError, RealModeError
@@ -57,7 +58,6 @@ def _script(account: HoldingAccount) -> list[Any]:
     account.close_hold(one, "settled", cost=Decimal("0.01"))
     account.close_hold(two, "released", reason="http 429")
     account.close_hold(three, "retained", reason="lost")
-    account.close_hold(three, "settled", cost=Decimal("0.02"))  # late_close, as locally
     account.close_hold(one, "retained")  # a closed hold is left as it is
     seen.append(account.totals())
     with pytest.raises(ProviderError) as over:
@@ -81,7 +81,10 @@ def test_the_shared_account_keeps_the_local_accounts_figures(
     local = CostCap.create(tmp_path / "cap.sqlite3", **options)
     shared = SharedCostCap.create(_ref(backend), **options)
     assert _script(shared) == _script(local)
-    assert shared.totals().settled_calls == 3 and shared.totals().released_attempts == 1
+    totals = shared.totals()
+    assert (totals.settled_calls, totals.retained_calls, totals.released_attempts) == (2, 1, 1)
+    document = backend.get("accounts/run.json")
+    assert document is not None and not msgspec.json.decode(document[0])["holds"]  # all folded
 
 
 def test_holds_from_many_writers_never_pass_the_cap_together(backend: Backend) -> None:
@@ -118,6 +121,10 @@ def test_a_new_invocation_retains_what_an_ended_one_left_active(backend: Backend
     assert (totals.retained, totals.active, totals.cap) == ("0.5", "0", "1")
     first.close_hold(hold, "settled", cost=Decimal("0.1"))  # its own settlement replaces it
     assert second.totals().committed == "0.1"
+    own = second.hold(MODEL, Decimal("0.25"))
+    second.close_hold(own, "retained", reason="lost")  # its own: final, and folded
+    second.close_hold(own, "settled", cost=Decimal("0.01"))
+    assert (second.totals().committed, second.totals().retained_calls) == ("0.35", 1)
 
 
 def test_another_cap_needs_raise_cap_and_the_change_is_recorded(backend: Backend) -> None:

@@ -175,9 +175,12 @@ def test_a_ref_that_never_stops_changing_is_contended(
 ) -> None:
     shared = SharedStore(Store(tmp_path / "s"), backend)
     monkeypatch.setattr(type(backend), "replace", lambda self, name, data, version: False)
+    pauses: list[float] = []
+    monkeypatch.setattr("continuity.store.backends.time.sleep", pauses.append)
     with pytest.raises(StoreError) as caught:
         shared.swap_ref("runs/r", lambda current: Ref(name="runs/r", updated_at="t"))
     assert caught.value.code == "store_ref_contended"
+    assert len(pauses) == 64 and max(pauses) <= 0.2  # each lost round backs off, bounded
 
 
 @pytest.mark.parametrize("url", ["ftp://host/store", "s3://", "gs://bucket/store"])
