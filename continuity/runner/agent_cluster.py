@@ -187,6 +187,9 @@ def build_agent_units_on_cluster(
         by_trace.setdefault(unit.trace_key, []).append(unit)
     tally = _Tally(sum(len(u.probes) for u in units), progress)
     shared = SharedStore(store, open_backend(cluster.shared)) if cluster.shared else None
+    if shared is not None:  # rooted before any task: a gc meanwhile keeps all of it
+        keys = {unit.key for unit in units} | set(by_trace)
+        shared.record_plan("units --agent --executor dask", actions=sorted(keys))
     records: dict[str, UnitRecord] = {}
     outcome = _Outcome()
     held = _Build(plan=plan, run_dir=run_dir, folder=folder,
@@ -201,9 +204,6 @@ def build_agent_units_on_cluster(
         _submit(store, plan, traces, todo, cluster, shared, real, protected, tally, outcome)
     for record in outcome.records:
         records[record.key] = materialise(store, folder, record)
-    if shared is not None:  # the shared store's gc keeps what this run used
-        shared.record_plan("units --agent --executor dask",
-                           actions=sorted({*records, *by_trace}))  # fmt: skip
     for name, data in outcome.logs.items():
         (logs / name).write_bytes(data)
     return AgentBuild(

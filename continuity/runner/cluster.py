@@ -20,8 +20,9 @@ Where the workers keep the store:
   after (`continuity.store.shared`: objects create-if-absent, the entry last). The
   client publishes the traces before it sends any task, and fetches every finished
   unit into its own store, from which the run's unit files are written as locally.
-  At the end the client records the run's plan in the shared store (its units, their
-  traces and contexts), which ``doit gc --shared-store`` keeps.
+  Before it sends a task the client records the run's plan in the shared store (its
+  units and their traces), and adds the units' reader contexts at the end: ``doit gc
+  --shared-store`` keeps all of it.
 
 Resuming is the store's: the client first works out every unit's key from the plan
 (`continuity.runner.units.run.planned_unit`) and sends only the units neither its store
@@ -183,13 +184,18 @@ def run_group(task: GroupTask, execution: Execution) -> list[tuple[bytes, str]]:
 
 
 def pull_unit(shared: SharedStore, key: str) -> bool:
-    """Fetch unit `key` and the reader contexts its samples name (False: not shared)."""
-    entry = shared.pull_action(key)
-    if entry is None:
+    """Fetch unit `key` and the reader contexts its samples name (False: not shared, or
+    shared without all of its objects: building it again publishes the missing ones,
+    and the entry already there is whole again)."""
+    try:
+        entry = shared.pull_action(key)
+        if entry is None:
+            return False
+        record = msgspec.json.decode(shared.local.get_blob(entry.output.digest), type=UnitRecord)
+        for context in context_refs([record]):
+            shared.pull_object(context)
+    except ObjectMissing:
         return False
-    record = msgspec.json.decode(shared.local.get_blob(entry.output.digest), type=UnitRecord)
-    for context in context_refs([record]):
-        shared.pull_object(context)
     return True
 
 
@@ -249,15 +255,17 @@ def _pending(
     probe_limit: int | None,
     execution: Execution,
     shared: SharedStore | None,
-) -> dict[int, str]:
-    """The plans whose unit neither this store nor the shared store holds, each with
-    its planned key; the shared store's are fetched into this store on the way."""
-    todo = {}
+) -> tuple[list[str], dict[int, str]]:
+    """Every plan's unit key, and the plans whose unit neither this store nor the
+    shared store holds, each with its key; the shared store's are fetched into this
+    store on the way."""
+    keys, todo = [], {}
     for index, plan in enumerate(plans):
         key = _key(store, plan, probe_limit, execution)
+        keys.append(key)
         if store.get_action(key) is None and (shared is None or not pull_unit(shared, key)):
             todo[index] = key
-    return todo
+    return keys, todo
 
 
 def run_on_cluster(
@@ -277,7 +285,11 @@ def run_on_cluster(
         UsageError: ``executor_unavailable``, ``scheduler_unreachable``.
     """
     shared = SharedStore(store, open_backend(cluster.shared)) if cluster.shared else None
-    todo = _pending(store, plans, probe_limit, execution, shared)
+    keys, todo = _pending(store, plans, probe_limit, execution, shared)
+    plan_ref = None
+    if shared is not None:  # rooted before any task, so a gc meanwhile keeps the traces
+        traces = {p.item.key for p in plans}
+        plan_ref = shared.record_plan("units --executor dask", actions=sorted({*keys, *traces}))
     outcomes: list[tuple[UnitRecord, UnitStatus] | None] = [None] * len(plans)
     finished = 0
 
@@ -301,12 +313,10 @@ def run_on_cluster(
     if groups:
         _submit(store, plans, groups, todo, probe_limit, execution, cluster, shared, note)
     done = [outcome for outcome in outcomes if outcome is not None]
-    if shared is not None:  # the shared store's gc keeps what this run used
-        records = [record for record, status in done if status != "incomplete"]
-        shared.record_plan(
-            "units --executor dask",
-            actions=sorted({r.key for r in records} | {p.item.key for p in plans}),
-            objects=context_refs(records),
+    if shared is not None and plan_ref is not None:  # and the reader contexts, at the end
+        contexts = context_refs([record for record, status in done if status != "incomplete"])
+        shared.swap_ref(
+            plan_ref, lambda ref: ref and msgspec.structs.replace(ref, objects=contexts)
         )
     return done
 

@@ -11,7 +11,14 @@ from continuity.store._verify import (
     VerifyReport,
     verify_store,
 )
-from continuity.store.backends import Backend, LocalBackend, S3Backend, open_backend, swap
+from continuity.store.backends import (
+    Backend,
+    FileStat,
+    LocalBackend,
+    S3Backend,
+    open_backend,
+    swap,
+)
 from continuity.store.shared import SharedStore
 from continuity.store.shared_gc import collect_shared_garbage
 from continuity.store.shared_verify import verify_shared
@@ -20,6 +27,7 @@ __all__ = [
     "ActionEntry",
     "Backend",
     "CorruptionEvent",
+    "FileStat",
     "GcReport",
     "KindCount",
     "LocalBackend",

@@ -14,9 +14,9 @@ A shared store (`continuity.store.shared`) keeps the local store's layout
   file's version is still the one given (None: the file must be absent), and says
   whether it did. Refs move with it, so two writers of one ref never lose an update
   silently: the loser reads again and retries, or gives up.
-- `Backend.names` lists the files under a prefix, `Backend.modified` the same files
-  with the time each was last written (seconds since the epoch: `doit gc`'s grace
-  period), and `Backend.delete` removes one.
+- `Backend.names` lists the files under a prefix, `Backend.stat` the same files with
+  the time each was last written (seconds since the epoch: `doit gc`'s grace period)
+  and its size, and `Backend.delete` removes one.
 
 `LocalBackend` is a directory, for a store shared over a network filesystem or between
 the processes of one machine: ``create`` links a complete temporary file into place
@@ -46,15 +46,30 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 from continuity.digest import digest_bytes
 from continuity.errors import StoreError
 
-__all__ = ["SWAP_ATTEMPTS", "Backend", "LocalBackend", "S3Backend", "open_backend", "swap"]
+__all__ = [
+    "SWAP_ATTEMPTS",
+    "Backend",
+    "FileStat",
+    "LocalBackend",
+    "S3Backend",
+    "open_backend",
+    "swap",
+]
 
 SWAP_ATTEMPTS = 64  # compare-and-swap rounds before an update gives up
+
+
+class FileStat(NamedTuple):
+    """A shared file's last write (seconds since the epoch) and size in bytes."""
+
+    modified: float
+    size: int
 
 
 class Backend(Protocol):
@@ -70,7 +85,7 @@ class Backend(Protocol):
 
     def names(self, prefix: str) -> list[str]: ...
 
-    def modified(self, prefix: str) -> dict[str, float]: ...
+    def stat(self, prefix: str) -> dict[str, FileStat]: ...
 
     def delete(self, name: str) -> None: ...
 
@@ -135,13 +150,14 @@ class LocalBackend:
                     found.append(name)
         return sorted(found)
 
-    def modified(self, prefix: str) -> dict[str, float]:
-        times = {}
+    def stat(self, prefix: str) -> dict[str, FileStat]:
+        found = {}
         with self._errors("listing"):
             for name in self.names(prefix):
                 with contextlib.suppress(FileNotFoundError):  # removed since listed
-                    times[name] = self._path(name).stat().st_mtime
-        return times
+                    info = self._path(name).stat()
+                    found[name] = FileStat(info.st_mtime, info.st_size)
+        return found
 
     def delete(self, name: str) -> None:
         with self._errors(f"deleting {name}"), contextlib.suppress(FileNotFoundError):
@@ -264,9 +280,10 @@ class S3Backend:
     def names(self, prefix: str) -> list[str]:
         return sorted(self._listing(prefix))
 
-    def modified(self, prefix: str) -> dict[str, float]:
+    def stat(self, prefix: str) -> dict[str, FileStat]:
         return {
-            name: info["LastModified"].timestamp() for name, info in self._listing(prefix).items()
+            name: FileStat(info["LastModified"].timestamp(), int(info["size"]))
+            for name, info in self._listing(prefix).items()
         }
 
     def _listing(self, prefix: str) -> dict[str, dict[str, Any]]:

@@ -5,9 +5,10 @@ The roots are the shared store's refs: every ref outside ``plans/``, and the
 `keep_plans` newest ``plans/`` refs (the ones clients record after each cluster run,
 `SharedStore.record_plan`); older plan refs are deleted. An object or action entry no
 root reaches is deleted once it is older than the grace period, going by the time the
-backend says it was last written (`Backend.modified`: a file's mtime, an S3 object's
+backend says it was last written (`Backend.stat`: a file's mtime, an S3 object's
 ``LastModified``), so a publisher writing meanwhile (its objects first, its entry last)
-is never cut in half. The report is the local collector's `GcReport`.
+is never cut in half. Action entries go before objects, so no entry is left naming an
+output gc removed. The report is the local collector's `GcReport`.
 
 What it cannot see: a worker that found an unreachable, old object already shared and
 so did not write it again, and is about to publish an entry that names it. A local store
@@ -68,33 +69,29 @@ def collect_shared_garbage(
         removed_tmp=0,
         young_skipped=0,
     )
-    for prefix, live in (("objects/", live_objects), ("actions/", live_actions)):
-        for name, written in backend.modified(prefix).items():
+    # Entries first, then objects: an entry is never left naming an output gc removed.
+    for prefix, live in (("actions/", live_actions), ("objects/", live_objects)):
+        for name, info in backend.stat(prefix).items():
             leaf = name.rsplit("/", 1)[1].removesuffix(".json")
             if leaf in live:
                 if prefix == "objects/":
                     report.kept_objects += 1
                 else:
                     report.kept_actions += 1
-            elif now - written < grace_seconds:
+            elif now - info.modified < grace_seconds:
                 report.young_skipped += 1
             else:
-                _count_removed(backend, report, prefix, name)
+                if prefix == "objects/":
+                    report.removed_objects += 1
+                    report.removed_bytes += info.size
+                else:
+                    report.removed_actions += 1
                 if not dry_run:
                     backend.delete(name)
     if not dry_run:
         for name in old:
             backend.delete(f"refs/{name}.json")
     return report
-
-
-def _count_removed(backend: Backend, report: GcReport, prefix: str, name: str) -> None:
-    if prefix == "actions/":
-        report.removed_actions += 1
-        return
-    report.removed_objects += 1
-    found = backend.get(name)
-    report.removed_bytes += len(found[0]) if found is not None else 0
 
 
 def _readable_refs(backend: Backend) -> dict[str, Ref]:

@@ -103,4 +103,4 @@ def test_a_real_agent_run_on_a_cluster_holds_in_the_shared_account(
         n.endswith("cost-cap.json")
         for n in open_backend(str(tmp_path / "shared")).names("accounts/")
     )
-    assert not (tmp_path / "dask" / "run" / ".spend").exists()
+    assert not (tmp_path / "dask" / "run" / ".spend" / "cost-cap.sqlite3").exists()

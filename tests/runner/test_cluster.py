@@ -27,7 +27,13 @@ from continuity.runner.units.execution import OFFLINE
 from continuity.runner.units.record import UnitRecord
 from continuity.runner.units.selection import plan_units
 from continuity.runner.units.store import context_refs
-from continuity.store import SharedStore, Store, collect_shared_garbage, open_backend
+from continuity.store import (
+    SharedStore,
+    Store,
+    collect_shared_garbage,
+    open_backend,
+    verify_shared,
+)
 from rules.units import _units
 
 pytest.importorskip("distributed")
@@ -242,3 +248,24 @@ def test_a_lost_scheduler_fails_the_command_and_the_same_command_resumes(
     line, built = _run(tmp_path, "lost", executor="dask", workers=1, shared_store=shared)
     assert f"4 units ({4 - published} run, {published} from the store)" in line
     assert built == local_units
+
+
+def test_a_shared_unit_missing_an_object_is_built_again_and_heals(
+    tmp_path: Path, local_units: dict[str, str]
+) -> None:
+    """A unit entry whose output object is gone from the shared store (a gc raced a
+    reader, or a damaged bucket) is not taken as shared: it is built again, which
+    publishes the missing object, and the entry already there is whole again."""
+    shared = str(tmp_path / "shared")
+    _run(tmp_path, "first", executor="dask", workers=1, shared_store=shared)
+    backend = open_backend(shared)
+    client = Store(tmp_path / "first" / "store")
+    folder = tmp_path / "first" / "runs" / "offline" / "units"
+    key = msgspec.json.decode(next(folder.glob("*.json")).read_bytes(), type=UnitRecord).key
+    entry = client.get_action(key)
+    assert entry is not None
+    backend.delete(f"objects/{entry.output.digest[:2]}/{entry.output.digest}")
+    assert verify_shared(backend).orphaned_actions == [key]
+    line, built = _run(tmp_path, "second", executor="dask", workers=1, shared_store=shared)
+    assert "(1 run, 3 from the store)" in line and built == local_units
+    assert not verify_shared(backend).orphaned_actions

@@ -259,13 +259,13 @@ def test_doit_verify_on_a_shared_store_fails_on_damage_with_its_code(tmp_path: P
     assert refused.value.code == "option_invalid" and refused.value.location == "--repair"
 
 
-def test_modified_gives_each_file_its_last_write_time(backend: Backend) -> None:
+def test_stat_gives_each_file_its_last_write_time_and_size(backend: Backend) -> None:
     before = time.time()
     backend.create("objects/ab/o", b"x")
     backend.create("actions/ab/k.json", b"y")
-    times = backend.modified("objects/")
-    assert list(times) == ["objects/ab/o"]
-    assert before - 5 <= times["objects/ab/o"] <= time.time() + 5  # S3 keeps whole seconds
+    found = backend.stat("objects/")
+    assert list(found) == ["objects/ab/o"] and found["objects/ab/o"].size == 1
+    assert before - 5 <= found["objects/ab/o"].modified <= time.time() + 5  # S3: whole seconds
 
 
 def test_gc_of_a_shared_store_keeps_what_its_refs_and_recent_plans_reach(
