@@ -187,10 +187,15 @@ class LocalBackend:
                 os.unlink(temp)
 
 
+_CONDITIONS_CHECKED: set[str] = set()  # the s3:// stores this process saw honour them
+
+
 class S3Backend:
     """A bucket and key prefix through s3fs (module doc). Opening one asks S3 for the
     bucket (``HeadBucket``), so a missing bucket, refused credentials or an unreachable
-    server is ``store_backend_failed`` before anything else runs."""
+    server is ``store_backend_failed`` before anything else runs. The first opening in
+    a process also checks that the server honours conditional writes (`_check_conditions`):
+    one that ignored them would let two writers of a ref or an account both win."""
 
     def __init__(self, url: str, **storage_options: Any) -> None:
         try:
@@ -212,6 +217,36 @@ class S3Backend:
             raise StoreError(
                 f"no bucket {bucket}", code="store_backend_failed", location=self.url
             ) from None
+        if self.url not in _CONDITIONS_CHECKED:
+            self._check_conditions()
+            _CONDITIONS_CHECKED.add(self.url)
+
+    def _check_conditions(self) -> None:
+        """Write a probe file, then try to write it again with ``If-None-Match: *`` and
+        with a stale ``If-Match``: both must be refused (then the probe is deleted).
+
+        Raises:
+            StoreError: ``store_backend_unsupported`` when either write went through.
+        """
+        name = f"conditions-probe/{os.getpid()}-{random.getrandbits(64):016x}"
+        try:
+            created = self.create(name, b"first")
+            found = self.get(name)
+            honoured = created and not self.create(name, b"again")
+            stale = (
+                '"' + "0" * 32 + '"' if found is None or found[1] != '"' + "0" * 32 + '"' else '"1"'
+            )
+            honoured = honoured and not self.replace(name, b"stale", stale)
+        finally:
+            self.delete(name)
+        if not honoured:
+            raise StoreError(
+                "this S3 server ignores conditional writes (If-None-Match, If-Match): two "
+                "writers of one ref or account could both win, so it cannot hold a shared "
+                "store",
+                code="store_backend_unsupported",
+                location=self.url,
+            )
 
     def _path(self, name: str) -> str:
         return f"{self._base}/{name}"

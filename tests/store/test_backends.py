@@ -316,3 +316,26 @@ def test_doit_gc_on_a_shared_store_and_its_refusals(tmp_path: Path) -> None:
         _gc(shared_store=str(tmp_path / "never-made"), grace=-1.0)
     assert bad.value.code == "option_invalid" and bad.value.location == "--grace"
     assert not (tmp_path / "never-made").exists()  # refused before it was opened
+
+
+def test_an_s3_server_that_ignores_conditional_writes_is_refused(
+    s3_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening an s3:// store writes a probe twice (If-None-Match) and once with a stale
+    If-Match: a server that lets either through cannot hold refs or accounts."""
+    from continuity.store import backends
+
+    url = f"s3://{bucket(s3_endpoint)}/store"
+    real = backends.S3Backend._conditional
+    monkeypatch.setattr(backends, "_CONDITIONS_CHECKED", set())
+
+    def careless(self: Any, name: str, data: bytes, **condition: str) -> str:
+        return real(self, name, data)  # every condition dropped, as such a server would
+
+    monkeypatch.setattr(backends.S3Backend, "_conditional", careless)
+    with pytest.raises(StoreError) as caught:
+        open_backend(url, **s3_options(s3_endpoint))
+    assert caught.value.code == "store_backend_unsupported" and caught.value.location == url
+    monkeypatch.setattr(backends.S3Backend, "_conditional", real)
+    backend = open_backend(url, **s3_options(s3_endpoint))  # moto honours them
+    assert backend.names("conditions-probe/") == []  # the probe is gone
