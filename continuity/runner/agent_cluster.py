@@ -23,8 +23,10 @@ the shared store (`continuity.runner.cost_account.run_accounts`), so a reader ca
 held there before it is sent, whichever worker sends it.
 
 Resuming is the store's: a trace whose every unit a store holds is reused here without
-a task. A reader's error on one worker (real mode) cancels the tasks not yet started
-and comes back as the build's error, as locally.
+a task. A reader's error on one worker (real mode) comes back as the build's error and
+cancels the tasks not yet started; a task already running finishes its trace (locally,
+every trace stops before its next sample), its calls still held in the run's account
+and admitted by its ledger.
 """
 
 from __future__ import annotations

@@ -93,9 +93,9 @@ def test_a_run_keeps_its_account_whatever_its_executor(
 def test_workers_holding_in_one_shared_account_stop_together_at_the_cap(
     tmp_path: Path, clean_checkout: Path
 ) -> None:
-    """Two workers, each group's calls held in the one shared account before they are
-    sent: the run stops with cost_cap_reached, committed spend within the cap, and no
-    request the account refused reached the server."""
+    """Two workers, each group's calls held in the run's shared account before they are
+    sent: the run stops with cost_cap_reached, committed spend within the cap, and the
+    account (read by the client) counts every request the server saw."""
     app = WireServer()
     with serve_in_thread(app) as url:
         rig = Rig(tmp_path, clean_checkout, url, "openai-responses", arms="native", judge="none")
