@@ -17,13 +17,15 @@ Prints each way's median wall time and samples per second, and its ratio to `loc
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+
+from benchmarks._ways import compare_ways
 from continuity.agents.manifest import load_manifest
 from continuity.plan.from_request import plan_from_request
 from continuity.plan.request import PlanRequest
@@ -65,21 +67,7 @@ def _one(way: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    runs = parser.parse_args().runs
-    times: dict[str, list[float]] = {way: [] for way in WAYS}
-    for _ in range(runs):
-        for way in WAYS:
-            times[way].append(_one(way))
-    base = statistics.median(times["local"])
-    for way, seconds in times.items():
-        median = statistics.median(seconds)
-        each = ", ".join(f"{s:.2f}" for s in seconds)
-        print(
-            f"{way:14} median {median:6.2f} s  {SAMPLES / median:5.2f} samples/s  "
-            f"x{median / base:.2f} of local  ({each})"
-        )
+    compare_ways(__doc__.split("\n")[0], WAYS, _one, SAMPLES)
 
 
 if __name__ == "__main__":

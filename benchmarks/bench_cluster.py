@@ -17,13 +17,15 @@ time and samples per second, and its median ratio to `local`.
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+
+from benchmarks._ways import compare_ways
 from continuity.runner.cluster import Cluster
 from continuity.runner.units.build import build_units
 from continuity.store import Store
@@ -57,21 +59,7 @@ def _one(way: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    runs = parser.parse_args().runs
-    times: dict[str, list[float]] = {way: [] for way in WAYS}
-    for _ in range(runs):
-        for way in WAYS:
-            times[way].append(_one(way))
-    base = statistics.median(times["local"])
-    for way, seconds in times.items():
-        median = statistics.median(seconds)
-        each = ", ".join(f"{s:.2f}" for s in seconds)
-        print(
-            f"{way:14} median {median:6.2f} s  {SAMPLES / median:5.1f} samples/s  "
-            f"x{median / base:.2f} of local  ({each})"
-        )
+    compare_ways(__doc__.split("\n")[0], list(WAYS), _one, SAMPLES)
 
 
 if __name__ == "__main__":

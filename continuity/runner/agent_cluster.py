@@ -48,6 +48,7 @@ from continuity.runner.agent_units import (
     _Build,
     _build_trace,
     _plan_units,
+    _start,
     _Tally,
     _Unit,
     real_reader,
@@ -180,14 +181,7 @@ def build_agent_units_on_cluster(
         UsageError: ``executor_unavailable``, ``scheduler_unreachable``,
             ``cluster_task_failed``, ``cluster_code_mismatch``.
     """
-    folder, logs = run_dir / "units", run_dir / "agent-logs"
-    folder.mkdir(parents=True, exist_ok=True)
-    logs.mkdir(parents=True, exist_ok=True)
-    units = _plan_units(plan, traces)
-    by_trace: dict[str, list[_Unit]] = {}
-    for unit in units:
-        by_trace.setdefault(unit.trace_key, []).append(unit)
-    tally = _Tally(sum(len(u.probes) for u in units), progress)
+    folder, units, by_trace, tally = _start(plan, traces, run_dir, progress)
     shared = SharedStore(store, open_backend(cluster.shared)) if cluster.shared else None
     if shared is not None:  # rooted before any task: a gc meanwhile keeps all of it
         keys = {unit.key for unit in units} | set(by_trace)
@@ -207,7 +201,7 @@ def build_agent_units_on_cluster(
     for record in outcome.records:
         records[record.key] = materialise(store, folder, record)
     for name, data in outcome.logs.items():
-        (logs / name).write_bytes(data)
+        (run_dir / "agent-logs" / name).write_bytes(data)
     return AgentBuild(
         records=[records[u.key] for u in units if u.key in records],
         folder=folder,

@@ -382,6 +382,24 @@ def _build_trace(
     return done
 
 
+def _start(
+    plan: AgentUnitPlan,
+    traces: Sequence[tuple[str, Trace]],
+    run_dir: Path,
+    progress: Tick | None,
+) -> tuple[Path, list[_Unit], dict[str, list[_Unit]], _Tally]:
+    """A build's start, here or on a cluster: the run's units and logs folders made,
+    every unit in plan order, the units by trace key, and the progress tally."""
+    folder = run_dir / "units"
+    folder.mkdir(parents=True, exist_ok=True)
+    (run_dir / "agent-logs").mkdir(parents=True, exist_ok=True)
+    units = _plan_units(plan, traces)
+    by_trace: dict[str, list[_Unit]] = {}
+    for unit in units:
+        by_trace.setdefault(unit.trace_key, []).append(unit)
+    return folder, units, by_trace, _Tally(sum(len(u.probes) for u in units), progress)
+
+
 class _Build(msgspec.Struct, frozen=True, kw_only=True):
     """What every trace's build shares."""
 
@@ -413,14 +431,7 @@ def build_agent_units(
     its own (a sample mostly waits on the adapter's processes); a trace's units are
     always built in plan order, so its first signature is the same, and so are the
     units. A reader's error or a typed error stops every trace before its next sample."""
-    folder, logs = run_dir / "units", run_dir / "agent-logs"
-    folder.mkdir(parents=True, exist_ok=True)
-    logs.mkdir(parents=True, exist_ok=True)
-    units = _plan_units(plan, traces)
-    by_trace: dict[str, list[_Unit]] = {}
-    for unit in units:
-        by_trace.setdefault(unit.trace_key, []).append(unit)
-    tally = _Tally(sum(len(u.probes) for u in units), progress)
+    folder, units, by_trace, tally = _start(plan, traces, run_dir, progress)
     hidden = (store.root, *map(Path, protected))
     build = _Build(
         plan=plan, run_dir=run_dir, folder=folder, readers=readers, hidden=hidden, tally=tally

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -38,6 +39,22 @@ class GcReport(msgspec.Struct, kw_only=True):
     removed_tmp: int
     young_skipped: int
     corrupt_objects: list[str] = msgspec.field(default_factory=list)
+
+    @classmethod
+    def start(cls, dry_run: bool, kept_plans: int, removed_plans: Iterable[str]) -> GcReport:
+        """A report before the sweep: the plans kept and removed, nothing counted yet."""
+        return cls(
+            dry_run=dry_run,
+            kept_objects=0,
+            kept_actions=0,
+            kept_plans=kept_plans,
+            removed_objects=0,
+            removed_bytes=0,
+            removed_actions=0,
+            removed_plans=sorted(removed_plans),
+            removed_tmp=0,
+            young_skipped=0,
+        )
 
     def summary(self) -> str:
         verb = "would remove" if self.dry_run else "removed"
@@ -90,18 +107,7 @@ def collect_garbage(
     old_plans = plans[: max(0, len(plans) - keep_plans)]
     old_names = {r.name for r in old_plans}
     live_objects, live_actions = _mark_live(store, [r for r in refs if r.name not in old_names])
-    report = GcReport(
-        dry_run=dry_run,
-        kept_objects=0,
-        kept_actions=0,
-        kept_plans=len(plans) - len(old_plans),
-        removed_objects=0,
-        removed_bytes=0,
-        removed_actions=0,
-        removed_plans=sorted(old_names),
-        removed_tmp=0,
-        young_skipped=0,
-    )
+    report = GcReport.start(dry_run, len(plans) - len(old_plans), old_names)
     sweep = _Sweep(store, report, now, grace_seconds)
     sweep.objects(live_objects)
     sweep.actions(live_actions)

@@ -57,18 +57,7 @@ def collect_shared_garbage(
     for name, ref in refs.items():
         if name not in old:
             _mark_ref(backend, ref, live_objects, live_actions)
-    report = GcReport(
-        dry_run=dry_run,
-        kept_objects=0,
-        kept_actions=0,
-        kept_plans=len(plans) - len(old),
-        removed_objects=0,
-        removed_bytes=0,
-        removed_actions=0,
-        removed_plans=sorted(old),
-        removed_tmp=0,
-        young_skipped=0,
-    )
+    report = GcReport.start(dry_run, len(plans) - len(old), old)
     # Entries first, then objects: an entry is never left naming an output gc removed.
     for prefix, live in (("actions/", live_actions), ("objects/", live_objects)):
         for name, info in backend.stat(prefix).items():
