@@ -7,6 +7,7 @@ does."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,32 @@ def test_the_shared_account_keeps_the_local_accounts_figures(
     assert (totals.settled_calls, totals.retained_calls, totals.released_attempts) == (2, 1, 1)
     document = backend.get("accounts/run.json")
     assert document is not None and not msgspec.json.decode(document[0])["holds"]  # all folded
+
+
+def test_reopening_and_raising_the_cap_keep_the_local_accounts_figures(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """A killed invocation's active hold retained by the next one, a refused cap, a
+    raised one: the same totals and the same codes as the local SQLite account."""
+
+    def story(create: Callable[..., HoldingAccount]) -> list[Any]:
+        seen: list[Any] = []
+        first = create(cap=Decimal("1"), rates={MODEL: CARD}, invocation="i1")
+        first.hold(MODEL, Decimal("0.5"))  # then i1 is killed, its hold active
+        second = create(cap=None, rates={MODEL: CARD}, invocation="i2")
+        totals = second.totals()
+        seen.append(totals)
+        with pytest.raises(RealModeError) as refused:
+            create(cap=Decimal("2"), rates={}, invocation="i3")
+        seen.append(refused.value.code)
+        raised = create(cap=Decimal("2"), rates={}, invocation="i3", raise_cap=True)
+        after = raised.totals()
+        seen.append((after.cap, after.committed, after.retained_calls))
+        seen.append([(c.old, c.new, c.invocation) for c in after.cap_changes])
+        return seen
+
+    local = story(lambda **options: CostCap.create(tmp_path / "cap.sqlite3", **options))
+    assert story(lambda **options: SharedCostCap.create(_ref(backend), **options)) == local
 
 
 def test_holds_from_many_writers_never_pass_the_cap_together(backend: Backend) -> None:
