@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from continuity.providers.costcap import HoldingAccount
 
 __all__ = [
+    "ENDED",
     "SHARED_PREFIX",
     "SharedCostCap",
     "SharedDocument",
