@@ -47,7 +47,6 @@ from continuity.runner.agent_units import (
     AgentUnitPlan,
     _Build,
     _build_trace,
-    _plan_units,
     _start,
     _Tally,
     _Unit,
@@ -112,7 +111,7 @@ def run_agent_group(task: AgentTask) -> bytes:
         )
     base = store.root.parent
     run_dir = base / f"agent-run-{value_digest((task.trace_key, task.plan.agent.manifest))[:16]}"
-    units = _plan_units(task.plan, [(task.trace_key, task.trace)])
+    folder, units, _, tally = _start(task.plan, [(task.trace_key, task.trace)], run_dir, None)
     if shared is not None:
         shared.pull_action(task.trace_key)
         for unit in units:
@@ -123,14 +122,12 @@ def run_agent_group(task: AgentTask) -> bytes:
     build = _Build(
         plan=task.plan,
         run_dir=run_dir,
-        folder=run_dir / "units",
+        folder=folder,
         readers=_readers(real, store),
         hidden=(store.root, *map(Path, task.protected)),
-        tally=_Tally(0, None),
+        tally=tally,
         stored=_publisher(shared),
     )
-    (run_dir / "units").mkdir(parents=True, exist_ok=True)
-    (run_dir / "agent-logs").mkdir(parents=True, exist_ok=True)
     done = _build_trace(units, store, build, threading.Event())
     logs = {p.name: p.read_bytes() for p in sorted((run_dir / "agent-logs").glob("*.log"))}
     error = done.error
