@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, TaskSpec, param
+from rules.params import OUT, STORE, IntOption, TaskSpec, param
 
 
 def _calibrate(**options: Any) -> str:
@@ -39,7 +39,19 @@ def task_calibrate() -> TaskSpec:
                 "anthropic",
             ),
             param("base_url", str, "", "endpoint base URL (default: the provider's public API)"),
-            param("credentials", str, "", "credentials file (real providers only)"),
+            param(
+                "credentials",
+                str,
+                "",
+                "credentials file (real providers only; a loopback endpoint needs none)",
+            ),
+            param(
+                "max_output_tokens",
+                IntOption("--max-output-tokens", 1, 1_000_000, code="plan_invalid"),
+                0,
+                "the output cap of each judge call (real only; default 4096): a small "
+                "local model that never stops needs a low one",
+            ),
             param(
                 "cases",
                 str,
@@ -47,6 +59,13 @@ def task_calibrate() -> TaskSpec:
                 "grade only this calibration suite, one JSONL file (default: every held-out "
                 "suite, then the tuning suite fixtures/calibration/answers-v1.jsonl, "
                 "marked an upper bound)",
+            ),
+            param(
+                "unresolved_only",
+                bool,
+                False,
+                "judge only the cases the deterministic scorer leaves unresolved, the ones a "
+                "run hands the judge (fewer calls; each suite's figure is then theirs alone)",
             ),
             STORE,
             OUT,

@@ -12,16 +12,19 @@ __all__ = ["CalibrateRequest", "calibrate"]
 
 class CalibrateRequest(Request, frozen=True, kw_only=True):
     """`doit calibrate`: the judge (provider kind, ``provider:model``, effort, endpoint,
-    credentials file) and the labelled cases ("" is each option's default: the current
-    profile's judge, the provider's public API, every held-out suite then the tuning
-    suite)."""
+    credentials file, output cap per call) and the labelled cases ("" and 0 are each
+    option's default: the current profile's judge, the provider's public API, 4,096
+    tokens, every held-out suite then the tuning suite); ``unresolved_only`` judges only
+    the cases the deterministic scorer leaves unresolved."""
 
     judge_model: str = ""
     judge_effort: str = ""
     provider: str = "scripted"
     base_url: str = ""
     credentials: str = ""
+    max_output_tokens: int = 0
     cases: str = ""
+    unresolved_only: bool = False
 
 
 def calibrate(request: CalibrateRequest) -> str:
@@ -48,8 +51,15 @@ def calibrate(request: CalibrateRequest) -> str:
         judge_effort=request.judge_effort,
         base_url=request.base_url,
         credentials=request.credentials,
+        max_output_tokens=request.max_output_tokens,
     )
-    result, md, js = run_calibration(choice, request.cases, str(chosen.store.root), chosen.out)
+    result, md, js = run_calibration(
+        choice,
+        request.cases,
+        str(chosen.store.root),
+        chosen.out,
+        unresolved_only=request.unresolved_only,
+    )
     for entry in result.suites:
         print(f"judge {result.judge} on {suite_heading(entry)}:")
         print(render_table(entry.agreement), end="")

@@ -221,7 +221,11 @@ the scorer misjudges) and regenerates this page; it never writes a blind measure
 (`fixtures/calibration/*-blind.json`: `--record-blind NAME` writes a new held-out suite's
 once, and refuses when it exists). `doit calibrate` runs a judge model over every suite
 here, held-out suites first, with the same arithmetic
-(`continuity.probes.calibration.agreement`), and marks its tuning figure an upper bound.
+(`continuity.probes.calibration.agreement`), and marks its tuning figure an upper bound;
+`--unresolved-only` judges just the cases the scorer leaves unresolved, the ones a run
+hands the judge. The only model this project's machines can run, SmolLM2-135M on
+llama.cpp's server, was measured that way: it is no judge (see
+[the judge's calibration](scoring.md#a-real-judge-measured-here)).
 """
 
 

@@ -68,6 +68,9 @@ class SuiteCalibration(msgspec.Struct, frozen=True, kw_only=True):
     # judge), and the judge's agreement on those alone (None when there are none).
     scorer_unresolved: list[str] = msgspec.field(default_factory=list)
     unresolved_agreement: Agreement | None = None
+    # ``--unresolved-only``: the judge saw those cases alone, so `agreement` and
+    # `verdicts` cover them and nothing else.
+    unresolved_only: bool = False
 
     @property
     def scorer_coverage(self) -> float | None:
@@ -92,14 +95,16 @@ class JudgeCalibration(msgspec.Struct, frozen=True, kw_only=True):
 class JudgeChoice(msgspec.Struct, frozen=True, kw_only=True):
     """The judge `doit calibrate` grades with: its provider kind (``scripted``, the
     default, or a real one), ``provider:model`` and reasoning effort, the endpoint's
-    base URL and the credentials file ("" is each option's default: the current
-    profile's judge, no effort, the provider's public API, no file)."""
+    base URL, the credentials file and the output cap of each judge call ("" and 0 are
+    each option's default: the current profile's judge, no effort, the provider's public
+    API, no file, the real runs' cap of 4,096 tokens)."""
 
     provider: str = "scripted"
     judge_model: str = ""
     judge_effort: str = ""
     base_url: str = ""
     credentials: str = ""
+    max_output_tokens: int = 0
 
 
 def judge_for(choice: JudgeChoice, store_root: str, out: Path) -> Judge:
@@ -108,7 +113,9 @@ def judge_for(choice: JudgeChoice, store_root: str, out: Path) -> Judge:
     Raises:
         UsageError: ``plan_invalid`` for an unknown provider, a base URL without a real
             provider or a model that is not ``provider:model`` (both parts non-empty);
-            ``effort_invalid`` for a ``--judge-effort`` the provider does not take; real
+            ``effort_invalid`` for a ``--judge-effort`` the provider does not take;
+            ``plan_invalid`` too for ``--base-url`` or ``--max-output-tokens`` beside the
+            scripted judge; real
             mode also
             ``real_refused_ci`` (a ``CI`` variable exists), ``credentials_required`` (no
             ``--credentials`` for an endpoint away from this machine) and
@@ -140,10 +147,14 @@ def judge_for(choice: JudgeChoice, store_root: str, out: Path) -> Judge:
         check_effort(kind, choice.judge_effort, location="--judge-effort")
     base_url = (choice.base_url or DEFAULT_BASE_URLS[kind]).rstrip("/")
     if kind == "scripted":
-        if base_url:
-            raise UsageError(
-                "--base-url needs a real --provider", code="plan_invalid", location="--base-url"
-            )
+        for given, option in (
+            (base_url, "--base-url"),
+            (choice.max_output_tokens, "--max-output-tokens"),
+        ):
+            if given:
+                raise UsageError(
+                    f"{option} needs a real --provider", code="plan_invalid", location=option
+                )
         return ScriptedJudge()
     credentials = choice.credentials or ""
     if not credentials and not is_loopback(base_url):  # a local server needs no key
@@ -163,10 +174,11 @@ def judge_for(choice: JudgeChoice, store_root: str, out: Path) -> Judge:
             "kind": kind,
             "base_url": base_url,
             "model": model.split(":", 1)[1],
-            "credentials_path": os.path.abspath(credentials),
+            "credentials_path": os.path.abspath(credentials) if credentials else "",  # none: no key
             "effort": choice.judge_effort or None,
             "slots_dir": str(out / ".slots"),
             "catalog_ref": model,
+            **({"max_output_tokens": choice.max_output_tokens} if choice.max_output_tokens else {}),
         },
         EndpointSpec,
     )
@@ -180,6 +192,7 @@ def calibrate_judge(
     *,
     name: str = "cases",
     held_out: bool = False,
+    unresolved_only: bool = False,
 ) -> SuiteCalibration:
     """Every case of one suite judged once; the judge's agreement with the labels per
     category.
@@ -188,28 +201,30 @@ def calibrate_judge(
     lowers the judge's coverage. A judge that always names an outcome is compared
     outcome by outcome, one that sometimes only says INCORRECT is compared on the
     correct/incorrect call alone. Beside the whole suite, the judge's agreement on the
-    cases the deterministic scorer leaves unresolved: the ones a run hands it."""
+    cases the deterministic scorer leaves unresolved: the ones a run hands it.
+    `unresolved_only` judges those alone (no call for a case the scorer decides)."""
+    scorer = scorer_verdicts(cases)
+    left = [case for case in cases if scorer[case.id] == UNRESOLVED]
+    judged = left if unresolved_only else cases
     verdicts = judge.verdicts(
-        [JudgeCase(case.id, case.question, case.expectation, case.answer) for case in cases]
+        [JudgeCase(case.id, case.question, case.expectation, case.answer) for case in judged]
     )
     named = {
         v.probe_id: UNRESOLVED if v.outcome == "unreadable" else v.outcome or "" for v in verdicts
     }
     outcomes = all(outcome in (*VERDICTS, UNRESOLVED) for outcome in named.values())
-    result = agreement(cases, named, outcomes=outcomes, grader=judge.name)
-    scorer = scorer_verdicts(cases)
-    left = [case for case in cases if scorer[case.id] == UNRESOLVED]
     return SuiteCalibration(
         name=name,
         suite=suite,
         held_out=held_out,
         cases=len(cases),
-        agreement=result,
+        agreement=agreement(judged, named, outcomes=outcomes, grader=judge.name),
         verdicts=list(verdicts),
         scorer_unresolved=[case.id for case in left],
         unresolved_agreement=(
             agreement(left, named, outcomes=outcomes, grader=judge.name) if left else None
         ),
+        unresolved_only=unresolved_only,
     )
 
 
@@ -222,7 +237,10 @@ def suite_heading(entry: SuiteCalibration) -> str:
         what += "were built"
     else:
         what = "given with --cases"
-    return f"{entry.name} ({entry.suite}, {entry.cases} labelled cases; {what})"
+    judged = ""
+    if entry.unresolved_only:
+        judged = f"; judged: the {len(entry.scorer_unresolved)} the scorer leaves unresolved"
+    return f"{entry.name} ({entry.suite}, {entry.cases} labelled cases; {what}{judged})"
 
 
 def _markdown(result: JudgeCalibration, scripted: bool) -> str:
@@ -289,18 +307,31 @@ def _suites(cases: str) -> list[tuple[str, Path, bool]]:
 
 
 def run_calibration(
-    choice: JudgeChoice, cases: str, store_root: str, out: Path
+    choice: JudgeChoice,
+    cases: str,
+    store_root: str,
+    out: Path,
+    *,
+    unresolved_only: bool = False,
 ) -> tuple[JudgeCalibration, Path, Path]:
     """The whole `doit calibrate`: choose the judge, judge every suite (``--cases``: the
-    `cases` file alone; each loaded first, so a bad file is refused before any call),
-    write the result under ``<out>/calibration/``."""
+    `cases` file alone; each loaded first, so a bad file is refused before any call;
+    `unresolved_only`: only the cases the scorer leaves unresolved), write the result
+    under ``<out>/calibration/``."""
     folder = out / "calibration"
     judge = judge_for(choice, store_root, folder)
     loaded = [(name, path, held, load_cases(path)) for name, path, held in _suites(cases)]
     result = JudgeCalibration(
         judge=judge.name,
         suites=[
-            calibrate_judge(judge, cases, _relative(path), name=name, held_out=held)
+            calibrate_judge(
+                judge,
+                cases,
+                _relative(path),
+                name=name,
+                held_out=held,
+                unresolved_only=unresolved_only,
+            )
             for name, path, held, cases in loaded
         ],
     )

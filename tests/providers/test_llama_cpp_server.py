@@ -14,6 +14,7 @@ except under CI, which installs it: there a missing server fails them.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -26,10 +27,12 @@ import pytest
 
 from continuity.errors import ProviderError
 from continuity.messages import ModelRequest, UserMessage
+from continuity.probes.calibration import default_cases_path
 from continuity.providers.endpoint import EndpointSpec
 from continuity.providers.protocol import Completed, TextDelta
 from continuity.providers.real import make_provider
 from continuity.servers.local_model import MODEL_ALIAS
+from tests.graph.test_dodo import doit
 from tests.providers.test_wire_shapes import HISTORY, SHAPES
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama-cpp-server")]
@@ -157,3 +160,34 @@ def test_null_content_beside_tool_calls_is_refused_by_the_server(llama: str) -> 
     response = httpx.post(f"{llama}/chat/completions", json=body, timeout=60)
     assert response.status_code != 200
     assert "content" in response.text
+
+
+def test_doit_calibrate_grades_with_the_local_model_as_judge_without_credentials(
+    llama: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loopback judge needs no credentials file: `doit calibrate` sends no key and each
+    case gets the local model's verdict, or counts in n as the judge's failure."""
+    cases = tmp_path / "three.jsonl"
+    lines = default_cases_path().read_text().splitlines()[:3]
+    cases.write_text("".join(line + "\n" for line in lines))
+    monkeypatch.delenv("CI", raising=False)  # a real judge is refused where CI is set
+    result = doit(
+        tmp_path,
+        "calibrate",
+        "--provider",
+        "openai-chat",
+        "--base-url",
+        llama,
+        "--judge-model",
+        f"local:{MODEL_ALIAS}",
+        "--cases",
+        str(cases),
+        "--max-output-tokens",  # the small model can run on until its window is full
+        "160",
+        timeout=600,
+    )
+    assert "3 labelled cases; given with --cases" in result.stdout
+    written = sorted((tmp_path / "out" / "calibration").glob("judge-*.json"))
+    assert len(written) == 1
+    entry = json.loads(written[0].read_text())["suites"][0]
+    assert entry["cases"] == 3 == entry["agreement"]["overall"]["n"] == len(entry["verdicts"])

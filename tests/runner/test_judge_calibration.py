@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from continuity.errors import CalibrationInvalid, UsageError
@@ -124,11 +125,50 @@ def test_calibrate_reports_the_scorers_unresolved_cases_and_the_judge_on_them(
     assert printed.count("cases unresolved (coverage ") == len([*HELD_OUT, "tuning"])
 
 
+class _CountingJudge(ScriptedJudge):
+    """The scripted judge, remembering which cases it was asked about."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def verdicts(self, cases: Sequence[JudgeCase]) -> list[JudgeVerdict]:
+        self.asked += [case.probe_id for case in cases]
+        return super().verdicts(cases)
+
+
+def test_unresolved_only_asks_the_judge_about_those_cases_alone(tmp_path: Path) -> None:
+    cases = load_cases(default_suites()["holdout-v4"])
+    scorer = scorer_verdicts(cases)
+    left = [c.id for c in cases if scorer[c.id] == "unresolved"]
+    judge = _CountingJudge()
+    result = calibrate_judge(judge, cases, "suite", unresolved_only=True)
+    assert judge.asked == left and [v.probe_id for v in result.verdicts] == left
+    assert result.cases == len(cases) and result.scorer_unresolved == left
+    assert result.agreement.overall.n == len(left) and result.unresolved_only
+    assert result.unresolved_agreement == result.agreement
+    printed = doit(tmp_path, "calibrate", "--unresolved-only").stdout
+    for name in (*HELD_OUT, "tuning"):
+        head = next(
+            line
+            for line in printed.splitlines()
+            if line.startswith(f"judge scripted-judge on {name} ")
+        )
+        assert "; judged: the " in head and " the scorer leaves unresolved)" in head
+    written = json.loads(
+        (tmp_path / "out" / "calibration" / "judge-scripted-judge.json").read_text()
+    )
+    for entry in written["suites"]:
+        assert entry["unresolved_only"] and len(entry["verdicts"]) == len(
+            entry["scorer_unresolved"]
+        )
+
+
 @pytest.mark.parametrize(
     ("options", "code"),
     [
         ({"provider": "gemini"}, "plan_invalid"),
         ({"provider": "scripted", "base_url": "http://127.0.0.1:1/v1"}, "plan_invalid"),
+        ({"max_output_tokens": 64}, "plan_invalid"),
         ({"judge_model": "no-provider-part"}, "plan_invalid"),
         ({"judge_model": "openai-codex:"}, "plan_invalid"),
         ({"judge_model": " :gpt"}, "plan_invalid"),
@@ -141,6 +181,7 @@ def test_calibrate_reports_the_scorers_unresolved_cases_and_the_judge_on_them(
     ids=[
         "unknown-provider",
         "base-url-offline",
+        "output-cap-offline",
         "bad-model",
         "empty-model-name",
         "empty-provider-part",
@@ -207,6 +248,30 @@ def test_a_real_judge_grades_the_suite_against_the_loopback_server(
     assert all(v.reason.startswith("loopback verdict") for v in result.verdicts)
     assert result.agreement.overall.n == len(cases)
     assert again.verdicts == result.verdicts
+
+
+def test_a_loopback_judge_without_credentials_sends_no_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``--credentials`` for a server on this machine means no key, not the working
+    directory taken for a credentials file (`doit calibrate` against llama.cpp)."""
+    monkeypatch.delenv("CI", raising=False)
+    choice = JudgeChoice(provider="openai-chat", base_url="http://127.0.0.1:9/v1")
+    judge = judge_for(choice, str(tmp_path / "store"), tmp_path / "out")
+    assert isinstance(judge, ProviderJudge) and judge.spec.credentials_path == ""
+    assert judge.spec.max_output_tokens == 4096  # the real runs' default cap
+    capped = judge_for(
+        msgspec.structs.replace(choice, max_output_tokens=96), str(tmp_path), tmp_path / "out"
+    )
+    assert isinstance(capped, ProviderJudge) and capped.spec.max_output_tokens == 96
+
+
+def test_calibrates_output_cap_is_a_checked_whole_number(tmp_path: Path) -> None:
+    for bad in ("0", "many", "-3"):
+        result = doit(tmp_path, "calibrate", "--max-output-tokens", bad, check=False)
+        assert result.returncode != 0
+        assert "plan_invalid: " in result.stdout + result.stderr
+        assert "Traceback" not in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("kind", ["directory", "missing"])
