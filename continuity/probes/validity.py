@@ -65,6 +65,7 @@ SUITE_NAMES: tuple[str, ...] = (
     "holdout-v3",
     "holdout-v4",
     "holdout-v5",
+    "holdout-v6",
 )
 HELD_OUT: tuple[str, ...] = (
     "holdout",
@@ -72,6 +73,7 @@ HELD_OUT: tuple[str, ...] = (
     "holdout-v3",
     "holdout-v4",
     "holdout-v5",
+    "holdout-v6",
 )
 _ROOT = Path(__file__).resolve().parents[2]
 _CALIBRATION = _ROOT / "fixtures" / "calibration"
@@ -82,6 +84,7 @@ BLIND_PATHS: dict[str, Path] = {
     "holdout-v3": _CALIBRATION / "holdout-v3-blind.json",
     "holdout-v4": _CALIBRATION / "holdout-v4-blind.json",
     "holdout-v5": _CALIBRATION / "holdout-v5-blind.json",
+    "holdout-v6": _CALIBRATION / "holdout-v6-blind.json",
 }
 
 
@@ -94,6 +97,7 @@ def default_suites() -> dict[str, Path]:
         "holdout-v3": _CALIBRATION / "holdout-v3.jsonl",
         "holdout-v4": _CALIBRATION / "holdout-v4.jsonl",
         "holdout-v5": _CALIBRATION / "holdout-v5.jsonl",
+        "holdout-v6": _CALIBRATION / "holdout-v6.jsonl",
     }
 
 
