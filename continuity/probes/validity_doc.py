@@ -131,7 +131,27 @@ named in other words); a right answer line was credited though its own prose ass
 a superseded or another value, or a guess beside `UNKNOWN` (now `unresolved`); an
 echoed answer-line instruction read as a decline. Its later figures are not blind.
 
-*The newest set, blind twice.* `fixtures/calibration/holdout-v5.jsonl` (188 answers)
+*The newest set.* `fixtures/calibration/holdout-v6.jsonl` (168 answers) holds 56 real
+SmolLM2-135M-Instruct replies to every probe of hard seeds 109-112, traces no earlier set
+used, and 112 answers written as capable models answer (60 of the 80 designed value
+answers end with an `ANSWER:` line), two for each probe, some in French, German or
+Spanish. A helper session that never opened the scorer, its tests, this page or the
+other suites wrote and labelled it (`fixtures/calibration/holdout-v6.md` says what it
+read, and its labelling rules: a reply that neither gives the value nor states a wrong
+one is `abstained` there, where the v4 and v5 labellers chose `fabricated`; both are
+wrong answers). It was frozen at commit `43235f5` before any rule change of its round,
+and measured blind with the scorer of that commit (2/168 confidently wrong, coverage
+135/168). The rules of that round came from the misjudged cases of v3 (no longer
+blind), each tested on fresh answers (`tests/probes/test_unread_forms.py`,
+`tests/probes/test_history_grammar.py`): a value in a form the scorer does not read
+that holds every number of the expected amount, date or time (`Fr. 3400.-`,
+`4 Mär 2028`) is `unresolved`, not an invented value; a status answer whose only status
+word denies or defers another status ("in my drafts, before it goes out") is
+`unresolved`; and the grammar of history reads `pushed it back from X`, `Y, changed from
+X` and `it was X before`. The figure in the table above was measured once after those
+rules, before anyone read its cases.
+
+*Blind twice.* `fixtures/calibration/holdout-v5.jsonl` (188 answers)
 holds 56 real SmolLM2-135M-Instruct replies to every probe of hard seeds 105-108,
 traces no earlier set used (`python3 -m continuity.probes.real_answers --hard-seeds
 105,106,107,108 --no-originals`), and 132 answers written as capable models answer

@@ -58,6 +58,7 @@ HOLDOUT_FREE_RECALL = load_cases(default_suites()["holdout-free-recall"])
 HOLDOUT_V3 = load_cases(default_suites()["holdout-v3"])
 HOLDOUT_V4 = load_cases(default_suites()["holdout-v4"])
 HOLDOUT_V5 = load_cases(default_suites()["holdout-v5"])
+HOLDOUT_V6 = load_cases(default_suites()["holdout-v6"])
 SUITES = {
     "tuning": CASES,
     "holdout": HOLDOUT,
@@ -65,6 +66,7 @@ SUITES = {
     "holdout-v3": HOLDOUT_V3,
     "holdout-v4": HOLDOUT_V4,
     "holdout-v5": HOLDOUT_V5,
+    "holdout-v6": HOLDOUT_V6,
 }
 RECORD = load_record()
 BLIND = load_blind()
@@ -237,6 +239,7 @@ def test_the_record_was_made_on_these_suites(name: str) -> None:
         "holdout-v3",
         "holdout-v4",
         "holdout-v5",
+        "holdout-v6",
     ]
 
 
@@ -299,11 +302,13 @@ def test_the_free_recall_blind_measurement_is_frozen_as_first_taken() -> None:
 # The real-answer sets, each frozen and then measured blind at one commit, before anyone
 # developing the scorer read it: history, never changed. holdout-v4 holds 108 real SmolLM2
 # replies and 99 designed answer-line failures; holdout-v5 56 real replies to hard seeds
-# 105-108 and 132 answers written as capable models answer.
+# 105-108 and 132 answers written as capable models answer; holdout-v6 56 real replies to
+# hard seeds 109-112 and 112 written as capable models answer.
 # (suite, sha256 prefix, commit, cases, real replies, (outcome, binary, unresolved) agreement)
 FROZEN_BLIND = [
     ("holdout-v4", "1d15b5b940cc", "dfe32ec", 207, 108, (123, 140, 46)),
     ("holdout-v5", "305b62a4b051", "0b5f64f", 188, 56, (129, 138, 49)),
+    ("holdout-v6", "6158512937fc", "43235f5", 168, 56, (128, 133, 33)),
 ]
 
 
