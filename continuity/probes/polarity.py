@@ -87,7 +87,10 @@ _CHANGE = (
     r"|re-?issu|replac|supersed|swapp?|cut)\w*"
 )
 _PAST_BEFORE = re.compile(
-    r"\b(?:up|down|" + _CHANGE + r")\s+from\s+(?:\w+\s+){0,2}?$|"
+    # "moved from", "pushed it back from", "brought them forward from": a change verb, an
+    # optional object pronoun and particle, then "from"
+    r"\b(?:up|down|" + _CHANGE + r")(?:\s+(?:it|them|this|that|us))?"
+    r"(?:\s+(?:back|forward|up|down|out|over|along))?\s+from\s+(?:\w+\s+){0,2}?$|"
     r"\b(?:previously|formerly|originally|initially|at first|first|earlier|used to be|old|previous"
     r"|original|prior|former|(?:replacing|replaced|superseding|superseded)(?!\s+(?:by|with)\b))"
     r"\s+(?:\w+\s+){0,3}?$",
@@ -95,9 +98,12 @@ _PAST_BEFORE = re.compile(
 )
 _PAST_AFTER = re.compile(
     r"^\W*(?:(?:was|were|has been|had been|got|is|is now|'s)\s+)?(?:replaced|superseded"
-    r"|changed|moved|cancelled|canceled|withdrawn|outdated|obsolete|out of date"
+    # "X changed" is past, "X, changed from Y" names X the new value
+    r"|(?:changed|moved)(?!\s+(?:\w+\s+){0,2}?from\b)|cancelled|canceled|withdrawn"
+    r"|outdated|obsolete|out of date"
     r"|the (?:old|previous|original|earlier|former|first)\b|at first|originally|initially"
-    r"|previously|earlier|before that)"
+    # "it was X before": the adverb closing its clause, not "X before the meeting"
+    r"|previously|earlier|before that|before\s*(?:[.;,!]|$))"
     # Withdrawn: "X had to drop out", "X pulled out", "X has stepped down".
     r"|^\W*(?:(?:had|has|have)\s+(?:had\s+)?to\s+|(?:has|had|have)\s+)?(?:drop(?:ped)?\s+out"
     r"|pull(?:ed)?\s+out|withdr[ae]wn?|withdraw|step(?:ped)?\s+(?:down|aside|back)|bow(?:ed)?\s+out"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from continuity.probes import abstention, free_recall
-from continuity.probes.normalise import mentions
+from continuity.probes.normalise import mentions, normalise
 from continuity.probes.outcome import ASKED_BACK, Score, unresolved
 from continuity.probes.polarity import Stance, sentence_bounds, stances
 from continuity.probes.quantities import labelled_other
@@ -29,6 +29,7 @@ from continuity.traces.schema import AbstentionExpectation, ToolIdentifierExpect
 __all__ = [
     "abstention_probe",
     "candidate_doubt",
+    "carries_numbers",
     "identifier",
     "nothing_to_read",
     "single_value",
@@ -55,8 +56,42 @@ def nothing_to_read(text: str, locale: Locale, expected: str | None = None) -> S
         values = [m for m in values if not isinstance(m.key, Unreadable)]
     read = stances(text, [(m.start, m.end) for m in values], supersession=False)
     if any(stance == "asserted" for stance in read):
+        if expected is not None and carries_numbers(_unread(text, values), expected):
+            # "Fr. 3400.-" for CHF 3,400, "4 Mär 2028" for 4 March 2028: every number of
+            # the expected value is there, in a rendering the reader of values lacks.
+            return unresolved("another form, holding every number of the expected value")
         return Score("fabricated", False, "another value, of a form the probe does not match")
     return unresolved("no value of the expected kind and no recognised decline")
+
+
+# A number as written: digit groups joined by thousands separators count as one number.
+_NUMBER = re.compile(r"(?<![\d])\d+(?:[,.'\u2019\u00a0\u202f ]\d{3})*(?!\d)")
+_SEPARATORS = re.compile(r"[,.'\u2019\u00a0\u202f ]")
+
+
+def _unread(text: str, values: Sequence[Mention]) -> str:
+    """`text` without the values it states in a form the scorer reads (an amount, a
+    time, a date, a code): what is left holds the bare numbers."""
+    for m in sorted(values, key=lambda m: m.start, reverse=True):
+        if not (isinstance(m.key, str) and m.key.isdigit()):
+            text = text[: m.start] + " " + text[m.end :]
+    return text
+
+
+def _numbers(text: str) -> set[int]:
+    return {int(_SEPARATORS.sub("", m.group())) for m in _NUMBER.finditer(text)}
+
+
+def carries_numbers(text: str, expected: str) -> bool:
+    """Whether `text` holds every number of an `expected` amount, date or time (``3400``
+    for ``CHF 3,400``; ``4`` and ``2028`` for ``4 March 2028``): then a value it states
+    in a form the scorer does not read may be the expected one, and is no sure invention.
+    The caller leaves out the values it does read (``$19.30`` is a price, whatever its
+    digits). Identifiers and phrases are matched whole, never by their numbers."""
+    if kind_of(expected) not in ("money", "date", "time"):
+        return False
+    wanted = _numbers(normalise(expected))
+    return bool(wanted) and wanted <= _numbers(text)
 
 
 def _label(mention: Mention, current: str, superseded: Sequence[str], locale: Locale) -> str:
@@ -182,10 +217,16 @@ def status(text: str, expected: str, subject: str, kind: str) -> Score:
         return Score("fabricated", False, f"asserted status {listed}, not {expected}")
     if abstention.abstains(text):
         return Score("abstained", False, "abstained although the status was stated")
-    if reading.forms:
+    # "It hasn't been sent", "it will be sent later" when it was: the status denied.
+    # "It could be FINAL, SHARED or ARCHIVED": several offered, none settled.
+    if expected in reading.unasserted or len(reading.unasserted) > 1:
         return Score("fabricated", False, "no status asserted (every status word negated or asked)")
     if free_recall.only_asks(text):
         return ASKED_BACK
+    if reading.forms:
+        # "Still in my drafts, waiting before it goes out": one other status, denied or
+        # not yet, says nothing sure of this one, which may be in words the reader lacks.
+        return unresolved("no status asserted: one other status negated or not yet")
     # "It went out this morning", "I filed it away": a status in words the reader of
     # status words does not hold is not a wrong status.
     return unresolved("no status word and no recognised decline")

@@ -155,6 +155,8 @@ _IMPLIED = {"commitment": {"SENT": "DRAFTED"}, "artifact": {"FINAL": "DRAFT", "S
 class StatusReading(NamedTuple):
     statuses: frozenset[str]  # the statuses asserted (empty: none)
     forms: int  # how many status forms the answer holds, asserted or not
+    # The statuses it names without asserting them: negated, asked, or not yet.
+    unasserted: frozenset[str] = frozenset()
 
 
 def status_spans(text: str, kind: str) -> list[tuple[int, int]]:
@@ -221,4 +223,5 @@ def asserted_statuses(text: str, kind: str) -> StatusReading:
     chosen = strong or weak or implied
     if kind == "artifact" and chosen & {"SHARED", "ARCHIVED"}:
         chosen = chosen - {"FINAL"}  # a shared or archived document is final as well
-    return StatusReading(frozenset(chosen), len(forms))
+    unasserted = {s for (_, _, s, _), st in zip(forms, stance, strict=True) if st != "asserted"}
+    return StatusReading(frozenset(chosen), len(forms), frozenset(unasserted))

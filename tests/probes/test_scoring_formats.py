@@ -50,6 +50,7 @@ CURRENT = "current value only"
 BOTH = "current and superseded values"
 OLD = "a superseded value"
 ANOTHER_FORM = "another value, of a form the probe does not match"
+NUMBERS_KEPT = "another form, holding every number of the expected value"
 NO_VALUE = "no value of the expected kind and no recognised decline"
 OTHER = "1 other value(s), not the current value"
 
@@ -107,7 +108,9 @@ CASES: list[tuple[str, Expectation, str, str, str]] = [
     ("weekday disagrees", VISIT, "Tuesday 24 March 2027", "fabricated", OTHER),
     ("other year", VISIT, "24 March 2028", "fabricated", OTHER),
     ("abbreviated stale with year", VISIT, "14 Mar 2027", "stale", OLD),
-    ("lucky month word", VISIT, "24 Marching bands, 2027", "fabricated", ANOTHER_FORM),
+    # every number of the date, beside a word the scorer cannot read as a month: no sure
+    # call either way (never credited)
+    ("lucky month word", VISIT, "24 Marching bands, 2027", "unresolved", NUMBERS_KEPT),
     # times: 12-hour with or without a space or dots, 24-hour, a dot for the colon
     ("time spaced", DOORS, "7:30 pm", "correct", CURRENT),
     ("time dotted", DOORS, "7.30pm", "correct", CURRENT),
