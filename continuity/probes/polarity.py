@@ -98,8 +98,10 @@ _PAST_BEFORE = re.compile(
 )
 _PAST_AFTER = re.compile(
     r"^\W*(?:(?:was|were|has been|had been|got|is|is now|'s)\s+)?(?:replaced|superseded"
-    # "X changed" is past, "X, changed from Y" names X the new value
-    r"|(?:changed|moved)(?!\s+(?:\w+\s+){0,2}?from\b)|cancelled|canceled|withdrawn"
+    # "X changed" is past; "X, changed from Y" names X the new value: "from" right before
+    # the next value (the window this is matched on ends there)
+    r"|(?:changed|moved)(?!\s+(?:(?:back|forward|up|down|over|along)\s+)?from\s*$)"
+    r"|cancelled|canceled|withdrawn"
     r"|outdated|obsolete|out of date"
     r"|the (?:old|previous|original|earlier|former|first)\b|at first|originally|initially"
     # "it was X before": the adverb closing its clause, not "X before the meeting"

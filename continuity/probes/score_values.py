@@ -217,16 +217,19 @@ def status(text: str, expected: str, subject: str, kind: str) -> Score:
         return Score("fabricated", False, f"asserted status {listed}, not {expected}")
     if abstention.abstains(text):
         return Score("abstained", False, "abstained although the status was stated")
-    # "It hasn't been sent", "it will be sent later" when it was: the status denied.
-    # "It could be FINAL, SHARED or ARCHIVED": several offered, none settled.
-    if expected in reading.unasserted or len(reading.unasserted) > 1:
+    # "It hasn't been sent", "it will be sent later" when it was: the status denied or
+    # put off. "It could be FINAL, SHARED or ARCHIVED": several offered, none settled.
+    denied = {s for s, how in reading.unasserted if how in ("negated", "hypothetical")}
+    offered = {s for s, how in reading.unasserted if how in ("hypothetical", "asked")}
+    if expected in denied or len(offered) > 1:
         return Score("fabricated", False, "no status asserted (every status word negated or asked)")
     if free_recall.only_asks(text):
         return ASKED_BACK
     if reading.forms:
-        # "Still in my drafts, waiting before it goes out": one other status, denied or
-        # not yet, says nothing sure of this one, which may be in words the reader lacks.
-        return unresolved("no status asserted: one other status negated or not yet")
+        # "Still in my drafts, waiting before it goes out", "not sent and not cancelled",
+        # "was it sent? Yes": other statuses denied, or the expected one only asked, say
+        # nothing sure of this one, which may be in words the reader lacks.
+        return unresolved("no status asserted, and the expected one not denied")
     # "It went out this morning", "I filed it away": a status in words the reader of
     # status words does not hold is not a wrong status.
     return unresolved("no status word and no recognised decline")

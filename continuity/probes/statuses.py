@@ -155,8 +155,9 @@ _IMPLIED = {"commitment": {"SENT": "DRAFTED"}, "artifact": {"FINAL": "DRAFT", "S
 class StatusReading(NamedTuple):
     statuses: frozenset[str]  # the statuses asserted (empty: none)
     forms: int  # how many status forms the answer holds, asserted or not
-    # The statuses it names without asserting them: negated, asked, or not yet.
-    unasserted: frozenset[str] = frozenset()
+    # The statuses it names without asserting them, each with how: negated, asked,
+    # hypothetical (not yet, or only possible) or past.
+    unasserted: frozenset[tuple[str, str]] = frozenset()
 
 
 def status_spans(text: str, kind: str) -> list[tuple[int, int]]:
@@ -223,5 +224,6 @@ def asserted_statuses(text: str, kind: str) -> StatusReading:
     chosen = strong or weak or implied
     if kind == "artifact" and chosen & {"SHARED", "ARCHIVED"}:
         chosen = chosen - {"FINAL"}  # a shared or archived document is final as well
-    unasserted = {s for (_, _, s, _), st in zip(forms, stance, strict=True) if st != "asserted"}
+    named = zip((s for _, _, s, _ in forms), stance, strict=True)
+    unasserted = {(s, st) for s, st in named if st != "asserted"}
     return StatusReading(frozenset(chosen), len(forms), frozenset(unasserted))

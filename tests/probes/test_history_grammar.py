@@ -31,6 +31,10 @@ RENT = current("£2,310", "£2,180")
         # "X changed" still makes X the old value; "before" as a preposition asserts
         (RENT, "£2,180 changed to £2,310 in March.", "correct"),
         (RENT, "£2,180 before the service charge, or £2,310.", "conflicted"),
+        # "X moved/changed ... from" something that is not the new value: X is still past
+        (PICKUP, "08:10 now; 07:40 moved back from Monday.", "correct"),
+        (RENT, "£2,310 now; £2,180 was moved up from the deposit.", "correct"),
+        (RENT, "£2,310; £2,180 changed last year from the old contract.", "correct"),
         # the old value alone, or both with nothing to settle them, as before
         (PICKUP, "It is 07:40.", "stale"),
         (PICKUP, "07:40 or 08:10, I think.", "conflicted"),

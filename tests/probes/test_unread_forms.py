@@ -51,6 +51,11 @@ MENU = ArtifactStatusExpectation(subject=fact("tasting menu"), status="FINAL")
         # a status word denying or deferring another status
         (INVOICE, "Parked in my outbox folder until you approve it, not sent.", "unresolved"),
         (INVOICE_SENT, "It will be sent once you approve it.", "fabricated"),
+        (INVOICE_SENT, "It hasn't been sent.", "fabricated"),
+        # other statuses denied, or the expected one only asked: nothing sure of it
+        (INVOICE, "Not sent and not cancelled, just sitting there.", "unresolved"),
+        (MENU, "It is no longer a draft, and it's not archived.", "unresolved"),
+        (INVOICE_SENT, "Has it been sent? Yes, it has.", "unresolved"),
         (INVOICE, "It could be drafted or sent by now, I can't say.", "abstained"),
         (MENU, "Could be final, could be shared.", "fabricated"),
     ],
