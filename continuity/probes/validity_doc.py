@@ -148,8 +148,9 @@ that holds every number of the expected amount, date or time (`Fr. 3400.-`,
 `4 Mär 2028`) is `unresolved`, not an invented value; a status answer whose only status
 word denies or defers another status ("in my drafts, before it goes out") is
 `unresolved`; and the grammar of history reads `pushed it back from X`, `Y, changed from
-X` and `it was X before`. The figure in the table above was measured once after those
-rules, before anyone read its cases.
+X` and `it was X before`. Measured once after those rules, before anyone read its
+cases, it had not moved (2/168 confidently wrong, coverage 135/168); its cases were read
+afterwards, so its later figures are not blind either.
 
 *Blind twice.* `fixtures/calibration/holdout-v5.jsonl` (188 answers)
 holds 56 real SmolLM2-135M-Instruct replies to every probe of hard seeds 105-108,

@@ -87,7 +87,7 @@ class JudgeCalibration(msgspec.Struct, frozen=True, kw_only=True):
     """What `doit calibrate` writes: the judge and its agreement on every suite graded
     (held-out suites first)."""
 
-    schema: str = "continuity-judge-calibration-v2"
+    schema: str = "continuity-judge-calibration-v3"  # v3: `unresolved_only`
     judge: str
     suites: list[SuiteCalibration]
 
@@ -263,8 +263,8 @@ def _markdown(result: JudgeCalibration, scripted: bool) -> str:
         misjudged = entry.agreement.misjudged
         lines += [f"Misjudged ({len(misjudged)}): " + (", ".join(misjudged) or "none"), ""]
         lines += [unresolved_line(entry), ""]
-        if entry.unresolved_agreement is not None:
-            lines += [render_table(entry.unresolved_agreement)]
+        if entry.unresolved_agreement is not None and not entry.unresolved_only:
+            lines += [render_table(entry.unresolved_agreement)]  # the table above, else
     return "\n".join(lines)
 
 

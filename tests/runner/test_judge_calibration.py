@@ -52,7 +52,7 @@ def test_offline_calibrate_prints_every_suite_held_out_first(tmp_path: Path) -> 
     md = tmp_path / "out" / "calibration" / "judge-scripted-judge.md"
     assert last == f"calibrate: judge agreement written to {md} (and judge-scripted-judge.json)"
     document = json.loads(md.with_suffix(".json").read_text())
-    assert document["schema"] == "continuity-judge-calibration-v2"
+    assert document["schema"] == "continuity-judge-calibration-v3"
     for entry in document["suites"]:
         n = len(load_cases(suites[entry["name"]]))
         assert entry["cases"] == n == len(entry["verdicts"]) == entry["agreement"]["overall"]["n"]
@@ -161,6 +161,8 @@ def test_unresolved_only_asks_the_judge_about_those_cases_alone(tmp_path: Path) 
         assert entry["unresolved_only"] and len(entry["verdicts"]) == len(
             entry["scorer_unresolved"]
         )
+    md = (tmp_path / "out" / "calibration" / "judge-scripted-judge.md").read_text()
+    assert md.count("| **overall** | ") == len([*HELD_OUT, "tuning"])  # one table a suite
 
 
 @pytest.mark.parametrize(
