@@ -285,17 +285,28 @@ class S3Backend:
         return "written"
 
     def get(self, name: str) -> tuple[bytes, str] | None:
-        path = self._path(name)
-        for _ in range(5):  # the ETag read on both sides of the bytes, so they agree
+        """The bytes and their ETag from one ``GetObject``: one response, so they always
+        belong together, however often other writers replace the object meanwhile (an
+        ETag read on either side of the bytes could disagree with them every time)."""
+        from fsspec.asyn import sync
+
+        bucket, _, key = self._path(name).partition("/")
+
+        async def get_object() -> tuple[bytes, str]:
+            response = await self.fs._call_s3("get_object", Bucket=bucket, Key=key)
             try:
-                before = self._guarded(f"reading {name}", self.fs.info, path, refresh=True)
-                data = self._guarded(f"reading {name}", self.fs.cat_file, path)
-                after = self._guarded(f"reading {name}", self.fs.info, path, refresh=True)
-            except FileNotFoundError:
-                return None
-            if before["ETag"] == after["ETag"]:
-                return data, str(after["ETag"])
-        raise StoreError(f"{name} kept changing while read", code="store_backend_failed")
+                data = await response["Body"].read()
+            finally:
+                response["Body"].close()
+            return data, str(response["ETag"])
+
+        try:
+            found: tuple[bytes, str] = self._guarded(
+                f"reading {name}", sync, self.fs.loop, get_object
+            )
+        except FileNotFoundError:
+            return None
+        return found
 
     def create(self, name: str, data: bytes) -> bool:
         for _ in range(8):

@@ -339,3 +339,35 @@ def test_an_s3_server_that_ignores_conditional_writes_is_refused(
     monkeypatch.setattr(backends.S3Backend, "_conditional", real)
     backend = open_backend(url, **s3_options(s3_endpoint))  # moto honours them
     assert backend.names("conditions-probe/") == []  # the probe is gone
+
+
+def test_a_read_beside_busy_writers_is_whole_and_never_fails(backend: Backend) -> None:
+    """A document other writers keep replacing (a busy cost-cap account) is still read:
+    its bytes and tag come together (on S3 one ``GetObject``, whose ETag is the bytes'
+    MD5), never a "kept changing while read" failure."""
+    import hashlib
+
+    backend.create("accounts/busy.json", b"0")
+    stop = threading.Event()
+
+    def write() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            found = backend.get("accounts/busy.json")
+            assert found is not None
+            backend.replace("accounts/busy.json", str(n).encode(), found[1])
+
+    writers = [threading.Thread(target=write) for _ in range(2)]
+    for writer in writers:
+        writer.start()
+    try:
+        for _ in range(150):
+            found = backend.get("accounts/busy.json")
+            assert found is not None and found[0].isdigit()
+            if backend.url.startswith("s3://"):
+                assert found[1].strip('"') == hashlib.md5(found[0]).hexdigest()
+    finally:
+        stop.set()
+        for writer in writers:
+            writer.join(30)
