@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from continuity.graph import task_action
-from rules.params import OUT, STORE, IntOption, TaskSpec, param
+from rules.params import OUT, OUTPUT_CAP, STORE, TaskSpec, param
 
 
 def _calibrate(**options: Any) -> str:
@@ -47,7 +47,7 @@ def task_calibrate() -> TaskSpec:
             ),
             param(
                 "max_output_tokens",
-                IntOption("--max-output-tokens", 1, 1_000_000, code="plan_invalid"),
+                OUTPUT_CAP,
                 0,
                 "the output cap of each judge call (real only; default 4096): a small "
                 "local model that never stops needs a low one",

@@ -36,6 +36,7 @@ __all__ = [
     "MAX_PROBE_LIMIT",
     "MAX_REPEATS",
     "OUT",
+    "OUTPUT_CAP",
     "STORE",
     "DirOption",
     "FloatOption",
@@ -238,6 +239,9 @@ OUT = param(
     "",
     "output directory (default: $CONTINUITY_OUT or ./out)",
 )
+
+# `--max-output-tokens` of a real plan and of `doit calibrate`'s judge: one bound, one code.
+OUTPUT_CAP = IntOption("--max-output-tokens", 1, 1_000_000, code="plan_invalid")
 
 # doit's `uptodate` callable: the task (its options) and the values it saved.
 Uptodate = Callable[["Task", Mapping[str, object]], bool]

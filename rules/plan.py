@@ -12,6 +12,7 @@ from rules.params import (
     MAX_PROBE_LIMIT,
     MAX_REPEATS,
     OUT,
+    OUTPUT_CAP,
     STORE,
     FloatOption,
     IntOption,
@@ -89,7 +90,7 @@ PLAN_PARAMS: list[Param] = [
     ),
     param(
         "max_output_tokens",
-        IntOption("--max-output-tokens", 1, 1_000_000, code="plan_invalid"),
+        OUTPUT_CAP,
         0,
         "the output cap every real request sends (default 4096)",
     ),
