@@ -127,6 +127,7 @@ def judge_for(choice: JudgeChoice, store_root: str, out: Path) -> Judge:
     from continuity.plan.plan import DEFAULT_BASE_URLS
     from continuity.providers.efforts import check_effort
     from continuity.providers.endpoint import is_loopback
+    from continuity.runner.real import DEFAULT_MAX_OUTPUT_TOKENS
 
     kind = choice.provider or "scripted"
     if kind != "scripted":
@@ -178,7 +179,7 @@ def judge_for(choice: JudgeChoice, store_root: str, out: Path) -> Judge:
             "effort": choice.judge_effort or None,
             "slots_dir": str(out / ".slots"),
             "catalog_ref": model,
-            **({"max_output_tokens": choice.max_output_tokens} if choice.max_output_tokens else {}),
+            "max_output_tokens": choice.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS,
         },
         EndpointSpec,
     )
