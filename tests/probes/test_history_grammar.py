@@ -8,14 +8,8 @@ from __future__ import annotations
 import pytest
 
 from continuity.probes.scoring import score_answer
-from continuity.traces.schema import Fact, SupersededCurrentExpectation
-
-
-def current(value: str, old: str) -> SupersededCurrentExpectation:
-    return SupersededCurrentExpectation(
-        current=Fact(value=value, evidence=("t1",)), superseded=(Fact(value=old, evidence=("t1",)),)
-    )
-
+from continuity.traces.schema import SupersededCurrentExpectation
+from tests.probes.facts import current
 
 PICKUP = current("08:10", "07:40")
 RENT = current("£2,310", "£2,180")

@@ -16,18 +16,8 @@ from continuity.traces.schema import (
     ArtifactStatusExpectation,
     CommitmentStatusExpectation,
     Expectation,
-    Fact,
-    SupersededCurrentExpectation,
 )
-
-
-def fact(value: str) -> Fact:
-    return Fact(value=value, evidence=("t1",))
-
-
-def current(value: str, old: str) -> SupersededCurrentExpectation:
-    return SupersededCurrentExpectation(current=fact(value), superseded=(fact(old),))
-
+from tests.probes.facts import current, fact
 
 DEPOSIT = current("NOK 12,750", "NOK 11,900")
 HEARING = current("17 October 2029", "3 October 2029")
